@@ -1,0 +1,40 @@
+# lambdaclaw — make run starts the local gateway, make test runs every test.
+GO        ?= go
+BIN       := bin
+DIST      := dist
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X main.version=$(VERSION)
+# Every directory under functions/ except the local binary is a Lambda function.
+LAMBDAS   := $(filter-out lambdaclaw,$(notdir $(wildcard functions/*)))
+
+.PHONY: run test build bench lint clean
+
+## run: start the local gateway with embedded defaults (data in ~/.lambdaclaw)
+run:
+	$(GO) run ./functions/lambdaclaw serve
+
+## test: vet and run every test, unit and end-to-end
+test:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+## build: the local binary, and one linux/arm64 bootstrap per Lambda function
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/lambdaclaw ./functions/lambdaclaw
+	@for f in $(LAMBDAS); do \
+		echo "build $(DIST)/$$f/bootstrap"; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -tags lambda.norpc -ldflags '$(LDFLAGS)' -o $(DIST)/$$f/bootstrap ./functions/$$f || exit 1; \
+	done
+
+## bench: gateway overhead, time to first byte, startup and memory figures
+bench:
+	$(GO) test -run '^$$' -bench 'Completion|StreamTTFB' -benchtime 2000x -count 1 ./tests/bench/
+	$(GO) test -run '^$$' -bench 'Startup' -benchtime 20x -count 1 ./tests/bench/
+
+## lint: formatting and vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf $(BIN) $(DIST)

@@ -1,0 +1,68 @@
+// Command lambdaclaw is the local lambdaclaw: the gateway server with
+// embedded storage (`serve`) and the commands that manage it.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `lambdaclaw — an AI agent gateway
+
+Usage:
+  lambdaclaw serve [--addr HOST:PORT] [--config FILE]   run the gateway
+  lambdaclaw keys create [--name N] [--agents a,b] [--autonomy LEVEL] [--rate N]
+  lambdaclaw keys list
+  lambdaclaw keys revoke ID
+  lambdaclaw version
+
+Environment:
+  LAMBDACLAW_HOME    data directory (default ~/.lambdaclaw)
+  LAMBDACLAW_ADDR    listen address (default 127.0.0.1:8080)
+  LAMBDACLAW_CONFIG  config file (default $LAMBDACLAW_HOME/config.yaml)
+  OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL
+                     the default provider when the config file names none
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, errUsage) {
+			fmt.Fprintln(os.Stderr, "lambdaclaw:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+var errUsage = errors.New("usage")
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errUsage
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], stdout, stderr)
+	case "keys":
+		return keys(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "lambdaclaw", version)
+		return nil
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage)
+		return errUsage
+	}
+}

@@ -1,0 +1,299 @@
+// Package agent is the agent loop, built as explicit steps (DESIGN.md §4).
+//
+// A run is the work for one inbound message. Its RunState is small JSON that
+// names the next step; history, tool results and drafts live in the store.
+// Loop.Step runs the named step and sets the next one. Every step is
+// idempotent given the store: messages are written under deterministic keys
+// with put-if-absent, so a step retried after a crash finds its work done.
+// The inline Driver loops over Step locally; on AWS, Step Functions drives the
+// same Step from a Lambda task.
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/obs"
+	"github.com/lambdaclaw/lambdaclaw/shared/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/tool"
+)
+
+// The steps of a run.
+const (
+	StepBegin  = "begin"
+	StepThink  = "think"
+	StepAct    = "act"
+	StepFinish = "finish"
+	// StepDone marks a run with nothing left to do.
+	StepDone = "done"
+)
+
+// Error codes a failed run reports; the HTTP API maps them to statuses.
+const (
+	CodeNoProvider = "provider_not_configured"
+	CodeUpstream   = "upstream_error"
+	CodeInternal   = "internal_error"
+)
+
+// RunState is the small, serializable state of one run. It never holds
+// history or tool output: those live in the store.
+type RunState struct {
+	RunID     string        `json:"run_id"`
+	SessionID string        `json:"session_id"`
+	Agent     string        `json:"agent"`
+	Seq       int64         `json:"seq"`
+	Step      string        `json:"step"`
+	Iteration int           `json:"iteration"`
+	Autonomy  tool.Autonomy `json:"autonomy"`
+	// Stream asks the think step to stream content deltas to the replier.
+	Stream bool `json:"stream,omitempty"`
+	// Calls are the tool call ids the act step must answer.
+	Calls []string `json:"calls,omitempty"`
+	// NoTools is set for the last think after the tool iteration limit.
+	NoTools bool       `json:"no_tools,omitempty"`
+	Usage   chat.Usage `json:"usage"`
+	// Error and ErrorCode describe a failed run to the user.
+	Error     string    `json:"error,omitempty"`
+	ErrorCode string    `json:"error_code,omitempty"`
+	Reply     Reply     `json:"reply"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// Reply says where a run's answer goes.
+type Reply struct {
+	Channel string `json:"channel"`
+	To      string `json:"to,omitempty"`
+}
+
+// Failed reports whether the run ended in an error.
+func (s RunState) Failed() bool { return s.ErrorCode != "" }
+
+// Agent is what the loop needs to know about one agent.
+type Agent struct {
+	Name     string
+	Provider llm.Provider
+	// Model overrides the provider's model when set.
+	Model             string
+	Tools             *tool.Registry
+	MaxToolIterations int
+	// Workspace is the agent's workspace directory.
+	Workspace string
+}
+
+// Agents finds agents by name.
+type Agents interface {
+	Agent(name string) (*Agent, bool)
+}
+
+// Prompter builds the system messages that open every model request.
+type Prompter interface {
+	SystemPrompt(ctx context.Context, a *Agent) ([]chat.Message, error)
+}
+
+// Result is the outcome of a run, as told to the replier.
+type Result struct {
+	Content   string
+	Usage     chat.Usage
+	Error     string
+	ErrorCode string
+}
+
+// Replier receives a run's streamed content and its result. Calls must not
+// block for long.
+type Replier interface {
+	Delta(r RunState, text string)
+	Finish(r RunState, res Result)
+}
+
+// Store is the part of the store the loop uses.
+type Store interface {
+	store.Sessions
+	store.History
+	store.Runs
+}
+
+// Emitter receives observability events.
+type Emitter interface {
+	Emit(ev obs.Event)
+}
+
+// Loop runs the steps of runs.
+type Loop struct {
+	Store    Store
+	Agents   Agents
+	Prompter Prompter
+	Replier  Replier
+	Events   Emitter
+	Log      *slog.Logger
+	// ToolTimeout bounds one tool call; zero means 60 s.
+	ToolTimeout time.Duration
+	// Now returns the time; nil means time.Now.
+	Now func() time.Time
+}
+
+func (l *Loop) now() time.Time {
+	if l.Now != nil {
+		return l.Now()
+	}
+	return time.Now()
+}
+
+// Step runs the step st names and returns the state with the next step set.
+// An error means the step could not complete (for example the store was
+// unreachable) and may be retried with the same st.
+func (l *Loop) Step(ctx context.Context, st RunState) (RunState, error) {
+	switch st.Step {
+	case StepBegin:
+		return l.begin(ctx, st)
+	case StepThink:
+		return l.think(ctx, st)
+	case StepAct:
+		return l.act(ctx, st)
+	case StepFinish:
+		return l.finish(ctx, st)
+	case StepDone:
+		return st, nil
+	default:
+		return st, fmt.Errorf("run %s: unknown step %q", st.RunID, st.Step)
+	}
+}
+
+// Input is a new message for an agent.
+type Input struct {
+	// RunID is optional; it is generated when empty. Repeating an id
+	// enqueues nothing new.
+	RunID     string
+	SessionID string
+	Agent     string
+	// Ephemeral creates a session of its own, named after the run, that is
+	// deleted when the run ends (SessionID is ignored).
+	Ephemeral bool
+	// Messages are written to history before the run starts: the new user
+	// message, or a whole stateless conversation.
+	Messages []chat.Message
+	Autonomy tool.Autonomy
+	Stream   bool
+	Reply    Reply
+}
+
+// ErrUnknownAgent is returned for an agent that does not exist.
+var ErrUnknownAgent = errors.New("unknown agent")
+
+// Enqueue creates the session if needed, queues a run for in and writes its
+// input to history. The run waits in the session's lane until a driver
+// steps it.
+func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
+	if _, ok := l.Agents.Agent(in.Agent); !ok {
+		return RunState{}, fmt.Errorf("%w %q", ErrUnknownAgent, in.Agent)
+	}
+	if len(in.Messages) == 0 {
+		return RunState{}, errors.New("enqueue: no input messages")
+	}
+	if in.RunID == "" {
+		in.RunID = NewID()
+	}
+	if in.Ephemeral {
+		in.SessionID = EphemeralPrefix + in.RunID
+	}
+	now := l.now().UTC()
+	err := l.Store.CreateSession(ctx, store.Session{ID: in.SessionID, Agent: in.Agent, Ephemeral: in.Ephemeral, CreatedAt: now, UpdatedAt: now})
+	switch {
+	case err == nil:
+		l.emit(obs.Event{Type: obs.SessionStart, SessionID: in.SessionID, Attrs: []slog.Attr{slog.String("agent", in.Agent)}})
+	case errors.Is(err, store.ErrExists):
+	default:
+		return RunState{}, fmt.Errorf("enqueue: create session: %w", err)
+	}
+	st := RunState{
+		RunID: in.RunID, SessionID: in.SessionID, Agent: in.Agent, Step: StepBegin,
+		Autonomy: in.Autonomy, Stream: in.Stream, Reply: in.Reply, StartedAt: now,
+	}
+	state, err := json.Marshal(st)
+	if err != nil {
+		return RunState{}, fmt.Errorf("enqueue: %w", err)
+	}
+	run, err := l.Store.EnqueueRun(ctx, store.Run{ID: in.RunID, SessionID: in.SessionID, Status: store.RunQueued, State: state, CreatedAt: now, UpdatedAt: now})
+	if errors.Is(err, store.ErrExists) {
+		return DecodeState(run)
+	}
+	if err != nil {
+		return RunState{}, fmt.Errorf("enqueue: %w", err)
+	}
+	// The seq is known only now; DecodeState restores it from the run.
+	st.Seq = run.Seq
+	for i, m := range in.Messages {
+		msg := store.Message{SessionID: in.SessionID, Key: inputKey(st.Seq, i), RunID: st.RunID, Message: m, CreatedAt: now}
+		if _, err := l.Store.AppendMessage(ctx, msg); err != nil {
+			return RunState{}, fmt.Errorf("enqueue: write input: %w", err)
+		}
+	}
+	return st, nil
+}
+
+// DecodeState reads the RunState saved in a run.
+func DecodeState(r store.Run) (RunState, error) {
+	var st RunState
+	if err := json.Unmarshal(r.State, &st); err != nil {
+		return RunState{}, fmt.Errorf("run %s: decode state: %w", r.ID, err)
+	}
+	st.Seq = r.Seq
+	return st, nil
+}
+
+// SessionID derives the session of a user with an agent (seed 004): the
+// same user and agent always meet in the same session.
+func SessionID(agent, userID string) string {
+	sum := sha256.Sum256([]byte(agent + "\x00" + userID))
+	return "s-" + hex.EncodeToString(sum[:16])
+}
+
+// NewID returns a random 128-bit hex id.
+func NewID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err)) // never fails on supported platforms
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func (l *Loop) emit(ev obs.Event) {
+	if l.Events != nil {
+		l.Events.Emit(ev)
+	}
+}
+
+// Message keys order a session's history: by run seq, then inputs, then
+// each iteration's assistant message followed by its tool results.
+func runPrefix(seq int64) string            { return fmt.Sprintf("r%012d#", seq) }
+func inputKey(seq int64, i int) string      { return fmt.Sprintf("r%012d#a%05d", seq, i) }
+func assistantKey(seq int64, it int) string { return fmt.Sprintf("r%012d#b%03d.a", seq, it) }
+func toolKey(seq int64, it, j int) string   { return fmt.Sprintf("r%012d#b%03d.t%03d", seq, it, j) }
+
+// Registry is a fixed set of agents by name.
+type Registry map[string]*Agent
+
+// Agent implements Agents.
+func (r Registry) Agent(name string) (*Agent, bool) {
+	a, ok := r[name]
+	return a, ok
+}
+
+// Names returns the agent names, sorted.
+func (r Registry) Names() []string {
+	names := make([]string, 0, len(r))
+	for n := range r {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

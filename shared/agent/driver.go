@@ -1,0 +1,175 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/store"
+)
+
+// Driver steps runs in-process: one goroutine per active session (the
+// lane), so a session's runs go one at a time in order while sessions run
+// in parallel. It saves the RunState after every step, so a process killed
+// between steps resumes where it stopped.
+type Driver struct {
+	loop *Loop
+	log  *slog.Logger
+	ctx  context.Context
+
+	mu     sync.Mutex
+	active map[string]bool
+	wake   map[string]bool
+	lanes  sync.WaitGroup
+}
+
+// NewDriver returns a driver whose lanes run until ctx is cancelled.
+func NewDriver(ctx context.Context, loop *Loop, log *slog.Logger) *Driver {
+	return &Driver{loop: loop, log: log, ctx: ctx, active: map[string]bool{}, wake: map[string]bool{}}
+}
+
+// Start enqueues a run and wakes its session's lane.
+func (d *Driver) Start(ctx context.Context, in Input) (RunState, error) {
+	st, err := d.loop.Enqueue(ctx, in)
+	if err != nil {
+		return st, err
+	}
+	d.Wake(st.SessionID)
+	return st, nil
+}
+
+// Wake makes sure the session's lane is running.
+func (d *Driver) Wake(sessionID string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.active[sessionID] {
+		d.wake[sessionID] = true
+		return
+	}
+	d.active[sessionID] = true
+	d.lanes.Add(1)
+	go d.lane(sessionID)
+}
+
+// Recover resumes the unfinished runs found in the store after a restart
+// and returns how many sessions it woke.
+func (d *Driver) Recover(ctx context.Context) (int, error) {
+	ids, err := d.loop.Store.UnfinishedSessions(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("recover runs: %w", err)
+	}
+	for _, id := range ids {
+		d.Wake(id)
+	}
+	return len(ids), nil
+}
+
+// Wait blocks until every lane has stopped (after the driver's context is
+// cancelled, or when no work is left).
+func (d *Driver) Wait() { d.lanes.Wait() }
+
+func (d *Driver) lane(sessionID string) {
+	defer d.lanes.Done()
+	for d.ctx.Err() == nil {
+		run, err := d.loop.Store.NextRun(d.ctx, sessionID)
+		if errors.Is(err, store.ErrNotFound) {
+			d.mu.Lock()
+			if d.wake[sessionID] {
+				delete(d.wake, sessionID)
+				d.mu.Unlock()
+				continue
+			}
+			delete(d.active, sessionID)
+			d.mu.Unlock()
+			return
+		}
+		if err != nil {
+			d.log.Error("lane: next run", "session_id", sessionID, "error", err)
+			if !sleep(d.ctx, time.Second) {
+				break
+			}
+			continue
+		}
+		d.drive(run)
+	}
+	d.mu.Lock()
+	delete(d.active, sessionID)
+	delete(d.wake, sessionID)
+	d.mu.Unlock()
+}
+
+// drive steps one run to its end. A step that errors is retried with
+// backoff; after repeated failures the run is finished as failed so the
+// lane is not blocked forever.
+func (d *Driver) drive(run store.Run) {
+	st, err := DecodeState(run)
+	if err != nil {
+		d.log.Error("lane: bad run state", "run_id", run.ID, "error", err)
+		run.Status = store.RunFailed
+		if err := d.loop.Store.UpdateRun(d.ctx, run); err != nil {
+			d.log.Error("lane: mark run failed", "run_id", run.ID, "error", err)
+		}
+		return
+	}
+	failures := 0
+	for st.Step != StepDone {
+		next, err := d.loop.Step(d.ctx, st)
+		if err != nil {
+			if d.ctx.Err() != nil {
+				return // shutting down; the saved state resumes on restart
+			}
+			failures++
+			d.log.Error("step failed", "run_id", st.RunID, "step", st.Step, "attempt", failures, "error", err)
+			if failures >= 5 && st.Step != StepFinish {
+				st = d.loop.fail(st, CodeInternal, fmt.Errorf("step %s failed: %w", st.Step, err))
+				continue
+			}
+			if !sleep(d.ctx, time.Duration(failures)*200*time.Millisecond) {
+				return
+			}
+			continue
+		}
+		failures = 0
+		st = next
+		if err := d.save(run, st); err != nil {
+			d.log.Error("lane: save run", "run_id", st.RunID, "error", err)
+		}
+	}
+}
+
+func (d *Driver) save(run store.Run, st RunState) error {
+	state, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	run.State = state
+	switch {
+	case st.Step != StepDone:
+		run.Status = store.RunRunning
+	case st.Failed():
+		run.Status = store.RunFailed
+	default:
+		run.Status = store.RunDone
+	}
+	run.UpdatedAt = time.Now().UTC()
+	err = d.loop.Store.UpdateRun(d.ctx, run)
+	if st.Step == StepDone && errors.Is(err, store.ErrNotFound) {
+		return nil // an ephemeral session was deleted with its run
+	}
+	return err
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

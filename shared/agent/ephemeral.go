@@ -1,0 +1,71 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/store"
+)
+
+// EphemeralPrefix starts the ids of ephemeral sessions: those of stateless
+// requests, whose history is the client's and need not outlive the request.
+const EphemeralPrefix = "e-"
+
+// WithEphemeral returns a Store that keeps ephemeral sessions in mem and
+// every other session in durable. Stateless requests then cost no durable
+// writes; after a crash their client is gone, so nothing is lost.
+func WithEphemeral(durable, mem Store) Store { return split{durable: durable, mem: mem} }
+
+type split struct{ durable, mem Store }
+
+func (s split) pick(sessionID string) Store {
+	if strings.HasPrefix(sessionID, EphemeralPrefix) {
+		return s.mem
+	}
+	return s.durable
+}
+
+func (s split) CreateSession(ctx context.Context, x store.Session) error {
+	return s.pick(x.ID).CreateSession(ctx, x)
+}
+func (s split) GetSession(ctx context.Context, id string) (store.Session, error) {
+	return s.pick(id).GetSession(ctx, id)
+}
+func (s split) DeleteSession(ctx context.Context, id string) error {
+	return s.pick(id).DeleteSession(ctx, id)
+}
+func (s split) AppendMessage(ctx context.Context, m store.Message) (bool, error) {
+	return s.pick(m.SessionID).AppendMessage(ctx, m)
+}
+func (s split) GetMessage(ctx context.Context, sessionID, key string) (store.Message, error) {
+	return s.pick(sessionID).GetMessage(ctx, sessionID, key)
+}
+func (s split) Messages(ctx context.Context, sessionID string) ([]store.Message, error) {
+	return s.pick(sessionID).Messages(ctx, sessionID)
+}
+func (s split) DeleteMessages(ctx context.Context, sessionID string, keys []string) error {
+	return s.pick(sessionID).DeleteMessages(ctx, sessionID, keys)
+}
+func (s split) EnqueueRun(ctx context.Context, r store.Run) (store.Run, error) {
+	return s.pick(r.SessionID).EnqueueRun(ctx, r)
+}
+func (s split) GetRun(ctx context.Context, id string) (store.Run, error) {
+	r, err := s.mem.GetRun(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return s.durable.GetRun(ctx, id)
+	}
+	return r, err
+}
+func (s split) UpdateRun(ctx context.Context, r store.Run) error {
+	return s.pick(r.SessionID).UpdateRun(ctx, r)
+}
+func (s split) NextRun(ctx context.Context, sessionID string) (store.Run, error) {
+	return s.pick(sessionID).NextRun(ctx, sessionID)
+}
+
+// UnfinishedSessions lists durable sessions only: ephemeral ones do not
+// survive a restart.
+func (s split) UnfinishedSessions(ctx context.Context) ([]string, error) {
+	return s.durable.UnfinishedSessions(ctx)
+}

@@ -1,0 +1,323 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/obs"
+	"github.com/lambdaclaw/lambdaclaw/shared/scrub"
+	"github.com/lambdaclaw/lambdaclaw/shared/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/toolparse"
+)
+
+// maxToolResult caps one tool result in history (bytes).
+const maxToolResult = 100 << 10
+
+// defaultMaxToolIterations applies when an agent sets no limit.
+const defaultMaxToolIterations = 10
+
+func (l *Loop) begin(ctx context.Context, st RunState) (RunState, error) {
+	if _, err := l.Store.GetMessage(ctx, st.SessionID, inputKey(st.Seq, 0)); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			// Enqueue stopped between queuing the run and writing its input.
+			return l.fail(st, CodeInternal, errors.New("the run's input was lost before it started; send the message again")), nil
+		}
+		return st, fmt.Errorf("begin: %w", err)
+	}
+	l.emit(obs.Event{Type: obs.AgentStart, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
+		slog.String("agent", st.Agent), slog.String("channel", st.Reply.Channel)}})
+	st.Step = StepThink
+	return st, nil
+}
+
+func (l *Loop) think(ctx context.Context, st RunState) (RunState, error) {
+	a, ok := l.Agents.Agent(st.Agent)
+	if !ok {
+		return l.fail(st, CodeInternal, fmt.Errorf("%w %q", ErrUnknownAgent, st.Agent)), nil
+	}
+	key := assistantKey(st.Seq, st.Iteration)
+	if done, err := l.Store.GetMessage(ctx, st.SessionID, key); err == nil {
+		return afterThink(st, done.Message), nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return st, fmt.Errorf("think: %w", err)
+	}
+	hist, err := l.history(ctx, st)
+	if err != nil {
+		return st, fmt.Errorf("think: %w", err)
+	}
+	var msgs []chat.Message
+	if l.Prompter != nil {
+		if msgs, err = l.Prompter.SystemPrompt(ctx, a); err != nil {
+			return st, fmt.Errorf("think: system prompt: %w", err)
+		}
+	}
+	for _, m := range hist {
+		msgs = append(msgs, m.Message)
+	}
+	req := llm.Request{Model: a.Model, Messages: msgs}
+	if !st.NoTools && a.Tools != nil {
+		req.Tools = a.Tools.Definitions()
+	}
+	l.emit(obs.Event{Type: obs.LLMRequest, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
+		slog.Int("message_count", len(msgs)), slog.String("model", a.Model), slog.Int("iteration", st.Iteration)}})
+
+	var onDelta llm.OnDelta
+	var stream *scrub.Stream
+	if st.Stream && l.Replier != nil {
+		stream = scrub.NewStream(func(text string) { l.Replier.Delta(st, text) })
+		onDelta = stream.Write
+	}
+	start := l.now()
+	resp, err := a.Provider.Generate(ctx, req, onDelta)
+	attrs := []slog.Attr{slog.Int64("duration_ms", l.now().Sub(start).Milliseconds()), slog.Bool("success", err == nil)}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", scrub.Scrub(err.Error())))
+	} else {
+		attrs = append(attrs, slog.String("provider", resp.Provider), slog.Int("completion_tokens", resp.Usage.CompletionTokens))
+	}
+	l.emit(obs.Event{Type: obs.LLMResponse, SessionID: st.SessionID, RunID: st.RunID, Attrs: attrs})
+	if err != nil {
+		if ctx.Err() != nil {
+			return st, fmt.Errorf("think: %w", ctx.Err())
+		}
+		code := CodeUpstream
+		if errors.Is(err, llm.ErrNoProvider) {
+			code = CodeNoProvider
+		}
+		return l.fail(st, code, err), nil
+	}
+	if stream != nil {
+		stream.Flush()
+	}
+
+	m := resp.Message
+	m.Role = chat.Assistant
+	m.ToolCalls = nil
+	if !st.NoTools {
+		m.ToolCalls = toolparse.Parse(resp.Message, fmt.Sprintf("call_%.8s_%d", st.RunID, st.Iteration))
+	}
+	m.Content = scrub.Scrub(m.Content)
+	for i := range m.ToolCalls {
+		m.ToolCalls[i].Arguments = scrub.Scrub(m.ToolCalls[i].Arguments)
+	}
+	st.Usage = st.Usage.Add(resp.Usage)
+	if _, err := l.Store.AppendMessage(ctx, store.Message{SessionID: st.SessionID, Key: key, RunID: st.RunID, Message: m, CreatedAt: l.now().UTC()}); err != nil {
+		return st, fmt.Errorf("think: %w", err)
+	}
+	return afterThink(st, m), nil
+}
+
+func afterThink(st RunState, m chat.Message) RunState {
+	st.Calls = st.Calls[:0]
+	for _, c := range m.ToolCalls {
+		st.Calls = append(st.Calls, c.ID)
+	}
+	if len(st.Calls) == 0 {
+		st.Calls = nil
+		st.Step = StepFinish
+	} else {
+		st.Step = StepAct
+	}
+	return st
+}
+
+func (l *Loop) act(ctx context.Context, st RunState) (RunState, error) {
+	a, ok := l.Agents.Agent(st.Agent)
+	if !ok {
+		return l.fail(st, CodeInternal, fmt.Errorf("%w %q", ErrUnknownAgent, st.Agent)), nil
+	}
+	am, err := l.Store.GetMessage(ctx, st.SessionID, assistantKey(st.Seq, st.Iteration))
+	if err != nil {
+		return st, fmt.Errorf("act: load assistant message: %w", err)
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for j, c := range am.ToolCalls {
+		key := toolKey(st.Seq, st.Iteration, j)
+		if _, err := l.Store.GetMessage(ctx, st.SessionID, key); err == nil {
+			continue // answered before a crash or retry
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return st, fmt.Errorf("act: %w", err)
+		}
+		wg.Go(func() {
+			out := l.callTool(ctx, a, st, c)
+			m := store.Message{SessionID: st.SessionID, Key: key, RunID: st.RunID, CreatedAt: l.now().UTC(),
+				Message: chat.Message{Role: chat.Tool, Content: out, ToolCallID: c.ID, Name: c.Name}}
+			if _, err := l.Store.AppendMessage(ctx, m); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return st, fmt.Errorf("act: %w", err)
+	}
+	if ctx.Err() != nil {
+		return st, fmt.Errorf("act: %w", ctx.Err())
+	}
+	st.Calls = nil
+	st.Iteration++
+	max := a.MaxToolIterations
+	if max <= 0 {
+		max = defaultMaxToolIterations
+	}
+	if st.Iteration >= max {
+		st.NoTools = true
+	}
+	st.Step = StepThink
+	return st, nil
+}
+
+// callTool runs one tool call and returns the text the model sees: the
+// tool's output, or an explanation of why it did not run.
+func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, c chat.ToolCall) string {
+	t, ok := a.Tools.Get(c.Name)
+	if !ok {
+		return fmt.Sprintf("error: there is no tool named %q", c.Name)
+	}
+	p := t.Policy()
+	if st.Autonomy < p.MinAutonomy {
+		return fmt.Sprintf("refused: %s needs autonomy %s or higher, and this conversation runs at %s", c.Name, p.MinAutonomy, st.Autonomy)
+	}
+	if p.RequiresApproval && st.Autonomy != tool.Full {
+		return fmt.Sprintf("refused: %s needs a person's approval, and approvals are not available here; tell the user what you wanted to do instead", c.Name)
+	}
+	args := strings.TrimSpace(c.Arguments)
+	if args == "" {
+		args = "{}"
+	}
+	if !json.Valid([]byte(args)) {
+		return "error: the arguments are not valid JSON (a credential in them may have been redacted); call the tool again with a JSON object"
+	}
+	l.emit(obs.Event{Type: obs.ToolCallStart, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
+		slog.String("tool_name", c.Name), slog.String("args", args)}})
+	timeout := l.ToolTimeout
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := l.now()
+	out, err := t.Call(cctx, tool.Env{Agent: a.Name, SessionID: st.SessionID, Workspace: a.Workspace}, json.RawMessage(args))
+	l.emit(obs.Event{Type: obs.ToolCallResult, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
+		slog.String("tool_name", c.Name), slog.Int64("duration_ms", l.now().Sub(start).Milliseconds()), slog.Bool("success", err == nil)}})
+	if err != nil {
+		if cctx.Err() == context.DeadlineExceeded {
+			out = fmt.Sprintf("error: %s did not finish within %s", c.Name, timeout)
+		} else {
+			out = "error: " + err.Error()
+		}
+	}
+	return truncate(scrub.Scrub(out), maxToolResult)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n[output truncated: %d of %d bytes shown]", cut, len(s))
+}
+
+func (l *Loop) finish(ctx context.Context, st RunState) (RunState, error) {
+	sess, err := l.Store.GetSession(ctx, st.SessionID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return st, fmt.Errorf("finish: %w", err)
+	}
+	res := Result{Usage: st.Usage, Error: st.Error, ErrorCode: st.ErrorCode}
+	if !st.Failed() {
+		m, err := l.Store.GetMessage(ctx, st.SessionID, assistantKey(st.Seq, st.Iteration))
+		if err != nil {
+			return st, fmt.Errorf("finish: load answer: %w", err)
+		}
+		res.Content = toolparse.StripCalls(m.Content)
+	}
+	switch {
+	case sess.Ephemeral:
+		if err := l.Store.DeleteSession(ctx, st.SessionID); err != nil {
+			return st, fmt.Errorf("finish: %w", err)
+		}
+		l.emit(obs.Event{Type: obs.SessionEnd, SessionID: st.SessionID})
+	case st.Failed():
+		if err := l.rollbackInput(ctx, st); err != nil {
+			return st, fmt.Errorf("finish: %w", err)
+		}
+	}
+	l.emit(obs.Event{Type: obs.TurnComplete, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
+		slog.Int64("total_duration_ms", l.now().Sub(st.StartedAt).Milliseconds()),
+		slog.Int("iterations", st.Iteration), slog.Bool("success", !st.Failed()),
+		slog.Int("prompt_tokens", st.Usage.PromptTokens), slog.Int("completion_tokens", st.Usage.CompletionTokens)}})
+	if l.Replier != nil {
+		l.Replier.Finish(st, res)
+	}
+	st.Step = StepDone
+	return st, nil
+}
+
+// rollbackInput removes a failed run's input when the run left nothing
+// else in history, so that the user can simply send the message again.
+func (l *Loop) rollbackInput(ctx context.Context, st RunState) error {
+	msgs, err := l.Store.Messages(ctx, st.SessionID)
+	if err != nil {
+		return err
+	}
+	prefix := runPrefix(st.Seq)
+	var keys []string
+	for _, m := range msgs {
+		if !strings.HasPrefix(m.Key, prefix) {
+			continue
+		}
+		if !strings.HasPrefix(m.Key, prefix+"a") {
+			return nil // the run produced output; keep its record
+		}
+		keys = append(keys, m.Key)
+	}
+	return l.Store.DeleteMessages(ctx, st.SessionID, keys)
+}
+
+// fail ends a run with an error the user is told about.
+func (l *Loop) fail(st RunState, code string, err error) RunState {
+	st.ErrorCode = code
+	st.Error = scrub.Scrub(err.Error())
+	st.Calls = nil
+	st.Step = StepFinish
+	if l.Log != nil {
+		l.Log.Warn("run failed", "run_id", st.RunID, "session_id", st.SessionID, "code", code, "error", st.Error)
+	}
+	return st
+}
+
+// history returns the session's messages up to and including this run's.
+func (l *Loop) history(ctx context.Context, st RunState) ([]store.Message, error) {
+	all, err := l.Store.Messages(ctx, st.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	limit := runPrefix(st.Seq + 1)
+	n := 0
+	for _, m := range all {
+		if m.Key < limit {
+			all[n] = m
+			n++
+		}
+	}
+	return all[:n], nil
+}

@@ -1,0 +1,196 @@
+// Package config reads lambdaclaw's configuration: an optional YAML file
+// plus environment variables. Secrets are never written in the file: a
+// secret field holds a reference such as `{env: OPENAI_API_KEY}` that is
+// resolved from the environment when the server starts.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Defaults.
+const (
+	DefaultAddr         = "127.0.0.1:8080"
+	DefaultAgent        = "default"
+	DefaultModel        = "gpt-4o-mini"
+	DefaultMaxBodyBytes = 1 << 20
+)
+
+// Config is the whole configuration.
+type Config struct {
+	// Home is the data directory ($LAMBDACLAW_HOME, default ~/.lambdaclaw).
+	Home string `yaml:"-"`
+	// Addr is the listen address ($LAMBDACLAW_ADDR).
+	Addr     string `yaml:"addr"`
+	LogLevel string `yaml:"log_level"`
+	// MaxBodyBytes limits request bodies; larger ones get 413.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// DefaultRatePerMinute is the rate limit of keys created without one.
+	DefaultRatePerMinute int                    `yaml:"default_rate_per_minute"`
+	Providers            []Provider             `yaml:"providers"`
+	Agents               map[string]AgentConfig `yaml:"agents"`
+}
+
+// Provider is an OpenAI-compatible endpoint.
+type Provider struct {
+	Name    string `yaml:"name"`
+	BaseURL string `yaml:"base_url"`
+	APIKey  Secret `yaml:"api_key"`
+	Model   string `yaml:"model"`
+	// Timeout bounds one model call (default 120s).
+	Timeout Duration `yaml:"timeout"`
+	// Retries is how many times a transient failure is retried on this
+	// provider before falling through to the next (default 2).
+	Retries *int `yaml:"retries"`
+}
+
+// AgentConfig tunes one agent. Agents also exist without an entry here:
+// every workspace directory is an agent.
+type AgentConfig struct {
+	// Providers names the fallback chain, in order; empty means all.
+	Providers []string `yaml:"providers"`
+	// Model overrides the provider's model.
+	Model             string `yaml:"model"`
+	MaxToolIterations int    `yaml:"max_tool_iterations"`
+	// Tools lists the tools the agent may use; empty means all built-ins.
+	Tools []string `yaml:"tools"`
+}
+
+// Secret is a reference to a secret kept outside the config file.
+type Secret struct {
+	Env string `yaml:"env"`
+}
+
+// UnmarshalYAML accepts only a reference, never a literal secret.
+func (s *Secret) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: secrets are not written in config files; use a reference such as {env: OPENAI_API_KEY}", n.Line)
+	}
+	type plain Secret
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	if p.Env == "" {
+		return fmt.Errorf("line %d: secret reference needs env: VARIABLE_NAME", n.Line)
+	}
+	*s = Secret(p)
+	return nil
+}
+
+// Value resolves the reference; an unset reference resolves to "".
+func (s Secret) Value() string {
+	if s.Env == "" {
+		return ""
+	}
+	return os.Getenv(s.Env)
+}
+
+// Duration is a time.Duration written like "30s" or "2m".
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Load reads the configuration. The file is $LAMBDACLAW_CONFIG, or
+// config.yaml in the home directory; it is optional unless named
+// explicitly. getenv is os.Getenv in production.
+func Load(path string, getenv func(string) string) (*Config, error) {
+	c := &Config{Home: getenv("LAMBDACLAW_HOME")}
+	if c.Home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return nil, fmt.Errorf("config: no LAMBDACLAW_HOME and no home directory: %w", err)
+		}
+		c.Home = filepath.Join(h, ".lambdaclaw")
+	}
+	explicit := path != ""
+	if !explicit {
+		path = getenv("LAMBDACLAW_CONFIG")
+		explicit = path != ""
+	}
+	if !explicit {
+		path = filepath.Join(c.Home, "config.yaml")
+	}
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if err := yaml.Unmarshal(b, c); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+	case errors.Is(err, os.ErrNotExist) && !explicit:
+	default:
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if v := getenv("LAMBDACLAW_ADDR"); v != "" {
+		c.Addr = v
+	}
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.DefaultRatePerMinute <= 0 {
+		c.DefaultRatePerMinute = 120
+	}
+	if len(c.Providers) == 0 && (getenv("OPENAI_API_KEY") != "" || getenv("OPENAI_BASE_URL") != "") {
+		p := Provider{Name: "openai", BaseURL: getenv("OPENAI_BASE_URL"), Model: getenv("OPENAI_MODEL")}
+		if getenv("OPENAI_API_KEY") != "" {
+			p.APIKey = Secret{Env: "OPENAI_API_KEY"}
+		}
+		c.Providers = append(c.Providers, p)
+	}
+	return c, c.validate()
+}
+
+func (c *Config) validate() error {
+	seen := map[string]bool{}
+	for i := range c.Providers {
+		p := &c.Providers[i]
+		if p.Name == "" {
+			p.Name = fmt.Sprintf("provider%d", i+1)
+		}
+		if seen[p.Name] {
+			return fmt.Errorf("config: provider %q defined twice", p.Name)
+		}
+		seen[p.Name] = true
+		if p.Model == "" {
+			p.Model = DefaultModel
+		}
+		if p.Timeout == 0 {
+			p.Timeout = Duration(120 * time.Second)
+		}
+		if p.Retries == nil {
+			two := 2
+			p.Retries = &two
+		}
+	}
+	for name, a := range c.Agents {
+		for _, p := range a.Providers {
+			if !seen[p] {
+				return fmt.Errorf("config: agent %q uses unknown provider %q", name, p)
+			}
+		}
+		if a.MaxToolIterations < 0 {
+			return fmt.Errorf("config: agent %q: max_tool_iterations must not be negative", name)
+		}
+	}
+	return nil
+}
+
+// DBPath is where the embedded database lives.
+func (c *Config) DBPath() string { return filepath.Join(c.Home, "lambdaclaw.db") }

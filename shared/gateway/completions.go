@@ -1,0 +1,246 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/chat"
+)
+
+// completionRequest is the part of OpenAI's request lambdaclaw uses.
+// Sampling parameters are accepted and ignored: the agent's configuration
+// decides them.
+type completionRequest struct {
+	Model         string           `json:"model"`
+	Messages      []requestMessage `json:"messages"`
+	Stream        bool             `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+type requestMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []requestCall   `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
+	Name       string          `json:"name"`
+}
+
+type requestCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+const maxSessionKey = 256
+
+func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
+	k := keyOf(r)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", fmt.Sprintf("request body is larger than %d bytes", g.cfg.MaxBodyBytes))
+			return
+		}
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_body", "could not read the request body")
+		return
+	}
+	var req completionRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body is not valid JSON: "+err.Error())
+		return
+	}
+	if req.Model == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "missing_model", "model is required: name an agent, e.g. \"default\"")
+		return
+	}
+	name, ok := g.agentFor(k, req.Model)
+	if !ok {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("the model %q does not exist or this key may not use it", req.Model))
+		return
+	}
+	msgs, err := convertMessages(req.Messages)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_messages", err.Error())
+		return
+	}
+	in := agent.Input{
+		RunID: agent.NewID(), Agent: name, Autonomy: autonomyOf(k), Stream: req.Stream,
+		Reply: agent.Reply{Channel: "http"},
+	}
+	if sk := r.Header.Get(SessionHeader); sk != "" {
+		if len(sk) > maxSessionKey {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_session_key", fmt.Sprintf("%s is longer than %d bytes", SessionHeader, maxSessionKey))
+			return
+		}
+		last := msgs[len(msgs)-1]
+		if last.Role != chat.User {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_messages", "in a stateful session the last message must be the user's new message")
+			return
+		}
+		in.SessionID = agent.SessionID(name, "api:"+sk)
+		in.Messages = []chat.Message{last}
+	} else {
+		in.Ephemeral = true
+		in.Messages = msgs
+	}
+
+	sub := g.cfg.Events.Subscribe(in.RunID)
+	defer g.cfg.Events.Unsubscribe(in.RunID)
+	st, err := g.cfg.Runner.Start(r.Context(), in)
+	if err != nil {
+		if errors.Is(err, agent.ErrUnknownAgent) {
+			writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", err.Error())
+			return
+		}
+		g.cfg.Log.Error("start run", "error", err)
+		writeError(w, http.StatusInternalServerError, "server_error", "internal_error", "could not start the run")
+		return
+	}
+	id := "chatcmpl-" + st.RunID
+	created := time.Now().Unix()
+	if req.Stream {
+		includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+		g.stream(w, r, sub, id, created, req.Model, includeUsage)
+		return
+	}
+	for {
+		ev, err := sub.Next(r.Context())
+		if err != nil {
+			return // the client went away; the run goes on and is kept
+		}
+		if ev.Result == nil {
+			continue
+		}
+		if ev.Result.ErrorCode != "" {
+			writeRunError(w, ev.Result)
+			return
+		}
+		writeJSON(w, http.StatusOK, completion{
+			ID: id, Object: "chat.completion", Created: created, Model: req.Model,
+			Choices: []choice{{Message: &outMessage{Role: "assistant", Content: ev.Result.Content}, FinishReason: ptr("stop")}},
+			Usage:   usage(ev.Result.Usage),
+		})
+		return
+	}
+}
+
+func writeRunError(w http.ResponseWriter, res *agent.Result) {
+	switch res.ErrorCode {
+	case agent.CodeNoProvider:
+		writeError(w, http.StatusServiceUnavailable, "server_error", res.ErrorCode, res.Error)
+	case agent.CodeUpstream:
+		writeError(w, http.StatusBadGateway, "server_error", res.ErrorCode, "the model provider failed: "+res.Error)
+	default:
+		writeError(w, http.StatusInternalServerError, "server_error", res.ErrorCode, res.Error)
+	}
+}
+
+// convertMessages validates the request's messages and maps them to the
+// chat vocabulary.
+func convertMessages(in []requestMessage) ([]chat.Message, error) {
+	if len(in) == 0 {
+		return nil, errors.New("messages must not be empty")
+	}
+	out := make([]chat.Message, 0, len(in))
+	for i, m := range in {
+		text, err := contentText(m.Content)
+		if err != nil {
+			return nil, fmt.Errorf("messages[%d].content: %w", i, err)
+		}
+		cm := chat.Message{Role: chat.Role(m.Role), Content: text, ToolCallID: m.ToolCallID, Name: m.Name}
+		switch cm.Role {
+		case chat.System, chat.User:
+		case "developer":
+			cm.Role = chat.System
+		case chat.Assistant:
+			for _, c := range m.ToolCalls {
+				cm.ToolCalls = append(cm.ToolCalls, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+			}
+		case chat.Tool:
+			if m.ToolCallID == "" {
+				return nil, fmt.Errorf("messages[%d]: a tool message needs tool_call_id", i)
+			}
+		default:
+			return nil, fmt.Errorf("messages[%d].role: %q is not one of system, developer, user, assistant, tool", i, m.Role)
+		}
+		out = append(out, cm)
+	}
+	return out, nil
+}
+
+// contentText accepts a string, null, or an array of text parts.
+func contentText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("must be a string or an array of content parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", fmt.Errorf("content parts of type %q are not supported; send text", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+type completion struct {
+	ID      string         `json:"id"`
+	Object  string         `json:"object"`
+	Created int64          `json:"created"`
+	Model   string         `json:"model"`
+	Choices []choice       `json:"choices"`
+	Usage   *responseUsage `json:"usage,omitempty"`
+}
+
+type choice struct {
+	Index        int         `json:"index"`
+	Message      *outMessage `json:"message,omitempty"`
+	Delta        *outMessage `json:"delta,omitempty"`
+	FinishReason *string     `json:"finish_reason"`
+}
+
+type outMessage struct {
+	Role    string `json:"role,omitempty"`
+	Content string `json:"content"`
+}
+
+type responseUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func usage(u chat.Usage) *responseUsage {
+	total := u.TotalTokens
+	if total == 0 {
+		total = u.PromptTokens + u.CompletionTokens
+	}
+	return &responseUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: total}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,212 @@
+// Package gateway is lambdaclaw's HTTP API: the OpenAI-compatible chat
+// completions endpoint (JSON and SSE streaming), the model list (one model
+// per agent) and the health check. The same http.Handler runs in the local
+// server and behind API Gateway.
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/apikey"
+	"github.com/lambdaclaw/lambdaclaw/shared/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/tool"
+)
+
+// SessionHeader makes a chat request stateful: requests with the same value
+// continue the same conversation, whose history is kept by the server.
+const SessionHeader = "X-Lambdaclaw-Session-Key"
+
+// Runner starts runs.
+type Runner interface {
+	Start(ctx context.Context, in agent.Input) (agent.RunState, error)
+}
+
+// Subscriber delivers a run's events to the request that started it.
+type Subscriber interface {
+	Subscribe(runID string) *agent.Subscription
+	Unsubscribe(runID string)
+}
+
+// KeyFinder looks up API keys by hash.
+type KeyFinder interface {
+	KeyByHash(ctx context.Context, hash string) (store.APIKey, error)
+}
+
+// Limiter is a per-key rate limiter.
+type Limiter interface {
+	Allow(key string, limit int) (bool, time.Duration)
+}
+
+// Config wires the gateway.
+type Config struct {
+	Runner  Runner
+	Events  Subscriber
+	Keys    KeyFinder
+	Limiter Limiter
+	// Agents lists the agent names served as models.
+	Agents       func() []string
+	MaxBodyBytes int64
+	Log          *slog.Logger
+}
+
+// Gateway serves the HTTP API.
+type Gateway struct {
+	cfg     Config
+	mux     *http.ServeMux
+	started time.Time
+}
+
+// New returns the API handler.
+func New(cfg Config) (*Gateway, error) {
+	if cfg.Runner == nil || cfg.Events == nil || cfg.Keys == nil || cfg.Agents == nil {
+		return nil, errors.New("gateway: Runner, Events, Keys and Agents are required")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	g := &Gateway{cfg: cfg, mux: http.NewServeMux(), started: time.Now()}
+	g.mux.HandleFunc("GET /health", g.health)
+	g.mux.HandleFunc("GET /v1/models", g.authed(g.models))
+	g.mux.HandleFunc("POST /v1/chat/completions", g.authed(g.completions))
+	g.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("unknown endpoint %s %s", r.Method, r.URL.Path))
+	})
+	return g, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.ServeHTTP(w, r) }
+
+func (g *Gateway) health(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"status":"ok","uptime_seconds":%d}`+"\n", int(time.Since(g.started).Seconds()))
+}
+
+type ctxKey struct{}
+
+// authed checks the bearer key and its rate limit before h runs.
+func (g *Gateway) authed(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || token == "" {
+			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "missing API key: send Authorization: Bearer <key> (create one with `lambdaclaw keys create`)")
+			return
+		}
+		var k store.APIKey
+		var err error = store.ErrNotFound
+		if apikey.Plausible(token) {
+			k, err = g.cfg.Keys.KeyByHash(r.Context(), apikey.Hash(token))
+		}
+		if err != nil || k.RevokedAt != nil {
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				g.cfg.Log.Error("key lookup failed", "error", err)
+				writeError(w, http.StatusInternalServerError, "server_error", "internal_error", "could not check the API key")
+				return
+			}
+			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "invalid API key")
+			return
+		}
+		if g.cfg.Limiter != nil {
+			if ok, wait := g.cfg.Limiter.Allow(k.ID, k.RatePerMinute); !ok {
+				secs := int((wait + time.Second - 1) / time.Second)
+				w.Header().Set("Retry-After", strconv.Itoa(secs))
+				writeError(w, http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded", fmt.Sprintf("rate limit of %d requests per minute reached; retry in %d s", k.RatePerMinute, secs))
+				return
+			}
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, k)))
+	}
+}
+
+func keyOf(r *http.Request) store.APIKey {
+	k, _ := r.Context().Value(ctxKey{}).(store.APIKey)
+	return k
+}
+
+// agentFor resolves a model name to an agent the key may use.
+func (g *Gateway) agentFor(k store.APIKey, model string) (string, bool) {
+	name := strings.TrimPrefix(model, "lambdaclaw/")
+	found := false
+	for _, a := range g.cfg.Agents() {
+		if a == name {
+			found = true
+			break
+		}
+	}
+	return name, found && allowed(k, name)
+}
+
+func allowed(k store.APIKey, name string) bool {
+	if len(k.Agents) == 0 {
+		return true
+	}
+	for _, a := range k.Agents {
+		if a == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Gateway) models(w http.ResponseWriter, r *http.Request) {
+	k := keyOf(r)
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	for _, a := range g.cfg.Agents() {
+		if allowed(k, a) {
+			list.Data = append(list.Data, model{ID: a, Object: "model", Created: g.started.Unix(), OwnedBy: "lambdaclaw"})
+		}
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// autonomyOf reads a key's autonomy level; unknown values get the safest.
+func autonomyOf(k store.APIKey) tool.Autonomy {
+	a, err := tool.ParseAutonomy(k.Autonomy)
+	if err != nil {
+		return tool.ReadOnly
+	}
+	return a
+}
+
+type apiError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    string  `json:"code"`
+}
+
+// writeError writes OpenAI's error JSON.
+func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
+	writeJSON(w, status, struct {
+		Error apiError `json:"error"`
+	}{apiError{Message: msg, Type: typ, Code: code}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, `{"error":{"message":"encoding failed","type":"server_error"}}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}

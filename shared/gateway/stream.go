@@ -1,0 +1,77 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/agent"
+)
+
+// stream answers with server-sent events in OpenAI's chunk format. The
+// status is decided by the first event: a run that fails before any content
+// gets a plain JSON error with the right status; a failure after content
+// started is sent as an error event.
+func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, sub *agent.Subscription, id string, created int64, model string, includeUsage bool) {
+	flusher, _ := w.(http.Flusher)
+	started := false
+	chunk := func(c completion) {
+		c.ID, c.Object, c.Created, c.Model = id, "chat.completion.chunk", created, model
+		b, _ := json.Marshal(c)
+		w.Write([]byte("data: "))
+		w.Write(b)
+		w.Write([]byte("\n\n"))
+	}
+	start := func() {
+		if started {
+			return
+		}
+		started = true
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+		chunk(completion{Choices: []choice{{Delta: &outMessage{Role: "assistant"}}}})
+	}
+	for {
+		ev, err := sub.Next(r.Context())
+		if err != nil {
+			return
+		}
+		if ev.Result == nil {
+			if ev.Delta == "" {
+				continue
+			}
+			start()
+			chunk(completion{Choices: []choice{{Delta: &outMessage{Content: ev.Delta}}}})
+			if flusher != nil {
+				flusher.Flush()
+			}
+			continue
+		}
+		res := ev.Result
+		if res.ErrorCode != "" {
+			if !started {
+				writeRunError(w, res)
+				return
+			}
+			b, _ := json.Marshal(struct {
+				Error apiError `json:"error"`
+			}{apiError{Message: res.Error, Type: "server_error", Code: res.ErrorCode}})
+			w.Write([]byte("data: "))
+			w.Write(b)
+			w.Write([]byte("\n\n"))
+		} else {
+			start()
+			chunk(completion{Choices: []choice{{Delta: &outMessage{}, FinishReason: ptr("stop")}}})
+			if includeUsage {
+				chunk(completion{Choices: []choice{}, Usage: usage(res.Usage)})
+			}
+		}
+		w.Write([]byte("data: [DONE]\n\n"))
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return
+	}
+}

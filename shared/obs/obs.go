@@ -1,0 +1,103 @@
+// Package obs emits the observability events of seed 001 (agent_start,
+// llm_request, llm_response, tool_call_start, tool_call_result,
+// turn_complete, compaction_complete, approval_requested,
+// approval_resolved, session_start, session_end) as structured log lines.
+//
+// Emitting is fire-and-forget (seed 000 ADR-004): Emit never blocks the
+// agent loop. Events go through a bounded buffer to one writer goroutine;
+// when the buffer is full the event is dropped and counted.
+package obs
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Event types of seed 001.
+const (
+	AgentStart         = "agent_start"
+	LLMRequest         = "llm_request"
+	LLMResponse        = "llm_response"
+	ToolCallStart      = "tool_call_start"
+	ToolCallResult     = "tool_call_result"
+	TurnComplete       = "turn_complete"
+	CompactionComplete = "compaction_complete"
+	ApprovalRequested  = "approval_requested"
+	ApprovalResolved   = "approval_resolved"
+	SessionStart       = "session_start"
+	SessionEnd         = "session_end"
+)
+
+// Event is one observation. Attrs must already be scrubbed of secrets.
+type Event struct {
+	Type      string
+	SessionID string
+	RunID     string
+	Attrs     []slog.Attr
+	Time      time.Time
+}
+
+// Emitter delivers events to a slog.Logger without blocking callers.
+type Emitter struct {
+	log     *slog.Logger
+	ch      chan Event
+	dropped atomic.Int64
+	done    chan struct{}
+	once    sync.Once
+}
+
+// NewEmitter starts an emitter that writes to log, buffering up to size
+// events.
+func NewEmitter(log *slog.Logger, size int) *Emitter {
+	e := &Emitter{log: log, ch: make(chan Event, size), done: make(chan struct{})}
+	go e.run()
+	return e
+}
+
+// Emit queues ev; it drops the event if the buffer is full.
+func (e *Emitter) Emit(ev Event) {
+	if e == nil {
+		return
+	}
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	select {
+	case e.ch <- ev:
+	default:
+		e.dropped.Add(1)
+	}
+}
+
+// Dropped reports how many events were dropped because the buffer was full.
+func (e *Emitter) Dropped() int64 { return e.dropped.Load() }
+
+// Close writes the events still buffered and stops the emitter.
+func (e *Emitter) Close() {
+	e.once.Do(func() {
+		close(e.ch)
+		<-e.done
+	})
+}
+
+func (e *Emitter) run() {
+	defer close(e.done)
+	ctx := context.Background()
+	for ev := range e.ch {
+		r := slog.NewRecord(ev.Time, slog.LevelInfo, ev.Type, 0)
+		r.AddAttrs(slog.String("event", ev.Type))
+		if ev.SessionID != "" {
+			r.AddAttrs(slog.String("session_id", ev.SessionID))
+		}
+		if ev.RunID != "" {
+			r.AddAttrs(slog.String("run_id", ev.RunID))
+		}
+		r.AddAttrs(ev.Attrs...)
+		if e.log.Handler().Enabled(ctx, slog.LevelInfo) {
+			_ = e.log.Handler().Handle(ctx, r)
+		}
+	}
+}

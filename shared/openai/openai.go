@@ -1,0 +1,191 @@
+// Package openai is the llm.Provider for any server that speaks OpenAI's chat
+// completions API: OpenAI itself, OpenRouter, Ollama, vLLM, LM Studio and
+// others. It wraps github.com/openai/openai-go with the SDK's own retries
+// turned off: retrying, circuit breaking and fallback belong to the llm
+// package's wrappers, which rely on the classified *llm.Error every failure
+// here returns.
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/llm"
+)
+
+// DefaultTimeout bounds a call when Config.Timeout is not set.
+const DefaultTimeout = 120 * time.Second
+
+// Config describes one OpenAI-compatible endpoint.
+type Config struct {
+	// Name identifies the provider in errors and responses; "openai" when empty.
+	Name string
+	// BaseURL is the API root, such as http://localhost:11434/v1 for Ollama.
+	// Empty means https://api.openai.com/v1.
+	BaseURL string
+	// APIKey is sent as a bearer token. Servers such as Ollama need none.
+	APIKey string
+	// Model is the model used when a request does not name one. Required.
+	Model string
+	// Timeout bounds a non-streaming call, and for a streaming call the wait
+	// for the response and for each following chunk. DefaultTimeout when zero.
+	Timeout time.Duration
+	// HTTPClient sends the requests; a client over http.DefaultTransport when nil.
+	HTTPClient *http.Client
+}
+
+// Provider calls an OpenAI-compatible chat completions endpoint. It is safe
+// for concurrent use.
+type Provider struct {
+	name    string
+	model   string
+	apiKey  string
+	timeout time.Duration
+	// completionTokens sends max_completion_tokens (OpenAI's current field,
+	// required by its reasoning models) instead of max_tokens, which
+	// compatible servers understand.
+	completionTokens bool
+	svc              oai.ChatCompletionService
+	// now is the clock used to read Retry-After dates; tests replace it.
+	now func() time.Time
+}
+
+var _ llm.Provider = (*Provider)(nil)
+
+// New returns a Provider for cfg. The HTTP client and request options are
+// built once here so that calls only pay for their own request.
+func New(cfg Config) (*Provider, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("openai provider: model is required")
+	}
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("openai provider: negative timeout %s", cfg.Timeout)
+	}
+	p := &Provider{
+		name:    cfg.Name,
+		model:   cfg.Model,
+		apiKey:  cfg.APIKey,
+		timeout: cfg.Timeout,
+		now:     time.Now,
+	}
+	if p.name == "" {
+		p.name = "openai"
+	}
+	if p.timeout == 0 {
+		p.timeout = DefaultTimeout
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	opts := []option.RequestOption{
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0),
+	}
+	if cfg.BaseURL == "" {
+		opts = append(opts, option.WithEnvironmentProduction())
+		p.completionTokens = true
+	} else {
+		u, err := url.Parse(cfg.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("openai provider %s: base URL %q is not an http(s) URL", p.name, cfg.BaseURL)
+		}
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+		p.completionTokens = u.Hostname() == "api.openai.com"
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	p.svc = oai.NewChatCompletionService(opts...)
+	return p, nil
+}
+
+// Name returns the configured provider name.
+func (p *Provider) Name() string { return p.name }
+
+// errTimedOut is the cause of a call context that our own timeout ended.
+var errTimedOut = errors.New("timed out")
+
+// Generate sends req to the chat completions endpoint. With a nil onDelta the
+// answer arrives in one response; otherwise it is streamed and onDelta gets
+// each piece of content in order. Every failure is an *llm.Error.
+func (p *Provider) Generate(ctx context.Context, req llm.Request, onDelta llm.OnDelta) (llm.Response, error) {
+	params, err := p.params(req, onDelta != nil)
+	if err != nil {
+		return llm.Response{}, &llm.Error{Provider: p.name, Err: err}
+	}
+	if onDelta == nil {
+		return p.complete(ctx, params)
+	}
+	return p.stream(ctx, params, onDelta)
+}
+
+// complete makes a non-streaming call.
+func (p *Provider) complete(ctx context.Context, params oai.ChatCompletionNewParams) (llm.Response, error) {
+	callCtx, cancel := context.WithTimeoutCause(ctx, p.timeout, errTimedOut)
+	defer cancel()
+	var res *http.Response
+	var body []byte
+	// The body is decoded here rather than by the SDK so that a malformed
+	// answer (not retryable) is told apart from a dropped connection.
+	if _, err := p.svc.New(callCtx, params, option.WithResponseInto(&res), option.WithResponseBodyInto(&body)); err != nil {
+		return llm.Response{}, p.classify(ctx, callCtx, res, err)
+	}
+	var completion oai.ChatCompletion
+	if err := json.Unmarshal(body, &completion); err != nil {
+		return llm.Response{}, &llm.Error{Provider: p.name, Status: statusOf(res), Err: fmt.Errorf("invalid response from server: %w", err)}
+	}
+	resp, err := p.fromCompletion(&completion, params.Model)
+	if err != nil {
+		return llm.Response{}, &llm.Error{Provider: p.name, Status: statusOf(res), Err: err}
+	}
+	return resp, nil
+}
+
+// stream makes a streaming call. The call fails when the response or any
+// following chunk takes longer than the timeout to arrive.
+func (p *Provider) stream(ctx context.Context, params oai.ChatCompletionNewParams, onDelta llm.OnDelta) (llm.Response, error) {
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := time.AfterFunc(p.timeout, func() { cancel(errTimedOut) })
+	defer idle.Stop()
+
+	var res *http.Response
+	s := p.svc.NewStreaming(callCtx, params, option.WithResponseInto(&res))
+	defer s.Close()
+	acc := accumulator{model: params.Model}
+	for s.Next() {
+		idle.Reset(p.timeout)
+		acc.add(s.Current(), onDelta)
+	}
+	if err := s.Err(); err != nil {
+		return llm.Response{}, p.classify(ctx, callCtx, res, err)
+	}
+	if callCtx.Err() != nil {
+		return llm.Response{}, p.classify(ctx, callCtx, res, context.Cause(callCtx))
+	}
+	if acc.finishReason == "" {
+		return llm.Response{}, &llm.Error{
+			Provider:  p.name,
+			Status:    statusOf(res),
+			Retryable: true,
+			Err:       errors.New("stream ended before the model finished its answer"),
+		}
+	}
+	return acc.response(p.name)
+}
+
+func statusOf(res *http.Response) int {
+	if res == nil {
+		return 0
+	}
+	return res.StatusCode
+}

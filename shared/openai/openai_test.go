@@ -1,0 +1,985 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/llm"
+)
+
+const testKey = "sk-test-0123456789abcdef"
+
+// recorded is what the fake server saw of a request.
+type recorded struct {
+	path   string
+	auth   string
+	body   map[string]any
+	header http.Header
+}
+
+// server is an httptest server speaking OpenAI's wire format through handle.
+type server struct {
+	*httptest.Server
+	mu   sync.Mutex
+	reqs []recorded
+}
+
+func newServer(t *testing.T, handle http.HandlerFunc) *server {
+	t.Helper()
+	s := &server{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var body map[string]any
+		if err := json.Unmarshal(data, &body); err != nil {
+			http.Error(w, "request body is not JSON: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		s.reqs = append(s.reqs, recorded{path: r.URL.Path, auth: r.Header.Get("Authorization"), body: body, header: r.Header.Clone()})
+		s.mu.Unlock()
+		handle(w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *server) requests() []recorded {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]recorded(nil), s.reqs...)
+}
+
+func newProvider(t *testing.T, baseURL string, timeout time.Duration) *Provider {
+	t.Helper()
+	p, err := New(Config{Name: "test", BaseURL: baseURL + "/v1", APIKey: testKey, Model: "test-model", Timeout: timeout})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return p
+}
+
+func writeJSON(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	io.WriteString(w, body)
+}
+
+// writeSSE streams events as OpenAI does: "data: <json>" lines, each flushed.
+func writeSSE(w http.ResponseWriter, events ...string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	for _, e := range events {
+		fmt.Fprintf(w, "data: %s\n\n", e)
+		w.(http.Flusher).Flush()
+	}
+}
+
+func chunk(delta string, finish string) string {
+	fr := "null"
+	if finish != "" {
+		fr = `"` + finish + `"`
+	}
+	return `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"test-model-2025","choices":[{"index":0,"delta":` + delta + `,"logprobs":null,"finish_reason":` + fr + `}],"usage":null}`
+}
+
+const usageChunk = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"test-model-2025","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17}}`
+
+var hello = []chat.Message{{Role: chat.User, Content: "Hello"}}
+
+func TestGenerateReply(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want llm.Response
+	}{
+		{
+			name: "text",
+			body: `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"test-model-2025",
+				"choices":[{"index":0,"message":{"role":"assistant","content":"Hi there!","refusal":null},"logprobs":null,"finish_reason":"stop"}],
+				"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}`,
+			want: llm.Response{
+				Message:      chat.Message{Role: chat.Assistant, Content: "Hi there!"},
+				Usage:        chat.Usage{PromptTokens: 9, CompletionTokens: 3, TotalTokens: 12},
+				FinishReason: "stop",
+				Model:        "test-model-2025",
+				Provider:     "test",
+			},
+		},
+		{
+			name: "tool calls",
+			body: `{"id":"chatcmpl-2","object":"chat.completion","created":1,"model":"test-model-2025",
+				"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[
+					{"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},
+					{"id":"call_b","type":"function","function":{"name":"get_time","arguments":"{}"}}]},
+				"logprobs":null,"finish_reason":"tool_calls"}],
+				"usage":{"prompt_tokens":20,"completion_tokens":10,"total_tokens":30}}`,
+			want: llm.Response{
+				Message: chat.Message{Role: chat.Assistant, ToolCalls: []chat.ToolCall{
+					{ID: "call_a", Name: "get_weather", Arguments: `{"city":"Paris"}`},
+					{ID: "call_b", Name: "get_time", Arguments: "{}"},
+				}},
+				Usage:        chat.Usage{PromptTokens: 20, CompletionTokens: 10, TotalTokens: 30},
+				FinishReason: "tool_calls",
+				Model:        "test-model-2025",
+				Provider:     "test",
+			},
+		},
+		{
+			name: "refusal becomes the content",
+			body: `{"id":"chatcmpl-3","object":"chat.completion","created":1,"model":"test-model-2025",
+				"choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"I can't help with that."},"finish_reason":"stop"}]}`,
+			want: llm.Response{
+				Message:      chat.Message{Role: chat.Assistant, Content: "I can't help with that."},
+				FinishReason: "stop",
+				Model:        "test-model-2025",
+				Provider:     "test",
+			},
+		},
+		{
+			name: "model missing from the answer is the requested one",
+			body: `{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"length"}]}`,
+			want: llm.Response{
+				Message:      chat.Message{Role: chat.Assistant, Content: "ok"},
+				FinishReason: "length",
+				Model:        "test-model",
+				Provider:     "test",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, tt.body) })
+			p := newProvider(t, srv.URL, 5*time.Second)
+			got, err := p.Generate(context.Background(), llm.Request{Messages: hello}, nil)
+			if err != nil {
+				t.Fatalf("Generate: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("response mismatch (-want +got):\n%s", diff)
+			}
+			reqs := srv.requests()
+			if len(reqs) != 1 || reqs[0].path != "/v1/chat/completions" {
+				t.Fatalf("requests = %+v, want one POST to /v1/chat/completions", reqs)
+			}
+			if _, streamed := reqs[0].body["stream"]; streamed {
+				t.Errorf("non-streaming request sent stream: %v", reqs[0].body["stream"])
+			}
+		})
+	}
+}
+
+func TestGenerateFillsMissingToolCallIDs(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, `{"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"",
+			"tool_calls":[{"type":"function","function":{"name":"a","arguments":"{}"}},{"function":{"name":"b","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`)
+	})
+	got, err := newProvider(t, srv.URL, 5*time.Second).Generate(context.Background(), llm.Request{Messages: hello}, nil)
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	calls := got.Message.ToolCalls
+	if len(calls) != 2 {
+		t.Fatalf("tool calls = %+v, want 2", calls)
+	}
+	if calls[0].ID == "" || calls[1].ID == "" || calls[0].ID == calls[1].ID || !strings.HasPrefix(calls[0].ID, "call_") {
+		t.Errorf("generated ids %q and %q, want two distinct call_ ids", calls[0].ID, calls[1].ID)
+	}
+}
+
+func TestStreamReply(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		writeSSE(w,
+			chunk(`{"role":"assistant","content":""}`, ""),
+			chunk(`{"content":"Hel"}`, ""),
+			chunk(`{"content":"lo"}`, ""),
+			chunk(`{"content":", world"}`, ""),
+			chunk(`{}`, "stop"),
+			usageChunk,
+			"[DONE]",
+		)
+	})
+	p := newProvider(t, srv.URL, 5*time.Second)
+	var deltas []string
+	got, err := p.Generate(context.Background(), llm.Request{Messages: hello}, func(s string) { deltas = append(deltas, s) })
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	if diff := cmp.Diff([]string{"Hel", "lo", ", world"}, deltas); diff != "" {
+		t.Errorf("deltas mismatch (-want +got):\n%s", diff)
+	}
+	want := llm.Response{
+		Message:      chat.Message{Role: chat.Assistant, Content: "Hello, world"},
+		Usage:        chat.Usage{PromptTokens: 12, CompletionTokens: 5, TotalTokens: 17},
+		FinishReason: "stop",
+		Model:        "test-model-2025",
+		Provider:     "test",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("response mismatch (-want +got):\n%s", diff)
+	}
+	body := srv.requests()[0].body
+	if diff := cmp.Diff(map[string]any{"include_usage": true}, body["stream_options"]); diff != "" || body["stream"] != true {
+		t.Errorf("stream = %v, stream_options = %v; want true and include_usage", body["stream"], body["stream_options"])
+	}
+}
+
+func TestStreamToolCalls(t *testing.T) {
+	tc := func(s string) string { return `{"tool_calls":[` + s + `]}` }
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		writeSSE(w,
+			chunk(`{"role":"assistant","content":null}`, ""),
+			chunk(`{"content":"Checking."}`, ""),
+			chunk(tc(`{"index":0,"id":"call_w","type":"function","function":{"name":"get_weather","arguments":""}}`), ""),
+			chunk(tc(`{"index":0,"function":{"arguments":"{\"ci"}}`), ""),
+			chunk(tc(`{"index":1,"id":"call_t","type":"function","function":{"name":"get_time","arguments":""}}`), ""),
+			chunk(tc(`{"index":0,"function":{"arguments":"ty\": \"Par"}}`), ""),
+			chunk(tc(`{"index":1,"function":{"arguments":"{\"tz\":"}}`), ""),
+			chunk(tc(`{"index":1,"function":{"arguments":"\"CET\"}"}}`), ""),
+			chunk(tc(`{"index":0,"function":{"arguments":"is\"}"}}`), ""),
+			chunk(`{}`, "tool_calls"),
+			usageChunk,
+			"[DONE]",
+		)
+	})
+	p := newProvider(t, srv.URL, 5*time.Second)
+	var deltas []string
+	got, err := p.Generate(context.Background(), llm.Request{Messages: hello}, func(s string) { deltas = append(deltas, s) })
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	want := llm.Response{
+		Message: chat.Message{Role: chat.Assistant, Content: "Checking.", ToolCalls: []chat.ToolCall{
+			{ID: "call_w", Name: "get_weather", Arguments: `{"city": "Paris"}`},
+			{ID: "call_t", Name: "get_time", Arguments: `{"tz":"CET"}`},
+		}},
+		Usage:        chat.Usage{PromptTokens: 12, CompletionTokens: 5, TotalTokens: 17},
+		FinishReason: "tool_calls",
+		Model:        "test-model-2025",
+		Provider:     "test",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("response mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"Checking."}, deltas); diff != "" {
+		t.Errorf("deltas mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestStreamToolCallsAllAtIndexZero(t *testing.T) {
+	// Some compatible servers send each complete call at index 0.
+	tc := func(s string) string { return `{"tool_calls":[` + s + `]}` }
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		writeSSE(w,
+			chunk(tc(`{"index":0,"id":"call_1","type":"function","function":{"name":"a","arguments":"{\"x\":1}"}}`), ""),
+			chunk(tc(`{"index":0,"id":"call_2","type":"function","function":{"name":"b","arguments":"{\"y\":2}"}}`), ""),
+			chunk(`{}`, "tool_calls"),
+			"[DONE]",
+		)
+	})
+	got, err := newProvider(t, srv.URL, 5*time.Second).Generate(context.Background(), llm.Request{Messages: hello}, func(string) {})
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	want := []chat.ToolCall{{ID: "call_1", Name: "a", Arguments: `{"x":1}`}, {ID: "call_2", Name: "b", Arguments: `{"y":2}`}}
+	if diff := cmp.Diff(want, got.Message.ToolCalls); diff != "" {
+		t.Errorf("tool calls mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestRequestMapping(t *testing.T) {
+	req := llm.Request{
+		Messages: []chat.Message{
+			{Role: chat.System, Content: "You are terse."},
+			{Role: chat.User, Content: "Weather and time in Paris?"},
+			{Role: chat.Assistant, ToolCalls: []chat.ToolCall{
+				{ID: "call_w", Name: "get_weather", Arguments: `{"city":"Paris"}`},
+				{ID: "call_t", Name: "get_time", Arguments: ""},
+			}},
+			{Role: chat.Tool, ToolCallID: "call_w", Name: "get_weather", Content: "18°C, cloudy"},
+			{Role: chat.Tool, ToolCallID: "call_t", Name: "get_time", Content: "14:05"},
+			{Role: chat.Assistant, Content: "18°C and 14:05."},
+			{Role: chat.User, Content: "Thanks"},
+		},
+		Tools: []chat.ToolDef{
+			{Name: "get_weather", Description: "Current weather.", Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)},
+			{Name: "get_time"},
+		},
+		MaxTokens: 256,
+	}
+	want := map[string]any{
+		"model": "test-model",
+		"messages": []any{
+			map[string]any{"role": "system", "content": "You are terse."},
+			map[string]any{"role": "user", "content": "Weather and time in Paris?"},
+			map[string]any{"role": "assistant", "tool_calls": []any{
+				map[string]any{"id": "call_w", "type": "function", "function": map[string]any{"name": "get_weather", "arguments": `{"city":"Paris"}`}},
+				map[string]any{"id": "call_t", "type": "function", "function": map[string]any{"name": "get_time", "arguments": "{}"}},
+			}},
+			map[string]any{"role": "tool", "tool_call_id": "call_w", "content": "18°C, cloudy"},
+			map[string]any{"role": "tool", "tool_call_id": "call_t", "content": "14:05"},
+			map[string]any{"role": "assistant", "content": "18°C and 14:05."},
+			map[string]any{"role": "user", "content": "Thanks"},
+		},
+		"tools": []any{
+			map[string]any{"type": "function", "function": map[string]any{
+				"name": "get_weather", "description": "Current weather.",
+				"parameters": map[string]any{
+					"type":       "object",
+					"properties": map[string]any{"city": map[string]any{"type": "string"}},
+					"required":   []any{"city"},
+				},
+			}},
+			map[string]any{"type": "function", "function": map[string]any{"name": "get_time"}},
+		},
+		"max_tokens": float64(256),
+	}
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, `{"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+	})
+	p := newProvider(t, srv.URL, 5*time.Second)
+	if _, err := p.Generate(context.Background(), req, nil); err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	got := srv.requests()[0]
+	if diff := cmp.Diff(want, got.body); diff != "" {
+		t.Errorf("request body mismatch (-want +got):\n%s", diff)
+	}
+	if got.auth != "Bearer "+testKey {
+		t.Errorf("Authorization = %q, want the bearer key", got.auth)
+	}
+}
+
+func TestRequestMappingMinimal(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, `{"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+	})
+	// No API key (as for Ollama), a model override, no tools.
+	p, err := New(Config{BaseURL: srv.URL + "/v1", Model: "default-model"})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if _, err := p.Generate(context.Background(), llm.Request{Model: "llama3", Messages: hello}, nil); err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	got := srv.requests()[0]
+	want := map[string]any{
+		"model":    "llama3",
+		"messages": []any{map[string]any{"role": "user", "content": "Hello"}},
+	}
+	if diff := cmp.Diff(want, got.body); diff != "" {
+		t.Errorf("request body mismatch (-want +got):\n%s", diff)
+	}
+	if got.auth != "" {
+		t.Errorf("Authorization = %q, want none without an API key", got.auth)
+	}
+}
+
+func TestRequestMappingErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		req  llm.Request
+		want string
+	}{
+		{"tool result without call id", llm.Request{Messages: []chat.Message{{Role: chat.Tool, Content: "x"}}}, "tool_call_id"},
+		{"unknown role", llm.Request{Messages: []chat.Message{{Role: "robot", Content: "x"}}}, `unknown role "robot"`},
+		{"invalid schema", llm.Request{Messages: hello, Tools: []chat.ToolDef{{Name: "t", Parameters: json.RawMessage(`{bad`)}}}, "not valid JSON"},
+		{"unnamed tool", llm.Request{Messages: hello, Tools: []chat.ToolDef{{Description: "x"}}}, "no name"},
+	}
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { t.Error("request sent despite a mapping error") })
+	p := newProvider(t, srv.URL, 5*time.Second)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := p.Generate(context.Background(), tt.req, nil)
+			var e *llm.Error
+			if !errors.As(err, &e) || e.Retryable || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v, want a non-retryable *llm.Error mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// roundTripFunc lets a test answer HTTP requests without a network.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestOpenAIUsesMaxCompletionTokens(t *testing.T) {
+	var body map[string]any
+	var host string
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		host = r.URL.Host
+		data, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(data, &body); err != nil {
+			return nil, err
+		}
+		return &http.Response{
+			StatusCode: http.StatusOK,
+			Header:     http.Header{"Content-Type": {"application/json"}},
+			Body:       io.NopCloser(strings.NewReader(`{"model":"gpt","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)),
+			Request:    r,
+		}, nil
+	})}
+	p, err := New(Config{APIKey: testKey, Model: "gpt", HTTPClient: hc})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if _, err := p.Generate(context.Background(), llm.Request{Messages: hello, MaxTokens: 64}, nil); err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	if host != "api.openai.com" {
+		t.Errorf("host = %q, want api.openai.com by default", host)
+	}
+	if body["max_completion_tokens"] != float64(64) || body["max_tokens"] != nil {
+		t.Errorf("max_completion_tokens = %v, max_tokens = %v; want 64 and unset", body["max_completion_tokens"], body["max_tokens"])
+	}
+}
+
+func TestNew(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     Config
+		wantErr string
+		wantNm  string
+	}{
+		{name: "defaults", cfg: Config{Model: "m"}, wantNm: "openai"},
+		{name: "named", cfg: Config{Name: "ollama", BaseURL: "http://localhost:11434/v1", Model: "llama3"}, wantNm: "ollama"},
+		{name: "no model", cfg: Config{BaseURL: "http://localhost:11434/v1"}, wantErr: "model is required"},
+		{name: "bad base URL", cfg: Config{BaseURL: "localhost:11434", Model: "m"}, wantErr: "not an http(s) URL"},
+		{name: "negative timeout", cfg: Config{Model: "m", Timeout: -time.Second}, wantErr: "negative timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := New(tt.cfg)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("New error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			if p.Name() != tt.wantNm {
+				t.Errorf("Name = %q, want %q", p.Name(), tt.wantNm)
+			}
+			if p.timeout != DefaultTimeout {
+				t.Errorf("timeout = %v, want %v", p.timeout, DefaultTimeout)
+			}
+		})
+	}
+}
+
+// errorCase is a failing HTTP answer and the classification it must get.
+type errorCase struct {
+	name    string
+	status  int
+	header  map[string]string
+	body    string
+	want    llm.Error // Provider, Status, Retryable, RetryAfter, ContextOverflow
+	mention string    // text the error must contain
+}
+
+var errorCases = []errorCase{
+	{
+		name:    "429 with Retry-After seconds",
+		status:  429,
+		header:  map[string]string{"Retry-After": "3"},
+		body:    `{"error":{"message":"Rate limit reached for requests","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
+		want:    llm.Error{Provider: "test", Status: 429, Retryable: true, RetryAfter: 3 * time.Second},
+		mention: "Rate limit reached for requests (rate_limit_exceeded)",
+	},
+	{
+		name:   "429 with retry-after-ms",
+		status: 429,
+		header: map[string]string{"retry-after-ms": "1500", "Retry-After": "2"},
+		body:   `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`,
+		want:   llm.Error{Provider: "test", Status: 429, Retryable: true, RetryAfter: 1500 * time.Millisecond},
+	},
+	{
+		name:   "429 with Retry-After date",
+		status: 429,
+		header: map[string]string{"Retry-After": "Wed, 01 Jan 2025 00:00:42 GMT"},
+		body:   `{"error":{"message":"slow down"}}`,
+		want:   llm.Error{Provider: "test", Status: 429, Retryable: true, RetryAfter: 42 * time.Second},
+	},
+	{
+		name:    "500",
+		status:  500,
+		body:    `{"error":{"message":"The server had an error while processing your request.","type":"server_error","code":null}}`,
+		want:    llm.Error{Provider: "test", Status: 500, Retryable: true},
+		mention: "The server had an error",
+	},
+	{
+		name:    "503 with a plain-text body",
+		status:  503,
+		body:    `upstream unavailable`,
+		want:    llm.Error{Provider: "test", Status: 503, Retryable: true},
+		mention: "Service Unavailable",
+	},
+	{
+		name:    "408",
+		status:  408,
+		body:    `{"error":{"message":"request timed out"}}`,
+		want:    llm.Error{Provider: "test", Status: 408, Retryable: true},
+		mention: "request timed out",
+	},
+	{
+		name:   "409",
+		status: 409,
+		body:   `{"error":{"message":"conflict"}}`,
+		want:   llm.Error{Provider: "test", Status: 409, Retryable: true},
+	},
+	{
+		name:    "400 context overflow by code",
+		status:  400,
+		body:    `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`,
+		want:    llm.Error{Provider: "test", Status: 400, ContextOverflow: true},
+		mention: "maximum context length is 128000",
+	},
+	{
+		name:   "400 context overflow by message",
+		status: 400,
+		body:   `{"error":{"message":"prompt exceeds the context window of this model","type":"invalid_request_error"}}`,
+		want:   llm.Error{Provider: "test", Status: 400, ContextOverflow: true},
+	},
+	{
+		name:    "400 context overflow in vLLM's format",
+		status:  400,
+		body:    `{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","param":null,"code":400}`,
+		want:    llm.Error{Provider: "test", Status: 400, ContextOverflow: true},
+		mention: "maximum context length is 4096",
+	},
+	{
+		name:    "400 other",
+		status:  400,
+		body:    `{"error":{"message":"Invalid value for 'temperature'","type":"invalid_request_error","code":"invalid_value"}}`,
+		want:    llm.Error{Provider: "test", Status: 400},
+		mention: "Invalid value for 'temperature'",
+	},
+	{
+		name:    "401 is not retryable and hides the key",
+		status:  401,
+		body:    `{"error":{"message":"Incorrect API key provided: ` + testKey + `.","type":"invalid_request_error","code":"invalid_api_key"}}`,
+		want:    llm.Error{Provider: "test", Status: 401},
+		mention: "Incorrect API key provided: [redacted]",
+	},
+	{
+		name:    "error as a bare string",
+		status:  404,
+		body:    `{"error":"model \"nope\" not found, try pulling it first"}`,
+		want:    llm.Error{Provider: "test", Status: 404},
+		mention: `model "nope" not found`,
+	},
+	{
+		name:    "FastAPI detail",
+		status:  502,
+		body:    `{"detail":"upstream connect error"}`,
+		want:    llm.Error{Provider: "test", Status: 502, Retryable: true},
+		mention: "upstream connect error",
+	},
+	{
+		name:    "404 unknown model",
+		status:  404,
+		header:  map[string]string{"X-Request-Id": "req_123"},
+		body:    `{"error":{"message":"The model 'nope' does not exist","type":"invalid_request_error","code":"model_not_found"}}`,
+		want:    llm.Error{Provider: "test", Status: 404},
+		mention: "[request req_123]",
+	},
+}
+
+func TestErrors(t *testing.T) {
+	for _, tt := range errorCases {
+		for _, streaming := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tt.name, streaming), func(t *testing.T) {
+				srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+					for k, v := range tt.header {
+						w.Header().Set(k, v)
+					}
+					if strings.HasPrefix(tt.body, "{") {
+						w.Header().Set("Content-Type", "application/json")
+					}
+					w.WriteHeader(tt.status)
+					io.WriteString(w, tt.body)
+				})
+				p := newProvider(t, srv.URL, 5*time.Second)
+				p.now = func() time.Time { return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) }
+				_, err := p.Generate(context.Background(), llm.Request{Messages: hello}, deltaFunc(streaming, t))
+				checkError(t, err, tt.want, tt.mention)
+			})
+		}
+	}
+}
+
+// deltaFunc returns nil for a plain call, or an onDelta that records nothing
+// but must never be reached on failure paths.
+func deltaFunc(streaming bool, t *testing.T) llm.OnDelta {
+	if !streaming {
+		return nil
+	}
+	return func(s string) { t.Logf("delta %q", s) }
+}
+
+// checkError asserts that err is an *llm.Error classified as want, that it
+// mentions mention, and that it never reveals the API key.
+func checkError(t *testing.T, err error, want llm.Error, mention string) {
+	t.Helper()
+	var e *llm.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error = %v (%T), want *llm.Error", err, err)
+	}
+	got := llm.Error{Provider: e.Provider, Status: e.Status, Retryable: e.Retryable, RetryAfter: e.RetryAfter, ContextOverflow: e.ContextOverflow}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("classification mismatch (-want +got):\n%s\nerror: %v", diff, err)
+	}
+	if !strings.Contains(err.Error(), mention) {
+		t.Errorf("error %q does not mention %q", err, mention)
+	}
+	if strings.Contains(err.Error(), testKey) {
+		t.Errorf("error %q reveals the API key", err)
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	// A request that never gets an answer fails after the timeout whatever
+	// the load, so it uses a short one; the stalled cases need the headers
+	// to arrive first and get a wider margin.
+	tests := []struct {
+		name       string
+		stream     bool
+		timeout    time.Duration
+		handle     http.HandlerFunc
+		wantStatus int
+		mention    string
+	}{
+		{
+			name:    "no response",
+			timeout: 50 * time.Millisecond,
+			handle: func(w http.ResponseWriter, r *http.Request) {
+				<-r.Context().Done()
+			},
+			mention: "no response within 50ms",
+		},
+		{
+			name:    "no response to a stream",
+			stream:  true,
+			timeout: 50 * time.Millisecond,
+			handle: func(w http.ResponseWriter, r *http.Request) {
+				<-r.Context().Done()
+			},
+			mention: "no response within 50ms",
+		},
+		{
+			name:    "stream stalls after a chunk",
+			stream:  true,
+			timeout: 300 * time.Millisecond,
+			handle: func(w http.ResponseWriter, r *http.Request) {
+				writeSSE(w, chunk(`{"content":"Hel"}`, ""))
+				<-r.Context().Done()
+			},
+			wantStatus: http.StatusOK,
+			mention:    "response stalled for 300ms",
+		},
+		{
+			name:    "body never completes",
+			timeout: 300 * time.Millisecond,
+			handle: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusOK)
+				io.WriteString(w, `{"choices":[`)
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+			},
+			wantStatus: http.StatusOK,
+			mention:    "response stalled for 300ms",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t, tt.handle)
+			p := newProvider(t, srv.URL, tt.timeout)
+			_, err := p.Generate(context.Background(), llm.Request{Messages: hello}, deltaFunc(tt.stream, t))
+			checkError(t, err, llm.Error{Provider: "test", Status: tt.wantStatus, Retryable: true}, tt.mention)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("error %v does not wrap context.DeadlineExceeded", err)
+			}
+		})
+	}
+}
+
+// TestStreamOutlivesTimeoutWhileProgressing checks that the stream timeout
+// is an idle limit: a stream that keeps sending may run longer than it.
+func TestStreamOutlivesTimeoutWhileProgressing(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	const pieces = 12
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for range pieces {
+			fmt.Fprintf(w, "data: %s\n\n", chunk(`{"content":"."}`, ""))
+			w.(http.Flusher).Flush()
+			time.Sleep(timeout / 10)
+		}
+		fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", chunk(`{}`, "stop"))
+	})
+	// The pieces take 12 × timeout/10 in all: longer than the timeout.
+	resp, err := newProvider(t, srv.URL, timeout).Generate(context.Background(), llm.Request{Messages: hello}, func(string) {})
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	if want := strings.Repeat(".", pieces); resp.Message.Content != want {
+		t.Errorf("content = %q, want %q", resp.Message.Content, want)
+	}
+}
+
+func TestInvalidResponses(t *testing.T) {
+	tests := []struct {
+		name    string
+		stream  bool
+		handle  http.HandlerFunc
+		want    llm.Error
+		mention string
+	}{
+		{
+			name: "malformed JSON",
+			handle: func(w http.ResponseWriter, r *http.Request) {
+				writeJSON(w, http.StatusOK, `{"choices": [ {"message": `)
+			},
+			want:    llm.Error{Provider: "test", Status: 200},
+			mention: "invalid response from server",
+		},
+		{
+			name:    "empty body",
+			handle:  func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, ``) },
+			want:    llm.Error{Provider: "test", Status: 200},
+			mention: "invalid response from server",
+		},
+		{
+			name:    "no choices",
+			handle:  func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, `{"id":"x","choices":[]}`) },
+			want:    llm.Error{Provider: "test", Status: 200},
+			mention: "no choices",
+		},
+		{
+			name:   "malformed stream chunk",
+			stream: true,
+			handle: func(w http.ResponseWriter, r *http.Request) {
+				writeSSE(w, chunk(`{"content":"Hel"}`, ""), `{"choices": [ {"delta": `)
+			},
+			want:    llm.Error{Provider: "test", Status: 200},
+			mention: "invalid response from server",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t, tt.handle)
+			_, err := newProvider(t, srv.URL, 5*time.Second).Generate(context.Background(), llm.Request{Messages: hello}, deltaFunc(tt.stream, t))
+			checkError(t, err, tt.want, tt.mention)
+		})
+	}
+}
+
+func TestStreamCutOff(t *testing.T) {
+	tests := []struct {
+		name    string
+		handle  http.HandlerFunc
+		want    llm.Error
+		mention string
+	}{
+		{
+			name: "ends without finishing",
+			handle: func(w http.ResponseWriter, r *http.Request) {
+				writeSSE(w, chunk(`{"role":"assistant","content":"Hel"}`, ""), chunk(`{"content":"lo"}`, ""))
+			},
+			want:    llm.Error{Provider: "test", Status: 200, Retryable: true},
+			mention: "stream ended before the model finished",
+		},
+		{
+			name: "connection dropped mid-chunk",
+			handle: func(w http.ResponseWriter, r *http.Request) {
+				writeSSE(w, chunk(`{"role":"assistant","content":"Hel"}`, ""))
+				conn, buf, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					t.Errorf("hijack: %v", err)
+					return
+				}
+				// Half a chunk of the chunked encoding, then the connection dies.
+				buf.WriteString("40\r\ndata: {\"id\":\"chatcmpl-1\"")
+				buf.Flush()
+				conn.Close()
+			},
+			want:    llm.Error{Provider: "test", Status: 200, Retryable: true},
+			mention: "response cut off",
+		},
+		{
+			name: "context overflow event mid-stream",
+			handle: func(w http.ResponseWriter, r *http.Request) {
+				writeSSE(w, chunk(`{"content":"Hel"}`, ""), `{"error":{"message":"This model's maximum context length is 8192 tokens","code":"context_length_exceeded"}}`)
+			},
+			want:    llm.Error{Provider: "test", Status: 200, ContextOverflow: true},
+			mention: "maximum context length is 8192",
+		},
+		{
+			name: "error event mid-stream",
+			handle: func(w http.ResponseWriter, r *http.Request) {
+				writeSSE(w, chunk(`{"content":"Hel"}`, ""), `{"error":{"message":"upstream provider overloaded","code":502}}`)
+			},
+			want:    llm.Error{Provider: "test", Status: 502, Retryable: true},
+			mention: "upstream provider overloaded",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t, tt.handle)
+			var deltas []string
+			_, err := newProvider(t, srv.URL, 5*time.Second).Generate(context.Background(), llm.Request{Messages: hello}, func(s string) { deltas = append(deltas, s) })
+			checkError(t, err, tt.want, tt.mention)
+			if len(deltas) == 0 {
+				t.Error("no delta delivered before the cut")
+			}
+		})
+	}
+}
+
+func TestConnectionRefused(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	_, err := newProvider(t, url, 5*time.Second).Generate(context.Background(), llm.Request{Messages: hello}, nil)
+	checkError(t, err, llm.Error{Provider: "test", Retryable: true}, "connection failed")
+}
+
+func TestKeyInBaseURLIsRedacted(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	p, err := New(Config{Name: "test", BaseURL: url + "/" + testKey + "/v1", APIKey: testKey, Model: "m"})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	_, err = p.Generate(context.Background(), llm.Request{Messages: hello}, nil)
+	checkError(t, err, llm.Error{Provider: "test", Retryable: true}, "[redacted]")
+}
+
+func TestCallerCancellation(t *testing.T) {
+	for _, streaming := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", streaming), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+				cancel()
+				<-r.Context().Done()
+			})
+			_, err := newProvider(t, srv.URL, 5*time.Second).Generate(ctx, llm.Request{Messages: hello}, deltaFunc(streaming, t))
+			checkError(t, err, llm.Error{Provider: "test"}, "abandoned by the caller")
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("error %v does not wrap context.Canceled", err)
+			}
+		})
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		header http.Header
+		want   time.Duration
+	}{
+		{"none", http.Header{}, 0},
+		{"seconds", http.Header{"Retry-After": {"7"}}, 7 * time.Second},
+		{"fractional seconds", http.Header{"Retry-After": {"0.25"}}, 250 * time.Millisecond},
+		{"milliseconds win", http.Header{"Retry-After-Ms": {"120"}, "Retry-After": {"9"}}, 120 * time.Millisecond},
+		{"bad milliseconds fall back", http.Header{"Retry-After-Ms": {"soon"}, "Retry-After": {"9"}}, 9 * time.Second},
+		{"date", http.Header{"Retry-After": {"Wed, 01 Jan 2025 00:01:00 GMT"}}, time.Minute},
+		{"date in the past", http.Header{"Retry-After": {"Tue, 31 Dec 2024 23:00:00 GMT"}}, 0},
+		{"negative", http.Header{"Retry-After": {"-5"}}, 0},
+		{"garbage", http.Header{"Retry-After": {"later"}}, 0},
+		{"absurd", http.Header{"Retry-After": {"1e30"}}, maxRetryAfter},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := parseRetryAfter(tt.header, now); got != tt.want {
+				t.Errorf("parseRetryAfter = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTruncateKeepsRunesWhole(t *testing.T) {
+	long := "a" + strings.Repeat("é", maxErrorText) // odd offset: the cut lands mid-rune
+	got := truncate(long)
+	if !strings.HasSuffix(got, "…") || len(got) > maxErrorText+len("…") {
+		t.Errorf("truncate gave %d bytes ending %q", len(got), got[len(got)-4:])
+	}
+	if !strings.HasPrefix(long, strings.TrimSuffix(got, "…")) {
+		t.Error("truncate cut a rune in half")
+	}
+}
+
+// TestWithResilience runs the adapter under the llm wrappers: a 429 from the
+// primary falls through to the backup.
+func TestWithResilience(t *testing.T) {
+	primary := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "600")
+		writeJSON(w, http.StatusTooManyRequests, `{"error":{"message":"quota","code":"rate_limit_exceeded"}}`)
+	})
+	backup := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		writeSSE(w, chunk(`{"content":"from backup"}`, "stop"), "[DONE]")
+	})
+	a, err := New(Config{Name: "primary", BaseURL: primary.URL, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Config{Name: "backup", BaseURL: backup.URL, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := llm.NewChain(llm.WithRetry(a, 3, time.Millisecond, time.Second), llm.WithRetry(b, 3, time.Millisecond, time.Second))
+	resp, err := chain.Generate(context.Background(), llm.Request{Messages: hello}, func(string) {})
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	if resp.Provider != "backup" || resp.Message.Content != "from backup" {
+		t.Errorf("response = %+v, want the backup's answer", resp)
+	}
+	if n := len(primary.requests()); n != 1 {
+		t.Errorf("primary asked %d times, want 1 (Retry-After beyond the retry cap)", n)
+	}
+}
+
+func BenchmarkGenerate(b *testing.B) {
+	body := `{"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		writeJSON(w, http.StatusOK, body)
+	}))
+	defer srv.Close()
+	p, err := New(Config{BaseURL: srv.URL, Model: "m"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := llm.Request{Messages: []chat.Message{{Role: chat.System, Content: "sys"}, {Role: chat.User, Content: "hi"}}}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := p.Generate(context.Background(), req, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

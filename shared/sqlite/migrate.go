@@ -1,0 +1,100 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations[i] brings the schema from user_version i to i+1. Append new
+// migrations; never edit one that has shipped.
+var migrations = []string{
+	// 1: sessions, history, runs and API keys.
+	`
+CREATE TABLE sessions (
+	id         TEXT    NOT NULL PRIMARY KEY,
+	agent      TEXT    NOT NULL,
+	ephemeral  INTEGER NOT NULL DEFAULT 0,
+	next_seq   INTEGER NOT NULL DEFAULT 1,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE messages (
+	session_id TEXT    NOT NULL REFERENCES sessions(id),
+	key        TEXT    NOT NULL,
+	run_id     TEXT    NOT NULL,
+	body       TEXT    NOT NULL,
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (session_id, key)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE runs (
+	id         TEXT    NOT NULL PRIMARY KEY,
+	session_id TEXT    NOT NULL REFERENCES sessions(id),
+	seq        INTEGER NOT NULL,
+	status     TEXT    NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed')),
+	state      BLOB,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	UNIQUE (session_id, seq)
+) STRICT;
+
+-- Only unfinished runs: serves NextRun and UnfinishedSessions and stays
+-- small however long the history of finished runs grows.
+CREATE INDEX runs_unfinished ON runs (session_id, seq)
+	WHERE status IN ('queued', 'running');
+
+-- A run that is stepped is activity on its session.
+CREATE TRIGGER runs_touch_session AFTER UPDATE OF status, state ON runs
+BEGIN
+	UPDATE sessions SET updated_at = NEW.updated_at WHERE id = NEW.session_id;
+END;
+
+CREATE TABLE api_keys (
+	id              TEXT    NOT NULL PRIMARY KEY,
+	name            TEXT    NOT NULL,
+	hash            TEXT    NOT NULL UNIQUE,
+	prefix          TEXT    NOT NULL,
+	agents          TEXT,
+	autonomy        TEXT    NOT NULL,
+	rate_per_minute INTEGER NOT NULL,
+	created_at      INTEGER NOT NULL,
+	revoked_at      INTEGER
+) STRICT;
+`,
+}
+
+// migrate applies the migrations the database has not seen, in one
+// immediate transaction, so concurrent openers apply each one once.
+func migrate(ctx context.Context, w *sql.DB) error {
+	tx, err := w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate: begin: %w", err)
+	}
+	defer tx.Rollback()
+
+	var version int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return fmt.Errorf("migrate: read user_version: %w", err)
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("migrate: schema version %d is newer than this binary knows (%d)", version, len(migrations))
+	}
+	if version == len(migrations) {
+		return nil
+	}
+	for v := version; v < len(migrations); v++ {
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("migrate: to version %d: %w", v+1, err)
+		}
+	}
+	// PRAGMA takes no parameters; the value is our own integer.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+		return fmt.Errorf("migrate: set user_version: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate: commit: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// Column lists shared by the queries that scan whole records.
+const (
+	runColumns = `id, session_id, seq, status, state, created_at, updated_at`
+	keyColumns = `id, name, hash, prefix, agents, autonomy, rate_per_minute, created_at, revoked_at`
+)
+
+// statements are prepared once at Open: writes on the writer pool, reads on
+// the reader pool.
+type statements struct {
+	// writer
+	createSession  *sql.Stmt
+	appendMessage  *sql.Stmt
+	deleteMessages *sql.Stmt
+	runForEnqueue  *sql.Stmt
+	takeSeq        *sql.Stmt
+	insertRun      *sql.Stmt
+	updateRun      *sql.Stmt
+	deleteSessMsgs *sql.Stmt
+	deleteSessRuns *sql.Stmt
+	deleteSession  *sql.Stmt
+	createKey      *sql.Stmt
+	revokeKey      *sql.Stmt
+
+	// reader
+	getSession *sql.Stmt
+	getMessage *sql.Stmt
+	messages   *sql.Stmt
+	getRun     *sql.Stmt
+	nextRun    *sql.Stmt
+	unfinished *sql.Stmt
+	keyByHash  *sql.Stmt
+	listKeys   *sql.Stmt
+	all        []*sql.Stmt
+}
+
+func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
+	list := []struct {
+		db    *sql.DB
+		dst   **sql.Stmt
+		query string
+	}{
+		{w, &s.createSession, `INSERT INTO sessions (id, agent, ephemeral, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+		{w, &s.appendMessage, `INSERT INTO messages (session_id, key, run_id, body, created_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, key) DO NOTHING`},
+		{w, &s.deleteMessages, `DELETE FROM messages
+			WHERE session_id = ? AND key IN (SELECT value FROM json_each(?))`},
+		{w, &s.runForEnqueue, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
+		{w, &s.takeSeq, `UPDATE sessions SET next_seq = next_seq + 1, updated_at = ?
+			WHERE id = ? RETURNING next_seq - 1`},
+		{w, &s.insertRun, `INSERT INTO runs (` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)`},
+		{w, &s.updateRun, `UPDATE runs SET status = ?, state = ?, updated_at = ? WHERE id = ?`},
+		{w, &s.deleteSessMsgs, `DELETE FROM messages WHERE session_id = ?`},
+		{w, &s.deleteSessRuns, `DELETE FROM runs WHERE session_id = ?`},
+		{w, &s.deleteSession, `DELETE FROM sessions WHERE id = ?`},
+		{w, &s.createKey, `INSERT INTO api_keys (` + keyColumns + `)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
+		{w, &s.revokeKey, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`},
+
+		{r, &s.getSession, `SELECT agent, ephemeral, created_at, updated_at FROM sessions WHERE id = ?`},
+		{r, &s.getMessage, `SELECT run_id, body, created_at FROM messages WHERE session_id = ? AND key = ?`},
+		{r, &s.messages, `SELECT key, run_id, body, created_at FROM messages
+			WHERE session_id = ? ORDER BY key`},
+		{r, &s.getRun, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
+		// The status test must match the runs_unfinished index's WHERE
+		// clause for SQLite to use that index.
+		{r, &s.nextRun, `SELECT ` + runColumns + ` FROM runs
+			WHERE session_id = ? AND status IN ('queued', 'running') ORDER BY seq LIMIT 1`},
+		{r, &s.unfinished, `SELECT DISTINCT session_id FROM runs
+			WHERE status IN ('queued', 'running') ORDER BY session_id`},
+		{r, &s.keyByHash, `SELECT ` + keyColumns + ` FROM api_keys WHERE hash = ?`},
+		{r, &s.listKeys, `SELECT ` + keyColumns + ` FROM api_keys ORDER BY created_at, id`},
+	}
+	for _, p := range list {
+		st, err := p.db.PrepareContext(ctx, p.query)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", p.query, err)
+		}
+		*p.dst = st
+		s.all = append(s.all, st)
+	}
+	return nil
+}
+
+func (s *statements) close() error {
+	var err error
+	for _, st := range s.all {
+		err = errors.Join(err, st.Close())
+	}
+	s.all = nil
+	return err
+}

@@ -1,0 +1,286 @@
+// Package memstore is a store.Store kept in process memory. It holds what
+// need not outlive the process: the ephemeral sessions of stateless
+// requests, whose history belongs to the client that sent it. It passes the
+// same conformance suite as the durable adapters.
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/store"
+)
+
+// Store is an in-memory store.Store, safe for concurrent use.
+type Store struct {
+	mu       sync.Mutex
+	sessions map[string]*session
+	runs     map[string]store.Run
+	keys     map[string]store.APIKey
+}
+
+type session struct {
+	s       store.Session
+	nextSeq int64
+	msgs    map[string]store.Message
+	runs    []string
+}
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{sessions: map[string]*session{}, runs: map[string]store.Run{}, keys: map[string]store.APIKey{}}
+}
+
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return t.UTC().Truncate(time.Millisecond)
+}
+
+// CreateSession implements store.Sessions.
+func (m *Store) CreateSession(_ context.Context, s store.Session) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.sessions[s.ID]; ok {
+		return fmt.Errorf("session %s: %w", s.ID, store.ErrExists)
+	}
+	s.CreatedAt, s.UpdatedAt = utc(s.CreatedAt), utc(s.UpdatedAt)
+	m.sessions[s.ID] = &session{s: s, nextSeq: 1, msgs: map[string]store.Message{}}
+	return nil
+}
+
+// GetSession implements store.Sessions.
+func (m *Store) GetSession(_ context.Context, id string) (store.Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[id]
+	if !ok {
+		return store.Session{}, fmt.Errorf("session %s: %w", id, store.ErrNotFound)
+	}
+	return s.s, nil
+}
+
+// DeleteSession implements store.Sessions.
+func (m *Store) DeleteSession(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.sessions[id]; ok {
+		for _, r := range s.runs {
+			delete(m.runs, r)
+		}
+		delete(m.sessions, id)
+	}
+	return nil
+}
+
+// AppendMessage implements store.History.
+func (m *Store) AppendMessage(_ context.Context, msg store.Message) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[msg.SessionID]
+	if !ok {
+		return false, fmt.Errorf("append to session %s: %w", msg.SessionID, store.ErrNotFound)
+	}
+	if _, dup := s.msgs[msg.Key]; dup {
+		return false, nil
+	}
+	msg.CreatedAt = utc(msg.CreatedAt)
+	msg.ToolCalls = slices.Clone(msg.ToolCalls)
+	s.msgs[msg.Key] = msg
+	return true, nil
+}
+
+// GetMessage implements store.History.
+func (m *Store) GetMessage(_ context.Context, sessionID, key string) (store.Message, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.sessions[sessionID]; ok {
+		if msg, ok := s.msgs[key]; ok {
+			msg.ToolCalls = slices.Clone(msg.ToolCalls)
+			return msg, nil
+		}
+	}
+	return store.Message{}, fmt.Errorf("message %s/%s: %w", sessionID, key, store.ErrNotFound)
+}
+
+// Messages implements store.History.
+func (m *Store) Messages(_ context.Context, sessionID string) ([]store.Message, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[sessionID]
+	if !ok {
+		return nil, nil
+	}
+	out := make([]store.Message, 0, len(s.msgs))
+	for _, msg := range s.msgs {
+		msg.ToolCalls = slices.Clone(msg.ToolCalls)
+		out = append(out, msg)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// DeleteMessages implements store.History.
+func (m *Store) DeleteMessages(_ context.Context, sessionID string, keys []string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.sessions[sessionID]; ok {
+		for _, k := range keys {
+			delete(s.msgs, k)
+		}
+	}
+	return nil
+}
+
+// EnqueueRun implements store.Runs.
+func (m *Store) EnqueueRun(_ context.Context, r store.Run) (store.Run, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.runs[r.ID]; ok {
+		return cloneRun(old), fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
+	}
+	s, ok := m.sessions[r.SessionID]
+	if !ok {
+		return store.Run{}, fmt.Errorf("enqueue in session %s: %w", r.SessionID, store.ErrNotFound)
+	}
+	r.Seq = s.nextSeq
+	s.nextSeq++
+	r.Status = store.RunQueued
+	r.CreatedAt, r.UpdatedAt = utc(r.CreatedAt), utc(r.UpdatedAt)
+	r.State = slices.Clone(r.State)
+	m.runs[r.ID] = r
+	s.runs = append(s.runs, r.ID)
+	return cloneRun(r), nil
+}
+
+func cloneRun(r store.Run) store.Run {
+	r.State = slices.Clone(r.State)
+	return r
+}
+
+// GetRun implements store.Runs.
+func (m *Store) GetRun(_ context.Context, id string) (store.Run, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.runs[id]
+	if !ok {
+		return store.Run{}, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	return cloneRun(r), nil
+}
+
+// UpdateRun implements store.Runs.
+func (m *Store) UpdateRun(_ context.Context, r store.Run) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, ok := m.runs[r.ID]
+	if !ok {
+		return fmt.Errorf("run %s: %w", r.ID, store.ErrNotFound)
+	}
+	old.Status = r.Status
+	old.State = slices.Clone(r.State)
+	old.UpdatedAt = utc(r.UpdatedAt)
+	m.runs[r.ID] = old
+	return nil
+}
+
+// NextRun implements store.Runs.
+func (m *Store) NextRun(_ context.Context, sessionID string) (store.Run, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.sessions[sessionID]; ok {
+		for _, id := range s.runs { // in seq order
+			if r := m.runs[id]; !r.Status.Finished() {
+				return cloneRun(r), nil
+			}
+		}
+	}
+	return store.Run{}, fmt.Errorf("next run of %s: %w", sessionID, store.ErrNotFound)
+}
+
+// UnfinishedSessions implements store.Runs.
+func (m *Store) UnfinishedSessions(_ context.Context) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range m.runs {
+		if !r.Status.Finished() && !seen[r.SessionID] {
+			seen[r.SessionID] = true
+			out = append(out, r.SessionID)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// CreateKey implements store.Keys.
+func (m *Store) CreateKey(_ context.Context, k store.APIKey) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, o := range m.keys {
+		if o.ID == k.ID || o.Hash == k.Hash {
+			return fmt.Errorf("key %s: %w", k.ID, store.ErrExists)
+		}
+	}
+	k.CreatedAt = utc(k.CreatedAt)
+	k.Agents = slices.Clone(k.Agents)
+	m.keys[k.ID] = k
+	return nil
+}
+
+// KeyByHash implements store.Keys.
+func (m *Store) KeyByHash(_ context.Context, hash string) (store.APIKey, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range m.keys {
+		if k.Hash == hash {
+			k.Agents = slices.Clone(k.Agents)
+			return k, nil
+		}
+	}
+	return store.APIKey{}, fmt.Errorf("key: %w", store.ErrNotFound)
+}
+
+// ListKeys implements store.Keys.
+func (m *Store) ListKeys(_ context.Context) ([]store.APIKey, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]store.APIKey, 0, len(m.keys))
+	for _, k := range m.keys {
+		k.Agents = slices.Clone(k.Agents)
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return strings.Compare(out[i].ID, out[j].ID) < 0
+	})
+	return out, nil
+}
+
+// RevokeKey implements store.Keys.
+func (m *Store) RevokeKey(_ context.Context, id string, at time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k, ok := m.keys[id]
+	if !ok {
+		return fmt.Errorf("key %s: %w", id, store.ErrNotFound)
+	}
+	if k.RevokedAt == nil {
+		t := utc(at)
+		k.RevokedAt = &t
+		m.keys[id] = k
+	}
+	return nil
+}
+
+// Close implements store.Store; it keeps the data.
+func (m *Store) Close() error { return nil }

@@ -1,0 +1,730 @@
+// Package storetest is the conformance suite every store.Store adapter
+// runs, so that the embedded and the cloud stores behave alike:
+//
+//	func TestStore(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) store.Store { return openEmpty(t) })
+//	}
+//
+// The suite holds adapters to the semantics documented in package store
+// and to nothing an engine happens to do: times are compared to the
+// millisecond, nil and empty slices are equal, and unordered results are
+// compared as sets.
+package storetest
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/store"
+)
+
+// Run runs the conformance suite. Each subtest calls newStore for a fresh,
+// empty store, which the suite closes when the subtest ends; newStore
+// should fail t if it cannot build one.
+func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s store.Store)
+	}{
+		{"CreateGetSession", testCreateGetSession},
+		{"SessionTimesUTC", testSessionTimesUTC},
+		{"AppendMessageKeepsFirst", testAppendMessageKeepsFirst},
+		{"GetMessageNotFound", testGetMessageNotFound},
+		{"MessagesOrderedByKey", testMessagesOrderedByKey},
+		{"MessageRoundTrip", testMessageRoundTrip},
+		{"DeleteMessages", testDeleteMessages},
+		{"EnqueueRunSeq", testEnqueueRunSeq},
+		{"EnqueueRunDuplicate", testEnqueueRunDuplicate},
+		{"EnqueueRunConcurrent", testEnqueueRunConcurrent},
+		{"GetRunNotFound", testGetRunNotFound},
+		{"UpdateRun", testUpdateRun},
+		{"NextRun", testNextRun},
+		{"UnfinishedSessions", testUnfinishedSessions},
+		{"DeleteSession", testDeleteSession},
+		{"CreateKey", testCreateKey},
+		{"ListKeysOrder", testListKeysOrder},
+		{"RevokeKey", testRevokeKey},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStore(t)
+			t.Cleanup(func() {
+				if err := s.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			})
+			tt.fn(t, s)
+		})
+	}
+}
+
+// opts compares records the way the port promises them: times to the
+// millisecond, nil and empty slices alike.
+var opts = cmp.Options{
+	cmpopts.EquateApproxTime(time.Millisecond),
+	cmpopts.EquateEmpty(),
+}
+
+// base is a fixed time with sub-millisecond digits, far from the test's
+// clock, in a zone that is not UTC.
+var base = time.Date(2025, 3, 14, 15, 9, 26, 535897932, time.FixedZone("X", 5*3600+30*60))
+
+// at returns base plus n seconds.
+func at(n int) time.Time { return base.Add(time.Duration(n) * time.Second) }
+
+// wantErr fails t unless err wraps target.
+func wantErr(t *testing.T, op string, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("%s: error %v, want one wrapping %v", op, err, target)
+	}
+}
+
+// must fails t on err.
+func must(t *testing.T, op string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", op, err)
+	}
+}
+
+// checkUTC fails t unless every time is in UTC.
+func checkUTC(t *testing.T, what string, times ...time.Time) {
+	t.Helper()
+	for _, tm := range times {
+		if tm.Location() != time.UTC {
+			t.Errorf("%s: time %v is in %v, want UTC", what, tm, tm.Location())
+		}
+	}
+}
+
+// diff fails t if got differs from want.
+func diff(t *testing.T, what string, want, got any, extra ...cmp.Option) {
+	t.Helper()
+	if d := cmp.Diff(want, got, append(cmp.Options{opts}, extra...)...); d != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", what, d)
+	}
+}
+
+// newSession creates a session and fails t on error.
+func newSession(t *testing.T, s store.Store, id string) store.Session {
+	t.Helper()
+	sess := store.Session{ID: id, Agent: "main", CreatedAt: at(0), UpdatedAt: at(0)}
+	must(t, "CreateSession "+id, s.CreateSession(t.Context(), sess))
+	return sess
+}
+
+// appendMsg appends a message and fails t unless it was written.
+func appendMsg(t *testing.T, s store.Store, m store.Message) {
+	t.Helper()
+	wrote, err := s.AppendMessage(t.Context(), m)
+	must(t, "AppendMessage "+m.Key, err)
+	if !wrote {
+		t.Fatalf("AppendMessage %s: wrote = false, want true", m.Key)
+	}
+}
+
+// enqueue enqueues a run and fails t on error.
+func enqueue(t *testing.T, s store.Store, sessionID, id string) store.Run {
+	t.Helper()
+	r, err := s.EnqueueRun(t.Context(), store.Run{ID: id, SessionID: sessionID, State: []byte(`{"step":"begin"}`), CreatedAt: at(1)})
+	must(t, "EnqueueRun "+id, err)
+	return r
+}
+
+// setStatus updates a run's status, keeping its state.
+func setStatus(t *testing.T, s store.Store, r store.Run, st store.RunStatus) store.Run {
+	t.Helper()
+	r.Status = st
+	must(t, fmt.Sprintf("UpdateRun %s to %s", r.ID, st), s.UpdateRun(t.Context(), r))
+	return r
+}
+
+// ignoreUpdated drops Run.UpdatedAt from comparisons: adapters stamp it.
+var ignoreUpdated = cmpopts.IgnoreFields(store.Run{}, "UpdatedAt")
+
+func testCreateGetSession(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	want := store.Session{ID: "s1", Agent: "main", Ephemeral: true, CreatedAt: at(0), UpdatedAt: at(5)}
+	must(t, "CreateSession", s.CreateSession(ctx, want))
+	got, err := s.GetSession(ctx, "s1")
+	must(t, "GetSession", err)
+	diff(t, "GetSession", want, got)
+
+	other := store.Session{ID: "s2", Agent: "helper", CreatedAt: at(1), UpdatedAt: at(1)}
+	must(t, "CreateSession s2", s.CreateSession(ctx, other))
+	got, err = s.GetSession(ctx, "s2")
+	must(t, "GetSession s2", err)
+	diff(t, "GetSession s2", other, got)
+
+	dup := store.Session{ID: "s1", Agent: "intruder", CreatedAt: at(9), UpdatedAt: at(9)}
+	wantErr(t, "CreateSession duplicate", s.CreateSession(ctx, dup), store.ErrExists)
+	got, err = s.GetSession(ctx, "s1")
+	must(t, "GetSession after duplicate", err)
+	diff(t, "GetSession after duplicate", want, got)
+
+	_, err = s.GetSession(ctx, "nope")
+	wantErr(t, "GetSession unknown", err, store.ErrNotFound)
+}
+
+func testSessionTimesUTC(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	want := store.Session{ID: "s", Agent: "main", CreatedAt: at(0), UpdatedAt: at(60)}
+	must(t, "CreateSession", s.CreateSession(ctx, want))
+	got, err := s.GetSession(ctx, "s")
+	must(t, "GetSession", err)
+	checkUTC(t, "GetSession", got.CreatedAt, got.UpdatedAt)
+	diff(t, "GetSession", want, got)
+}
+
+func testAppendMessageKeepsFirst(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "s1")
+	newSession(t, s, "s2")
+	first := store.Message{SessionID: "s1", Key: "r000000000001#a000", RunID: "run-1",
+		Message: chat.Message{Role: chat.Assistant, Content: "first"}, CreatedAt: at(1)}
+	appendMsg(t, s, first)
+
+	second := first
+	second.RunID = "run-2"
+	second.Message = chat.Message{Role: chat.Assistant, Content: "second",
+		ToolCalls: []chat.ToolCall{{ID: "c", Name: "n", Arguments: "{}"}}}
+	second.CreatedAt = at(2)
+	wrote, err := s.AppendMessage(ctx, second)
+	must(t, "AppendMessage again", err)
+	if wrote {
+		t.Errorf("AppendMessage again: wrote = true, want false")
+	}
+	got, err := s.GetMessage(ctx, "s1", first.Key)
+	must(t, "GetMessage", err)
+	diff(t, "GetMessage after second write", first, got)
+
+	// The same key in another session is another message.
+	elsewhere := second
+	elsewhere.SessionID = "s2"
+	appendMsg(t, s, elsewhere)
+	got, err = s.GetMessage(ctx, "s2", first.Key)
+	must(t, "GetMessage s2", err)
+	diff(t, "GetMessage s2", elsewhere, got)
+	all, err := s.Messages(ctx, "s1")
+	must(t, "Messages s1", err)
+	diff(t, "Messages s1", []store.Message{first}, all)
+}
+
+func testGetMessageNotFound(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "s1")
+	appendMsg(t, s, store.Message{SessionID: "s1", Key: "k1", RunID: "r",
+		Message: chat.Message{Role: chat.User, Content: "hi"}, CreatedAt: at(0)})
+	_, err := s.GetMessage(ctx, "s1", "k2")
+	wantErr(t, "GetMessage unknown key", err, store.ErrNotFound)
+	_, err = s.GetMessage(ctx, "nope", "k1")
+	wantErr(t, "GetMessage unknown session", err, store.ErrNotFound)
+}
+
+func testMessagesOrderedByKey(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "s1")
+	newSession(t, s, "s2")
+	keys := []string{
+		"r000000000002#a000",
+		"r000000000001#b001.t000",
+		"r000000000010#a000",
+		"r000000000001#a000",
+		"r000000000001#b001",
+		"r000000000002#b000.t001",
+		"r000000000001#b001.t001",
+		"r000000000002#b000",
+	}
+	var want []store.Message
+	for i, k := range keys {
+		m := store.Message{SessionID: "s1", Key: k, RunID: k[:13],
+			Message: chat.Message{Role: chat.User, Content: "message " + k}, CreatedAt: at(i)}
+		appendMsg(t, s, m)
+		want = append(want, m)
+		// Interleave another session's history, which must not leak in.
+		appendMsg(t, s, store.Message{SessionID: "s2", Key: k, RunID: "x",
+			Message: chat.Message{Role: chat.User, Content: "other"}, CreatedAt: at(i)})
+	}
+	slices.SortFunc(want, func(a, b store.Message) int { return strings.Compare(a.Key, b.Key) })
+
+	got, err := s.Messages(ctx, "s1")
+	must(t, "Messages", err)
+	diff(t, "Messages", want, got)
+	for _, m := range got {
+		checkUTC(t, "Messages "+m.Key, m.CreatedAt)
+	}
+
+	newSession(t, s, "empty")
+	got, err = s.Messages(ctx, "empty")
+	must(t, "Messages of empty session", err)
+	if len(got) != 0 {
+		t.Errorf("Messages of empty session = %v, want none", got)
+	}
+}
+
+func testMessageRoundTrip(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "s")
+	big := strings.Repeat("0123456789abcdef", 200*1024/16)
+	msgs := []store.Message{
+		{Key: "k0", RunID: "r1", Message: chat.Message{Role: chat.System, Content: "You are helpful."}},
+		{Key: "k1", RunID: "r1", Message: chat.Message{Role: chat.User,
+			Content: "héllo wörld — 你好世界 — こんにちは — مرحبا — 👋🏽👨‍👩‍👧‍👦🇫🇷 — \"quoted\" \\ back\tslash\nnew line <&>"}},
+		{Key: "k2", RunID: "r1", Message: chat.Message{Role: chat.Assistant, ToolCalls: []chat.ToolCall{
+			{ID: "call_1", Name: "read_file", Arguments: `{"path":"/tmp/ünï.txt"}`},
+			{ID: "call_2", Name: "shell", Arguments: `{"cmd":"echo \"hi\" && ls -la","timeout":30}`},
+		}}},
+		{Key: "k3", RunID: "r1", Message: chat.Message{Role: chat.Tool, ToolCallID: "call_1", Name: "read_file", Content: "contents 🎉"}},
+		{Key: "k4", RunID: "r1", Message: chat.Message{Role: chat.Tool, ToolCallID: "call_2", Name: "shell", Content: big}},
+		{Key: "k5", RunID: "r2", Message: chat.Message{Role: chat.Assistant, Content: "done",
+			ToolCalls: []chat.ToolCall{{ID: "call_3", Name: "noop", Arguments: "{}"}}}},
+		{Key: "k6", RunID: "r2", Message: chat.Message{Role: chat.User, Content: ""}},
+	}
+	for i := range msgs {
+		msgs[i].SessionID = "s"
+		msgs[i].CreatedAt = at(i)
+		appendMsg(t, s, msgs[i])
+	}
+	for _, want := range msgs {
+		got, err := s.GetMessage(ctx, "s", want.Key)
+		must(t, "GetMessage "+want.Key, err)
+		diff(t, "GetMessage "+want.Key, want, got)
+		checkUTC(t, "GetMessage "+want.Key, got.CreatedAt)
+	}
+	got, err := s.Messages(ctx, "s")
+	must(t, "Messages", err)
+	diff(t, "Messages", msgs, got)
+}
+
+func testDeleteMessages(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "s")
+	newSession(t, s, "other")
+	var msgs []store.Message
+	for i, k := range []string{"a", "b", "c", "d"} {
+		m := store.Message{SessionID: "s", Key: k, RunID: "r",
+			Message: chat.Message{Role: chat.User, Content: k}, CreatedAt: at(i)}
+		appendMsg(t, s, m)
+		msgs = append(msgs, m)
+	}
+	otherMsg := store.Message{SessionID: "other", Key: "b", RunID: "r",
+		Message: chat.Message{Role: chat.User, Content: "keep me"}, CreatedAt: at(0)}
+	appendMsg(t, s, otherMsg)
+
+	must(t, "DeleteMessages", s.DeleteMessages(ctx, "s", []string{"b", "d", "missing"}))
+	got, err := s.Messages(ctx, "s")
+	must(t, "Messages", err)
+	diff(t, "Messages after delete", []store.Message{msgs[0], msgs[2]}, got)
+	_, err = s.GetMessage(ctx, "s", "b")
+	wantErr(t, "GetMessage deleted", err, store.ErrNotFound)
+
+	got, err = s.Messages(ctx, "other")
+	must(t, "Messages other", err)
+	diff(t, "Messages of other session", []store.Message{otherMsg}, got)
+
+	must(t, "DeleteMessages none", s.DeleteMessages(ctx, "s", nil))
+	must(t, "DeleteMessages only missing", s.DeleteMessages(ctx, "s", []string{"zzz"}))
+	got, err = s.Messages(ctx, "s")
+	must(t, "Messages", err)
+	diff(t, "Messages after no-op deletes", []store.Message{msgs[0], msgs[2]}, got)
+
+	// A deleted key can be written again.
+	again := msgs[1]
+	again.Content = "b again"
+	appendMsg(t, s, again)
+	gotMsg, err := s.GetMessage(ctx, "s", "b")
+	must(t, "GetMessage rewritten", err)
+	diff(t, "GetMessage rewritten", again, gotMsg)
+}
+
+func testEnqueueRunSeq(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "a")
+	newSession(t, s, "b")
+	order := []struct {
+		session, id string
+		seq         int64
+	}{
+		{"a", "a1", 1}, {"b", "b1", 1}, {"a", "a2", 2}, {"a", "a3", 3}, {"b", "b2", 2},
+	}
+	for i, o := range order {
+		in := store.Run{ID: o.id, SessionID: o.session, Status: store.RunRunning, Seq: 42,
+			State: []byte(fmt.Sprintf(`{"n":%d}`, i)), CreatedAt: at(i)}
+		got, err := s.EnqueueRun(ctx, in)
+		must(t, "EnqueueRun "+o.id, err)
+		want := store.Run{ID: o.id, SessionID: o.session, Seq: o.seq, Status: store.RunQueued,
+			State: in.State, CreatedAt: at(i)}
+		diff(t, "EnqueueRun "+o.id, want, got, ignoreUpdated)
+		checkUTC(t, "EnqueueRun "+o.id, got.CreatedAt, got.UpdatedAt)
+
+		stored, err := s.GetRun(ctx, o.id)
+		must(t, "GetRun "+o.id, err)
+		diff(t, "GetRun "+o.id, got, stored)
+		checkUTC(t, "GetRun "+o.id, stored.CreatedAt, stored.UpdatedAt)
+	}
+}
+
+func testEnqueueRunDuplicate(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "a")
+	newSession(t, s, "b")
+	first := enqueue(t, s, "a", "r1")
+
+	dup := store.Run{ID: "r1", SessionID: "a", State: []byte(`{"other":true}`), CreatedAt: at(50)}
+	got, err := s.EnqueueRun(ctx, dup)
+	wantErr(t, "EnqueueRun duplicate", err, store.ErrExists)
+	diff(t, "EnqueueRun duplicate returns the existing run", first, got)
+
+	// The id is taken in every session.
+	dup.SessionID = "b"
+	got, err = s.EnqueueRun(ctx, dup)
+	wantErr(t, "EnqueueRun duplicate in another session", err, store.ErrExists)
+	diff(t, "EnqueueRun duplicate in another session", first, got)
+
+	// A refused duplicate takes no seq and queues nothing.
+	second := enqueue(t, s, "a", "r2")
+	if second.Seq != 2 {
+		t.Errorf("seq after duplicate = %d, want 2", second.Seq)
+	}
+	if _, err := s.NextRun(ctx, "b"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("NextRun b after refused duplicate: error %v, want ErrNotFound", err)
+	}
+}
+
+func testEnqueueRunConcurrent(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "lane")
+	const workers, perWorker = 16, 2
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		runs []store.Run
+		errs []error
+	)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range perWorker {
+				r, err := s.EnqueueRun(ctx, store.Run{ID: fmt.Sprintf("run-%02d-%d", w, i), SessionID: "lane", CreatedAt: at(w)})
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					runs = append(runs, r)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		t.Errorf("EnqueueRun: %v", err)
+	}
+	if len(runs) != workers*perWorker {
+		t.Fatalf("got %d runs, want %d", len(runs), workers*perWorker)
+	}
+	var seqs, want []int64
+	for i, r := range runs {
+		seqs = append(seqs, r.Seq)
+		want = append(want, int64(i+1))
+		stored, err := s.GetRun(ctx, r.ID)
+		must(t, "GetRun "+r.ID, err)
+		diff(t, "GetRun "+r.ID, r, stored)
+	}
+	slices.Sort(seqs)
+	diff(t, "seqs of concurrent enqueues", want, seqs)
+
+	next, err := s.NextRun(ctx, "lane")
+	must(t, "NextRun", err)
+	if next.Seq != 1 {
+		t.Errorf("NextRun seq = %d, want 1", next.Seq)
+	}
+}
+
+func testGetRunNotFound(t *testing.T, s store.Store) {
+	newSession(t, s, "a")
+	enqueue(t, s, "a", "r1")
+	_, err := s.GetRun(t.Context(), "r2")
+	wantErr(t, "GetRun unknown", err, store.ErrNotFound)
+}
+
+func testUpdateRun(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "a")
+	r := enqueue(t, s, "a", "r1")
+	other := enqueue(t, s, "a", "r2")
+
+	state := make([]byte, 0, 512)
+	for i := range 256 {
+		state = append(state, byte(i))
+	}
+	state = append(state, []byte(`{"step":"think","iteration":3} é 🙂`)...)
+	upd := r
+	upd.Status = store.RunRunning
+	upd.State = state
+	// Only Status and State are saved.
+	upd.Seq = 99
+	upd.SessionID = "elsewhere"
+	upd.CreatedAt = at(1000)
+	must(t, "UpdateRun", s.UpdateRun(ctx, upd))
+
+	got, err := s.GetRun(ctx, "r1")
+	must(t, "GetRun", err)
+	want := r
+	want.Status = store.RunRunning
+	want.State = state
+	diff(t, "GetRun after UpdateRun", want, got, ignoreUpdated)
+	if !slices.Equal(got.State, state) {
+		t.Errorf("State bytes changed: got %x, want %x", got.State, state)
+	}
+	checkUTC(t, "GetRun after UpdateRun", got.CreatedAt, got.UpdatedAt)
+	if got.UpdatedAt.Before(r.UpdatedAt.Truncate(time.Millisecond)) {
+		t.Errorf("UpdatedAt went back from %v to %v", r.UpdatedAt, got.UpdatedAt)
+	}
+
+	done := got
+	done.Status = store.RunDone
+	done.State = []byte(`{"step":"finish"}`)
+	must(t, "UpdateRun done", s.UpdateRun(ctx, done))
+	got, err = s.GetRun(ctx, "r1")
+	must(t, "GetRun done", err)
+	diff(t, "GetRun after done", done, got, ignoreUpdated)
+
+	untouched, err := s.GetRun(ctx, "r2")
+	must(t, "GetRun r2", err)
+	diff(t, "GetRun of the other run", other, untouched)
+
+	missing := store.Run{ID: "nope", SessionID: "a", Status: store.RunRunning}
+	wantErr(t, "UpdateRun unknown", s.UpdateRun(ctx, missing), store.ErrNotFound)
+	_, err = s.GetRun(ctx, "nope")
+	wantErr(t, "GetRun after UpdateRun unknown", err, store.ErrNotFound)
+}
+
+func testNextRun(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "a")
+	newSession(t, s, "b")
+	_, err := s.NextRun(ctx, "a")
+	wantErr(t, "NextRun with no runs", err, store.ErrNotFound)
+
+	r1 := enqueue(t, s, "a", "r1")
+	r2 := enqueue(t, s, "a", "r2")
+	r3 := enqueue(t, s, "a", "r3")
+	b1 := enqueue(t, s, "b", "b1")
+
+	next := func(want store.Run) {
+		t.Helper()
+		got, err := s.NextRun(ctx, "a")
+		must(t, "NextRun", err)
+		diff(t, "NextRun", want, got, ignoreUpdated)
+	}
+	next(r1)
+	r1 = setStatus(t, s, r1, store.RunRunning)
+	next(r1) // running is unfinished
+	setStatus(t, s, r2, store.RunDone)
+	next(r1) // a later run finishing does not skip an earlier one
+	setStatus(t, s, r1, store.RunDone)
+	next(r3)
+	r3 = setStatus(t, s, r3, store.RunRunning)
+	next(r3)
+	setStatus(t, s, r3, store.RunFailed)
+	_, err = s.NextRun(ctx, "a")
+	wantErr(t, "NextRun when all finished", err, store.ErrNotFound)
+
+	got, err := s.NextRun(ctx, "b")
+	must(t, "NextRun b", err)
+	diff(t, "NextRun b", b1, got, ignoreUpdated)
+
+	// A run enqueued after the others finished is next.
+	r4 := enqueue(t, s, "a", "r4")
+	if r4.Seq != 4 {
+		t.Errorf("r4 seq = %d, want 4", r4.Seq)
+	}
+	next(r4)
+}
+
+func testUnfinishedSessions(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	got, err := s.UnfinishedSessions(ctx)
+	must(t, "UnfinishedSessions of empty store", err)
+	diff(t, "UnfinishedSessions of empty store", []string(nil), got)
+
+	for _, id := range []string{"queued", "running", "finished", "idle", "mixed"} {
+		newSession(t, s, id)
+	}
+	enqueue(t, s, "queued", "q1")
+	enqueue(t, s, "queued", "q2")
+	setStatus(t, s, enqueue(t, s, "running", "run1"), store.RunRunning)
+	setStatus(t, s, enqueue(t, s, "finished", "f1"), store.RunDone)
+	setStatus(t, s, enqueue(t, s, "finished", "f2"), store.RunFailed)
+	setStatus(t, s, enqueue(t, s, "mixed", "m1"), store.RunDone)
+	m2 := enqueue(t, s, "mixed", "m2")
+
+	sorted := cmpopts.SortSlices(func(a, b string) bool { return a < b })
+	got, err = s.UnfinishedSessions(ctx)
+	must(t, "UnfinishedSessions", err)
+	diff(t, "UnfinishedSessions", []string{"queued", "running", "mixed"}, got, sorted)
+
+	setStatus(t, s, m2, store.RunFailed)
+	got, err = s.UnfinishedSessions(ctx)
+	must(t, "UnfinishedSessions after finishing mixed", err)
+	diff(t, "UnfinishedSessions after finishing mixed", []string{"queued", "running"}, got, sorted)
+}
+
+func testDeleteSession(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "gone")
+	kept := newSession(t, s, "kept")
+	for _, id := range []string{"gone", "kept"} {
+		for i, k := range []string{"k1", "k2"} {
+			appendMsg(t, s, store.Message{SessionID: id, Key: k, RunID: id + "-r1",
+				Message: chat.Message{Role: chat.User, Content: id + k}, CreatedAt: at(i)})
+		}
+	}
+	enqueue(t, s, "gone", "gone-r1")
+	enqueue(t, s, "gone", "gone-r2")
+	keptRun := enqueue(t, s, "kept", "kept-r1")
+	keptMsgs, err := s.Messages(ctx, "kept")
+	must(t, "Messages kept", err)
+
+	must(t, "DeleteSession", s.DeleteSession(ctx, "gone"))
+
+	_, err = s.GetSession(ctx, "gone")
+	wantErr(t, "GetSession deleted", err, store.ErrNotFound)
+	msgs, err := s.Messages(ctx, "gone")
+	must(t, "Messages deleted", err)
+	if len(msgs) != 0 {
+		t.Errorf("Messages of deleted session = %v, want none", msgs)
+	}
+	_, err = s.GetMessage(ctx, "gone", "k1")
+	wantErr(t, "GetMessage of deleted session", err, store.ErrNotFound)
+	for _, id := range []string{"gone-r1", "gone-r2"} {
+		_, err = s.GetRun(ctx, id)
+		wantErr(t, "GetRun "+id+" of deleted session", err, store.ErrNotFound)
+	}
+	_, err = s.NextRun(ctx, "gone")
+	wantErr(t, "NextRun of deleted session", err, store.ErrNotFound)
+	unfinished, err := s.UnfinishedSessions(ctx)
+	must(t, "UnfinishedSessions", err)
+	diff(t, "UnfinishedSessions", []string{"kept"}, unfinished)
+
+	gotSess, err := s.GetSession(ctx, "kept")
+	must(t, "GetSession kept", err)
+	diff(t, "GetSession kept", kept, gotSess, cmpopts.IgnoreFields(store.Session{}, "UpdatedAt"))
+	gotMsgs, err := s.Messages(ctx, "kept")
+	must(t, "Messages kept", err)
+	diff(t, "Messages kept", keptMsgs, gotMsgs)
+	gotRun, err := s.GetRun(ctx, "kept-r1")
+	must(t, "GetRun kept", err)
+	diff(t, "GetRun kept", keptRun, gotRun)
+
+	// The id is free again.
+	newSession(t, s, "gone")
+	msgs, err = s.Messages(ctx, "gone")
+	must(t, "Messages of recreated session", err)
+	if len(msgs) != 0 {
+		t.Errorf("Messages of recreated session = %v, want none", msgs)
+	}
+}
+
+// key returns a test API key.
+func key(id string, created time.Time, agents ...string) store.APIKey {
+	return store.APIKey{
+		ID:            id,
+		Name:          "key " + id,
+		Hash:          fmt.Sprintf("%x", sha256.Sum256([]byte(id))),
+		Prefix:        "lc_" + id,
+		Agents:        agents,
+		Autonomy:      "supervised",
+		RatePerMinute: 60,
+		CreatedAt:     created,
+	}
+}
+
+func testCreateKey(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	k1 := key("k1", at(0), "main", "helper")
+	k1.Autonomy = "full"
+	k1.RatePerMinute = 0
+	k2 := key("k2", at(1))
+	must(t, "CreateKey k1", s.CreateKey(ctx, k1))
+	must(t, "CreateKey k2", s.CreateKey(ctx, k2))
+
+	for _, want := range []store.APIKey{k1, k2} {
+		got, err := s.KeyByHash(ctx, want.Hash)
+		must(t, "KeyByHash "+want.ID, err)
+		diff(t, "KeyByHash "+want.ID, want, got)
+		checkUTC(t, "KeyByHash "+want.ID, got.CreatedAt)
+		if got.RevokedAt != nil {
+			t.Errorf("KeyByHash %s: RevokedAt = %v, want nil", want.ID, got.RevokedAt)
+		}
+	}
+
+	sameID := key("k1", at(5))
+	sameID.Hash = strings.Repeat("f", 64)
+	wantErr(t, "CreateKey duplicate id", s.CreateKey(ctx, sameID), store.ErrExists)
+	sameHash := key("k3", at(6))
+	sameHash.Hash = k1.Hash
+	wantErr(t, "CreateKey duplicate hash", s.CreateKey(ctx, sameHash), store.ErrExists)
+
+	_, err := s.KeyByHash(ctx, sameID.Hash)
+	wantErr(t, "KeyByHash of refused key", err, store.ErrNotFound)
+	got, err := s.KeyByHash(ctx, k1.Hash)
+	must(t, "KeyByHash k1 after duplicates", err)
+	diff(t, "KeyByHash k1 after duplicates", k1, got)
+	list, err := s.ListKeys(ctx)
+	must(t, "ListKeys", err)
+	diff(t, "ListKeys", []store.APIKey{k1, k2}, list)
+
+	_, err = s.KeyByHash(ctx, strings.Repeat("0", 64))
+	wantErr(t, "KeyByHash unknown", err, store.ErrNotFound)
+}
+
+func testListKeysOrder(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	list, err := s.ListKeys(ctx)
+	must(t, "ListKeys of empty store", err)
+	diff(t, "ListKeys of empty store", []store.APIKey(nil), list)
+
+	keys := []store.APIKey{key("c", at(30), "x"), key("a", at(10)), key("d", at(40)), key("b", at(20), "y", "z")}
+	for _, k := range keys {
+		must(t, "CreateKey "+k.ID, s.CreateKey(ctx, k))
+	}
+	list, err = s.ListKeys(ctx)
+	must(t, "ListKeys", err)
+	diff(t, "ListKeys", []store.APIKey{keys[1], keys[3], keys[0], keys[2]}, list)
+}
+
+func testRevokeKey(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	k1, k2 := key("k1", at(0), "main"), key("k2", at(1))
+	must(t, "CreateKey k1", s.CreateKey(ctx, k1))
+	must(t, "CreateKey k2", s.CreateKey(ctx, k2))
+
+	revoked := at(3600)
+	must(t, "RevokeKey", s.RevokeKey(ctx, "k1", revoked))
+	got, err := s.KeyByHash(ctx, k1.Hash)
+	must(t, "KeyByHash revoked", err)
+	want := k1
+	want.RevokedAt = &revoked
+	diff(t, "KeyByHash revoked", want, got)
+	if got.RevokedAt != nil {
+		checkUTC(t, "RevokedAt", *got.RevokedAt)
+	}
+
+	list, err := s.ListKeys(ctx)
+	must(t, "ListKeys", err)
+	diff(t, "ListKeys", []store.APIKey{want, k2}, list)
+
+	wantErr(t, "RevokeKey unknown", s.RevokeKey(ctx, "nope", revoked), store.ErrNotFound)
+}
