@@ -151,7 +151,7 @@ func TestStreamedReply(t *testing.T) {
 	}
 
 	// The wire format: text/event-stream, data: lines, ending with [DONE].
-	resp, body := g.post(key, `{"model":"default","stream":true,"messages":[{"role":"user","content":"raw"}]}`, nil)
+	resp, body := g.post(t, key, `{"model":"default","stream":true,"messages":[{"role":"user","content":"raw"}]}`, nil)
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("status %d, Content-Type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
@@ -496,7 +496,7 @@ func TestAuthAndRequestErrors(t *testing.T) {
 
 	t.Run("missing key", func(t *testing.T) {
 		t.Parallel()
-		resp, body := g.post("", `{"model":"default","messages":[{"role":"user","content":"hi"}]}`, nil)
+		resp, body := g.post(t, "", `{"model":"default","messages":[{"role":"user","content":"hi"}]}`, nil)
 		wantErrorJSON(t, resp, body, http.StatusUnauthorized, "invalid_api_key")
 	})
 	t.Run("bad key", func(t *testing.T) {
@@ -506,12 +506,12 @@ func TestAuthAndRequestErrors(t *testing.T) {
 	})
 	t.Run("revoked key", func(t *testing.T) {
 		t.Parallel()
-		k := g.createKey("--name", "to-revoke")
+		k := g.createKey(t, "--name", "to-revoke")
 		if got := ask(t, g.client(k), "before revoke"); got != "echo: before revoke" {
 			t.Fatalf("reply = %q", got)
 		}
 		var id string
-		for line := range strings.SplitSeq(g.cli("keys", "list"), "\n") {
+		for line := range strings.SplitSeq(g.cli(t, "keys", "list"), "\n") {
 			if f := strings.Fields(line); len(f) > 1 && slices.Contains(f, "to-revoke") {
 				id = f[0]
 			}
@@ -519,7 +519,7 @@ func TestAuthAndRequestErrors(t *testing.T) {
 		if id == "" {
 			t.Fatal("keys list has no line for the key named to-revoke")
 		}
-		g.cli("keys", "revoke", id)
+		g.cli(t, "keys", "revoke", id)
 		_, err := g.client(k).Chat.Completions.New(context.Background(), chatParams(openai.UserMessage("after revoke")))
 		wantAPIError(t, err, http.StatusUnauthorized, "invalid_api_key")
 	})
@@ -532,13 +532,13 @@ func TestAuthAndRequestErrors(t *testing.T) {
 	})
 	t.Run("malformed JSON", func(t *testing.T) {
 		t.Parallel()
-		resp, body := g.post(key, `{"model":"default","messages":[{"role":"user","content":"hi"}`, nil)
+		resp, body := g.post(t, key, `{"model":"default","messages":[{"role":"user","content":"hi"}`, nil)
 		wantErrorJSON(t, resp, body, http.StatusBadRequest, "")
 	})
 	t.Run("body too large", func(t *testing.T) {
 		t.Parallel()
 		big := strings.Repeat("x", 100_000)
-		resp, body := g.post(key, `{"model":"default","messages":[{"role":"user","content":"TOO-BIG`+big+`"}]}`, nil)
+		resp, body := g.post(t, key, `{"model":"default","messages":[{"role":"user","content":"TOO-BIG`+big+`"}]}`, nil)
 		wantErrorJSON(t, resp, body, http.StatusRequestEntityTooLarge, "")
 		for _, r := range fake.Requests() {
 			if strings.Contains(r.LastUser(), "TOO-BIG") {
@@ -548,7 +548,7 @@ func TestAuthAndRequestErrors(t *testing.T) {
 	})
 	t.Run("rate limit", func(t *testing.T) {
 		t.Parallel()
-		k := g.createKey("--name", "slow", "--rate", "2")
+		k := g.createKey(t, "--name", "slow", "--rate", "2")
 		c := g.client(k)
 		ask(t, c, "one")
 		ask(t, c, "two")
@@ -594,7 +594,7 @@ func TestProviderFailures(t *testing.T) {
 		g := newGateway(t, nil, providerConfig(primary, backup, "    timeout: 2s\n    retries: 1\n"))
 		g.env = append(g.env, "OPENAI_API_KEY="+providerKey)
 		g.start()
-		resp, body := g.post(g.firstKey(), `{"model":"default","messages":[{"role":"user","content":"hi"}]}`, nil)
+		resp, body := g.post(t, g.firstKey(), `{"model":"default","messages":[{"role":"user","content":"hi"}]}`, nil)
 		wantErrorJSON(t, resp, body, http.StatusBadGateway, "upstream_error")
 		if strings.Contains(string(body), providerKey) {
 			t.Errorf("error body leaks the provider key: %s", body)
@@ -646,14 +646,14 @@ func TestProviderFailures(t *testing.T) {
 		fake := newFake(t)
 		fake.SetDefault(func(fakellm.Request) fakellm.Reply { return fakellm.Reply{Raw: `{"id":"x","choices":[{"mess`} })
 		g := startGateway(t, fake, "")
-		resp, body := g.post(g.firstKey(), `{"model":"default","messages":[{"role":"user","content":"hi"}]}`, nil)
+		resp, body := g.post(t, g.firstKey(), `{"model":"default","messages":[{"role":"user","content":"hi"}]}`, nil)
 		wantErrorJSON(t, resp, body, http.StatusBadGateway, "upstream_error")
 	})
 
 	t.Run("no provider configured", func(t *testing.T) {
 		t.Parallel()
 		g := startGateway(t, nil, "")
-		resp, body := g.post(g.firstKey(), `{"model":"default","messages":[{"role":"user","content":"hi"}]}`, nil)
+		resp, body := g.post(t, g.firstKey(), `{"model":"default","messages":[{"role":"user","content":"hi"}]}`, nil)
 		e := wantErrorJSON(t, resp, body, http.StatusServiceUnavailable, "provider_not_configured")
 		if e.Error != nil && !strings.Contains(e.Error.Message, "OPENAI_API_KEY") {
 			t.Errorf("message %q does not say how to configure a provider (OPENAI_API_KEY)", e.Error.Message)
@@ -678,7 +678,7 @@ func TestAutonomy(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			fake.Reset()
-			c := g.client(g.createKey(tc.args...))
+			c := g.client(g.createKey(t, tc.args...))
 			call := fakellm.ToolCall{ID: "call_write", Name: "write_file", Arguments: fmt.Sprintf(`{"path":%q,"content":"written by the agent"}`, tc.file)}
 			fake.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{call}}, fakellm.Reply{Content: "done"})
 			if got := ask(t, c, "write the file"); got != "done" {
@@ -704,6 +704,7 @@ func TestAutonomy(t *testing.T) {
 			if strings.TrimSpace(result) == "" {
 				t.Error("the model got no tool result (an explanation when refused) for write_file")
 			}
+			t.Logf("write_file result: %q", result)
 		})
 	}
 }
@@ -740,6 +741,7 @@ func TestSecretsRedacted(t *testing.T) {
 	if strings.Contains(toolResult, fileSecret) {
 		t.Errorf("the model received the unredacted key in the tool result: %q", toolResult)
 	}
+	t.Logf("redacted tool result: %q", toolResult)
 	if !strings.Contains(toolResult, "region=eu-west-1") {
 		t.Errorf("redaction removed more than the secret: %q", toolResult)
 	}
@@ -757,4 +759,41 @@ func TestSecretsRedacted(t *testing.T) {
 			t.Errorf("server stderr contains the secret %q", s[:12]+"…")
 		}
 	}
+}
+
+func TestUpstreamStreamCut(t *testing.T) {
+	t.Parallel()
+	fake := newFake(t)
+	g := startGateway(t, fake, "")
+	c := g.client(g.firstKey())
+	const text = "A complete answer that the provider first cuts off half way."
+	// The provider drops the connection mid-answer once, then answers in
+	// full. Whatever the gateway does, it must never hand the client a
+	// truncated or duplicated answer as a successful one.
+	t.Run("json", func(t *testing.T) {
+		fake.Reset()
+		fake.Enqueue(fakellm.Reply{Content: text, CutStream: true}, fakellm.Reply{Content: text})
+		resp, err := c.Chat.Completions.New(context.Background(), chatParams(openai.UserMessage("answer")))
+		if err == nil && resp.Choices[0].Message.Content != text {
+			t.Errorf("reply = %q, want the full answer or an error", resp.Choices[0].Message.Content)
+		}
+		if err != nil {
+			wantAPIError(t, err, http.StatusBadGateway, "upstream_error")
+		}
+	})
+	t.Run("stream", func(t *testing.T) {
+		fake.Reset()
+		fake.Enqueue(fakellm.Reply{Content: text, CutStream: true}, fakellm.Reply{Content: text})
+		stream := c.Chat.Completions.NewStreaming(context.Background(), chatParams(openai.UserMessage("stream")))
+		var got strings.Builder
+		for stream.Next() {
+			if ch := stream.Current().Choices; len(ch) > 0 {
+				got.WriteString(ch[0].Delta.Content)
+			}
+		}
+		if stream.Err() == nil && got.String() != text {
+			t.Errorf("stream ended cleanly with %q, want the full answer or a stream error", got.String())
+		}
+		t.Logf("stream err %v, content %q", stream.Err(), got.String())
+	})
 }

@@ -226,27 +226,27 @@ func (g *gateway) firstKey() string {
 }
 
 // cli runs a lambdaclaw command on the same home and returns its stdout.
-func (g *gateway) cli(args ...string) string {
-	g.t.Helper()
+func (g *gateway) cli(t testing.TB, args ...string) string {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Env = g.env
 	cmd.Dir = g.home
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		g.t.Fatalf("lambdaclaw %s: %v\nstderr: %s", strings.Join(args, " "), err, stderr.String())
+		t.Fatalf("lambdaclaw %s: %v\nstderr: %s", strings.Join(args, " "), err, stderr.String())
 	}
 	return stdout.String()
 }
 
 // createKey runs `lambdaclaw keys create` and checks that stdout holds only
 // the key.
-func (g *gateway) createKey(args ...string) string {
-	g.t.Helper()
-	out := g.cli(append([]string{"keys", "create"}, args...)...)
+func (g *gateway) createKey(t testing.TB, args ...string) string {
+	t.Helper()
+	out := g.cli(t, append([]string{"keys", "create"}, args...)...)
 	key := strings.TrimSuffix(out, "\n")
 	if !strings.HasPrefix(key, "lc_") || strings.ContainsAny(key, " \t\n") {
-		g.t.Fatalf("keys create stdout = %q, want one line holding only the lc_ key", out)
+		t.Fatalf("keys create stdout = %q, want one line holding only the lc_ key", out)
 	}
 	return key
 }
@@ -280,11 +280,11 @@ func (g *gateway) client(key string) *openai.Client {
 }
 
 // post sends a raw chat completions request.
-func (g *gateway) post(key, body string, header map[string]string) (*http.Response, []byte) {
-	g.t.Helper()
+func (g *gateway) post(t testing.TB, key, body string, header map[string]string) (*http.Response, []byte) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, g.addr+"/v1/chat/completions", strings.NewReader(body))
 	if err != nil {
-		g.t.Fatal(err)
+		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
@@ -295,12 +295,12 @@ func (g *gateway) post(key, body string, header map[string]string) (*http.Respon
 	}
 	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
-		g.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		g.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return resp, b
 }

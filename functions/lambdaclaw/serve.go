@@ -73,7 +73,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	events := obs.NewEmitter(log, 4096)
 	defer events.Close()
 	hub := agent.NewHub()
-	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompter{}, Replier: hub, Events: events, Log: log}
+	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: &prompter{}, Replier: hub, Events: events, Log: log}
 	runCtx, cancelRuns := context.WithCancel(context.Background())
 	driver := agent.NewDriver(runCtx, loop, log)
 	defer func() {
@@ -213,10 +213,10 @@ func selectTools(all []tool.Tool, names []string) (*tool.Registry, error) {
 }
 
 // prompter assembles system prompts from workspace files.
-type prompter struct{}
+type prompter struct{ cache workspace.PromptCache }
 
-func (prompter) SystemPrompt(_ context.Context, a *agent.Agent) ([]chat.Message, error) {
-	return workspace.SystemPrompt(a.Workspace, time.Now())
+func (p *prompter) SystemPrompt(_ context.Context, a *agent.Agent) ([]chat.Message, error) {
+	return p.cache.SystemPrompt(a.Workspace, time.Now())
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {

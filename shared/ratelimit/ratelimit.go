@@ -1,5 +1,8 @@
 // Package ratelimit is a sliding-window rate limiter (seed 000 ADR-007),
-// kept per key in memory: at most N requests in any window.
+// kept per key in memory. It uses the sliding-window counter: the count of
+// the current fixed window plus the previous window's count weighted by how
+// much of it still overlaps the sliding window. Memory is constant per key
+// whatever the limit.
 package ratelimit
 
 import (
@@ -13,20 +16,18 @@ type Limiter struct {
 	now    func() time.Time
 
 	mu   sync.Mutex
-	logs map[string]*ring
+	keys map[string]*counter
 	ops  int
 }
 
-// ring holds the times of the last n allowed requests of one key.
-type ring struct {
-	times []time.Time
-	next  int
-	full  bool
+type counter struct {
+	start     time.Time // start of the current fixed window
+	prev, cur int
 }
 
 // New returns a limiter with the given window (one minute in production).
 func New(window time.Duration) *Limiter {
-	return &Limiter{window: window, now: time.Now, logs: map[string]*ring{}}
+	return &Limiter{window: window, now: time.Now, keys: map[string]*counter{}}
 }
 
 // Allow records a request for key with limit per window. When the limit is
@@ -37,38 +38,47 @@ func (l *Limiter) Allow(key string, limit int) (bool, time.Duration) {
 		return true, 0
 	}
 	now := l.now()
+	w := l.window
+	start := now.Truncate(w)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.ops++
-	if l.ops%4096 == 0 {
-		l.prune(now)
+	if l.ops++; l.ops%4096 == 0 {
+		l.prune(start)
 	}
-	r := l.logs[key]
-	if r == nil || len(r.times) != limit {
-		r = &ring{times: make([]time.Time, limit)}
-		l.logs[key] = r
+	c := l.keys[key]
+	if c == nil {
+		c = &counter{start: start}
+		l.keys[key] = c
 	}
-	// The slot to overwrite holds the oldest of the last `limit` requests.
-	if r.full {
-		oldest := r.times[r.next]
-		if wait := oldest.Add(l.window).Sub(now); wait > 0 {
-			return false, wait
-		}
+	switch {
+	case c.start.Equal(start):
+	case c.start.Add(w).Equal(start):
+		c.prev, c.cur, c.start = c.cur, 0, start
+	default:
+		c.prev, c.cur, c.start = 0, 0, start
 	}
-	r.times[r.next] = now
-	r.next = (r.next + 1) % limit
-	if r.next == 0 {
-		r.full = true
+	left := w - now.Sub(start) // of the current window
+	if float64(c.prev)*float64(left)/float64(w)+float64(c.cur) < float64(limit) {
+		c.cur++
+		return true, 0
 	}
-	return true, 0
+	var wait time.Duration
+	if c.cur < limit && c.prev > 0 {
+		// The previous window's weight falls until the estimate drops
+		// below the limit: prev*(left-t)/w + cur < limit.
+		wait = left - time.Duration(float64(limit-c.cur)*float64(w)/float64(c.prev))
+	} else {
+		// Only the next window helps: cur*(w-t')/w < limit.
+		wait = left + time.Duration(float64(w)*(1-float64(limit)/float64(c.cur)))
+	}
+	return false, wait + time.Millisecond
 }
 
-// prune forgets keys with no request in the last window.
-func (l *Limiter) prune(now time.Time) {
-	for k, r := range l.logs {
-		last := r.times[(r.next-1+len(r.times))%len(r.times)]
-		if now.Sub(last) > l.window {
-			delete(l.logs, k)
+// prune forgets keys idle for more than a window.
+func (l *Limiter) prune(start time.Time) {
+	for k, c := range l.keys {
+		if c.start.Add(l.window).Before(start) {
+			delete(l.keys, k)
 		}
 	}
 }

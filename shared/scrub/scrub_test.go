@@ -1,6 +1,8 @@
 package scrub
 
 import (
+	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -74,6 +76,8 @@ var patternCases = []struct {
 	{"pem rsa", "key:\n" + pemBlock + "\ndone", "key:\n[REDACTED]\ndone"},
 	{"pem openssh", opensshBlock, "[REDACTED]"},
 	{"pem truncated", "cat id_rsa\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "cat id_rsa\n[REDACTED]"},
+	{"pem truncated in json", `{"content": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkq"}`, `{"content": "[REDACTED]"}`},
+	{"pem truncated before a note", "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkq\n[output truncated]", "[REDACTED][output truncated]"},
 	{"two pem blocks", pemBlock + "\nmiddle\n" + opensshBlock, "[REDACTED]\nmiddle\n[REDACTED]"},
 	{"lambdaclaw key", "new key " + lcKey, "new key [REDACTED]"},
 	{"google api key", "key=" + googleKey, "key=[REDACTED]"},
@@ -207,6 +211,36 @@ func TestScrubUnicodeTricks(t *testing.T) {
 	}
 }
 
+// Tool-call arguments are JSON and are scrubbed before they are stored:
+// redaction must not break them.
+func TestScrubKeepsJSONValid(t *testing.T) {
+	docs := []string{
+		`{"cmd":"export TOKEN=abc123 && run"}`,
+		`{"c":"x token=ab\"c"}`,
+		`{"c":"token=ab\\"}`,
+		`{"c":"password=a\\b\nnext"}`,
+		`{"c":"Authorization: Bearer abc\"def\""}`,
+		`{"password":"a\"b","api_key":"x"}`,
+		`{"content":"-----BEGIN PRIVATE KEY-----\nMIIEvQ"}`,
+		`{"content":"-----BEGIN PRIVATE KEY-----\nMIIEvQ\n-----END PRIVATE KEY-----\n"}`,
+		`{"env":"OPENAI_API_KEY=\"` + projectKey + `\""}`,
+		`{"url":"postgres://app:s3cret@db/app","jwt":"` + jwt + `"}`,
+		`["token: 'a b'", "secret=\u0041\u0042"]`,
+	}
+	for _, doc := range docs {
+		if !json.Valid([]byte(doc)) {
+			t.Fatalf("test input %s is not valid JSON", doc)
+		}
+		got := Scrub(doc)
+		if got == doc {
+			t.Errorf("Scrub(%s) found nothing to redact", doc)
+		}
+		if !json.Valid([]byte(got)) {
+			t.Errorf("Scrub(%s) = %s, not valid JSON", doc, got)
+		}
+	}
+}
+
 func TestScrubIdempotent(t *testing.T) {
 	in := strings.Join([]string{
 		"password=hunter2", `"token": "a b c"`, "Authorization: Basic dXNlcjpwYXNz",
@@ -266,4 +300,51 @@ func BenchmarkScrub(b *testing.B) {
 			}
 		})
 	}
+}
+
+// referenceScrub is Scrub without its search for candidate starts: each
+// pattern scans the whole text, as a plain regexp would.
+func referenceScrub(t *testing.T, s string) string {
+	t.Helper()
+	var spans []span
+	for _, p := range patterns {
+		expr := strings.TrimSuffix(strings.TrimPrefix(p.re.String(), "^(?:"), ")")
+		if p.wordStart {
+			expr = `\b(?:` + expr + `)`
+		}
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			t.Fatalf("pattern %s: %v", p.name, err)
+		}
+		for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
+			spans = p.matchSpans(spans, s, 0, m)
+		}
+	}
+	if len(spans) == 0 {
+		return s
+	}
+	return redact(s, spans)
+}
+
+func TestScrubMatchesPlainScan(t *testing.T) {
+	for _, in := range streamInputs() {
+		if got, want := Scrub(in), referenceScrub(t, in); got != want {
+			t.Errorf("Scrub(%q):\ngot  %q\nwant %q", in, got, want)
+		}
+	}
+}
+
+func FuzzScrub(f *testing.F) {
+	for _, in := range streamInputs() {
+		f.Add(in)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		got := Scrub(in)
+		if want := referenceScrub(t, in); got != want {
+			t.Errorf("Scrub(%q):\ngot  %q\nwant %q", in, got, want)
+		}
+		if utf8.ValidString(in) && !utf8.ValidString(got) {
+			t.Errorf("Scrub(%q) = %q, not valid UTF-8", in, got)
+		}
+	})
 }

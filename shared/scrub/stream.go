@@ -1,6 +1,7 @@
 package scrub
 
 import (
+	"bytes"
 	"regexp"
 	"strings"
 )
@@ -24,8 +25,8 @@ var holdRE = regexp.MustCompile(`(?i)(?:` + keyNames + `|authorization|bearer)\\
 var pemPartialRE = regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*$`)
 
 // Stream scrubs text that arrives in pieces, such as a model's streamed
-// reply. It emits scrubbed text as soon as no secret can span the point it
-// has reached, and holds back the rest: the last, possibly incomplete, word;
+// reply. It emits scrubbed text up to a point no secret can span, and holds
+// back the rest: the last, possibly incomplete, word;
 // a credential key with its value still to come; an open quoted value; an
 // unterminated PEM private key block.
 //
@@ -35,7 +36,11 @@ var pemPartialRE = regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*$`)
 // A Stream is not safe for concurrent use.
 type Stream struct {
 	emit    func(string)
-	pending string
+	pending []byte
+	// nextCheck is the length pending must reach before the next look for a
+	// cut. Looking costs time linear in what is held, so while a large
+	// construct is held the looks are spaced out geometrically.
+	nextCheck int
 }
 
 // NewStream returns a Stream that passes scrubbed text to emit. emit is never
@@ -49,38 +54,49 @@ func (s *Stream) Write(delta string) {
 	if delta == "" {
 		return
 	}
-	old := len(s.pending)
-	s.pending += delta
+	s.pending = append(s.pending, delta...)
 	if len(s.pending) > maxHold {
 		s.Flush()
 		return
 	}
-	// Whether a cut is safe depends only on the text before it, and cuts
-	// are made after whitespace, so only whitespace in delta can create a
-	// safe cut that earlier calls did not already reject.
-	if !strings.ContainsAny(delta, " \t\r\n\f") {
+	// Cuts are made only after whitespace, so a delta without any cannot
+	// offer a new one.
+	if len(s.pending) < s.nextCheck || !strings.ContainsAny(delta, " \t\r\n\f") {
 		return
 	}
-	for c := len(s.pending); c > old; c-- {
-		if !isSpace(s.pending[c-1]) {
-			continue
+	s.cut()
+}
+
+// cut emits the longest prefix of pending it finds safe: the text up to the
+// last whitespace, or else up to the construct that holds it back.
+func (s *Stream) cut() {
+	c := lastCut(s.pending, len(s.pending))
+	for range 2 {
+		if c == 0 {
+			break
 		}
-		if safeCut(s.pending[:c]) {
-			s.out(Scrub(s.pending[:c]))
-			s.pending = s.pending[c:]
+		block := blocked(s.pending[:c])
+		if block < 0 {
+			s.out(Scrub(string(s.pending[:c])))
+			s.pending = append(s.pending[:0], s.pending[c:]...)
+			s.nextCheck = 0
 			return
 		}
+		c = lastCut(s.pending, block)
+	}
+	if n := len(s.pending); n > 1<<10 {
+		s.nextCheck = n + n/4
 	}
 }
 
 // Flush emits everything held back, scrubbed. Text written afterwards is
 // scrubbed as if it started a new text.
 func (s *Stream) Flush() {
-	if s.pending == "" {
-		return
+	if len(s.pending) > 0 {
+		s.out(Scrub(string(s.pending)))
 	}
-	s.out(Scrub(s.pending))
-	s.pending = ""
+	s.pending = s.pending[:0]
+	s.nextCheck = 0
 }
 
 func (s *Stream) out(text string) {
@@ -89,35 +105,44 @@ func (s *Stream) out(text string) {
 	}
 }
 
-// isSpace reports whether c is one of the bytes the patterns treat as
-// whitespace (regexp's \s).
-func isSpace(c byte) bool {
-	switch c {
-	case ' ', '\t', '\n', '\r', '\f':
-		return true
+// lastCut returns the largest c <= n such that p[c-1] is whitespace (regexp's
+// \s), or 0.
+func lastCut(p []byte, n int) int {
+	for c := n; c > 0; c-- {
+		switch p[c-1] {
+		case ' ', '\t', '\n', '\r', '\f':
+			return c
+		}
 	}
-	return false
+	return 0
 }
 
-// safeCut reports whether no secret can span the end of prefix, which ends in
-// whitespace, whatever text follows. Patterns other than the PEM block cannot
-// cross a line break, so only the last line needs checking for them.
-func safeCut(prefix string) bool {
-	if openPEM(prefix) {
-		return false
+// blocked reports where a secret that could span the end of prefix starts,
+// whatever text follows, or -1 if none can. prefix ends in whitespace.
+// Patterns other than the PEM block cannot cross a line break, so only the
+// last line is checked for them.
+func blocked(prefix []byte) int {
+	start := openPEM(prefix)
+	line := bytes.LastIndexByte(prefix, '\n') + 1
+	if loc := holdRE.FindIndex(prefix[line:]); loc != nil && (start < 0 || line+loc[0] < start) {
+		start = line + loc[0]
 	}
-	line := prefix[strings.LastIndexByte(prefix, '\n')+1:]
-	return line == "" || !holdRE.MatchString(line)
+	return start
 }
 
-// openPEM reports whether a PEM private key block is open at the end of
-// prefix: its header has arrived, or is arriving, and its END line has not.
-func openPEM(prefix string) bool {
-	if !strings.Contains(prefix, "-----BEGIN") {
-		return false
+// openPEM returns where a PEM private key block open at the end of prefix
+// starts, or -1: its header has arrived, or is arriving, and its END line
+// has not.
+func openPEM(prefix []byte) int {
+	if !bytes.Contains(prefix, []byte("-----BEGIN")) {
+		return -1
 	}
-	if m := pemRE.FindAllStringSubmatchIndex(prefix, -1); len(m) > 0 && m[len(m)-1][2] < 0 {
-		return true
+	if m := pemRE.FindAllSubmatchIndex(prefix, -1); len(m) > 0 && m[len(m)-1][2] < 0 {
+		return m[len(m)-1][0]
 	}
-	return pemPartialRE.MatchString(prefix[strings.LastIndexByte(prefix, '\n')+1:])
+	line := bytes.LastIndexByte(prefix, '\n') + 1
+	if loc := pemPartialRE.FindIndex(prefix[line:]); loc != nil {
+		return line + loc[0]
+	}
+	return -1
 }

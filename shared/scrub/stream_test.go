@@ -193,3 +193,25 @@ func FuzzStream(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkStream streams 4-byte deltas: ordinary prose, and text that keeps
+// the Stream holding back a large construct, which must stay linear.
+func BenchmarkStream(b *testing.B) {
+	for _, bc := range []struct{ name, in string }{
+		{"prose", strings.Repeat("The quick brown fox jumps over the lazy dog. ", 1000)},
+		{"open-quote", `password: "` + strings.Repeat("abc ", 10000)},
+		{"open-pem", "-----BEGIN PRIVATE KEY-----\n" + strings.Repeat("MIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n", 1000)},
+		{"repeated-keys", strings.Repeat("token ", 5000)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.in)))
+			for b.Loop() {
+				s := NewStream(func(string) {})
+				for i := 0; i < len(bc.in); i += 4 {
+					s.Write(bc.in[i:min(i+4, len(bc.in))])
+				}
+				s.Flush()
+			}
+		})
+	}
+}
