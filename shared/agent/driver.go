@@ -128,7 +128,7 @@ func (d *Driver) drive(run store.Run) {
 				st = d.loop.fail(st, CodeInternal, fmt.Errorf("step %s failed: %w", st.Step, err))
 				continue
 			}
-			if !sleep(d.ctx, time.Duration(failures)*200*time.Millisecond) {
+			if !sleep(d.ctx, min(time.Duration(failures)*200*time.Millisecond, 5*time.Second)) {
 				return
 			}
 			continue

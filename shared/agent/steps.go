@@ -68,8 +68,11 @@ func (l *Loop) think(ctx context.Context, st RunState) (RunState, error) {
 	if !st.NoTools && a.Tools != nil {
 		req.Tools = a.Tools.Definitions()
 	}
-	l.emit(obs.Event{Type: obs.LLMRequest, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
-		slog.Int("message_count", len(msgs)), slog.String("model", a.Model), slog.Int("iteration", st.Iteration)}})
+	attrs := []slog.Attr{slog.Int("message_count", len(msgs)), slog.Int("iteration", st.Iteration), slog.String("provider", a.Provider.Name())}
+	if a.Model != "" {
+		attrs = append(attrs, slog.String("model", a.Model))
+	}
+	l.emit(obs.Event{Type: obs.LLMRequest, SessionID: st.SessionID, RunID: st.RunID, Attrs: attrs})
 
 	var onDelta llm.OnDelta
 	var stream *scrub.Stream
@@ -79,7 +82,7 @@ func (l *Loop) think(ctx context.Context, st RunState) (RunState, error) {
 	}
 	start := l.now()
 	resp, err := a.Provider.Generate(ctx, req, onDelta)
-	attrs := []slog.Attr{slog.Int64("duration_ms", l.now().Sub(start).Milliseconds()), slog.Bool("success", err == nil)}
+	attrs = []slog.Attr{slog.Int64("duration_ms", l.now().Sub(start).Milliseconds()), slog.Bool("success", err == nil)}
 	if err != nil {
 		attrs = append(attrs, slog.String("error", scrub.Scrub(err.Error())))
 	} else {

@@ -273,7 +273,7 @@ func (writeFile) Call(ctx context.Context, env tool.Env, args json.RawMessage) (
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return "", describe("write", in.Path, err)
 	}
-	if err := writeAtomic(root, target, data, perm); err != nil {
+	if err := WriteAtomic(root, target, data, perm); err != nil {
 		return "", describe("write", in.Path, err)
 	}
 	return fmt.Sprintf("%s %s (%d bytes)", verb, in.Path, len(data)), nil

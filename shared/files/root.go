@@ -84,10 +84,10 @@ func describe(action, name string, err error) error {
 	}
 }
 
-// writeAtomic replaces name inside root with data: it writes a temporary
+// WriteAtomic replaces name inside root with data: it writes a temporary
 // file in the same directory, syncs it and renames it over name, so readers
 // see either the old or the new content, never a mix.
-func writeAtomic(root *os.Root, name string, data []byte, perm fs.FileMode) error {
+func WriteAtomic(root *os.Root, name string, data []byte, perm fs.FileMode) error {
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return fmt.Errorf("make temporary name: %w", err)

@@ -1,17 +1,16 @@
 package workspace
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/files"
 )
 
 // errNotRegular refuses directories, pipes and devices where a text file
@@ -75,29 +74,7 @@ func writeAtomic(root *os.Root, name string, data []byte) error {
 		}
 		perm = fi.Mode().Perm()
 	}
-	var rnd [8]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return fmt.Errorf("make temporary name: %w", err)
-	}
-	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp-"+hex.EncodeToString(rnd[:]))
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = root.Rename(tmp, name)
-	}
-	if err != nil {
-		_ = root.Remove(tmp)
-	}
-	return err
+	return files.WriteAtomic(root, name, data, perm)
 }
 
 // appendText appends text to the regular file name inside root, creating
