@@ -65,6 +65,9 @@ type AgentConfig struct {
 // Secret is a reference to a secret kept outside the config file.
 type Secret struct {
 	Env string `yaml:"env"`
+	// value is Env as resolved by Load's getenv; resolved says it was.
+	value    string
+	resolved bool
 }
 
 // UnmarshalYAML accepts only a reference, never a literal secret.
@@ -85,7 +88,11 @@ func (s *Secret) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // Value resolves the reference; an unset reference resolves to "".
+// Secrets read by Load resolve with Load's getenv; others with os.Getenv.
 func (s Secret) Value() string {
+	if s.resolved {
+		return s.value
+	}
 	if s.Env == "" {
 		return ""
 	}
@@ -153,6 +160,11 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 			p.APIKey = Secret{Env: "OPENAI_API_KEY"}
 		}
 		c.Providers = append(c.Providers, p)
+	}
+	for i := range c.Providers {
+		if k := &c.Providers[i].APIKey; k.Env != "" {
+			k.value, k.resolved = getenv(k.Env), true
+		}
 	}
 	return c, c.validate()
 }

@@ -53,7 +53,8 @@ type Config struct {
 	Keys    KeyFinder
 	Limiter Limiter
 	// Agents lists the agent names served as models.
-	Agents       func() []string
+	Agents func() []string
+	// MaxBodyBytes limits request bodies; zero means 1 MiB.
 	MaxBodyBytes int64
 	Log          *slog.Logger
 }
@@ -72,6 +73,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
 	}
 	g := &Gateway{cfg: cfg, mux: http.NewServeMux(), started: time.Now()}
 	g.mux.HandleFunc("GET /health", g.health)

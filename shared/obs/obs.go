@@ -47,6 +47,9 @@ type Emitter struct {
 	dropped atomic.Int64
 	done    chan struct{}
 	once    sync.Once
+	// mu guards closed, so that Emit never sends on the closed channel.
+	mu     sync.RWMutex
+	closed bool
 }
 
 // NewEmitter starts an emitter that writes to log, buffering up to size
@@ -65,6 +68,12 @@ func (e *Emitter) Emit(ev Event) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		e.dropped.Add(1)
+		return
+	}
 	select {
 	case e.ch <- ev:
 	default:
@@ -73,12 +82,24 @@ func (e *Emitter) Emit(ev Event) {
 }
 
 // Dropped reports how many events were dropped because the buffer was full.
-func (e *Emitter) Dropped() int64 { return e.dropped.Load() }
+func (e *Emitter) Dropped() int64 {
+	if e == nil {
+		return 0
+	}
+	return e.dropped.Load()
+}
 
-// Close writes the events still buffered and stops the emitter.
+// Close writes the events still buffered and stops the emitter. Events
+// emitted after Close are dropped.
 func (e *Emitter) Close() {
+	if e == nil {
+		return
+	}
 	e.once.Do(func() {
+		e.mu.Lock()
+		e.closed = true
 		close(e.ch)
+		e.mu.Unlock()
 		<-e.done
 	})
 }

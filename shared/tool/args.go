@@ -63,6 +63,10 @@ func kindName(t reflect.Type) string {
 		return "an integer"
 	case reflect.Float32, reflect.Float64:
 		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
 	default:
 		return "a " + t.Kind().String()
 	}
