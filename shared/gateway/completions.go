@@ -220,13 +220,20 @@ type completion struct {
 type choice struct {
 	Index        int         `json:"index"`
 	Message      *outMessage `json:"message,omitempty"`
-	Delta        *outMessage `json:"delta,omitempty"`
+	Delta        *delta      `json:"delta,omitempty"`
 	FinishReason *string     `json:"finish_reason"`
 }
 
 type outMessage struct {
 	Role    string `json:"role,omitempty"`
 	Content string `json:"content"`
+}
+
+// delta is a streamed piece of a message; empty fields are left out, as
+// OpenAI does.
+type delta struct {
+	Role    string `json:"role,omitempty"`
+	Content string `json:"content,omitempty"`
 }
 
 type responseUsage struct {

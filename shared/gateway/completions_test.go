@@ -319,11 +319,11 @@ func TestStream(t *testing.T) {
 	chunk := func(choice string) string {
 		return `{"id":"chatcmpl-RUNID","object":"chat.completion.chunk","model":"lambdaclaw/default","choices":[` + choice + `]}`
 	}
-	role := chunk(`{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}`)
+	role := chunk(`{"index":0,"delta":{"role":"assistant"},"finish_reason":null}`)
 	content := func(s string) string {
 		return chunk(`{"index":0,"delta":{"content":"` + s + `"},"finish_reason":null}`)
 	}
-	finish := chunk(`{"index":0,"delta":{"content":""},"finish_reason":"stop"}`)
+	finish := chunk(`{"index":0,"delta":{},"finish_reason":"stop"}`)
 	usage := `{"id":"chatcmpl-RUNID","object":"chat.completion.chunk","model":"lambdaclaw/default","choices":[],
 		"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":6}}`
 	tests := []struct {

@@ -13,7 +13,7 @@ import (
 // started is sent as an error event.
 func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, sub *agent.Subscription, id string, created int64, model string, includeUsage bool) {
 	flusher, _ := w.(http.Flusher)
-	started := false
+	started, streamed := false, false
 	chunk := func(c completion) {
 		c.ID, c.Object, c.Created, c.Model = id, "chat.completion.chunk", created, model
 		b, _ := json.Marshal(c)
@@ -31,7 +31,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, sub *agent.Subs
 		h.Set("Cache-Control", "no-cache")
 		h.Set("X-Accel-Buffering", "no")
 		w.WriteHeader(http.StatusOK)
-		chunk(completion{Choices: []choice{{Delta: &outMessage{Role: "assistant"}}}})
+		chunk(completion{Choices: []choice{{Delta: &delta{Role: "assistant"}}}})
 	}
 	for {
 		ev, err := sub.Next(r.Context())
@@ -43,7 +43,8 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, sub *agent.Subs
 				continue
 			}
 			start()
-			chunk(completion{Choices: []choice{{Delta: &outMessage{Content: ev.Delta}}}})
+			streamed = true
+			chunk(completion{Choices: []choice{{Delta: &delta{Content: ev.Delta}}}})
 			if flusher != nil {
 				flusher.Flush()
 			}
@@ -63,7 +64,12 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, sub *agent.Subs
 			w.Write([]byte("\n\n"))
 		} else {
 			start()
-			chunk(completion{Choices: []choice{{Delta: &outMessage{}, FinishReason: ptr("stop")}}})
+			if !streamed && res.Content != "" {
+				// The answer was made before this request listened (a
+				// step retried after a crash found it in the store).
+				chunk(completion{Choices: []choice{{Delta: &delta{Content: res.Content}}}})
+			}
+			chunk(completion{Choices: []choice{{Delta: &delta{}, FinishReason: ptr("stop")}}})
 			if includeUsage {
 				chunk(completion{Choices: []choice{}, Usage: usage(res.Usage)})
 			}
