@@ -1,5 +1,6 @@
 // Command lambdaclaw is the local lambdaclaw: the gateway server with
-// embedded storage (`serve`) and the commands that manage it.
+// embedded storage (`serve`) and the commands that manage it (`agent`,
+// `keys`).
 package main
 
 import (
@@ -19,6 +20,10 @@ const usage = `lambdaclaw — an AI agent gateway
 
 Usage:
   lambdaclaw serve [--addr HOST:PORT] [--config FILE]   run the gateway
+  lambdaclaw agent create NAME                          create a workspace; print its directory
+  lambdaclaw agent list                                 list the agents
+  lambdaclaw agent show NAME                            print its bootstrap files and daily logs
+  lambdaclaw agent delete NAME [--yes]                  delete its workspace
   lambdaclaw keys create [--name N] [--agents a,b] [--autonomy LEVEL] [--rate N]
   lambdaclaw keys list
   lambdaclaw keys revoke ID
@@ -53,6 +58,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], stdout, stderr)
+	case "agent", "agents":
+		return agentCommand(ctx, args[1:], stdout, stderr)
 	case "keys":
 		return keys(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":

@@ -14,14 +14,15 @@ import (
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
-	"github.com/lambdaclaw/lambdaclaw/shared/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/config"
 	"github.com/lambdaclaw/lambdaclaw/shared/files"
 	"github.com/lambdaclaw/lambdaclaw/shared/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/openai"
+	"github.com/lambdaclaw/lambdaclaw/shared/prompt"
 	"github.com/lambdaclaw/lambdaclaw/shared/ratelimit"
+	"github.com/lambdaclaw/lambdaclaw/shared/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/store/memstore"
 	"github.com/lambdaclaw/lambdaclaw/shared/tool"
@@ -65,7 +66,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := firstKey(ctx, db, cfg, stdout); err != nil {
 		return err
 	}
-	agents, err := buildAgents(cfg)
+	skills := skill.NewCatalog(cfg.Home)
+	skills.Warn = func(err error) { log.Warn("skill skipped", "err", err) }
+	agents, err := buildAgents(cfg, skills)
 	if err != nil {
 		return err
 	}
@@ -73,7 +76,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	events := obs.NewEmitter(log, 4096)
 	defer events.Close()
 	hub := agent.NewHub()
-	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: &prompter{}, Replier: hub, Events: events, Log: log}
+	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompt.New(skills, skill.Env{}), Replier: hub, Events: events, Log: log}
 	runCtx, cancelRuns := context.WithCancel(context.Background())
 	driver := agent.NewDriver(runCtx, loop, log)
 	defer func() {
@@ -89,6 +92,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	gw, err := gateway.New(gateway.Config{
 		Runner: driver, Events: hub, Keys: db, Limiter: ratelimit.New(time.Minute),
 		Agents: agents.Names, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
+		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
 	})
 	if err != nil {
 		return err
@@ -136,7 +140,7 @@ func firstKey(ctx context.Context, db *sqlite.DB, cfg *config.Config, stdout io.
 
 // buildAgents makes one agent per workspace directory and per agent named
 // in the config file, each with its provider chain and tools.
-func buildAgents(cfg *config.Config) (agent.Registry, error) {
+func buildAgents(cfg *config.Config, skills *skill.Catalog) (agent.Registry, error) {
 	providers := map[string]llm.Provider{}
 	for _, p := range cfg.Providers {
 		op, err := openai.New(openai.Config{Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Model: p.Model, Timeout: time.Duration(p.Timeout)})
@@ -162,7 +166,7 @@ func buildAgents(cfg *config.Config) (agent.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	builtins := []tool.Tool{files.ReadFile(), files.WriteFile(), files.ListDir(), fetch, workspace.MemoryTool()}
+	builtins := []tool.Tool{files.ReadFile(), files.WriteFile(), files.ListDir(), fetch, workspace.MemoryTool(), skill.LoadTool(skills, skill.Env{})}
 
 	reg := agent.Registry{}
 	for _, n := range names {
@@ -181,9 +185,11 @@ func buildAgents(cfg *config.Config) (agent.Registry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("agent %s: %w", n, err)
 		}
+		threshold, target, flush := ac.Compaction()
 		reg[n] = &agent.Agent{
 			Name: n, Provider: llm.NewChain(chain...), Model: ac.Model, Tools: tools,
 			MaxToolIterations: ac.MaxToolIterations, Workspace: workspace.Dir(cfg.Home, n),
+			Compaction: agent.Compaction{Threshold: threshold, Target: target, Flush: flush},
 		}
 	}
 	return reg, nil
@@ -210,13 +216,6 @@ func selectTools(all []tool.Tool, names []string) (*tool.Registry, error) {
 		picked = append(picked, t)
 	}
 	return tool.NewRegistry(picked...)
-}
-
-// prompter assembles system prompts from workspace files.
-type prompter struct{ cache workspace.PromptCache }
-
-func (p *prompter) SystemPrompt(_ context.Context, a *agent.Agent) ([]chat.Message, error) {
-	return p.cache.SystemPrompt(a.Workspace, time.Now())
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {

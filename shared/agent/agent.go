@@ -30,8 +30,13 @@ import (
 
 // The steps of a run.
 const (
-	StepBegin  = "begin"
-	StepThink  = "think"
+	StepBegin   = "begin"
+	StepCompact = "compact"
+	StepThink   = "think"
+	StepApprove = "approve"
+	// StepWait parks a run until its approval is answered; stepping it
+	// again moves on only once the answer is in the store.
+	StepWait   = "wait"
 	StepAct    = "act"
 	StepFinish = "finish"
 	// StepDone marks a run with nothing left to do.
@@ -57,6 +62,15 @@ type RunState struct {
 	Autonomy  tool.Autonomy `json:"autonomy"`
 	// Stream asks the think step to stream content deltas to the replier.
 	Stream bool `json:"stream,omitempty"`
+	// Interactive runs can ask a person to approve tool calls; others deny
+	// the calls that need approval.
+	Interactive bool `json:"interactive,omitempty"`
+	// Approval is the id of the approval the run waits for.
+	Approval string `json:"approval,omitempty"`
+	// Compacted is set once the run compacted the history; ForceCompact
+	// asks for compaction after the provider said the context overflowed.
+	Compacted    bool `json:"compacted,omitempty"`
+	ForceCompact bool `json:"force_compact,omitempty"`
 	// Calls are the tool call ids the act step must answer.
 	Calls []string `json:"calls,omitempty"`
 	// NoTools is set for the last think after the tool iteration limit.
@@ -78,6 +92,9 @@ type Reply struct {
 // Failed reports whether the run ended in an error.
 func (s RunState) Failed() bool { return s.ErrorCode != "" }
 
+// Parked reports whether the run waits for a person's answer.
+func (s RunState) Parked() bool { return s.Step == StepWait }
+
 // Agent is what the loop needs to know about one agent.
 type Agent struct {
 	Name     string
@@ -87,7 +104,21 @@ type Agent struct {
 	Tools             *tool.Registry
 	MaxToolIterations int
 	// Workspace is the agent's workspace directory.
-	Workspace string
+	Workspace  string
+	Compaction Compaction
+}
+
+// Compaction says when and how far the loop compacts a session's history
+// (seed 001 "Context Compaction").
+type Compaction struct {
+	// Threshold is the history length above which a run compacts first;
+	// zero turns threshold compaction off.
+	Threshold int
+	// Target is how many recent messages are kept verbatim.
+	Target int
+	// Flush runs a hidden turn that lets the model save memories before
+	// older messages are summarized.
+	Flush bool
 }
 
 // Agents finds agents by name.
@@ -108,10 +139,11 @@ type Result struct {
 	ErrorCode string
 }
 
-// Replier receives a run's streamed content and its result. Calls must not
-// block for long.
+// Replier receives what a run tells its reply channel: streamed content,
+// approval requests and the result. Calls must not block for long.
 type Replier interface {
 	Delta(r RunState, text string)
+	Approval(r RunState, a store.Approval)
 	Finish(r RunState, res Result)
 }
 
@@ -120,6 +152,7 @@ type Store interface {
 	store.Sessions
 	store.History
 	store.Runs
+	store.Approvals
 }
 
 // Emitter receives observability events.
@@ -155,8 +188,14 @@ func (l *Loop) Step(ctx context.Context, st RunState) (RunState, error) {
 	switch st.Step {
 	case StepBegin:
 		return l.begin(ctx, st)
+	case StepCompact:
+		return l.compact(ctx, st)
 	case StepThink:
 		return l.think(ctx, st)
+	case StepApprove:
+		return l.approve(ctx, st)
+	case StepWait:
+		return l.wait(ctx, st)
 	case StepAct:
 		return l.act(ctx, st)
 	case StepFinish:
@@ -183,7 +222,10 @@ type Input struct {
 	Messages []chat.Message
 	Autonomy tool.Autonomy
 	Stream   bool
-	Reply    Reply
+	// Interactive says a person reads the reply channel and can answer
+	// approval prompts.
+	Interactive bool
+	Reply       Reply
 }
 
 // ErrUnknownAgent is returned for an agent that does not exist.
@@ -216,7 +258,8 @@ func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
 	}
 	st := RunState{
 		RunID: in.RunID, SessionID: in.SessionID, Agent: in.Agent, Step: StepBegin,
-		Autonomy: in.Autonomy, Stream: in.Stream, Reply: in.Reply, StartedAt: now,
+		Autonomy: in.Autonomy, Stream: in.Stream, Interactive: in.Interactive && !in.Ephemeral,
+		Reply: in.Reply, StartedAt: now,
 	}
 	state, err := json.Marshal(st)
 	if err != nil {

@@ -155,7 +155,7 @@ func TestToolTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub := f.hub.Subscribe(st.RunID)
+	sub := f.hub.Subscribe(RunKey(st.RunID))
 	st = f.runToEnd(t, st)
 
 	want := []chat.Message{
@@ -345,7 +345,7 @@ func TestDriverLaneOrder(t *testing.T) {
 	var want []string
 	for i := range 10 {
 		in := Input{RunID: NewID(), SessionID: "s", Agent: "a", Messages: []chat.Message{user(fmt.Sprint(i))}}
-		subs = append(subs, f.hub.Subscribe(in.RunID))
+		subs = append(subs, f.hub.Subscribe(RunKey(in.RunID)))
 		if _, err := d.Start(ctx, in); err != nil {
 			t.Fatal(err)
 		}

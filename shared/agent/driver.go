@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
 )
 
@@ -30,6 +32,45 @@ type Driver struct {
 // NewDriver returns a driver whose lanes run until ctx is cancelled.
 func NewDriver(ctx context.Context, loop *Loop, log *slog.Logger) *Driver {
 	return &Driver{loop: loop, log: log, ctx: ctx, active: map[string]bool{}, wake: map[string]bool{}}
+}
+
+// Deliver hands a user's message to its session. If the session waits for
+// an approval, an answer (/yes, /no, /always) resumes the parked run, and
+// any other message denies the approval and queues a new run behind it.
+// subscribe is called with the id of the run that will answer, before that
+// run can report anything.
+func (d *Driver) Deliver(ctx context.Context, in Input, subscribe func(runID string)) (RunState, error) {
+	if !in.Ephemeral && len(in.Messages) == 1 && in.Messages[0].Role == chat.User {
+		ap, err := d.loop.PendingApproval(ctx, in.SessionID)
+		switch {
+		case err == nil:
+			dec, isAnswer := ParseDecision(in.Messages[0].Content)
+			if !isAnswer {
+				dec = No
+			} else {
+				subscribe(ap.RunID)
+			}
+			err := d.loop.Answer(ctx, ap, dec)
+			if err != nil && !errors.Is(err, store.ErrConflict) {
+				return RunState{}, err
+			}
+			d.Wake(in.SessionID)
+			if isAnswer && err == nil {
+				run, err := d.loop.Store.GetRun(ctx, ap.RunID)
+				if err != nil {
+					return RunState{}, fmt.Errorf("deliver: %w", err)
+				}
+				return DecodeState(run)
+			}
+		case !errors.Is(err, ErrNoPendingApproval):
+			return RunState{}, fmt.Errorf("deliver: %w", err)
+		}
+	}
+	if in.RunID == "" {
+		in.RunID = NewID()
+	}
+	subscribe(in.RunID)
+	return d.Start(ctx, in)
 }
 
 // Start enqueues a run and wakes its session's lane.
@@ -94,7 +135,19 @@ func (d *Driver) lane(sessionID string) {
 			}
 			continue
 		}
-		d.drive(run)
+		if !d.drive(run) {
+			// The run waits for an approval and blocks the lane; an answer
+			// wakes it again.
+			d.mu.Lock()
+			if d.wake[sessionID] {
+				delete(d.wake, sessionID)
+				d.mu.Unlock()
+				continue
+			}
+			delete(d.active, sessionID)
+			d.mu.Unlock()
+			return
+		}
 	}
 	d.mu.Lock()
 	delete(d.active, sessionID)
@@ -102,10 +155,11 @@ func (d *Driver) lane(sessionID string) {
 	d.mu.Unlock()
 }
 
-// drive steps one run to its end. A step that errors is retried with
-// backoff; after repeated failures the run is finished as failed so the
-// lane is not blocked forever.
-func (d *Driver) drive(run store.Run) {
+// drive steps one run to its end, and reports false when it stopped
+// because the run is parked waiting for an approval. A step that errors is
+// retried with backoff; after repeated failures the run is finished as
+// failed so the lane is not blocked forever.
+func (d *Driver) drive(run store.Run) bool {
 	st, err := DecodeState(run)
 	if err != nil {
 		d.log.Error("lane: bad run state", "run_id", run.ID, "error", err)
@@ -113,14 +167,15 @@ func (d *Driver) drive(run store.Run) {
 		if err := d.loop.Store.UpdateRun(d.ctx, run); err != nil {
 			d.log.Error("lane: mark run failed", "run_id", run.ID, "error", err)
 		}
-		return
+		return true
 	}
 	failures := 0
 	for st.Step != StepDone {
+		waiting := st.Parked()
 		next, err := d.loop.Step(d.ctx, st)
 		if err != nil {
 			if d.ctx.Err() != nil {
-				return // shutting down; the saved state resumes on restart
+				return true // shutting down; the saved state resumes on restart
 			}
 			failures++
 			d.log.Error("step failed", "run_id", st.RunID, "step", st.Step, "attempt", failures, "error", err)
@@ -129,16 +184,23 @@ func (d *Driver) drive(run store.Run) {
 				continue
 			}
 			if !sleep(d.ctx, min(time.Duration(failures)*200*time.Millisecond, 5*time.Second)) {
-				return
+				return true
 			}
 			continue
 		}
 		failures = 0
+		if waiting && next.Parked() {
+			return false // still unanswered
+		}
 		st = next
 		if err := d.save(run, st); err != nil {
 			d.log.Error("lane: save run", "run_id", st.RunID, "error", err)
 		}
+		if st.Parked() {
+			return false
+		}
 	}
+	return true
 }
 
 func (d *Driver) save(run store.Run, st RunState) error {
@@ -172,4 +234,22 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// ErrBusy is returned when a session cannot be reset while it has work.
+var ErrBusy = errors.New("the conversation is busy: wait for the current reply or answer the pending approval first")
+
+// Reset starts a session afresh: its history is deleted. A session with a
+// queued, running or parked run is not reset.
+func (d *Driver) Reset(ctx context.Context, sessionID string) error {
+	if _, err := d.loop.Store.NextRun(ctx, sessionID); err == nil {
+		return ErrBusy
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("reset: %w", err)
+	}
+	if err := d.loop.Store.DeleteSession(ctx, sessionID); err != nil {
+		return fmt.Errorf("reset: %w", err)
+	}
+	d.loop.emit(obs.Event{Type: obs.SessionEnd, SessionID: sessionID, Attrs: []slog.Attr{slog.String("reason", "reset")}})
+	return nil
 }

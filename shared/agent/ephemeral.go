@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
 )
@@ -68,4 +69,35 @@ func (s split) NextRun(ctx context.Context, sessionID string) (store.Run, error)
 // survive a restart.
 func (s split) UnfinishedSessions(ctx context.Context) ([]string, error) {
 	return s.durable.UnfinishedSessions(ctx)
+}
+
+func (s split) AllowTool(ctx context.Context, sessionID, tool string) error {
+	return s.pick(sessionID).AllowTool(ctx, sessionID, tool)
+}
+func (s split) CreateApproval(ctx context.Context, a store.Approval) error {
+	return s.pick(a.SessionID).CreateApproval(ctx, a)
+}
+func (s split) GetApproval(ctx context.Context, id string) (store.Approval, error) {
+	a, err := s.mem.GetApproval(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return s.durable.GetApproval(ctx, id)
+	}
+	return a, err
+}
+func (s split) PendingApproval(ctx context.Context, sessionID string) (store.Approval, error) {
+	return s.pick(sessionID).PendingApproval(ctx, sessionID)
+}
+func (s split) ResolveApproval(ctx context.Context, id string, status store.ApprovalStatus, decision string, at time.Time) (store.Approval, error) {
+	a, err := s.mem.ResolveApproval(ctx, id, status, decision, at)
+	if errors.Is(err, store.ErrNotFound) {
+		return s.durable.ResolveApproval(ctx, id, status, decision, at)
+	}
+	return a, err
+}
+func (s split) SetApprovalToken(ctx context.Context, id, token string) error {
+	err := s.mem.SetApprovalToken(ctx, id, token)
+	if errors.Is(err, store.ErrNotFound) {
+		return s.durable.SetApprovalToken(ctx, id, token)
+	}
+	return err
 }

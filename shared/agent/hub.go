@@ -3,11 +3,14 @@ package agent
 import (
 	"context"
 	"sync"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/store"
 )
 
-// Hub routes a run's deltas and result to an in-process subscriber, such
-// as the HTTP request that started the run. It implements Replier. Events
-// of runs nobody subscribed to are dropped.
+// Hub routes what runs report to in-process subscribers. It implements
+// Replier. A subscriber listens either to one run, by RunKey, or to a reply
+// address (Reply.To), such as a WebSocket connection that starts many runs.
+// Events nobody listens to are dropped.
 type Hub struct {
 	mu   sync.Mutex
 	subs map[string]*Subscription
@@ -16,41 +19,60 @@ type Hub struct {
 // NewHub returns an empty hub.
 func NewHub() *Hub { return &Hub{subs: map[string]*Subscription{}} }
 
-// Event is one thing a run reports: a content delta, or its result.
+// RunKey is the subscription key for the events of one run.
+func RunKey(runID string) string { return "run:" + runID }
+
+// Event is one thing a run reports: a content delta, an approval request,
+// or its result.
 type Event struct {
-	Delta  string
-	Result *Result
+	RunID     string
+	SessionID string
+	Delta     string
+	Approval  *store.Approval
+	Result    *Result
 }
 
-// Subscription buffers a run's events without limit, so a slow reader
-// never blocks the run.
+// Subscription buffers events without limit, so a slow reader never
+// blocks a run.
 type Subscription struct {
 	mu     sync.Mutex
 	events []Event
 	notify chan struct{}
 }
 
-// Subscribe starts buffering the events of runID. Call it before the run
-// is started.
-func (h *Hub) Subscribe(runID string) *Subscription {
+// Subscribe starts buffering the events for key, a RunKey or a reply
+// address. Subscribe before the run can report anything.
+func (h *Hub) Subscribe(key string) *Subscription {
 	s := &Subscription{notify: make(chan struct{}, 1)}
 	h.mu.Lock()
-	h.subs[runID] = s
+	h.subs[key] = s
 	h.mu.Unlock()
 	return s
 }
 
-// Unsubscribe stops delivering runID's events.
-func (h *Hub) Unsubscribe(runID string) {
+// Unsubscribe stops delivering events for key.
+func (h *Hub) Unsubscribe(key string) {
 	h.mu.Lock()
-	delete(h.subs, runID)
+	delete(h.subs, key)
 	h.mu.Unlock()
 }
 
-func (h *Hub) publish(runID string, ev Event) {
+func (h *Hub) publish(r RunState, ev Event) {
+	ev.RunID, ev.SessionID = r.RunID, r.SessionID
 	h.mu.Lock()
-	s := h.subs[runID]
+	byRun := h.subs[RunKey(r.RunID)]
+	var byAddr *Subscription
+	if r.Reply.To != "" {
+		byAddr = h.subs[r.Reply.To]
+	}
 	h.mu.Unlock()
+	byRun.push(ev)
+	if byAddr != byRun {
+		byAddr.push(ev)
+	}
+}
+
+func (s *Subscription) push(ev Event) {
 	if s == nil {
 		return
 	}
@@ -64,10 +86,13 @@ func (h *Hub) publish(runID string, ev Event) {
 }
 
 // Delta implements Replier.
-func (h *Hub) Delta(r RunState, text string) { h.publish(r.RunID, Event{Delta: text}) }
+func (h *Hub) Delta(r RunState, text string) { h.publish(r, Event{Delta: text}) }
+
+// Approval implements Replier.
+func (h *Hub) Approval(r RunState, a store.Approval) { h.publish(r, Event{Approval: &a}) }
 
 // Finish implements Replier.
-func (h *Hub) Finish(r RunState, res Result) { h.publish(r.RunID, Event{Result: &res}) }
+func (h *Hub) Finish(r RunState, res Result) { h.publish(r, Event{Result: &res}) }
 
 // Next returns the next event, waiting for one until ctx ends.
 func (s *Subscription) Next(ctx context.Context) (Event, error) {

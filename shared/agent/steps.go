@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -55,11 +56,13 @@ func (l *Loop) think(ctx context.Context, st RunState) (RunState, error) {
 	if err != nil {
 		return st, fmt.Errorf("think: %w", err)
 	}
-	var msgs []chat.Message
-	if l.Prompter != nil {
-		if msgs, err = l.Prompter.SystemPrompt(ctx, a); err != nil {
-			return st, fmt.Errorf("think: system prompt: %w", err)
-		}
+	if c := a.Compaction; !st.Compacted && c.Threshold > 0 && c.Threshold > c.Target && len(hist) > c.Threshold {
+		st.Step = StepCompact
+		return st, nil
+	}
+	msgs, err := l.prompt(ctx, a)
+	if err != nil {
+		return st, fmt.Errorf("think: %w", err)
 	}
 	for _, m := range hist {
 		msgs = append(msgs, m.Message)
@@ -92,6 +95,13 @@ func (l *Loop) think(ctx context.Context, st RunState) (RunState, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return st, fmt.Errorf("think: %w", ctx.Err())
+		}
+		var le *llm.Error
+		if errors.As(err, &le) && le.ContextOverflow && !st.Compacted {
+			// Providers refuse an oversized context before streaming
+			// anything: compact, then think again once.
+			st.ForceCompact, st.Step = true, StepCompact
+			return st, nil
 		}
 		code := CodeUpstream
 		if errors.Is(err, llm.ErrNoProvider) {
@@ -129,7 +139,7 @@ func afterThink(st RunState, m chat.Message) RunState {
 		st.Calls = nil
 		st.Step = StepFinish
 	} else {
-		st.Step = StepAct
+		st.Step = StepApprove
 	}
 	return st
 }
@@ -142,6 +152,14 @@ func (l *Loop) act(ctx context.Context, st RunState) (RunState, error) {
 	am, err := l.Store.GetMessage(ctx, st.SessionID, assistantKey(st.Seq, st.Iteration))
 	if err != nil {
 		return st, fmt.Errorf("act: load assistant message: %w", err)
+	}
+	sess, err := l.Store.GetSession(ctx, st.SessionID)
+	if err != nil {
+		return st, fmt.Errorf("act: %w", err)
+	}
+	ap, err := l.Store.GetApproval(ctx, approvalID(st))
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return st, fmt.Errorf("act: %w", err)
 	}
 	var (
 		wg   sync.WaitGroup
@@ -156,7 +174,7 @@ func (l *Loop) act(ctx context.Context, st RunState) (RunState, error) {
 			return st, fmt.Errorf("act: %w", err)
 		}
 		wg.Go(func() {
-			out := l.callTool(ctx, a, st, c)
+			out := l.callTool(ctx, a, st, c, decide(a, st, sess, ap, c))
 			m := store.Message{SessionID: st.SessionID, Key: key, RunID: st.RunID, CreatedAt: l.now().UTC(),
 				Message: chat.Message{Role: chat.Tool, Content: out, ToolCallID: c.ID, Name: c.Name}}
 			if _, err := l.Store.AppendMessage(ctx, m); err != nil {
@@ -186,20 +204,29 @@ func (l *Loop) act(ctx context.Context, st RunState) (RunState, error) {
 	return st, nil
 }
 
-// callTool runs one tool call and returns the text the model sees: the
-// tool's output, or an explanation of why it did not run.
-func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, c chat.ToolCall) string {
-	t, ok := a.Tools.Get(c.Name)
-	if !ok {
-		return fmt.Sprintf("error: there is no tool named %q", c.Name)
+// decide settles one call in act: the policy's verdict, with a person's
+// answer standing in for "ask".
+func decide(a *Agent, st RunState, sess store.Session, ap store.Approval, c chat.ToolCall) string {
+	v, reason := judge(a, st, sess, c)
+	if v != ask {
+		return reason
 	}
-	p := t.Policy()
-	if st.Autonomy < p.MinAutonomy {
-		return fmt.Sprintf("refused: %s needs autonomy %s or higher, and this conversation runs at %s", c.Name, p.MinAutonomy, st.Autonomy)
+	if ap.Status == store.ApprovalApproved && slices.Contains(ap.Calls, c.ID) {
+		return ""
 	}
-	if p.RequiresApproval && st.Autonomy != tool.Full {
-		return fmt.Sprintf("refused: %s needs a person's approval, and approvals are not available here; tell the user what you wanted to do instead", c.Name)
+	if ap.Status == store.ApprovalDenied && slices.Contains(ap.Calls, c.ID) {
+		return fmt.Sprintf("denied: the user did not approve this %s call; do not retry it, ask the user how to go on", c.Name)
 	}
+	return fmt.Sprintf("refused: %s was not approved", c.Name)
+}
+
+// callTool runs one tool call unless refusal is set, and returns the text
+// the model sees: the tool's output, or why it did not run.
+func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, c chat.ToolCall, refusal string) string {
+	if refusal != "" {
+		return refusal
+	}
+	t, _ := a.Tools.Get(c.Name)
 	args := strings.TrimSpace(c.Arguments)
 	if args == "" {
 		args = "{}"
@@ -306,6 +333,18 @@ func (l *Loop) fail(st RunState, code string, err error) RunState {
 		l.Log.Warn("run failed", "run_id", st.RunID, "session_id", st.SessionID, "code", code, "error", st.Error)
 	}
 	return st
+}
+
+// prompt returns the system messages that open a model request.
+func (l *Loop) prompt(ctx context.Context, a *Agent) ([]chat.Message, error) {
+	if l.Prompter == nil {
+		return nil, nil
+	}
+	msgs, err := l.Prompter.SystemPrompt(ctx, a)
+	if err != nil {
+		return nil, fmt.Errorf("system prompt: %w", err)
+	}
+	return msgs, nil
 }
 
 // history returns the session's messages up to and including this run's.

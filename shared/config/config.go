@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -37,6 +38,7 @@ type Config struct {
 	DefaultRatePerMinute int                    `yaml:"default_rate_per_minute"`
 	Providers            []Provider             `yaml:"providers"`
 	Agents               map[string]AgentConfig `yaml:"agents"`
+	Sessions             Sessions               `yaml:"sessions"`
 }
 
 // Provider is an OpenAI-compatible endpoint.
@@ -62,6 +64,25 @@ type AgentConfig struct {
 	MaxToolIterations int    `yaml:"max_tool_iterations"`
 	// Tools lists the tools the agent may use; empty means all built-ins.
 	Tools []string `yaml:"tools"`
+	// CompactionThreshold is the history length above which the history
+	// is compacted (default 50; 0 turns compaction off).
+	CompactionThreshold *int `yaml:"compaction_threshold"`
+	// CompactionTarget is how many recent messages compaction keeps
+	// verbatim (default 20).
+	CompactionTarget int `yaml:"compaction_target"`
+	// MemoryFlush runs a hidden turn before compaction so the agent can
+	// save memories (default true).
+	MemoryFlush *bool `yaml:"memory_flush"`
+}
+
+// Sessions says how users meet agents across channels.
+type Sessions struct {
+	// Sharing is "shared" (one session per user and agent, whatever the
+	// channel) or "per_channel".
+	Sharing string `yaml:"sharing"`
+	// Users links channel user ids ("tg:12345", "ws:alice", "api:alice")
+	// to one person, who then has one session per agent across them.
+	Users map[string][]string `yaml:"users"`
 }
 
 // Secret is a reference to a secret kept outside the config file.
@@ -195,7 +216,29 @@ func (c *Config) validate() error {
 			p.Retries = &two
 		}
 	}
+	switch c.Sessions.Sharing {
+	case "":
+		c.Sessions.Sharing = "shared"
+	case "shared", "per_channel":
+	default:
+		return fmt.Errorf("config: sessions.sharing is %q; want shared or per_channel", c.Sessions.Sharing)
+	}
+	linked := map[string]string{}
+	for person, ids := range c.Sessions.Users {
+		for _, id := range ids {
+			if other, dup := linked[id]; dup {
+				return fmt.Errorf("config: sessions.users: %q is linked to both %q and %q", id, other, person)
+			}
+			if !strings.Contains(id, ":") {
+				return fmt.Errorf("config: sessions.users.%s: %q needs a channel prefix such as tg:, ws: or api:", person, id)
+			}
+			linked[id] = person
+		}
+	}
 	for name, a := range c.Agents {
+		if a.CompactionTarget < 0 || a.CompactionThreshold != nil && *a.CompactionThreshold < 0 {
+			return fmt.Errorf("config: agent %q: compaction settings must not be negative", name)
+		}
 		for _, p := range a.Providers {
 			if !seen[p] {
 				return fmt.Errorf("config: agent %q uses unknown provider %q", name, p)
@@ -206,6 +249,33 @@ func (c *Config) validate() error {
 		}
 	}
 	return nil
+}
+
+// Compaction returns an agent's compaction settings with defaults applied:
+// threshold, target, and whether to flush memories first.
+func (a AgentConfig) Compaction() (threshold, target int, flush bool) {
+	threshold, target, flush = 50, 20, true
+	if a.CompactionThreshold != nil {
+		threshold = *a.CompactionThreshold
+	}
+	if a.CompactionTarget > 0 {
+		target = a.CompactionTarget
+	}
+	if a.MemoryFlush != nil {
+		flush = *a.MemoryFlush
+	}
+	return threshold, target, flush
+}
+
+// Links maps each linked channel user id to its person.
+func (s Sessions) Links() map[string]string {
+	m := map[string]string{}
+	for person, ids := range s.Users {
+		for _, id := range ids {
+			m[id] = person
+		}
+	}
+	return m
 }
 
 // DBPath is where the embedded database lives.

@@ -51,13 +51,13 @@ func TestLoad(t *testing.T) {
 	}{
 		{
 			name: "no file, no env: defaults",
-			want: config.Config{Addr: config.DefaultAddr, MaxBodyBytes: config.DefaultMaxBodyBytes, DefaultRatePerMinute: 120},
+			want: config.Config{Addr: config.DefaultAddr, MaxBodyBytes: config.DefaultMaxBodyBytes, DefaultRatePerMinute: 120, Sessions: config.Sessions{Sharing: "shared"}},
 		},
 		{
 			name: "no file, OpenAI env: one default provider",
 			env:  map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://llm.local/v1", "OPENAI_MODEL": "gpt-x"},
 			want: config.Config{
-				Addr: config.DefaultAddr, MaxBodyBytes: config.DefaultMaxBodyBytes, DefaultRatePerMinute: 120,
+				Addr: config.DefaultAddr, MaxBodyBytes: config.DefaultMaxBodyBytes, DefaultRatePerMinute: 120, Sessions: config.Sessions{Sharing: "shared"},
 				Providers: []config.Provider{{Name: "openai", BaseURL: "http://llm.local/v1", Model: "gpt-x",
 					APIKey: config.Secret{Env: "OPENAI_API_KEY"}, Timeout: dur(120 * time.Second), Retries: intp(2)}},
 			},
@@ -66,7 +66,7 @@ func TestLoad(t *testing.T) {
 			name: "no file, only OPENAI_API_KEY: default model",
 			env:  map[string]string{"OPENAI_API_KEY": "sk-test"},
 			want: config.Config{
-				Addr: config.DefaultAddr, MaxBodyBytes: config.DefaultMaxBodyBytes, DefaultRatePerMinute: 120,
+				Addr: config.DefaultAddr, MaxBodyBytes: config.DefaultMaxBodyBytes, DefaultRatePerMinute: 120, Sessions: config.Sessions{Sharing: "shared"},
 				Providers: []config.Provider{withKey(defaultProvider("openai"), "OPENAI_API_KEY")},
 			},
 		},
@@ -74,7 +74,7 @@ func TestLoad(t *testing.T) {
 			name: "no file, only OPENAI_BASE_URL: keyless provider",
 			env:  map[string]string{"OPENAI_BASE_URL": "http://localhost:11434/v1"},
 			want: config.Config{
-				Addr: config.DefaultAddr, MaxBodyBytes: config.DefaultMaxBodyBytes, DefaultRatePerMinute: 120,
+				Addr: config.DefaultAddr, MaxBodyBytes: config.DefaultMaxBodyBytes, DefaultRatePerMinute: 120, Sessions: config.Sessions{Sharing: "shared"},
 				Providers: []config.Provider{func() config.Provider {
 					p := defaultProvider("openai")
 					p.BaseURL = "http://localhost:11434/v1"
@@ -87,7 +87,7 @@ func TestLoad(t *testing.T) {
 			yaml: "providers:\n  - name: local\n    base_url: http://localhost:8000/v1\n",
 			env:  map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://other/v1", "OPENAI_MODEL": "gpt-x"},
 			want: config.Config{
-				Addr: config.DefaultAddr, MaxBodyBytes: config.DefaultMaxBodyBytes, DefaultRatePerMinute: 120,
+				Addr: config.DefaultAddr, MaxBodyBytes: config.DefaultMaxBodyBytes, DefaultRatePerMinute: 120, Sessions: config.Sessions{Sharing: "shared"},
 				Providers: []config.Provider{func() config.Provider {
 					p := defaultProvider("local")
 					p.BaseURL = "http://localhost:8000/v1"
@@ -99,7 +99,7 @@ func TestLoad(t *testing.T) {
 			name: "LAMBDACLAW_ADDR overrides the file",
 			yaml: "addr: 0.0.0.0:9000\n",
 			env:  map[string]string{"LAMBDACLAW_ADDR": "127.0.0.1:7000"},
-			want: config.Config{Addr: "127.0.0.1:7000", MaxBodyBytes: config.DefaultMaxBodyBytes, DefaultRatePerMinute: 120},
+			want: config.Config{Addr: "127.0.0.1:7000", MaxBodyBytes: config.DefaultMaxBodyBytes, DefaultRatePerMinute: 120, Sessions: config.Sessions{Sharing: "shared"}},
 		},
 		{
 			name: "everything from the file",
@@ -122,9 +122,14 @@ agents:
     model: small
     max_tool_iterations: 5
     tools: [read_file]
+sessions:
+  sharing: per_channel
+  users:
+    ada: [tg:42, ws:ada]
 `,
 			want: config.Config{
 				Addr: "0.0.0.0:9000", LogLevel: "debug", MaxBodyBytes: 4096, DefaultRatePerMinute: 30,
+				Sessions: config.Sessions{Sharing: "per_channel", Users: map[string][]string{"ada": {"tg:42", "ws:ada"}}},
 				Providers: []config.Provider{
 					{Name: "main", BaseURL: "https://api.example.com/v1", APIKey: config.Secret{Env: "MAIN_KEY"}, Model: "big", Timeout: dur(45 * time.Second), Retries: intp(0)},
 					{Name: "provider2", BaseURL: "http://localhost:11434/v1", Model: config.DefaultModel, Timeout: dur(150 * time.Second), Retries: intp(2)},
@@ -137,7 +142,7 @@ agents:
 		{
 			name: "empty file",
 			yaml: "# nothing here\n",
-			want: config.Config{Addr: config.DefaultAddr, MaxBodyBytes: config.DefaultMaxBodyBytes, DefaultRatePerMinute: 120},
+			want: config.Config{Addr: config.DefaultAddr, MaxBodyBytes: config.DefaultMaxBodyBytes, DefaultRatePerMinute: 120, Sessions: config.Sessions{Sharing: "shared"}},
 		},
 	}
 	for _, tt := range tests {

@@ -77,10 +77,7 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_messages", err.Error())
 		return
 	}
-	in := agent.Input{
-		RunID: agent.NewID(), Agent: name, Autonomy: autonomyOf(k), Stream: req.Stream,
-		Reply: agent.Reply{Channel: "http"},
-	}
+	in := agent.Input{Agent: name, Autonomy: autonomyOf(k), Stream: req.Stream, Reply: agent.Reply{Channel: "http"}}
 	if sk := r.Header.Get(SessionHeader); sk != "" {
 		if len(sk) > maxSessionKey {
 			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_session_key", fmt.Sprintf("%s is longer than %d bytes", SessionHeader, maxSessionKey))
@@ -91,22 +88,35 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_messages", "in a stateful session the last message must be the user's new message")
 			return
 		}
-		in.SessionID = agent.SessionID(name, "api:"+sk)
+		in.SessionID = g.cfg.Identity.SessionID(name, "api", sk)
 		in.Messages = []chat.Message{last}
+		in.Interactive = true
 	} else {
 		in.Ephemeral = true
 		in.Messages = msgs
 	}
 
-	sub := g.cfg.Events.Subscribe(in.RunID)
-	defer g.cfg.Events.Unsubscribe(in.RunID)
-	st, err := g.cfg.Runner.Start(r.Context(), in)
+	var sub *agent.Subscription
+	var key string
+	subscribe := func(runID string) {
+		if key != "" {
+			g.cfg.Events.Unsubscribe(key)
+		}
+		key = agent.RunKey(runID)
+		sub = g.cfg.Events.Subscribe(key)
+	}
+	defer func() {
+		if key != "" {
+			g.cfg.Events.Unsubscribe(key)
+		}
+	}()
+	st, err := g.cfg.Runner.Deliver(r.Context(), in, subscribe)
 	if err != nil {
 		if errors.Is(err, agent.ErrUnknownAgent) {
 			writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", err.Error())
 			return
 		}
-		g.cfg.Log.Error("start run", "error", err)
+		g.cfg.Log.Error("deliver message", "error", err)
 		writeError(w, http.StatusInternalServerError, "server_error", "internal_error", "could not start the run")
 		return
 	}
@@ -122,17 +132,24 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return // the client went away; the run goes on and is kept
 		}
-		if ev.Result == nil {
-			continue
-		}
-		if ev.Result.ErrorCode != "" {
+		var content string
+		var u chat.Usage
+		switch {
+		case ev.Approval != nil:
+			// The run is parked; the session's next message answers.
+			content = ev.Approval.Prompt
+		case ev.Result != nil && ev.Result.ErrorCode != "":
 			writeRunError(w, ev.Result)
 			return
+		case ev.Result != nil:
+			content, u = ev.Result.Content, ev.Result.Usage
+		default:
+			continue
 		}
 		writeJSON(w, http.StatusOK, completion{
 			ID: id, Object: "chat.completion", Created: created, Model: req.Model,
-			Choices: []choice{{Message: &outMessage{Role: "assistant", Content: ev.Result.Content}, FinishReason: ptr("stop")}},
-			Usage:   usage(ev.Result.Usage),
+			Choices: []choice{{Message: &outMessage{Role: "assistant", Content: content}, FinishReason: ptr("stop")}},
+			Usage:   usage(u),
 		})
 		return
 	}

@@ -138,7 +138,7 @@ func TestStatefulInput(t *testing.T) {
 		return agent.Input{
 			SessionID: agent.SessionID("coder", "api:"+sessionKey), Agent: "coder",
 			Messages: []chat.Message{{Role: chat.User, Content: "second"}},
-			Autonomy: tool.Full, Reply: agent.Reply{Channel: "http"},
+			Autonomy: tool.Full, Interactive: true, Reply: agent.Reply{Channel: "http"},
 		}
 	}
 	want := []agent.Input{in("user-1"), in("user-1"), in(maxKey)}

@@ -25,15 +25,15 @@ import (
 // continue the same conversation, whose history is kept by the server.
 const SessionHeader = "X-Lambdaclaw-Session-Key"
 
-// Runner starts runs.
+// Runner hands messages to the agent loop.
 type Runner interface {
-	Start(ctx context.Context, in agent.Input) (agent.RunState, error)
+	Deliver(ctx context.Context, in agent.Input, subscribe func(runID string)) (agent.RunState, error)
 }
 
-// Subscriber delivers a run's events to the request that started it.
+// Subscriber delivers a run's events to the request waiting for them.
 type Subscriber interface {
-	Subscribe(runID string) *agent.Subscription
-	Unsubscribe(runID string)
+	Subscribe(key string) *agent.Subscription
+	Unsubscribe(key string)
 }
 
 // KeyFinder looks up API keys by hash.
@@ -54,6 +54,8 @@ type Config struct {
 	Limiter Limiter
 	// Agents lists the agent names served as models.
 	Agents func() []string
+	// Identity derives the session of a stateful request.
+	Identity agent.Identity
 	// MaxBodyBytes limits request bodies; zero means 1 MiB.
 	MaxBodyBytes int64
 	Log          *slog.Logger

@@ -77,19 +77,26 @@ type fakeRunner struct {
 	inputs []agent.Input
 }
 
-func (r *fakeRunner) Start(_ context.Context, in agent.Input) (agent.RunState, error) {
-	r.inputs = append(r.inputs, in)
-	if !r.hub.active[in.RunID] {
-		r.t.Errorf("run %q started before the gateway subscribed to it", in.RunID)
+func (r *fakeRunner) Deliver(_ context.Context, in agent.Input, subscribe func(string)) (agent.RunState, error) {
+	if in.RunID == "" {
+		in.RunID = agent.NewID()
 	}
+	r.inputs = append(r.inputs, in)
 	if r.err != nil {
 		return agent.RunState{}, r.err
 	}
+	subscribe(in.RunID)
+	if !r.hub.active[agent.RunKey(in.RunID)] {
+		r.t.Errorf("run %q started before the gateway subscribed to it", in.RunID)
+	}
 	st := agent.RunState{RunID: in.RunID, SessionID: in.SessionID, Agent: in.Agent}
 	for _, ev := range r.events {
-		if ev.Result != nil {
+		switch {
+		case ev.Result != nil:
 			r.hub.Finish(st, *ev.Result)
-		} else {
+		case ev.Approval != nil:
+			r.hub.Approval(st, *ev.Approval)
+		default:
 			r.hub.Delta(st, ev.Delta)
 		}
 	}

@@ -38,6 +38,18 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, sub *agent.Subs
 		if err != nil {
 			return
 		}
+		if ev.Approval != nil {
+			// The run is parked: its prompt ends this response, and the
+			// session's next message answers it.
+			prompt := ev.Approval.Prompt
+			if streamed {
+				prompt = "\n\n" + prompt
+			}
+			start()
+			streamed = true
+			chunk(completion{Choices: []choice{{Delta: &delta{Content: prompt}}}})
+			ev.Result = &agent.Result{}
+		}
 		if ev.Result == nil {
 			if ev.Delta == "" {
 				continue

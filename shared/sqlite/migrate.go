@@ -63,6 +63,29 @@ CREATE TABLE api_keys (
 	revoked_at      INTEGER
 ) STRICT;
 `,
+	// 2: session allowlists and approval requests.
+	`
+-- A JSON array of tool names; NULL is an empty allowlist.
+ALTER TABLE sessions ADD COLUMN allowlist TEXT;
+
+CREATE TABLE approvals (
+	id          TEXT    NOT NULL PRIMARY KEY,
+	session_id  TEXT    NOT NULL REFERENCES sessions(id),
+	run_id      TEXT    NOT NULL,
+	calls       TEXT    NOT NULL,
+	tools       TEXT    NOT NULL,
+	prompt      TEXT    NOT NULL,
+	status      TEXT    NOT NULL CHECK (status IN ('pending', 'approved', 'denied')),
+	decision    TEXT    NOT NULL DEFAULT '',
+	token       TEXT    NOT NULL DEFAULT '',
+	created_at  INTEGER NOT NULL,
+	resolved_at INTEGER
+) STRICT;
+
+-- Serves PendingApproval (session and status, in order) and, by its
+-- prefix, DeleteSession and the foreign key check on deleting a session.
+CREATE INDEX approvals_session ON approvals (session_id, status, created_at, id);
+`,
 }
 
 // migrate applies the migrations the database has not seen, in one

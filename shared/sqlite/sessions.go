@@ -16,7 +16,11 @@ import (
 func (db *DB) CreateSession(ctx context.Context, s store.Session) error {
 	created := orNow(s.CreatedAt, time.Now())
 	updated := orNow(s.UpdatedAt, created)
-	res, err := db.st.createSession.ExecContext(ctx, s.ID, s.Agent, s.Ephemeral, toMillis(created), toMillis(updated))
+	allow, err := encodeList(s.Allowlist)
+	if err != nil {
+		return fmt.Errorf("sqlite: create session %q: encode allowlist: %w", s.ID, err)
+	}
+	res, err := db.st.createSession.ExecContext(ctx, s.ID, s.Agent, s.Ephemeral, allow, toMillis(created), toMillis(updated))
 	if err != nil {
 		return fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
 	}
@@ -33,28 +37,32 @@ func (db *DB) CreateSession(ctx context.Context, s store.Session) error {
 // GetSession returns a session, or store.ErrNotFound.
 func (db *DB) GetSession(ctx context.Context, id string) (store.Session, error) {
 	s := store.Session{ID: id}
+	var allow sql.NullString
 	var created, updated int64
-	err := db.st.getSession.QueryRowContext(ctx, id).Scan(&s.Agent, &s.Ephemeral, &created, &updated)
+	err := db.st.getSession.QueryRowContext(ctx, id).Scan(&s.Agent, &s.Ephemeral, &allow, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Session{}, fmt.Errorf("sqlite: get session %q: %w", id, store.ErrNotFound)
 	}
 	if err != nil {
 		return store.Session{}, fmt.Errorf("sqlite: get session %q: %w", id, err)
 	}
+	if s.Allowlist, err = decodeList(allow); err != nil {
+		return store.Session{}, fmt.Errorf("sqlite: get session %q: decode allowlist: %w", id, err)
+	}
 	s.CreatedAt, s.UpdatedAt = fromMillis(created), fromMillis(updated)
 	return s, nil
 }
 
-// DeleteSession removes the session with its history and runs, in one
-// transaction. Deleting a missing session is not an error, so a retried
-// cleanup succeeds.
+// DeleteSession removes the session with its history, runs and approvals,
+// in one transaction. Deleting a missing session is not an error, so a
+// retried cleanup succeeds.
 func (db *DB) DeleteSession(ctx context.Context, id string) error {
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: delete session %q: begin: %w", id, err)
 	}
 	defer tx.Rollback()
-	for _, st := range []*sql.Stmt{db.st.deleteSessMsgs, db.st.deleteSessRuns, db.st.deleteSession} {
+	for _, st := range []*sql.Stmt{db.st.deleteSessMsgs, db.st.deleteSessRuns, db.st.deleteSessAppr, db.st.deleteSession} {
 		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, id); err != nil {
 			return fmt.Errorf("sqlite: delete session %q: %w", id, err)
 		}
@@ -63,6 +71,48 @@ func (db *DB) DeleteSession(ctx context.Context, id string) error {
 		return fmt.Errorf("sqlite: delete session %q: commit: %w", id, err)
 	}
 	return nil
+}
+
+// AllowTool adds a tool to the session's allowlist in one statement;
+// adding one twice keeps one. It is store.ErrNotFound for an unknown
+// session.
+func (db *DB) AllowTool(ctx context.Context, sessionID, tool string) error {
+	res, err := db.st.allowTool.ExecContext(ctx, sessionID, tool)
+	if err != nil {
+		return fmt.Errorf("sqlite: allow tool %q in session %q: %w", tool, sessionID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("sqlite: allow tool %q in session %q: %w", tool, sessionID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("sqlite: allow tool %q in session %q: %w", tool, sessionID, store.ErrNotFound)
+	}
+	return nil
+}
+
+// encodeList stores a string list as a JSON array, or NULL when empty.
+func encodeList(list []string) (sql.NullString, error) {
+	if len(list) == 0 {
+		return sql.NullString{}, nil
+	}
+	b, err := json.Marshal(list)
+	if err != nil {
+		return sql.NullString{}, err
+	}
+	return sql.NullString{String: string(b), Valid: true}, nil
+}
+
+// decodeList reads a list stored by encodeList.
+func decodeList(s sql.NullString) ([]string, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	var list []string
+	if err := json.Unmarshal([]byte(s.String), &list); err != nil {
+		return nil, err
+	}
+	return list, nil
 }
 
 // AppendMessage stores m unless its (session, key) exists, and reports

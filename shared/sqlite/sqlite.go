@@ -1,6 +1,6 @@
 // Package sqlite is the embedded store.Store adapter: sessions, history,
-// run queues and API keys in one SQLite file, through modernc.org/sqlite
-// (pure Go, no cgo).
+// run queues, approvals and API keys in one SQLite file, through
+// modernc.org/sqlite (pure Go, no cgo).
 //
 // A DB holds two connection pools on the file. Every write goes through a
 // pool of exactly one connection, so writers in this process queue in Go

@@ -271,6 +271,95 @@ func TestMigrateIdempotent(t *testing.T) {
 	}
 }
 
+// TestMigrateFromV1 opens a database written by the first schema: its
+// sessions get an empty allowlist and can take approvals.
+func TestMigrateFromV1(t *testing.T) {
+	ctx := t.Context()
+	path := tempPath(t)
+	old, err := sql.Open("sqlite", dsn(path, []string{"foreign_keys(ON)"}, nil))
+	if err != nil {
+		t.Fatalf("open v1: %v", err)
+	}
+	for _, q := range []string{
+		migrations[0],
+		"PRAGMA user_version = 1",
+		"INSERT INTO sessions (id, agent, created_at, updated_at) VALUES ('s', 'main', 1000, 2000)",
+	} {
+		if _, err := old.ExecContext(ctx, q); err != nil {
+			old.Close()
+			t.Fatalf("build v1: %v", err)
+		}
+	}
+	if err := old.Close(); err != nil {
+		t.Fatalf("close v1: %v", err)
+	}
+
+	db := open(t, path)
+	want := store.Session{ID: "s", Agent: "main", CreatedAt: time.UnixMilli(1000).UTC(), UpdatedAt: time.UnixMilli(2000).UTC()}
+	got, err := db.GetSession(ctx, "s")
+	if err != nil {
+		t.Fatalf("GetSession: %v", err)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("session after migration (-want +got):\n%s", d)
+	}
+	if err := db.AllowTool(ctx, "s", "shell"); err != nil {
+		t.Fatalf("AllowTool: %v", err)
+	}
+	if got, err = db.GetSession(ctx, "s"); err != nil || !slices.Equal(got.Allowlist, []string{"shell"}) {
+		t.Errorf("GetSession after AllowTool = %v, %v; want allowlist [shell]", got.Allowlist, err)
+	}
+	if err := db.CreateApproval(ctx, store.Approval{ID: "a", SessionID: "s", RunID: "r"}); err != nil {
+		t.Fatalf("CreateApproval: %v", err)
+	}
+	if a, err := db.PendingApproval(ctx, "s"); err != nil || a.ID != "a" {
+		t.Errorf("PendingApproval = %+v, %v; want a", a, err)
+	}
+}
+
+// TestResolveApprovalTwoHandles answers one approval through two handles
+// on the file at once, as two processes would: exactly one answer wins.
+func TestResolveApprovalTwoHandles(t *testing.T) {
+	ctx := t.Context()
+	path := tempPath(t)
+	a, b := open(t, path), open(t, path)
+	if err := a.CreateSession(ctx, store.Session{ID: "s", Agent: "main"}); err != nil {
+		t.Fatalf("CreateSession: %v", err)
+	}
+	const approvals = 20
+	for i := range approvals {
+		if err := a.CreateApproval(ctx, store.Approval{ID: fmt.Sprintf("a%02d", i), SessionID: "s", RunID: "r"}); err != nil {
+			t.Fatalf("CreateApproval: %v", err)
+		}
+	}
+	var wg sync.WaitGroup
+	wins := make([][approvals]bool, 2)
+	errs := make(chan error, 2*approvals)
+	for h, db := range []*DB{a, b} {
+		wg.Go(func() {
+			for i := range approvals {
+				_, err := db.ResolveApproval(ctx, fmt.Sprintf("a%02d", i), store.ApprovalApproved, fmt.Sprint(h), time.Time{})
+				switch {
+				case err == nil:
+					wins[h][i] = true
+				case !errors.Is(err, store.ErrConflict):
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("ResolveApproval: %v", err)
+	}
+	for i := range approvals {
+		if wins[0][i] == wins[1][i] {
+			t.Errorf("approval %d: handle a won %v, handle b won %v; want exactly one", i, wins[0][i], wins[1][i])
+		}
+	}
+}
+
 func TestOpenRefusesNewerSchema(t *testing.T) {
 	path := tempPath(t)
 	db, err := Open(path)
@@ -301,6 +390,13 @@ func TestUnknownSession(t *testing.T) {
 	_, err = db.AppendMessage(ctx, store.Message{SessionID: "nope", Key: "k", Message: chat.Message{Role: chat.User}})
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("AppendMessage on unknown session: %v, want ErrNotFound", err)
+	}
+	err = db.CreateApproval(ctx, store.Approval{ID: "a", SessionID: "nope", RunID: "r"})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("CreateApproval on unknown session: %v, want ErrNotFound", err)
+	}
+	if _, err := db.GetApproval(ctx, "a"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetApproval after refused create: %v, want ErrNotFound", err)
 	}
 	if err := db.DeleteSession(ctx, "nope"); err != nil {
 		t.Errorf("DeleteSession of unknown session: %v, want nil", err)
@@ -402,6 +498,8 @@ func TestQueryPlans(t *testing.T) {
 		{`SELECT ` + runColumns + ` FROM runs WHERE session_id = 'x' AND status IN ('queued', 'running') ORDER BY seq LIMIT 1`, "runs_unfinished"},
 		{`SELECT DISTINCT session_id FROM runs WHERE status IN ('queued', 'running') ORDER BY session_id`, "runs_unfinished"},
 		{`SELECT key, run_id, body, created_at FROM messages WHERE session_id = 'x' ORDER BY key`, "PRIMARY KEY"},
+		{`SELECT ` + approvalColumns + ` FROM approvals WHERE session_id = 'x' AND status = 'pending' ORDER BY created_at, id LIMIT 1`, "approvals_session"},
+		{`DELETE FROM approvals WHERE session_id = 'x'`, "approvals_session"},
 	} {
 		rows, err := db.r.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.query)
 		if err != nil {
@@ -421,7 +519,7 @@ func TestQueryPlans(t *testing.T) {
 		}
 		rows.Close()
 		text := strings.Join(plan, "; ")
-		if !strings.Contains(text, tc.want) || strings.Contains(text, "TEMP B-TREE") || slices.Contains(plan, "SCAN runs") {
+		if !strings.Contains(text, tc.want) || strings.Contains(text, "TEMP B-TREE") || slices.Contains(plan, "SCAN runs") || slices.Contains(plan, "SCAN approvals") {
 			t.Errorf("plan of %q = %q, want it to use %s without sorting or a full table scan", tc.query, text, tc.want)
 		}
 	}

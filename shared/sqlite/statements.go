@@ -9,8 +9,9 @@ import (
 
 // Column lists shared by the queries that scan whole records.
 const (
-	runColumns = `id, session_id, seq, status, state, created_at, updated_at`
-	keyColumns = `id, name, hash, prefix, agents, autonomy, rate_per_minute, created_at, revoked_at`
+	runColumns      = `id, session_id, seq, status, state, created_at, updated_at`
+	keyColumns      = `id, name, hash, prefix, agents, autonomy, rate_per_minute, created_at, revoked_at`
+	approvalColumns = `id, session_id, run_id, calls, tools, prompt, status, decision, token, created_at, resolved_at`
 )
 
 // statements are prepared once at Open: writes on the writer pool, reads on
@@ -26,7 +27,13 @@ type statements struct {
 	updateRun      *sql.Stmt
 	deleteSessMsgs *sql.Stmt
 	deleteSessRuns *sql.Stmt
+	deleteSessAppr *sql.Stmt
 	deleteSession  *sql.Stmt
+	allowTool      *sql.Stmt
+	createApproval *sql.Stmt
+	resolveAppr    *sql.Stmt
+	approvalForRes *sql.Stmt
+	setApprToken   *sql.Stmt
 	createKey      *sql.Stmt
 	revokeKey      *sql.Stmt
 
@@ -37,6 +44,8 @@ type statements struct {
 	getRun     *sql.Stmt
 	nextRun    *sql.Stmt
 	unfinished *sql.Stmt
+	getAppr    *sql.Stmt
+	pending    *sql.Stmt
 	keyByHash  *sql.Stmt
 	listKeys   *sql.Stmt
 	all        []*sql.Stmt
@@ -48,8 +57,8 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 		dst   **sql.Stmt
 		query string
 	}{
-		{w, &s.createSession, `INSERT INTO sessions (id, agent, ephemeral, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+		{w, &s.createSession, `INSERT INTO sessions (id, agent, ephemeral, allowlist, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{w, &s.appendMessage, `INSERT INTO messages (session_id, key, run_id, body, created_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, key) DO NOTHING`},
 		{w, &s.deleteMessages, `DELETE FROM messages
@@ -61,12 +70,27 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 		{w, &s.updateRun, `UPDATE runs SET status = ?, state = ?, updated_at = ? WHERE id = ?`},
 		{w, &s.deleteSessMsgs, `DELETE FROM messages WHERE session_id = ?`},
 		{w, &s.deleteSessRuns, `DELETE FROM runs WHERE session_id = ?`},
+		{w, &s.deleteSessAppr, `DELETE FROM approvals WHERE session_id = ?`},
 		{w, &s.deleteSession, `DELETE FROM sessions WHERE id = ?`},
+		// One statement, so concurrent additions cannot lose each other. It
+		// matches the session's row whether or not the tool is listed, so
+		// no affected row means no session.
+		{w, &s.allowTool, `UPDATE sessions SET allowlist = CASE
+				WHEN EXISTS (SELECT 1 FROM json_each(allowlist) WHERE value = ?2) THEN allowlist
+				ELSE json_insert(coalesce(allowlist, '[]'), '$[#]', ?2)
+			END
+			WHERE id = ?1`},
+		{w, &s.createApproval, `INSERT INTO approvals (` + approvalColumns + `)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+		{w, &s.resolveAppr, `UPDATE approvals SET status = ?, decision = ?, resolved_at = ?
+			WHERE id = ? AND status = 'pending' RETURNING ` + approvalColumns},
+		{w, &s.approvalForRes, `SELECT ` + approvalColumns + ` FROM approvals WHERE id = ?`},
+		{w, &s.setApprToken, `UPDATE approvals SET token = ? WHERE id = ?`},
 		{w, &s.createKey, `INSERT INTO api_keys (` + keyColumns + `)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{w, &s.revokeKey, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`},
 
-		{r, &s.getSession, `SELECT agent, ephemeral, created_at, updated_at FROM sessions WHERE id = ?`},
+		{r, &s.getSession, `SELECT agent, ephemeral, allowlist, created_at, updated_at FROM sessions WHERE id = ?`},
 		{r, &s.getMessage, `SELECT run_id, body, created_at FROM messages WHERE session_id = ? AND key = ?`},
 		{r, &s.messages, `SELECT key, run_id, body, created_at FROM messages
 			WHERE session_id = ? ORDER BY key`},
@@ -77,6 +101,9 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 			WHERE session_id = ? AND status IN ('queued', 'running') ORDER BY seq LIMIT 1`},
 		{r, &s.unfinished, `SELECT DISTINCT session_id FROM runs
 			WHERE status IN ('queued', 'running') ORDER BY session_id`},
+		{r, &s.getAppr, `SELECT ` + approvalColumns + ` FROM approvals WHERE id = ?`},
+		{r, &s.pending, `SELECT ` + approvalColumns + ` FROM approvals
+			WHERE session_id = ? AND status = 'pending' ORDER BY created_at, id LIMIT 1`},
 		{r, &s.keyByHash, `SELECT ` + keyColumns + ` FROM api_keys WHERE hash = ?`},
 		{r, &s.listKeys, `SELECT ` + keyColumns + ` FROM api_keys ORDER BY created_at, id`},
 	}

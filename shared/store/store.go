@@ -21,6 +21,10 @@ var ErrNotFound = errors.New("not found")
 // ErrExists is returned when creating a record whose id is taken.
 var ErrExists = errors.New("already exists")
 
+// ErrConflict is returned when a conditional update finds the record in
+// another state, for example an approval that was already answered.
+var ErrConflict = errors.New("conflict")
+
 // Session is one conversation between a user and an agent: the lane that
 // runs one run at a time, in order.
 type Session struct {
@@ -28,7 +32,10 @@ type Session struct {
 	Agent string `json:"agent"`
 	// Ephemeral sessions hold a stateless request and are deleted when
 	// their run ends.
-	Ephemeral bool      `json:"ephemeral,omitempty"`
+	Ephemeral bool `json:"ephemeral,omitempty"`
+	// Allowlist names the tools the user approved for the whole session
+	// with /always.
+	Allowlist []string  `json:"allowlist,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -71,6 +78,36 @@ type Run struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// ApprovalStatus is where an approval request is.
+type ApprovalStatus string
+
+// Approval statuses.
+const (
+	ApprovalPending  ApprovalStatus = "pending"
+	ApprovalApproved ApprovalStatus = "approved"
+	ApprovalDenied   ApprovalStatus = "denied"
+)
+
+// Approval is a run's request for a person to allow tool calls. A run
+// parks while its approval is pending; the answer resumes it.
+type Approval struct {
+	ID        string `json:"id"`
+	SessionID string `json:"session_id"`
+	RunID     string `json:"run_id"`
+	// Calls are the ids of the tool calls awaiting the answer, and Tools
+	// their tool names.
+	Calls  []string       `json:"calls"`
+	Tools  []string       `json:"tools"`
+	Prompt string         `json:"prompt"`
+	Status ApprovalStatus `json:"status"`
+	// Decision is the answer: "yes", "no" or "always".
+	Decision string `json:"decision,omitempty"`
+	// Token is the Step Functions task token that resumes the run on AWS.
+	Token      string     `json:"token,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
+}
+
 // APIKey is an operator credential for the HTTP API. Only the SHA-256 hash
 // of the secret is stored.
 type APIKey struct {
@@ -95,8 +132,12 @@ type Sessions interface {
 	// CreateSession stores s unless its id exists; it returns ErrExists then.
 	CreateSession(ctx context.Context, s Session) error
 	GetSession(ctx context.Context, id string) (Session, error)
-	// DeleteSession removes the session with its history and runs.
+	// DeleteSession removes the session with its history, runs and
+	// approvals.
 	DeleteSession(ctx context.Context, id string) error
+	// AllowTool adds a tool to the session's allowlist; adding one twice
+	// keeps one. It is ErrNotFound for an unknown session.
+	AllowTool(ctx context.Context, sessionID, tool string) error
 }
 
 // History stores the messages of sessions.
@@ -127,6 +168,23 @@ type Runs interface {
 	UnfinishedSessions(ctx context.Context) ([]string, error)
 }
 
+// Approvals stores approval requests.
+type Approvals interface {
+	// CreateApproval stores a pending approval unless its id exists; it
+	// returns ErrExists then.
+	CreateApproval(ctx context.Context, a Approval) error
+	GetApproval(ctx context.Context, id string) (Approval, error)
+	// PendingApproval returns the session's pending approval, or
+	// ErrNotFound when there is none.
+	PendingApproval(ctx context.Context, sessionID string) (Approval, error)
+	// ResolveApproval records the answer to a pending approval and returns
+	// the approval as resolved. If it is no longer pending it changes
+	// nothing and returns the approval as it is with ErrConflict.
+	ResolveApproval(ctx context.Context, id string, status ApprovalStatus, decision string, at time.Time) (Approval, error)
+	// SetApprovalToken saves the task token that resumes the run.
+	SetApprovalToken(ctx context.Context, id, token string) error
+}
+
 // Keys stores API keys.
 type Keys interface {
 	CreateKey(ctx context.Context, k APIKey) error
@@ -142,6 +200,7 @@ type Store interface {
 	Sessions
 	History
 	Runs
+	Approvals
 	Keys
 	Close() error
 }

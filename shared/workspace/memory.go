@@ -29,22 +29,24 @@ var editable = []string{"IDENTITY.md", "USER.md", "SOUL.md", "TOOLS.md", "AGENTS
 
 // actionArgs lists the arguments each action takes besides "action".
 var actionArgs = map[string][]string{
-	"read":             nil,
-	"append":           {"content"},
-	"replace":          {"content"},
-	"read_daily":       {"date"},
-	"append_daily":     {"content", "date"},
-	"list_daily":       nil,
-	"read_bootstrap":   {"file"},
-	"update_bootstrap": {"file", "content"},
+	"read":               nil,
+	"append":             {"content"},
+	"replace":            {"content"},
+	"read_daily":         {"date"},
+	"append_daily":       {"content", "date"},
+	"list_daily":         nil,
+	"read_bootstrap":     {"file"},
+	"update_bootstrap":   {"file", "content"},
+	"complete_bootstrap": nil,
 }
 
-var actionNames = []string{"read", "append", "replace", "read_daily", "append_daily", "list_daily", "read_bootstrap", "update_bootstrap"}
+var actionNames = []string{"read", "append", "replace", "read_daily", "append_daily", "list_daily", "read_bootstrap", "update_bootstrap", "complete_bootstrap"}
 
 // MemoryTool returns the workspace_memory tool, with which an agent reads
-// and updates its MEMORY.md, its daily logs and its bootstrap files. Every
-// path is built from tool.Env.Workspace and fixed names, never from the
-// model's input.
+// and updates its MEMORY.md, its daily logs and its bootstrap files, and
+// deletes BOOTSTRAP.md when its first-run ritual is done. Every path is
+// built from tool.Env.Workspace and fixed names, never from the model's
+// input.
 func MemoryTool() tool.Tool { return memoryTool{now: time.Now} }
 
 type memoryTool struct {
@@ -69,6 +71,7 @@ func (memoryTool) Definition() chat.ToolDef {
 			"read, append, replace: MEMORY.md, your long-term memory (append adds content at the end, replace rewrites the whole file). " +
 			"read_daily, append_daily, list_daily: daily logs memory/YYYY-MM-DD.md; date defaults to today and append_daily adds a timestamped line. " +
 			"read_bootstrap, update_bootstrap: one of your bootstrap files, named by file (update_bootstrap rewrites the whole file). " +
+			"complete_bootstrap: delete BOOTSTRAP.md once you have done what it asks, ending your first-run ritual for good. " +
 			fmt.Sprintf("Content is limited to %d KiB.", MaxMemoryWrite>>10),
 		Parameters: json.RawMessage(`{
   "type": "object",
@@ -160,8 +163,33 @@ func (m memoryTool) Call(ctx context.Context, env tool.Env, args json.RawMessage
 			return "", explain(*in.File, err, "")
 		}
 		return fmt.Sprintf("replaced %s (%d bytes)", *in.File, len(*in.Content)), nil
+	case "complete_bootstrap":
+		return completeBootstrap(root)
 	}
 	return "", fmt.Errorf("unknown action %q", in.Action)
+}
+
+// completeBootstrap deletes BOOTSTRAP.md and nothing else. It is
+// idempotent: without the file the ritual is already completed. A symbolic
+// link named BOOTSTRAP.md is removed itself, never what it points to.
+func completeBootstrap(root *os.Root) (string, error) {
+	fi, err := root.Lstat(BootstrapFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "the first-run ritual is already completed: there is no " + BootstrapFile, nil
+	}
+	if err != nil {
+		return "", explain(BootstrapFile, err, "")
+	}
+	if fi.IsDir() {
+		return "", explain(BootstrapFile, errNotRegular, "")
+	}
+	if err := root.Remove(BootstrapFile); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "the first-run ritual is already completed: there is no " + BootstrapFile, nil
+		}
+		return "", explain(BootstrapFile, err, "")
+	}
+	return "deleted " + BootstrapFile + ": the first-run ritual is completed and will not be shown again", nil
 }
 
 // check validates the arguments against the action before anything is
@@ -248,23 +276,66 @@ func readShown(root *os.Root, name, shown string) (string, error) {
 
 // listDaily lists the daily logs, newest first.
 func listDaily(root *os.Root) (string, error) {
-	f, err := root.Open(DailyDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "there are no daily logs yet", nil
-	}
+	logs, err := dailyLogs(root)
 	if err != nil {
 		return "", explain(DailyDir, err, "")
+	}
+	if len(logs) == 0 {
+		return "there are no daily logs yet", nil
+	}
+	slices.Reverse(logs)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d daily logs, newest first:\n", len(logs))
+	for i, l := range logs {
+		if i == maxDailyListed {
+			fmt.Fprintf(&b, "... %d older logs not shown\n", len(logs)-maxDailyListed)
+			break
+		}
+		fmt.Fprintf(&b, "%s (%d bytes)\n", l.Date, l.Size)
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+// DailyLog is one daily log of a workspace, memory/YYYY-MM-DD.md.
+type DailyLog struct {
+	// Date is the day of the log, YYYY-MM-DD.
+	Date string
+	// Size is the length of the file in bytes.
+	Size int64
+}
+
+// DailyLogs returns the daily logs of the workspace at dir, oldest first.
+// Files in memory/ that are not regular files named after a calendar day
+// are left out; a workspace without memory/ has none. A symbolic link
+// leading out of the workspace is an error, not followed.
+func DailyLogs(dir string) ([]DailyLog, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	defer root.Close()
+	logs, err := dailyLogs(root)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: list daily logs: %w", err)
+	}
+	return logs, nil
+}
+
+// dailyLogs lists the daily logs inside root, oldest first.
+func dailyLogs(root *os.Root) ([]DailyLog, error) {
+	f, err := root.Open(DailyDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	entries, err := f.ReadDir(-1)
 	if err != nil {
-		return "", explain(DailyDir, err, "")
+		return nil, err
 	}
-	type logFile struct {
-		date string
-		size int64
-	}
-	var logs []logFile
+	var logs []DailyLog
 	for _, e := range entries {
 		date, ok := strings.CutSuffix(e.Name(), ".md")
 		if !ok || !validDate(date) || !e.Type().IsRegular() {
@@ -274,22 +345,10 @@ func listDaily(root *os.Root) (string, error) {
 		if err != nil {
 			continue
 		}
-		logs = append(logs, logFile{date, fi.Size()})
+		logs = append(logs, DailyLog{Date: date, Size: fi.Size()})
 	}
-	if len(logs) == 0 {
-		return "there are no daily logs yet", nil
-	}
-	slices.SortFunc(logs, func(a, b logFile) int { return strings.Compare(b.date, a.date) })
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d daily logs, newest first:\n", len(logs))
-	for i, l := range logs {
-		if i == maxDailyListed {
-			fmt.Fprintf(&b, "... %d older logs not shown\n", len(logs)-maxDailyListed)
-			break
-		}
-		fmt.Fprintf(&b, "%s (%d bytes)\n", l.date, l.size)
-	}
-	return strings.TrimSuffix(b.String(), "\n"), nil
+	slices.SortFunc(logs, func(a, b DailyLog) int { return strings.Compare(a.Date, b.Date) })
+	return logs, nil
 }
 
 // openWorkspace opens the agent's workspace. Its errors never name the

@@ -117,6 +117,12 @@ func TestMemoryTool(t *testing.T) {
 		{name: "file case", args: `{"action":"read_bootstrap","file":"soul.md"}`, wantErr: "cannot be used here"},
 		{name: "update huge", args: fmt.Sprintf(`{"action":"update_bootstrap","file":"SOUL.md","content":%q}`, huge), wantErr: "over the 256 KiB limit"},
 
+		// the first-run ritual
+		{name: "complete with file", args: `{"action":"complete_bootstrap","file":"BOOTSTRAP.md"}`, wantErr: `action complete_bootstrap does not take "file"`},
+		{name: "complete with content", args: `{"action":"complete_bootstrap","content":"x"}`, wantErr: `does not take "content"`},
+		{name: "complete bootstrap", args: `{"action":"complete_bootstrap"}`, want: "deleted BOOTSTRAP.md: the first-run ritual is completed and will not be shown again"},
+		{name: "complete again", args: `{"action":"complete_bootstrap"}`, want: "the first-run ritual is already completed: there is no BOOTSTRAP.md"},
+
 		// malformed calls
 		{name: "no action", args: `{}`, wantErr: `"action" is required`},
 		{name: "no arguments", args: ``, wantErr: `"action" is required`},
@@ -141,6 +147,14 @@ func TestMemoryTool(t *testing.T) {
 			t.Errorf("%s = %q, want %q", name, got[name], content)
 		}
 	}
+	if _, ok := got["BOOTSTRAP.md"]; ok {
+		t.Error("BOOTSTRAP.md still there after complete_bootstrap")
+	}
+	for _, name := range []string{"IDENTITY.md", "AGENTS.md", "memory/", "skills/"} {
+		if _, ok := got[name]; !ok {
+			t.Errorf("%s is gone; complete_bootstrap deletes only BOOTSTRAP.md", name)
+		}
+	}
 	for name := range got {
 		if strings.Contains(name, ".tmp-") {
 			t.Errorf("temporary file left behind: %s", name)
@@ -161,6 +175,9 @@ func TestMemoryToolHostileWorkspace(t *testing.T) {
 	if err := os.Symlink(tmp, filepath.Join(dir, "memory")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink(filepath.Join("..", "secret.txt"), filepath.Join(dir, "BOOTSTRAP.md")); err != nil {
+		t.Fatal(err)
+	}
 	now := time.Date(2026, 2, 21, 9, 30, 0, 0, time.UTC)
 	runSteps(t, newMemoryTool(now), tool.Env{Workspace: dir}, []step{
 		{name: "read memory link", args: `{"action":"read"}`, wantErr: "symbolic link leading outside the workspace"},
@@ -168,6 +185,7 @@ func TestMemoryToolHostileWorkspace(t *testing.T) {
 		{name: "daily dir link", args: `{"action":"append_daily","content":"x"}`, wantErr: "symbolic link leading outside the workspace"},
 		{name: "list daily dir link", args: `{"action":"list_daily"}`, wantErr: "symbolic link leading outside the workspace"},
 		{name: "normal file still readable", args: `{"action":"read_bootstrap","file":"AGENTS.md"}`, want: "guide"},
+		{name: "complete removes the link only", args: `{"action":"complete_bootstrap"}`, want: "deleted BOOTSTRAP.md: the first-run ritual is completed and will not be shown again"},
 	})
 	b, err := os.ReadFile(filepath.Join(tmp, "secret.txt"))
 	if err != nil || string(b) != "TOP SECRET" {
@@ -177,13 +195,19 @@ func TestMemoryToolHostileWorkspace(t *testing.T) {
 		t.Error("a daily log was written outside the workspace")
 	}
 
-	if err := os.Mkdir(filepath.Join(dir, "SOUL.md"), 0o755); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{"SOUL.md", "BOOTSTRAP.md"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	runSteps(t, newMemoryTool(now), tool.Env{Workspace: dir}, []step{
 		{name: "read dir", args: `{"action":"read_bootstrap","file":"SOUL.md"}`, wantErr: "cannot use SOUL.md: it is not a regular file"},
 		{name: "update dir", args: `{"action":"update_bootstrap","file":"SOUL.md","content":"x"}`, wantErr: "cannot use SOUL.md: it is not a regular file"},
+		{name: "complete dir", args: `{"action":"complete_bootstrap"}`, wantErr: "cannot use BOOTSTRAP.md: it is not a regular file"},
 	})
+	if fi, err := os.Stat(filepath.Join(dir, "BOOTSTRAP.md")); err != nil || !fi.IsDir() {
+		t.Errorf("complete_bootstrap removed a directory named BOOTSTRAP.md: %v", err)
+	}
 }
 
 func TestMemoryToolMissingWorkspace(t *testing.T) {
@@ -200,6 +224,7 @@ func TestMemoryToolMissingWorkspace(t *testing.T) {
 			runSteps(t, tl, tc.env, []step{
 				{name: "read", args: `{"action":"read"}`, wantErr: tc.wantErr},
 				{name: "append_daily", args: `{"action":"append_daily","content":"x"}`, wantErr: tc.wantErr},
+				{name: "complete_bootstrap", args: `{"action":"complete_bootstrap"}`, wantErr: tc.wantErr},
 			})
 		})
 	}

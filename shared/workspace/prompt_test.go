@@ -1,14 +1,18 @@
 package workspace
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/lambdaclaw/lambdaclaw/shared/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/tool"
 )
 
 func sys(s string) chat.Message { return chat.Message{Role: chat.System, Content: s} }
@@ -113,20 +117,33 @@ func TestSystemPromptNewWorkspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := SystemPrompt(dir, time.Now())
-	if err != nil {
+	headers := func() []string {
+		t.Helper()
+		got, err := SystemPrompt(dir, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var headers []string
+		for _, m := range got {
+			if m.Role != chat.System {
+				t.Errorf("message role %q, want system", m.Role)
+			}
+			headers = append(headers, strings.SplitN(m.Content, "\n", 2)[0])
+		}
+		return headers
+	}
+	want := []string{"## IDENTITY.md", "## SOUL.md", "## USER.md", "## TOOLS.md", "## AGENTS.md", "## BOOTSTRAP.md", "## MEMORY.md"}
+	if diff := cmp.Diff(want, headers()); diff != "" {
+		t.Errorf("headers mismatch (-want +got):\n%s", diff)
+	}
+
+	// Once the agent completes the first-run ritual, it leaves the prompt.
+	if _, err := MemoryTool().Call(context.Background(), tool.Env{Workspace: dir}, json.RawMessage(`{"action":"complete_bootstrap"}`)); err != nil {
 		t.Fatal(err)
 	}
-	var headers []string
-	for _, m := range got {
-		if m.Role != chat.System {
-			t.Errorf("message role %q, want system", m.Role)
-		}
-		headers = append(headers, strings.SplitN(m.Content, "\n", 2)[0])
-	}
-	want := []string{"## IDENTITY.md", "## SOUL.md", "## USER.md", "## TOOLS.md", "## AGENTS.md", "## MEMORY.md"}
-	if diff := cmp.Diff(want, headers); diff != "" {
-		t.Errorf("headers mismatch (-want +got):\n%s", diff)
+	want = slices.DeleteFunc(want, func(h string) bool { return h == "## BOOTSTRAP.md" })
+	if diff := cmp.Diff(want, headers()); diff != "" {
+		t.Errorf("headers after complete_bootstrap mismatch (-want +got):\n%s", diff)
 	}
 }
 

@@ -38,8 +38,10 @@ func Files() []string { return append([]string(nil), promptOrder...) }
 //go:embed templates/*.md
 var templates embed.FS
 
-// templated are the files Create writes. BOOTSTRAP.md is not among them:
-// its first-run ritual is not written by default.
+// templated are the files Create writes into every workspace, new or
+// existing. BOOTSTRAP.md is not among them: Create writes it only into a
+// new workspace, since the agent deletes it when its first-run ritual is
+// done and it must not come back.
 var templated = []string{"IDENTITY.md", "SOUL.md", "USER.md", "TOOLS.md", "AGENTS.md", MemoryFile}
 
 // ValidName reports whether name can name an agent: 1 to 64 lowercase
@@ -68,8 +70,11 @@ func Dir(home, name string) string { return filepath.Join(home, "agents", name) 
 
 // Create makes the workspace of agent name under home with the default
 // templates, empty memory/ and skills/ directories, and reports whether the
-// workspace directory was new. It never overwrites a file: on an existing
-// workspace it only adds the templates and directories that are missing.
+// workspace directory was new. A new workspace also gets BOOTSTRAP.md, the
+// first-run discovery ritual, which the agent deletes when it is done
+// (workspace_memory, action complete_bootstrap). Create never overwrites a
+// file: on an existing workspace it only adds the templates and directories
+// that are missing, never BOOTSTRAP.md.
 func Create(home, name string) (dir string, created bool, err error) {
 	if err := ValidName(name); err != nil {
 		return "", false, err
@@ -94,12 +99,43 @@ func Create(home, name string) (dir string, created bool, err error) {
 			return "", false, fmt.Errorf("workspace: create %s: %w", sub, err)
 		}
 	}
-	for _, file := range templated {
+	toWrite := templated
+	if created {
+		toWrite = append([]string{BootstrapFile}, templated...)
+	}
+	for _, file := range toWrite {
 		if err := writeTemplate(dir, file, name); err != nil {
 			return "", false, fmt.Errorf("workspace: %w", err)
 		}
 	}
 	return dir, created, nil
+}
+
+// Delete removes the workspace of agent name under home with everything in
+// it. A workspace that is a symbolic link loses the link, not the directory
+// it points to. A missing workspace gives an error matching fs.ErrNotExist.
+func Delete(home, name string) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	if home == "" {
+		return errors.New("workspace: home directory is not set")
+	}
+	dir := Dir(home, name)
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("workspace: agent %q does not exist: %w", name, fs.ErrNotExist)
+	}
+	if err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	if fi.Mode().IsRegular() {
+		return fmt.Errorf("workspace: %s is a file, not an agent workspace", dir)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("workspace: delete %s: %w", dir, err)
+	}
+	return nil
 }
 
 // Template returns the default content of a bootstrap file for agent name,

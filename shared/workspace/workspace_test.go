@@ -1,6 +1,8 @@
 package workspace
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,7 +80,7 @@ func TestCreate(t *testing.T) {
 		t.Fatalf("Create = %q, %v; want %q, true", dir, created, Dir(home, "helper"))
 	}
 	want := map[string]string{"memory/": "", "skills/": ""}
-	for _, f := range []string{"IDENTITY.md", "SOUL.md", "USER.md", "TOOLS.md", "AGENTS.md", "MEMORY.md"} {
+	for _, f := range []string{"IDENTITY.md", "SOUL.md", "USER.md", "TOOLS.md", "AGENTS.md", "BOOTSTRAP.md", "MEMORY.md"} {
 		b, err := templates.ReadFile("templates/" + f)
 		if err != nil {
 			t.Fatal(err)
@@ -91,8 +93,14 @@ func TestCreate(t *testing.T) {
 	if !strings.Contains(want["IDENTITY.md"], "- Name: helper\n") || !strings.Contains(want["SOUL.md"], "You are helper") {
 		t.Errorf("templates do not carry the agent name:\n%s\n%s", want["IDENTITY.md"], want["SOUL.md"])
 	}
+	for _, s := range []string{"first conversation", "update_bootstrap", "USER.md", "IDENTITY.md", "MEMORY.md", "complete_bootstrap"} {
+		if !strings.Contains(want["BOOTSTRAP.md"], s) {
+			t.Errorf("BOOTSTRAP.md template does not mention %q", s)
+		}
+	}
 
-	// A second Create keeps what is there and only fills gaps.
+	// A second Create keeps what is there and only fills gaps, but never
+	// brings back a completed BOOTSTRAP.md.
 	if err := os.WriteFile(filepath.Join(dir, "SOUL.md"), []byte("custom soul"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -102,11 +110,15 @@ func TestCreate(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "skills")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Remove(filepath.Join(dir, "BOOTSTRAP.md")); err != nil {
+		t.Fatal(err)
+	}
 	_, created, err = Create(home, "helper")
 	if err != nil || created {
 		t.Fatalf("second Create = created %v, %v; want false, nil", created, err)
 	}
 	want["SOUL.md"] = "custom soul"
+	delete(want, "BOOTSTRAP.md")
 	if diff := cmp.Diff(want, tree(t, dir)); diff != "" {
 		t.Errorf("re-created workspace mismatch (-want +got):\n%s", diff)
 	}
@@ -167,10 +179,118 @@ func TestFilesAndTemplate(t *testing.T) {
 	if Files()[0] != "IDENTITY.md" {
 		t.Error("Files returns a slice callers can change")
 	}
-	if _, err := Template("BOOTSTRAP.md", "x"); err == nil {
-		t.Error("Template(BOOTSTRAP.md) succeeded; its ritual has no default yet")
+	for _, f := range want {
+		if _, err := Template(f, "x"); err != nil {
+			t.Errorf("Template(%s): %v", f, err)
+		}
 	}
 	if _, err := Template("../workspace.go", "x"); err == nil {
 		t.Error("Template read outside the templates")
+	}
+}
+
+func TestCreateEmptyExistingDir(t *testing.T) {
+	home := t.TempDir()
+	if err := os.MkdirAll(Dir(home, "pre"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, created, err := Create(home, "pre")
+	if err != nil || created {
+		t.Fatalf("Create over an existing directory = created %v, %v; want false, nil", created, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "BOOTSTRAP.md")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("BOOTSTRAP.md written into an existing directory: %v", err)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	home := t.TempDir()
+	dir, _, err := Create(home, "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Create(home, "kept"); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, map[string]string{"memory/2026-01-01.md": "log", "skills/s/SKILL.md": "skill"})
+	if err := Delete(home, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("workspace still there after Delete: %v", err)
+	}
+	got, err := List(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"kept"}, got); diff != "" {
+		t.Errorf("List after Delete mismatch (-want +got):\n%s", diff)
+	}
+
+	// A symbolic link as workspace loses the link, not its target.
+	outside := t.TempDir()
+	writeFiles(t, outside, map[string]string{"keep.md": "keep"})
+	if err := os.Symlink(outside, Dir(home, "linked")); err != nil {
+		t.Skipf("symbolic links unavailable: %v", err)
+	}
+	if err := Delete(home, "linked"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(Dir(home, "linked")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("link still there after Delete: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(outside, "keep.md")); err != nil || string(b) != "keep" {
+		t.Errorf("link target changed: %q, %v", b, err)
+	}
+
+	if err := os.WriteFile(Dir(home, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		home, name, wantErr string
+		notExist            bool
+	}{
+		{home: home, name: "gone", wantErr: `agent "gone" does not exist`, notExist: true},
+		{home: home, name: "../kept", wantErr: "invalid"},
+		{home: home, name: "", wantErr: "empty"},
+		{home: "", name: "kept", wantErr: "home directory is not set"},
+		{home: home, name: "file", wantErr: "is a file"},
+	} {
+		err := Delete(tc.home, tc.name)
+		if err == nil || !strings.Contains(err.Error(), tc.wantErr) || errors.Is(err, fs.ErrNotExist) != tc.notExist {
+			t.Errorf("Delete(%q, %q) = %v; want error containing %q (not exist: %v)", tc.home, tc.name, err, tc.wantErr, tc.notExist)
+		}
+	}
+	if _, err := os.Stat(Dir(home, "kept")); err != nil {
+		t.Errorf("other workspace harmed: %v", err)
+	}
+}
+
+func TestDailyLogs(t *testing.T) {
+	dir := t.TempDir()
+	logs, err := DailyLogs(dir)
+	if err != nil || len(logs) != 0 {
+		t.Fatalf("DailyLogs without memory/ = %v, %v; want none", logs, err)
+	}
+	writeFiles(t, dir, map[string]string{
+		"memory/2026-03-02.md":  "two",
+		"memory/2026-03-01.md":  "one!",
+		"memory/2026-02-30.md":  "not a day",
+		"memory/notes.md":       "not a log",
+		"memory/2026-03-03.txt": "wrong suffix",
+	})
+	if err := os.Mkdir(filepath.Join(dir, "memory", "2026-03-04.md"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logs, err = DailyLogs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []DailyLog{{Date: "2026-03-01", Size: 4}, {Date: "2026-03-02", Size: 3}}
+	if diff := cmp.Diff(want, logs); diff != "" {
+		t.Errorf("DailyLogs mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := DailyLogs(filepath.Join(dir, "missing")); err == nil {
+		t.Error("DailyLogs of a missing workspace succeeded")
 	}
 }

@@ -18,10 +18,11 @@ import (
 
 // Store is an in-memory store.Store, safe for concurrent use.
 type Store struct {
-	mu       sync.Mutex
-	sessions map[string]*session
-	runs     map[string]store.Run
-	keys     map[string]store.APIKey
+	mu        sync.Mutex
+	sessions  map[string]*session
+	runs      map[string]store.Run
+	approvals map[string]store.Approval
+	keys      map[string]store.APIKey
 }
 
 type session struct {
@@ -29,11 +30,18 @@ type session struct {
 	nextSeq int64
 	msgs    map[string]store.Message
 	runs    []string
+	// approvals are the ids of the session's approvals.
+	approvals []string
 }
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{sessions: map[string]*session{}, runs: map[string]store.Run{}, keys: map[string]store.APIKey{}}
+	return &Store{
+		sessions:  map[string]*session{},
+		runs:      map[string]store.Run{},
+		approvals: map[string]store.Approval{},
+		keys:      map[string]store.APIKey{},
+	}
 }
 
 func utc(t time.Time) time.Time {
@@ -51,6 +59,7 @@ func (m *Store) CreateSession(_ context.Context, s store.Session) error {
 		return fmt.Errorf("session %s: %w", s.ID, store.ErrExists)
 	}
 	s.CreatedAt, s.UpdatedAt = utc(s.CreatedAt), utc(s.UpdatedAt)
+	s.Allowlist = slices.Clone(s.Allowlist)
 	m.sessions[s.ID] = &session{s: s, nextSeq: 1, msgs: map[string]store.Message{}}
 	return nil
 }
@@ -63,7 +72,9 @@ func (m *Store) GetSession(_ context.Context, id string) (store.Session, error) 
 	if !ok {
 		return store.Session{}, fmt.Errorf("session %s: %w", id, store.ErrNotFound)
 	}
-	return s.s, nil
+	out := s.s
+	out.Allowlist = slices.Clone(out.Allowlist)
+	return out, nil
 }
 
 // DeleteSession implements store.Sessions.
@@ -74,7 +85,24 @@ func (m *Store) DeleteSession(_ context.Context, id string) error {
 		for _, r := range s.runs {
 			delete(m.runs, r)
 		}
+		for _, a := range s.approvals {
+			delete(m.approvals, a)
+		}
 		delete(m.sessions, id)
+	}
+	return nil
+}
+
+// AllowTool implements store.Sessions.
+func (m *Store) AllowTool(_ context.Context, sessionID, tool string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[sessionID]
+	if !ok {
+		return fmt.Errorf("allow tool %s in session %s: %w", tool, sessionID, store.ErrNotFound)
+	}
+	if !slices.Contains(s.s.Allowlist, tool) {
+		s.s.Allowlist = append(s.s.Allowlist, tool)
 	}
 	return nil
 }
@@ -218,6 +246,106 @@ func (m *Store) UnfinishedSessions(_ context.Context) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// cloneApproval copies the slices and the pointer of a, so the stored
+// approval and the caller's never share memory.
+func cloneApproval(a store.Approval) store.Approval {
+	a.Calls = slices.Clone(a.Calls)
+	a.Tools = slices.Clone(a.Tools)
+	if a.ResolvedAt != nil {
+		t := *a.ResolvedAt
+		a.ResolvedAt = &t
+	}
+	return a
+}
+
+// CreateApproval implements store.Approvals. It stores a as pending, with
+// no decision; the session must exist.
+func (m *Store) CreateApproval(_ context.Context, a store.Approval) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.approvals[a.ID]; ok {
+		return fmt.Errorf("approval %s: %w", a.ID, store.ErrExists)
+	}
+	s, ok := m.sessions[a.SessionID]
+	if !ok {
+		return fmt.Errorf("approval %s in session %s: %w", a.ID, a.SessionID, store.ErrNotFound)
+	}
+	a = cloneApproval(a)
+	a.Status, a.Decision, a.ResolvedAt = store.ApprovalPending, "", nil
+	a.CreatedAt = utc(a.CreatedAt)
+	m.approvals[a.ID] = a
+	s.approvals = append(s.approvals, a.ID)
+	return nil
+}
+
+// GetApproval implements store.Approvals.
+func (m *Store) GetApproval(_ context.Context, id string) (store.Approval, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, ok := m.approvals[id]
+	if !ok {
+		return store.Approval{}, fmt.Errorf("approval %s: %w", id, store.ErrNotFound)
+	}
+	return cloneApproval(a), nil
+}
+
+// PendingApproval implements store.Approvals. Of several pending
+// approvals it returns the oldest.
+func (m *Store) PendingApproval(_ context.Context, sessionID string) (store.Approval, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var found *store.Approval
+	if s, ok := m.sessions[sessionID]; ok {
+		for _, id := range s.approvals {
+			a := m.approvals[id]
+			if a.Status != store.ApprovalPending {
+				continue
+			}
+			if found == nil || a.CreatedAt.Before(found.CreatedAt) ||
+				(a.CreatedAt.Equal(found.CreatedAt) && a.ID < found.ID) {
+				found = &a
+			}
+		}
+	}
+	if found == nil {
+		return store.Approval{}, fmt.Errorf("pending approval of %s: %w", sessionID, store.ErrNotFound)
+	}
+	return cloneApproval(*found), nil
+}
+
+// ResolveApproval implements store.Approvals.
+func (m *Store) ResolveApproval(_ context.Context, id string, status store.ApprovalStatus, decision string, at time.Time) (store.Approval, error) {
+	if status != store.ApprovalApproved && status != store.ApprovalDenied {
+		return store.Approval{}, fmt.Errorf("resolve approval %s: status %q is not an answer", id, status)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, ok := m.approvals[id]
+	if !ok {
+		return store.Approval{}, fmt.Errorf("resolve approval %s: %w", id, store.ErrNotFound)
+	}
+	if a.Status != store.ApprovalPending {
+		return cloneApproval(a), fmt.Errorf("resolve approval %s: already %s: %w", id, a.Status, store.ErrConflict)
+	}
+	t := utc(at)
+	a.Status, a.Decision, a.ResolvedAt = status, decision, &t
+	m.approvals[id] = a
+	return cloneApproval(a), nil
+}
+
+// SetApprovalToken implements store.Approvals.
+func (m *Store) SetApprovalToken(_ context.Context, id, token string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, ok := m.approvals[id]
+	if !ok {
+		return fmt.Errorf("set approval token %s: %w", id, store.ErrNotFound)
+	}
+	a.Token = token
+	m.approvals[id] = a
+	return nil
 }
 
 // CreateKey implements store.Keys.

@@ -50,6 +50,13 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"UpdateRun", testUpdateRun},
 		{"NextRun", testNextRun},
 		{"UnfinishedSessions", testUnfinishedSessions},
+		{"SessionAllowlist", testSessionAllowlist},
+		{"AllowToolConcurrent", testAllowToolConcurrent},
+		{"CreateGetApproval", testCreateGetApproval},
+		{"PendingApproval", testPendingApproval},
+		{"ResolveApproval", testResolveApproval},
+		{"ResolveApprovalConcurrent", testResolveApprovalConcurrent},
+		{"SetApprovalToken", testSetApprovalToken},
 		{"DeleteSession", testDeleteSession},
 		{"CreateKey", testCreateKey},
 		{"ListKeysOrder", testListKeysOrder},
@@ -153,6 +160,66 @@ func setStatus(t *testing.T, s store.Store, r store.Run, st store.RunStatus) sto
 // ignoreUpdated drops Run.UpdatedAt from comparisons: adapters stamp it.
 var ignoreUpdated = cmpopts.IgnoreFields(store.Run{}, "UpdatedAt")
 
+// asSet compares string lists as sets (duplicates still count), for the
+// ones whose order the port leaves open, such as allowlists.
+var asSet = cmpopts.SortSlices(func(a, b string) bool { return a < b })
+
+// approval returns a test approval request of two tool calls.
+func approval(id, sessionID, runID string, created time.Time) store.Approval {
+	return store.Approval{
+		ID:        id,
+		SessionID: sessionID,
+		RunID:     runID,
+		Calls:     []string{id + "-call_1", id + "-call_2"},
+		Tools:     []string{"shell", "write_file"},
+		Prompt:    "Allow shell `rm -rf build/` and write_file \"notes — ünï 🙂.md\"?\nReply yes, no or always.",
+		CreatedAt: created,
+	}
+}
+
+// createApproval creates an approval and returns it as stored: pending.
+func createApproval(t *testing.T, s store.Store, a store.Approval) store.Approval {
+	t.Helper()
+	must(t, "CreateApproval "+a.ID, s.CreateApproval(t.Context(), a))
+	a.Status = store.ApprovalPending
+	return a
+}
+
+// resolved returns a as answered at tm.
+func resolved(a store.Approval, st store.ApprovalStatus, decision string, tm time.Time) store.Approval {
+	a.Status, a.Decision, a.ResolvedAt = st, decision, &tm
+	return a
+}
+
+// getApproval fails t unless the stored approval id equals want.
+func getApproval(t *testing.T, s store.Store, id string, want store.Approval) {
+	t.Helper()
+	got, err := s.GetApproval(t.Context(), id)
+	must(t, "GetApproval "+id, err)
+	diff(t, "GetApproval "+id, want, got)
+	checkUTC(t, "GetApproval "+id, got.CreatedAt)
+	if got.ResolvedAt != nil {
+		checkUTC(t, "GetApproval "+id+" ResolvedAt", *got.ResolvedAt)
+	}
+}
+
+// noPending fails t unless the session has no pending approval.
+func noPending(t *testing.T, s store.Store, sessionID, when string) {
+	t.Helper()
+	got, err := s.PendingApproval(t.Context(), sessionID)
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("PendingApproval %s %s = %+v, %v; want ErrNotFound", sessionID, when, got, err)
+	}
+}
+
+// pending fails t unless want is the session's pending approval.
+func pending(t *testing.T, s store.Store, sessionID string, want store.Approval) {
+	t.Helper()
+	got, err := s.PendingApproval(t.Context(), sessionID)
+	must(t, "PendingApproval "+sessionID, err)
+	diff(t, "PendingApproval "+sessionID, want, got)
+}
+
 func testCreateGetSession(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	want := store.Session{ID: "s1", Agent: "main", Ephemeral: true, CreatedAt: at(0), UpdatedAt: at(5)}
@@ -185,6 +252,257 @@ func testSessionTimesUTC(t *testing.T, s store.Store) {
 	must(t, "GetSession", err)
 	checkUTC(t, "GetSession", got.CreatedAt, got.UpdatedAt)
 	diff(t, "GetSession", want, got)
+}
+
+func testSessionAllowlist(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	ignoreSessUpdated := cmpopts.IgnoreFields(store.Session{}, "UpdatedAt")
+	listed := store.Session{ID: "listed", Agent: "main", Allowlist: []string{"shell", "read_file"},
+		CreatedAt: at(0), UpdatedAt: at(0)}
+	must(t, "CreateSession listed", s.CreateSession(ctx, listed))
+	got, err := s.GetSession(ctx, "listed")
+	must(t, "GetSession listed", err)
+	diff(t, "GetSession listed", listed, got, asSet)
+
+	plain := newSession(t, s, "plain")
+	got, err = s.GetSession(ctx, "plain")
+	must(t, "GetSession plain", err)
+	diff(t, "GetSession plain", plain, got)
+
+	check := func(want store.Session) {
+		t.Helper()
+		got, err := s.GetSession(ctx, want.ID)
+		must(t, "GetSession "+want.ID, err)
+		diff(t, "GetSession "+want.ID, want, got, asSet, ignoreSessUpdated)
+	}
+	must(t, "AllowTool", s.AllowTool(ctx, "plain", "shell"))
+	plain.Allowlist = []string{"shell"}
+	check(plain)
+	must(t, "AllowTool again", s.AllowTool(ctx, "plain", "shell"))
+	check(plain) // adding twice keeps one
+	must(t, "AllowTool web_fetch", s.AllowTool(ctx, "plain", "web_fetch"))
+	plain.Allowlist = []string{"shell", "web_fetch"}
+	check(plain)
+	must(t, "AllowTool shell once more", s.AllowTool(ctx, "plain", "shell"))
+	check(plain)
+
+	must(t, "AllowTool listed", s.AllowTool(ctx, "listed", "read_file"))
+	must(t, "AllowTool listed", s.AllowTool(ctx, "listed", "write_file"))
+	listed.Allowlist = []string{"shell", "read_file", "write_file"}
+	check(listed)
+	check(plain) // another session's allowlist is its own
+
+	wantErr(t, "AllowTool unknown session", s.AllowTool(ctx, "nope", "shell"), store.ErrNotFound)
+	_, err = s.GetSession(ctx, "nope")
+	wantErr(t, "GetSession after AllowTool unknown", err, store.ErrNotFound)
+}
+
+func testAllowToolConcurrent(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	sess := newSession(t, s, "s")
+	const workers = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*workers)
+	for w := range workers {
+		wg.Go(func() {
+			// Each adds its own tool and one all of them add.
+			errs <- s.AllowTool(ctx, "s", fmt.Sprintf("tool_%d", w))
+			errs <- s.AllowTool(ctx, "s", "shared")
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("AllowTool: %v", err)
+		}
+	}
+	sess.Allowlist = []string{"shared"}
+	for w := range workers {
+		sess.Allowlist = append(sess.Allowlist, fmt.Sprintf("tool_%d", w))
+	}
+	got, err := s.GetSession(ctx, "s")
+	must(t, "GetSession", err)
+	diff(t, "GetSession after concurrent AllowTool", sess, got, asSet,
+		cmpopts.IgnoreFields(store.Session{}, "UpdatedAt"))
+}
+
+func testCreateGetApproval(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "s1")
+	newSession(t, s, "s2")
+	in := approval("a1", "s1", "r1", at(3))
+	in.Token = "AQCEAAAAKgAAAAMAAAAAAAAAA" + strings.Repeat("x", 1000)
+	a1 := createApproval(t, s, in)
+	getApproval(t, s, "a1", a1)
+
+	a2 := approval("a2", "s1", "r2", at(4))
+	a2.Calls, a2.Tools = []string{"only"}, []string{"web_fetch"}
+	a2 = createApproval(t, s, a2)
+	getApproval(t, s, "a2", a2)
+
+	dup := approval("a1", "s1", "r9", at(50))
+	dup.Prompt = "intruder"
+	wantErr(t, "CreateApproval duplicate", s.CreateApproval(ctx, dup), store.ErrExists)
+	// The id is taken in every session.
+	dup.SessionID = "s2"
+	wantErr(t, "CreateApproval duplicate in another session", s.CreateApproval(ctx, dup), store.ErrExists)
+	getApproval(t, s, "a1", a1)
+	noPending(t, s, "s2", "after refused duplicate")
+
+	_, err := s.GetApproval(ctx, "nope")
+	wantErr(t, "GetApproval unknown", err, store.ErrNotFound)
+}
+
+func testPendingApproval(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "a")
+	newSession(t, s, "b")
+	noPending(t, s, "a", "with no approvals")
+	noPending(t, s, "nope", "of an unknown session")
+
+	b1 := createApproval(t, s, approval("b1", "b", "rb1", at(1)))
+	noPending(t, s, "a", "with only another session's")
+	pending(t, s, "b", b1)
+
+	a1 := createApproval(t, s, approval("a1", "a", "ra1", at(2)))
+	pending(t, s, "a", a1)
+	pending(t, s, "b", b1)
+
+	_, err := s.ResolveApproval(ctx, "a1", store.ApprovalApproved, "yes", at(10))
+	must(t, "ResolveApproval a1", err)
+	noPending(t, s, "a", "after its approval was answered")
+	pending(t, s, "b", b1)
+
+	a2 := createApproval(t, s, approval("a2", "a", "ra2", at(20)))
+	pending(t, s, "a", a2)
+	_, err = s.ResolveApproval(ctx, "a2", store.ApprovalDenied, "no", at(30))
+	must(t, "ResolveApproval a2", err)
+	_, err = s.ResolveApproval(ctx, "b1", store.ApprovalApproved, "always", at(30))
+	must(t, "ResolveApproval b1", err)
+	noPending(t, s, "a", "when all are answered")
+	noPending(t, s, "b", "when all are answered")
+}
+
+func testResolveApproval(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "s")
+	a := createApproval(t, s, approval("a1", "s", "r1", at(0)))
+	other := createApproval(t, s, approval("a2", "s", "r2", at(1)))
+
+	want := resolved(a, store.ApprovalApproved, "always", at(60))
+	got, err := s.ResolveApproval(ctx, "a1", store.ApprovalApproved, "always", at(60))
+	must(t, "ResolveApproval", err)
+	diff(t, "ResolveApproval", want, got)
+	if got.ResolvedAt == nil {
+		t.Fatalf("ResolveApproval: ResolvedAt = nil")
+	}
+	checkUTC(t, "ResolveApproval", got.CreatedAt, *got.ResolvedAt)
+	getApproval(t, s, "a1", want)
+
+	// The first answer wins: a second one changes nothing and gets the
+	// approval as first resolved.
+	got, err = s.ResolveApproval(ctx, "a1", store.ApprovalDenied, "no", at(120))
+	wantErr(t, "ResolveApproval again", err, store.ErrConflict)
+	diff(t, "ResolveApproval again", want, got)
+	got, err = s.ResolveApproval(ctx, "a1", store.ApprovalApproved, "yes", at(180))
+	wantErr(t, "ResolveApproval with the same status", err, store.ErrConflict)
+	diff(t, "ResolveApproval with the same status", want, got)
+	getApproval(t, s, "a1", want)
+	getApproval(t, s, "a2", other)
+
+	denied := resolved(other, store.ApprovalDenied, "no", at(90))
+	got, err = s.ResolveApproval(ctx, "a2", store.ApprovalDenied, "no", at(90))
+	must(t, "ResolveApproval a2", err)
+	diff(t, "ResolveApproval a2", denied, got)
+	got, err = s.ResolveApproval(ctx, "a2", store.ApprovalApproved, "yes", at(91))
+	wantErr(t, "ResolveApproval a2 again", err, store.ErrConflict)
+	diff(t, "ResolveApproval a2 again", denied, got)
+
+	_, err = s.ResolveApproval(ctx, "nope", store.ApprovalApproved, "yes", at(60))
+	wantErr(t, "ResolveApproval unknown", err, store.ErrNotFound)
+	_, err = s.GetApproval(ctx, "nope")
+	wantErr(t, "GetApproval after ResolveApproval unknown", err, store.ErrNotFound)
+}
+
+func testResolveApprovalConcurrent(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "s")
+	a := createApproval(t, s, approval("a", "s", "r", at(0)))
+	const workers = 8
+	type result struct {
+		worker int
+		a      store.Approval
+		err    error
+	}
+	results := make(chan result, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			st, decision := store.ApprovalApproved, fmt.Sprintf("yes-%d", w)
+			if w%2 == 1 {
+				st, decision = store.ApprovalDenied, fmt.Sprintf("no-%d", w)
+			}
+			got, err := s.ResolveApproval(ctx, "a", st, decision, at(100+w))
+			results <- result{w, got, err}
+		})
+	}
+	wg.Wait()
+	close(results)
+
+	var wins, conflicts []result
+	for r := range results {
+		switch {
+		case r.err == nil:
+			wins = append(wins, r)
+		case errors.Is(r.err, store.ErrConflict):
+			conflicts = append(conflicts, r)
+		default:
+			t.Errorf("ResolveApproval worker %d: %v", r.worker, r.err)
+		}
+	}
+	if len(wins) != 1 {
+		t.Fatalf("%d ResolveApproval calls succeeded, want exactly 1", len(wins))
+	}
+	if len(conflicts) != workers-1 {
+		t.Errorf("%d ResolveApproval calls got ErrConflict, want %d", len(conflicts), workers-1)
+	}
+	w := wins[0].worker
+	want := resolved(a, store.ApprovalApproved, fmt.Sprintf("yes-%d", w), at(100+w))
+	if w%2 == 1 {
+		want = resolved(a, store.ApprovalDenied, fmt.Sprintf("no-%d", w), at(100+w))
+	}
+	diff(t, "winning ResolveApproval", want, wins[0].a)
+	for _, c := range conflicts {
+		diff(t, fmt.Sprintf("ResolveApproval worker %d that lost", c.worker), want, c.a)
+	}
+	getApproval(t, s, "a", want)
+}
+
+func testSetApprovalToken(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "s")
+	a := createApproval(t, s, approval("a1", "s", "r1", at(0)))
+	other := createApproval(t, s, approval("a2", "s", "r2", at(1)))
+
+	a.Token = "task-token-1 " + strings.Repeat("AQB8", 256)
+	must(t, "SetApprovalToken", s.SetApprovalToken(ctx, "a1", a.Token))
+	getApproval(t, s, "a1", a)
+	pending(t, s, "s", a)
+
+	a.Token = "task-token-2"
+	must(t, "SetApprovalToken again", s.SetApprovalToken(ctx, "a1", a.Token))
+	getApproval(t, s, "a1", a)
+	getApproval(t, s, "a2", other)
+
+	// Resolving keeps the token.
+	got, err := s.ResolveApproval(ctx, "a1", store.ApprovalApproved, "yes", at(5))
+	must(t, "ResolveApproval", err)
+	diff(t, "ResolveApproval", resolved(a, store.ApprovalApproved, "yes", at(5)), got)
+
+	wantErr(t, "SetApprovalToken unknown", s.SetApprovalToken(ctx, "nope", "t"), store.ErrNotFound)
+	_, err = s.GetApproval(ctx, "nope")
+	wantErr(t, "GetApproval after SetApprovalToken unknown", err, store.ErrNotFound)
 }
 
 func testAppendMessageKeepsFirst(t *testing.T, s store.Store) {
@@ -596,6 +914,12 @@ func testDeleteSession(t *testing.T, s store.Store) {
 	keptRun := enqueue(t, s, "kept", "kept-r1")
 	keptMsgs, err := s.Messages(ctx, "kept")
 	must(t, "Messages kept", err)
+	must(t, "AllowTool gone", s.AllowTool(ctx, "gone", "shell"))
+	goneAnswered := createApproval(t, s, approval("gone-a1", "gone", "gone-r1", at(2)))
+	_, err = s.ResolveApproval(ctx, goneAnswered.ID, store.ApprovalApproved, "yes", at(3))
+	must(t, "ResolveApproval gone-a1", err)
+	createApproval(t, s, approval("gone-a2", "gone", "gone-r2", at(4)))
+	keptAppr := createApproval(t, s, approval("kept-a1", "kept", "kept-r1", at(5)))
 
 	must(t, "DeleteSession", s.DeleteSession(ctx, "gone"))
 
@@ -617,6 +941,11 @@ func testDeleteSession(t *testing.T, s store.Store) {
 	unfinished, err := s.UnfinishedSessions(ctx)
 	must(t, "UnfinishedSessions", err)
 	diff(t, "UnfinishedSessions", []string{"kept"}, unfinished)
+	for _, id := range []string{"gone-a1", "gone-a2"} {
+		_, err = s.GetApproval(ctx, id)
+		wantErr(t, "GetApproval "+id+" of deleted session", err, store.ErrNotFound)
+	}
+	noPending(t, s, "gone", "of deleted session")
 
 	gotSess, err := s.GetSession(ctx, "kept")
 	must(t, "GetSession kept", err)
@@ -627,6 +956,8 @@ func testDeleteSession(t *testing.T, s store.Store) {
 	gotRun, err := s.GetRun(ctx, "kept-r1")
 	must(t, "GetRun kept", err)
 	diff(t, "GetRun kept", keptRun, gotRun)
+	getApproval(t, s, "kept-a1", keptAppr)
+	pending(t, s, "kept", keptAppr)
 
 	// The id is free again.
 	newSession(t, s, "gone")
@@ -635,6 +966,15 @@ func testDeleteSession(t *testing.T, s store.Store) {
 	if len(msgs) != 0 {
 		t.Errorf("Messages of recreated session = %v, want none", msgs)
 	}
+	gotSess, err = s.GetSession(ctx, "gone")
+	must(t, "GetSession recreated", err)
+	if len(gotSess.Allowlist) != 0 {
+		t.Errorf("Allowlist of recreated session = %v, want none", gotSess.Allowlist)
+	}
+	noPending(t, s, "gone", "of recreated session")
+	// So are the ids of its approvals.
+	again := createApproval(t, s, approval("gone-a2", "gone", "gone-r3", at(6)))
+	pending(t, s, "gone", again)
 }
 
 // key returns a test API key.

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/mattn/go-isatty"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/config"
+	"github.com/lambdaclaw/lambdaclaw/shared/workspace"
+)
+
+// confirmInput is where `agent delete` reads its confirmation, and
+// stdinIsTerminal says whether a person may be typing there. Tests replace
+// both.
+var (
+	confirmInput    io.Reader = os.Stdin
+	stdinIsTerminal           = func() bool {
+		fd := os.Stdin.Fd()
+		return isatty.IsTerminal(fd) || isatty.IsCygwinTerminal(fd)
+	}
+)
+
+// maxIdentityRead is how much of IDENTITY.md `agent list` reads.
+const maxIdentityRead = 64 << 10
+
+// agentCommand runs `lambdaclaw agent create|list|show|delete`, which
+// manage the agent workspaces under $LAMBDACLAW_HOME/agents.
+func agentCommand(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errUsage
+	}
+	sub, want := args[0], 1
+	switch sub {
+	case "create", "show", "delete":
+	case "list":
+		want = 0
+	default:
+		fmt.Fprintf(stderr, "unknown agent command %q\n\n%s", sub, usage)
+		return errUsage
+	}
+	fset := flag.NewFlagSet("agent "+sub, flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	cfgPath := fset.String("config", "", "config file (default $LAMBDACLAW_HOME/config.yaml)")
+	yes := new(bool)
+	if sub == "delete" {
+		yes = fset.Bool("yes", false, "delete without asking for confirmation")
+	}
+	pos, err := parseInterspersed(fset, args[1:])
+	if err != nil {
+		return errUsage
+	}
+	if len(pos) != want {
+		synopsis := "lambdaclaw agent " + sub
+		switch sub {
+		case "create", "show":
+			synopsis += " NAME"
+		case "delete":
+			synopsis += " NAME [--yes]"
+		}
+		return fmt.Errorf("usage: %s", synopsis)
+	}
+	cfg, err := config.Load(*cfgPath, getenv)
+	if err != nil {
+		return err
+	}
+	if sub == "list" {
+		return listAgents(cfg.Home, stdout, stderr)
+	}
+	name := pos[0]
+	if err := workspace.ValidName(name); err != nil {
+		return err
+	}
+	switch sub {
+	case "create":
+		return createAgent(cfg.Home, name, stdout, stderr)
+	case "show":
+		return showAgent(cfg.Home, name, stdout)
+	default:
+		return deleteAgent(cfg, name, *yes, stderr)
+	}
+}
+
+// parseInterspersed parses flags placed anywhere among args, as in
+// `agent delete NAME --yes`, and returns the other arguments in order.
+// After "--" every argument is positional.
+func parseInterspersed(fset *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fset.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fset.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// createAgent makes a new workspace with the default templates, including
+// the first-run BOOTSTRAP.md, and prints its directory.
+func createAgent(home, name string, stdout, stderr io.Writer) error {
+	dir := workspace.Dir(home, name)
+	exists := fmt.Errorf("agent %q already exists in %s", name, dir)
+	if _, err := os.Lstat(dir); err == nil {
+		return exists
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	dir, created, err := workspace.Create(home, name)
+	if err != nil {
+		return err
+	}
+	if !created {
+		return exists
+	}
+	fmt.Fprintln(stdout, dir)
+	fmt.Fprintf(stderr, "created agent %q; restart `lambdaclaw serve` to use it as model %q\n", name, name)
+	return nil
+}
+
+// listAgents prints one agent per line: its name and a summary of its
+// IDENTITY.md.
+func listAgents(home string, stdout, stderr io.Writer) error {
+	names, err := workspace.List(home)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		fmt.Fprintln(stderr, "no agents yet: `lambdaclaw agent create NAME` makes one, and `lambdaclaw serve` makes the default agent")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	for _, n := range names {
+		fmt.Fprintf(tw, "%s\t%s\n", n, describeAgent(workspace.Dir(home, n)))
+	}
+	return tw.Flush()
+}
+
+// describeAgent summarises the workspace at dir from the Name, Type and
+// Emoji fields of its IDENTITY.md, like "🦞 Pinchy (AI assistant)", and
+// notes a first-run ritual still pending.
+func describeAgent(dir string) string {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return "(workspace cannot be opened)"
+	}
+	defer root.Close()
+	fields := map[string]string{}
+	if f, err := openRegular(root, "IDENTITY.md"); err == nil {
+		sc := bufio.NewScanner(io.LimitReader(f, maxIdentityRead))
+		for sc.Scan() {
+			line := strings.TrimLeft(strings.TrimSpace(sc.Text()), "-*+ ")
+			key, value, ok := strings.Cut(line, ":")
+			key = strings.ToLower(strings.Trim(key, "* "))
+			value = strings.TrimSpace(strings.Trim(strings.TrimSpace(value), "*"))
+			if ok && value != "" && fields[key] == "" {
+				fields[key] = value
+			}
+		}
+		f.Close()
+	}
+	var parts []string
+	if e := fields["emoji"]; e != "" {
+		parts = append(parts, e)
+	}
+	if n := fields["name"]; n != "" {
+		parts = append(parts, n)
+	}
+	if t := fields["type"]; t != "" {
+		parts = append(parts, "("+t+")")
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "(no identity)")
+	}
+	if fi, err := root.Lstat(workspace.BootstrapFile); err == nil && !fi.IsDir() {
+		parts = append(parts, "— first run pending")
+	}
+	return strings.Join(parts, " ")
+}
+
+// showAgent prints the bootstrap files of an agent in system prompt order,
+// each under a header, then its daily logs.
+func showAgent(home, name string, stdout io.Writer) error {
+	dir := workspace.Dir(home, name)
+	root, err := os.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no agent %q (see `lambdaclaw agent list`)", name)
+	}
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	w := bufio.NewWriter(stdout)
+	fmt.Fprintf(w, "agent %s: %s\n", name, dir)
+	for _, file := range workspace.Files() {
+		f, err := openRegular(root, file)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && file == workspace.BootstrapFile:
+			fmt.Fprintf(w, "\n==> %s <== (absent: no first-run ritual pending)\n", file)
+		case errors.Is(err, fs.ErrNotExist):
+			fmt.Fprintf(w, "\n==> %s <== (absent)\n", file)
+		case err != nil:
+			fmt.Fprintf(w, "\n==> %s <== (cannot be read: %v)\n", file, err)
+		default:
+			fmt.Fprintf(w, "\n==> %s <==\n", file)
+			text, err := io.ReadAll(f)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("read %s: %w", file, err)
+			}
+			w.Write(text)
+			if len(text) > 0 && text[len(text)-1] != '\n' {
+				w.WriteByte('\n')
+			}
+		}
+	}
+	logs, err := workspace.DailyLogs(dir)
+	if err != nil {
+		return err
+	}
+	if len(logs) == 0 {
+		fmt.Fprintf(w, "\n==> %s/ <== (no daily logs)\n", workspace.DailyDir)
+	} else {
+		fmt.Fprintf(w, "\n==> %s/ <== (%d daily logs)\n", workspace.DailyDir, len(logs))
+		for _, l := range logs {
+			fmt.Fprintf(w, "%s/%s.md (%d bytes)\n", workspace.DailyDir, l.Date, l.Size)
+		}
+	}
+	return w.Flush()
+}
+
+// openRegular opens the regular file name inside root; directories, pipes
+// and devices are refused so that reading never blocks.
+func openRegular(root *os.Root, name string) (*os.File, error) {
+	fi, err := root.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, errors.New("not a regular file")
+	}
+	return f, nil
+}
+
+// deleteAgent removes an agent's workspace. Without --yes it asks a person
+// at a terminal first; the default agent needs --yes.
+func deleteAgent(cfg *config.Config, name string, yes bool, stderr io.Writer) error {
+	dir := workspace.Dir(cfg.Home, name)
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no agent %q (see `lambdaclaw agent list`)", name)
+	} else if err != nil {
+		return err
+	}
+	if !yes {
+		if name == config.DefaultAgent {
+			return fmt.Errorf("the default agent can be deleted only with --yes: lambdaclaw agent delete %s --yes", name)
+		}
+		if !stdinIsTerminal() {
+			return fmt.Errorf("refusing to delete agent %q without --yes: stdin is not a terminal", name)
+		}
+		fmt.Fprintf(stderr, "Delete agent %q and everything in %s? This cannot be undone. [y/N] ", name, dir)
+		answer, _ := bufio.NewReader(confirmInput).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			return fmt.Errorf("agent %q not deleted", name)
+		}
+	}
+	if err := workspace.Delete(cfg.Home, name); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "deleted agent %q (%s)\n", name, dir)
+	if _, ok := cfg.Agents[name]; ok || name == config.DefaultAgent {
+		fmt.Fprintf(stderr, "note: `lambdaclaw serve` creates a fresh workspace for %q on its next start", name)
+		if ok {
+			fmt.Fprint(stderr, " while the config file lists it")
+		}
+		fmt.Fprintln(stderr)
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+// Package prompt assembles the system messages that open every model
+// request (seed 004, "System prompt assembly"): the agent's workspace files
+// followed by the list of skills it can load. Both deployments use it as
+// their agent.Prompter.
+package prompt
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/skill"
+	"github.com/lambdaclaw/lambdaclaw/shared/workspace"
+)
+
+// Builder is the agent.Prompter of lambdaclaw. Its system prompt is the
+// workspace's messages (bootstrap files in the seed's order, then
+// yesterday's and today's daily logs, or the fallback message) followed by
+// the skills section listing the skills eligible for the agent. Both parts
+// are cached and re-read only when their files change. A Builder is safe
+// for concurrent use; its fields must not change once it is in use.
+type Builder struct {
+	// Skills finds the agents' skills; nil means no skills section.
+	Skills *skill.Catalog
+	// Env decides which skills are eligible.
+	Env skill.Env
+	// Now returns the time that picks the daily logs; nil means time.Now.
+	Now func() time.Time
+
+	cache workspace.PromptCache
+}
+
+var _ agent.Prompter = (*Builder)(nil)
+
+// New returns a Builder listing the skills of c that are eligible in env.
+func New(c *skill.Catalog, env skill.Env) *Builder {
+	return &Builder{Skills: c, Env: env}
+}
+
+// SystemPrompt returns the system messages for agent a, whose workspace is
+// a.Workspace. Broken SKILL.md files are left out, not errors: the catalog
+// reports them through its Warn function.
+func (b *Builder) SystemPrompt(ctx context.Context, a *agent.Agent) ([]chat.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	now := time.Now
+	if b.Now != nil {
+		now = b.Now
+	}
+	msgs, err := b.cache.SystemPrompt(a.Workspace, now())
+	if err != nil {
+		return nil, fmt.Errorf("prompt: agent %s: %w", a.Name, err)
+	}
+	if b.Skills == nil {
+		return msgs, nil
+	}
+	all, _ := b.Skills.For(a.Workspace)
+	eligible, _ := skill.Filter(all, b.Env)
+	if m, ok := skill.Section(eligible); ok {
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
+}
