@@ -50,6 +50,15 @@ func (h *Hub) Subscribe(key string) *Subscription {
 	return s
 }
 
+// Attach delivers the events for key to an existing subscription too, so
+// that one reader can follow a reply address and single runs. An event
+// reaches a subscription once even when several of its keys match.
+func (h *Hub) Attach(key string, s *Subscription) {
+	h.mu.Lock()
+	h.subs[key] = s
+	h.mu.Unlock()
+}
+
 // Unsubscribe stops delivering events for key.
 func (h *Hub) Unsubscribe(key string) {
 	h.mu.Lock()
