@@ -175,6 +175,9 @@ func (l *Loop) act(ctx context.Context, st RunState) (RunState, error) {
 		}
 		wg.Go(func() {
 			out := l.callTool(ctx, a, st, c, decide(a, st, sess, ap, c))
+			if ctx.Err() != nil {
+				return // shutting down: the call runs again after the restart
+			}
 			m := store.Message{SessionID: st.SessionID, Key: key, RunID: st.RunID, CreatedAt: l.now().UTC(),
 				Message: chat.Message{Role: chat.Tool, Content: out, ToolCallID: c.ID, Name: c.Name}}
 			if _, err := l.Store.AppendMessage(ctx, m); err != nil {
