@@ -1,6 +1,6 @@
 // Command lambdaclaw is the local lambdaclaw: the gateway server with
-// embedded storage (`serve`) and the commands that manage it (`agent`,
-// `keys`).
+// embedded storage (`serve`), a terminal chat client for it (`chat`) and
+// the commands that manage it (`agent`, `keys`).
 package main
 
 import (
@@ -20,6 +20,8 @@ const usage = `lambdaclaw — an AI agent gateway
 
 Usage:
   lambdaclaw serve [--addr HOST:PORT] [--config FILE]   run the gateway
+  lambdaclaw chat [--addr HOST:PORT|URL] [--agent NAME] [--user NAME] [--key KEY]
+                                                        chat with an agent of the running gateway
   lambdaclaw agent create NAME                          create a workspace; print its directory
   lambdaclaw agent list                                 list the agents
   lambdaclaw agent show NAME                            print its bootstrap files and daily logs
@@ -31,7 +33,8 @@ Usage:
 
 Environment:
   LAMBDACLAW_HOME    data directory (default ~/.lambdaclaw)
-  LAMBDACLAW_ADDR    listen address (default 127.0.0.1:8080)
+  LAMBDACLAW_ADDR    listen address, and the address chat connects to (default 127.0.0.1:8080)
+  LAMBDACLAW_API_KEY the API key chat uses
   LAMBDACLAW_CONFIG  config file (default $LAMBDACLAW_HOME/config.yaml)
   OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL
                      the default provider when the config file names none
@@ -62,6 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return agentCommand(ctx, args[1:], stdout, stderr)
 	case "keys":
 		return keys(ctx, args[1:], stdout, stderr)
+	case "chat":
+		return chatCommand(ctx, args[1:], chatInput, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "lambdaclaw", version)
 		return nil

@@ -90,7 +90,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	gw, err := gateway.New(gateway.Config{
-		Runner: driver, Events: hub, Keys: db, Limiter: ratelimit.New(time.Minute),
+		Runner: driver, Events: hub, Keys: db, Runs: db, Limiter: ratelimit.New(time.Minute),
 		Agents: agents.Names, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
 		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
 	})
@@ -117,8 +117,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log.Info("shutting down")
 	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// Upgraded WebSocket connections are not the HTTP server's to close.
+	wsDone := make(chan error, 1)
+	go func() { wsDone <- gw.Shutdown(shutCtx) }()
 	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-wsDone; err != nil {
+		log.Warn("shutdown", "error", err)
 	}
 	return nil
 }

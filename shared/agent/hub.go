@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
@@ -9,15 +10,15 @@ import (
 
 // Hub routes what runs report to in-process subscribers. It implements
 // Replier. A subscriber listens either to one run, by RunKey, or to a reply
-// address (Reply.To), such as a WebSocket connection that starts many runs.
-// Events nobody listens to are dropped.
+// address (Reply.To), such as a WebSocket connection that starts many runs;
+// a key may have several subscribers. Events nobody listens to are dropped.
 type Hub struct {
 	mu   sync.Mutex
-	subs map[string]*Subscription
+	subs map[string][]*Subscription
 }
 
 // NewHub returns an empty hub.
-func NewHub() *Hub { return &Hub{subs: map[string]*Subscription{}} }
+func NewHub() *Hub { return &Hub{subs: map[string][]*Subscription{}} }
 
 // RunKey is the subscription key for the events of one run.
 func RunKey(runID string) string { return "run:" + runID }
@@ -44,9 +45,7 @@ type Subscription struct {
 // address. Subscribe before the run can report anything.
 func (h *Hub) Subscribe(key string) *Subscription {
 	s := &Subscription{notify: make(chan struct{}, 1)}
-	h.mu.Lock()
-	h.subs[key] = s
-	h.mu.Unlock()
+	h.Attach(key, s)
 	return s
 }
 
@@ -55,29 +54,39 @@ func (h *Hub) Subscribe(key string) *Subscription {
 // reaches a subscription once even when several of its keys match.
 func (h *Hub) Attach(key string, s *Subscription) {
 	h.mu.Lock()
-	h.subs[key] = s
+	if !slices.Contains(h.subs[key], s) {
+		h.subs[key] = append(h.subs[key], s)
+	}
 	h.mu.Unlock()
 }
 
-// Unsubscribe stops delivering events for key.
-func (h *Hub) Unsubscribe(key string) {
+// Unsubscribe stops delivering the events for key to s; other
+// subscribers of key keep theirs.
+func (h *Hub) Unsubscribe(key string, s *Subscription) {
 	h.mu.Lock()
-	delete(h.subs, key)
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	list := slices.DeleteFunc(h.subs[key], func(x *Subscription) bool { return x == s })
+	if len(list) == 0 {
+		delete(h.subs, key)
+	} else {
+		h.subs[key] = list
+	}
 }
 
 func (h *Hub) publish(r RunState, ev Event) {
 	ev.RunID, ev.SessionID = r.RunID, r.SessionID
 	h.mu.Lock()
-	byRun := h.subs[RunKey(r.RunID)]
-	var byAddr *Subscription
+	targets := slices.Clone(h.subs[RunKey(r.RunID)])
 	if r.Reply.To != "" {
-		byAddr = h.subs[r.Reply.To]
+		for _, s := range h.subs[r.Reply.To] {
+			if !slices.Contains(targets, s) {
+				targets = append(targets, s)
+			}
+		}
 	}
 	h.mu.Unlock()
-	byRun.push(ev)
-	if byAddr != byRun {
-		byAddr.push(ev)
+	for _, s := range targets {
+		s.push(ev)
 	}
 }
 

@@ -100,14 +100,14 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 	var key string
 	subscribe := func(runID string) {
 		if key != "" {
-			g.cfg.Events.Unsubscribe(key)
+			g.cfg.Events.Unsubscribe(key, sub)
 		}
 		key = agent.RunKey(runID)
 		sub = g.cfg.Events.Subscribe(key)
 	}
 	defer func() {
 		if key != "" {
-			g.cfg.Events.Unsubscribe(key)
+			g.cfg.Events.Unsubscribe(key, sub)
 		}
 	}()
 	st, err := g.cfg.Runner.Deliver(r.Context(), in, subscribe)

@@ -1,7 +1,8 @@
 // Package gateway is lambdaclaw's HTTP API: the OpenAI-compatible chat
 // completions endpoint (JSON and SSE streaming), the model list (one model
-// per agent) and the health check. The same http.Handler runs in the local
-// server and behind API Gateway.
+// per agent), the health check and, in the local server, the WebSocket
+// endpoint /ws. The same http.Handler runs in the local server and behind
+// API Gateway.
 package gateway
 
 import (
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
@@ -28,12 +30,22 @@ const SessionHeader = "X-Lambdaclaw-Session-Key"
 // Runner hands messages to the agent loop.
 type Runner interface {
 	Deliver(ctx context.Context, in agent.Input, subscribe func(runID string)) (agent.RunState, error)
+	// Reset starts a session afresh; it is agent.ErrBusy while the session
+	// has a run queued, running or waiting for an approval.
+	Reset(ctx context.Context, sessionID string) error
 }
 
 // Subscriber delivers a run's events to the request waiting for them.
 type Subscriber interface {
 	Subscribe(key string) *agent.Subscription
-	Unsubscribe(key string)
+	// Attach delivers the events for key to an existing subscription too.
+	Attach(key string, s *agent.Subscription)
+	Unsubscribe(key string, s *agent.Subscription)
+}
+
+// RunFinder looks runs up by id.
+type RunFinder interface {
+	GetRun(ctx context.Context, id string) (store.Run, error)
 }
 
 // KeyFinder looks up API keys by hash.
@@ -56,7 +68,12 @@ type Config struct {
 	Agents func() []string
 	// Identity derives the session of a stateful request.
 	Identity agent.Identity
-	// MaxBodyBytes limits request bodies; zero means 1 MiB.
+	// Runs, when set, lets /ws recognise a repeated client message id whose
+	// run the gateway no longer remembers (after a restart); without it
+	// only the ids of the last 65536 messages are recognised.
+	Runs RunFinder
+	// MaxBodyBytes limits request bodies and WebSocket frames; zero means
+	// 1 MiB.
 	MaxBodyBytes int64
 	Log          *slog.Logger
 }
@@ -66,6 +83,13 @@ type Gateway struct {
 	cfg     Config
 	mux     *http.ServeMux
 	started time.Time
+
+	// The WebSocket connections, closed by Shutdown.
+	wsMu     sync.Mutex
+	wsClosed bool
+	wsStop   chan struct{}
+	wsConns  sync.WaitGroup
+	dedup    *dedup
 }
 
 // New returns the API handler.
@@ -79,10 +103,11 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
-	g := &Gateway{cfg: cfg, mux: http.NewServeMux(), started: time.Now()}
+	g := &Gateway{cfg: cfg, mux: http.NewServeMux(), started: time.Now(), wsStop: make(chan struct{}), dedup: newDedup()}
 	g.mux.HandleFunc("GET /health", g.health)
 	g.mux.HandleFunc("GET /v1/models", g.authed(g.models))
 	g.mux.HandleFunc("POST /v1/chat/completions", g.authed(g.completions))
+	g.mux.HandleFunc("GET /ws", g.authed(g.serveWS))
 	g.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("unknown endpoint %s %s", r.Method, r.URL.Path))
 	})

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,11 +21,14 @@ import (
 
 // fakeKeys finds keys in a map by hash.
 type fakeKeys struct {
+	mu     sync.Mutex
 	byHash map[string]store.APIKey
 	err    error
 }
 
 func (f *fakeKeys) KeyByHash(_ context.Context, hash string) (store.APIKey, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.err != nil {
 		return store.APIKey{}, f.err
 	}
@@ -37,6 +41,7 @@ func (f *fakeKeys) KeyByHash(_ context.Context, hash string) (store.APIKey, erro
 
 // fakeLimiter denies every request when wait is set, and records calls.
 type fakeLimiter struct {
+	mu    sync.Mutex
 	wait  time.Duration
 	calls []limitCall
 }
@@ -47,50 +52,95 @@ type limitCall struct {
 }
 
 func (f *fakeLimiter) Allow(key string, limit int) (bool, time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.calls = append(f.calls, limitCall{key, limit})
 	return f.wait == 0, f.wait
 }
 
-// trackingHub is an agent.Hub that remembers which runs have subscribers.
+// trackingHub is an agent.Hub that remembers which keys have subscribers.
 type trackingHub struct {
 	*agent.Hub
+	mu     sync.Mutex
 	active map[string]bool
 }
 
-func (h *trackingHub) Subscribe(runID string) *agent.Subscription {
-	h.active[runID] = true
-	return h.Hub.Subscribe(runID)
+func (h *trackingHub) Subscribe(key string) *agent.Subscription {
+	h.mu.Lock()
+	h.active[key] = true
+	h.mu.Unlock()
+	return h.Hub.Subscribe(key)
 }
 
-func (h *trackingHub) Unsubscribe(runID string) {
-	delete(h.active, runID)
-	h.Hub.Unsubscribe(runID)
+func (h *trackingHub) Attach(key string, s *agent.Subscription) {
+	h.mu.Lock()
+	h.active[key] = true
+	h.mu.Unlock()
+	h.Hub.Attach(key, s)
+}
+
+func (h *trackingHub) Unsubscribe(key string, s *agent.Subscription) {
+	h.mu.Lock()
+	delete(h.active, key)
+	h.mu.Unlock()
+	h.Hub.Unsubscribe(key, s)
+}
+
+// isActive reports whether key has a subscriber.
+func (h *trackingHub) isActive(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.active[key]
+}
+
+// activeKeys returns the keys with subscribers.
+func (h *trackingHub) activeKeys() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var keys []string
+	for k := range h.active {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // fakeRunner records its inputs and publishes events to the hub as if the
-// run had happened at once.
+// run had happened at once. script, when set, decides per input which run
+// answers (an existing run's state resumes it) and what it reports.
 type fakeRunner struct {
 	t      *testing.T
 	hub    *trackingHub
 	events []agent.Event
 	err    error
-	inputs []agent.Input
+	script func(in agent.Input) (agent.RunState, []agent.Event)
+
+	mu       sync.Mutex
+	inputs   []agent.Input
+	resets   []string
+	resetErr error
 }
 
 func (r *fakeRunner) Deliver(_ context.Context, in agent.Input, subscribe func(string)) (agent.RunState, error) {
 	if in.RunID == "" {
 		in.RunID = agent.NewID()
 	}
+	r.mu.Lock()
 	r.inputs = append(r.inputs, in)
-	if r.err != nil {
-		return agent.RunState{}, r.err
+	err, events, script := r.err, r.events, r.script
+	r.mu.Unlock()
+	if err != nil {
+		return agent.RunState{}, err
 	}
-	subscribe(in.RunID)
-	if !r.hub.active[agent.RunKey(in.RunID)] {
-		r.t.Errorf("run %q started before the gateway subscribed to it", in.RunID)
+	st := agent.RunState{RunID: in.RunID, SessionID: in.SessionID, Agent: in.Agent, Reply: in.Reply}
+	if script != nil {
+		st, events = script(in)
 	}
-	st := agent.RunState{RunID: in.RunID, SessionID: in.SessionID, Agent: in.Agent}
-	for _, ev := range r.events {
+	subscribe(st.RunID)
+	if !r.hub.isActive(agent.RunKey(st.RunID)) {
+		r.t.Errorf("run %q started before the gateway subscribed to it", st.RunID)
+	}
+	for _, ev := range events {
 		switch {
 		case ev.Result != nil:
 			r.hub.Finish(st, *ev.Result)
@@ -101,6 +151,20 @@ func (r *fakeRunner) Deliver(_ context.Context, in agent.Input, subscribe func(s
 		}
 	}
 	return st, nil
+}
+
+func (r *fakeRunner) Reset(_ context.Context, sessionID string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.resets = append(r.resets, sessionID)
+	return r.resetErr
+}
+
+// delivered returns the inputs so far.
+func (r *fakeRunner) delivered() []agent.Input {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.inputs)
 }
 
 type fixture struct {
@@ -140,8 +204,8 @@ func newFixture(t *testing.T, edit ...func(*gateway.Config)) *fixture {
 	f.g = g
 	f.token = f.addKey(store.APIKey{ID: "k-full", Autonomy: "full", RatePerMinute: 60})
 	t.Cleanup(func() {
-		if len(hub.active) != 0 {
-			t.Errorf("subscriptions left behind: %v", hub.active)
+		if keys := hub.activeKeys(); len(keys) != 0 {
+			t.Errorf("subscriptions left behind: %v", keys)
 		}
 	})
 	return f
@@ -155,7 +219,9 @@ func (f *fixture) addKey(k store.APIKey) string {
 		f.t.Fatal(err)
 	}
 	k.Hash, k.Prefix = hash, prefix
+	f.keys.mu.Lock()
 	f.keys.byHash[hash] = k
+	f.keys.mu.Unlock()
 	return key
 }
 
