@@ -203,3 +203,58 @@ func (l *Loop) PendingApproval(ctx context.Context, sessionID string) (store.App
 	}
 	return ap, err
 }
+
+// Lane is how a driver works through a session's runs.
+type Lane interface {
+	// Resume continues the parked run of an approval just answered.
+	Resume(ctx context.Context, ap store.Approval) error
+	// Kick makes sure the session's next queued run is being worked on.
+	Kick(ctx context.Context, sessionID string) error
+}
+
+// Deliver hands a user's message to its session. If the session waits for
+// an approval, an answer (/yes, /no, /always) resumes the parked run, and
+// any other message denies the approval and is queued as a new run behind
+// it. subscribe is called with the id of the run that will answer, before
+// that run can report anything.
+func (l *Loop) Deliver(ctx context.Context, in Input, lane Lane, subscribe func(runID string)) (RunState, error) {
+	if !in.Ephemeral && len(in.Messages) == 1 && in.Messages[0].Role == chat.User {
+		ap, err := l.PendingApproval(ctx, in.SessionID)
+		switch {
+		case err == nil:
+			dec, isAnswer := ParseDecision(in.Messages[0].Content)
+			if !isAnswer {
+				dec = No
+			} else {
+				subscribe(ap.RunID)
+			}
+			err := l.Answer(ctx, ap, dec)
+			if err != nil && !errors.Is(err, store.ErrConflict) {
+				return RunState{}, err
+			}
+			if err == nil {
+				if err := lane.Resume(ctx, ap); err != nil {
+					return RunState{}, fmt.Errorf("deliver: %w", err)
+				}
+				if isAnswer {
+					run, err := l.Store.GetRun(ctx, ap.RunID)
+					if err != nil {
+						return RunState{}, fmt.Errorf("deliver: %w", err)
+					}
+					return DecodeState(run)
+				}
+			}
+		case !errors.Is(err, ErrNoPendingApproval):
+			return RunState{}, fmt.Errorf("deliver: %w", err)
+		}
+	}
+	if in.RunID == "" {
+		in.RunID = NewID()
+	}
+	subscribe(in.RunID)
+	st, err := l.Enqueue(ctx, in)
+	if err != nil {
+		return st, err
+	}
+	return st, lane.Kick(ctx, st.SessionID)
+}

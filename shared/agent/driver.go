@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
 )
@@ -34,43 +33,21 @@ func NewDriver(ctx context.Context, loop *Loop, log *slog.Logger) *Driver {
 	return &Driver{loop: loop, log: log, ctx: ctx, active: map[string]bool{}, wake: map[string]bool{}}
 }
 
-// Deliver hands a user's message to its session. If the session waits for
-// an approval, an answer (/yes, /no, /always) resumes the parked run, and
-// any other message denies the approval and queues a new run behind it.
-// subscribe is called with the id of the run that will answer, before that
-// run can report anything.
+// Deliver hands a user's message to its session; see Loop.Deliver.
 func (d *Driver) Deliver(ctx context.Context, in Input, subscribe func(runID string)) (RunState, error) {
-	if !in.Ephemeral && len(in.Messages) == 1 && in.Messages[0].Role == chat.User {
-		ap, err := d.loop.PendingApproval(ctx, in.SessionID)
-		switch {
-		case err == nil:
-			dec, isAnswer := ParseDecision(in.Messages[0].Content)
-			if !isAnswer {
-				dec = No
-			} else {
-				subscribe(ap.RunID)
-			}
-			err := d.loop.Answer(ctx, ap, dec)
-			if err != nil && !errors.Is(err, store.ErrConflict) {
-				return RunState{}, err
-			}
-			d.Wake(in.SessionID)
-			if isAnswer && err == nil {
-				run, err := d.loop.Store.GetRun(ctx, ap.RunID)
-				if err != nil {
-					return RunState{}, fmt.Errorf("deliver: %w", err)
-				}
-				return DecodeState(run)
-			}
-		case !errors.Is(err, ErrNoPendingApproval):
-			return RunState{}, fmt.Errorf("deliver: %w", err)
-		}
-	}
-	if in.RunID == "" {
-		in.RunID = NewID()
-	}
-	subscribe(in.RunID)
-	return d.Start(ctx, in)
+	return d.loop.Deliver(ctx, in, d, subscribe)
+}
+
+// Resume implements Lane: the parked run's lane is woken.
+func (d *Driver) Resume(_ context.Context, ap store.Approval) error {
+	d.Wake(ap.SessionID)
+	return nil
+}
+
+// Kick implements Lane.
+func (d *Driver) Kick(_ context.Context, sessionID string) error {
+	d.Wake(sessionID)
+	return nil
 }
 
 // Start enqueues a run and wakes its session's lane.
@@ -180,7 +157,7 @@ func (d *Driver) drive(run store.Run) bool {
 			failures++
 			d.log.Error("step failed", "run_id", st.RunID, "step", st.Step, "attempt", failures, "error", err)
 			if failures >= 5 && st.Step != StepFinish {
-				st = d.loop.fail(st, CodeInternal, fmt.Errorf("step %s failed: %w", st.Step, err))
+				st = d.loop.Fail(st, fmt.Errorf("step %s failed: %w", st.Step, err))
 				continue
 			}
 			if !sleep(d.ctx, min(time.Duration(failures)*200*time.Millisecond, 5*time.Second)) {

@@ -149,17 +149,52 @@ func (l *Loop) act(ctx context.Context, st RunState) (RunState, error) {
 	if !ok {
 		return l.fail(st, CodeInternal, fmt.Errorf("%w %q", ErrUnknownAgent, st.Agent)), nil
 	}
+	if err := l.runCalls(ctx, a, st, ""); err != nil {
+		return st, fmt.Errorf("act: %w", err)
+	}
+	st.Calls = nil
+	st.Iteration++
+	max := a.MaxToolIterations
+	if max <= 0 {
+		max = defaultMaxToolIterations
+	}
+	if st.Iteration >= max {
+		st.NoTools = true
+	}
+	st.Step = StepThink
+	return st, nil
+}
+
+// ActCall runs one tool call of the run's act step. Drivers that fan calls
+// out in parallel (the Step Functions Map) call it once per call id, then
+// step act, which finds the results and moves on. It is idempotent.
+func (l *Loop) ActCall(ctx context.Context, st RunState, callID string) error {
+	a, ok := l.Agents.Agent(st.Agent)
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownAgent, st.Agent)
+	}
+	if callID == "" {
+		return errors.New("act call: no call id")
+	}
+	return l.runCalls(ctx, a, st, callID)
+}
+
+// runCalls runs the calls of the run's current assistant message that have
+// no result yet, in parallel, or only the call with id only when it is
+// set. Each result is written under its own key, so a retry skips what is
+// done.
+func (l *Loop) runCalls(ctx context.Context, a *Agent, st RunState, only string) error {
 	am, err := l.Store.GetMessage(ctx, st.SessionID, assistantKey(st.Seq, st.Iteration))
 	if err != nil {
-		return st, fmt.Errorf("act: load assistant message: %w", err)
+		return fmt.Errorf("load assistant message: %w", err)
 	}
 	sess, err := l.Store.GetSession(ctx, st.SessionID)
 	if err != nil {
-		return st, fmt.Errorf("act: %w", err)
+		return err
 	}
 	ap, err := l.Store.GetApproval(ctx, approvalID(st))
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return st, fmt.Errorf("act: %w", err)
+		return err
 	}
 	var (
 		wg   sync.WaitGroup
@@ -167,11 +202,14 @@ func (l *Loop) act(ctx context.Context, st RunState) (RunState, error) {
 		errs []error
 	)
 	for j, c := range am.ToolCalls {
+		if only != "" && c.ID != only {
+			continue
+		}
 		key := toolKey(st.Seq, st.Iteration, j)
 		if _, err := l.Store.GetMessage(ctx, st.SessionID, key); err == nil {
 			continue // answered before a crash or retry
 		} else if !errors.Is(err, store.ErrNotFound) {
-			return st, fmt.Errorf("act: %w", err)
+			return err
 		}
 		wg.Go(func() {
 			out := l.callTool(ctx, a, st, c, decide(a, st, sess, ap, c))
@@ -189,22 +227,9 @@ func (l *Loop) act(ctx context.Context, st RunState) (RunState, error) {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return st, fmt.Errorf("act: %w", err)
+		return err
 	}
-	if ctx.Err() != nil {
-		return st, fmt.Errorf("act: %w", ctx.Err())
-	}
-	st.Calls = nil
-	st.Iteration++
-	max := a.MaxToolIterations
-	if max <= 0 {
-		max = defaultMaxToolIterations
-	}
-	if st.Iteration >= max {
-		st.NoTools = true
-	}
-	st.Step = StepThink
-	return st, nil
+	return ctx.Err()
 }
 
 // decide settles one call in act: the policy's verdict, with a person's
@@ -325,6 +350,10 @@ func (l *Loop) rollbackInput(ctx context.Context, st RunState) error {
 	}
 	return l.Store.DeleteMessages(ctx, st.SessionID, keys)
 }
+
+// Fail ends a run with an internal error the user is told about; the next
+// step is finish. Drivers call it when a step keeps failing.
+func (l *Loop) Fail(st RunState, err error) RunState { return l.fail(st, CodeInternal, err) }
 
 // fail ends a run with an error the user is told about.
 func (l *Loop) fail(st RunState, code string, err error) RunState {
