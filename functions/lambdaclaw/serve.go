@@ -19,7 +19,6 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/obs"
-	"github.com/lambdaclaw/lambdaclaw/shared/openai"
 	"github.com/lambdaclaw/lambdaclaw/shared/prompt"
 	"github.com/lambdaclaw/lambdaclaw/shared/ratelimit"
 	"github.com/lambdaclaw/lambdaclaw/shared/skill"
@@ -149,7 +148,7 @@ func firstKey(ctx context.Context, db *sqlite.DB, cfg *config.Config, stdout io.
 func buildAgents(cfg *config.Config, skills *skill.Catalog) (agent.Registry, error) {
 	providers := map[string]llm.Provider{}
 	for _, p := range cfg.Providers {
-		op, err := openai.New(openai.Config{Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Model: p.Model, Timeout: time.Duration(p.Timeout)})
+		op, err := newProvider(p)
 		if err != nil {
 			return nil, fmt.Errorf("provider %s: %w", p.Name, err)
 		}

@@ -41,12 +41,26 @@ type Config struct {
 	Sessions             Sessions               `yaml:"sessions"`
 }
 
-// Provider is an OpenAI-compatible endpoint.
+// Provider types.
+const (
+	ProviderOpenAI  = "openai"
+	ProviderBedrock = "bedrock"
+)
+
+// Provider is a language model endpoint: an OpenAI-compatible server, or
+// Amazon Bedrock's Converse API with IAM credentials.
 type Provider struct {
-	Name    string `yaml:"name"`
+	Name string `yaml:"name"`
+	// Type is "openai" (the default) or "bedrock".
+	Type string `yaml:"type"`
+	// BaseURL is the OpenAI-compatible API root; for bedrock, an optional
+	// endpoint replacing the regional one (a VPC endpoint).
 	BaseURL string `yaml:"base_url"`
 	APIKey  Secret `yaml:"api_key"`
-	Model   string `yaml:"model"`
+	// Region is Bedrock's region; AWS_REGION when empty.
+	Region string `yaml:"region"`
+	// Model is the model id; required for bedrock, DefaultModel otherwise.
+	Model string `yaml:"model"`
 	// Timeout bounds one model call (default 120s).
 	Timeout Duration `yaml:"timeout"`
 	// Retries is how many times a transient failure is retried on this
@@ -190,6 +204,9 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 		if k := &c.Providers[i].APIKey; k.Env != "" {
 			k.value, k.resolved = getenv(k.Env), true
 		}
+		if p := &c.Providers[i]; p.Type == ProviderBedrock && p.Region == "" {
+			p.Region = getenv("AWS_REGION")
+		}
 	}
 	return c, c.validate()
 }
@@ -205,6 +222,22 @@ func (c *Config) validate() error {
 			return fmt.Errorf("config: provider %q defined twice", p.Name)
 		}
 		seen[p.Name] = true
+		switch p.Type {
+		case "":
+			p.Type = ProviderOpenAI
+		case ProviderOpenAI:
+		case ProviderBedrock:
+			switch {
+			case p.Model == "":
+				return fmt.Errorf("config: provider %q: bedrock needs a model (a Bedrock model or inference profile id)", p.Name)
+			case p.Region == "":
+				return fmt.Errorf("config: provider %q: bedrock needs a region (region in the config, or AWS_REGION)", p.Name)
+			case p.APIKey.Env != "":
+				return fmt.Errorf("config: provider %q: bedrock signs with IAM credentials and takes no api_key", p.Name)
+			}
+		default:
+			return fmt.Errorf("config: provider %q: type is %q; want openai or bedrock", p.Name, p.Type)
+		}
 		if p.Model == "" {
 			p.Model = DefaultModel
 		}

@@ -35,7 +35,7 @@ func dur(d time.Duration) config.Duration { return config.Duration(d) }
 
 // defaultProvider is what validate fills in for a provider named name.
 func defaultProvider(name string) config.Provider {
-	return config.Provider{Name: name, Model: config.DefaultModel, Timeout: dur(120 * time.Second), Retries: intp(2)}
+	return config.Provider{Name: name, Type: "openai", Model: config.DefaultModel, Timeout: dur(120 * time.Second), Retries: intp(2)}
 }
 
 func TestLoad(t *testing.T) {
@@ -58,7 +58,7 @@ func TestLoad(t *testing.T) {
 			env:  map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://llm.local/v1", "OPENAI_MODEL": "gpt-x"},
 			want: config.Config{
 				Addr: config.DefaultAddr, MaxBodyBytes: config.DefaultMaxBodyBytes, DefaultRatePerMinute: 120, Sessions: config.Sessions{Sharing: "shared"},
-				Providers: []config.Provider{{Name: "openai", BaseURL: "http://llm.local/v1", Model: "gpt-x",
+				Providers: []config.Provider{{Name: "openai", Type: "openai", BaseURL: "http://llm.local/v1", Model: "gpt-x",
 					APIKey: config.Secret{Env: "OPENAI_API_KEY"}, Timeout: dur(120 * time.Second), Retries: intp(2)}},
 			},
 		},
@@ -131,11 +131,24 @@ sessions:
 				Addr: "0.0.0.0:9000", LogLevel: "debug", MaxBodyBytes: 4096, DefaultRatePerMinute: 30,
 				Sessions: config.Sessions{Sharing: "per_channel", Users: map[string][]string{"ada": {"tg:42", "ws:ada"}}},
 				Providers: []config.Provider{
-					{Name: "main", BaseURL: "https://api.example.com/v1", APIKey: config.Secret{Env: "MAIN_KEY"}, Model: "big", Timeout: dur(45 * time.Second), Retries: intp(0)},
-					{Name: "provider2", BaseURL: "http://localhost:11434/v1", Model: config.DefaultModel, Timeout: dur(150 * time.Second), Retries: intp(2)},
+					{Name: "main", Type: "openai", BaseURL: "https://api.example.com/v1", APIKey: config.Secret{Env: "MAIN_KEY"}, Model: "big", Timeout: dur(45 * time.Second), Retries: intp(0)},
+					{Name: "provider2", Type: "openai", BaseURL: "http://localhost:11434/v1", Model: config.DefaultModel, Timeout: dur(150 * time.Second), Retries: intp(2)},
 				},
 				Agents: map[string]config.AgentConfig{
 					"default": {Providers: []string{"main", "provider2"}, Model: "small", MaxToolIterations: 5, Tools: []string{"read_file"}},
+				},
+			},
+		},
+		{
+			name: "bedrock providers: region from the file or AWS_REGION",
+			yaml: "providers:\n  - name: claude\n    type: bedrock\n    region: eu-west-3\n    model: anthropic.claude-x-v1:0\n" +
+				"  - name: nova\n    type: bedrock\n    model: amazon.nova-lite-v1:0\n",
+			env: map[string]string{"AWS_REGION": "us-east-1"},
+			want: config.Config{
+				Addr: config.DefaultAddr, MaxBodyBytes: config.DefaultMaxBodyBytes, DefaultRatePerMinute: 120, Sessions: config.Sessions{Sharing: "shared"},
+				Providers: []config.Provider{
+					{Name: "claude", Type: "bedrock", Region: "eu-west-3", Model: "anthropic.claude-x-v1:0", Timeout: dur(120 * time.Second), Retries: intp(2)},
+					{Name: "nova", Type: "bedrock", Region: "us-east-1", Model: "amazon.nova-lite-v1:0", Timeout: dur(120 * time.Second), Retries: intp(2)},
 				},
 			},
 		},
@@ -225,6 +238,14 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`unknown provider "backup"`}},
 		{"duplicate provider", "providers:\n  - name: a\n  - name: a\n",
 			[]string{`provider "a" defined twice`}},
+		{"bedrock without model", "providers:\n  - name: b\n    type: bedrock\n    region: us-east-1\n",
+			[]string{`provider "b"`, "bedrock needs a model"}},
+		{"bedrock without region", "providers:\n  - name: b\n    type: bedrock\n    model: amazon.nova-lite-v1:0\n",
+			[]string{`provider "b"`, "region", "AWS_REGION"}},
+		{"bedrock with api_key", "providers:\n  - type: bedrock\n    region: us-east-1\n    model: m\n    api_key: {env: K}\n",
+			[]string{"IAM", "api_key"}},
+		{"unknown type", "providers:\n  - name: x\n    type: anthropic\n",
+			[]string{`provider "x"`, `type is "anthropic"`}},
 		{"negative iterations", "agents:\n  bot:\n    max_tool_iterations: -1\n",
 			[]string{`agent "bot"`, "max_tool_iterations"}},
 		{"bad duration", "providers:\n  - timeout: soon\n",

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/bedrock"
+	"github.com/lambdaclaw/lambdaclaw/shared/config"
+	"github.com/lambdaclaw/lambdaclaw/shared/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/openai"
+)
+
+// newProvider builds the adapter for a configured provider: an
+// OpenAI-compatible endpoint, or Bedrock Converse signed with the IAM
+// credentials of the environment (the Lambda role on AWS).
+func newProvider(p config.Provider) (llm.Provider, error) {
+	switch p.Type {
+	case config.ProviderBedrock:
+		return bedrock.NewConverse(context.Background(), bedrock.ConverseConfig{
+			Name: p.Name, Region: p.Region, Model: p.Model, Timeout: time.Duration(p.Timeout), Endpoint: p.BaseURL,
+		})
+	case config.ProviderOpenAI, "":
+		return openai.New(openai.Config{Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Model: p.Model, Timeout: time.Duration(p.Timeout)})
+	}
+	return nil, fmt.Errorf("unknown provider type %q", p.Type)
+}
