@@ -19,6 +19,7 @@ run:
 test:
 	$(GO) vet ./...
 	bash tests/dynamodb-local.sh run $(GO) test -count=1 ./...
+	cd infra && $(GO) vet ./... && JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 $(GO) test -count=1 ./...
 
 ## build: the local binary, and one linux/arm64 bootstrap per Lambda function
 build:
@@ -42,16 +43,17 @@ clean:
 	rm -rf $(BIN) $(DIST)
 
 # AWS deployment (infra/, cdk.json). The CDK CLI is the npm package aws-cdk
-# at the exact version in infra/package.json, installed into
-# infra/node_modules; never a global install. Pass options with CDK_FLAGS,
-# e.g. make deploy CDK_FLAGS='-c search=opensearch'.
-CDK       := infra/node_modules/.bin/cdk
+# at the exact version in infra/.cdk-cli/package.json, installed into
+# infra/.cdk-cli/node_modules (a dot directory, which go ./... skips: the
+# CLI ships Go template files); never a global install. Pass options with
+# CDK_FLAGS, e.g. make deploy CDK_FLAGS='-c search=opensearch'.
+CDK       := infra/.cdk-cli/node_modules/.bin/cdk
 CDK_FLAGS ?=
 
 .PHONY: synth deploy destroy cdk-bootstrap
 
-$(CDK): infra/package.json infra/package-lock.json
-	npm ci --prefix infra --no-audit --no-fund
+$(CDK): infra/.cdk-cli/package.json infra/.cdk-cli/package-lock.json
+	npm ci --prefix infra/.cdk-cli --no-audit --no-fund
 	@touch $@
 
 ## synth: the CloudFormation template, into cdk.out/

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/aws/constructs-go/constructs/v10"
+)
+
+// Context keys read by the app. Set them in cdk.json or on the command
+// line: cdk deploy -c search=opensearch -c model=<bedrock model id>.
+const (
+	ctxSearch         = "search"          // none (default) or opensearch
+	ctxModel          = "model"           // Bedrock chat model or inference profile id
+	ctxEmbedModel     = "embed_model"     // Bedrock embedding model id
+	ctxAssets         = "assets"          // directory holding <function>/bootstrap
+	ctxOpenAIBaseURL  = "openai_base_url" // optional OpenAI-compatible fallback provider
+	ctxSearchInstance = "search_instance" // OpenSearch data node instance type
+)
+
+// Defaults for the context keys.
+const (
+	// DefaultModel is Claude Haiku 4.5 through Bedrock's global cross-Region
+	// inference profile: Claude 4.x models are invoked through an inference
+	// profile (on-demand calls with the bare model id are refused), and the
+	// global profile is offered in every commercial Region, so the default
+	// works wherever the stack is deployed. Pass -c model=... for another
+	// (for example us.amazon.nova-2-lite-v1:0 or eu.anthropic.claude-...).
+	DefaultModel = "global.anthropic.claude-haiku-4-5-20251001-v1:0"
+	// DefaultEmbedModel matches shared/bedrock's embedder.
+	DefaultEmbedModel = "amazon.titan-embed-text-v2:0"
+	// DefaultSearchInstance is the smallest instance type that runs the k-NN
+	// plugin; see search.go.
+	DefaultSearchInstance = "t3.small.search"
+
+	SearchNone       = "none"
+	SearchOpenSearch = "opensearch"
+)
+
+// Config is the app's configuration, read from CDK context.
+type Config struct {
+	// Search is SearchNone or SearchOpenSearch.
+	Search string
+	// Model is the Bedrock chat model: a foundation model id, a
+	// cross-Region inference profile id (us., eu., apac., global., …) or an
+	// inference profile ARN.
+	Model string
+	// EmbedModel is the Bedrock embedding model id.
+	EmbedModel string
+	// Assets is the absolute path of the directory that holds one
+	// <function>/bootstrap per Lambda function (the Makefile's dist/).
+	Assets string
+	// OpenAIBaseURL, when set, adds an OpenAI-compatible fallback provider
+	// and a Secrets Manager secret for its API key.
+	OpenAIBaseURL string
+	// SearchInstance is the OpenSearch data node instance type.
+	SearchInstance string
+}
+
+// ConfigFromContext reads the Config from the construct tree's context,
+// filling in defaults. A relative assets path is taken from the working
+// directory.
+func ConfigFromContext(scope constructs.Construct) (Config, error) {
+	get := func(key, def string) string {
+		v := scope.Node().TryGetContext(&key)
+		if s, ok := v.(string); ok && strings.TrimSpace(s) != "" {
+			return strings.TrimSpace(s)
+		}
+		return def
+	}
+	c := Config{
+		Search:         get(ctxSearch, SearchNone),
+		Model:          get(ctxModel, DefaultModel),
+		EmbedModel:     get(ctxEmbedModel, DefaultEmbedModel),
+		Assets:         get(ctxAssets, defaultAssets()),
+		OpenAIBaseURL:  get(ctxOpenAIBaseURL, ""),
+		SearchInstance: get(ctxSearchInstance, DefaultSearchInstance),
+	}
+	if c.Search != SearchNone && c.Search != SearchOpenSearch {
+		return Config{}, fmt.Errorf("context %s=%q: want %q or %q", ctxSearch, c.Search, SearchNone, SearchOpenSearch)
+	}
+	abs, err := filepath.Abs(c.Assets)
+	if err != nil {
+		return Config{}, fmt.Errorf("context %s=%q: %w", ctxAssets, c.Assets, err)
+	}
+	c.Assets = abs
+	return c, nil
+}
+
+// defaultAssets is <repo>/dist, the Makefile's output: the repository is
+// the nearest directory above the working directory that holds cdk.json
+// (the app runs from the top when started by cdk.json, from infra/ under
+// go test).
+func defaultAssets() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "dist"
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "cdk.json")); err == nil {
+			return filepath.Join(d, "dist")
+		}
+		if filepath.Dir(d) == d {
+			return filepath.Join(dir, "dist")
+		}
+	}
+}
+
+// checkAssets reports a missing bootstrap before CDK fails with a less
+// helpful message about an asset path.
+func (c Config) checkAssets(functions []string) error {
+	var missing []string
+	for _, f := range functions {
+		p := filepath.Join(c.Assets, f, "bootstrap")
+		if _, err := os.Stat(p); err != nil {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing Lambda bootstraps (run `make build`, or set -c %s=DIR): %s", ctxAssets, strings.Join(missing, ", "))
+	}
+	return nil
+}

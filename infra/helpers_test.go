@@ -1,0 +1,269 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Synthesizing a stack runs the CDK in a Node.js child process (jsii), so
+// each variant is synthesized once and shared by every test that reads it.
+
+// synthesized is one synthesized variant of the stack.
+type synthesized struct {
+	cfg      Config
+	template assertions.Template
+	// json is the template as plain Go values, for checks that walk it.
+	json map[string]any
+	err  error
+}
+
+// variants are the stack variants the tests read.
+var variants = struct {
+	sync.Mutex
+	m map[string]*synthesized
+}{m: map[string]*synthesized{}}
+
+// assetsDir holds an empty bootstrap per function, standing in for the
+// Makefile's dist/ (the functions' code is not under test here).
+var assetsDir = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "lambdaclaw-infra-assets-")
+	if err != nil {
+		return "", err
+	}
+	for _, f := range []string{"api", "ws", "telegram", "step", "scheduler", "indexer"} {
+		if err := os.MkdirAll(filepath.Join(dir, f), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dir, f, "bootstrap"), nil, 0o755); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+})
+
+const (
+	variantDefault    = "default"
+	variantOpenSearch = "opensearch"
+)
+
+// variantContext is the CDK context of each variant.
+var variantContext = map[string]map[string]string{
+	variantDefault: {},
+	// The second variant turns on every option at once: OpenSearch, the
+	// OpenAI-compatible fallback provider and a non-default model.
+	variantOpenSearch: {
+		ctxSearch:        SearchOpenSearch,
+		ctxOpenAIBaseURL: "https://openrouter.ai/api/v1",
+		ctxModel:         "eu.anthropic.claude-sonnet-4-5-20250929-v1:0",
+	},
+}
+
+// stack returns the synthesized variant, synthesizing it on first use.
+func stack(t *testing.T, variant string) *synthesized {
+	t.Helper()
+	variants.Lock()
+	defer variants.Unlock()
+	s, ok := variants.m[variant]
+	if !ok {
+		s = synth(variantContext[variant])
+		variants.m[variant] = s
+	}
+	if s.err != nil {
+		t.Fatalf("synthesizing the %s stack: %v", variant, s.err)
+	}
+	return s
+}
+
+func synth(ctx map[string]string) (s *synthesized) {
+	s = &synthesized{}
+	defer func() {
+		if r := recover(); r != nil {
+			s.err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	dir, err := assetsDir()
+	if err != nil {
+		s.err = err
+		return s
+	}
+	c := map[string]any{ctxAssets: dir}
+	for k, v := range ctx {
+		c[k] = v
+	}
+	outdir, err := os.MkdirTemp("", "lambdaclaw-infra-cdkout-")
+	if err != nil {
+		s.err = err
+		return s
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &c, Outdir: jsii.String(outdir)})
+	s.cfg, s.err = ConfigFromContext(app)
+	if s.err != nil {
+		return s
+	}
+	st, err := NewStack(app, StackName, s.cfg, nil)
+	if err != nil {
+		s.err = err
+		return s
+	}
+	s.template = assertions.Template_FromStack(st, nil)
+	b, err := json.Marshal(s.template.ToJSON())
+	if err != nil {
+		s.err = err
+		return s
+	}
+	s.err = json.Unmarshal(b, &s.json)
+	return s
+}
+
+// assert runs a CDK assertion, which panics on a mismatch, and reports the
+// mismatch as a test error.
+func assert(t *testing.T, what string, f func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s: %v", what, r)
+		}
+	}()
+	f()
+}
+
+// resources returns the template's resources of type typ by logical id.
+func (s *synthesized) resources(typ string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for id, r := range s.json["Resources"].(map[string]any) {
+		r := r.(map[string]any)
+		if typ == "" || r["Type"] == typ {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+// props returns a resource's Properties.
+func props(r map[string]any) map[string]any {
+	p, _ := r["Properties"].(map[string]any)
+	return p
+}
+
+// functionID returns the logical id of the Lambda function whose
+// description names it ("lambdaclaw <name>: …").
+func (s *synthesized) functionID(t *testing.T, name string) string {
+	t.Helper()
+	for id, r := range s.resources("AWS::Lambda::Function") {
+		if d, _ := props(r)["Description"].(string); strings.HasPrefix(d, "lambdaclaw "+name+":") {
+			return id
+		}
+	}
+	t.Fatalf("no Lambda function %q", name)
+	return ""
+}
+
+// render turns a CloudFormation value into a string: literals as they are,
+// Ref and Fn::GetAtt as ${LogicalId} or ${LogicalId.Attr}, Fn::Join joined.
+func render(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case map[string]any:
+		if ref, ok := v["Ref"].(string); ok {
+			return "${" + ref + "}"
+		}
+		if ga, ok := v["Fn::GetAtt"].([]any); ok && len(ga) == 2 {
+			return fmt.Sprintf("${%v.%v}", ga[0], ga[1])
+		}
+		if j, ok := v["Fn::Join"].([]any); ok && len(j) == 2 {
+			var parts []string
+			for _, p := range j[1].([]any) {
+				parts = append(parts, render(p))
+			}
+			return strings.Join(parts, j[0].(string))
+		}
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// list returns v as a list: a JSON array as it is, anything else alone.
+func list(v any) []any {
+	if l, ok := v.([]any); ok {
+		return l
+	}
+	return []any{v}
+}
+
+// statement is one IAM policy statement with the policy's roles.
+type statement struct {
+	policy    string
+	roles     []string
+	actions   []string
+	resources []any
+	raw       map[string]any
+}
+
+// statements returns every statement of every AWS::IAM::Policy.
+func (s *synthesized) statements() []statement {
+	var out []statement
+	ids := keys(s.resources("AWS::IAM::Policy"))
+	for _, id := range ids {
+		p := props(s.resources("AWS::IAM::Policy")[id])
+		var roles []string
+		for _, r := range list(p["Roles"]) {
+			roles = append(roles, render(r))
+		}
+		for _, st := range list(p["PolicyDocument"].(map[string]any)["Statement"]) {
+			st := st.(map[string]any)
+			var actions []string
+			for _, a := range list(st["Action"]) {
+				actions = append(actions, a.(string))
+			}
+			out = append(out, statement{policy: id, roles: roles, actions: actions, resources: list(st["Resource"]), raw: st})
+		}
+	}
+	return out
+}
+
+// roleOf returns the logical id of the role of the function.
+func (s *synthesized) roleOf(t *testing.T, fnID string) string {
+	t.Helper()
+	r := s.resources("AWS::Lambda::Function")[fnID]
+	role := render(props(r)["Role"])
+	return strings.TrimSuffix(strings.TrimPrefix(role, "${"), ".Arn}")
+}
+
+// actionsOf returns every action granted to the role, with the rendered
+// resources of each.
+func (s *synthesized) actionsOf(role string) map[string][]string {
+	out := map[string][]string{}
+	for _, st := range s.statements() {
+		for _, r := range st.roles {
+			if r != "${"+role+"}" {
+				continue
+			}
+			for _, a := range st.actions {
+				for _, res := range st.resources {
+					out[a] = append(out[a], render(res))
+				}
+			}
+		}
+	}
+	return out
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,434 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// NewStack defines lambdaclaw's AWS deployment: everything is pay per use
+// except the optional OpenSearch domain, so an idle deployment costs cents.
+//
+// # Front door: API Gateway REST API with response streaming
+//
+// The OpenAI-compatible endpoint streams Server-Sent Events. Two AWS
+// designs stream from Lambda: a Function URL with InvokeMode
+// RESPONSE_STREAM, or an API Gateway REST API whose Lambda proxy
+// integration has responseTransferMode STREAM (API Gateway then calls
+// InvokeWithResponseStream). This stack uses the REST API, which CDK 2.250
+// exposes directly (LambdaIntegrationOptions.ResponseTransferMode), because:
+//
+//   - one base URL serves every route: OpenAI clients take a single
+//     base_url for both /v1/models and /v1/chat/completions, and the
+//     Telegram webhook, /health and /admin sit beside them, routed to their
+//     functions by API Gateway rather than by a second public URL;
+//   - stage throttling caps what a leaked URL can cost, and the REST API
+//     is where WAF, custom domains and usage plans attach later;
+//   - streamed responses may run 15 minutes (the integration timeout is
+//     raised to 900 s, allowed for STREAM without a quota increase); the
+//     endpoint is REGIONAL because edge-optimized endpoints cut idle
+//     streams after 30 s (regional: 5 minutes).
+//
+// The price is $3.50 per million requests instead of a Function URL's $0.
+//
+// What it implies for the Go side: every route of the api function uses
+// STREAM, so the api function is invoked with InvokeWithResponseStream on
+// every request. Its input is the ordinary REST proxy event (payload format
+// 1.0, events.APIGatewayProxyRequest); its output must be the streaming
+// proxy format: a JSON prelude {"statusCode":…,"headers":…,"cookies":…},
+// eight NUL bytes, then the body as it is produced. That is exactly what
+// aws-lambda-go writes for a handler returning
+// *events.LambdaFunctionURLStreamingResponse (the lambdaurl package writes
+// the same format but decodes Function URL events, payload 2.0, so the api
+// function adapts the 1.0 request to an http.Request itself). The telegram
+// function keeps a BUFFERED integration and answers with an ordinary
+// events.APIGatewayProxyResponse.
+//
+// # The loop
+//
+// A Standard state machine drives one run's steps (statemachine.go). Its
+// ARN is built from a fixed name rather than referenced, because the step
+// function it invokes also starts executions (the next queued run of a
+// session): a reference would make the function and the state machine
+// depend on each other.
+//
+// # Search
+//
+// OpenSearch is created only with -c search=opensearch (search.go), because
+// it is the one resource that costs money while idle.
+//
+// # IAM
+//
+// Every permission comes from a grant or a statement naming this stack's
+// own resources; the exceptions are Bedrock model ARNs (region-wildcarded
+// because cross-Region inference profiles route to several Regions) and
+// the CloudWatch Logs delivery actions the state machine's logging needs,
+// which IAM only accepts on "*".
+func NewStack(scope constructs.Construct, id string, cfg Config, props *awscdk.StackProps) (awscdk.Stack, error) {
+	functions := []string{"api", "ws", "telegram", "step", "scheduler"}
+	if cfg.Search == SearchOpenSearch {
+		functions = append(functions, "indexer")
+	}
+	if err := cfg.checkAssets(functions); err != nil {
+		return nil, err
+	}
+	if props == nil {
+		props = &awscdk.StackProps{}
+	}
+	if props.Description == nil {
+		props.Description = jsii.String("lambdaclaw: AI agent gateway (API Gateway, Lambda, Step Functions, DynamoDB)")
+	}
+	stack := awscdk.NewStack(scope, jsii.String(id), props)
+	s := &builder{stack: stack, cfg: cfg, fns: map[string]awslambda.Function{}}
+	s.table()
+	s.secrets()
+	s.stateMachineArn = stack.FormatArn(&awscdk.ArnComponents{
+		Service:      jsii.String("states"),
+		Resource:     jsii.String("stateMachine"),
+		ResourceName: jsii.String(stateMachineName(stack)),
+		ArnFormat:    awscdk.ArnFormat_COLON_RESOURCE_NAME,
+	})
+	s.scheduler()
+	s.websocket()
+	s.lambdas()
+	if cfg.Search == SearchOpenSearch {
+		s.search()
+	}
+	s.loop()
+	s.restAPI()
+	s.outputs()
+	return stack, nil
+}
+
+// builder holds the resources while NewStack wires them together.
+type builder struct {
+	stack awscdk.Stack
+	cfg   Config
+
+	table_             awsdynamodb.Table
+	botToken           awssecretsmanager.Secret
+	webhookSecret      awssecretsmanager.Secret
+	providerKey        awssecretsmanager.Secret // nil without openai_base_url
+	stateMachineArn    *string
+	scheduleGroup      awsscheduler.ScheduleGroup
+	schedulerRole      awsiam.Role
+	wsEndpoint         *string // https callback URL for PostToConnection
+	wsURL              *string // wss URL for clients
+	wsGrant            func(awsiam.IGrantable)
+	addWebSocketRoutes func()
+	searchEndpoint     *string // https URL of the OpenSearch domain, or nil
+	searchGrant        func(awsiam.IGrantable)
+	fns                map[string]awslambda.Function
+	stateMachine       awsstepfunctions.StateMachine
+	apiURL             *string
+	urlFor             func(path string) *string
+}
+
+// stateMachineName is the loop's physical name: fixed so that its ARN can
+// be written into the functions' environment and policies without a
+// reference (see NewStack).
+func stateMachineName(stack awscdk.Stack) string {
+	return *stack.StackName() + "-loop"
+}
+
+// table is the one DynamoDB table of the single-table design: sessions,
+// history, memory, approvals, keys, leases and de-duplication items.
+func (s *builder) table() {
+	t := awsdynamodb.NewTable(s.stack, jsii.String("Table"), &awsdynamodb.TableProps{
+		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:             &awsdynamodb.Attribute{Name: jsii.String("sk"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		TimeToLiveAttribute: jsii.String("expires_at"),
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		Stream: awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES,
+		// The table holds the users' data: `cdk destroy` leaves it behind.
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+	t.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+		IndexName:      jsii.String("gsi1"),
+		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String("gsi1pk"), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:        &awsdynamodb.Attribute{Name: jsii.String("gsi1sk"), Type: awsdynamodb.AttributeType_STRING},
+		ProjectionType: awsdynamodb.ProjectionType_ALL,
+	})
+	s.table_ = t
+}
+
+// secrets creates the Secrets Manager secrets. None holds a value from this
+// code: the bot token and the provider key are created with a random
+// placeholder that the operator replaces (README: put-secret-value); the
+// webhook secret token is random for good, in the alphabet Telegram allows
+// (A-Z a-z 0-9 _ -, at most 256 characters).
+func (s *builder) secrets() {
+	s.botToken = awssecretsmanager.NewSecret(s.stack, jsii.String("TelegramBotToken"), &awssecretsmanager.SecretProps{
+		Description: jsii.String("lambdaclaw: Telegram bot token from @BotFather (replace the generated placeholder)"),
+	})
+	s.webhookSecret = awssecretsmanager.NewSecret(s.stack, jsii.String("TelegramWebhookSecret"), &awssecretsmanager.SecretProps{
+		Description: jsii.String("lambdaclaw: secret_token for Telegram's setWebhook, checked on every webhook call"),
+		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
+			PasswordLength:     jsii.Number(64),
+			ExcludePunctuation: jsii.Bool(true),
+			IncludeSpace:       jsii.Bool(false),
+		},
+	})
+	if s.cfg.OpenAIBaseURL != "" {
+		s.providerKey = awssecretsmanager.NewSecret(s.stack, jsii.String("ProviderKey"), &awssecretsmanager.SecretProps{
+			Description: jsii.String("lambdaclaw: API key of the OpenAI-compatible provider at " + s.cfg.OpenAIBaseURL + " (replace the generated placeholder)"),
+		})
+	}
+}
+
+// scheduler creates the EventBridge Scheduler group the check-ins live in
+// and the role schedules run as: it may invoke the scheduler function and
+// nothing else. The functions that create schedules get permission to pass
+// this role to EventBridge Scheduler only.
+func (s *builder) scheduler() {
+	s.scheduleGroup = awsscheduler.NewScheduleGroup(s.stack, jsii.String("CheckIns"), &awsscheduler.ScheduleGroupProps{
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	s.schedulerRole = awsiam.NewRole(s.stack, jsii.String("SchedulerRole"), &awsiam.RoleProps{
+		Description: jsii.String("lambdaclaw: assumed by EventBridge Scheduler to invoke the scheduler function"),
+		AssumedBy: awsiam.NewServicePrincipal(jsii.String("scheduler.amazonaws.com"), &awsiam.ServicePrincipalOpts{
+			Conditions: &map[string]interface{}{
+				"StringEquals": map[string]interface{}{"aws:SourceAccount": s.stack.Account()},
+			},
+		}),
+	})
+}
+
+// grantSchedules lets fn create, update, read and delete schedules in the
+// check-in group, and pass the scheduler role to EventBridge Scheduler.
+func (s *builder) grantSchedules(fn awslambda.Function) {
+	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions: jsii.Strings("scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:GetSchedule", "scheduler:DeleteSchedule"),
+		Resources: &[]*string{s.stack.FormatArn(&awscdk.ArnComponents{
+			Service:      jsii.String("scheduler"),
+			Resource:     jsii.String("schedule"),
+			ResourceName: awscdk.Fn_Join(jsii.String(""), &[]*string{s.scheduleGroup.ScheduleGroupName(), jsii.String("/*")}),
+		})},
+	}))
+	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("iam:PassRole"),
+		Resources: &[]*string{s.schedulerRole.RoleArn()},
+		Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{"iam:PassedToService": "scheduler.amazonaws.com"},
+		},
+	}))
+}
+
+// grantStates lets fn start runs of the loop and, with answers, resume a
+// run parked for approval (SendTaskSuccess/Failure with its task token).
+func (s *builder) grantStates(fn awslambda.Function, answers bool) {
+	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("states:StartExecution"),
+		Resources: &[]*string{s.stateMachineArn},
+	}))
+	if answers {
+		fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"),
+			Resources: &[]*string{s.stateMachineArn},
+		}))
+	}
+}
+
+// inferenceProfilePrefixes are the geography prefixes of Bedrock's
+// system-defined cross-Region inference profiles.
+var inferenceProfilePrefixes = []string{"global.", "us.", "us-gov.", "eu.", "apac.", "jp.", "au.", "ca."}
+
+// bedrockResources returns the ARNs bedrock:InvokeModel* needs for model.
+//
+// A foundation model id is one ARN in this Region. A cross-Region inference
+// profile needs the profile (this account and Region) and the foundation
+// model in every destination Region it may route to; AWS documents the
+// foundation-model ARN with a wildcard Region for that (the global profile
+// routes to any commercial Region, and "*" also matches its Region-less
+// form). An inference profile ARN is granted as given, with the foundation
+// models it may front.
+func (s *builder) bedrockResources(model string) []*string {
+	fm := func(region, id string) *string {
+		return s.stack.FormatArn(&awscdk.ArnComponents{
+			Service:      jsii.String("bedrock"),
+			Region:       jsii.String(region),
+			Account:      jsii.String(""),
+			Resource:     jsii.String("foundation-model"),
+			ResourceName: jsii.String(id),
+		})
+	}
+	if strings.HasPrefix(model, "arn:") {
+		return []*string{jsii.String(model), fm("*", "*")}
+	}
+	for _, p := range inferenceProfilePrefixes {
+		if strings.HasPrefix(model, p) {
+			profile := s.stack.FormatArn(&awscdk.ArnComponents{
+				Service:      jsii.String("bedrock"),
+				Resource:     jsii.String("inference-profile"),
+				ResourceName: jsii.String(model),
+			})
+			return []*string{profile, fm("*", strings.TrimPrefix(model, p))}
+		}
+	}
+	return []*string{fm(*s.stack.Region(), model)}
+}
+
+// grantBedrock lets fn call the chat model (Converse, ConverseStream) and,
+// with embed, the embedding model.
+func (s *builder) grantBedrock(fn awslambda.Function, chat, embed bool) {
+	var res []*string
+	if chat {
+		res = append(res, s.bedrockResources(s.cfg.Model)...)
+	}
+	if embed {
+		res = append(res, s.bedrockResources(s.cfg.EmbedModel)...)
+	}
+	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"),
+		Resources: &res,
+	}))
+}
+
+// function creates one Lambda function from <assets>/<name>/bootstrap.
+func (s *builder) function(name, description string, memory, timeoutSeconds float64, env map[string]*string) awslambda.Function {
+	id := strings.ToUpper(name[:1]) + name[1:]
+	logs := awslogs.NewLogGroup(s.stack, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
+		Retention:     awslogs.RetentionDays_ONE_MONTH,
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	fn := awslambda.NewFunction(s.stack, jsii.String(id+"Function"), &awslambda.FunctionProps{
+		Description:  jsii.String("lambdaclaw " + name + ": " + description),
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture: awslambda.Architecture_ARM_64(),
+		Handler:      jsii.String("bootstrap"),
+		Code:         awslambda.Code_FromAsset(jsii.String(s.cfg.Assets+"/"+name), nil),
+		MemorySize:   jsii.Number(memory),
+		Timeout:      awscdk.Duration_Seconds(jsii.Number(timeoutSeconds)),
+		Environment:  &env,
+		LogGroup:     logs,
+	})
+	s.fns[name] = fn
+	return fn
+}
+
+// lambdas creates the functions with their environment and grants.
+func (s *builder) lambdas() {
+	common := func(extra map[string]*string) map[string]*string {
+		env := map[string]*string{
+			"TABLE_NAME":        s.table_.TableName(),
+			"STATE_MACHINE_ARN": s.stateMachineArn,
+		}
+		for k, v := range extra {
+			env[k] = v
+		}
+		return env
+	}
+	llm := map[string]*string{
+		"DEFAULT_PROVIDER":    jsii.String("bedrock"),
+		"BEDROCK_MODEL":       jsii.String(s.cfg.Model),
+		"BEDROCK_EMBED_MODEL": jsii.String(s.cfg.EmbedModel),
+		"LAMBDACLAW_SEARCH":   jsii.String(s.cfg.Search),
+	}
+	if s.providerKey != nil {
+		llm["OPENAI_BASE_URL"] = jsii.String(s.cfg.OpenAIBaseURL)
+		llm["OPENAI_API_KEY_SECRET_ARN"] = s.providerKey.SecretArn()
+	}
+	schedules := map[string]*string{
+		"SCHEDULE_GROUP":     s.scheduleGroup.ScheduleGroupName(),
+		"SCHEDULER_ROLE_ARN": s.schedulerRole.RoleArn(),
+	}
+	merge := func(ms ...map[string]*string) map[string]*string {
+		out := map[string]*string{}
+		for _, m := range ms {
+			for k, v := range m {
+				out[k] = v
+			}
+		}
+		return out
+	}
+
+	// scheduler: the target of check-in schedules; starts their runs.
+	sched := s.function("scheduler", "EventBridge Scheduler check-ins", 256, 60, common(schedules))
+	s.table_.GrantReadWriteData(sched)
+	s.grantStates(sched, false)
+	s.grantSchedules(sched)
+	sched.GrantInvoke(s.schedulerRole)
+	schedules["SCHEDULER_TARGET_ARN"] = sched.FunctionArn()
+
+	// api: the OpenAI-compatible API, health and admin, streamed.
+	api := s.function("api", "OpenAI-compatible API, health, admin (response streaming)", 512, 900,
+		common(merge(llm, schedules)))
+	s.table_.GrantReadWriteData(api)
+	s.grantStates(api, true)
+	s.grantBedrock(api, true, true)
+	s.grantSchedules(api)
+	if s.providerKey != nil {
+		s.providerKey.GrantRead(api, nil)
+	}
+
+	// ws: WebSocket $connect/$disconnect/$default.
+	ws := s.function("ws", "WebSocket connections and messages", 256, 30,
+		common(map[string]*string{"WS_ENDPOINT": s.wsEndpoint}))
+	s.table_.GrantReadWriteData(ws)
+	s.grantStates(ws, true)
+	s.wsGrant(ws)
+
+	// telegram: the webhook.
+	tg := s.function("telegram", "Telegram webhook", 256, 30, common(map[string]*string{
+		"TELEGRAM_BOT_TOKEN_SECRET_ARN": s.botToken.SecretArn(),
+		"TELEGRAM_WEBHOOK_SECRET_ARN":   s.webhookSecret.SecretArn(),
+	}))
+	s.table_.GrantReadWriteData(tg)
+	s.grantStates(tg, true)
+	s.botToken.GrantRead(tg, nil)
+	s.webhookSecret.GrantRead(tg, nil)
+
+	// step: one step of a run per invocation, for the state machine. It
+	// delivers replies (WebSocket, Telegram), runs tools (check-in
+	// schedules among them) and starts a session's next queued run.
+	step := s.function("step", "agent loop steps for Step Functions", 512, 900, common(merge(llm, schedules, map[string]*string{
+		"WS_ENDPOINT":                   s.wsEndpoint,
+		"TELEGRAM_BOT_TOKEN_SECRET_ARN": s.botToken.SecretArn(),
+	})))
+	s.table_.GrantReadWriteData(step)
+	s.grantStates(step, false)
+	s.grantBedrock(step, true, true)
+	s.grantSchedules(step)
+	s.wsGrant(step)
+	s.botToken.GrantRead(step, nil)
+	if s.providerKey != nil {
+		s.providerKey.GrantRead(step, nil)
+	}
+}
+
+// outputs are the stack outputs the README and the operator use.
+func (s *builder) outputs() {
+	out := func(id string, value *string, description string) {
+		awscdk.NewCfnOutput(s.stack, jsii.String(id), &awscdk.CfnOutputProps{
+			Value:       value,
+			Description: jsii.String(description),
+		})
+	}
+	out("ApiUrl", s.apiURL, "REST API base URL (GET health, /admin/...)")
+	out("OpenAIBaseUrl", s.urlFor("/v1"), "base_url for OpenAI clients")
+	out("ChatCompletionsUrl", s.urlFor("/v1/chat/completions"), "OpenAI-compatible chat completions (JSON and SSE)")
+	out("WebSocketUrl", s.wsURL, "WebSocket endpoint")
+	out("TelegramWebhookUrl", s.urlFor("/telegram/webhook"), "url for Telegram's setWebhook")
+	out("StateMachineArn", s.stateMachineArn, "the agent loop's state machine")
+	out("TableName", s.table_.TableName(), "the DynamoDB table")
+	out("TelegramBotTokenSecretArn", s.botToken.SecretArn(), "put the bot token here")
+	out("TelegramWebhookSecretArn", s.webhookSecret.SecretArn(), "secret_token for setWebhook")
+	if s.providerKey != nil {
+		out("ProviderKeySecretArn", s.providerKey.SecretArn(), "put the OpenAI-compatible provider's API key here")
+	}
+	if s.searchEndpoint != nil {
+		out("OpenSearchEndpoint", s.searchEndpoint, "OpenSearch domain endpoint")
+	}
+}

@@ -1,0 +1,640 @@
+package main
+
+import (
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// m is shorthand for the JSON objects the assertions match.
+type m = map[string]any
+
+func objectLike(v m) assertions.Matcher { return assertions.Match_ObjectLike(&v) }
+func arrayWith(v ...any) assertions.Matcher {
+	return assertions.Match_ArrayWith(&v)
+}
+
+func TestTable(t *testing.T) {
+	s := stack(t, variantDefault)
+	assert(t, "one table", func() { s.template.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(1)) })
+	assert(t, "table schema", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), m{
+			"KeySchema": []any{
+				m{"AttributeName": "pk", "KeyType": "HASH"},
+				m{"AttributeName": "sk", "KeyType": "RANGE"},
+			},
+			"AttributeDefinitions": arrayWith(
+				m{"AttributeName": "pk", "AttributeType": "S"},
+				m{"AttributeName": "sk", "AttributeType": "S"},
+				m{"AttributeName": "gsi1pk", "AttributeType": "S"},
+				m{"AttributeName": "gsi1sk", "AttributeType": "S"},
+			),
+			"GlobalSecondaryIndexes": []any{m{
+				"IndexName": "gsi1",
+				"KeySchema": []any{
+					m{"AttributeName": "gsi1pk", "KeyType": "HASH"},
+					m{"AttributeName": "gsi1sk", "KeyType": "RANGE"},
+				},
+				"Projection": m{"ProjectionType": "ALL"},
+			}},
+			"BillingMode":                      "PAY_PER_REQUEST",
+			"TimeToLiveSpecification":          m{"AttributeName": "expires_at", "Enabled": true},
+			"PointInTimeRecoverySpecification": m{"PointInTimeRecoveryEnabled": true},
+			"StreamSpecification":              m{"StreamViewType": "NEW_AND_OLD_IMAGES"},
+		})
+	})
+	assert(t, "table outlives the stack", func() {
+		s.template.HasResource(jsii.String("AWS::DynamoDB::Table"), m{"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"})
+	})
+}
+
+func TestFunctions(t *testing.T) {
+	for variant, want := range map[string][]string{
+		variantDefault:    {"api", "ws", "telegram", "step", "scheduler"},
+		variantOpenSearch: {"api", "ws", "telegram", "step", "scheduler", "indexer"},
+	} {
+		t.Run(variant, func(t *testing.T) {
+			s := stack(t, variant)
+			fns := s.resources("AWS::Lambda::Function")
+			if len(fns) != len(want) {
+				t.Errorf("%d Lambda functions, want %d (%v): a construct added one of its own?", len(fns), len(want), want)
+			}
+			for _, name := range want {
+				id := s.functionID(t, name)
+				p := props(fns[id])
+				if p["Runtime"] != "provided.al2023" || p["Handler"] != "bootstrap" {
+					t.Errorf("%s: runtime %v handler %v, want provided.al2023 and bootstrap", name, p["Runtime"], p["Handler"])
+				}
+				if a := p["Architectures"]; len(list(a)) != 1 || list(a)[0] != "arm64" {
+					t.Errorf("%s: architectures %v, want [arm64]", name, a)
+				}
+				env := props(fns[id])["Environment"].(map[string]any)["Variables"].(map[string]any)
+				if _, ok := env["TABLE_NAME"]; !ok {
+					t.Errorf("%s: no TABLE_NAME", name)
+				}
+				if _, ok := p["ReservedConcurrentExecutions"]; ok {
+					t.Errorf("%s: reserved concurrency", name)
+				}
+			}
+			// The functions that talk to a model, and how.
+			for _, name := range []string{"api", "step"} {
+				env := props(fns[s.functionID(t, name)])["Environment"].(map[string]any)["Variables"].(map[string]any)
+				if env["DEFAULT_PROVIDER"] != "bedrock" || env["BEDROCK_MODEL"] != s.cfg.Model {
+					t.Errorf("%s: DEFAULT_PROVIDER=%v BEDROCK_MODEL=%v, want bedrock and %s", name, env["DEFAULT_PROVIDER"], env["BEDROCK_MODEL"], s.cfg.Model)
+				}
+			}
+			// Who gets which endpoint.
+			for name, vars := range map[string][]string{
+				"api":       {"STATE_MACHINE_ARN", "SCHEDULE_GROUP", "SCHEDULER_ROLE_ARN", "SCHEDULER_TARGET_ARN"},
+				"ws":        {"STATE_MACHINE_ARN", "WS_ENDPOINT"},
+				"telegram":  {"STATE_MACHINE_ARN", "TELEGRAM_BOT_TOKEN_SECRET_ARN", "TELEGRAM_WEBHOOK_SECRET_ARN"},
+				"step":      {"STATE_MACHINE_ARN", "WS_ENDPOINT", "TELEGRAM_BOT_TOKEN_SECRET_ARN", "SCHEDULER_TARGET_ARN"},
+				"scheduler": {"STATE_MACHINE_ARN", "SCHEDULE_GROUP", "SCHEDULER_ROLE_ARN"},
+			} {
+				env := props(fns[s.functionID(t, name)])["Environment"].(map[string]any)["Variables"].(map[string]any)
+				for _, v := range vars {
+					if _, ok := env[v]; !ok {
+						t.Errorf("%s: no %s", name, v)
+					}
+				}
+			}
+			ws := props(fns[s.functionID(t, "ws")])["Environment"].(map[string]any)["Variables"].(map[string]any)
+			if got := render(ws["WS_ENDPOINT"]); !regexp.MustCompile(`^https://\$\{WebSocket[0-9A-F]+\}\.execute-api\.\$\{AWS::Region\}\.\$\{AWS::URLSuffix\}/prod$`).MatchString(got) {
+				t.Errorf("WS_ENDPOINT = %s, want the stage's https management endpoint", got)
+			}
+			sm := props(fns[s.functionID(t, "step")])["Environment"].(map[string]any)["Variables"].(map[string]any)["STATE_MACHINE_ARN"]
+			if got := render(sm); !strings.HasSuffix(got, ":stateMachine:"+StackName+"-loop") {
+				t.Errorf("STATE_MACHINE_ARN = %s", got)
+			}
+		})
+	}
+}
+
+// restPaths returns the REST API's methods as "VERB /path" → method
+// properties, walking each resource's ParentId chain.
+func restPaths(s *synthesized) map[string]map[string]any {
+	res := s.resources("AWS::ApiGateway::Resource")
+	var path func(id string) string
+	path = func(id string) string {
+		p := props(res[id])
+		parent := render(p["ParentId"])
+		part := p["PathPart"].(string)
+		if strings.HasSuffix(parent, ".RootResourceId}") {
+			return "/" + part
+		}
+		return path(strings.Trim(parent, "${}")) + "/" + part
+	}
+	out := map[string]map[string]any{}
+	for _, r := range s.resources("AWS::ApiGateway::Method") {
+		p := props(r)
+		rid := render(p["ResourceId"])
+		var route string
+		if strings.HasSuffix(rid, ".RootResourceId}") {
+			route = "/"
+		} else {
+			route = path(strings.Trim(rid, "${}"))
+		}
+		out[p["HttpMethod"].(string)+" "+route] = p
+	}
+	return out
+}
+
+func TestRestAPIStreaming(t *testing.T) {
+	s := stack(t, variantDefault)
+	assert(t, "regional REST API without an account-wide role", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::ApiGateway::RestApi"), m{
+			"EndpointConfiguration": m{"Types": []any{"REGIONAL"}},
+		})
+		s.template.ResourceCountIs(jsii.String("AWS::ApiGateway::Account"), jsii.Number(0))
+	})
+	assert(t, "stage throttling", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::ApiGateway::Stage"), m{
+			"StageName":      "prod",
+			"MethodSettings": arrayWith(objectLike(m{"ThrottlingRateLimit": rateLimit, "ThrottlingBurstLimit": burstLimit})),
+		})
+	})
+
+	routes := restPaths(s)
+	apiFn, tgFn := s.functionID(t, "api"), s.functionID(t, "telegram")
+	for _, route := range []string{
+		"GET /health", "GET /v1/models", "GET /v1/models/{model}", "POST /v1/chat/completions",
+		"ANY /admin", "ANY /admin/{proxy+}",
+	} {
+		p, ok := routes[route]
+		if !ok {
+			t.Errorf("no route %s", route)
+			continue
+		}
+		integ := p["Integration"].(map[string]any)
+		uri := render(integ["Uri"])
+		if integ["Type"] != "AWS_PROXY" || integ["ResponseTransferMode"] != "STREAM" ||
+			!strings.Contains(uri, "/2021-11-15/functions/${"+apiFn+".Arn}/response-streaming-invocations") {
+			t.Errorf("%s: integration %v %v %s, want a streaming AWS_PROXY integration of the api function", route, integ["Type"], integ["ResponseTransferMode"], uri)
+		}
+		if integ["TimeoutInMillis"] != float64(streamTimeoutS*1000) {
+			t.Errorf("%s: TimeoutInMillis %v, want %d", route, integ["TimeoutInMillis"], streamTimeoutS*1000)
+		}
+		if p["AuthorizationType"] != "NONE" {
+			t.Errorf("%s: authorization %v (the api function checks bearer keys itself)", route, p["AuthorizationType"])
+		}
+	}
+	tg, ok := routes["POST /telegram/webhook"]
+	if !ok {
+		t.Fatalf("no Telegram webhook route; routes: %v", keys(routes))
+	}
+	integ := tg["Integration"].(map[string]any)
+	if uri := render(integ["Uri"]); integ["Type"] != "AWS_PROXY" || !strings.Contains(uri, "/2015-03-31/functions/${"+tgFn+".Arn}/invocations") {
+		t.Errorf("Telegram webhook integration %v %s, want a buffered proxy integration of the telegram function", integ["Type"], uri)
+	}
+	if mode, ok := integ["ResponseTransferMode"]; ok && mode != "BUFFERED" {
+		t.Errorf("Telegram webhook ResponseTransferMode %v", mode)
+	}
+	if len(routes) != 7 {
+		t.Errorf("routes %v, want exactly the 7 above", keys(routes))
+	}
+}
+
+func TestWebSocket(t *testing.T) {
+	s := stack(t, variantDefault)
+	assert(t, "WebSocket API", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Api"), m{
+			"ProtocolType":             "WEBSOCKET",
+			"RouteSelectionExpression": "$request.body.action",
+		})
+		s.template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Stage"), m{"StageName": "prod", "AutoDeploy": true})
+	})
+	wsFn := s.functionID(t, "ws")
+	integrations := s.resources("AWS::ApiGatewayV2::Integration")
+	var routes []string
+	for _, r := range s.resources("AWS::ApiGatewayV2::Route") {
+		p := props(r)
+		routes = append(routes, p["RouteKey"].(string))
+		target := render(p["Target"])
+		id := strings.TrimSuffix(strings.TrimPrefix(target, "integrations/${"), "}")
+		ip := props(integrations[id])
+		if ip == nil || !strings.Contains(render(ip["IntegrationUri"]), "${"+wsFn+".Arn}") {
+			t.Errorf("route %s → %s, want the ws function", p["RouteKey"], target)
+		}
+	}
+	slices.Sort(routes)
+	if want := []string{"$connect", "$default", "$disconnect"}; !slices.Equal(routes, want) {
+		t.Errorf("routes %v, want %v", routes, want)
+	}
+
+	// ManageConnections on this API's stage only, for ws and step only.
+	for _, st := range s.statements() {
+		if !slices.Contains(st.actions, "execute-api:ManageConnections") {
+			continue
+		}
+		for _, r := range st.resources {
+			if got := render(r); !regexp.MustCompile(`^arn:\$\{AWS::Partition\}:execute-api:\$\{AWS::Region\}:\$\{AWS::AccountId\}:\$\{WebSocket[0-9A-F]+\}/prod/\*/@connections/\*$`).MatchString(got) {
+				t.Errorf("ManageConnections on %s", got)
+			}
+		}
+		if want := []string{"${" + s.roleOf(t, wsFn) + "}"}; !slices.Equal(st.roles, want) &&
+			!slices.Equal(st.roles, []string{"${" + s.roleOf(t, s.functionID(t, "step")) + "}"}) {
+			t.Errorf("ManageConnections granted to %v", st.roles)
+		}
+	}
+	for name, want := range map[string]bool{"ws": true, "step": true, "api": false, "telegram": false, "scheduler": false} {
+		_, got := s.actionsOf(s.roleOf(t, s.functionID(t, name)))["execute-api:ManageConnections"]
+		if got != want {
+			t.Errorf("%s has ManageConnections: %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestScheduler(t *testing.T) {
+	s := stack(t, variantDefault)
+	assert(t, "schedule group", func() { s.template.ResourceCountIs(jsii.String("AWS::Scheduler::ScheduleGroup"), jsii.Number(1)) })
+	assert(t, "scheduler role trusts EventBridge Scheduler in this account", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::IAM::Role"), m{
+			"AssumeRolePolicyDocument": m{"Statement": []any{m{
+				"Action":    "sts:AssumeRole",
+				"Effect":    "Allow",
+				"Principal": m{"Service": "scheduler.amazonaws.com"},
+				"Condition": m{"StringEquals": m{"aws:SourceAccount": m{"Ref": "AWS::AccountId"}}},
+			}}},
+		})
+	})
+	var role string
+	for id, r := range s.resources("AWS::IAM::Role") {
+		if strings.HasPrefix(id, "SchedulerRole") {
+			role = id
+			_ = r
+		}
+	}
+	got := s.actionsOf(role)
+	schedFn := s.functionID(t, "scheduler")
+	if len(got) != 1 || !slices.Contains(got["lambda:InvokeFunction"], "${"+schedFn+".Arn}") {
+		t.Errorf("scheduler role may %v, want lambda:InvokeFunction on the scheduler function only", got)
+	}
+	for _, name := range []string{"api", "step", "scheduler"} {
+		acts := s.actionsOf(s.roleOf(t, s.functionID(t, name)))
+		if r := acts["iam:PassRole"]; len(r) != 1 || r[0] != "${"+role+".Arn}" {
+			t.Errorf("%s: iam:PassRole on %v, want the scheduler role", name, r)
+		}
+		if _, ok := acts["scheduler:CreateSchedule"]; !ok {
+			t.Errorf("%s cannot create schedules", name)
+		}
+	}
+	for _, st := range s.statements() {
+		if slices.Contains(st.actions, "iam:PassRole") {
+			c, _ := st.raw["Condition"].(map[string]any)
+			if render(c["StringEquals"]) != `{"iam:PassedToService":"scheduler.amazonaws.com"}` {
+				t.Errorf("iam:PassRole condition %v", c)
+			}
+		}
+	}
+}
+
+func TestSecrets(t *testing.T) {
+	for variant, want := range map[string]int{variantDefault: 2, variantOpenSearch: 3} {
+		t.Run(variant, func(t *testing.T) {
+			s := stack(t, variant)
+			secrets := s.resources("AWS::SecretsManager::Secret")
+			if len(secrets) != want {
+				t.Errorf("%d secrets, want %d", len(secrets), want)
+			}
+			for id, r := range secrets {
+				if v, ok := props(r)["SecretString"]; ok {
+					t.Errorf("secret %s has a value in the template: %v", id, v)
+				}
+				if _, ok := props(r)["GenerateSecretString"]; !ok {
+					t.Errorf("secret %s: no generated placeholder", id)
+				}
+			}
+			reads := map[string][]string{}
+			for _, name := range []string{"api", "ws", "telegram", "step", "scheduler"} {
+				for _, r := range s.actionsOf(s.roleOf(t, s.functionID(t, name)))["secretsmanager:GetSecretValue"] {
+					reads[name] = append(reads[name], strings.TrimRight(strings.TrimLeft(r, "${"), "0123456789ABCDEF}"))
+				}
+				slices.Sort(reads[name])
+			}
+			wantReads := map[string][]string{
+				"telegram": {"TelegramBotToken", "TelegramWebhookSecret"},
+				"step":     {"TelegramBotToken"},
+			}
+			if variant == variantOpenSearch {
+				wantReads["api"] = []string{"ProviderKey"}
+				wantReads["step"] = []string{"ProviderKey", "TelegramBotToken"}
+			}
+			for _, name := range []string{"api", "ws", "telegram", "step", "scheduler"} {
+				if !slices.Equal(reads[name], wantReads[name]) {
+					t.Errorf("%s reads secrets %v, want %v", name, reads[name], wantReads[name])
+				}
+			}
+		})
+	}
+}
+
+// starAllowed are the actions IAM accepts only on "*": the CloudWatch Logs
+// delivery actions Step Functions logging needs, and DynamoDB's
+// ListStreams, which the stream event source mapping needs and which
+// returns stream names, never data.
+var starAllowed = map[string]bool{
+	"logs:CreateLogDelivery": true, "logs:GetLogDelivery": true, "logs:UpdateLogDelivery": true,
+	"logs:DeleteLogDelivery": true, "logs:ListLogDeliveries": true, "logs:PutResourcePolicy": true,
+	"logs:DescribeResourcePolicies": true, "logs:DescribeLogGroups": true,
+	"dynamodb:ListStreams": true,
+}
+
+func TestIAMScopedToTheStack(t *testing.T) {
+	for _, variant := range []string{variantDefault, variantOpenSearch} {
+		t.Run(variant, func(t *testing.T) {
+			s := stack(t, variant)
+			// The names this stack gives its own resources.
+			owned := map[string]bool{}
+			for id, r := range s.resources("") {
+				owned["${"+id+"}"] = true
+				for _, k := range []string{"Name", "StateMachineName"} {
+					if n, ok := props(r)[k].(string); ok {
+						owned[n] = true
+					}
+				}
+			}
+			ownsOne := func(rendered string) bool {
+				for o := range owned {
+					if strings.Contains(rendered, o) || strings.Contains(rendered, strings.TrimSuffix(o, "}")+".") {
+						return true
+					}
+				}
+				return false
+			}
+			model := func(id string) string {
+				for _, p := range inferenceProfilePrefixes {
+					id = strings.TrimPrefix(id, p)
+				}
+				return id
+			}
+			for _, st := range s.statements() {
+				if st.raw["Effect"] != "Allow" {
+					continue
+				}
+				for _, a := range st.actions {
+					if strings.Contains(a, "*") {
+						t.Errorf("%s: wildcard action %s", st.policy, a)
+					}
+				}
+				for _, r := range st.resources {
+					got := render(r)
+					if got == "*" {
+						for _, a := range st.actions {
+							if !starAllowed[a] {
+								t.Errorf("%s: %s on *", st.policy, a)
+							}
+						}
+						continue
+					}
+					if strings.HasPrefix(st.actions[0], "bedrock:") {
+						// Model ARNs: the configured models, in this account's
+						// inference profiles or as foundation models (any
+						// Region, for cross-Region inference).
+						if !strings.HasSuffix(got, "foundation-model/"+model(s.cfg.Model)) &&
+							!strings.HasSuffix(got, "foundation-model/"+s.cfg.EmbedModel) &&
+							!strings.HasSuffix(got, "${AWS::AccountId}:inference-profile/"+s.cfg.Model) {
+							t.Errorf("%s: bedrock on %s", st.policy, got)
+						}
+						continue
+					}
+					if !ownsOne(got) {
+						t.Errorf("%s: %v on %s, not a resource of this stack", st.policy, st.actions, got)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestNothingRunsWhileIdle(t *testing.T) {
+	// Resource types billed per request, per GB stored or per secret, never
+	// per hour of running.
+	payPerUse := map[string]bool{
+		"AWS::Lambda::Function": true, "AWS::Lambda::Permission": true, "AWS::Lambda::EventSourceMapping": true,
+		"AWS::IAM::Role": true, "AWS::IAM::Policy": true, "AWS::Logs::LogGroup": true,
+		"AWS::ApiGateway::RestApi": true, "AWS::ApiGateway::Resource": true, "AWS::ApiGateway::Method": true,
+		"AWS::ApiGateway::Deployment": true, "AWS::ApiGateway::Stage": true,
+		"AWS::ApiGatewayV2::Api": true, "AWS::ApiGatewayV2::Stage": true, "AWS::ApiGatewayV2::Route": true,
+		"AWS::ApiGatewayV2::Integration": true,
+		"AWS::DynamoDB::Table":           true, "AWS::StepFunctions::StateMachine": true,
+		"AWS::Scheduler::ScheduleGroup": true, "AWS::SecretsManager::Secret": true,
+		"AWS::SQS::Queue": true, "AWS::SQS::QueuePolicy": true, "AWS::CDK::Metadata": true,
+	}
+	for variant, exceptions := range map[string][]string{
+		variantDefault:    nil,
+		variantOpenSearch: {"AWS::OpenSearchService::Domain"},
+	} {
+		s := stack(t, variant)
+		for id, r := range s.resources("") {
+			typ := r["Type"].(string)
+			if !payPerUse[typ] && !slices.Contains(exceptions, typ) {
+				t.Errorf("%s: %s %s may cost money while idle", variant, typ, id)
+			}
+		}
+	}
+}
+
+func TestOpenSearchOnlyOnRequest(t *testing.T) {
+	def := stack(t, variantDefault)
+	for _, typ := range []string{
+		"AWS::OpenSearchService::Domain", "AWS::OpenSearchServerless::Collection",
+		"AWS::Lambda::EventSourceMapping", "AWS::EC2::NatGateway",
+	} {
+		assert(t, "default has no "+typ, func() { def.template.ResourceCountIs(jsii.String(typ), jsii.Number(0)) })
+	}
+	for _, st := range def.statements() {
+		for _, a := range st.actions {
+			if strings.HasPrefix(a, "es:") || strings.HasPrefix(a, "aoss:") {
+				t.Errorf("default stack grants %s", a)
+			}
+		}
+	}
+	for id, r := range def.resources("AWS::Lambda::Function") {
+		env := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if _, ok := env["OPENSEARCH_ENDPOINT"]; ok {
+			t.Errorf("default stack: %s has OPENSEARCH_ENDPOINT", id)
+		}
+		if env["LAMBDACLAW_SEARCH"] != nil && env["LAMBDACLAW_SEARCH"] != SearchNone {
+			t.Errorf("default stack: %s has LAMBDACLAW_SEARCH=%v", id, env["LAMBDACLAW_SEARCH"])
+		}
+	}
+
+	s := stack(t, variantOpenSearch)
+	assert(t, "one small domain", func() {
+		s.template.ResourceCountIs(jsii.String("AWS::OpenSearchService::Domain"), jsii.Number(1))
+		s.template.HasResourceProperties(jsii.String("AWS::OpenSearchService::Domain"), m{
+			"EngineVersion": "OpenSearch_2.19",
+			"ClusterConfig": objectLike(m{
+				"InstanceType":              DefaultSearchInstance,
+				"InstanceCount":             1,
+				"DedicatedMasterEnabled":    false,
+				"ZoneAwarenessEnabled":      false,
+				"MultiAZWithStandbyEnabled": false,
+			}),
+			"EBSOptions":                  objectLike(m{"EBSEnabled": true, "VolumeSize": 10, "VolumeType": "gp3"}),
+			"EncryptionAtRestOptions":     m{"Enabled": true},
+			"NodeToNodeEncryptionOptions": m{"Enabled": true},
+			"DomainEndpointOptions":       objectLike(m{"EnforceHTTPS": true, "TLSSecurityPolicy": "Policy-Min-TLS-1-2-2019-07"}),
+			"VPCOptions":                  assertions.Match_Absent(),
+			"AccessPolicies":              assertions.Match_Absent(),
+		})
+	})
+	assert(t, "indexer reads the table's stream", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), m{
+			"FunctionName":               m{"Ref": s.functionID(t, "indexer")},
+			"EventSourceArn":             m{"Fn::GetAtt": []any{s.template.GetResourceId(jsii.String("AWS::DynamoDB::Table"), nil), "StreamArn"}},
+			"StartingPosition":           "TRIM_HORIZON",
+			"FunctionResponseTypes":      []any{"ReportBatchItemFailures"},
+			"BisectBatchOnFunctionError": true,
+			"DestinationConfig":          objectLike(m{"OnFailure": assertions.Match_AnyValue()}),
+		})
+	})
+	domain := *s.template.GetResourceId(jsii.String("AWS::OpenSearchService::Domain"), nil)
+	for _, name := range []string{"api", "step", "indexer"} {
+		id := s.functionID(t, name)
+		env := props(s.resources("AWS::Lambda::Function")[id])["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if got := render(env["OPENSEARCH_ENDPOINT"]); got != "https://${"+domain+".DomainEndpoint}" {
+			t.Errorf("%s: OPENSEARCH_ENDPOINT=%s", name, got)
+		}
+		acts := s.actionsOf(s.roleOf(t, id))
+		for _, a := range []string{"es:ESHttpGet", "es:ESHttpPost", "es:ESHttpPut", "es:ESHttpDelete"} {
+			res := acts[a]
+			slices.Sort(res)
+			if want := []string{"${" + domain + ".Arn}", "${" + domain + ".Arn}/*"}; !slices.Equal(res, want) {
+				t.Errorf("%s: %s on %v, want %v", name, a, res, want)
+			}
+		}
+	}
+	for _, name := range []string{"ws", "telegram", "scheduler"} {
+		for a := range s.actionsOf(s.roleOf(t, s.functionID(t, name))) {
+			if strings.HasPrefix(a, "es:") {
+				t.Errorf("%s may %s", name, a)
+			}
+		}
+	}
+}
+
+func TestBedrockGrants(t *testing.T) {
+	for _, variant := range []string{variantDefault, variantOpenSearch} {
+		s := stack(t, variant)
+		base := s.cfg.Model[strings.Index(s.cfg.Model, ".")+1:]
+		for _, name := range []string{"api", "step"} {
+			res := s.actionsOf(s.roleOf(t, s.functionID(t, name)))["bedrock:InvokeModelWithResponseStream"]
+			slices.Sort(res)
+			want := []string{
+				"arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/" + s.cfg.Model,
+				"arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/" + DefaultEmbedModel,
+				"arn:${AWS::Partition}:bedrock:*::foundation-model/" + base,
+			}
+			slices.Sort(want)
+			if !slices.Equal(res, want) {
+				t.Errorf("%s %s: bedrock on %v, want %v", variant, name, res, want)
+			}
+		}
+		for _, name := range []string{"ws", "telegram", "scheduler"} {
+			for a := range s.actionsOf(s.roleOf(t, s.functionID(t, name))) {
+				if strings.HasPrefix(a, "bedrock:") {
+					t.Errorf("%s %s may %s", variant, name, a)
+				}
+			}
+		}
+	}
+}
+
+func TestStatesGrants(t *testing.T) {
+	s := stack(t, variantDefault)
+	arn := "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:" + StackName + "-loop"
+	for name, answers := range map[string]bool{"api": true, "ws": true, "telegram": true, "step": false, "scheduler": false} {
+		acts := s.actionsOf(s.roleOf(t, s.functionID(t, name)))
+		if r := acts["states:StartExecution"]; !slices.Equal(r, []string{arn}) {
+			t.Errorf("%s: StartExecution on %v", name, r)
+		}
+		if _, ok := acts["states:SendTaskSuccess"]; ok != answers {
+			t.Errorf("%s: SendTaskSuccess granted %v, want %v", name, ok, answers)
+		}
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	s := stack(t, variantDefault)
+	for _, o := range []string{"ApiUrl", "OpenAIBaseUrl", "ChatCompletionsUrl", "WebSocketUrl", "TelegramWebhookUrl", "StateMachineArn", "TableName"} {
+		assert(t, "output "+o, func() { s.template.HasOutput(jsii.String(o), m{"Value": assertions.Match_AnyValue()}) })
+	}
+	outputs := s.json["Outputs"].(map[string]any)
+	if got := render(outputs["ChatCompletionsUrl"].(map[string]any)["Value"]); !regexp.MustCompile(`^https://\$\{Api[0-9A-F]+\}\.execute-api\.\$\{AWS::Region\}\.\$\{AWS::URLSuffix\}/\$\{ApiDeploymentStageprod[0-9A-F]+\}/v1/chat/completions$`).MatchString(got) {
+		t.Errorf("ChatCompletionsUrl = %s", got)
+	}
+	if got := render(outputs["WebSocketUrl"].(map[string]any)["Value"]); !strings.HasPrefix(got, "wss://") {
+		t.Errorf("WebSocketUrl = %s", got)
+	}
+	if _, ok := outputs["OpenSearchEndpoint"]; ok {
+		t.Error("default stack outputs an OpenSearch endpoint")
+	}
+	if _, ok := stack(t, variantOpenSearch).json["Outputs"].(map[string]any)["OpenSearchEndpoint"]; !ok {
+		t.Error("opensearch stack outputs no OpenSearch endpoint")
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	dir, err := assetsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		ctx  map[string]any
+		want string
+	}{
+		"bad search":     {map[string]any{ctxSearch: "elastic", ctxAssets: dir}, `search="elastic"`},
+		"missing assets": {map[string]any{ctxAssets: t.TempDir()}, "missing Lambda bootstraps"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			app := awscdk.NewApp(&awscdk.AppProps{Context: &tc.ctx, Outdir: jsii.String(t.TempDir())})
+			cfg, err := ConfigFromContext(app)
+			if err == nil {
+				_, err = NewStack(app, StackName, cfg, nil)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestBedrockResources(t *testing.T) {
+	// Pure string logic, but FormatArn needs a stack.
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	st := awscdk.NewStack(app, jsii.String("S"), &awscdk.StackProps{
+		Env: &awscdk.Environment{Account: jsii.String("123456789012"), Region: jsii.String("eu-west-1")},
+	})
+	b := &builder{stack: st}
+	for model, want := range map[string][]string{
+		"amazon.nova-lite-v1:0": {"arn:aws:bedrock:eu-west-1::foundation-model/amazon.nova-lite-v1:0"},
+		"eu.amazon.nova-lite-v1:0": {
+			"arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.amazon.nova-lite-v1:0",
+			"arn:aws:bedrock:*::foundation-model/amazon.nova-lite-v1:0",
+		},
+		"global.anthropic.claude-haiku-4-5-20251001-v1:0": {
+			"arn:aws:bedrock:eu-west-1:123456789012:inference-profile/global.anthropic.claude-haiku-4-5-20251001-v1:0",
+			"arn:aws:bedrock:*::foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0",
+		},
+	} {
+		var got []string
+		for _, r := range b.bedrockResources(model) {
+			var v any
+			raw, _ := json.Marshal(st.Resolve(r))
+			if err := json.Unmarshal(raw, &v); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, strings.ReplaceAll(render(v), "${AWS::Partition}", "aws"))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", model, got, want)
+		}
+	}
+}
