@@ -283,6 +283,24 @@ func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
 	return st, nil
 }
 
+// ErrBusy is returned when a session cannot be reset while it has work.
+var ErrBusy = errors.New("the conversation is busy: wait for the current reply or answer the pending approval first")
+
+// Reset starts a session afresh: its history is deleted. A session with a
+// queued, running or parked run is not reset (ErrBusy).
+func (l *Loop) Reset(ctx context.Context, sessionID string) error {
+	if _, err := l.Store.NextRun(ctx, sessionID); err == nil {
+		return ErrBusy
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("reset: %w", err)
+	}
+	if err := l.Store.DeleteSession(ctx, sessionID); err != nil {
+		return fmt.Errorf("reset: %w", err)
+	}
+	l.emit(obs.Event{Type: obs.SessionEnd, SessionID: sessionID, Attrs: []slog.Attr{slog.String("reason", "reset")}})
+	return nil
+}
+
 // DecodeState reads the RunState saved in a run.
 func DecodeState(r store.Run) (RunState, error) {
 	var st RunState

@@ -366,3 +366,21 @@ func TestDriverLaneOrder(t *testing.T) {
 		t.Errorf("last run saw %d messages, want 19", n)
 	}
 }
+
+// A run that fails between a tool call and its result leaves a history the
+// next run can send: every call gets a result.
+func TestFailedRunClosesToolCalls(t *testing.T) {
+	f := newFixture(t, 5)
+	f.llm.script = append(f.llm.script, callTool("echo", `{"text":"hi"}`))
+	ctx := context.Background()
+	st, _ := f.loop.Enqueue(ctx, Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("x")}, Autonomy: tool.Full})
+	for st.Step != StepAct {
+		st, _ = f.loop.Step(ctx, st)
+	}
+	st = f.loop.Fail(st, errors.New("the tool crashed the process"))
+	st = f.runToEnd(t, st)
+	h := f.history(t, "s")
+	if len(h) != 3 || h[2].Role != chat.Tool || h[2].ToolCallID != "c1" || f.echo.n != 0 {
+		t.Errorf("history after a failed act = %+v (tool ran %d times)", h, f.echo.n)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
 )
 
@@ -213,20 +212,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// ErrBusy is returned when a session cannot be reset while it has work.
-var ErrBusy = errors.New("the conversation is busy: wait for the current reply or answer the pending approval first")
-
-// Reset starts a session afresh: its history is deleted. A session with a
-// queued, running or parked run is not reset.
+// Reset starts a session afresh; see Loop.Reset.
 func (d *Driver) Reset(ctx context.Context, sessionID string) error {
-	if _, err := d.loop.Store.NextRun(ctx, sessionID); err == nil {
-		return ErrBusy
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("reset: %w", err)
-	}
-	if err := d.loop.Store.DeleteSession(ctx, sessionID); err != nil {
-		return fmt.Errorf("reset: %w", err)
-	}
-	d.loop.emit(obs.Event{Type: obs.SessionEnd, SessionID: sessionID, Attrs: []slog.Attr{slog.String("reason", "reset")}})
-	return nil
+	return d.loop.Reset(ctx, sessionID)
 }

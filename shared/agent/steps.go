@@ -300,13 +300,9 @@ func (l *Loop) finish(ctx context.Context, st RunState) (RunState, error) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return st, fmt.Errorf("finish: %w", err)
 	}
-	res := Result{Usage: st.Usage, Error: st.Error, ErrorCode: st.ErrorCode}
-	if !st.Failed() {
-		m, err := l.Store.GetMessage(ctx, st.SessionID, assistantKey(st.Seq, st.Iteration))
-		if err != nil {
-			return st, fmt.Errorf("finish: load answer: %w", err)
-		}
-		res.Content = toolparse.StripCalls(m.Content)
+	res, err := l.Result(ctx, st)
+	if err != nil {
+		return st, fmt.Errorf("finish: %w", err)
 	}
 	switch {
 	case sess.Ephemeral:
@@ -315,6 +311,9 @@ func (l *Loop) finish(ctx context.Context, st RunState) (RunState, error) {
 		}
 		l.emit(obs.Event{Type: obs.SessionEnd, SessionID: st.SessionID})
 	case st.Failed():
+		if err := l.closeCalls(ctx, st); err != nil {
+			return st, fmt.Errorf("finish: %w", err)
+		}
 		if err := l.rollbackInput(ctx, st); err != nil {
 			return st, fmt.Errorf("finish: %w", err)
 		}
@@ -328,6 +327,45 @@ func (l *Loop) finish(ctx context.Context, st RunState) (RunState, error) {
 	}
 	st.Step = StepDone
 	return st, nil
+}
+
+// Result is the outcome of a run that reached its finish step, as the
+// replier is told: the failure, or the answer read from the store. A
+// driver that did not see the run finish (the api function waiting for a
+// run of the state machine) reads the outcome with it. The answer of an
+// ephemeral session is gone once its run is done.
+func (l *Loop) Result(ctx context.Context, st RunState) (Result, error) {
+	res := Result{Usage: st.Usage, Error: st.Error, ErrorCode: st.ErrorCode}
+	if st.Failed() {
+		return res, nil
+	}
+	m, err := l.Store.GetMessage(ctx, st.SessionID, assistantKey(st.Seq, st.Iteration))
+	if err != nil {
+		return res, fmt.Errorf("load answer of run %s: %w", st.RunID, err)
+	}
+	res.Content = toolparse.StripCalls(m.Content)
+	return res, nil
+}
+
+// closeCalls answers the tool calls a failed run left without a result,
+// so the history stays a valid conversation for the next run: providers
+// refuse an assistant tool call that has no result after it.
+func (l *Loop) closeCalls(ctx context.Context, st RunState) error {
+	am, err := l.Store.GetMessage(ctx, st.SessionID, assistantKey(st.Seq, st.Iteration))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for j, c := range am.ToolCalls {
+		m := store.Message{SessionID: st.SessionID, Key: toolKey(st.Seq, st.Iteration, j), RunID: st.RunID, CreatedAt: l.now().UTC(),
+			Message: chat.Message{Role: chat.Tool, Content: "error: the run failed before this call finished; it did not run to completion", ToolCallID: c.ID, Name: c.Name}}
+		if _, err := l.Store.AppendMessage(ctx, m); err != nil { // keeps a result already written
+			return err
+		}
+	}
+	return nil
 }
 
 // rollbackInput removes a failed run's input when the run left nothing

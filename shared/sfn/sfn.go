@@ -101,7 +101,16 @@ func (d *Driver) Handle(ctx context.Context, ev Event) (any, error) {
 		_ = json.Unmarshal(ev.State, &info)
 		cause := "the run failed"
 		if info.Info != nil {
-			cause = fmt.Sprintf("%s: %s", info.Info.Error, info.Info.Cause)
+			cause = info.Info.Error
+			// A Lambda error's cause is its JSON error payload.
+			var lambdaErr struct {
+				Message string `json:"errorMessage"`
+			}
+			if json.Unmarshal([]byte(info.Info.Cause), &lambdaErr) == nil && lambdaErr.Message != "" {
+				cause += ": " + lambdaErr.Message
+			} else if info.Info.Cause != "" {
+				cause += ": " + info.Info.Cause
+			}
 		}
 		if st.Step == agent.StepDone {
 			return st, nil
@@ -270,3 +279,8 @@ func (d *Driver) Resume(ctx context.Context, ap store.Approval) error {
 // Kick implements agent.Lane: the session's next run starts if its lane
 // is free.
 func (d *Driver) Kick(ctx context.Context, sessionID string) error { return d.kick(ctx, sessionID) }
+
+// Reset starts a session afresh; see agent.Loop.Reset.
+func (d *Driver) Reset(ctx context.Context, sessionID string) error {
+	return d.Loop.Reset(ctx, sessionID)
+}
