@@ -27,8 +27,28 @@ const (
 	Custom       Category = "custom"
 )
 
-// ErrNotFound is returned for a memory that does not exist.
-var ErrNotFound = errors.New("memory not found")
+// Valid reports whether c is one of the four categories.
+func (c Category) Valid() bool {
+	switch c {
+	case Core, Daily, Conversation, Custom:
+		return true
+	}
+	return false
+}
+
+// Errors callers test with errors.Is.
+var (
+	// ErrNotFound is returned for a memory that does not exist.
+	ErrNotFound = errors.New("memory not found")
+	// ErrInvalid is returned for an argument Memory refuses: an empty
+	// agent, key, text or query, an unknown category, text that is not
+	// UTF-8 or is too long.
+	ErrInvalid = errors.New("invalid memory argument")
+	// ErrNotEmbedded is returned by Memory.Store when the entry was stored
+	// but embedding its text failed: it is searchable by keyword only
+	// until it is stored again.
+	ErrNotEmbedded = errors.New("memory stored without vectors")
+)
 
 // Entry is one memory of one agent. Key is unique per agent.
 type Entry struct {

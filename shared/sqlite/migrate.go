@@ -86,6 +86,54 @@ CREATE TABLE approvals (
 -- prefix, DeleteSession and the foreign key check on deleting a session.
 CREATE INDEX approvals_session ON approvals (session_id, status, created_at, id);
 `,
+	// 3: agent memories, their chunks and the full-text index.
+	`
+-- Agents get numbers so that each one's chunks have ids in a range of
+-- their own: id = agent << 36 | n. A search scopes the full-text index
+-- to the agent with a rowid range, which FTS5 seeks to.
+CREATE TABLE memory_agents (
+	id   INTEGER NOT NULL PRIMARY KEY,
+	name TEXT    NOT NULL UNIQUE
+) STRICT;
+
+CREATE TABLE memories (
+	id         INTEGER NOT NULL PRIMARY KEY,
+	agent      TEXT    NOT NULL,
+	key        TEXT    NOT NULL,
+	text       TEXT    NOT NULL,
+	category   TEXT    NOT NULL,
+	source     TEXT    NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	UNIQUE (agent, key)
+) STRICT;
+
+-- One row per chunk; vector is little-endian float32, NULL without one.
+-- A chunk's id is its rowid in memory_fts.
+CREATE TABLE memory_chunks (
+	id        INTEGER NOT NULL PRIMARY KEY,
+	memory_id INTEGER NOT NULL REFERENCES memories(id),
+	seq       INTEGER NOT NULL,
+	text      TEXT    NOT NULL,
+	vector    BLOB,
+	UNIQUE (memory_id, seq)
+) STRICT;
+
+-- BM25 over chunk text. Contentless: the text lives in memory_chunks.
+CREATE VIRTUAL TABLE memory_fts USING fts5(
+	body,
+	content = '', contentless_delete = 1,
+	tokenize = 'unicode61 remove_diacritics 2'
+);
+
+-- Bumped by every memory write, so a process notices writes by another
+-- and drops its in-memory copy of the vectors.
+CREATE TABLE memory_state (
+	id         INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+	generation INTEGER NOT NULL
+) STRICT;
+INSERT INTO memory_state (id, generation) VALUES (1, 0);
+`,
 }
 
 // migrate applies the migrations the database has not seen, in one

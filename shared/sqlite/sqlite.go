@@ -1,6 +1,7 @@
 // Package sqlite is the embedded store.Store adapter: sessions, history,
 // run queues, approvals and API keys in one SQLite file, through
-// modernc.org/sqlite (pure Go, no cgo).
+// modernc.org/sqlite (pure Go, no cgo). The same file holds agent
+// memories: DB.MemoryIndex is the embedded memory.Index.
 //
 // A DB holds two connection pools on the file. Every write goes through a
 // pool of exactly one connection, so writers in this process queue in Go
@@ -38,6 +39,7 @@ type DB struct {
 	w    *sql.DB // exactly one connection; every write
 	r    *sql.DB // read-only connections
 	st   statements
+	mem  *MemoryIndex
 }
 
 var _ store.Store = (*DB)(nil)
@@ -97,6 +99,10 @@ func Open(path string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
 	}
+	if db.mem, err = newMemoryIndex(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
+	}
 	return db, nil
 }
 
@@ -118,6 +124,9 @@ func (db *DB) Path() string { return db.path }
 // Close releases the prepared statements and connections.
 func (db *DB) Close() error {
 	err := db.st.close()
+	if db.mem != nil {
+		err = errors.Join(err, db.mem.close())
+	}
 	if db.r != nil {
 		err = errors.Join(err, db.r.Close())
 	}
