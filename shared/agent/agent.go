@@ -167,6 +167,10 @@ type Loop struct {
 	Prompter Prompter
 	Replier  Replier
 	Events   Emitter
+	// Recorder, when set, is told of each successful run of a durable
+	// session after its answer is sent (past conversations become
+	// memories). Its failures are logged and never fail the run.
+	Recorder Recorder
 	Log      *slog.Logger
 	// ToolTimeout bounds one tool call; zero means 60 s.
 	ToolTimeout time.Duration

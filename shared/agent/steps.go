@@ -325,6 +325,7 @@ func (l *Loop) finish(ctx context.Context, st RunState) (RunState, error) {
 	if l.Replier != nil {
 		l.Replier.Finish(st, res)
 	}
+	l.record(ctx, st, sess, res)
 	st.Step = StepDone
 	return st, nil
 }

@@ -39,7 +39,38 @@ type Config struct {
 	Providers            []Provider             `yaml:"providers"`
 	Agents               map[string]AgentConfig `yaml:"agents"`
 	Sessions             Sessions               `yaml:"sessions"`
+	Telegram             Telegram               `yaml:"telegram"`
+
+	// Memory tunes agent memory; Embeddings, when set, adds semantic
+	// search to it (see memory.go).
+	Memory     Memory      `yaml:"memory"`
+	Embeddings *Embeddings `yaml:"embeddings"`
 }
+
+// Telegram configures the Telegram channel. The bot token is
+// TELEGRAM_BOT_TOKEN and the Bot API base URL TELEGRAM_API_BASE.
+type Telegram struct {
+	Enabled bool `yaml:"enabled"`
+	// Mode is "polling" (the default) or "webhook".
+	Mode string `yaml:"mode"`
+	// PublicURL is where Telegram reaches the server, for webhook mode;
+	// the webhook is PublicURL + TelegramWebhookPath.
+	PublicURL string `yaml:"public_url"`
+	// AllowedUsers are the Telegram user ids that may use the bot.
+	AllowedUsers []int64 `yaml:"allowed_users"`
+	// AccessCodes each let one more user in, once.
+	AccessCodes []Secret `yaml:"access_codes"`
+	// Agent answers the bot (default "default").
+	Agent string `yaml:"agent"`
+	// Autonomy of Telegram runs (default supervised).
+	Autonomy string `yaml:"autonomy"`
+	// Token and APIBase are read from the environment.
+	Token   string `yaml:"-"`
+	APIBase string `yaml:"-"`
+}
+
+// TelegramWebhookPath is the local server's webhook route.
+const TelegramWebhookPath = "/telegram/webhook"
 
 // Provider types.
 const (
@@ -208,6 +239,14 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 			p.Region = getenv("AWS_REGION")
 		}
 	}
+	for i := range c.Telegram.AccessCodes {
+		k := &c.Telegram.AccessCodes[i]
+		k.value, k.resolved = getenv(k.Env), true
+	}
+	c.Telegram.Token, c.Telegram.APIBase = getenv("TELEGRAM_BOT_TOKEN"), getenv("TELEGRAM_API_BASE")
+	if err := c.loadMemory(getenv); err != nil {
+		return nil, err
+	}
 	return c, c.validate()
 }
 
@@ -255,6 +294,9 @@ func (c *Config) validate() error {
 	case "shared", "per_channel":
 	default:
 		return fmt.Errorf("config: sessions.sharing is %q; want shared or per_channel", c.Sessions.Sharing)
+	}
+	if err := c.Telegram.validate(); err != nil {
+		return err
 	}
 	linked := map[string]string{}
 	for person, ids := range c.Sessions.Users {
@@ -313,3 +355,40 @@ func (s Sessions) Links() map[string]string {
 
 // DBPath is where the embedded database lives.
 func (c *Config) DBPath() string { return filepath.Join(c.Home, "lambdaclaw.db") }
+
+// validate checks the section; defaults are filled in only when the
+// channel is enabled.
+func (t *Telegram) validate() error {
+	if !t.Enabled {
+		if t.Mode != "" && t.Mode != "polling" && t.Mode != "webhook" {
+			return fmt.Errorf("config: telegram.mode is %q; want polling or webhook", t.Mode)
+		}
+		return nil
+	}
+	if t.Agent == "" {
+		t.Agent = DefaultAgent
+	}
+	if t.Autonomy == "" {
+		t.Autonomy = "supervised"
+	}
+	switch t.Mode {
+	case "":
+		t.Mode = "polling"
+	case "polling":
+	case "webhook":
+		if t.Enabled && !strings.HasPrefix(t.PublicURL, "https://") && !strings.HasPrefix(t.PublicURL, "http://") {
+			return fmt.Errorf("config: telegram.mode webhook needs public_url, the https:// address Telegram reaches this server at")
+		}
+	default:
+		return fmt.Errorf("config: telegram.mode is %q; want polling or webhook", t.Mode)
+	}
+	for _, c := range t.AccessCodes {
+		if v := c.Value(); v != "" && len(v) < 8 {
+			return fmt.Errorf("config: telegram.access_codes: the code in %s is shorter than 8 characters", c.Env)
+		}
+	}
+	if t.Enabled && t.Token == "" {
+		return fmt.Errorf("config: telegram is enabled but TELEGRAM_BOT_TOKEN is not set")
+	}
+	return nil
+}

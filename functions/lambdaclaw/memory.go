@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/bedrock"
+	"github.com/lambdaclaw/lambdaclaw/shared/config"
+	"github.com/lambdaclaw/lambdaclaw/shared/memory"
+	"github.com/lambdaclaw/lambdaclaw/shared/memorytool"
+	"github.com/lambdaclaw/lambdaclaw/shared/openai"
+	"github.com/lambdaclaw/lambdaclaw/shared/sqlite"
+	"github.com/lambdaclaw/lambdaclaw/shared/tool"
+)
+
+// memoryStateDir is where, under the home directory, the indexer of
+// workspace memory files keeps what it indexed.
+const memoryStateDir = "memory-index"
+
+// localMemory is agent memory in the local server: the embedded index in
+// the database, the memory tools, the indexer of workspace memory files and
+// the recorder of conversations. Its zero value is memory turned off.
+type localMemory struct {
+	mem   *memory.Memory
+	tools []tool.Tool
+	files *memorytool.Files
+	conv  *memorytool.Conversations
+	log   *slog.Logger
+}
+
+// newLocalMemory builds agent memory as cfg says: nothing when it is off,
+// else the embedded index, with the configured embedding model or none.
+func newLocalMemory(ctx context.Context, cfg *config.Config, db *sqlite.DB, log *slog.Logger) (*localMemory, error) {
+	if !cfg.Memory.On() {
+		log.Info("agent memory is off")
+		return &localMemory{}, nil
+	}
+	emb, err := newEmbedder(ctx, cfg.Embeddings)
+	if err != nil {
+		return nil, err
+	}
+	wv, wk := cfg.Memory.Weights()
+	m, err := memory.New(db.MemoryIndex(), memory.Options{
+		Embedder:     memory.Cached(emb, 0, 0),
+		VectorWeight: wv, KeywordWeight: wk,
+		HalfLife:  time.Duration(cfg.Memory.HalfLife),
+		MMRLambda: cfg.Memory.MMRLambda, MinScore: cfg.Memory.MinScore,
+		Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("memory: %w", err)
+	}
+	lm := &localMemory{mem: m, log: log}
+	if lm.files, err = memorytool.NewFiles(m, filepath.Join(cfg.Home, memoryStateDir)); err != nil {
+		return nil, err
+	}
+	if lm.tools, err = memorytool.Tools(memorytool.Config{Memory: m, Files: lm.files, Log: log}); err != nil {
+		return nil, err
+	}
+	if cfg.Memory.RemembersConversations() {
+		if lm.conv, err = memorytool.NewConversations(m); err != nil {
+			return nil, err
+		}
+	}
+	search := memory.MethodHybrid
+	if emb == nil {
+		search = memory.MethodBM25Fallback + " (no embeddings configured)"
+	} else {
+		search += " with " + emb.Model()
+	}
+	log.Info("agent memory", "search", search, "conversations", lm.conv != nil)
+	return lm, nil
+}
+
+// newEmbedder builds the configured embedding model; none is nil.
+func newEmbedder(ctx context.Context, e *config.Embeddings) (memory.Embedder, error) {
+	if e == nil {
+		return nil, nil
+	}
+	var emb memory.Embedder
+	var err error
+	switch e.Type {
+	case config.EmbeddingsBedrock:
+		emb, err = bedrock.NewEmbedder(ctx, bedrock.EmbedConfig{
+			Region: e.Region, ModelID: e.Model, Dimensions: e.Dimensions, Timeout: time.Duration(e.Timeout), BaseEndpoint: e.BaseURL,
+		})
+	case config.EmbeddingsOpenAI, "":
+		emb, err = openai.NewEmbedder(openai.EmbedConfig{
+			Name: "embeddings", BaseURL: e.BaseURL, APIKey: e.APIKey.Value(), Model: e.Model, Dimensions: e.Dimensions, Timeout: time.Duration(e.Timeout),
+		})
+	default:
+		err = fmt.Errorf("unknown type %q", e.Type)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("embeddings: %w", err)
+	}
+	return emb, nil
+}
+
+// Tools returns the memory tools, none when memory is off.
+func (lm *localMemory) Tools() []tool.Tool { return lm.tools }
+
+// Recorder returns the recorder of conversations, nil when they are not
+// remembered.
+func (lm *localMemory) Recorder() agent.Recorder {
+	if lm.conv == nil {
+		return nil
+	}
+	return lm.conv
+}
+
+// IndexWorkspaces indexes the memory files of every agent's workspace in
+// the background, so that a slow embedding service does not hold up the
+// start (a memory_search meanwhile waits for its own agent). The returned
+// func stops the indexing and waits for it.
+func (lm *localMemory) IndexWorkspaces(agents agent.Registry) (stop func()) {
+	if lm.files == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for name, a := range agents {
+			rep, err := lm.files.Sync(ctx, name, a.Workspace)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				lm.log.Warn("memory files not indexed", "agent", name, "error", err)
+			}
+			if rep.Stored+rep.Forgotten > 0 {
+				lm.log.Info("memory files indexed", "agent", name, "stored", rep.Stored, "forgotten", rep.Forgotten)
+			}
+		}
+	})
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}

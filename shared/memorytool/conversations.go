@@ -1,0 +1,60 @@
+package memorytool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/memory"
+)
+
+// Limits of a conversation memory, so that one long answer does not cost
+// dozens of embedded chunks.
+const (
+	maxConversationInput  = 4 << 10
+	maxConversationAnswer = 12 << 10
+)
+
+// Conversations is the agent.Recorder that remembers past conversations:
+// each successful run of a durable session becomes a conversation memory
+// of its agent, the user's message and the final answer, under the key
+// "run:<run id>" with source "session:<session id>". Storing the same run
+// again replaces its memory with the same text, so a retried finish step
+// changes nothing. Conversation memories fade in search with age.
+type Conversations struct {
+	mem *memory.Memory
+}
+
+var _ agent.Recorder = (*Conversations)(nil)
+
+// NewConversations returns a Conversations storing into m.
+func NewConversations(m *memory.Memory) (*Conversations, error) {
+	if m == nil {
+		return nil, errors.New("memorytool: nil memory")
+	}
+	return &Conversations{mem: m}, nil
+}
+
+// Record stores the exchange. An embedding failure is reported (wrapping
+// memory.ErrNotEmbedded) although the exchange was stored for keyword
+// search.
+func (c *Conversations) Record(ctx context.Context, x agent.Exchange) error {
+	text := "User: " + clip(x.Input, maxConversationInput) + "\n\nAssistant: " + clip(x.Answer, maxConversationAnswer)
+	e := memory.Entry{
+		Agent: x.Agent, Key: ConversationKeyPrefix + x.RunID, Text: text, Category: memory.Conversation,
+		Source: "session:" + x.SessionID, CreatedAt: x.At, UpdatedAt: x.At,
+	}
+	if err := c.mem.Store(ctx, e); err != nil {
+		return fmt.Errorf("remember run %s: %w", x.RunID, err)
+	}
+	return nil
+}
+
+// clip shortens s to at most n bytes, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return truncateUTF8(s, n) + " […]"
+}
