@@ -49,7 +49,8 @@ clean:
 # at the exact version in infra/.cdk-cli/package.json, installed into
 # infra/.cdk-cli/node_modules (a dot directory, which go ./... skips: the
 # CLI ships Go template files); never a global install. Pass options with
-# CDK_FLAGS, e.g. make deploy CDK_FLAGS='-c search=opensearch'.
+# CDK_FLAGS, e.g. make deploy CDK_FLAGS='-c model=us.amazon.nova-2-lite-v1:0'
+# (-c telegram=on and -c search=opensearch need functions not written yet).
 CDK       := infra/.cdk-cli/node_modules/.bin/cdk
 CDK_FLAGS ?=
 

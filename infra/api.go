@@ -64,13 +64,13 @@ func routeID(route string) string {
 //
 // Every route of the api function is a Lambda proxy integration in STREAM
 // mode (see NewStack for why, and for the payload format it implies);
-// the Telegram webhook is a BUFFERED proxy integration of the telegram
-// function.
+// the Telegram webhook (telegram=on only) is a BUFFERED proxy integration
+// of the telegram function.
 func (s *builder) restAPI() {
 	s.addWebSocketRoutes()
 	api := awsapigateway.NewRestApi(s.stack, jsii.String("Api"), &awsapigateway.RestApiProps{
 		RestApiName: jsii.String(*s.stack.StackName() + "-api"),
-		Description: jsii.String("lambdaclaw: OpenAI-compatible API (streamed), Telegram webhook, admin"),
+		Description: jsii.String("lambdaclaw: OpenAI-compatible API (streamed), health, Telegram webhook (optional)"),
 		EndpointConfiguration: &awsapigateway.EndpointConfiguration{
 			Types: &[]awsapigateway.EndpointType{awsapigateway.EndpointType_REGIONAL},
 		},
@@ -88,10 +88,6 @@ func (s *builder) restAPI() {
 		Timeout:              awscdk.Duration_Seconds(jsii.Number(streamTimeoutS)),
 		AllowTestInvoke:      jsii.Bool(false),
 	})
-	telegram := awsapigateway.NewLambdaIntegration(s.fns["telegram"], &awsapigateway.LambdaIntegrationOptions{
-		AllowTestInvoke: jsii.Bool(false),
-	})
-
 	root := api.Root()
 	root.AddResource(jsii.String("health"), nil).AddMethod(jsii.String("GET"), stream, nil)
 
@@ -103,13 +99,14 @@ func (s *builder) restAPI() {
 		AddResource(jsii.String("completions"), nil).
 		AddMethod(jsii.String("POST"), stream, nil)
 
-	admin := root.AddResource(jsii.String("admin"), nil)
-	admin.AddMethod(jsii.String("ANY"), stream, nil)
-	admin.AddResource(jsii.String("{proxy+}"), nil).AddMethod(jsii.String("ANY"), stream, nil)
-
-	root.AddResource(jsii.String("telegram"), nil).
-		AddResource(jsii.String("webhook"), nil).
-		AddMethod(jsii.String("POST"), telegram, nil)
+	if s.cfg.Telegram {
+		telegram := awsapigateway.NewLambdaIntegration(s.fns["telegram"], &awsapigateway.LambdaIntegrationOptions{
+			AllowTestInvoke: jsii.Bool(false),
+		})
+		root.AddResource(jsii.String("telegram"), nil).
+			AddResource(jsii.String("webhook"), nil).
+			AddMethod(jsii.String("POST"), telegram, nil)
+	}
 
 	s.apiURL = api.Url()
 	s.urlFor = func(path string) *string { return api.UrlForPath(jsii.String(path)) }

@@ -17,6 +17,8 @@ const (
 	ctxEmbedModel     = "embed_model"     // Bedrock embedding model id
 	ctxAssets         = "assets"          // directory holding <function>/bootstrap
 	ctxOpenAIBaseURL  = "openai_base_url" // optional OpenAI-compatible fallback provider
+	ctxOpenAIModel    = "openai_model"    // its model (required with openai_base_url)
+	ctxTelegram       = "telegram"        // off (default) or on: the Telegram webhook
 	ctxSearchInstance = "search_instance" // OpenSearch data node instance type
 )
 
@@ -37,6 +39,9 @@ const (
 
 	SearchNone       = "none"
 	SearchOpenSearch = "opensearch"
+
+	TelegramOff = "off"
+	TelegramOn  = "on"
 )
 
 // Config is the app's configuration, read from CDK context.
@@ -53,8 +58,14 @@ type Config struct {
 	// <function>/bootstrap per Lambda function (the Makefile's dist/).
 	Assets string
 	// OpenAIBaseURL, when set, adds an OpenAI-compatible fallback provider
-	// and a Secrets Manager secret for its API key.
+	// and a Secrets Manager secret for its API key; OpenAIModel is then
+	// required (shared/cloud refuses OPENAI_BASE_URL without OPENAI_MODEL).
 	OpenAIBaseURL string
+	OpenAIModel   string
+	// Telegram adds the Telegram webhook: the telegram function (which
+	// needs functions/telegram, not written yet), its route and its two
+	// secrets. Off by default.
+	Telegram bool
 	// SearchInstance is the OpenSearch data node instance type.
 	SearchInstance string
 }
@@ -76,10 +87,24 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 		EmbedModel:     get(ctxEmbedModel, DefaultEmbedModel),
 		Assets:         get(ctxAssets, defaultAssets()),
 		OpenAIBaseURL:  get(ctxOpenAIBaseURL, ""),
+		OpenAIModel:    get(ctxOpenAIModel, ""),
 		SearchInstance: get(ctxSearchInstance, DefaultSearchInstance),
 	}
 	if c.Search != SearchNone && c.Search != SearchOpenSearch {
 		return Config{}, fmt.Errorf("context %s=%q: want %q or %q", ctxSearch, c.Search, SearchNone, SearchOpenSearch)
+	}
+	switch tg := get(ctxTelegram, TelegramOff); tg {
+	case TelegramOff:
+	case TelegramOn:
+		c.Telegram = true
+	default:
+		return Config{}, fmt.Errorf("context %s=%q: want %q or %q", ctxTelegram, tg, TelegramOff, TelegramOn)
+	}
+	if c.OpenAIBaseURL != "" && c.OpenAIModel == "" {
+		return Config{}, fmt.Errorf("context %s is set but %s is not: name the model of the OpenAI-compatible provider", ctxOpenAIBaseURL, ctxOpenAIModel)
+	}
+	if c.OpenAIModel != "" && c.OpenAIBaseURL == "" {
+		return Config{}, fmt.Errorf("context %s is set but %s is not", ctxOpenAIModel, ctxOpenAIBaseURL)
 	}
 	abs, err := filepath.Abs(c.Assets)
 	if err != nil {

@@ -60,10 +60,13 @@ const (
 var variantContext = map[string]map[string]string{
 	variantDefault: {},
 	// The second variant turns on every option at once: OpenSearch, the
-	// OpenAI-compatible fallback provider and a non-default model.
+	// Telegram webhook, the OpenAI-compatible fallback provider and a
+	// non-default model.
 	variantOpenSearch: {
 		ctxSearch:        SearchOpenSearch,
+		ctxTelegram:      TelegramOn,
 		ctxOpenAIBaseURL: "https://openrouter.ai/api/v1",
+		ctxOpenAIModel:   "anthropic/claude-sonnet-4.5",
 		ctxModel:         "eu.anthropic.claude-sonnet-4-5-20250929-v1:0",
 	},
 }

@@ -29,8 +29,9 @@ import (
 //
 //   - one base URL serves every route: OpenAI clients take a single
 //     base_url for both /v1/models and /v1/chat/completions, and the
-//     Telegram webhook, /health and /admin sit beside them, routed to their
-//     functions by API Gateway rather than by a second public URL;
+//     Telegram webhook (with -c telegram=on) and /health sit beside them,
+//     routed to their functions by API Gateway rather than by a second
+//     public URL;
 //   - stage throttling caps what a leaked URL can cost, and the REST API
 //     is where WAF, custom domains and usage plans attach later;
 //   - streamed responses may run 15 minutes (the integration timeout is
@@ -64,7 +65,16 @@ import (
 // # Search
 //
 // OpenSearch is created only with -c search=opensearch (search.go), because
-// it is the one resource that costs money while idle.
+// it is the one resource that costs money while idle. Its indexer function
+// (functions/indexer) is not written yet, so that option cannot be
+// deployed today.
+//
+// # Telegram
+//
+// The telegram function, its webhook route and its two secrets exist only
+// with -c telegram=on: functions/telegram is not written yet. The secrets'
+// environment names (TELEGRAM_BOT_TOKEN_SECRET_ARN,
+// TELEGRAM_WEBHOOK_SECRET_ARN) are this stack's proposal for it.
 //
 // # IAM
 //
@@ -74,9 +84,12 @@ import (
 // the CloudWatch Logs delivery actions the state machine's logging needs,
 // which IAM only accepts on "*".
 func NewStack(scope constructs.Construct, id string, cfg Config, props *awscdk.StackProps) (awscdk.Stack, error) {
-	functions := []string{"api", "ws", "telegram", "step", "scheduler"}
+	functions := []string{"api", "ws", "step", "scheduler"}
+	if cfg.Telegram {
+		functions = append(functions, "telegram") // functions/telegram: not written yet
+	}
 	if cfg.Search == SearchOpenSearch {
-		functions = append(functions, "indexer")
+		functions = append(functions, "indexer") // functions/indexer: not written yet
 	}
 	if err := cfg.checkAssets(functions); err != nil {
 		return nil, err
@@ -115,8 +128,8 @@ type builder struct {
 	cfg   Config
 
 	table_             awsdynamodb.Table
-	botToken           awssecretsmanager.Secret
-	webhookSecret      awssecretsmanager.Secret
+	botToken           awssecretsmanager.Secret // nil without telegram=on
+	webhookSecret      awssecretsmanager.Secret // nil without telegram=on
 	providerKey        awssecretsmanager.Secret // nil without openai_base_url
 	stateMachineArn    *string
 	scheduleGroup      awsscheduler.ScheduleGroup
@@ -170,6 +183,14 @@ func (s *builder) table() {
 // webhook secret token is random for good, in the alphabet Telegram allows
 // (A-Z a-z 0-9 _ -, at most 256 characters).
 func (s *builder) secrets() {
+	if s.cfg.OpenAIBaseURL != "" {
+		s.providerKey = awssecretsmanager.NewSecret(s.stack, jsii.String("ProviderKey"), &awssecretsmanager.SecretProps{
+			Description: jsii.String("lambdaclaw: API key of the OpenAI-compatible provider at " + s.cfg.OpenAIBaseURL + " (replace the generated placeholder)"),
+		})
+	}
+	if !s.cfg.Telegram {
+		return
+	}
 	s.botToken = awssecretsmanager.NewSecret(s.stack, jsii.String("TelegramBotToken"), &awssecretsmanager.SecretProps{
 		Description: jsii.String("lambdaclaw: Telegram bot token from @BotFather (replace the generated placeholder)"),
 	})
@@ -181,11 +202,6 @@ func (s *builder) secrets() {
 			IncludeSpace:       jsii.Bool(false),
 		},
 	})
-	if s.cfg.OpenAIBaseURL != "" {
-		s.providerKey = awssecretsmanager.NewSecret(s.stack, jsii.String("ProviderKey"), &awssecretsmanager.SecretProps{
-			Description: jsii.String("lambdaclaw: API key of the OpenAI-compatible provider at " + s.cfg.OpenAIBaseURL + " (replace the generated placeholder)"),
-		})
-	}
 }
 
 // scheduler creates the EventBridge Scheduler group the check-ins live in
@@ -338,6 +354,7 @@ func (s *builder) lambdas() {
 	}
 	if s.providerKey != nil {
 		llm["OPENAI_BASE_URL"] = jsii.String(s.cfg.OpenAIBaseURL)
+		llm["OPENAI_MODEL"] = jsii.String(s.cfg.OpenAIModel)
 		llm["OPENAI_API_KEY_SECRET_ARN"] = s.providerKey.SecretArn()
 	}
 	schedules := map[string]*string{
@@ -362,8 +379,8 @@ func (s *builder) lambdas() {
 	sched.GrantInvoke(s.schedulerRole)
 	schedules["SCHEDULER_TARGET_ARN"] = sched.FunctionArn()
 
-	// api: the OpenAI-compatible API, health and admin, streamed.
-	api := s.function("api", "OpenAI-compatible API, health, admin (response streaming)", 512, 900,
+	// api: the OpenAI-compatible API and health, streamed.
+	api := s.function("api", "OpenAI-compatible API and health (response streaming)", 512, 900,
 		common(merge(llm, schedules)))
 	s.table_.GrantReadWriteData(api)
 	s.grantStates(api, true)
@@ -380,29 +397,35 @@ func (s *builder) lambdas() {
 	s.grantStates(ws, true)
 	s.wsGrant(ws)
 
-	// telegram: the webhook.
-	tg := s.function("telegram", "Telegram webhook", 256, 30, common(map[string]*string{
-		"TELEGRAM_BOT_TOKEN_SECRET_ARN": s.botToken.SecretArn(),
-		"TELEGRAM_WEBHOOK_SECRET_ARN":   s.webhookSecret.SecretArn(),
-	}))
-	s.table_.GrantReadWriteData(tg)
-	s.grantStates(tg, true)
-	s.botToken.GrantRead(tg, nil)
-	s.webhookSecret.GrantRead(tg, nil)
+	// telegram (telegram=on only): the webhook.
+	if s.cfg.Telegram {
+		tg := s.function("telegram", "Telegram webhook", 256, 30, common(map[string]*string{
+			"TELEGRAM_BOT_TOKEN_SECRET_ARN": s.botToken.SecretArn(),
+			"TELEGRAM_WEBHOOK_SECRET_ARN":   s.webhookSecret.SecretArn(),
+		}))
+		s.table_.GrantReadWriteData(tg)
+		s.grantStates(tg, true)
+		s.botToken.GrantRead(tg, nil)
+		s.webhookSecret.GrantRead(tg, nil)
+	}
 
 	// step: one step of a run per invocation, for the state machine. It
-	// delivers replies (WebSocket, Telegram), runs tools (check-in
-	// schedules among them) and starts a session's next queued run.
-	step := s.function("step", "agent loop steps for Step Functions", 512, 900, common(merge(llm, schedules, map[string]*string{
-		"WS_ENDPOINT":                   s.wsEndpoint,
-		"TELEGRAM_BOT_TOKEN_SECRET_ARN": s.botToken.SecretArn(),
-	})))
+	// delivers replies (WebSocket, and Telegram with telegram=on), runs
+	// tools (check-in schedules among them) and starts a session's next
+	// queued run.
+	stepEnv := map[string]*string{"WS_ENDPOINT": s.wsEndpoint}
+	if s.cfg.Telegram {
+		stepEnv["TELEGRAM_BOT_TOKEN_SECRET_ARN"] = s.botToken.SecretArn()
+	}
+	step := s.function("step", "agent loop steps for Step Functions", 512, 900, common(merge(llm, schedules, stepEnv)))
 	s.table_.GrantReadWriteData(step)
 	s.grantStates(step, false)
 	s.grantBedrock(step, true, true)
 	s.grantSchedules(step)
 	s.wsGrant(step)
-	s.botToken.GrantRead(step, nil)
+	if s.cfg.Telegram {
+		s.botToken.GrantRead(step, nil)
+	}
 	if s.providerKey != nil {
 		s.providerKey.GrantRead(step, nil)
 	}
@@ -416,15 +439,17 @@ func (s *builder) outputs() {
 			Description: jsii.String(description),
 		})
 	}
-	out("ApiUrl", s.apiURL, "REST API base URL (GET health, /admin/...)")
+	out("ApiUrl", s.apiURL, "REST API base URL (GET health, /v1/...)")
 	out("OpenAIBaseUrl", s.urlFor("/v1"), "base_url for OpenAI clients")
 	out("ChatCompletionsUrl", s.urlFor("/v1/chat/completions"), "OpenAI-compatible chat completions (JSON and SSE)")
 	out("WebSocketUrl", s.wsURL, "WebSocket endpoint")
-	out("TelegramWebhookUrl", s.urlFor("/telegram/webhook"), "url for Telegram's setWebhook")
 	out("StateMachineArn", s.stateMachineArn, "the agent loop's state machine")
 	out("TableName", s.table_.TableName(), "the DynamoDB table")
-	out("TelegramBotTokenSecretArn", s.botToken.SecretArn(), "put the bot token here")
-	out("TelegramWebhookSecretArn", s.webhookSecret.SecretArn(), "secret_token for setWebhook")
+	if s.cfg.Telegram {
+		out("TelegramWebhookUrl", s.urlFor("/telegram/webhook"), "url for Telegram's setWebhook")
+		out("TelegramBotTokenSecretArn", s.botToken.SecretArn(), "put the bot token here")
+		out("TelegramWebhookSecretArn", s.webhookSecret.SecretArn(), "secret_token for setWebhook")
+	}
 	if s.providerKey != nil {
 		out("ProviderKeySecretArn", s.providerKey.SecretArn(), "put the OpenAI-compatible provider's API key here")
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -56,7 +58,7 @@ func TestTable(t *testing.T) {
 
 func TestFunctions(t *testing.T) {
 	for variant, want := range map[string][]string{
-		variantDefault:    {"api", "ws", "telegram", "step", "scheduler"},
+		variantDefault:    {"api", "ws", "step", "scheduler"},
 		variantOpenSearch: {"api", "ws", "telegram", "step", "scheduler", "indexer"},
 	} {
 		t.Run(variant, func(t *testing.T) {
@@ -89,18 +91,46 @@ func TestFunctions(t *testing.T) {
 					t.Errorf("%s: DEFAULT_PROVIDER=%v BEDROCK_MODEL=%v, want bedrock and %s", name, env["DEFAULT_PROVIDER"], env["BEDROCK_MODEL"], s.cfg.Model)
 				}
 			}
+			// The OpenAI-compatible provider: exactly the variables
+			// shared/cloud reads, and only with openai_base_url.
+			for _, name := range []string{"api", "step"} {
+				env := props(fns[s.functionID(t, name)])["Environment"].(map[string]any)["Variables"].(map[string]any)
+				for _, v := range []string{"OPENAI_BASE_URL", "OPENAI_MODEL", "OPENAI_API_KEY_SECRET_ARN"} {
+					if _, ok := env[v]; ok != (s.cfg.OpenAIBaseURL != "") {
+						t.Errorf("%s: %s set %v, want %v", name, v, ok, s.cfg.OpenAIBaseURL != "")
+					}
+				}
+				if s.cfg.OpenAIBaseURL != "" && (env["OPENAI_BASE_URL"] != s.cfg.OpenAIBaseURL || env["OPENAI_MODEL"] != s.cfg.OpenAIModel) {
+					t.Errorf("%s: OPENAI_BASE_URL=%v OPENAI_MODEL=%v, want %s and %s", name, env["OPENAI_BASE_URL"], env["OPENAI_MODEL"], s.cfg.OpenAIBaseURL, s.cfg.OpenAIModel)
+				}
+				if _, ok := env["OPENAI_API_KEY"]; ok {
+					t.Errorf("%s: the API key in the environment", name)
+				}
+			}
 			// Who gets which endpoint.
-			for name, vars := range map[string][]string{
+			vars := map[string][]string{
 				"api":       {"STATE_MACHINE_ARN", "SCHEDULE_GROUP", "SCHEDULER_ROLE_ARN", "SCHEDULER_TARGET_ARN"},
 				"ws":        {"STATE_MACHINE_ARN", "WS_ENDPOINT"},
-				"telegram":  {"STATE_MACHINE_ARN", "TELEGRAM_BOT_TOKEN_SECRET_ARN", "TELEGRAM_WEBHOOK_SECRET_ARN"},
-				"step":      {"STATE_MACHINE_ARN", "WS_ENDPOINT", "TELEGRAM_BOT_TOKEN_SECRET_ARN", "SCHEDULER_TARGET_ARN"},
+				"step":      {"STATE_MACHINE_ARN", "WS_ENDPOINT", "SCHEDULER_TARGET_ARN"},
 				"scheduler": {"STATE_MACHINE_ARN", "SCHEDULE_GROUP", "SCHEDULER_ROLE_ARN"},
-			} {
+			}
+			if s.cfg.Telegram {
+				vars["telegram"] = []string{"STATE_MACHINE_ARN", "TELEGRAM_BOT_TOKEN_SECRET_ARN", "TELEGRAM_WEBHOOK_SECRET_ARN"}
+				vars["step"] = append(vars["step"], "TELEGRAM_BOT_TOKEN_SECRET_ARN")
+			}
+			for name, vars := range vars {
 				env := props(fns[s.functionID(t, name)])["Environment"].(map[string]any)["Variables"].(map[string]any)
 				for _, v := range vars {
 					if _, ok := env[v]; !ok {
 						t.Errorf("%s: no %s", name, v)
+					}
+				}
+			}
+			for id, r := range fns {
+				env := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)
+				for v := range env {
+					if strings.HasPrefix(v, "TELEGRAM_") && !s.cfg.Telegram {
+						t.Errorf("%s: %s without telegram=on", id, v)
 					}
 				}
 			}
@@ -146,7 +176,12 @@ func restPaths(s *synthesized) map[string]map[string]any {
 }
 
 func TestRestAPIStreaming(t *testing.T) {
-	s := stack(t, variantDefault)
+	for _, variant := range []string{variantDefault, variantOpenSearch} {
+		t.Run(variant, func(t *testing.T) { testRestAPIStreaming(t, stack(t, variant)) })
+	}
+}
+
+func testRestAPIStreaming(t *testing.T, s *synthesized) {
 	assert(t, "regional REST API without an account-wide role", func() {
 		s.template.HasResourceProperties(jsii.String("AWS::ApiGateway::RestApi"), m{
 			"EndpointConfiguration": m{"Types": []any{"REGIONAL"}},
@@ -161,11 +196,9 @@ func TestRestAPIStreaming(t *testing.T) {
 	})
 
 	routes := restPaths(s)
-	apiFn, tgFn := s.functionID(t, "api"), s.functionID(t, "telegram")
-	for _, route := range []string{
-		"GET /health", "GET /v1/models", "GET /v1/models/{model}", "POST /v1/chat/completions",
-		"ANY /admin", "ANY /admin/{proxy+}",
-	} {
+	apiFn := s.functionID(t, "api")
+	apiRoutes := []string{"GET /health", "GET /v1/models", "GET /v1/models/{model}", "POST /v1/chat/completions"}
+	for _, route := range apiRoutes {
 		p, ok := routes[route]
 		if !ok {
 			t.Errorf("no route %s", route)
@@ -185,9 +218,16 @@ func TestRestAPIStreaming(t *testing.T) {
 		}
 	}
 	tg, ok := routes["POST /telegram/webhook"]
+	if !s.cfg.Telegram {
+		if ok || len(routes) != len(apiRoutes) {
+			t.Errorf("routes %v, want exactly %v (no Telegram webhook without telegram=on)", keys(routes), apiRoutes)
+		}
+		return
+	}
 	if !ok {
 		t.Fatalf("no Telegram webhook route; routes: %v", keys(routes))
 	}
+	tgFn := s.functionID(t, "telegram")
 	integ := tg["Integration"].(map[string]any)
 	if uri := render(integ["Uri"]); integ["Type"] != "AWS_PROXY" || !strings.Contains(uri, "/2015-03-31/functions/${"+tgFn+".Arn}/invocations") {
 		t.Errorf("Telegram webhook integration %v %s, want a buffered proxy integration of the telegram function", integ["Type"], uri)
@@ -195,8 +235,8 @@ func TestRestAPIStreaming(t *testing.T) {
 	if mode, ok := integ["ResponseTransferMode"]; ok && mode != "BUFFERED" {
 		t.Errorf("Telegram webhook ResponseTransferMode %v", mode)
 	}
-	if len(routes) != 7 {
-		t.Errorf("routes %v, want exactly the 7 above", keys(routes))
+	if len(routes) != len(apiRoutes)+1 {
+		t.Errorf("routes %v, want exactly %v and the webhook", keys(routes), apiRoutes)
 	}
 }
 
@@ -242,7 +282,7 @@ func TestWebSocket(t *testing.T) {
 			t.Errorf("ManageConnections granted to %v", st.roles)
 		}
 	}
-	for name, want := range map[string]bool{"ws": true, "step": true, "api": false, "telegram": false, "scheduler": false} {
+	for name, want := range map[string]bool{"ws": true, "step": true, "api": false, "scheduler": false} {
 		_, got := s.actionsOf(s.roleOf(t, s.functionID(t, name)))["execute-api:ManageConnections"]
 		if got != want {
 			t.Errorf("%s has ManageConnections: %v, want %v", name, got, want)
@@ -295,7 +335,7 @@ func TestScheduler(t *testing.T) {
 }
 
 func TestSecrets(t *testing.T) {
-	for variant, want := range map[string]int{variantDefault: 2, variantOpenSearch: 3} {
+	for variant, want := range map[string]int{variantDefault: 0, variantOpenSearch: 3} {
 		t.Run(variant, func(t *testing.T) {
 			s := stack(t, variant)
 			secrets := s.resources("AWS::SecretsManager::Secret")
@@ -310,22 +350,24 @@ func TestSecrets(t *testing.T) {
 					t.Errorf("secret %s: no generated placeholder", id)
 				}
 			}
+			names := []string{"api", "ws", "step", "scheduler"}
+			if s.cfg.Telegram {
+				names = append(names, "telegram")
+			}
 			reads := map[string][]string{}
-			for _, name := range []string{"api", "ws", "telegram", "step", "scheduler"} {
+			for _, name := range names {
 				for _, r := range s.actionsOf(s.roleOf(t, s.functionID(t, name)))["secretsmanager:GetSecretValue"] {
 					reads[name] = append(reads[name], strings.TrimRight(strings.TrimLeft(r, "${"), "0123456789ABCDEF}"))
 				}
 				slices.Sort(reads[name])
 			}
-			wantReads := map[string][]string{
-				"telegram": {"TelegramBotToken", "TelegramWebhookSecret"},
-				"step":     {"TelegramBotToken"},
-			}
+			wantReads := map[string][]string{}
 			if variant == variantOpenSearch {
+				wantReads["telegram"] = []string{"TelegramBotToken", "TelegramWebhookSecret"}
 				wantReads["api"] = []string{"ProviderKey"}
 				wantReads["step"] = []string{"ProviderKey", "TelegramBotToken"}
 			}
-			for _, name := range []string{"api", "ws", "telegram", "step", "scheduler"} {
+			for _, name := range names {
 				if !slices.Equal(reads[name], wantReads[name]) {
 					t.Errorf("%s reads secrets %v, want %v", name, reads[name], wantReads[name])
 				}
@@ -537,7 +579,11 @@ func TestBedrockGrants(t *testing.T) {
 				t.Errorf("%s %s: bedrock on %v, want %v", variant, name, res, want)
 			}
 		}
-		for _, name := range []string{"ws", "telegram", "scheduler"} {
+		names := []string{"ws", "scheduler"}
+		if s.cfg.Telegram {
+			names = append(names, "telegram")
+		}
+		for _, name := range names {
 			for a := range s.actionsOf(s.roleOf(t, s.functionID(t, name))) {
 				if strings.HasPrefix(a, "bedrock:") {
 					t.Errorf("%s %s may %s", variant, name, a)
@@ -548,7 +594,7 @@ func TestBedrockGrants(t *testing.T) {
 }
 
 func TestStatesGrants(t *testing.T) {
-	s := stack(t, variantDefault)
+	s := stack(t, variantOpenSearch) // the variant with telegram=on
 	arn := "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:" + StackName + "-loop"
 	for name, answers := range map[string]bool{"api": true, "ws": true, "telegram": true, "step": false, "scheduler": false} {
 		acts := s.actionsOf(s.roleOf(t, s.functionID(t, name)))
@@ -563,10 +609,19 @@ func TestStatesGrants(t *testing.T) {
 
 func TestOutputs(t *testing.T) {
 	s := stack(t, variantDefault)
-	for _, o := range []string{"ApiUrl", "OpenAIBaseUrl", "ChatCompletionsUrl", "WebSocketUrl", "TelegramWebhookUrl", "StateMachineArn", "TableName"} {
+	for _, o := range []string{"ApiUrl", "OpenAIBaseUrl", "ChatCompletionsUrl", "WebSocketUrl", "StateMachineArn", "TableName"} {
 		assert(t, "output "+o, func() { s.template.HasOutput(jsii.String(o), m{"Value": assertions.Match_AnyValue()}) })
 	}
 	outputs := s.json["Outputs"].(map[string]any)
+	all := stack(t, variantOpenSearch).json["Outputs"].(map[string]any)
+	for _, o := range []string{"TelegramWebhookUrl", "TelegramBotTokenSecretArn", "TelegramWebhookSecretArn"} {
+		if _, ok := outputs[o]; ok {
+			t.Errorf("default stack outputs %s", o)
+		}
+		if _, ok := all[o]; !ok {
+			t.Errorf("telegram=on stack outputs no %s", o)
+		}
+	}
 	if got := render(outputs["ChatCompletionsUrl"].(map[string]any)["Value"]); !regexp.MustCompile(`^https://\$\{Api[0-9A-F]+\}\.execute-api\.\$\{AWS::Region\}\.\$\{AWS::URLSuffix\}/\$\{ApiDeploymentStageprod[0-9A-F]+\}/v1/chat/completions$`).MatchString(got) {
 		t.Errorf("ChatCompletionsUrl = %s", got)
 	}
@@ -590,8 +645,13 @@ func TestConfigErrors(t *testing.T) {
 		ctx  map[string]any
 		want string
 	}{
-		"bad search":     {map[string]any{ctxSearch: "elastic", ctxAssets: dir}, `search="elastic"`},
-		"missing assets": {map[string]any{ctxAssets: t.TempDir()}, "missing Lambda bootstraps"},
+		"bad search":                           {map[string]any{ctxSearch: "elastic", ctxAssets: dir}, `search="elastic"`},
+		"missing assets":                       {map[string]any{ctxAssets: t.TempDir()}, "missing Lambda bootstraps"},
+		"bad telegram":                         {map[string]any{ctxTelegram: "yes", ctxAssets: dir}, `telegram="yes"`},
+		"openai_base_url without openai_model": {map[string]any{ctxOpenAIBaseURL: "https://example.com/v1", ctxAssets: dir}, ctxOpenAIModel},
+		"openai_model without openai_base_url": {map[string]any{ctxOpenAIModel: "gpt-x", ctxAssets: dir}, ctxOpenAIBaseURL},
+		"telegram=on needs its bootstrap":      {map[string]any{ctxTelegram: TelegramOn, ctxAssets: coreAssets(t)}, "telegram/bootstrap"},
+		"opensearch needs the indexer":         {map[string]any{ctxSearch: SearchOpenSearch, ctxAssets: coreAssets(t)}, "indexer/bootstrap"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			app := awscdk.NewApp(&awscdk.AppProps{Context: &tc.ctx, Outdir: jsii.String(t.TempDir())})
@@ -603,6 +663,35 @@ func TestConfigErrors(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// coreAssets returns a directory with the bootstraps of the functions that
+// exist (functions/api, ws, step and scheduler) and no others.
+func coreAssets(t *testing.T) string {
+	dir := t.TempDir()
+	for _, f := range []string{"api", "ws", "step", "scheduler"} {
+		if err := os.MkdirAll(filepath.Join(dir, f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f, "bootstrap"), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestDefaultNeedsOnlyTheFunctionsThatExist: `make build` builds api, ws,
+// step and scheduler; the default stack must synthesize with those alone.
+func TestDefaultNeedsOnlyTheFunctionsThatExist(t *testing.T) {
+	ctx := map[string]any{ctxAssets: coreAssets(t)}
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(t.TempDir())})
+	cfg, err := ConfigFromContext(app)
+	if err == nil {
+		_, err = NewStack(app, StackName, cfg, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -29,6 +29,8 @@ Usage:
   lambdaclaw keys create [--name N] [--agents a,b] [--autonomy LEVEL] [--rate N]
   lambdaclaw keys list
   lambdaclaw keys revoke ID
+  lambdaclaw status                                     agents, keys, busy sessions, Telegram outbox
+  lambdaclaw telegram setup|remove                      register or remove the Telegram webhook
   lambdaclaw version
 
 Environment:
@@ -36,6 +38,8 @@ Environment:
   LAMBDACLAW_ADDR    listen address, and the address chat connects to (default 127.0.0.1:8080)
   LAMBDACLAW_API_KEY the API key chat uses
   LAMBDACLAW_CONFIG  config file (default $LAMBDACLAW_HOME/config.yaml)
+  TELEGRAM_BOT_TOKEN, TELEGRAM_API_BASE
+                     the Telegram bot token and Bot API server
   OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL
                      the default provider when the config file names none
 `
@@ -65,6 +69,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return agentCommand(ctx, args[1:], stdout, stderr)
 	case "keys":
 		return keys(ctx, args[1:], stdout, stderr)
+	case "telegram":
+		return telegramCommand(ctx, args[1:], stdout, stderr)
+	case "status":
+		return statusCommand(ctx, args[1:], stdout, stderr)
 	case "chat":
 		return chatCommand(ctx, args[1:], chatInput, stdout, stderr)
 	case "version", "--version", "-v":

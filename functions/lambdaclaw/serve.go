@@ -65,9 +65,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := firstKey(ctx, db, cfg, stdout); err != nil {
 		return err
 	}
+	mem, err := newLocalMemory(ctx, cfg, db, log)
+	if err != nil {
+		return err
+	}
 	skills := skill.NewCatalog(cfg.Home)
 	skills.Warn = func(err error) { log.Warn("skill skipped", "err", err) }
-	agents, err := buildAgents(cfg, skills)
+	agents, err := buildAgents(cfg, skills, mem.Tools()...)
 	if err != nil {
 		return err
 	}
@@ -75,13 +79,32 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	events := obs.NewEmitter(log, 4096)
 	defer events.Close()
 	hub := agent.NewHub()
-	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompt.New(skills, skill.Env{}), Replier: hub, Events: events, Log: log}
+	tg, tgRunner, err := newTelegram(cfg, db, log)
+	if err != nil {
+		return err
+	}
+	var replier agent.Replier = hub
+	if tg != nil {
+		replier = repliers{hub, tg}
+	}
+	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompt.New(skills, skill.Env{}), Replier: replier, Events: events, Log: log}
+	loop.Recorder = mem.Recorder()
+	defer mem.IndexWorkspaces(agents)()
 	runCtx, cancelRuns := context.WithCancel(context.Background())
 	driver := agent.NewDriver(runCtx, loop, log)
 	defer func() {
 		cancelRuns()
 		driver.Wait()
 	}()
+	if tg != nil {
+		tgRunner.Runner = driver
+		tg.Run(runCtx, cfg.Telegram.Mode == "polling")
+		defer func() {
+			cancelRuns()
+			tg.Wait()
+		}()
+		log.Info("telegram channel started", "mode", cfg.Telegram.Mode, "agent", cfg.Telegram.Agent)
+	}
 	if n, err := driver.Recover(ctx); err != nil {
 		return err
 	} else if n > 0 {
@@ -100,7 +123,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	var handler http.Handler = gw
+	if tg != nil && cfg.Telegram.Mode == "webhook" {
+		handler = withTelegram(gw, tg)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	if len(cfg.Providers) == 0 {
 		log.Warn("no LLM provider configured: chat requests will fail until you set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server) or add providers to the config file")
 	}
@@ -144,8 +171,10 @@ func firstKey(ctx context.Context, db *sqlite.DB, cfg *config.Config, stdout io.
 }
 
 // buildAgents makes one agent per workspace directory and per agent named
-// in the config file, each with its provider chain and tools.
-func buildAgents(cfg *config.Config, skills *skill.Catalog) (agent.Registry, error) {
+// in the config file, each with its provider chain and tools: the
+// built-ins and extra (the memory tools), as the agent's tools list
+// selects them.
+func buildAgents(cfg *config.Config, skills *skill.Catalog, extra ...tool.Tool) (agent.Registry, error) {
 	providers := map[string]llm.Provider{}
 	for _, p := range cfg.Providers {
 		op, err := newProvider(p)
@@ -172,6 +201,7 @@ func buildAgents(cfg *config.Config, skills *skill.Catalog) (agent.Registry, err
 		return nil, err
 	}
 	builtins := []tool.Tool{files.ReadFile(), files.WriteFile(), files.ListDir(), fetch, workspace.MemoryTool(), skill.LoadTool(skills, skill.Env{})}
+	builtins = append(builtins, extra...)
 
 	reg := agent.Registry{}
 	for _, n := range names {

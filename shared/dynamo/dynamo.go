@@ -24,6 +24,7 @@
 //	APPROVAL#<id>       APPROVAL              an approval                   session_id, run_id, calls, tools, status, token, …
 //	KEY#<hash>          KEY                   an API key                    id, name, …; gsi1pk KEYS, gsi1sk <created ms:015>#<id>
 //	KEYID#<id>          KEYID                 claim of a key id             hash
+//	CONN#<id>           CONN                  a WebSocket connection        key_hash, expires_at
 //
 // Times are epoch milliseconds (N), read back in UTC.
 //

@@ -106,6 +106,7 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, mux: http.NewServeMux(), started: time.Now(), wsStop: make(chan struct{}), dedup: newDedup()}
 	g.mux.HandleFunc("GET /health", g.health)
 	g.mux.HandleFunc("GET /v1/models", g.authed(g.models))
+	g.mux.HandleFunc("GET /v1/models/{model...}", g.authed(g.oneModel))
 	g.mux.HandleFunc("POST /v1/chat/completions", g.authed(g.completions))
 	g.mux.HandleFunc("GET /ws", g.authed(g.serveWS))
 	g.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
@@ -188,24 +189,40 @@ func allowed(k store.APIKey, name string) bool {
 	return false
 }
 
+// model is one entry of the model list: an agent.
+type model struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func (g *Gateway) modelOf(name string) model {
+	return model{ID: name, Object: "model", Created: g.started.Unix(), OwnedBy: "lambdaclaw"}
+}
+
 func (g *Gateway) models(w http.ResponseWriter, r *http.Request) {
 	k := keyOf(r)
-	type model struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
-	}
 	list := struct {
 		Object string  `json:"object"`
 		Data   []model `json:"data"`
 	}{Object: "list", Data: []model{}}
 	for _, a := range g.cfg.Agents() {
 		if allowed(k, a) {
-			list.Data = append(list.Data, model{ID: a, Object: "model", Created: g.started.Unix(), OwnedBy: "lambdaclaw"})
+			list.Data = append(list.Data, g.modelOf(a))
 		}
 	}
 	writeJSON(w, http.StatusOK, list)
+}
+
+// oneModel answers OpenAI's "retrieve model" for an agent.
+func (g *Gateway) oneModel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("model")
+	if name, ok := g.agentFor(keyOf(r), id); ok {
+		writeJSON(w, http.StatusOK, g.modelOf(name))
+		return
+	}
+	writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("the model %q does not exist or this key may not use it", id))
 }
 
 // autonomyOf reads a key's autonomy level; unknown values get the safest.

@@ -466,3 +466,28 @@ func TestHealth(t *testing.T) {
 		t.Errorf("GET /health = %d %s (%v), want 200 with status ok", w.Code, w.Body, err)
 	}
 }
+
+func TestRetrieveModel(t *testing.T) {
+	f := newFixture(t)
+	tests := []struct {
+		path string
+		code int
+		id   string
+	}{
+		{"/v1/models/coder", http.StatusOK, "coder"},
+		{"/v1/models/lambdaclaw/coder", http.StatusOK, "coder"},
+		{"/v1/models/nope", http.StatusNotFound, ""},
+	}
+	for _, tt := range tests {
+		w := f.do("GET", tt.path, f.token, "")
+		if w.Code != tt.code {
+			t.Errorf("GET %s: status %d, want %d: %s", tt.path, w.Code, tt.code, w.Body)
+			continue
+		}
+		var m struct{ ID, Object string }
+		json.Unmarshal(w.Body.Bytes(), &m)
+		if tt.code == http.StatusOK && (m.ID != tt.id || m.Object != "model") {
+			t.Errorf("GET %s = %s", tt.path, w.Body)
+		}
+	}
+}

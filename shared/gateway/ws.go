@@ -3,8 +3,6 @@ package gateway
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,42 +18,12 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/apikey"
 	"github.com/lambdaclaw/lambdaclaw/shared/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/wsproto"
 )
 
-// The WebSocket endpoint speaks JSON text frames. A client sends
-//
-//	{"type":"message","id":"c1","agent":"default","user":"alice","text":"hi"}
-//	{"type":"reset","id":"c2","agent":"default","user":"alice"}
-//
-// and the server answers with frames that name their run:
-//
-//	{"type":"ack","id":"c1","run_id":"…","session_id":"…","duplicate":false}
-//	{"type":"delta","run_id":"…","text":"Hel"}
-//	{"type":"approval","run_id":"…","approval_id":"…","tools":["write_file"],"prompt":"…"}
-//	{"type":"final","run_id":"…","text":"Hello","usage":{…}}
-//	{"type":"error","id":"c1","run_id":"…","code":"…","message":"…"}
-//
-// An approval is answered in-band: the next message of the session, "/yes",
-// "/no" or "/always", resumes the parked run, whose frames follow the ack.
-
-// Frame types.
+// The /ws endpoint speaks the frames of package wsproto (its doc shows
+// them); these constants bound its connections.
 const (
-	frameMessage  = "message"
-	frameReset    = "reset"
-	frameAck      = "ack"
-	frameDelta    = "delta"
-	frameApproval = "approval"
-	frameFinal    = "final"
-	frameError    = "error"
-)
-
-const (
-	// wsChannel is the channel name in session ids and reply targets.
-	wsChannel = "ws"
-	// defaultAgent answers frames that name no agent.
-	defaultAgent = "default"
-	// maxClientField bounds client message ids and user names.
-	maxClientField = 256
 	// wsPingInterval and wsPingTimeout keep idle connections alive through
 	// proxies and notice dead peers.
 	wsPingInterval = 30 * time.Second
@@ -71,59 +39,6 @@ const (
 	// dedupSize is how many client message ids the gateway remembers.
 	dedupSize = 1 << 16
 )
-
-// clientFrame is a frame from the client.
-type clientFrame struct {
-	Type  string `json:"type"`
-	ID    string `json:"id"`
-	Agent string `json:"agent"`
-	User  string `json:"user"`
-	Text  string `json:"text"`
-}
-
-type ackFrame struct {
-	Type      string `json:"type"`
-	ID        string `json:"id"`
-	RunID     string `json:"run_id,omitempty"`
-	SessionID string `json:"session_id"`
-	Duplicate bool   `json:"duplicate"`
-}
-
-type deltaFrame struct {
-	Type  string `json:"type"`
-	RunID string `json:"run_id"`
-	Text  string `json:"text"`
-}
-
-type approvalFrame struct {
-	Type       string   `json:"type"`
-	RunID      string   `json:"run_id"`
-	ApprovalID string   `json:"approval_id"`
-	Tools      []string `json:"tools"`
-	Prompt     string   `json:"prompt"`
-}
-
-type finalFrame struct {
-	Type  string         `json:"type"`
-	RunID string         `json:"run_id"`
-	Text  string         `json:"text"`
-	Usage *responseUsage `json:"usage"`
-}
-
-type errorFrame struct {
-	Type    string `json:"type"`
-	ID      string `json:"id,omitempty"`
-	RunID   string `json:"run_id,omitempty"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// wsRunID derives the run id of a client message, so that the same message
-// sent again, even on another connection, names the same run.
-func wsRunID(keyID, user, agentName, clientID string) string {
-	sum := sha256.Sum256([]byte(keyID + "\x00" + user + "\x00" + agentName + "\x00" + clientID))
-	return hex.EncodeToString(sum[:16])
-}
 
 // serveWS serves GET /ws. authed has checked the key and counted the
 // upgrade against its rate limit.
@@ -154,7 +69,7 @@ func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request) {
 		keys: map[string]bool{}, cancel: cancel,
 		out: outbox{notify: make(chan struct{}, 1)},
 	}
-	wc.addr = wsChannel + ":" + wc.id
+	wc.addr = wsproto.Channel + ":" + wc.id
 	wc.sub = g.cfg.Events.Subscribe(wc.addr)
 	log := g.cfg.Log.With("conn_id", wc.id, "key_id", k.ID)
 	log.Debug("websocket connected")
@@ -234,8 +149,7 @@ type wsConn struct {
 
 // handle answers one client frame.
 func (wc *wsConn) handle(ctx context.Context, typ websocket.MessageType, data []byte) {
-	var f clientFrame
-	jsonErr := json.Unmarshal(data, &f)
+	f, bad := wsproto.Decode(data)
 	if !wc.keyValid(ctx, f.ID) {
 		return
 	}
@@ -250,26 +164,12 @@ func (wc *wsConn) handle(ctx context.Context, typ websocket.MessageType, data []
 	switch {
 	case typ != websocket.MessageText:
 		wc.sendError("", "", "invalid_frame", "send JSON text frames, not binary ones")
-		return
-	case jsonErr != nil:
-		wc.sendError("", "", "invalid_json", "the frame is not a JSON object: "+jsonErr.Error())
-		return
-	case len(f.ID) > maxClientField:
-		wc.sendError("", "", "invalid_message", fmt.Sprintf("id is longer than %d bytes", maxClientField))
-		return
-	case len(f.User) > maxClientField:
-		wc.sendError(f.ID, "", "invalid_message", fmt.Sprintf("user is longer than %d bytes", maxClientField))
-		return
-	}
-	switch f.Type {
-	case frameMessage:
+	case bad != nil:
+		wc.send(*bad)
+	case f.Type == wsproto.TypeMessage:
 		wc.message(ctx, f)
-	case frameReset:
+	case f.Type == wsproto.TypeReset:
 		wc.reset(ctx, f)
-	case "":
-		wc.sendError(f.ID, "", "unknown_type", `the frame has no type: send "message" or "reset"`)
-	default:
-		wc.sendError(f.ID, "", "unknown_type", fmt.Sprintf(`unknown frame type %q: send "message" or "reset"`, f.Type))
 	}
 }
 
@@ -292,26 +192,22 @@ func (wc *wsConn) keyValid(ctx context.Context, id string) bool {
 }
 
 // target resolves the agent, user and session a frame is about.
-func (wc *wsConn) target(f clientFrame) (name, user, sessionID string, ok bool) {
-	agentName := cmp.Or(f.Agent, defaultAgent)
+func (wc *wsConn) target(f wsproto.ClientFrame) (name, user, sessionID string, ok bool) {
+	agentName := cmp.Or(f.Agent, wsproto.DefaultAgent)
 	name, ok = wc.g.agentFor(wc.key, agentName)
 	if !ok {
 		wc.sendError(f.ID, "", "model_not_found", fmt.Sprintf("the agent %q does not exist or this key may not use it", agentName))
 		return "", "", "", false
 	}
 	user = cmp.Or(f.User, wc.key.ID)
-	return name, user, wc.g.cfg.Identity.SessionID(name, wsChannel, user), true
+	return name, user, wc.g.cfg.Identity.SessionID(name, wsproto.Channel, user), true
 }
 
 // message delivers a user's message. A client id seen before is
 // acknowledged as a duplicate and delivers nothing; the connection then
 // follows the run the id started.
-func (wc *wsConn) message(ctx context.Context, f clientFrame) {
+func (wc *wsConn) message(ctx context.Context, f wsproto.ClientFrame) {
 	g := wc.g
-	if strings.TrimSpace(f.Text) == "" {
-		wc.sendError(f.ID, "", "invalid_message", "text is required")
-		return
-	}
 	name, user, sessionID, ok := wc.target(f)
 	if !ok {
 		return
@@ -324,7 +220,7 @@ func (wc *wsConn) message(ctx context.Context, f clientFrame) {
 	var runID string
 	var entry *dedupEntry
 	if f.ID != "" {
-		runID = wsRunID(wc.key.ID, user, name, f.ID)
+		runID = wsproto.RunID(wc.key.ID, user, name, f.ID)
 		var first bool
 		entry, first = g.dedup.claim(ctx, runID)
 		if entry == nil {
@@ -356,7 +252,7 @@ func (wc *wsConn) message(ctx context.Context, f clientFrame) {
 		RunID: runID, SessionID: sessionID, Agent: name,
 		Messages: []chat.Message{{Role: chat.User, Content: f.Text}},
 		Autonomy: autonomyOf(wc.key), Stream: true, Interactive: true,
-		Reply: agent.Reply{Channel: wsChannel, To: wc.addr},
+		Reply: agent.Reply{Channel: wsproto.Channel, To: wc.addr},
 	}
 	st, err := g.cfg.Runner.Deliver(dctx, in, wc.attach)
 	if err != nil {
@@ -374,7 +270,7 @@ func (wc *wsConn) message(ctx context.Context, f clientFrame) {
 	if entry != nil {
 		g.dedup.settle(runID, entry, st.RunID, st.SessionID, true)
 	}
-	wc.send(ackFrame{Type: frameAck, ID: f.ID, RunID: st.RunID, SessionID: st.SessionID})
+	wc.send(wsproto.Ack{Type: wsproto.TypeAck, ID: f.ID, RunID: st.RunID, SessionID: st.SessionID})
 }
 
 // duplicate acknowledges a repeated client id and follows its run, unless
@@ -389,11 +285,11 @@ func (wc *wsConn) duplicate(ctx context.Context, clientID, runID, sessionID stri
 	if follow {
 		wc.attach(runID)
 	}
-	wc.send(ackFrame{Type: frameAck, ID: clientID, RunID: runID, SessionID: sessionID, Duplicate: true})
+	wc.send(wsproto.Ack{Type: wsproto.TypeAck, ID: clientID, RunID: runID, SessionID: sessionID, Duplicate: true})
 }
 
 // reset starts a conversation afresh.
-func (wc *wsConn) reset(ctx context.Context, f clientFrame) {
+func (wc *wsConn) reset(ctx context.Context, f wsproto.ClientFrame) {
 	_, _, sessionID, ok := wc.target(f)
 	if !ok {
 		return
@@ -408,7 +304,7 @@ func (wc *wsConn) reset(ctx context.Context, f clientFrame) {
 		wc.g.cfg.Log.Error("reset session", "session_id", sessionID, "error", err)
 		wc.sendError(f.ID, "", "internal_error", "could not reset the conversation")
 	default:
-		wc.send(ackFrame{Type: frameAck, ID: f.ID, SessionID: sessionID})
+		wc.send(wsproto.Ack{Type: wsproto.TypeAck, ID: f.ID, SessionID: sessionID})
 	}
 }
 
@@ -452,21 +348,8 @@ func (wc *wsConn) pump(ctx context.Context) {
 		if err != nil {
 			return
 		}
-		var frame any
-		switch {
-		case ev.Approval != nil:
-			frame = approvalFrame{Type: frameApproval, RunID: ev.RunID, ApprovalID: ev.Approval.ID, Tools: ev.Approval.Tools, Prompt: ev.Approval.Prompt}
-		case ev.Result != nil && ev.Result.ErrorCode != "":
-			msg := ev.Result.Error
-			if ev.Result.ErrorCode == agent.CodeUpstream {
-				msg = "the model provider failed: " + msg
-			}
-			frame = errorFrame{Type: frameError, RunID: ev.RunID, Code: ev.Result.ErrorCode, Message: msg}
-		case ev.Result != nil:
-			frame = finalFrame{Type: frameFinal, RunID: ev.RunID, Text: ev.Result.Content, Usage: usage(ev.Result.Usage)}
-		case ev.Delta != "":
-			frame = deltaFrame{Type: frameDelta, RunID: ev.RunID, Text: ev.Delta}
-		default:
+		frame, ok := wsproto.EventFrame(ev)
+		if !ok {
 			continue
 		}
 		wc.deliverMu.Lock()
@@ -492,7 +375,7 @@ func (wc *wsConn) send(frame any) {
 }
 
 func (wc *wsConn) sendError(id, runID, code, msg string) {
-	wc.send(errorFrame{Type: frameError, ID: id, RunID: runID, Code: code, Message: msg})
+	wc.send(wsproto.NewError(id, runID, code, msg))
 }
 
 // write is the connection's only writer of data frames.

@@ -134,6 +134,41 @@ CREATE TABLE memory_state (
 ) STRICT;
 INSERT INTO memory_state (id, generation) VALUES (1, 0);
 `,
+	// 4: the Telegram channel's state, handled updates, users let in by
+	// access codes, and the reply outbox.
+	`
+CREATE TABLE telegram_state (
+	key   TEXT NOT NULL PRIMARY KEY,
+	value TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE telegram_seen (
+	update_id INTEGER NOT NULL PRIMARY KEY,
+	seen_at   INTEGER NOT NULL
+) STRICT;
+CREATE INDEX telegram_seen_at ON telegram_seen (seen_at);
+
+CREATE TABLE telegram_users (
+	user_id   INTEGER NOT NULL PRIMARY KEY,
+	code_hash TEXT    NOT NULL UNIQUE,
+	added_at  INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE telegram_outbox (
+	n          INTEGER NOT NULL PRIMARY KEY,
+	id         TEXT    NOT NULL UNIQUE,
+	chat_id    INTEGER NOT NULL,
+	text       TEXT    NOT NULL,
+	status     TEXT    NOT NULL CHECK (status IN ('pending', 'sent', 'failed')),
+	attempts   INTEGER NOT NULL DEFAULT 0,
+	next_at    INTEGER NOT NULL,
+	message_id INTEGER,
+	last_error TEXT    NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL,
+	sent_at    INTEGER
+) STRICT;
+CREATE INDEX telegram_outbox_pending ON telegram_outbox (n) WHERE status = 'pending';
+`,
 }
 
 // migrate applies the migrations the database has not seen, in one

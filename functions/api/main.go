@@ -1,0 +1,40 @@
+// Command api is the Lambda function behind the REST API: the
+// OpenAI-compatible chat completions (JSON and SSE), the model list and
+// the health check, served by the same http.Handler as the local server
+// with responses streamed (the integration's STREAM mode). Stateless
+// requests run inline; stateful ones go through the state machine. See
+// shared/cloud and shared/apigw.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/apigw"
+	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
+)
+
+func main() {
+	h, err := handler(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "api:", err)
+		os.Exit(1)
+	}
+	lambda.Start(h)
+}
+
+// handler builds the function's handler from the environment.
+func handler(ctx context.Context) (apigw.StreamHandler, error) {
+	root, err := cloud.New(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h, err := root.API()
+	if err != nil {
+		return nil, err
+	}
+	return apigw.Stream(h, root.Log), nil
+}

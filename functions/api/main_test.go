@@ -1,0 +1,234 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/apigw"
+	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/cloud/cloudtest"
+	"github.com/lambdaclaw/lambdaclaw/shared/gateway"
+)
+
+func setup(t *testing.T) (*cloudtest.Env, apigw.StreamHandler) {
+	env := cloudtest.Setup(t)
+	h, err := handler(t.Context())
+	if err != nil {
+		t.Fatalf("handler: %v", err)
+	}
+	return env, h
+}
+
+// invoke sends a sample request and returns the streamed response with
+// its whole body.
+func invoke(t *testing.T, h apigw.StreamHandler, ev events.APIGatewayProxyRequest) (*events.LambdaFunctionURLStreamingResponse, string) {
+	t.Helper()
+	resp, err := h(t.Context(), ev)
+	if err != nil {
+		t.Fatalf("handler: %v", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(body)
+}
+
+func sample(t *testing.T, name string) events.APIGatewayProxyRequest {
+	var ev events.APIGatewayProxyRequest
+	cloudtest.LoadEvent(t, "api/"+name, &ev)
+	return ev
+}
+
+type completion struct {
+	Choices []struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+	} `json:"choices"`
+	Error *struct {
+		Code string `json:"code"`
+	} `json:"error"`
+}
+
+func decode(t *testing.T, body string) completion {
+	t.Helper()
+	var c completion
+	if err := json.Unmarshal([]byte(body), &c); err != nil {
+		t.Fatalf("response %q: %v", body, err)
+	}
+	return c
+}
+
+// TestHealthWireFormat reads the response as API Gateway does: a JSON
+// prelude, eight NUL bytes, then the body.
+func TestHealthWireFormat(t *testing.T) {
+	_, h := setup(t)
+	resp, err := h(t.Context(), sample(t, "health.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prelude, body, ok := bytes.Cut(raw, make([]byte, 8))
+	if !ok {
+		t.Fatalf("no 8-NUL delimiter in %q", raw)
+	}
+	var p struct {
+		StatusCode int               `json:"statusCode"`
+		Headers    map[string]string `json:"headers"`
+	}
+	if err := json.Unmarshal(prelude, &p); err != nil {
+		t.Fatalf("prelude %q: %v", prelude, err)
+	}
+	if p.StatusCode != http.StatusOK || p.Headers["Content-Type"] != "application/json" {
+		t.Errorf("prelude = %+v", p)
+	}
+	if !strings.Contains(string(body), `"status":"ok"`) {
+		t.Errorf("body = %q", body)
+	}
+}
+
+func TestModels(t *testing.T) {
+	_, h := setup(t)
+	resp, body := invoke(t, h, sample(t, "models.json"))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"id":"default"`) {
+		t.Errorf("GET /v1/models = %d %s", resp.StatusCode, body)
+	}
+	ev := sample(t, "models.json")
+	ev.Headers["Authorization"] = "Bearer lc_wrong"
+	ev.MultiValueHeaders["Authorization"] = []string{"Bearer lc_wrong"}
+	if resp, body := invoke(t, h, ev); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("with a wrong key: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestStatelessCompletion runs inline: nothing goes through Step
+// Functions, nothing stays in the table.
+func TestStatelessCompletion(t *testing.T) {
+	env, h := setup(t)
+	resp, body := invoke(t, h, sample(t, "chat-completions.json"))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	if got := decode(t, body).Choices[0].Message.Content; got != "echo: What is a lambda?" {
+		t.Errorf("content = %q", got)
+	}
+	if started := env.SFN.Started(); len(started) != 0 {
+		t.Errorf("a stateless request started executions %v", started)
+	}
+	reqs := env.LLM.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	var roles []string
+	for _, m := range reqs[0].Messages {
+		roles = append(roles, m.Role)
+	}
+	// The workspace templates and the skills, then the client's messages.
+	if n := len(roles); n < 4 || roles[n-2] != "system" || roles[n-1] != "user" || !strings.HasPrefix(reqs[0].Messages[0].Content, "## IDENTITY.md") {
+		t.Errorf("request messages: %v; first %q", roles, reqs[0].Messages[0].Content)
+	}
+}
+
+func TestStreamingCompletion(t *testing.T) {
+	_, h := setup(t)
+	resp, body := invoke(t, h, sample(t, "chat-completions-stream.json"))
+	if resp.StatusCode != http.StatusOK || resp.Headers["Content-Type"] != "text/event-stream" {
+		t.Fatalf("status %d, headers %v", resp.StatusCode, resp.Headers)
+	}
+	var content string
+	var usage bool
+	for _, line := range strings.Split(body, "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var chunk struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+			Usage *struct {
+				TotalTokens int `json:"total_tokens"`
+			} `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+			t.Fatalf("chunk %q: %v", data, err)
+		}
+		for _, c := range chunk.Choices {
+			content += c.Delta.Content
+		}
+		usage = usage || (chunk.Usage != nil && chunk.Usage.TotalTokens > 0)
+	}
+	if content != "echo: Stream me a greeting." || !usage || !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Errorf("streamed %q (usage %v):\n%s", content, usage, body)
+	}
+}
+
+// TestStatefulCompletion sends the session sample twice: each goes
+// through the state machine (played by the fake with the step handler),
+// the response waits for the run, and the second turn sees the first.
+func TestStatefulCompletion(t *testing.T) {
+	env, h := setup(t)
+	step, err := cloud.New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.SFN.Play(step.Driver.Handle)
+
+	ev := sample(t, "chat-completions-session.json")
+	resp, body := invoke(t, h, ev)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	if got := decode(t, body).Choices[0].Message.Content; got != "echo: Remember that my favourite colour is teal." {
+		t.Errorf("content = %q", got)
+	}
+	ev.Body = `{"model":"default","messages":[{"role":"user","content":"What is my favourite colour?"}]}`
+	resp, body = invoke(t, h, ev)
+	if got := decode(t, body).Choices[0].Message.Content; resp.StatusCode != http.StatusOK || got != "echo: What is my favourite colour?" {
+		t.Errorf("second turn: %d %q", resp.StatusCode, got)
+	}
+	started := env.SFN.Started()
+	if len(started) != 2 {
+		t.Fatalf("executions %v, want one per turn", started)
+	}
+	for _, name := range started {
+		if e := env.SFN.Wait(name, 5*time.Second); e.Err != nil {
+			t.Errorf("execution %s: %v", name, e.Err)
+		}
+	}
+	reqs := env.LLM.Requests()
+	var convo []string
+	for _, m := range reqs[len(reqs)-1].Messages {
+		if m.Role != "system" {
+			convo = append(convo, m.Role+": "+m.Content)
+		}
+	}
+	want := []string{
+		"user: Remember that my favourite colour is teal.",
+		"assistant: echo: Remember that my favourite colour is teal.",
+		"user: What is my favourite colour?",
+	}
+	if diff := cmp.Diff(want, convo); diff != "" {
+		t.Errorf("second turn's conversation (-want +got):\n%s", diff)
+	}
+	sid := agent.Identity{}.SessionID("default", "api", ev.Headers[gateway.SessionHeader])
+	msgs, err := env.Store.Messages(t.Context(), sid)
+	if err != nil || len(msgs) != 4 {
+		t.Errorf("history in the table: %d messages, %v; want 4", len(msgs), err)
+	}
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/config"
+	"github.com/lambdaclaw/lambdaclaw/shared/sqlite"
+	"github.com/lambdaclaw/lambdaclaw/shared/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/telegram"
+	"github.com/lambdaclaw/lambdaclaw/shared/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/workspace"
+)
+
+// repliers tells every replier what a run reports; each one ignores the
+// runs of channels that are not its own.
+type repliers []agent.Replier
+
+func (rs repliers) Delta(r agent.RunState, text string) {
+	for _, x := range rs {
+		x.Delta(r, text)
+	}
+}
+
+func (rs repliers) Approval(r agent.RunState, a store.Approval) {
+	for _, x := range rs {
+		x.Approval(r, a)
+	}
+}
+
+func (rs repliers) Finish(r agent.RunState, res agent.Result) {
+	for _, x := range rs {
+		x.Finish(r, res)
+	}
+}
+
+// newTelegram builds the Telegram channel when the config enables it; it
+// returns nil otherwise. The channel's runner is set later with setRunner,
+// as the driver needs the loop's replier first.
+func newTelegram(cfg *config.Config, db *sqlite.DB, log *slog.Logger) (*telegram.Channel, *lateRunner, error) {
+	tc := cfg.Telegram
+	if !tc.Enabled {
+		return nil, nil, nil
+	}
+	autonomy, err := tool.ParseAutonomy(tc.Autonomy)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: telegram.autonomy: %w", err)
+	}
+	var codes []string
+	for _, c := range tc.AccessCodes {
+		if v := c.Value(); v != "" {
+			codes = append(codes, v)
+		}
+	}
+	runner := &lateRunner{}
+	ch, err := telegram.New(telegram.Config{
+		Client: telegram.NewClient(tc.APIBase, tc.Token), Store: db.Telegram(), Runner: runner,
+		Agent: tc.Agent, Autonomy: autonomy, AllowedUsers: tc.AllowedUsers, AccessCodes: codes, Log: log,
+		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
+	})
+	return ch, runner, err
+}
+
+// lateRunner forwards to the driver, which is created after the channel.
+type lateRunner struct{ telegram.Runner }
+
+// withTelegram mounts the webhook route beside the gateway's routes.
+func withTelegram(gw http.Handler, ch *telegram.Channel) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(config.TelegramWebhookPath, ch)
+	mux.Handle("/", gw)
+	return mux
+}
+
+// telegramCommand is `lambdaclaw telegram setup|remove`.
+func telegramCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "setup" && args[0] != "remove") {
+		fmt.Fprintln(stderr, "usage: lambdaclaw telegram setup [--config FILE] | lambdaclaw telegram remove [--config FILE]")
+		return errUsage
+	}
+	fs := flag.NewFlagSet("telegram", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "config file")
+	if err := fs.Parse(args[1:]); err != nil {
+		return errUsage
+	}
+	cfg, err := config.Load(*cfgPath, getenv)
+	if err != nil {
+		return err
+	}
+	if cfg.Telegram.Token == "" {
+		return fmt.Errorf("TELEGRAM_BOT_TOKEN is not set")
+	}
+	client := telegram.NewClient(cfg.Telegram.APIBase, cfg.Telegram.Token)
+	if args[0] == "remove" {
+		if err := client.DeleteWebhook(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "webhook removed; the server can long-poll again")
+		return nil
+	}
+	if cfg.Telegram.PublicURL == "" {
+		return fmt.Errorf("config: telegram.public_url is needed to register a webhook")
+	}
+	db, err := sqlite.Open(cfg.DBPath())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	me, err := client.GetMe(ctx)
+	if err != nil {
+		return err
+	}
+	secret, hash := telegram.NewSecret()
+	// The hash is stored first: a webhook call can arrive as soon as
+	// setWebhook returns.
+	if err := db.Telegram().SetState(ctx, telegram.KeyWebhookSecret, hash); err != nil {
+		return err
+	}
+	url := strings.TrimRight(cfg.Telegram.PublicURL, "/") + config.TelegramWebhookPath
+	if err := client.SetWebhook(ctx, url, secret); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "webhook of @%s set to %s (secret token stored hashed in the database)\n", me.Username, url)
+	return nil
+}
+
+// statusCommand is `lambdaclaw status`: what the database says about the
+// server.
+func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "config file")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	cfg, err := config.Load(*cfgPath, getenv)
+	if err != nil {
+		return err
+	}
+	db, err := sqlite.Open(cfg.DBPath())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ags, err := buildAgentNames(cfg)
+	if err != nil {
+		return err
+	}
+	keys, err := db.ListKeys(ctx)
+	if err != nil {
+		return err
+	}
+	active := 0
+	for _, k := range keys {
+		if k.RevokedAt == nil {
+			active++
+		}
+	}
+	busy, err := db.UnfinishedSessions(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := db.Telegram().OutboxStats(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "agents: %s\n", strings.Join(ags, ", "))
+	fmt.Fprintf(stdout, "api keys: %d active (%d total)\n", active, len(keys))
+	fmt.Fprintf(stdout, "sessions with unfinished runs: %d\n", len(busy))
+	tg := "disabled"
+	if cfg.Telegram.Enabled {
+		tg = "enabled, " + cfg.Telegram.Mode
+	}
+	fmt.Fprintf(stdout, "telegram: %s\n", tg)
+	fmt.Fprintf(stdout, "telegram outbox: %d pending, %d failed, %d sent\n", st.Pending, st.Failed, st.Sent)
+	return nil
+}
+
+// buildAgentNames lists the agents: the workspaces and the configured ones.
+func buildAgentNames(cfg *config.Config) ([]string, error) {
+	names, err := workspace.List(cfg.Home)
+	if err != nil {
+		return nil, err
+	}
+	for n := range cfg.Agents {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}

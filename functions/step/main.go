@@ -1,0 +1,34 @@
+// Command step is the Lambda function of the loop's state machine: each
+// task invokes it with an sfn.Event (actions step, call, park and fail)
+// and it runs that piece of a run with the same Go steps as the local
+// driver. See shared/sfn and shared/cloud.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/sfn"
+)
+
+func main() {
+	h, err := handler(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "step:", err)
+		os.Exit(1)
+	}
+	lambda.Start(h)
+}
+
+// handler builds the function's handler from the environment.
+func handler(ctx context.Context) (func(context.Context, sfn.Event) (any, error), error) {
+	root, err := cloud.New(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return root.Driver.Handle, nil
+}

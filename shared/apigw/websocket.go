@@ -1,0 +1,369 @@
+package apigw
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/apikey"
+	"github.com/lambdaclaw/lambdaclaw/shared/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/wsproto"
+)
+
+// Loop takes messages in; *agent.Loop implements it.
+type Loop interface {
+	Deliver(ctx context.Context, in agent.Input, lane agent.Lane, subscribe func(runID string)) (agent.RunState, error)
+	// Reset starts a session afresh; agent.ErrBusy while it has work.
+	Reset(ctx context.Context, sessionID string) error
+}
+
+// Connections remembers which API key opened each connection.
+type Connections interface {
+	PutConnection(ctx context.Context, id, keyHash string, ttl time.Duration) error
+	ConnectionKey(ctx context.Context, id string) (string, error)
+	DeleteConnection(ctx context.Context, id string) error
+}
+
+// Keys looks API keys up by hash.
+type Keys interface {
+	KeyByHash(ctx context.Context, hash string) (store.APIKey, error)
+}
+
+// Runs reads and updates runs.
+type Runs interface {
+	GetRun(ctx context.Context, id string) (store.Run, error)
+	UpdateRun(ctx context.Context, r store.Run) error
+}
+
+// Limiter is a per-key rate limiter.
+type Limiter interface {
+	Allow(key string, limit int) (bool, time.Duration)
+}
+
+// ConnectionTTL is how long a connection's record lives: API Gateway
+// closes every WebSocket connection after two hours.
+const ConnectionTTL = 2*time.Hour + 5*time.Minute
+
+// WebSocket handles the events of an API Gateway WebSocket API whose
+// $connect, $disconnect and $default routes invoke one function. It speaks
+// the protocol of the local /ws endpoint (package wsproto):
+//
+//   - $connect checks the API key, sent as "Authorization: Bearer <key>"
+//     or, since browsers cannot set headers on a WebSocket, as the query
+//     parameter key; an unknown or revoked key is refused with 401, a key
+//     over its rate limit with 429. The connection is recorded with its
+//     key's hash.
+//   - $default takes one client frame: message or reset. The key is looked
+//     up again, so a revoked key's connection is closed. A message is
+//     delivered to the Loop with the reply address {ws, connection id};
+//     the ack, and the frames of errors, are posted to the connection; the
+//     run's own frames come from the step function's Replier. The Lane (the
+//     Step Functions driver) starts or resumes the run only once the ack is
+//     posted, so that the ack comes first, as on the local /ws.
+//   - $disconnect forgets the connection.
+//
+// A message with a client id names its run (wsproto.RunID): the same id
+// sent again is acknowledged as a duplicate and delivers nothing. An
+// approval answered from another connection than the run's moves the
+// run's replies to the answering connection.
+type WebSocket struct {
+	Loop        Loop
+	Lane        agent.Lane
+	Keys        Keys
+	Connections Connections
+	Runs        Runs
+	Conns       Conns
+	// Agents lists the agent names.
+	Agents   func() []string
+	Identity agent.Identity
+	// Limiter, when set, counts connections and frames per key.
+	Limiter Limiter
+	Log     *slog.Logger
+}
+
+// Handle is the Lambda handler.
+func (ws *WebSocket) Handle(ctx context.Context, ev events.APIGatewayWebsocketProxyRequest) (events.APIGatewayProxyResponse, error) {
+	id := ev.RequestContext.ConnectionID
+	if id == "" {
+		return status(http.StatusBadRequest, "no connection id"), nil
+	}
+	switch ev.RequestContext.RouteKey {
+	case "$connect":
+		return ws.connect(ctx, id, ev), nil
+	case "$disconnect":
+		if err := ws.Connections.DeleteConnection(ctx, id); err != nil {
+			return events.APIGatewayProxyResponse{}, err
+		}
+		return status(http.StatusOK, ""), nil
+	default:
+		ws.frame(ctx, id, ev)
+		return status(http.StatusOK, ""), nil
+	}
+}
+
+func status(code int, body string) events.APIGatewayProxyResponse {
+	return events.APIGatewayProxyResponse{StatusCode: code, Body: body}
+}
+
+func (ws *WebSocket) log() *slog.Logger {
+	if ws.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return ws.Log
+}
+
+// header returns a header of ev whatever its case.
+func header(ev events.APIGatewayWebsocketProxyRequest, name string) string {
+	for k, v := range ev.Headers {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	for k, v := range ev.MultiValueHeaders {
+		if strings.EqualFold(k, name) && len(v) > 0 {
+			return v[0]
+		}
+	}
+	return ""
+}
+
+// connect authenticates a new connection.
+func (ws *WebSocket) connect(ctx context.Context, id string, ev events.APIGatewayWebsocketProxyRequest) events.APIGatewayProxyResponse {
+	token, ok := strings.CutPrefix(header(ev, "Authorization"), "Bearer ")
+	if !ok || token == "" {
+		token = ev.QueryStringParameters["key"]
+	}
+	if token == "" {
+		return status(http.StatusUnauthorized, "missing API key: send Authorization: Bearer <key>, or the query parameter key")
+	}
+	hash := apikey.Hash(token)
+	k, err := ws.key(ctx, token, hash)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return status(http.StatusUnauthorized, "invalid API key")
+	case err != nil:
+		ws.log().Error("key lookup failed", "error", err)
+		return status(http.StatusInternalServerError, "could not check the API key")
+	}
+	if ws.Limiter != nil {
+		if ok, _ := ws.Limiter.Allow(k.ID, k.RatePerMinute); !ok {
+			return status(http.StatusTooManyRequests, fmt.Sprintf("rate limit of %d requests per minute reached", k.RatePerMinute))
+		}
+	}
+	if err := ws.Connections.PutConnection(ctx, id, hash, ConnectionTTL); err != nil {
+		ws.log().Error("record connection", "conn_id", id, "error", err)
+		return status(http.StatusInternalServerError, "could not open the connection")
+	}
+	ws.log().Debug("websocket connected", "conn_id", id, "key_id", k.ID)
+	return status(http.StatusOK, "")
+}
+
+// key returns the live key with hash; store.ErrNotFound for an unknown or
+// revoked one. token, when set, is checked for plausibility first.
+func (ws *WebSocket) key(ctx context.Context, token, hash string) (store.APIKey, error) {
+	if token != "" && !apikey.Plausible(token) {
+		return store.APIKey{}, store.ErrNotFound
+	}
+	k, err := ws.Keys.KeyByHash(ctx, hash)
+	if err == nil && k.RevokedAt != nil {
+		err = store.ErrNotFound
+	}
+	return k, err
+}
+
+// conn is one $default event being answered.
+type conn struct {
+	ws  *WebSocket
+	id  string
+	key store.APIKey
+}
+
+func (c conn) send(frame any) {
+	if err := c.ws.Conns.Send(context.Background(), c.id, frame); err != nil && !errors.Is(err, ErrGone) {
+		c.ws.log().Warn("websocket frame not delivered", "conn_id", c.id, "error", err)
+	}
+}
+
+func (c conn) sendError(id, code, msg string) { c.send(wsproto.NewError(id, "", code, msg)) }
+
+// frame answers one client frame.
+func (ws *WebSocket) frame(ctx context.Context, id string, ev events.APIGatewayWebsocketProxyRequest) {
+	c := conn{ws: ws, id: id}
+	f, bad := wsproto.Decode([]byte(ev.Body))
+	hash, err := ws.Connections.ConnectionKey(ctx, id)
+	if err == nil {
+		c.key, err = ws.key(ctx, "", hash)
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		c.sendError(f.ID, "invalid_api_key", "the API key was revoked")
+		if err := ws.Conns.Close(ctx, id); err != nil {
+			ws.log().Warn("close connection", "conn_id", id, "error", err)
+		}
+		return
+	case err != nil:
+		ws.log().Error("key lookup failed", "conn_id", id, "error", err)
+		c.sendError(f.ID, "internal_error", "could not check the API key")
+		return
+	}
+	if ws.Limiter != nil {
+		if ok, wait := ws.Limiter.Allow(c.key.ID, c.key.RatePerMinute); !ok {
+			secs := int((wait + time.Second - 1) / time.Second)
+			c.sendError(f.ID, "rate_limit_exceeded", fmt.Sprintf("rate limit of %d requests per minute reached; retry in %d s", c.key.RatePerMinute, secs))
+			return
+		}
+	}
+	switch {
+	case ev.IsBase64Encoded:
+		c.sendError("", "invalid_frame", "send JSON text frames, not binary ones")
+	case bad != nil:
+		c.send(*bad)
+	case f.Type == wsproto.TypeMessage:
+		ws.message(ctx, c, f)
+	case f.Type == wsproto.TypeReset:
+		ws.reset(ctx, c, f)
+	}
+}
+
+// target resolves the agent, user and session a frame is about.
+func (ws *WebSocket) target(c conn, f wsproto.ClientFrame) (name, user, sessionID string, ok bool) {
+	name = strings.TrimPrefix(cmp.Or(f.Agent, wsproto.DefaultAgent), "lambdaclaw/")
+	if !slices.Contains(ws.Agents(), name) || (len(c.key.Agents) > 0 && !slices.Contains(c.key.Agents, name)) {
+		c.sendError(f.ID, "model_not_found", fmt.Sprintf("the agent %q does not exist or this key may not use it", cmp.Or(f.Agent, wsproto.DefaultAgent)))
+		return "", "", "", false
+	}
+	user = cmp.Or(f.User, c.key.ID)
+	return name, user, ws.Identity.SessionID(name, wsproto.Channel, user), true
+}
+
+// message delivers a user's message.
+func (ws *WebSocket) message(ctx context.Context, c conn, f wsproto.ClientFrame) {
+	name, user, sessionID, ok := ws.target(c, f)
+	if !ok {
+		return
+	}
+	var runID string
+	if f.ID != "" {
+		runID = wsproto.RunID(c.key.ID, user, name, f.ID)
+		run, err := ws.Runs.GetRun(ctx, runID)
+		if err == nil {
+			c.send(wsproto.Ack{Type: wsproto.TypeAck, ID: f.ID, RunID: run.ID, SessionID: run.SessionID, Duplicate: true})
+			return
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			ws.log().Error("look up run", "run_id", runID, "error", err)
+			c.sendError(f.ID, "internal_error", "could not start the run")
+			return
+		}
+	}
+	autonomy, err := tool.ParseAutonomy(c.key.Autonomy)
+	if err != nil {
+		autonomy = tool.ReadOnly
+	}
+	reply := agent.Reply{Channel: wsproto.Channel, To: c.id}
+	in := agent.Input{
+		RunID: runID, SessionID: sessionID, Agent: name,
+		Messages: []chat.Message{{Role: chat.User, Content: f.Text}},
+		Autonomy: autonomy, Stream: true, Interactive: true, Reply: reply,
+	}
+	var later laterLane
+	st, err := ws.Loop.Deliver(ctx, in, &later, func(runID string) { ws.follow(ctx, runID, reply) })
+	if err != nil {
+		if errors.Is(err, agent.ErrUnknownAgent) {
+			c.sendError(f.ID, "model_not_found", err.Error())
+			return
+		}
+		ws.log().Error("deliver message", "conn_id", c.id, "error", err)
+		c.sendError(f.ID, "internal_error", "could not start the run")
+		return
+	}
+	c.send(wsproto.Ack{Type: wsproto.TypeAck, ID: f.ID, RunID: st.RunID, SessionID: st.SessionID})
+	if err := later.run(ctx, ws.Lane); err != nil {
+		// The message is stored; the session's next run or message starts it.
+		ws.log().Error("start run", "conn_id", c.id, "run_id", st.RunID, "error", err)
+		c.send(wsproto.NewError(f.ID, st.RunID, "internal_error", "the message is queued but its run could not start yet; it starts with the conversation's next message"))
+	}
+}
+
+// laterLane records what the loop asks of the lane during Deliver, to be
+// done after the ack is posted.
+type laterLane struct {
+	resume *store.Approval
+	kick   string
+}
+
+func (l *laterLane) Resume(_ context.Context, ap store.Approval) error {
+	l.resume = &ap
+	return nil
+}
+
+func (l *laterLane) Kick(_ context.Context, sessionID string) error {
+	l.kick = sessionID
+	return nil
+}
+
+// run does what was recorded, in the order Deliver asks it: a resume
+// before a kick.
+func (l *laterLane) run(ctx context.Context, lane agent.Lane) error {
+	if l.resume != nil {
+		if err := lane.Resume(ctx, *l.resume); err != nil {
+			return err
+		}
+	}
+	if l.kick != "" {
+		return lane.Kick(ctx, l.kick)
+	}
+	return nil
+}
+
+// follow sends the replies of a parked run, about to be resumed by this
+// connection's answer, to this connection. Only a parked run is changed:
+// nothing else writes it until it is resumed, which happens after this.
+func (ws *WebSocket) follow(ctx context.Context, runID string, reply agent.Reply) {
+	run, err := ws.Runs.GetRun(ctx, runID)
+	if err != nil {
+		return // a new run, not written yet
+	}
+	st, err := agent.DecodeState(run)
+	if err != nil || !st.Parked() || run.Status != store.RunRunning || st.Reply == reply {
+		return
+	}
+	st.Reply = reply
+	run.UpdatedAt = time.Now().UTC()
+	if run.State, err = json.Marshal(st); err == nil {
+		err = ws.Runs.UpdateRun(ctx, run)
+	}
+	if err != nil {
+		ws.log().Warn("move the replies of a parked run", "run_id", runID, "error", err)
+	}
+}
+
+// reset starts a conversation afresh.
+func (ws *WebSocket) reset(ctx context.Context, c conn, f wsproto.ClientFrame) {
+	_, _, sessionID, ok := ws.target(c, f)
+	if !ok {
+		return
+	}
+	err := ws.Loop.Reset(ctx, sessionID)
+	switch {
+	case errors.Is(err, agent.ErrBusy):
+		c.sendError(f.ID, "busy", err.Error())
+	case err != nil:
+		ws.log().Error("reset session", "session_id", sessionID, "error", err)
+		c.sendError(f.ID, "internal_error", "could not reset the conversation")
+	default:
+		c.send(wsproto.Ack{Type: wsproto.TypeAck, ID: f.ID, SessionID: sessionID})
+	}
+}

@@ -1,0 +1,96 @@
+package cloud
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/wsproto"
+)
+
+// CheckInEvent is the input of an EventBridge Scheduler check-in: the
+// text becomes a user message to Agent in the session of User on Channel.
+type CheckInEvent struct {
+	// ID, when set, makes the delivery idempotent: EventBridge Scheduler
+	// delivers at least once, and the same ID names the same run. Put
+	// <aws.scheduler.execution-id> in the schedule's input for it.
+	ID string `json:"id,omitempty"`
+	// Agent defaults to "default".
+	Agent   string `json:"agent,omitempty"`
+	User    string `json:"user"`
+	Channel string `json:"channel"`
+	// To is the reply address on Channel (a Telegram chat id, …); User
+	// when empty.
+	To   string `json:"to,omitempty"`
+	Text string `json:"text"`
+	// Autonomy is the run's autonomy level; supervised when empty.
+	Autonomy string `json:"autonomy,omitempty"`
+}
+
+// CheckInResult names the run a check-in queued.
+type CheckInResult struct {
+	RunID     string `json:"run_id"`
+	SessionID string `json:"session_id"`
+}
+
+// CheckIn is the handler of the scheduler function.
+type CheckIn struct {
+	Loop     *agent.Loop
+	Lane     agent.Lane
+	Identity agent.Identity
+}
+
+// CheckIn returns the handler of the scheduler function.
+func (r *Root) CheckIn() *CheckIn {
+	return &CheckIn{Loop: r.Loop, Lane: r.Driver, Identity: r.Identity}
+}
+
+// Handle queues the check-in as a run of the user's session and starts it
+// when the session is idle; its replies go to the channel. Unlike a
+// message from the user, a check-in never answers, nor denies, an approval
+// the session waits for: it queues behind the parked run.
+func (c *CheckIn) Handle(ctx context.Context, ev CheckInEvent) (CheckInResult, error) {
+	switch {
+	case ev.User == "" || ev.Channel == "":
+		return CheckInResult{}, errors.New("check-in: user and channel are required")
+	case strings.TrimSpace(ev.Text) == "":
+		return CheckInResult{}, errors.New("check-in: text is required")
+	}
+	autonomy := tool.Supervised
+	if ev.Autonomy != "" {
+		var err error
+		if autonomy, err = tool.ParseAutonomy(ev.Autonomy); err != nil {
+			return CheckInResult{}, fmt.Errorf("check-in: %w", err)
+		}
+	}
+	name := cmp.Or(ev.Agent, wsproto.DefaultAgent)
+	in := agent.Input{
+		SessionID: c.Identity.SessionID(name, ev.Channel, ev.User),
+		Agent:     name,
+		Messages:  []chat.Message{{Role: chat.User, Content: ev.Text}},
+		Autonomy:  autonomy,
+		Stream:    ev.Channel == wsproto.Channel,
+		// Somebody reads every channel but the HTTP API's.
+		Interactive: ev.Channel != ChannelHTTP,
+		Reply:       agent.Reply{Channel: ev.Channel, To: cmp.Or(ev.To, ev.User)},
+	}
+	if ev.ID != "" {
+		sum := sha256.Sum256([]byte("check-in\x00" + ev.ID))
+		in.RunID = hex.EncodeToString(sum[:16])
+	}
+	st, err := c.Loop.Enqueue(ctx, in)
+	if err != nil {
+		return CheckInResult{}, fmt.Errorf("check-in: %w", err)
+	}
+	if err := c.Lane.Kick(ctx, st.SessionID); err != nil {
+		return CheckInResult{}, fmt.Errorf("check-in: %w", err)
+	}
+	return CheckInResult{RunID: st.RunID, SessionID: st.SessionID}, nil
+}

@@ -1,0 +1,284 @@
+// Package cloud is the composition root of the AWS deployment: every
+// Lambda function (functions/api, ws, step, scheduler) builds its adapters
+// with New from the environment the CDK stack sets, then starts its
+// handler. It wires
+//
+//   - the store: DynamoDB (TABLE_NAME), with ephemeral sessions, those of
+//     stateless requests, kept in memory (agent.WithEphemeral);
+//   - the agents named in AGENTS (default "default"), each with the
+//     provider chain, the tools that work in Lambda (web_fetch, and
+//     load_skill with the bundled skills) and a system prompt built from
+//     the default workspace templates (TemplatePrompter): agent workspaces
+//     are not kept in the store yet, so every agent has the workspace of a
+//     new agent after its first-run ritual;
+//   - the provider chain: DEFAULT_PROVIDER first (bedrock, the default, or
+//     openai), then the other one when it is configured, each with retries
+//     and a circuit breaker;
+//   - the Step Functions driver of the loop (STATE_MACHINE_ARN);
+//   - the replier that routes what runs tell by their reply channel:
+//     "ws" to the API Gateway WebSocket connection (WS_ENDPOINT), "http"
+//     to the in-process Hub the api function's requests listen to.
+//
+// # Environment
+//
+//	TABLE_NAME                 DynamoDB table (required)
+//	DYNAMODB_ENDPOINT          DynamoDB endpoint override (DynamoDB Local)
+//	SESSION_TTL                idle session lifetime, a Go duration
+//	STATE_MACHINE_ARN          the loop's state machine (required)
+//	STEPFUNCTIONS_ENDPOINT     Step Functions endpoint override
+//	WS_ENDPOINT                API Gateway Management API endpoint of the WebSocket stage
+//	AGENTS                     comma-separated agent names (default "default")
+//	DEFAULT_PROVIDER           bedrock (default) or openai
+//	BEDROCK_MODEL              Bedrock model or inference profile; configures Bedrock
+//	BEDROCK_REGION             Bedrock Region, when not the function's
+//	BEDROCK_ENDPOINT           Bedrock endpoint override
+//	OPENAI_BASE_URL            OpenAI-compatible API root (https://…/v1)
+//	OPENAI_MODEL               its model; configures the OpenAI-compatible provider
+//	OPENAI_API_KEY             its API key, or:
+//	OPENAI_API_KEY_SECRET_ARN  a Secrets Manager secret holding the key
+//	SESSION_SHARING            shared (default: one session per user and agent
+//	                           across channels) or per_channel
+//	LOG_LEVEL                  debug, info (default), warn or error
+//
+// AWS credentials and the Region come from the Lambda environment (the
+// SDK's default chain).
+package cloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/apigw"
+	"github.com/lambdaclaw/lambdaclaw/shared/bedrock"
+	"github.com/lambdaclaw/lambdaclaw/shared/dynamo"
+	"github.com/lambdaclaw/lambdaclaw/shared/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/obs"
+	"github.com/lambdaclaw/lambdaclaw/shared/openai"
+	"github.com/lambdaclaw/lambdaclaw/shared/ratelimit"
+	"github.com/lambdaclaw/lambdaclaw/shared/sfn"
+	"github.com/lambdaclaw/lambdaclaw/shared/skill"
+	"github.com/lambdaclaw/lambdaclaw/shared/store/memstore"
+	"github.com/lambdaclaw/lambdaclaw/shared/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/webfetch"
+	"github.com/lambdaclaw/lambdaclaw/shared/workspace"
+	"github.com/lambdaclaw/lambdaclaw/shared/wsproto"
+)
+
+// Provider names of DEFAULT_PROVIDER.
+const (
+	ProviderBedrock = "bedrock"
+	ProviderOpenAI  = "openai"
+)
+
+// Channel of the OpenAI-compatible HTTP API in reply targets.
+const ChannelHTTP = "http"
+
+// Root holds the adapters of one Lambda function.
+type Root struct {
+	Log *slog.Logger
+	// Store is the DynamoDB store; Loop.Store wraps it for ephemeral
+	// sessions.
+	Store    *dynamo.Store
+	Agents   agent.Registry
+	Identity agent.Identity
+	// Hub receives the events of runs replying on the "http" channel.
+	Hub  *agent.Hub
+	Loop *agent.Loop
+	// Driver runs the loop on Step Functions.
+	Driver *sfn.Driver
+	// Conns reaches the WebSocket clients; its API is nil without
+	// WS_ENDPOINT.
+	Conns apigw.Conns
+	// Limiter counts requests per API key in this instance.
+	Limiter *ratelimit.Limiter
+}
+
+// New builds the adapters from the environment (see the package doc). It
+// checks that the table exists.
+func New(ctx context.Context) (*Root, error) {
+	getenv := os.Getenv
+	log := newLogger(getenv("LOG_LEVEL"))
+	dcfg, err := dynamo.ConfigFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	db, err := dynamo.New(ctx, dcfg)
+	if err != nil {
+		return nil, err
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cloud: aws config: %w", err)
+	}
+	providers, err := newProviders(ctx, awsCfg, getenv)
+	if err != nil {
+		return nil, err
+	}
+	skills := skill.NewCatalog("")
+	skills.Warn = func(err error) { log.Warn("skill skipped", "err", err) }
+	agents, err := newAgents(getenv("AGENTS"), llm.NewChain(providers...), skills)
+	if err != nil {
+		return nil, err
+	}
+	identity := agent.Identity{}
+	switch v := getenv("SESSION_SHARING"); v {
+	case "", "shared":
+	case "per_channel":
+		identity.PerChannel = true
+	default:
+		return nil, fmt.Errorf("cloud: SESSION_SHARING=%q: want shared or per_channel", v)
+	}
+
+	r := &Root{Log: log, Store: db, Agents: agents, Identity: identity, Hub: agent.NewHub(), Limiter: ratelimit.New(time.Minute)}
+	router := Router{ChannelHTTP: r.Hub}
+	if ep := getenv("WS_ENDPOINT"); ep != "" {
+		r.Conns = apigw.Conns{Log: log, API: apigatewaymanagementapi.NewFromConfig(awsCfg, func(o *apigatewaymanagementapi.Options) {
+			o.BaseEndpoint = aws.String(ep)
+		})}
+		router[wsproto.Channel] = apigw.Replier{Conns: r.Conns}
+	}
+	r.Loop = &agent.Loop{
+		Store:    agent.WithEphemeral(db, memstore.New()),
+		Agents:   agents,
+		Prompter: &TemplatePrompter{Skills: skills},
+		Replier:  router,
+		Events:   obs.NewEmitter(log, 1024),
+		Log:      log,
+	}
+	arn := getenv("STATE_MACHINE_ARN")
+	if arn == "" {
+		return nil, errors.New("cloud: STATE_MACHINE_ARN is not set")
+	}
+	client := awssfn.NewFromConfig(awsCfg, func(o *awssfn.Options) {
+		if ep := getenv("STEPFUNCTIONS_ENDPOINT"); ep != "" {
+			o.BaseEndpoint = aws.String(ep)
+		}
+	})
+	r.Driver = &sfn.Driver{Loop: r.Loop, Lanes: db, Client: client, StateMachine: arn, Log: log}
+	if len(providers) == 0 {
+		log.Debug("no LLM provider configured: this function does not call models")
+	}
+	return r, nil
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil || level == "" {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+// newProviders returns the configured providers, DEFAULT_PROVIDER first.
+func newProviders(ctx context.Context, awsCfg aws.Config, getenv func(string) string) ([]llm.Provider, error) {
+	wrap := func(p llm.Provider) llm.Provider {
+		return llm.WithBreaker(llm.WithRetry(p, 3, 500*time.Millisecond, 10*time.Second), 5, 30*time.Second)
+	}
+	var bedrockP, openaiP llm.Provider
+	if model := getenv("BEDROCK_MODEL"); model != "" {
+		p, err := bedrock.NewConverse(ctx, bedrock.ConverseConfig{Model: model, Region: getenv("BEDROCK_REGION"), Endpoint: getenv("BEDROCK_ENDPOINT")})
+		if err != nil {
+			return nil, fmt.Errorf("cloud: %w", err)
+		}
+		bedrockP = wrap(p)
+	}
+	if base, model := getenv("OPENAI_BASE_URL"), getenv("OPENAI_MODEL"); base != "" || model != "" {
+		if model == "" {
+			return nil, errors.New("cloud: OPENAI_BASE_URL is set but OPENAI_MODEL is not: name the model of the OpenAI-compatible provider")
+		}
+		key, err := openAIKey(ctx, awsCfg, getenv)
+		if err != nil {
+			return nil, err
+		}
+		p, err := openai.New(openai.Config{BaseURL: base, APIKey: key, Model: model})
+		if err != nil {
+			return nil, fmt.Errorf("cloud: %w", err)
+		}
+		openaiP = wrap(p)
+	}
+	var chain []llm.Provider
+	add := func(ps ...llm.Provider) {
+		for _, p := range ps {
+			if p != nil {
+				chain = append(chain, p)
+			}
+		}
+	}
+	switch def := getenv("DEFAULT_PROVIDER"); def {
+	case "", ProviderBedrock:
+		if def != "" && bedrockP == nil {
+			return nil, errors.New("cloud: DEFAULT_PROVIDER=bedrock needs BEDROCK_MODEL")
+		}
+		add(bedrockP, openaiP)
+	case ProviderOpenAI:
+		if openaiP == nil {
+			return nil, errors.New("cloud: DEFAULT_PROVIDER=openai needs OPENAI_MODEL (and OPENAI_BASE_URL for a server other than OpenAI's)")
+		}
+		add(openaiP, bedrockP)
+	default:
+		return nil, fmt.Errorf("cloud: DEFAULT_PROVIDER=%q: want %s or %s", def, ProviderBedrock, ProviderOpenAI)
+	}
+	return chain, nil
+}
+
+// openAIKey returns OPENAI_API_KEY, or the value of the secret
+// OPENAI_API_KEY_SECRET_ARN names.
+func openAIKey(ctx context.Context, awsCfg aws.Config, getenv func(string) string) (string, error) {
+	if key := getenv("OPENAI_API_KEY"); key != "" {
+		return key, nil
+	}
+	arn := getenv("OPENAI_API_KEY_SECRET_ARN")
+	if arn == "" {
+		return "", nil // servers such as Ollama need no key
+	}
+	out, err := secretsmanager.NewFromConfig(awsCfg).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+	if err != nil {
+		return "", fmt.Errorf("cloud: read the OpenAI-compatible provider's key: %w", err)
+	}
+	return strings.TrimSpace(aws.ToString(out.SecretString)), nil
+}
+
+// newAgents makes one agent per name in list (comma-separated; "default"
+// when empty), each with provider and the tools that work in Lambda.
+func newAgents(list string, provider llm.Provider, skills *skill.Catalog) (agent.Registry, error) {
+	fetch, err := webfetch.New(webfetch.Config{})
+	if err != nil {
+		return nil, err
+	}
+	tools, err := tool.NewRegistry(fetch, skill.LoadTool(skills, skill.Env{}))
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(list) == "" {
+		list = wsproto.DefaultAgent
+	}
+	reg := agent.Registry{}
+	for n := range strings.SplitSeq(list, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if err := workspace.ValidName(n); err != nil {
+			return nil, fmt.Errorf("cloud: AGENTS: %w", err)
+		}
+		reg[n] = &agent.Agent{
+			Name: n, Provider: provider, Tools: tools,
+			// Compaction as the local default, without the memory flush:
+			// the memory tools need a workspace.
+			Compaction: agent.Compaction{Threshold: 50, Target: 20},
+		}
+	}
+	return reg, nil
+}

@@ -1,0 +1,153 @@
+// Package cloudtest sets up what the Lambda functions' tests run against:
+// a fresh table in DynamoDB Local (DYNAMODB_ENDPOINT, set by `make test`),
+// the scripted OpenAI-compatible fake LLM (tests/fakellm), a fake Step
+// Functions endpoint and a fake API Gateway Management API, both httptest
+// servers speaking the real wire protocols to the real AWS SDK clients.
+// Setup points the environment of shared/cloud at them, so a function's
+// handler is built exactly as in Lambda. Fakes stand only at the edge.
+//
+// The fake Step Functions can also play the loop's state machine
+// (infra/statemachine.go) for the executions it starts, invoking a step
+// handler the way the definition's tasks do.
+package cloudtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/apikey"
+	"github.com/lambdaclaw/lambdaclaw/shared/dynamo"
+	"github.com/lambdaclaw/lambdaclaw/shared/store"
+	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
+)
+
+// SampleKey is the API key of the events/ samples; Setup stores it.
+const SampleKey = "lc_SampleKeyOfTheEventsFolder00000000000000000"
+
+// StateMachineARN is the state machine Setup configures.
+const StateMachineARN = "arn:aws:states:us-east-1:123456789012:stateMachine:Lambdaclaw-loop"
+
+// Env is the test environment of one test.
+type Env struct {
+	// Store is the table, for setting up and checking records.
+	Store *dynamo.Store
+	// Key is SampleKey's record.
+	Key   store.APIKey
+	LLM   *fakellm.Server
+	SFN   *SFN
+	APIGW *Management
+}
+
+// Setup creates a table and the fakes, stores SampleKey (supervised
+// autonomy, no rate limit) and sets the environment (t.Setenv, so the
+// test may not be parallel). Without DYNAMODB_ENDPOINT the test fails,
+// unless LAMBDACLAW_SKIP_DYNAMODB=1 skips it.
+func Setup(t *testing.T) *Env {
+	t.Helper()
+	endpoint := os.Getenv("DYNAMODB_ENDPOINT")
+	if endpoint == "" {
+		if os.Getenv("LAMBDACLAW_SKIP_DYNAMODB") == "1" {
+			t.Skip("LAMBDACLAW_SKIP_DYNAMODB=1: DynamoDB Local tests skipped")
+		}
+		t.Fatal("DYNAMODB_ENDPOINT is not set: run these tests through `make test`, which starts DynamoDB Local " +
+			"(tests/dynamodb-local.sh), or set LAMBDACLAW_SKIP_DYNAMODB=1 to skip them")
+	}
+	ctx := t.Context()
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": "",
+		"AWS_REGION": "us-east-1", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
+	} {
+		t.Setenv(k, v)
+	}
+	client, err := dynamo.NewClient(ctx, endpoint, "us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 6)
+	rand.Read(b)
+	table := "lambdaclaw-fn-" + hex.EncodeToString(b)
+	if err := dynamo.CreateTable(ctx, client, table); err != nil {
+		t.Fatalf("CreateTable: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)}); err != nil {
+			t.Errorf("DeleteTable %s: %v", table, err)
+		}
+	})
+	db, err := dynamo.New(ctx, dynamo.Config{Table: table, Client: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.APIKey{ID: "key_sample", Name: "events", Hash: apikey.Hash(SampleKey), Prefix: SampleKey[:9],
+		Autonomy: "supervised", CreatedAt: time.Now().UTC()}
+	if err := db.CreateKey(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+
+	e := &Env{Store: db, Key: key, LLM: fakellm.New(), SFN: NewSFN(t), APIGW: NewManagement(t)}
+	t.Cleanup(e.LLM.Close)
+	for k, v := range map[string]string{
+		"TABLE_NAME": table, "DYNAMODB_ENDPOINT": endpoint, "SESSION_TTL": "",
+		"STATE_MACHINE_ARN": StateMachineARN, "STEPFUNCTIONS_ENDPOINT": e.SFN.URL,
+		"WS_ENDPOINT":      e.APIGW.URL,
+		"DEFAULT_PROVIDER": "openai", "OPENAI_BASE_URL": e.LLM.URL + "/v1", "OPENAI_MODEL": "fake-model",
+		"OPENAI_API_KEY": "sk-fake", "OPENAI_API_KEY_SECRET_ARN": "", "BEDROCK_MODEL": "",
+		"AGENTS": "", "SESSION_SHARING": "", "LOG_LEVEL": "error",
+	} {
+		t.Setenv(k, v)
+	}
+	return e
+}
+
+// LoadEvent reads the sample events/<name> into v; name is relative to
+// the events directory of the repository, found above the working
+// directory.
+func LoadEvent(t *testing.T, name string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(EventPath(t, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("events/%s: %v", name, err)
+	}
+}
+
+// EventPath returns the path of events/<name>.
+func EventPath(t *testing.T, name string) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return filepath.Join(d, "events", filepath.FromSlash(name))
+		}
+		if filepath.Dir(d) == d {
+			t.Fatalf("no go.mod above %s", dir)
+		}
+	}
+}
+
+// Wait polls cond every 20 ms until it holds or timeout passes.
+func Wait(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,335 @@
+// Package faketelegram is a fake Telegram Bot API server for tests: the
+// ok/result envelope, error codes and descriptions, 429 with retry_after,
+// getUpdates long polling with offset semantics, webhook calls with or
+// without the secret header, and "message is not modified".
+package faketelegram
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Token is the bot token the fake accepts.
+const Token = "123456:TEST-fake-token-secret"
+
+// Bot is the fake bot's own user.
+var Bot = map[string]any{"id": 999, "is_bot": true, "first_name": "Claw", "username": "clawbot"}
+
+// Sent is a message the bot sent, or a later edit of it.
+type Sent struct {
+	ChatID    int64
+	MessageID int64
+	Text      string
+	Deleted   bool
+}
+
+// Failure is an error answer injected for the next call of a method.
+type Failure struct {
+	Code        int
+	Description string
+	RetryAfter  int
+}
+
+// Server is the fake.
+type Server struct {
+	*httptest.Server
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	updates  []json.RawMessage
+	ids      []int64
+	nextID   int64
+	msgs     []*Sent
+	calls    map[string]int
+	fail     map[string][]Failure
+	webhook  string
+	secret   string
+	polls    int
+	lastPoll int64
+}
+
+// New starts a fake server.
+func New() *Server {
+	s := &Server{nextID: 100, calls: map[string]int{}, fail: map[string][]Failure{}}
+	s.cond = sync.NewCond(&s.mu)
+	s.Server = httptest.NewServer(http.HandlerFunc(s.handle))
+	return s
+}
+
+// Close stops the server, waking pollers.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	s.Server.CloseClientConnections()
+	s.Server.Close()
+}
+
+// FailNext makes the next calls of method answer with fs, in order.
+func (s *Server) FailNext(method string, fs ...Failure) {
+	s.mu.Lock()
+	s.fail[method] = append(s.fail[method], fs...)
+	s.mu.Unlock()
+}
+
+// Message builds an update with a text message from user in chat.
+func Message(updateID, chatID, userID int64, chatType, text string) map[string]any {
+	return map[string]any{"update_id": updateID, "message": map[string]any{
+		"message_id": updateID * 10, "date": time.Now().Unix(), "text": text,
+		"from": map[string]any{"id": userID, "is_bot": false, "first_name": "U"},
+		"chat": map[string]any{"id": chatID, "type": chatType},
+	}}
+}
+
+// Push queues an update for getUpdates (a repeated update_id is a
+// duplicate delivery).
+func (s *Server) Push(u map[string]any) {
+	b, _ := json.Marshal(u)
+	s.mu.Lock()
+	s.updates = append(s.updates, b)
+	s.ids = append(s.ids, toInt(u["update_id"]))
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+// PostWebhook delivers u to url as Telegram does, with secret as the
+// secret header when not empty, and returns the status code.
+func PostWebhook(url, secret string, u map[string]any) (int, error) {
+	b, _ := json.Marshal(u)
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	if secret != "" {
+		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// Webhook returns the registered webhook URL and secret.
+func (s *Server) Webhook() (url, secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.webhook, s.secret
+}
+
+// Messages returns the messages sent to chatID that were not deleted
+// (drafts are deleted), in order.
+func (s *Server) Messages(chatID int64) []Sent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Sent
+	for _, m := range s.msgs {
+		if m.ChatID == chatID && !m.Deleted {
+			out = append(out, *m)
+		}
+	}
+	return out
+}
+
+// Calls returns how often method was called.
+func (s *Server) Calls(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[method]
+}
+
+// Pending returns how many queued updates are not confirmed by an offset.
+func (s *Server) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.ids)
+}
+
+// Polls returns how many getUpdates calls are waiting now.
+func (s *Server) Polls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.polls
+}
+
+func toInt(v any) int64 {
+	switch n := v.(type) {
+	case int64:
+		return n
+	case int:
+		return int64(n)
+	case float64:
+		return int64(n)
+	}
+	return 0
+}
+
+func writeOK(w http.ResponseWriter, result any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": result})
+}
+
+func writeErr(w http.ResponseWriter, f Failure) {
+	body := map[string]any{"ok": false, "error_code": f.Code, "description": f.Description}
+	if f.RetryAfter > 0 {
+		body["parameters"] = map[string]any{"retry_after": f.RetryAfter}
+		if f.Description == "" {
+			body["description"] = fmt.Sprintf("Too Many Requests: retry after %d", f.RetryAfter)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(f.Code)
+	json.NewEncoder(w).Encode(body)
+}
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
+	token, method, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok2 {
+		writeErr(w, Failure{Code: 404, Description: "Not Found"})
+		return
+	}
+	if token != Token {
+		writeErr(w, Failure{Code: 401, Description: "Unauthorized"})
+		return
+	}
+	var p map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&p); err != nil && r.ContentLength > 0 {
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: invalid JSON"})
+		return
+	}
+	s.mu.Lock()
+	s.calls[method]++
+	if fs := s.fail[method]; len(fs) > 0 {
+		s.fail[method] = fs[1:]
+		s.mu.Unlock()
+		writeErr(w, fs[0])
+		return
+	}
+	s.mu.Unlock()
+	switch method {
+	case "getMe":
+		writeOK(w, Bot)
+	case "getUpdates":
+		s.getUpdates(w, r, p)
+	case "sendMessage":
+		text, _ := p["text"].(string)
+		if text == "" {
+			writeErr(w, Failure{Code: 400, Description: "Bad Request: message text is empty"})
+			return
+		}
+		if len([]rune(text)) > 4096 {
+			writeErr(w, Failure{Code: 400, Description: "Bad Request: message is too long"})
+			return
+		}
+		s.mu.Lock()
+		s.nextID++
+		m := &Sent{ChatID: toInt(p["chat_id"]), MessageID: s.nextID, Text: text}
+		s.msgs = append(s.msgs, m)
+		s.mu.Unlock()
+		writeOK(w, map[string]any{"message_id": m.MessageID, "date": time.Now().Unix(), "text": text,
+			"chat": map[string]any{"id": m.ChatID, "type": "private"}, "from": Bot})
+	case "editMessageText", "deleteMessage":
+		s.mu.Lock()
+		var m *Sent
+		for _, x := range s.msgs {
+			if x.ChatID == toInt(p["chat_id"]) && x.MessageID == toInt(p["message_id"]) {
+				m = x
+			}
+		}
+		if m == nil {
+			s.mu.Unlock()
+			writeErr(w, Failure{Code: 400, Description: "Bad Request: message to edit not found"})
+			return
+		}
+		if method == "deleteMessage" {
+			m.Deleted = true
+			s.mu.Unlock()
+			writeOK(w, true)
+			return
+		}
+		text, _ := p["text"].(string)
+		if text == m.Text {
+			s.mu.Unlock()
+			writeErr(w, Failure{Code: 400, Description: "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message"})
+			return
+		}
+		m.Text = text
+		s.mu.Unlock()
+		writeOK(w, map[string]any{"message_id": m.MessageID, "text": text, "chat": map[string]any{"id": m.ChatID}})
+	case "sendChatAction":
+		writeOK(w, true)
+	case "setWebhook":
+		s.mu.Lock()
+		s.webhook, _ = p["url"].(string)
+		s.secret, _ = p["secret_token"].(string)
+		s.mu.Unlock()
+		writeOK(w, true)
+	case "deleteWebhook":
+		s.mu.Lock()
+		s.webhook, s.secret = "", ""
+		s.mu.Unlock()
+		writeOK(w, true)
+	default:
+		writeErr(w, Failure{Code: 404, Description: "Not Found: method not found"})
+	}
+}
+
+// getUpdates confirms every update below offset, then returns the others
+// at once or waits up to timeout seconds for one.
+func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string]any) {
+	offset := toInt(p["offset"])
+	timeout := time.Duration(toInt(p["timeout"])) * time.Second
+	deadline := time.Now().Add(timeout)
+	s.mu.Lock()
+	if s.webhook != "" {
+		s.mu.Unlock()
+		writeErr(w, Failure{Code: 409, Description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"})
+		return
+	}
+	if offset > 0 {
+		for len(s.ids) > 0 && s.ids[0] < offset {
+			s.ids, s.updates = s.ids[1:], s.updates[1:]
+		}
+	}
+	stop := context(r, s)
+	s.polls++
+	for len(s.ids) == 0 && time.Now().Before(deadline) && r.Context().Err() == nil {
+		s.cond.Wait()
+	}
+	s.polls--
+	stop()
+	out := make([]json.RawMessage, len(s.updates))
+	copy(out, s.updates)
+	s.mu.Unlock()
+	writeOK(w, out)
+}
+
+// context wakes the poller when its request ends or its timeout passes.
+func context(r *http.Request, s *Server) func() {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-r.Context().Done():
+			case <-t.C:
+			}
+			s.mu.Lock()
+			s.cond.Broadcast()
+			s.mu.Unlock()
+			if r.Context().Err() != nil {
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
+}

@@ -1,0 +1,78 @@
+// Package lambdadeps checks what the Lambda functions link (DESIGN.md §3):
+// the binaries deployed to AWS must not carry the embedded adapters
+// (SQLite, bubblewrap) nor the local server.
+package lambdadeps
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// forbidden are import path prefixes no Lambda function may depend on.
+var forbidden = []string{
+	"github.com/lambdaclaw/lambdaclaw/shared/sqlite",
+	"github.com/lambdaclaw/lambdaclaw/shared/bwrap",
+	"github.com/lambdaclaw/lambdaclaw/functions/lambdaclaw",
+	"modernc.org/sqlite",
+}
+
+// root is the repository: the directory above that holds go.mod.
+func root(t *testing.T) string {
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			t.Fatalf("no go.mod above %s", dir)
+		}
+	}
+}
+
+// TestLambdaDeps runs go list -deps for every Lambda function (every
+// directory under functions/ but the local binary), for the platform and
+// tags the Makefile builds them with.
+func TestLambdaDeps(t *testing.T) {
+	repo := root(t)
+	entries, err := os.ReadDir(filepath.Join(repo, "functions"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lambdas []string
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "lambdaclaw" {
+			lambdas = append(lambdas, e.Name())
+		}
+	}
+	if len(lambdas) == 0 {
+		t.Fatal("no Lambda functions under functions/")
+	}
+	for _, fn := range lambdas {
+		t.Run(fn, func(t *testing.T) {
+			cmd := exec.Command("go", "list", "-deps", "-tags", "lambda.norpc", "./functions/"+fn)
+			cmd.Dir = repo
+			cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("go list -deps ./functions/%s: %v\n%s", fn, err, out)
+			}
+			deps := strings.Fields(string(out))
+			if len(deps) < 10 {
+				t.Fatalf("go list printed too little: %q", out)
+			}
+			for _, d := range deps {
+				for _, f := range forbidden {
+					if d == f || strings.HasPrefix(d, f+"/") {
+						t.Errorf("functions/%s links %s", fn, d)
+					}
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,182 @@
+package tests
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
+	"github.com/lambdaclaw/lambdaclaw/tests/faketelegram"
+)
+
+// startTelegram runs the gateway with the Telegram channel on a fake Bot
+// API; allowed user 111 may talk, and ACCESS-CODE-1 lets one more in.
+func startTelegram(t *testing.T, llm *fakellm.Server, mode string) (*gateway, *faketelegram.Server) {
+	t.Helper()
+	tg := faketelegram.New()
+	t.Cleanup(tg.Close)
+	cfg := fmt.Sprintf("telegram:\n  enabled: true\n  mode: %s\n  public_url: http://127.0.0.1\n  allowed_users: [111]\n  access_codes:\n    - {env: TG_CODE}\n", mode)
+	g := newGateway(t, llm, cfg)
+	g.env = append(g.env, "TELEGRAM_BOT_TOKEN="+faketelegram.Token, "TELEGRAM_API_BASE="+tg.URL, "TG_CODE=code-5ecret-42")
+	g.start()
+	return g, tg
+}
+
+// waitMessages waits until chat has n delivered messages.
+func waitMessages(t *testing.T, tg *faketelegram.Server, chat int64, n int) []faketelegram.Sent {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ms := tg.Messages(chat)
+		if len(ms) >= n {
+			return ms
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("chat %d: %d messages, want %d: %+v", chat, len(ms), n, ms)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestTelegramPollingConversation(t *testing.T) {
+	llm := newFake(t)
+	g, tg := startTelegram(t, llm, "polling")
+	tg.Push(faketelegram.Message(1, 111, 111, "private", "hello bot"))
+	ms := waitMessages(t, tg, 111, 1)
+	if ms[0].Text != "echo: hello bot" {
+		t.Fatalf("reply = %q", ms[0].Text)
+	}
+	// A duplicate delivery is answered once.
+	tg.Push(faketelegram.Message(2, 111, 111, "private", "second"))
+	tg.Push(faketelegram.Message(2, 111, 111, "private", "second"))
+	ms = waitMessages(t, tg, 111, 2)
+	time.Sleep(500 * time.Millisecond)
+	if ms = tg.Messages(111); len(ms) != 2 || ms[1].Text != "echo: second" {
+		t.Fatalf("messages = %+v", ms)
+	}
+	if n := len(llm.Requests()); n != 2 {
+		t.Fatalf("LLM requests = %d, want 2", n)
+	}
+
+	// An unauthorised user gets the generic reply; a wrong code too; the
+	// text reaches neither the log nor the model.
+	tg.Push(faketelegram.Message(3, 222, 222, "private", "my-private-words"))
+	tg.Push(faketelegram.Message(4, 222, 222, "private", "wrong-code-9"))
+	ms = waitMessages(t, tg, 222, 2)
+	for _, m := range ms {
+		if m.Text != "Send the access code to use this bot." {
+			t.Fatalf("denied reply = %q", m.Text)
+		}
+	}
+	// The right code lets the user in, once.
+	tg.Push(faketelegram.Message(5, 222, 222, "private", "code-5ecret-42"))
+	ms = waitMessages(t, tg, 222, 3)
+	if !strings.HasPrefix(ms[2].Text, "Access granted") {
+		t.Fatalf("code reply = %q", ms[2].Text)
+	}
+	tg.Push(faketelegram.Message(6, 222, 222, "private", "now let me in"))
+	ms = waitMessages(t, tg, 222, 4)
+	if ms[3].Text != "echo: now let me in" {
+		t.Fatalf("reply after code = %q", ms[3].Text)
+	}
+	tg.Push(faketelegram.Message(7, 333, 333, "private", "code-5ecret-42"))
+	if ms = waitMessages(t, tg, 333, 1); ms[0].Text != "Send the access code to use this bot." {
+		t.Fatalf("reused code reply = %q", ms[0].Text)
+	}
+	for _, secret := range []string{"my-private-words", "wrong-code-9", "code-5ecret-42", faketelegram.Token} {
+		if strings.Contains(g.stderr.String(), secret) {
+			t.Errorf("server log holds %q", secret)
+		}
+		for _, r := range llm.Requests() {
+			if strings.Contains(string(r.Body), secret) {
+				t.Errorf("LLM request holds %q", secret)
+			}
+		}
+	}
+	// /new starts over; status shows the outbox.
+	tg.Push(faketelegram.Message(8, 111, 111, "private", "/new"))
+	if ms = waitMessages(t, tg, 111, 3); ms[2].Text != "Started a new conversation." {
+		t.Fatalf("/new reply = %q", ms[2].Text)
+	}
+	out := g.cli(t, "status")
+	if !strings.Contains(out, "telegram outbox: 0 pending, 0 failed") {
+		t.Fatalf("status = %s", out)
+	}
+}
+
+func TestTelegramWebhook(t *testing.T) {
+	llm := newFake(t)
+	g, tg := startTelegram(t, llm, "webhook")
+	out := g.cli(t, "telegram", "setup")
+	url, secret := tg.Webhook()
+	if url != "http://127.0.0.1/telegram/webhook" || len(secret) < 32 || strings.Contains(out, secret) {
+		t.Fatalf("setup: url %q, secret %d chars, output %q", url, len(secret), out)
+	}
+	hook := g.addr + "/telegram/webhook"
+	u := faketelegram.Message(10, 111, 111, "private", "via hook")
+	if code, err := faketelegram.PostWebhook(hook, "", u); err != nil || code != http.StatusUnauthorized {
+		t.Fatalf("missing secret: %d %v", code, err)
+	}
+	if code, err := faketelegram.PostWebhook(hook, "wrong", u); err != nil || code != http.StatusForbidden {
+		t.Fatalf("bad secret: %d %v", code, err)
+	}
+	for range 2 {
+		if code, err := faketelegram.PostWebhook(hook, secret, u); err != nil || code != http.StatusOK {
+			t.Fatalf("webhook: %d %v", code, err)
+		}
+	}
+	ms := waitMessages(t, tg, 111, 1)
+	time.Sleep(500 * time.Millisecond)
+	if ms = tg.Messages(111); len(ms) != 1 || ms[0].Text != "echo: via hook" || len(llm.Requests()) != 1 {
+		t.Fatalf("messages = %+v, llm requests %d", ms, len(llm.Requests()))
+	}
+}
+
+func TestTelegramRetryAndSplit(t *testing.T) {
+	llm := newFake(t)
+	long := strings.Repeat("word ", 1000) + "\n\n" + strings.Repeat("x", 3000) + "\n" + strings.Repeat("tail ", 300)
+	llm.Enqueue(fakellm.Reply{Content: long})
+	_, tg := startTelegram(t, llm, "polling")
+	tg.FailNext("sendMessage", faketelegram.Failure{Code: 429, RetryAfter: 1}, faketelegram.Failure{Code: 500, Description: "Internal Server Error"})
+	tg.Push(faketelegram.Message(1, 111, 111, "private", "long please"))
+	// 5000 chars of words split at a space, then the 4501 after the
+	// paragraph break split at the line break: four chunks.
+	waitMessages(t, tg, 111, 4)
+	time.Sleep(time.Second)
+	ms := tg.Messages(111)
+	var joined []string
+	for _, m := range ms {
+		if len([]rune(m.Text)) > 4096 {
+			t.Fatalf("chunk of %d chars", len([]rune(m.Text)))
+		}
+		joined = append(joined, m.Text)
+	}
+	got := strings.Join(strings.Fields(strings.Join(joined, " ")), " ")
+	if want := strings.Join(strings.Fields(long), " "); got != want || len(ms) != 4 {
+		t.Fatalf("%d chunks; text preserved: %v", len(ms), got == want)
+	}
+	if !strings.HasPrefix(ms[2].Text, "xxx") || !strings.HasSuffix(ms[2].Text, "x") || !strings.HasPrefix(ms[3].Text, "tail") {
+		t.Fatalf("chunks not cut at the line break: %q… / %q…", ms[2].Text[:10], ms[3].Text[:10])
+	}
+	if n := tg.Calls("sendMessage"); n != 6 {
+		t.Fatalf("sendMessage calls = %d, want 6 (2 failures + 4 chunks)", n)
+	}
+}
+
+func TestTelegramRestartMidPoll(t *testing.T) {
+	llm := newFake(t)
+	g, tg := startTelegram(t, llm, "polling")
+	tg.Push(faketelegram.Message(1, 111, 111, "private", "before"))
+	waitMessages(t, tg, 111, 1)
+	g.stop()
+	tg.Push(faketelegram.Message(2, 111, 111, "private", "while down"))
+	g.start()
+	ms := waitMessages(t, tg, 111, 2)
+	time.Sleep(500 * time.Millisecond)
+	ms = tg.Messages(111)
+	if len(ms) != 2 || ms[1].Text != "echo: while down" || len(llm.Requests()) != 2 {
+		t.Fatalf("messages = %+v, llm requests %d", ms, len(llm.Requests()))
+	}
+}
