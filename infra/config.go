@@ -12,14 +12,16 @@ import (
 // Context keys read by the app. Set them in cdk.json or on the command
 // line: cdk deploy -c search=opensearch -c model=<bedrock model id>.
 const (
-	ctxSearch         = "search"          // none (default) or opensearch
-	ctxModel          = "model"           // Bedrock chat model or inference profile id
-	ctxEmbedModel     = "embed_model"     // Bedrock embedding model id
-	ctxAssets         = "assets"          // directory holding <function>/bootstrap
-	ctxOpenAIBaseURL  = "openai_base_url" // optional OpenAI-compatible fallback provider
-	ctxOpenAIModel    = "openai_model"    // its model (required with openai_base_url)
-	ctxTelegram       = "telegram"        // off (default) or on: the Telegram webhook
-	ctxSearchInstance = "search_instance" // OpenSearch data node instance type
+	ctxSearch         = "search"                 // none (default) or opensearch
+	ctxModel          = "model"                  // Bedrock chat model or inference profile id
+	ctxEmbedModel     = "embed_model"            // Bedrock embedding model id
+	ctxAssets         = "assets"                 // directory holding <function>/bootstrap
+	ctxOpenAIBaseURL  = "openai_base_url"        // optional OpenAI-compatible fallback provider
+	ctxOpenAIModel    = "openai_model"           // its model (required with openai_base_url)
+	ctxTelegram       = "telegram"               // off (default) or on: the Telegram webhook
+	ctxTelegramUsers  = "telegram_allowed_users" // comma-separated Telegram user ids let in
+	ctxTelegramAPI    = "telegram_api_base"      // Bot API base URL (default Telegram's)
+	ctxSearchInstance = "search_instance"        // OpenSearch data node instance type
 )
 
 // Defaults for the context keys.
@@ -62,10 +64,13 @@ type Config struct {
 	// required (shared/cloud refuses OPENAI_BASE_URL without OPENAI_MODEL).
 	OpenAIBaseURL string
 	OpenAIModel   string
-	// Telegram adds the Telegram webhook: the telegram function (which
-	// needs functions/telegram, not written yet), its route and its two
-	// secrets. Off by default.
+	// Telegram adds the Telegram webhook: the telegram function, its route
+	// and its two secrets. Off by default.
 	Telegram bool
+	// TelegramAllowedUsers (comma-separated user ids) and TelegramAPIBase
+	// become TELEGRAM_ALLOWED_USERS and TELEGRAM_API_BASE (shared/cloud).
+	TelegramAllowedUsers string
+	TelegramAPIBase      string
 	// SearchInstance is the OpenSearch data node instance type.
 	SearchInstance string
 }
@@ -89,6 +94,9 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 		OpenAIBaseURL:  get(ctxOpenAIBaseURL, ""),
 		OpenAIModel:    get(ctxOpenAIModel, ""),
 		SearchInstance: get(ctxSearchInstance, DefaultSearchInstance),
+
+		TelegramAllowedUsers: get(ctxTelegramUsers, ""),
+		TelegramAPIBase:      get(ctxTelegramAPI, ""),
 	}
 	if c.Search != SearchNone && c.Search != SearchOpenSearch {
 		return Config{}, fmt.Errorf("context %s=%q: want %q or %q", ctxSearch, c.Search, SearchNone, SearchOpenSearch)

@@ -78,18 +78,17 @@ func (s *builder) search() {
 		s.searchGrant(fn)
 	}
 
-	// indexer: DynamoDB Streams → OpenSearch. Batches that keep failing
-	// after the retries land in a queue (SQS costs nothing idle) instead of
-	// blocking the shard.
+	// indexer: DynamoDB Streams → OpenSearch. The memory items carry
+	// their chunks' vectors (embedded by the api and step functions when
+	// they store), so the indexer copies them and calls no model. Batches
+	// that keep failing after the retries land in a queue (SQS costs
+	// nothing idle) instead of blocking the shard.
 	indexer := s.function("indexer", "DynamoDB Streams to OpenSearch", 256, 120, map[string]*string{
 		"TABLE_NAME":          s.table_.TableName(),
 		"OPENSEARCH_ENDPOINT": s.searchEndpoint,
 		"OPENSEARCH_ENGINE":   jsii.String("faiss"),
-		"BEDROCK_EMBED_MODEL": jsii.String(s.cfg.EmbedModel),
 	})
-	s.table_.GrantReadData(indexer)
 	s.searchGrant(indexer)
-	s.grantBedrock(indexer, false, true)
 	dlq := awssqs.NewQueue(s.stack, jsii.String("IndexerFailures"), &awssqs.QueueProps{
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
@@ -103,5 +102,13 @@ func (s *builder) search() {
 		RetryAttempts:           jsii.Number(5),
 		ReportBatchItemFailures: jsii.Bool(true),
 		OnFailure:               awslambdaeventsources.NewSqsDlq(dlq),
+		// Only memory items (pk MEM#<agent>, shared/dynamo) concern the
+		// index: the filter keeps the sessions' and runs' writes from
+		// invoking the function at all.
+		Filters: &[]*map[string]any{
+			awslambda.FilterCriteria_Filter(&map[string]any{
+				"dynamodb": map[string]any{"Keys": map[string]any{"pk": map[string]any{"S": awslambda.FilterRule_BeginsWith(jsii.String("MEM#"))}}},
+			}),
+		},
 	}))
 }

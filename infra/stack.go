@@ -66,15 +66,16 @@ import (
 //
 // OpenSearch is created only with -c search=opensearch (search.go), because
 // it is the one resource that costs money while idle. Its indexer function
-// (functions/indexer) is not written yet, so that option cannot be
-// deployed today.
+// (functions/indexer) copies the memory items of the table's stream into
+// the OpenSearch index.
 //
 // # Telegram
 //
 // The telegram function, its webhook route and its two secrets exist only
-// with -c telegram=on: functions/telegram is not written yet. The secrets'
-// environment names (TELEGRAM_BOT_TOKEN_SECRET_ARN,
-// TELEGRAM_WEBHOOK_SECRET_ARN) are this stack's proposal for it.
+// with -c telegram=on (functions/telegram; environment in
+// shared/cloud/telegram.go). -c telegram_allowed_users=<id,id> sets the
+// allowlist and -c telegram_api_base=<url> a self-hosted Bot API server.
+// The webhook is registered after deploy (README: Telegram on AWS).
 //
 // # IAM
 //
@@ -86,10 +87,10 @@ import (
 func NewStack(scope constructs.Construct, id string, cfg Config, props *awscdk.StackProps) (awscdk.Stack, error) {
 	functions := []string{"api", "ws", "step", "scheduler"}
 	if cfg.Telegram {
-		functions = append(functions, "telegram") // functions/telegram: not written yet
+		functions = append(functions, "telegram")
 	}
 	if cfg.Search == SearchOpenSearch {
-		functions = append(functions, "indexer") // functions/indexer: not written yet
+		functions = append(functions, "indexer")
 	}
 	if err := cfg.checkAssets(functions); err != nil {
 		return nil, err
@@ -402,6 +403,8 @@ func (s *builder) lambdas() {
 		tg := s.function("telegram", "Telegram webhook", 256, 30, common(map[string]*string{
 			"TELEGRAM_BOT_TOKEN_SECRET_ARN": s.botToken.SecretArn(),
 			"TELEGRAM_WEBHOOK_SECRET_ARN":   s.webhookSecret.SecretArn(),
+			"TELEGRAM_API_BASE":             jsii.String(s.cfg.TelegramAPIBase),
+			"TELEGRAM_ALLOWED_USERS":        jsii.String(s.cfg.TelegramAllowedUsers),
 		}))
 		s.table_.GrantReadWriteData(tg)
 		s.grantStates(tg, true)
@@ -416,6 +419,7 @@ func (s *builder) lambdas() {
 	stepEnv := map[string]*string{"WS_ENDPOINT": s.wsEndpoint}
 	if s.cfg.Telegram {
 		stepEnv["TELEGRAM_BOT_TOKEN_SECRET_ARN"] = s.botToken.SecretArn()
+		stepEnv["TELEGRAM_API_BASE"] = jsii.String(s.cfg.TelegramAPIBase)
 	}
 	step := s.function("step", "agent loop steps for Step Functions", 512, 900, common(merge(llm, schedules, stepEnv)))
 	s.table_.GrantReadWriteData(step)

@@ -535,6 +535,7 @@ func TestOpenSearchOnlyOnRequest(t *testing.T) {
 			"FunctionResponseTypes":      []any{"ReportBatchItemFailures"},
 			"BisectBatchOnFunctionError": true,
 			"DestinationConfig":          objectLike(m{"OnFailure": assertions.Match_AnyValue()}),
+			"FilterCriteria":             m{"Filters": []any{m{"Pattern": `{"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"MEM#"}]}}}}`}}},
 		})
 	})
 	domain := *s.template.GetResourceId(jsii.String("AWS::OpenSearchService::Domain"), nil)

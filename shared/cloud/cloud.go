@@ -7,17 +7,23 @@
 //     stateless requests, kept in memory (agent.WithEphemeral);
 //   - the agents named in AGENTS (default "default"), each with the
 //     provider chain, the tools that work in Lambda (web_fetch, and
-//     load_skill with the bundled skills) and a system prompt built from
+//     load_skill with the bundled skills, and the memory tools when
+//     OpenSearch is configured) and a system prompt built from
 //     the default workspace templates (TemplatePrompter): agent workspaces
 //     are not kept in the store yet, so every agent has the workspace of a
 //     new agent after its first-run ritual;
 //   - the provider chain: DEFAULT_PROVIDER first (bedrock, the default, or
 //     openai), then the other one when it is configured, each with retries
 //     and a circuit breaker;
+//   - the agents' memory (memory.go) when OPENSEARCH_ENDPOINT is set:
+//     entries in the table, searched through OpenSearch, which the
+//     indexer function feeds from the table's stream; without OpenSearch
+//     (search=none) agents have no memory tools;
 //   - the Step Functions driver of the loop (STATE_MACHINE_ARN);
 //   - the replier that routes what runs tell by their reply channel:
 //     "ws" to the API Gateway WebSocket connection (WS_ENDPOINT), "http"
-//     to the in-process Hub the api function's requests listen to.
+//     to the in-process Hub the api function's requests listen to, "tg"
+//     to the Telegram channel when a bot token is configured (telegram.go).
 //
 // # Environment
 //
@@ -38,6 +44,9 @@
 //	OPENAI_API_KEY_SECRET_ARN  a Secrets Manager secret holding the key
 //	SESSION_SHARING            shared (default: one session per user and agent
 //	                           across channels) or per_channel
+//	OPENSEARCH_ENDPOINT        OpenSearch domain; turns agent memory on (see NewSearchIndex)
+//	OPENSEARCH_ENGINE, OPENSEARCH_INDEX, EMBED_DIMENSIONS  its k-NN engine, index, vector length
+//	BEDROCK_EMBED_MODEL        Titan embedding model for memory vectors (keyword-only without)
 //	LOG_LEVEL                  debug, info (default), warn or error
 //
 // AWS credentials and the Region come from the Lambda environment (the
@@ -64,12 +73,14 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/bedrock"
 	"github.com/lambdaclaw/lambdaclaw/shared/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/memory"
 	"github.com/lambdaclaw/lambdaclaw/shared/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/openai"
 	"github.com/lambdaclaw/lambdaclaw/shared/ratelimit"
 	"github.com/lambdaclaw/lambdaclaw/shared/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/store/memstore"
+	"github.com/lambdaclaw/lambdaclaw/shared/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/webfetch"
 	"github.com/lambdaclaw/lambdaclaw/shared/workspace"
@@ -90,7 +101,9 @@ type Root struct {
 	Log *slog.Logger
 	// Store is the DynamoDB store; Loop.Store wraps it for ephemeral
 	// sessions.
-	Store    *dynamo.Store
+	Store *dynamo.Store
+	// Memory is the agents' memory, nil without OpenSearch.
+	Memory   *memory.Memory
 	Agents   agent.Registry
 	Identity agent.Identity
 	// Hub receives the events of runs replying on the "http" channel.
@@ -103,6 +116,10 @@ type Root struct {
 	Conns apigw.Conns
 	// Limiter counts requests per API key in this instance.
 	Limiter *ratelimit.Limiter
+	// Telegram is the Telegram channel, nil without a bot token in the
+	// environment (telegram.go).
+	Telegram *telegram.Channel
+	secrets  *secrets
 }
 
 // New builds the adapters from the environment (see the package doc). It
@@ -128,7 +145,11 @@ func New(ctx context.Context) (*Root, error) {
 	}
 	skills := skill.NewCatalog("")
 	skills.Warn = func(err error) { log.Warn("skill skipped", "err", err) }
-	agents, err := newAgents(getenv("AGENTS"), llm.NewChain(providers...), skills)
+	mem, memTools, err := newMemory(ctx, db, getenv, log)
+	if err != nil {
+		return nil, err
+	}
+	agents, err := newAgents(getenv("AGENTS"), llm.NewChain(providers...), skills, memTools...)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +162,7 @@ func New(ctx context.Context) (*Root, error) {
 		return nil, fmt.Errorf("cloud: SESSION_SHARING=%q: want shared or per_channel", v)
 	}
 
-	r := &Root{Log: log, Store: db, Agents: agents, Identity: identity, Hub: agent.NewHub(), Limiter: ratelimit.New(time.Minute)}
+	r := &Root{Log: log, Store: db, Memory: mem, Agents: agents, Identity: identity, Hub: agent.NewHub(), Limiter: ratelimit.New(time.Minute)}
 	router := Router{ChannelHTTP: r.Hub}
 	if ep := getenv("WS_ENDPOINT"); ep != "" {
 		r.Conns = apigw.Conns{Log: log, API: apigatewaymanagementapi.NewFromConfig(awsCfg, func(o *apigatewaymanagementapi.Options) {
@@ -167,6 +188,10 @@ func New(ctx context.Context) (*Root, error) {
 		}
 	})
 	r.Driver = &sfn.Driver{Loop: r.Loop, Lanes: db, Client: client, StateMachine: arn, Log: log}
+	r.secrets = newSecrets(awsCfg, getenv("SECRETSMANAGER_ENDPOINT"))
+	if err := r.newTelegram(ctx, getenv, router); err != nil {
+		return nil, err
+	}
 	if len(providers) == 0 {
 		log.Debug("no LLM provider configured: this function does not call models")
 	}
@@ -252,12 +277,12 @@ func openAIKey(ctx context.Context, awsCfg aws.Config, getenv func(string) strin
 
 // newAgents makes one agent per name in list (comma-separated; "default"
 // when empty), each with provider and the tools that work in Lambda.
-func newAgents(list string, provider llm.Provider, skills *skill.Catalog) (agent.Registry, error) {
+func newAgents(list string, provider llm.Provider, skills *skill.Catalog, extra ...tool.Tool) (agent.Registry, error) {
 	fetch, err := webfetch.New(webfetch.Config{})
 	if err != nil {
 		return nil, err
 	}
-	tools, err := tool.NewRegistry(fetch, skill.LoadTool(skills, skill.Env{}))
+	tools, err := tool.NewRegistry(append([]tool.Tool{fetch, skill.LoadTool(skills, skill.Env{})}, extra...)...)
 	if err != nil {
 		return nil, err
 	}

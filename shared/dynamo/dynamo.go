@@ -25,6 +25,8 @@
 //	KEY#<hash>          KEY                   an API key                    id, name, …; gsi1pk KEYS, gsi1sk <created ms:015>#<id>
 //	KEYID#<id>          KEYID                 claim of a key id             hash
 //	CONN#<id>           CONN                  a WebSocket connection        key_hash, expires_at
+//	TG…#<id>            TG…                   the Telegram channel's state  see telegram.go (seen updates, outbox, users, codes)
+//	MEM#<agent>         ENTRY#<key>           a memory (memory.go)          agent, key, text, category, source, created_at, updated_at, chunks (L of M: seq, text, vec B)
 //
 // Times are epoch milliseconds (N), read back in UTC.
 //

@@ -61,6 +61,14 @@ type Config struct {
 	DraftInterval time.Duration
 	// SeenTTL is how long handled update ids are remembered (default 48 h).
 	SeenTTL time.Duration
+	// Serverless is for a process that is frozen between requests (a
+	// Lambda function), where Run is not used: no streamed drafts, one
+	// typing action instead of a repeating one, and Finish and Approval
+	// deliver the outbox themselves (Flush, waiting up to FlushWait for
+	// retries) before they return.
+	Serverless bool
+	// FlushWait bounds the retries of a serverless Flush (default 10 s).
+	FlushWait time.Duration
 }
 
 // Channel is the Telegram channel. It implements agent.Replier for runs
@@ -95,6 +103,9 @@ func New(cfg Config) (*Channel, error) {
 	}
 	if cfg.SeenTTL <= 0 {
 		cfg.SeenTTL = 48 * time.Hour
+	}
+	if cfg.FlushWait <= 0 {
+		cfg.FlushWait = 10 * time.Second
 	}
 	return &Channel{cfg: cfg, log: cfg.Log.With("channel", ChannelName), kick: make(chan struct{}, 1),
 		typing: map[string]context.CancelFunc{}, drafts: map[string]*draft{}}, nil
@@ -321,7 +332,7 @@ func chatOf(r agent.RunState) (int64, bool) {
 // message, edited at most once per DraftInterval.
 func (c *Channel) Delta(r agent.RunState, text string) {
 	chatID, ok := chatOf(r)
-	if !ok {
+	if !ok || c.cfg.Serverless {
 		return
 	}
 	c.mu.Lock()
@@ -346,6 +357,20 @@ func (c *Channel) Approval(r agent.RunState, a store.Approval) {
 	c.stopRun(r.RunID)
 	if err := c.reply(context.Background(), "ap-"+a.ID, chatID, a.Prompt); err != nil {
 		c.log.Error("store approval prompt", "run_id", r.RunID, "error", err)
+	}
+	c.flushServerless()
+}
+
+// flushServerless delivers the outbox before a serverless process is
+// frozen; what stays pending is retried by the next flush.
+func (c *Channel) flushServerless() {
+	if !c.cfg.Serverless {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.FlushWait+30*time.Second)
+	defer cancel()
+	if n, err := c.Flush(ctx, c.cfg.FlushWait); err != nil || n > 0 {
+		c.log.Warn("outbox not fully delivered; the next flush retries", "pending", n, "error", err)
 	}
 }
 
@@ -373,6 +398,7 @@ func (c *Channel) Finish(r agent.RunState, res agent.Result) {
 		c.log.Error("store reply", "run_id", r.RunID, "error", err)
 	}
 	c.stopRun(r.RunID)
+	c.flushServerless()
 }
 
 // stopRun ends the typing indicator and the draft of a run; the draft
@@ -394,6 +420,14 @@ func (c *Channel) stopRun(runID string) {
 // startTyping shows "typing…" in the chat until the run replies (at most
 // ten minutes).
 func (c *Channel) startTyping(runID string, chatID int64) {
+	if c.cfg.Serverless {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := c.cfg.Client.SendChatAction(ctx, chatID, "typing"); err != nil {
+			c.log.Debug("typing indicator", "error", err)
+		}
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	c.mu.Lock()
 	if old := c.typing[runID]; old != nil {

@@ -24,69 +24,20 @@ const (
 	permanentAttempts = 3
 )
 
-// sendLoop delivers the outbox: in order per chat, a message is marked
-// sent only with the message_id Telegram answered; a failure blocks its
-// chat's later messages until a retry, after retry_after on 429 or an
-// exponential backoff otherwise.
+// sendLoop delivers the outbox until ctx ends, pruning the seen updates
+// hourly; see sendPass.
 func (c *Channel) sendLoop(ctx context.Context) {
 	lastPrune := time.Time{}
 	for ctx.Err() == nil {
-		next := time.Now().Add(5 * time.Second)
 		if time.Since(lastPrune) > time.Hour {
 			if err := c.cfg.Store.PruneSeen(ctx, time.Now().Add(-c.cfg.SeenTTL)); err != nil && ctx.Err() == nil {
 				c.log.Warn("prune seen updates", "error", err)
 			}
 			lastPrune = time.Now()
 		}
-		msgs, err := c.cfg.Store.UnsentOutbox(ctx, 500)
-		if err != nil && ctx.Err() == nil {
-			c.log.Error("read outbox", "error", err)
-		}
-		blocked := map[int64]bool{}
-		for _, m := range msgs {
-			if ctx.Err() != nil {
-				return
-			}
-			if blocked[m.ChatID] {
-				continue
-			}
-			if now := time.Now(); m.NextAt.After(now) {
-				blocked[m.ChatID] = true
-				if m.NextAt.Before(next) {
-					next = m.NextAt
-				}
-				continue
-			}
-			id, err := c.cfg.Client.SendMessage(ctx, m.ChatID, m.Text)
-			if err == nil {
-				if err := c.cfg.Store.MarkSent(ctx, m.ID, id, time.Now().UTC()); err != nil {
-					c.log.Error("mark reply sent", "outbox_id", m.ID, "error", err)
-				}
-				continue
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			blocked[m.ChatID] = true
-			attempts := m.Attempts + 1
-			delay := min(500*time.Millisecond<<min(attempts-1, 20), 5*time.Minute)
-			var ae *APIError
-			if errors.As(err, &ae) && ae.RetryAfter > 0 {
-				delay = ae.RetryAfter
-			}
-			failed := attempts >= maxAttempts || Permanent(err) && attempts >= permanentAttempts
-			at := time.Now().Add(delay)
-			if err := c.cfg.Store.MarkRetry(ctx, m.ID, attempts, at.UTC(), err.Error(), failed); err != nil {
-				c.log.Error("mark reply retry", "outbox_id", m.ID, "error", err)
-			}
-			if failed {
-				c.log.Error("reply not delivered; giving up", "outbox_id", m.ID, "chat_id", m.ChatID, "attempts", attempts, "error", err)
-				continue
-			}
-			c.log.Warn("reply not delivered; will retry", "outbox_id", m.ID, "chat_id", m.ChatID, "attempt", attempts, "retry_in", delay.String(), "error", err)
-			if at.Before(next) {
-				next = at
-			}
+		next, _ := c.sendPass(ctx)
+		if later := time.Now().Add(5 * time.Second); next.After(later) {
+			next = later
 		}
 		t := time.NewTimer(max(time.Until(next), 10*time.Millisecond))
 		select {
@@ -98,6 +49,93 @@ func (c *Channel) sendLoop(ctx context.Context) {
 		}
 		t.Stop()
 	}
+}
+
+// Flush delivers the outbox now, for a process that cannot keep sendLoop
+// running (a Lambda function): it makes passes over the outbox while
+// messages are waiting for a retry due within wait, and returns how many
+// messages are still pending when it gives up. Those are retried by the
+// next Flush or sendLoop, whichever process runs it.
+func (c *Channel) Flush(ctx context.Context, wait time.Duration) (pending int, err error) {
+	deadline := time.Now().Add(wait)
+	for {
+		next, n := c.sendPass(ctx)
+		if n == 0 || ctx.Err() != nil || next.After(deadline) {
+			if ctx.Err() != nil {
+				return n, ctx.Err()
+			}
+			return n, nil
+		}
+		if !sleepCtx(ctx, max(time.Until(next), 10*time.Millisecond)) {
+			return n, ctx.Err()
+		}
+	}
+}
+
+// sendPass makes one pass over the outbox: in order per chat, a message
+// is marked sent only with the message_id Telegram answered; a failure
+// blocks its chat's later messages until a retry, after retry_after on 429
+// or an exponential backoff otherwise. It returns when the next message
+// is due (a far time when none is) and how many are left pending.
+func (c *Channel) sendPass(ctx context.Context) (next time.Time, pending int) {
+	next = time.Now().Add(24 * time.Hour)
+	msgs, err := c.cfg.Store.UnsentOutbox(ctx, 500)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Error("read outbox", "error", err)
+		}
+		return time.Now().Add(5 * time.Second), 1
+	}
+	blocked := map[int64]bool{}
+	for _, m := range msgs {
+		if ctx.Err() != nil {
+			return next, len(msgs)
+		}
+		if blocked[m.ChatID] {
+			pending++
+			continue
+		}
+		if now := time.Now(); m.NextAt.After(now) {
+			blocked[m.ChatID] = true
+			pending++
+			if m.NextAt.Before(next) {
+				next = m.NextAt
+			}
+			continue
+		}
+		id, err := c.cfg.Client.SendMessage(ctx, m.ChatID, m.Text)
+		if err == nil {
+			if err := c.cfg.Store.MarkSent(ctx, m.ID, id, time.Now().UTC()); err != nil {
+				c.log.Error("mark reply sent", "outbox_id", m.ID, "error", err)
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return next, len(msgs)
+		}
+		blocked[m.ChatID] = true
+		attempts := m.Attempts + 1
+		delay := min(500*time.Millisecond<<min(attempts-1, 20), 5*time.Minute)
+		var ae *APIError
+		if errors.As(err, &ae) && ae.RetryAfter > 0 {
+			delay = ae.RetryAfter
+		}
+		failed := attempts >= maxAttempts || Permanent(err) && attempts >= permanentAttempts
+		at := time.Now().Add(delay)
+		if err := c.cfg.Store.MarkRetry(ctx, m.ID, attempts, at.UTC(), err.Error(), failed); err != nil {
+			c.log.Error("mark reply retry", "outbox_id", m.ID, "error", err)
+		}
+		if failed {
+			c.log.Error("reply not delivered; giving up", "outbox_id", m.ID, "chat_id", m.ChatID, "attempts", attempts, "error", err)
+			continue
+		}
+		pending++
+		c.log.Warn("reply not delivered; will retry", "outbox_id", m.ID, "chat_id", m.ChatID, "attempt", attempts, "retry_in", delay.String(), "error", err)
+		if at.Before(next) {
+			next = at
+		}
+	}
+	return next, pending
 }
 
 // pollLoop long-polls getUpdates. The offset is saved only after every

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/cloud/cloudtest"
+	"github.com/lambdaclaw/lambdaclaw/shared/telegram"
+	"github.com/lambdaclaw/lambdaclaw/tests/faketelegram"
+)
+
+// sampleSecret is the secret header of the events/telegram samples.
+const sampleSecret = "SampleWebhookSecretOfTheEventsFolder0000000000000000000000000000"
+
+const (
+	botTokenARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:TelegramBotToken-AbCdEf"
+	webhookARN  = "arn:aws:secretsmanager:us-east-1:123456789012:secret:TelegramWebhookSecret-AbCdEf"
+	chatID      = 111111111
+	runID       = "tg-111111111-41"
+)
+
+// fakeSecrets is a fake of Secrets Manager's GetSecretValue (awsJson1_1).
+type fakeSecrets struct {
+	mu     sync.Mutex
+	values map[string]string
+	calls  map[string]int
+}
+
+func newFakeSecrets(t *testing.T, values map[string]string) (*fakeSecrets, string) {
+	f := &fakeSecrets{values: values, calls: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ SecretId string }
+		b, _ := io.ReadAll(r.Body)
+		json.Unmarshal(b, &in)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.calls[in.SecretId]++
+		v, ok := f.values[in.SecretId]
+		if r.Header.Get("X-Amz-Target") != "secretsmanager.GetSecretValue" || !ok {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"__type":"ResourceNotFoundException","message":"Secrets Manager can't find the specified secret."}`)
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"ARN": in.SecretId, "Name": "s", "SecretString": v, "VersionId": "v1"})
+	}))
+	t.Cleanup(srv.Close)
+	return f, srv.URL
+}
+
+func (f *fakeSecrets) Calls(arn string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[arn]
+}
+
+type fixture struct {
+	env     *cloudtest.Env
+	tg      *faketelegram.Server
+	secrets *fakeSecrets
+	h       *Webhook
+}
+
+// newFixture sets up DynamoDB Local, the fake LLM, Step Functions, Bot
+// API and Secrets Manager; allowed are the user ids let in.
+func newFixture(t *testing.T, allowed string) *fixture {
+	env := cloudtest.Setup(t)
+	tg := faketelegram.New()
+	t.Cleanup(tg.Close)
+	sm, url := newFakeSecrets(t, map[string]string{botTokenARN: faketelegram.Token, webhookARN: sampleSecret})
+	for k, v := range map[string]string{
+		"TELEGRAM_BOT_TOKEN_SECRET_ARN": botTokenARN, "TELEGRAM_WEBHOOK_SECRET_ARN": webhookARN,
+		"SECRETSMANAGER_ENDPOINT": url, "TELEGRAM_API_BASE": tg.URL, "TELEGRAM_ALLOWED_USERS": allowed,
+		"TELEGRAM_BOT_TOKEN": "", "TELEGRAM_WEBHOOK_SECRET": "", "TELEGRAM_ACCESS_CODES": "", "TELEGRAM_AGENT": "",
+	} {
+		t.Setenv(k, v)
+	}
+	h, err := handler(t.Context())
+	if err != nil {
+		t.Fatalf("handler: %v", err)
+	}
+	return &fixture{env: env, tg: tg, secrets: sm, h: h}
+}
+
+// play lets the fake Step Functions run executions with a step function
+// built from the same environment, as the step Lambda is.
+func (f *fixture) play(t *testing.T) {
+	step, err := cloud.New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.env.SFN.Play(step.Driver.Handle)
+}
+
+func (f *fixture) invoke(t *testing.T, name string) int {
+	t.Helper()
+	var ev events.APIGatewayProxyRequest
+	cloudtest.LoadEvent(t, "telegram/"+name, &ev)
+	resp, err := f.h.Handle(t.Context(), ev)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return resp.StatusCode
+}
+
+func texts(ms []faketelegram.Sent) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Text)
+	}
+	return out
+}
+
+func TestConversation(t *testing.T) {
+	f := newFixture(t, "111111111")
+	f.play(t)
+	if code := f.invoke(t, "webhook.json"); code != http.StatusOK {
+		t.Fatalf("webhook: status %d", code)
+	}
+	if e := f.env.SFN.Wait(runID, 10*time.Second); e.Err != nil {
+		t.Fatalf("execution: %v", e.Err)
+	}
+	cloudtest.Wait(t, 5*time.Second, "the reply", func() bool { return len(f.tg.Messages(chatID)) > 0 })
+	if got := texts(f.tg.Messages(chatID)); len(got) != 1 || got[0] != "echo: Hello, agent" {
+		t.Fatalf("messages = %q; want one echo", got)
+	}
+	st, err := f.env.Store.Telegram().OutboxStats(t.Context())
+	if err != nil || st.Sent != 1 || st.Pending != 0 {
+		t.Errorf("outbox = %+v, %v; want 1 sent", st, err)
+	}
+
+	// Telegram delivers the update again: it is answered once.
+	if code := f.invoke(t, "webhook-duplicate.json"); code != http.StatusOK {
+		t.Fatalf("duplicate: status %d", code)
+	}
+	if n := len(f.env.SFN.Started()); n != 1 {
+		t.Errorf("%d executions started; want 1", n)
+	}
+	if got := texts(f.tg.Messages(chatID)); len(got) != 1 {
+		t.Errorf("messages after the duplicate = %q", got)
+	}
+	// The webhook secret is read once per container.
+	if n := f.secrets.Calls(webhookARN); n != 1 {
+		t.Errorf("webhook secret read %d times; want 1", n)
+	}
+}
+
+func TestSecretHeader(t *testing.T) {
+	f := newFixture(t, "111111111")
+	if code := f.invoke(t, "webhook-no-secret.json"); code != http.StatusUnauthorized {
+		t.Errorf("without the secret header: status %d; want 401", code)
+	}
+	if code := f.invoke(t, "webhook-bad-secret.json"); code != http.StatusForbidden {
+		t.Errorf("with a wrong secret: status %d; want 403", code)
+	}
+	if n := len(f.env.SFN.Started()); n != 0 {
+		t.Errorf("%d executions started by rejected calls", n)
+	}
+	if seen, _ := f.env.Store.Telegram().Seen(t.Context(), 700000001); seen {
+		t.Error("a rejected update was recorded as handled")
+	}
+}
+
+// TestDeniedAndRetried: an unauthorised user gets the generic reply and
+// starts no run; its delivery fails with 429 and then 500 and is sent,
+// once, by later invocations.
+func TestDeniedAndRetried(t *testing.T) {
+	f := newFixture(t, "")
+	f.tg.FailNext("sendMessage",
+		faketelegram.Failure{Code: 429, Description: "Too Many Requests: retry after 1", RetryAfter: 1},
+		faketelegram.Failure{Code: 500, Description: "Internal Server Error"})
+	if code := f.invoke(t, "webhook.json"); code != http.StatusOK {
+		t.Fatalf("webhook: status %d", code)
+	}
+	if n := len(f.env.SFN.Started()); n != 0 {
+		t.Errorf("%d executions started for an unauthorised user", n)
+	}
+	if got := f.tg.Messages(chatID); len(got) != 0 {
+		t.Fatalf("messages after a 429 = %v", got)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(f.tg.Messages(chatID)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(300 * time.Millisecond)
+		if code := f.invoke(t, "webhook-duplicate.json"); code != http.StatusOK {
+			t.Fatalf("duplicate: status %d", code)
+		}
+	}
+	if got := texts(f.tg.Messages(chatID)); len(got) != 1 || got[0] != telegram.DeniedText {
+		t.Fatalf("messages = %q; want the denied text once", got)
+	}
+	if n := f.tg.Calls("sendMessage"); n != 3 {
+		t.Errorf("sendMessage called %d times; want 3 (429, 500, ok)", n)
+	}
+	if n := len(f.env.SFN.Started()); n != 0 {
+		t.Errorf("%d executions started", n)
+	}
+	// Nothing of the unauthenticated text is stored.
+	msgs, err := f.env.Store.Telegram().UnsentOutbox(t.Context(), 10)
+	if err != nil || len(msgs) != 0 {
+		t.Errorf("outbox still pending: %v, %v", msgs, err)
+	}
+	for _, m := range f.env.LLM.Requests() {
+		if strings.Contains(m.LastUser(), "Hello, agent") {
+			t.Error("the unauthenticated text reached the model")
+		}
+	}
+}
