@@ -12,25 +12,25 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/memory"
 )
 
-// stubSearch records the searches MemoryIndex delegates.
-type stubSearch struct {
+// recordingSearch records the searches MemoryIndex delegates.
+type recordingSearch struct {
 	memory.Index
 	calls []string
 }
 
-func (s *stubSearch) Keyword(_ context.Context, agent, query string, _ memory.Filter, k int) ([]memory.Match, error) {
+func (s *recordingSearch) Keyword(_ context.Context, agent, query string, _ memory.Filter, k int) ([]memory.Match, error) {
 	s.calls = append(s.calls, "keyword "+agent+" "+query)
 	return []memory.Match{{Score: 1}}, nil
 }
 
-func (s *stubSearch) Vector(_ context.Context, agent string, v []float32, _ memory.Filter, k int) ([]memory.Match, error) {
+func (s *recordingSearch) Vector(_ context.Context, agent string, v []float32, _ memory.Filter, k int) ([]memory.Match, error) {
 	s.calls = append(s.calls, "vector "+agent)
 	return nil, nil
 }
 
 func TestMemoryIndex(t *testing.T) {
 	s := newStore(t)
-	search := &stubSearch{}
+	search := &recordingSearch{}
 	idx, err := NewMemoryIndex(s, search)
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestMemoryIndex(t *testing.T) {
 
 func TestMemoryIndexRefusesLargeEntries(t *testing.T) {
 	s := newStore(t)
-	idx, err := NewMemoryIndex(s, &stubSearch{})
+	idx, err := NewMemoryIndex(s, &recordingSearch{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestMemoryIndexRefusesLargeEntries(t *testing.T) {
 func TestMemoryWithMemoryService(t *testing.T) {
 	// The memory service stores through the index and reads back.
 	s := newStore(t)
-	idx, _ := NewMemoryIndex(s, &stubSearch{})
+	idx, _ := NewMemoryIndex(s, &recordingSearch{})
 	m, err := memory.New(idx, memory.Options{})
 	if err != nil {
 		t.Fatal(err)
