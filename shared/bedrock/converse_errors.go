@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
@@ -22,10 +19,6 @@ import (
 
 // maxConverseErrorText bounds how much of Bedrock's error message is kept.
 const maxConverseErrorText = 500
-
-// maxConverseRetryAfter bounds a Retry-After so that absurd values cannot
-// overflow a duration.
-const maxConverseRetryAfter = 24 * time.Hour
 
 // converseExceptions are the Converse and ConverseStream exceptions, keyed
 // by lower-case code (event-stream exception frames spell them
@@ -59,7 +52,7 @@ func (c *Converse) classify(parent, call context.Context, err error, inStream bo
 	if errors.As(err, &re) {
 		e.Status = re.HTTPStatusCode()
 		if re.Response != nil {
-			e.RetryAfter = retryAfter(re.Response.Header, c.now())
+			e.RetryAfter = llm.ParseRetryAfter(re.Response.Header, c.now())
 		}
 	} else if inStream {
 		e.Status = http.StatusOK
@@ -147,28 +140,6 @@ func connectionFailed(err error) bool {
 	}
 	var ne net.Error
 	return errors.As(err, &ne)
-}
-
-// retryAfter reads a Retry-After header in seconds or as an HTTP date; 0
-// when there is none.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	var d float64
-	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		d = f * float64(time.Second)
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = float64(t.Sub(now))
-	}
-	switch {
-	case math.IsNaN(d) || d <= 0:
-		return 0
-	case d >= float64(maxConverseRetryAfter):
-		return maxConverseRetryAfter
-	}
-	return time.Duration(d)
 }
 
 // truncateConverse trims a message to maxConverseErrorText bytes, on a

@@ -6,23 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/llm"
 )
-
-// maxRetryAfter bounds a server's Retry-After so that absurd values cannot
-// overflow a duration.
-const maxRetryAfter = 24 * time.Hour
 
 // maxErrorText bounds how much of a server's error message is kept.
 const maxErrorText = 500
@@ -88,7 +82,7 @@ func (p *Provider) redact(s string) string {
 func (p *Provider) fromStatus(e *llm.Error, status int, h http.Header, code, msg string) {
 	e.Status = status
 	e.Retryable = retryableStatus(status)
-	e.RetryAfter = parseRetryAfter(h, p.now())
+	e.RetryAfter = llm.ParseRetryAfter(h, p.now())
 	e.ContextOverflow = status == http.StatusBadRequest && isContextOverflow(code, msg)
 	text := p.redact(truncate(msg))
 	if text == "" {
@@ -210,41 +204,6 @@ func isContextOverflow(code, msg string) bool {
 		}
 	}
 	return false
-}
-
-// parseRetryAfter reads the wait a server asked for: retry-after-ms
-// (milliseconds, sent by OpenAI), else Retry-After in seconds or as an HTTP
-// date. It returns 0 when there is none.
-func parseRetryAfter(h http.Header, now time.Time) time.Duration {
-	if h == nil {
-		return 0
-	}
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
-			return clampWait(f * float64(time.Millisecond))
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		return clampWait(f * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return clampWait(float64(t.Sub(now)))
-	}
-	return 0
-}
-
-func clampWait(ns float64) time.Duration {
-	switch {
-	case math.IsNaN(ns) || ns <= 0:
-		return 0
-	case ns >= float64(maxRetryAfter):
-		return maxRetryAfter
-	}
-	return time.Duration(ns)
 }
 
 // transient reports whether a transport error is worth retrying: refused,
