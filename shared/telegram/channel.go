@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -56,8 +57,8 @@ type Config struct {
 	Log         *slog.Logger
 	// PollTimeout is getUpdates' long-poll timeout (default 30 s).
 	PollTimeout time.Duration
-	// DraftInterval is the least time between two edits of a streamed
-	// draft (default 1 s).
+	// DraftInterval is the least time between two updates of a streamed
+	// draft, by sendMessageDraft or editMessageText (default 1 s).
 	DraftInterval time.Duration
 	// SeenTTL is how long handled update ids are remembered (default 48 h).
 	SeenTTL time.Duration
@@ -85,6 +86,12 @@ type Channel struct {
 	typing map[string]context.CancelFunc
 	drafts map[string]*draft
 	wg     sync.WaitGroup
+
+	// noDraftAPI is set once the Bot API server does not know
+	// sendMessageDraft; noDraftChats holds the chats that refused drafts.
+	// Both fall back to a message edited with editMessageText.
+	noDraftAPI   bool
+	noDraftChats map[int64]bool
 }
 
 // New returns a channel; Run starts its background work.
@@ -108,7 +115,7 @@ func New(cfg Config) (*Channel, error) {
 		cfg.FlushWait = 10 * time.Second
 	}
 	return &Channel{cfg: cfg, log: cfg.Log.With("channel", ChannelName), kick: make(chan struct{}, 1),
-		typing: map[string]context.CancelFunc{}, drafts: map[string]*draft{}}, nil
+		typing: map[string]context.CancelFunc{}, drafts: map[string]*draft{}, noDraftChats: map[int64]bool{}}, nil
 }
 
 // Run delivers the outbox and, with poll set, long-polls for updates,
@@ -328,8 +335,9 @@ func chatOf(r agent.RunState) (int64, bool) {
 	return id, err == nil
 }
 
-// Delta implements agent.Replier: the streamed text is shown as a draft
-// message, edited at most once per DraftInterval.
+// Delta implements agent.Replier: the streamed text is shown at most once
+// per DraftInterval, with sendMessageDraft where the server and the chat
+// allow it, else as a message edited with editMessageText.
 func (c *Channel) Delta(r agent.RunState, text string) {
 	chatID, ok := chatOf(r)
 	if !ok || c.cfg.Serverless {
@@ -338,7 +346,7 @@ func (c *Channel) Delta(r agent.RunState, text string) {
 	c.mu.Lock()
 	d := c.drafts[r.RunID]
 	if d == nil {
-		d = &draft{chatID: chatID, stop: make(chan struct{}), done: make(chan struct{})}
+		d = &draft{chatID: chatID, id: draftID(r.RunID), stop: make(chan struct{}), done: make(chan struct{})}
 		c.drafts[r.RunID] = d
 		go c.draftLoop(d)
 	}
@@ -401,8 +409,9 @@ func (c *Channel) Finish(r agent.RunState, res agent.Result) {
 	c.flushServerless()
 }
 
-// stopRun ends the typing indicator and the draft of a run; the draft
-// message is deleted, as the final reply replaces it.
+// stopRun ends the typing indicator and the draft of a run; a draft
+// message (the editMessageText fallback) is deleted, as the final reply
+// replaces it, and a sendMessageDraft draft is left to expire.
 func (c *Channel) stopRun(runID string) {
 	c.mu.Lock()
 	if cancel := c.typing[runID]; cancel != nil {
@@ -452,14 +461,56 @@ func (c *Channel) startTyping(runID string, chatID int64) {
 	}()
 }
 
-// draft is the message showing a streamed reply while it is written.
+// draft is the streamed reply of a run while it is written.
 type draft struct {
 	chatID int64
-	stop   chan struct{}
-	done   chan struct{}
+	// id is the run's sendMessageDraft draft_id (non-zero).
+	id   int64
+	stop chan struct{}
+	done chan struct{}
 
 	mu   sync.Mutex
 	text strings.Builder
+}
+
+// draftID derives a non-zero draft_id from a run id, the same for every
+// update of the run's draft.
+func draftID(runID string) int64 {
+	h := fnv.New32a()
+	h.Write([]byte(runID))
+	if id := int64(h.Sum32() & 0x7fffffff); id != 0 {
+		return id
+	}
+	return 1
+}
+
+// useDrafts reports whether chatID may get sendMessageDraft drafts: the
+// server knows the method, the chat did not refuse it, and the chat is
+// private (private chat ids are positive; groups and channels are not).
+func (c *Channel) useDrafts(chatID int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return chatID > 0 && !c.noDraftAPI && !c.noDraftChats[chatID]
+}
+
+// draftFallback records that err from sendMessageDraft rules drafts out,
+// for every chat or for chatID, and reports whether it did.
+func (c *Channel) draftFallback(chatID int64, err error) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case DraftsUnsupported(err):
+		if !c.noDraftAPI {
+			c.log.Info("sendMessageDraft unsupported by the Bot API server; drafts fall back to editMessageText", "error", err)
+		}
+		c.noDraftAPI = true
+	case DraftsRefused(err):
+		c.log.Info("drafts refused in chat; falling back to editMessageText", "chat_id", chatID, "error", err)
+		c.noDraftChats[chatID] = true
+	default:
+		return false
+	}
+	return true
 }
 
 func (c *Channel) draftLoop(d *draft) {
@@ -492,7 +543,13 @@ func (c *Channel) draftLoop(d *draft) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		var err error
-		if msgID == 0 {
+		if msgID == 0 && c.useDrafts(d.chatID) {
+			err = c.cfg.Client.SendMessageDraft(ctx, d.chatID, d.id, text)
+			if err != nil && c.draftFallback(d.chatID, err) {
+				// Show it at once as a message instead.
+				msgID, err = c.cfg.Client.SendMessage(ctx, d.chatID, text)
+			}
+		} else if msgID == 0 {
 			msgID, err = c.cfg.Client.SendMessage(ctx, d.chatID, text)
 		} else {
 			err = c.cfg.Client.EditMessageText(ctx, d.chatID, msgID, text)

@@ -207,6 +207,30 @@ func (c *Client) EditMessageText(ctx context.Context, chatID, messageID int64, t
 	return err
 }
 
+// SendMessageDraft streams a partial message (Bot API 9.x): Telegram shows
+// text as an ephemeral draft in a private chat, animating changes of the
+// draft with the same non-zero draftID. A draft is not a message; the
+// finished reply must still be sent with sendMessage.
+func (c *Client) SendMessageDraft(ctx context.Context, chatID, draftID int64, text string) error {
+	return c.Call(ctx, "sendMessageDraft", map[string]any{"chat_id": chatID, "draft_id": draftID, "text": text}, nil)
+}
+
+// DraftsUnsupported reports whether err from sendMessageDraft says the
+// method itself is unknown (404, as an older self-hosted telegram-bot-api
+// answers), so no chat can use drafts.
+func DraftsUnsupported(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Code == 404
+}
+
+// DraftsRefused reports whether err from sendMessageDraft says drafts are
+// not allowed in this chat (400 or 403: not a private chat, say), so the
+// chat falls back to an edited message.
+func DraftsRefused(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && (ae.Code == 400 || ae.Code == 403)
+}
+
 // DeleteMessage deletes a message.
 func (c *Client) DeleteMessage(ctx context.Context, chatID, messageID int64) error {
 	return c.Call(ctx, "deleteMessage", map[string]any{"chat_id": chatID, "message_id": messageID}, nil)

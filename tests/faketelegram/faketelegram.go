@@ -1,7 +1,8 @@
 // Package faketelegram is a fake Telegram Bot API server for tests: the
 // ok/result envelope, error codes and descriptions, 429 with retry_after,
 // getUpdates long polling with offset semantics, webhook calls with or
-// without the secret header, and "message is not modified".
+// without the secret header, "message is not modified", and
+// sendMessageDraft (private chats only; or unknown, as on an older server).
 package faketelegram
 
 import (
@@ -29,6 +30,13 @@ type Sent struct {
 	Deleted   bool
 }
 
+// Draft is one sendMessageDraft call that Telegram accepted.
+type Draft struct {
+	ChatID  int64
+	DraftID int64
+	Text    string
+}
+
 // Failure is an error answer injected for the next call of a method.
 type Failure struct {
 	Code        int
@@ -46,6 +54,8 @@ type Server struct {
 	ids      []int64
 	nextID   int64
 	msgs     []*Sent
+	drafts   []Draft
+	unknown  map[string]bool
 	calls    map[string]int
 	fail     map[string][]Failure
 	webhook  string
@@ -56,7 +66,7 @@ type Server struct {
 
 // New starts a fake server.
 func New() *Server {
-	s := &Server{nextID: 100, calls: map[string]int{}, fail: map[string][]Failure{}}
+	s := &Server{nextID: 100, calls: map[string]int{}, unknown: map[string]bool{}, fail: map[string][]Failure{}}
 	s.cond = sync.NewCond(&s.mu)
 	s.Server = httptest.NewServer(http.HandlerFunc(s.handle))
 	return s
@@ -76,6 +86,28 @@ func (s *Server) FailNext(method string, fs ...Failure) {
 	s.mu.Lock()
 	s.fail[method] = append(s.fail[method], fs...)
 	s.mu.Unlock()
+}
+
+// Unsupported makes the server answer method with 404 "Not Found", as an
+// older self-hosted telegram-bot-api does for methods it does not know
+// (sendMessageDraft before Bot API 9.x).
+func (s *Server) Unsupported(method string) {
+	s.mu.Lock()
+	s.unknown[method] = true
+	s.mu.Unlock()
+}
+
+// Drafts returns the drafts accepted for chatID, in order.
+func (s *Server) Drafts(chatID int64) []Draft {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Draft
+	for _, d := range s.drafts {
+		if d.ChatID == chatID {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Message builds an update with a text message from user in chat.
@@ -205,6 +237,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.calls[method]++
+	if s.unknown[method] {
+		s.mu.Unlock()
+		writeErr(w, Failure{Code: 404, Description: "Not Found"})
+		return
+	}
 	if fs := s.fail[method]; len(fs) > 0 {
 		s.fail[method] = fs[1:]
 		s.mu.Unlock()
@@ -262,6 +299,25 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		m.Text = text
 		s.mu.Unlock()
 		writeOK(w, map[string]any{"message_id": m.MessageID, "text": text, "chat": map[string]any{"id": m.ChatID}})
+	case "sendMessageDraft":
+		// Drafts exist only in private chats, whose ids are positive.
+		chatID, draftID := toInt(p["chat_id"]), toInt(p["draft_id"])
+		text, _ := p["text"].(string)
+		switch {
+		case chatID == 0:
+			writeErr(w, Failure{Code: 400, Description: "Bad Request: chat not found"})
+		case chatID < 0:
+			writeErr(w, Failure{Code: 400, Description: "Bad Request: TEXTDRAFT_PEER_INVALID"})
+		case draftID == 0:
+			writeErr(w, Failure{Code: 400, Description: "Bad Request: draft_id must be non-zero"})
+		case len([]rune(text)) > 4096:
+			writeErr(w, Failure{Code: 400, Description: "Bad Request: text is too long"})
+		default:
+			s.mu.Lock()
+			s.drafts = append(s.drafts, Draft{ChatID: chatID, DraftID: draftID, Text: text})
+			s.mu.Unlock()
+			writeOK(w, true)
+		}
 	case "sendChatAction":
 		writeOK(w, true)
 	case "setWebhook":
