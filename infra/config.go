@@ -21,6 +21,7 @@ const (
 	ctxTelegram       = "telegram"               // off (default) or on: the Telegram webhook
 	ctxTelegramUsers  = "telegram_allowed_users" // comma-separated Telegram user ids let in
 	ctxTelegramAPI    = "telegram_api_base"      // Bot API base URL (default Telegram's)
+	ctxTelegramToken  = "telegram_token_secret"  // name of the Secrets Manager secret holding the bot token
 	ctxSearchInstance = "search_instance"        // OpenSearch data node instance type
 )
 
@@ -44,6 +45,9 @@ const (
 
 	TelegramOff = "off"
 	TelegramOn  = "on"
+	// DefaultTelegramTokenSecret is the name of the secret the operator
+	// creates with the bot token before deploying with telegram=on.
+	DefaultTelegramTokenSecret = "lambdaclaw/telegram-bot-token"
 )
 
 // Config is the app's configuration, read from CDK context.
@@ -64,13 +68,18 @@ type Config struct {
 	// required (shared/cloud refuses OPENAI_BASE_URL without OPENAI_MODEL).
 	OpenAIBaseURL string
 	OpenAIModel   string
-	// Telegram adds the Telegram webhook: the telegram function, its route
-	// and its two secrets. Off by default.
+	// Telegram adds the Telegram webhook: the telegram function, its route,
+	// its webhook secret, the import of the bot token secret and the
+	// custom resource that registers the webhook. Off by default.
 	Telegram bool
 	// TelegramAllowedUsers (comma-separated user ids) and TelegramAPIBase
 	// become TELEGRAM_ALLOWED_USERS and TELEGRAM_API_BASE (shared/cloud).
 	TelegramAllowedUsers string
 	TelegramAPIBase      string
+	// TelegramTokenSecret is the name of the existing Secrets Manager
+	// secret that holds the bot token: the stack imports it, it does not
+	// create it (README: Telegram on AWS).
+	TelegramTokenSecret string
 	// SearchInstance is the OpenSearch data node instance type.
 	SearchInstance string
 }
@@ -97,6 +106,7 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 
 		TelegramAllowedUsers: get(ctxTelegramUsers, ""),
 		TelegramAPIBase:      get(ctxTelegramAPI, ""),
+		TelegramTokenSecret:  get(ctxTelegramToken, DefaultTelegramTokenSecret),
 	}
 	if c.Search != SearchNone && c.Search != SearchOpenSearch {
 		return Config{}, fmt.Errorf("context %s=%q: want %q or %q", ctxSearch, c.Search, SearchNone, SearchOpenSearch)

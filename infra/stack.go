@@ -71,11 +71,17 @@ import (
 //
 // # Telegram
 //
-// The telegram function, its webhook route and its two secrets exist only
-// with -c telegram=on (functions/telegram; environment in
-// shared/cloud/telegram.go). -c telegram_allowed_users=<id,id> sets the
-// allowlist and -c telegram_api_base=<url> a self-hosted Bot API server.
-// The webhook is registered after deploy (README: Telegram on AWS).
+// The telegram function, its webhook route, its webhook secret and the
+// webhook registration exist only with -c telegram=on (functions/telegram;
+// environment in shared/cloud/telegram.go). -c telegram_allowed_users=<id,id>
+// sets the allowlist and -c telegram_api_base=<url> a self-hosted Bot API
+// server. The bot token is not created here: the operator stores it in
+// Secrets Manager before deploying, and the stack imports that secret by
+// name (-c telegram_token_secret, default lambdaclaw/telegram-bot-token).
+// The deployment registers the webhook itself: the custom resource
+// Custom::TelegramWebhook, served by the telegram function (ServiceToken),
+// calls setWebhook with the stage's webhook URL and the generated secret on
+// create and update, and deleteWebhook on delete (telegramWebhook).
 //
 // # IAM
 //
@@ -119,6 +125,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, props *awscdk.S
 	}
 	s.loop()
 	s.restAPI()
+	s.telegramWebhook()
 	s.outputs()
 	return stack, nil
 }
@@ -129,9 +136,9 @@ type builder struct {
 	cfg   Config
 
 	table_             awsdynamodb.Table
-	botToken           awssecretsmanager.Secret // nil without telegram=on
-	webhookSecret      awssecretsmanager.Secret // nil without telegram=on
-	providerKey        awssecretsmanager.Secret // nil without openai_base_url
+	botToken           awssecretsmanager.ISecret // imported; nil without telegram=on
+	webhookSecret      awssecretsmanager.Secret  // nil without telegram=on
+	providerKey        awssecretsmanager.Secret  // nil without openai_base_url
 	stateMachineArn    *string
 	scheduleGroup      awsscheduler.ScheduleGroup
 	schedulerRole      awsiam.Role
@@ -179,10 +186,12 @@ func (s *builder) table() {
 }
 
 // secrets creates the Secrets Manager secrets. None holds a value from this
-// code: the bot token and the provider key are created with a random
-// placeholder that the operator replaces (README: put-secret-value); the
-// webhook secret token is random for good, in the alphabet Telegram allows
-// (A-Z a-z 0-9 _ -, at most 256 characters).
+// code: the provider key is created with a random placeholder that the
+// operator replaces (README: put-secret-value); the webhook secret token
+// is random for good, in the alphabet Telegram allows (A-Z a-z 0-9 _ -,
+// 1-256 characters: letters and digits here). The bot token secret is
+// imported by name: the operator creates it before deploying, because the
+// deployment registers the webhook with it.
 func (s *builder) secrets() {
 	if s.cfg.OpenAIBaseURL != "" {
 		s.providerKey = awssecretsmanager.NewSecret(s.stack, jsii.String("ProviderKey"), &awssecretsmanager.SecretProps{
@@ -192,9 +201,7 @@ func (s *builder) secrets() {
 	if !s.cfg.Telegram {
 		return
 	}
-	s.botToken = awssecretsmanager.NewSecret(s.stack, jsii.String("TelegramBotToken"), &awssecretsmanager.SecretProps{
-		Description: jsii.String("lambdaclaw: Telegram bot token from @BotFather (replace the generated placeholder)"),
-	})
+	s.botToken = awssecretsmanager.Secret_FromSecretNameV2(s.stack, jsii.String("TelegramBotToken"), jsii.String(s.cfg.TelegramTokenSecret))
 	s.webhookSecret = awssecretsmanager.NewSecret(s.stack, jsii.String("TelegramWebhookSecret"), &awssecretsmanager.SecretProps{
 		Description: jsii.String("lambdaclaw: secret_token for Telegram's setWebhook, checked on every webhook call"),
 		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
@@ -401,7 +408,7 @@ func (s *builder) lambdas() {
 	// telegram (telegram=on only): the webhook.
 	if s.cfg.Telegram {
 		tg := s.function("telegram", "Telegram webhook", 256, 30, common(map[string]*string{
-			"TELEGRAM_BOT_TOKEN_SECRET_ARN": s.botToken.SecretArn(),
+			"TELEGRAM_BOT_TOKEN_SECRET_ARN": s.botTokenID(),
 			"TELEGRAM_WEBHOOK_SECRET_ARN":   s.webhookSecret.SecretArn(),
 			"TELEGRAM_API_BASE":             jsii.String(s.cfg.TelegramAPIBase),
 			"TELEGRAM_ALLOWED_USERS":        jsii.String(s.cfg.TelegramAllowedUsers),
@@ -418,7 +425,7 @@ func (s *builder) lambdas() {
 	// queued run.
 	stepEnv := map[string]*string{"WS_ENDPOINT": s.wsEndpoint}
 	if s.cfg.Telegram {
-		stepEnv["TELEGRAM_BOT_TOKEN_SECRET_ARN"] = s.botToken.SecretArn()
+		stepEnv["TELEGRAM_BOT_TOKEN_SECRET_ARN"] = s.botTokenID()
 		stepEnv["TELEGRAM_API_BASE"] = jsii.String(s.cfg.TelegramAPIBase)
 	}
 	step := s.function("step", "agent loop steps for Step Functions", 512, 900, common(merge(llm, schedules, stepEnv)))
@@ -433,6 +440,36 @@ func (s *builder) lambdas() {
 	if s.providerKey != nil {
 		s.providerKey.GrantRead(step, nil)
 	}
+}
+
+// botTokenID is how the functions name the imported bot token secret to
+// GetSecretValue: by name, which always resolves, where the partial ARN an
+// import by name yields does not when the name ends in "-" and six
+// characters.
+func (s *builder) botTokenID() *string {
+	return jsii.String(s.cfg.TelegramTokenSecret)
+}
+
+// telegramWebhook (telegram=on only) registers the webhook during the
+// deployment: a custom resource whose ServiceToken is the telegram
+// function. CloudFormation invokes the function with the custom resource
+// event, which it tells from API Gateway's by its shape; on Create and
+// Update it calls setWebhook with Url and the webhook secret and answers
+// FAILED with Telegram's description when Telegram refuses, and on Delete
+// it calls deleteWebhook and answers SUCCESS whatever happens. Url is the
+// only property: a new URL (a renamed stage) registers again. The
+// function reads the token and the secret itself, so neither appears in
+// the template or the event.
+func (s *builder) telegramWebhook() {
+	if !s.cfg.Telegram {
+		return
+	}
+	awscdk.NewCustomResource(s.stack, jsii.String("TelegramWebhook"), &awscdk.CustomResourceProps{
+		ServiceToken:   s.fns["telegram"].FunctionArn(),
+		ResourceType:   jsii.String("Custom::TelegramWebhook"),
+		ServiceTimeout: awscdk.Duration_Seconds(jsii.Number(300)),
+		Properties:     &map[string]interface{}{"Url": s.urlFor("/telegram/webhook")},
+	})
 }
 
 // outputs are the stack outputs the README and the operator use.
@@ -451,7 +488,7 @@ func (s *builder) outputs() {
 	out("TableName", s.table_.TableName(), "the DynamoDB table")
 	if s.cfg.Telegram {
 		out("TelegramWebhookUrl", s.urlFor("/telegram/webhook"), "url for Telegram's setWebhook")
-		out("TelegramBotTokenSecretArn", s.botToken.SecretArn(), "put the bot token here")
+		out("TelegramBotTokenSecretArn", s.botToken.SecretArn(), "the imported bot token secret (partial ARN)")
 		out("TelegramWebhookSecretArn", s.webhookSecret.SecretArn(), "secret_token for setWebhook")
 	}
 	if s.providerKey != nil {

@@ -6,6 +6,10 @@
 // its run through the state machine, sends the replies the channel
 // queued itself (access denied, /help, …) and answers 200. The channel's
 // environment is in shared/cloud (telegram.go).
+//
+// The same function serves the stack's custom resource that registers the
+// webhook during the deployment (customresource.go); Invoke tells the two
+// events apart by shape.
 package main
 
 import (
@@ -32,10 +36,13 @@ import (
 func main() {
 	h, err := handler(context.Background())
 	if err != nil {
+		// The function still starts, so that CloudFormation gets an
+		// answer: a deployment fails with the reason, a deletion goes
+		// through. Webhook calls fail with the error.
 		fmt.Fprintln(os.Stderr, "telegram:", err)
-		os.Exit(1)
+		h = &Webhook{Log: slog.Default(), initErr: err}
 	}
-	lambda.Start(h.Handle)
+	lambda.Start(h.Invoke)
 }
 
 // Webhook is the function's handler.
@@ -46,6 +53,13 @@ type Webhook struct {
 	Log    *slog.Logger
 	// FlushTime bounds the delivery of queued replies before answering.
 	FlushTime time.Duration
+	// Client calls the Bot API with the bot token, for setWebhook and
+	// deleteWebhook.
+	Client *telegram.Client
+
+	// initErr is why the handler could not be built; only custom resource
+	// events are answered then.
+	initErr error
 }
 
 // handler builds the function's handler from the environment.
@@ -67,7 +81,15 @@ func handler(ctx context.Context) (*Webhook, error) {
 		}
 		return root.Secret(ctx, arn)
 	}
-	return &Webhook{Channel: root.Telegram, Secret: secret, Log: root.Log, FlushTime: 5 * time.Second}, nil
+	token := os.Getenv("TELEGRAM_BOT_TOKEN")
+	if token == "" {
+		// Read by cloud.New already: served from the cache.
+		if token, err = root.Secret(ctx, os.Getenv("TELEGRAM_BOT_TOKEN_SECRET_ARN")); err != nil {
+			return nil, fmt.Errorf("bot token: %w", err)
+		}
+	}
+	return &Webhook{Channel: root.Telegram, Secret: secret, Log: root.Log, FlushTime: 5 * time.Second,
+		Client: telegram.NewClient(os.Getenv("TELEGRAM_API_BASE"), token)}, nil
 }
 
 func respond(code int, body string) events.APIGatewayProxyResponse {

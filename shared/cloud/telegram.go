@@ -24,7 +24,7 @@ import (
 // invocation returns; what fails is retried by the next invocation of
 // either (there is no timer of its own).
 //
-//	TELEGRAM_BOT_TOKEN_SECRET_ARN  Secrets Manager secret holding the bot token, or
+//	TELEGRAM_BOT_TOKEN_SECRET_ARN  Secrets Manager secret (ARN or name) holding the bot token, or
 //	TELEGRAM_BOT_TOKEN             the token itself
 //	TELEGRAM_API_BASE              Bot API base URL (default https://api.telegram.org)
 //	TELEGRAM_AGENT                 the agent that answers (default "default")
