@@ -55,7 +55,7 @@ func (readFile) Definition() chat.ToolDef {
 		Parameters: json.RawMessage(`{
   "type": "object",
   "properties": {
-    "path": {"type": "string", "description": "File path relative to the workspace, e.g. \"notes/todo.md\"."},
+    "path": {"type": "string", "description": "File path relative to the workspace, e.g. \"notes/plan.md\"."},
     "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to start reading at. Default 0."},
     "limit": {"type": "integer", "minimum": 1, "maximum": ` + fmt.Sprint(MaxRead) + `, "description": "Most bytes to return. Default and maximum ` + fmt.Sprint(MaxRead) + `."}
   },
@@ -207,7 +207,7 @@ func (writeFile) Definition() chat.ToolDef {
 		Parameters: json.RawMessage(`{
   "type": "object",
   "properties": {
-    "path": {"type": "string", "description": "File path relative to the workspace, e.g. \"notes/todo.md\"."},
+    "path": {"type": "string", "description": "File path relative to the workspace, e.g. \"notes/plan.md\"."},
     "content": {"type": "string", "description": "The text to write."},
     "append": {"type": "boolean", "description": "Add content to the end of the file instead of replacing it. Default false."}
   },

@@ -42,7 +42,7 @@ func openWorkspace(env tool.Env) (*os.Root, error) {
 func checkPath(p string) (string, error) {
 	switch {
 	case p == "":
-		return "", errors.New(`"path" is required: a path relative to the workspace, like "notes/todo.md"`)
+		return "", errors.New(`"path" is required: a path relative to the workspace, like "notes/plan.md"`)
 	case strings.ContainsRune(p, 0):
 		return "", errors.New(`"path" contains a NUL byte; use a plain relative path`)
 	case filepath.IsAbs(p) || strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) || filepath.VolumeName(p) != "":

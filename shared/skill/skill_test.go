@@ -23,8 +23,8 @@ func TestParse(t *testing.T) {
 		{
 			name: "YAML metadata nested under openclaw",
 			in: `---
-name: todoist
-description: Manage tasks via the Todoist API.
+name: taskboard
+description: Manage tasks via the Taskboard API.
 version: 1.0.0
 metadata:
   openclaw:
@@ -32,19 +32,19 @@ metadata:
     os: [darwin, linux]
     requires:
       env:
-        - TODOIST_API_KEY
+        - TASKBOARD_API_KEY
       bins:
         - curl
-    primaryEnv: TODOIST_API_KEY
+    primaryEnv: TASKBOARD_API_KEY
 ---
 Use curl.
 `,
 			want: Skill{
-				Name: "todoist", Description: "Manage tasks via the Todoist API.", Emoji: "✅",
-				Requires: Requirements{Bins: []string{"curl"}, Env: []string{"TODOIST_API_KEY"}, OS: []string{"darwin", "linux"}},
+				Name: "taskboard", Description: "Manage tasks via the Taskboard API.", Emoji: "✅",
+				Requires: Requirements{Bins: []string{"curl"}, Env: []string{"TASKBOARD_API_KEY"}, OS: []string{"darwin", "linux"}},
 				Metadata: map[string]any{"openclaw": map[string]any{
-					"emoji": "✅", "os": []any{"darwin", "linux"}, "primaryEnv": "TODOIST_API_KEY",
-					"requires": map[string]any{"env": []any{"TODOIST_API_KEY"}, "bins": []any{"curl"}},
+					"emoji": "✅", "os": []any{"darwin", "linux"}, "primaryEnv": "TASKBOARD_API_KEY",
+					"requires": map[string]any{"env": []any{"TASKBOARD_API_KEY"}, "bins": []any{"curl"}},
 				}},
 				Body: "Use curl.",
 			},
