@@ -23,12 +23,12 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/apigw"
 	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
 	"github.com/lambdaclaw/lambdaclaw/shared/telegram"
 )
@@ -97,20 +97,6 @@ func respond(code int, body string) events.APIGatewayProxyResponse {
 		Headers: map[string]string{"Content-Type": "application/json"}}
 }
 
-func header(req events.APIGatewayProxyRequest, name string) string {
-	for k, v := range req.Headers {
-		if strings.EqualFold(k, name) {
-			return v
-		}
-	}
-	for k, vs := range req.MultiValueHeaders {
-		if strings.EqualFold(k, name) && len(vs) > 0 {
-			return vs[0]
-		}
-	}
-	return ""
-}
-
 // Handle answers one webhook call: 401 without the secret header, 403 with
 // a wrong one, 400 for a body that is no update, 500 when the update could
 // not be handed off (Telegram delivers it again; a repeat of an update
@@ -119,7 +105,7 @@ func (h *Webhook) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 	if req.HTTPMethod != "" && req.HTTPMethod != http.MethodPost {
 		return respond(http.StatusMethodNotAllowed, `{"error":"method not allowed"}`), nil
 	}
-	got := header(req, telegram.SecretHeader)
+	got := apigw.Header(req.Headers, req.MultiValueHeaders, telegram.SecretHeader)
 	if got == "" {
 		return respond(http.StatusUnauthorized, `{"error":"missing secret token"}`), nil
 	}

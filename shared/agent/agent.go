@@ -305,6 +305,28 @@ func (l *Loop) Reset(ctx context.Context, sessionID string) error {
 	return nil
 }
 
+// Save records st in its run, with the status it implies, so the store
+// always tells where every run is. Both drivers call it after each step.
+func (l *Loop) Save(ctx context.Context, st RunState) error {
+	state, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", st.RunID, err)
+	}
+	run := store.Run{ID: st.RunID, SessionID: st.SessionID, Seq: st.Seq, State: state, Status: store.RunRunning, UpdatedAt: l.now().UTC()}
+	switch {
+	case st.Step != StepDone:
+	case st.Failed():
+		run.Status = store.RunFailed
+	default:
+		run.Status = store.RunDone
+	}
+	err = l.Store.UpdateRun(ctx, run)
+	if st.Step == StepDone && errors.Is(err, store.ErrNotFound) {
+		return nil // an ephemeral session was deleted with its run
+	}
+	return err
+}
+
 // DecodeState reads the RunState saved in a run.
 func DecodeState(r store.Run) (RunState, error) {
 	var st RunState

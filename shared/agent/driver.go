@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -169,7 +168,7 @@ func (d *Driver) drive(run store.Run) bool {
 			return false // still unanswered
 		}
 		st = next
-		if err := d.save(run, st); err != nil {
+		if err := d.loop.Save(d.ctx, st); err != nil {
 			d.log.Error("lane: save run", "run_id", st.RunID, "error", err)
 		}
 		if st.Parked() {
@@ -177,28 +176,6 @@ func (d *Driver) drive(run store.Run) bool {
 		}
 	}
 	return true
-}
-
-func (d *Driver) save(run store.Run, st RunState) error {
-	state, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	run.State = state
-	switch {
-	case st.Step != StepDone:
-		run.Status = store.RunRunning
-	case st.Failed():
-		run.Status = store.RunFailed
-	default:
-		run.Status = store.RunDone
-	}
-	run.UpdatedAt = time.Now().UTC()
-	err = d.loop.Store.UpdateRun(d.ctx, run)
-	if st.Step == StepDone && errors.Is(err, store.ErrNotFound) {
-		return nil // an ephemeral session was deleted with its run
-	}
-	return err
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

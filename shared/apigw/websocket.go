@@ -124,14 +124,15 @@ func (ws *WebSocket) log() *slog.Logger {
 	return ws.Log
 }
 
-// header returns a header of ev whatever its case.
-func header(ev events.APIGatewayWebsocketProxyRequest, name string) string {
-	for k, v := range ev.Headers {
+// Header returns the named header of an API Gateway event, whatever its
+// case, from its single- or multi-value headers.
+func Header(single map[string]string, multi map[string][]string, name string) string {
+	for k, v := range single {
 		if strings.EqualFold(k, name) {
 			return v
 		}
 	}
-	for k, v := range ev.MultiValueHeaders {
+	for k, v := range multi {
 		if strings.EqualFold(k, name) && len(v) > 0 {
 			return v[0]
 		}
@@ -141,7 +142,7 @@ func header(ev events.APIGatewayWebsocketProxyRequest, name string) string {
 
 // connect authenticates a new connection.
 func (ws *WebSocket) connect(ctx context.Context, id string, ev events.APIGatewayWebsocketProxyRequest) events.APIGatewayProxyResponse {
-	token, ok := strings.CutPrefix(header(ev, "Authorization"), "Bearer ")
+	token, ok := strings.CutPrefix(Header(ev.Headers, ev.MultiValueHeaders, "Authorization"), "Bearer ")
 	if !ok || token == "" {
 		token = ev.QueryStringParameters["key"]
 	}

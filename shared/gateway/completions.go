@@ -12,6 +12,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/wsproto"
 )
 
 // completionRequest is the part of OpenAI's request lambdaclaw uses.
@@ -149,7 +150,7 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, completion{
 			ID: id, Object: "chat.completion", Created: created, Model: req.Model,
 			Choices: []choice{{Message: &outMessage{Role: "assistant", Content: content}, FinishReason: ptr("stop")}},
-			Usage:   usage(u),
+			Usage:   wsproto.UsageOf(u),
 		})
 		return
 	}
@@ -231,7 +232,7 @@ type completion struct {
 	Created int64          `json:"created"`
 	Model   string         `json:"model"`
 	Choices []choice       `json:"choices"`
-	Usage   *responseUsage `json:"usage,omitempty"`
+	Usage   *wsproto.Usage `json:"usage,omitempty"`
 }
 
 type choice struct {
@@ -251,20 +252,6 @@ type outMessage struct {
 type delta struct {
 	Role    string `json:"role,omitempty"`
 	Content string `json:"content,omitempty"`
-}
-
-type responseUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-}
-
-func usage(u chat.Usage) *responseUsage {
-	total := u.TotalTokens
-	if total == 0 {
-		total = u.PromptTokens + u.CompletionTokens
-	}
-	return &responseUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: total}
 }
 
 func ptr[T any](v T) *T { return &v }

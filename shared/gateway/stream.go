@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/wsproto"
 )
 
 // stream answers with server-sent events in OpenAI's chunk format. The
@@ -83,7 +84,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, sub *agent.Subs
 			}
 			chunk(completion{Choices: []choice{{Delta: &delta{}, FinishReason: ptr("stop")}}})
 			if includeUsage {
-				chunk(completion{Choices: []choice{}, Usage: usage(res.Usage)})
+				chunk(completion{Choices: []choice{}, Usage: wsproto.UsageOf(res.Usage)})
 			}
 		}
 		w.Write([]byte("data: [DONE]\n\n"))

@@ -129,7 +129,7 @@ func (d *Driver) step(ctx context.Context, st agent.RunState) (agent.RunState, e
 	if err != nil {
 		return st, &Transient{err}
 	}
-	if err := d.save(ctx, next); err != nil {
+	if err := d.Loop.Save(ctx, next); err != nil {
 		return st, &Transient{err}
 	}
 	if next.Step == agent.StepDone {
@@ -138,28 +138,6 @@ func (d *Driver) step(ctx context.Context, st agent.RunState) (agent.RunState, e
 		}
 	}
 	return next, nil
-}
-
-// save records the run's state in the store, as the local driver does, so
-// the store always tells where every run is.
-func (d *Driver) save(ctx context.Context, st agent.RunState) error {
-	state, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	run := store.Run{ID: st.RunID, SessionID: st.SessionID, Seq: st.Seq, State: state, Status: store.RunRunning, UpdatedAt: time.Now().UTC()}
-	switch {
-	case st.Step != agent.StepDone:
-	case st.Failed():
-		run.Status = store.RunFailed
-	default:
-		run.Status = store.RunDone
-	}
-	err = d.Loop.Store.UpdateRun(ctx, run)
-	if st.Step == agent.StepDone && errors.Is(err, store.ErrNotFound) {
-		return nil // an ephemeral session was deleted with its run
-	}
-	return err
 }
 
 // park stores the task token that resumes a run waiting for approval. If
