@@ -241,7 +241,7 @@ func (ws *WebSocket) frame(ctx context.Context, id string, ev events.APIGatewayW
 // target resolves the agent, user and session a frame is about.
 func (ws *WebSocket) target(c conn, f wsproto.ClientFrame) (name, user, sessionID string, ok bool) {
 	name = strings.TrimPrefix(cmp.Or(f.Agent, wsproto.DefaultAgent), "lambdaclaw/")
-	if !slices.Contains(ws.Agents(), name) || (len(c.key.Agents) > 0 && !slices.Contains(c.key.Agents, name)) {
+	if !slices.Contains(ws.Agents(), name) || !c.key.Allows(name) {
 		c.sendError(f.ID, "model_not_found", fmt.Sprintf("the agent %q does not exist or this key may not use it", cmp.Or(f.Agent, wsproto.DefaultAgent)))
 		return "", "", "", false
 	}

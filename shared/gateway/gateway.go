@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -167,26 +168,7 @@ func keyOf(r *http.Request) store.APIKey {
 // agentFor resolves a model name to an agent the key may use.
 func (g *Gateway) agentFor(k store.APIKey, model string) (string, bool) {
 	name := strings.TrimPrefix(model, "lambdaclaw/")
-	found := false
-	for _, a := range g.cfg.Agents() {
-		if a == name {
-			found = true
-			break
-		}
-	}
-	return name, found && allowed(k, name)
-}
-
-func allowed(k store.APIKey, name string) bool {
-	if len(k.Agents) == 0 {
-		return true
-	}
-	for _, a := range k.Agents {
-		if a == name {
-			return true
-		}
-	}
-	return false
+	return name, slices.Contains(g.cfg.Agents(), name) && k.Allows(name)
 }
 
 // model is one entry of the model list: an agent.
@@ -208,7 +190,7 @@ func (g *Gateway) models(w http.ResponseWriter, r *http.Request) {
 		Data   []model `json:"data"`
 	}{Object: "list", Data: []model{}}
 	for _, a := range g.cfg.Agents() {
-		if allowed(k, a) {
+		if k.Allows(a) {
 			list.Data = append(list.Data, g.modelOf(a))
 		}
 	}

@@ -10,6 +10,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/chat"
@@ -125,6 +126,11 @@ type APIKey struct {
 	RatePerMinute int        `json:"rate_per_minute"`
 	CreatedAt     time.Time  `json:"created_at"`
 	RevokedAt     *time.Time `json:"revoked_at,omitempty"`
+}
+
+// Allows reports whether the key may use the named agent.
+func (k APIKey) Allows(agent string) bool {
+	return len(k.Agents) == 0 || slices.Contains(k.Agents, agent)
 }
 
 // Sessions stores sessions.
