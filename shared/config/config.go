@@ -45,6 +45,11 @@ type Config struct {
 	// search to it (see memory.go).
 	Memory     Memory      `yaml:"memory"`
 	Embeddings *Embeddings `yaml:"embeddings"`
+
+	// Limits bound replies, tool calls and workspaces; Server the HTTP
+	// server (limits.go).
+	Limits Limits `yaml:"limits"`
+	Server Server `yaml:"server"`
 }
 
 // Telegram configures the Telegram channel. The bot token is
@@ -296,6 +301,12 @@ func (c *Config) validate() error {
 		return fmt.Errorf("config: sessions.sharing is %q; want shared or per_channel", c.Sessions.Sharing)
 	}
 	if err := c.Telegram.validate(); err != nil {
+		return err
+	}
+	if err := c.Limits.fill(); err != nil {
+		return err
+	}
+	if err := c.Server.fill(); err != nil {
 		return err
 	}
 	linked := map[string]string{}

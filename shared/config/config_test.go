@@ -176,7 +176,8 @@ sessions:
 			}
 			want := tt.want
 			want.Home = home
-			if diff := cmp.Diff(&want, got, cmpopts.IgnoreUnexported(config.Secret{})); diff != "" {
+			// TestLoadLimits covers the limits and server settings.
+			if diff := cmp.Diff(&want, got, cmpopts.IgnoreUnexported(config.Secret{}), cmpopts.IgnoreFields(config.Config{}, "Limits", "Server")); diff != "" {
 				t.Errorf("Load (-want +got):\n%s", diff)
 			}
 		})
@@ -336,5 +337,58 @@ func TestLoadDefaultPathMissing(t *testing.T) {
 	}
 	if want := filepath.Join(home, "lambdaclaw.db"); c.DBPath() != want {
 		t.Errorf("DBPath = %q, want %q", c.DBPath(), want)
+	}
+}
+
+func TestLoadLimits(t *testing.T) {
+	tests := []struct {
+		name       string
+		yaml       string
+		wantLimits config.Limits
+		wantServer config.Server
+	}{
+		{
+			name: "defaults",
+			yaml: "addr: 127.0.0.1:9\n",
+			wantLimits: config.Limits{
+				MaxReplyBytes: config.DefaultMaxReplyBytes, MaxToolArgsBytes: config.DefaultMaxToolArgsBytes,
+				MaxToolResultBytes: config.DefaultMaxToolResultBytes, MaxFileBytes: config.DefaultMaxFileBytes,
+				WorkspaceQuotaBytes: config.DefaultWorkspaceQuotaBytes,
+			},
+			wantServer: config.Server{
+				ReadHeaderTimeout: dur(config.DefaultReadHeaderTimeout), ReadTimeout: dur(config.DefaultReadTimeout),
+				IdleTimeout: dur(config.DefaultIdleTimeout), MaxConcurrentPerKey: config.DefaultMaxConcurrentPerKey,
+				MaxWebSocketsPerKey: config.DefaultMaxWebSocketsPerKey,
+			},
+		},
+		{
+			name: "set",
+			yaml: "limits: {max_reply_bytes: 10, max_tool_args_bytes: 11, max_tool_result_bytes: 12, max_file_bytes: 13, workspace_quota_bytes: 14}\n" +
+				"server: {read_header_timeout: 1s, read_timeout: 2s, idle_timeout: 3s, max_concurrent_requests_per_key: 4, max_websockets_per_key: 5}\n",
+			wantLimits: config.Limits{MaxReplyBytes: 10, MaxToolArgsBytes: 11, MaxToolResultBytes: 12, MaxFileBytes: 13, WorkspaceQuotaBytes: 14},
+			wantServer: config.Server{ReadHeaderTimeout: dur(time.Second), ReadTimeout: dur(2 * time.Second), IdleTimeout: dur(3 * time.Second),
+				MaxConcurrentPerKey: 4, MaxWebSocketsPerKey: 5},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, path := writeConfig(t, tt.yaml)
+			got, err := config.Load(path, env(map[string]string{"LAMBDACLAW_HOME": dir}))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if diff := cmp.Diff(tt.wantLimits, got.Limits); diff != "" {
+				t.Errorf("Limits (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantServer, got.Server); diff != "" {
+				t.Errorf("Server (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, bad := range []string{"limits: {max_reply_bytes: -1}\n", "server: {max_websockets_per_key: -2}\n"} {
+		dir, path := writeConfig(t, bad)
+		if _, err := config.Load(path, env(map[string]string{"LAMBDACLAW_HOME": dir})); err == nil || !strings.Contains(err.Error(), "negative") {
+			t.Errorf("Load(%q) error = %v; want a negative-value error", bad, err)
+		}
 	}
 }
