@@ -226,7 +226,7 @@ func TestStatefulCompletion(t *testing.T) {
 	if diff := cmp.Diff(want, convo); diff != "" {
 		t.Errorf("second turn's conversation (-want +got):\n%s", diff)
 	}
-	sid := agent.Identity{}.SessionID("default", "api", ev.Headers[gateway.SessionHeader])
+	_, sid := agent.Identity{}.Session("default", "api", env.Key.ID, ev.Headers[gateway.SessionHeader])
 	msgs, err := env.Store.Messages(t.Context(), sid)
 	if err != nil || len(msgs) != 4 {
 		t.Errorf("history in the table: %d messages, %v; want 4", len(msgs), err)

@@ -38,7 +38,7 @@ func TestCheckIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (agent.Identity{}).SessionID(ev.Agent, ev.Channel, ev.User); res.SessionID != want {
+	if _, want := (agent.Identity{}).Session(ev.Agent, ev.Channel, ev.Key, ev.User); res.SessionID != want {
 		t.Errorf("session %s, want %s (the user's)", res.SessionID, want)
 	}
 	if e := env.SFN.Wait(res.RunID, 5*time.Second); e.Err != nil {
@@ -67,8 +67,8 @@ func TestCheckInWaitsForApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sid := agent.Identity{}.SessionID(ev.Agent, ev.Channel, ev.User)
-	first, err := sender.Driver.Deliver(ctx, agent.Input{SessionID: sid, Agent: ev.Agent, Autonomy: tool.Supervised, Interactive: true,
+	owner, sid := agent.Identity{}.Session(ev.Agent, ev.Channel, ev.Key, ev.User)
+	first, err := sender.Driver.Deliver(ctx, agent.Input{SessionID: sid, Agent: ev.Agent, Owner: owner, Autonomy: tool.Supervised, Interactive: true,
 		Messages: []chat.Message{{Role: chat.User, Content: "write the report"}}, Reply: agent.Reply{Channel: "ws", To: ev.To}}, func(string) {})
 	if err != nil {
 		t.Fatal(err)

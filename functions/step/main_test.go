@@ -205,7 +205,7 @@ func TestPark(t *testing.T) {
 	if !f.env.SFN.TokenLive(ev.TaskToken) {
 		t.Fatal("park resumed an unanswered approval")
 	}
-	st, err := f.sender.Driver.Deliver(ctx, agent.Input{SessionID: sample.SessionID, Agent: sample.Agent,
+	st, err := f.sender.Driver.Deliver(ctx, agent.Input{SessionID: sample.SessionID, Agent: sample.Agent, Autonomy: tool.Supervised,
 		Messages: []chat.Message{{Role: chat.User, Content: "/yes"}}, Reply: sample.Reply}, func(string) {})
 	if err != nil {
 		t.Fatal(err)

@@ -106,7 +106,7 @@ func TestMessage(t *testing.T) {
 
 	frames := f.env.APIGW.WaitFrame(conn, "final", 5*time.Second)
 	runID := wsproto.RunID(f.env.Key.ID, "alice", "default", "c1")
-	sid := agent.Identity{}.SessionID("default", "ws", "alice")
+	_, sid := agent.Identity{}.Session("default", "ws", f.env.Key.ID, "alice")
 	ack := cloudtest.Frame{"type": "ack", "id": "c1", "run_id": runID, "session_id": sid, "duplicate": false}
 	if diff := cmp.Diff(ack, frames[0]); diff != "" {
 		t.Errorf("first frame (-want +got):\n%s", diff)
@@ -147,7 +147,7 @@ func TestReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Step the queued run to its end, as its execution does.
-	sid := agent.Identity{}.SessionID("default", "ws", "alice")
+	_, sid := agent.Identity{}.Session("default", "ws", f.env.Key.ID, "alice")
 	st, err := step.Loop.Store.GetRun(t.Context(), runID)
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +240,7 @@ func TestApprovalAnswerMovesReplies(t *testing.T) {
 	st.Step, st.Approval = agent.StepWait, runID+"-0"
 	run.State, _ = json.Marshal(st)
 	run.Status = store.RunRunning
-	if err := f.env.Store.UpdateRun(ctx, run); err != nil {
+	if err := f.env.Store.CommitRun(ctx, store.Commit{Run: run}); err != nil {
 		t.Fatal(err)
 	}
 	ap := store.Approval{ID: st.Approval, SessionID: st.SessionID, RunID: runID, Calls: []string{"call_1"}, Tools: []string{"web_fetch"},

@@ -10,6 +10,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -53,10 +54,13 @@ const (
 // RunState is the small, serializable state of one run. It never holds
 // history or tool output: those live in the store.
 type RunState struct {
-	RunID     string        `json:"run_id"`
-	SessionID string        `json:"session_id"`
-	Agent     string        `json:"agent"`
-	Seq       int64         `json:"seq"`
+	RunID     string `json:"run_id"`
+	SessionID string `json:"session_id"`
+	Agent     string `json:"agent"`
+	Seq       int64  `json:"seq"`
+	// Owner is the principal the session belongs to (store.Session.Owner);
+	// tools scope what they see to it.
+	Owner     string        `json:"owner,omitempty"`
 	Step      string        `json:"step"`
 	Iteration int           `json:"iteration"`
 	Autonomy  tool.Autonomy `json:"autonomy"`
@@ -76,6 +80,9 @@ type RunState struct {
 	// NoTools is set for the last think after the tool iteration limit.
 	NoTools bool       `json:"no_tools,omitempty"`
 	Usage   chat.Usage `json:"usage"`
+	// FinishReason is why the last model reply ended: "stop", or "length"
+	// when it was cut at a size limit.
+	FinishReason string `json:"finish_reason,omitempty"`
 	// Error and ErrorCode describe a failed run to the user.
 	Error     string    `json:"error,omitempty"`
 	ErrorCode string    `json:"error_code,omitempty"`
@@ -133,10 +140,13 @@ type Prompter interface {
 
 // Result is the outcome of a run, as told to the replier.
 type Result struct {
-	Content   string
-	Usage     chat.Usage
-	Error     string
-	ErrorCode string
+	Content string
+	Usage   chat.Usage
+	// FinishReason is "length" when the answer was cut at a size limit,
+	// "stop" otherwise.
+	FinishReason string
+	Error        string
+	ErrorCode    string
 }
 
 // Replier receives what a run tells its reply channel: streamed content,
@@ -153,6 +163,7 @@ type Store interface {
 	store.History
 	store.Runs
 	store.Approvals
+	store.Jobs
 }
 
 // Emitter receives observability events.
@@ -174,6 +185,9 @@ type Loop struct {
 	Log      *slog.Logger
 	// ToolTimeout bounds one tool call; zero means 60 s.
 	ToolTimeout time.Duration
+	// Limits bound model replies and tool calls; zero fields take the
+	// defaults.
+	Limits Limits
 	// Now returns the time; nil means time.Now.
 	Now func() time.Time
 }
@@ -185,31 +199,63 @@ func (l *Loop) now() time.Time {
 	return time.Now()
 }
 
-// Step runs the step st names and returns the state with the next step set.
-// An error means the step could not complete (for example the store was
-// unreachable) and may be retried with the same st.
+// Step runs the step st names and returns the state with the next step
+// set, saved in the store together with what the step wrote, in one
+// transaction. An error means the step could not complete (for example the
+// store was unreachable) and may be retried with the same st.
 func (l *Loop) Step(ctx context.Context, st RunState) (RunState, error) {
+	var c store.Commit
+	var next RunState
+	var err error
 	switch st.Step {
 	case StepBegin:
-		return l.begin(ctx, st)
+		// begin writes nothing: the run's saved state may stay "begin",
+		// and a begin repeated after a crash costs nothing.
+		return l.begin(st), nil
 	case StepCompact:
-		return l.compact(ctx, st)
+		next, err = l.compact(ctx, st)
 	case StepThink:
-		return l.think(ctx, st)
+		next, err = l.think(ctx, st, &c)
 	case StepApprove:
-		return l.approve(ctx, st)
+		next, err = l.approve(ctx, st)
 	case StepWait:
+		// wait writes nothing either: it only reads the approval's answer,
+		// which a repeated wait reads again.
 		return l.wait(ctx, st)
 	case StepAct:
-		return l.act(ctx, st)
+		next, err = l.act(ctx, st, &c)
 	case StepFinish:
-		return l.finish(ctx, st)
+		next, err = l.finish(ctx, st, &c)
 	case StepDone:
 		return st, nil
 	default:
 		return st, fmt.Errorf("run %s: unknown step %q", st.RunID, st.Step)
 	}
+	if err != nil {
+		return st, err
+	}
+	if err := l.commit(ctx, next, c); err != nil {
+		return st, err
+	}
+	return next, nil
 }
+
+// Limits bound what a run keeps of model replies and tool calls.
+type Limits struct {
+	// MaxReplyBytes caps the content of one model reply; a longer one is
+	// cut and its finish reason is "length". Zero means 1 MiB.
+	MaxReplyBytes int
+	// MaxToolArgsBytes caps the arguments of one tool call; a larger call
+	// does not run and the model is told why. Zero means 1 MiB.
+	MaxToolArgsBytes int
+	// MaxToolResultBytes caps one tool result kept in history. Zero means
+	// 100 KiB.
+	MaxToolResultBytes int
+}
+
+func (l Limits) reply() int      { return cmp.Or(l.MaxReplyBytes, 1<<20) }
+func (l Limits) toolArgs() int   { return cmp.Or(l.MaxToolArgsBytes, 1<<20) }
+func (l Limits) toolResult() int { return cmp.Or(l.MaxToolResultBytes, 100<<10) }
 
 // Input is a new message for an agent.
 type Input struct {
@@ -218,6 +264,9 @@ type Input struct {
 	RunID     string
 	SessionID string
 	Agent     string
+	// Owner is the principal the session belongs to; enqueuing into a
+	// session of another owner fails with store.ErrForbidden.
+	Owner string
 	// Ephemeral creates a session of its own, named after the run, that is
 	// deleted when the run ends (SessionID is ignored).
 	Ephemeral bool
@@ -252,16 +301,8 @@ func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
 		in.SessionID = EphemeralPrefix + in.RunID
 	}
 	now := l.now().UTC()
-	err := l.Store.CreateSession(ctx, store.Session{ID: in.SessionID, Agent: in.Agent, Ephemeral: in.Ephemeral, CreatedAt: now, UpdatedAt: now})
-	switch {
-	case err == nil:
-		l.emit(obs.Event{Type: obs.SessionStart, SessionID: in.SessionID, Attrs: []slog.Attr{slog.String("agent", in.Agent)}})
-	case errors.Is(err, store.ErrExists):
-	default:
-		return RunState{}, fmt.Errorf("enqueue: create session: %w", err)
-	}
 	st := RunState{
-		RunID: in.RunID, SessionID: in.SessionID, Agent: in.Agent, Step: StepBegin,
+		RunID: in.RunID, SessionID: in.SessionID, Agent: in.Agent, Owner: in.Owner, Step: StepBegin,
 		Autonomy: in.Autonomy, Stream: in.Stream, Interactive: in.Interactive && !in.Ephemeral,
 		Reply: in.Reply, StartedAt: now,
 	}
@@ -269,21 +310,22 @@ func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
 	if err != nil {
 		return RunState{}, fmt.Errorf("enqueue: %w", err)
 	}
-	run, err := l.Store.EnqueueRun(ctx, store.Run{ID: in.RunID, SessionID: in.SessionID, Status: store.RunQueued, State: state, CreatedAt: now, UpdatedAt: now})
+	run, created, err := l.Store.EnqueueRun(ctx, store.NewRun{
+		Session: store.Session{ID: in.SessionID, Agent: in.Agent, Owner: in.Owner, Ephemeral: in.Ephemeral, CreatedAt: now, UpdatedAt: now},
+		Run:     store.Run{ID: in.RunID, State: state, CreatedAt: now},
+		Input:   in.Messages,
+	})
 	if errors.Is(err, store.ErrExists) {
 		return DecodeState(run)
 	}
 	if err != nil {
 		return RunState{}, fmt.Errorf("enqueue: %w", err)
 	}
+	if created {
+		l.emit(obs.Event{Type: obs.SessionStart, SessionID: in.SessionID, Attrs: []slog.Attr{slog.String("agent", in.Agent)}})
+	}
 	// The seq is known only now; DecodeState restores it from the run.
 	st.Seq = run.Seq
-	for i, m := range in.Messages {
-		msg := store.Message{SessionID: in.SessionID, Key: inputKey(st.Seq, i), RunID: st.RunID, Message: m, CreatedAt: now}
-		if _, err := l.Store.AppendMessage(ctx, msg); err != nil {
-			return RunState{}, fmt.Errorf("enqueue: write input: %w", err)
-		}
-	}
 	return st, nil
 }
 
@@ -291,12 +333,31 @@ func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
 var ErrBusy = errors.New("the conversation is busy: wait for the current reply or answer the pending approval first")
 
 // Reset starts a session afresh: its history is deleted. A session with a
-// queued, running or parked run is not reset (ErrBusy).
+// queued, running or parked run is not reset (ErrBusy). A run that has
+// reached its finish step has given its answer and is only being recorded:
+// Reset waits a moment for it, so that a client that saw the answer can
+// reset at once.
 func (l *Loop) Reset(ctx context.Context, sessionID string) error {
-	if _, err := l.Store.NextRun(ctx, sessionID); err == nil {
-		return ErrBusy
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("reset: %w", err)
+	wait := time.Millisecond
+	for {
+		run, err := l.Store.NextRun(ctx, sessionID)
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reset: %w", err)
+		}
+		if st, err := DecodeState(run); err != nil || st.Step != StepFinish || wait > time.Second {
+			return ErrBusy
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("reset: %w", ctx.Err())
+		case <-t.C:
+		}
+		wait *= 2
 	}
 	if err := l.Store.DeleteSession(ctx, sessionID); err != nil {
 		return fmt.Errorf("reset: %w", err)
@@ -305,26 +366,36 @@ func (l *Loop) Reset(ctx context.Context, sessionID string) error {
 	return nil
 }
 
-// Save records st in its run, with the status it implies, so the store
-// always tells where every run is. Both drivers call it after each step.
-func (l *Loop) Save(ctx context.Context, st RunState) error {
+// commit saves st in its run, with the status it implies, together with
+// the step's writes in c, so the store always tells where every run is.
+func (l *Loop) commit(ctx context.Context, st RunState, c store.Commit) error {
 	state, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", st.RunID, err)
 	}
-	run := store.Run{ID: st.RunID, SessionID: st.SessionID, Seq: st.Seq, State: state, Status: store.RunRunning, UpdatedAt: l.now().UTC()}
+	c.Run = store.Run{ID: st.RunID, SessionID: st.SessionID, Seq: st.Seq, State: state, Status: store.RunRunning}
 	switch {
 	case st.Step != StepDone:
 	case st.Failed():
-		run.Status = store.RunFailed
+		c.Run.Status = store.RunFailed
 	default:
-		run.Status = store.RunDone
+		c.Run.Status = store.RunDone
 	}
-	err = l.Store.UpdateRun(ctx, run)
+	err = l.Store.CommitRun(ctx, c)
 	if st.Step == StepDone && errors.Is(err, store.ErrNotFound) {
 		return nil // an ephemeral session was deleted with its run
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", st.RunID, err)
+	}
+	return nil
+}
+
+// MarkFailed records a run whose state cannot be read as failed, so that
+// its session's lane moves on.
+func (l *Loop) MarkFailed(ctx context.Context, r store.Run) error {
+	r.Status = store.RunFailed
+	return l.Store.CommitRun(ctx, store.Commit{Run: r, ClearCalls: true})
 }
 
 // DecodeState reads the RunState saved in a run.
@@ -359,12 +430,15 @@ func (l *Loop) emit(ev obs.Event) {
 	}
 }
 
-// Message keys order a session's history: by run seq, then inputs, then
-// each iteration's assistant message followed by its tool results.
-func runPrefix(seq int64) string            { return fmt.Sprintf("r%012d#", seq) }
-func inputKey(seq int64, i int) string      { return fmt.Sprintf("r%012d#a%05d", seq, i) }
-func assistantKey(seq int64, it int) string { return fmt.Sprintf("r%012d#b%03d.a", seq, it) }
-func toolKey(seq int64, it, j int) string   { return fmt.Sprintf("r%012d#b%03d.t%03d", seq, it, j) }
+// Message keys order a session's history: by run seq (store.RunPrefix),
+// then inputs (store.InputKey), then each iteration's assistant message
+// followed by its tool results.
+func assistantKey(seq int64, it int) string {
+	return fmt.Sprintf("%sb%03d.a", store.RunPrefix(seq), it)
+}
+func toolKey(seq int64, it, j int) string {
+	return fmt.Sprintf("%sb%03d.t%03d", store.RunPrefix(seq), it, j)
+}
 
 // Registry is a fixed set of agents by name.
 type Registry map[string]*Agent

@@ -43,6 +43,10 @@ func ParseDecision(text string) (Decision, bool) {
 // ErrNoPendingApproval is returned when an answer finds nothing to answer.
 var ErrNoPendingApproval = errors.New("no approval is pending")
 
+// ErrMayNotApprove is returned when a message approves tool calls that the
+// sender's autonomy does not allow; the approval stays pending.
+var ErrMayNotApprove = errors.New("this key's autonomy does not allow approving")
+
 func approvalID(st RunState) string { return fmt.Sprintf("%s-%d", st.RunID, st.Iteration) }
 
 // verdict is what the policy says about one tool call before it runs.
@@ -84,7 +88,7 @@ func judge(a *Agent, st RunState, sess store.Session, c chat.ToolCall) (verdict,
 func (l *Loop) approve(ctx context.Context, st RunState) (RunState, error) {
 	a, ok := l.Agents.Agent(st.Agent)
 	if !ok {
-		return l.fail(st, CodeInternal, fmt.Errorf("%w %q", ErrUnknownAgent, st.Agent)), nil
+		return l.fail(st, CodeInternal, unknownAgent(st.Agent)), nil
 	}
 	am, err := l.Store.GetMessage(ctx, st.SessionID, assistantKey(st.Seq, st.Iteration))
 	if err != nil {
@@ -204,6 +208,26 @@ func (l *Loop) PendingApproval(ctx context.Context, sessionID string) (store.App
 	return ap, err
 }
 
+// mayApprove checks that in's sender may allow the calls ap asks about:
+// a read-only sender never may, nor one whose autonomy is below what a
+// tool needs. The session is the sender's own (session ids derive from
+// their owner), so only the autonomy is left to check.
+func (l *Loop) mayApprove(ap store.Approval, in Input) error {
+	if in.Autonomy <= tool.ReadOnly {
+		return fmt.Errorf("%w: it is read-only; answer /no, or use a key with autonomy supervised or full", ErrMayNotApprove)
+	}
+	a, ok := l.Agents.Agent(in.Agent)
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownAgent, in.Agent)
+	}
+	for _, name := range ap.Tools {
+		if t, ok := a.Tools.Get(name); ok && in.Autonomy < t.Policy().MinAutonomy {
+			return fmt.Errorf("%w %s: it needs autonomy %s, and this key has %s", ErrMayNotApprove, name, t.Policy().MinAutonomy, in.Autonomy)
+		}
+	}
+	return nil
+}
+
 // Lane is how a driver works through a session's runs.
 type Lane interface {
 	// Resume continues the parked run of an approval just answered.
@@ -223,6 +247,11 @@ func (l *Loop) Deliver(ctx context.Context, in Input, lane Lane, subscribe func(
 		switch {
 		case err == nil:
 			dec, isAnswer := ParseDecision(in.Messages[0].Content)
+			if isAnswer && dec != No {
+				if err := l.mayApprove(ap, in); err != nil {
+					return RunState{}, err
+				}
+			}
 			if !isAnswer {
 				dec = No
 			} else {

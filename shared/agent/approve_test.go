@@ -187,22 +187,47 @@ func TestDeliverAnswers(t *testing.T) {
 }
 
 func TestIdentity(t *testing.T) {
-	shared := Identity{Links: map[string]string{"tg:42": "ada", "ws:ada": "ada"}}
+	shared := Identity{Links: map[string]string{"tg:42": "ada", "ws:key_a/ada": "ada"}}
 	perChannel := Identity{PerChannel: true, Links: shared.Links}
-	tests := []struct {
+	type principal struct{ channel, authority, user string }
+	session := func(id Identity, agent string, p principal) string {
+		_, s := id.Session(agent, p.channel, p.authority, p.user)
+		return s
+	}
+	ada, adaWS := principal{"tg", "", "42"}, principal{"ws", "key_a", "ada"}
+	sameSessions := []struct {
 		name string
 		a, b string
 		same bool
 	}{
-		{"linked ids share a session", shared.SessionID("x", "tg", "42"), shared.SessionID("x", "ws", "ada"), true},
-		{"agents have their own sessions", shared.SessionID("x", "tg", "42"), shared.SessionID("y", "tg", "42"), false},
-		{"unlinked ids on two channels differ", shared.SessionID("x", "tg", "7"), shared.SessionID("x", "ws", "7"), false},
-		{"per_channel splits linked ids", perChannel.SessionID("x", "tg", "42"), perChannel.SessionID("x", "ws", "ada"), false},
-		{"stable", shared.SessionID("x", "api", "k"), SessionID("x", "api:k"), true},
+		{"linked ids share a session", session(shared, "x", ada), session(shared, "x", adaWS), true},
+		{"agents have their own sessions", session(shared, "x", ada), session(shared, "y", ada), false},
+		{"unlinked ids on two channels differ", session(shared, "x", principal{"tg", "", "7"}), session(shared, "x", principal{"ws", "", "7"}), false},
+		{"per_channel splits linked ids", session(perChannel, "x", ada), session(perChannel, "x", adaWS), false},
+		{"the same session key under two keys differs", session(shared, "x", principal{"api", "key_a", "s1"}), session(shared, "x", principal{"api", "key_b", "s1"}), false},
+		{"the same user under two keys differs", session(shared, "x", principal{"ws", "key_b", "ada"}), session(shared, "x", adaWS), false},
+		{"a link names its key", session(shared, "x", principal{"ws", "key_b", "ada"}), session(shared, "x", ada), false},
+		{"stable", session(shared, "x", principal{"api", "key_a", "k"}), SessionID("x", "api:key_a/k"), true},
+		{"telegram ids are kept", session(shared, "x", principal{"tg", "", "7"}), SessionID("x", "tg:7"), true},
 	}
-	for _, tt := range tests {
+	for _, tt := range sameSessions {
 		if (tt.a == tt.b) != tt.same {
 			t.Errorf("%s: %s vs %s", tt.name, tt.a, tt.b)
+		}
+	}
+	owners := []struct {
+		p    principal
+		want string
+	}{
+		{principal{"api", "key_a", "s1"}, "key:key_a"},
+		{principal{"ws", "key_b", "bob"}, "key:key_b"},
+		{principal{"tg", "", "7"}, "tg:7"},
+		{ada, "user:ada"},
+		{adaWS, "user:ada"},
+	}
+	for _, tt := range owners {
+		if got, _ := shared.Session("x", tt.p.channel, tt.p.authority, tt.p.user); got != tt.want {
+			t.Errorf("owner of %v = %q, want %q", tt.p, got, tt.want)
 		}
 	}
 }

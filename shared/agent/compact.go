@@ -43,7 +43,7 @@ const maxTranscript = 120_000
 func (l *Loop) compact(ctx context.Context, st RunState) (RunState, error) {
 	a, ok := l.Agents.Agent(st.Agent)
 	if !ok {
-		return l.fail(st, CodeInternal, fmt.Errorf("%w %q", ErrUnknownAgent, st.Agent)), nil
+		return l.fail(st, CodeInternal, unknownAgent(st.Agent)), nil
 	}
 	hist, err := l.history(ctx, st)
 	if err != nil {
@@ -58,7 +58,7 @@ func (l *Loop) compact(ctx context.Context, st RunState) (RunState, error) {
 	from := keepFrom(hist, target)
 	if from == 0 {
 		if forced {
-			return l.fail(st, CodeUpstream, errors.New("the conversation does not fit the model's context window even after compaction")), nil
+			return l.fail(st, CodeUpstream, errTooLong), nil
 		}
 		return st, nil
 	}
@@ -153,7 +153,7 @@ func (l *Loop) flush(ctx context.Context, a *Agent, st RunState, hist []store.Me
 			if !isMemoryTool(c.Name) {
 				continue
 			}
-			l.callTool(ctx, a, st, c, decide(a, st, sess, store.Approval{}, c))
+			l.callTool(ctx, a, st, c, scrub.Scrub(c.Arguments), decide(a, st, sess, store.Approval{}, c))
 			saved++
 		}
 	}

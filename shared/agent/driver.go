@@ -24,11 +24,37 @@ type Driver struct {
 	active map[string]bool
 	wake   map[string]bool
 	lanes  sync.WaitGroup
+
+	// record wakes the goroutine that tells the loop's Recorder of the
+	// exchanges finished runs queued (Loop.RecordQueued).
+	record   chan struct{}
+	recorder sync.WaitGroup
 }
 
-// NewDriver returns a driver whose lanes run until ctx is cancelled.
+// NewDriver returns a driver whose lanes run until ctx is cancelled. When
+// the loop has a Recorder, a goroutine tells it of finished exchanges off
+// the request path, starting with any a previous process left queued.
 func NewDriver(ctx context.Context, loop *Loop, log *slog.Logger) *Driver {
-	return &Driver{loop: loop, log: log, ctx: ctx, active: map[string]bool{}, wake: map[string]bool{}}
+	d := &Driver{loop: loop, log: log, ctx: ctx, active: map[string]bool{}, wake: map[string]bool{}, record: make(chan struct{}, 1)}
+	if loop.Recorder != nil {
+		d.record <- struct{}{}
+		d.recorder.Go(d.recordLoop)
+	}
+	return d
+}
+
+// recordLoop drains the queue of exchanges each time a run finishes.
+func (d *Driver) recordLoop() {
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-d.record:
+		}
+		if _, err := d.loop.RecordQueued(d.ctx); err != nil {
+			d.log.Error("record exchanges", "error", err)
+		}
+	}
 }
 
 // Deliver hands a user's message to its session; see Loop.Deliver.
@@ -85,8 +111,14 @@ func (d *Driver) Recover(ctx context.Context) (int, error) {
 }
 
 // Wait blocks until every lane has stopped (after the driver's context is
-// cancelled, or when no work is left).
-func (d *Driver) Wait() { d.lanes.Wait() }
+// cancelled, or when no work is left), and, once the context is cancelled,
+// the recorder too.
+func (d *Driver) Wait() {
+	d.lanes.Wait()
+	if d.ctx.Err() != nil {
+		d.recorder.Wait()
+	}
+}
 
 func (d *Driver) lane(sessionID string) {
 	defer d.lanes.Done()
@@ -110,7 +142,12 @@ func (d *Driver) lane(sessionID string) {
 			}
 			continue
 		}
-		if !d.drive(run) {
+		finished := d.drive(run)
+		select {
+		case d.record <- struct{}{}:
+		default: // already woken
+		}
+		if !finished {
 			// The run waits for an approval and blocks the lane; an answer
 			// wakes it again.
 			d.mu.Lock()
@@ -138,8 +175,7 @@ func (d *Driver) drive(run store.Run) bool {
 	st, err := DecodeState(run)
 	if err != nil {
 		d.log.Error("lane: bad run state", "run_id", run.ID, "error", err)
-		run.Status = store.RunFailed
-		if err := d.loop.Store.UpdateRun(d.ctx, run); err != nil {
+		if err := d.loop.MarkFailed(d.ctx, run); err != nil {
 			d.log.Error("lane: mark run failed", "run_id", run.ID, "error", err)
 		}
 		return true
@@ -168,9 +204,6 @@ func (d *Driver) drive(run store.Run) bool {
 			return false // still unanswered
 		}
 		st = next
-		if err := d.loop.Save(d.ctx, st); err != nil {
-			d.log.Error("lane: save run", "run_id", st.RunID, "error", err)
-		}
 		if st.Parked() {
 			return false
 		}

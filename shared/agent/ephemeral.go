@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
 )
 
@@ -48,8 +49,8 @@ func (s split) Messages(ctx context.Context, sessionID string) ([]store.Message,
 func (s split) DeleteMessages(ctx context.Context, sessionID string, keys []string) error {
 	return s.pick(sessionID).DeleteMessages(ctx, sessionID, keys)
 }
-func (s split) EnqueueRun(ctx context.Context, r store.Run) (store.Run, error) {
-	return s.pick(r.SessionID).EnqueueRun(ctx, r)
+func (s split) EnqueueRun(ctx context.Context, n store.NewRun) (store.Run, bool, error) {
+	return s.pick(n.Session.ID).EnqueueRun(ctx, n)
 }
 func (s split) GetRun(ctx context.Context, id string) (store.Run, error) {
 	r, err := s.mem.GetRun(ctx, id)
@@ -58,8 +59,24 @@ func (s split) GetRun(ctx context.Context, id string) (store.Run, error) {
 	}
 	return r, err
 }
-func (s split) UpdateRun(ctx context.Context, r store.Run) error {
-	return s.pick(r.SessionID).UpdateRun(ctx, r)
+func (s split) CommitRun(ctx context.Context, c store.Commit) error {
+	return s.pick(c.Run.SessionID).CommitRun(ctx, c)
+}
+func (s split) PendingCalls(ctx context.Context, runID string) ([]chat.ToolCall, error) {
+	c, err := s.mem.PendingCalls(ctx, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return s.durable.PendingCalls(ctx, runID)
+	}
+	return c, err
+}
+
+// Jobs and DeleteJob reach the durable store: ephemeral runs queue no
+// jobs.
+func (s split) Jobs(ctx context.Context, kind string, limit int) ([]store.Job, error) {
+	return s.durable.Jobs(ctx, kind, limit)
+}
+func (s split) DeleteJob(ctx context.Context, kind, id string) error {
+	return s.durable.DeleteJob(ctx, kind, id)
 }
 func (s split) NextRun(ctx context.Context, sessionID string) (store.Run, error) {
 	return s.pick(sessionID).NextRun(ctx, sessionID)

@@ -1,26 +1,50 @@
 package agent
 
-// Identity derives session ids from who is talking to which agent, on
-// which channel (seed 004 "Cross-channel session sharing"). User ids are
-// prefixed by their channel ("tg:12345", "ws:alice", "api:key") so that
-// channels never collide. With sharing, the same user on any channel meets
-// the same session of an agent; a person is the same user across channels
-// when the configuration links their channel ids to one name.
+// Identity derives the owner and the session of whoever talks to an agent
+// (seed 004 "Cross-channel session sharing"), so that a session belongs to
+// its owner and nobody else can reach it.
+//
+// A principal is a user on a channel, vouched for by an authority: the API
+// key for the HTTP API and the WebSocket ("api", "ws"), nobody for channels
+// that authenticate their users themselves (Telegram, "tg"). Its channel id
+// carries all three: "api:<key id>/<session key>", "ws:<key id>/<user>",
+// "tg:<chat id>". The same user name under two keys is two principals.
+//
+// The owner is the API key ("key:<key id>"), or the channel id for
+// channels without one ("tg:<chat id>"). With sharing, ids the
+// configuration links to one person meet in that person's session of an
+// agent whatever the channel, and the person ("user:<name>") owns it.
 type Identity struct {
 	// PerChannel gives each channel its own sessions.
 	PerChannel bool
-	// Links maps a channel user id ("tg:12345") to a person's name.
+	// Links maps a channel id ("tg:12345", "ws:key_ab12/ada") to a
+	// person's name.
 	Links map[string]string
 }
 
-// SessionID returns the session of user on channel with agent.
-func (id Identity) SessionID(agent, channel, user string) string {
-	uid := channel + ":" + user
-	if name, ok := id.Links[uid]; ok {
+// ChannelID is the id of user on channel, vouched for by authority (an API
+// key id, or "" when the channel authenticates the user itself).
+func ChannelID(channel, authority, user string) string {
+	if authority == "" {
+		return channel + ":" + user
+	}
+	return channel + ":" + authority + "/" + user
+}
+
+// Session returns the owner and the session of user on channel with agent.
+func (id Identity) Session(agent, channel, authority, user string) (owner, sessionID string) {
+	uid := ChannelID(channel, authority, user)
+	switch name, linked := id.Links[uid]; {
+	case linked:
 		uid = "user:" + name
+		owner = uid
+	case authority != "":
+		owner = "key:" + authority
+	default:
+		owner = uid
 	}
 	if id.PerChannel {
 		uid = channel + "/" + uid
 	}
-	return SessionID(agent, uid)
+	return owner, SessionID(agent, uid)
 }

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -11,70 +13,120 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
 )
 
-// recordTimeout bounds one call of Loop.Recorder: the session's next run
-// waits for it.
+// recordTimeout bounds one call of Loop.Recorder.
 const recordTimeout = 30 * time.Second
 
 // maxRecordedInputs bounds how many input messages of a run are read for
 // its Exchange.
 const maxRecordedInputs = 32
 
+// RecordJob is the kind of the jobs that carry exchanges to the Recorder.
+const RecordJob = "record"
+
 // Exchange is one successful run of a durable session: what the user said
 // and what the agent answered.
 type Exchange struct {
-	Agent     string
-	SessionID string
-	RunID     string
+	Agent     string `json:"agent"`
+	SessionID string `json:"session_id"`
+	// Owner is the principal the session belongs to; empty for agent-wide
+	// work.
+	Owner string `json:"owner,omitempty"`
+	RunID string `json:"run_id"`
 	// Input is the text of the run's user messages, one per line.
-	Input string
+	Input string `json:"input"`
 	// Answer is the agent's final answer, tool-call markup removed.
-	Answer string
+	Answer string `json:"answer"`
 	// At is when the run started.
-	At time.Time
+	At time.Time `json:"at"`
 }
 
 // Recorder is told of the exchanges worth remembering: the successful runs
 // of durable sessions, once their answer has been sent. The loop does not
 // know what it does with them (the local server stores them as
-// conversation memories). Record must be idempotent: a finish step retried
-// after a crash tells it again.
+// conversation memories). Record must be idempotent: an exchange whose
+// recording was interrupted is told again.
+//
+// The finish step does not call it: it queues the exchange as a job in the
+// same commit that ends the run, and RecordQueued, run off the request
+// path by the driver, tells the Recorder. A crash loses no exchange.
 type Recorder interface {
 	Record(ctx context.Context, x Exchange) error
 }
 
-// record tells the Recorder about a finished run. Its failures are logged,
-// never the run's: the answer has been given.
-func (l *Loop) record(ctx context.Context, st RunState, sess store.Session, res Result) {
+// recordJob returns the job that carries a finished run's exchange to the
+// Recorder, and false when there is nothing to remember.
+func (l *Loop) recordJob(ctx context.Context, st RunState, sess store.Session, res Result) (store.Job, bool, error) {
 	if l.Recorder == nil || sess.ID == "" || sess.Ephemeral || strings.HasPrefix(st.SessionID, EphemeralPrefix) ||
 		st.Failed() || strings.TrimSpace(res.Content) == "" {
-		return
+		return store.Job{}, false, nil
 	}
 	var inputs []string
 	for i := range maxRecordedInputs {
-		m, err := l.Store.GetMessage(ctx, st.SessionID, inputKey(st.Seq, i))
+		m, err := l.Store.GetMessage(ctx, st.SessionID, store.InputKey(st.Seq, i))
 		if errors.Is(err, store.ErrNotFound) {
 			break
 		}
 		if err != nil {
-			l.logRecord(st, err)
-			return
+			return store.Job{}, false, err
 		}
 		if m.Role == chat.User && strings.TrimSpace(m.Content) != "" {
 			inputs = append(inputs, m.Content)
 		}
 	}
 	if len(inputs) == 0 {
-		return
+		return store.Job{}, false, nil
 	}
-	rctx, cancel := context.WithTimeout(ctx, recordTimeout)
-	defer cancel()
-	x := Exchange{
-		Agent: st.Agent, SessionID: st.SessionID, RunID: st.RunID,
+	payload, err := json.Marshal(Exchange{
+		Agent: st.Agent, SessionID: st.SessionID, Owner: st.Owner, RunID: st.RunID,
 		Input: strings.Join(inputs, "\n"), Answer: res.Content, At: st.StartedAt,
+	})
+	if err != nil {
+		return store.Job{}, false, err
 	}
-	if err := l.Recorder.Record(rctx, x); err != nil {
-		l.logRecord(st, err)
+	return store.Job{Kind: RecordJob, ID: st.RunID, Payload: payload, CreatedAt: l.now().UTC()}, true, nil
+}
+
+// RecordQueued tells the Recorder of the exchanges queued by finished runs,
+// oldest first, until none is left or ctx ends, and returns how many it
+// recorded. An exchange the Recorder fails on is logged and dropped, so
+// that one bad exchange cannot block the others; a queue the store cannot
+// read is an error.
+func (l *Loop) RecordQueued(ctx context.Context) (int, error) {
+	if l.Recorder == nil {
+		return 0, nil
 	}
+	n := 0
+	for ctx.Err() == nil {
+		jobs, err := l.Store.Jobs(ctx, RecordJob, 32)
+		if err != nil {
+			return n, fmt.Errorf("record queued exchanges: %w", err)
+		}
+		if len(jobs) == 0 {
+			return n, nil
+		}
+		for _, j := range jobs {
+			var x Exchange
+			if err := json.Unmarshal(j.Payload, &x); err != nil {
+				l.logRecord(RunState{RunID: j.ID}, fmt.Errorf("decode exchange: %w", err))
+			} else {
+				rctx, cancel := context.WithTimeout(ctx, recordTimeout)
+				err := l.Recorder.Record(rctx, x)
+				cancel()
+				if ctx.Err() != nil {
+					return n, nil // shutting down: the job stays queued
+				}
+				if err != nil {
+					l.logRecord(RunState{RunID: x.RunID, SessionID: x.SessionID}, err)
+				} else {
+					n++
+				}
+			}
+			if err := l.Store.DeleteJob(ctx, RecordJob, j.ID); err != nil {
+				return n, fmt.Errorf("record queued exchanges: %w", err)
+			}
+		}
+	}
+	return n, nil
 }
 
 func (l *Loop) logRecord(st RunState, err error) {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,33 +22,36 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/toolparse"
 )
 
-// maxToolResult caps one tool result in history (bytes).
-const maxToolResult = 100 << 10
-
 // defaultMaxToolIterations applies when an agent sets no limit.
 const defaultMaxToolIterations = 10
 
-func (l *Loop) begin(ctx context.Context, st RunState) (RunState, error) {
-	if _, err := l.Store.GetMessage(ctx, st.SessionID, inputKey(st.Seq, 0)); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			// Enqueue stopped between queuing the run and writing its input.
-			return l.fail(st, CodeInternal, errors.New("the run's input was lost before it started; send the message again")), nil
-		}
-		return st, fmt.Errorf("begin: %w", err)
-	}
+// maxEventArgs caps the tool arguments an event carries.
+const maxEventArgs = 1 << 10
+
+func (l *Loop) begin(st RunState) RunState {
 	l.emit(obs.Event{Type: obs.AgentStart, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
 		slog.String("agent", st.Agent), slog.String("channel", st.Reply.Channel)}})
 	st.Step = StepThink
-	return st, nil
+	return st
 }
 
-func (l *Loop) think(ctx context.Context, st RunState) (RunState, error) {
+// think asks the model for the next message. The message enters history
+// scrubbed of credentials; the tool calls it makes are kept as the model
+// sent them in the run's pending calls, for act to execute.
+func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunState, error) {
 	a, ok := l.Agents.Agent(st.Agent)
 	if !ok {
-		return l.fail(st, CodeInternal, fmt.Errorf("%w %q", ErrUnknownAgent, st.Agent)), nil
+		return l.fail(st, CodeInternal, unknownAgent(st.Agent)), nil
 	}
 	key := assistantKey(st.Seq, st.Iteration)
 	if done, err := l.Store.GetMessage(ctx, st.SessionID, key); err == nil {
+		// The message was committed with the state that followed it: a
+		// repeated think returns that state.
+		if run, err := l.Store.GetRun(ctx, st.RunID); err == nil {
+			if saved, err := DecodeState(run); err == nil && saved.Iteration == st.Iteration && saved.Step != StepThink {
+				return saved, nil
+			}
+		}
 		return afterThink(st, done.Message), nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return st, fmt.Errorf("think: %w", err)
@@ -56,7 +60,7 @@ func (l *Loop) think(ctx context.Context, st RunState) (RunState, error) {
 	if err != nil {
 		return st, fmt.Errorf("think: %w", err)
 	}
-	if c := a.Compaction; !st.Compacted && c.Threshold > 0 && c.Threshold > c.Target && len(hist) > c.Threshold {
+	if cc := a.Compaction; !st.Compacted && cc.Threshold > 0 && cc.Threshold > cc.Target && len(hist) > cc.Threshold {
 		st.Step = StepCompact
 		return st, nil
 	}
@@ -81,7 +85,17 @@ func (l *Loop) think(ctx context.Context, st RunState) (RunState, error) {
 	var stream *scrub.Stream
 	if st.Stream && l.Replier != nil {
 		stream = scrub.NewStream(func(text string) { l.Replier.Delta(st, text) })
-		onDelta = stream.Write
+		budget := l.Limits.reply()
+		onDelta = func(text string) {
+			// Deltas stop at the reply limit, as the reply does.
+			if len(text) > budget {
+				text = cutUTF8(text, budget)
+			}
+			budget -= len(text)
+			if text != "" {
+				stream.Write(text)
+			}
+		}
 	}
 	start := l.now()
 	resp, err := a.Provider.Generate(ctx, req, onDelta)
@@ -97,11 +111,14 @@ func (l *Loop) think(ctx context.Context, st RunState) (RunState, error) {
 			return st, fmt.Errorf("think: %w", ctx.Err())
 		}
 		var le *llm.Error
-		if errors.As(err, &le) && le.ContextOverflow && !st.Compacted {
-			// Providers refuse an oversized context before streaming
-			// anything: compact, then think again once.
-			st.ForceCompact, st.Step = true, StepCompact
-			return st, nil
+		if errors.As(err, &le) && le.ContextOverflow {
+			if !st.Compacted {
+				// Providers refuse an oversized context before streaming
+				// anything: compact, then think again once.
+				st.ForceCompact, st.Step = true, StepCompact
+				return st, nil
+			}
+			return l.fail(st, CodeUpstream, errTooLong), nil
 		}
 		code := CodeUpstream
 		if errors.Is(err, llm.ErrNoProvider) {
@@ -113,21 +130,39 @@ func (l *Loop) think(ctx context.Context, st RunState) (RunState, error) {
 		stream.Flush()
 	}
 
-	m := resp.Message
-	m.Role = chat.Assistant
-	m.ToolCalls = nil
-	if !st.NoTools {
-		m.ToolCalls = toolparse.Parse(resp.Message, fmt.Sprintf("call_%.8s_%d", st.RunID, st.Iteration))
+	st.FinishReason = cmp.Or(resp.FinishReason, "stop")
+	raw := resp.Message
+	if len(raw.Content) > l.Limits.reply() {
+		raw.Content = cutUTF8(raw.Content, l.Limits.reply())
+		st.FinishReason = "length"
 	}
-	m.Content = scrub.Scrub(m.Content)
-	for i := range m.ToolCalls {
-		m.ToolCalls[i].Arguments = scrub.Scrub(m.ToolCalls[i].Arguments)
+	var calls []chat.ToolCall
+	if !st.NoTools {
+		calls = toolparse.Parse(raw, fmt.Sprintf("call_%.8s_%d", st.RunID, st.Iteration), quotable(hist)...)
+	}
+	m := chat.Message{Role: chat.Assistant, Content: scrub.Scrub(raw.Content)}
+	for _, tc := range calls {
+		tc.Arguments = scrub.Scrub(tc.Arguments)
+		m.ToolCalls = append(m.ToolCalls, tc)
 	}
 	st.Usage = st.Usage.Add(resp.Usage)
-	if _, err := l.Store.AppendMessage(ctx, store.Message{SessionID: st.SessionID, Key: key, RunID: st.RunID, Message: m, CreatedAt: l.now().UTC()}); err != nil {
-		return st, fmt.Errorf("think: %w", err)
+	c.Messages = append(c.Messages, store.Message{SessionID: st.SessionID, Key: key, RunID: st.RunID, Message: m, CreatedAt: l.now().UTC()})
+	if len(calls) > 0 {
+		c.Calls = calls
 	}
 	return afterThink(st, m), nil
+}
+
+// quotable returns the texts the model was shown and could quote: what
+// users said and what tools returned.
+func quotable(hist []store.Message) []string {
+	var out []string
+	for _, m := range hist {
+		if (m.Role == chat.User || m.Role == chat.Tool) && m.Content != "" {
+			out = append(out, m.Content)
+		}
+	}
+	return out
 }
 
 func afterThink(st RunState, m chat.Message) RunState {
@@ -144,14 +179,15 @@ func afterThink(st RunState, m chat.Message) RunState {
 	return st
 }
 
-func (l *Loop) act(ctx context.Context, st RunState) (RunState, error) {
+func (l *Loop) act(ctx context.Context, st RunState, c *store.Commit) (RunState, error) {
 	a, ok := l.Agents.Agent(st.Agent)
 	if !ok {
-		return l.fail(st, CodeInternal, fmt.Errorf("%w %q", ErrUnknownAgent, st.Agent)), nil
+		return l.fail(st, CodeInternal, unknownAgent(st.Agent)), nil
 	}
 	if err := l.runCalls(ctx, a, st, ""); err != nil {
 		return st, fmt.Errorf("act: %w", err)
 	}
+	c.ClearCalls = true
 	st.Calls = nil
 	st.Iteration++
 	max := a.MaxToolIterations
@@ -171,7 +207,7 @@ func (l *Loop) act(ctx context.Context, st RunState) (RunState, error) {
 func (l *Loop) ActCall(ctx context.Context, st RunState, callID string) error {
 	a, ok := l.Agents.Agent(st.Agent)
 	if !ok {
-		return fmt.Errorf("%w %q", ErrUnknownAgent, st.Agent)
+		return unknownAgent(st.Agent)
 	}
 	if callID == "" {
 		return errors.New("act call: no call id")
@@ -181,12 +217,17 @@ func (l *Loop) ActCall(ctx context.Context, st RunState, callID string) error {
 
 // runCalls runs the calls of the run's current assistant message that have
 // no result yet, in parallel, or only the call with id only when it is
-// set. Each result is written under its own key, so a retry skips what is
-// done.
+// set. Each runs with its arguments as the model sent them (the run's
+// pending calls), and its result is written under its own key as soon as
+// it is known, so a retry skips what is done and nothing runs twice.
 func (l *Loop) runCalls(ctx context.Context, a *Agent, st RunState, only string) error {
 	am, err := l.Store.GetMessage(ctx, st.SessionID, assistantKey(st.Seq, st.Iteration))
 	if err != nil {
 		return fmt.Errorf("load assistant message: %w", err)
+	}
+	pending, err := l.Store.PendingCalls(ctx, st.RunID)
+	if err != nil {
+		return fmt.Errorf("load pending calls: %w", err)
 	}
 	sess, err := l.Store.GetSession(ctx, st.SessionID)
 	if err != nil {
@@ -201,8 +242,8 @@ func (l *Loop) runCalls(ctx context.Context, a *Agent, st RunState, only string)
 		mu   sync.Mutex
 		errs []error
 	)
-	for j, c := range am.ToolCalls {
-		if only != "" && c.ID != only {
+	for j, shown := range am.ToolCalls {
+		if only != "" && shown.ID != only {
 			continue
 		}
 		key := toolKey(st.Seq, st.Iteration, j)
@@ -211,13 +252,17 @@ func (l *Loop) runCalls(ctx context.Context, a *Agent, st RunState, only string)
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
+		call := shown
+		if i := slices.IndexFunc(pending, func(p chat.ToolCall) bool { return p.ID == shown.ID }); i >= 0 {
+			call = pending[i]
+		}
 		wg.Go(func() {
-			out := l.callTool(ctx, a, st, c, decide(a, st, sess, ap, c))
+			out := l.callTool(ctx, a, st, call, shown.Arguments, decide(a, st, sess, ap, shown))
 			if ctx.Err() != nil {
 				return // shutting down: the call runs again after the restart
 			}
 			m := store.Message{SessionID: st.SessionID, Key: key, RunID: st.RunID, CreatedAt: l.now().UTC(),
-				Message: chat.Message{Role: chat.Tool, Content: out, ToolCallID: c.ID, Name: c.Name}}
+				Message: chat.Message{Role: chat.Tool, Content: out, ToolCallID: shown.ID, Name: shown.Name}}
 			if _, err := l.Store.AppendMessage(ctx, m); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
@@ -249,8 +294,10 @@ func decide(a *Agent, st RunState, sess store.Session, ap store.Approval, c chat
 }
 
 // callTool runs one tool call unless refusal is set, and returns the text
-// the model sees: the tool's output, or why it did not run.
-func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, c chat.ToolCall, refusal string) string {
+// the model sees: the tool's output, or why it did not run. c carries the
+// arguments exactly as the model sent them, which the tool receives;
+// shown is their scrubbed form, the only one events carry.
+func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, c chat.ToolCall, shown, refusal string) string {
 	if refusal != "" {
 		return refusal
 	}
@@ -259,11 +306,14 @@ func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, c chat.ToolC
 	if args == "" {
 		args = "{}"
 	}
+	if len(args) > l.Limits.toolArgs() {
+		return fmt.Sprintf("error: the arguments are %d bytes, over the limit of %d bytes per call; split the work into smaller calls", len(args), l.Limits.toolArgs())
+	}
 	if !json.Valid([]byte(args)) {
-		return "error: the arguments are not valid JSON (a credential in them may have been redacted); call the tool again with a JSON object"
+		return "error: the arguments are not valid JSON; call the tool again with a JSON object"
 	}
 	l.emit(obs.Event{Type: obs.ToolCallStart, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
-		slog.String("tool_name", c.Name), slog.String("args", args)}})
+		slog.String("tool_name", c.Name), slog.String("args", truncate(shown, maxEventArgs))}})
 	timeout := l.ToolTimeout
 	if timeout <= 0 {
 		timeout = 60 * time.Second
@@ -271,7 +321,7 @@ func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, c chat.ToolC
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := l.now()
-	out, err := t.Call(cctx, tool.Env{Agent: a.Name, SessionID: st.SessionID, Workspace: a.Workspace}, json.RawMessage(args))
+	out, err := t.Call(cctx, tool.Env{Agent: a.Name, SessionID: st.SessionID, Owner: st.Owner, Workspace: a.Workspace}, json.RawMessage(args))
 	l.emit(obs.Event{Type: obs.ToolCallResult, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
 		slog.String("tool_name", c.Name), slog.Int64("duration_ms", l.now().Sub(start).Milliseconds()), slog.Bool("success", err == nil)}})
 	if err != nil {
@@ -281,21 +331,33 @@ func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, c chat.ToolC
 			out = "error: " + err.Error()
 		}
 	}
-	return truncate(scrub.Scrub(out), maxToolResult)
+	// Scrub before the final cut, so that a credential is never half kept;
+	// the first cut only bounds the scrubber's work.
+	limit := l.Limits.toolResult()
+	return truncate(scrub.Scrub(cutUTF8(out, 4*limit)), limit)
 }
 
+// cutUTF8 returns at most n bytes of s, cut at a rune boundary.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// truncate cuts s to at most n bytes and says so.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf("\n[output truncated: %d of %d bytes shown]", cut, len(s))
+	cut := cutUTF8(s, n)
+	return cut + fmt.Sprintf("\n[output truncated: %d of %d bytes shown]", len(cut), len(s))
 }
 
-func (l *Loop) finish(ctx context.Context, st RunState) (RunState, error) {
+func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunState, error) {
 	sess, err := l.Store.GetSession(ctx, st.SessionID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return st, fmt.Errorf("finish: %w", err)
@@ -304,6 +366,7 @@ func (l *Loop) finish(ctx context.Context, st RunState) (RunState, error) {
 	if err != nil {
 		return st, fmt.Errorf("finish: %w", err)
 	}
+	c.ClearCalls = true
 	switch {
 	case sess.Ephemeral:
 		if err := l.Store.DeleteSession(ctx, st.SessionID); err != nil {
@@ -311,9 +374,11 @@ func (l *Loop) finish(ctx context.Context, st RunState) (RunState, error) {
 		}
 		l.emit(obs.Event{Type: obs.SessionEnd, SessionID: st.SessionID})
 	case st.Failed():
-		if err := l.closeCalls(ctx, st); err != nil {
+		closing, err := l.closeCalls(ctx, st)
+		if err != nil {
 			return st, fmt.Errorf("finish: %w", err)
 		}
+		c.Messages = append(c.Messages, closing...)
 		if err := l.rollbackInput(ctx, st); err != nil {
 			return st, fmt.Errorf("finish: %w", err)
 		}
@@ -322,10 +387,17 @@ func (l *Loop) finish(ctx context.Context, st RunState) (RunState, error) {
 		slog.Int64("total_duration_ms", l.now().Sub(st.StartedAt).Milliseconds()),
 		slog.Int("iterations", st.Iteration), slog.Bool("success", !st.Failed()),
 		slog.Int("prompt_tokens", st.Usage.PromptTokens), slog.Int("completion_tokens", st.Usage.CompletionTokens)}})
+	// The answer is given before the run is saved as done: a crash in
+	// between gives it again (channels de-duplicate by run id), never not
+	// at all.
 	if l.Replier != nil {
 		l.Replier.Finish(st, res)
 	}
-	l.record(ctx, st, sess, res)
+	if job, ok, err := l.recordJob(ctx, st, sess, res); err != nil {
+		l.logRecord(st, err)
+	} else if ok {
+		c.Jobs = append(c.Jobs, job)
+	}
 	st.Step = StepDone
 	return st, nil
 }
@@ -336,7 +408,7 @@ func (l *Loop) finish(ctx context.Context, st RunState) (RunState, error) {
 // run of the state machine) reads the outcome with it. The answer of an
 // ephemeral session is gone once its run is done.
 func (l *Loop) Result(ctx context.Context, st RunState) (Result, error) {
-	res := Result{Usage: st.Usage, Error: st.Error, ErrorCode: st.ErrorCode}
+	res := Result{Usage: st.Usage, FinishReason: cmp.Or(st.FinishReason, "stop"), Error: st.Error, ErrorCode: st.ErrorCode}
 	if st.Failed() {
 		return res, nil
 	}
@@ -348,25 +420,24 @@ func (l *Loop) Result(ctx context.Context, st RunState) (Result, error) {
 	return res, nil
 }
 
-// closeCalls answers the tool calls a failed run left without a result,
-// so the history stays a valid conversation for the next run: providers
-// refuse an assistant tool call that has no result after it.
-func (l *Loop) closeCalls(ctx context.Context, st RunState) error {
+// closeCalls returns answers for the tool calls a failed run left without
+// a result, so the history stays a valid conversation for the next run:
+// providers refuse an assistant tool call that has no result after it.
+// Results already written are kept by the put-if-absent commit.
+func (l *Loop) closeCalls(ctx context.Context, st RunState) ([]store.Message, error) {
 	am, err := l.Store.GetMessage(ctx, st.SessionID, assistantKey(st.Seq, st.Iteration))
 	if errors.Is(err, store.ErrNotFound) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var out []store.Message
 	for j, c := range am.ToolCalls {
-		m := store.Message{SessionID: st.SessionID, Key: toolKey(st.Seq, st.Iteration, j), RunID: st.RunID, CreatedAt: l.now().UTC(),
-			Message: chat.Message{Role: chat.Tool, Content: "error: the run failed before this call finished; it did not run to completion", ToolCallID: c.ID, Name: c.Name}}
-		if _, err := l.Store.AppendMessage(ctx, m); err != nil { // keeps a result already written
-			return err
-		}
+		out = append(out, store.Message{SessionID: st.SessionID, Key: toolKey(st.Seq, st.Iteration, j), RunID: st.RunID, CreatedAt: l.now().UTC(),
+			Message: chat.Message{Role: chat.Tool, Content: "error: the run failed before this call finished; it did not run to completion", ToolCallID: c.ID, Name: c.Name}})
 	}
-	return nil
+	return out, nil
 }
 
 // rollbackInput removes a failed run's input when the run left nothing
@@ -376,7 +447,7 @@ func (l *Loop) rollbackInput(ctx context.Context, st RunState) error {
 	if err != nil {
 		return err
 	}
-	prefix := runPrefix(st.Seq)
+	prefix := store.RunPrefix(st.Seq)
 	var keys []string
 	for _, m := range msgs {
 		if !strings.HasPrefix(m.Key, prefix) {
@@ -394,16 +465,47 @@ func (l *Loop) rollbackInput(ctx context.Context, st RunState) error {
 // step is finish. Drivers call it when a step keeps failing.
 func (l *Loop) Fail(st RunState, err error) RunState { return l.fail(st, CodeInternal, err) }
 
-// fail ends a run with an error the user is told about.
+// publicError is an error whose text is written for the user: it names no
+// server, path or credential, and is shown as it is.
+type publicError struct{ msg string }
+
+func (e *publicError) Error() string { return e.msg }
+
+// errTooLong tells the user why a conversation cannot go on.
+var errTooLong = &publicError{"the conversation is too long for the model's context window, even after compaction; start a new one with /new"}
+
+func unknownAgent(name string) error {
+	return &publicError{fmt.Sprintf("%s %q", ErrUnknownAgent, name)}
+}
+
+// fail ends a run with an error the user is told about. The user sees a
+// generic message naming the run, unless err was written for them; the
+// error itself goes to the log, scrubbed, since a provider's or the
+// store's error text can name hosts, paths and keys.
 func (l *Loop) fail(st RunState, code string, err error) RunState {
+	var pe *publicError
+	switch {
+	case errors.As(err, &pe):
+		st.Error = pe.msg
+	case code == CodeNoProvider:
+		st.Error = llm.ErrNoProvider.Error()
+	case code == CodeUpstream:
+		st.Error = fmt.Sprintf("the model provider failed to answer; try again in a moment (run %s)", st.RunID)
+	default:
+		st.Error = fmt.Sprintf("an internal error stopped this reply (run %s)", st.RunID)
+	}
 	st.ErrorCode = code
-	st.Error = scrub.Scrub(err.Error())
 	st.Calls = nil
 	st.Step = StepFinish
-	if l.Log != nil {
-		l.Log.Warn("run failed", "run_id", st.RunID, "session_id", st.SessionID, "code", code, "error", st.Error)
-	}
+	l.logFailure(st, err)
 	return st
+}
+
+// logFailure logs why a run failed, scrubbed.
+func (l *Loop) logFailure(st RunState, err error) {
+	if l.Log != nil {
+		l.Log.Warn("run failed", "run_id", st.RunID, "session_id", st.SessionID, "code", st.ErrorCode, "error", scrub.Scrub(err.Error()))
+	}
 }
 
 // prompt returns the system messages that open a model request.
@@ -424,7 +526,7 @@ func (l *Loop) history(ctx context.Context, st RunState) ([]store.Message, error
 	if err != nil {
 		return nil, err
 	}
-	limit := runPrefix(st.Seq + 1)
+	limit := store.RunPrefix(st.Seq + 1)
 	n := 0
 	for _, m := range all {
 		if m.Key < limit {

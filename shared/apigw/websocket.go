@@ -44,7 +44,7 @@ type Keys interface {
 // Runs reads and updates runs.
 type Runs interface {
 	GetRun(ctx context.Context, id string) (store.Run, error)
-	UpdateRun(ctx context.Context, r store.Run) error
+	CommitRun(ctx context.Context, c store.Commit) error
 }
 
 // Limiter is a per-key rate limiter.
@@ -238,20 +238,22 @@ func (ws *WebSocket) frame(ctx context.Context, id string, ev events.APIGatewayW
 	}
 }
 
-// target resolves the agent, user and session a frame is about.
-func (ws *WebSocket) target(c conn, f wsproto.ClientFrame) (name, user, sessionID string, ok bool) {
+// target resolves the agent, user, owner and session a frame is about.
+// The user is one of the key's: the session belongs to the key.
+func (ws *WebSocket) target(c conn, f wsproto.ClientFrame) (name, user, owner, sessionID string, ok bool) {
 	name = strings.TrimPrefix(cmp.Or(f.Agent, wsproto.DefaultAgent), "lambdaclaw/")
 	if !slices.Contains(ws.Agents(), name) || !c.key.Allows(name) {
 		c.sendError(f.ID, "model_not_found", fmt.Sprintf("the agent %q does not exist or this key may not use it", cmp.Or(f.Agent, wsproto.DefaultAgent)))
-		return "", "", "", false
+		return "", "", "", "", false
 	}
 	user = cmp.Or(f.User, c.key.ID)
-	return name, user, ws.Identity.SessionID(name, wsproto.Channel, user), true
+	owner, sessionID = ws.Identity.Session(name, wsproto.Channel, c.key.ID, user)
+	return name, user, owner, sessionID, true
 }
 
 // message delivers a user's message.
 func (ws *WebSocket) message(ctx context.Context, c conn, f wsproto.ClientFrame) {
-	name, user, sessionID, ok := ws.target(c, f)
+	name, user, owner, sessionID, ok := ws.target(c, f)
 	if !ok {
 		return
 	}
@@ -275,7 +277,7 @@ func (ws *WebSocket) message(ctx context.Context, c conn, f wsproto.ClientFrame)
 	}
 	reply := agent.Reply{Channel: wsproto.Channel, To: c.id}
 	in := agent.Input{
-		RunID: runID, SessionID: sessionID, Agent: name,
+		RunID: runID, SessionID: sessionID, Agent: name, Owner: owner,
 		Messages: []chat.Message{{Role: chat.User, Content: f.Text}},
 		Autonomy: autonomy, Stream: true, Interactive: true, Reply: reply,
 	}
@@ -284,6 +286,10 @@ func (ws *WebSocket) message(ctx context.Context, c conn, f wsproto.ClientFrame)
 	if err != nil {
 		if errors.Is(err, agent.ErrUnknownAgent) {
 			c.sendError(f.ID, "model_not_found", err.Error())
+			return
+		}
+		if errors.Is(err, agent.ErrMayNotApprove) {
+			c.sendError(f.ID, "permission_denied", err.Error())
 			return
 		}
 		ws.log().Error("deliver message", "conn_id", c.id, "error", err)
@@ -344,7 +350,7 @@ func (ws *WebSocket) follow(ctx context.Context, runID string, reply agent.Reply
 	st.Reply = reply
 	run.UpdatedAt = time.Now().UTC()
 	if run.State, err = json.Marshal(st); err == nil {
-		err = ws.Runs.UpdateRun(ctx, run)
+		err = ws.Runs.CommitRun(ctx, store.Commit{Run: run})
 	}
 	if err != nil {
 		ws.log().Warn("move the replies of a parked run", "run_id", runID, "error", err)
@@ -353,7 +359,7 @@ func (ws *WebSocket) follow(ctx context.Context, runID string, reply agent.Reply
 
 // reset starts a conversation afresh.
 func (ws *WebSocket) reset(ctx context.Context, c conn, f wsproto.ClientFrame) {
-	_, _, sessionID, ok := ws.target(c, f)
+	_, _, _, sessionID, ok := ws.target(c, f)
 	if !ok {
 		return
 	}

@@ -26,6 +26,9 @@ type CheckInEvent struct {
 	Agent   string `json:"agent,omitempty"`
 	User    string `json:"user"`
 	Channel string `json:"channel"`
+	// Key is the id of the API key whose session it is, required on the
+	// channels where sessions belong to a key ("http" and "ws").
+	Key string `json:"key,omitempty"`
 	// To is the reply address on Channel (a Telegram chat id, …); User
 	// when empty.
 	To   string `json:"to,omitempty"`
@@ -62,6 +65,8 @@ func (c *CheckIn) Handle(ctx context.Context, ev CheckInEvent) (CheckInResult, e
 		return CheckInResult{}, errors.New("check-in: user and channel are required")
 	case strings.TrimSpace(ev.Text) == "":
 		return CheckInResult{}, errors.New("check-in: text is required")
+	case ev.Key == "" && (ev.Channel == ChannelHTTP || ev.Channel == wsproto.Channel):
+		return CheckInResult{}, fmt.Errorf("check-in: channel %s needs the key whose session it is", ev.Channel)
 	}
 	autonomy := tool.Supervised
 	if ev.Autonomy != "" {
@@ -71,9 +76,11 @@ func (c *CheckIn) Handle(ctx context.Context, ev CheckInEvent) (CheckInResult, e
 		}
 	}
 	name := cmp.Or(ev.Agent, wsproto.DefaultAgent)
+	owner, sessionID := c.Identity.Session(name, identityChannel(ev.Channel), ev.Key, ev.User)
 	in := agent.Input{
-		SessionID: c.Identity.SessionID(name, ev.Channel, ev.User),
+		SessionID: sessionID,
 		Agent:     name,
+		Owner:     owner,
 		Messages:  []chat.Message{{Role: chat.User, Content: ev.Text}},
 		Autonomy:  autonomy,
 		Stream:    ev.Channel == wsproto.Channel,
@@ -93,4 +100,13 @@ func (c *CheckIn) Handle(ctx context.Context, ev CheckInEvent) (CheckInResult, e
 		return CheckInResult{}, fmt.Errorf("check-in: %w", err)
 	}
 	return CheckInResult{RunID: st.RunID, SessionID: st.SessionID}, nil
+}
+
+// identityChannel is the channel name session identities use: the HTTP
+// API's sessions are "api" sessions.
+func identityChannel(channel string) string {
+	if channel == ChannelHTTP {
+		return "api"
+	}
+	return channel
 }

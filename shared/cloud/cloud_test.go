@@ -213,7 +213,7 @@ func TestRunnerApproval(t *testing.T) {
 	st.Step, st.Approval = agent.StepWait, ap.ID
 	run.State, _ = json.Marshal(st)
 	run.Status = store.RunRunning
-	if err := r.Store.UpdateRun(ctx, run); err != nil {
+	if err := r.Store.CommitRun(ctx, store.Commit{Run: run}); err != nil {
 		t.Fatal(err)
 	}
 	select {

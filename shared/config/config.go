@@ -315,8 +315,14 @@ func (c *Config) validate() error {
 			if other, dup := linked[id]; dup {
 				return fmt.Errorf("config: sessions.users: %q is linked to both %q and %q", id, other, person)
 			}
-			if !strings.Contains(id, ":") {
+			channel, rest, ok := strings.Cut(id, ":")
+			if !ok || rest == "" {
 				return fmt.Errorf("config: sessions.users.%s: %q needs a channel prefix such as tg:, ws: or api:", person, id)
+			}
+			// Sessions on the API and the WebSocket belong to their key:
+			// the same user name under another key is someone else.
+			if key, user, ok := strings.Cut(rest, "/"); (channel == "api" || channel == "ws") && (!ok || key == "" || user == "") {
+				return fmt.Errorf("config: sessions.users.%s: %q must name the API key: %s:<key id>/<user> (see lambdaclaw keys list)", person, id, channel)
 			}
 			linked[id] = person
 		}

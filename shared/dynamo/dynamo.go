@@ -21,6 +21,8 @@
 //	SESSION#<sid>       PENDING#<ms:015>#<id> marker of a pending approval  approval_id
 //	SESSION#<sid>       LANE                  the session lane lease        owner, lease_until (ms), expires_at
 //	RUN#<id>            RUN                   a run                         session_id, seq, status, state (B)
+//	RUN#<id>            CALLS                 its pending tool calls        calls (JSON, raw arguments), expires_at
+//	JOB#<kind>          J#<id>                a queued job                  payload (B), created_at
 //	APPROVAL#<id>       APPROVAL              an approval                   session_id, run_id, calls, tools, status, token, …
 //	KEY#<hash>          KEY                   an API key                    id, name, …; gsi1pk KEYS, gsi1sk <created ms:015>#<id>
 //	KEYID#<id>          KEYID                 claim of a key id             hash
@@ -304,10 +306,13 @@ const (
 	pfxApproval = "APPROVAL#"
 	pfxKey      = "KEY#"
 	pfxKeyID    = "KEYID#"
+	pfxJob      = "JOB#"
+	pfxJobID    = "J#"
 
 	skSession  = "SESSION"
 	skLane     = "LANE"
 	skRun      = "RUN"
+	skCalls    = "CALLS"
 	skApproval = "APPROVAL"
 	skKey      = "KEY"
 	skKeyID    = "KEYID"

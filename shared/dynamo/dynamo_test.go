@@ -276,17 +276,17 @@ func TestOversized(t *testing.T) {
 		t.Errorf("GetMessage of the refused message: %v, want ErrNotFound", err)
 	}
 
-	r, err := s.EnqueueRun(ctx, store.Run{ID: "r", SessionID: "s", State: make([]byte, 401*1024)})
+	r, _, err := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "r", State: make([]byte, 401*1024)}})
 	if !errors.Is(err, ErrItemTooLarge) {
 		t.Errorf("EnqueueRun with a huge state: %v, want ErrItemTooLarge", err)
 	}
-	r, err = s.EnqueueRun(ctx, store.Run{ID: "r", SessionID: "s", State: []byte(`{}`)})
+	r, _, err = s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "r", State: []byte(`{}`)}})
 	if err != nil || r.Seq != 1 {
 		t.Fatalf("EnqueueRun after a refused one = %+v, %v; want seq 1", r, err)
 	}
 	r.State = make([]byte, 401*1024)
-	if err := s.UpdateRun(ctx, r); !errors.Is(err, ErrItemTooLarge) {
-		t.Errorf("UpdateRun with a huge state: %v, want ErrItemTooLarge", err)
+	if err := s.CommitRun(ctx, store.Commit{Run: r}); !errors.Is(err, ErrItemTooLarge) {
+		t.Errorf("CommitRun with a huge state: %v, want ErrItemTooLarge", err)
 	}
 }
 
@@ -334,13 +334,13 @@ func TestDeleteManyItems(t *testing.T) {
 		t.Fatalf("Messages after DeleteMessages: %d messages, first %v, %v", len(msgs), msgs[0].Key, err)
 	}
 	for i := range 30 {
-		r, err := s.EnqueueRun(ctx, store.Run{ID: fmt.Sprintf("r%d", i), SessionID: "s"})
+		r, _, err := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: fmt.Sprintf("r%d", i)}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if i%2 == 0 {
 			r.Status = store.RunDone
-			if err := s.UpdateRun(ctx, r); err != nil {
+			if err := s.CommitRun(ctx, store.Commit{Run: r}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -400,7 +400,7 @@ func TestExpiredSessionLeftovers(t *testing.T) {
 		if _, err := s.AppendMessage(ctx, store.Message{SessionID: id, Key: "k", Message: chat.Message{Role: chat.User, Content: "old"}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.EnqueueRun(ctx, store.Run{ID: id + "-r1", SessionID: id}); err != nil {
+		if _, _, err := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: id, Agent: "main"}, Run: store.Run{ID: id + "-r1"}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.CreateApproval(ctx, store.Approval{ID: id + "-a1", SessionID: id, RunID: id + "-r1"}); err != nil {
@@ -422,7 +422,7 @@ func TestExpiredSessionLeftovers(t *testing.T) {
 	if _, err := s.GetRun(ctx, "s-r1"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetRun of the expired session's run: %v", err)
 	}
-	r, err := s.EnqueueRun(ctx, store.Run{ID: "s-r2", SessionID: "s"})
+	r, _, err := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "s-r2"}})
 	if err != nil || r.Seq != 1 {
 		t.Errorf("EnqueueRun in the new session = seq %d, %v; want 1", r.Seq, err)
 	}
@@ -475,7 +475,7 @@ func TestSessionExpiresAt(t *testing.T) {
 		t.Errorf("expires_at after AppendMessage = %d, want %d", got, want)
 	}
 	c.add(10 * time.Minute)
-	if _, err := s.EnqueueRun(ctx, store.Run{ID: "r", SessionID: "s"}); err != nil {
+	if _, _, err := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "r"}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := expiresAt(), c.now().Add(time.Hour).Unix(); got != want {
@@ -497,10 +497,10 @@ func TestStaleMarkers(t *testing.T) {
 	if err := s.CreateSession(ctx, store.Session{ID: "s", Agent: "main"}); err != nil {
 		t.Fatal(err)
 	}
-	r1, _ := s.EnqueueRun(ctx, store.Run{ID: "r1", SessionID: "s"})
-	r2, _ := s.EnqueueRun(ctx, store.Run{ID: "r2", SessionID: "s"})
+	r1, _, _ := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "r1"}})
+	r2, _, _ := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "r2"}})
 	r1.Status = store.RunDone
-	if err := s.UpdateRun(ctx, r1); err != nil {
+	if err := s.CommitRun(ctx, store.Commit{Run: r1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: queueMarker(r1)}); err != nil {

@@ -26,6 +26,7 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 	it := key(sessionPK(sess.ID), skSession)
 	it["id"] = attrS(sess.ID)
 	it["agent"] = attrS(sess.Agent)
+	it["owner"] = attrS(sess.Owner)
 	it["ephemeral"] = attrBool(sess.Ephemeral)
 	it["created_at"] = attrTime(created)
 	it["updated_at"] = attrTime(updated)
@@ -110,7 +111,7 @@ func (s *Store) purge(ctx context.Context, id string, keepLive bool) error {
 			last = append(last, key(pk, sk))
 			continue
 		case strings.HasPrefix(sk, pfxRunIndex):
-			outside = append(outside, key(pfxRun+getS(it, "run_id"), skRun))
+			outside = append(outside, key(pfxRun+getS(it, "run_id"), skRun), key(pfxRun+getS(it, "run_id"), skCalls))
 		case strings.HasPrefix(sk, pfxApprIdx):
 			outside = append(outside, key(pfxApproval+getS(it, "approval_id"), skApproval))
 		}
@@ -136,6 +137,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error
 	return store.Session{
 		ID:        getS(it, "id"),
 		Agent:     getS(it, "agent"),
+		Owner:     getS(it, "owner"),
 		Ephemeral: getBool(it, "ephemeral"),
 		Allowlist: getList(it, "allowlist"),
 		CreatedAt: getTime(it, "created_at"),

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -78,7 +79,7 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_messages", err.Error())
 		return
 	}
-	in := agent.Input{Agent: name, Autonomy: autonomyOf(k), Stream: req.Stream, Reply: agent.Reply{Channel: "http"}}
+	in := agent.Input{Agent: name, Owner: "key:" + k.ID, Autonomy: autonomyOf(k), Stream: req.Stream, Reply: agent.Reply{Channel: "http"}}
 	if sk := r.Header.Get(SessionHeader); sk != "" {
 		if len(sk) > maxSessionKey {
 			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_session_key", fmt.Sprintf("%s is longer than %d bytes", SessionHeader, maxSessionKey))
@@ -89,7 +90,9 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_messages", "in a stateful session the last message must be the user's new message")
 			return
 		}
-		in.SessionID = g.cfg.Identity.SessionID(name, "api", sk)
+		// The session belongs to the key: the same session key sent with
+		// another key is another session.
+		in.Owner, in.SessionID = g.cfg.Identity.Session(name, "api", k.ID, sk)
 		in.Messages = []chat.Message{last}
 		in.Interactive = true
 	} else {
@@ -117,6 +120,10 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", err.Error())
 			return
 		}
+		if errors.Is(err, agent.ErrMayNotApprove) {
+			writeError(w, http.StatusForbidden, "permission_error", "permission_denied", err.Error())
+			return
+		}
 		g.cfg.Log.Error("deliver message", "error", err)
 		writeError(w, http.StatusInternalServerError, "server_error", "internal_error", "could not start the run")
 		return
@@ -135,6 +142,7 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 		}
 		var content string
 		var u chat.Usage
+		finish := "stop"
 		switch {
 		case ev.Approval != nil:
 			// The run is parked; the session's next message answers.
@@ -143,13 +151,13 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 			writeRunError(w, ev.Result)
 			return
 		case ev.Result != nil:
-			content, u = ev.Result.Content, ev.Result.Usage
+			content, u, finish = ev.Result.Content, ev.Result.Usage, cmp.Or(ev.Result.FinishReason, finish)
 		default:
 			continue
 		}
 		writeJSON(w, http.StatusOK, completion{
 			ID: id, Object: "chat.completion", Created: created, Model: req.Model,
-			Choices: []choice{{Message: &outMessage{Role: "assistant", Content: content}, FinishReason: ptr("stop")}},
+			Choices: []choice{{Message: &outMessage{Role: "assistant", Content: content}, FinishReason: ptr(finish)}},
 			Usage:   wsproto.UsageOf(u),
 		})
 		return

@@ -136,7 +136,7 @@ func TestStatefulInput(t *testing.T) {
 	}
 	in := func(sessionKey string) agent.Input {
 		return agent.Input{
-			SessionID: agent.SessionID("coder", "api:"+sessionKey), Agent: "coder",
+			SessionID: agent.SessionID("coder", "api:k-full/"+sessionKey), Agent: "coder", Owner: "key:k-full",
 			Messages: []chat.Message{{Role: chat.User, Content: "second"}},
 			Autonomy: tool.Full, Interactive: true, Reply: agent.Reply{Channel: "http"},
 		}
@@ -164,7 +164,7 @@ func TestStatelessInput(t *testing.T) {
 		t.Fatalf("status %d: %s", w.Code, w.Body)
 	}
 	want := []agent.Input{{
-		Agent: "default", Ephemeral: true,
+		Agent: "default", Owner: "key:k-full", Ephemeral: true,
 		Messages: []chat.Message{
 			{Role: chat.System, Content: "be brief"},
 			{Role: chat.System, Content: "use tools"},

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 
@@ -82,7 +83,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, sub *agent.Subs
 				// step retried after a crash found it in the store).
 				chunk(completion{Choices: []choice{{Delta: &delta{Content: res.Content}}}})
 			}
-			chunk(completion{Choices: []choice{{Delta: &delta{}, FinishReason: ptr("stop")}}})
+			chunk(completion{Choices: []choice{{Delta: &delta{}, FinishReason: ptr(cmp.Or(res.FinishReason, "stop"))}}})
 			if includeUsage {
 				chunk(completion{Choices: []choice{}, Usage: wsproto.UsageOf(res.Usage)})
 			}

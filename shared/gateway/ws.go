@@ -191,16 +191,18 @@ func (wc *wsConn) keyValid(ctx context.Context, id string) bool {
 	return false
 }
 
-// target resolves the agent, user and session a frame is about.
-func (wc *wsConn) target(f wsproto.ClientFrame) (name, user, sessionID string, ok bool) {
+// target resolves the agent, user, owner and session a frame is about.
+// The user is one of the key's: the session belongs to the key.
+func (wc *wsConn) target(f wsproto.ClientFrame) (name, user, owner, sessionID string, ok bool) {
 	agentName := cmp.Or(f.Agent, wsproto.DefaultAgent)
 	name, ok = wc.g.agentFor(wc.key, agentName)
 	if !ok {
 		wc.sendError(f.ID, "", "model_not_found", fmt.Sprintf("the agent %q does not exist or this key may not use it", agentName))
-		return "", "", "", false
+		return "", "", "", "", false
 	}
 	user = cmp.Or(f.User, wc.key.ID)
-	return name, user, wc.g.cfg.Identity.SessionID(name, wsproto.Channel, user), true
+	owner, sessionID = wc.g.cfg.Identity.Session(name, wsproto.Channel, wc.key.ID, user)
+	return name, user, owner, sessionID, true
 }
 
 // message delivers a user's message. A client id seen before is
@@ -208,7 +210,7 @@ func (wc *wsConn) target(f wsproto.ClientFrame) (name, user, sessionID string, o
 // follows the run the id started.
 func (wc *wsConn) message(ctx context.Context, f wsproto.ClientFrame) {
 	g := wc.g
-	name, user, sessionID, ok := wc.target(f)
+	name, user, owner, sessionID, ok := wc.target(f)
 	if !ok {
 		return
 	}
@@ -249,7 +251,7 @@ func (wc *wsConn) message(ctx context.Context, f wsproto.ClientFrame) {
 		}
 	}
 	in := agent.Input{
-		RunID: runID, SessionID: sessionID, Agent: name,
+		RunID: runID, SessionID: sessionID, Agent: name, Owner: owner,
 		Messages: []chat.Message{{Role: chat.User, Content: f.Text}},
 		Autonomy: autonomyOf(wc.key), Stream: true, Interactive: true,
 		Reply: agent.Reply{Channel: wsproto.Channel, To: wc.addr},
@@ -261,6 +263,10 @@ func (wc *wsConn) message(ctx context.Context, f wsproto.ClientFrame) {
 		}
 		if errors.Is(err, agent.ErrUnknownAgent) {
 			wc.sendError(f.ID, "", "model_not_found", err.Error())
+			return
+		}
+		if errors.Is(err, agent.ErrMayNotApprove) {
+			wc.sendError(f.ID, "", "permission_denied", err.Error())
 			return
 		}
 		g.cfg.Log.Error("deliver message", "conn_id", wc.id, "error", err)
@@ -290,7 +296,7 @@ func (wc *wsConn) duplicate(ctx context.Context, clientID, runID, sessionID stri
 
 // reset starts a conversation afresh.
 func (wc *wsConn) reset(ctx context.Context, f wsproto.ClientFrame) {
-	_, _, sessionID, ok := wc.target(f)
+	_, _, _, sessionID, ok := wc.target(f)
 	if !ok {
 		return
 	}

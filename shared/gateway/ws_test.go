@@ -193,7 +193,7 @@ func TestWSMessageStreams(t *testing.T) {
 	if len(in) != 1 {
 		t.Fatalf("runner got %d inputs, want 1", len(in))
 	}
-	runID, session := in[0].RunID, agent.Identity{}.SessionID("default", "ws", "alice")
+	runID, session := in[0].RunID, wsSession("default", "k-sup", "alice")
 	want := []frame{
 		{Type: "ack", ID: "m1", RunID: runID, SessionID: session, Duplicate: no()},
 		{Type: "delta", RunID: runID, Text: "Hel"},
@@ -207,7 +207,7 @@ func TestWSMessageStreams(t *testing.T) {
 		t.Errorf("run id %q: want 32 hex digits derived from the client id", runID)
 	}
 	wantIn := agent.Input{
-		RunID: runID, SessionID: session, Agent: "default",
+		RunID: runID, SessionID: session, Agent: "default", Owner: "key:k-sup",
 		Messages: []chat.Message{{Role: chat.User, Content: "hi"}},
 		Autonomy: tool.Supervised, Stream: true, Interactive: true,
 		Reply: agent.Reply{Channel: "ws", To: in[0].Reply.To},
@@ -223,7 +223,7 @@ func TestWSMessageStreams(t *testing.T) {
 	// several agents.
 	c.message("m2", "lambdaclaw/coder", "", "hi")
 	ack := c.read()
-	if want := (agent.Identity{}).SessionID("coder", "ws", "k-sup"); ack.Type != "ack" || ack.SessionID != want {
+	if want := wsSession("coder", "k-sup", "k-sup"); ack.Type != "ack" || ack.SessionID != want {
 		t.Errorf("ack %+v: want session %s", ack, want)
 	}
 	c.readN(3)
@@ -359,7 +359,7 @@ func TestWSReset(t *testing.T) {
 	f := newFixture(t)
 	c := mustDial(t, f.wsServer(), f.token)
 	c.send(map[string]string{"type": "reset", "id": "r1", "agent": "writer", "user": "fay"})
-	session := agent.Identity{}.SessionID("writer", "ws", "fay")
+	session := wsSession("writer", "k-full", "fay")
 	if diff := cmp.Diff(frame{Type: "ack", ID: "r1", SessionID: session, Duplicate: no()}, c.read()); diff != "" {
 		t.Errorf("reset (-want +got):\n%s", diff)
 	}
@@ -372,7 +372,7 @@ func TestWSReset(t *testing.T) {
 	}
 	f.runner.mu.Lock()
 	defer f.runner.mu.Unlock()
-	if diff := cmp.Diff([]string{session, agent.Identity{}.SessionID("default", "ws", "fay")}, f.runner.resets); diff != "" {
+	if diff := cmp.Diff([]string{session, wsSession("default", "k-full", "fay")}, f.runner.resets); diff != "" {
 		t.Errorf("resets (-want +got):\n%s", diff)
 	}
 }
@@ -514,4 +514,10 @@ func TestWSShutdown(t *testing.T) {
 	if _, resp, err := dial(t, url, f.token); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("dial after shutdown: %v, want 503", err)
 	}
+}
+
+// wsSession is the session of user, under the key of that id, with agent.
+func wsSession(agentName, keyID, user string) string {
+	_, s := agent.Identity{}.Session(agentName, "ws", keyID, user)
+	return s
 }

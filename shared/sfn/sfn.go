@@ -122,14 +122,11 @@ func (d *Driver) Handle(ctx context.Context, ev Event) (any, error) {
 	}
 }
 
-// step runs the step st names, saves the run, and hands the lane on when
-// the run is done.
+// step runs the step st names (which saves the run) and hands the lane on
+// when the run is done.
 func (d *Driver) step(ctx context.Context, st agent.RunState) (agent.RunState, error) {
 	next, err := d.Loop.Step(ctx, st)
 	if err != nil {
-		return st, &Transient{err}
-	}
-	if err := d.Loop.Save(ctx, next); err != nil {
 		return st, &Transient{err}
 	}
 	if next.Step == agent.StepDone {

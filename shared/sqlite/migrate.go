@@ -169,6 +169,24 @@ CREATE TABLE telegram_outbox (
 ) STRICT;
 CREATE INDEX telegram_outbox_pending ON telegram_outbox (n) WHERE status = 'pending';
 `,
+	// 5: session owners, the raw arguments of a run's pending tool calls,
+	// and the durable job queue.
+	`
+ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+
+-- A JSON array of the calls the run is about to execute, arguments as the
+-- model sent them; NULL when none are pending.
+ALTER TABLE runs ADD COLUMN calls TEXT;
+
+CREATE TABLE jobs (
+	kind       TEXT    NOT NULL,
+	id         TEXT    NOT NULL,
+	payload    BLOB    NOT NULL,
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (kind, id)
+) STRICT;
+CREATE INDEX jobs_age ON jobs (kind, created_at, id);
+`,
 }
 
 // migrate applies the migrations the database has not seen, in one

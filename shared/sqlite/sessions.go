@@ -20,7 +20,7 @@ func (db *DB) CreateSession(ctx context.Context, s store.Session) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: create session %q: encode allowlist: %w", s.ID, err)
 	}
-	res, err := db.st.createSession.ExecContext(ctx, s.ID, s.Agent, s.Ephemeral, allow, toMillis(created), toMillis(updated))
+	res, err := db.st.createSession.ExecContext(ctx, s.ID, s.Agent, s.Owner, s.Ephemeral, allow, toMillis(created), toMillis(updated))
 	if err != nil {
 		return fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
 	}
@@ -39,7 +39,7 @@ func (db *DB) GetSession(ctx context.Context, id string) (store.Session, error) 
 	s := store.Session{ID: id}
 	var allow sql.NullString
 	var created, updated int64
-	err := db.st.getSession.QueryRowContext(ctx, id).Scan(&s.Agent, &s.Ephemeral, &allow, &created, &updated)
+	err := db.st.getSession.QueryRowContext(ctx, id).Scan(&s.Agent, &s.Owner, &s.Ephemeral, &allow, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Session{}, fmt.Errorf("sqlite: get session %q: %w", id, store.ErrNotFound)
 	}

@@ -110,11 +110,11 @@ func TestReopenKeepsData(t *testing.T) {
 	if _, err := db.AppendMessage(ctx, msg); err != nil {
 		t.Fatalf("AppendMessage: %v", err)
 	}
-	run, err := db.EnqueueRun(ctx, store.Run{ID: "r1", SessionID: "s", State: []byte("{}"), CreatedAt: sess.CreatedAt})
+	run, _, err := db.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "r1", State: []byte("{}"), CreatedAt: sess.CreatedAt}})
 	if err != nil {
 		t.Fatalf("EnqueueRun: %v", err)
 	}
-	if _, err := db.EnqueueRun(ctx, store.Run{ID: "r2", SessionID: "s", CreatedAt: sess.CreatedAt}); err != nil {
+	if _, _, err := db.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "r2", CreatedAt: sess.CreatedAt}}); err != nil {
 		t.Fatalf("EnqueueRun: %v", err)
 	}
 	if err := db.CreateKey(ctx, key); err != nil {
@@ -146,7 +146,7 @@ func TestReopenKeepsData(t *testing.T) {
 	if d := cmp.Diff(key, gotKey); d != "" {
 		t.Errorf("key after reopen (-want +got):\n%s", d)
 	}
-	r3, err := db.EnqueueRun(ctx, store.Run{ID: "r3", SessionID: "s"})
+	r3, _, err := db.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "r3"}})
 	if err != nil {
 		t.Fatalf("EnqueueRun after reopen: %v", err)
 	}
@@ -170,7 +170,7 @@ func TestTwoHandlesWrite(t *testing.T) {
 		wg.Go(func() {
 			for i := range perHandle {
 				id := fmt.Sprintf("h%d-%02d", h, i)
-				if _, err := db.EnqueueRun(ctx, store.Run{ID: id, SessionID: "s"}); err != nil {
+				if _, _, err := db.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: id}}); err != nil {
 					errs <- err
 				}
 				m := store.Message{SessionID: "s", Key: id, RunID: id, Message: chat.Message{Role: chat.User, Content: id}}
@@ -383,11 +383,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 func TestUnknownSession(t *testing.T) {
 	ctx := t.Context()
 	db := open(t, tempPath(t))
-	_, err := db.EnqueueRun(ctx, store.Run{ID: "r", SessionID: "nope"})
-	if !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("EnqueueRun on unknown session: %v, want ErrNotFound", err)
-	}
-	_, err = db.AppendMessage(ctx, store.Message{SessionID: "nope", Key: "k", Message: chat.Message{Role: chat.User}})
+	_, err := db.AppendMessage(ctx, store.Message{SessionID: "nope", Key: "k", Message: chat.Message{Role: chat.User}})
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("AppendMessage on unknown session: %v, want ErrNotFound", err)
 	}
@@ -406,20 +402,20 @@ func TestUnknownSession(t *testing.T) {
 	}
 }
 
-func TestUpdateRunTouchesSession(t *testing.T) {
+func TestCommitRunTouchesSession(t *testing.T) {
 	ctx := t.Context()
 	db := open(t, tempPath(t))
 	old := time.UnixMilli(1_000_000_000_000).UTC()
 	if err := db.CreateSession(ctx, store.Session{ID: "s", Agent: "main", CreatedAt: old, UpdatedAt: old}); err != nil {
 		t.Fatalf("CreateSession: %v", err)
 	}
-	r, err := db.EnqueueRun(ctx, store.Run{ID: "r", SessionID: "s", CreatedAt: old})
+	r, _, err := db.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "r", CreatedAt: old}})
 	if err != nil {
 		t.Fatalf("EnqueueRun: %v", err)
 	}
 	r.Status = store.RunRunning
-	if err := db.UpdateRun(ctx, r); err != nil {
-		t.Fatalf("UpdateRun: %v", err)
+	if err := db.CommitRun(ctx, store.Commit{Run: r}); err != nil {
+		t.Fatalf("CommitRun: %v", err)
 	}
 	got, err := db.GetRun(ctx, "r")
 	if err != nil {
@@ -440,8 +436,8 @@ func TestUpdateRunTouchesSession(t *testing.T) {
 	}
 
 	r.Status = "paused"
-	if err := db.UpdateRun(ctx, r); err == nil {
-		t.Errorf("UpdateRun with unknown status succeeded, want an error")
+	if err := db.CommitRun(ctx, store.Commit{Run: r}); err == nil {
+		t.Errorf("CommitRun with unknown status succeeded, want an error")
 	}
 }
 
@@ -474,7 +470,7 @@ func TestZeroTimesDefaultToNow(t *testing.T) {
 	if err := db.CreateSession(ctx, store.Session{ID: "s", Agent: "main"}); err != nil {
 		t.Fatalf("CreateSession: %v", err)
 	}
-	r, err := db.EnqueueRun(ctx, store.Run{ID: "r", SessionID: "s"})
+	r, _, err := db.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "r"}})
 	if err != nil {
 		t.Fatalf("EnqueueRun: %v", err)
 	}
@@ -576,7 +572,7 @@ func BenchmarkEnqueueRun(b *testing.B) {
 	state := []byte(`{"session":"s","step":"begin","iteration":0}`)
 	i := 0
 	for b.Loop() {
-		if _, err := db.EnqueueRun(ctx, store.Run{ID: fmt.Sprintf("run-%d", i), SessionID: "s", State: state}); err != nil {
+		if _, _, err := db.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: fmt.Sprintf("run-%d", i), State: state}}); err != nil {
 			b.Fatal(err)
 		}
 		i++

@@ -25,6 +25,10 @@ type statements struct {
 	takeSeq        *sql.Stmt
 	insertRun      *sql.Stmt
 	updateRun      *sql.Stmt
+	setCalls       *sql.Stmt
+	sessionOwner   *sql.Stmt
+	putJob         *sql.Stmt
+	deleteJob      *sql.Stmt
 	deleteSessMsgs *sql.Stmt
 	deleteSessRuns *sql.Stmt
 	deleteSessAppr *sql.Stmt
@@ -42,6 +46,8 @@ type statements struct {
 	getMessage *sql.Stmt
 	messages   *sql.Stmt
 	getRun     *sql.Stmt
+	getCalls   *sql.Stmt
+	jobs       *sql.Stmt
 	nextRun    *sql.Stmt
 	unfinished *sql.Stmt
 	getAppr    *sql.Stmt
@@ -57,8 +63,9 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 		dst   **sql.Stmt
 		query string
 	}{
-		{w, &s.createSession, `INSERT INTO sessions (id, agent, ephemeral, allowlist, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+		{w, &s.createSession, `INSERT INTO sessions (id, agent, owner, ephemeral, allowlist, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+		{w, &s.sessionOwner, `SELECT owner FROM sessions WHERE id = ?`},
 		{w, &s.appendMessage, `INSERT INTO messages (session_id, key, run_id, body, created_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, key) DO NOTHING`},
 		{w, &s.deleteMessages, `DELETE FROM messages
@@ -68,6 +75,10 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 			WHERE id = ? RETURNING next_seq - 1`},
 		{w, &s.insertRun, `INSERT INTO runs (` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)`},
 		{w, &s.updateRun, `UPDATE runs SET status = ?, state = ?, updated_at = ? WHERE id = ?`},
+		{w, &s.setCalls, `UPDATE runs SET calls = ? WHERE id = ?`},
+		{w, &s.putJob, `INSERT INTO jobs (kind, id, payload, created_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (kind, id) DO UPDATE SET payload = excluded.payload, created_at = excluded.created_at`},
+		{w, &s.deleteJob, `DELETE FROM jobs WHERE kind = ? AND id = ?`},
 		{w, &s.deleteSessMsgs, `DELETE FROM messages WHERE session_id = ?`},
 		{w, &s.deleteSessRuns, `DELETE FROM runs WHERE session_id = ?`},
 		{w, &s.deleteSessAppr, `DELETE FROM approvals WHERE session_id = ?`},
@@ -90,11 +101,13 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{w, &s.revokeKey, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`},
 
-		{r, &s.getSession, `SELECT agent, ephemeral, allowlist, created_at, updated_at FROM sessions WHERE id = ?`},
+		{r, &s.getSession, `SELECT agent, owner, ephemeral, allowlist, created_at, updated_at FROM sessions WHERE id = ?`},
 		{r, &s.getMessage, `SELECT run_id, body, created_at FROM messages WHERE session_id = ? AND key = ?`},
 		{r, &s.messages, `SELECT key, run_id, body, created_at FROM messages
 			WHERE session_id = ? ORDER BY key`},
 		{r, &s.getRun, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
+		{r, &s.getCalls, `SELECT calls FROM runs WHERE id = ?`},
+		{r, &s.jobs, `SELECT kind, id, payload, created_at FROM jobs WHERE kind = ? ORDER BY created_at, id LIMIT ?`},
 		// The status test must match the runs_unfinished index's WHERE
 		// clause for SQLite to use that index.
 		{r, &s.nextRun, `SELECT ` + runColumns + ` FROM runs

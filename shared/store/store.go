@@ -10,6 +10,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -26,11 +27,21 @@ var ErrExists = errors.New("already exists")
 // another state, for example an approval that was already answered.
 var ErrConflict = errors.New("conflict")
 
+// ErrForbidden is returned when a principal acts on a record that belongs
+// to another owner, for example a run enqueued into another owner's
+// session.
+var ErrForbidden = errors.New("belongs to another owner")
+
 // Session is one conversation between a user and an agent: the lane that
 // runs one run at a time, in order.
 type Session struct {
 	ID    string `json:"id"`
 	Agent string `json:"agent"`
+	// Owner is the principal the session belongs to: "key:<api key id>",
+	// "tg:<chat id>" or "user:<name>" for a person linked across
+	// channels. Only its owner reaches the session, its history and its
+	// approvals.
+	Owner string `json:"owner,omitempty"`
 	// Ephemeral sessions hold a stateless request and are deleted when
 	// their run ends.
 	Ephemeral bool `json:"ephemeral,omitempty"`
@@ -42,7 +53,9 @@ type Session struct {
 }
 
 // Message is one history entry. Key orders the history of a session and
-// makes the write idempotent: writing a key twice keeps the first.
+// makes the write idempotent: writing a key twice keeps the first. The
+// keys of a run's messages start with RunPrefix(seq), so a session's
+// history is ordered by run.
 type Message struct {
 	SessionID string `json:"session_id"`
 	Key       string `json:"key"`
@@ -65,6 +78,54 @@ const (
 
 // Finished reports whether the run will not be stepped again.
 func (s RunStatus) Finished() bool { return s == RunDone || s == RunFailed }
+
+// RunPrefix starts the history keys of the run with sequence number seq.
+func RunPrefix(seq int64) string { return fmt.Sprintf("r%012d#", seq) }
+
+// InputKey is the history key of the i-th input message of the run with
+// sequence number seq.
+func InputKey(seq int64, i int) string { return fmt.Sprintf("r%012d#a%05d", seq, i) }
+
+// NewRun is a run to queue: the run, the session it joins (created when
+// it does not exist yet) and its input messages.
+type NewRun struct {
+	Session Session
+	Run     Run
+	// Input is written to the session's history under InputKey(seq, i),
+	// atomically with the run, so that no driver ever sees a run without
+	// its input.
+	Input []chat.Message
+}
+
+// Commit is what one step of a run writes, applied atomically: the run's
+// new Status and State (Run's ID, SessionID and Seq say which run), the
+// history messages the step produced, and the run's pending tool calls.
+type Commit struct {
+	Run Run
+	// Messages are appended to the run's session put-if-absent: a key that
+	// exists keeps its first message and the rest of the commit applies.
+	Messages []Message
+	// Calls, when not nil, replace the run's pending tool calls: the calls
+	// it is about to execute with their arguments exactly as the model
+	// sent them. History keeps only their scrubbed form, so the tool
+	// receives what the model asked for while nothing secret is recorded.
+	Calls []chat.ToolCall
+	// ClearCalls drops the pending calls, once they have run.
+	ClearCalls bool
+	// Jobs are queued for work off the request path (see Jobs); a job
+	// whose kind and id are queued already is replaced.
+	Jobs []Job
+}
+
+// Job is durable work queued by a commit and done later by a worker, such
+// as remembering a finished exchange. A kill -9 loses no job: it is in the
+// store from the commit that queued it until DeleteJob.
+type Job struct {
+	Kind      string    `json:"kind"`
+	ID        string    `json:"id"`
+	Payload   []byte    `json:"payload"`
+	CreatedAt time.Time `json:"created_at"`
+}
 
 // Run is the work for one inbound message. State is the agent loop's
 // serialized RunState, opaque to the store.
@@ -161,12 +222,20 @@ type History interface {
 
 // Runs stores the run queue of each session.
 type Runs interface {
-	// EnqueueRun stores r as queued with the session's next Seq and returns
-	// it. If a run with r.ID exists it returns that run and ErrExists.
-	EnqueueRun(ctx context.Context, r Run) (Run, error)
+	// EnqueueRun creates n.Session unless it exists, stores n.Run as
+	// queued with the session's next Seq, and writes n.Input, all in one
+	// transaction; it returns the run and whether the session was created.
+	// If a run with the id exists it returns that run and ErrExists; if
+	// the session exists with another Owner it returns ErrForbidden. Either
+	// way nothing is written.
+	EnqueueRun(ctx context.Context, n NewRun) (Run, bool, error)
 	GetRun(ctx context.Context, id string) (Run, error)
-	// UpdateRun saves r's Status and State.
-	UpdateRun(ctx context.Context, r Run) error
+	// CommitRun applies a step's writes atomically. It is ErrNotFound for
+	// an unknown run, and then writes nothing.
+	CommitRun(ctx context.Context, c Commit) error
+	// PendingCalls returns the run's pending tool calls, none when there
+	// are none.
+	PendingCalls(ctx context.Context, runID string) ([]chat.ToolCall, error)
 	// NextRun returns the unfinished run with the lowest Seq in a session,
 	// or ErrNotFound when there is none.
 	NextRun(ctx context.Context, sessionID string) (Run, error)
@@ -201,6 +270,14 @@ type Keys interface {
 	RevokeKey(ctx context.Context, id string, at time.Time) error
 }
 
+// Jobs is the durable queue of work that commits leave for a worker.
+type Jobs interface {
+	// Jobs returns up to limit queued jobs of kind, oldest first.
+	Jobs(ctx context.Context, kind string, limit int) ([]Job, error)
+	// DeleteJob removes a done job; a missing one is not an error.
+	DeleteJob(ctx context.Context, kind, id string) error
+}
+
 // Store is everything an adapter provides.
 type Store interface {
 	Sessions
@@ -208,5 +285,6 @@ type Store interface {
 	Runs
 	Approvals
 	Keys
+	Jobs
 	Close() error
 }

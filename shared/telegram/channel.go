@@ -219,7 +219,7 @@ func (c *Channel) process(ctx context.Context, u Update) error {
 		return c.reply(ctx, replyID, m.Chat.ID, DeniedText)
 	}
 	c.log.Info("telegram message", "user_id", m.From.ID, "chat_id", m.Chat.ID, "update_id", u.UpdateID, "chars", len(text))
-	session := c.cfg.Identity.SessionID(c.cfg.Agent, ChannelName, strconv.FormatInt(m.Chat.ID, 10))
+	owner, session := c.cfg.Identity.Session(c.cfg.Agent, ChannelName, "", strconv.FormatInt(m.Chat.ID, 10))
 	switch command(text) {
 	case "/start", "/help":
 		return c.reply(ctx, replyID, m.Chat.ID, helpText)
@@ -242,13 +242,16 @@ func (c *Channel) process(ctx context.Context, u Update) error {
 		text = command(text)
 	}
 	in := agent.Input{
-		RunID: fmt.Sprintf("tg-%d-%d", m.Chat.ID, m.MessageID), SessionID: session, Agent: c.cfg.Agent,
+		RunID: fmt.Sprintf("tg-%d-%d", m.Chat.ID, m.MessageID), SessionID: session, Agent: c.cfg.Agent, Owner: owner,
 		Messages: []chat.Message{{Role: chat.User, Content: text}}, Autonomy: c.cfg.Autonomy,
 		Stream: true, Interactive: true, Reply: agent.Reply{Channel: ChannelName, To: strconv.FormatInt(m.Chat.ID, 10)},
 	}
 	st, err := c.cfg.Runner.Deliver(ctx, in, func(string) {})
 	if errors.Is(err, agent.ErrUnknownAgent) {
 		return c.reply(ctx, replyID, m.Chat.ID, "This bot's agent is not configured: "+err.Error())
+	}
+	if errors.Is(err, agent.ErrMayNotApprove) {
+		return c.reply(ctx, replyID, m.Chat.ID, "Not approved: "+err.Error())
 	}
 	if err != nil {
 		return err

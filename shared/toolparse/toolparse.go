@@ -42,9 +42,12 @@ var xmlTags = []string{"tool_call", "toolcall", "invoke"}
 // order, so parsing the same reply again gives the same IDs. Their
 // arguments are compact JSON object text. A block whose name is not a
 // plausible tool name ([A-Za-z0-9_.-], at most 64) or whose arguments are
-// not a JSON object is dropped, as are unclosed and nested blocks. Parse
-// returns nil when there are no calls.
-func Parse(m chat.Message, idPrefix string) []chat.ToolCall {
+// not a JSON object is dropped, as are unclosed and nested blocks. So is a
+// block that quotes: one whose text, spacing aside, occurs in any of
+// quoted — the tool results, files and user messages the model was shown
+// — since the model repeating a file that holds a call is not calling.
+// Parse returns nil when there are no calls.
+func Parse(m chat.Message, idPrefix string, quoted ...string) []chat.ToolCall {
 	if len(m.ToolCalls) > 0 {
 		calls := slices.Clone(m.ToolCalls)
 		for i := range calls {
@@ -55,7 +58,7 @@ func Parse(m chat.Message, idPrefix string) []chat.ToolCall {
 		return calls
 	}
 	for _, step := range []func(string) []block{xmlCalls, fencedCalls} {
-		blocks := step(m.Content)
+		blocks := dropQuotes(m.Content, step(m.Content), quoted)
 		if len(blocks) == 0 {
 			continue
 		}
@@ -122,6 +125,36 @@ func wholeLines(s string, start, end int) (int, int) {
 		}
 	}
 	return ls, le
+}
+
+// dropQuotes removes the blocks whose text occurs in one of quoted.
+func dropQuotes(content string, blocks []block, quoted []string) []block {
+	if len(blocks) == 0 || len(quoted) == 0 {
+		return blocks
+	}
+	var flat []string
+	kept := blocks[:0]
+	for _, b := range blocks {
+		text := collapseSpace(content[b.start:b.end])
+		if flat == nil {
+			flat = make([]string, len(quoted))
+			for i, q := range quoted {
+				flat[i] = collapseSpace(q)
+			}
+		}
+		if !slices.ContainsFunc(flat, func(q string) bool { return strings.Contains(q, text) }) {
+			kept = append(kept, b)
+		}
+	}
+	return kept
+}
+
+// collapseSpace turns every run of white space, escaped line breaks and
+// tabs included, into one space, so that a quote re-indented or taken
+// from JSON text still matches.
+func collapseSpace(s string) string {
+	s = strings.NewReplacer(`\n`, " ", `\r`, " ", `\t`, " ").Replace(s)
+	return strings.Join(strings.Fields(s), " ")
 }
 
 // block is a valid call found in the text, at content[start:end].

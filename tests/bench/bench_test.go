@@ -290,3 +290,74 @@ func BenchmarkStartup(b *testing.B) {
 	b.ReportMetric(ms(pct(all, .5)), "startup_p50_ms")
 	b.ReportMetric(ms(all[len(all)-1]), "startup_max_ms")
 }
+
+// cpuSeconds reads the user plus system CPU time pid has used.
+func cpuSeconds(tb testing.TB, pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100 // clock ticks; USER_HZ is 100 on Linux
+}
+
+// postTurn sends one non-streaming completion, stateful when session is
+// set, and reports anything but 200 as an error (it runs on the goroutines
+// of measure, where tb.Fatal must not be called).
+func postTurn(tb testing.TB, client *http.Client, url, key, session string) {
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(fmt.Sprintf(body, "default", "")))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	if session != "" {
+		req.Header.Set("X-Lambdaclaw-Session-Key", session)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		tb.Error(err)
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		tb.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+}
+
+// BenchmarkThroughput reports requests per second at concurrency 16 and
+// the gateway's CPU time per turn (its own user+system time, read from
+// /proc, divided by the turns it answered), for stateless requests and
+// for stateful ones spread over 48 sessions.
+func BenchmarkThroughput(b *testing.B) {
+	f := setup(b)
+	gw := "http://" + f.srv.addr + "/v1/chat/completions"
+	pid := f.srv.cmd.Process.Pid
+	for _, mode := range []string{"stateless", "stateful"} {
+		b.Run(mode, func(b *testing.B) {
+			var mu sync.Mutex
+			i := 0
+			session := func() string {
+				if mode == "stateless" {
+					return ""
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				i++
+				return fmt.Sprintf("bench-%d", i%48)
+			}
+			measure(b, 100, 16, func() time.Duration { postTurn(b, f.client, gw, f.srv.key, session()); return 0 })
+			cpu0 := cpuSeconds(b, pid)
+			b.ResetTimer()
+			begin := time.Now()
+			measure(b, b.N, 16, func() time.Duration { postTurn(b, f.client, gw, f.srv.key, session()); return 0 })
+			elapsed := time.Since(begin)
+			b.StopTimer()
+			cpu := cpuSeconds(b, pid) - cpu0
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
+			b.ReportMetric(cpu*1000/float64(b.N), "cpu_ms/turn")
+			b.ReportMetric(rssKB(b, pid)/1024, "rss_MB")
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
 )
 
@@ -23,6 +24,10 @@ type Store struct {
 	runs      map[string]store.Run
 	approvals map[string]store.Approval
 	keys      map[string]store.APIKey
+	// calls are the pending tool calls by run id; jobs the queued jobs by
+	// kind and id.
+	calls map[string][]chat.ToolCall
+	jobs  map[string]map[string]store.Job
 }
 
 type session struct {
@@ -41,6 +46,8 @@ func New() *Store {
 		runs:      map[string]store.Run{},
 		approvals: map[string]store.Approval{},
 		keys:      map[string]store.APIKey{},
+		calls:     map[string][]chat.ToolCall{},
+		jobs:      map[string]map[string]store.Job{},
 	}
 }
 
@@ -84,6 +91,7 @@ func (m *Store) DeleteSession(_ context.Context, id string) error {
 	if s, ok := m.sessions[id]; ok {
 		for _, r := range s.runs {
 			delete(m.runs, r)
+			delete(m.calls, r)
 		}
 		for _, a := range s.approvals {
 			delete(m.approvals, a)
@@ -111,6 +119,11 @@ func (m *Store) AllowTool(_ context.Context, sessionID, tool string) error {
 func (m *Store) AppendMessage(_ context.Context, msg store.Message) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.appendMessage(msg)
+}
+
+// appendMessage stores msg unless its key exists; m.mu is held.
+func (m *Store) appendMessage(msg store.Message) (bool, error) {
 	s, ok := m.sessions[msg.SessionID]
 	if !ok {
 		return false, fmt.Errorf("append to session %s: %w", msg.SessionID, store.ErrNotFound)
@@ -167,24 +180,37 @@ func (m *Store) DeleteMessages(_ context.Context, sessionID string, keys []strin
 }
 
 // EnqueueRun implements store.Runs.
-func (m *Store) EnqueueRun(_ context.Context, r store.Run) (store.Run, error) {
+func (m *Store) EnqueueRun(_ context.Context, n store.NewRun) (store.Run, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	r := n.Run
 	if old, ok := m.runs[r.ID]; ok {
-		return cloneRun(old), fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
+		return cloneRun(old), false, fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
 	}
+	r.SessionID = n.Session.ID
 	s, ok := m.sessions[r.SessionID]
-	if !ok {
-		return store.Run{}, fmt.Errorf("enqueue in session %s: %w", r.SessionID, store.ErrNotFound)
+	created := !ok
+	if created {
+		sess := n.Session
+		sess.CreatedAt, sess.UpdatedAt = utc(sess.CreatedAt), utc(sess.UpdatedAt)
+		sess.Allowlist = slices.Clone(sess.Allowlist)
+		s = &session{s: sess, nextSeq: 1, msgs: map[string]store.Message{}}
+		m.sessions[r.SessionID] = s
+	} else if s.s.Owner != n.Session.Owner {
+		return store.Run{}, false, fmt.Errorf("enqueue in session %s: %w", r.SessionID, store.ErrForbidden)
 	}
 	r.Seq = s.nextSeq
 	s.nextSeq++
 	r.Status = store.RunQueued
-	r.CreatedAt, r.UpdatedAt = utc(r.CreatedAt), utc(r.UpdatedAt)
+	r.CreatedAt = utc(r.CreatedAt)
+	r.UpdatedAt = r.CreatedAt
 	r.State = slices.Clone(r.State)
 	m.runs[r.ID] = r
 	s.runs = append(s.runs, r.ID)
-	return cloneRun(r), nil
+	for i, in := range n.Input {
+		m.appendMessage(store.Message{SessionID: r.SessionID, Key: store.InputKey(r.Seq, i), RunID: r.ID, Message: in, CreatedAt: r.CreatedAt})
+	}
+	return cloneRun(r), created, nil
 }
 
 func cloneRun(r store.Run) store.Run {
@@ -203,18 +229,76 @@ func (m *Store) GetRun(_ context.Context, id string) (store.Run, error) {
 	return cloneRun(r), nil
 }
 
-// UpdateRun implements store.Runs.
-func (m *Store) UpdateRun(_ context.Context, r store.Run) error {
+// CommitRun implements store.Runs.
+func (m *Store) CommitRun(_ context.Context, c store.Commit) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	old, ok := m.runs[r.ID]
+	old, ok := m.runs[c.Run.ID]
 	if !ok {
-		return fmt.Errorf("run %s: %w", r.ID, store.ErrNotFound)
+		return fmt.Errorf("run %s: %w", c.Run.ID, store.ErrNotFound)
 	}
-	old.Status = r.Status
-	old.State = slices.Clone(r.State)
-	old.UpdatedAt = utc(r.UpdatedAt)
-	m.runs[r.ID] = old
+	for _, msg := range c.Messages {
+		if msg.SessionID != old.SessionID {
+			return fmt.Errorf("commit run %s: message %s is for session %s", c.Run.ID, msg.Key, msg.SessionID)
+		}
+	}
+	old.Status = c.Run.Status
+	old.State = slices.Clone(c.Run.State)
+	old.UpdatedAt = utc(time.Time{})
+	m.runs[c.Run.ID] = old
+	for _, msg := range c.Messages {
+		m.appendMessage(msg)
+	}
+	switch {
+	case c.Calls != nil:
+		m.calls[c.Run.ID] = slices.Clone(c.Calls)
+	case c.ClearCalls:
+		delete(m.calls, c.Run.ID)
+	}
+	for _, j := range c.Jobs {
+		if m.jobs[j.Kind] == nil {
+			m.jobs[j.Kind] = map[string]store.Job{}
+		}
+		j.CreatedAt = utc(j.CreatedAt)
+		j.Payload = slices.Clone(j.Payload)
+		m.jobs[j.Kind][j.ID] = j
+	}
+	return nil
+}
+
+// PendingCalls implements store.Runs.
+func (m *Store) PendingCalls(_ context.Context, runID string) ([]chat.ToolCall, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.runs[runID]; !ok {
+		return nil, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+	}
+	return slices.Clone(m.calls[runID]), nil
+}
+
+// Jobs implements store.Jobs.
+func (m *Store) Jobs(_ context.Context, kind string, limit int) ([]store.Job, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]store.Job, 0, len(m.jobs[kind]))
+	for _, j := range m.jobs[kind] {
+		j.Payload = slices.Clone(j.Payload)
+		out = append(out, j)
+	}
+	slices.SortFunc(out, func(a, b store.Job) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out[:min(limit, len(out))], nil
+}
+
+// DeleteJob implements store.Jobs.
+func (m *Store) DeleteJob(_ context.Context, kind, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.jobs[kind], id)
 	return nil
 }
 

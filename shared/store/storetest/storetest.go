@@ -46,8 +46,14 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"EnqueueRunSeq", testEnqueueRunSeq},
 		{"EnqueueRunDuplicate", testEnqueueRunDuplicate},
 		{"EnqueueRunConcurrent", testEnqueueRunConcurrent},
+		{"EnqueueRunWritesInput", testEnqueueRunWritesInput},
+		{"EnqueueRunInputVisibleWithRun", testEnqueueRunInputVisibleWithRun},
+		{"EnqueueRunOwner", testEnqueueRunOwner},
 		{"GetRunNotFound", testGetRunNotFound},
-		{"UpdateRun", testUpdateRun},
+		{"CommitRun", testCommitRun},
+		{"CommitRunMessages", testCommitRunMessages},
+		{"CommitRunCalls", testCommitRunCalls},
+		{"Jobs", testJobs},
 		{"NextRun", testNextRun},
 		{"UnfinishedSessions", testUnfinishedSessions},
 		{"SessionAllowlist", testSessionAllowlist},
@@ -141,19 +147,26 @@ func appendMsg(t *testing.T, s store.Store, m store.Message) {
 	}
 }
 
+// newRun is a run to enqueue into the session of that id (agent "main",
+// no owner), with no input.
+func newRun(sessionID string, r store.Run) store.NewRun {
+	r.SessionID = sessionID
+	return store.NewRun{Session: store.Session{ID: sessionID, Agent: "main"}, Run: r}
+}
+
 // enqueue enqueues a run and fails t on error.
 func enqueue(t *testing.T, s store.Store, sessionID, id string) store.Run {
 	t.Helper()
-	r, err := s.EnqueueRun(t.Context(), store.Run{ID: id, SessionID: sessionID, State: []byte(`{"step":"begin"}`), CreatedAt: at(1)})
+	r, _, err := s.EnqueueRun(t.Context(), newRun(sessionID, store.Run{ID: id, State: []byte(`{"step":"begin"}`), CreatedAt: at(1)}))
 	must(t, "EnqueueRun "+id, err)
 	return r
 }
 
-// setStatus updates a run's status, keeping its state.
+// setStatus commits a run's status, keeping its state.
 func setStatus(t *testing.T, s store.Store, r store.Run, st store.RunStatus) store.Run {
 	t.Helper()
 	r.Status = st
-	must(t, fmt.Sprintf("UpdateRun %s to %s", r.ID, st), s.UpdateRun(t.Context(), r))
+	must(t, fmt.Sprintf("CommitRun %s to %s", r.ID, st), s.CommitRun(t.Context(), store.Commit{Run: r}))
 	return r
 }
 
@@ -677,10 +690,13 @@ func testEnqueueRunSeq(t *testing.T, s store.Store) {
 		{"a", "a1", 1}, {"b", "b1", 1}, {"a", "a2", 2}, {"a", "a3", 3}, {"b", "b2", 2},
 	}
 	for i, o := range order {
-		in := store.Run{ID: o.id, SessionID: o.session, Status: store.RunRunning, Seq: 42,
+		in := store.Run{ID: o.id, Status: store.RunRunning, Seq: 42,
 			State: []byte(fmt.Sprintf(`{"n":%d}`, i)), CreatedAt: at(i)}
-		got, err := s.EnqueueRun(ctx, in)
+		got, created, err := s.EnqueueRun(ctx, newRun(o.session, in))
 		must(t, "EnqueueRun "+o.id, err)
+		if created {
+			t.Errorf("EnqueueRun %s into an existing session: created = true", o.id)
+		}
 		want := store.Run{ID: o.id, SessionID: o.session, Seq: o.seq, Status: store.RunQueued,
 			State: in.State, CreatedAt: at(i)}
 		diff(t, "EnqueueRun "+o.id, want, got, ignoreUpdated)
@@ -699,16 +715,27 @@ func testEnqueueRunDuplicate(t *testing.T, s store.Store) {
 	newSession(t, s, "b")
 	first := enqueue(t, s, "a", "r1")
 
-	dup := store.Run{ID: "r1", SessionID: "a", State: []byte(`{"other":true}`), CreatedAt: at(50)}
-	got, err := s.EnqueueRun(ctx, dup)
+	dup := newRun("a", store.Run{ID: "r1", State: []byte(`{"other":true}`), CreatedAt: at(50)})
+	dup.Input = []chat.Message{{Role: chat.User, Content: "again"}}
+	got, _, err := s.EnqueueRun(ctx, dup)
 	wantErr(t, "EnqueueRun duplicate", err, store.ErrExists)
 	diff(t, "EnqueueRun duplicate returns the existing run", first, got)
 
-	// The id is taken in every session.
-	dup.SessionID = "b"
-	got, err = s.EnqueueRun(ctx, dup)
-	wantErr(t, "EnqueueRun duplicate in another session", err, store.ErrExists)
-	diff(t, "EnqueueRun duplicate in another session", first, got)
+	// The id is taken in every session, also in one that does not exist:
+	// that session is not created.
+	for _, other := range []string{"b", "c"} {
+		dup := newRun(other, store.Run{ID: "r1", State: []byte(`{"other":true}`), CreatedAt: at(50)})
+		got, _, err = s.EnqueueRun(ctx, dup)
+		wantErr(t, "EnqueueRun duplicate in session "+other, err, store.ErrExists)
+		diff(t, "EnqueueRun duplicate in session "+other, first, got)
+	}
+	_, err = s.GetSession(ctx, "c")
+	wantErr(t, "GetSession of a session only a refused duplicate named", err, store.ErrNotFound)
+	msgs, err := s.Messages(ctx, "a")
+	must(t, "Messages a", err)
+	if len(msgs) != 0 {
+		t.Errorf("a refused duplicate wrote its input: %v", msgs)
+	}
 
 	// A refused duplicate takes no seq and queues nothing.
 	second := enqueue(t, s, "a", "r2")
@@ -733,7 +760,7 @@ func testEnqueueRunConcurrent(t *testing.T, s store.Store) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := range perWorker {
-				r, err := s.EnqueueRun(ctx, store.Run{ID: fmt.Sprintf("run-%02d-%d", w, i), SessionID: "lane", CreatedAt: at(w)})
+				r, _, err := s.EnqueueRun(ctx, newRun("lane", store.Run{ID: fmt.Sprintf("run-%02d-%d", w, i), CreatedAt: at(w)}))
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)
@@ -776,7 +803,124 @@ func testGetRunNotFound(t *testing.T, s store.Store) {
 	wantErr(t, "GetRun unknown", err, store.ErrNotFound)
 }
 
-func testUpdateRun(t *testing.T, s store.Store) {
+func testEnqueueRunWritesInput(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	sess := store.Session{ID: "new", Agent: "main", Owner: "key:k1", CreatedAt: at(0), UpdatedAt: at(0)}
+	input := []chat.Message{{Role: chat.System, Content: "be brief"}, {Role: chat.User, Content: "hi"}}
+	r1, created, err := s.EnqueueRun(ctx, store.NewRun{Session: sess, Run: store.Run{ID: "r1", CreatedAt: at(1)}, Input: input})
+	must(t, "EnqueueRun into a new session", err)
+	if !created {
+		t.Errorf("EnqueueRun into a new session: created = false")
+	}
+	got, err := s.GetSession(ctx, "new")
+	must(t, "GetSession", err)
+	diff(t, "GetSession created by EnqueueRun", sess, got, cmpopts.IgnoreFields(store.Session{}, "UpdatedAt"))
+
+	r2, created, err := s.EnqueueRun(ctx, store.NewRun{Session: sess, Run: store.Run{ID: "r2", CreatedAt: at(2)},
+		Input: []chat.Message{{Role: chat.User, Content: "more"}}})
+	must(t, "EnqueueRun into the existing session", err)
+	if created {
+		t.Errorf("EnqueueRun into an existing session: created = true")
+	}
+	want := []store.Message{
+		{SessionID: "new", Key: store.InputKey(r1.Seq, 0), RunID: "r1", Message: input[0], CreatedAt: at(1)},
+		{SessionID: "new", Key: store.InputKey(r1.Seq, 1), RunID: "r1", Message: input[1], CreatedAt: at(1)},
+		{SessionID: "new", Key: store.InputKey(r2.Seq, 0), RunID: "r2", Message: chat.Message{Role: chat.User, Content: "more"}, CreatedAt: at(2)},
+	}
+	msgs, err := s.Messages(ctx, "new")
+	must(t, "Messages", err)
+	diff(t, "history after two enqueues", want, msgs)
+	for _, k := range []string{store.InputKey(r1.Seq, 0), store.InputKey(r2.Seq, 0)} {
+		if !strings.HasPrefix(k, store.RunPrefix(r1.Seq)) && !strings.HasPrefix(k, store.RunPrefix(r2.Seq)) {
+			t.Errorf("input key %q does not start with its run's prefix", k)
+		}
+	}
+}
+
+// testEnqueueRunInputVisibleWithRun checks that no reader ever sees a
+// queued run before its input: enqueuers and a driver-like reader race,
+// and every run NextRun returns must have its input in history.
+func testEnqueueRunInputVisibleWithRun(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	const sessions, perSession = 4, 12
+	var wg sync.WaitGroup
+	for i := range sessions {
+		wg.Go(func() {
+			for j := range perSession {
+				n := newRun(fmt.Sprintf("s%d", i), store.Run{ID: fmt.Sprintf("s%d-r%02d", i, j), CreatedAt: at(j)})
+				n.Input = []chat.Message{{Role: chat.User, Content: fmt.Sprintf("message %d", j)}}
+				if _, _, err := s.EnqueueRun(ctx, n); err != nil {
+					t.Errorf("EnqueueRun: %v", err)
+				}
+			}
+		})
+	}
+	// The readers finish each run they see, as a driver would, until every
+	// run of their session is done.
+	for i := range sessions {
+		wg.Go(func() {
+			id := fmt.Sprintf("s%d", i)
+			for done := 0; done < perSession; {
+				if t.Failed() {
+					return
+				}
+				r, err := s.NextRun(ctx, id)
+				if errors.Is(err, store.ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					t.Errorf("NextRun: %v", err)
+					return
+				}
+				if _, err := s.GetMessage(ctx, id, store.InputKey(r.Seq, 0)); err != nil {
+					t.Errorf("run %s (seq %d) is queued but its input is not in history: %v", r.ID, r.Seq, err)
+					return
+				}
+				r.Status = store.RunDone
+				if err := s.CommitRun(ctx, store.Commit{Run: r}); err != nil {
+					t.Errorf("CommitRun: %v", err)
+					return
+				}
+				done++
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func testEnqueueRunOwner(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mine := store.Session{ID: "s", Agent: "main", Owner: "key:a"}
+	first, _, err := s.EnqueueRun(ctx, store.NewRun{Session: mine, Run: store.Run{ID: "r1"}, Input: []chat.Message{{Role: chat.User, Content: "mine"}}})
+	must(t, "EnqueueRun by the owner", err)
+	before, err := s.Messages(ctx, "s")
+	must(t, "Messages", err)
+
+	theirs := mine
+	theirs.Owner = "key:b"
+	for _, sess := range []store.Session{theirs, {ID: "s", Agent: "main"}} {
+		_, _, err = s.EnqueueRun(ctx, store.NewRun{Session: sess, Run: store.Run{ID: "r-" + sess.Owner}, Input: []chat.Message{{Role: chat.User, Content: "intruder"}}})
+		wantErr(t, "EnqueueRun by owner "+sess.Owner, err, store.ErrForbidden)
+		_, err = s.GetRun(ctx, "r-"+sess.Owner)
+		wantErr(t, "GetRun of a refused run", err, store.ErrNotFound)
+	}
+	after, err := s.Messages(ctx, "s")
+	must(t, "Messages after refused enqueues", err)
+	diff(t, "history after refused enqueues", before, after)
+	got, err := s.GetSession(ctx, "s")
+	must(t, "GetSession", err)
+	if got.Owner != "key:a" {
+		t.Errorf("Owner = %q, want key:a", got.Owner)
+	}
+	// The refused enqueues took no seq.
+	second, _, err := s.EnqueueRun(ctx, store.NewRun{Session: mine, Run: store.Run{ID: "r2"}})
+	must(t, "EnqueueRun by the owner again", err)
+	if second.Seq != first.Seq+1 {
+		t.Errorf("seq after refused enqueues = %d, want %d", second.Seq, first.Seq+1)
+	}
+}
+
+func testCommitRun(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	newSession(t, s, "a")
 	r := enqueue(t, s, "a", "r1")
@@ -791,21 +935,19 @@ func testUpdateRun(t *testing.T, s store.Store) {
 	upd.Status = store.RunRunning
 	upd.State = state
 	// Only Status and State are saved.
-	upd.Seq = 99
-	upd.SessionID = "elsewhere"
 	upd.CreatedAt = at(1000)
-	must(t, "UpdateRun", s.UpdateRun(ctx, upd))
+	must(t, "CommitRun", s.CommitRun(ctx, store.Commit{Run: upd}))
 
 	got, err := s.GetRun(ctx, "r1")
 	must(t, "GetRun", err)
 	want := r
 	want.Status = store.RunRunning
 	want.State = state
-	diff(t, "GetRun after UpdateRun", want, got, ignoreUpdated)
+	diff(t, "GetRun after CommitRun", want, got, ignoreUpdated)
 	if !slices.Equal(got.State, state) {
 		t.Errorf("State bytes changed: got %x, want %x", got.State, state)
 	}
-	checkUTC(t, "GetRun after UpdateRun", got.CreatedAt, got.UpdatedAt)
+	checkUTC(t, "GetRun after CommitRun", got.CreatedAt, got.UpdatedAt)
 	if got.UpdatedAt.Before(r.UpdatedAt.Truncate(time.Millisecond)) {
 		t.Errorf("UpdatedAt went back from %v to %v", r.UpdatedAt, got.UpdatedAt)
 	}
@@ -813,19 +955,130 @@ func testUpdateRun(t *testing.T, s store.Store) {
 	done := got
 	done.Status = store.RunDone
 	done.State = []byte(`{"step":"finish"}`)
-	must(t, "UpdateRun done", s.UpdateRun(ctx, done))
+	must(t, "CommitRun done", s.CommitRun(ctx, store.Commit{Run: done}))
 	got, err = s.GetRun(ctx, "r1")
 	must(t, "GetRun done", err)
 	diff(t, "GetRun after done", done, got, ignoreUpdated)
+	// Committing a finished run again (a retried step) changes nothing.
+	must(t, "CommitRun done again", s.CommitRun(ctx, store.Commit{Run: done}))
 
 	untouched, err := s.GetRun(ctx, "r2")
 	must(t, "GetRun r2", err)
 	diff(t, "GetRun of the other run", other, untouched)
 
-	missing := store.Run{ID: "nope", SessionID: "a", Status: store.RunRunning}
-	wantErr(t, "UpdateRun unknown", s.UpdateRun(ctx, missing), store.ErrNotFound)
+	missing := store.Run{ID: "nope", SessionID: "a", Seq: 9, Status: store.RunRunning}
+	err = s.CommitRun(ctx, store.Commit{Run: missing, Messages: []store.Message{
+		{SessionID: "a", Key: "z", RunID: "nope", Message: chat.Message{Role: chat.Assistant, Content: "ghost"}}}})
+	wantErr(t, "CommitRun unknown", err, store.ErrNotFound)
 	_, err = s.GetRun(ctx, "nope")
-	wantErr(t, "GetRun after UpdateRun unknown", err, store.ErrNotFound)
+	wantErr(t, "GetRun after CommitRun unknown", err, store.ErrNotFound)
+	_, err = s.GetMessage(ctx, "a", "z")
+	wantErr(t, "GetMessage written by a refused commit", err, store.ErrNotFound)
+}
+
+func testCommitRunMessages(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "a")
+	r := enqueue(t, s, "a", "r1")
+	first := store.Message{SessionID: "a", Key: "k1", RunID: "r1", Message: chat.Message{Role: chat.Assistant, Content: "first"}, CreatedAt: at(3)}
+	appendMsg(t, s, first)
+	r.Status = store.RunRunning
+	r.State = []byte(`{"step":"act"}`)
+	second := store.Message{SessionID: "a", Key: "k2", RunID: "r1", Message: chat.Message{Role: chat.Assistant, Content: "second",
+		ToolCalls: []chat.ToolCall{{ID: "c1", Name: "t", Arguments: `{"x":"[REDACTED]"}`}}}, CreatedAt: at(4)}
+	again := first
+	again.Content = "retried"
+	must(t, "CommitRun", s.CommitRun(ctx, store.Commit{Run: r, Messages: []store.Message{again, second}}))
+	msgs, err := s.Messages(ctx, "a")
+	must(t, "Messages", err)
+	var got []store.Message
+	for _, m := range msgs {
+		if !strings.HasPrefix(m.Key, store.RunPrefix(r.Seq)) {
+			got = append(got, m)
+		}
+	}
+	diff(t, "history after a commit with a key that exists", []store.Message{first, second}, got)
+	run, err := s.GetRun(ctx, "r1")
+	must(t, "GetRun", err)
+	if string(run.State) != `{"step":"act"}` || run.Status != store.RunRunning {
+		t.Errorf("run after commit = %s %s, want running {\"step\":\"act\"}", run.Status, run.State)
+	}
+}
+
+func testCommitRunCalls(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "a")
+	r := enqueue(t, s, "a", "r1")
+	other := enqueue(t, s, "a", "r2")
+	calls, err := s.PendingCalls(ctx, "r1")
+	must(t, "PendingCalls of a new run", err)
+	diff(t, "PendingCalls of a new run", []chat.ToolCall(nil), calls)
+	_, err = s.PendingCalls(ctx, "nope")
+	wantErr(t, "PendingCalls of an unknown run", err, store.ErrNotFound)
+
+	raw := []chat.ToolCall{
+		{ID: "c1", Name: "write_file", Arguments: `{"path":"a.env","content":"OPENAI_API_KEY=sk-proj-0123456789abcdefABCDEF0123"}`},
+		{ID: "c2", Name: "read_file", Arguments: `{"path":"b"}`},
+	}
+	r.Status = store.RunRunning
+	must(t, "CommitRun with calls", s.CommitRun(ctx, store.Commit{Run: r, Calls: raw}))
+	calls, err = s.PendingCalls(ctx, "r1")
+	must(t, "PendingCalls", err)
+	diff(t, "PendingCalls", raw, calls)
+	otherCalls, err := s.PendingCalls(ctx, other.ID)
+	must(t, "PendingCalls of the other run", err)
+	diff(t, "PendingCalls of the other run", []chat.ToolCall(nil), otherCalls)
+
+	// A commit without calls keeps them; ClearCalls drops them.
+	must(t, "CommitRun keeping calls", s.CommitRun(ctx, store.Commit{Run: r}))
+	calls, err = s.PendingCalls(ctx, "r1")
+	must(t, "PendingCalls after a commit without calls", err)
+	diff(t, "PendingCalls after a commit without calls", raw, calls)
+	replaced := raw[1:]
+	must(t, "CommitRun replacing calls", s.CommitRun(ctx, store.Commit{Run: r, Calls: replaced}))
+	calls, err = s.PendingCalls(ctx, "r1")
+	must(t, "PendingCalls after replacing", err)
+	diff(t, "PendingCalls after replacing", replaced, calls)
+	must(t, "CommitRun clearing calls", s.CommitRun(ctx, store.Commit{Run: r, ClearCalls: true}))
+	calls, err = s.PendingCalls(ctx, "r1")
+	must(t, "PendingCalls after clearing", err)
+	diff(t, "PendingCalls after clearing", []chat.ToolCall(nil), calls)
+}
+
+func testJobs(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "a")
+	r := enqueue(t, s, "a", "r1")
+	got, err := s.Jobs(ctx, "record", 10)
+	must(t, "Jobs of an empty queue", err)
+	diff(t, "Jobs of an empty queue", []store.Job(nil), got)
+
+	jobs := []store.Job{
+		{Kind: "record", ID: "j2", Payload: []byte(`{"n":2}`), CreatedAt: at(2)},
+		{Kind: "record", ID: "j1", Payload: []byte(`{"n":1}`), CreatedAt: at(1)},
+		{Kind: "record", ID: "j3", Payload: []byte{0, 1, 2, 255}, CreatedAt: at(3)},
+		{Kind: "other", ID: "j1", Payload: []byte(`x`), CreatedAt: at(0)},
+	}
+	r.Status = store.RunDone
+	must(t, "CommitRun with jobs", s.CommitRun(ctx, store.Commit{Run: r, Jobs: jobs}))
+	got, err = s.Jobs(ctx, "record", 10)
+	must(t, "Jobs", err)
+	diff(t, "Jobs oldest first", []store.Job{jobs[1], jobs[0], jobs[2]}, got)
+	got, err = s.Jobs(ctx, "record", 2)
+	must(t, "Jobs limited", err)
+	diff(t, "Jobs limited", []store.Job{jobs[1], jobs[0]}, got)
+
+	// Queuing a job again replaces it.
+	replaced := store.Job{Kind: "record", ID: "j1", Payload: []byte(`{"n":"one"}`), CreatedAt: at(4)}
+	must(t, "CommitRun replacing a job", s.CommitRun(ctx, store.Commit{Run: r, Jobs: []store.Job{replaced}}))
+	must(t, "DeleteJob", s.DeleteJob(ctx, "record", "j2"))
+	must(t, "DeleteJob missing", s.DeleteJob(ctx, "record", "j9"))
+	got, err = s.Jobs(ctx, "record", 10)
+	must(t, "Jobs after replace and delete", err)
+	diff(t, "Jobs after replace and delete", []store.Job{jobs[2], replaced}, got)
+	got, err = s.Jobs(ctx, "other", 10)
+	must(t, "Jobs of another kind", err)
+	diff(t, "Jobs of another kind", []store.Job{jobs[3]}, got)
 }
 
 func testNextRun(t *testing.T, s store.Store) {
