@@ -30,6 +30,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/llm"
 )
 
 // Frame types.
@@ -171,15 +172,24 @@ func EventFrame(ev agent.Event) (any, bool) {
 	case ev.Approval != nil:
 		return Approval{Type: TypeApproval, RunID: ev.RunID, ApprovalID: ev.Approval.ID, Tools: ev.Approval.Tools, Prompt: ev.Approval.Prompt}, true
 	case ev.Result != nil && ev.Result.ErrorCode != "":
-		msg := ev.Result.Error
-		if ev.Result.ErrorCode == agent.CodeUpstream {
-			msg = "the model provider failed: " + msg
-		}
-		return NewError("", ev.RunID, ev.Result.ErrorCode, msg), true
+		return NewError("", ev.RunID, ev.Result.ErrorCode, FailureMessage(ev.Result)), true
 	case ev.Result != nil:
 		return Final{Type: TypeFinal, RunID: ev.RunID, Text: ev.Result.Content, Usage: UsageOf(ev.Result.Usage)}, true
 	case ev.Delta != "":
 		return Delta{Type: TypeDelta, RunID: ev.RunID, Text: ev.Delta}, true
 	}
 	return nil, false
+}
+
+// FailureMessage is what a client is told about a failed run. It never
+// repeats the run's error text for an upstream or internal failure: that
+// text may quote a provider's URL or answer and belongs in the log.
+func FailureMessage(res *agent.Result) string {
+	switch res.ErrorCode {
+	case agent.CodeNoProvider:
+		return llm.ErrNoProvider.Error()
+	case agent.CodeUpstream:
+		return "the model provider failed; try again later"
+	}
+	return "the run failed because of an internal error"
 }
