@@ -100,17 +100,25 @@ func TestHealthWireFormat(t *testing.T) {
 	}
 }
 
+// TestModels also checks that responses keep the gateway's request id
+// through API Gateway's streaming format.
 func TestModels(t *testing.T) {
 	_, h := setup(t)
 	resp, body := invoke(t, h, sample(t, "models.json"))
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"id":"default"`) {
 		t.Errorf("GET /v1/models = %d %s", resp.StatusCode, body)
 	}
+	first := resp.Headers[gateway.RequestIDHeader]
 	ev := sample(t, "models.json")
 	ev.Headers["Authorization"] = "Bearer lc_wrong"
 	ev.MultiValueHeaders["Authorization"] = []string{"Bearer lc_wrong"}
-	if resp, body := invoke(t, h, ev); resp.StatusCode != http.StatusUnauthorized {
+	resp, body = invoke(t, h, ev)
+	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("with a wrong key: %d %s", resp.StatusCode, body)
+	}
+	second := resp.Headers[gateway.RequestIDHeader]
+	if !strings.HasPrefix(first, "req_") || !strings.HasPrefix(second, "req_") || first == second {
+		t.Errorf("request ids %q and %q: want two different generated ids", first, second)
 	}
 }
 

@@ -114,6 +114,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	gw, err := gateway.New(gateway.Config{
 		Runner: driver, Events: hub, Keys: db, Runs: db, Limiter: ratelimit.New(time.Minute),
 		Agents: agents.Names, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
+		MaxConcurrentPerKey: cfg.Server.MaxConcurrentPerKey, MaxWebSocketsPerKey: cfg.Server.MaxWebSocketsPerKey,
 		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
 	})
 	if err != nil {
@@ -127,7 +128,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if tg != nil && cfg.Telegram.Mode == "webhook" {
 		handler = withTelegram(gw, tg)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := newServer(handler, cfg.Server)
 	if len(cfg.Providers) == 0 {
 		log.Warn("no LLM provider configured: chat requests will fail until you set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server) or add providers to the config file")
 	}
@@ -153,6 +154,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Warn("shutdown", "error", err)
 	}
 	return nil
+}
+
+// newServer returns the HTTP server, bounded against slow clients.
+// ReadTimeout covers a request's headers and body only: net/http clears the
+// read deadline once the body has been read and when a connection is
+// hijacked, so it cuts neither a streamed (SSE) answer nor a WebSocket.
+// There is no WriteTimeout, which would cut both.
+func newServer(h http.Handler, c config.Server) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: time.Duration(c.ReadHeaderTimeout),
+		ReadTimeout:       time.Duration(c.ReadTimeout),
+		IdleTimeout:       time.Duration(c.IdleTimeout),
+	}
 }
 
 // firstKey creates and prints an API key when none exists yet, so that a

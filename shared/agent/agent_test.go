@@ -73,20 +73,25 @@ func fail(err error) func(llm.Request) (llm.Response, error) {
 	return func(llm.Request) (llm.Response, error) { return llm.Response{}, err }
 }
 
-// echoTool returns its "text" argument and counts its calls.
+// echoTool returns its "text" argument, counts its calls and keeps the
+// arguments and environment it got.
 type echoTool struct {
 	policy tool.Policy
 	mu     sync.Mutex
 	n      int
+	args   []string
+	envs   []tool.Env
 }
 
 func (e *echoTool) Definition() chat.ToolDef {
 	return chat.ToolDef{Name: "echo", Description: "echo text", Parameters: json.RawMessage(`{"type":"object"}`)}
 }
 func (e *echoTool) Policy() tool.Policy { return e.policy }
-func (e *echoTool) Call(_ context.Context, _ tool.Env, args json.RawMessage) (string, error) {
+func (e *echoTool) Call(_ context.Context, env tool.Env, args json.RawMessage) (string, error) {
 	e.mu.Lock()
 	e.n++
+	e.args = append(e.args, string(args))
+	e.envs = append(e.envs, env)
 	e.mu.Unlock()
 	var a struct{ Text string }
 	if err := json.Unmarshal(args, &a); err != nil {

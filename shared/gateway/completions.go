@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -54,6 +55,10 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", fmt.Sprintf("request body is larger than %d bytes", g.cfg.MaxBodyBytes))
+			return
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			writeError(w, http.StatusRequestTimeout, "invalid_request_error", "request_timeout", "the request body did not arrive in time")
 			return
 		}
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_body", "could not read the request body")
@@ -124,7 +129,7 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusForbidden, "permission_error", "permission_denied", err.Error())
 			return
 		}
-		g.cfg.Log.Error("deliver message", "error", err)
+		g.log(r).Error("deliver message", "error", err)
 		writeError(w, http.StatusInternalServerError, "server_error", "internal_error", "could not start the run")
 		return
 	}
@@ -148,7 +153,8 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 			// The run is parked; the session's next message answers.
 			content = ev.Approval.Prompt
 		case ev.Result != nil && ev.Result.ErrorCode != "":
-			writeRunError(w, ev.Result)
+			status, msg := g.runFailure(r, ev.RunID, ev.Result)
+			writeError(w, status, "server_error", ev.Result.ErrorCode, msg)
 			return
 		case ev.Result != nil:
 			content, u, finish = ev.Result.Content, ev.Result.Usage, cmp.Or(ev.Result.FinishReason, finish)
@@ -164,15 +170,20 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func writeRunError(w http.ResponseWriter, res *agent.Result) {
+// runFailure logs that a run failed, joining the request id to the run's
+// (the loop logged the cause under the run id), and returns what the
+// client is told: a status and the run's error, which the loop writes for
+// users and which never quotes a provider or the server's internals.
+func (g *Gateway) runFailure(r *http.Request, runID string, res *agent.Result) (int, string) {
+	g.log(r).Error("run failed", "run_id", runID, "code", res.ErrorCode)
+	status := http.StatusInternalServerError
 	switch res.ErrorCode {
 	case agent.CodeNoProvider:
-		writeError(w, http.StatusServiceUnavailable, "server_error", res.ErrorCode, res.Error)
+		status = http.StatusServiceUnavailable
 	case agent.CodeUpstream:
-		writeError(w, http.StatusBadGateway, "server_error", res.ErrorCode, "the model provider failed: "+res.Error)
-	default:
-		writeError(w, http.StatusInternalServerError, "server_error", res.ErrorCode, res.Error)
+		status = http.StatusBadGateway
 	}
+	return status, res.Error
 }
 
 // convertMessages validates the request's messages and maps them to the

@@ -257,23 +257,26 @@ func TestCompletionClientGone(t *testing.T) {
 	}
 }
 
+// TestRunErrors checks each failure's status and message: the run's error,
+// which the loop writes for users, and for server errors the request id.
 func TestRunErrors(t *testing.T) {
 	tests := []struct {
 		name     string
 		startErr error
 		result   *agent.Result
 		want     apiErr
+		msg      string // how the message starts
 	}{
-		{"no provider", nil, &agent.Result{Error: "no LLM provider is configured", ErrorCode: agent.CodeNoProvider},
-			apiErr{http.StatusServiceUnavailable, "server_error", "provider_not_configured"}},
-		{"upstream", nil, &agent.Result{Error: "429 from upstream", ErrorCode: agent.CodeUpstream},
-			apiErr{http.StatusBadGateway, "server_error", "upstream_error"}},
-		{"internal", nil, &agent.Result{Error: "boom", ErrorCode: agent.CodeInternal},
-			apiErr{http.StatusInternalServerError, "server_error", "internal_error"}},
+		{"no provider", nil, &agent.Result{Error: "no LLM provider is configured: set OPENAI_API_KEY", ErrorCode: agent.CodeNoProvider},
+			apiErr{http.StatusServiceUnavailable, "server_error", "provider_not_configured"}, "no LLM provider is configured"},
+		{"upstream", nil, &agent.Result{Error: "the model provider failed to answer (run r1)", ErrorCode: agent.CodeUpstream},
+			apiErr{http.StatusBadGateway, "server_error", "upstream_error"}, "the model provider failed"},
+		{"internal", nil, &agent.Result{Error: "an internal error stopped this reply (run r1)", ErrorCode: agent.CodeInternal},
+			apiErr{http.StatusInternalServerError, "server_error", "internal_error"}, "an internal error stopped this reply"},
 		{"unknown agent at start", fmt.Errorf("%w %q", agent.ErrUnknownAgent, "default"), nil,
-			apiErr{http.StatusNotFound, "invalid_request_error", "model_not_found"}},
+			apiErr{http.StatusNotFound, "invalid_request_error", "model_not_found"}, "unknown agent"},
 		{"start fails", errors.New("store down"), nil,
-			apiErr{http.StatusInternalServerError, "server_error", "internal_error"}},
+			apiErr{http.StatusInternalServerError, "server_error", "internal_error"}, "could not start the run"},
 	}
 	for _, tt := range tests {
 		for _, stream := range []bool{false, true} {
@@ -284,12 +287,17 @@ func TestRunErrors(t *testing.T) {
 					f.runner.events = []agent.Event{{Result: tt.result}}
 				}
 				body := fmt.Sprintf(`{"model":"default","stream":%v,"messages":[{"role":"user","content":"hi"}]}`, stream)
-				got, msg := decodeError(t, f.do("POST", "/v1/chat/completions", f.token, body))
+				w := f.do("POST", "/v1/chat/completions", f.token, body)
+				got, msg := decodeError(t, w)
 				if diff := cmp.Diff(tt.want, got); diff != "" {
 					t.Errorf("response (-want +got):\n%s", diff)
 				}
-				if tt.result != nil && !strings.Contains(msg, tt.result.Error) {
-					t.Errorf("message %q does not include the run's error %q", msg, tt.result.Error)
+				if !strings.HasPrefix(msg, tt.msg) {
+					t.Errorf("message %q, want it to start with %q", msg, tt.msg)
+				}
+				suffix := " (request id " + w.Header().Get(gateway.RequestIDHeader) + ")"
+				if got.Status >= 500 != strings.HasSuffix(msg, suffix) {
+					t.Errorf("message %q: want the suffix %q exactly on server errors", msg, suffix)
 				}
 			})
 		}
@@ -315,7 +323,8 @@ func sseData(t *testing.T, body string) []string {
 
 func TestStream(t *testing.T) {
 	result := &agent.Result{Content: "Hello", Usage: chat.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 6}}
-	// RUNID stands for the run id in the wanted events.
+	// RUNID and REQID stand for the run and request ids in the wanted
+	// events.
 	chunk := func(choice string) string {
 		return `{"id":"chatcmpl-RUNID","object":"chat.completion.chunk","model":"lambdaclaw/default","choices":[` + choice + `]}`
 	}
@@ -351,9 +360,9 @@ func TestStream(t *testing.T) {
 		},
 		{
 			name:   "failure after content",
-			events: []agent.Event{{Delta: "Hel"}, {Result: &agent.Result{Error: "connection reset", ErrorCode: agent.CodeUpstream}}},
+			events: []agent.Event{{Delta: "Hel"}, {Result: &agent.Result{Error: "the model provider failed to answer (run r1)", ErrorCode: agent.CodeUpstream}}},
 			want: []string{role, content("Hel"),
-				`{"error":{"message":"connection reset","type":"server_error","param":null,"code":"upstream_error"}}`, "[DONE]"},
+				`{"error":{"message":"the model provider failed to answer (run r1) (request id REQID)","type":"server_error","param":null,"code":"upstream_error"}}`, "[DONE]"},
 		},
 	}
 	for _, tt := range tests {
@@ -375,7 +384,7 @@ func TestStream(t *testing.T) {
 				t.Fatalf("got %d events, want %d:\n%s", len(got), len(tt.want), w.Body)
 			}
 			for i := range got {
-				want := strings.ReplaceAll(tt.want[i], "RUNID", f.runner.inputs[0].RunID)
+				want := strings.NewReplacer("RUNID", f.runner.inputs[0].RunID, "REQID", w.Header().Get(gateway.RequestIDHeader)).Replace(tt.want[i])
 				if want == "[DONE]" || got[i] == "[DONE]" {
 					if got[i] != want {
 						t.Errorf("event %d = %q, want %q", i, got[i], want)

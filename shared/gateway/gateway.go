@@ -76,7 +76,15 @@ type Config struct {
 	// MaxBodyBytes limits request bodies and WebSocket frames; zero means
 	// 1 MiB.
 	MaxBodyBytes int64
-	Log          *slog.Logger
+	// MaxConcurrentPerKey caps the requests one API key has in flight;
+	// more are answered 429. Zero means no limit.
+	MaxConcurrentPerKey int
+	// MaxWebSocketsPerKey caps the /ws connections one API key holds open;
+	// an upgrade over it is refused with 429. Zero means no limit.
+	MaxWebSocketsPerKey int
+	// Log receives the failures clients are told about only generically,
+	// each with its request id.
+	Log *slog.Logger
 }
 
 // Gateway serves the HTTP API.
@@ -91,6 +99,10 @@ type Gateway struct {
 	wsStop   chan struct{}
 	wsConns  sync.WaitGroup
 	dedup    *dedup
+
+	// What each key holds open, against MaxConcurrentPerKey and
+	// MaxWebSocketsPerKey.
+	requests, websockets *perKey
 }
 
 // New returns the API handler.
@@ -104,20 +116,32 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
-	g := &Gateway{cfg: cfg, mux: http.NewServeMux(), started: time.Now(), wsStop: make(chan struct{}), dedup: newDedup()}
+	g := &Gateway{
+		cfg: cfg, mux: http.NewServeMux(), started: time.Now(), wsStop: make(chan struct{}), dedup: newDedup(),
+		requests: newPerKey(cfg.MaxConcurrentPerKey, "concurrency_limit_exceeded",
+			"this API key already has %d requests in flight, the most allowed; retry when one has finished"),
+		websockets: newPerKey(cfg.MaxWebSocketsPerKey, "websocket_limit_exceeded",
+			"this API key already has %d WebSocket connections open, the most allowed; close one before opening another"),
+	}
 	g.mux.HandleFunc("GET /health", g.health)
-	g.mux.HandleFunc("GET /v1/models", g.authed(g.models))
-	g.mux.HandleFunc("GET /v1/models/{model...}", g.authed(g.oneModel))
-	g.mux.HandleFunc("POST /v1/chat/completions", g.authed(g.completions))
-	g.mux.HandleFunc("GET /ws", g.authed(g.serveWS))
+	g.mux.HandleFunc("GET /v1/models", g.authed(g.requests, g.models))
+	g.mux.HandleFunc("GET /v1/models/{model...}", g.authed(g.requests, g.oneModel))
+	g.mux.HandleFunc("POST /v1/chat/completions", g.authed(g.requests, g.completions))
+	// An upgraded connection counts as a WebSocket, not as a request.
+	g.mux.HandleFunc("GET /ws", g.authed(g.websockets, g.serveWS))
 	g.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("unknown endpoint %s %s", r.Method, r.URL.Path))
 	})
 	return g, nil
 }
 
-// ServeHTTP implements http.Handler.
-func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. Every response carries the request's
+// id in X-Request-Id.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := newRequestID(r.Header.Get(RequestIDHeader))
+	w.Header().Set(RequestIDHeader, id)
+	g.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+}
 
 func (g *Gateway) health(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
@@ -126,8 +150,10 @@ func (g *Gateway) health(w http.ResponseWriter, r *http.Request) {
 
 type ctxKey struct{}
 
-// authed checks the bearer key and its rate limit before h runs.
-func (g *Gateway) authed(h http.HandlerFunc) http.HandlerFunc {
+// authed checks the bearer key, takes one of what the key may hold open
+// (a request or a WebSocket connection) until h returns, and checks the
+// key's rate limit before h runs.
+func (g *Gateway) authed(open *perKey, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || token == "" {
@@ -141,13 +167,19 @@ func (g *Gateway) authed(h http.HandlerFunc) http.HandlerFunc {
 		}
 		if err != nil || k.RevokedAt != nil {
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				g.cfg.Log.Error("key lookup failed", "error", err)
+				g.log(r).Error("key lookup failed", "error", err)
 				writeError(w, http.StatusInternalServerError, "server_error", "internal_error", "could not check the API key")
 				return
 			}
 			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "invalid API key")
 			return
 		}
+		if !open.acquire(k.ID) {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusTooManyRequests, "rate_limit_error", open.code, fmt.Sprintf(open.full, open.max))
+			return
+		}
+		defer open.release(k.ID)
 		if g.cfg.Limiter != nil {
 			if ok, wait := g.cfg.Limiter.Allow(k.ID, k.RatePerMinute); !ok {
 				secs := int((wait + time.Second - 1) / time.Second)
@@ -223,8 +255,12 @@ type apiError struct {
 	Code    string  `json:"code"`
 }
 
-// writeError writes OpenAI's error JSON.
+// writeError writes OpenAI's error JSON. A server error's message ends
+// with the request id, which the log line about the failure carries too.
 func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
+	if status >= http.StatusInternalServerError {
+		msg = withRequestID(msg, w.Header().Get(RequestIDHeader))
+	}
 	writeJSON(w, status, struct {
 		Error apiError `json:"error"`
 	}{apiError{Message: msg, Type: typ, Code: code}})

@@ -1,11 +1,16 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -489,5 +494,269 @@ func TestRetrieveModel(t *testing.T) {
 		if tt.code == http.StatusOK && (m.ID != tt.id || m.Object != "model") {
 			t.Errorf("GET %s = %s", tt.path, w.Body)
 		}
+	}
+}
+
+const hiBody = `{"model":"default","messages":[{"role":"user","content":"hi"}]}`
+
+// holdRuns makes every run whose message is "hold" wait until release is
+// closed; arrived receives one value per held run.
+func holdRuns(f *fixture) (arrived chan struct{}, release chan struct{}) {
+	arrived, release = make(chan struct{}, 16), make(chan struct{})
+	f.runner.script = func(in agent.Input) (agent.RunState, []agent.Event) {
+		if in.Messages[len(in.Messages)-1].Content == "hold" {
+			arrived <- struct{}{}
+			<-release
+		}
+		return agent.RunState{RunID: in.RunID}, []agent.Event{{Result: &agent.Result{Content: "ok"}}}
+	}
+	return arrived, release
+}
+
+func TestConcurrentRequestsPerKey(t *testing.T) {
+	f := newFixture(t, func(c *gateway.Config) { c.MaxConcurrentPerKey = 2 })
+	other := f.addKey(store.APIKey{ID: "k-other", Autonomy: "full", RatePerMinute: 60})
+	arrived, release := holdRuns(f)
+	hold := `{"model":"default","messages":[{"role":"user","content":"hold"}]}`
+
+	var wg sync.WaitGroup
+	held := make([]*httptest.ResponseRecorder, 2)
+	for i := range held {
+		wg.Go(func() { held[i] = f.do("POST", "/v1/chat/completions", f.token, hold) })
+	}
+	for range held {
+		<-arrived
+	}
+
+	// The key's third request is refused, whatever the endpoint.
+	for _, ep := range []struct{ method, path, body string }{
+		{"POST", "/v1/chat/completions", hiBody},
+		{"GET", "/v1/models", ""},
+	} {
+		w := f.do(ep.method, ep.path, f.token, ep.body)
+		got, msg := decodeError(t, w)
+		if diff := cmp.Diff(apiErr{http.StatusTooManyRequests, "rate_limit_error", "concurrency_limit_exceeded"}, got); diff != "" {
+			t.Errorf("%s %s over the limit (-want +got):\n%s", ep.method, ep.path, diff)
+		}
+		if w.Header().Get("Retry-After") != "1" || !strings.Contains(msg, "2 requests in flight") {
+			t.Errorf("Retry-After %q, message %q: want 1 and the limit", w.Header().Get("Retry-After"), msg)
+		}
+	}
+	// Another key is not affected.
+	if w := f.do("POST", "/v1/chat/completions", other, hiBody); w.Code != http.StatusOK {
+		t.Errorf("another key: %d %s", w.Code, w.Body)
+	}
+	// Refused requests were not counted against the rate limit.
+	if n := len(f.limiter.calls); n != 3 {
+		t.Errorf("limiter saw %d requests, want 3 (the admitted ones)", n)
+	}
+
+	close(release)
+	wg.Wait()
+	for i, w := range held {
+		if w.Code != http.StatusOK {
+			t.Errorf("held request %d: %d %s", i, w.Code, w.Body)
+		}
+	}
+	// Finished requests give their slots back.
+	for i := range 3 {
+		if w := f.do("POST", "/v1/chat/completions", f.token, hiBody); w.Code != http.StatusOK {
+			t.Errorf("request %d after the others finished: %d %s", i, w.Code, w.Body)
+		}
+	}
+}
+
+func TestNoConcurrencyLimitByDefault(t *testing.T) {
+	f := newFixture(t)
+	arrived, release := holdRuns(f)
+	hold := `{"model":"default","messages":[{"role":"user","content":"hold"}]}`
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			if w := f.do("POST", "/v1/chat/completions", f.token, hold); w.Code != http.StatusOK {
+				t.Errorf("%d %s", w.Code, w.Body)
+			}
+		})
+	}
+	for range 10 {
+		<-arrived
+	}
+	close(release)
+	wg.Wait()
+}
+
+func TestWebSocketsPerKey(t *testing.T) {
+	f := newFixture(t, func(c *gateway.Config) {
+		c.MaxWebSocketsPerKey = 1
+		c.MaxConcurrentPerKey = 1
+	})
+	f.runner.events = []agent.Event{{Result: &agent.Result{Content: "ok"}}}
+	other := f.addKey(store.APIKey{ID: "k-other", Autonomy: "full", RatePerMinute: 60})
+	url := f.wsServer()
+
+	first := mustDial(t, url, f.token)
+	_, resp, err := dial(t, url, f.token)
+	if err == nil {
+		t.Fatal("a second WebSocket of the same key was accepted")
+	}
+	if resp == nil || resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("second WebSocket: err %v, response %+v; want 429", err, resp)
+	}
+	var body struct {
+		Error struct{ Code, Message string }
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, &body); err != nil || body.Error.Code != "websocket_limit_exceeded" || !strings.Contains(body.Error.Message, "1 WebSocket connections open") {
+		t.Errorf("refusal body %s: want code websocket_limit_exceeded and the limit", b)
+	}
+	// Another key may connect, and an open WebSocket takes no request slot.
+	mustDial(t, url, other)
+	if w := f.do("POST", "/v1/chat/completions", f.token, hiBody); w.Code != http.StatusOK {
+		t.Errorf("a request while the key's WebSocket is open: %d %s", w.Code, w.Body)
+	}
+	first.message("m1", "", "", "hi")
+	if got := first.readN(2); got[1].Type != "final" {
+		t.Errorf("the open WebSocket stopped working: %+v", got)
+	}
+
+	// Closing the connection gives its slot back once the server has
+	// seen the close.
+	first.c.CloseNow()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, resp, err := dial(t, url, f.token)
+		if err == nil {
+			break
+		}
+		if resp == nil || resp.StatusCode != http.StatusTooManyRequests || time.Now().After(deadline) {
+			t.Fatalf("reconnect after close: %v (response %+v)", err, resp)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+var generatedID = regexp.MustCompile(`^req_[a-z2-7]{26}$`)
+
+func TestRequestIDs(t *testing.T) {
+	f := newFixture(t)
+	f.runner.events = []agent.Event{{Result: &agent.Result{Content: "ok"}}}
+	seen := map[string]bool{}
+	for _, tt := range []struct {
+		name, method, path, token, body string
+		status                          int
+	}{
+		{"health", "GET", "/health", "", "", http.StatusOK},
+		{"models", "GET", "/v1/models", f.token, "", http.StatusOK},
+		{"completion", "POST", "/v1/chat/completions", f.token, hiBody, http.StatusOK},
+		{"no key", "GET", "/v1/models", "", "", http.StatusUnauthorized},
+		{"bad request", "POST", "/v1/chat/completions", f.token, "{", http.StatusBadRequest},
+		{"unknown endpoint", "GET", "/v1/nothing", f.token, "", http.StatusNotFound},
+	} {
+		w := f.do(tt.method, tt.path, tt.token, tt.body)
+		id := w.Header().Get(gateway.RequestIDHeader)
+		if w.Code != tt.status || !generatedID.MatchString(id) || seen[id] {
+			t.Errorf("%s: status %d, %s %q; want %d and a new generated id", tt.name, w.Code, gateway.RequestIDHeader, id, tt.status)
+		}
+		seen[id] = true
+	}
+
+	for _, tt := range []struct{ sent, want string }{
+		{"trace-42_a.b", "trace-42_a.b"},
+		{strings.Repeat("a", 64), strings.Repeat("a", 64)},
+		{strings.Repeat("a", 65), ""},
+		{"has space", ""},
+		{"line\nbreak", ""},
+		{"quote\"", ""},
+		{"(request id evil)", ""},
+		{"ümlaut", ""},
+	} {
+		got := f.do("GET", "/health", "", "", gateway.RequestIDHeader, tt.sent).Header().Get(gateway.RequestIDHeader)
+		if tt.want == "" && !generatedID.MatchString(got) || tt.want != "" && got != tt.want {
+			t.Errorf("client sent %q: got id %q, want %q (empty: a generated one)", tt.sent, got, tt.want)
+		}
+	}
+}
+
+// logTo makes the gateway log JSON lines to buf.
+func logTo(buf *bytes.Buffer) func(*gateway.Config) {
+	return func(c *gateway.Config) { c.Log = slog.New(slog.NewJSONHandler(buf, nil)) }
+}
+
+// logLine returns the log line whose msg is msg.
+func logLine(t *testing.T, logs, msg string) map[string]any {
+	t.Helper()
+	for line := range strings.SplitSeq(strings.TrimSpace(logs), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if m["msg"] == msg {
+			return m
+		}
+	}
+	t.Fatalf("no log line %q in:\n%s", msg, logs)
+	return nil
+}
+
+func TestServerErrorsQuoteTheRequestID(t *testing.T) {
+	var logs bytes.Buffer
+	f := newFixture(t, logTo(&logs))
+	f.keys.err = fmt.Errorf("dial tcp 10.0.0.7:5432: connection refused")
+	w := f.do("GET", "/v1/models", f.token, "")
+	_, msg := decodeError(t, w)
+	id := w.Header().Get(gateway.RequestIDHeader)
+	if want := "could not check the API key (request id " + id + ")"; w.Code != http.StatusInternalServerError || msg != want {
+		t.Errorf("= %d %q, want 500 %q", w.Code, msg, want)
+	}
+	if line := logLine(t, logs.String(), "key lookup failed"); line["request_id"] != id {
+		t.Errorf("log line %v does not carry request_id %s", line, id)
+	}
+}
+
+// A failed run's error, which the loop writes for users (agent's
+// TestFailureToldGenerically), reaches the client with the request id,
+// and the log line joins the request id to the run's.
+func TestRunFailureQuotesTheRequestID(t *testing.T) {
+	const told = "the model provider failed to answer; try again in a moment (run r1)"
+	for _, tt := range []struct {
+		name   string
+		events []agent.Event
+		stream bool
+	}{
+		{"json", nil, false},
+		{"stream before content", nil, true},
+		{"stream after content", []agent.Event{{Delta: "Hel"}}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			f := newFixture(t, logTo(&logs))
+			f.runner.events = append(tt.events, agent.Event{Result: &agent.Result{Error: told, ErrorCode: agent.CodeUpstream}})
+			w := f.do("POST", "/v1/chat/completions", f.token, fmt.Sprintf(`{"model":"default","stream":%v,"messages":[{"role":"user","content":"hi"}]}`, tt.stream))
+			id := w.Header().Get(gateway.RequestIDHeader)
+			var msg string
+			if tt.events == nil {
+				var got apiErr
+				got, msg = decodeError(t, w)
+				if diff := cmp.Diff(apiErr{http.StatusBadGateway, "server_error", "upstream_error"}, got); diff != "" {
+					t.Errorf("response (-want +got):\n%s", diff)
+				}
+			} else {
+				data := sseData(t, w.Body.String())
+				var ev struct {
+					Error struct{ Message, Code string }
+				}
+				if len(data) < 2 || json.Unmarshal([]byte(data[len(data)-2]), &ev) != nil || ev.Error.Code != "upstream_error" || data[len(data)-1] != "[DONE]" {
+					t.Fatalf("stream %q: want an upstream_error event, then [DONE]", data)
+				}
+				msg = ev.Error.Message
+			}
+			if want := told + " (request id " + id + ")"; msg != want {
+				t.Errorf("message %q, want %q", msg, want)
+			}
+			line := logLine(t, logs.String(), "run failed")
+			if line["request_id"] != id || line["code"] != "upstream_error" {
+				t.Errorf("log line %v: want request_id %s and the code", line, id)
+			}
+		})
 	}
 }

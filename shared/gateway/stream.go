@@ -66,13 +66,14 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, sub *agent.Subs
 		}
 		res := ev.Result
 		if res.ErrorCode != "" {
+			status, msg := g.runFailure(r, ev.RunID, res)
 			if !started {
-				writeRunError(w, res)
+				writeError(w, status, "server_error", res.ErrorCode, msg)
 				return
 			}
 			b, _ := json.Marshal(struct {
 				Error apiError `json:"error"`
-			}{apiError{Message: res.Error, Type: "server_error", Code: res.ErrorCode}})
+			}{apiError{Message: withRequestID(msg, requestID(r.Context())), Type: "server_error", Code: res.ErrorCode}})
 			w.Write([]byte("data: "))
 			w.Write(b)
 			w.Write([]byte("\n\n"))

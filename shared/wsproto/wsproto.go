@@ -171,11 +171,7 @@ func EventFrame(ev agent.Event) (any, bool) {
 	case ev.Approval != nil:
 		return Approval{Type: TypeApproval, RunID: ev.RunID, ApprovalID: ev.Approval.ID, Tools: ev.Approval.Tools, Prompt: ev.Approval.Prompt}, true
 	case ev.Result != nil && ev.Result.ErrorCode != "":
-		msg := ev.Result.Error
-		if ev.Result.ErrorCode == agent.CodeUpstream {
-			msg = "the model provider failed: " + msg
-		}
-		return NewError("", ev.RunID, ev.Result.ErrorCode, msg), true
+		return NewError("", ev.RunID, ev.Result.ErrorCode, ev.Result.Error), true
 	case ev.Result != nil:
 		return Final{Type: TypeFinal, RunID: ev.RunID, Text: ev.Result.Content, Usage: UsageOf(ev.Result.Usage)}, true
 	case ev.Delta != "":
@@ -183,3 +179,4 @@ func EventFrame(ev agent.Event) (any, bool) {
 	}
 	return nil, false
 }
+

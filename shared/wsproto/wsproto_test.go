@@ -49,14 +49,14 @@ func TestEventFrame(t *testing.T) {
 		encode(agent.Event{RunID: "r", Delta: "He"}),
 		encode(agent.Event{RunID: "r", Approval: &store.Approval{ID: "a", Tools: []string{"t"}, Prompt: "ok?"}}),
 		encode(agent.Event{RunID: "r", Result: &agent.Result{Content: "Hello", Usage: chat.Usage{PromptTokens: 2, CompletionTokens: 3}}}),
-		encode(agent.Event{RunID: "r", Result: &agent.Result{Error: "503", ErrorCode: agent.CodeUpstream}}),
+		encode(agent.Event{RunID: "r", Result: &agent.Result{Error: "the model provider failed to answer; try again in a moment (run r)", ErrorCode: agent.CodeUpstream}}),
 		encode(agent.Event{RunID: "r"}),
 	}
 	want := []string{
 		`{"type":"delta","run_id":"r","text":"He"}`,
 		`{"type":"approval","run_id":"r","approval_id":"a","tools":["t"],"prompt":"ok?"}`,
 		`{"type":"final","run_id":"r","text":"Hello","usage":{"prompt_tokens":2,"completion_tokens":3,"total_tokens":5}}`,
-		`{"type":"error","run_id":"r","code":"upstream_error","message":"the model provider failed: 503"}`,
+		`{"type":"error","run_id":"r","code":"upstream_error","message":"the model provider failed to answer; try again in a moment (run r)"}`,
 		``,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
