@@ -179,4 +179,3 @@ func EventFrame(ev agent.Event) (any, bool) {
 	}
 	return nil, false
 }
-
