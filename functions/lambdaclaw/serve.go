@@ -87,7 +87,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if tg != nil {
 		replier = repliers{hub, tg}
 	}
-	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompt.New(skills, skill.Env{}), Replier: replier, Events: events, Log: log}
+	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompt.New(skills, skill.Env{}), Replier: replier, Events: events, Log: log,
+		Limits: agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes, MaxToolArgsBytes: cfg.Limits.MaxToolArgsBytes, MaxToolResultBytes: cfg.Limits.MaxToolResultBytes}}
 	loop.Recorder = mem.Recorder()
 	defer mem.IndexWorkspaces(agents)()
 	runCtx, cancelRuns := context.WithCancel(context.Background())
