@@ -138,6 +138,20 @@ type Prompter interface {
 	SystemPrompt(ctx context.Context, a *Agent) ([]chat.Message, error)
 }
 
+// stalePrompter is a Prompter that reuses what it built: the loop tells it
+// when an agent's tools ran, as they may have changed the files the
+// prompt is built from.
+type stalePrompter interface {
+	Stale(a *Agent)
+}
+
+// promptStale tells the Prompter that a's tools ran.
+func (l *Loop) promptStale(a *Agent) {
+	if p, ok := l.Prompter.(stalePrompter); ok {
+		p.Stale(a)
+	}
+}
+
 // Result is the outcome of a run, as told to the replier.
 type Result struct {
 	Content string

@@ -154,6 +154,7 @@ func (l *Loop) flush(ctx context.Context, a *Agent, st RunState, hist []store.Me
 				continue
 			}
 			l.callTool(ctx, a, st, c, scrub.Scrub(c.Arguments), decide(a, st, sess, store.Approval{}, c))
+			l.promptStale(a)
 			saved++
 		}
 	}

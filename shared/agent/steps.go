@@ -184,7 +184,9 @@ func (l *Loop) act(ctx context.Context, st RunState, c *store.Commit) (RunState,
 	if !ok {
 		return l.fail(st, CodeInternal, unknownAgent(st.Agent)), nil
 	}
-	if err := l.runCalls(ctx, a, st, ""); err != nil {
+	err := l.runCalls(ctx, a, st, "")
+	l.promptStale(a)
+	if err != nil {
 		return st, fmt.Errorf("act: %w", err)
 	}
 	c.ClearCalls = true
@@ -212,6 +214,7 @@ func (l *Loop) ActCall(ctx context.Context, st RunState, callID string) error {
 	if callID == "" {
 		return errors.New("act call: no call id")
 	}
+	defer l.promptStale(a)
 	return l.runCalls(ctx, a, st, callID)
 }
 

@@ -7,6 +7,8 @@ package prompt
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
@@ -28,15 +30,42 @@ type Builder struct {
 	Env skill.Env
 	// Now returns the time that picks the daily logs; nil means time.Now.
 	Now func() time.Time
+	// Refresh is how long an assembled prompt is reused before its files
+	// are looked at again; zero looks at them on every call. Changes made
+	// by an agent's own tools are seen at once (see Stale).
+	Refresh time.Duration
 
 	cache workspace.PromptCache
+
+	mu        sync.Mutex
+	assembled map[string]assembled
 }
+
+// assembled is a whole system prompt, as built at a time for a day.
+type assembled struct {
+	msgs []chat.Message
+	day  string
+	at   time.Time
+}
+
+// DefaultRefresh is the Refresh of New: edits to workspace files and
+// skills made outside the agent's tools show within a second, and a busy
+// agent does not look at its files on every turn.
+const DefaultRefresh = time.Second
 
 var _ agent.Prompter = (*Builder)(nil)
 
 // New returns a Builder listing the skills of c that are eligible in env.
 func New(c *skill.Catalog, env skill.Env) *Builder {
-	return &Builder{Skills: c, Env: env}
+	return &Builder{Skills: c, Env: env, Refresh: DefaultRefresh}
+}
+
+// Stale drops the assembled prompt of agent a, whose tools may just have
+// changed its files: the next SystemPrompt looks at them again.
+func (b *Builder) Stale(a *agent.Agent) {
+	b.mu.Lock()
+	delete(b.assembled, a.Workspace)
+	b.mu.Unlock()
 }
 
 // SystemPrompt returns the system messages for agent a, whose workspace is
@@ -50,17 +79,35 @@ func (b *Builder) SystemPrompt(ctx context.Context, a *agent.Agent) ([]chat.Mess
 	if b.Now != nil {
 		now = b.Now
 	}
-	msgs, err := b.cache.SystemPrompt(a.Workspace, now())
+	t := now()
+	day := t.Format(time.DateOnly)
+	checked := time.Now()
+	if b.Refresh > 0 {
+		b.mu.Lock()
+		p, ok := b.assembled[a.Workspace]
+		b.mu.Unlock()
+		if ok && p.day == day && checked.Sub(p.at) < b.Refresh {
+			return slices.Clone(p.msgs), nil
+		}
+	}
+	msgs, err := b.cache.SystemPrompt(a.Workspace, t)
 	if err != nil {
 		return nil, fmt.Errorf("prompt: agent %s: %w", a.Name, err)
 	}
-	if b.Skills == nil {
-		return msgs, nil
+	if b.Skills != nil {
+		all, _ := b.Skills.For(a.Workspace)
+		eligible, _ := skill.Filter(all, b.Env)
+		if m, ok := skill.Section(eligible); ok {
+			msgs = append(msgs, m)
+		}
 	}
-	all, _ := b.Skills.For(a.Workspace)
-	eligible, _ := skill.Filter(all, b.Env)
-	if m, ok := skill.Section(eligible); ok {
-		msgs = append(msgs, m)
+	if b.Refresh > 0 {
+		b.mu.Lock()
+		if b.assembled == nil {
+			b.assembled = map[string]assembled{}
+		}
+		b.assembled[a.Workspace] = assembled{msgs: slices.Clone(msgs), day: day, at: checked}
+		b.mu.Unlock()
 	}
 	return msgs, nil
 }

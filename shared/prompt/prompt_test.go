@@ -166,6 +166,31 @@ func TestSystemPromptChanges(t *testing.T) {
 	}
 }
 
+// With Refresh, the assembled prompt is reused without looking at the
+// files until the interval ends or the agent's tools ran (Stale).
+func TestSystemPromptRefresh(t *testing.T) {
+	home, dir := fullWorkspace(t)
+	b := &Builder{Skills: skill.NewCatalog(home), Env: env, Now: clock, Refresh: time.Hour}
+	ada := &agent.Agent{Name: "ada", Workspace: dir}
+	last := func() string {
+		t.Helper()
+		msgs, err := b.SystemPrompt(context.Background(), ada)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msgs[len(msgs)-1].Content
+	}
+	before := last()
+	write(t, filepath.Join(dir, "skills", "deploy", "SKILL.md"), "---\nname: deploy\ndescription: Deploy the site.\n---\nSteps.\n")
+	if s := last(); s != before {
+		t.Errorf("the prompt changed within the refresh interval:\n%s", s)
+	}
+	b.Stale(ada)
+	if s := last(); !strings.Contains(s, "\n- deploy: Deploy the site.") {
+		t.Errorf("after Stale, a new skill is not listed:\n%s", s)
+	}
+}
+
 func TestSystemPromptWithoutWorkspace(t *testing.T) {
 	home := t.TempDir()
 	tests := []struct {
