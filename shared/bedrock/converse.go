@@ -118,6 +118,16 @@ func NewConverse(ctx context.Context, cfg ConverseConfig) (*Converse, error) {
 // Name returns the configured provider name.
 func (c *Converse) Name() string { return c.name }
 
+// timer is the part of *time.Timer the providers use, so that tests can
+// decide when a timeout fires.
+type timer interface {
+	Reset(d time.Duration) bool
+	Stop() bool
+}
+
+// afterFunc is time.AfterFunc returning a timer.
+func afterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
+
 // errConverseTimedOut is the cause of a call context that the provider's
 // own timeout ended.
 var errConverseTimedOut = errors.New("timed out")

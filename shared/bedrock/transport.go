@@ -3,7 +3,6 @@ package bedrock
 import (
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 )
@@ -27,7 +26,8 @@ func plainRequestBodies(o *bedrockruntime.Options) {
 	}
 }
 
-// plainBodyClient sends requests with plainBodies; see plainRequestBodies.
+// plainBodyClient sends requests whose bodies are a plainBody; see
+// plainRequestBodies.
 type plainBodyClient struct{ next bedrockruntime.HTTPClient }
 
 func (c plainBodyClient) Do(r *http.Request) (*http.Response, error) {
@@ -43,13 +43,3 @@ type plainBody struct{ rc io.ReadCloser }
 
 func (b plainBody) Read(p []byte) (int, error) { return b.rc.Read(p) }
 func (b plainBody) Close() error               { return b.rc.Close() }
-
-// timer is the part of *time.Timer the providers use, so that tests can
-// decide when a timeout fires.
-type timer interface {
-	Reset(d time.Duration) bool
-	Stop() bool
-}
-
-// afterFunc is time.AfterFunc returning a timer.
-func afterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
