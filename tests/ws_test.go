@@ -246,6 +246,12 @@ func TestChatPipe(t *testing.T) {
 	if err != nil {
 		t.Fatalf("lambdaclaw chat: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
+	// The reply to a line is shown before the next line is sent, so no
+	// line finds the conversation busy (/new once did: its run was still
+	// running in the store after its final reply was sent).
+	if stderr != "" {
+		t.Errorf("stderr:\n%s\nwant nothing: every line is answered without error", stderr)
+	}
 	lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
 	if len(lines) < 5 {
 		t.Fatalf("stdout:\n%s\nwant the replies and the approval prompt", stdout)

@@ -216,7 +216,11 @@ func buildAgents(cfg *config.Config, skills *skill.Catalog, extra ...tool.Tool) 
 	if err != nil {
 		return nil, err
 	}
-	builtins := []tool.Tool{files.ReadFile(), files.WriteFile(), files.ListDir(), fetch, workspace.MemoryTool(), skill.LoadTool(skills, skill.Env{})}
+	quota, err := files.NewQuota(files.Limits{MaxFileBytes: cfg.Limits.MaxFileBytes, WorkspaceQuotaBytes: cfg.Limits.WorkspaceQuotaBytes})
+	if err != nil {
+		return nil, fmt.Errorf("config: limits: %w", err)
+	}
+	builtins := []tool.Tool{files.ReadFile(), files.WriteFile(quota), files.ListDir(), fetch, workspace.MemoryTool(quota), skill.LoadTool(skills, skill.Env{})}
 	builtins = append(builtins, extra...)
 
 	reg := agent.Registry{}

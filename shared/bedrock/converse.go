@@ -56,10 +56,13 @@ type Converse struct {
 	model   string
 	timeout time.Duration
 	client  *bedrockruntime.Client
-	// callOpts apply to every call: the endpoint of a given client.
+	// callOpts apply to every call: plainRequestBodies, and the endpoint
+	// of a given client.
 	callOpts []func(*bedrockruntime.Options)
-	// now is the clock used to read Retry-After dates; tests replace it.
-	now func() time.Time
+	// now is the clock used to read Retry-After dates, and afterFunc
+	// starts the timeout's timer; tests replace them.
+	now       func() time.Time
+	afterFunc func(time.Duration, func()) timer
 }
 
 var _ llm.Provider = (*Converse)(nil)
@@ -67,7 +70,7 @@ var _ llm.Provider = (*Converse)(nil)
 // NewConverse returns a Converse provider for cfg. Without a client it
 // loads the AWS configuration; it makes no call.
 func NewConverse(ctx context.Context, cfg ConverseConfig) (*Converse, error) {
-	c := &Converse{name: cfg.Name, model: cfg.Model, timeout: cfg.Timeout, client: cfg.Client, now: time.Now}
+	c := &Converse{name: cfg.Name, model: cfg.Model, timeout: cfg.Timeout, client: cfg.Client, now: time.Now, afterFunc: afterFunc}
 	if c.name == "" {
 		c.name = "bedrock"
 	}
@@ -85,6 +88,7 @@ func NewConverse(ctx context.Context, cfg ConverseConfig) (*Converse, error) {
 			return nil, fmt.Errorf("bedrock provider %s: endpoint %q is not an http(s) URL", c.name, cfg.Endpoint)
 		}
 	}
+	c.callOpts = append(c.callOpts, plainRequestBodies)
 	if c.client != nil {
 		if cfg.Endpoint != "" {
 			c.callOpts = append(c.callOpts, func(o *bedrockruntime.Options) { o.BaseEndpoint = aws.String(cfg.Endpoint) })
@@ -114,6 +118,16 @@ func NewConverse(ctx context.Context, cfg ConverseConfig) (*Converse, error) {
 // Name returns the configured provider name.
 func (c *Converse) Name() string { return c.name }
 
+// timer is the part of *time.Timer the providers use, so that tests can
+// decide when a timeout fires.
+type timer interface {
+	Reset(d time.Duration) bool
+	Stop() bool
+}
+
+// afterFunc is time.AfterFunc returning a timer.
+func afterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
+
 // errConverseTimedOut is the cause of a call context that the provider's
 // own timeout ended.
 var errConverseTimedOut = errors.New("timed out")
@@ -139,8 +153,10 @@ func (c *Converse) Generate(ctx context.Context, req llm.Request, onDelta llm.On
 
 // converse makes a non-streaming call.
 func (c *Converse) converse(ctx context.Context, in *bedrockruntime.ConverseInput) (llm.Response, error) {
-	callCtx, cancel := context.WithTimeoutCause(ctx, c.timeout, errConverseTimedOut)
-	defer cancel()
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timeout := c.afterFunc(c.timeout, func() { cancel(errConverseTimedOut) })
+	defer timeout.Stop()
 	out, err := c.client.Converse(callCtx, in, c.callOpts...)
 	if err != nil {
 		return llm.Response{}, c.classify(ctx, callCtx, err, false)
@@ -159,7 +175,7 @@ func (c *Converse) converse(ctx context.Context, in *bedrockruntime.ConverseInpu
 func (c *Converse) converseStream(ctx context.Context, in *bedrockruntime.ConverseInput, onDelta llm.OnDelta) (llm.Response, error) {
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	idle := time.AfterFunc(c.timeout, func() { cancel(errConverseTimedOut) })
+	idle := c.afterFunc(c.timeout, func() { cancel(errConverseTimedOut) })
 	defer idle.Stop()
 
 	out, err := c.client.ConverseStream(callCtx, &bedrockruntime.ConverseStreamInput{

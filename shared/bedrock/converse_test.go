@@ -19,7 +19,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/llm"
@@ -602,38 +604,200 @@ func TestConverseStreamException(t *testing.T) {
 	}
 }
 
+// manualTimer stands in for the provider's timeout timer: it fires only
+// when the test calls fire, and records every duration it was set to.
+type manualTimer struct {
+	mu      sync.Mutex
+	f       func()
+	set     []time.Duration
+	stopped bool
+}
+
+func (m *manualTimer) afterFunc(d time.Duration, f func()) timer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.f, m.stopped = f, false
+	m.set = append(m.set, d)
+	return m
+}
+
+func (m *manualTimer) Reset(d time.Duration) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stopped = false
+	m.set = append(m.set, d)
+	return true
+}
+
+func (m *manualTimer) Stop() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stopped = true
+	return true
+}
+
+// fire runs the timer's function as if its time had come.
+func (m *manualTimer) fire() {
+	m.mu.Lock()
+	f := m.f
+	if m.stopped {
+		f = nil
+	}
+	m.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+func (m *manualTimer) durations() []time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]time.Duration(nil), m.set...)
+}
+
+// TestConverseTimeout ends calls that wait on a silent server, either by
+// firing the provider's timer (set anew by every event of a stream) or by
+// the caller's cancel. No real time passes: the timer fires when the test
+// knows the call is waiting.
 func TestConverseTimeout(t *testing.T) {
-	t.Run("no response", func(t *testing.T) {
-		f := newFakeBedrock(t, func(w http.ResponseWriter, r *http.Request, op string) { <-r.Context().Done() })
-		c := newTestConverse(t, f.URL, 100*time.Millisecond)
-		start := time.Now()
-		_, err := c.Generate(context.Background(), llm.Request{Messages: helloBedrock}, nil)
-		le := checkLLMError(t, err, llm.Error{Retryable: true}, "no response within 100ms")
-		if !errors.Is(le, context.DeadlineExceeded) {
-			t.Errorf("error %v does not wrap context.DeadlineExceeded", err)
-		}
-		if d := time.Since(start); d > 3*time.Second {
-			t.Errorf("took %s", d)
-		}
-	})
-	t.Run("stream stalls", func(t *testing.T) {
-		f := newFakeBedrock(t, func(w http.ResponseWriter, r *http.Request, op string) {
-			writeEventStream(w, eventFrame("messageStart", `{"role":"assistant"}`),
-				eventFrame("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"Hi"}}`))
-			<-r.Context().Done()
+	const timeout = 100 * time.Millisecond
+	started := [][]byte{
+		eventFrame("messageStart", `{"role":"assistant"}`),
+		eventFrame("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"Hi"}}`),
+	}
+	tests := []struct {
+		name   string
+		stream bool
+		// frames are what the server sends before it falls silent.
+		frames [][]byte
+		// cancel ends the wait by the caller's cancel instead of the timer.
+		cancel  bool
+		want    llm.Error
+		mention string
+		// timer lists what the timer was set to: at the start, then
+		// after each event.
+		timer []time.Duration
+	}{
+		{"no response", false, nil, false, llm.Error{Retryable: true}, "no response within 100ms", []time.Duration{timeout}},
+		{"stream gets no response", true, nil, false, llm.Error{Retryable: true}, "no response within 100ms", []time.Duration{timeout}},
+		{"stream stalls", true, started, false, llm.Error{Status: 200, Retryable: true}, "stalled for 100ms", []time.Duration{timeout, timeout, timeout}},
+		{"caller cancels", false, nil, true, llm.Error{}, "abandoned", []time.Duration{timeout}},
+		{"caller cancels stream", true, started, true, llm.Error{Status: 200}, "abandoned", []time.Duration{timeout, timeout, timeout}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// waiting is signalled once the call waits on the silent
+			// server: by the server when it sends nothing, else by the
+			// client when it has the streamed text.
+			waiting := make(chan struct{}, 1)
+			signal := func() {
+				select {
+				case waiting <- struct{}{}:
+				default:
+				}
+			}
+			f := newFakeBedrock(t, func(w http.ResponseWriter, r *http.Request, op string) {
+				if len(tt.frames) > 0 {
+					writeEventStream(w, tt.frames...)
+				} else {
+					signal()
+				}
+				<-r.Context().Done()
+			})
+			c := newTestConverse(t, f.URL, timeout)
+			var idle manualTimer
+			c.afterFunc = idle.afterFunc
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan struct{})
+			defer close(done)
+			go func() {
+				select {
+				case <-waiting:
+				case <-done:
+					return
+				}
+				if tt.cancel {
+					cancel()
+				} else {
+					idle.fire()
+				}
+			}()
+			var onDelta llm.OnDelta
+			if tt.stream {
+				onDelta = func(string) { signal() }
+			}
+			_, err := c.Generate(ctx, llm.Request{Messages: helloBedrock}, onDelta)
+			le := checkLLMError(t, err, tt.want, tt.mention)
+			if !tt.cancel && !errors.Is(le, context.DeadlineExceeded) {
+				t.Errorf("error %v does not wrap context.DeadlineExceeded", err)
+			}
+			if diff := cmp.Diff(tt.timer, idle.durations()); diff != "" {
+				t.Errorf("timer settings (-want +got):\n%s", diff)
+			}
 		})
-		c := newTestConverse(t, f.URL, 100*time.Millisecond)
-		_, err := c.Generate(context.Background(), llm.Request{Messages: helloBedrock}, func(string) {})
-		checkLLMError(t, err, llm.Error{Status: 200, Retryable: true}, "stalled for 100ms")
-	})
-	t.Run("caller cancels", func(t *testing.T) {
-		f := newFakeBedrock(t, func(w http.ResponseWriter, r *http.Request, op string) { <-r.Context().Done() })
-		c := newTestConverse(t, f.URL, 5*time.Second)
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		defer cancel()
-		_, err := c.Generate(ctx, llm.Request{Messages: helloBedrock}, nil)
-		checkLLMError(t, err, llm.Error{}, "abandoned")
-	})
+	}
+}
+
+// TestConverseRequestBodyOutlivesCall makes the late read of a request
+// body that net/http's connection writer does when the response came
+// before it finished the request: after the SDK has closed the body, that
+// read must end cleanly. An error there makes net/http close the
+// connection under the answer being read (a streamed answer then ends in
+// "use of closed network connection").
+func TestConverseRequestBodyOutlivesCall(t *testing.T) {
+	tests := []struct {
+		name   string
+		stream bool
+		answer func(w http.ResponseWriter)
+	}{
+		{"converse", false, func(w http.ResponseWriter) {
+			writeConverseJSON(w, `{"output":{"message":{"role":"assistant","content":[{"text":"hi"}]}},"stopReason":"end_turn","usage":{"inputTokens":1,"outputTokens":1,"totalTokens":2},"metrics":{"latencyMs":1}}`)
+		}},
+		{"converse stream", true, func(w http.ResponseWriter) {
+			writeEventStream(w,
+				eventFrame("messageStart", `{"role":"assistant"}`),
+				eventFrame("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"hi"}}`),
+				eventFrame("messageStop", `{"stopReason":"end_turn"}`),
+			)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var bodies []io.ReadCloser
+			client := bedrockruntime.New(bedrockruntime.Options{
+				Region:      "eu-west-3",
+				Credentials: credentials.NewStaticCredentialsProvider(converseTestKeyID, converseTestSecret, ""),
+				Retryer:     aws.NopRetryer{},
+				HTTPClient: smithyhttp.ClientDoFunc(func(r *http.Request) (*http.Response, error) {
+					bodies = append(bodies, r.Body)
+					rec := httptest.NewRecorder()
+					tt.answer(rec)
+					return rec.Result(), nil
+				}),
+			})
+			c, err := NewConverse(context.Background(), ConverseConfig{Name: "bedrock-test", Model: converseTestModel, Client: client})
+			if err != nil {
+				t.Fatalf("NewConverse: %v", err)
+			}
+			var onDelta llm.OnDelta
+			if tt.stream {
+				onDelta = func(string) {}
+			}
+			got, err := c.Generate(context.Background(), llm.Request{Messages: helloBedrock}, onDelta)
+			if err != nil || got.Message.Content != "hi" {
+				t.Fatalf("Generate = %+v, %v", got, err)
+			}
+			var late []error
+			for _, b := range bodies {
+				_, err := io.Copy(io.Discard, b)
+				late = append(late, err)
+			}
+			if diff := cmp.Diff([]error{nil}, late, cmpopts.EquateErrors()); diff != "" {
+				t.Errorf("reading the request body after the call (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
 
 func TestConverseConnectionRefused(t *testing.T) {

@@ -127,6 +127,7 @@ func NewEmbedder(ctx context.Context, cfg EmbedConfig) (*Embedder, error) {
 		if cfg.HTTPClient != nil {
 			o.HTTPClient = cfg.HTTPClient
 		}
+		plainRequestBodies(o)
 	})
 	return e, nil
 }

@@ -39,8 +39,9 @@ const (
 // ReadFile returns the read_file tool.
 func ReadFile() tool.Tool { return readFile{} }
 
-// WriteFile returns the write_file tool.
-func WriteFile() tool.Tool { return writeFile{} }
+// WriteFile returns the write_file tool. Its writes keep within the
+// limits of q, which the other tools that write into the workspaces share.
+func WriteFile(q *Quota) tool.Tool { return writeFile{quota: q} }
 
 // ListDir returns the list_dir tool.
 func ListDir() tool.Tool { return listDir{} }
@@ -197,13 +198,16 @@ func fileKind(m fs.FileMode) string {
 	}
 }
 
-type writeFile struct{}
+type writeFile struct{ quota *Quota }
 
-func (writeFile) Definition() chat.ToolDef {
+func (w writeFile) Definition() chat.ToolDef {
+	l := w.quota.Limits()
 	return chat.ToolDef{
 		Name: "write_file",
 		Description: fmt.Sprintf("Write text to a file in your workspace, creating parent directories as needed. "+
-			"Replaces the whole file unless append is true. Content is limited to %d KiB per call.", MaxWrite>>10),
+			"Replaces the whole file unless append is true. Content is limited to %d KiB per call, "+
+			"a file to %s and the whole workspace to %s; a write that would go over is refused whole.",
+			MaxWrite>>10, sizeText(l.MaxFileBytes), sizeText(l.WorkspaceQuotaBytes)),
 		Parameters: json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -221,7 +225,7 @@ func (writeFile) Policy() tool.Policy {
 	return tool.Policy{RequiresApproval: true, MinAutonomy: tool.Supervised}
 }
 
-func (writeFile) Call(ctx context.Context, env tool.Env, args json.RawMessage) (string, error) {
+func (w writeFile) Call(ctx context.Context, env tool.Env, args json.RawMessage) (string, error) {
 	var in struct {
 		Path    string  `json:"path"`
 		Content *string `json:"content"`
@@ -248,15 +252,15 @@ func (writeFile) Call(ctx context.Context, env tool.Env, args json.RawMessage) (
 		return "", err
 	}
 	defer root.Close()
-
-	if dir := filepath.Dir(name); dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
-			return "", describe("create the directory for", in.Path, err)
-		}
+	wr, err := w.quota.Begin(env.Workspace, root)
+	if err != nil {
+		return "", err
 	}
+	defer wr.End()
+
 	data := []byte(*in.Content)
 	if in.Append {
-		return appendTo(root, in.Path, name, data)
+		return appendTo(root, wr, in.Path, name, data)
 	}
 	target, err := resolveLinks(root, in.Path, name)
 	if err != nil {
@@ -264,49 +268,88 @@ func (writeFile) Call(ctx context.Context, env tool.Env, args json.RawMessage) (
 	}
 	perm := fs.FileMode(0o644)
 	verb := "created"
+	var old int64
 	if fi, err := root.Stat(target); err == nil {
 		if err := regular(in.Path, fi, "list_dir"); err != nil {
 			return "", err
 		}
-		perm = fi.Mode().Perm()
+		perm, old = fi.Mode().Perm(), fi.Size()
 		verb = "replaced"
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	} else if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 		return "", describe("write", in.Path, err)
+	}
+	if err := wr.Fit(in.Path, int64(len(data)), int64(len(data))-old); err != nil {
+		return "", err
+	}
+	if err := mkdirFor(root, in.Path, name); err != nil {
+		return "", err
 	}
 	if err := WriteAtomic(root, target, data, perm); err != nil {
+		wr.Unknown()
 		return "", describe("write", in.Path, err)
 	}
+	wr.Grew(int64(len(data)) - old)
 	return fmt.Sprintf("%s %s (%d bytes)", verb, in.Path, len(data)), nil
 }
 
-func appendTo(root *os.Root, shown, name string, data []byte) (string, error) {
+// mkdirFor creates the parent directories of name, a file to be written.
+func mkdirFor(root *os.Root, shown, name string) error {
+	if dir := filepath.Dir(name); dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return describe("create the directory for", shown, err)
+		}
+	}
+	return nil
+}
+
+// appendTo appends data to name, creating it when missing. An append that
+// would cross a limit is refused before anything is created or written,
+// and a failed write is undone.
+func appendTo(root *os.Root, wr *Write, shown, name string, data []byte) (string, error) {
+	var size int64
 	if fi, err := root.Stat(name); err == nil {
 		if err := regular(shown, fi, "list_dir"); err != nil {
 			return "", err
 		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
+		size = fi.Size()
+	} else if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 		return "", describe("append to", shown, err)
+	}
+	grow := int64(len(data))
+	if err := wr.Fit(shown, size+grow, grow); err != nil {
+		return "", err
+	}
+	if err := mkdirFor(root, shown, name); err != nil {
+		return "", err
 	}
 	f, err := root.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
 	if err != nil {
 		return "", describe("append to", shown, err)
 	}
+	defer f.Close()
 	fi, err := f.Stat()
 	if err == nil {
 		err = regular(shown, fi, "list_dir")
 	}
+	if err == nil && fi.Size() != size {
+		// Changed by someone else since the check: check again.
+		err = wr.Fit(shown, fi.Size()+grow, grow)
+	}
 	if err != nil {
-		f.Close()
 		return "", err
 	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if _, err := f.Write(data); err != nil {
+		if terr := f.Truncate(fi.Size()); terr != nil {
+			wr.Unknown()
+		}
 		return "", describe("append to", shown, err)
 	}
-	return fmt.Sprintf("appended %d bytes to %s (now %d bytes)", len(data), shown, fi.Size()+int64(len(data))), nil
+	if err := f.Close(); err != nil {
+		wr.Unknown()
+		return "", describe("append to", shown, err)
+	}
+	wr.Grew(grow)
+	return fmt.Sprintf("appended %d bytes to %s (now %d bytes)", len(data), shown, fi.Size()+grow), nil
 }
 
 // resolveLinks follows symbolic links at the final component of name so an

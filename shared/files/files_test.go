@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/config"
 	"github.com/lambdaclaw/lambdaclaw/shared/tool"
 )
 
@@ -54,6 +56,16 @@ func newFixture(t *testing.T) fixture {
 		}
 	}
 	return f
+}
+
+// defaultQuota is a Quota with the default limits of the configuration.
+func defaultQuota(t *testing.T) *Quota {
+	t.Helper()
+	q, err := NewQuota(Limits{MaxFileBytes: config.DefaultMaxFileBytes, WorkspaceQuotaBytes: config.DefaultWorkspaceQuotaBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
 }
 
 func (f fixture) env() tool.Env { return tool.Env{Agent: "a", Workspace: f.ws} }
@@ -165,7 +177,7 @@ func TestWriteFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	huge := strings.Repeat("x", MaxWrite+1)
-	runCases(t, f, WriteFile(), []toolCase{
+	runCases(t, f, WriteFile(defaultQuota(t)), []toolCase{
 		{name: "create", args: `{"path":"new.txt","content":"one"}`, want: "created new.txt (3 bytes)"},
 		{name: "create with parents", args: `{"path":"a/b/c.txt","content":"deep"}`, want: "created a/b/c.txt (4 bytes)"},
 		{name: "replace", args: `{"path":"hello.txt","content":"bye"}`, want: "replaced hello.txt (3 bytes)"},
@@ -236,7 +248,7 @@ func TestWriteFile(t *testing.T) {
 
 func TestWriteFileThroughInnerLink(t *testing.T) {
 	f := newFixture(t)
-	if _, err := call(t, f, WriteFile(), f.env(), `{"path":"link_in","content":"via link"}`); err != nil {
+	if _, err := call(t, f, WriteFile(defaultQuota(t)), f.env(), `{"path":"link_in","content":"via link"}`); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(f.ws, "hello.txt"))
@@ -308,7 +320,7 @@ func TestMissingWorkspace(t *testing.T) {
 		args string
 	}{
 		{ReadFile(), `{"path":"hello.txt"}`},
-		{WriteFile(), `{"path":"x.txt","content":"x"}`},
+		{WriteFile(defaultQuota(t)), `{"path":"x.txt","content":"x"}`},
 		{ListDir(), `{}`},
 	}
 	envs := []struct {
@@ -342,7 +354,7 @@ func TestDefinitionsAndPolicies(t *testing.T) {
 		Schema map[string]any
 	}
 	var got []summary
-	for _, tl := range []tool.Tool{ReadFile(), WriteFile(), ListDir()} {
+	for _, tl := range []tool.Tool{ReadFile(), WriteFile(defaultQuota(t)), ListDir()} {
 		d := tl.Definition()
 		var schema map[string]any
 		if err := json.Unmarshal(d.Parameters, &schema); err != nil {
@@ -361,7 +373,7 @@ func TestDefinitionsAndPolicies(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("definitions mismatch (-want +got):\n%s", diff)
 	}
-	if _, err := tool.NewRegistry(ReadFile(), WriteFile(), ListDir()); err != nil {
+	if _, err := tool.NewRegistry(ReadFile(), WriteFile(defaultQuota(t)), ListDir()); err != nil {
 		t.Errorf("tools do not register together: %v", err)
 	}
 }

@@ -17,7 +17,7 @@ func TestSpecialFiles(t *testing.T) {
 	runCases(t, f, ReadFile(), []toolCase{
 		{name: "read fifo", args: `{"path":"pipe"}`, wantErr: "not a regular file (named pipe)"},
 	})
-	runCases(t, f, WriteFile(), []toolCase{
+	runCases(t, f, WriteFile(defaultQuota(t)), []toolCase{
 		{name: "replace fifo", args: `{"path":"pipe","content":"x"}`, wantErr: "not a regular file (named pipe)"},
 		{name: "append fifo", args: `{"path":"pipe","content":"x","append":true}`, wantErr: "not a regular file (named pipe)"},
 	})

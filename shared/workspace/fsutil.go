@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -66,24 +67,50 @@ func trimPartialRune(b []byte) []byte {
 
 // writeAtomic replaces name inside root with data through a temporary file
 // in the same directory and a rename, so readers never see half a write.
-func writeAtomic(root *os.Root, name string, data []byte) error {
+// The write keeps within wr's limits; shown names the file for the model.
+func writeAtomic(root *os.Root, wr *files.Write, name, shown string, data []byte) error {
 	perm := fs.FileMode(0o644)
+	var old int64
 	if fi, err := root.Stat(name); err == nil {
 		if !fi.Mode().IsRegular() {
 			return errNotRegular
 		}
-		perm = fi.Mode().Perm()
+		perm, old = fi.Mode().Perm(), fi.Size()
 	}
-	return files.WriteAtomic(root, name, data, perm)
+	size := int64(len(data))
+	if err := wr.Fit(shown, size, size-old); err != nil {
+		return err
+	}
+	if err := files.WriteAtomic(root, name, data, perm); err != nil {
+		wr.Unknown()
+		return err
+	}
+	wr.Grew(size - old)
+	return nil
 }
 
 // appendText appends text to the regular file name inside root, creating
-// it with header first when it does not exist, and starting on a new line.
-// The file may not grow beyond limit bytes. It returns the new size.
-func appendText(root *os.Root, name, header, text string, limit int64) (int64, error) {
+// it and its directory with header first when it does not exist, and
+// starting on a new line. The file may not grow beyond MaxMemoryWrite
+// bytes, and the write keeps within wr's limits; a write over a limit is
+// refused before anything is created or written. It returns the new size.
+func appendText(root *os.Root, wr *files.Write, name, shown, header, text string) (int64, error) {
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
 	if fi, err := root.Stat(name); err == nil && !fi.Mode().IsRegular() {
 		return 0, errNotRegular
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	} else if errors.Is(err, fs.ErrNotExist) {
+		// A new file: check before creating it.
+		if err := fits(wr, name, shown, 0, header+text); err != nil {
+			return 0, err
+		}
+		if dir := filepath.Dir(name); dir != "." {
+			if err := root.MkdirAll(dir, 0o755); err != nil {
+				return 0, err
+			}
+		}
+	} else if err != nil {
 		return 0, err
 	}
 	f, err := root.OpenFile(name, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
@@ -98,9 +125,6 @@ func appendText(root *os.Root, name, header, text string, limit int64) (int64, e
 	if !fi.Mode().IsRegular() {
 		return 0, errNotRegular
 	}
-	if !strings.HasSuffix(text, "\n") {
-		text += "\n"
-	}
 	size := fi.Size()
 	if size == 0 {
 		text = header + text
@@ -113,13 +137,27 @@ func appendText(root *os.Root, name, header, text string, limit int64) (int64, e
 			text = "\n" + text
 		}
 	}
-	if size+int64(len(text)) > limit {
-		return 0, &tooLargeError{name: name, size: size + int64(len(text)), limit: limit}
-	}
-	if _, err := f.WriteString(text); err != nil {
+	if err := fits(wr, name, shown, size, text); err != nil {
 		return 0, err
 	}
+	if _, err := f.WriteString(text); err != nil {
+		if terr := f.Truncate(size); terr != nil {
+			wr.Unknown()
+		}
+		return 0, err
+	}
+	wr.Grew(int64(len(text)))
 	return size + int64(len(text)), nil
+}
+
+// fits checks that appending text to a file of size bytes keeps within
+// MaxMemoryWrite and wr's limits.
+func fits(wr *files.Write, name, shown string, size int64, text string) error {
+	grow := int64(len(text))
+	if size+grow > MaxMemoryWrite {
+		return &tooLargeError{name: name, size: size + grow, limit: MaxMemoryWrite}
+	}
+	return wr.Fit(shown, size+grow, grow)
 }
 
 // tooLargeError is a write that would make a file larger than allowed.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/files"
 	"github.com/lambdaclaw/lambdaclaw/shared/tool"
 )
 
@@ -46,11 +47,13 @@ var actionNames = []string{"read", "append", "replace", "read_daily", "append_da
 // and updates its MEMORY.md, its daily logs and its bootstrap files, and
 // deletes BOOTSTRAP.md when its first-run ritual is done. Every path is
 // built from tool.Env.Workspace and fixed names, never from the model's
-// input.
-func MemoryTool() tool.Tool { return memoryTool{now: time.Now} }
+// input. Its writes keep within the limits of q, shared with write_file,
+// besides the MaxMemoryWrite bound of a memory file.
+func MemoryTool(q *files.Quota) tool.Tool { return memoryTool{now: time.Now, quota: q} }
 
 type memoryTool struct {
-	now func() time.Time
+	now   func() time.Time
+	quota *files.Quota
 }
 
 type memoryArgs struct {
@@ -106,6 +109,14 @@ func (m memoryTool) Call(ctx context.Context, env tool.Env, args json.RawMessage
 	defer root.Close()
 
 	now := m.now()
+	var wr *files.Write
+	switch in.Action {
+	case "append", "replace", "append_daily", "update_bootstrap":
+		if wr, err = m.quota.Begin(env.Workspace, root); err != nil {
+			return "", err
+		}
+		defer wr.End()
+	}
 	switch in.Action {
 	case "read":
 		out, err := readShown(root, MemoryFile, MemoryFile)
@@ -114,13 +125,13 @@ func (m memoryTool) Call(ctx context.Context, env tool.Env, args json.RawMessage
 		}
 		return out, err
 	case "append":
-		size, err := appendText(root, MemoryFile, "", *in.Content, MaxMemoryWrite)
+		size, err := appendText(root, wr, MemoryFile, MemoryFile, "", *in.Content)
 		if err != nil {
 			return "", explain(MemoryFile, err, "condense it with replace first")
 		}
 		return fmt.Sprintf("appended %d bytes to %s (now %d bytes)", len(*in.Content), MemoryFile, size), nil
 	case "replace":
-		if err := writeAtomic(root, MemoryFile, []byte(*in.Content)); err != nil {
+		if err := writeAtomic(root, wr, MemoryFile, MemoryFile, []byte(*in.Content)); err != nil {
 			return "", explain(MemoryFile, err, "")
 		}
 		return fmt.Sprintf("replaced %s (%d bytes)", MemoryFile, len(*in.Content)), nil
@@ -141,11 +152,8 @@ func (m memoryTool) Call(ctx context.Context, env tool.Env, args json.RawMessage
 			return "", err
 		}
 		name, shown := dailyPath(date)
-		if err := root.MkdirAll(DailyDir, 0o755); err != nil {
-			return "", explain(DailyDir, err, "")
-		}
 		line := "- " + now.Format("15:04") + " " + strings.ReplaceAll(strings.TrimSpace(*in.Content), "\n", "\n  ")
-		size, err := appendText(root, name, "# "+date+"\n\n", line, MaxMemoryWrite)
+		size, err := appendText(root, wr, name, shown, "# "+date+"\n\n", line)
 		if err != nil {
 			return "", explain(shown, err, "start a new day's log or condense this one")
 		}
@@ -159,7 +167,7 @@ func (m memoryTool) Call(ctx context.Context, env tool.Env, args json.RawMessage
 		}
 		return out, err
 	case "update_bootstrap":
-		if err := writeAtomic(root, *in.File, []byte(*in.Content)); err != nil {
+		if err := writeAtomic(root, wr, *in.File, *in.File, []byte(*in.Content)); err != nil {
 			return "", explain(*in.File, err, "")
 		}
 		return fmt.Sprintf("replaced %s (%d bytes)", *in.File, len(*in.Content)), nil
@@ -373,6 +381,8 @@ func explain(shown string, err error, hint string) error {
 	var large *tooLargeError
 	var pe *fs.PathError
 	switch {
+	case errors.Is(err, files.ErrLimit):
+		return err
 	case errors.As(err, &large):
 		msg := fmt.Sprintf("%s would grow to %d bytes, over the %d KiB limit", shown, large.size, large.limit>>10)
 		if hint != "" {

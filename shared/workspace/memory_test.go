@@ -11,11 +11,24 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/config"
+	"github.com/lambdaclaw/lambdaclaw/shared/files"
 	"github.com/lambdaclaw/lambdaclaw/shared/tool"
 )
 
-func newMemoryTool(now time.Time) memoryTool {
-	return memoryTool{now: func() time.Time { return now }}
+func newMemoryTool(t *testing.T, now time.Time) memoryTool {
+	return memoryTool{now: func() time.Time { return now }, quota: defaultQuota(t)}
+}
+
+// defaultQuota is a Quota with the default limits of the configuration.
+func defaultQuota(t *testing.T) *files.Quota {
+	t.Helper()
+	q, err := files.NewQuota(files.Limits{MaxFileBytes: config.DefaultMaxFileBytes, WorkspaceQuotaBytes: config.DefaultWorkspaceQuotaBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
 }
 
 type step struct {
@@ -64,7 +77,7 @@ func TestMemoryTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runSteps(t, newMemoryTool(now), env, []step{
+	runSteps(t, newMemoryTool(t, now), env, []step{
 		// MEMORY.md
 		{name: "read template", args: `{"action":"read"}`, want: "# Memory\n"},
 		{name: "append", args: `{"action":"append","content":"- likes tea"}`, want: "appended 11 bytes to MEMORY.md (now 21 bytes)"},
@@ -179,7 +192,7 @@ func TestMemoryToolHostileWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 2, 21, 9, 30, 0, 0, time.UTC)
-	runSteps(t, newMemoryTool(now), tool.Env{Workspace: dir}, []step{
+	runSteps(t, newMemoryTool(t, now), tool.Env{Workspace: dir}, []step{
 		{name: "read memory link", args: `{"action":"read"}`, wantErr: "symbolic link leading outside the workspace"},
 		{name: "append memory link", args: `{"action":"append","content":"x"}`, wantErr: "symbolic link leading outside the workspace"},
 		{name: "daily dir link", args: `{"action":"append_daily","content":"x"}`, wantErr: "symbolic link leading outside the workspace"},
@@ -200,7 +213,7 @@ func TestMemoryToolHostileWorkspace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	runSteps(t, newMemoryTool(now), tool.Env{Workspace: dir}, []step{
+	runSteps(t, newMemoryTool(t, now), tool.Env{Workspace: dir}, []step{
 		{name: "read dir", args: `{"action":"read_bootstrap","file":"SOUL.md"}`, wantErr: "cannot use SOUL.md: it is not a regular file"},
 		{name: "update dir", args: `{"action":"update_bootstrap","file":"SOUL.md","content":"x"}`, wantErr: "cannot use SOUL.md: it is not a regular file"},
 		{name: "complete dir", args: `{"action":"complete_bootstrap"}`, wantErr: "cannot use BOOTSTRAP.md: it is not a regular file"},
@@ -211,7 +224,7 @@ func TestMemoryToolHostileWorkspace(t *testing.T) {
 }
 
 func TestMemoryToolMissingWorkspace(t *testing.T) {
-	tl := newMemoryTool(time.Now())
+	tl := newMemoryTool(t, time.Now())
 	for _, tc := range []struct {
 		name    string
 		env     tool.Env
@@ -238,7 +251,7 @@ func TestMemoryToolListCap(t *testing.T) {
 		files["memory/"+start.AddDate(0, 0, i).Format(dateLayout)+".md"] = "x"
 	}
 	writeFiles(t, dir, files)
-	out, err := MemoryTool().Call(context.Background(), tool.Env{Workspace: dir}, json.RawMessage(`{"action":"list_daily"}`))
+	out, err := MemoryTool(defaultQuota(t)).Call(context.Background(), tool.Env{Workspace: dir}, json.RawMessage(`{"action":"list_daily"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +271,7 @@ func TestMemoryToolListCap(t *testing.T) {
 }
 
 func TestMemoryToolDefinition(t *testing.T) {
-	tl := MemoryTool()
+	tl := MemoryTool(defaultQuota(t))
 	if diff := cmp.Diff(tool.Policy{MinAutonomy: tool.ReadOnly}, tl.Policy()); diff != "" {
 		t.Errorf("policy mismatch (-want +got):\n%s", diff)
 	}

@@ -138,7 +138,7 @@ func TestSystemPromptNewWorkspace(t *testing.T) {
 	}
 
 	// Once the agent completes the first-run ritual, it leaves the prompt.
-	if _, err := MemoryTool().Call(context.Background(), tool.Env{Workspace: dir}, json.RawMessage(`{"action":"complete_bootstrap"}`)); err != nil {
+	if _, err := MemoryTool(defaultQuota(t)).Call(context.Background(), tool.Env{Workspace: dir}, json.RawMessage(`{"action":"complete_bootstrap"}`)); err != nil {
 		t.Fatal(err)
 	}
 	want = slices.DeleteFunc(want, func(h string) bool { return h == "## BOOTSTRAP.md" })

@@ -37,6 +37,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/config"
 	"github.com/lambdaclaw/lambdaclaw/shared/files"
 	"github.com/lambdaclaw/lambdaclaw/shared/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
@@ -98,7 +99,11 @@ func equip(root *cloud.Root) error {
 	if ws == "" {
 		return errors.New("stepcmd: SFNLOCAL_WORKSPACE is not set")
 	}
-	tools, err := tool.NewRegistry(files.ReadFile(), files.WriteFile(), files.ListDir(), crash{})
+	quota, err := files.NewQuota(files.Limits{MaxFileBytes: config.DefaultMaxFileBytes, WorkspaceQuotaBytes: config.DefaultWorkspaceQuotaBytes})
+	if err != nil {
+		return err
+	}
+	tools, err := tool.NewRegistry(files.ReadFile(), files.WriteFile(quota), files.ListDir(), crash{})
 	if err != nil {
 		return err
 	}
