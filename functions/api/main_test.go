@@ -14,9 +14,11 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/apigw"
+	"github.com/lambdaclaw/lambdaclaw/shared/apikey"
 	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
 	"github.com/lambdaclaw/lambdaclaw/shared/cloud/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/shared/gateway"
+	"github.com/lambdaclaw/lambdaclaw/shared/store"
 )
 
 func setup(t *testing.T) (*cloudtest.Env, apigw.StreamHandler) {
@@ -238,5 +240,50 @@ func TestStatefulCompletion(t *testing.T) {
 	msgs, err := env.Store.Messages(t.Context(), sid)
 	if err != nil || len(msgs) != 4 {
 		t.Errorf("history in the table: %d messages, %v; want 4", len(msgs), err)
+	}
+}
+
+// TestSessionBelongsToKey sends the session sample with a second key: it
+// meets a session of its own, and the first key's history stays unseen.
+func TestSessionBelongsToKey(t *testing.T) {
+	env, h := setup(t)
+	step, err := cloud.New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.SFN.Play(step.Driver.Handle)
+	const otherKey = "lc_OtherKeyOfTheOwnershipTest00000000000000000" // 46 characters, as keys are
+	other := store.APIKey{ID: "key_other", Name: "other", Hash: apikey.Hash(otherKey), Prefix: otherKey[:9], Autonomy: "supervised", CreatedAt: time.Now().UTC()}
+	if err := env.Store.CreateKey(t.Context(), other); err != nil {
+		t.Fatal(err)
+	}
+
+	ev := sample(t, "chat-completions-session.json")
+	if resp, body := invoke(t, h, ev); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first key: status %d: %s", resp.StatusCode, body)
+	}
+	ev.Headers["Authorization"] = "Bearer " + otherKey
+	ev.MultiValueHeaders["Authorization"] = []string{"Bearer " + otherKey}
+	ev.Body = `{"model":"default","messages":[{"role":"user","content":"What is my favourite colour?"}]}`
+	if resp, body := invoke(t, h, ev); resp.StatusCode != http.StatusOK {
+		t.Fatalf("second key: status %d: %s", resp.StatusCode, body)
+	}
+	for _, name := range env.SFN.Started() {
+		if e := env.SFN.Wait(name, 5*time.Second); e.Err != nil {
+			t.Errorf("execution %s: %v", name, e.Err)
+		}
+	}
+	reqs := env.LLM.Requests()
+	for _, m := range reqs[len(reqs)-1].Messages {
+		if strings.Contains(m.Content, "teal") {
+			t.Errorf("the second key's turn saw the first key's history: %q", m.Content)
+		}
+	}
+	for _, k := range []store.APIKey{env.Key, other} {
+		owner, sid := agent.Identity{}.Session("default", "api", k.ID, ev.Headers[gateway.SessionHeader])
+		sess, err := env.Store.GetSession(t.Context(), sid)
+		if err != nil || sess.Owner != owner {
+			t.Errorf("session of %s = %+v, %v; want owned by %s", k.ID, sess, err, owner)
+		}
 	}
 }
