@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/openai/openai-go/v3"
 
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
@@ -796,4 +797,68 @@ func TestUpstreamStreamCut(t *testing.T) {
 		}
 		t.Logf("stream err %v, content %q", stream.Err(), got.String())
 	})
+}
+
+// TestStatefulLoad sends stateful requests over 48 sessions, 16 at a time:
+// every one is answered, none loses its input, and each session's history
+// holds its messages in the order they were answered.
+func TestStatefulLoad(t *testing.T) {
+	t.Parallel()
+	fake := newFake(t)
+	g := startGateway(t, fake, "")
+	key := g.createKey(t, "--name", "load", "--autonomy", "full", "--rate", "1000000")
+	const sessions, requests, inFlight = 48, 480, 16
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	answered := map[string][]string{}
+	for range inFlight {
+		wg.Go(func() {
+			for i := range work {
+				sk := fmt.Sprintf("load-%d", i%sessions)
+				text := fmt.Sprintf("message %d", i)
+				body := fmt.Sprintf(`{"model":"default","messages":[{"role":"user","content":%q}]}`, text)
+				resp, b := g.post(t, key, body, map[string]string{"X-Lambdaclaw-Session-Key": sk})
+				if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "echo: "+text) {
+					t.Errorf("request %d: %d %s", i, resp.StatusCode, b)
+					continue
+				}
+				mu.Lock()
+				answered[sk] = append(answered[sk], text)
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range requests {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	// The model saw each session's messages once each, in one order, and
+	// the last request of a session carries all of them in that order.
+	processed := map[string][]string{}
+	last := map[string]fakellm.Request{}
+	for _, r := range fake.Requests() {
+		var i int
+		if _, err := fmt.Sscanf(r.LastUser(), "message %d", &i); err != nil {
+			t.Fatalf("unexpected model request for %q", r.LastUser())
+		}
+		sk := fmt.Sprintf("load-%d", i%sessions)
+		processed[sk] = append(processed[sk], r.LastUser())
+		last[sk] = r
+	}
+	for sk, texts := range answered {
+		if diff := cmp.Diff(texts, processed[sk], cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+			t.Errorf("session %s: answered vs sent to the model (-answered +sent):\n%s", sk, diff)
+		}
+		var users []string
+		for _, m := range conversation(last[sk].Messages) {
+			if m.Role == "user" {
+				users = append(users, m.Content)
+			}
+		}
+		if diff := cmp.Diff(processed[sk], users); diff != "" {
+			t.Errorf("session %s: history of its last request (-processed +history):\n%s", sk, diff)
+		}
+	}
 }
