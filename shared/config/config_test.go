@@ -125,11 +125,11 @@ agents:
 sessions:
   sharing: per_channel
   users:
-    ada: [tg:42, ws:ada]
+    ada: [tg:42, ws:key_1/ada]
 `,
 			want: config.Config{
 				Addr: "0.0.0.0:9000", LogLevel: "debug", MaxBodyBytes: 4096, DefaultRatePerMinute: 30,
-				Sessions: config.Sessions{Sharing: "per_channel", Users: map[string][]string{"ada": {"tg:42", "ws:ada"}}},
+				Sessions: config.Sessions{Sharing: "per_channel", Users: map[string][]string{"ada": {"tg:42", "ws:key_1/ada"}}},
 				Providers: []config.Provider{
 					{Name: "main", Type: "openai", BaseURL: "https://api.example.com/v1", APIKey: config.Secret{Env: "MAIN_KEY"}, Model: "big", Timeout: dur(45 * time.Second), Retries: intp(0)},
 					{Name: "provider2", Type: "openai", BaseURL: "http://localhost:11434/v1", Model: config.DefaultModel, Timeout: dur(150 * time.Second), Retries: intp(2)},
@@ -255,6 +255,10 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"missing unit"}},
 		{"not YAML", "addr: [unclosed\n",
 			[]string{"config "}},
+		{"link without a key", "sessions:\n  users:\n    ada: [tg:1, ws:ada]\n",
+			[]string{"sessions.users.ada", `"ws:ada" must name the API key`, "ws:<key id>/<user>"}},
+		{"link with an empty user", "sessions:\n  users:\n    ada: [api:key_1/]\n",
+			[]string{`"api:key_1/" must name the API key`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
