@@ -152,13 +152,17 @@ func TestStreamReplyLimit(t *testing.T) {
 			})
 			p := newLimitedProvider(t, srv.URL)
 			// A provider that kept reading would never see the end of
-			// the endless streams: the deadline turns that into a failure.
+			// the endless streams: the deadline stops it, and the test
+			// fails.
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			var deltas []string
 			got, err := p.Generate(ctx, llm.Request{Messages: hello}, func(s string) { deltas = append(deltas, s) })
 			if err != nil {
 				t.Fatalf("Generate: %v", err)
+			}
+			if ctx.Err() != nil {
+				t.Fatal("Generate returned at the deadline: the provider kept reading the stream after the limit")
 			}
 			if diff := cmp.Diff(tt.want, got.Message); diff != "" {
 				t.Errorf("message (-want +got):\n%s", diff)
