@@ -55,54 +55,37 @@ const minEventLen = eventPreludeLen + 4
 // decoder trusts the length a message starts with and reads that much
 // into memory; this refuses the message before a byte of it is read.
 func limitFrames(body io.ReadCloser, limit int) io.ReadCloser {
-	return &frameLimit{rc: body, bound: llm.ReplyBodyBound(limit), limit: limit}
-}
-
-type frameLimit struct {
-	rc    io.ReadCloser
-	bound int64
-	limit int
+	bound := llm.ReplyBodyBound(limit)
 	// length holds the bytes read so far of the current message's total
 	// length, have their count; left is what remains of the message
 	// after its length.
-	length [4]byte
-	have   int
-	left   int64
-	err    error
+	var length [4]byte
+	var have int
+	var left int64
+	return llm.ScanBody(body, func(p []byte) error {
+		for len(p) > 0 {
+			if left > 0 {
+				skip := min(left, int64(len(p)))
+				p = p[skip:]
+				left -= skip
+				continue
+			}
+			length[have] = p[0]
+			have++
+			p = p[1:]
+			if have < len(length) {
+				continue
+			}
+			have = 0
+			total := int64(binary.BigEndian.Uint32(length[:]))
+			switch {
+			case total > bound:
+				return &llm.ReplyTooLargeError{Limit: limit}
+			case total < minEventLen:
+				return fmt.Errorf("invalid event stream: a message of %d bytes, shorter than its prelude", total)
+			}
+			left = total - int64(len(length))
+		}
+		return nil
+	})
 }
-
-func (f *frameLimit) Read(p []byte) (int, error) {
-	if f.err != nil {
-		return 0, f.err
-	}
-	n, err := f.rc.Read(p)
-	for i := 0; i < n; {
-		if f.left > 0 {
-			skip := min(f.left, int64(n-i))
-			i += int(skip)
-			f.left -= skip
-			continue
-		}
-		f.length[f.have] = p[i]
-		f.have++
-		i++
-		if f.have < len(f.length) {
-			continue
-		}
-		f.have = 0
-		total := int64(binary.BigEndian.Uint32(f.length[:]))
-		switch {
-		case total > f.bound:
-			f.err = &llm.ReplyTooLargeError{Limit: f.limit}
-		case total < minEventLen:
-			f.err = fmt.Errorf("invalid event stream: a message of %d bytes, shorter than its prelude", total)
-		default:
-			f.left = total - int64(len(f.length))
-			continue
-		}
-		return 0, f.err
-	}
-	return n, err
-}
-
-func (f *frameLimit) Close() error { return f.rc.Close() }

@@ -43,39 +43,46 @@ func (e *ReplyTooLargeError) Error() string {
 	return fmt.Sprintf("the model's reply is larger than the %d-byte limit", e.Limit)
 }
 
-// LimitBody returns body reading at most ReplyBodyBound(limit) bytes: a
-// longer body fails with a *ReplyTooLargeError once the bound is passed,
-// so that no more than the bound is ever held.
+// LimitBody returns body failing with a *ReplyTooLargeError as soon as
+// more than ReplyBodyBound(limit) bytes of it are read, so that no more
+// than the bound (and one read) is ever held.
 func LimitBody(body io.ReadCloser, limit int) io.ReadCloser {
-	return &limitedBody{rc: body, left: ReplyBodyBound(limit), limit: limit}
+	left := ReplyBodyBound(limit)
+	return ScanBody(body, func(p []byte) error {
+		left -= int64(len(p))
+		if left < 0 {
+			return &ReplyTooLargeError{Limit: limit}
+		}
+		return nil
+	})
 }
 
-type limitedBody struct {
+// ScanBody returns body passing every piece read to check before the
+// reader gets it: the first error check returns fails that read and every
+// later one. Adapters bound what they read with it, by size or by the
+// framing of a stream.
+func ScanBody(body io.ReadCloser, check func(p []byte) error) io.ReadCloser {
+	return &scannedBody{rc: body, check: check}
+}
+
+type scannedBody struct {
 	rc    io.ReadCloser
-	left  int64
-	limit int
+	check func([]byte) error
 	err   error
 }
 
-func (b *limitedBody) Read(p []byte) (int, error) {
+func (b *scannedBody) Read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
-	// Read one byte past the bound, so that a body of exactly the bound
-	// passes and a longer one is seen.
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
 	n, err := b.rc.Read(p)
-	if int64(n) > b.left {
-		b.err = &ReplyTooLargeError{Limit: b.limit}
+	if b.err = b.check(p[:n]); b.err != nil {
 		return 0, b.err
 	}
-	b.left -= int64(n)
 	return n, err
 }
 
-func (b *limitedBody) Close() error { return b.rc.Close() }
+func (b *scannedBody) Close() error { return b.rc.Close() }
 
 // ReplyBudget counts a reply's bytes against its limit while the reply is
 // assembled: content, refusal and tool calls (ids, names and arguments)

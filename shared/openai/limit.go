@@ -34,44 +34,29 @@ func limitBodies(limit int, events bool) option.RequestOption {
 // event in memory, lines joined, so this bounds what a stream holds while
 // letting the stream itself run as long as it needs to.
 func limitEvents(body io.ReadCloser, limit int) io.ReadCloser {
-	return &eventLimit{rc: body, bound: llm.ReplyBodyBound(limit), limit: limit}
-}
-
-type eventLimit struct {
-	rc    io.ReadCloser
-	bound int64
-	limit int
+	bound := llm.ReplyBodyBound(limit)
 	// line counts the bytes of the current line, event those of the
 	// current event; last is the byte read before.
-	line, event int64
-	last        byte
-	err         error
-}
-
-func (e *eventLimit) Read(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.rc.Read(p)
-	for _, c := range p[:n] {
-		if c == '\n' {
-			// A line that is empty, once the SDK's line splitter has
-			// dropped a trailing \r, ends the event.
-			if e.line == 0 || (e.line == 1 && e.last == '\r') {
-				e.event = 0
+	var line, event int64
+	var last byte
+	return llm.ScanBody(body, func(p []byte) error {
+		for _, c := range p {
+			if c == '\n' {
+				// A line that is empty, once the SDK's line splitter has
+				// dropped a trailing \r, ends the event.
+				if line == 0 || (line == 1 && last == '\r') {
+					event = 0
+				}
+				line = 0
+			} else {
+				line++
+				event++
+				if event > bound {
+					return &llm.ReplyTooLargeError{Limit: limit}
+				}
 			}
-			e.line = 0
-		} else {
-			e.line++
-			e.event++
-			if e.event > e.bound {
-				e.err = &llm.ReplyTooLargeError{Limit: e.limit}
-				return 0, e.err
-			}
+			last = c
 		}
-		e.last = c
-	}
-	return n, err
+		return nil
+	})
 }
-
-func (e *eventLimit) Close() error { return e.rc.Close() }

@@ -2,26 +2,22 @@ package openai
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/llm/llmtest"
 )
-
-// testReplyLimit is the reply limit of these tests, in bytes.
-const testReplyLimit = 12
 
 func newLimitedProvider(t *testing.T, baseURL string) *Provider {
 	t.Helper()
-	p, err := New(Config{Name: "test", BaseURL: baseURL + "/v1", APIKey: testKey, Model: "test-model", Timeout: 10 * time.Second, MaxReplyBytes: testReplyLimit})
+	p, err := New(Config{Name: "test", BaseURL: baseURL + "/v1", APIKey: testKey, Model: "test-model", Timeout: 10 * time.Second, MaxReplyBytes: llmtest.Limit})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -31,15 +27,7 @@ func newLimitedProvider(t *testing.T, baseURL string) *Provider {
 // writeEndless answers with status, prefix, then unit over and over until
 // the client goes away: a reply no client can hold.
 func writeEndless(w http.ResponseWriter, r *http.Request, status int, contentType, prefix, unit string) {
-	w.Header().Set("Content-Type", contentType)
-	w.WriteHeader(status)
-	io.WriteString(w, prefix)
-	block := strings.Repeat(unit, 64<<10/len(unit))
-	for r.Context().Err() == nil {
-		if _, err := io.WriteString(w, block); err != nil {
-			return
-		}
-	}
+	llmtest.WriteEndless(w, r, status, contentType, []byte(prefix), []byte(unit))
 }
 
 // toolChunk is a streamed tool-call delta.
@@ -61,190 +49,81 @@ func quote(s string) string {
 
 func content(s string) string { return chunk(`{"content":`+quote(s)+`}`, "") }
 
+// sseEvents encodes streamed pieces as chunks.
+func sseEvents(pieces []llmtest.Piece) []string {
+	var events []string
+	for _, p := range pieces {
+		if p.IsCall {
+			events = append(events, toolChunk(p.Call, p.ID, p.Name, p.Args))
+		} else {
+			events = append(events, content(p.Text))
+		}
+	}
+	return events
+}
+
 // TestStreamReplyLimit checks that a streamed reply stops at the limit:
 // what was kept and passed to onDelta fits, ends on a rune boundary, a
 // tool call cut short is dropped, and the stream is closed at once (the
 // over-limit streams never end by themselves).
 func TestStreamReplyLimit(t *testing.T) {
-	tests := []struct {
-		name       string
-		events     []string
-		endless    bool // the stream goes on after the events until the client leaves
-		want       chat.Message
-		wantFinish string
-		wantDeltas []string
-	}{
-		{
-			name:       "under the limit",
-			events:     []string{content("Hello, "), content("you"), chunk(`{}`, "stop")},
-			want:       chat.Message{Role: chat.Assistant, Content: "Hello, you"},
-			wantFinish: "stop", wantDeltas: []string{"Hello, ", "you"},
-		},
-		{
-			name:       "exactly the limit",
-			events:     []string{content("Hello, "), content("world"), chunk(`{}`, "stop")},
-			want:       chat.Message{Role: chat.Assistant, Content: "Hello, world"},
-			wantFinish: "stop", wantDeltas: []string{"Hello, ", "world"},
-		},
-		{
-			name:       "over the limit",
-			events:     []string{content("Hello, "), content("world! "), content("And more.")},
-			endless:    true,
-			want:       chat.Message{Role: chat.Assistant, Content: "Hello, world"},
-			wantFinish: "length", wantDeltas: []string{"Hello, ", "world"},
-		},
-		{
-			name:       "cut on a rune boundary",
-			events:     []string{content("Grüße, "), content("ééé")},
-			endless:    true,
-			want:       chat.Message{Role: chat.Assistant, Content: "Grüße, é"},
-			wantFinish: "length", wantDeltas: []string{"Grüße, ", "é"},
-		},
-		{
-			name: "tool calls under the limit",
-			events: []string{
-				toolChunk(0, "c1", "fn", ""), toolChunk(0, "", "", `{"a":1}`), chunk(`{}`, "tool_calls"),
-			},
-			want:       chat.Message{Role: chat.Assistant, ToolCalls: []chat.ToolCall{{ID: "c1", Name: "fn", Arguments: `{"a":1}`}}},
-			wantFinish: "tool_calls",
-		},
-		{
-			// "Hi" + "c1" + "fn" + `{"a":` is 11 bytes: the rest of the
-			// arguments does not fit and the call is dropped.
-			name:       "tool-call arguments count",
-			events:     []string{content("Hi"), toolChunk(0, "c1", "fn", `{"a":`), toolChunk(0, "", "", `"xyz"}`)},
-			endless:    true,
-			want:       chat.Message{Role: chat.Assistant, Content: "Hi"},
-			wantFinish: "length", wantDeltas: []string{"Hi"},
-		},
-		{
-			name: "a whole call is kept, the one cut short dropped",
-			events: []string{
-				toolChunk(0, "c1", "fn", `{}`), toolChunk(1, "c2", "fn", `{"long":1}`),
-			},
-			endless:    true,
-			want:       chat.Message{Role: chat.Assistant, ToolCalls: []chat.ToolCall{{ID: "c1", Name: "fn", Arguments: `{}`}}},
-			wantFinish: "length",
-		},
-		{
-			name:       "refusals count",
-			events:     []string{chunk(`{"refusal":"I can't help with that."}`, "")},
-			endless:    true,
-			want:       chat.Message{Role: chat.Assistant, Content: "I can't help"},
-			wantFinish: "length",
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, tc := range llmtest.StreamCases() {
+		t.Run(tc.Name, func(t *testing.T) {
 			left := make(chan struct{})
 			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
-				if !tt.endless {
-					writeSSE(w, slices.Concat(tt.events, []string{usageChunk, "[DONE]"})...)
+				if tc.End != "" {
+					writeSSE(w, slices.Concat(sseEvents(tc.Pieces), []string{chunk(`{}`, tc.End), usageChunk, "[DONE]"})...)
 					return
 				}
-				writeSSE(w, tt.events...)
-				for r.Context().Err() == nil {
-					if _, err := io.WriteString(w, "data: "+content("and on and on")+"\n\n"); err != nil {
-						break
-					}
-				}
+				writeSSE(w, sseEvents(tc.Pieces)...)
+				llmtest.Repeat(w, r, []byte("data: "+content("and on and on")+"\n\n"))
 				close(left)
 			})
-			p := newLimitedProvider(t, srv.URL)
-			// A provider that kept reading would never see the end of
-			// the endless streams: the deadline stops it, and the test
-			// fails.
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			var deltas []string
-			got, err := p.Generate(ctx, llm.Request{Messages: hello}, func(s string) { deltas = append(deltas, s) })
-			if err != nil {
-				t.Fatalf("Generate: %v", err)
-			}
-			if ctx.Err() != nil {
-				t.Fatal("Generate returned at the deadline: the provider kept reading the stream after the limit")
-			}
-			if diff := cmp.Diff(tt.want, got.Message); diff != "" {
-				t.Errorf("message (-want +got):\n%s", diff)
-			}
-			if got.FinishReason != tt.wantFinish {
-				t.Errorf("finish reason = %q, want %q", got.FinishReason, tt.wantFinish)
-			}
-			if diff := cmp.Diff(tt.wantDeltas, deltas); diff != "" {
-				t.Errorf("deltas (-want +got):\n%s", diff)
-			}
-			if n := len(strings.Join(deltas, "")); n > testReplyLimit {
-				t.Errorf("deltas hold %d bytes, over the %d-byte limit", n, testReplyLimit)
-			}
-			if !utf8.ValidString(got.Message.Content) {
-				t.Errorf("content %q is not valid UTF-8", got.Message.Content)
-			}
-			if tt.endless {
-				select {
-				case <-left:
-				case <-time.After(10 * time.Second):
-					t.Fatal("the provider kept reading the stream after the limit")
-				}
+			llmtest.CheckLimitedReply(t, newLimitedProvider(t, srv.URL), llm.Request{Messages: hello}, true, llmtest.Limit, tc.Want)
+			if tc.End == "" {
+				llmtest.WaitClosed(t, left)
 			}
 		})
 	}
 }
 
+func TestStreamRefusalCounts(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		writeSSE(w, chunk(`{"refusal":"I can't help with that."}`, "stop"), "[DONE]")
+	})
+	want := llmtest.Reply{Message: chat.Message{Role: chat.Assistant, Content: "I can't help"}, FinishReason: llm.FinishLength}
+	llmtest.CheckLimitedReply(t, newLimitedProvider(t, srv.URL), llm.Request{Messages: hello}, true, llmtest.Limit, want)
+}
+
 // TestCompleteReplyLimit checks non-streamed replies: cut to the limit
 // like streamed ones when the body is within its bound.
 func TestCompleteReplyLimit(t *testing.T) {
-	completion := func(message, finish string) string {
-		return `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"test-model",
-			"choices":[{"index":0,"message":` + message + `,"logprobs":null,"finish_reason":"` + finish + `"}],
-			"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}`
+	type function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
 	}
-	tests := []struct {
-		name       string
-		body       string
-		want       chat.Message
-		wantFinish string
-	}{
-		{
-			name:       "under the limit",
-			body:       completion(`{"role":"assistant","content":"Hello, you"}`, "stop"),
-			want:       chat.Message{Role: chat.Assistant, Content: "Hello, you"},
-			wantFinish: "stop",
-		},
-		{
-			name:       "over the limit",
-			body:       completion(`{"role":"assistant","content":"Hello, world! And more."}`, "stop"),
-			want:       chat.Message{Role: chat.Assistant, Content: "Hello, world"},
-			wantFinish: "length",
-		},
-		{
-			// Escaped non-ASCII text: "Grüße, ééé".
-			name:       "cut on a rune boundary",
-			body:       completion(`{"role":"assistant","content":"Gr\u00fc\u00dfe, \u00e9\u00e9\u00e9"}`, "stop"),
-			want:       chat.Message{Role: chat.Assistant, Content: "Grüße, é"},
-			wantFinish: "length",
-		},
-		{
-			name: "tool-call arguments count",
-			body: completion(`{"role":"assistant","content":"Hi","tool_calls":[
-				{"id":"c1","type":"function","function":{"name":"fn","arguments":"{}"}},
-				{"id":"c2","type":"function","function":{"name":"fn","arguments":"{\"a\":1}"}}]}`, "tool_calls"),
-			want:       chat.Message{Role: chat.Assistant, Content: "Hi", ToolCalls: []chat.ToolCall{{ID: "c1", Name: "fn", Arguments: "{}"}}},
-			wantFinish: "length",
-		},
+	type toolCall struct {
+		ID       string   `json:"id"`
+		Type     string   `json:"type"`
+		Function function `json:"function"`
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, tt.body) })
-			got, err := newLimitedProvider(t, srv.URL).Generate(context.Background(), llm.Request{Messages: hello}, nil)
-			if err != nil {
-				t.Fatalf("Generate: %v", err)
+	for _, tc := range llmtest.CompleteCases() {
+		t.Run(tc.Name, func(t *testing.T) {
+			msg := map[string]any{"role": "assistant", "content": tc.Message.Content}
+			var calls []toolCall
+			for _, c := range tc.Message.ToolCalls {
+				calls = append(calls, toolCall{ID: c.ID, Type: "function", Function: function{Name: c.Name, Arguments: c.Arguments}})
 			}
-			if diff := cmp.Diff(tt.want, got.Message); diff != "" {
-				t.Errorf("message (-want +got):\n%s", diff)
+			if calls != nil {
+				msg["tool_calls"] = calls
 			}
-			if got.FinishReason != tt.wantFinish {
-				t.Errorf("finish reason = %q, want %q", got.FinishReason, tt.wantFinish)
-			}
+			body := llmtest.ASCIIJSON(map[string]any{
+				"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "test-model",
+				"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": tc.End}},
+				"usage":   map[string]int{"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12},
+			})
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, body) })
+			llmtest.CheckLimitedReply(t, newLimitedProvider(t, srv.URL), llm.Request{Messages: hello}, false, llmtest.Limit, tc.Want)
 		})
 	}
 }
@@ -253,7 +132,7 @@ func TestCompleteReplyLimit(t *testing.T) {
 // streamed event, or an error body. Each is read only up to its bound,
 // then fails with a clear error that names neither the URL nor the key.
 func TestReplyTooLargeToRead(t *testing.T) {
-	tooLarge := "the model's reply is larger than the 12-byte limit"
+	tooLarge := fmt.Sprintf("the model's reply is larger than the %d-byte limit", llmtest.Limit)
 	tests := []struct {
 		name    string
 		stream  bool
