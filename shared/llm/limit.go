@@ -44,8 +44,8 @@ func (e *ReplyTooLargeError) Error() string {
 }
 
 // LimitBody returns body failing with a *ReplyTooLargeError as soon as
-// more than ReplyBodyBound(limit) bytes of it are read, so that no more
-// than the bound (and one read) is ever held.
+// more than ReplyBodyBound(limit) bytes of it are read: its reader never
+// gets more than the bound.
 func LimitBody(body io.ReadCloser, limit int) io.ReadCloser {
 	left := ReplyBodyBound(limit)
 	return ScanBody(body, func(p []byte) error {

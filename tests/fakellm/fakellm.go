@@ -85,8 +85,8 @@ type Reply struct {
 	// not fit whole), made up as it is sent: a reply of any size, streamed
 	// or not, costs the fake no memory.
 	Generated int64
-	// GeneratedText is the text Generated repeats; an ASCII sentence when
-	// empty.
+	// GeneratedText is the text (valid UTF-8) Generated repeats; an ASCII
+	// sentence when empty.
 	GeneratedText string
 	// ToolCalls are function calls the assistant requests; finish_reason is
 	// then "tool_calls". Empty IDs are filled in.
