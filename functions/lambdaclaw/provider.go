@@ -13,15 +13,20 @@ import (
 
 // newProvider builds the adapter for a configured provider: an
 // OpenAI-compatible endpoint, or Bedrock Converse signed with the IAM
-// credentials of the environment (the Lambda role on AWS).
-func newProvider(p config.Provider) (llm.Provider, error) {
+// credentials of the environment (the Lambda role on AWS). Its replies are
+// cut at maxReply bytes (limits.max_reply_bytes).
+func newProvider(p config.Provider, maxReply int) (llm.Provider, error) {
 	switch p.Type {
 	case config.ProviderBedrock:
 		return bedrock.NewConverse(context.Background(), bedrock.ConverseConfig{
 			Name: p.Name, Region: p.Region, Model: p.Model, Timeout: time.Duration(p.Timeout), Endpoint: p.BaseURL,
+			MaxReplyBytes: maxReply,
 		})
 	case config.ProviderOpenAI, "":
-		return openai.New(openai.Config{Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Model: p.Model, Timeout: time.Duration(p.Timeout)})
+		return openai.New(openai.Config{
+			Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Model: p.Model, Timeout: time.Duration(p.Timeout),
+			MaxReplyBytes: maxReply,
+		})
 	}
 	return nil, fmt.Errorf("unknown provider type %q", p.Type)
 }

@@ -193,7 +193,7 @@ func firstKey(ctx context.Context, db *sqlite.DB, cfg *config.Config, stdout io.
 func buildAgents(cfg *config.Config, skills *skill.Catalog, extra ...tool.Tool) (agent.Registry, error) {
 	providers := map[string]llm.Provider{}
 	for _, p := range cfg.Providers {
-		op, err := newProvider(p)
+		op, err := newProvider(p, cfg.Limits.MaxReplyBytes)
 		if err != nil {
 			return nil, fmt.Errorf("provider %s: %w", p.Name, err)
 		}

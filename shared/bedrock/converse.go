@@ -45,6 +45,11 @@ type ConverseConfig struct {
 	// Endpoint replaces the regional endpoint: a VPC endpoint, or a test
 	// server.
 	Endpoint string
+	// MaxReplyBytes caps one reply: its text and tool calls. A longer
+	// reply is cut and ends with finish reason "length"; a response body
+	// (or one event-stream message) too large to read within
+	// llm.ReplyBodyBound of it fails. llm.DefaultMaxReplyBytes when zero.
+	MaxReplyBytes int
 }
 
 // Converse is the llm.Provider on Amazon Bedrock's Converse and
@@ -55,10 +60,13 @@ type Converse struct {
 	name    string
 	model   string
 	timeout time.Duration
-	client  *bedrockruntime.Client
-	// callOpts apply to every call: plainRequestBodies, and the endpoint
-	// of a given client.
-	callOpts []func(*bedrockruntime.Options)
+	// maxReply caps a reply's bytes; a longer one is cut.
+	maxReply int
+	client   *bedrockruntime.Client
+	// converseOpts and streamOpts apply to every Converse and
+	// ConverseStream call: plainRequestBodies, the endpoint of a given
+	// client, and the bounds on what a call reads.
+	converseOpts, streamOpts []func(*bedrockruntime.Options)
 	// now is the clock used to read Retry-After dates, and afterFunc
 	// starts the timeout's timer; tests replace them.
 	now       func() time.Time
@@ -70,28 +78,38 @@ var _ llm.Provider = (*Converse)(nil)
 // NewConverse returns a Converse provider for cfg. Without a client it
 // loads the AWS configuration; it makes no call.
 func NewConverse(ctx context.Context, cfg ConverseConfig) (*Converse, error) {
-	c := &Converse{name: cfg.Name, model: cfg.Model, timeout: cfg.Timeout, client: cfg.Client, now: time.Now, afterFunc: afterFunc}
+	c := &Converse{name: cfg.Name, model: cfg.Model, timeout: cfg.Timeout, maxReply: cfg.MaxReplyBytes, client: cfg.Client, now: time.Now, afterFunc: afterFunc}
 	if c.name == "" {
 		c.name = "bedrock"
 	}
 	if c.timeout == 0 {
 		c.timeout = DefaultConverseTimeout
 	}
+	if c.maxReply == 0 {
+		c.maxReply = llm.DefaultMaxReplyBytes
+	}
 	switch {
 	case c.model == "":
 		return nil, fmt.Errorf("bedrock provider %s: model is required", c.name)
 	case c.timeout < 0:
 		return nil, fmt.Errorf("bedrock provider %s: negative timeout %s", c.name, c.timeout)
+	case c.maxReply < 0:
+		return nil, fmt.Errorf("bedrock provider %s: negative reply limit %d", c.name, c.maxReply)
 	}
+	c.converseOpts = []func(*bedrockruntime.Options){limitBodies(c.maxReply, false)}
+	c.streamOpts = []func(*bedrockruntime.Options){limitBodies(c.maxReply, true)}
 	if cfg.Endpoint != "" {
 		if u, err := url.Parse(cfg.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("bedrock provider %s: endpoint %q is not an http(s) URL", c.name, cfg.Endpoint)
 		}
 	}
-	c.callOpts = append(c.callOpts, plainRequestBodies)
+	c.converseOpts = append(c.converseOpts, plainRequestBodies)
+	c.streamOpts = append(c.streamOpts, plainRequestBodies)
 	if c.client != nil {
 		if cfg.Endpoint != "" {
-			c.callOpts = append(c.callOpts, func(o *bedrockruntime.Options) { o.BaseEndpoint = aws.String(cfg.Endpoint) })
+			endpoint := func(o *bedrockruntime.Options) { o.BaseEndpoint = aws.String(cfg.Endpoint) }
+			c.converseOpts = append(c.converseOpts, endpoint)
+			c.streamOpts = append(c.streamOpts, endpoint)
 		}
 		return c, nil
 	}
@@ -133,8 +151,9 @@ func afterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
 var errConverseTimedOut = errors.New("timed out")
 
 // Generate sends req with Converse, or with ConverseStream when onDelta is
-// non-nil, in which case onDelta gets each piece of text in order. Every
-// failure is an *llm.Error.
+// non-nil, in which case onDelta gets each piece of text in order. A reply
+// longer than the configured limit is cut there, on a rune boundary, and
+// ends with finish reason "length". Every failure is an *llm.Error.
 func (c *Converse) Generate(ctx context.Context, req llm.Request, onDelta llm.OnDelta) (llm.Response, error) {
 	model := req.Model
 	if model == "" {
@@ -157,7 +176,7 @@ func (c *Converse) converse(ctx context.Context, in *bedrockruntime.ConverseInpu
 	defer cancel(nil)
 	timeout := c.afterFunc(c.timeout, func() { cancel(errConverseTimedOut) })
 	defer timeout.Stop()
-	out, err := c.client.Converse(callCtx, in, c.callOpts...)
+	out, err := c.client.Converse(callCtx, in, c.converseOpts...)
 	if err != nil {
 		return llm.Response{}, c.classify(ctx, callCtx, err, false)
 	}
@@ -165,13 +184,17 @@ func (c *Converse) converse(ctx context.Context, in *bedrockruntime.ConverseInpu
 	if err != nil {
 		return llm.Response{}, &llm.Error{Provider: c.name, Status: http.StatusOK, Err: err}
 	}
+	if llm.CapReply(&resp.Message, c.maxReply) {
+		resp.FinishReason = llm.FinishLength
+	}
 	resp.Model, resp.Provider = *in.ModelId, c.name
 	return resp, nil
 }
 
 // converseStream makes a streaming call. The call fails when the response or
 // any following event takes longer than the timeout to arrive, and when the
-// stream ends before messageStop.
+// stream ends before messageStop. It stops reading, closing the stream,
+// once the reply reaches its limit.
 func (c *Converse) converseStream(ctx context.Context, in *bedrockruntime.ConverseInput, onDelta llm.OnDelta) (llm.Response, error) {
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -184,16 +207,21 @@ func (c *Converse) converseStream(ctx context.Context, in *bedrockruntime.Conver
 		System:          in.System,
 		ToolConfig:      in.ToolConfig,
 		InferenceConfig: in.InferenceConfig,
-	}, c.callOpts...)
+	}, c.streamOpts...)
 	if err != nil {
 		return llm.Response{}, c.classify(ctx, callCtx, err, false)
 	}
 	stream := out.GetStream()
 	defer stream.Close()
-	acc := newStreamAccumulator()
+	acc := newStreamAccumulator(c.maxReply)
 	for ev := range stream.Events() {
 		idle.Reset(c.timeout)
-		acc.add(ev, onDelta)
+		if acc.add(ev, onDelta) {
+			break
+		}
+	}
+	if acc.budget.Cut() {
+		return c.streamResponse(acc, *in.ModelId)
 	}
 	if err := stream.Err(); err != nil {
 		return llm.Response{}, c.classify(ctx, callCtx, err, true)
@@ -209,11 +237,16 @@ func (c *Converse) converseStream(ctx context.Context, in *bedrockruntime.Conver
 			Err:       errors.New("stream cut off before the model finished its answer (no messageStop)"),
 		}
 	}
+	return c.streamResponse(acc, *in.ModelId)
+}
+
+// streamResponse returns the answer acc assembled from model.
+func (c *Converse) streamResponse(acc *streamAccumulator, model string) (llm.Response, error) {
 	resp, err := acc.response()
 	if err != nil {
 		return llm.Response{}, &llm.Error{Provider: c.name, Status: http.StatusOK, Err: err}
 	}
-	resp.Model, resp.Provider = *in.ModelId, c.name
+	resp.Model, resp.Provider = model, c.name
 	return resp, nil
 }
 

@@ -263,8 +263,10 @@ func usage(u *types.TokenUsage) chat.Usage {
 	return chat.Usage{PromptTokens: in, CompletionTokens: out, TotalTokens: total}
 }
 
-// streamAccumulator assembles a ConverseStream answer from its events.
+// streamAccumulator assembles a ConverseStream answer from its events,
+// keeping no more than its budget allows.
 type streamAccumulator struct {
+	budget     llm.ReplyBudget
 	text       strings.Builder
 	tools      map[int32]*streamedToolUse
 	usage      chat.Usage
@@ -277,10 +279,15 @@ type streamedToolUse struct {
 	id, name string
 	server   bool
 	input    strings.Builder
+	// cut is set when part of the block did not fit the budget: the call
+	// is then left out of the reply.
+	cut bool
 }
 
-func newStreamAccumulator() *streamAccumulator {
-	return &streamAccumulator{tools: map[int32]*streamedToolUse{}}
+// newStreamAccumulator returns an accumulator for a reply of at most
+// limit bytes.
+func newStreamAccumulator(limit int) *streamAccumulator {
+	return &streamAccumulator{budget: llm.NewReplyBudget(limit), tools: map[int32]*streamedToolUse{}}
 }
 
 // tool returns the toolUse block at index, creating it if need be.
@@ -294,30 +301,39 @@ func (a *streamAccumulator) tool(index *int32) *streamedToolUse {
 	return t
 }
 
-// add folds one event in, passing text deltas to onDelta.
-func (a *streamAccumulator) add(ev types.ConverseStreamOutput, onDelta llm.OnDelta) {
+// add folds one event in, passing the text that fits to onDelta, and
+// reports whether the reply reached its limit: the rest of the stream is
+// then not wanted.
+func (a *streamAccumulator) add(ev types.ConverseStreamOutput, onDelta llm.OnDelta) (full bool) {
 	switch ev := ev.(type) {
 	case *types.ConverseStreamOutputMemberContentBlockStart:
 		if start, ok := ev.Value.Start.(*types.ContentBlockStartMemberToolUse); ok {
 			t := a.tool(ev.Value.ContentBlockIndex)
-			t.id, t.name = aws.ToString(start.Value.ToolUseId), aws.ToString(start.Value.Name)
+			id, name := aws.ToString(start.Value.ToolUseId), aws.ToString(start.Value.Name)
+			if a.budget.TakeAll(id) && a.budget.TakeAll(name) {
+				t.id, t.name = id, name
+			}
 			t.server = start.Value.Type == types.ToolUseTypeServerToolUse
+			t.cut = a.budget.Cut()
 		}
 	case *types.ConverseStreamOutputMemberContentBlockDelta:
 		switch d := ev.Value.Delta.(type) {
 		case *types.ContentBlockDeltaMemberText:
-			if d.Value != "" {
-				a.text.WriteString(d.Value)
-				onDelta(d.Value)
+			if text := a.budget.Take(d.Value); text != "" {
+				a.text.WriteString(text)
+				onDelta(text)
 			}
 		case *types.ContentBlockDeltaMemberToolUse:
-			a.tool(ev.Value.ContentBlockIndex).input.WriteString(aws.ToString(d.Value.Input))
+			t := a.tool(ev.Value.ContentBlockIndex)
+			t.input.WriteString(a.budget.Take(aws.ToString(d.Value.Input)))
+			t.cut = t.cut || a.budget.Cut()
 		}
 	case *types.ConverseStreamOutputMemberMessageStop:
 		a.stopReason = ev.Value.StopReason
 	case *types.ConverseStreamOutputMemberMetadata:
 		a.usage = usage(ev.Value.Usage)
 	}
+	return a.budget.Cut()
 }
 
 // response returns the assembled answer, tool calls in block order (Model
@@ -328,6 +344,9 @@ func (a *streamAccumulator) response() (llm.Response, error) {
 		Usage:        a.usage,
 		FinishReason: finishReason(a.stopReason),
 	}
+	if a.budget.Cut() {
+		resp.FinishReason = llm.FinishLength
+	}
 	indexes := make([]int32, 0, len(a.tools))
 	for i := range a.tools {
 		indexes = append(indexes, i)
@@ -335,7 +354,7 @@ func (a *streamAccumulator) response() (llm.Response, error) {
 	slices.Sort(indexes)
 	for _, i := range indexes {
 		t := a.tools[i]
-		if t.server {
+		if t.server || t.cut {
 			continue
 		}
 		args := strings.TrimSpace(t.input.String())

@@ -59,6 +59,7 @@ func (c *Converse) classify(parent, call context.Context, err error, inStream bo
 	}
 	var api smithy.APIError
 	var send *smithyhttp.RequestSendError
+	var tooLarge *llm.ReplyTooLargeError
 	switch {
 	case parent.Err() != nil:
 		e.Err = fmt.Errorf("call abandoned by the caller: %w", parent.Err())
@@ -92,6 +93,11 @@ func (c *Converse) classify(parent, call context.Context, err error, inStream bo
 	case e.Status >= 400:
 		e.Retryable = retryableHTTPStatus(e.Status)
 		e.Err = &converseError{msg: http.StatusText(e.Status), err: err}
+	case errors.As(err, &tooLarge):
+		// Not retryable: the same request would likely get as long an
+		// answer again. The SDK's text, which names the endpoint, is
+		// left out.
+		e.Err = tooLarge
 	case errors.As(err, &send) || connectionFailed(err):
 		e.Retryable = true
 		if inStream {

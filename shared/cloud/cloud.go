@@ -42,6 +42,8 @@
 //	OPENAI_MODEL               its model; configures the OpenAI-compatible provider
 //	OPENAI_API_KEY             its API key, or:
 //	OPENAI_API_KEY_SECRET_ARN  a Secrets Manager secret holding the key
+//	MAX_REPLY_BYTES            the most bytes of one model reply (default 1 MiB);
+//	                           a longer reply is cut with finish_reason "length"
 //	SESSION_SHARING            shared (default: one session per user and agent
 //	                           across channels) or per_channel
 //	OPENSEARCH_ENDPOINT        OpenSearch domain; turns agent memory on (see NewSearchIndex)
@@ -59,6 +61,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -211,9 +214,19 @@ func newProviders(ctx context.Context, awsCfg aws.Config, getenv func(string) st
 	wrap := func(p llm.Provider) llm.Provider {
 		return llm.WithBreaker(llm.WithRetry(p, 3, 500*time.Millisecond, 10*time.Second), 5, 30*time.Second)
 	}
+	maxReply := llm.DefaultMaxReplyBytes
+	if v := getenv("MAX_REPLY_BYTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("cloud: MAX_REPLY_BYTES=%q: want a positive number of bytes", v)
+		}
+		maxReply = n
+	}
 	var bedrockP, openaiP llm.Provider
 	if model := getenv("BEDROCK_MODEL"); model != "" {
-		p, err := bedrock.NewConverse(ctx, bedrock.ConverseConfig{Model: model, Region: getenv("BEDROCK_REGION"), Endpoint: getenv("BEDROCK_ENDPOINT")})
+		p, err := bedrock.NewConverse(ctx, bedrock.ConverseConfig{
+			Model: model, Region: getenv("BEDROCK_REGION"), Endpoint: getenv("BEDROCK_ENDPOINT"), MaxReplyBytes: maxReply,
+		})
 		if err != nil {
 			return nil, fmt.Errorf("cloud: %w", err)
 		}
@@ -227,7 +240,7 @@ func newProviders(ctx context.Context, awsCfg aws.Config, getenv func(string) st
 		if err != nil {
 			return nil, err
 		}
-		p, err := openai.New(openai.Config{BaseURL: base, APIKey: key, Model: model})
+		p, err := openai.New(openai.Config{BaseURL: base, APIKey: key, Model: model, MaxReplyBytes: maxReply})
 		if err != nil {
 			return nil, fmt.Errorf("cloud: %w", err)
 		}

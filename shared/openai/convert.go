@@ -176,9 +176,11 @@ func fillCallIDs(calls []chat.ToolCall) error {
 	return nil
 }
 
-// accumulator assembles a streamed answer from its chunks.
+// accumulator assembles a streamed answer from its chunks, keeping no more
+// than its budget allows.
 type accumulator struct {
 	model        string
+	budget       llm.ReplyBudget
 	content      strings.Builder
 	refusal      strings.Builder
 	calls        []*streamedCall
@@ -192,9 +194,15 @@ type streamedCall struct {
 	id    string
 	name  string
 	args  strings.Builder
+	// cut is set when part of the call did not fit the budget: the call
+	// is then left out of the reply.
+	cut bool
 }
 
-func (a *accumulator) add(c oai.ChatCompletionChunk, onDelta llm.OnDelta) {
+// add folds one chunk in, passing the content that fits to onDelta, and
+// reports whether the reply reached its limit: the rest of the stream is
+// then not wanted.
+func (a *accumulator) add(c oai.ChatCompletionChunk, onDelta llm.OnDelta) (full bool) {
 	if c.Model != "" {
 		a.model = c.Model
 	}
@@ -206,11 +214,11 @@ func (a *accumulator) add(c oai.ChatCompletionChunk, onDelta llm.OnDelta) {
 			continue // only one choice is ever requested
 		}
 		d := choice.Delta
-		if d.Content != "" {
-			a.content.WriteString(d.Content)
-			onDelta(d.Content)
+		if text := a.budget.Take(d.Content); text != "" {
+			a.content.WriteString(text)
+			onDelta(text)
 		}
-		a.refusal.WriteString(d.Refusal)
+		a.refusal.WriteString(a.budget.Take(d.Refusal))
 		for _, tc := range d.ToolCalls {
 			a.addToolCall(tc)
 		}
@@ -218,6 +226,10 @@ func (a *accumulator) add(c oai.ChatCompletionChunk, onDelta llm.OnDelta) {
 			a.finishReason = choice.FinishReason
 		}
 	}
+	if a.budget.Cut() {
+		a.finishReason = llm.FinishLength
+	}
+	return a.budget.Cut()
 }
 
 // addToolCall merges one tool-call delta. Deltas are matched by index; a
@@ -235,13 +247,15 @@ func (a *accumulator) addToolCall(tc oai.ChatCompletionChunkChoiceDeltaToolCall)
 		call = &streamedCall{index: tc.Index}
 		a.calls = append(a.calls, call)
 	}
-	if call.id == "" {
+	if call.id == "" && a.budget.TakeAll(tc.ID) {
 		call.id = tc.ID
 	}
-	if call.name == "" {
+	if call.name == "" && a.budget.TakeAll(tc.Function.Name) {
 		call.name = tc.Function.Name
 	}
-	call.args.WriteString(tc.Function.Arguments)
+	args := a.budget.Take(tc.Function.Arguments)
+	call.args.WriteString(args)
+	call.cut = call.cut || a.budget.Cut()
 }
 
 func (a *accumulator) response(provider string) (llm.Response, error) {
@@ -249,11 +263,12 @@ func (a *accumulator) response(provider string) (llm.Response, error) {
 	if msg.Content == "" {
 		msg.Content = a.refusal.String()
 	}
-	if len(a.calls) > 0 {
-		msg.ToolCalls = make([]chat.ToolCall, len(a.calls))
-		for i, c := range a.calls {
-			msg.ToolCalls[i] = chat.ToolCall{ID: c.id, Name: c.name, Arguments: c.args.String()}
+	for _, c := range a.calls {
+		if !c.cut {
+			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: c.id, Name: c.name, Arguments: c.args.String()})
 		}
+	}
+	if len(msg.ToolCalls) > 0 {
 		if err := fillCallIDs(msg.ToolCalls); err != nil {
 			return llm.Response{}, &llm.Error{Provider: provider, Err: err}
 		}

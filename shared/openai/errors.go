@@ -28,6 +28,7 @@ func (p *Provider) classify(parent, call context.Context, res *http.Response, er
 	e := &llm.Error{Provider: p.name, Status: statusOf(res)}
 	var apiErr *oai.Error
 	var streamErr *ssestream.StreamError
+	var tooLarge *llm.ReplyTooLargeError
 	switch {
 	case parent.Err() != nil:
 		e.Err = fmt.Errorf("call abandoned by the caller: %w", parent.Err())
@@ -49,6 +50,10 @@ func (p *Provider) classify(parent, call context.Context, res *http.Response, er
 	case res != nil && res.StatusCode >= 400:
 		code, msg := readErrorBody(res)
 		p.fromStatus(e, res.StatusCode, res.Header, code, msg)
+	case errors.As(err, &tooLarge):
+		// Not retryable: the same request would likely get as long an
+		// answer again.
+		e.Err = tooLarge
 	case errors.As(err, &streamErr):
 		p.fromStreamError(e, streamErr)
 	case transient(err):

@@ -40,6 +40,11 @@ type Config struct {
 	Timeout time.Duration
 	// HTTPClient sends the requests; a client over http.DefaultTransport when nil.
 	HTTPClient *http.Client
+	// MaxReplyBytes caps one reply: its content, refusal and tool calls.
+	// A longer reply is cut and ends with finish reason "length"; a
+	// response body (or one streamed event) too large to read within
+	// llm.ReplyBodyBound of it fails. llm.DefaultMaxReplyBytes when zero.
+	MaxReplyBytes int
 }
 
 // Provider calls an OpenAI-compatible chat completions endpoint. It is safe
@@ -49,6 +54,8 @@ type Provider struct {
 	model   string
 	apiKey  string
 	timeout time.Duration
+	// maxReply caps a reply's bytes; a longer one is cut.
+	maxReply int
 	// completionTokens sends max_completion_tokens (OpenAI's current field,
 	// required by its reasoning models) instead of max_tokens, which
 	// compatible servers understand.
@@ -69,18 +76,25 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("openai provider: negative timeout %s", cfg.Timeout)
 	}
+	if cfg.MaxReplyBytes < 0 {
+		return nil, fmt.Errorf("openai provider: negative reply limit %d", cfg.MaxReplyBytes)
+	}
 	p := &Provider{
-		name:    cfg.Name,
-		model:   cfg.Model,
-		apiKey:  cfg.APIKey,
-		timeout: cfg.Timeout,
-		now:     time.Now,
+		name:     cfg.Name,
+		model:    cfg.Model,
+		apiKey:   cfg.APIKey,
+		timeout:  cfg.Timeout,
+		maxReply: cfg.MaxReplyBytes,
+		now:      time.Now,
 	}
 	if p.name == "" {
 		p.name = "openai"
 	}
 	if p.timeout == 0 {
 		p.timeout = DefaultTimeout
+	}
+	if p.maxReply == 0 {
+		p.maxReply = llm.DefaultMaxReplyBytes
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
@@ -116,7 +130,9 @@ var errTimedOut = errors.New("timed out")
 
 // Generate sends req to the chat completions endpoint. With a nil onDelta the
 // answer arrives in one response; otherwise it is streamed and onDelta gets
-// each piece of content in order. Every failure is an *llm.Error.
+// each piece of content in order. A reply longer than the configured limit
+// is cut there, on a rune boundary, and ends with finish reason "length".
+// Every failure is an *llm.Error.
 func (p *Provider) Generate(ctx context.Context, req llm.Request, onDelta llm.OnDelta) (llm.Response, error) {
 	params, err := p.params(req, onDelta != nil)
 	if err != nil {
@@ -128,15 +144,17 @@ func (p *Provider) Generate(ctx context.Context, req llm.Request, onDelta llm.On
 	return p.stream(ctx, params, onDelta)
 }
 
-// complete makes a non-streaming call.
+// complete makes a non-streaming call. The SDK reads the whole body, so
+// that body is bounded as it arrives.
 func (p *Provider) complete(ctx context.Context, params oai.ChatCompletionNewParams) (llm.Response, error) {
 	callCtx, cancel := context.WithTimeoutCause(ctx, p.timeout, errTimedOut)
 	defer cancel()
 	var res *http.Response
 	var body []byte
+	limit := limitBodies(p.maxReply, false)
 	// The body is decoded here rather than by the SDK so that a malformed
 	// answer (not retryable) is told apart from a dropped connection.
-	if _, err := p.svc.New(callCtx, params, option.WithResponseInto(&res), option.WithResponseBodyInto(&body)); err != nil {
+	if _, err := p.svc.New(callCtx, params, limit, option.WithResponseInto(&res), option.WithResponseBodyInto(&body)); err != nil {
 		return llm.Response{}, p.classify(ctx, callCtx, res, err)
 	}
 	var completion oai.ChatCompletion
@@ -147,11 +165,15 @@ func (p *Provider) complete(ctx context.Context, params oai.ChatCompletionNewPar
 	if err != nil {
 		return llm.Response{}, &llm.Error{Provider: p.name, Status: statusOf(res), Err: err}
 	}
+	if llm.CapReply(&resp.Message, p.maxReply) {
+		resp.FinishReason = llm.FinishLength
+	}
 	return resp, nil
 }
 
 // stream makes a streaming call. The call fails when the response or any
-// following chunk takes longer than the timeout to arrive.
+// following chunk takes longer than the timeout to arrive. It stops
+// reading, closing the stream, once the reply reaches its limit.
 func (p *Provider) stream(ctx context.Context, params oai.ChatCompletionNewParams, onDelta llm.OnDelta) (llm.Response, error) {
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -159,12 +181,15 @@ func (p *Provider) stream(ctx context.Context, params oai.ChatCompletionNewParam
 	defer idle.Stop()
 
 	var res *http.Response
-	s := p.svc.NewStreaming(callCtx, params, option.WithResponseInto(&res))
+	limit := limitBodies(p.maxReply, true)
+	s := p.svc.NewStreaming(callCtx, params, limit, option.WithResponseInto(&res))
 	defer s.Close()
-	acc := accumulator{model: params.Model}
+	acc := accumulator{model: params.Model, budget: llm.NewReplyBudget(p.maxReply)}
 	for s.Next() {
 		idle.Reset(p.timeout)
-		acc.add(s.Current(), onDelta)
+		if acc.add(s.Current(), onDelta) {
+			return acc.response(p.name)
+		}
 	}
 	if err := s.Err(); err != nil {
 		return llm.Response{}, p.classify(ctx, callCtx, res, err)

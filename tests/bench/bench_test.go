@@ -108,18 +108,22 @@ func (s *server) stop() {
 }
 
 // rssKB reads the resident set size of pid from /proc.
-func rssKB(tb testing.TB, pid int) float64 {
+func rssKB(tb testing.TB, pid int) float64 { return procStatusKB(tb, pid, "VmRSS") }
+
+// procStatusKB reads a figure in kB of pid from /proc, such as VmRSS or
+// VmHWM (the peak resident set size).
+func procStatusKB(tb testing.TB, pid int, field string) float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			v, _ := strconv.ParseFloat(strings.Fields(rest)[0], 64)
 			return v
 		}
 	}
-	tb.Fatal("no VmRSS")
+	tb.Fatal("no " + field)
 	return 0
 }
 

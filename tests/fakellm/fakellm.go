@@ -2,7 +2,8 @@
 // server for tests. It speaks the real wire format — JSON completions, SSE
 // chunk streams with tool-call fragments and usage, OpenAI error JSON — and
 // can fail the way real providers do: error statuses with Retry-After,
-// delays, hangs, malformed bodies and streams cut mid-way.
+// delays, hangs, malformed bodies and streams cut mid-way. It can also send
+// a reply of any size, made up as it is sent (Reply.Generated).
 //
 // A test queues replies with Enqueue; each request takes the next one in
 // arrival order, and when the script is empty the default responder answers
@@ -14,12 +15,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // Message is one message of a recorded request, in the OpenAI chat format.
@@ -76,6 +80,14 @@ type Usage struct {
 type Reply struct {
 	// Content is the assistant's text.
 	Content string
+	// Generated, when positive, replaces Content with that many bytes of
+	// GeneratedText repeated (a few bytes fewer when the last rune would
+	// not fit whole), made up as it is sent: a reply of any size, streamed
+	// or not, costs the fake no memory.
+	Generated int64
+	// GeneratedText is the text (valid UTF-8) Generated repeats; an ASCII
+	// sentence when empty.
+	GeneratedText string
 	// ToolCalls are function calls the assistant requests; finish_reason is
 	// then "tool_calls". Empty IDs are filled in.
 	ToolCalls []ToolCall
@@ -105,6 +117,64 @@ type Reply struct {
 	// Usage overrides the token counts, which are otherwise estimated from
 	// the lengths of the prompt and the answer.
 	Usage *Usage
+}
+
+// defaultGeneratedText is what Generated repeats by default.
+const defaultGeneratedText = "All work and no play makes Jack a dull boy. "
+
+// generator makes the content of a Generated reply piece by piece.
+type generator struct {
+	unit string
+	at   int   // where the next piece starts in unit
+	left int64 // bytes still to make
+}
+
+func newGenerator(reply Reply) *generator {
+	unit := reply.GeneratedText
+	if unit == "" {
+		unit = defaultGeneratedText
+	}
+	return &generator{unit: unit, left: reply.Generated}
+}
+
+// next returns the next piece of at most runes runes, or "" at the end.
+func (g *generator) next(runes int) string {
+	var b strings.Builder
+	for ; runes > 0; runes-- {
+		r, size := utf8.DecodeRuneInString(g.unit[g.at:])
+		if int64(size) > g.left {
+			g.left = 0
+			break
+		}
+		b.WriteRune(r)
+		g.left -= int64(size)
+		g.at = (g.at + size) % len(g.unit)
+	}
+	return b.String()
+}
+
+// pieces returns the content of reply in pieces of size runes: Content,
+// or what Generated makes up.
+func pieces(reply Reply, size int) iter.Seq[string] {
+	if reply.Generated <= 0 {
+		return slices.Values(split(reply.Content, size))
+	}
+	return func(yield func(string) bool) {
+		g := newGenerator(reply)
+		for p := g.next(size); p != ""; p = g.next(size) {
+			if !yield(p) {
+				return
+			}
+		}
+	}
+}
+
+// contentBytes returns the length of reply's content.
+func contentBytes(reply Reply) int64 {
+	if reply.Generated > 0 {
+		return reply.Generated
+	}
+	return int64(len(reply.Content))
 }
 
 // Server is a running fake. Its methods are safe for concurrent use.
@@ -465,7 +535,7 @@ func estimateUsage(req Request, reply Reply) wireUsage {
 			prompt += len(tc.Name) + len(tc.Arguments)
 		}
 	}
-	completion := len(reply.Content)
+	completion := int(contentBytes(reply))
 	for _, tc := range reply.ToolCalls {
 		completion += len(tc.Name) + len(tc.Arguments)
 	}
@@ -508,8 +578,12 @@ func writeCompletion(w http.ResponseWriter, id, model string, reply Reply, usage
 		ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
 	}
 	msg := message{Role: "assistant"}
-	if reply.Content != "" || len(reply.ToolCalls) == 0 {
-		msg.Content = &reply.Content
+	content := reply.Content
+	if reply.Generated > 0 {
+		content = generatedMark
+	}
+	if content != "" || len(reply.ToolCalls) == 0 {
+		msg.Content = &content
 	}
 	if len(reply.ToolCalls) > 0 {
 		msg.ToolCalls = wireCalls(reply.ToolCalls, false)
@@ -531,8 +605,25 @@ func writeCompletion(w http.ResponseWriter, id, model string, reply Reply, usage
 	b, _ := json.Marshal(resp)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
+	if reply.Generated <= 0 {
+		_, _ = w.Write(b)
+		return
+	}
+	mark, _ := json.Marshal(generatedMark)
+	before, after, _ := bytes.Cut(b, mark)
+	_, _ = w.Write(append(before, '"'))
+	for p := range pieces(reply, 16<<10) {
+		q, _ := json.Marshal(p)
+		if _, err := w.Write(q[1 : len(q)-1]); err != nil {
+			return // the client went away
+		}
+	}
+	_, _ = w.Write(append([]byte{'"'}, after...))
 }
+
+// generatedMark stands for a Generated content in the encoded completion,
+// where the content is then written piece by piece.
+const generatedMark = "\x00generated\x00"
 
 // stream writes the reply as Chat Completions SSE chunks.
 func (s *Server) stream(w http.ResponseWriter, id, model string, includeUsage bool, reply Reply, usage wireUsage) {
@@ -546,7 +637,7 @@ func (s *Server) stream(w http.ResponseWriter, id, model string, includeUsage bo
 		size = 4
 	}
 
-	send := func(delta map[string]any, finish any) {
+	send := func(delta map[string]any, finish any) error {
 		choice := map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}
 		chunk := map[string]any{
 			"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
@@ -555,24 +646,29 @@ func (s *Server) stream(w http.ResponseWriter, id, model string, includeUsage bo
 		if includeUsage {
 			chunk["usage"] = nil
 		}
-		writeEvent(w, chunk)
+		err := writeEvent(w, chunk)
 		if flusher != nil {
 			flusher.Flush()
 		}
+		return err
 	}
 
 	send(map[string]any{"role": "assistant", "content": "", "refusal": nil}, nil)
-	pieces := split(reply.Content, size)
-	if reply.CutStream {
-		// Send about half, then abort the connection without the chunked
-		// terminator, as a provider that crashes mid-answer would.
-		for _, p := range pieces[:(len(pieces)+1)/2] {
-			send(map[string]any{"content": p}, nil)
+	// With CutStream, send about half, then abort the connection without
+	// the chunked terminator, as a provider that crashes mid-answer would.
+	half := (contentBytes(reply) + 1) / 2
+	sent := int64(0)
+	for p := range pieces(reply, size) {
+		if reply.CutStream && sent >= half {
+			break
 		}
-		panic(http.ErrAbortHandler)
+		if err := send(map[string]any{"content": p}, nil); err != nil {
+			return // the client went away
+		}
+		sent += int64(len(p))
 	}
-	for _, p := range pieces {
-		send(map[string]any{"content": p}, nil)
+	if reply.CutStream {
+		panic(http.ErrAbortHandler)
 	}
 	for i, tc := range reply.ToolCalls {
 		first := wireToolCall{Index: &i, ID: tc.ID, Type: "function"}
@@ -597,14 +693,15 @@ func (s *Server) stream(w http.ResponseWriter, id, model string, includeUsage bo
 	}
 }
 
-func writeEvent(w http.ResponseWriter, v any) {
+func writeEvent(w http.ResponseWriter, v any) error {
 	b, _ := json.Marshal(v)
 	var buf bytes.Buffer
 	buf.Grow(len(b) + 8)
 	buf.WriteString("data: ")
 	buf.Write(b)
 	buf.WriteString("\n\n")
-	_, _ = w.Write(buf.Bytes())
+	_, err := w.Write(buf.Bytes())
+	return err
 }
 
 // split cuts s into pieces of n runes.

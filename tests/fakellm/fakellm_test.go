@@ -424,3 +424,82 @@ func TestModels(t *testing.T) {
 		t.Errorf("models = %+v", page.Data)
 	}
 }
+
+func TestGeneratedReply(t *testing.T) {
+	const unit = "añb€" // 7 bytes: runes of 1, 2, 1 and 3 bytes
+	// 14286 units are 100002 bytes; "a" fits in the 2 bytes left, "ñ"
+	// does not.
+	want := strings.Repeat(unit, 14286) + "a"
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "completion", true: "stream"}[stream], func(t *testing.T) {
+			s := New()
+			defer s.Close()
+			s.Enqueue(Reply{Generated: 100004, GeneratedText: unit, ChunkSize: 1000})
+			c := newClient(s)
+			params := openai.ChatCompletionNewParams{
+				Model: "fake-model", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("x")},
+			}
+			var got openai.ChatCompletion
+			if stream {
+				params.StreamOptions.IncludeUsage = openai.Bool(true)
+				st := c.Chat.Completions.NewStreaming(context.Background(), params)
+				acc := openai.ChatCompletionAccumulator{}
+				for st.Next() {
+					acc.AddChunk(st.Current())
+				}
+				if err := st.Err(); err != nil {
+					t.Fatal(err)
+				}
+				got = acc.ChatCompletion
+			} else {
+				resp, err := c.Chat.Completions.New(context.Background(), params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = *resp
+			}
+			if content := got.Choices[0].Message.Content; content != want {
+				t.Errorf("content: %d bytes, want %d (%q…)", len(content), len(want), content[:min(len(content), 40)])
+			}
+			if got.Choices[0].FinishReason != "stop" || got.Usage.CompletionTokens != 100004/4+1 {
+				t.Errorf("finish_reason %q, usage %+v", got.Choices[0].FinishReason, got.Usage)
+			}
+		})
+	}
+}
+
+// TestGeneratedReplyAbandoned checks that a reply far too large to exist
+// in memory (a terabyte) is made only as fast as the client reads, and
+// that the fake stops making it once it can no longer be sent (Close
+// waits for the handler).
+func TestGeneratedReplyAbandoned(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "completion", true: "stream"}[stream], func(t *testing.T) {
+			s := New()
+			s.Enqueue(Reply{Generated: 1 << 40, ChunkSize: 4096})
+			body := `{"model":"fake-model","messages":[{"role":"user","content":"x"}],"stream":` + map[bool]string{false: "false", true: "true"}[stream] + `}`
+			resp, err := http.Post(s.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			head := make([]byte, 1<<20)
+			if _, err := io.ReadFull(resp.Body, head); err != nil {
+				t.Fatalf("reading the first megabyte: %v", err)
+			}
+			if !strings.Contains(string(head), "All work and no play makes Jack a dull boy. All work") {
+				t.Errorf("the reply does not repeat the default text: %q…", head[:200])
+			}
+			resp.Body.Close()
+			closed := make(chan struct{})
+			go func() {
+				s.Close() // waits for the handler
+				close(closed)
+			}()
+			select {
+			case <-closed:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the fake kept generating after the client left")
+			}
+		})
+	}
+}

@@ -102,7 +102,7 @@ func Setup(t *testing.T) *Env {
 		"WS_ENDPOINT":      e.APIGW.URL,
 		"DEFAULT_PROVIDER": "openai", "OPENAI_BASE_URL": e.LLM.URL + "/v1", "OPENAI_MODEL": "fake-model",
 		"OPENAI_API_KEY": "sk-fake", "OPENAI_API_KEY_SECRET_ARN": "", "BEDROCK_MODEL": "",
-		"AGENTS": "", "SESSION_SHARING": "", "LOG_LEVEL": "error",
+		"AGENTS": "", "SESSION_SHARING": "", "LOG_LEVEL": "error", "MAX_REPLY_BYTES": "",
 	} {
 		t.Setenv(k, v)
 	}
