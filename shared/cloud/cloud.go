@@ -142,7 +142,11 @@ func New(ctx context.Context) (*Root, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cloud: aws config: %w", err)
 	}
-	providers, err := newProviders(ctx, awsCfg, getenv)
+	maxReply, err := maxReplyBytes(getenv)
+	if err != nil {
+		return nil, err
+	}
+	providers, err := newProviders(ctx, awsCfg, getenv, maxReply)
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +184,7 @@ func New(ctx context.Context) (*Root, error) {
 		Replier:  router,
 		Events:   obs.NewEmitter(log, 1024),
 		Log:      log,
+		Limits:   agent.Limits{MaxReplyBytes: maxReply},
 	}
 	arn := getenv("STATE_MACHINE_ARN")
 	if arn == "" {
@@ -209,18 +214,24 @@ func newLogger(level string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
 }
 
-// newProviders returns the configured providers, DEFAULT_PROVIDER first.
-func newProviders(ctx context.Context, awsCfg aws.Config, getenv func(string) string) ([]llm.Provider, error) {
+// maxReplyBytes reads MAX_REPLY_BYTES, the most bytes of one model reply.
+func maxReplyBytes(getenv func(string) string) (int, error) {
+	v := getenv("MAX_REPLY_BYTES")
+	if v == "" {
+		return llm.DefaultMaxReplyBytes, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("cloud: MAX_REPLY_BYTES=%q: want a positive number of bytes", v)
+	}
+	return n, nil
+}
+
+// newProviders returns the configured providers, DEFAULT_PROVIDER first,
+// each cutting replies at maxReply bytes.
+func newProviders(ctx context.Context, awsCfg aws.Config, getenv func(string) string, maxReply int) ([]llm.Provider, error) {
 	wrap := func(p llm.Provider) llm.Provider {
 		return llm.WithBreaker(llm.WithRetry(p, 3, 500*time.Millisecond, 10*time.Second), 5, 30*time.Second)
-	}
-	maxReply := llm.DefaultMaxReplyBytes
-	if v := getenv("MAX_REPLY_BYTES"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("cloud: MAX_REPLY_BYTES=%q: want a positive number of bytes", v)
-		}
-		maxReply = n
 	}
 	var bedrockP, openaiP llm.Provider
 	if model := getenv("BEDROCK_MODEL"); model != "" {
