@@ -133,15 +133,29 @@ func startGateway(t *testing.T, fake *fakellm.Server, config string) *gateway {
 // answers 200.
 func (g *gateway) start() {
 	g.t.Helper()
-	if g.cmd != nil {
-		g.t.Fatal("gateway already running")
-	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		g.t.Fatal(err)
 	}
 	hostport := l.Addr().String()
 	l.Close()
+	g.startAt(hostport)
+}
+
+// restart starts the stopped server again on the port it had, for clients
+// that reconnect.
+func (g *gateway) restart() {
+	g.t.Helper()
+	g.startAt(strings.TrimPrefix(g.addr, "http://"))
+}
+
+// startAt runs `lambdaclaw serve` on hostport and waits until /health
+// answers 200.
+func (g *gateway) startAt(hostport string) {
+	g.t.Helper()
+	if g.cmd != nil {
+		g.t.Fatal("gateway already running")
+	}
 	g.addr = "http://" + hostport
 
 	cmd := exec.Command(binary, "serve", "--addr", hostport)
@@ -225,18 +239,35 @@ func (g *gateway) firstKey() string {
 	}
 }
 
-// cli runs a lambdaclaw command on the same home and returns its stdout.
+// cli runs a lambdaclaw command on the same home and returns its stdout;
+// a failure fails the test.
 func (g *gateway) cli(t testing.TB, args ...string) string {
+	t.Helper()
+	stdout, stderr, status := g.run(t, args...)
+	if status != 0 {
+		t.Fatalf("lambdaclaw %s: exit status %d\nstderr: %s", strings.Join(args, " "), status, stderr)
+	}
+	return stdout
+}
+
+// run runs a lambdaclaw command on the same home and returns its output
+// and exit status.
+func (g *gateway) run(t testing.TB, args ...string) (stdout, stderr string, status int) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Env = g.env
 	cmd.Dir = g.home
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("lambdaclaw %s: %v\nstderr: %s", strings.Join(args, " "), err, stderr.String())
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		status = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("lambdaclaw %s: %v", strings.Join(args, " "), err)
 	}
-	return stdout.String()
+	return out.String(), errb.String(), status
 }
 
 // createKey runs `lambdaclaw keys create` and checks that stdout holds only

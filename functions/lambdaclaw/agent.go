@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -35,41 +34,35 @@ const maxIdentityRead = 64 << 10
 // agentCommand runs `lambdaclaw agent create|list|show|delete`, which
 // manage the agent workspaces under $LAMBDACLAW_HOME/agents.
 func agentCommand(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return errUsage
+	sub, err := subcommand("agent", []string{"create", "list", "show", "delete"}, args, stdout, stderr)
+	if err != nil {
+		return err
 	}
-	sub, want := args[0], 1
+	var fset *cmdFlags
 	switch sub {
-	case "create", "show", "delete":
+	case "create":
+		fset = newFlags("agent create", "NAME", "Create the workspace of a new agent from the default templates and print its directory.\nA running `lambdaclaw serve` serves it at once, as the model NAME.", stderr)
 	case "list":
-		want = 0
+		fset = newFlags("agent list", "", "List the agents: the name, emoji and type from IDENTITY.md, and whether the first run is pending.", stderr)
+	case "show":
+		fset = newFlags("agent show", "NAME", "Print the bootstrap files of an agent in system prompt order, and list its daily logs.", stderr)
 	default:
-		fmt.Fprintf(stderr, "unknown agent command %q\n\n%s", sub, usage)
-		return errUsage
+		fset = newFlags("agent delete", "NAME", "Delete the workspace of an agent and everything in it. At a terminal it asks first;\nwithout one, and for the default agent, it needs --yes.", stderr)
 	}
-	fset := flag.NewFlagSet("agent "+sub, flag.ContinueOnError)
-	fset.SetOutput(stderr)
-	cfgPath := fset.String("config", "", "config file (default $LAMBDACLAW_HOME/config.yaml)")
+	loadConfig := fset.withConfig()
 	yes := new(bool)
 	if sub == "delete" {
 		yes = fset.Bool("yes", false, "delete without asking for confirmation")
 	}
-	pos, err := parseInterspersed(fset, args[1:])
+	want := 1
+	if sub == "list" {
+		want = 0
+	}
+	pos, err := fset.parse(args[1:], want, want, stdout)
 	if err != nil {
-		return errUsage
+		return err
 	}
-	if len(pos) != want {
-		synopsis := "lambdaclaw agent " + sub
-		switch sub {
-		case "create", "show":
-			synopsis += " NAME"
-		case "delete":
-			synopsis += " NAME [--yes]"
-		}
-		return fmt.Errorf("usage: %s", synopsis)
-	}
-	cfg, err := config.Load(*cfgPath, getenv)
+	cfg, err := loadConfig()
 	if err != nil {
 		return err
 	}
@@ -90,25 +83,23 @@ func agentCommand(_ context.Context, args []string, stdout, stderr io.Writer) er
 	}
 }
 
-// parseInterspersed parses flags placed anywhere among args, as in
-// `agent delete NAME --yes`, and returns the other arguments in order.
-// After "--" every argument is positional.
-func parseInterspersed(fset *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fset.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fset.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
+// noAgent is the error for an agent name that is not one of the agents;
+// it lists them.
+func noAgent(name string, agents []string) error {
+	if len(agents) == 0 {
+		return fmt.Errorf("no agent %q: there are no agents yet (`lambdaclaw agent create NAME` makes one)", name)
 	}
+	return fmt.Errorf("no agent %q; the agents are: %s", name, strings.Join(agents, ", "))
+}
+
+// missingAgent is noAgent with the workspaces under home; an error
+// listing them is returned as is.
+func missingAgent(home, name string) error {
+	names, err := workspace.List(home)
+	if err != nil {
+		return err
+	}
+	return noAgent(name, names)
 }
 
 // createAgent makes a new workspace with the default templates, including
@@ -132,7 +123,7 @@ func createAgent(home, name string, stdout, stderr io.Writer) error {
 		return exists
 	}
 	fmt.Fprintln(stdout, dir)
-	fmt.Fprintf(stderr, "created agent %q; restart `lambdaclaw serve` to use it as model %q\n", name, name)
+	fmt.Fprintf(stderr, "created agent %q; a running `lambdaclaw serve` serves it as model %q without a restart\n", name, name)
 	return nil
 }
 
@@ -202,7 +193,7 @@ func showAgent(home, name string, stdout io.Writer) error {
 	dir := workspace.Dir(home, name)
 	root, err := os.OpenRoot(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no agent %q (see `lambdaclaw agent list`)", name)
+		return missingAgent(home, name)
 	}
 	if err != nil {
 		return err
@@ -273,7 +264,7 @@ func openRegular(root *os.Root, name string) (*os.File, error) {
 func deleteAgent(cfg *config.Config, name string, yes bool, stderr io.Writer) error {
 	dir := workspace.Dir(cfg.Home, name)
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no agent %q (see `lambdaclaw agent list`)", name)
+		return missingAgent(cfg.Home, name)
 	} else if err != nil {
 		return err
 	}

@@ -108,21 +108,21 @@ func TestAgentCreateListDelete(t *testing.T) {
 		{name: "create another", args: []string{"agent", "create", "beta"}, wantOut: dir("beta") + "\n", wantAgents: []string{"alpha", "beta"}},
 		{name: "create existing", args: []string{"agent", "create", "alpha"}, wantErr: `agent "alpha" already exists in ` + dir("alpha")},
 		{name: "create invalid", args: []string{"agent", "create", "Bad/Name"}, wantErr: "is invalid"},
-		{name: "create without name", args: []string{"agent", "create"}, wantErr: "usage: lambdaclaw agent create NAME"},
-		{name: "create two names", args: []string{"agent", "create", "a", "b"}, wantErr: "usage: lambdaclaw agent create NAME", wantAgents: []string{"alpha", "beta"}},
+		{name: "create without name", args: []string{"agent", "create"}, wantErr: "usage", wantStderr: "missing arguments\nusage: lambdaclaw agent create NAME"},
+		{name: "create two names", args: []string{"agent", "create", "a", "b"}, wantErr: "usage", wantStderr: "unexpected argument \"b\"\nusage: lambdaclaw agent create NAME", wantAgents: []string{"alpha", "beta"}},
 		{name: "list", args: []string{"agent", "list"}, wantOut: "" +
 			"alpha  🦞 alpha (AI assistant) — first run pending\n" +
 			"beta   🦞 beta (AI assistant) — first run pending\n"},
-		{name: "list extra", args: []string{"agent", "list", "alpha"}, wantErr: "usage: lambdaclaw agent list"},
+		{name: "list extra", args: []string{"agent", "list", "alpha"}, wantErr: "usage", wantStderr: "usage: lambdaclaw agent list"},
 		{name: "list bad config", args: []string{"agent", "list", "--config", filepath.Join(home, "missing.yaml")}, wantErr: "config"},
 
 		{name: "delete not a terminal", args: []string{"agent", "delete", "alpha"}, wantErr: `refusing to delete agent "alpha" without --yes: stdin is not a terminal`, wantAgents: []string{"alpha", "beta"}},
 		{name: "delete declined", args: []string{"agent", "delete", "alpha"}, terminal: true, input: "n\n", wantStderr: `Delete agent "alpha"`, wantErr: `agent "alpha" not deleted`, wantAgents: []string{"alpha", "beta"}},
 		{name: "delete no answer", args: []string{"agent", "delete", "alpha"}, terminal: true, input: "", wantErr: "not deleted", wantAgents: []string{"alpha", "beta"}},
 		{name: "delete confirmed", args: []string{"agent", "delete", "alpha"}, terminal: true, input: "yes\n", wantStderr: `deleted agent "alpha"`, wantAgents: []string{"beta"}},
-		{name: "delete missing", args: []string{"agent", "delete", "alpha", "--yes"}, wantErr: `no agent "alpha"`},
+		{name: "delete missing", args: []string{"agent", "delete", "alpha", "--yes"}, wantErr: `no agent "alpha"; the agents are: beta`, wantAgents: []string{"beta"}},
 		{name: "delete invalid", args: []string{"agent", "delete", "../beta", "--yes"}, wantErr: "is invalid", wantAgents: []string{"beta"}},
-		{name: "delete without name", args: []string{"agent", "delete", "--yes"}, wantErr: "usage: lambdaclaw agent delete NAME [--yes]"},
+		{name: "delete without name", args: []string{"agent", "delete", "--yes"}, wantErr: "usage", wantStderr: "usage: lambdaclaw agent delete NAME [flags]"},
 		{name: "delete --yes after name", args: []string{"agent", "delete", "beta", "--yes"}, wantStderr: `deleted agent "beta"`, wantAgents: []string{}},
 
 		{name: "create default", args: []string{"agent", "create", "default"}, wantOut: dir("default") + "\n", wantAgents: []string{"default"}},
@@ -170,9 +170,9 @@ func TestAgentShow(t *testing.T) {
 
 	steps := []cliStep{
 		{name: "new workspace", args: []string{"agent", "show", "bot"}, wantOut: fresh.String()},
-		{name: "missing", args: []string{"agent", "show", "nope"}, wantErr: `no agent "nope" (see ` + "`lambdaclaw agent list`)"},
+		{name: "missing", args: []string{"agent", "show", "nope"}, wantErr: `no agent "nope"; the agents are: bot`},
 		{name: "invalid", args: []string{"agent", "show", "../bot"}, wantErr: "is invalid"},
-		{name: "without name", args: []string{"agent", "show"}, wantErr: "usage: lambdaclaw agent show NAME"},
+		{name: "without name", args: []string{"agent", "show"}, wantErr: "usage", wantStderr: "usage: lambdaclaw agent show NAME"},
 	}
 	runCLI(t, home, steps)
 

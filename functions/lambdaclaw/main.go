@@ -33,6 +33,8 @@ Usage:
   lambdaclaw telegram setup|remove                      register or remove the Telegram webhook
   lambdaclaw version
 
+Every command takes --help; "lambdaclaw help COMMAND" is the same.
+
 Environment:
   LAMBDACLAW_HOME    data directory (default ~/.lambdaclaw)
   LAMBDACLAW_ADDR    listen address, and the address chat connects to (default 127.0.0.1:8080)
@@ -55,9 +57,22 @@ func main() {
 	}
 }
 
-var errUsage = errors.New("usage")
+// errUsage says that the usage was printed on stderr; errHelp that it was
+// printed on stdout because it was asked for.
+var (
+	errUsage = errors.New("usage")
+	errHelp  = errors.New("help")
+)
 
+// run runs the command args. Help asked for is a success.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if err := dispatch(ctx, args, stdout, stderr); !errors.Is(err, errHelp) {
+		return err
+	}
+	return nil
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errUsage
@@ -76,11 +91,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "chat":
 		return chatCommand(ctx, args[1:], chatInput, stdout, stderr)
 	case "version", "--version", "-v":
+		if _, err := newFlags("version", "", "Print the version.", stderr).parse(args[1:], 0, 0, stdout); err != nil {
+			return err
+		}
 		fmt.Fprintln(stdout, "lambdaclaw", version)
 		return nil
-	case "help", "--help", "-h":
+	case "help", "--help", "-help", "-h":
+		if len(args) > 1 && args[1] != "help" && args[1][0] != '-' {
+			// "help agent create" is "agent create --help".
+			return dispatch(ctx, append(args[1:], "--help"), stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
-		return nil
+		return errHelp
 	default:
 		fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage)
 		return errUsage

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,19 +32,30 @@ import (
 func getenv(k string) string { return os.Getenv(k) }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("serve", "", "Run the gateway: the OpenAI-compatible API, the WebSocket endpoint and, when configured,\nthe Telegram channel. On first start it creates the default agent and prints an API key.", stderr)
 	addr := fs.String("addr", "", "listen address HOST:PORT (default $LAMBDACLAW_ADDR or 127.0.0.1:8080)")
-	cfgPath := fs.String("config", "", "config file (default $LAMBDACLAW_HOME/config.yaml)")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	loadConfig := fs.withConfig()
+	if _, err := fs.parse(args, 0, 0, stdout); err != nil {
+		return err
 	}
-	cfg, err := config.Load(*cfgPath, getenv)
+	cfg, err := loadConfig()
 	if err != nil {
 		return err
 	}
 	if *addr != "" {
 		cfg.Addr = *addr
+	}
+	if err := checkListenAddr(cfg.Addr); err != nil {
+		return err
+	}
+	if cfg.Telegram.Enabled {
+		names, err := buildAgentNames(cfg)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(names, cfg.Telegram.Agent) {
+			return fmt.Errorf("config: telegram.agent: %w", noAgent(cfg.Telegram.Agent, names))
+		}
 	}
 	log := newLogger(stderr, cfg.LogLevel)
 
@@ -71,7 +82,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	skills := skill.NewCatalog(cfg.Home)
 	skills.Warn = func(err error) { log.Warn("skill skipped", "err", err) }
-	agents, err := buildAgents(cfg, skills, mem.Tools()...)
+	builder, err := newAgentBuilder(cfg, skills, log, mem.Tools()...)
+	if err != nil {
+		return err
+	}
+	agents, err := newLiveAgents(cfg.Home, builder.build, log)
 	if err != nil {
 		return err
 	}
@@ -90,7 +105,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompt.New(skills, skill.Env{}), Replier: replier, Events: events, Log: log,
 		Limits: agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes, MaxToolArgsBytes: cfg.Limits.MaxToolArgsBytes, MaxToolResultBytes: cfg.Limits.MaxToolResultBytes}}
 	loop.Recorder = mem.Recorder()
-	defer mem.IndexWorkspaces(agents)()
+	defer mem.IndexWorkspaces(agents.current())()
 	runCtx, cancelRuns := context.WithCancel(context.Background())
 	driver := agent.NewDriver(runCtx, loop, log)
 	defer func() {
@@ -114,7 +129,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	gw, err := gateway.New(gateway.Config{
 		Runner: driver, Events: hub, Keys: db, Runs: db, Limiter: ratelimit.New(time.Minute),
-		Agents: agents.Names, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
+		Agents: agents.Names, HasAgent: agents.Has, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
 		MaxConcurrentPerKey: cfg.Server.MaxConcurrentPerKey, MaxWebSocketsPerKey: cfg.Server.MaxWebSocketsPerKey,
 		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
 	})
@@ -186,31 +201,37 @@ func firstKey(ctx context.Context, db *sqlite.DB, cfg *config.Config, stdout io.
 	return nil
 }
 
-// buildAgents makes one agent per workspace directory and per agent named
-// in the config file, each with its provider chain and tools: the
-// built-ins and extra (the memory tools), as the agent's tools list
-// selects them.
-func buildAgents(cfg *config.Config, skills *skill.Catalog, extra ...tool.Tool) (agent.Registry, error) {
-	providers := map[string]llm.Provider{}
+// checkListenAddr checks a listen address before anything is created.
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	if err != nil {
+		return fmt.Errorf("listen address %q: want HOST:PORT, such as 127.0.0.1:8080: %w", addr, err)
+	}
+	return nil
+}
+
+// agentBuilder makes the agents of the local server, each with its
+// provider chain and the tools its config selects among the built-ins and
+// the extra ones (the memory tools).
+type agentBuilder struct {
+	cfg       *config.Config
+	providers map[string]llm.Provider
+	builtins  []tool.Tool
+}
+
+// newAgentBuilder builds the configured providers and tools, checks the
+// agents of the config file and creates their workspaces.
+func newAgentBuilder(cfg *config.Config, skills *skill.Catalog, log *slog.Logger, extra ...tool.Tool) (*agentBuilder, error) {
+	b := &agentBuilder{cfg: cfg, providers: map[string]llm.Provider{}}
 	for _, p := range cfg.Providers {
 		op, err := newProvider(p, cfg.Limits.MaxReplyBytes)
 		if err != nil {
 			return nil, fmt.Errorf("provider %s: %w", p.Name, err)
 		}
-		providers[p.Name] = llm.WithBreaker(llm.WithRetry(op, *p.Retries+1, 500*time.Millisecond, 10*time.Second), 5, 30*time.Second)
-	}
-	names, err := workspace.List(cfg.Home)
-	if err != nil {
-		return nil, err
-	}
-	for n := range cfg.Agents {
-		if err := workspace.ValidName(n); err != nil {
-			return nil, fmt.Errorf("config: agent %q: %w", n, err)
-		}
-		if _, _, err := workspace.Create(cfg.Home, n); err != nil {
-			return nil, err
-		}
-		names = append(names, n)
+		b.providers[p.Name] = llm.WithBreaker(llm.WithRetry(op, *p.Retries+1, 500*time.Millisecond, 10*time.Second), 5, 30*time.Second)
 	}
 	fetch, err := webfetch.New(webfetch.Config{})
 	if err != nil {
@@ -220,34 +241,46 @@ func buildAgents(cfg *config.Config, skills *skill.Catalog, extra ...tool.Tool) 
 	if err != nil {
 		return nil, fmt.Errorf("config: limits: %w", err)
 	}
-	builtins := []tool.Tool{files.ReadFile(), files.WriteFile(quota), files.ListDir(), fetch, workspace.MemoryTool(quota), skill.LoadTool(skills, skill.Env{})}
-	builtins = append(builtins, extra...)
-
-	reg := agent.Registry{}
-	for _, n := range names {
-		ac := cfg.Agents[n]
-		var chain []llm.Provider
-		if len(ac.Providers) == 0 {
-			for _, p := range cfg.Providers {
-				chain = append(chain, providers[p.Name])
-			}
-		} else {
-			for _, p := range ac.Providers {
-				chain = append(chain, providers[p])
-			}
+	b.builtins = append([]tool.Tool{files.ReadFile(), files.WriteFile(quota), files.ListDir(), fetch, workspace.MemoryTool(quota), skill.LoadTool(skills, skill.Env{})}, extra...)
+	for n := range cfg.Agents {
+		if err := workspace.ValidName(n); err != nil {
+			return nil, fmt.Errorf("config: agent %q: %w", n, err)
 		}
-		tools, err := selectTools(builtins, ac.Tools)
-		if err != nil {
-			return nil, fmt.Errorf("agent %s: %w", n, err)
+		if _, err := b.build(n); err != nil {
+			return nil, err
 		}
-		threshold, target, flush := ac.Compaction()
-		reg[n] = &agent.Agent{
-			Name: n, Provider: llm.NewChain(chain...), Model: ac.Model, Tools: tools,
-			MaxToolIterations: ac.MaxToolIterations, Workspace: workspace.Dir(cfg.Home, n),
-			Compaction: agent.Compaction{Threshold: threshold, Target: target, Flush: flush},
+		if _, created, err := workspace.Create(cfg.Home, n); err != nil {
+			return nil, err
+		} else if created {
+			log.Info("created the workspace of an agent of the config file", "agent", n, "dir", workspace.Dir(cfg.Home, n))
 		}
 	}
-	return reg, nil
+	return b, nil
+}
+
+// build makes the agent name.
+func (b *agentBuilder) build(name string) (*agent.Agent, error) {
+	ac := b.cfg.Agents[name]
+	var chain []llm.Provider
+	if len(ac.Providers) == 0 {
+		for _, p := range b.cfg.Providers {
+			chain = append(chain, b.providers[p.Name])
+		}
+	} else {
+		for _, p := range ac.Providers {
+			chain = append(chain, b.providers[p])
+		}
+	}
+	tools, err := selectTools(b.builtins, ac.Tools)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", name, err)
+	}
+	threshold, target, flush := ac.Compaction()
+	return &agent.Agent{
+		Name: name, Provider: llm.NewChain(chain...), Model: ac.Model, Tools: tools,
+		MaxToolIterations: ac.MaxToolIterations, Workspace: workspace.Dir(b.cfg.Home, name),
+		Compaction: agent.Compaction{Threshold: threshold, Target: target, Flush: flush},
+	}, nil
 }
 
 func selectTools(all []tool.Tool, names []string) (*tool.Registry, error) {

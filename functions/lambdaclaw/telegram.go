@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -81,17 +80,20 @@ func withTelegram(gw http.Handler, ch *telegram.Channel) http.Handler {
 
 // telegramCommand is `lambdaclaw telegram setup|remove`.
 func telegramCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "setup" && args[0] != "remove") {
-		fmt.Fprintln(stderr, "usage: lambdaclaw telegram setup [--config FILE] | lambdaclaw telegram remove [--config FILE]")
-		return errUsage
+	sub, err := subcommand("telegram", []string{"setup", "remove"}, args, stdout, stderr)
+	if err != nil {
+		return err
 	}
-	fs := flag.NewFlagSet("telegram", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "config file")
-	if err := fs.Parse(args[1:]); err != nil {
-		return errUsage
+	about := "Register the bot's webhook at telegram.public_url of the config file, with a fresh secret token."
+	if sub == "remove" {
+		about = "Remove the bot's webhook, so that the server can long-poll again."
 	}
-	cfg, err := config.Load(*cfgPath, getenv)
+	fs := newFlags("telegram "+sub, "", about, stderr)
+	loadConfig := fs.withConfig()
+	if _, err := fs.parse(args[1:], 0, 0, stdout); err != nil {
+		return err
+	}
+	cfg, err := loadConfig()
 	if err != nil {
 		return err
 	}
@@ -99,7 +101,7 @@ func telegramCommand(ctx context.Context, args []string, stdout, stderr io.Write
 		return fmt.Errorf("TELEGRAM_BOT_TOKEN is not set")
 	}
 	client := telegram.NewClient(cfg.Telegram.APIBase, cfg.Telegram.Token)
-	if args[0] == "remove" {
+	if sub == "remove" {
 		if err := client.DeleteWebhook(ctx); err != nil {
 			return err
 		}
@@ -135,17 +137,12 @@ func telegramCommand(ctx context.Context, args []string, stdout, stderr io.Write
 // statusCommand is `lambdaclaw status`: what the database says about the
 // server.
 func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "config file")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
-	}
-	cfg, err := config.Load(*cfgPath, getenv)
-	if err != nil {
+	fs := newFlags("status", "", "Print what the database says about the server: the agents, the API keys, the sessions\nwith unfinished runs and the Telegram outbox.", stderr)
+	loadConfig := fs.withConfig()
+	if _, err := fs.parse(args, 0, 0, stdout); err != nil {
 		return err
 	}
-	db, err := sqlite.Open(cfg.DBPath())
+	cfg, db, err := openExistingDB(loadConfig)
 	if err != nil {
 		return err
 	}
@@ -184,11 +181,16 @@ func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return nil
 }
 
-// buildAgentNames lists the agents: the workspaces and the configured ones.
+// buildAgentNames lists the agents `lambdaclaw serve` serves: the
+// workspaces, the agents of the config file and the default agent (serve
+// creates the workspaces of the last two).
 func buildAgentNames(cfg *config.Config) ([]string, error) {
 	names, err := workspace.List(cfg.Home)
 	if err != nil {
 		return nil, err
+	}
+	if !slices.Contains(names, config.DefaultAgent) {
+		names = append(names, config.DefaultAgent)
 	}
 	for n := range cfg.Agents {
 		if !slices.Contains(names, n) {

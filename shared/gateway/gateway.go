@@ -67,6 +67,11 @@ type Config struct {
 	Limiter Limiter
 	// Agents lists the agent names served as models.
 	Agents func() []string
+	// HasAgent, when set, says whether an agent exists; requests ask it
+	// instead of looking through Agents, which then only answers
+	// /v1/models. It suits a set of agents that changes while the server
+	// runs, where a listing costs more than a lookup.
+	HasAgent func(name string) bool
 	// Identity derives the session of a stateful request.
 	Identity agent.Identity
 	// Runs, when set, lets /ws recognise a repeated client message id whose
@@ -200,7 +205,13 @@ func keyOf(r *http.Request) store.APIKey {
 // agentFor resolves a model name to an agent the key may use.
 func (g *Gateway) agentFor(k store.APIKey, model string) (string, bool) {
 	name := strings.TrimPrefix(model, "lambdaclaw/")
-	return name, slices.Contains(g.cfg.Agents(), name) && k.Allows(name)
+	if !k.Allows(name) {
+		return name, false
+	}
+	if g.cfg.HasAgent != nil {
+		return name, g.cfg.HasAgent(name)
+	}
+	return name, slices.Contains(g.cfg.Agents(), name)
 }
 
 // model is one entry of the model list: an agent.
