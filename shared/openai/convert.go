@@ -1,99 +1,114 @@
 package openai
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/llm"
 )
 
-// params maps a request to the SDK's parameters.
-func (p *Provider) params(req llm.Request, streaming bool) (oai.ChatCompletionNewParams, error) {
-	model := req.Model
-	if model == "" {
-		model = p.model
-	}
-	params := oai.ChatCompletionNewParams{
-		Model:    model,
-		Messages: make([]oai.ChatCompletionMessageParamUnion, 0, len(req.Messages)),
-	}
+// request is the body of a chat completions call in OpenAI's wire form.
+// It is encoded here with encoding/json rather than by the SDK's
+// reflective encoder, which cost more than the rest of a turn; the SDK
+// still sends it, with its headers, retries off and error decoding.
+type request struct {
+	Model               string          `json:"model"`
+	Messages            []message       `json:"messages"`
+	Tools               json.RawMessage `json:"tools,omitempty"`
+	MaxTokens           int             `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+	Stream              bool            `json:"stream,omitempty"`
+	StreamOptions       *streamOptions  `json:"stream_options,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// message is one message of a request. Content is left out only for an
+// assistant message that calls tools and says nothing.
+type message struct {
+	Role       string     `json:"role"`
+	Content    *string    `json:"content,omitempty"`
+	ToolCalls  []toolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+}
+
+type toolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function functionCall `json:"function"`
+}
+
+type functionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// body encodes req as the JSON body of a call, and returns the model it
+// names.
+func (p *Provider) body(req llm.Request, streaming bool) ([]byte, string, error) {
+	r := request{Model: cmp.Or(req.Model, p.model), Messages: make([]message, 0, len(req.Messages)), Stream: streaming}
 	for i, m := range req.Messages {
-		msg, err := messageParam(m)
+		msg, err := wireMessage(m)
 		if err != nil {
-			return params, fmt.Errorf("message %d: %w", i, err)
+			return nil, "", fmt.Errorf("message %d: %w", i, err)
 		}
-		params.Messages = append(params.Messages, msg)
+		r.Messages = append(r.Messages, msg)
 	}
 	if len(req.Tools) > 0 {
-		params.Tools = make([]oai.ChatCompletionToolUnionParam, 0, len(req.Tools))
-		for _, td := range req.Tools {
-			tool, err := toolParam(td)
-			if err != nil {
-				return params, err
-			}
-			params.Tools = append(params.Tools, tool)
+		tools, err := p.tools.encode(req.Tools)
+		if err != nil {
+			return nil, "", err
 		}
+		r.Tools = tools
 	}
 	if req.MaxTokens > 0 {
 		if p.completionTokens {
-			params.MaxCompletionTokens = param.NewOpt(int64(req.MaxTokens))
+			r.MaxCompletionTokens = req.MaxTokens
 		} else {
-			params.MaxTokens = param.NewOpt(int64(req.MaxTokens))
+			r.MaxTokens = req.MaxTokens
 		}
 	}
 	if streaming {
-		params.StreamOptions.IncludeUsage = param.NewOpt(true)
+		r.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
-	return params, nil
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, "", fmt.Errorf("encode request: %w", err)
+	}
+	return b, r.Model, nil
 }
 
-func messageParam(m chat.Message) (oai.ChatCompletionMessageParamUnion, error) {
+func wireMessage(m chat.Message) (message, error) {
+	out := message{Role: string(m.Role), Content: &m.Content}
 	switch m.Role {
-	case chat.System:
-		return oai.SystemMessage(m.Content), nil
-	case chat.User:
-		return oai.UserMessage(m.Content), nil
+	case chat.System, chat.User:
 	case chat.Assistant:
-		var a oai.ChatCompletionAssistantMessageParam
-		// Content may be left out only when the message calls tools.
-		if m.Content != "" || len(m.ToolCalls) == 0 {
-			a.Content.OfString = param.NewOpt(m.Content)
+		if len(m.ToolCalls) > 0 && m.Content == "" {
+			out.Content = nil
 		}
-		if len(m.ToolCalls) > 0 {
-			a.ToolCalls = make([]oai.ChatCompletionMessageToolCallUnionParam, len(m.ToolCalls))
-			for i, tc := range m.ToolCalls {
-				args := tc.Arguments
-				if args == "" {
-					args = "{}"
-				}
-				a.ToolCalls[i] = oai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
-						ID: tc.ID,
-						Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{
-							Name:      tc.Name,
-							Arguments: args,
-						},
-					},
-				}
-			}
+		for _, tc := range m.ToolCalls {
+			args := cmp.Or(tc.Arguments, "{}")
+			out.ToolCalls = append(out.ToolCalls, toolCall{ID: tc.ID, Type: "function", Function: functionCall{Name: tc.Name, Arguments: args}})
 		}
-		return oai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
 	case chat.Tool:
 		if m.ToolCallID == "" {
-			return oai.ChatCompletionMessageParamUnion{}, errors.New("tool result has no tool_call_id")
+			return message{}, errors.New("tool result has no tool_call_id")
 		}
-		return oai.ToolMessage(m.Content, m.ToolCallID), nil
+		out.ToolCallID = m.ToolCallID
 	default:
-		return oai.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", m.Role)
+		return message{}, fmt.Errorf("unknown role %q", m.Role)
 	}
+	return out, nil
 }
 
 // functionDef is the wire form of a function tool's definition. Parameters
@@ -104,16 +119,53 @@ type functionDef struct {
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
 }
 
-func toolParam(td chat.ToolDef) (oai.ChatCompletionToolUnionParam, error) {
-	if td.Name == "" {
-		return oai.ChatCompletionToolUnionParam{}, errors.New("tool definition has no name")
+type functionTool struct {
+	Type     string      `json:"type"`
+	Function functionDef `json:"function"`
+}
+
+// toolCache keeps the encoded form of the tool sets requests offer. An
+// agent offers the same slice of definitions on every call (tool.Registry
+// builds it once), so it is found by the slice's first element; the entry
+// keeps the slice, so that address cannot be reused by another one while
+// cached. A few entries are kept, the oldest replaced first.
+type toolCache struct {
+	mu      sync.Mutex
+	entries [8]toolEntry
+	next    int
+}
+
+type toolEntry struct {
+	defs []chat.ToolDef
+	json json.RawMessage
+}
+
+// encode returns the wire form of defs, which must not change once given.
+func (c *toolCache) encode(defs []chat.ToolDef) (json.RawMessage, error) {
+	c.mu.Lock()
+	for _, e := range c.entries {
+		if len(e.defs) == len(defs) && &e.defs[0] == &defs[0] {
+			c.mu.Unlock()
+			return e.json, nil
+		}
 	}
-	raw, err := json.Marshal(functionDef{Name: td.Name, Description: td.Description, Parameters: td.Parameters})
+	c.mu.Unlock()
+	tools := make([]functionTool, len(defs))
+	for i, td := range defs {
+		if td.Name == "" {
+			return nil, errors.New("tool definition has no name")
+		}
+		tools[i] = functionTool{Type: "function", Function: functionDef{Name: td.Name, Description: td.Description, Parameters: td.Parameters}}
+	}
+	b, err := json.Marshal(tools)
 	if err != nil {
-		return oai.ChatCompletionToolUnionParam{}, fmt.Errorf("tool %q: parameters are not valid JSON: %w", td.Name, err)
+		return nil, fmt.Errorf("tool parameters are not valid JSON: %w", err)
 	}
-	fn := param.Override[shared.FunctionDefinitionParam](json.RawMessage(raw))
-	return oai.ChatCompletionFunctionTool(fn), nil
+	c.mu.Lock()
+	c.entries[c.next] = toolEntry{defs: defs, json: b}
+	c.next = (c.next + 1) % len(c.entries)
+	c.mu.Unlock()
+	return b, nil
 }
 
 // fromCompletion maps a non-streamed answer to a response.

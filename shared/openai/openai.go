@@ -56,6 +56,8 @@ type Provider struct {
 	timeout time.Duration
 	// maxReply caps a reply's bytes; a longer one is cut.
 	maxReply int
+	// tools caches the encoded tool sets of requests.
+	tools toolCache
 	// completionTokens sends max_completion_tokens (OpenAI's current field,
 	// required by its reasoning models) instead of max_tokens, which
 	// compatible servers understand.
@@ -134,34 +136,39 @@ var errTimedOut = errors.New("timed out")
 // is cut there, on a rune boundary, and ends with finish reason "length".
 // Every failure is an *llm.Error.
 func (p *Provider) Generate(ctx context.Context, req llm.Request, onDelta llm.OnDelta) (llm.Response, error) {
-	params, err := p.params(req, onDelta != nil)
+	body, model, err := p.body(req, onDelta != nil)
 	if err != nil {
 		return llm.Response{}, &llm.Error{Provider: p.name, Err: err}
 	}
 	if onDelta == nil {
-		return p.complete(ctx, params)
+		return p.complete(ctx, body, model)
 	}
-	return p.stream(ctx, params, onDelta)
+	return p.stream(ctx, body, model, onDelta)
+}
+
+// withBody sends body in place of the SDK's encoding of its parameters.
+func withBody(body []byte) option.RequestOption {
+	return option.WithRequestBody("application/json", body)
 }
 
 // complete makes a non-streaming call. The SDK reads the whole body, so
 // that body is bounded as it arrives.
-func (p *Provider) complete(ctx context.Context, params oai.ChatCompletionNewParams) (llm.Response, error) {
+func (p *Provider) complete(ctx context.Context, body []byte, model string) (llm.Response, error) {
 	callCtx, cancel := context.WithTimeoutCause(ctx, p.timeout, errTimedOut)
 	defer cancel()
 	var res *http.Response
-	var body []byte
+	var answer []byte
 	limit := limitBodies(p.maxReply, false)
 	// The body is decoded here rather than by the SDK so that a malformed
 	// answer (not retryable) is told apart from a dropped connection.
-	if _, err := p.svc.New(callCtx, params, limit, option.WithResponseInto(&res), option.WithResponseBodyInto(&body)); err != nil {
+	if _, err := p.svc.New(callCtx, oai.ChatCompletionNewParams{}, withBody(body), limit, option.WithResponseInto(&res), option.WithResponseBodyInto(&answer)); err != nil {
 		return llm.Response{}, p.classify(ctx, callCtx, res, err)
 	}
 	var completion oai.ChatCompletion
-	if err := json.Unmarshal(body, &completion); err != nil {
+	if err := json.Unmarshal(answer, &completion); err != nil {
 		return llm.Response{}, &llm.Error{Provider: p.name, Status: statusOf(res), Err: fmt.Errorf("invalid response from server: %w", err)}
 	}
-	resp, err := p.fromCompletion(&completion, params.Model)
+	resp, err := p.fromCompletion(&completion, model)
 	if err != nil {
 		return llm.Response{}, &llm.Error{Provider: p.name, Status: statusOf(res), Err: err}
 	}
@@ -174,7 +181,7 @@ func (p *Provider) complete(ctx context.Context, params oai.ChatCompletionNewPar
 // stream makes a streaming call. The call fails when the response or any
 // following chunk takes longer than the timeout to arrive. It stops
 // reading, closing the stream, once the reply reaches its limit.
-func (p *Provider) stream(ctx context.Context, params oai.ChatCompletionNewParams, onDelta llm.OnDelta) (llm.Response, error) {
+func (p *Provider) stream(ctx context.Context, body []byte, model string, onDelta llm.OnDelta) (llm.Response, error) {
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	idle := time.AfterFunc(p.timeout, func() { cancel(errTimedOut) })
@@ -182,9 +189,9 @@ func (p *Provider) stream(ctx context.Context, params oai.ChatCompletionNewParam
 
 	var res *http.Response
 	limit := limitBodies(p.maxReply, true)
-	s := p.svc.NewStreaming(callCtx, params, limit, option.WithResponseInto(&res))
+	s := p.svc.NewStreaming(callCtx, oai.ChatCompletionNewParams{}, withBody(body), limit, option.WithResponseInto(&res))
 	defer s.Close()
-	acc := accumulator{model: params.Model, budget: llm.NewReplyBudget(p.maxReply)}
+	acc := accumulator{model: model, budget: llm.NewReplyBudget(p.maxReply)}
 	for s.Next() {
 		idle.Reset(p.timeout)
 		if acc.add(s.Current(), onDelta) {

@@ -956,3 +956,34 @@ func BenchmarkGenerate(b *testing.B) {
 		}
 	}
 }
+
+// The tool cache hands back the encoding of the very slice it is given:
+// agents' slices are encoded once, and other slices, also of the same
+// length, get their own.
+func TestToolCache(t *testing.T) {
+	var c toolCache
+	a := []chat.ToolDef{{Name: "a", Parameters: json.RawMessage(`{"type":"object"}`)}}
+	b := []chat.ToolDef{{Name: "b"}}
+	for range 2 {
+		for _, tt := range []struct {
+			defs []chat.ToolDef
+			want string
+		}{
+			{a, `[{"type":"function","function":{"name":"a","parameters":{"type":"object"}}}]`},
+			{b, `[{"type":"function","function":{"name":"b"}}]`},
+		} {
+			got, err := c.encode(tt.defs)
+			if err != nil || string(got) != tt.want {
+				t.Errorf("encode(%s) = %s, %v; want %s", tt.defs[0].Name, got, err, tt.want)
+			}
+		}
+	}
+	// More slices than entries: each still gets its own encoding.
+	for i := range 20 {
+		name := fmt.Sprintf("t%d", i)
+		got, err := c.encode([]chat.ToolDef{{Name: name}})
+		if want := `[{"type":"function","function":{"name":"` + name + `"}}]`; err != nil || string(got) != want {
+			t.Errorf("encode(%s) = %s, %v", name, got, err)
+		}
+	}
+}

@@ -81,21 +81,25 @@ type Tool interface {
 	Call(ctx context.Context, env Env, args json.RawMessage) (string, error)
 }
 
-// Registry holds the tools an agent can use, by name.
+// Registry holds the tools an agent can use, by name. It does not change
+// once made.
 type Registry struct {
 	tools map[string]Tool
+	defs  []chat.ToolDef
 }
 
 // NewRegistry returns a registry of the given tools. Names must be unique.
 func NewRegistry(tools ...Tool) (*Registry, error) {
-	r := &Registry{tools: make(map[string]Tool, len(tools))}
+	r := &Registry{tools: make(map[string]Tool, len(tools)), defs: make([]chat.ToolDef, 0, len(tools))}
 	for _, t := range tools {
 		name := t.Definition().Name
 		if _, dup := r.tools[name]; dup {
 			return nil, fmt.Errorf("tool %q registered twice", name)
 		}
 		r.tools[name] = t
+		r.defs = append(r.defs, t.Definition())
 	}
+	sort.Slice(r.defs, func(i, j int) bool { return r.defs[i].Name < r.defs[j].Name })
 	return r, nil
 }
 
@@ -106,12 +110,6 @@ func (r *Registry) Get(name string) (Tool, bool) {
 }
 
 // Definitions returns every tool's definition, sorted by name so that the
-// request sent to the model is stable.
-func (r *Registry) Definitions() []chat.ToolDef {
-	defs := make([]chat.ToolDef, 0, len(r.tools))
-	for _, t := range r.tools {
-		defs = append(defs, t.Definition())
-	}
-	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
-	return defs
-}
+// request sent to the model is stable. It is the same slice on every call,
+// which providers may cache the encoding of: callers must not change it.
+func (r *Registry) Definitions() []chat.ToolDef { return r.defs }
