@@ -20,9 +20,10 @@ import (
 // reflective encoder, which cost more than the rest of a turn; the SDK
 // still sends it, with its headers, retries off and error decoding.
 type request struct {
-	Model               string          `json:"model"`
-	Messages            []message       `json:"messages"`
-	Tools               json.RawMessage `json:"tools,omitempty"`
+	Model    string    `json:"model"`
+	Messages []message `json:"messages"`
+	// Tools is spliced in encoded, after the rest (see body).
+	Tools               json.RawMessage `json:"-"`
 	MaxTokens           int             `json:"max_tokens,omitempty"`
 	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
 	Stream              bool            `json:"stream,omitempty"`
@@ -84,6 +85,11 @@ func (p *Provider) body(req llm.Request, streaming bool) ([]byte, string, error)
 	b, err := json.Marshal(r)
 	if err != nil {
 		return nil, "", fmt.Errorf("encode request: %w", err)
+	}
+	if len(r.Tools) > 0 {
+		// Spliced rather than marshalled: encoding/json would check and
+		// compact the cached encoding again on every call.
+		b = append(append(append(b[:len(b)-1], `,"tools":`...), r.Tools...), '}')
 	}
 	return b, r.Model, nil
 }

@@ -987,3 +987,25 @@ func TestToolCache(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRequestBody encodes a turn's request: a 12 KB system prompt,
+// 30 messages of history and ten tools.
+func BenchmarkRequestBody(b *testing.B) {
+	p, err := New(Config{BaseURL: "http://127.0.0.1:1/v1", Model: "m"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := llm.Request{Messages: []chat.Message{{Role: chat.System, Content: strings.Repeat("You are a helpful agent. ", 500)}}}
+	for i := range 30 {
+		req.Messages = append(req.Messages, chat.Message{Role: chat.User, Content: fmt.Sprintf("message %d with some words in it", i)})
+	}
+	for i := range 10 {
+		req.Tools = append(req.Tools, chat.ToolDef{Name: fmt.Sprintf("tool_%d", i), Description: "Does a thing with the workspace.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"A path in the workspace."},"content":{"type":"string"}},"required":["path"]}`)})
+	}
+	for b.Loop() {
+		if _, _, err := p.body(req, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
