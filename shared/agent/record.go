@@ -25,6 +25,8 @@ type Exchange struct {
 	Agent     string
 	SessionID string
 	RunID     string
+	// Owner is the principal the session belongs to; empty for agent-wide work.
+	Owner string
 	// Input is the text of the run's user messages, one per line.
 	Input string
 	// Answer is the agent's final answer, tool-call markup removed.

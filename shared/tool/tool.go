@@ -65,6 +65,8 @@ type Policy struct {
 type Env struct {
 	Agent     string
 	SessionID string
+	// Owner is the principal the session belongs to; empty for agent-wide work.
+	Owner string
 	// Workspace is the agent's workspace directory.
 	Workspace string
 }
