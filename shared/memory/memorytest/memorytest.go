@@ -16,6 +16,9 @@
 // (an owner sees its own memories and the agent-wide ones). Keyword
 // search must find space-separated words whatever their script and must
 // never fail on user text that looks like query syntax.
+//
+// MapIndex, an index in maps, is the reference the suite is checked
+// against and the search engine of tests whose subject is elsewhere.
 package memorytest
 
 import (
