@@ -30,13 +30,19 @@ type memorySearchResult struct {
 }
 
 // searchThroughModel has the fake model call memory_search with query in
-// a new session and returns what the tool answered.
+// a new session of the first API key and returns what the tool answered.
 func searchThroughModel(t *testing.T, g *gateway, fake *fakellm.Server, sessionKey, query string) memorySearchResult {
+	t.Helper()
+	return searchThroughModelAs(t, g, fake, g.firstKey(), sessionKey, query)
+}
+
+// searchThroughModelAs is searchThroughModel with the API key apiKey.
+func searchThroughModelAs(t *testing.T, g *gateway, fake *fakellm.Server, apiKey, sessionKey, query string) memorySearchResult {
 	t.Helper()
 	args, _ := json.Marshal(map[string]any{"query": query, "limit": 10})
 	fake.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{{Name: "memory_search", Arguments: string(args)}}}, fakellm.Reply{Content: "searched"})
 	before := len(fake.Requests())
-	ask(t, g.client(g.firstKey()), "search your memory", session(sessionKey))
+	ask(t, g.client(apiKey), "search your memory", session(sessionKey))
 	reqs := fake.Requests()[before:]
 	if len(reqs) != 2 {
 		t.Fatalf("%d model requests, want 2", len(reqs))
@@ -131,5 +137,33 @@ func TestMemoryEndToEnd(t *testing.T) {
 	keys = hitKeys(searchThroughModel(t, g, fake, "fourth", "July"))
 	if !slices.Contains(keys, "file:memory/2026-04-30.md") || slices.Contains(keys, "file:MEMORY.md") {
 		t.Errorf("after a restart, search for July found %v; want the daily log and not the deleted MEMORY.md", keys)
+	}
+}
+
+// TestMemoryPrivateToKey is the memory part of issue 10: what one API
+// key's sessions store and say is found by that key's later sessions and
+// not by another key's memory_search; the agent's MEMORY.md is found by
+// both.
+func TestMemoryPrivateToKey(t *testing.T) {
+	fake := newFake(t)
+	g := startGateway(t, fake, "")
+	first, other := g.firstKey(), g.createKey(t, "--name", "other")
+
+	fake.Enqueue(
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{Name: "memory_store", Arguments: `{"key":"allergy","text":"The user is allergic to peanuts","category":"core"}`}}},
+		fakellm.Reply{Content: "Noted: no peanuts."},
+	)
+	if got := ask(t, g.client(first), "Remember that I am allergic to peanuts", session("mine")); got != "Noted: no peanuts." {
+		t.Fatalf("reply = %q", got)
+	}
+	g.writeWorkspaceFile("MEMORY.md", "# Memory\n\nNo peanuts in the office kitchen.\n")
+
+	keys := hitKeys(searchThroughModelAs(t, g, fake, first, "mine-later", "peanuts"))
+	if !slices.Contains(keys, "allergy") || !slices.Contains(keys, "file:MEMORY.md") || !slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, "run:") }) {
+		t.Errorf("the first key's search for peanuts found %v; want allergy, its exchange (run:…) and file:MEMORY.md", keys)
+	}
+	keys = hitKeys(searchThroughModelAs(t, g, fake, other, "theirs", "peanuts"))
+	if !slices.Equal(keys, []string{"file:MEMORY.md"}) {
+		t.Errorf("another key's search for peanuts found %v; want only file:MEMORY.md", keys)
 	}
 }

@@ -393,7 +393,7 @@ var retrievalQueries = []struct {
 // Memory over it searches by vectors alone (method semantic_fallback).
 type failingKeywords struct{ memory.Index }
 
-func (failingKeywords) Keyword(context.Context, string, string, memory.Filter, int) ([]memory.Match, error) {
+func (failingKeywords) Keyword(context.Context, string, string, string, memory.Filter, int) ([]memory.Match, error) {
 	return nil, errors.New("keyword search disabled for the measurement")
 }
 
@@ -459,7 +459,7 @@ func TestRetrievalQuality(t *testing.T) {
 		kinds := map[string]int{}
 		var total float64
 		for _, q := range retrievalQueries {
-			res, err := s.mem.Search(ctx, "main", q.query, memory.SearchOptions{Limit: 5})
+			res, err := s.mem.Search(ctx, "main", "", q.query, memory.SearchOptions{Limit: 5})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,8 +2,9 @@
 // table's DynamoDB Streams batches and, for each memory item (pk MEM#…,
 // see shared/dynamo), puts the entry and its chunks into the OpenSearch
 // index on INSERT and MODIFY (from the new image; Put replaces, so a
-// replayed record does no harm) and deletes it on REMOVE. Records of other
-// items are ignored.
+// replayed record does no harm) and deletes it on REMOVE (the entry of the
+// agent, owner and key its item's key names). Records of other items are
+// ignored.
 //
 // Failed records are returned as batch item failures (the event source
 // sets ReportBatchItemFailures): Lambda resumes the shard from the lowest
@@ -101,7 +102,7 @@ func (h *Indexer) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		case err != nil:
 			fail(r, err)
 		case c.Remove:
-			if err := h.Search.Delete(ctx, c.Agent, c.Key); err != nil {
+			if err := h.Search.Delete(ctx, c.Agent, c.Owner, c.Key); err != nil {
 				fail(r, err)
 			}
 		default:

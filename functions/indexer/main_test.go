@@ -168,12 +168,18 @@ func TestHandleSample(t *testing.T) {
 	if d := cmp.Diff([]any{0.6, 0.8, 0.0, 0.0}, pets["vector"], cmp.Comparer(func(a, b float64) bool { return float32(a) == float32(b) })); d != "" {
 		t.Errorf("pets vector (-want +got):\n%s", d)
 	}
-	trip := bulkDocs(t, reqs[4].body)["default/trip/0"]
-	if trip == nil || trip["text"] != "Trip to Lisbon moved to July." {
+	if _, owned := pets["owner"]; owned {
+		t.Errorf("agent-wide pets document has an owner: %v", pets)
+	}
+	// trip and old-note are the memories of the owner tg:42.
+	trip := bulkDocs(t, reqs[4].body)["default/tg:42/trip/0"]
+	if trip == nil || trip["text"] != "Trip to Lisbon moved to July." || trip["owner"] != "tg:42" {
 		t.Errorf("trip document (from the new image): %v", trip)
 	}
-	if !bytes.Contains(reqs[5].body, []byte(`"old-note"`)) || !bytes.Contains(reqs[5].body, []byte(`"default"`)) {
-		t.Errorf("delete_by_query body %s does not name default/old-note", reqs[5].body)
+	for _, s := range []string{`"old-note"`, `"default"`, `{"term":{"owner":"tg:42"}}`} {
+		if !bytes.Contains(reqs[5].body, []byte(s)) {
+			t.Errorf("delete_by_query body %s does not name tg:42's default/old-note (%s)", reqs[5].body, s)
+		}
 	}
 
 	// A replayed batch is applied again, with the same result (Put
@@ -273,7 +279,13 @@ func TestDynamoDBLocalStream(t *testing.T) {
 	pets.Text = "Ada's cat is Miso."
 	must(idx.Put(ctx, pets, []memory.Chunk{{Seq: 0, Text: pets.Text, Vector: vec}}))
 	must(idx.Put(ctx, memory.Entry{Agent: "ada", Key: "milk", Text: "Buy milk.", Category: memory.Custom, CreatedAt: at, UpdatedAt: at}, []memory.Chunk{{Text: "Buy milk."}}))
-	must(idx.Delete(ctx, "ada", "milk"))
+	must(idx.Delete(ctx, "ada", "", "milk"))
+	// An owner's memory under the same key as an agent-wide one, removed:
+	// the REMOVE record carries only the keys, which name the owner.
+	mine := pets
+	mine.Owner, mine.Text = "key:k1", "My cat is Tofu."
+	must(idx.Put(ctx, mine, []memory.Chunk{{Seq: 0, Text: mine.Text, Vector: vec}}))
+	must(idx.Delete(ctx, "ada", "key:k1", "pets"))
 	must(store.CreateSession(ctx, lcstore.Session{ID: "s-1", Agent: "ada"}))
 
 	records := readStream(t, ep, creds, db, table)
@@ -281,7 +293,7 @@ func TestDynamoDBLocalStream(t *testing.T) {
 	for _, r := range records {
 		names = append(names, r.EventName+" "+r.Change.Keys["pk"].String())
 	}
-	want := []string{"INSERT MEM#ada", "MODIFY MEM#ada", "INSERT MEM#ada", "REMOVE MEM#ada"}
+	want := []string{"INSERT MEM#ada", "MODIFY MEM#ada", "INSERT MEM#ada", "REMOVE MEM#ada", "INSERT MEM#ada", "REMOVE MEM#ada"}
 	if len(names) < len(want) || !cmp.Equal(want, names[:len(want)]) {
 		t.Fatalf("stream records %v, want %v then the session's", names, want)
 	}
@@ -300,6 +312,8 @@ func TestDynamoDBLocalStream(t *testing.T) {
 		"POST /" + testIndex + "/_search", "POST /" + testIndex + "/_bulk",
 		"POST /" + testIndex + "/_search", "POST /" + testIndex + "/_bulk",
 		"POST /" + testIndex + "/_delete_by_query",
+		"POST /" + testIndex + "/_search", "POST /" + testIndex + "/_bulk",
+		"POST /" + testIndex + "/_delete_by_query",
 	}
 	if d := cmp.Diff(wantReqs, got); d != "" {
 		t.Fatalf("requests (-want +got):\n%s", d)
@@ -307,6 +321,15 @@ func TestDynamoDBLocalStream(t *testing.T) {
 	reqs := f.requests()
 	if doc := bulkDocs(t, reqs[4].body)["ada/pets/0"]; doc == nil || doc["text"] != "Ada's cat is Miso." {
 		t.Errorf("MODIFY indexed %v", doc)
+	}
+	if doc := bulkDocs(t, reqs[9].body)["ada/key:k1/pets/0"]; doc == nil || doc["text"] != mine.Text || doc["owner"] != "key:k1" {
+		t.Errorf("the owner's INSERT indexed %v", doc)
+	}
+	if del := reqs[7].body; !bytes.Contains(del, []byte(`{"must_not":[{"exists":{"field":"owner"}}]}`)) || !bytes.Contains(del, []byte(`"milk"`)) {
+		t.Errorf("the agent-wide REMOVE deleted by %s, want the agent-wide milk", del)
+	}
+	if del := reqs[10].body; !bytes.Contains(del, []byte(`{"term":{"owner":"key:k1"}}`)) || !bytes.Contains(del, []byte(`"pets"`)) {
+		t.Errorf("the owner's REMOVE deleted by %s, want key:k1's pets", del)
 	}
 }
 

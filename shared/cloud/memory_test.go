@@ -41,7 +41,7 @@ func TestMemoryWithOpenSearch(t *testing.T) {
 	if err := r.Memory.Store(t.Context(), e); err != nil {
 		t.Fatalf("Store: %v", err)
 	}
-	if got, err := r.Memory.Get(t.Context(), "default", "pets"); err != nil || got.Text != e.Text {
+	if got, err := r.Memory.Get(t.Context(), "default", "", "pets"); err != nil || got.Text != e.Text {
 		t.Fatalf("Get: %+v, %v", got, err)
 	}
 }

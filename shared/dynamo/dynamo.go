@@ -28,7 +28,8 @@
 //	KEYID#<id>          KEYID                 claim of a key id             hash
 //	CONN#<id>           CONN                  a WebSocket connection        key_hash, expires_at
 //	TG…#<id>            TG…                   the Telegram channel's state  see telegram.go (seen updates, outbox, users, codes)
-//	MEM#<agent>         ENTRY#<key>           a memory (memory.go)          agent, key, text, category, source, created_at, updated_at, chunks (L of M: seq, text, vec B)
+//	MEM#<agent>         ENTRY#<key>           an agent-wide memory          agent, key, text, category, source, created_at, updated_at, chunks (L of M: seq, text, vec B)
+//	MEM#<agent>         OWNED#…#<key>         an owner's memory (memory.go) owner, and the same as above
 //
 // Times are epoch milliseconds (N), read back in UTC.
 //

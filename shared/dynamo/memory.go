@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -17,9 +18,17 @@ import (
 
 // Memory entries. One item per entry (see the package doc):
 //
-//	pk MEM#<agent>, sk ENTRY#<key>: agent, key, text, category, source,
+//	pk MEM#<agent>, sk ENTRY#<key> (an agent-wide memory) or
+//	sk OWNED#<n>#<owner>#<key> (an owner's, n the owner's length in
+//	bytes): agent, owner (an owner's only), key, text, category, source,
 //	created_at, updated_at (epoch ms), chunks (L of M: seq N, text S,
 //	vec B — the vector as little-endian float32, absent without one)
+//
+// An entry is identified by agent, owner and key, all three in the item's
+// key: the same key of two owners is two items, and agent-wide items keep
+// the keys they had before memories had owners. The length prefix makes
+// any owner and key decode unambiguously from the sort key alone, which
+// is all a REMOVE stream record carries.
 //
 // The item is the source of truth; OpenSearch is an index derived from the
 // table's stream by functions/indexer. An entry whose item would exceed
@@ -29,8 +38,10 @@ import (
 const (
 	pfxMemory      = "MEM#"
 	pfxMemoryEntry = "ENTRY#"
+	pfxMemoryOwned = "OWNED#"
 
 	attrMemAgent    = "agent"
+	attrMemOwner    = "owner"
 	attrMemKey      = "key"
 	attrMemText     = "text"
 	attrMemCategory = "category"
@@ -43,8 +54,35 @@ const (
 	attrChunkVec    = "vec"
 )
 
-func memoryKey(agent, key string) item {
-	return item{attrPK: attrS(pfxMemory + agent), attrSK: attrS(pfxMemoryEntry + key)}
+func memoryKey(agent, owner, key string) item {
+	return item{attrPK: attrS(pfxMemory + agent), attrSK: attrS(memorySortKey(owner, key))}
+}
+
+// memorySortKey is the sort key of the memory of owner ("" for
+// agent-wide) under key.
+func memorySortKey(owner, key string) string {
+	if owner == "" {
+		return pfxMemoryEntry + key
+	}
+	return pfxMemoryOwned + strconv.Itoa(len(owner)) + "#" + owner + "#" + key
+}
+
+// parseMemorySortKey returns the owner and key of a memory's sort key; ok
+// is false for a sort key that is not a memory's.
+func parseMemorySortKey(sk string) (owner, key string, ok bool) {
+	if key, ok := strings.CutPrefix(sk, pfxMemoryEntry); ok {
+		return "", key, true
+	}
+	rest, ok := strings.CutPrefix(sk, pfxMemoryOwned)
+	if !ok {
+		return "", "", false
+	}
+	n, rest, ok := strings.Cut(rest, "#")
+	size, err := strconv.Atoi(n)
+	if !ok || err != nil || size <= 0 || size >= len(rest) || rest[size] != '#' || strconv.Itoa(size) != n {
+		return "", "", false
+	}
+	return rest[:size], rest[size+1:], true
 }
 
 // MemoryIndex is the memory.Index of the AWS deployment: entries are items
@@ -74,7 +112,7 @@ func NewMemoryIndex(s *Store, search memory.Index) (*MemoryIndex, error) {
 }
 
 // Put implements memory.Index: it writes the entry's item, replacing the
-// one the key held.
+// one its agent, owner and key held.
 func (m *MemoryIndex) Put(ctx context.Context, e memory.Entry, chunks []memory.Chunk) error {
 	if e.Agent == "" || e.Key == "" {
 		return errors.New("dynamo: memory put: agent and key are required")
@@ -91,8 +129,8 @@ func (m *MemoryIndex) Put(ctx context.Context, e memory.Entry, chunks []memory.C
 }
 
 // Get implements memory.Index with a strongly consistent read.
-func (m *MemoryIndex) Get(ctx context.Context, agent, key string) (memory.Entry, error) {
-	it, err := m.store.getItem(ctx, memoryKey(agent, key))
+func (m *MemoryIndex) Get(ctx context.Context, agent, owner, key string) (memory.Entry, error) {
+	it, err := m.store.getItem(ctx, memoryKey(agent, owner, key))
 	if err != nil {
 		return memory.Entry{}, fmt.Errorf("dynamo: memory get: %w", err)
 	}
@@ -104,8 +142,8 @@ func (m *MemoryIndex) Get(ctx context.Context, agent, key string) (memory.Entry,
 }
 
 // Delete implements memory.Index; a missing key is no error.
-func (m *MemoryIndex) Delete(ctx context.Context, agent, key string) error {
-	_, err := m.store.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: m.store.table, Key: memoryKey(agent, key)})
+func (m *MemoryIndex) Delete(ctx context.Context, agent, owner, key string) error {
+	_, err := m.store.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: m.store.table, Key: memoryKey(agent, owner, key)})
 	if err != nil {
 		return fmt.Errorf("dynamo: memory delete: %w", err)
 	}
@@ -113,18 +151,21 @@ func (m *MemoryIndex) Delete(ctx context.Context, agent, key string) error {
 }
 
 // Keyword implements memory.Index through the search index.
-func (m *MemoryIndex) Keyword(ctx context.Context, agent, query string, f memory.Filter, k int) ([]memory.Match, error) {
-	return m.search.Keyword(ctx, agent, query, f, k)
+func (m *MemoryIndex) Keyword(ctx context.Context, agent, owner, query string, f memory.Filter, k int) ([]memory.Match, error) {
+	return m.search.Keyword(ctx, agent, owner, query, f, k)
 }
 
 // Vector implements memory.Index through the search index.
-func (m *MemoryIndex) Vector(ctx context.Context, agent string, v []float32, f memory.Filter, k int) ([]memory.Match, error) {
-	return m.search.Vector(ctx, agent, v, f, k)
+func (m *MemoryIndex) Vector(ctx context.Context, agent, owner string, v []float32, f memory.Filter, k int) ([]memory.Match, error) {
+	return m.search.Vector(ctx, agent, owner, v, f, k)
 }
 
 func memoryItem(e memory.Entry, chunks []memory.Chunk) item {
-	it := memoryKey(e.Agent, e.Key)
+	it := memoryKey(e.Agent, e.Owner, e.Key)
 	it[attrMemAgent] = attrS(e.Agent)
+	if e.Owner != "" {
+		it[attrMemOwner] = attrS(e.Owner)
+	}
 	it[attrMemKey] = attrS(e.Key)
 	it[attrMemText] = attrS(e.Text)
 	it[attrMemCategory] = attrS(string(e.Category))
@@ -148,6 +189,7 @@ func memoryItem(e memory.Entry, chunks []memory.Chunk) item {
 func memoryFromItem(it item) (memory.Entry, []memory.Chunk, error) {
 	e := memory.Entry{
 		Agent:     getS(it, attrMemAgent),
+		Owner:     getS(it, attrMemOwner),
 		Key:       getS(it, attrMemKey),
 		Text:      getS(it, attrMemText),
 		Category:  memory.Category(getS(it, attrMemCategory)),
@@ -157,6 +199,9 @@ func memoryFromItem(it item) (memory.Entry, []memory.Chunk, error) {
 	}
 	if e.Agent == "" || e.Key == "" {
 		return memory.Entry{}, nil, fmt.Errorf("dynamo: memory item %s/%s has no agent or key", getS(it, attrPK), getS(it, attrSK))
+	}
+	if owner, key, ok := parseMemorySortKey(getS(it, attrSK)); !ok || owner != e.Owner || key != e.Key {
+		return memory.Entry{}, nil, fmt.Errorf("dynamo: memory item %s/%s: its owner and key are not those of its sort key", getS(it, attrPK), getS(it, attrSK))
 	}
 	l, _ := it[attrMemChunks].(*types.AttributeValueMemberL)
 	var chunks []memory.Chunk
@@ -200,10 +245,12 @@ func decodeVector(b []byte) ([]float32, error) {
 }
 
 // MemoryChange is what one stream record means for the search index: put
-// the entry and its chunks, or (Remove) delete the entry Agent/Key.
+// the entry and its chunks, or (Remove) delete the entry of Agent, Owner
+// and Key.
 type MemoryChange struct {
 	Remove bool
 	Agent  string
+	Owner  string
 	Key    string
 	Entry  memory.Entry
 	Chunks []memory.Chunk
@@ -214,26 +261,35 @@ type MemoryChange struct {
 // INSERT and MODIFY need the new image (the stream view NEW_IMAGE or
 // NEW_AND_OLD_IMAGES); REMOVE needs only the keys.
 func MemoryStreamChange(r events.DynamoDBEventRecord) (c MemoryChange, ok bool, err error) {
-	keys := fromStreamImage(r.Change.Keys)
+	var img item
+	if len(r.Change.NewImage) > 0 {
+		img = fromStreamImage(r.Change.NewImage)
+	}
+	return memoryChange(r.EventID, r.EventName, fromStreamImage(r.Change.Keys), img)
+}
+
+// memoryChange is MemoryStreamChange on the record's event id and name,
+// keys and new image (nil when it has none) as SDK attribute values.
+func memoryChange(id, event string, keys, newImage item) (c MemoryChange, ok bool, err error) {
 	pk, sk := getS(keys, attrPK), getS(keys, attrSK)
 	agent, isMem := strings.CutPrefix(pk, pfxMemory)
-	k, isEntry := strings.CutPrefix(sk, pfxMemoryEntry)
+	owner, k, isEntry := parseMemorySortKey(sk)
 	if !isMem || !isEntry {
 		return MemoryChange{}, false, nil
 	}
-	c = MemoryChange{Agent: agent, Key: k}
-	switch events.DynamoDBOperationType(r.EventName) {
+	c = MemoryChange{Agent: agent, Owner: owner, Key: k}
+	switch events.DynamoDBOperationType(event) {
 	case events.DynamoDBOperationTypeRemove:
 		c.Remove = true
 		return c, true, nil
 	case events.DynamoDBOperationTypeInsert, events.DynamoDBOperationTypeModify:
-		if len(r.Change.NewImage) == 0 {
-			return c, true, fmt.Errorf("dynamo: %s of memory %s/%s has no new image: the stream must show NEW_IMAGE or NEW_AND_OLD_IMAGES", r.EventName, agent, k)
+		if len(newImage) == 0 {
+			return c, true, fmt.Errorf("dynamo: %s of memory %s/%s has no new image: the stream must show NEW_IMAGE or NEW_AND_OLD_IMAGES", event, agent, k)
 		}
-		c.Entry, c.Chunks, err = memoryFromItem(fromStreamImage(r.Change.NewImage))
+		c.Entry, c.Chunks, err = memoryFromItem(newImage)
 		return c, true, err
 	}
-	return c, true, fmt.Errorf("dynamo: stream record %s: unknown event %q", r.EventID, r.EventName)
+	return c, true, fmt.Errorf("dynamo: stream record %s: unknown event %q", id, event)
 }
 
 // fromStreamImage converts an image of a Lambda stream event into SDK

@@ -8,6 +8,24 @@
 // embedding models implement (Embedder), and the engine-independent logic:
 // chunking, embedding cache, score fusion, decay, diversification and the
 // graceful degradation reported in Results.Method.
+//
+// # Owners
+//
+// A memory belongs to an agent and, when it was saved from a conversation,
+// to the owner of that conversation: the principal the session belongs to
+// ("key:<api key id>" for the HTTP API and WebSocket, "tg:<chat id>" for
+// Telegram, "user:<name>" for a person linked across channels). A memory
+// with an empty owner is agent-wide: the workspace files (MEMORY.md, the
+// daily logs) and what the agent stores in work that belongs to no one,
+// shared by all the agent's users.
+//
+// An entry is identified by (agent, owner, key): the same key saved by two
+// owners is two memories, and an owner's memory never replaces an
+// agent-wide one. Searching as an owner finds that owner's memories and
+// the agent-wide ones, never another owner's; searching with an empty
+// owner finds only agent-wide memories. Get and Forget look a key up for
+// one owner, so another owner's key is, to them, a key that does not
+// exist.
 package memory
 
 import (
@@ -41,8 +59,9 @@ var (
 	// ErrNotFound is returned for a memory that does not exist.
 	ErrNotFound = errors.New("memory not found")
 	// ErrInvalid is returned for an argument Memory refuses: an empty
-	// agent, key, text or query, an unknown category, text that is not
-	// UTF-8 or is too long.
+	// agent, key, text or query, an unknown category, an owner that is
+	// blank, too long or has control characters, text that is not UTF-8 or
+	// is too long.
 	ErrInvalid = errors.New("invalid memory argument")
 	// ErrNotEmbedded is returned by Memory.Store when the entry was stored
 	// but embedding its text failed: it is searchable by keyword only
@@ -50,9 +69,13 @@ var (
 	ErrNotEmbedded = errors.New("memory stored without vectors")
 )
 
-// Entry is one memory of one agent. Key is unique per agent.
+// Entry is one memory of one agent. Key is unique per agent and owner.
 type Entry struct {
-	Agent    string   `json:"agent"`
+	Agent string `json:"agent"`
+	// Owner is the principal the memory belongs to ("key:…", "tg:…",
+	// "user:…"); empty for an agent-wide memory, which all the agent's
+	// users share. See the package documentation.
+	Owner    string   `json:"owner,omitempty"`
 	Key      string   `json:"key"`
 	Text     string   `json:"text"`
 	Category Category `json:"category"`
@@ -90,20 +113,34 @@ type Match struct {
 }
 
 // Index is the port search engines implement (embedded SQLite, OpenSearch).
-// Every method is scoped to one agent: an agent never sees another's
-// memories. All adapters pass the conformance suite in memorytest.
+// Every method is scoped to one agent, and to one owner: an agent never
+// sees another's memories, and an owner never another owner's. An entry is
+// identified by (Entry.Agent, Entry.Owner, Entry.Key). All adapters pass
+// the conformance suite in memorytest.
 type Index interface {
-	// Put stores an entry and its chunks, replacing what the key held.
+	// Put stores an entry and its chunks, replacing what its agent, owner
+	// and key held.
 	Put(ctx context.Context, e Entry, chunks []Chunk) error
-	// Get returns an entry by key, or ErrNotFound.
-	Get(ctx context.Context, agent, key string) (Entry, error)
-	// Delete removes an entry and its chunks; a missing key is no error.
-	Delete(ctx context.Context, agent, key string) error
-	// Keyword returns up to k chunks ranked by BM25 for the query.
-	Keyword(ctx context.Context, agent, query string, f Filter, k int) ([]Match, error)
-	// Vector returns up to k chunks ranked by cosine similarity to v.
-	Vector(ctx context.Context, agent string, v []float32, f Filter, k int) ([]Match, error)
+	// Get returns the entry of exactly this agent, owner and key, or
+	// ErrNotFound: an owner's Get never returns an agent-wide entry, nor
+	// an agent-wide Get (owner "") an owner's.
+	Get(ctx context.Context, agent, owner, key string) (Entry, error)
+	// Delete removes the entry of exactly this agent, owner and key and
+	// its chunks; a missing key is no error.
+	Delete(ctx context.Context, agent, owner, key string) error
+	// Keyword returns up to k chunks ranked by BM25 for the query, among
+	// the owner's entries and the agent-wide ones (only those for owner
+	// "").
+	Keyword(ctx context.Context, agent, owner, query string, f Filter, k int) ([]Match, error)
+	// Vector returns up to k chunks ranked by cosine similarity to v,
+	// among the owner's entries and the agent-wide ones.
+	Vector(ctx context.Context, agent, owner string, v []float32, f Filter, k int) ([]Match, error)
 }
+
+// Visible reports whether an owner's search may return e: e is the
+// owner's own or agent-wide. Adapters check their results with it, a
+// guard behind their query's filter.
+func (e Entry) Visible(owner string) bool { return e.Owner == "" || e.Owner == owner }
 
 // Embedder turns texts into vectors.
 type Embedder interface {

@@ -56,7 +56,9 @@ type Results struct {
 	Method string `json:"method"`
 }
 
-// Search finds the agent's memories that best match query. It runs the
+// Search finds the memories of the agent that owner may see (the owner's
+// own and the agent-wide ones; only agent-wide ones for owner "") that
+// best match query. It runs the
 // keyword search and (with an embedder) the vector search side by side,
 // fetching four candidates per wanted hit from each, min-max normalises
 // each list, sums them with the configured weights (a side that did not
@@ -66,12 +68,15 @@ type Results struct {
 // Search fails only for invalid arguments or a cancelled context: when a
 // side fails the other one's results are returned and Method says so; when
 // both fail the result is empty with Method "none".
-func (m *Memory) Search(ctx context.Context, agent, query string, o SearchOptions) (Results, error) {
+func (m *Memory) Search(ctx context.Context, agent, owner, query string, o SearchOptions) (Results, error) {
 	switch {
 	case strings.TrimSpace(agent) == "":
 		return Results{}, fmt.Errorf("memory: search: %w: agent is empty", ErrInvalid)
 	case strings.TrimSpace(query) == "":
 		return Results{}, fmt.Errorf("memory: search: %w: query is empty", ErrInvalid)
+	}
+	if err := validateOwner(owner); err != nil {
+		return Results{}, fmt.Errorf("memory: search: %w", err)
 	}
 	limit := o.Limit
 	if limit <= 0 {
@@ -85,9 +90,9 @@ func (m *Memory) Search(ctx context.Context, agent, query string, o SearchOption
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		kw, kwErr = m.idx.Keyword(ctx, agent, query, o.Filter, k)
+		kw, kwErr = m.idx.Keyword(ctx, agent, owner, query, o.Filter, k)
 	}()
-	vec, vecOK := m.vectorSearch(ctx, agent, query, o.Filter, k)
+	vec, vecOK := m.vectorSearch(ctx, agent, owner, query, o.Filter, k)
 	<-done
 	if err := ctx.Err(); err != nil {
 		return Results{}, fmt.Errorf("memory: search: %w", err)
@@ -110,6 +115,10 @@ func (m *Memory) Search(ctx context.Context, agent, query string, o SearchOption
 		return res, nil
 	}
 
+	// The index's filter keeps other owners' memories out; this guards
+	// the guard.
+	hidden := func(mt Match) bool { return mt.Entry.Agent != agent || !mt.Entry.Visible(owner) }
+	kw, vec = slices.DeleteFunc(kw, hidden), slices.DeleteFunc(vec, hidden)
 	cands := fuse(kw, vec, wk, wv)
 	now := m.now()
 	for i := range cands {
@@ -130,7 +139,7 @@ func (m *Memory) Search(ctx context.Context, agent, query string, o SearchOption
 
 // vectorSearch embeds the query and runs the vector search. It reports
 // false when there is no embedder or either step failed.
-func (m *Memory) vectorSearch(ctx context.Context, agent, query string, f Filter, k int) ([]Match, bool) {
+func (m *Memory) vectorSearch(ctx context.Context, agent, owner, query string, f Filter, k int) ([]Match, bool) {
 	if m.emb == nil {
 		return nil, false
 	}
@@ -142,7 +151,7 @@ func (m *Memory) vectorSearch(ctx context.Context, agent, query string, f Filter
 		m.log.Warn("memory query embedding failed", "agent", agent, "err", err)
 		return nil, false
 	}
-	matches, err := m.idx.Vector(ctx, agent, Normalized(vecs[0]), f, k)
+	matches, err := m.idx.Vector(ctx, agent, owner, Normalized(vecs[0]), f, k)
 	if err != nil {
 		m.log.Warn("memory vector search failed", "agent", agent, "err", err)
 		return nil, false
@@ -158,13 +167,17 @@ type candidate struct {
 	vector []float32
 }
 
+// entryID identifies an entry among an agent's: an owner's key and the
+// same agent-wide key are two entries.
+type entryID struct{ owner, key string }
+
 // fuse turns the keyword and vector matches into one candidate per entry.
 // Each list is min-max normalised; a chunk's fused score is
 // wk·keyword + wv·vector; an entry's is that of its best chunk (the lower
 // Seq on a tie).
 func fuse(kw, vec []Match, wk, wv float64) []candidate {
 	type chunkKey struct {
-		key string
+		entryID
 		seq int
 	}
 	type part struct {
@@ -181,7 +194,7 @@ func fuse(kw, vec []Match, wk, wv float64) []candidate {
 		}
 		for i, n := range normalize(scores) {
 			mt := list[i]
-			ck := chunkKey{mt.Entry.Key, mt.Chunk.Seq}
+			ck := chunkKey{entryID{mt.Entry.Owner, mt.Entry.Key}, mt.Chunk.Seq}
 			p, ok := parts[ck]
 			if !ok {
 				p = &part{match: mt}
@@ -201,7 +214,7 @@ func fuse(kw, vec []Match, wk, wv float64) []candidate {
 	add(kw, false)
 	add(vec, true)
 
-	best := map[string]int{} // entry key → index in out
+	best := map[entryID]int{} // entry → index in out
 	var out []candidate
 	for _, ck := range order {
 		p := parts[ck]
@@ -216,10 +229,10 @@ func fuse(kw, vec []Match, wk, wv float64) []candidate {
 			seq:    ck.seq,
 			vector: p.vector,
 		}
-		i, ok := best[ck.key]
+		i, ok := best[ck.entryID]
 		switch {
 		case !ok:
-			best[ck.key] = len(out)
+			best[ck.entryID] = len(out)
 			out = append(out, c)
 		case c.Score > out[i].Score || c.Score == out[i].Score && c.seq < out[i].seq:
 			out[i] = c
@@ -267,7 +280,7 @@ func decay(age, halfLife time.Duration) float64 {
 }
 
 // sortCandidates orders by score, then the more recently updated, then
-// key, so equal scores rank deterministically.
+// key and owner, so equal scores rank deterministically.
 func sortCandidates(c []candidate) {
 	slices.SortStableFunc(c, func(a, b candidate) int {
 		if a.Score != b.Score {
@@ -276,7 +289,7 @@ func sortCandidates(c []candidate) {
 		if !a.Entry.UpdatedAt.Equal(b.Entry.UpdatedAt) {
 			return b.Entry.UpdatedAt.Compare(a.Entry.UpdatedAt)
 		}
-		return strings.Compare(a.Entry.Key, b.Entry.Key)
+		return cmp.Or(strings.Compare(a.Entry.Key, b.Entry.Key), strings.Compare(a.Entry.Owner, b.Entry.Owner))
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -17,9 +18,11 @@ const (
 	DefaultHalfLife      = 30 * 24 * time.Hour
 	DefaultLimit         = 10
 	MaxLimit             = 100
-	// MaxKeyBytes and MaxTextBytes bound what Store accepts.
-	MaxKeyBytes  = 512
-	MaxTextBytes = 1 << 20
+	// MaxKeyBytes, MaxOwnerBytes and MaxTextBytes bound what Store
+	// accepts.
+	MaxKeyBytes   = 512
+	MaxOwnerBytes = 256
+	MaxTextBytes  = 1 << 20
 	// embedBatch is how many chunks one Embed call carries.
 	embedBatch = 64
 	// candidates is how many results per result wanted each search side
@@ -121,9 +124,10 @@ func New(idx Index, o Options) (*Memory, error) {
 }
 
 // Store validates e, splits its text into chunks, embeds them and puts the
-// entry in the index, replacing what its key held. Zero times are set: a
-// re-stored key keeps its CreatedAt, UpdatedAt becomes now. Times are kept
-// to the millisecond, in UTC.
+// entry in the index, replacing what its key held for its owner (e.Owner;
+// empty stores an agent-wide memory). Zero times are set: a re-stored key
+// keeps its CreatedAt, UpdatedAt becomes now. Times are kept to the
+// millisecond, in UTC.
 //
 // When embedding fails the entry is still stored, keyword-only, and the
 // error wraps ErrNotEmbedded: a memory is never lost to an embedding
@@ -134,7 +138,7 @@ func (m *Memory) Store(ctx context.Context, e Entry) error {
 	}
 	now := m.now()
 	if e.CreatedAt.IsZero() {
-		old, err := m.idx.Get(ctx, e.Agent, e.Key)
+		old, err := m.idx.Get(ctx, e.Agent, e.Owner, e.Key)
 		switch {
 		case err == nil:
 			e.CreatedAt = old.CreatedAt
@@ -201,33 +205,41 @@ func (m *Memory) embedChunks(ctx context.Context, chunks []Chunk) error {
 	return nil
 }
 
-// Get returns the memory stored under key, or an error wrapping
-// ErrNotFound.
-func (m *Memory) Get(ctx context.Context, agent, key string) (Entry, error) {
-	if err := validateRef(agent, key); err != nil {
+// Get returns the memory key names for owner: the owner's own memory
+// under key, else the agent-wide one (only that one for owner ""). It
+// never returns another owner's memory: for their keys the error wraps
+// ErrNotFound, as for a key that does not exist. The entry's Owner says
+// which one was found.
+func (m *Memory) Get(ctx context.Context, agent, owner, key string) (Entry, error) {
+	if err := validateRef(agent, owner, key); err != nil {
 		return Entry{}, fmt.Errorf("memory: get %q: %w", key, err)
 	}
-	e, err := m.idx.Get(ctx, agent, key)
+	e, err := m.idx.Get(ctx, agent, owner, key)
+	if errors.Is(err, ErrNotFound) && owner != "" {
+		e, err = m.idx.Get(ctx, agent, "", key)
+	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("memory: get %q: %w", key, err)
 	}
 	return e, nil
 }
 
-// Forget removes the memory stored under key, from Get and from search.
-// Forgetting a missing key is no error.
-func (m *Memory) Forget(ctx context.Context, agent, key string) error {
-	if err := validateRef(agent, key); err != nil {
+// Forget removes owner's own memory stored under key (with owner "", the
+// agent-wide one), from Get and from search. It never removes another
+// owner's memory, nor, for an owner, an agent-wide one: those are left as
+// they are, as for a missing key, which is no error.
+func (m *Memory) Forget(ctx context.Context, agent, owner, key string) error {
+	if err := validateRef(agent, owner, key); err != nil {
 		return fmt.Errorf("memory: forget %q: %w", key, err)
 	}
-	if err := m.idx.Delete(ctx, agent, key); err != nil {
+	if err := m.idx.Delete(ctx, agent, owner, key); err != nil {
 		return fmt.Errorf("memory: forget %q: %w", key, err)
 	}
 	return nil
 }
 
-// validateRef checks an agent and a key.
-func validateRef(agent, key string) error {
+// validateRef checks an agent, an owner and a key.
+func validateRef(agent, owner, key string) error {
 	switch {
 	case strings.TrimSpace(agent) == "":
 		return fmt.Errorf("%w: agent is empty", ErrInvalid)
@@ -238,12 +250,29 @@ func validateRef(agent, key string) error {
 	case !utf8.ValidString(agent) || !utf8.ValidString(key):
 		return fmt.Errorf("%w: agent or key is not UTF-8", ErrInvalid)
 	}
+	return validateOwner(owner)
+}
+
+// validateOwner checks an owner: empty (agent-wide), or a principal of at
+// most MaxOwnerBytes of UTF-8 text without control characters that is not
+// only spaces (which would look agent-wide and be anything but).
+func validateOwner(owner string) error {
+	switch {
+	case owner == "":
+		return nil
+	case strings.TrimSpace(owner) == "":
+		return fmt.Errorf("%w: owner is blank", ErrInvalid)
+	case len(owner) > MaxOwnerBytes:
+		return fmt.Errorf("%w: owner is longer than %d bytes", ErrInvalid, MaxOwnerBytes)
+	case !utf8.ValidString(owner) || strings.ContainsFunc(owner, unicode.IsControl):
+		return fmt.Errorf("%w: owner is not UTF-8 text without control characters", ErrInvalid)
+	}
 	return nil
 }
 
 // validateEntry checks what Store accepts.
 func validateEntry(e Entry) error {
-	if err := validateRef(e.Agent, e.Key); err != nil {
+	if err := validateRef(e.Agent, e.Owner, e.Key); err != nil {
 		return err
 	}
 	switch {

@@ -101,7 +101,7 @@ func TestSearchMethod(t *testing.T) {
 			}
 			idx.keywordErr, idx.vectorErr = tc.keywordErr, tc.vecErr
 			m := newMem(t, idx, memory.Options{Embedder: tc.emb})
-			res, err := m.Search(t.Context(), "x", "apples", memory.SearchOptions{})
+			res, err := m.Search(t.Context(), "x", "", "apples", memory.SearchOptions{})
 			if err != nil {
 				t.Fatalf("Search: %v", err)
 			}
@@ -132,13 +132,16 @@ func TestSearchMethod(t *testing.T) {
 func TestSearchArguments(t *testing.T) {
 	idx := newFakeIndex()
 	m := newMem(t, idx, memory.Options{Embedder: memorytest.Embedder{}})
-	for _, q := range [][2]string{{"", "q"}, {" ", "q"}, {"a", ""}, {"a", " \n"}} {
-		if _, err := m.Search(t.Context(), q[0], q[1], memory.SearchOptions{}); !errors.Is(err, memory.ErrInvalid) {
-			t.Errorf("Search(%q, %q): err = %v, want ErrInvalid", q[0], q[1], err)
+	for _, q := range [][3]string{
+		{"", "", "q"}, {" ", "", "q"}, {"a", "", ""}, {"a", "", " \n"},
+		{"a", " ", "q"}, {"a", "key:\n1", "q"}, {"a", "key:\xff", "q"}, {"a", strings.Repeat("o", memory.MaxOwnerBytes+1), "q"},
+	} {
+		if _, err := m.Search(t.Context(), q[0], q[1], q[2], memory.SearchOptions{}); !errors.Is(err, memory.ErrInvalid) {
+			t.Errorf("Search(%q, %q, %q): err = %v, want ErrInvalid", q[0], q[1], q[2], err)
 		}
 	}
 	for limit, k := range map[int]int{0: 40, 1: 4, 25: 100, 100: 400, 5000: 400} {
-		if _, err := m.Search(t.Context(), "a", "q", memory.SearchOptions{Limit: limit}); err != nil {
+		if _, err := m.Search(t.Context(), "a", "key:1", "q", memory.SearchOptions{Limit: limit}); err != nil {
 			t.Fatal(err)
 		}
 		if idx.lastK != k {
@@ -147,7 +150,7 @@ func TestSearchArguments(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := m.Search(ctx, "a", "q", memory.SearchOptions{}); !errors.Is(err, context.Canceled) {
+	if _, err := m.Search(ctx, "a", "", "q", memory.SearchOptions{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled search: err = %v", err)
 	}
 	b, err := json.Marshal(memory.Results{Hits: []memory.Hit{}, Method: memory.MethodNone})
@@ -176,7 +179,7 @@ func TestSearchScoring(t *testing.T) {
 	t.Run("weights are scaled to sum to 1", func(t *testing.T) {
 		m := newMem(t, newFakeIndex(), memory.Options{KeywordWeight: 2, VectorWeight: 2, HalfLife: -1})
 		store(t, m, "a", "apples", memory.Daily, 0)
-		res, _ := m.Search(t.Context(), "x", "apples", memory.SearchOptions{})
+		res, _ := m.Search(t.Context(), "x", "", "apples", memory.SearchOptions{})
 		if diff := cmp.Diff(map[string]float64{"a": 1}, scores(res)); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
@@ -186,7 +189,7 @@ func TestSearchScoring(t *testing.T) {
 		store(t, m, "new", "apples", memory.Daily, 0)
 		store(t, m, "old", "apples", memory.Daily, 10*day)
 		store(t, m, "core", "apples", memory.Core, 100*day)
-		res, _ := m.Search(t.Context(), "x", "apples", memory.SearchOptions{})
+		res, _ := m.Search(t.Context(), "x", "", "apples", memory.SearchOptions{})
 		if diff := cmp.Diff(map[string]float64{"new": 1, "old": 0.5, "core": 1}, scores(res)); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
@@ -194,7 +197,7 @@ func TestSearchScoring(t *testing.T) {
 	t.Run("decay off", func(t *testing.T) {
 		m := newMem(t, newFakeIndex(), memory.Options{Embedder: memorytest.Embedder{}, HalfLife: -1})
 		store(t, m, "old", "apples", memory.Daily, 1000*day)
-		res, _ := m.Search(t.Context(), "x", "apples", memory.SearchOptions{})
+		res, _ := m.Search(t.Context(), "x", "", "apples", memory.SearchOptions{})
 		if diff := cmp.Diff(map[string]float64{"old": 1}, scores(res)); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
@@ -203,7 +206,7 @@ func TestSearchScoring(t *testing.T) {
 		m := newMem(t, newFakeIndex(), memory.Options{Embedder: memorytest.Embedder{}, MinScore: 0.4})
 		store(t, m, "new", "apples", memory.Daily, 0)
 		store(t, m, "old", "apples", memory.Daily, 60*day)
-		res, _ := m.Search(t.Context(), "x", "apples", memory.SearchOptions{})
+		res, _ := m.Search(t.Context(), "x", "", "apples", memory.SearchOptions{})
 		if diff := cmp.Diff(map[string]float64{"new": 1}, scores(res)); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
@@ -218,7 +221,7 @@ func TestSearchScoring(t *testing.T) {
 			store(t, m, "c", "may the force be with you", memory.Daily, 0)
 		}
 		keys := func(m *memory.Memory) []string {
-			res, _ := m.Search(t.Context(), "x", "lisbon trip may family", memory.SearchOptions{})
+			res, _ := m.Search(t.Context(), "x", "", "lisbon trip may family", memory.SearchOptions{})
 			var out []string
 			for _, h := range res.Hits {
 				out = append(out, h.Entry.Key)
@@ -249,6 +252,10 @@ func TestStore(t *testing.T) {
 		{"text not UTF-8", func(e *memory.Entry) { e.Text = "bad \xff" }},
 		{"key not UTF-8", func(e *memory.Entry) { e.Key = "\xfe" }},
 		{"empty category", func(e *memory.Entry) { e.Category = "" }},
+		{"blank owner", func(e *memory.Entry) { e.Owner = " " }},
+		{"long owner", func(e *memory.Entry) { e.Owner = "user:" + strings.Repeat("o", memory.MaxOwnerBytes) }},
+		{"owner not UTF-8", func(e *memory.Entry) { e.Owner = "key:\xff" }},
+		{"owner with a control character", func(e *memory.Entry) { e.Owner = "key:1\x00" }},
 		{"unknown category", func(e *memory.Entry) { e.Category = "secret" }},
 	}
 	idx := newFakeIndex()
@@ -260,15 +267,15 @@ func TestStore(t *testing.T) {
 			t.Errorf("%s: err = %v, want ErrInvalid", tc.name, err)
 		}
 	}
-	if len(idx.entries) != 0 {
-		t.Errorf("invalid entries were stored: %v", idx.entries)
+	if n := idx.Len(); n != 0 {
+		t.Errorf("%d invalid entries were stored", n)
 	}
-	for _, ref := range [][2]string{{"", "k"}, {"x", ""}} {
-		if _, err := m.Get(t.Context(), ref[0], ref[1]); !errors.Is(err, memory.ErrInvalid) {
-			t.Errorf("Get(%q, %q): err = %v", ref[0], ref[1], err)
+	for _, ref := range [][3]string{{"", "", "k"}, {"x", "", ""}, {"x", "\t", "k"}, {"x", "key:\n", "k"}} {
+		if _, err := m.Get(t.Context(), ref[0], ref[1], ref[2]); !errors.Is(err, memory.ErrInvalid) {
+			t.Errorf("Get(%q, %q, %q): err = %v", ref[0], ref[1], ref[2], err)
 		}
-		if err := m.Forget(t.Context(), ref[0], ref[1]); !errors.Is(err, memory.ErrInvalid) {
-			t.Errorf("Forget(%q, %q): err = %v", ref[0], ref[1], err)
+		if err := m.Forget(t.Context(), ref[0], ref[1], ref[2]); !errors.Is(err, memory.ErrInvalid) {
+			t.Errorf("Forget(%q, %q, %q): err = %v", ref[0], ref[1], ref[2], err)
 		}
 	}
 }
@@ -285,18 +292,18 @@ func TestStoreChunksAndTimes(t *testing.T) {
 	if err := m.Store(t.Context(), memory.Entry{Agent: "x", Key: "k", Text: text, Category: memory.Daily}); err != nil {
 		t.Fatal(err)
 	}
-	r := idx.entries[[2]string{"x", "k"}]
+	e, chunks, _ := idx.Record("x", "", "k")
 	want := now // the clock to the millisecond
-	if !r.entry.CreatedAt.Equal(want) || !r.entry.UpdatedAt.Equal(want) || r.entry.CreatedAt.Location() != time.UTC {
-		t.Errorf("times = %v, %v; want %v in UTC", r.entry.CreatedAt, r.entry.UpdatedAt, want)
+	if !e.CreatedAt.Equal(want) || !e.UpdatedAt.Equal(want) || e.CreatedAt.Location() != time.UTC {
+		t.Errorf("times = %v, %v; want %v in UTC", e.CreatedAt, e.UpdatedAt, want)
 	}
-	if r.entry.Text != text {
+	if e.Text != text {
 		t.Errorf("the entry's text was changed")
 	}
-	if len(r.chunks) < 5 {
-		t.Fatalf("%d chunks of a %d-character text, size 40", len(r.chunks), len(text))
+	if len(chunks) < 5 {
+		t.Fatalf("%d chunks of a %d-character text, size 40", len(chunks), len(text))
 	}
-	for i, c := range r.chunks {
+	for i, c := range chunks {
 		if c.Seq != i || len(c.Text) > 40 || len(c.Vector) != memorytest.Dims {
 			t.Errorf("chunk %d = seq %d, %d chars, %d dims", i, c.Seq, len(c.Text), len(c.Vector))
 		}
@@ -314,9 +321,9 @@ func TestStoreChunksAndTimes(t *testing.T) {
 	if err := m.Store(t.Context(), memory.Entry{Agent: "x", Key: "k", Text: "short now", Category: memory.Daily}); err != nil {
 		t.Fatal(err)
 	}
-	r = idx.entries[[2]string{"x", "k"}]
-	if !r.entry.CreatedAt.Equal(want) || !r.entry.UpdatedAt.Equal(want.Add(time.Hour)) || len(r.chunks) != 1 {
-		t.Errorf("after re-store: created %v, updated %v, %d chunks", r.entry.CreatedAt, r.entry.UpdatedAt, len(r.chunks))
+	e, chunks, _ = idx.Record("x", "", "k")
+	if !e.CreatedAt.Equal(want) || !e.UpdatedAt.Equal(want.Add(time.Hour)) || len(chunks) != 1 {
+		t.Errorf("after re-store: created %v, updated %v, %d chunks", e.CreatedAt, e.UpdatedAt, len(chunks))
 	}
 }
 
@@ -334,9 +341,9 @@ func TestStoreEmbeddingFailure(t *testing.T) {
 			if !errors.Is(err, memory.ErrNotEmbedded) {
 				t.Fatalf("err = %v, want ErrNotEmbedded", err)
 			}
-			r, ok := idx.entries[[2]string{"x", "k"}]
-			if !ok || len(r.chunks) != 1 || r.chunks[0].Vector != nil || r.chunks[0].Text != "remember me" {
-				t.Errorf("stored %+v, want the entry with one chunk and no vector", r)
+			e, chunks, ok := idx.Record("x", "", "k")
+			if !ok || len(chunks) != 1 || chunks[0].Vector != nil || chunks[0].Text != "remember me" {
+				t.Errorf("stored %+v with %+v, want the entry with one chunk and no vector", e, chunks)
 			}
 		})
 	}

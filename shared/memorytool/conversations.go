@@ -18,10 +18,16 @@ const (
 
 // Conversations is the agent.Recorder that remembers past conversations:
 // each successful run of a durable session becomes a conversation memory
-// of its agent, the user's message and the final answer, under the key
-// "run:<run id>" with source "session:<session id>". Storing the same run
-// again replaces its memory with the same text, so a retried finish step
-// changes nothing. Conversation memories fade in search with age.
+// of its agent and of the session's owner (Exchange.Owner), the user's
+// message and the final answer, under the key "run:<run id>" with source
+// "session:<session id>". Only that owner's sessions find it. Storing the
+// same run again replaces its memory with the same text, so a retried
+// finish step changes nothing. Conversation memories fade in search with
+// age.
+//
+// An exchange without an owner is not remembered: a conversation is
+// someone's, and one whose owner is unknown would otherwise become
+// agent-wide, found by every user of the agent.
 type Conversations struct {
 	mem *memory.Memory
 }
@@ -36,13 +42,16 @@ func NewConversations(m *memory.Memory) (*Conversations, error) {
 	return &Conversations{mem: m}, nil
 }
 
-// Record stores the exchange. An embedding failure is reported (wrapping
-// memory.ErrNotEmbedded) although the exchange was stored for keyword
-// search.
+// Record stores the exchange for its owner, or nothing when it has none.
+// An embedding failure is reported (wrapping memory.ErrNotEmbedded)
+// although the exchange was stored for keyword search.
 func (c *Conversations) Record(ctx context.Context, x agent.Exchange) error {
+	if x.Owner == "" {
+		return nil
+	}
 	text := "User: " + clip(x.Input, maxConversationInput) + "\n\nAssistant: " + clip(x.Answer, maxConversationAnswer)
 	e := memory.Entry{
-		Agent: x.Agent, Key: ConversationKeyPrefix + x.RunID, Text: text, Category: memory.Conversation,
+		Agent: x.Agent, Owner: x.Owner, Key: ConversationKeyPrefix + x.RunID, Text: text, Category: memory.Conversation,
 		Source: "session:" + x.SessionID, CreatedAt: x.At, UpdatedAt: x.At,
 	}
 	if err := c.mem.Store(ctx, e); err != nil {

@@ -27,7 +27,8 @@ const dateLayout = "2006-01-02"
 // memory/YYYY-MM-DD.md as a daily memory (source "memory/<file>", key
 // "file:memory/<file>"). A file's memory is updated when the file
 // changes and forgotten when it is deleted or emptied; its UpdatedAt is
-// the file's modification time, so old daily logs fade in search.
+// the file's modification time, so old daily logs fade in search. File
+// memories are agent-wide (no owner): every user of the agent finds them.
 //
 // Sync compares a cheap fingerprint of each file (size and modification
 // time) with the one it last indexed, and reads and re-stores only the
@@ -147,7 +148,7 @@ func (f *Files) Sync(ctx context.Context, agent, dir string) (SyncReport, error)
 		if _, ok := current[name]; ok {
 			continue
 		}
-		if err := f.mem.Forget(ctx, agent, FileKeyPrefix+name); err != nil {
+		if err := f.mem.Forget(ctx, agent, "", FileKeyPrefix+name); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			continue
 		}
@@ -175,7 +176,7 @@ func (f *Files) indexFile(ctx context.Context, agent string, root *os.Root, name
 	if err != nil {
 		return false, false, err
 	}
-	old, err := f.mem.Get(ctx, agent, key)
+	old, err := f.mem.Get(ctx, agent, "", key)
 	found := err == nil
 	if err != nil && !errors.Is(err, memory.ErrNotFound) {
 		return false, false, err
@@ -184,7 +185,7 @@ func (f *Files) indexFile(ctx context.Context, agent string, root *os.Root, name
 		if !found {
 			return false, false, nil
 		}
-		return false, true, f.mem.Forget(ctx, agent, key)
+		return false, true, f.mem.Forget(ctx, agent, "", key)
 	}
 	e := memory.Entry{Agent: agent, Key: key, Text: text, Category: memory.Daily, Source: name, UpdatedAt: time.Unix(0, fp.ModTime)}
 	if name == workspace.MemoryFile {

@@ -99,12 +99,19 @@ func (w *workspaceFixture) sync(t *testing.T, want SyncReport) {
 	}
 }
 
-// search runs memory_search as agent a in the workspace and returns the
-// keys of the hits that mention a word of the query.
+// search runs memory_search as agent a in the workspace, in a session
+// without an owner, and returns the keys of the hits that mention a word
+// of the query.
 func (w *workspaceFixture) search(t *testing.T, query string) []string {
 	t.Helper()
+	return w.searchAs(t, "", query)
+}
+
+// searchAs is search in a session of owner.
+func (w *workspaceFixture) searchAs(t *testing.T, owner, query string) []string {
+	t.Helper()
 	ts := tools(t, Config{Memory: w.mem, Files: w.files})
-	out, err := ts["memory_search"].Call(context.Background(), tool.Env{Agent: "a", Workspace: w.dir}, json.RawMessage(`{"query":`+quote(query)+`}`))
+	out, err := ts["memory_search"].Call(context.Background(), tool.Env{Agent: "a", Owner: owner, Workspace: w.dir}, json.RawMessage(`{"query":`+quote(query)+`}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +161,7 @@ func TestFilesIndexed(t *testing.T) {
 
 	got := map[string]memory.Entry{}
 	for _, k := range []string{"file:MEMORY.md", "file:memory/2026-05-01.md"} {
-		e, err := w.mem.Get(context.Background(), "a", k)
+		e, err := w.mem.Get(context.Background(), "a", "", k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,14 +214,14 @@ func TestFilesFollowEdits(t *testing.T) {
 	if diff := cmp.Diff([]string{"file:memory/2026-05-02.md"}, w.search(t, "hiking")); diff != "" {
 		t.Errorf("deleted daily log (-want +got):\n%s", diff)
 	}
-	if _, err := w.mem.Get(context.Background(), "a", "file:memory/2026-05-01.md"); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := w.mem.Get(context.Background(), "a", "", "file:memory/2026-05-01.md"); !errors.Is(err, memory.ErrNotFound) {
 		t.Errorf("deleted file's memory: %v, want not found", err)
 	}
 
 	// Emptied: forgotten too.
 	w.write(t, "MEMORY.md", "  \n", may2.Add(time.Hour))
 	w.sync(t, SyncReport{Forgotten: 1})
-	if _, err := w.mem.Get(context.Background(), "a", "file:MEMORY.md"); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := w.mem.Get(context.Background(), "a", "", "file:MEMORY.md"); !errors.Is(err, memory.ErrNotFound) {
 		t.Errorf("emptied file's memory: %v, want not found", err)
 	}
 }
@@ -248,7 +255,7 @@ func TestFilesAcrossRestart(t *testing.T) {
 	if got := w.emb.count() - embedded; got != 1 {
 		t.Errorf("%d texts embedded after the restart, want 1 (the edited log)", got)
 	}
-	if _, err := w.mem.Get(context.Background(), "a", "file:memory/2026-05-01.md"); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := w.mem.Get(context.Background(), "a", "", "file:memory/2026-05-01.md"); !errors.Is(err, memory.ErrNotFound) {
 		t.Errorf("file deleted while down: %v, want not found", err)
 	}
 

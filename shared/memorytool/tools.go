@@ -2,12 +2,27 @@
 //
 //   - the tools memory_search, memory_get, memory_store and memory_forget
 //     (seed 001 bc_memory: recall, get, store, forget), each scoped to the
-//     calling agent, so that one agent never sees another's memories;
+//     calling agent, so that one agent never sees another's memories, and
+//     to the owner of the calling session (tool.Env.Owner), so that one
+//     user of an agent never sees what another told it;
 //   - Files, which keeps each agent's workspace memory files searchable:
 //     MEMORY.md as a core memory and the daily logs memory/YYYY-MM-DD.md
 //     as daily memories, re-indexed when they change;
 //   - Conversations, the agent.Recorder that keeps each exchange of a
-//     durable session as a conversation memory.
+//     durable session as a conversation memory of the session's owner.
+//
+// # Whose memories
+//
+// What a session stores (memory_store, and its conversations) belongs to
+// the session's owner: only that owner's sessions find, read or forget it,
+// and another owner may store under the same key without touching it. The
+// workspace files are agent-wide, shared by all the agent's users. A tool
+// call whose session has no owner (work that belongs to no one, such as an
+// internal maintenance turn) searches and reads only agent-wide memories,
+// and stores and forgets agent-wide ones: it never sees or changes a
+// user's private memory, and what it stores is, like MEMORY.md, the
+// agent's own. A session with an owner reads agent-wide memories but
+// cannot forget them: they are not one user's to delete.
 package memorytool
 
 import (
@@ -84,7 +99,8 @@ func Tools(c Config) ([]tool.Tool, error) {
 	return []tool.Tool{searchTool{c}, getTool{c}, storeTool{c}, forgetTool{c}}, nil
 }
 
-// agentOf returns the calling agent, which every tool is scoped to.
+// agentOf returns the calling agent, which every tool is scoped to, as is
+// env.Owner.
 func agentOf(env tool.Env) (string, error) {
 	if strings.TrimSpace(env.Agent) == "" {
 		return "", errors.New("memory tools need to know which agent calls them, and this call names none")
@@ -149,6 +165,7 @@ func (searchTool) Definition() chat.ToolDef {
 	return chat.ToolDef{
 		Name: "memory_search",
 		Description: "Search your long-term memory: facts you stored with memory_store, your MEMORY.md and daily logs, and past conversations. " +
+			"Facts and conversations are those of the person you are talking with; MEMORY.md and the daily logs are shared by everyone you talk with. " +
 			"Search by meaning and by keywords together; phrase the query as what you want to know. " +
 			"Returns the best hits with their key, category, source, score (0 to 1, recent memories rank higher) and a snippet, " +
 			"and the method used (hybrid, or bm25_fallback when only keyword search was possible). Use memory_get for a memory's whole text.",
@@ -201,7 +218,7 @@ func (s searchTool) Call(ctx context.Context, env tool.Env, args json.RawMessage
 			s.c.Log.Warn("memory files not indexed", "agent", agent, "error", err)
 		}
 	}
-	res, err := s.c.Memory.Search(ctx, agent, in.Query, memory.SearchOptions{Limit: limit, Filter: f})
+	res, err := s.c.Memory.Search(ctx, agent, env.Owner, in.Query, memory.SearchOptions{Limit: limit, Filter: f})
 	if err != nil {
 		return "", fmt.Errorf("memory search failed: %v", err)
 	}
@@ -264,7 +281,7 @@ func (g getTool) Call(ctx context.Context, env tool.Env, args json.RawMessage) (
 	if err != nil {
 		return "", err
 	}
-	e, err := g.c.Memory.Get(ctx, agent, key)
+	e, err := g.c.Memory.Get(ctx, agent, env.Owner, key)
 	if errors.Is(err, memory.ErrNotFound) {
 		return "", fmt.Errorf("there is no memory with key %q; memory_search finds memories and their keys", key)
 	}
@@ -309,6 +326,7 @@ func (storeTool) Definition() chat.ToolDef {
 		Name: "memory_store",
 		Description: "Remember something for later conversations: a fact about the user, a decision, a preference, an open task. " +
 			"Write it so that it makes sense on its own. Storing under an existing key replaces that memory; without a key one is made from the text. " +
+			"It is kept for the person you are talking with: others you talk with never see it (what everyone should know belongs in MEMORY.md). " +
 			fmt.Sprintf("Text is limited to %d KiB.", MaxStoreText>>10),
 		Parameters: json.RawMessage(fmt.Sprintf(`{
   "type": "object",
@@ -363,12 +381,14 @@ func (s storeTool) Call(ctx context.Context, env tool.Env, args json.RawMessage)
 			}
 		}
 	}
-	_, err = s.c.Memory.Get(ctx, agent, key)
-	existed := err == nil
+	// Get may find an agent-wide memory under the key; storing makes the
+	// owner a memory of their own, which does not replace it.
+	old, err := s.c.Memory.Get(ctx, agent, env.Owner, key)
+	existed := err == nil && old.Owner == env.Owner
 	if err != nil && !errors.Is(err, memory.ErrNotFound) {
 		return "", fmt.Errorf("storing memory %q failed: %v", key, err)
 	}
-	err = s.c.Memory.Store(ctx, memory.Entry{Agent: agent, Key: key, Text: in.Text, Category: cat, Source: "tool"})
+	err = s.c.Memory.Store(ctx, memory.Entry{Agent: agent, Owner: env.Owner, Key: key, Text: in.Text, Category: cat, Source: "tool"})
 	var note string
 	switch {
 	case errors.Is(err, memory.ErrNotEmbedded):
@@ -449,12 +469,16 @@ func (f forgetTool) Call(ctx context.Context, env tool.Env, args json.RawMessage
 	if name, ok := strings.CutPrefix(key, FileKeyPrefix); ok {
 		return "", fmt.Errorf("memory %q mirrors your workspace file %s: edit the file instead (workspace_memory), and the memory follows it", key, name)
 	}
-	if _, err := f.c.Memory.Get(ctx, agent, key); errors.Is(err, memory.ErrNotFound) {
+	e, err := f.c.Memory.Get(ctx, agent, env.Owner, key)
+	switch {
+	case errors.Is(err, memory.ErrNotFound):
 		return fmt.Sprintf("there is no memory with key %q: nothing to forget", key), nil
-	} else if err != nil {
+	case err != nil:
 		return "", fmt.Errorf("forgetting memory %q failed: %v", key, err)
+	case e.Owner != env.Owner:
+		return "", fmt.Errorf("memory %q is shared by everyone who talks with this agent, so it cannot be forgotten in this conversation", key)
 	}
-	if err := f.c.Memory.Forget(ctx, agent, key); err != nil {
+	if err := f.c.Memory.Forget(ctx, agent, env.Owner, key); err != nil {
 		return "", fmt.Errorf("forgetting memory %q failed: %v", key, err)
 	}
 	return fmt.Sprintf("forgot memory %q", key), nil

@@ -61,6 +61,7 @@ type step struct {
 	name       string
 	tool       string
 	agent      string // "a" when empty
+	owner      string // the session's owner; empty for agent-wide work
 	args       string
 	want       string
 	wantKeys   []string
@@ -76,7 +77,7 @@ func run(t *testing.T, ts map[string]tool.Tool, steps []step) {
 			if agent == "" {
 				agent = "a"
 			}
-			out, err := ts[s.tool].Call(context.Background(), tool.Env{Agent: agent, SessionID: "s"}, json.RawMessage(s.args))
+			out, err := ts[s.tool].Call(context.Background(), tool.Env{Agent: agent, SessionID: "s", Owner: s.owner}, json.RawMessage(s.args))
 			if s.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), s.wantErr) {
 					t.Fatalf("error = %v, want one containing %q (output %q)", err, s.wantErr, out)
@@ -144,6 +145,57 @@ func TestTools(t *testing.T) {
 			wantKeys: []string{coffeeKey}, wantMethod: memory.MethodHybrid},
 		{name: "the other agent keeps its memory", tool: "memory_get", agent: "b", args: `{"key":"secret"}`,
 			want: `{"key":"secret","category":"custom","source":"tool","created":"2026-05-01T12:00:00Z","updated":"2026-05-01T12:00:00Z","text":"Agent b's own note about coffee"}`},
+	})
+}
+
+// Memories stored in a session belong to its owner: another owner's
+// session neither finds, reads, forgets nor overwrites them. Agent-wide
+// memories, stored in work without an owner, are everyone's to find and
+// read, and only such work forgets them.
+func TestToolsOwners(t *testing.T) {
+	ts := tools(t, Config{Memory: newMemory(t)})
+	const ann, ben = "key:k1", "tg:42"
+	annGet := `{"key":"coffee","category":"custom","source":"tool","created":"2026-05-01T12:00:00Z","updated":"2026-05-01T12:00:00Z","text":"Ann drinks oat milk flat whites"}`
+	run(t, ts, []step{
+		{name: "ann stores", tool: "memory_store", owner: ann, args: `{"key":"coffee","text":"Ann drinks oat milk flat whites"}`,
+			want: `stored memory "coffee" (custom)`},
+		{name: "ann stores another", tool: "memory_store", owner: ann, args: `{"key":"allergy","text":"Ann is allergic to peanuts","category":"core"}`,
+			want: `stored memory "allergy" (core)`},
+		{name: "ben stores under ann's key: a memory of his own", tool: "memory_store", owner: ben, args: `{"key":"coffee","text":"Ben drinks black espresso"}`,
+			want: `stored memory "coffee" (custom)`},
+		{name: "agent-wide work stores", tool: "memory_store", args: `{"key":"office","text":"The office kitchen has oat milk and peanuts on Fridays"}`,
+			want: `stored memory "office" (custom)`},
+		{name: "ann reads hers", tool: "memory_get", owner: ann, args: `{"key":"coffee"}`, want: annGet},
+		{name: "ben reads his", tool: "memory_get", owner: ben, args: `{"key":"coffee"}`,
+			want: `{"key":"coffee","category":"custom","source":"tool","created":"2026-05-01T12:00:00Z","updated":"2026-05-01T12:00:00Z","text":"Ben drinks black espresso"}`},
+		{name: "ann finds hers and the agent's", tool: "memory_search", owner: ann, args: `{"query":"oat milk peanuts","limit":10}`,
+			wantKeys: []string{"office", "coffee", "allergy"}, wantMethod: memory.MethodHybrid},
+		{name: "ben finds only his and the agent's", tool: "memory_search", owner: ben, args: `{"query":"oat milk peanuts","limit":10}`,
+			wantKeys: []string{"office", "coffee"}, wantMethod: memory.MethodHybrid},
+		{name: "agent-wide work finds only the agent's", tool: "memory_search", args: `{"query":"oat milk peanuts","limit":10}`,
+			wantKeys: []string{"office"}, wantMethod: memory.MethodHybrid},
+		{name: "ben cannot read ann's", tool: "memory_get", owner: ben, args: `{"key":"allergy"}`,
+			wantErr: `there is no memory with key "allergy"; memory_search finds memories and their keys`},
+		{name: "nor can agent-wide work", tool: "memory_get", args: `{"key":"allergy"}`,
+			wantErr: `there is no memory with key "allergy"; memory_search finds memories and their keys`},
+		{name: "ben cannot forget ann's", tool: "memory_forget", owner: ben, args: `{"key":"allergy"}`,
+			want: `there is no memory with key "allergy": nothing to forget`},
+		{name: "ann's is still there", tool: "memory_get", owner: ann, args: `{"key":"coffee"}`, want: annGet},
+		{name: "ben reads the agent's", tool: "memory_get", owner: ben, args: `{"key":"office"}`,
+			want: `{"key":"office","category":"custom","source":"tool","created":"2026-05-01T12:00:00Z","updated":"2026-05-01T12:00:00Z","text":"The office kitchen has oat milk and peanuts on Fridays"}`},
+		{name: "ben cannot forget the agent's", tool: "memory_forget", owner: ben, args: `{"key":"office"}`,
+			wantErr: `memory "office" is shared by everyone who talks with this agent`},
+		{name: "ann stores under the agent's key: a memory of her own", tool: "memory_store", owner: ann, args: `{"key":"office","text":"Ann works from the Porto office"}`,
+			want: `stored memory "office" (custom)`},
+		{name: "ann reads her office", tool: "memory_get", owner: ann, args: `{"key":"office"}`,
+			want: `{"key":"office","category":"custom","source":"tool","created":"2026-05-01T12:00:00Z","updated":"2026-05-01T12:00:00Z","text":"Ann works from the Porto office"}`},
+		{name: "ben still reads the agent's office", tool: "memory_get", owner: ben, args: `{"key":"office"}`,
+			want: `{"key":"office","category":"custom","source":"tool","created":"2026-05-01T12:00:00Z","updated":"2026-05-01T12:00:00Z","text":"The office kitchen has oat milk and peanuts on Fridays"}`},
+		{name: "ann forgets her office", tool: "memory_forget", owner: ann, args: `{"key":"office"}`, want: `forgot memory "office"`},
+		{name: "then reads the agent's again", tool: "memory_get", owner: ann, args: `{"key":"office"}`,
+			want: `{"key":"office","category":"custom","source":"tool","created":"2026-05-01T12:00:00Z","updated":"2026-05-01T12:00:00Z","text":"The office kitchen has oat milk and peanuts on Fridays"}`},
+		{name: "agent-wide work forgets the agent's", tool: "memory_forget", args: `{"key":"office"}`, want: `forgot memory "office"`},
+		{name: "gone for ben", tool: "memory_get", owner: ben, args: `{"key":"office"}`, wantErr: "there is no memory"},
 	})
 }
 

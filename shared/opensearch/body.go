@@ -33,6 +33,7 @@ func indexBody(dims int, engine string) obj {
 			"dynamic": "strict",
 			"properties": obj{
 				"agent":    obj{"type": "keyword"},
+				"owner":    ownerField,
 				"key":      obj{"type": "keyword"},
 				"seq":      obj{"type": "integer"},
 				"head":     obj{"type": "boolean"},
@@ -61,9 +62,23 @@ func indexBody(dims int, engine string) obj {
 	}
 }
 
+// ownerField maps the owner of an owner's memory. Agent-wide memories
+// have no owner field, so documents indexed before memories had owners
+// are agent-wide as they are.
+var ownerField = obj{"type": "keyword"}
+
+// mappingBody is the put-mapping request EnsureIndex sends to an index
+// that exists: it adds the fields later versions introduced (owner), and
+// changes nothing for an index that has them.
+func mappingBody() obj {
+	return obj{"properties": obj{"owner": ownerField}}
+}
+
 // doc is the source of one chunk document.
 type doc struct {
-	Agent    string `json:"agent"`
+	Agent string `json:"agent"`
+	// Owner is empty, and absent from the source, for agent-wide memories.
+	Owner    string `json:"owner,omitempty"`
 	Key      string `json:"key"`
 	Seq      int    `json:"seq"`
 	Head     bool   `json:"head"`
@@ -88,6 +103,7 @@ func docs(e memory.Entry, chunks []memory.Chunk) []doc {
 	for i, c := range chunks {
 		d := doc{
 			Agent:     e.Agent,
+			Owner:     e.Owner,
 			Key:       e.Key,
 			Seq:       c.Seq,
 			Head:      i == 0,
@@ -115,6 +131,7 @@ func docs(e memory.Entry, chunks []memory.Chunk) []doc {
 func (d doc) entry() memory.Entry {
 	return memory.Entry{
 		Agent:     d.Agent,
+		Owner:     d.Owner,
 		Key:       d.Key,
 		Text:      d.EntryText,
 		Category:  memory.Category(d.Category),
@@ -154,10 +171,37 @@ func bulkBody(actions []bulkAction) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// scope is the filter every query carries: the agent, and the categories
-// when the filter names some.
-func scope(agent string, f memory.Filter) []any {
-	fs := []any{obj{"term": obj{"agent": agent}}}
+// noOwner matches the documents of agent-wide memories: those with no
+// owner field (bool must_not exists, OpenSearch's documented way to find
+// documents missing a field).
+var noOwner = obj{"bool": obj{"must_not": []any{obj{"exists": obj{"field": "owner"}}}}}
+
+// ownerIs matches the documents of exactly one owner's memories, or of the
+// agent-wide ones for owner "".
+func ownerIs(owner string) obj {
+	if owner == "" {
+		return noOwner
+	}
+	return obj{"term": obj{"owner": owner}}
+}
+
+// visibleTo matches the documents an owner may see: a term filter on the
+// owner that also admits documents with no owner (agent-wide memories);
+// only those for owner "".
+func visibleTo(owner string) obj {
+	if owner == "" {
+		return noOwner
+	}
+	return obj{"bool": obj{
+		"should":               []any{ownerIs(owner), noOwner},
+		"minimum_should_match": 1,
+	}}
+}
+
+// scope is the filter every search carries: the agent, the owners visible
+// to owner, and the categories when the filter names some.
+func scope(agent, owner string, f memory.Filter) []any {
+	fs := []any{obj{"term": obj{"agent": agent}}, visibleTo(owner)}
 	if len(f.Categories) > 0 {
 		cats := make([]string, len(f.Categories))
 		for i, c := range f.Categories {
@@ -169,40 +213,43 @@ func scope(agent string, f memory.Filter) []any {
 }
 
 // keywordBody is a BM25 search: a match query on the chunk text, scored,
-// inside a bool query whose filter clauses (not scored) keep the agent and
-// categories.
-func keywordBody(agent, query string, f memory.Filter, k int) obj {
+// inside a bool query whose filter clauses (not scored) keep the agent,
+// the owners and categories.
+func keywordBody(agent, owner, query string, f memory.Filter, k int) obj {
 	return obj{
 		"size": k,
 		"query": obj{"bool": obj{
 			"must":   []any{obj{"match": obj{"text": obj{"query": query}}}},
-			"filter": scope(agent, f),
+			"filter": scope(agent, owner, f),
 		}},
 	}
 }
 
 // vectorBody is an approximate k-NN search with efficient filtering: the
 // filter sits inside the knn clause, so the engine searches only the
-// agent's vectors and still returns k of them (a post-filter would return
-// fewer, or none, when other agents' vectors are nearer).
-func vectorBody(agent string, v []float32, f memory.Filter, k int) obj {
+// agent's vectors the owner may see and still returns k of them (a
+// post-filter would return fewer, or none, when other agents' or owners'
+// vectors are nearer).
+func vectorBody(agent, owner string, v []float32, f memory.Filter, k int) obj {
 	return obj{
 		"size": k,
 		"query": obj{"knn": obj{"vector": obj{
 			"vector": v,
 			"k":      k,
-			"filter": obj{"bool": obj{"filter": scope(agent, f)}},
+			"filter": obj{"bool": obj{"filter": scope(agent, owner, f)}},
 		}}},
 	}
 }
 
-// headsBody finds the head documents of some of an agent's entries.
-func headsBody(agent string, keys []string) obj {
+// headsBody finds the head documents of some of an agent's entries, of
+// the owners owners matches (ownerIs or visibleTo): at most size of them.
+func headsBody(agent string, owners obj, keys []string, size int) obj {
 	return obj{
-		"size":    len(keys),
+		"size":    size,
 		"_source": obj{"excludes": []string{"vector"}},
 		"query": obj{"bool": obj{"filter": []any{
 			obj{"term": obj{"agent": agent}},
+			owners,
 			obj{"terms": obj{"key": keys}},
 			obj{"term": obj{"head": true}},
 		}}},
@@ -210,19 +257,20 @@ func headsBody(agent string, keys []string) obj {
 }
 
 // keyQuery selects every chunk of one entry.
-func keyQuery(agent, key string) obj {
+func keyQuery(agent, owner, key string) obj {
 	return obj{"bool": obj{"filter": []any{
 		obj{"term": obj{"agent": agent}},
+		ownerIs(owner),
 		obj{"term": obj{"key": key}},
 	}}}
 }
 
 // idsBody lists the ids of an entry's chunks, without their sources.
-func idsBody(agent, key string) obj {
-	return obj{"size": maxChunks, "_source": false, "query": keyQuery(agent, key)}
+func idsBody(agent, owner, key string) obj {
+	return obj{"size": maxChunks, "_source": false, "query": keyQuery(agent, owner, key)}
 }
 
 // deleteByQueryBody removes every chunk of an entry.
-func deleteByQueryBody(agent, key string) obj {
-	return obj{"query": keyQuery(agent, key)}
+func deleteByQueryBody(agent, owner, key string) obj {
+	return obj{"query": keyQuery(agent, owner, key)}
 }

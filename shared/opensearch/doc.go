@@ -6,7 +6,8 @@
 //
 // # Index
 //
-// One document per chunk: agent, key, category and source as keywords,
+// One document per chunk: agent, owner (only on an owner's memories), key,
+// category and source as keywords,
 // seq, a head flag on the entry's first chunk, the chunk's text (a text
 // field, standard analyzer, searched with BM25), the entry's whole text
 // once per entry on the head chunk (stored, not indexed), the timestamps,
@@ -20,10 +21,17 @@
 // Both engines score cosinesimil as (1 + cos) / 2, which Vector turns back
 // into the cosine.
 //
-// Every query carries the agent as a filter; the k-NN query carries it
-// inside the knn clause (efficient filtering, faiss and lucene), so that
-// an agent gets its own k nearest chunks, never another agent's and never
-// fewer because others' were nearer.
+// Every query carries the agent as a filter, and the owner: a search as
+// an owner has a bool filter that admits the owner's documents (a term on
+// owner) and the agent-wide ones (must_not exists owner, documents without
+// the field), a search without an owner admits only the agent-wide ones,
+// and Get, Put and Delete address exactly one owner's entry. The k-NN
+// query carries these filters inside the knn clause (efficient filtering,
+// faiss and lucene), so that an owner gets its own k nearest chunks, never
+// another agent's or owner's and never fewer because others' were nearer.
+// Agent-wide documents have no owner field, so an index written before
+// memories had owners needs no reindexing: EnsureIndex adds the owner to
+// its mapping and its documents are agent-wide.
 //
 // # Domains and Serverless collections
 //
@@ -45,10 +53,10 @@
 //
 // Put is the same on both: list the entry's current chunk ids, then one
 // _bulk request deleting those the new chunks do not overwrite and
-// indexing the new chunks (on a domain the ids are agent/key/seq, so an
-// entry written again overwrites its chunks in place and is never absent
-// in between). A 200 response with "errors": true is a *BulkError naming
-// each failed action.
+// indexing the new chunks (on a domain the ids are agent/key/seq, or
+// agent/owner/key/seq for an owner's memory, so an entry written again
+// overwrites its chunks in place and is never absent in between). A 200
+// response with "errors": true is a *BulkError naming each failed action.
 //
 // # Hybrid search: client-side fusion
 //

@@ -179,7 +179,9 @@ func New(ctx context.Context, cfg Config) (*Index, error) {
 func (x *Index) Close() error { return x.client.Close() }
 
 // EnsureIndex creates the index with its mapping if it does not exist.
-// An existing index is left as it is.
+// An existing index gets the fields it lacks (the owner, for an index made
+// before memories had owners) with a put-mapping request; its other
+// fields are left as they are.
 func (x *Index) EnsureIndex(ctx context.Context) error {
 	body, err := json.Marshal(indexBody(x.dims, x.engine))
 	if err != nil {
@@ -187,14 +189,19 @@ func (x *Index) EnsureIndex(ctx context.Context) error {
 	}
 	err = x.do(ctx, "create index", http.MethodPut, opensearchapi.IndicesCreateReq{Index: x.index, Body: bytes.NewReader(body)}, nil)
 	var oe *Error
-	if errors.As(err, &oe) && oe.Type == "resource_already_exists_exception" {
-		return nil
+	if !errors.As(err, &oe) || oe.Type != "resource_already_exists_exception" {
+		return err
 	}
-	return err
+	body, err = json.Marshal(mappingBody())
+	if err != nil {
+		return err
+	}
+	return x.do(ctx, "put mapping", http.MethodPut, opensearchapi.MappingPutReq{Indices: []string{x.index}, Body: bytes.NewReader(body)}, nil)
 }
 
-// Put stores e and its chunks, replacing what the key held. The new chunks
-// and the removal of the old ones travel in one _bulk request.
+// Put stores e and its chunks, replacing what its agent, owner and key
+// held. The new chunks and the removal of the old ones travel in one _bulk
+// request.
 func (x *Index) Put(ctx context.Context, e memory.Entry, chunks []memory.Chunk) error {
 	if e.Agent == "" || e.Key == "" {
 		return errors.New("opensearch put: agent and key are required")
@@ -204,7 +211,7 @@ func (x *Index) Put(ctx context.Context, e memory.Entry, chunks []memory.Chunk) 
 			return fmt.Errorf("opensearch put %s/%s: chunk %d has %d dimensions, the index %d", e.Agent, e.Key, c.Seq, len(c.Vector), x.dims)
 		}
 	}
-	old, err := x.chunkIDs(ctx, e.Agent, e.Key)
+	old, err := x.chunkIDs(ctx, e.Agent, e.Owner, e.Key)
 	if errors.Is(err, ErrIndexNotFound) {
 		// A _bulk request would create the index with guessed mappings.
 		return fmt.Errorf("%w (create it with EnsureIndex)", err)
@@ -221,7 +228,7 @@ func (x *Index) Put(ctx context.Context, e memory.Entry, chunks []memory.Chunk) 
 		if !x.serverless {
 			// On a domain the ids are the entry's, so that writing an
 			// entry again overwrites its chunks.
-			indexes[i].id = docID(e.Agent, e.Key, ds[i].Seq)
+			indexes[i].id = docID(e.Agent, e.Owner, e.Key, ds[i].Seq)
 			keep[indexes[i].id] = true
 		}
 	}
@@ -234,10 +241,11 @@ func (x *Index) Put(ctx context.Context, e memory.Entry, chunks []memory.Chunk) 
 	return x.bulk(ctx, actions)
 }
 
-// Get returns the entry stored under key, or memory.ErrNotFound.
-func (x *Index) Get(ctx context.Context, agent, key string) (memory.Entry, error) {
+// Get returns the entry of the agent, owner and key, or
+// memory.ErrNotFound.
+func (x *Index) Get(ctx context.Context, agent, owner, key string) (memory.Entry, error) {
 	var res searchResponse
-	err := x.search(ctx, headsBody(agent, []string{key}), &res)
+	err := x.search(ctx, headsBody(agent, ownerIs(owner), []string{key}, 1), &res)
 	if errors.Is(err, ErrIndexNotFound) {
 		return memory.Entry{}, memory.ErrNotFound
 	}
@@ -249,18 +257,18 @@ func (x *Index) Get(ctx context.Context, agent, key string) (memory.Entry, error
 		if err != nil {
 			return memory.Entry{}, err
 		}
-		if d.Agent == agent && d.Key == key {
+		if d.Agent == agent && d.Owner == owner && d.Key == key {
 			return d.entry(), nil
 		}
 	}
 	return memory.Entry{}, memory.ErrNotFound
 }
 
-// Delete removes an entry and its chunks. A missing key, or a missing
-// index, is no error.
-func (x *Index) Delete(ctx context.Context, agent, key string) error {
+// Delete removes the entry of the agent, owner and key and its chunks. A
+// missing key, or a missing index, is no error.
+func (x *Index) Delete(ctx context.Context, agent, owner, key string) error {
 	if x.serverless {
-		ids, err := x.chunkIDs(ctx, agent, key)
+		ids, err := x.chunkIDs(ctx, agent, owner, key)
 		if errors.Is(err, ErrIndexNotFound) {
 			return nil
 		}
@@ -273,7 +281,7 @@ func (x *Index) Delete(ctx context.Context, agent, key string) error {
 		}
 		return x.bulk(ctx, actions)
 	}
-	body, err := json.Marshal(deleteByQueryBody(agent, key))
+	body, err := json.Marshal(deleteByQueryBody(agent, owner, key))
 	if err != nil {
 		return err
 	}
@@ -316,21 +324,21 @@ func (x *Index) Delete(ctx context.Context, agent, key string) error {
 	return nil
 }
 
-// Keyword returns up to k chunks of the agent's memories ranked by
-// OpenSearch's BM25 score for query: any of its words may match. The query
-// is text, never query syntax; of a very long one the first 1000
-// characters count.
-func (x *Index) Keyword(ctx context.Context, agent, query string, f memory.Filter, k int) ([]memory.Match, error) {
+// Keyword returns up to k chunks of the agent's memories the owner may see
+// (its own and the agent-wide ones) ranked by OpenSearch's BM25 score for
+// query: any of its words may match. The query is text, never query
+// syntax; of a very long one the first 1000 characters count.
+func (x *Index) Keyword(ctx context.Context, agent, owner, query string, f memory.Filter, k int) ([]memory.Match, error) {
 	if strings.TrimSpace(query) == "" || k <= 0 {
 		return nil, nil
 	}
-	body := keywordBody(agent, clip(query, maxQueryRunes), f, min(k, maxChunks))
-	return x.matches(ctx, agent, body, func(score float64) float64 { return score })
+	body := keywordBody(agent, owner, clip(query, maxQueryRunes), f, min(k, maxChunks))
+	return x.matches(ctx, agent, owner, body, func(score float64) float64 { return score })
 }
 
-// Vector returns up to k chunks of the agent's memories nearest to v, each
-// scored with its cosine similarity to v.
-func (x *Index) Vector(ctx context.Context, agent string, v []float32, f memory.Filter, k int) ([]memory.Match, error) {
+// Vector returns up to k chunks of the agent's memories the owner may see
+// nearest to v, each scored with its cosine similarity to v.
+func (x *Index) Vector(ctx context.Context, agent, owner string, v []float32, f memory.Filter, k int) ([]memory.Match, error) {
 	if len(v) == 0 || k <= 0 {
 		return nil, nil
 	}
@@ -341,7 +349,7 @@ func (x *Index) Vector(ctx context.Context, agent string, v []float32, f memory.
 		// No direction, no similarity; cosinesimil rejects it.
 		return nil, nil
 	}
-	return x.matches(ctx, agent, vectorBody(agent, v, f, min(k, maxChunks)), cosine)
+	return x.matches(ctx, agent, owner, vectorBody(agent, owner, v, f, min(k, maxChunks)), cosine)
 }
 
 // cosine turns a cosinesimil score back into the cosine similarity. Both
@@ -351,10 +359,13 @@ func cosine(score float64) float64 {
 	return max(-1, min(1, 2*score-1))
 }
 
+// entryID identifies an entry of an agent.
+type entryID struct{ owner, key string }
+
 // matches runs a search and turns its hits into matches with whole
 // entries: a hit on a chunk other than an entry's head is completed with
 // the entry's text from its head document.
-func (x *Index) matches(ctx context.Context, agent string, body obj, score func(float64) float64) ([]memory.Match, error) {
+func (x *Index) matches(ctx context.Context, agent, owner string, body obj, score func(float64) float64) ([]memory.Match, error) {
 	var res searchResponse
 	err := x.search(ctx, body, &res)
 	if errors.Is(err, ErrIndexNotFound) {
@@ -364,19 +375,19 @@ func (x *Index) matches(ctx context.Context, agent string, body obj, score func(
 		return nil, err
 	}
 	out := make([]memory.Match, 0, len(res.Hits.Hits))
-	texts := map[string]string{}
-	var missing []string
+	texts := map[entryID]string{}
 	for _, h := range res.Hits.Hits {
 		d, err := h.doc()
 		if err != nil {
 			return nil, err
 		}
-		if d.Agent != agent {
-			// The filter keeps other agents out; this guards the guard.
+		if d.Agent != agent || !d.entry().Visible(owner) {
+			// The filter keeps other agents and owners out; this guards
+			// the guard.
 			continue
 		}
 		if d.Head {
-			texts[d.Key] = d.EntryText
+			texts[entryID{d.Owner, d.Key}] = d.EntryText
 		}
 		out = append(out, memory.Match{
 			Entry: d.entry(),
@@ -384,14 +395,21 @@ func (x *Index) matches(ctx context.Context, agent string, body obj, score func(
 			Score: score(h.Score),
 		})
 	}
+	// The heads of the entries whose head did not match: one request for
+	// all of them, the owner's and the agent-wide ones (a key may be both).
+	var missing []string
 	for _, m := range out {
-		if _, ok := texts[m.Entry.Key]; !ok && !slices.Contains(missing, m.Entry.Key) {
+		if _, ok := texts[entryID{m.Entry.Owner, m.Entry.Key}]; !ok && !slices.Contains(missing, m.Entry.Key) {
 			missing = append(missing, m.Entry.Key)
 		}
 	}
 	if len(missing) > 0 {
+		size := len(missing)
+		if owner != "" {
+			size *= 2
+		}
 		var heads searchResponse
-		if err := x.search(ctx, headsBody(agent, missing), &heads); err != nil {
+		if err := x.search(ctx, headsBody(agent, visibleTo(owner), missing, size), &heads); err != nil {
 			return nil, err
 		}
 		for _, h := range heads.Hits.Hits {
@@ -399,21 +417,21 @@ func (x *Index) matches(ctx context.Context, agent string, body obj, score func(
 			if err != nil {
 				return nil, err
 			}
-			if d.Agent == agent {
-				texts[d.Key] = d.EntryText
+			if d.Agent == agent && d.entry().Visible(owner) {
+				texts[entryID{d.Owner, d.Key}] = d.EntryText
 			}
 		}
 	}
 	for i := range out {
-		out[i].Entry.Text = texts[out[i].Entry.Key]
+		out[i].Entry.Text = texts[entryID{out[i].Entry.Owner, out[i].Entry.Key}]
 	}
 	return out, nil
 }
 
 // chunkIDs returns the ids of an entry's chunk documents.
-func (x *Index) chunkIDs(ctx context.Context, agent, key string) ([]string, error) {
+func (x *Index) chunkIDs(ctx context.Context, agent, owner, key string) ([]string, error) {
 	var res searchResponse
-	if err := x.search(ctx, idsBody(agent, key), &res); err != nil {
+	if err := x.search(ctx, idsBody(agent, owner, key), &res); err != nil {
 		return nil, err
 	}
 	ids := make([]string, len(res.Hits.Hits))
@@ -561,15 +579,25 @@ func (x *Index) do(ctx context.Context, op, method string, req osgo.Request, out
 	return nil
 }
 
-// docID is a chunk's document id on a domain: the agent and key escaped
-// (so that a "/" in either cannot make two entries collide) and the
-// sequence number; a digest when that would pass OpenSearch's limit.
-func docID(agent, key string, seq int) string {
+// docID is a chunk's document id on a domain: the agent, the owner (for
+// an owner's memory) and the key escaped, so that a "/" in any of them
+// cannot make two entries collide (an agent-wide entry's id has three
+// parts, an owner's four), and the sequence number; a digest when that
+// would pass OpenSearch's limit. Agent-wide entries keep the ids they had
+// before memories had owners.
+func docID(agent, owner, key string, seq int) string {
 	id := url.PathEscape(agent) + "/" + url.PathEscape(key) + "/" + strconv.Itoa(seq)
+	digest := agent + "\x00" + key
+	if owner != "" {
+		id = url.PathEscape(agent) + "/" + url.PathEscape(owner) + "/" + url.PathEscape(key) + "/" + strconv.Itoa(seq)
+		// JSON never holds a NUL byte, the agent-wide form always does.
+		b, _ := json.Marshal([]string{agent, owner, key})
+		digest = string(b)
+	}
 	if len(id) <= maxIDBytes {
 		return id
 	}
-	sum := sha256.Sum256([]byte(agent + "\x00" + key))
+	sum := sha256.Sum256([]byte(digest))
 	return "sha256:" + hex.EncodeToString(sum[:]) + "/" + strconv.Itoa(seq)
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -207,49 +208,121 @@ var (
 	}
 )
 
+// kitten is an owner's memory under the same key as pets, which is
+// agent-wide.
+var (
+	kitten = memory.Entry{
+		Agent:     "ada",
+		Owner:     "key:k1",
+		Key:       "notes/pets",
+		Text:      "Ann has a kitten. Her kitten sleeps by the window.",
+		Category:  memory.Core,
+		Source:    "tool",
+		CreatedAt: time.Date(2026, 5, 4, 8, 0, 0, 0, time.UTC),
+		UpdatedAt: time.Date(2026, 5, 4, 8, 0, 0, 0, time.UTC),
+	}
+	kittenChunks = []memory.Chunk{
+		{Seq: 0, Text: "Ann has a kitten.", Vector: []float32{1, 0, 0, 0}},
+		{Seq: 1, Text: "Her kitten sleeps by the window.", Vector: []float32{0, 1, 0, 0}},
+	}
+)
+
 func TestEnsureIndex(t *testing.T) {
+	mapping := func(status int, resp string) []exchange {
+		return []exchange{{"PUT", "/mem-test/_mapping", status, resp}}
+	}
 	for _, tc := range []struct {
 		name, engine, golden string
 		status               int
 		resp                 string
-		wantErr              bool
+		// then is what follows the create-index request: the put-mapping
+		// request that brings an existing index up to date.
+		then    []exchange
+		wantErr bool
 	}{
 		{name: "created", golden: "req_create_index.json", status: 200, resp: "resp_create_index.json"},
 		{name: "lucene", engine: "lucene", golden: "req_create_index_lucene.json", status: 200, resp: "resp_create_index.json"},
-		{name: "exists", golden: "req_create_index.json", status: 400, resp: "resp_index_exists.json"},
+		{name: "exists", golden: "req_create_index.json", status: 400, resp: "resp_index_exists.json", then: mapping(200, "resp_put_mapping.json")},
+		{name: "exists, mapping refused", golden: "req_create_index.json", status: 400, resp: "resp_index_exists.json", then: mapping(403, "resp_403_unsigned.json"), wantErr: true},
 		{name: "forbidden", golden: "req_create_index.json", status: 403, resp: "resp_403_unsigned.json", wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCluster(t, exchange{"PUT", "/mem-test", tc.status, tc.resp})
+			c := newCluster(t, append([]exchange{{"PUT", "/mem-test", tc.status, tc.resp}}, tc.then...)...)
 			x := c.index(t, func(cfg *Config) { cfg.Engine = tc.engine })
 			err := x.EnsureIndex(context.Background())
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("EnsureIndex: %v, want error %v", err, tc.wantErr)
 			}
-			golden(t, tc.golden, c.requests()[0].body)
+			reqs := c.requests()
+			golden(t, tc.golden, reqs[0].body)
+			if len(tc.then) > 0 {
+				golden(t, "req_put_mapping.json", reqs[1].body)
+			}
 		})
 	}
 }
 
+// Put lists the entry's chunks and replaces them in one _bulk request. An
+// owner's memory is indexed with its owner, under ids of its own, and
+// replaces only the owner's chunks.
 func TestPut(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		entry             memory.Entry
+		chunks            []memory.Chunk
+		ids               string
+		wantIDs, wantBulk string
+	}{
+		{"agent-wide", pets, petChunks, "resp_search_ids.json", "req_search_ids.json", "req_bulk_put.ndjson"},
+		{"owner", kitten, kittenChunks, "resp_search_empty.json", "req_search_ids_owner.json", "req_bulk_put_owner.ndjson"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t,
+				exchange{"POST", "/mem-test/_search", 200, tc.ids},
+				exchange{"POST", "/mem-test/_bulk", 200, "resp_bulk_ok.json"},
+			)
+			x := c.index(t, nil)
+			if err := x.Put(context.Background(), tc.entry, tc.chunks); err != nil {
+				t.Fatalf("Put: %v", err)
+			}
+			reqs := c.requests()
+			golden(t, tc.wantIDs, reqs[0].body)
+			golden(t, tc.wantBulk, reqs[1].body)
+			bulk := reqs[1]
+			if got := bulk.query.Get("refresh"); got != "wait_for" {
+				t.Errorf("bulk refresh = %q, want wait_for", got)
+			}
+			if got := bulk.header.Get("Content-Type"); got != "application/x-ndjson" {
+				t.Errorf("bulk Content-Type = %q, want application/x-ndjson", got)
+			}
+		})
+	}
+}
+
+func TestDeleteOwner(t *testing.T) {
+	c := newCluster(t, exchange{"POST", "/mem-test/_delete_by_query", 200, "resp_delete_by_query.json"})
+	x := c.index(t, nil)
+	if err := x.Delete(context.Background(), "ada", "key:k1", "notes/pets"); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	golden(t, "req_delete_by_query_owner.json", c.requests()[0].body)
+}
+
+func TestVectorOwner(t *testing.T) {
 	c := newCluster(t,
-		exchange{"POST", "/mem-test/_search", 200, "resp_search_ids.json"},
-		exchange{"POST", "/mem-test/_bulk", 200, "resp_bulk_ok.json"},
+		exchange{"POST", "/mem-test/_search", 200, "resp_search_knn.json"},
+		exchange{"POST", "/mem-test/_search", 200, "resp_search_head.json"},
 	)
 	x := c.index(t, nil)
-	if err := x.Put(context.Background(), pets, petChunks); err != nil {
-		t.Fatalf("Put: %v", err)
+	got, err := x.Vector(context.Background(), "ada", "key:k1", []float32{0, 0.6, 0.8, 0}, memory.Filter{Categories: []memory.Category{memory.Core, memory.Daily}}, 8)
+	if err != nil {
+		t.Fatalf("Vector: %v", err)
 	}
-	reqs := c.requests()
-	golden(t, "req_search_ids.json", reqs[0].body)
-	golden(t, "req_bulk_put.ndjson", reqs[1].body)
-	bulk := reqs[1]
-	if got := bulk.query.Get("refresh"); got != "wait_for" {
-		t.Errorf("bulk refresh = %q, want wait_for", got)
+	// Agent-wide memories are the owner's to find.
+	if len(got) != 2 || got[0].Entry.Key != herbs.Key || got[1].Entry.Text != pets.Text {
+		t.Errorf("Vector = %+v, want herbs and pets", got)
 	}
-	if got := bulk.header.Get("Content-Type"); got != "application/x-ndjson" {
-		t.Errorf("bulk Content-Type = %q, want application/x-ndjson", got)
-	}
+	golden(t, "req_search_knn_owner.json", c.requests()[0].body)
 }
 
 func TestPutServerless(t *testing.T) {
@@ -357,30 +430,43 @@ func TestPutRejectsWrongDimensions(t *testing.T) {
 }
 
 func TestGet(t *testing.T) {
-	t.Run("found", func(t *testing.T) {
-		c := newCluster(t, exchange{"POST", "/mem-test/_search", 200, "resp_search_head.json"})
-		x := c.index(t, nil)
-		got, err := x.Get(context.Background(), "ada", "notes/pets")
-		if err != nil {
-			t.Fatalf("Get: %v", err)
-		}
-		if d := cmp.Diff(pets, got); d != "" {
-			t.Errorf("Get (-want +got):\n%s", d)
-		}
-		golden(t, "req_search_get.json", c.requests()[0].body)
-	})
 	for _, tc := range []struct {
-		name, resp string
-		status     int
+		name, owner, resp, golden string
+		want                      memory.Entry
 	}{
-		{"missing key", "resp_search_empty.json", 200},
-		{"missing index", "resp_index_not_found.json", 404},
+		{"agent-wide", "", "resp_search_head.json", "req_search_get.json", pets},
+		{"owner", "key:k1", "resp_search_head_owner.json", "req_search_get_owner.json", kitten},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, exchange{"POST", "/mem-test/_search", 200, tc.resp})
+			x := c.index(t, nil)
+			got, err := x.Get(context.Background(), "ada", tc.owner, "notes/pets")
+			if err != nil {
+				t.Fatalf("Get: %v", err)
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("Get (-want +got):\n%s", d)
+			}
+			golden(t, tc.golden, c.requests()[0].body)
+		})
+	}
+	for _, tc := range []struct {
+		name, owner, resp string
+		status            int
+	}{
+		{"missing key", "", "resp_search_empty.json", 200},
+		{"missing index", "", "resp_index_not_found.json", 404},
+		// A head of another owner in the response (a filter that did not
+		// hold) is not the entry asked for.
+		{"another owner's head", "key:k2", "resp_search_head_owner.json", 200},
+		{"an owner's head, asked agent-wide", "", "resp_search_head_owner.json", 200},
+		{"an agent-wide head, asked by an owner", "key:k1", "resp_search_head.json", 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCluster(t, exchange{"POST", "/mem-test/_search", tc.status, tc.resp})
 			x := c.index(t, nil)
-			if _, err := x.Get(context.Background(), "ada", "notes/pets"); !errors.Is(err, memory.ErrNotFound) {
-				t.Fatalf("Get: %v, want memory.ErrNotFound", err)
+			if got, err := x.Get(context.Background(), "ada", tc.owner, "notes/pets"); !errors.Is(err, memory.ErrNotFound) {
+				t.Fatalf("Get = %+v, %v; want memory.ErrNotFound", got, err)
 			}
 		})
 	}
@@ -390,7 +476,7 @@ func TestDelete(t *testing.T) {
 	t.Run("domain", func(t *testing.T) {
 		c := newCluster(t, exchange{"POST", "/mem-test/_delete_by_query", 200, "resp_delete_by_query.json"})
 		x := c.index(t, nil)
-		if err := x.Delete(context.Background(), "ada", "notes/pets"); err != nil {
+		if err := x.Delete(context.Background(), "ada", "", "notes/pets"); err != nil {
 			t.Fatalf("Delete: %v", err)
 		}
 		r := c.requests()[0]
@@ -403,7 +489,7 @@ func TestDelete(t *testing.T) {
 	t.Run("domain failures", func(t *testing.T) {
 		c := newCluster(t, exchange{"POST", "/mem-test/_delete_by_query", 200, "resp_delete_by_query_failures.json"})
 		x := c.index(t, nil)
-		err := x.Delete(context.Background(), "ada", "notes/pets")
+		err := x.Delete(context.Background(), "ada", "", "notes/pets")
 		var be *BulkError
 		if !errors.As(err, &be) || len(be.Failed) != 1 || be.Failed[0].ID != "ada/notes%2Fpets/2" || be.Failed[0].Status != 429 {
 			t.Fatalf("Delete: %#v, want a *BulkError for ada/notes%%2Fpets/2", err)
@@ -415,7 +501,7 @@ func TestDelete(t *testing.T) {
 	t.Run("missing index", func(t *testing.T) {
 		c := newCluster(t, exchange{"POST", "/mem-test/_delete_by_query", 404, "resp_index_not_found.json"})
 		x := c.index(t, nil)
-		if err := x.Delete(context.Background(), "ada", "notes/pets"); err != nil {
+		if err := x.Delete(context.Background(), "ada", "", "notes/pets"); err != nil {
 			t.Fatalf("Delete: %v, want nil", err)
 		}
 	})
@@ -427,7 +513,7 @@ func TestDelete(t *testing.T) {
 		x := c.index(t, func(cfg *Config) {
 			cfg.Serverless, cfg.Region, cfg.Credentials = true, "eu-west-1", testCredentials
 		})
-		if err := x.Delete(context.Background(), "ada", "notes/pets"); err != nil {
+		if err := x.Delete(context.Background(), "ada", "", "notes/pets"); err != nil {
 			t.Fatalf("Delete: %v", err)
 		}
 		reqs := c.requests()
@@ -439,7 +525,7 @@ func TestDelete(t *testing.T) {
 		x := c.index(t, func(cfg *Config) {
 			cfg.Serverless, cfg.Region, cfg.Credentials = true, "eu-west-1", testCredentials
 		})
-		if err := x.Delete(context.Background(), "ada", "notes/pets"); !errors.Is(err, ErrForbidden) {
+		if err := x.Delete(context.Background(), "ada", "", "notes/pets"); !errors.Is(err, ErrForbidden) {
 			t.Fatalf("Delete: %v, want ErrForbidden", err)
 		}
 		c.requests()
@@ -449,41 +535,69 @@ func TestDelete(t *testing.T) {
 		x := c.index(t, func(cfg *Config) {
 			cfg.Serverless, cfg.Region, cfg.Credentials = true, "eu-west-1", testCredentials
 		})
-		if err := x.Delete(context.Background(), "ada", "notes/pets"); err != nil {
+		if err := x.Delete(context.Background(), "ada", "", "notes/pets"); err != nil {
 			t.Fatalf("Delete: %v", err)
 		}
 		c.requests()
 	})
 }
 
+// A keyword search filters to the agent's documents the owner may see
+// (agent-wide ones only, without an owner); a document of another owner in
+// the response is dropped. A match on a chunk other than its entry's head
+// gets the entry's text from the head of the same owner's entry, also
+// when an agent-wide entry has the same key.
 func TestKeyword(t *testing.T) {
-	c := newCluster(t,
-		exchange{"POST", "/mem-test/_search", 200, "resp_search_keyword.json"},
-		exchange{"POST", "/mem-test/_search", 200, "resp_search_head.json"},
-	)
-	x := c.index(t, nil)
-	got, err := x.Keyword(context.Background(), "ada", "window café", memory.Filter{Categories: []memory.Category{memory.Core, memory.Daily}}, 8)
-	if err != nil {
-		t.Fatalf("Keyword: %v", err)
+	for _, tc := range []struct {
+		name, owner, query string
+		filter             memory.Filter
+		resp, heads        string
+		wantReq, wantHeads string
+		want               []memory.Match
+	}{
+		{
+			name: "agent-wide", query: "window café", filter: memory.Filter{Categories: []memory.Category{memory.Core, memory.Daily}},
+			resp: "resp_search_keyword.json", heads: "resp_search_head.json",
+			wantReq: "req_search_keyword.json", wantHeads: "req_search_heads.json",
+			want: []memory.Match{
+				{Entry: pets, Chunk: memory.Chunk{Seq: 1, Text: "She likes the window sill in the morning.", Vector: []float32{0, 1, 0, 0}}, Score: 1.3862942},
+				{Entry: herbs, Chunk: memory.Chunk{Seq: 0, Text: "Bought a window box for herbs.", Vector: []float32{0, 0, 1, 0}}, Score: 0.2876821},
+			},
+		},
+		{
+			name: "owner", owner: "key:k1", query: "kitten window",
+			resp: "resp_search_keyword_owner.json", heads: "resp_search_heads_owner.json",
+			wantReq: "req_search_keyword_owner.json", wantHeads: "req_search_heads_owner.json",
+			want: []memory.Match{
+				{Entry: kitten, Chunk: memory.Chunk{Seq: 1, Text: "Her kitten sleeps by the window.", Vector: []float32{0, 1, 0, 0}}, Score: 1.3862942},
+				{Entry: herbs, Chunk: memory.Chunk{Seq: 0, Text: "Bought a window box for herbs.", Vector: []float32{0, 0, 1, 0}}, Score: 0.2876821},
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t,
+				exchange{"POST", "/mem-test/_search", 200, tc.resp},
+				exchange{"POST", "/mem-test/_search", 200, tc.heads},
+			)
+			x := c.index(t, nil)
+			got, err := x.Keyword(context.Background(), "ada", tc.owner, tc.query, tc.filter, 8)
+			if err != nil {
+				t.Fatalf("Keyword: %v", err)
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("Keyword (-want +got):\n%s", d)
+			}
+			reqs := c.requests()
+			golden(t, tc.wantReq, reqs[0].body)
+			golden(t, tc.wantHeads, reqs[1].body)
+		})
 	}
-	want := []memory.Match{
-		{Entry: pets, Chunk: memory.Chunk{Seq: 1, Text: "She likes the window sill in the morning.", Vector: []float32{0, 1, 0, 0}}, Score: 1.3862942},
-		{Entry: herbs, Chunk: memory.Chunk{Seq: 0, Text: "Bought a window box for herbs.", Vector: []float32{0, 0, 1, 0}}, Score: 0.2876821},
-	}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("Keyword (-want +got):\n%s", d)
-	}
-	reqs := c.requests()
-	golden(t, "req_search_keyword.json", reqs[0].body)
-	// notes/pets matched on a chunk other than its head: its text comes
-	// from the head document.
-	golden(t, "req_search_heads.json", reqs[1].body)
 }
 
 func TestKeywordEmptyQuery(t *testing.T) {
 	c := newCluster(t)
 	x := c.index(t, nil)
-	got, err := x.Keyword(context.Background(), "ada", "  ", memory.Filter{}, 8)
+	got, err := x.Keyword(context.Background(), "ada", "", "  ", memory.Filter{}, 8)
 	if err != nil || got != nil {
 		t.Fatalf("Keyword: %v, %v; want nothing", got, err)
 	}
@@ -496,7 +610,7 @@ func TestVector(t *testing.T) {
 		exchange{"POST", "/mem-test/_search", 200, "resp_search_head.json"},
 	)
 	x := c.index(t, nil)
-	got, err := x.Vector(context.Background(), "ada", []float32{0, 0.6, 0.8, 0}, memory.Filter{}, 8)
+	got, err := x.Vector(context.Background(), "ada", "", []float32{0, 0.6, 0.8, 0}, memory.Filter{}, 8)
 	if err != nil {
 		t.Fatalf("Vector: %v", err)
 	}
@@ -517,10 +631,10 @@ var cmpFloat = cmp.Comparer(func(a, b float64) bool { return a-b < 1e-9 && b-a <
 func TestVectorNeedsNoRequest(t *testing.T) {
 	c := newCluster(t)
 	x := c.index(t, nil)
-	if _, err := x.Vector(context.Background(), "ada", []float32{1, 0, 0}, memory.Filter{}, 8); err == nil {
+	if _, err := x.Vector(context.Background(), "ada", "", []float32{1, 0, 0}, memory.Filter{}, 8); err == nil {
 		t.Error("Vector with 3 dimensions on a 4-dimension index: no error")
 	}
-	got, err := x.Vector(context.Background(), "ada", []float32{0, 0, 0, 0}, memory.Filter{}, 8)
+	got, err := x.Vector(context.Background(), "ada", "", []float32{0, 0, 0, 0}, memory.Filter{}, 8)
 	if err != nil || got != nil {
 		t.Errorf("Vector with a zero vector: %v, %v; want nothing (cosinesimil rejects it)", got, err)
 	}
@@ -568,7 +682,7 @@ func TestErrorResponses(t *testing.T) {
 			script := []exchange{{"POST", "/mem-test/_search", tc.status, tc.resp}}
 			c := newCluster(t, script...)
 			x := c.index(t, nil)
-			_, err := x.Keyword(context.Background(), "ada", "cat", memory.Filter{}, 8)
+			_, err := x.Keyword(context.Background(), "ada", "", "cat", memory.Filter{}, 8)
 			var oe *Error
 			if !errors.As(err, &oe) {
 				t.Fatalf("Keyword: %v, want an *Error", err)
@@ -593,7 +707,7 @@ func TestRetriesUnavailable(t *testing.T) {
 		exchange{"POST", "/mem-test/_search", 200, "resp_search_head.json"},
 	)
 	x := c.index(t, nil)
-	if _, err := x.Get(context.Background(), "ada", "notes/pets"); err != nil {
+	if _, err := x.Get(context.Background(), "ada", "", "notes/pets"); err != nil {
 		t.Fatalf("Get after a 503: %v", err)
 	}
 	c.requests()
@@ -605,11 +719,11 @@ func TestMissingIndexSearchesFindNothing(t *testing.T) {
 		exchange{"POST", "/mem-test/_search", 404, "resp_index_not_found.json"},
 	)
 	x := c.index(t, nil)
-	kw, err := x.Keyword(context.Background(), "ada", "cat", memory.Filter{}, 8)
+	kw, err := x.Keyword(context.Background(), "ada", "", "cat", memory.Filter{}, 8)
 	if err != nil || len(kw) != 0 {
 		t.Errorf("Keyword on a missing index: %v, %v; want nothing", kw, err)
 	}
-	vec, err := x.Vector(context.Background(), "ada", []float32{1, 0, 0, 0}, memory.Filter{}, 8)
+	vec, err := x.Vector(context.Background(), "ada", "", []float32{1, 0, 0, 0}, memory.Filter{}, 8)
 	if err != nil || len(vec) != 0 {
 		t.Errorf("Vector on a missing index: %v, %v; want nothing", vec, err)
 	}
@@ -628,12 +742,33 @@ func TestErrorIsIndexNotFound(t *testing.T) {
 }
 
 func TestDocID(t *testing.T) {
-	if a, b := docID("a/b", "c", 0), docID("a", "b/c", 0); a == b {
-		t.Errorf("agent a/b key c and agent a key b/c share id %q", a)
+	long := strings.Repeat("k", 600)
+	ids := map[string][4]any{}
+	for _, e := range [][4]any{
+		{"a/b", "", "c", 0},
+		{"a", "", "b/c", 0},
+		{"a", "b", "c", 0},
+		{"a", "", "b", 0},
+		{"a", "b/c", "d", 0},
+		{"a", "b", "c/d", 0},
+		{"a/b", "c", "d", 0},
+		{"ada", "", long, 3},
+		{"ada", "key:k1", long, 3},
+		{"ada", "key:k2", long, 3},
+		{"ada", "key:k1", long, 4},
+	} {
+		id := docID(e[0].(string), e[1].(string), e[2].(string), e[3].(int))
+		if other, dup := ids[id]; dup {
+			t.Errorf("%q and %q share id %q", e, other, id)
+		}
+		ids[id] = e
+		if len(id) > maxIDBytes || !strings.HasSuffix(id, fmt.Sprint("/", e[3])) {
+			t.Errorf("id %q of %q: %d bytes", id, e, len(id))
+		}
 	}
-	long := docID("ada", strings.Repeat("k", 600), 3)
-	if len(long) > maxIDBytes || !strings.HasSuffix(long, "/3") {
-		t.Errorf("long key id %q: %d bytes", long, len(long))
+	// Agent-wide entries keep the ids they had before owners.
+	if got := docID("ada", "", "notes/pets", 1); got != "ada/notes%2Fpets/1" {
+		t.Errorf("agent-wide id %q, want ada/notes%%2Fpets/1", got)
 	}
 }
 
@@ -670,7 +805,7 @@ func TestClip(t *testing.T) {
 	long := strings.Repeat("貓", 5000)
 	c := newCluster(t, exchange{"POST", "/mem-test/_search", 200, "resp_search_empty.json"})
 	x := c.index(t, nil)
-	if _, err := x.Keyword(context.Background(), "ada", long, memory.Filter{}, 8); err != nil {
+	if _, err := x.Keyword(context.Background(), "ada", "", long, memory.Filter{}, 8); err != nil {
 		t.Fatal(err)
 	}
 	var body struct {

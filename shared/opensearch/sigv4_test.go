@@ -39,7 +39,7 @@ func TestSigV4(t *testing.T) {
 				cfg.Serverless = tc.serverless
 				cfg.Credentials = testCredentials
 			})
-			if _, err := x.Get(context.Background(), "ada", "notes/pets"); err != nil {
+			if _, err := x.Get(context.Background(), "ada", "", "notes/pets"); err != nil {
 				t.Fatalf("Get: %v", err)
 			}
 			r := c.requests()[0]
@@ -114,7 +114,7 @@ func resign(t *testing.T, base string, r request, signed, service, amzDate strin
 func TestUnsigned(t *testing.T) {
 	c := newCluster(t, exchange{"POST", "/mem-test/_search", 200, "resp_search_empty.json"})
 	x := c.index(t, nil)
-	if _, err := x.Keyword(context.Background(), "ada", "cat", memory.Filter{}, 3); err != nil {
+	if _, err := x.Keyword(context.Background(), "ada", "", "cat", memory.Filter{}, 3); err != nil {
 		t.Fatal(err)
 	}
 	r := c.requests()[0]

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/binary"
@@ -23,18 +24,22 @@ const (
 	// keywordBudget is how many chunks, at most, one keyword search
 	// scores with bm25().
 	keywordBudget = 2500
-	// agentShift places an agent's chunk ids: agent number << agentShift
-	// plus a counter.
-	agentShift = 36
+	// spaceShift places a memory space's chunk ids: space number <<
+	// spaceShift plus a counter.
+	spaceShift = 36
 )
 
 // MemoryIndex is the embedded memory.Index: entries and chunks in tables,
 // BM25 through an FTS5 table, and cosine similarity computed in process.
 //
-// Scoping: agents are numbered and an agent's chunks have ids (FTS5
-// rowids) in a range of their own, so both searches read only the agent's
-// rows: FTS5 seeks to the rowid range, the vector copy is loaded from it.
-// The entry's agent is checked again on the way out.
+// Scoping: the memories of one agent and one owner (the agent-wide ones
+// have the empty owner) form a memory space. Spaces are numbered and a
+// space's chunks have ids (FTS5 rowids) in a range of their own, so
+// searches read only the spaces the caller may see: the agent-wide space
+// and, for an owner, the owner's. FTS5 seeks to each space's rowid range
+// and the vector copy is loaded per space; the results of the two spaces
+// are merged by score. The entry's agent and owner are checked again on
+// the way out. An entry is identified by (agent, owner, key).
 //
 // Keyword search: every chunk is a row of memory_fts (tokenizer unicode61
 // with diacritics removed, so "cafe" finds "café"). User text never
@@ -42,19 +47,19 @@ const (
 // phrase (FTS5 tokenizes inside it) and the words are OR-ed, so a query
 // like `NEAR(` or `"` is just words. Chunks are ranked by bm25(), negated
 // so that higher is better; its document frequencies are those of the
-// whole table, all agents together.
+// whole table, all spaces together.
 //
 // bm25() costs about 2 µs per matching chunk in this pure-Go SQLite, so a
 // query of common words over a large memory would take a hundred
-// milliseconds. The search therefore scores at most keywordBudget chunks:
-// when the query's words match more, it keeps its rarest words whose
-// matches fit the budget (like Elasticsearch's cutoff_frequency, common
-// words then only rank through the vector side), and when even the
+// milliseconds. The search therefore scores at most keywordBudget chunks
+// per space: when the query's words match more, it keeps its rarest words
+// whose matches fit the budget (like Elasticsearch's cutoff_frequency,
+// common words then only rank through the vector side), and when even the
 // rarest word matches more, it scores that word's newest keywordBudget
 // chunks. Below the budget the ranking is exact BM25.
 //
 // Vector search: vectors are stored as little-endian float32 BLOBs. The
-// first vector search of an agent loads that agent's vectors, normalised,
+// first vector search of a space loads that space's vectors, normalised,
 // into one contiguous slice per dimension; later writes update the copy.
 // A search is a dot product with every row, split across GOMAXPROCS
 // goroutines for large sets, keeping the top k in a heap. Every memory
@@ -66,7 +71,20 @@ type MemoryIndex struct {
 	st     memoryStatements
 	cache  vectorCache
 	budget int      // keywordBudget, smaller in tests
-	agents sync.Map // agent name → committed agent number
+	spaces sync.Map // space → committed space number
+}
+
+// space is a memory space: the memories of one agent and one owner (""
+// for the agent-wide ones).
+type space struct{ agent, owner string }
+
+// visibleSpaces returns the spaces a search of owner reads: the agent-wide
+// space and, for an owner, the owner's own.
+func visibleSpaces(agent, owner string) []space {
+	if owner == "" {
+		return []space{{agent, ""}}
+	}
+	return []space{{agent, ""}, {agent, owner}}
 }
 
 var _ memory.Index = (*MemoryIndex)(nil)
@@ -83,13 +101,13 @@ type MemoryRecord struct {
 }
 
 // memoryColumns are the columns of an entry, in the order scanEntry reads.
-const memoryColumns = `m.agent, m.key, m.text, m.category, m.source, m.created_at, m.updated_at`
+const memoryColumns = `m.agent, m.owner, m.key, m.text, m.category, m.source, m.created_at, m.updated_at`
 
 // memoryStatements are the memory index's prepared statements.
 type memoryStatements struct {
 	// writer
-	agentInsert  *sql.Stmt
-	agentID      *sql.Stmt
+	spaceInsert  *sql.Stmt
+	spaceID      *sql.Stmt
 	nextChunk    *sql.Stmt
 	upsert       *sql.Stmt
 	memoryID     *sql.Stmt
@@ -102,7 +120,7 @@ type memoryStatements struct {
 
 	// reader
 	get        *sql.Stmt
-	agent      *sql.Stmt
+	space      *sql.Stmt
 	count      *sql.Stmt
 	keyword    *sql.Stmt
 	keywordIn  *sql.Stmt
@@ -117,7 +135,7 @@ type memoryStatements struct {
 const keywordSelect = `SELECT c.seq, c.text, ` + memoryColumns + `, f.score`
 
 // keywordWindow is the FTS5 query both keyword statements start from: the
-// matches of ?1 among the agent's rowids ?2 to ?3, newest first, at most
+// matches of ?1 among the space's rowids ?2 to ?3, newest first, at most
 // ?4 of them, with their BM25 score. Below the budget that is every match.
 const keywordWindow = `SELECT rowid, -bm25(memory_fts) AS score FROM memory_fts
 	WHERE memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3
@@ -132,15 +150,15 @@ func newMemoryIndex(ctx context.Context, db *DB) (*MemoryIndex, error) {
 		dst   **sql.Stmt
 		query string
 	}{
-		{db.w, &s.agentInsert, `INSERT INTO memory_agents (name) VALUES (?) ON CONFLICT (name) DO NOTHING`},
-		{db.w, &s.agentID, `SELECT id FROM memory_agents WHERE name = ?`},
+		{db.w, &s.spaceInsert, `INSERT INTO memory_spaces (agent, owner) VALUES (?, ?) ON CONFLICT (agent, owner) DO NOTHING`},
+		{db.w, &s.spaceID, `SELECT id FROM memory_spaces WHERE agent = ? AND owner = ?`},
 		{db.w, &s.nextChunk, `SELECT coalesce(max(id), ?1) + 1 FROM memory_chunks WHERE id BETWEEN ?1 AND ?2`},
-		{db.w, &s.upsert, `INSERT INTO memories (agent, key, text, category, source, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (agent, key) DO UPDATE SET text = excluded.text, category = excluded.category,
+		{db.w, &s.upsert, `INSERT INTO memories (agent, owner, key, text, category, source, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (agent, owner, key) DO UPDATE SET text = excluded.text, category = excluded.category,
 				source = excluded.source, created_at = excluded.created_at, updated_at = excluded.updated_at
 			RETURNING id`},
-		{db.w, &s.memoryID, `SELECT id FROM memories WHERE agent = ? AND key = ?`},
+		{db.w, &s.memoryID, `SELECT id FROM memories WHERE agent = ? AND owner = ? AND key = ?`},
 		{db.w, &s.deleteFTS, `DELETE FROM memory_fts WHERE rowid IN (SELECT id FROM memory_chunks WHERE memory_id = ?)`},
 		{db.w, &s.deleteChunks, `DELETE FROM memory_chunks WHERE memory_id = ?`},
 		{db.w, &s.deleteMemory, `DELETE FROM memories WHERE id = ?`},
@@ -148,8 +166,8 @@ func newMemoryIndex(ctx context.Context, db *DB) (*MemoryIndex, error) {
 		{db.w, &s.insertFTS, `INSERT INTO memory_fts (rowid, body) VALUES (?, ?)`},
 		{db.w, &s.bump, `UPDATE memory_state SET generation = generation + 1 WHERE id = 1 RETURNING generation`},
 
-		{db.r, &s.get, `SELECT ` + memoryColumns + ` FROM memories m WHERE m.agent = ? AND m.key = ?`},
-		{db.r, &s.agent, `SELECT id FROM memory_agents WHERE name = ?`},
+		{db.r, &s.get, `SELECT ` + memoryColumns + ` FROM memories m WHERE m.agent = ? AND m.owner = ? AND m.key = ?`},
+		{db.r, &s.space, `SELECT id FROM memory_spaces WHERE agent = ? AND owner = ?`},
 		{db.r, &s.count, `SELECT count(*) FROM (SELECT 1 FROM memory_fts
 			WHERE memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3 LIMIT ?4)`},
 		// Unfiltered: the best k of the window, then their entries.
@@ -157,14 +175,14 @@ func newMemoryIndex(ctx context.Context, db *DB) (*MemoryIndex, error) {
 			FROM (SELECT rowid, score FROM (` + keywordWindow + `) ORDER BY score DESC, rowid LIMIT ?5) AS f
 			JOIN memory_chunks c ON c.id = f.rowid
 			JOIN memories m ON m.id = c.memory_id
-			WHERE m.agent = ?6
+			WHERE m.agent = ?6 AND m.owner = ?7
 			ORDER BY f.score DESC, c.id`},
 		// Filtered by category: the window's entries, then the best k.
 		{db.r, &s.keywordIn, keywordSelect + `
 			FROM (` + keywordWindow + `) AS f
 			JOIN memory_chunks c ON c.id = f.rowid
 			JOIN memories m ON m.id = c.memory_id
-			WHERE m.agent = ?6 AND m.category IN (SELECT value FROM json_each(?7))
+			WHERE m.agent = ?6 AND m.owner = ?7 AND m.category IN (SELECT value FROM json_each(?8))
 			ORDER BY f.score DESC, c.id LIMIT ?5`},
 		// CROSS JOIN fixes the order: look the k ids up, never scan the
 		// agent's memories.
@@ -172,13 +190,13 @@ func newMemoryIndex(ctx context.Context, db *DB) (*MemoryIndex, error) {
 			FROM json_each(?1) AS j
 			CROSS JOIN memory_chunks c ON c.id = j.value
 			CROSS JOIN memories m ON m.id = c.memory_id
-			WHERE m.agent = ?2`},
+			WHERE m.agent = ?2 AND m.owner IN ('', ?3)`},
 		{db.r, &s.generation, `SELECT generation FROM memory_state WHERE id = 1`},
 		{db.r, &s.countVecs, `SELECT count(*) FROM memory_chunks
 			WHERE id BETWEEN ?1 AND ?2 AND vector IS NOT NULL`},
 		{db.r, &s.vectors, `SELECT c.id, c.memory_id, m.category, c.vector
 			FROM memory_chunks c CROSS JOIN memories m ON m.id = c.memory_id
-			WHERE c.id BETWEEN ?1 AND ?2 AND c.vector IS NOT NULL AND m.agent = ?3`},
+			WHERE c.id BETWEEN ?1 AND ?2 AND c.vector IS NOT NULL AND m.agent = ?3 AND m.owner = ?4`},
 	}
 	for _, p := range list {
 		st, err := p.db.PrepareContext(ctx, p.query)
@@ -192,25 +210,25 @@ func newMemoryIndex(ctx context.Context, db *DB) (*MemoryIndex, error) {
 	return x, nil
 }
 
-// chunkRange returns the first and last chunk id of an agent's range.
-func chunkRange(agent int64) (lo, hi int64) {
-	return agent << agentShift, (agent+1)<<agentShift - 1
+// chunkRange returns the first and last chunk id of a space's range.
+func chunkRange(space int64) (lo, hi int64) {
+	return space << spaceShift, (space+1)<<spaceShift - 1
 }
 
-// agentNumber returns the number of a committed agent; ok is false for
-// an agent that has no memories yet.
-func (x *MemoryIndex) agentNumber(ctx context.Context, agent string) (id int64, ok bool, err error) {
-	if v, ok := x.agents.Load(agent); ok {
+// spaceNumber returns the number of a committed space; ok is false for a
+// space that has no memories yet.
+func (x *MemoryIndex) spaceNumber(ctx context.Context, sp space) (id int64, ok bool, err error) {
+	if v, ok := x.spaces.Load(sp); ok {
 		return v.(int64), true, nil
 	}
-	err = x.st.agent.QueryRowContext(ctx, agent).Scan(&id)
+	err = x.st.space.QueryRowContext(ctx, sp.agent, sp.owner).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, err
 	}
-	x.agents.Store(agent, id)
+	x.spaces.Store(sp, id)
 	return id, true, nil
 }
 
@@ -226,16 +244,18 @@ func (x *MemoryIndex) close() error {
 
 // scanEntry reads the memoryColumns of one row.
 func scanEntry(e *memory.Entry, created, updated *int64) []any {
-	return []any{&e.Agent, &e.Key, &e.Text, &e.Category, &e.Source, created, updated}
+	return []any{&e.Agent, &e.Owner, &e.Key, &e.Text, &e.Category, &e.Source, created, updated}
 }
 
-// Put stores an entry and its chunks, replacing what the key held.
+// Put stores an entry and its chunks, replacing what its agent, owner and
+// key held.
 func (x *MemoryIndex) Put(ctx context.Context, e memory.Entry, chunks []memory.Chunk) error {
 	return x.PutMany(ctx, []MemoryRecord{{Entry: e, Chunks: chunks}})
 }
 
 // PutMany stores many entries in one transaction, each replacing what its
-// key held: much faster than Put one by one for bulk indexing.
+// agent, owner and key held: much faster than Put one by one for bulk
+// indexing.
 func (x *MemoryIndex) PutMany(ctx context.Context, recs []MemoryRecord) error {
 	for _, r := range recs {
 		if r.Entry.Agent == "" || r.Entry.Key == "" {
@@ -258,30 +278,31 @@ func (x *MemoryIndex) PutMany(ctx context.Context, recs []MemoryRecord) error {
 	upsert, delFTS, delChunks := tx.StmtContext(ctx, x.st.upsert), tx.StmtContext(ctx, x.st.deleteFTS), tx.StmtContext(ctx, x.st.deleteChunks)
 	insChunk, insFTS := tx.StmtContext(ctx, x.st.insertChunk), tx.StmtContext(ctx, x.st.insertFTS)
 
-	type agentIDs struct{ number, next, hi int64 }
-	ids := map[string]*agentIDs{}
+	type spaceIDs struct{ number, next, hi int64 }
+	ids := map[space]*spaceIDs{}
 	changes := make([]vectorChange, 0, len(recs))
 	for _, r := range recs {
 		e := r.Entry
-		a := ids[e.Agent]
+		sp := space{e.Agent, e.Owner}
+		a := ids[sp]
 		if a == nil {
-			a = &agentIDs{}
-			if _, err := tx.StmtContext(ctx, x.st.agentInsert).ExecContext(ctx, e.Agent); err != nil {
-				return fmt.Errorf("sqlite: put memory %q: agent: %w", e.Key, err)
+			a = &spaceIDs{}
+			if _, err := tx.StmtContext(ctx, x.st.spaceInsert).ExecContext(ctx, sp.agent, sp.owner); err != nil {
+				return fmt.Errorf("sqlite: put memory %q: space: %w", e.Key, err)
 			}
-			if err := tx.StmtContext(ctx, x.st.agentID).QueryRowContext(ctx, e.Agent).Scan(&a.number); err != nil {
-				return fmt.Errorf("sqlite: put memory %q: agent: %w", e.Key, err)
+			if err := tx.StmtContext(ctx, x.st.spaceID).QueryRowContext(ctx, sp.agent, sp.owner).Scan(&a.number); err != nil {
+				return fmt.Errorf("sqlite: put memory %q: space: %w", e.Key, err)
 			}
 			var lo int64
 			lo, a.hi = chunkRange(a.number)
 			if err := tx.StmtContext(ctx, x.st.nextChunk).QueryRowContext(ctx, lo, a.hi).Scan(&a.next); err != nil {
 				return fmt.Errorf("sqlite: put memory %q: chunk id: %w", e.Key, err)
 			}
-			ids[e.Agent] = a
+			ids[sp] = a
 		}
 
 		var id int64
-		err := upsert.QueryRowContext(ctx, e.Agent, e.Key, e.Text, string(e.Category), e.Source,
+		err := upsert.QueryRowContext(ctx, e.Agent, e.Owner, e.Key, e.Text, string(e.Category), e.Source,
 			toMillis(e.CreatedAt), toMillis(e.UpdatedAt)).Scan(&id)
 		if err != nil {
 			return fmt.Errorf("sqlite: put memory %q: %w", e.Key, err)
@@ -292,10 +313,10 @@ func (x *MemoryIndex) PutMany(ctx context.Context, recs []MemoryRecord) error {
 		if _, err := delChunks.ExecContext(ctx, id); err != nil {
 			return fmt.Errorf("sqlite: put memory %q: %w", e.Key, err)
 		}
-		ch := vectorChange{agent: e.Agent, memory: id, category: e.Category}
+		ch := vectorChange{space: sp, memory: id, category: e.Category}
 		for _, c := range r.Chunks {
 			if a.next > a.hi {
-				return fmt.Errorf("sqlite: put memory %q: agent %q has used up its chunk ids", e.Key, e.Agent)
+				return fmt.Errorf("sqlite: put memory %q: a memory space of agent %q has used up its chunk ids", e.Key, e.Agent)
 			}
 			cid := a.next
 			a.next++
@@ -322,20 +343,21 @@ func (x *MemoryIndex) PutMany(ctx context.Context, recs []MemoryRecord) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: put memory: commit: %w", err)
 	}
-	// Only now are the agents' numbers certain: a rolled back number could
-	// go to another agent.
-	for name, a := range ids {
-		x.agents.Store(name, a.number)
+	// Only now are the spaces' numbers certain: a rolled back number could
+	// go to another space.
+	for sp, a := range ids {
+		x.spaces.Store(sp, a.number)
 	}
 	x.cache.apply(gen, changes)
 	return nil
 }
 
-// Get returns an entry by key, or memory.ErrNotFound.
-func (x *MemoryIndex) Get(ctx context.Context, agent, key string) (memory.Entry, error) {
+// Get returns the entry of the agent, owner and key, or
+// memory.ErrNotFound.
+func (x *MemoryIndex) Get(ctx context.Context, agent, owner, key string) (memory.Entry, error) {
 	var e memory.Entry
 	var created, updated int64
-	err := x.st.get.QueryRowContext(ctx, agent, key).Scan(scanEntry(&e, &created, &updated)...)
+	err := x.st.get.QueryRowContext(ctx, agent, owner, key).Scan(scanEntry(&e, &created, &updated)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return memory.Entry{}, fmt.Errorf("sqlite: get memory %q: %w", key, memory.ErrNotFound)
 	}
@@ -346,8 +368,9 @@ func (x *MemoryIndex) Get(ctx context.Context, agent, key string) (memory.Entry,
 	return e, nil
 }
 
-// Delete removes an entry and its chunks; a missing key is no error.
-func (x *MemoryIndex) Delete(ctx context.Context, agent, key string) error {
+// Delete removes the entry of the agent, owner and key and its chunks; a
+// missing key is no error.
+func (x *MemoryIndex) Delete(ctx context.Context, agent, owner, key string) error {
 	x.cache.writeMu.Lock()
 	defer x.cache.writeMu.Unlock()
 
@@ -357,7 +380,7 @@ func (x *MemoryIndex) Delete(ctx context.Context, agent, key string) error {
 	}
 	defer tx.Rollback()
 	var id int64
-	err = tx.StmtContext(ctx, x.st.memoryID).QueryRowContext(ctx, agent, key).Scan(&id)
+	err = tx.StmtContext(ctx, x.st.memoryID).QueryRowContext(ctx, agent, owner, key).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
@@ -376,42 +399,63 @@ func (x *MemoryIndex) Delete(ctx context.Context, agent, key string) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: delete memory %q: commit: %w", key, err)
 	}
-	x.cache.apply(gen, []vectorChange{{agent: agent, memory: id, deleted: true}})
+	x.cache.apply(gen, []vectorChange{{space: space{agent, owner}, memory: id, deleted: true}})
 	return nil
 }
 
-// Keyword returns up to k chunks of the agent ranked by BM25 for the
-// words of query; any word may match. A query without words finds
-// nothing.
-func (x *MemoryIndex) Keyword(ctx context.Context, agent, query string, f memory.Filter, k int) ([]memory.Match, error) {
+// Keyword returns up to k chunks ranked by BM25 for the words of query,
+// among the agent-wide chunks of the agent and the owner's; any word may
+// match. A query without words finds nothing.
+func (x *MemoryIndex) Keyword(ctx context.Context, agent, owner, query string, f memory.Filter, k int) ([]memory.Match, error) {
 	terms := queryTerms(query)
 	if len(terms) == 0 || k <= 0 {
 		return nil, nil
 	}
-	num, ok, err := x.agentNumber(ctx, agent)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: keyword search: %w", err)
+	var cats string
+	if len(f.Categories) > 0 {
+		b, err := json.Marshal(f.Categories)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: keyword search: %w", err)
+		}
+		cats = string(b)
 	}
-	if !ok {
-		return nil, nil
+	var out []memory.Match
+	spaces := visibleSpaces(agent, owner)
+	for _, sp := range spaces {
+		ms, err := x.keywordIn(ctx, sp, terms, cats, k)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: keyword search: %w", err)
+		}
+		out = append(out, ms...)
+	}
+	if len(spaces) > 1 {
+		// BM25 scores of one table are comparable across rowid ranges.
+		slices.SortStableFunc(out, func(a, b memory.Match) int { return cmp.Compare(b.Score, a.Score) })
+		out = out[:min(k, len(out))]
+	}
+	return out, nil
+}
+
+// keywordIn returns up to k chunks of one space ranked by BM25 for terms,
+// of the categories in cats (a JSON array; all when empty).
+func (x *MemoryIndex) keywordIn(ctx context.Context, sp space, terms []string, cats string, k int) ([]memory.Match, error) {
+	num, ok, err := x.spaceNumber(ctx, sp)
+	if err != nil || !ok {
+		return nil, err
 	}
 	lo, hi := chunkRange(num)
 	if terms, err = x.affordableTerms(ctx, terms, lo, hi); err != nil {
-		return nil, fmt.Errorf("sqlite: keyword search: %w", err)
+		return nil, err
 	}
 	expr := strings.Join(terms, " OR ")
 	var rows *sql.Rows
-	if len(f.Categories) == 0 {
-		rows, err = x.st.keyword.QueryContext(ctx, expr, lo, hi, x.budget, k, agent)
+	if cats == "" {
+		rows, err = x.st.keyword.QueryContext(ctx, expr, lo, hi, x.budget, k, sp.agent, sp.owner)
 	} else {
-		cats, jerr := json.Marshal(f.Categories)
-		if jerr != nil {
-			return nil, fmt.Errorf("sqlite: keyword search: %w", jerr)
-		}
-		rows, err = x.st.keywordIn.QueryContext(ctx, expr, lo, hi, x.budget, k, agent, string(cats))
+		rows, err = x.st.keywordIn.QueryContext(ctx, expr, lo, hi, x.budget, k, sp.agent, sp.owner, cats)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: keyword search: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var out []memory.Match
@@ -420,15 +464,12 @@ func (x *MemoryIndex) Keyword(ctx context.Context, agent, query string, f memory
 		var created, updated int64
 		dest := append([]any{&m.Chunk.Seq, &m.Chunk.Text}, scanEntry(&m.Entry, &created, &updated)...)
 		if err := rows.Scan(append(dest, &m.Score)...); err != nil {
-			return nil, fmt.Errorf("sqlite: keyword search: %w", err)
+			return nil, err
 		}
 		m.Entry.CreatedAt, m.Entry.UpdatedAt = fromMillis(created), fromMillis(updated)
 		out = append(out, m)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: keyword search: %w", err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // affordableTerms returns the terms to search: all of them when their
@@ -469,19 +510,31 @@ func (x *MemoryIndex) affordableTerms(ctx context.Context, terms []string, lo, h
 	return keep, nil
 }
 
-// Vector returns up to k chunks of the agent ranked by cosine similarity
-// to v. Chunks whose vectors have another length than v are not compared.
-func (x *MemoryIndex) Vector(ctx context.Context, agent string, v []float32, f memory.Filter, k int) ([]memory.Match, error) {
+// Vector returns up to k chunks ranked by cosine similarity to v, among
+// the agent-wide chunks of the agent and the owner's. Chunks whose vectors
+// have another length than v are not compared.
+func (x *MemoryIndex) Vector(ctx context.Context, agent, owner string, v []float32, f memory.Filter, k int) ([]memory.Match, error) {
 	q := memory.Normalized(v)
 	if q == nil || k <= 0 {
 		return nil, nil
 	}
-	top, err := x.topVectors(ctx, agent, q, f.Categories, k)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: vector search: %w", err)
+	var top []vectorHit
+	spaces := visibleSpaces(agent, owner)
+	for _, sp := range spaces {
+		hits, err := x.topVectors(ctx, sp, q, f.Categories, k)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: vector search: %w", err)
+		}
+		top = append(top, hits...)
 	}
 	if len(top) == 0 {
 		return nil, nil
+	}
+	if len(spaces) > 1 {
+		slices.SortFunc(top, func(a, b vectorHit) int {
+			return byRank(scored{score: a.score, chunk: a.chunk}, scored{score: b.score, chunk: b.chunk})
+		})
+		top = top[:min(k, len(top))]
 	}
 	ids := make([]int64, len(top))
 	for i, t := range top {
@@ -491,7 +544,7 @@ func (x *MemoryIndex) Vector(ctx context.Context, agent string, v []float32, f m
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: vector search: %w", err)
 	}
-	rows, err := x.st.byChunk.QueryContext(ctx, string(idsJSON), agent)
+	rows, err := x.st.byChunk.QueryContext(ctx, string(idsJSON), agent, owner)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: vector search: %w", err)
 	}
@@ -523,33 +576,33 @@ func (x *MemoryIndex) Vector(ctx context.Context, agent string, v []float32, f m
 	return out, nil
 }
 
-// topVectors scans the agent's in-memory vectors, loading them first when
+// topVectors scans the space's in-memory vectors, loading them first when
 // the copy is missing or older than the database. While other writes keep
 // moving the database on, the second try accepts a copy a write or two
 // behind, and the third scans the vectors it just loaded.
-func (x *MemoryIndex) topVectors(ctx context.Context, agent string, q []float32, cats []memory.Category, k int) ([]vectorHit, error) {
+func (x *MemoryIndex) topVectors(ctx context.Context, sp space, q []float32, cats []memory.Category, k int) ([]vectorHit, error) {
 	for attempt := 0; ; attempt++ {
 		var gen int64
 		if err := x.st.generation.QueryRowContext(ctx).Scan(&gen); err != nil {
 			return nil, err
 		}
-		if hits, ok := x.cache.search(gen, agent, q, cats, k, attempt >= 1); ok {
+		if hits, ok := x.cache.search(gen, sp, q, cats, k, attempt >= 1); ok {
 			return hits, nil
 		}
-		av, err := x.load(ctx, agent)
+		sv, err := x.load(ctx, sp)
 		if err != nil {
 			return nil, err
 		}
 		if attempt >= 1 {
-			return x.cache.searchIn(av, q, cats, k), nil
+			return x.cache.searchIn(sv, q, cats, k), nil
 		}
 	}
 }
 
-// load reads the agent's vectors and their generation in one read
+// load reads the space's vectors and their generation in one read
 // transaction and installs them in the cache.
-func (x *MemoryIndex) load(ctx context.Context, agent string) (*agentVectors, error) {
-	// One load at a time: concurrent searches of a cold agent wait for
+func (x *MemoryIndex) load(ctx context.Context, sp space) (*spaceVectors, error) {
+	// One load at a time: concurrent searches of a cold space wait for
 	// the first instead of each reading every vector.
 	x.cache.loadMu.Lock()
 	defer x.cache.loadMu.Unlock()
@@ -563,24 +616,24 @@ func (x *MemoryIndex) load(ctx context.Context, agent string) (*agentVectors, er
 	if err := tx.StmtContext(ctx, x.st.generation).QueryRowContext(ctx).Scan(&gen); err != nil {
 		return nil, fmt.Errorf("load vectors: %w", err)
 	}
-	if av, ok := x.cache.get(gen, agent); ok {
-		return av, nil
+	if sv, ok := x.cache.get(gen, sp); ok {
+		return sv, nil
 	}
-	av := &agentVectors{}
-	num, ok, err := x.agentNumber(ctx, agent)
+	sv := &spaceVectors{}
+	num, ok, err := x.spaceNumber(ctx, sp)
 	if err != nil {
 		return nil, fmt.Errorf("load vectors: %w", err)
 	}
 	if !ok {
-		x.cache.install(gen, agent, av)
-		return av, nil
+		x.cache.install(gen, sp, sv)
+		return sv, nil
 	}
 	lo, hi := chunkRange(num)
 	var n int
 	if err := tx.StmtContext(ctx, x.st.countVecs).QueryRowContext(ctx, lo, hi).Scan(&n); err != nil {
 		return nil, fmt.Errorf("load vectors: %w", err)
 	}
-	rows, err := tx.StmtContext(ctx, x.st.vectors).QueryContext(ctx, lo, hi, agent)
+	rows, err := tx.StmtContext(ctx, x.st.vectors).QueryContext(ctx, lo, hi, sp.agent, sp.owner)
 	if err != nil {
 		return nil, fmt.Errorf("load vectors: %w", err)
 	}
@@ -595,13 +648,13 @@ func (x *MemoryIndex) load(ctx context.Context, agent string) (*agentVectors, er
 		if len(blob) == 0 || len(blob)%4 != 0 {
 			return nil, fmt.Errorf("load vectors: chunk %d: vector of %d bytes", chunk, len(blob))
 		}
-		av.addBlob(chunk, mem, memory.Category(cat), blob, n)
+		sv.addBlob(chunk, mem, memory.Category(cat), blob, n)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load vectors: %w", err)
 	}
-	x.cache.install(gen, agent, av)
-	return av, nil
+	x.cache.install(gen, sp, sv)
+	return sv, nil
 }
 
 // queryTerms turns user text into FTS5 terms: each distinct

@@ -127,7 +127,7 @@ func newBenchEnv(b *testing.B, n int) *benchEnv {
 	}
 	env := &benchEnv{dir: dir, db: db}
 	start := time.Now()
-	if err := benchFill(b.Context(), db.MemoryIndex(), 0, n); err != nil {
+	if err := benchFill(b.Context(), db.MemoryIndex(), "", 0, n); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("%d memories stored in %v", n, time.Since(start).Round(time.Millisecond))
@@ -145,10 +145,10 @@ func (e *benchEnv) close(b *testing.B) {
 	os.RemoveAll(e.dir)
 }
 
-// benchFill stores memories from..to-1 of agent "main" with PutMany in
-// transactions of 10,000, with the chunks and vectors Memory.Store would
-// make.
-func benchFill(ctx context.Context, idx *MemoryIndex, from, to int) error {
+// benchFill stores memories from..to-1 of agent "main" and owner (""
+// for agent-wide ones) with PutMany in transactions of 10,000, with the
+// chunks and vectors Memory.Store would make.
+func benchFill(ctx context.Context, idx *MemoryIndex, owner string, from, to int) error {
 	rng := rand.New(rand.NewPCG(uint64(from), uint64(to)))
 	zipf := rand.NewZipf(rng, 1.07, 2, uint64(len(benchContentWords)-1))
 	cats := []memory.Category{memory.Core, memory.Daily, memory.Conversation, memory.Custom}
@@ -160,7 +160,7 @@ func benchFill(ctx context.Context, idx *MemoryIndex, from, to int) error {
 		at := now.Add(-time.Duration(rng.IntN(365*24)) * time.Hour)
 		recs = append(recs, MemoryRecord{
 			Entry: memory.Entry{
-				Agent: "main", Key: fmt.Sprintf("m%07d", i), Text: text, Category: cats[i%len(cats)],
+				Agent: "main", Owner: owner, Key: fmt.Sprintf("m%07d", i), Text: text, Category: cats[i%len(cats)],
 				Source: "tool", CreatedAt: at, UpdatedAt: at,
 			},
 			Chunks: []memory.Chunk{{Seq: 0, Text: text, Vector: memory.Normalized(benchVector(text))}},
@@ -185,14 +185,36 @@ func heapMB() float64 {
 
 // BenchmarkMemorySearch measures Memory.Search, hybrid (BM25 through FTS5
 // plus a scan of 384-dimensional vectors), limit 10, over 1k, 10k and
-// 100k memories of one agent, and reports the latency percentiles and the
-// heap in use once the vectors are loaded.
+// 100k agent-wide memories of one agent, and over 10k memories of which
+// 1k are agent-wide and 9k the memories of 9 owners, 1k each, searched
+// as one of the owners (who sees 2k of them). It reports the latency
+// percentiles and the heap in use once the vectors are loaded.
 func BenchmarkMemorySearch(b *testing.B) {
-	for _, n := range []int{1_000, 10_000, 100_000} {
+	for _, c := range []struct {
+		name              string
+		agentWide, owners int
+	}{
+		{"1k", 1_000, 0},
+		{"10k", 10_000, 0},
+		{"100k", 100_000, 0},
+		{"10k_owners", 1_000, 9},
+	} {
+		const perOwner = 1_000
+		n := c.agentWide + c.owners*perOwner
 		var env *benchEnv
-		b.Run(fmt.Sprintf("%dk", n/1000), func(b *testing.B) {
+		owner := ""
+		if c.owners > 0 {
+			owner = "key:owner-0"
+		}
+		b.Run(c.name, func(b *testing.B) {
 			if env == nil {
-				env = newBenchEnv(b, n)
+				env = newBenchEnv(b, c.agentWide)
+				for o := range c.owners {
+					from := c.agentWide + o*perOwner
+					if err := benchFill(b.Context(), env.db.MemoryIndex(), fmt.Sprint("key:owner-", o), from, from+perOwner); err != nil {
+						b.Fatal(err)
+					}
+				}
 			}
 			ctx := b.Context()
 			rng := rand.New(rand.NewPCG(42, uint64(n)))
@@ -202,7 +224,7 @@ func BenchmarkMemorySearch(b *testing.B) {
 				queries[i] = benchQuery(rng, zipf)
 			}
 			// The first search loads the vectors; it is not measured.
-			if res, err := env.mem.Search(ctx, "main", queries[0], memory.SearchOptions{}); err != nil || res.Method != memory.MethodHybrid {
+			if res, err := env.mem.Search(ctx, "main", owner, queries[0], memory.SearchOptions{}); err != nil || res.Method != memory.MethodHybrid {
 				b.Fatalf("Search: %v, %v", res.Method, err)
 			}
 			heap := heapMB()
@@ -210,7 +232,7 @@ func BenchmarkMemorySearch(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
 				t0 := time.Now()
-				res, err := env.mem.Search(ctx, "main", queries[i%len(queries)], memory.SearchOptions{})
+				res, err := env.mem.Search(ctx, "main", owner, queries[i%len(queries)], memory.SearchOptions{})
 				lat = append(lat, time.Since(t0))
 				if err != nil || len(res.Hits) == 0 {
 					b.Fatalf("Search(%q): %d hits, %v", queries[i%len(queries)], len(res.Hits), err)
@@ -258,7 +280,7 @@ func BenchmarkMemoryIndex(b *testing.B) {
 		const per = 10_000
 		n := 0
 		for b.Loop() {
-			if err := benchFill(ctx, env.db.MemoryIndex(), n, n+per); err != nil {
+			if err := benchFill(ctx, env.db.MemoryIndex(), "", n, n+per); err != nil {
 				b.Fatal(err)
 			}
 			n += per

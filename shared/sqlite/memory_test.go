@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -39,7 +40,7 @@ func TestMemoryHostileKeywordQueries(t *testing.T) {
 		"\x00", "quotes\x00\"", "\"\x00", "\xff\xfe quotes", "quotes \"", "\u2028quotes", "NEAR/3", "quotes NEAR/2 plain",
 		"{body}: x", "body : \"plain\"", "body:plain", "-body:x", "quotes AND rowid:1", "^", "\"\"\"\"\"",
 	} {
-		kw, err := idx.Keyword(t.Context(), "main", q, memory.Filter{}, 10)
+		kw, err := idx.Keyword(t.Context(), "main", "", q, memory.Filter{}, 10)
 		if err != nil {
 			t.Errorf("Keyword(%q): %v", q, err)
 		}
@@ -54,7 +55,7 @@ func TestMemoryHostileKeywordQueries(t *testing.T) {
 	if err := m.Store(t.Context(), other); err != nil {
 		t.Fatal(err)
 	}
-	kw, err := idx.Keyword(t.Context(), "main", `words OR rowid > 0`, memory.Filter{}, 10)
+	kw, err := idx.Keyword(t.Context(), "main", "", `words OR rowid > 0`, memory.Filter{}, 10)
 	if err != nil || len(kw) != 1 || kw[0].Entry.Agent != "main" {
 		t.Errorf("query syntax in words = %+v, %v; want main's entry only", kw, err)
 	}
@@ -107,8 +108,17 @@ func TestMemoryKeywordBudget(t *testing.T) {
 	if err := idx.PutMany(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
-	// Another agent's chunks do not count against this one's budget.
+	// Another agent's chunks, and another owner's, do not count against
+	// this one's budget.
 	if err := idx.Put(ctx, memory.Entry{Agent: "other", Key: "k", Text: "zebras", Category: memory.Daily}, []memory.Chunk{{Text: "zebras"}}); err != nil {
+		t.Fatal(err)
+	}
+	recs = recs[:0]
+	for i := range 2 * idx.budget {
+		e := memory.Entry{Agent: "main", Owner: "key:b", Key: fmt.Sprint("b-", i), Text: "zebras", Category: memory.Daily}
+		recs = append(recs, MemoryRecord{Entry: e, Chunks: []memory.Chunk{{Text: e.Text}}})
+	}
+	if err := idx.PutMany(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
 
@@ -117,14 +127,14 @@ func TestMemoryKeywordBudget(t *testing.T) {
 	if diff := gocmp.Diff([]string{`"zebras"`}, terms); err != nil || diff != "" {
 		t.Errorf("affordableTerms (-want +got), %v:\n%s", err, diff)
 	}
-	kw, err := idx.Keyword(ctx, "main", "user zebras the", memory.Filter{}, 5)
+	kw, err := idx.Keyword(ctx, "main", "", "user zebras the", memory.Filter{}, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := keysOf(kw); !slices.Equal(got, []string{"rare-2", "rare-1"}) {
 		t.Errorf("common and rare words = %q, want the rare word's matches, best first", got)
 	}
-	kw, err = idx.Keyword(ctx, "main", "user said", memory.Filter{}, 5)
+	kw, err = idx.Keyword(ctx, "main", "", "user said", memory.Filter{}, 5)
 	if err != nil || len(kw) != 5 {
 		t.Fatalf("only common words: %d matches, %v; want 5", len(kw), err)
 	}
@@ -133,7 +143,7 @@ func TestMemoryKeywordBudget(t *testing.T) {
 			t.Errorf("only common words: %q is outside the newest %d matches", m.Entry.Key, idx.budget)
 		}
 	}
-	kw, err = idx.Keyword(ctx, "main", "user said", memory.Filter{Categories: []memory.Category{memory.Daily}}, 5)
+	kw, err = idx.Keyword(ctx, "main", "", "user said", memory.Filter{Categories: []memory.Category{memory.Daily}}, 5)
 	if err != nil || len(kw) != 5 {
 		t.Errorf("only common words, filtered: %d matches, %v; want 5", len(kw), err)
 	}
@@ -160,7 +170,7 @@ func TestMemoryReopenKeepsMemories(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before, err := m.Search(t.Context(), "main", "sailing fact 7", memory.SearchOptions{})
+	before, err := m.Search(t.Context(), "main", "", "sailing fact 7", memory.SearchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +180,7 @@ func TestMemoryReopenKeepsMemories(t *testing.T) {
 
 	db = open(t, path)
 	m = newTestMemory(t, db.MemoryIndex())
-	after, err := m.Search(t.Context(), "main", "sailing fact 7", memory.SearchOptions{})
+	after, err := m.Search(t.Context(), "main", "", "sailing fact 7", memory.SearchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +207,7 @@ func TestMemoryWritesByAnotherProcess(t *testing.T) {
 	}
 	vectorKeys := func(x *MemoryIndex) []string {
 		t.Helper()
-		ms, err := x.Vector(ctx, "main", memorytest.Vector("boats"), memory.Filter{}, 10)
+		ms, err := x.Vector(ctx, "main", "", memorytest.Vector("boats"), memory.Filter{}, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +230,7 @@ func TestMemoryWritesByAnotherProcess(t *testing.T) {
 	if got := vectorKeys(b); !slices.Equal(got, []string{"one", "three", "two"}) {
 		t.Errorf("after a stored, b sees %q", got)
 	}
-	if err := mb.Forget(ctx, "main", "one"); err != nil {
+	if err := mb.Forget(ctx, "main", "", "one"); err != nil {
 		t.Fatal(err)
 	}
 	if got := vectorKeys(a); !slices.Equal(got, []string{"three", "two"}) {
@@ -242,7 +252,7 @@ func TestVectorCacheMatchesBruteForce(t *testing.T) {
 				vec   []float32
 			}
 			truth := map[int64][]row{} // by memory id
-			av := &agentVectors{}
+			av := &spaceVectors{}
 			var nextChunk int64
 			for i := range n * 2 {
 				mem := int64(rng.IntN(n))
@@ -305,7 +315,7 @@ func TestVectorCacheMatchesBruteForce(t *testing.T) {
 
 func TestVectorRoundTrip(t *testing.T) {
 	v := []float32{0, 1, -2.5, 3.25e-8, 1e30}
-	av := &agentVectors{}
+	av := &spaceVectors{}
 	av.addBlob(1, 1, memory.Core, encodeVector(v), 1)
 	want := memory.Normalized(v)
 	if diff := gocmp.Diff(want, av.blocks[0].data); diff != "" {
@@ -314,5 +324,80 @@ func TestVectorRoundTrip(t *testing.T) {
 	av.addBlob(2, 2, memory.Core, encodeVector([]float32{0, 0, 0, 0, 0}), 1)
 	if len(av.blocks[0].chunks) != 1 {
 		t.Errorf("a zero vector was kept")
+	}
+}
+
+// TestMemoryMigrationToOwners opens a database whose memories were
+// written before memories had owners: they become agent-wide, keep their
+// chunks, vectors and full-text rows, and owners can then store under
+// the same keys. Remembered conversations, whose owner is unknown, are
+// forgotten rather than shared.
+func TestMemoryMigrationToOwners(t *testing.T) {
+	ctx := t.Context()
+	path := tempPath(t)
+	const text = "The boat is moored in the harbour."
+	lo, _ := chunkRange(1)
+	writeOldSchema(t, path, 4,
+		"INSERT INTO memory_agents (id, name) VALUES (1, 'main')",
+		"INSERT INTO memories (id, agent, key, text, category, source, created_at, updated_at) VALUES (7, 'main', 'boat', '"+text+"', 'core', 'tool', 1000, 2000)",
+		fmt.Sprintf("INSERT INTO memory_chunks (id, memory_id, seq, text, vector) VALUES (%d, 7, 0, '%s', X'%x')", lo+1, text, encodeVector(memorytest.Vector(text))),
+		fmt.Sprintf("INSERT INTO memory_fts (rowid, body) VALUES (%d, '%s')", lo+1, text),
+		"INSERT INTO memories (id, agent, key, text, category, source, created_at, updated_at) VALUES (8, 'main', 'run:r1', 'User: my harbour berth is 12', 'conversation', 'session:s-1', 1000, 2000)",
+		fmt.Sprintf("INSERT INTO memory_chunks (id, memory_id, seq, text) VALUES (%d, 8, 0, 'User: my harbour berth is 12')", lo+2),
+		fmt.Sprintf("INSERT INTO memory_fts (rowid, body) VALUES (%d, 'User: my harbour berth is 12')", lo+2),
+	)
+
+	db := open(t, path)
+	idx := db.MemoryIndex()
+	want := memory.Entry{Agent: "main", Key: "boat", Text: text, Category: memory.Core, Source: "tool",
+		CreatedAt: fromMillis(1000), UpdatedAt: fromMillis(2000)}
+	if got, err := idx.Get(ctx, "main", "", "boat"); err != nil || !gocmp.Equal(want, got) {
+		t.Errorf("Get after migration = %+v, %v; want %+v", got, err, want)
+	}
+	if got, err := idx.Get(ctx, "main", "", "run:r1"); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("an old conversation memory after migration = %+v, %v; want it forgotten", got, err)
+	}
+	for _, owner := range []string{"", "key:a"} {
+		kw, err := idx.Keyword(ctx, "main", owner, "harbour", memory.Filter{}, 10)
+		if err != nil || len(kw) != 1 || !gocmp.Equal(want, kw[0].Entry) {
+			t.Errorf("Keyword as %q after migration = %+v, %v; want the old entry", owner, kw, err)
+		}
+		vec, err := idx.Vector(ctx, "main", owner, memorytest.Vector(text), memory.Filter{}, 10)
+		if err != nil || len(vec) != 1 || vec[0].Chunk.Text != text || vec[0].Score < 0.999 {
+			t.Errorf("Vector as %q after migration = %+v, %v; want the old chunk", owner, vec, err)
+		}
+	}
+
+	// The old key is agent-wide: an owner's store makes a memory of its own.
+	m := newTestMemory(t, idx)
+	if err := m.Store(ctx, memory.Entry{Agent: "main", Owner: "key:a", Key: "boat", Text: "Ann's boat is a red kayak.", Category: memory.Custom}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Store(ctx, memory.Entry{Agent: "main", Key: "harbour", Text: "The harbour closes at dusk.", Category: memory.Core}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := idx.Get(ctx, "main", "", "boat"); err != nil || got.Text != text {
+		t.Errorf("the old memory after an owner stored its key = %q, %v", got.Text, err)
+	}
+	res, err := m.Search(ctx, "main", "key:a", "boat harbour", memory.SearchOptions{})
+	if err != nil || len(res.Hits) != 3 {
+		t.Errorf("search as the owner = %+v, %v; want the old memory, the owner's and the new agent-wide one", res.Hits, err)
+	}
+
+	// The rebuilt chunks still reference the memories, and the keys hold.
+	var fk string
+	if err := db.r.QueryRowContext(ctx, `SELECT "table" FROM pragma_foreign_key_list('memory_chunks')`).Scan(&fk); err != nil || fk != "memories" {
+		t.Errorf("memory_chunks references %q, %v; want memories", fk, err)
+	}
+	if _, err := db.w.ExecContext(ctx, "INSERT INTO memory_chunks (id, memory_id, seq, text) VALUES (1, 999, 0, 'x')"); !isForeignKeyError(err) {
+		t.Errorf("a chunk of a missing memory: err = %v, want a foreign key violation", err)
+	}
+	rows, err := db.r.QueryContext(ctx, "PRAGMA foreign_key_check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	if rows.Next() {
+		t.Error("foreign_key_check finds violations after the migration")
 	}
 }

@@ -187,6 +187,65 @@ CREATE TABLE jobs (
 ) STRICT;
 CREATE INDEX jobs_age ON jobs (kind, created_at, id);
 `,
+	// 6: memories belong to an owner ('' for agent-wide ones, which all
+	// existing memories become, but for remembered conversations, which
+	// are forgotten). Memory spaces, one per agent and owner,
+	// take over the chunk id ranges of agents, so that a search reads only
+	// the agent-wide space and the owner's. An agent's number becomes that
+	// of its agent-wide space: existing chunks and full-text rows keep
+	// their ids. The tables are rebuilt for the new unique keys, the
+	// chunks into a table that references the new memories (SQLite
+	// renames the reference with the table), so foreign keys stay on.
+	`
+CREATE TABLE memory_spaces (
+	id    INTEGER NOT NULL PRIMARY KEY,
+	agent TEXT    NOT NULL,
+	owner TEXT    NOT NULL,
+	UNIQUE (agent, owner)
+) STRICT;
+INSERT INTO memory_spaces (id, agent, owner) SELECT id, name, '' FROM memory_agents;
+DROP TABLE memory_agents;
+
+CREATE TABLE memories_v5 (
+	id         INTEGER NOT NULL PRIMARY KEY,
+	agent      TEXT    NOT NULL,
+	owner      TEXT    NOT NULL DEFAULT '',
+	key        TEXT    NOT NULL,
+	text       TEXT    NOT NULL,
+	category   TEXT    NOT NULL,
+	source     TEXT    NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	UNIQUE (agent, owner, key)
+) STRICT;
+INSERT INTO memories_v5 (id, agent, owner, key, text, category, source, created_at, updated_at)
+	SELECT id, agent, '', key, text, category, source, created_at, updated_at FROM memories;
+
+CREATE TABLE memory_chunks_v5 (
+	id        INTEGER NOT NULL PRIMARY KEY,
+	memory_id INTEGER NOT NULL REFERENCES memories_v5(id),
+	seq       INTEGER NOT NULL,
+	text      TEXT    NOT NULL,
+	vector    BLOB,
+	UNIQUE (memory_id, seq)
+) STRICT;
+INSERT INTO memory_chunks_v5 (id, memory_id, seq, text, vector)
+	SELECT id, memory_id, seq, text, vector FROM memory_chunks;
+
+DROP TABLE memory_chunks;
+DROP TABLE memories;
+ALTER TABLE memories_v5 RENAME TO memories;
+ALTER TABLE memory_chunks_v5 RENAME TO memory_chunks;
+
+-- Remembered conversations are private to their owner, which was not
+-- recorded before: rather than share them with every user of the agent,
+-- they are forgotten. Sessions keep their history.
+DELETE FROM memory_fts WHERE rowid IN (SELECT c.id FROM memory_chunks c JOIN memories m ON m.id = c.memory_id
+	WHERE m.category = 'conversation');
+DELETE FROM memory_chunks WHERE memory_id IN (SELECT id FROM memories WHERE category = 'conversation');
+DELETE FROM memories WHERE category = 'conversation';
+UPDATE memory_state SET generation = generation + 1;
+`,
 }
 
 // migrate applies the migrations the database has not seen, in one

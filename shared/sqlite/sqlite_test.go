@@ -276,23 +276,7 @@ func TestMigrateIdempotent(t *testing.T) {
 func TestMigrateFromV1(t *testing.T) {
 	ctx := t.Context()
 	path := tempPath(t)
-	old, err := sql.Open("sqlite", dsn(path, []string{"foreign_keys(ON)"}, nil))
-	if err != nil {
-		t.Fatalf("open v1: %v", err)
-	}
-	for _, q := range []string{
-		migrations[0],
-		"PRAGMA user_version = 1",
-		"INSERT INTO sessions (id, agent, created_at, updated_at) VALUES ('s', 'main', 1000, 2000)",
-	} {
-		if _, err := old.ExecContext(ctx, q); err != nil {
-			old.Close()
-			t.Fatalf("build v1: %v", err)
-		}
-	}
-	if err := old.Close(); err != nil {
-		t.Fatalf("close v1: %v", err)
-	}
+	writeOldSchema(t, path, 1, "INSERT INTO sessions (id, agent, created_at, updated_at) VALUES ('s', 'main', 1000, 2000)")
 
 	db := open(t, path)
 	want := store.Session{ID: "s", Agent: "main", CreatedAt: time.UnixMilli(1000).UTC(), UpdatedAt: time.UnixMilli(2000).UTC()}
@@ -314,6 +298,26 @@ func TestMigrateFromV1(t *testing.T) {
 	}
 	if a, err := db.PendingApproval(ctx, "s"); err != nil || a.ID != "a" {
 		t.Errorf("PendingApproval = %+v, %v; want a", a, err)
+	}
+}
+
+// writeOldSchema writes at path a database of schema version, as a binary
+// of that version would have left it, with the rows stmts insert.
+func writeOldSchema(t *testing.T, path string, version int, stmts ...string) {
+	t.Helper()
+	old, err := sql.Open("sqlite", dsn(path, []string{"foreign_keys(ON)"}, nil))
+	if err != nil {
+		t.Fatalf("open v%d: %v", version, err)
+	}
+	all := append(slices.Clone(migrations[:version]), fmt.Sprintf("PRAGMA user_version = %d", version))
+	for _, q := range append(all, stmts...) {
+		if _, err := old.ExecContext(t.Context(), q); err != nil {
+			old.Close()
+			t.Fatalf("build v%d: %v", version, err)
+		}
+	}
+	if err := old.Close(); err != nil {
+		t.Fatalf("close v%d: %v", version, err)
 	}
 }
 

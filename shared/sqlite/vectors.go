@@ -14,20 +14,20 @@ import (
 // across goroutines.
 const parallelRows = 4096
 
-// vectorCache is the in-process copy of the stored vectors, per agent,
-// loaded on an agent's first vector search. It reflects the database at
-// generation gen: every agent it holds is exactly as stored then.
+// vectorCache is the in-process copy of the stored vectors, per memory
+// space, loaded on a space's first vector search. It reflects the database
+// at generation gen: every space it holds is exactly as stored then.
 type vectorCache struct {
 	writeMu sync.Mutex // serialises the index's writes in this process
 	loadMu  sync.Mutex // one load at a time
 
 	mu     sync.RWMutex
 	gen    int64
-	agents map[string]*agentVectors
+	spaces map[space]*spaceVectors
 }
 
 // vectorRow is a chunk's vector as the caller gave it; apply normalises
-// it, only for agents in the cache.
+// it, only for spaces in the cache.
 type vectorRow struct {
 	chunk  int64
 	vector []float32
@@ -35,7 +35,7 @@ type vectorRow struct {
 
 // vectorChange is what a committed write did to one memory.
 type vectorChange struct {
-	agent    string
+	space    space
 	memory   int64
 	category memory.Category
 	rows     []vectorRow
@@ -53,7 +53,7 @@ type vectorHit struct {
 // holds mu (or owns the cache).
 func (c *vectorCache) reset(gen int64) {
 	c.gen = gen
-	c.agents = map[string]*agentVectors{}
+	c.spaces = map[space]*spaceVectors{}
 }
 
 // apply records a write committed as generation gen. If the cache did not
@@ -68,64 +68,64 @@ func (c *vectorCache) apply(gen int64, changes []vectorChange) {
 	}
 	c.gen = gen
 	for _, ch := range changes {
-		av := c.agents[ch.agent]
-		if av == nil {
+		sv := c.spaces[ch.space]
+		if sv == nil {
 			continue
 		}
-		av.remove(ch.memory)
+		sv.remove(ch.memory)
 		if !ch.deleted {
 			for _, r := range ch.rows {
 				if v := memory.Normalized(r.vector); v != nil {
-					av.add(r.chunk, ch.memory, ch.category, v)
+					sv.add(r.chunk, ch.memory, ch.category, v)
 				}
 			}
 		}
 	}
 }
 
-// get returns the agent's vectors if the cache holds them as of
+// get returns the space's vectors if the cache holds them as of
 // generation gen.
-func (c *vectorCache) get(gen int64, agent string) (*agentVectors, bool) {
+func (c *vectorCache) get(gen int64, sp space) (*spaceVectors, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	av, ok := c.agents[agent]
-	return av, ok && c.gen == gen
+	sv, ok := c.spaces[sp]
+	return sv, ok && c.gen == gen
 }
 
-// install adds an agent's vectors read at generation gen.
-func (c *vectorCache) install(gen int64, agent string, av *agentVectors) {
+// install adds a space's vectors read at generation gen.
+func (c *vectorCache) install(gen int64, sp space, sv *spaceVectors) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen != gen {
 		c.reset(gen)
 	}
-	c.agents[agent] = av
+	c.spaces[sp] = sv
 }
 
-// search scans the agent's vectors if the cache holds them as of
+// search scans the space's vectors if the cache holds them as of
 // generation gen (or, with stale, as of any generation); ok is false when
 // they must be loaded first.
-func (c *vectorCache) search(gen int64, agent string, q []float32, cats []memory.Category, k int, stale bool) (hits []vectorHit, ok bool) {
+func (c *vectorCache) search(gen int64, sp space, q []float32, cats []memory.Category, k int, stale bool) (hits []vectorHit, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	av, found := c.agents[agent]
+	sv, found := c.spaces[sp]
 	if !found || c.gen != gen && !stale {
 		return nil, false
 	}
-	return av.search(q, cats, k), true
+	return sv.search(q, cats, k), true
 }
 
-// searchIn scans av, which the cache holds or held, under the lock that
+// searchIn scans sv, which the cache holds or held, under the lock that
 // keeps writes from changing it meanwhile.
-func (c *vectorCache) searchIn(av *agentVectors, q []float32, cats []memory.Category, k int) []vectorHit {
+func (c *vectorCache) searchIn(sv *spaceVectors, q []float32, cats []memory.Category, k int) []vectorHit {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return av.search(q, cats, k)
+	return sv.search(q, cats, k)
 }
 
-// agentVectors are one agent's vectors, one block per dimension (more than
-// one only after a change of embedding model).
-type agentVectors struct {
+// spaceVectors are one memory space's vectors, one block per dimension
+// (more than one only after a change of embedding model).
+type spaceVectors struct {
 	blocks []*vectorBlock
 }
 
@@ -143,8 +143,8 @@ type vectorBlock struct {
 
 // block returns the block of vectors of dims, creating it with room for
 // capHint rows.
-func (av *agentVectors) block(dims, capHint int) *vectorBlock {
-	for _, b := range av.blocks {
+func (sv *spaceVectors) block(dims, capHint int) *vectorBlock {
+	for _, b := range sv.blocks {
 		if b.dims == dims {
 			return b
 		}
@@ -157,21 +157,21 @@ func (av *agentVectors) block(dims, capHint int) *vectorBlock {
 		cats:     make([]uint16, 0, capHint),
 		byMemory: make(map[int64][]int32, capHint),
 	}
-	av.blocks = append(av.blocks, b)
+	sv.blocks = append(sv.blocks, b)
 	return b
 }
 
 // add appends a unit-length vector.
-func (av *agentVectors) add(chunk, mem int64, cat memory.Category, v []float32) {
-	b := av.block(len(v), 0)
+func (sv *spaceVectors) add(chunk, mem int64, cat memory.Category, v []float32) {
+	b := sv.block(len(v), 0)
 	b.data = append(b.data, v...)
 	b.appendRow(chunk, mem, cat)
 }
 
 // addBlob appends a stored vector, normalising it; a vector with no
 // direction is left out, as it can match nothing.
-func (av *agentVectors) addBlob(chunk, mem int64, cat memory.Category, blob []byte, capHint int) {
-	b := av.block(len(blob)/4, capHint)
+func (sv *spaceVectors) addBlob(chunk, mem int64, cat memory.Category, blob []byte, capHint int) {
+	b := sv.block(len(blob)/4, capHint)
 	start := len(b.data)
 	var sum float64
 	for i := 0; i < len(blob); i += 4 {
@@ -207,8 +207,8 @@ func (b *vectorBlock) appendRow(chunk, mem int64, cat memory.Category) {
 
 // remove drops the rows of a memory, moving the last rows into their
 // places.
-func (av *agentVectors) remove(mem int64) {
-	for _, b := range av.blocks {
+func (sv *spaceVectors) remove(mem int64) {
+	for _, b := range sv.blocks {
 		rows := b.byMemory[mem]
 		if len(rows) == 0 {
 			continue
@@ -243,9 +243,9 @@ func (b *vectorBlock) removeRow(r int) {
 
 // search returns the k rows of dimension len(q) most similar to q (unit
 // length) among the categories cats (all when empty), best first.
-func (av *agentVectors) search(q []float32, cats []memory.Category, k int) []vectorHit {
+func (sv *spaceVectors) search(q []float32, cats []memory.Category, k int) []vectorHit {
 	var b *vectorBlock
-	for _, x := range av.blocks {
+	for _, x := range sv.blocks {
 		if x.dims == len(q) {
 			b = x
 		}
@@ -283,15 +283,7 @@ func (av *agentVectors) search(q []float32, cats []memory.Category, k int) []vec
 	for _, h := range heaps {
 		all = append(all, h...)
 	}
-	slices.SortFunc(all, func(x, y scored) int {
-		if worse(x, y) {
-			return 1
-		}
-		if worse(y, x) {
-			return -1
-		}
-		return 0
-	})
+	slices.SortFunc(all, byRank)
 	all = all[:min(k, len(all))]
 	hits := make([]vectorHit, len(all))
 	d := b.dims
@@ -330,6 +322,17 @@ type scored struct {
 // the older chunk first, deterministically).
 func worse(a, b scored) bool {
 	return a.score < b.score || a.score == b.score && a.chunk > b.chunk
+}
+
+// byRank is the comparison that sorts results best first.
+func byRank(a, b scored) int {
+	switch {
+	case worse(a, b):
+		return 1
+	case worse(b, a):
+		return -1
+	}
+	return 0
 }
 
 // topK is a min-heap of at most k results: the worst is at the root.

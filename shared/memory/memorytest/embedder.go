@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
-	"strings"
-	"unicode"
 )
 
 // Dims is the length of the vectors Embedder returns and of every vector
@@ -38,14 +36,12 @@ func (Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) 
 // Vector is the vector Embedder gives text, unnormalised.
 func Vector(text string) []float32 {
 	v := make([]float32, Dims)
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsNumber(r)
-	})
-	if len(words) == 0 {
+	ws := words(text)
+	if len(ws) == 0 {
 		v[0] = 1
 		return v
 	}
-	for _, w := range words {
+	for _, w := range ws {
 		h := fnv.New32a()
 		h.Write([]byte(w))
 		v[h.Sum32()%Dims]++

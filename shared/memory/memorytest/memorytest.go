@@ -12,9 +12,13 @@
 // only what package memory documents: writes are visible to the next read
 // (an OpenSearch adapter refreshes), times are kept to the millisecond,
 // BM25 and cosine rank the obviously better match first, identical texts
-// get identical scores, and every method is scoped to one agent. Keyword
+// get identical scores, and every method is scoped to one agent and owner
+// (an owner sees its own memories and the agent-wide ones). Keyword
 // search must find space-separated words whatever their script and must
 // never fail on user text that looks like query syntax.
+//
+// MapIndex, an index in maps, is the reference the suite is checked
+// against and the search engine of tests whose subject is elsewhere.
 package memorytest
 
 import (
@@ -47,6 +51,10 @@ func Run(t *testing.T, newIndex func(t *testing.T) memory.Index) {
 		{"ReplaceOnRestore", testReplaceOnRestore},
 		{"CategoryFilter", testCategoryFilter},
 		{"AgentIsolation", testAgentIsolation},
+		{"OwnerIsolation", testOwnerIsolation},
+		{"OwnerGetForget", testOwnerGetForget},
+		{"OwnerSameKey", testOwnerSameKey},
+		{"AgentWideShared", testAgentWideShared},
 		{"DecayOrdering", testDecayOrdering},
 		{"KeywordOnlyFallback", testKeywordOnlyFallback},
 		{"EmbeddingOutage", testEmbeddingOutage},
@@ -90,11 +98,18 @@ func store(t *testing.T, m *memory.Memory, e memory.Entry) {
 	}
 }
 
+// search searches the agent-wide memories of agent.
 func search(t *testing.T, m *memory.Memory, agent, query string, o memory.SearchOptions) memory.Results {
 	t.Helper()
-	res, err := m.Search(t.Context(), agent, query, o)
+	return searchAs(t, m, agent, "", query, o)
+}
+
+// searchAs searches the memories of agent that owner may see.
+func searchAs(t *testing.T, m *memory.Memory, agent, owner, query string, o memory.SearchOptions) memory.Results {
+	t.Helper()
+	res, err := m.Search(t.Context(), agent, owner, query, o)
 	if err != nil {
-		t.Fatalf("Search(%q, %q): %v", agent, query, err)
+		t.Fatalf("Search(%q, %q, %q): %v", agent, owner, query, err)
 	}
 	return res
 }
@@ -158,7 +173,7 @@ func testStoreGetForget(t *testing.T, idx memory.Index) {
 	store(t, m, e)
 	store(t, m, memory.Entry{Agent: "main", Key: "tea", Text: "Green tea in the afternoon, no sugar.", Category: memory.Core})
 
-	got, err := m.Get(ctx, "main", "coffee")
+	got, err := m.Get(ctx, "main", "", "coffee")
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
@@ -180,28 +195,28 @@ func testStoreGetForget(t *testing.T, idx memory.Index) {
 		t.Errorf("hit = %+v, want the whole text as snippet and scores in (0, 1]", h)
 	}
 
-	if err := m.Forget(ctx, "main", "coffee"); err != nil {
+	if err := m.Forget(ctx, "main", "", "coffee"); err != nil {
 		t.Fatalf("Forget: %v", err)
 	}
-	if _, err := m.Get(ctx, "main", "coffee"); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := m.Get(ctx, "main", "", "coffee"); !errors.Is(err, memory.ErrNotFound) {
 		t.Errorf("Get after Forget: err = %v, want ErrNotFound", err)
 	}
 	res = search(t, m, "main", "flat white coffee", memory.SearchOptions{})
 	if slices.Contains(keys(res.Hits), "coffee") {
 		t.Errorf("search after Forget found %q", keys(res.Hits))
 	}
-	kw, err := idx.Keyword(ctx, "main", "flat white coffee", memory.Filter{}, 10)
+	kw, err := idx.Keyword(ctx, "main", "", "flat white coffee", memory.Filter{}, 10)
 	if err != nil || len(kw) != 0 {
 		t.Errorf("Keyword after Forget = %v, %v; want nothing", matchKeys(kw), err)
 	}
-	vec, err := idx.Vector(ctx, "main", memory.Normalized(Vector(e.Text)), memory.Filter{}, 10)
+	vec, err := idx.Vector(ctx, "main", "", memory.Normalized(Vector(e.Text)), memory.Filter{}, 10)
 	if err != nil || !slices.Equal(matchKeys(vec), []string{"tea"}) {
 		t.Errorf("Vector after Forget = %v, %v; want only tea", matchKeys(vec), err)
 	}
-	if err := m.Forget(ctx, "main", "coffee"); err != nil {
+	if err := m.Forget(ctx, "main", "", "coffee"); err != nil {
 		t.Errorf("Forget of a forgotten key: %v", err)
 	}
-	if _, err := m.Get(ctx, "main", "never"); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := m.Get(ctx, "main", "", "never"); !errors.Is(err, memory.ErrNotFound) {
 		t.Errorf("Get of a missing key: err = %v, want ErrNotFound", err)
 	}
 }
@@ -220,7 +235,7 @@ func testReplaceOnRestore(t *testing.T, idx memory.Index) {
 	now = Now.Add(time.Hour)
 	store(t, m, memory.Entry{Agent: "main", Key: "car", Text: "The car is a blue Tesla.", Category: memory.Daily})
 
-	got, err := m.Get(ctx, "main", "car")
+	got, err := m.Get(ctx, "main", "", "car")
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
@@ -229,7 +244,7 @@ func testReplaceOnRestore(t *testing.T, idx memory.Index) {
 		t.Errorf("Get after re-store (-want +got):\n%s", diff)
 	}
 	for _, q := range []string{"Volvo", "garage"} {
-		kw, err := idx.Keyword(ctx, "main", q, memory.Filter{}, 10)
+		kw, err := idx.Keyword(ctx, "main", "", q, memory.Filter{}, 10)
 		if err != nil || len(kw) != 0 {
 			t.Errorf("Keyword(%q) after re-store = %v, %v; want nothing", q, matchKeys(kw), err)
 		}
@@ -238,7 +253,7 @@ func testReplaceOnRestore(t *testing.T, idx memory.Index) {
 	if got := keys(res.Hits); !slices.Equal(got, []string{"car"}) {
 		t.Errorf("search Tesla = %q, want [car]", got)
 	}
-	vec, err := idx.Vector(ctx, "main", memory.Normalized(Vector("anything at all")), memory.Filter{}, 10)
+	vec, err := idx.Vector(ctx, "main", "", memory.Normalized(Vector("anything at all")), memory.Filter{}, 10)
 	if err != nil || len(vec) != 1 {
 		t.Errorf("Vector after re-store = %d matches, %v; want the one chunk of the new text", len(vec), err)
 	}
@@ -259,14 +274,14 @@ func testCategoryFilter(t *testing.T, idx memory.Index) {
 	if diff := cmp.Diff([]string{"conversation", "core", "custom", "daily"}, sorted(keys(res.Hits))); diff != "" {
 		t.Errorf("unfiltered search (-want +got):\n%s", diff)
 	}
-	kw, err := idx.Keyword(ctx, "main", "project alpha", f, 10)
+	kw, err := idx.Keyword(ctx, "main", "", "project alpha", f, 10)
 	if err != nil {
 		t.Fatalf("Keyword: %v", err)
 	}
 	if diff := cmp.Diff([]string{"custom", "daily"}, matchKeys(kw)); diff != "" {
 		t.Errorf("filtered Keyword (-want +got):\n%s", diff)
 	}
-	vec, err := idx.Vector(ctx, "main", memory.Normalized(Vector("project alpha")), memory.Filter{Categories: []memory.Category{memory.Core}}, 10)
+	vec, err := idx.Vector(ctx, "main", "", memory.Normalized(Vector("project alpha")), memory.Filter{Categories: []memory.Category{memory.Core}}, 10)
 	if err != nil {
 		t.Fatalf("Vector: %v", err)
 	}
@@ -291,15 +306,15 @@ func testAgentIsolation(t *testing.T, idx memory.Index) {
 	store(t, m, memory.Entry{Agent: "bob", Key: "garden", Text: "Sunflower and daisy and orchid garden.", Category: memory.Daily})
 
 	for a, text := range agents {
-		got, err := m.Get(ctx, a, "secret")
+		got, err := m.Get(ctx, a, "", "secret")
 		if err != nil || got.Text != text || got.Agent != a {
 			t.Errorf("Get(%s, secret) = %q of %q, %v; want %q", a, got.Text, got.Agent, err, text)
 		}
-		if _, err := m.Get(ctx, a+"x", "secret"); !errors.Is(err, memory.ErrNotFound) {
+		if _, err := m.Get(ctx, a+"x", "", "secret"); !errors.Is(err, memory.ErrNotFound) {
 			t.Errorf("Get(%sx, secret): err = %v, want ErrNotFound", a, err)
 		}
 		if a != "bob" {
-			if _, err := m.Get(ctx, a, "garden"); !errors.Is(err, memory.ErrNotFound) {
+			if _, err := m.Get(ctx, a, "", "garden"); !errors.Is(err, memory.ErrNotFound) {
 				t.Errorf("Get(%s, garden): err = %v, want ErrNotFound", a, err)
 			}
 		}
@@ -317,11 +332,11 @@ func testAgentIsolation(t *testing.T, idx memory.Index) {
 				t.Errorf("search as %s found a memory of %s: %q", a, h.Entry.Agent, h.Entry.Text)
 			}
 		}
-		kw, err := idx.Keyword(ctx, a, q, memory.Filter{}, 10)
+		kw, err := idx.Keyword(ctx, a, "", q, memory.Filter{}, 10)
 		if err != nil {
 			t.Fatalf("Keyword: %v", err)
 		}
-		vec, err := idx.Vector(ctx, a, memory.Normalized(Vector(q)), memory.Filter{}, 10)
+		vec, err := idx.Vector(ctx, a, "", memory.Normalized(Vector(q)), memory.Filter{}, 10)
 		if err != nil {
 			t.Fatalf("Vector: %v", err)
 		}
@@ -335,14 +350,290 @@ func testAgentIsolation(t *testing.T, idx memory.Index) {
 		}
 	}
 
-	if err := m.Forget(ctx, "alice", "secret"); err != nil {
+	if err := m.Forget(ctx, "alice", "", "secret"); err != nil {
 		t.Fatalf("Forget: %v", err)
 	}
-	if got, err := m.Get(ctx, "bob", "secret"); err != nil || got.Text != agents["bob"] {
+	if got, err := m.Get(ctx, "bob", "", "secret"); err != nil || got.Text != agents["bob"] {
 		t.Errorf("bob's secret after alice forgot hers = %q, %v", got.Text, err)
 	}
 	if res := search(t, m, "unknown", "password", memory.SearchOptions{}); len(res.Hits) != 0 {
 		t.Errorf("an agent without memories found %q", keys(res.Hits))
+	}
+}
+
+// Owners of the owner cases. "key:a" is a prefix of "key:ab": scoping
+// must compare whole owners.
+const (
+	ownerA  = "key:a"
+	ownerB  = "key:b"
+	ownerAB = "key:ab"
+)
+
+// ownedKeys lists "owner/key" of hits, sorted ("/key" for agent-wide).
+func ownedKeys(hits []memory.Hit) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.Entry.Owner + "/" + h.Entry.Key
+	}
+	return sorted(out)
+}
+
+// ownedMatchKeys lists "owner/key" of matches, sorted, without repeats.
+func ownedMatchKeys(ms []memory.Match) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Entry.Owner+"/"+m.Entry.Key)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func testOwnerIsolation(t *testing.T, idx memory.Index) {
+	ctx := t.Context()
+	m := newMemory(t, idx)
+	for _, e := range []memory.Entry{
+		{Key: "file:MEMORY.md", Text: "The team standup is at nine. The locker room is on floor two.", Category: memory.Core, Source: "MEMORY.md"},
+		{Owner: ownerA, Key: "run:1", Text: "User: my locker code is 4711.\n\nAssistant: Noted.", Category: memory.Conversation, Source: "session:a"},
+		{Owner: ownerB, Key: "run:2", Text: "User: my locker code is 9042.\n\nAssistant: Noted.", Category: memory.Conversation, Source: "session:b"},
+		{Owner: ownerAB, Key: "run:3", Text: "User: my locker code is 5555.\n\nAssistant: Noted.", Category: memory.Conversation, Source: "session:ab"},
+		{Owner: ownerA, Key: "bike", Text: "The locker code of the bike shed is 1984.", Category: memory.Custom, Source: "tool"},
+	} {
+		e.Agent = "main"
+		store(t, m, e)
+	}
+	// The same owner of another agent.
+	store(t, m, memory.Entry{Agent: "other", Owner: ownerA, Key: "run:4", Text: "User: my locker code is 1234.", Category: memory.Conversation})
+
+	const q = "locker code standup"
+	vq := memory.Normalized(Vector(q))
+	kwOnly := newMemory(t, idx, keywordOnly)
+	for owner, want := range map[string][]string{
+		"":      {"/file:MEMORY.md"},
+		ownerA:  {"/file:MEMORY.md", ownerA + "/bike", ownerA + "/run:1"},
+		ownerB:  {"/file:MEMORY.md", ownerB + "/run:2"},
+		ownerAB: {"/file:MEMORY.md", ownerAB + "/run:3"},
+		"tg:7":  {"/file:MEMORY.md"},
+	} {
+		for name, mem := range map[string]*memory.Memory{"hybrid": m, "keyword only": kwOnly} {
+			res := searchAs(t, mem, "main", owner, q, memory.SearchOptions{})
+			if diff := cmp.Diff(want, ownedKeys(res.Hits)); diff != "" {
+				t.Errorf("%s search as %q (-want +got):\n%s", name, owner, diff)
+			}
+			for _, h := range res.Hits {
+				if h.Entry.Agent != "main" || !h.Entry.Visible(owner) {
+					t.Errorf("%s search as %q found %s/%s of %s: %q", name, owner, h.Entry.Owner, h.Entry.Key, h.Entry.Agent, h.Snippet)
+				}
+			}
+		}
+		kw, err := idx.Keyword(ctx, "main", owner, q, memory.Filter{}, 10)
+		if diff := cmp.Diff(want, ownedMatchKeys(kw)); err != nil || diff != "" {
+			t.Errorf("Keyword as %q (-want +got), %v:\n%s", owner, err, diff)
+		}
+		vec, err := idx.Vector(ctx, "main", owner, vq, memory.Filter{}, 10)
+		if diff := cmp.Diff(want, ownedMatchKeys(vec)); err != nil || diff != "" {
+			t.Errorf("Vector as %q (-want +got), %v:\n%s", owner, err, diff)
+		}
+		// Filters narrow what the owner sees, never widen it.
+		conv := memory.Filter{Categories: []memory.Category{memory.Conversation}}
+		wantConv := slices.DeleteFunc(slices.Clone(want), func(k string) bool { return !strings.Contains(k, "/run:") })
+		kw, err = idx.Keyword(ctx, "main", owner, q, conv, 10)
+		if diff := cmp.Diff(wantConv, ownedMatchKeys(kw), cmpopts.EquateEmpty()); err != nil || diff != "" {
+			t.Errorf("Keyword as %q filtered to conversations (-want +got), %v:\n%s", owner, err, diff)
+		}
+		vec, err = idx.Vector(ctx, "main", owner, vq, conv, 10)
+		if diff := cmp.Diff(wantConv, ownedMatchKeys(vec), cmpopts.EquateEmpty()); err != nil || diff != "" {
+			t.Errorf("Vector as %q filtered to conversations (-want +got), %v:\n%s", owner, err, diff)
+		}
+	}
+	// A small k is filled with what the owner may see, however many
+	// nearer chunks other owners have.
+	for i := range 12 {
+		store(t, m, memory.Entry{Agent: "main", Owner: ownerB, Key: fmt.Sprintf("crowd-%02d", i), Text: "locker code standup locker code", Category: memory.Daily})
+	}
+	for _, tc := range []struct {
+		name string
+		got  func() ([]memory.Match, error)
+	}{
+		{"Keyword", func() ([]memory.Match, error) { return idx.Keyword(ctx, "main", ownerA, q, memory.Filter{}, 2) }},
+		{"Vector", func() ([]memory.Match, error) { return idx.Vector(ctx, "main", ownerA, vq, memory.Filter{}, 2) }},
+	} {
+		ms, err := tc.got()
+		if err != nil || len(ms) != 2 {
+			t.Errorf("%s as %s, k=2, among another owner's better matches = %q, %v; want 2 of its own or agent-wide", tc.name, ownerA, ownedMatchKeys(ms), err)
+		}
+		for _, mt := range ms {
+			if !mt.Entry.Visible(ownerA) {
+				t.Errorf("%s as %s found %s/%s", tc.name, ownerA, mt.Entry.Owner, mt.Entry.Key)
+			}
+		}
+	}
+}
+
+func testOwnerGetForget(t *testing.T, idx memory.Index) {
+	ctx := t.Context()
+	m := newMemory(t, idx)
+	mine := memory.Entry{Agent: "main", Owner: ownerA, Key: "run:1", Text: "User: my doctor is Dr. Okafor.", Category: memory.Conversation, Source: "session:a"}
+	shared := memory.Entry{Agent: "main", Key: "doctors", Text: "The clinic opens at eight.", Category: memory.Core}
+	store(t, m, mine)
+	store(t, m, shared)
+
+	if got, err := m.Get(ctx, "main", ownerA, "run:1"); err != nil || got.Text != mine.Text || got.Owner != ownerA {
+		t.Errorf("Get as the owner = %+v, %v; want the owner's memory", got, err)
+	}
+	for _, owner := range []string{ownerB, ownerAB, ""} {
+		if got, err := m.Get(ctx, "main", owner, "run:1"); !errors.Is(err, memory.ErrNotFound) {
+			t.Errorf("Get of %s's key as %q = %q, %v; want ErrNotFound", ownerA, owner, got.Text, err)
+		}
+		if got, err := idx.Get(ctx, "main", owner, "run:1"); !errors.Is(err, memory.ErrNotFound) {
+			t.Errorf("index Get of %s's key as %q = %q, %v; want ErrNotFound", ownerA, owner, got.Text, err)
+		}
+		// An agent-wide key is everyone's to read.
+		if got, err := m.Get(ctx, "main", owner, "doctors"); err != nil || got.Text != shared.Text || got.Owner != "" {
+			t.Errorf("Get of an agent-wide key as %q = %+v, %v; want the agent-wide memory", owner, got, err)
+		}
+	}
+	// The index's Get is exact: an owner has no entry under the agent-wide key.
+	if _, err := idx.Get(ctx, "main", ownerA, "doctors"); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("index Get of an agent-wide key as %s: err = %v, want ErrNotFound", ownerA, err)
+	}
+
+	// Forgetting another owner's key, as an owner or agent-wide, is
+	// forgetting a missing key: nothing happens.
+	for _, owner := range []string{ownerB, ownerAB, ""} {
+		if err := m.Forget(ctx, "main", owner, "run:1"); err != nil {
+			t.Errorf("Forget of %s's key as %q: %v", ownerA, owner, err)
+		}
+	}
+	if got, err := m.Get(ctx, "main", ownerA, "run:1"); err != nil || got.Text != mine.Text {
+		t.Errorf("the owner's memory after others forgot its key = %q, %v", got.Text, err)
+	}
+	if res := searchAs(t, m, "main", ownerA, "doctor Okafor", memory.SearchOptions{}); !slices.Contains(keys(res.Hits), "run:1") {
+		t.Errorf("search as the owner after others forgot its key = %q, want run:1", keys(res.Hits))
+	}
+	// An owner cannot forget an agent-wide memory for everyone.
+	if err := m.Forget(ctx, "main", ownerA, "doctors"); err != nil {
+		t.Errorf("Forget of an agent-wide key as an owner: %v", err)
+	}
+	if _, err := m.Get(ctx, "main", "", "doctors"); err != nil {
+		t.Errorf("the agent-wide memory after an owner forgot its key: %v", err)
+	}
+
+	if err := m.Forget(ctx, "main", ownerA, "run:1"); err != nil {
+		t.Fatalf("Forget as the owner: %v", err)
+	}
+	if _, err := m.Get(ctx, "main", ownerA, "run:1"); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("Get after the owner forgot: err = %v, want ErrNotFound", err)
+	}
+	if res := searchAs(t, m, "main", ownerA, "doctor Okafor", memory.SearchOptions{}); slices.Contains(keys(res.Hits), "run:1") {
+		t.Errorf("search after the owner forgot found %q", keys(res.Hits))
+	}
+	if err := m.Forget(ctx, "main", "", "doctors"); err != nil {
+		t.Fatalf("agent-wide Forget: %v", err)
+	}
+	if _, err := m.Get(ctx, "main", ownerB, "doctors"); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("Get of a forgotten agent-wide key: err = %v, want ErrNotFound", err)
+	}
+}
+
+func testOwnerSameKey(t *testing.T, idx memory.Index) {
+	ctx := t.Context()
+	now := Now
+	m := newMemory(t, idx, func(o *memory.Options) { o.Now = func() time.Time { return now } })
+	texts := map[string]string{
+		"":     "The office coffee machine is on floor two.",
+		ownerA: "Ann drinks an oat milk flat white coffee.",
+		ownerB: "Ben drinks black espresso coffee.",
+	}
+	created := map[string]time.Time{}
+	for i, owner := range []string{"", ownerA, ownerB} {
+		now = Now.Add(time.Duration(i) * time.Hour)
+		created[owner] = now
+		store(t, m, memory.Entry{Agent: "main", Owner: owner, Key: "coffee", Text: texts[owner], Category: memory.Custom})
+	}
+	// Each owner's store made a memory of its own; none replaced another.
+	check := func(when string) {
+		t.Helper()
+		for owner, text := range texts {
+			got, err := idx.Get(ctx, "main", owner, "coffee")
+			if err != nil || got.Text != text || got.Owner != owner || !got.CreatedAt.Equal(created[owner]) {
+				t.Errorf("%s: Get(coffee) as %q = %q of %q created %v, %v; want %q created %v", when, owner, got.Text, got.Owner, got.CreatedAt, err, text, created[owner])
+			}
+		}
+	}
+	check("after three stores")
+
+	now = Now.Add(5 * time.Hour)
+	texts[ownerA] = "Ann switched to green tea."
+	store(t, m, memory.Entry{Agent: "main", Owner: ownerA, Key: "coffee", Text: texts[ownerA], Category: memory.Custom})
+	check("after the owner re-stored its key")
+	if got, _ := m.Get(ctx, "main", ownerA, "coffee"); !got.UpdatedAt.Equal(now) {
+		t.Errorf("re-stored memory updated %v, want %v", got.UpdatedAt, now)
+	}
+
+	const q = "coffee drinks tea espresso machine oat"
+	for owner, want := range map[string][]string{
+		"":     {"/coffee"},
+		ownerA: {"/coffee", ownerA + "/coffee"},
+		ownerB: {"/coffee", ownerB + "/coffee"},
+	} {
+		res := searchAs(t, m, "main", owner, q, memory.SearchOptions{})
+		if diff := cmp.Diff(want, ownedKeys(res.Hits)); diff != "" {
+			t.Errorf("search as %q (-want +got):\n%s", owner, diff)
+		}
+		for _, h := range res.Hits {
+			if h.Entry.Text != texts[h.Entry.Owner] {
+				t.Errorf("search as %q: hit %s/coffee has text %q, want %q", owner, h.Entry.Owner, h.Entry.Text, texts[h.Entry.Owner])
+			}
+		}
+	}
+	for owner, want := range map[string][]string{
+		"":     {"/coffee"},
+		ownerA: {"/coffee", ownerA + "/coffee"},
+	} {
+		kw, err := idx.Keyword(ctx, "main", owner, "coffee tea", memory.Filter{}, 10)
+		if diff := cmp.Diff(want, ownedMatchKeys(kw)); err != nil || diff != "" {
+			t.Errorf("Keyword as %q (-want +got), %v:\n%s", owner, err, diff)
+		}
+		vec, err := idx.Vector(ctx, "main", owner, memory.Normalized(Vector("coffee")), memory.Filter{}, 10)
+		if diff := cmp.Diff(want, ownedMatchKeys(vec)); err != nil || diff != "" {
+			t.Errorf("Vector as %q (-want +got), %v:\n%s", owner, err, diff)
+		}
+	}
+	if kw, err := idx.Keyword(ctx, "main", ownerA, "oat", memory.Filter{}, 10); err != nil || len(kw) != 0 {
+		t.Errorf("Keyword for the replaced text = %q, %v; want nothing", ownedMatchKeys(kw), err)
+	}
+
+	if err := idx.Delete(ctx, "main", ownerB, "coffee"); err != nil {
+		t.Fatal(err)
+	}
+	delete(texts, ownerB)
+	check("after one owner deleted its key")
+	if _, err := idx.Get(ctx, "main", ownerB, "coffee"); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("Get of the deleted key: err = %v, want ErrNotFound", err)
+	}
+	res := searchAs(t, m, "main", ownerB, q, memory.SearchOptions{})
+	if diff := cmp.Diff([]string{"/coffee"}, ownedKeys(res.Hits)); diff != "" {
+		t.Errorf("search as the owner that deleted its key (-want +got):\n%s", diff)
+	}
+}
+
+func testAgentWideShared(t *testing.T, idx memory.Index) {
+	ctx := t.Context()
+	m := newMemory(t, idx)
+	wide := memory.Entry{Agent: "main", Key: "file:MEMORY.md", Text: "Deploys happen on Tuesdays after lunch.", Category: memory.Core, Source: "MEMORY.md"}
+	store(t, m, wide)
+	for _, owner := range []string{"", ownerA, "tg:-100123", "user:ann", "key:ü/#"} {
+		res := searchAs(t, m, "main", owner, "when are deploys", memory.SearchOptions{})
+		if diff := cmp.Diff([]string{"/file:MEMORY.md"}, ownedKeys(res.Hits)); diff != "" {
+			t.Errorf("search as %q (-want +got):\n%s", owner, diff)
+		}
+		if got, err := m.Get(ctx, "main", owner, wide.Key); err != nil || got.Text != wide.Text || got.Owner != "" {
+			t.Errorf("Get as %q = %+v, %v; want the agent-wide memory", owner, got, err)
+		}
+	}
+	// Another agent's users do not see it.
+	if res := searchAs(t, m, "other", ownerA, "when are deploys", memory.SearchOptions{}); len(res.Hits) != 0 {
+		t.Errorf("another agent's user found %q", ownedKeys(res.Hits))
 	}
 }
 
@@ -389,7 +680,7 @@ func testKeywordOnlyFallback(t *testing.T, idx memory.Index) {
 	if h := res.Hits[0]; h.VectorScore != 0 || h.KeywordScore != 1 || h.Score != 1 {
 		t.Errorf("hit scores = %v keyword, %v vector, %v fused; want 1, 0, 1", h.KeywordScore, h.VectorScore, h.Score)
 	}
-	vec, err := idx.Vector(t.Context(), "main", memory.Normalized(Vector("wifi password")), memory.Filter{}, 10)
+	vec, err := idx.Vector(t.Context(), "main", "", memory.Normalized(Vector("wifi password")), memory.Filter{}, 10)
 	if err != nil || len(vec) != 0 {
 		t.Errorf("Vector over keyword-only entries = %v, %v; want nothing", matchKeys(vec), err)
 	}
@@ -410,7 +701,7 @@ func testEmbeddingOutage(t *testing.T, idx memory.Index) {
 	if !errors.Is(err, memory.ErrNotEmbedded) || !errors.Is(err, errEmbedder) {
 		t.Errorf("Store while the embedder is down: err = %v, want ErrNotEmbedded wrapping the cause", err)
 	}
-	if got, err := down.Get(ctx, "main", "dentist"); err != nil || got.Text != e.Text {
+	if got, err := down.Get(ctx, "main", "", "dentist"); err != nil || got.Text != e.Text {
 		t.Fatalf("Get after a failed embedding = %q, %v; want the memory", got.Text, err)
 	}
 	res := search(t, down, "main", "dentist appointment", memory.SearchOptions{})
@@ -443,12 +734,12 @@ func testUnicode(t *testing.T, idx memory.Index) {
 	}
 	store(t, m, memory.Entry{Agent: "main", Key: "clé 🔑 東京", Text: "A key that is not ASCII.", Category: memory.Custom})
 	for k, text := range texts {
-		got, err := m.Get(ctx, "main", k)
+		got, err := m.Get(ctx, "main", "", k)
 		if err != nil || got.Text != text || got.Source != "memory/2026-05-01 ✓.md" {
 			t.Errorf("Get(%s) = %q from %q, %v; want %q", k, got.Text, got.Source, err, text)
 		}
 	}
-	if got, err := m.Get(ctx, "main", "clé 🔑 東京"); err != nil || got.Key != "clé 🔑 東京" {
+	if got, err := m.Get(ctx, "main", "", "clé 🔑 東京"); err != nil || got.Key != "clé 🔑 東京" {
 		t.Errorf("Get of a Unicode key = %q, %v", got.Key, err)
 	}
 	kwOnly := newMemory(t, idx, keywordOnly)
@@ -493,7 +784,7 @@ func testLongTextChunked(t *testing.T, idx memory.Index) {
 	store(t, m, memory.Entry{Agent: "main", Key: "log", Text: text, Category: memory.Daily})
 	store(t, m, memory.Entry{Agent: "main", Key: "other", Text: "Buy milk and bread.", Category: memory.Daily})
 
-	got, err := m.Get(ctx, "main", "log")
+	got, err := m.Get(ctx, "main", "", "log")
 	if err != nil || got.Text != text {
 		t.Fatalf("Get of a long text: %d bytes, %v; want %d bytes", len(got.Text), err, len(text))
 	}
@@ -509,7 +800,7 @@ func testLongTextChunked(t *testing.T, idx memory.Index) {
 		t.Errorf("hits = %q, want one hit per entry", got)
 	}
 
-	kw, err := idx.Keyword(ctx, "main", "harbor", memory.Filter{}, 20)
+	kw, err := idx.Keyword(ctx, "main", "", "harbor", memory.Filter{}, 20)
 	if err != nil {
 		t.Fatalf("Keyword: %v", err)
 	}
@@ -557,10 +848,10 @@ func testHostileQueries(t *testing.T, idx memory.Index) {
 		`'`, `\`, `\"`, `%`, `_`, `;`, `--`, `/* */`, `quotes AND`, `OR quotes`, `"quotes" NOT "stars"`,
 		`quotes~2`, `q?otes`, `[quotes]`, `\u0000`, "tab\tand\nnewline", `\\\\\\"`, `{"query": {"match_all": {}}}`,
 	} {
-		if _, err := idx.Keyword(ctx, "main", q, memory.Filter{}, 10); err != nil {
+		if _, err := idx.Keyword(ctx, "main", "", q, memory.Filter{}, 10); err != nil {
 			t.Errorf("Keyword(%q): %v", q, err)
 		}
-		res, err := m.Search(ctx, "main", q, memory.SearchOptions{})
+		res, err := m.Search(ctx, "main", "", q, memory.SearchOptions{})
 		if err != nil {
 			t.Errorf("Search(%q): %v", q, err)
 			continue
@@ -570,7 +861,7 @@ func testHostileQueries(t *testing.T, idx memory.Index) {
 		}
 	}
 	for _, q := range []string{`"quotes"`, `NEAR(things)`, `stars*`, `notes: about`} {
-		kw, err := idx.Keyword(ctx, "main", q, memory.Filter{}, 10)
+		kw, err := idx.Keyword(ctx, "main", "", q, memory.Filter{}, 10)
 		if err != nil || len(kw) != 1 {
 			t.Errorf("Keyword(%q) = %d matches, %v; want the entry, its words taken literally", q, len(kw), err)
 		}
@@ -590,7 +881,7 @@ func testConcurrentStoreSearch(t *testing.T, idx memory.Index) {
 				if err := m.Store(ctx, e); err != nil {
 					errs <- err
 				}
-				if _, err := m.Search(ctx, "main", "kites parallel", memory.SearchOptions{}); err != nil {
+				if _, err := m.Search(ctx, "main", "", "kites parallel", memory.SearchOptions{}); err != nil {
 					errs <- err
 				}
 			}
@@ -605,7 +896,7 @@ func testConcurrentStoreSearch(t *testing.T, idx memory.Index) {
 	if len(res.Hits) != writers*each {
 		t.Errorf("after concurrent stores search found %d, want %d", len(res.Hits), writers*each)
 	}
-	vec, err := idx.Vector(ctx, "main", memory.Normalized(Vector("kites")), memory.Filter{}, 100)
+	vec, err := idx.Vector(ctx, "main", "", memory.Normalized(Vector("kites")), memory.Filter{}, 100)
 	if err != nil || len(vec) != writers*each {
 		t.Errorf("Vector after concurrent stores = %d, %v; want %d", len(vec), err, writers*each)
 	}
@@ -623,29 +914,59 @@ func testIndexRoundTrip(t *testing.T, idx memory.Index) {
 		UpdatedAt: time.Date(2026, 2, 3, 4, 5, 6, 7_000_000, time.UTC),
 	}
 	put(t, idx, e)
-	got, err := idx.Get(ctx, "main", "k")
+	got, err := idx.Get(ctx, "main", "", "k")
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
 	if diff := cmp.Diff(e, got); diff != "" {
 		t.Errorf("Get (-want +got):\n%s", diff)
 	}
-	if _, err := idx.Get(ctx, "other", "k"); !errors.Is(err, memory.ErrNotFound) {
+	// An owner's entry under the same key, with an owner that needs
+	// escaping in most key schemes.
+	owned := e
+	owned.Owner, owned.Text = "user:ann/#1 ü", "Round trip of an owned entry."
+	put(t, idx, owned)
+	if got, err := idx.Get(ctx, "main", owned.Owner, "k"); err != nil || !cmp.Equal(owned, got) {
+		t.Errorf("Get of the owned entry = %+v, %v; want %+v", got, err, owned)
+	}
+	if got, err := idx.Get(ctx, "main", "", "k"); err != nil || !cmp.Equal(e, got) {
+		t.Errorf("Get of the agent-wide entry after an owner's Put = %+v, %v; want %+v", got, err, e)
+	}
+	kw, err := idx.Keyword(ctx, "main", owned.Owner, "round trip", memory.Filter{}, 10)
+	if err != nil || len(kw) != 2 {
+		t.Fatalf("Keyword as the owner = %d matches, %v; want the owned and the agent-wide entry", len(kw), err)
+	}
+	for _, mt := range kw {
+		want := e
+		if mt.Entry.Owner != "" {
+			want = owned
+		}
+		if diff := cmp.Diff(want, mt.Entry); diff != "" {
+			t.Errorf("Keyword match entry (-want +got):\n%s", diff)
+		}
+	}
+	if err := idx.Delete(ctx, "main", owned.Owner, "k"); err != nil {
+		t.Fatalf("Delete of the owned entry: %v", err)
+	}
+	if _, err := idx.Get(ctx, "main", owned.Owner, "k"); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("Get of the deleted owned entry: err = %v, want ErrNotFound", err)
+	}
+	if _, err := idx.Get(ctx, "other", "", "k"); !errors.Is(err, memory.ErrNotFound) {
 		t.Errorf("Get as another agent: err = %v, want ErrNotFound", err)
 	}
-	if err := idx.Delete(ctx, "other", "k"); err != nil {
+	if err := idx.Delete(ctx, "other", "", "k"); err != nil {
 		t.Errorf("Delete as another agent: %v", err)
 	}
-	if _, err := idx.Get(ctx, "main", "k"); err != nil {
+	if _, err := idx.Get(ctx, "main", "", "k"); err != nil {
 		t.Errorf("Delete as another agent removed the entry: %v", err)
 	}
-	if err := idx.Delete(ctx, "main", "missing"); err != nil {
+	if err := idx.Delete(ctx, "main", "", "missing"); err != nil {
 		t.Errorf("Delete of a missing key: %v", err)
 	}
-	if err := idx.Delete(ctx, "main", "k"); err != nil {
+	if err := idx.Delete(ctx, "main", "", "k"); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	if _, err := idx.Get(ctx, "main", "k"); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := idx.Get(ctx, "main", "", "k"); !errors.Is(err, memory.ErrNotFound) {
 		t.Errorf("Get after Delete: err = %v, want ErrNotFound", err)
 	}
 }
@@ -661,7 +982,7 @@ func testIndexKeyword(t *testing.T, idx memory.Index) {
 	put(t, idx, entry("a", "best", "Lighthouse lighthouse lighthouse.", memory.Core))
 	put(t, idx, entry("a", "none", "Nothing relevant here.", memory.Core))
 
-	kw, err := idx.Keyword(ctx, "a", "lighthouse", memory.Filter{}, 3)
+	kw, err := idx.Keyword(ctx, "a", "", "lighthouse", memory.Filter{}, 3)
 	if err != nil {
 		t.Fatalf("Keyword: %v", err)
 	}
@@ -679,21 +1000,21 @@ func testIndexKeyword(t *testing.T, idx memory.Index) {
 			t.Errorf("matches not ordered by score: %v then %v", kw[i-1].Score, mt.Score)
 		}
 	}
-	kw, err = idx.Keyword(ctx, "a", "lighthouse", memory.Filter{}, 100)
+	kw, err = idx.Keyword(ctx, "a", "", "lighthouse", memory.Filter{}, 100)
 	if err != nil || len(kw) != 6 {
 		t.Errorf("Keyword k=100 = %d matches, %v; want 6", len(kw), err)
 	}
-	kw, err = idx.Keyword(ctx, "b", "keeper", memory.Filter{}, 100)
+	kw, err = idx.Keyword(ctx, "b", "", "keeper", memory.Filter{}, 100)
 	if diff := cmp.Diff([]string{"b0", "b1", "b2"}, matchKeys(kw)); err != nil || diff != "" {
 		t.Errorf("Keyword as b (-want +got), %v:\n%s", err, diff)
 	}
 	// Any word may match: keyword search is a disjunction ranked by BM25.
-	kw, err = idx.Keyword(ctx, "a", "relevant unrelatedword", memory.Filter{}, 10)
+	kw, err = idx.Keyword(ctx, "a", "", "relevant unrelatedword", memory.Filter{}, 10)
 	if diff := cmp.Diff([]string{"none"}, matchKeys(kw)); err != nil || diff != "" {
 		t.Errorf("Keyword with one matching word (-want +got), %v:\n%s", err, diff)
 	}
 	for _, q := range []string{"", "   ", "zzzunknown", "?!"} {
-		if kw, err := idx.Keyword(ctx, "a", q, memory.Filter{}, 10); err != nil || len(kw) != 0 {
+		if kw, err := idx.Keyword(ctx, "a", "", q, memory.Filter{}, 10); err != nil || len(kw) != 0 {
 			t.Errorf("Keyword(%q) = %v, %v; want nothing", q, matchKeys(kw), err)
 		}
 	}
@@ -718,7 +1039,7 @@ func testIndexVector(t *testing.T, idx memory.Index) {
 	}
 
 	q := memory.Normalized(Vector(texts["sea"]))
-	vec, err := idx.Vector(ctx, "a", q, memory.Filter{}, 2)
+	vec, err := idx.Vector(ctx, "a", "", q, memory.Filter{}, 2)
 	if err != nil {
 		t.Fatalf("Vector: %v", err)
 	}
@@ -731,7 +1052,7 @@ func testIndexVector(t *testing.T, idx memory.Index) {
 	if vec[1].Score > vec[0].Score || vec[0].Chunk.Text != texts["sea"] || vec[0].Entry.Text != texts["sea"] {
 		t.Errorf("matches = %+v", vec)
 	}
-	vec, err = idx.Vector(ctx, "a", q, memory.Filter{}, 100)
+	vec, err = idx.Vector(ctx, "a", "", q, memory.Filter{}, 100)
 	if diff := cmp.Diff([]string{"daily-sea", "garden", "kitchen", "mountain", "sea"}, matchKeys(vec)); err != nil || diff != "" {
 		t.Errorf("Vector k=100 (-want +got), %v; chunks without vectors are not vector matches:\n%s", err, diff)
 	}
@@ -740,7 +1061,7 @@ func testIndexVector(t *testing.T, idx memory.Index) {
 			t.Errorf("Vector as a found %q of %q", mt.Entry.Key, mt.Entry.Agent)
 		}
 	}
-	vec, err = idx.Vector(ctx, "a", q, memory.Filter{Categories: []memory.Category{memory.Daily}}, 10)
+	vec, err = idx.Vector(ctx, "a", "", q, memory.Filter{Categories: []memory.Category{memory.Daily}}, 10)
 	if diff := cmp.Diff([]string{"daily-sea"}, matchKeys(vec)); err != nil || diff != "" {
 		t.Errorf("Vector filtered to daily (-want +got), %v:\n%s", err, diff)
 	}
@@ -749,11 +1070,11 @@ func testIndexVector(t *testing.T, idx memory.Index) {
 	for i := range long {
 		long[i] *= 7
 	}
-	vec, err = idx.Vector(ctx, "b", long, memory.Filter{}, 1)
+	vec, err = idx.Vector(ctx, "b", "", long, memory.Filter{}, 1)
 	if err != nil || len(vec) != 1 || vec[0].Entry.Key != "sea-b" || vec[0].Score < 0.999 || vec[0].Score > 1.001 {
 		t.Errorf("Vector with an unnormalised query = %+v, %v; want sea-b with cosine 1", vec, err)
 	}
-	if vec, err := idx.Vector(ctx, "nobody", q, memory.Filter{}, 10); err != nil || len(vec) != 0 {
+	if vec, err := idx.Vector(ctx, "nobody", "", q, memory.Filter{}, 10); err != nil || len(vec) != 0 {
 		t.Errorf("Vector for an agent without memories = %v, %v", matchKeys(vec), err)
 	}
 }
@@ -762,7 +1083,7 @@ func testIndexReplaceChunks(t *testing.T, idx memory.Index) {
 	ctx := t.Context()
 	e := entry("a", "doc", "first second third", memory.Custom)
 	put(t, idx, e, "alpha chunk", "beta chunk", "gamma chunk")
-	kw, err := idx.Keyword(ctx, "a", "chunk", memory.Filter{}, 10)
+	kw, err := idx.Keyword(ctx, "a", "", "chunk", memory.Filter{}, 10)
 	if err != nil || len(kw) != 3 {
 		t.Fatalf("Keyword over three chunks = %d, %v", len(kw), err)
 	}
@@ -778,12 +1099,12 @@ func testIndexReplaceChunks(t *testing.T, idx memory.Index) {
 	e.Text = "delta"
 	put(t, idx, e, "delta chunk")
 	for q, n := range map[string]int{"alpha": 0, "gamma": 0, "delta": 1, "chunk": 1} {
-		kw, err := idx.Keyword(ctx, "a", q, memory.Filter{}, 10)
+		kw, err := idx.Keyword(ctx, "a", "", q, memory.Filter{}, 10)
 		if err != nil || len(kw) != n {
 			t.Errorf("Keyword(%q) after replacing the chunks = %d, %v; want %d", q, len(kw), err, n)
 		}
 	}
-	vec, err := idx.Vector(ctx, "a", memory.Normalized(Vector("alpha chunk")), memory.Filter{}, 10)
+	vec, err := idx.Vector(ctx, "a", "", memory.Normalized(Vector("alpha chunk")), memory.Filter{}, 10)
 	if err != nil || len(vec) != 1 || vec[0].Chunk.Text != "delta chunk" {
 		t.Errorf("Vector after replacing the chunks = %+v, %v; want only the delta chunk", vec, err)
 	}
