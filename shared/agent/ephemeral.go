@@ -70,13 +70,13 @@ func (s split) PendingCalls(ctx context.Context, runID string) ([]chat.ToolCall,
 	return c, err
 }
 
-// Jobs and DeleteJob reach the durable store: ephemeral runs queue no
+// Jobs and DeleteJobs reach the durable store: ephemeral runs queue no
 // jobs.
 func (s split) Jobs(ctx context.Context, kind string, limit int) ([]store.Job, error) {
 	return s.durable.Jobs(ctx, kind, limit)
 }
-func (s split) DeleteJob(ctx context.Context, kind, id string) error {
-	return s.durable.DeleteJob(ctx, kind, id)
+func (s split) DeleteJobs(ctx context.Context, kind string, ids ...string) error {
+	return s.durable.DeleteJobs(ctx, kind, ids...)
 }
 func (s split) NextRun(ctx context.Context, sessionID string) (store.Run, error) {
 	return s.pick(sessionID).NextRun(ctx, sessionID)

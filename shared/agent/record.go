@@ -48,16 +48,16 @@ type Exchange struct {
 //
 // The finish step does not call it: it queues the exchange as a job in the
 // same commit that ends the run, and RecordQueued, run off the request
-// path by the driver, tells the Recorder. A crash loses no exchange.
+// path by the driver, tells the Recorder, many exchanges at a time when
+// runs finish faster than they are recorded. A crash loses no exchange.
 type Recorder interface {
-	Record(ctx context.Context, x Exchange) error
+	Record(ctx context.Context, xs []Exchange) error
 }
 
 // recordJob returns the job that carries a finished run's exchange to the
 // Recorder, and false when there is nothing to remember.
-func (l *Loop) recordJob(ctx context.Context, st RunState, sess store.Session, res Result) (store.Job, bool, error) {
-	if l.Recorder == nil || sess.ID == "" || sess.Ephemeral || strings.HasPrefix(st.SessionID, EphemeralPrefix) ||
-		st.Failed() || strings.TrimSpace(res.Content) == "" {
+func (l *Loop) recordJob(ctx context.Context, st RunState, ephemeral bool, res Result) (store.Job, bool, error) {
+	if l.Recorder == nil || ephemeral || st.Failed() || strings.TrimSpace(res.Content) == "" {
 		return store.Job{}, false, nil
 	}
 	var inputs []string
@@ -87,47 +87,54 @@ func (l *Loop) recordJob(ctx context.Context, st RunState, sess store.Session, r
 }
 
 // RecordQueued tells the Recorder of the exchanges queued by finished runs,
-// oldest first, until none is left or ctx ends, and returns how many it
-// recorded. An exchange the Recorder fails on is logged and dropped, so
-// that one bad exchange cannot block the others; a queue the store cannot
-// read is an error.
+// oldest first and a batch at a time, until none is left or ctx ends, and
+// returns how many it told. A batch the Recorder fails on is logged and
+// dropped, so that a bad exchange cannot block the others forever; a queue
+// the store cannot read is an error.
 func (l *Loop) RecordQueued(ctx context.Context) (int, error) {
 	if l.Recorder == nil {
 		return 0, nil
 	}
 	n := 0
 	for ctx.Err() == nil {
-		jobs, err := l.Store.Jobs(ctx, RecordJob, 32)
+		jobs, err := l.Store.Jobs(ctx, RecordJob, recordBatch)
 		if err != nil {
 			return n, fmt.Errorf("record queued exchanges: %w", err)
 		}
 		if len(jobs) == 0 {
 			return n, nil
 		}
-		for _, j := range jobs {
+		ids := make([]string, len(jobs))
+		xs := make([]Exchange, 0, len(jobs))
+		for i, j := range jobs {
+			ids[i] = j.ID
 			var x Exchange
 			if err := json.Unmarshal(j.Payload, &x); err != nil {
 				l.logRecord(RunState{RunID: j.ID}, fmt.Errorf("decode exchange: %w", err))
-			} else {
-				rctx, cancel := context.WithTimeout(ctx, recordTimeout)
-				err := l.Recorder.Record(rctx, x)
-				cancel()
-				if ctx.Err() != nil {
-					return n, nil // shutting down: the job stays queued
-				}
-				if err != nil {
-					l.logRecord(RunState{RunID: x.RunID, SessionID: x.SessionID}, err)
-				} else {
-					n++
-				}
+				continue
 			}
-			if err := l.Store.DeleteJob(ctx, RecordJob, j.ID); err != nil {
-				return n, fmt.Errorf("record queued exchanges: %w", err)
-			}
+			xs = append(xs, x)
+		}
+		rctx, cancel := context.WithTimeout(ctx, recordTimeout)
+		err = l.Recorder.Record(rctx, xs)
+		cancel()
+		if ctx.Err() != nil {
+			return n, nil // shutting down: the jobs stay queued
+		}
+		if err != nil {
+			l.logRecord(RunState{RunID: ids[0]}, fmt.Errorf("%d exchanges: %w", len(xs), err))
+		} else {
+			n += len(xs)
+		}
+		if err := l.Store.DeleteJobs(ctx, RecordJob, ids...); err != nil {
+			return n, fmt.Errorf("record queued exchanges: %w", err)
 		}
 	}
 	return n, nil
 }
+
+// recordBatch is the most exchanges told to the Recorder at once.
+const recordBatch = 32
 
 func (l *Loop) logRecord(st RunState, err error) {
 	if l.Log != nil {

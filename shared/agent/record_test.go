@@ -21,10 +21,10 @@ type recorder struct {
 	err error
 }
 
-func (r *recorder) Record(_ context.Context, x Exchange) error {
+func (r *recorder) Record(_ context.Context, xs []Exchange) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.got = append(r.got, x)
+	r.got = append(r.got, xs...)
 	return r.err
 }
 

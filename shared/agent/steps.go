@@ -361,17 +361,13 @@ func truncate(s string, n int) string {
 }
 
 func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunState, error) {
-	sess, err := l.Store.GetSession(ctx, st.SessionID)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return st, fmt.Errorf("finish: %w", err)
-	}
 	res, err := l.Result(ctx, st)
 	if err != nil {
 		return st, fmt.Errorf("finish: %w", err)
 	}
-	c.ClearCalls = true
+	ephemeral := strings.HasPrefix(st.SessionID, EphemeralPrefix)
 	switch {
-	case sess.Ephemeral:
+	case ephemeral:
 		if err := l.Store.DeleteSession(ctx, st.SessionID); err != nil {
 			return st, fmt.Errorf("finish: %w", err)
 		}
@@ -382,6 +378,7 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunSta
 			return st, fmt.Errorf("finish: %w", err)
 		}
 		c.Messages = append(c.Messages, closing...)
+		c.ClearCalls = true
 		if err := l.rollbackInput(ctx, st); err != nil {
 			return st, fmt.Errorf("finish: %w", err)
 		}
@@ -396,7 +393,7 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunSta
 	if l.Replier != nil {
 		l.Replier.Finish(st, res)
 	}
-	if job, ok, err := l.recordJob(ctx, st, sess, res); err != nil {
+	if job, ok, err := l.recordJob(ctx, st, ephemeral, res); err != nil {
 		l.logRecord(st, err)
 	} else if ok {
 		c.Jobs = append(c.Jobs, job)

@@ -395,11 +395,14 @@ func (s *Store) Jobs(ctx context.Context, kind string, limit int) ([]store.Job, 
 	return out[:min(limit, len(out))], nil
 }
 
-// DeleteJob removes a job; a missing one is not an error.
-func (s *Store) DeleteJob(ctx context.Context, kind, id string) error {
-	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: s.table, Key: key(pfxJob+kind, pfxJobID+id)})
-	if err != nil {
-		return fmt.Errorf("dynamo: delete job %s/%s: %w", kind, id, err)
+// DeleteJobs removes jobs, 25 to a batch; missing ones are not an error.
+func (s *Store) DeleteJobs(ctx context.Context, kind string, ids ...string) error {
+	keys := make([]item, len(ids))
+	for i, id := range ids {
+		keys[i] = key(pfxJob+kind, pfxJobID+id)
+	}
+	if err := s.deleteKeys(ctx, keys); err != nil {
+		return fmt.Errorf("dynamo: delete jobs %s: %w", kind, err)
 	}
 	return nil
 }

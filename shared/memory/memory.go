@@ -112,6 +112,18 @@ type Match struct {
 	Score float64
 }
 
+// Record is an entry with its chunks, as an Index stores it.
+type Record struct {
+	Entry  Entry
+	Chunks []Chunk
+}
+
+// BatchIndex is an Index that stores many records in one write. Memory
+// uses it, when its index has it, to store many entries at once.
+type BatchIndex interface {
+	PutMany(ctx context.Context, recs []Record) error
+}
+
 // Index is the port search engines implement (embedded SQLite, OpenSearch).
 // Every method is scoped to one agent, and to one owner: an agent never
 // sees another's memories, and an owner never another owner's. An entry is

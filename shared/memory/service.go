@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -133,45 +134,71 @@ func New(idx Index, o Options) (*Memory, error) {
 // error wraps ErrNotEmbedded: a memory is never lost to an embedding
 // outage. Any other error means nothing was stored.
 func (m *Memory) Store(ctx context.Context, e Entry) error {
-	if err := validateEntry(e); err != nil {
-		return fmt.Errorf("memory: store %q: %w", e.Key, err)
-	}
+	return m.StoreMany(ctx, []Entry{e})
+}
+
+// StoreMany stores entries as Store does each, with one call of the
+// embedding model for all their chunks and, when the index is a
+// BatchIndex, one write. Either every entry is stored or, on an error that
+// does not wrap ErrNotEmbedded, none when the index writes in batches.
+func (m *Memory) StoreMany(ctx context.Context, es []Entry) error {
 	now := m.now()
-	if e.CreatedAt.IsZero() {
-		old, err := m.idx.Get(ctx, e.Agent, e.Owner, e.Key)
-		switch {
-		case err == nil:
-			e.CreatedAt = old.CreatedAt
-		case errors.Is(err, ErrNotFound):
-			e.CreatedAt = now
-		default:
+	recs := make([]Record, len(es))
+	counts := make([]int, len(es))
+	var all []Chunk
+	for i, e := range es {
+		if err := validateEntry(e); err != nil {
 			return fmt.Errorf("memory: store %q: %w", e.Key, err)
 		}
-	}
-	if e.UpdatedAt.IsZero() {
-		e.UpdatedAt = now
-	}
-	e.CreatedAt, e.UpdatedAt = millis(e.CreatedAt), millis(e.UpdatedAt)
-
-	texts := m.chunker.Split(e.Text)
-	chunks := make([]Chunk, len(texts))
-	for i, t := range texts {
-		chunks[i] = Chunk{Seq: i, Text: t}
+		if e.CreatedAt.IsZero() {
+			old, err := m.idx.Get(ctx, e.Agent, e.Owner, e.Key)
+			switch {
+			case err == nil:
+				e.CreatedAt = old.CreatedAt
+			case errors.Is(err, ErrNotFound):
+				e.CreatedAt = now
+			default:
+				return fmt.Errorf("memory: store %q: %w", e.Key, err)
+			}
+		}
+		if e.UpdatedAt.IsZero() {
+			e.UpdatedAt = now
+		}
+		e.CreatedAt, e.UpdatedAt = millis(e.CreatedAt), millis(e.UpdatedAt)
+		texts := m.chunker.Split(e.Text)
+		for j, t := range texts {
+			all = append(all, Chunk{Seq: j, Text: t})
+		}
+		recs[i].Entry, counts[i] = e, len(texts)
 	}
 	var embedErr error
 	if m.emb != nil {
-		embedErr = m.embedChunks(ctx, chunks)
-		if embedErr != nil {
-			for i := range chunks {
-				chunks[i].Vector = nil
+		if embedErr = m.embedChunks(ctx, all); embedErr != nil {
+			for i := range all {
+				all[i].Vector = nil
 			}
 		}
 	}
-	if err := m.idx.Put(ctx, e, chunks); err != nil {
-		return fmt.Errorf("memory: store %q: %w", e.Key, err)
+	for i, n := range counts {
+		recs[i].Chunks, all = all[:n:n], all[n:]
+	}
+	what := fmt.Sprintf("%d entries", len(recs))
+	if len(recs) == 1 {
+		what = strconv.Quote(recs[0].Entry.Key)
+	}
+	if b, ok := m.idx.(BatchIndex); ok {
+		if err := b.PutMany(ctx, recs); err != nil {
+			return fmt.Errorf("memory: store %s: %w", what, err)
+		}
+	} else {
+		for _, r := range recs {
+			if err := m.idx.Put(ctx, r.Entry, r.Chunks); err != nil {
+				return fmt.Errorf("memory: store %q: %w", r.Entry.Key, err)
+			}
+		}
 	}
 	if embedErr != nil {
-		return fmt.Errorf("memory: store %q: %w: %w", e.Key, ErrNotEmbedded, embedErr)
+		return fmt.Errorf("memory: store %s: %w: %w", what, ErrNotEmbedded, embedErr)
 	}
 	return nil
 }

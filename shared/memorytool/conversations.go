@@ -42,20 +42,27 @@ func NewConversations(m *memory.Memory) (*Conversations, error) {
 	return &Conversations{mem: m}, nil
 }
 
-// Record stores the exchange for its owner, or nothing when it has none.
-// An embedding failure is reported (wrapping memory.ErrNotEmbedded)
-// although the exchange was stored for keyword search.
-func (c *Conversations) Record(ctx context.Context, x agent.Exchange) error {
-	if x.Owner == "" {
+// Record stores the exchanges, each for its owner (an exchange without
+// one is skipped), in one write. An embedding failure is reported
+// (wrapping memory.ErrNotEmbedded) although the exchanges were stored for
+// keyword search.
+func (c *Conversations) Record(ctx context.Context, xs []agent.Exchange) error {
+	es := make([]memory.Entry, 0, len(xs))
+	for _, x := range xs {
+		if x.Owner == "" {
+			continue
+		}
+		text := "User: " + clip(x.Input, maxConversationInput) + "\n\nAssistant: " + clip(x.Answer, maxConversationAnswer)
+		es = append(es, memory.Entry{
+			Agent: x.Agent, Owner: x.Owner, Key: ConversationKeyPrefix + x.RunID, Text: text, Category: memory.Conversation,
+			Source: "session:" + x.SessionID, CreatedAt: x.At, UpdatedAt: x.At,
+		})
+	}
+	if len(es) == 0 {
 		return nil
 	}
-	text := "User: " + clip(x.Input, maxConversationInput) + "\n\nAssistant: " + clip(x.Answer, maxConversationAnswer)
-	e := memory.Entry{
-		Agent: x.Agent, Owner: x.Owner, Key: ConversationKeyPrefix + x.RunID, Text: text, Category: memory.Conversation,
-		Source: "session:" + x.SessionID, CreatedAt: x.At, UpdatedAt: x.At,
-	}
-	if err := c.mem.Store(ctx, e); err != nil {
-		return fmt.Errorf("remember run %s: %w", x.RunID, err)
+	if err := c.mem.StoreMany(ctx, es); err != nil {
+		return fmt.Errorf("remember %d exchanges: %w", len(es), err)
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ func TestConversations(t *testing.T) {
 	x := agent.Exchange{Agent: "a", SessionID: "sess1", Owner: "key:k1", RunID: "run1", Input: "Remind me: the plumber comes on Tuesday", Answer: "Noted, the plumber comes on Tuesday.", At: at}
 	ctx := context.Background()
 	for range 2 { // a retried finish step records again
-		if err := c.Record(ctx, x); err != nil {
+		if err := c.Record(ctx, []agent.Exchange{x}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -53,7 +53,7 @@ func TestConversations(t *testing.T) {
 	}
 
 	long := agent.Exchange{Agent: "a", SessionID: "s", Owner: "key:k1", RunID: "run2", Input: strings.Repeat("é", 5000), Answer: strings.Repeat("x", 20000), At: at}
-	if err := c.Record(ctx, long); err != nil {
+	if err := c.Record(ctx, []agent.Exchange{long}); err != nil {
 		t.Fatal(err)
 	}
 	e, err := m.Get(ctx, "a", "key:k1", "run:run2")
@@ -66,7 +66,7 @@ func TestConversations(t *testing.T) {
 
 	// An exchange without an owner is nobody's to share: not remembered.
 	x.Owner, x.RunID = "", "run3"
-	if err := c.Record(ctx, x); err != nil {
+	if err := c.Record(ctx, []agent.Exchange{x}); err != nil {
 		t.Fatal(err)
 	}
 	if e, err := m.Get(ctx, "a", "", "run:run3"); !errors.Is(err, memory.ErrNotFound) {
@@ -85,7 +85,7 @@ func TestConversationsPrivateMemoryFileShared(t *testing.T) {
 	}
 	x := agent.Exchange{Agent: "a", SessionID: "s1", Owner: "key:k1", RunID: "r1",
 		Input: "My plumber comes on Tuesday, remember it", Answer: "Noted: the plumber comes on Tuesday.", At: may1}
-	if err := c.Record(context.Background(), x); err != nil {
+	if err := c.Record(context.Background(), []agent.Exchange{x}); err != nil {
 		t.Fatal(err)
 	}
 	for owner, want := range map[string][]string{
@@ -103,5 +103,35 @@ func TestConversationsPrivateMemoryFileShared(t *testing.T) {
 	out, err := ts["memory_get"].Call(context.Background(), tool.Env{Agent: "a", Owner: "tg:42"}, json.RawMessage(`{"key":"run:r1"}`))
 	if err == nil || !strings.Contains(err.Error(), `there is no memory with key "run:r1"`) {
 		t.Errorf("memory_get of another owner's conversation = %q, %v; want no such memory", out, err)
+	}
+}
+
+// A batch of exchanges is stored at once, each for its owner; one without
+// an owner is skipped.
+func TestConversationsBatch(t *testing.T) {
+	m := newMemory(t)
+	c, err := NewConversations(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	xs := []agent.Exchange{
+		{Agent: "a", SessionID: "s1", Owner: "key:k1", RunID: "r1", Input: "my dentist is Dr Oak", Answer: "Noted."},
+		{Agent: "a", SessionID: "s2", Owner: "tg:42", RunID: "r2", Input: "my dentist is Dr Elm", Answer: "Noted."},
+		{Agent: "a", SessionID: "s3", RunID: "r3", Input: "my dentist is Dr Ash", Answer: "Noted."},
+	}
+	if err := c.Record(ctx, xs); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ owner, key, want string }{
+		{"key:k1", "run:r1", "Oak"}, {"tg:42", "run:r2", "Elm"},
+	} {
+		got, err := m.Get(ctx, "a", tt.owner, tt.key)
+		if err != nil || !strings.Contains(got.Text, tt.want) {
+			t.Errorf("Get(%s, %s) = %q, %v; want the exchange with %s", tt.owner, tt.key, got.Text, err, tt.want)
+		}
+	}
+	if _, err := m.Get(ctx, "a", "", "run:r3"); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("an exchange without an owner was stored: %v", err)
 	}
 }

@@ -87,18 +87,15 @@ func visibleSpaces(agent, owner string) []space {
 	return []space{{agent, ""}, {agent, owner}}
 }
 
-var _ memory.Index = (*MemoryIndex)(nil)
+var (
+	_ memory.Index      = (*MemoryIndex)(nil)
+	_ memory.BatchIndex = (*MemoryIndex)(nil)
+)
 
 // MemoryIndex returns the database's memory index. Every call returns the
 // same index, which shares the database's connections and lives until
 // Close.
 func (db *DB) MemoryIndex() *MemoryIndex { return db.mem }
-
-// MemoryRecord is an entry and its chunks, for PutMany.
-type MemoryRecord struct {
-	Entry  memory.Entry
-	Chunks []memory.Chunk
-}
 
 // memoryColumns are the columns of an entry, in the order scanEntry reads.
 const memoryColumns = `m.agent, m.owner, m.key, m.text, m.category, m.source, m.created_at, m.updated_at`
@@ -250,13 +247,13 @@ func scanEntry(e *memory.Entry, created, updated *int64) []any {
 // Put stores an entry and its chunks, replacing what its agent, owner and
 // key held.
 func (x *MemoryIndex) Put(ctx context.Context, e memory.Entry, chunks []memory.Chunk) error {
-	return x.PutMany(ctx, []MemoryRecord{{Entry: e, Chunks: chunks}})
+	return x.PutMany(ctx, []memory.Record{{Entry: e, Chunks: chunks}})
 }
 
 // PutMany stores many entries in one transaction, each replacing what its
 // agent, owner and key held: much faster than Put one by one for bulk
 // indexing.
-func (x *MemoryIndex) PutMany(ctx context.Context, recs []MemoryRecord) error {
+func (x *MemoryIndex) PutMany(ctx context.Context, recs []memory.Record) error {
 	for _, r := range recs {
 		if r.Entry.Agent == "" || r.Entry.Key == "" {
 			return fmt.Errorf("sqlite: put memory: %w: empty agent or key", memory.ErrInvalid)

@@ -154,11 +154,11 @@ func benchFill(ctx context.Context, idx *MemoryIndex, owner string, from, to int
 	cats := []memory.Category{memory.Core, memory.Daily, memory.Conversation, memory.Custom}
 	now := time.Now()
 	const batch = 10_000
-	recs := make([]MemoryRecord, 0, batch)
+	recs := make([]memory.Record, 0, batch)
 	for i := from; i < to; i++ {
 		text := benchText(rng, zipf)
 		at := now.Add(-time.Duration(rng.IntN(365*24)) * time.Hour)
-		recs = append(recs, MemoryRecord{
+		recs = append(recs, memory.Record{
 			Entry: memory.Entry{
 				Agent: "main", Owner: owner, Key: fmt.Sprintf("m%07d", i), Text: text, Category: cats[i%len(cats)],
 				Source: "tool", CreatedAt: at, UpdatedAt: at,

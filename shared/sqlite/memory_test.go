@@ -95,10 +95,10 @@ func TestMemoryKeywordBudget(t *testing.T) {
 	idx := open(t, tempPath(t)).MemoryIndex()
 	idx.budget = 20
 	ctx := t.Context()
-	var recs []MemoryRecord
+	var recs []memory.Record
 	add := func(key, text string) {
 		e := memory.Entry{Agent: "main", Key: key, Text: text, Category: memory.Daily}
-		recs = append(recs, MemoryRecord{Entry: e, Chunks: []memory.Chunk{{Text: text}}})
+		recs = append(recs, memory.Record{Entry: e, Chunks: []memory.Chunk{{Text: text}}})
 	}
 	for i := range 100 {
 		add(fmt.Sprintf("common-%03d", i), fmt.Sprintf("the user said thing %d", i))
@@ -116,7 +116,7 @@ func TestMemoryKeywordBudget(t *testing.T) {
 	recs = recs[:0]
 	for i := range 2 * idx.budget {
 		e := memory.Entry{Agent: "main", Owner: "key:b", Key: fmt.Sprint("b-", i), Text: "zebras", Category: memory.Daily}
-		recs = append(recs, MemoryRecord{Entry: e, Chunks: []memory.Chunk{{Text: e.Text}}})
+		recs = append(recs, memory.Record{Entry: e, Chunks: []memory.Chunk{{Text: e.Text}}})
 	}
 	if err := idx.PutMany(ctx, recs); err != nil {
 		t.Fatal(err)

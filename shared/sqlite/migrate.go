@@ -170,9 +170,11 @@ CREATE TABLE telegram_outbox (
 CREATE INDEX telegram_outbox_pending ON telegram_outbox (n) WHERE status = 'pending';
 `,
 	// 5: session owners, the raw arguments of a run's pending tool calls,
-	// and the durable job queue.
+	// and the durable job queue. A session's updated_at is when a run was
+	// last queued: stepping a run no longer writes the session too.
 	`
 ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+DROP TRIGGER runs_touch_session;
 
 -- A JSON array of the calls the run is about to execute, arguments as the
 -- model sent them; NULL when none are pending.

@@ -58,45 +58,50 @@ func (db *DB) EnqueueRun(ctx context.Context, n store.NewRun) (store.Run, bool, 
 	}
 
 	// BEGIN IMMEDIATE: the seq is read and bumped under the write lock.
+	// The common case, a run for an existing session of its owner, is an
+	// update and an insert; the rest is found from what they change.
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fail(fmt.Errorf("begin: %w", err))
 	}
 	defer tx.Rollback()
 
-	existing, err := scanRun(tx.StmtContext(ctx, db.st.runForEnqueue).QueryRowContext(ctx, r.ID))
-	switch {
-	case err == nil:
-		return existing, false, fmt.Errorf("sqlite: enqueue run %q: %w", r.ID, store.ErrExists)
-	case !errors.Is(err, sql.ErrNoRows):
-		return fail(err)
-	}
 	sess := n.Session
-	res, err := tx.StmtContext(ctx, db.st.createSession).ExecContext(ctx, sess.ID, sess.Agent, sess.Owner, sess.Ephemeral, allow,
-		toMillis(orNow(sess.CreatedAt, now)), toMillis(orNow(sess.UpdatedAt, now)))
-	if err != nil {
-		return fail(fmt.Errorf("create session: %w", err))
-	}
-	created, err := res.RowsAffected()
-	if err != nil {
-		return fail(err)
-	}
-	if created == 0 {
-		var owner string
-		if err := tx.StmtContext(ctx, db.st.sessionOwner).QueryRowContext(ctx, sess.ID).Scan(&owner); err != nil {
-			return fail(fmt.Errorf("session owner: %w", err))
+	created := false
+	err = tx.StmtContext(ctx, db.st.takeSeq).QueryRowContext(ctx, toMillis(now), r.SessionID, sess.Owner).Scan(&r.Seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		// A new session, or another owner's.
+		res, err := tx.StmtContext(ctx, db.st.newSession).ExecContext(ctx, sess.ID, sess.Agent, sess.Owner, sess.Ephemeral, allow,
+			toMillis(orNow(sess.CreatedAt, now)), toMillis(orNow(sess.UpdatedAt, now)))
+		if err != nil {
+			return fail(fmt.Errorf("create session: %w", err))
 		}
-		if owner != sess.Owner {
+		if n, err := res.RowsAffected(); err != nil {
+			return fail(err)
+		} else if n == 0 {
+			if existing, err := db.runOf(ctx, tx, r.ID); err == nil {
+				return existing, false, fmt.Errorf("sqlite: enqueue run %q: %w", r.ID, store.ErrExists)
+			}
 			return fail(fmt.Errorf("session %q: %w", sess.ID, store.ErrForbidden))
 		}
-	}
-	if err := tx.StmtContext(ctx, db.st.takeSeq).QueryRowContext(ctx, toMillis(now), r.SessionID).Scan(&r.Seq); err != nil {
+		created, r.Seq = true, 1
+	} else if err != nil {
 		return fail(fmt.Errorf("next seq: %w", err))
 	}
-	_, err = tx.StmtContext(ctx, db.st.insertRun).ExecContext(ctx,
+	res, err := tx.StmtContext(ctx, db.st.insertRun).ExecContext(ctx,
 		r.ID, r.SessionID, r.Seq, string(r.Status), r.State, toMillis(r.CreatedAt), toMillis(r.UpdatedAt))
 	if err != nil {
 		return fail(err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fail(err)
+	} else if n == 0 {
+		// The id is taken: nothing of this enqueue is kept.
+		existing, err := db.runOf(ctx, tx, r.ID)
+		if err != nil {
+			return fail(err)
+		}
+		return existing, false, fmt.Errorf("sqlite: enqueue run %q: %w", r.ID, store.ErrExists)
 	}
 	appendStmt := tx.StmtContext(ctx, db.st.appendMessage)
 	for i, b := range bodies {
@@ -107,7 +112,12 @@ func (db *DB) EnqueueRun(ctx context.Context, n store.NewRun) (store.Run, bool, 
 	if err := tx.Commit(); err != nil {
 		return fail(fmt.Errorf("commit: %w", err))
 	}
-	return r, created == 1, nil
+	return r, created, nil
+}
+
+// runOf reads a run within tx.
+func (db *DB) runOf(ctx context.Context, tx *sql.Tx, id string) (store.Run, error) {
+	return scanRun(tx.StmtContext(ctx, db.st.runForEnqueue).QueryRowContext(ctx, id))
 }
 
 // GetRun returns a run by id, or store.ErrNotFound.
@@ -123,7 +133,7 @@ func (db *DB) GetRun(ctx context.Context, id string) (store.Run, error) {
 }
 
 // CommitRun applies a step's writes in one transaction: the run's Status
-// and State (and, by trigger, its session's UpdatedAt), the messages
+// and State, the messages
 // put-if-absent, the pending calls and the jobs. It is store.ErrNotFound
 // for an unknown run, and then writes nothing.
 func (db *DB) CommitRun(ctx context.Context, c store.Commit) error {
@@ -234,10 +244,15 @@ func (db *DB) Jobs(ctx context.Context, kind string, limit int) ([]store.Job, er
 	return out, nil
 }
 
-// DeleteJob removes a job; a missing one is not an error.
-func (db *DB) DeleteJob(ctx context.Context, kind, id string) error {
-	if _, err := db.st.deleteJob.ExecContext(ctx, kind, id); err != nil {
-		return fmt.Errorf("sqlite: delete job %s/%s: %w", kind, id, err)
+// DeleteJobs removes jobs in one statement; missing ones are not an
+// error.
+func (db *DB) DeleteJobs(ctx context.Context, kind string, ids ...string) error {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return fmt.Errorf("sqlite: delete jobs %s: %w", kind, err)
+	}
+	if _, err := db.st.deleteJobs.ExecContext(ctx, kind, string(list)); err != nil {
+		return fmt.Errorf("sqlite: delete jobs %s: %w", kind, err)
 	}
 	return nil
 }

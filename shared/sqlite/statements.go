@@ -26,9 +26,9 @@ type statements struct {
 	insertRun      *sql.Stmt
 	updateRun      *sql.Stmt
 	setCalls       *sql.Stmt
-	sessionOwner   *sql.Stmt
+	newSession     *sql.Stmt
 	putJob         *sql.Stmt
-	deleteJob      *sql.Stmt
+	deleteJobs     *sql.Stmt
 	deleteSessMsgs *sql.Stmt
 	deleteSessRuns *sql.Stmt
 	deleteSessAppr *sql.Stmt
@@ -65,20 +65,21 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 	}{
 		{w, &s.createSession, `INSERT INTO sessions (id, agent, owner, ephemeral, allowlist, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
-		{w, &s.sessionOwner, `SELECT owner FROM sessions WHERE id = ?`},
+		{w, &s.newSession, `INSERT INTO sessions (id, agent, owner, ephemeral, allowlist, next_seq, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, 2, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{w, &s.appendMessage, `INSERT INTO messages (session_id, key, run_id, body, created_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, key) DO NOTHING`},
 		{w, &s.deleteMessages, `DELETE FROM messages
 			WHERE session_id = ? AND key IN (SELECT value FROM json_each(?))`},
 		{w, &s.runForEnqueue, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
 		{w, &s.takeSeq, `UPDATE sessions SET next_seq = next_seq + 1, updated_at = ?
-			WHERE id = ? RETURNING next_seq - 1`},
-		{w, &s.insertRun, `INSERT INTO runs (` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)`},
+			WHERE id = ? AND owner = ? RETURNING next_seq - 1`},
+		{w, &s.insertRun, `INSERT INTO runs (` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{w, &s.updateRun, `UPDATE runs SET status = ?, state = ?, updated_at = ? WHERE id = ?`},
 		{w, &s.setCalls, `UPDATE runs SET calls = ? WHERE id = ?`},
 		{w, &s.putJob, `INSERT INTO jobs (kind, id, payload, created_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (kind, id) DO UPDATE SET payload = excluded.payload, created_at = excluded.created_at`},
-		{w, &s.deleteJob, `DELETE FROM jobs WHERE kind = ? AND id = ?`},
+		{w, &s.deleteJobs, `DELETE FROM jobs WHERE kind = ? AND id IN (SELECT value FROM json_each(?))`},
 		{w, &s.deleteSessMsgs, `DELETE FROM messages WHERE session_id = ?`},
 		{w, &s.deleteSessRuns, `DELETE FROM runs WHERE session_id = ?`},
 		{w, &s.deleteSessAppr, `DELETE FROM approvals WHERE session_id = ?`},

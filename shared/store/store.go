@@ -119,7 +119,7 @@ type Commit struct {
 
 // Job is durable work queued by a commit and done later by a worker, such
 // as remembering a finished exchange. A kill -9 loses no job: it is in the
-// store from the commit that queued it until DeleteJob.
+// store from the commit that queued it until DeleteJobs.
 type Job struct {
 	Kind      string    `json:"kind"`
 	ID        string    `json:"id"`
@@ -274,8 +274,8 @@ type Keys interface {
 type Jobs interface {
 	// Jobs returns up to limit queued jobs of kind, oldest first.
 	Jobs(ctx context.Context, kind string, limit int) ([]Job, error)
-	// DeleteJob removes a done job; a missing one is not an error.
-	DeleteJob(ctx context.Context, kind, id string) error
+	// DeleteJobs removes done jobs; missing ones are not an error.
+	DeleteJobs(ctx context.Context, kind string, ids ...string) error
 }
 
 // Store is everything an adapter provides.

@@ -294,11 +294,13 @@ func (m *Store) Jobs(_ context.Context, kind string, limit int) ([]store.Job, er
 	return out[:min(limit, len(out))], nil
 }
 
-// DeleteJob implements store.Jobs.
-func (m *Store) DeleteJob(_ context.Context, kind, id string) error {
+// DeleteJobs implements store.Jobs.
+func (m *Store) DeleteJobs(_ context.Context, kind string, ids ...string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.jobs[kind], id)
+	for _, id := range ids {
+		delete(m.jobs[kind], id)
+	}
 	return nil
 }
 

@@ -1071,8 +1071,8 @@ func testJobs(t *testing.T, s store.Store) {
 	// Queuing a job again replaces it.
 	replaced := store.Job{Kind: "record", ID: "j1", Payload: []byte(`{"n":"one"}`), CreatedAt: at(4)}
 	must(t, "CommitRun replacing a job", s.CommitRun(ctx, store.Commit{Run: r, Jobs: []store.Job{replaced}}))
-	must(t, "DeleteJob", s.DeleteJob(ctx, "record", "j2"))
-	must(t, "DeleteJob missing", s.DeleteJob(ctx, "record", "j9"))
+	must(t, "DeleteJobs", s.DeleteJobs(ctx, "record", "j2", "j9"))
+	must(t, "DeleteJobs of none", s.DeleteJobs(ctx, "record"))
 	got, err = s.Jobs(ctx, "record", 10)
 	must(t, "Jobs after replace and delete", err)
 	diff(t, "Jobs after replace and delete", []store.Job{jobs[2], replaced}, got)
