@@ -11,15 +11,6 @@ import (
 // held text is scrubbed and emitted as it is.
 const maxHold = 256 << 10
 
-// holdRE matches the end of a line that could still be the beginning of a
-// multi-word secret: a credential key waiting for its separator or value, an
-// Authorization header waiting for its scheme or value, a quoted value not
-// yet closed, or a Bearer prefix. It must match every prefix, ending in
-// whitespace, of a match of the key assignment, Authorization and Bearer
-// patterns; it may match more, which only delays output.
-var holdRE = regexp.MustCompile(`(?i)(?:` + keyNames + `|authorization|bearer)\\?["']?[ \t]*` +
-	`(?:(?::=|=>|[:=])[ \t]*(?:\\?"(?:[^"\\\r\n]|\\.)*|\\?'[^'\r\n]*|[a-z]+[ \t]+)?)?$`)
-
 // pemPartialRE matches the end of a line holding a PEM header that is still
 // arriving and has been cut at a space.
 var pemPartialRE = regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*$`)
@@ -124,8 +115,8 @@ func lastCut(p []byte, n int) int {
 func blocked(prefix []byte) int {
 	start := openPEM(prefix)
 	line := bytes.LastIndexByte(prefix, '\n') + 1
-	if loc := holdRE.FindIndex(prefix[line:]); loc != nil && (start < 0 || line+loc[0] < start) {
-		start = line + loc[0]
+	if at := holdStart(string(prefix[line:])); at >= 0 && (start < 0 || line+at < start) {
+		start = line + at
 	}
 	return start
 }

@@ -38,7 +38,10 @@ func streamInputs() []string {
 	for _, c := range patternCases {
 		ins = append(ins, c.in, "prefix "+c.in+" suffix\nnext line "+c.in)
 	}
-	return ins
+	for _, c := range credentials() {
+		ins = append(ins, c.texts...)
+	}
+	return append(ins, negatives()...)
 }
 
 // run writes the pieces to a new Stream, flushes it and returns what it
