@@ -77,6 +77,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/openai"
 	"github.com/lambdaclaw/lambdaclaw/shared/ratelimit"
+	"github.com/lambdaclaw/lambdaclaw/shared/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/store/memstore"
@@ -203,7 +204,7 @@ func newLogger(level string) *slog.Logger {
 	if err := l.UnmarshalText([]byte(level)); err != nil || level == "" {
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+	return slog.New(scrub.NewHandler(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})))
 }
 
 // newProviders returns the configured providers, DEFAULT_PROVIDER first.
