@@ -12,10 +12,11 @@ import (
 // longKeyLits are their first letters, for the candidate search.
 const longKeys = `api[_-]?key|access[_-]?key|account[_-]?key|secret[_-]?(?:access[_-]?)?key(?:[_-]?base)?|` +
 	`private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|auth[_-]?key|subscription[_-]?key|` +
-	`functions[_-]?key|client[_-]?key[_-]?data|honeycomb[_-]?team|token|secret|password|passwd|passphrase|signature`
+	`functions[_-]?key|client[_-]?key[_-]?data|honeycomb[_-]?team|license[_-]?key|consumer[_-]?key|hmac[_-]?key|` +
+	`admin[_-]?key|token|secret|password|passwd|passphrase|signature`
 
 var longKeyLits = []string{"api", "access", "account", "secret", "private", "signing", "encryption", "master", "auth",
-	"subscription", "functions", "client", "honeycomb", "token", "pass", "sig"}
+	"subscription", "functions", "client", "honeycomb", "license", "consumer", "hmac", "admin", "token", "pass", "sig"}
 
 // shortKeys are names too short or too common to be found inside a word:
 // they must not follow a letter or digit (DB_PASS= is a key, bypass= is
@@ -113,6 +114,9 @@ func pickAssignment(p *pattern, s string, m []int, kind keyKind) []span {
 		return nil
 	}
 	v := s[vs:ve]
+	if strings.Contains(v, Redacted) {
+		return nil // scrubbed already: Scrub(Scrub(x)) == Scrub(x)
+	}
 	if bare {
 		if codeRef(v) || path(v) {
 			return nil
@@ -143,14 +147,18 @@ func pickAssignment(p *pattern, s string, m []int, kind keyKind) []span {
 		if quotedKey || kind == suffixKey || !flag && (kind != longKey || !blankSeparated(key)) {
 			return nil
 		}
-		if bare && (v[0] == '-' || !flag && !secretish(v)) {
-			return nil
+		if bare && (!isAlnum(v[0]) && strings.IndexByte("_./+~", v[0]) < 0 || !flag && !secretish(v)) {
+			return nil // a flag, an operator (&&, |), or a word of prose
 		}
 	case sep == ":" && bare && plain:
 		// `password: x` may be prose; `pass: TestX` is a test result.
 		if kind != longKey || !secretish(v) {
 			return nil
 		}
+	}
+	if bare && codeIdent(v) && (quotedKey || sep != "=" || spacedAssignment(s, ks, vs)) {
+		// "password": user_password, Password: hashedPassword, x = user_token.
+		return nil
 	}
 	if bare && kind != suffixKey && number(v) && !strings.Contains(key, "pass") && key != "pwd" {
 		// "token": 5 counts tokens; a password may be digits.
@@ -168,6 +176,13 @@ func publicKey(ident, v string) bool {
 	ident = strings.ToLower(ident)
 	return strings.Contains(ident, "public") || strings.Contains(ident, "publishable") ||
 		strings.HasPrefix(v, "pk_live_") || strings.HasPrefix(v, "pk_test_")
+}
+
+// spacedAssignment reports whether the = between a key ending before at and
+// a value starting at vs has blanks around it, as in code (x = y) and
+// unlike environment files (X=y).
+func spacedAssignment(s string, ks, vs int) bool {
+	return s[vs-1] == ' ' || s[vs-1] == '\t' || strings.Contains(s[ks:vs], " =") || strings.Contains(s[ks:vs], "\t=")
 }
 
 // blankSeparated reports whether a key may be followed by its value after
@@ -271,7 +286,8 @@ func placeholder(v string, bare bool) bool {
 	case (c == ':' || c == '@') && len(v) > 1 && all(v[1:], isWordByte):
 		return true
 	}
-	if strings.Count(v, v[:1]) == len(v) && strings.IndexByte("*x•.X#-_0?", v[0]) >= 0 || v == "…" {
+	if strings.Count(v, v[:1]) == len(v) && strings.IndexByte("*x•.X#-_0?", v[0]) >= 0 ||
+		strings.Contains(v, "...") || strings.Contains(v, "…") {
 		return true
 	}
 	lower := strings.ToLower(v)
@@ -309,14 +325,15 @@ func number(v string) bool {
 }
 
 // secretish reports whether a bare word that follows a key in what may be
-// prose looks like a secret rather than an ordinary word: long, or with a
-// digit, a capital after the first letter, or a symbol.
+// prose or code looks like a secret rather than an ordinary word or a
+// variable: long, or with a digit, a symbol, or a capital after the first
+// letter that does not start a camelCase word.
 func secretish(v string) bool {
 	v = strings.TrimRight(v, ".,;:!?)")
 	if len(v) >= 16 {
 		return true
 	}
-	if len(v) < 6 {
+	if len(v) < 6 || codeIdent(v) {
 		return false
 	}
 	for i := 0; i < len(v); i++ {
@@ -333,6 +350,29 @@ func secretish(v string) bool {
 		}
 	}
 	return false
+}
+
+// codeIdent reports whether v reads as the name of a variable rather than a
+// value: letters and underscores only, in snake_case or camelCase
+// (user_password, hashedPassword, SecretValue).
+func codeIdent(v string) bool {
+	if v == "" || !all(v, func(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' }) {
+		return false
+	}
+	if strings.Contains(v, "_") {
+		return true
+	}
+	// camelCase or PascalCase: every capital starts a lower case word.
+	capitals := 0
+	for i := 1; i < len(v); i++ {
+		if 'A' <= v[i] && v[i] <= 'Z' {
+			if i+1 == len(v) || 'A' <= v[i+1] && v[i+1] <= 'Z' || 'A' <= v[i-1] && v[i-1] <= 'Z' {
+				return false
+			}
+			capitals++
+		}
+	}
+	return capitals > 0
 }
 
 // generatedKey reports whether the value of some *_KEY setting looks like a
@@ -440,8 +480,15 @@ var urlPattern = &pattern{
 		}
 		us, ue := p.group(m, "u")
 		u := s[us:ue]
+		if len(u) < 8 || !all(u, func(c byte) bool { return isWordByte(c) || c == '-' }) {
+			return nil
+		}
 		lower, upper, digit := classes(u)
-		if len(u) >= 16 && digit && (lower || upper) && all(u, func(c byte) bool { return isWordByte(c) || c == '-' }) {
+		host := s[m[1]:]
+		if i := strings.IndexAny(host, "/?# \t\n\"'"); i >= 0 {
+			host = host[:i]
+		}
+		if len(u) >= 16 && digit && (lower || upper) || strings.Contains(host, "sentry") {
 			return []span{{us, ue}}
 		}
 		return nil

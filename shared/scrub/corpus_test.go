@@ -262,6 +262,11 @@ func credentials() []credential {
 		"SENTRY_DSN=https://" + dsnKey + "@o4505123.ingest.us.sentry.io/4505123456789",
 		`Sentry.init({ dsn: "https://` + dsnKey + `@o4505123.ingest.sentry.io/4505123456789" });`,
 	}})
+	sentryLegacy := f.s(lowerHex, 32)
+	add(credential{name: "sentry legacy dsn", secret: sentryLegacy, texts: []string{
+		"SENTRY_DSN=https://" + f.s(lowerHex, 32) + ":" + sentryLegacy + "@sentry.example.com/12",
+		"raven.Client('https://pubkey:" + sentryLegacy + "@app.getsentry.com/1234')",
+	}})
 	add(in("slack bot token", "SLACK_BOT_TOKEN", "xoxb-"+f.s(digits, 12)+"-"+f.s(digits, 13)+"-"+f.s(alnum, 24)))
 	add(in("slack user token", "SLACK_USER_TOKEN", "xoxp-"+f.s(digits, 12)+"-"+f.s(digits, 12)+"-"+f.s(digits, 13)+"-"+f.s(lowerHex, 32)))
 	add(in("slack app token", "SLACK_APP_TOKEN", "xapp-1-A"+f.s(upperAlnum, 10)+"-"+f.s(digits, 13)+"-"+f.s(lowerHex, 64)))
@@ -271,6 +276,7 @@ func credentials() []credential {
 		"SLACK_WEBHOOK_URL=https://hooks.slack.com/services/T0123ABCD/B0456EFGH/" + slackHook,
 		`curl -X POST -H 'Content-type: application/json' --data '{"text":"deployed"}' https://hooks.slack.com/services/T0123ABCD/B0456EFGH/` + slackHook,
 		`{"webhook": "https://hooks.slack.com/workflows/T0123ABCD/A0456EFGH/498765432101234567/` + slackHook + `"}`,
+		`{"url":"https:\/\/hooks.slack.com\/services\/T0123ABCD\/B0456EFGH\/` + slackHook + `"}`,
 	}})
 	discordBot := base64.RawURLEncoding.EncodeToString([]byte(f.s(digits, 19))) + "." + f.s(b64url, 6) + "." + f.s(b64url, 38)
 	add(in("discord bot token", "DISCORD_BOT_TOKEN", discordBot).with(
@@ -313,6 +319,17 @@ func credentials() []credential {
 	add(in("figma token", "FIGMA_TOKEN", "figd_"+f.s(b64url, 40)))
 	add(in("twitter bearer token", "TWITTER_BEARER_TOKEN", strings.Repeat("A", 22)+f.s(alnum, 20)+"%2B"+f.s(alnum, 12)+"%3D"+f.s(alnum, 50)))
 	add(in("mapbox secret token", "MAPBOX_SECRET_TOKEN", "sk.eyJ1IjoiYWNtZSIsImEiOiJ"+f.s(alnum, 30)+"."+f.s(b64url, 22)))
+
+	add(in("sourcegraph token", "SRC_ACCESS_TOKEN", "sgp_"+f.s(lowerHex, 16)+"_"+f.s(lowerHex, 40)))
+	add(in("sonarqube token", "SONAR_TOKEN", "squ_"+f.s(lowerHex, 40)))
+	add(in("circleci token", "CIRCLECI_TOKEN", "CCIPAT_"+f.s(alnum, 22)+"_"+f.s(lowerHex, 40)))
+	add(in("buildkite token", "BUILDKITE_API_TOKEN", "bkua_"+f.s(lowerHex, 40)))
+	add(in("fireworks key", "FIREWORKS_API_KEY", "fw_"+f.s(alnum, 24)))
+	add(in("tavily key", "TAVILY_API_KEY", "tvly-"+f.s(alnum, 32)))
+	add(in("firecrawl key", "FIRECRAWL_API_KEY", "fc-"+f.s(lowerHex, 32)))
+	add(in("launchdarkly sdk key", "LAUNCHDARKLY_SDK_KEY", "sdk-"+herokuUUID))
+	add(in("dropbox token", "DROPBOX_TOKEN", "sl.u."+f.s(b64url, 140)))
+	add(in("firebase server key", "FCM_SERVER_KEY", "AAAA"+f.s(b64url, 7)+":APA91b"+f.s(b64url, 134)))
 
 	// Payments and commerce.
 	add(in("stripe secret key", "STRIPE_SECRET_KEY", "sk_live_51"+f.s(alnum, 97)))
@@ -433,6 +450,14 @@ func credentials() []credential {
 		`ALTER USER 'app'@'%' IDENTIFIED BY '` + pw + `';`,
 		`psql --password ` + pw,
 		`kubectl create secret generic db --from-literal=password=` + pw,
+		`mongosh "mongodb://db.internal:27017/app" -u admin -p ` + pw,
+		`openssl pkcs12 -export -in cert.pem -inkey key.pem -out bundle.p12 -passout pass:` + pw,
+		`sshpass -p '` + pw + `' ssh deploy@10.0.3.7`,
+		`redis-cli -h cache.internal -a ` + pw + ` ping`,
+		`machine api.example.com login deploy password ` + pw,
+		`[client]\nuser=app\npassword=` + pw + `\nhost=db`,
+		`app.secret_key = '` + pw + `'`,
+		`LICENSE_KEY: "` + pw + `"`,
 	}})
 	npmrc := f.s(alnum, 36)
 	add(credential{name: "npmrc auth token", secret: npmrc, texts: []string{
@@ -689,6 +714,17 @@ func negatives() []string {
 		`PWD=/home/me OLDPWD=/tmp`,
 		`GOOGLE_APPLICATION_CREDENTIALS=/var/run/secrets/gcp/key.json`,
 		`tls.key: /etc/ssl/private/server.key`,
+
+		`Password: hashedPassword,`,
+		`Secret: secretValue,`,
+		`"password": user_password,`,
+		`password := userPassword`,
+		`token = user_token`,
+		`{ password: newPassword, token }`,
+		`setPassword(password: string): void {`,
+		`password: str = Field(..., min_length=12)`,
+		`OPENAI_API_KEY="sk-..."`,
+		`ANTHROPIC_API_KEY=sk-ant-...`,
 
 		// Kubernetes names and output.
 		"kubectl get secret db-password -n prod -o yaml",

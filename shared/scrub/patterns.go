@@ -100,13 +100,23 @@ var patterns = []*pattern{
 		re: anchored(`(?:(?:docker|podman|nerdctl)[ \t]+login\b[^\r\n]*?[ \t](?:-p|--password)(?:[ \t]+|=)|` +
 			`(?:mysql|mariadb)[a-z]*[ \t]+-(?:[^\r\n]*?[ \t]-)?p|` +
 			`sshpass[ \t]+-p[ \t]*|` +
-			`redis-cli\b[^\r\n]*?[ \t]-a[ \t]+)` +
+			`redis-cli\b[^\r\n]*?[ \t]-a[ \t]+|` +
+			`(?:mongo|mongosh)\b[^\r\n]*?[ \t]-p[ \t]+)` +
 			`(?:'(?P<v>[^'\r\n]*)'|"(?P<v>[^"\r\n]*)"|(?P<v>[^\s'"]+))`),
-		lits:  []string{"docker", "podman", "nerdctl", "mysql", "mariadb", "sshpass", "redis-cli"},
+		lits:  []string{"docker", "podman", "nerdctl", "mysql", "mariadb", "sshpass", "redis-cli", "mongo"},
 		start: afterNonWord,
 		valid: func(s string, start, end int) bool { return !placeholder(s[start:end], false) },
 		hold: `(?:docker|podman|nerdctl)(?:[ \t]+(?:login\b[^\r\n]*)?)?|` +
-			`(?:mysql|mariadb)[a-z]*(?:[ \t]+(?:-[^\r\n]*)?)?|sshpass(?:[ \t]+(?:-p[ \t]*)?)?|redis-cli[^\r\n]*`,
+			`(?:mysql|mariadb)[a-z]*(?:[ \t]+(?:-[^\r\n]*)?)?|sshpass(?:[ \t]+(?:-p[ \t]*)?)?|` +
+			`(?:redis-cli|mongo|mongosh)[^\r\n]*`,
+	},
+	{
+		name:  "openssl pass phrase",
+		re:    anchored(`-pass(?:in|out)?[ \t]+pass:(?P<v>[^\s'"]+)`),
+		lits:  []string{"-pass"},
+		start: afterBlank,
+		valid: func(s string, start, end int) bool { return !placeholder(s[start:end], false) },
+		hold:  `-pass(?:in|out)?[ \t]*`,
 	},
 	{
 		name:  "sql password",
@@ -132,14 +142,14 @@ var patterns = []*pattern{
 	// Webhook URLs: the secret is one path segment.
 	{
 		name: "slack webhook",
-		re: anchored(`hooks\.slack\.com/(?:services|workflows|triggers)/(?:[A-Za-z0-9]+/){2,3}` +
-			`(?P<v>[A-Za-z0-9]{16,})(?:[^A-Za-z0-9/]|$)`),
-		lits: []string{"hooks.slack.com/"},
+		re: anchored(`hooks\.slack\.com\\?/(?:services|workflows|triggers)\\?/(?:[A-Za-z0-9]+\\?/){2,3}` +
+			`(?P<v>[A-Za-z0-9]{16,})(?:[^A-Za-z0-9/\\]|$)`),
+		lits: []string{"hooks.slack.com/", `hooks.slack.com\/`},
 	},
 	{
 		name: "discord webhook",
-		re:   anchored(`discord(?:app)?\.com/api/(?:v[0-9]+/)?webhooks/[0-9]+/(?P<v>[A-Za-z0-9_-]{20,})`),
-		lits: []string{"discord.com/api/", "discordapp.com/api/"},
+		re:   anchored(`discord(?:app)?\.com\\?/api\\?/(?:v[0-9]+\\?/)?webhooks\\?/[0-9]+\\?/(?P<v>[A-Za-z0-9_-]{20,})`),
+		lits: []string{"discord.com/api/", "discordapp.com/api/", `discord.com\/api\/`, `discordapp.com\/api\/`},
 	},
 	{
 		name: "microsoft teams webhook",
@@ -153,10 +163,14 @@ var patterns = []*pattern{
 	},
 	{
 		name:  "telegram bot token",
-		re:    anchored(`(?:bot)?(?P<v>[0-9]{5,16}:[A-Za-z0-9_-]{35})(?:[^A-Za-z0-9_-]|$)`),
+		re:    anchored(`(?:bot)?(?P<v>[0-9]{5,16}:[A-Za-z0-9_-]{30,40})(?:[^A-Za-z0-9_-]|$)`),
 		lits:  []string{":"},
 		from:  telegramStarts,
 		start: afterNonWord,
+		valid: func(s string, start, end int) bool {
+			colon := strings.IndexByte(s[start:end], ':')
+			return mixed(s, start+colon+1, end)
+		},
 	},
 
 	// AI providers.
@@ -168,7 +182,7 @@ var patterns = []*pattern{
 		"gsk_", "xai-", "pplx-", "r8_", "lsv2_", "pcsk_", "sk_", "hf_", "api_org_"),
 
 	// Code hosting and package registries.
-	token("github token", `gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}`,
+	token("github token", `gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}`,
 		"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
 	token("gitlab token",
 		`(?:glpat|gldt|glrt|glptt|glcbt|glft|glimt|glagent|gloas|glsoat|glffct|glwt)-[A-Za-z0-9_.-]{20,}|`+
@@ -177,9 +191,9 @@ var patterns = []*pattern{
 		"glwt-", "GR1348941"),
 	token("atlassian token", `(?:ATATT|ATCTT)3[A-Za-z0-9_=+/-]{40,}|ATBB[A-Za-z0-9]{28,}`, "ATATT3", "ATCTT3", "ATBB"),
 	token("package registry token",
-		`npm_[A-Za-z0-9]{30,}|pypi-AgE[A-Za-z0-9_-]{30,}|rubygems_[a-f0-9]{40,}|oy2[a-z0-9]{40,}|`+
+		`npm_[A-Za-z0-9]{20,}|pypi-[A-Za-z0-9_-]{40,}|rubygems_[A-Za-z0-9]{32,}|oy2[a-z0-9]{40,}|`+
 			`dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}|CLOJARS_[a-z0-9]{40,}`,
-		"npm_", "pypi-AgE", "rubygems_", "oy2", "dckr_pat_", "dckr_oat_", "CLOJARS_"),
+		"npm_", "pypi-", "rubygems_", "oy2", "dckr_pat_", "dckr_oat_", "CLOJARS_"),
 	token("crates.io token", `cio[A-Za-z0-9]{30,}`, "cio").withValid(func(s string, start, end int) bool {
 		lower, upper, digit := classes(s[start:end])
 		return digit && (lower || upper)
@@ -210,7 +224,7 @@ var patterns = []*pattern{
 		from:  awsSecretStarts,
 		valid: awsSecret,
 	},
-	token("google api key", `AIza[A-Za-z0-9_-]{35}`, "AIza"),
+	token("google api key", `AIza[A-Za-z0-9_-]{30,}`, "AIza"),
 	token("google oauth token", `ya29\.[A-Za-z0-9_-]{20,}|1//0[A-Za-z0-9_-]{20,}|GOCSPX-[A-Za-z0-9_-]{20,}|4/0A[A-Za-z0-9_-]{20,}`,
 		"ya29.", "1//0", "GOCSPX-", "4/0A"),
 	{
@@ -237,7 +251,7 @@ var patterns = []*pattern{
 		valid: notAfterBase64,
 	},
 	token("alibaba or tencent access key", `LTAI[A-Za-z0-9]{20}\b|AKID[A-Za-z0-9]{32}\b`, "LTAI", "AKID"),
-	token("digitalocean token", `do[opr]_v1_[a-f0-9]{40,}`, "dop_v1_", "doo_v1_", "dor_v1_"),
+	token("digitalocean token", `do[opr]_v1_[A-Za-z0-9]{32,}`, "dop_v1_", "doo_v1_", "dor_v1_"),
 	token("cloudflare token", `cf[ua]t_[A-Za-z0-9]{40,}|v1\.0-[a-f0-9]{24}-[a-f0-9]{100,}`, "cfut_", "cfat_", "v1.0-"),
 	token("heroku api key", `HRKU-[A-Za-z0-9_-]{40,}`, "HRKU-"),
 	token("platform token",
@@ -247,15 +261,15 @@ var patterns = []*pattern{
 			`fm[12][ar]?_[A-Za-z0-9+/=_-]{50,}`,
 		"sbp_", "sb_secret_", "phx_", "figd_", "figp_", "figu_", "figo_", "tskey-", "nfp_", "PMAK-", "CFPAT-",
 		"pscale_", "rnd_", "fo1_", "fm1", "fm2"),
-	token("databricks token", `dapi[a-f0-9]{32}(?:-[0-9])?\b`, "dapi"),
+	token("databricks token", `dapi[a-z0-9]{32}(?:-[0-9])?\b`, "dapi").withValid(hasDigit),
 	{
 		name:  "terraform cloud token",
-		re:    anchored(`[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}`),
+		re:    anchored(`[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{40,}`),
 		lits:  []string{".atlasv1."},
 		from:  back(14),
 		start: afterNonWord,
 	},
-	token("pulumi token", `pul-[a-f0-9]{40}\b`, "pul-"),
+	token("pulumi token", `pul-[A-Za-z0-9]{32,}`, "pul-").withValid(hasDigit),
 	token("vault token", `hv[sbr]\.[A-Za-z0-9_-]{20,}`, "hvs.", "hvb.", "hvr."),
 	token("doppler token", `dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9._-]{30,}`, "dp."),
 	token("1password token",
@@ -271,7 +285,7 @@ var patterns = []*pattern{
 	},
 
 	// Monitoring and messaging.
-	token("grafana token", `glc_[A-Za-z0-9+/]{30,}={0,3}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b|eyJrIjoi[A-Za-z0-9+/]{40,}={0,3}`,
+	token("grafana token", `glc_[A-Za-z0-9+/]{30,}={0,3}|glsa_[A-Za-z0-9_]{32,}|eyJrIjoi[A-Za-z0-9+/]{40,}={0,3}`,
 		"glc_", "glsa_", "eyJrIjoi"),
 	token("new relic key", `NR(?:AK|II|JS)-[A-Za-z0-9-]{19,}`, "NRAK-", "NRII-", "NRJS-"),
 	token("sentry token", `sntry[su]_[A-Za-z0-9+/=_]{40,}`, "sntrys_", "sntryu_"),
@@ -281,7 +295,7 @@ var patterns = []*pattern{
 		"SG.", "xkeysib-", "xsmtpsib-"),
 	{
 		name:  "mailgun private key",
-		re:    anchored(`(?P<v>key-[a-f0-9]{32})\b`),
+		re:    anchored(`(?P<v>key-[a-z0-9]{32})\b`),
 		lits:  []string{"key-"},
 		start: afterNonIdent,
 	},
@@ -289,12 +303,13 @@ var patterns = []*pattern{
 		// Mailgun's hex keys and Mailchimp's API keys: 32 hex digits, then
 		// -xxxxxxxx-xxxxxxxx or the data center (-us12).
 		name:  "mailgun or mailchimp key",
-		re:    anchored(`[a-f0-9]{32}-(?:[a-f0-9]{8}-[a-f0-9]{8}|us[0-9]{1,2})\b`),
+		re:    anchored(`[A-Za-z0-9]{32}-(?:[a-f0-9]{8}-[a-f0-9]{8}|us[0-9]{1,2})\b`),
 		lits:  []string{"-"},
-		from:  hexBack(32),
+		from:  alnumBack(32),
+		valid: hasDigit,
 		start: afterNonWord,
 	},
-	token("twilio api key", `SK[0-9a-fA-F]{32}\b`, "SK"),
+	token("twilio api key", `SK[A-Za-z0-9]{32}\b`, "SK").withValid(hasDigit),
 	{
 		name:  "discord bot token",
 		re:    anchored(`[MNO][A-Za-z0-9]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}`),
@@ -317,16 +332,30 @@ var patterns = []*pattern{
 	// Payments and commerce.
 	token("stripe key", `(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9+/=]{20,}`,
 		"sk_live_", "sk_test_", "sk_prod_", "rk_live_", "rk_test_", "rk_prod_", "whsec_"),
-	token("shopify token", `shp(?:at|ss|ca|pa|tka)_[A-Fa-f0-9]{32}`, "shpat_", "shpss_", "shpca_", "shppa_", "shptka_"),
+	token("shopify token", `shp(?:at|ss|ca|pa|tka)_[A-Za-z0-9]{20,}`, "shpat_", "shpss_", "shpca_", "shppa_", "shptka_"),
 	token("square or facebook token", `EAA[A-Za-z0-9_-]{40,}|sq0(?:atp|csp)-[A-Za-z0-9_-]{20,}`, "EAA", "sq0atp-", "sq0csp-").
 		withValid(mixed),
 	token("braintree access token", `access_token\$(?:production|sandbox)\$[0-9a-z]{8,}\$[0-9a-f]{16,}`, "access_token$"),
 
 	// Productivity tools.
 	token("mapbox secret token", `sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{10,}`, "sk.eyJ"),
-	token("linear key", `lin_(?:api|oauth)_[A-Za-z0-9]{30,}`, "lin_api_", "lin_oauth_"),
-	token("notion token", `ntn_[A-Za-z0-9]{30,}|secret_[A-Za-z0-9]{43}\b`, "ntn_", "secret_"),
+	token("linear key", `lin_(?:api|oauth)_[A-Za-z0-9]{20,}`, "lin_api_", "lin_oauth_"),
+	token("notion token", `ntn_[A-Za-z0-9]{30,}|secret_[A-Za-z0-9]{30,}\b`, "ntn_", "secret_").withValid(hasDigit),
 
+	token("ci and code quality token",
+		`sgp_[A-Za-z0-9_]{40,}|sq[upa]_[A-Za-z0-9]{40}|CCIPAT_[A-Za-z0-9_]{30,}|bkua_[A-Za-z0-9]{30,}`,
+		"sgp_", "squ_", "sqp_", "sqa_", "CCIPAT_", "bkua_"),
+	token("ai tool key", `fw_[A-Za-z0-9]{20,}|jina_[A-Za-z0-9_]{40,}|tvly-[A-Za-z0-9_-]{20,}|fc-[a-f0-9]{32}\b`,
+		"fw_", "jina_", "tvly-", "fc-").withValid(hasDigit),
+	token("launchdarkly sdk key", `sdk-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`, "sdk-"),
+	token("dropbox token", `sl\.[A-Za-z0-9_.-]{100,}`, "sl.").withValid(mixed),
+	{
+		name:  "firebase cloud messaging server key",
+		re:    anchored(`AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}`),
+		lits:  []string{":APA91b"},
+		from:  back(11),
+		start: afterNonWord,
+	},
 	token("jwt", `eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+){0,2}`, "eyJ"),
 	token("lambdaclaw api key", `lc_[A-Za-z0-9]{40,}`, "lc_"),
 }
@@ -341,15 +370,20 @@ func back(n int) func(dst []int, s string, i int) []int {
 	}
 }
 
-// hexBack returns a from that puts the candidate n bytes before the literal
-// when those bytes are hex digits.
-func hexBack(n int) func(dst []int, s string, i int) []int {
+// alnumBack returns a from that puts the candidate n bytes before the
+// literal when those bytes are letters and digits.
+func alnumBack(n int) func(dst []int, s string, i int) []int {
 	return func(dst []int, s string, i int) []int {
-		if i >= n && all(s[i-n:i], isHex) {
+		if i >= n && all(s[i-n:i], isAlnum) {
 			dst = append(dst, i-n)
 		}
 		return dst
 	}
+}
+
+func hasDigit(s string, start, end int) bool {
+	_, _, digit := classes(s[start:end])
+	return digit
 }
 
 // notAfterBase64 reports whether s[start:end] is not the tail of longer
@@ -387,12 +421,17 @@ func discordStarts(dst []int, s string, i int) []int {
 	return dst
 }
 
-// discordToken reports whether the first part of a token is the base64 of a
-// Discord user id.
+// discordToken reports whether a match looks like a Discord bot token: its
+// first part is the base64 of a user id, or at least its parts all mix
+// letters and digits as generated ones do.
 func discordToken(s string, start, end int) bool {
-	dot := strings.IndexByte(s[start:end], '.')
-	id, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(s[start:start+dot], "="))
-	return err == nil && len(id) >= 17 && len(id) <= 20 && all(string(id), func(c byte) bool { return '0' <= c && c <= '9' })
+	parts := strings.Split(s[start:end], ".")
+	id, err := base64.RawURLEncoding.DecodeString(parts[0])
+	if err == nil && len(id) >= 17 && len(id) <= 20 && all(string(id), func(c byte) bool { return '0' <= c && c <= '9' }) {
+		return true
+	}
+	lower, upper, digit := classes(parts[0])
+	return lower && upper && digit && mixed(parts[2], 0, len(parts[2]))
 }
 
 // awsSecretStarts returns, for a / or + at i, the start of the run of
@@ -429,11 +468,11 @@ func awsSecret(s string, start, end int) bool {
 	if lower, upper, digit := classes(v); !lower || !upper || !digit {
 		return false
 	}
-	// The last line of a block of wrapped base64 is not a key.
+	// The last line of a block of wrapped base64 is not a key: look at the
+	// 60 bytes before the line break (within contextLen).
 	if start > 0 && s[start-1] == '\n' {
-		prev := s[:start-1]
-		prev = prev[strings.LastIndexByte(prev, '\n')+1:]
-		if len(prev) >= 60 && all(strings.TrimRight(prev, "\r"), isBase64Byte) {
+		prev := strings.TrimSuffix(s[:start-1], "\r")
+		if len(prev) >= 60 && all(prev[len(prev)-60:], isBase64Byte) {
 			return false
 		}
 	}

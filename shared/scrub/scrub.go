@@ -304,13 +304,46 @@ type span struct{ start, end int }
 // It is safe on any input, including invalid UTF-8, and its time grows
 // linearly with len(s) and the number of places where a secret could start.
 func Scrub(s string) string {
-	if s == "" {
+	spans := find(s)
+	if len(spans) == 0 {
 		return s
+	}
+	return redact(s, spans)
+}
+
+// contextLen is how far back of a place after whitespace any pattern looks
+// to decide about a match there (awsSecret looks at the line before).
+const contextLen = 64
+
+// scrubAfter scrubs s as Scrub scrubs it at the end of before+s, where before
+// has already been scrubbed and ends in whitespace (see Stream).
+func scrubAfter(before, s string) string {
+	if before == "" {
+		return Scrub(s)
+	}
+	spans := find(before + s)
+	n := 0
+	for _, sp := range spans {
+		if sp.end > len(before) {
+			spans[n] = span{max(sp.start, len(before)) - len(before), sp.end - len(before)}
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	return redact(s, spans[:n])
+}
+
+// find returns the ranges of s to redact.
+func find(s string) []span {
+	if s == "" {
+		return nil
 	}
 	var buf [16]candidate
 	cands := candidates(s, false, buf[:0])
 	if len(cands) == 0 {
-		return s
+		return nil
 	}
 	slices.SortFunc(cands, func(a, b candidate) int {
 		if a.p != b.p {
@@ -330,10 +363,7 @@ func Scrub(s string) string {
 		}
 		spans = patterns[p].appendSpans(spans, s, starts)
 	}
-	if len(spans) == 0 {
-		return s
-	}
-	return redact(s, spans)
+	return spans
 }
 
 // holdStart returns where, in a line, the leftmost match that could go on

@@ -358,10 +358,17 @@ func referenceScrub(t *testing.T, s string) string {
 	return redact(s, spans)
 }
 
-func TestBoundariesConsumeOnlyWithGroups(t *testing.T) {
+// The plain scan of referenceScrub stands for the boundaries with regexps;
+// they mean the same only under these conditions.
+func TestBoundariesHaveRegexps(t *testing.T) {
 	for _, p := range patterns {
 		if p.start != anywhere && p.start != afterNonWord && len(p.groups) == 0 && p.pick == nil {
 			t.Errorf("pattern %s: boundary %d needs groups to redact", p.name, p.start)
+		}
+		for _, lit := range p.lits {
+			if p.start == afterNonWord && p.from == nil && !isWordByte(lit[0]) {
+				t.Errorf("pattern %s: \\b cannot precede literal %q", p.name, lit)
+			}
 		}
 	}
 }

@@ -17,9 +17,10 @@ var pemPartialRE = regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*$`)
 
 // Stream scrubs text that arrives in pieces, such as a model's streamed
 // reply. It emits scrubbed text up to a point no secret can span, and holds
-// back the rest: the last, possibly incomplete, word;
-// a credential key with its value still to come; an open quoted value; an
-// unterminated PEM private key block.
+// back the rest: the last, possibly incomplete, word; a credential key or an
+// Authorization or Cookie header with its value still to come; an open
+// quoted value; a command line whose password flag may follow (docker
+// login, mysql); an unterminated PEM private key block.
 //
 // Everything a Stream emits, concatenated, equals Scrub of everything
 // written, as long as no held construct grows beyond 256 KiB.
@@ -28,6 +29,9 @@ var pemPartialRE = regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*$`)
 type Stream struct {
 	emit    func(string)
 	pending []byte
+	// before is the end of the text already emitted, unscrubbed: the
+	// context of what comes next (see contextLen).
+	before []byte
 	// nextCheck is the length pending must reach before the next look for a
 	// cut. Looking costs time linear in what is held, so while a large
 	// construct is held the looks are spaced out geometrically.
@@ -68,7 +72,7 @@ func (s *Stream) cut() {
 		}
 		block := blocked(s.pending[:c])
 		if block < 0 {
-			s.out(Scrub(string(s.pending[:c])))
+			s.out(s.pending[:c])
 			s.pending = append(s.pending[:0], s.pending[c:]...)
 			s.nextCheck = 0
 			return
@@ -84,15 +88,21 @@ func (s *Stream) cut() {
 // scrubbed as if it started a new text.
 func (s *Stream) Flush() {
 	if len(s.pending) > 0 {
-		s.out(Scrub(string(s.pending)))
+		s.out(s.pending)
 	}
 	s.pending = s.pending[:0]
+	s.before = s.before[:0]
 	s.nextCheck = 0
 }
 
-func (s *Stream) out(text string) {
-	if text != "" {
+// out emits raw, scrubbed in the context of what was emitted before.
+func (s *Stream) out(raw []byte) {
+	if text := scrubAfter(string(s.before), string(raw)); text != "" {
 		s.emit(text)
+	}
+	s.before = append(s.before, raw[max(0, len(raw)-contextLen):]...)
+	if n := len(s.before); n > contextLen {
+		s.before = append(s.before[:0], s.before[n-contextLen:]...)
 	}
 }
 
