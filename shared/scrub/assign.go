@@ -2,6 +2,7 @@ package scrub
 
 import (
 	"strings"
+	"unicode/utf8"
 )
 
 // Key/value assignments: password=…, "api_key": "…", --token X, <secret>…</secret>.
@@ -63,7 +64,9 @@ func assignment(name, names string, lits []string, start boundary, kind keyKind)
 		start: start,
 		pre:   endsKeyName,
 		pick:  func(p *pattern, s string, m []int) []span { return pickAssignment(p, s, m, kind) },
-		hold: `(?:` + names + `)(?:\\?["']\]?)?[ \t]*(?:(?::=|=>|[:=>])[ \t]*)?` +
+		// The hold need not name the keys again: it is tried only where pre
+		// has found one.
+		hold: `[a-z0-9_.-]+(?:\\?["']\]?)?[ \t]*(?:(?::=|=>|[:=>])[ \t]*)?` +
 			`(?:[rbuf]{0,2}\\?"(?:[^"\\\r\n]|\\.)*|[rbuf]{0,2}\\?'[^'\r\n]*)?`,
 	}
 }
@@ -132,7 +135,7 @@ func pickAssignment(p *pattern, s string, m []int, kind keyKind) []span {
 	}
 	plain := !quotedKey && strings.EqualFold(ident, key)
 	switch {
-	case sep == ":" && is > 0 && s[is-1] == ':' && ve > 0 && s[ke] == ':':
+	case sep == ":" && is > 0 && s[is-1] == ':' && s[ke] == ':':
 		// An ARN or URN: arn:aws:secretsmanager:…:secret:prod/db.
 		return nil
 	case sep == ">":
@@ -178,9 +181,9 @@ func publicKey(ident, v string) bool {
 		strings.HasPrefix(v, "pk_live_") || strings.HasPrefix(v, "pk_test_")
 }
 
-// spacedAssignment reports whether the = between a key ending before at and
-// a value starting at vs has blanks around it, as in code (x = y) and
-// unlike environment files (X=y).
+// spacedAssignment reports whether the = between the key at ks and the
+// value at vs has blanks around it, as in code (x = y) and unlike
+// environment files (X=y).
 func spacedAssignment(s string, ks, vs int) bool {
 	return s[vs-1] == ' ' || s[vs-1] == '\t' || strings.Contains(s[ks:vs], " =") || strings.Contains(s[ks:vs], "\t=")
 }
@@ -226,7 +229,7 @@ func startsAssignment(s string) bool {
 // call or index (os.Getenv(, os.environ[), or a chain of names
 // (settings.SECRET_KEY, self.password, process.env.TOKEN).
 func codeRef(v string) bool {
-	if v == "" || !(isAlnum(v[0]) && (v[0] < '0' || v[0] > '9') || v[0] == '_') {
+	if v == "" || !isNameStart(v[0]) {
 		return false
 	}
 	dots := 0
@@ -235,7 +238,7 @@ func codeRef(v string) bool {
 		case c == '(' || c == '[':
 			return true
 		case c == '.':
-			if i+1 == len(v) || !(isAlnum(v[i+1]) && (v[i+1] < '0' || v[i+1] > '9') || v[i+1] == '_') {
+			if i+1 == len(v) || !isNameStart(v[i+1]) {
 				return false
 			}
 			dots++
@@ -244,6 +247,11 @@ func codeRef(v string) bool {
 		}
 	}
 	return dots > 0
+}
+
+// isNameStart reports whether c can start a name in code: a letter or _.
+func isNameStart(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_'
 }
 
 // path reports whether a bare value is a file path (PWD=/home/me,
@@ -286,7 +294,7 @@ func placeholder(v string, bare bool) bool {
 	case (c == ':' || c == '@') && len(v) > 1 && all(v[1:], isWordByte):
 		return true
 	}
-	if strings.Count(v, v[:1]) == len(v) && strings.IndexByte("*x•.X#-_0?", v[0]) >= 0 ||
+	if r, size := utf8.DecodeRuneInString(v); strings.Count(v, string(r))*size == len(v) && strings.ContainsRune("*x•.X#-_0?", r) ||
 		strings.Contains(v, "...") || strings.Contains(v, "…") {
 		return true
 	}
@@ -356,7 +364,7 @@ func secretish(v string) bool {
 // value: letters and underscores only, in snake_case or camelCase
 // (user_password, hashedPassword, SecretValue).
 func codeIdent(v string) bool {
-	if v == "" || !all(v, func(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' }) {
+	if v == "" || !all(v, isNameStart) {
 		return false
 	}
 	if strings.Contains(v, "_") {

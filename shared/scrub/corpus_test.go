@@ -705,6 +705,7 @@ func negatives() []string {
 		`OPENAI_API_KEY=your-api-key-here`,
 		`API_KEY=<your key>`,
 		`password=********`,
+		`password: ••••••••`,
 		`SELECT id FROM users WHERE password = $1`,
 		`WHERE token = :token AND expires_at > now()`,
 		`private String password;`,

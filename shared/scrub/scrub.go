@@ -11,8 +11,11 @@
 // the credential is redacted and the rest stays readable:
 // `password=hunter2` becomes `password=[REDACTED]`,
 // `postgres://app:pw@db:5432/prod` becomes `postgres://app:[REDACTED]@db:5432/prod`,
-// and a Slack webhook keeps its team and channel ids but loses its secret
-// last path segment.
+// and a SAS URL keeps every parameter but sig. In a webhook URL the secret
+// is the one path segment that authorizes the call: a Slack webhook keeps
+// its team and channel ids (…/services/T…/B…/[REDACTED]), a Discord webhook
+// its id, a Teams webhook everything but the segment after IncomingWebhook,
+// a Telegram Bot API URL everything but the token after /bot.
 //
 // Deliberately not redacted: values that are public by design (Stripe pk_
 // publishable keys, Supabase sb_publishable_ keys, PostHog phc_ project keys,
@@ -101,9 +104,10 @@ type pattern struct {
 	// pick, when set, replaces groups and valid: it returns the spans to
 	// redact for match m, whose indexes are into s.
 	pick func(p *pattern, s string, m []int) []span
-	// hold matches, from a candidate start to the end of a line, what could
-	// be the beginning of a match that spans whitespace (see Stream); empty
-	// for patterns whose matches hold no whitespace. holdRE is it compiled.
+	// hold matches, from a candidate start that passes pre to the end of a
+	// line, what could be the beginning of a match that spans whitespace
+	// (see Stream); empty for patterns whose matches hold no whitespace.
+	// holdRE is it compiled.
 	hold   string
 	holdRE *regexp.Regexp
 
@@ -262,9 +266,9 @@ func hasLitAt(s string, i int, lit string, fold bool) bool {
 // candidate is a place where pattern p may match.
 type candidate struct{ p, at int }
 
-// candidates returns every candidate start in s, in one pass over s; with
-// holds, only those of patterns that have a hold.
-func candidates(s string, holds bool, out []candidate) []candidate {
+// candidates returns every candidate start in s at from or later, in one
+// pass over s; with holds, only those of patterns that have a hold.
+func candidates(s string, from int, holds bool, out []candidate) []candidate {
 	var starts []int
 	n := len(s)
 	for i := 0; i < n; i++ {
@@ -285,12 +289,16 @@ func candidates(s string, holds bool, out []candidate) []candidate {
 				continue
 			}
 			if t.p.from == nil {
-				out = append(out, candidate{t.p.index, i})
+				if i >= from {
+					out = append(out, candidate{t.p.index, i})
+				}
 				continue
 			}
 			starts = t.p.from(starts[:0], s, i)
 			for _, at := range starts {
-				out = append(out, candidate{t.p.index, at})
+				if at >= from {
+					out = append(out, candidate{t.p.index, at})
+				}
 			}
 		}
 	}
@@ -304,7 +312,7 @@ type span struct{ start, end int }
 // It is safe on any input, including invalid UTF-8, and its time grows
 // linearly with len(s) and the number of places where a secret could start.
 func Scrub(s string) string {
-	spans := find(s)
+	spans := find(s, 0)
 	if len(spans) == 0 {
 		return s
 	}
@@ -315,33 +323,30 @@ func Scrub(s string) string {
 // to decide about a match there (awsSecret looks at the line before).
 const contextLen = 64
 
-// scrubAfter scrubs s as Scrub scrubs it at the end of before+s, where before
-// has already been scrubbed and ends in whitespace (see Stream).
-func scrubAfter(before, s string) string {
-	if before == "" {
-		return Scrub(s)
+// scrubFrom returns text[from:] scrubbed as Scrub scrubs it at the end of
+// text, where text[:from] has already been scrubbed and ends in whitespace
+// (see Stream).
+func scrubFrom(text string, from int) string {
+	spans := find(text, from)
+	if len(spans) == 0 {
+		return text[from:]
 	}
-	spans := find(before + s)
-	n := 0
-	for _, sp := range spans {
-		if sp.end > len(before) {
-			spans[n] = span{max(sp.start, len(before)) - len(before), sp.end - len(before)}
-			n++
-		}
+	for i := range spans {
+		spans[i].start -= from
+		spans[i].end -= from
 	}
-	if n == 0 {
-		return s
-	}
-	return redact(s, spans[:n])
+	return redact(text[from:], spans)
 }
 
-// find returns the ranges of s to redact.
-func find(s string) []span {
-	if s == "" {
+// find returns the ranges of s to redact that start at from or later. The
+// text before from is context: no match can start there and end after it
+// (from follows whitespace where no secret continues).
+func find(s string, from int) []span {
+	if len(s) == from {
 		return nil
 	}
 	var buf [16]candidate
-	cands := candidates(s, false, buf[:0])
+	cands := candidates(s, from, false, buf[:0])
 	if len(cands) == 0 {
 		return nil
 	}
@@ -366,13 +371,21 @@ func find(s string) []span {
 	return spans
 }
 
+// holdWindow is how much of a line, from a candidate start, holdStart
+// matches a hold against.
+const holdWindow = 256
+
 // holdStart returns where, in a line, the leftmost match that could go on
 // past its end and spans whitespace starts, or -1.
 func holdStart(line string) int {
-	cands := candidates(line, true, nil)
+	var buf [16]candidate
+	cands := candidates(line, 0, true, buf[:0])
 	slices.SortFunc(cands, func(a, b candidate) int { return a.at - b.at })
 	for _, c := range cands {
-		if patterns[c.p].holdRE.MatchString(line[c.at:]) {
+		// The window bounds the cost of each try; a longer line may hold a
+		// match the window cannot rule out, which only delays output.
+		p := patterns[c.p]
+		if (p.pre == nil || p.pre(line, c.at)) && p.holdRE.MatchString(line[c.at:min(len(line), c.at+holdWindow)]) {
 			return c.at
 		}
 	}
@@ -477,10 +490,6 @@ func isIdentByte(c byte) bool {
 
 func isBase64Byte(c byte) bool {
 	return isAlnum(c) || c == '+' || c == '/' || c == '='
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // all reports whether every byte of s satisfies f.

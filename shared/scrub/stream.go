@@ -97,12 +97,18 @@ func (s *Stream) Flush() {
 
 // out emits raw, scrubbed in the context of what was emitted before.
 func (s *Stream) out(raw []byte) {
-	if text := scrubAfter(string(s.before), string(raw)); text != "" {
+	from := len(s.before)
+	s.before = append(s.before, raw...)
+	if text := scrubFrom(string(s.before), from); text != "" {
 		s.emit(text)
 	}
-	s.before = append(s.before, raw[max(0, len(raw)-contextLen):]...)
 	if n := len(s.before); n > contextLen {
-		s.before = append(s.before[:0], s.before[n-contextLen:]...)
+		keep := s.before[n-contextLen:]
+		if cap(s.before) > 16*contextLen {
+			// Do not keep a buffer the size of a large held construct.
+			s.before = nil
+		}
+		s.before = append(s.before[:0], keep...)
 	}
 }
 
