@@ -58,7 +58,7 @@ func assignment(name, names string, lits []string, start boundary, kind keyKind)
 			`[rbuf]{0,2}"(?P<v>(?:[^"\\\r\n]|\\.)*)"|` +
 			`[rbuf]{0,2}'(?P<v>[^'\r\n]*)'|` +
 			`\\"(?P<v>[^"\\\r\n]*)\\"|` +
-			`(?:[rbuf]{0,2}\\?["'])?(?P<bare>(?:[^\s"'<>\\]|\\[^\s"'<>])+))`),
+			"(?:[rbuf]{0,2}\\\\?[\"'`])?" + `(?P<bare>(?:[^\s"'<>\\]|\\[^\s"'<>])+))`),
 		lits:  lits,
 		fold:  true,
 		start: start,
@@ -226,7 +226,7 @@ func startsAssignment(s string) bool {
 }
 
 // codeRef reports whether a bare value is code rather than a literal: a
-// call or index (os.Getenv(, os.environ[), or a chain of names
+// call or index (os.Getenv(, os.environ[, env::var(), or a chain of names
 // (settings.SECRET_KEY, self.password, process.env.TOKEN).
 func codeRef(v string) bool {
 	if v == "" || !isNameStart(v[0]) {
@@ -237,7 +237,10 @@ func codeRef(v string) bool {
 		switch c := v[i]; {
 		case c == '(' || c == '[':
 			return true
-		case c == '.':
+		case c == '.' || c == ':' && i+1 < len(v) && v[i+1] == ':':
+			if c == ':' {
+				i++
+			}
 			if i+1 == len(v) || !isNameStart(v[i+1]) {
 				return false
 			}
@@ -286,7 +289,8 @@ func placeholder(v string, bare bool) bool {
 	}
 	switch c, last := v[0], v[len(v)-1]; {
 	case c == '$':
-		return len(v) == 1 || v[1] == '{' || v[1] == '(' || all(v[1:], isWordByte)
+		// $X, ${X}, $(cmd), $1, $_POST['x'], $this->key.
+		return len(v) == 1 || v[1] == '{' || v[1] == '(' || isWordByte(v[1])
 	case c == '{' && last == '}', c == '<' && last == '>', c == '%' && last == '%' && len(v) > 1:
 		return true
 	case c == '{' || c == '[' || c == '(' || c == '=':
@@ -404,7 +408,7 @@ func generatedKey(v string) bool {
 // AWS4-HMAC-SHA256, SSWS, ….
 var authorizationPattern = &pattern{
 	name: "authorization header",
-	re: anchored(`(?i)authorization(?P<kq>\\?["'])?[ \t]*(?P<sep>[:=])[ \t]*(?:[rbuf]{0,2}\\?["'])?` +
+	re: anchored(`(?i)authorization(?P<kq>\\?["'])?[ \t]*(?P<sep>[:=])[ \t]*` + "(?:[rbuf]{0,2}\\\\?[\"'`])?" +
 		`(?:(?P<scheme>[a-z][a-z0-9_-]*)[ \t]+)?(?P<v>[^\s"'\\]+)`),
 	lits:  []string{"authorization"},
 	fold:  true,
@@ -412,8 +416,8 @@ var authorizationPattern = &pattern{
 	pick: func(p *pattern, s string, m []int) []span {
 		vs, ve := p.group(m, "v")
 		v := s[vs:ve]
-		if placeholder(v, true) {
-			return nil
+		if placeholder(v, true) || codeRef(v) && strings.ContainsAny(v, "([") {
+			return nil // base64(user:pass), getToken()
 		}
 		// "Authorization: see below" in prose.
 		kq, _ := p.group(m, "kq")
@@ -455,7 +459,7 @@ var cookiePattern = &pattern{
 				for ve > vs && s[ve-1] == ' ' {
 					ve--
 				}
-				if ve > vs && !placeholder(s[vs:ve], true) {
+				if ve > vs && !placeholder(s[vs:ve], true) && sensitiveCookie(s[i:i+eq], s[vs:ve]) {
 					spans = append(spans, span{vs, ve})
 				}
 			}
@@ -467,6 +471,21 @@ var cookiePattern = &pattern{
 		return spans
 	},
 	hold: `(?:set-)?cookie(?:\\?["'])?[ \t]*(?::[^\r\n"'\\]*)?`,
+}
+
+// sensitiveCookie reports whether a cookie can carry a session or a
+// credential: by its name, or by a long value with digits (theme=dark and
+// lang=en are kept).
+func sensitiveCookie(name, value string) bool {
+	name = strings.ToLower(name)
+	for _, w := range []string{"sess", "sid", "token", "auth", "jwt", "login", "remember", "csrf", "xsrf", "key",
+		"secret", "user", "id"} {
+		if strings.Contains(name, w) {
+			return true
+		}
+	}
+	_, _, digit := classes(value)
+	return len(value) >= 16 && digit
 }
 
 // urlPattern matches the user information of a URL. A password is redacted
