@@ -295,6 +295,13 @@ func credentials() []credential {
 	add(in("telegram bot token", "TELEGRAM_BOT_TOKEN", tg).with(
 		"curl https://api.telegram.org/bot" + tg + "/getUpdates"))
 	add(in("sendgrid key", "SENDGRID_API_KEY", "SG."+f.s(b64url, 22)+"."+f.s(b64url, 43)))
+	add(in("resend key", "RESEND_API_KEY", "re_"+f.s(alnum, 8)+"_"+f.s(alnum, 24)))
+	add(in("jfrog api key", "ARTIFACTORY_API_KEY", "AKCp"+f.s(alnum, 69)))
+	mmHook := f.s(lowerAlnum, 26)
+	add(credential{name: "mattermost webhook url", secret: mmHook, texts: []string{
+		"https://chat.example.com/hooks/" + mmHook,
+		`MATTERMOST_WEBHOOK_URL="https://chat.example.com/hooks/` + mmHook + `"`,
+	}})
 	add(in("brevo key", "BREVO_API_KEY", "xkeysib-"+f.s(lowerHex, 64)+"-"+f.s(alnum, 16)))
 	mailgunOld := "key-" + f.s(lowerHex, 32)
 	add(in("mailgun private key", "MAILGUN_API_KEY", mailgunOld).with(

@@ -157,6 +157,13 @@ var patterns = []*pattern{
 		lits: []string{"/IncomingWebhook/"},
 	},
 	{
+		// Mattermost's incoming webhooks: /hooks/ and a 26-character id.
+		name:  "mattermost webhook",
+		re:    anchored(`/hooks/(?P<v>[a-z0-9]{26})(?:[^A-Za-z0-9]|$)`),
+		lits:  []string{"/hooks/"},
+		valid: hasDigit,
+	},
+	{
 		name: "zapier webhook",
 		re:   anchored(`hooks\.zapier\.com/hooks/catch/[0-9]+/(?P<v>[A-Za-z0-9]{4,})`),
 		lits: []string{"hooks.zapier.com/"},
@@ -194,6 +201,7 @@ var patterns = []*pattern{
 		`npm_[A-Za-z0-9]{20,}|pypi-[A-Za-z0-9_-]{40,}|rubygems_[A-Za-z0-9]{32,}|oy2[a-z0-9]{40,}|`+
 			`dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}|CLOJARS_[a-z0-9]{40,}`,
 		"npm_", "pypi-", "rubygems_", "oy2", "dckr_pat_", "dckr_oat_", "CLOJARS_"),
+	token("jfrog token", `AKCp[A-Za-z0-9]{60,}|cmVmdGtu[A-Za-z0-9]{50,}`, "AKCp", "cmVmdGtu"),
 	token("crates.io token", `cio[A-Za-z0-9]{30,}`, "cio").withValid(func(s string, start, end int) bool {
 		lower, upper, digit := classes(s[start:end])
 		return digit && (lower || upper)
@@ -291,6 +299,7 @@ var patterns = []*pattern{
 	token("sentry token", `sntry[su]_[A-Za-z0-9+/=_]{40,}`, "sntrys_", "sntryu_"),
 	token("slack token", `xox[abposre]-[A-Za-z0-9-]{10,}|xoxe\.xox[bp]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,}`,
 		"xox", "xapp-"),
+	token("resend key", `re_[A-Za-z0-9]{8}_[A-Za-z0-9]{20,}`, "re_").withValid(mixed),
 	token("sendgrid or brevo key", `SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{20,}|x(?:keysib|smtpsib)-[A-Za-z0-9-]{40,}`,
 		"SG.", "xkeysib-", "xsmtpsib-"),
 	{
