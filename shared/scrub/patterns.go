@@ -309,8 +309,9 @@ var patterns = []*pattern{
 		start: afterNonIdent,
 	},
 	{
-		// Mailgun's hex keys and Mailchimp's API keys: 32 hex digits, then
-		// -xxxxxxxx-xxxxxxxx or the data center (-us12).
+		// Mailgun's hex keys and Mailchimp's API keys: 32 hex digits (or
+		// letters and digits, in made-up examples), then -xxxxxxxx-xxxxxxxx
+		// or the data center (-us12).
 		name:  "mailgun or mailchimp key",
 		re:    anchored(`[A-Za-z0-9]{32}-(?:[a-f0-9]{8}-[a-f0-9]{8}|us[0-9]{1,2})\b`),
 		lits:  []string{"-"},

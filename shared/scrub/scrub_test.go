@@ -341,14 +341,14 @@ func referenceScrub(t *testing.T, s string) string {
 		lines, offsets := []string{s}, []int{0}
 		if !p.multiline {
 			lines, offsets = strings.Split(s, "\n"), nil
-			for i, off := 0, 0; i < len(lines); i++ {
+			for j, off := 0, 0; j < len(lines); j++ {
 				offsets = append(offsets, off)
-				off += len(lines[i]) + 1
+				off += len(lines[j]) + 1
 			}
 		}
-		for i, line := range lines {
+		for j, line := range lines {
 			for _, m := range re.FindAllStringSubmatchIndex(line, -1) {
-				spans = p.matchSpans(spans, s, offsets[i], m)
+				spans = p.matchSpans(spans, s, offsets[j], m)
 			}
 		}
 	}
