@@ -31,6 +31,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
 	"github.com/lambdaclaw/lambdaclaw/shared/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/memory"
+	"github.com/lambdaclaw/lambdaclaw/shared/scrub"
 )
 
 func main() {
@@ -55,7 +56,7 @@ func handler(ctx context.Context) (*Indexer, error) {
 	if err := level.UnmarshalText([]byte(os.Getenv("LOG_LEVEL"))); err != nil {
 		level = slog.LevelInfo
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(scrub.NewHandler(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 	return &Indexer{Search: x, Ensure: x.EnsureIndex, Log: log}, nil
 }
 

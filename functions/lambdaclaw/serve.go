@@ -21,6 +21,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/prompt"
 	"github.com/lambdaclaw/lambdaclaw/shared/ratelimit"
+	"github.com/lambdaclaw/lambdaclaw/shared/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/store/memstore"
@@ -311,5 +312,5 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	if err := l.UnmarshalText([]byte(level)); err != nil || level == "" {
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	return slog.New(scrub.NewHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})))
 }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/apigw"
 	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/telegram"
 )
 
@@ -39,8 +40,8 @@ func main() {
 		// The function still starts, so that CloudFormation gets an
 		// answer: a deployment fails with the reason, a deletion goes
 		// through. Webhook calls fail with the error.
-		fmt.Fprintln(os.Stderr, "telegram:", err)
-		h = &Webhook{Log: slog.Default(), initErr: err}
+		fmt.Fprintln(os.Stderr, "telegram:", scrub.Scrub(err.Error()))
+		h = &Webhook{Log: slog.New(scrub.NewHandler(slog.Default().Handler())), initErr: err}
 	}
 	lambda.Start(h.Invoke)
 }

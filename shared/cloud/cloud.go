@@ -80,6 +80,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/openai"
 	"github.com/lambdaclaw/lambdaclaw/shared/ratelimit"
+	"github.com/lambdaclaw/lambdaclaw/shared/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/store/memstore"
@@ -211,7 +212,7 @@ func newLogger(level string) *slog.Logger {
 	if err := l.UnmarshalText([]byte(level)); err != nil || level == "" {
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+	return slog.New(scrub.NewHandler(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})))
 }
 
 // maxReplyBytes reads MAX_REPLY_BYTES, the most bytes of one model reply.

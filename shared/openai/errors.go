@@ -16,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/scrub"
 )
 
 // maxErrorText bounds how much of a server's error message is kept.
@@ -74,12 +75,11 @@ func (p *Provider) classify(parent, call context.Context, res *http.Response, er
 	return e
 }
 
-// redact removes the API key from text a server or transport produced.
+// redact removes the API key from text a server or transport produced. A
+// placeholder key ("ollama", "none") is not a secret and is left alone, so
+// words that happen to equal it stay intact.
 func (p *Provider) redact(s string) string {
-	if p.apiKey == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, p.apiKey, "[redacted]")
+	return scrub.Known(s, p.apiKey)
 }
 
 // fromStatus fills e from an HTTP error status and the server's error code

@@ -580,7 +580,7 @@ var errorCases = []errorCase{
 		status:  401,
 		body:    `{"error":{"message":"Incorrect API key provided: ` + testKey + `.","type":"invalid_request_error","code":"invalid_api_key"}}`,
 		want:    llm.Error{Provider: "test", Status: 401},
-		mention: "Incorrect API key provided: [redacted]",
+		mention: "Incorrect API key provided: [REDACTED]",
 	},
 	{
 		name:    "error as a bare string",
@@ -875,7 +875,25 @@ func TestKeyInBaseURLIsRedacted(t *testing.T) {
 		t.Fatalf("New: %v", err)
 	}
 	_, err = p.Generate(context.Background(), llm.Request{Messages: hello}, nil)
-	checkError(t, err, llm.Error{Provider: "test", Retryable: true}, "[redacted]")
+	checkError(t, err, llm.Error{Provider: "test", Retryable: true}, "[REDACTED]")
+}
+
+// A placeholder key, as local servers take, is not a secret: the words of
+// an error that happen to equal it stay intact.
+func TestPlaceholderKeyKeepsWords(t *testing.T) {
+	for _, key := range []string{"ollama", "none", "x"} {
+		t.Run(key, func(t *testing.T) {
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+				writeJSON(w, 404, `{"error":"model \"llama3\" not found, try pulling it first: ollama pull llama3 (none found locally, x86_64)"}`)
+			})
+			p, err := New(Config{Name: "test", BaseURL: srv.URL + "/v1", APIKey: key, Model: "llama3"})
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			_, err = p.Generate(context.Background(), llm.Request{Messages: hello}, nil)
+			checkError(t, err, llm.Error{Provider: "test", Status: 404}, "ollama pull llama3 (none found locally, x86_64)")
+		})
+	}
 }
 
 func TestCallerCancellation(t *testing.T) {

@@ -1,12 +1,28 @@
 // Package scrub redacts credentials from text before it reaches session
 // history, logs, events or a model (seed 000 ADR-006). Scrub works on whole
-// texts; Stream works on model output that arrives in pieces.
+// texts; Stream works on model output that arrives in pieces; NewHandler
+// scrubs log records; Known removes a configured secret whose value is known.
 //
-// Patterns are anchored to known prefixes (sk-, ghp_, AKIA, …) or to an
-// assignment of a credential-like key (password=, "api_key": …), so ordinary
-// prose that mentions tokens, passwords or secrets is left alone. Key/value
-// matches keep the key and redact only the value, so the text stays readable:
-// `password=hunter2` becomes `password=[REDACTED]`.
+// Patterns are anchored to known prefixes (sk-, ghp_, AKIA, SG., …), to
+// structures (URL credentials, webhook URLs, PEM blocks, Authorization and
+// Cookie headers) or to an assignment of a credential-like key (password=,
+// "api_key": …, --token X), so ordinary prose that mentions tokens, passwords
+// or secrets is left alone. Where a credential sits inside a larger text, only
+// the credential is redacted and the rest stays readable:
+// `password=hunter2` becomes `password=[REDACTED]`,
+// `postgres://app:pw@db:5432/prod` becomes `postgres://app:[REDACTED]@db:5432/prod`,
+// and a SAS URL keeps every parameter but sig. In a webhook URL the secret
+// is the one path segment that authorizes the call: a Slack webhook keeps
+// its team and channel ids (…/services/T…/B…/[REDACTED]), a Discord webhook
+// its id, a Teams webhook everything but the segment after IncomingWebhook,
+// a Telegram Bot API URL everything but the token after /bot.
+//
+// Deliberately not redacted: values that are public by design (Stripe pk_
+// publishable keys, Supabase sb_publishable_ keys, PostHog phc_ project keys,
+// public keys and certificates), identifiers that are not secrets (Twilio
+// account SIDs, AWS account ids, ARNs, UUIDs, hashes and digests), and
+// placeholders or references (${DB_PASSWORD}, <your-token>, os.Getenv(…),
+// settings.SECRET_KEY, ****).
 package scrub
 
 import (
@@ -18,251 +34,275 @@ import (
 // Redacted replaces every secret Scrub finds.
 const Redacted = "[REDACTED]"
 
+// boundary says what may come right before the first byte of a match.
+type boundary uint8
+
+const (
+	anywhere boundary = iota
+	// afterNonWord works like a leading \b: a match starts after a byte
+	// that is not a letter, digit or underscore.
+	afterNonWord
+	// afterNonAlnum allows _ . - before the match, but no letter or digit:
+	// DB_PASS= is a key, bypass= is not.
+	afterNonAlnum
+	// afterNonIdent allows no identifier byte (letter, digit, _ . -).
+	afterNonIdent
+	// afterNonBase64 allows no byte that base64 text could contain.
+	afterNonBase64
+	// afterBlank allows only whitespace or a quote: a command-line flag.
+	afterBlank
+)
+
+// allows reports whether a match may start at index at of s.
+func (b boundary) allows(s string, at int) bool {
+	if at == 0 {
+		return true
+	}
+	c := s[at-1]
+	switch b {
+	case afterNonWord:
+		return !isWordByte(c)
+	case afterNonAlnum:
+		return !isAlnum(c)
+	case afterNonIdent:
+		return !isIdentByte(c)
+	case afterNonBase64:
+		return !isBase64Byte(c) && c != '-' && c != '_'
+	case afterBlank:
+		return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '"' || c == '\''
+	}
+	return true
+}
+
 // pattern is one kind of secret. A match can start only where one of lits
-// occurs (or where starts says), so the regexp runs anchored at those places
-// instead of scanning the whole text.
+// occurs (or where from says, given such an occurrence), so the regexp runs
+// anchored at those places instead of scanning the whole text.
 type pattern struct {
 	name string
 	// re is anchored at a candidate start. When it has groups named "v",
 	// only those are redacted and the rest of the match is kept as context;
 	// otherwise the whole match is redacted.
 	re *regexp.Regexp
-	// lits are the literal beginnings of a match; fold means they are lower
-	// case and looked for case-insensitively.
+	// lits are the literals whose occurrences trigger a look for a match;
+	// fold means they are lower case and looked for case-insensitively.
 	lits []string
 	fold bool
-	// starts, used when lits is nil, returns candidate starts in ascending
-	// order, a superset of the real ones.
-	starts func(s string) []int
-	// wordStart requires a non-word byte (or the start of the text) before
-	// the match, like a leading \b.
-	wordStart bool
+	// from, when set, turns an occurrence of a literal at i into the
+	// candidate starts of a match (appended to dst): a superset of the real
+	// ones, in ascending order. Without it the occurrence is the start.
+	from func(dst []int, s string, i int) []int
+	// pre, when set, is a cheap test that a candidate start can match at all.
+	pre func(s string, at int) bool
+	// start is what may come before a match.
+	start boundary
 	// multiline lets a match cross line breaks; other matches are looked
 	// for only up to the end of their line.
 	multiline bool
-	// valid, when set, rejects matched values that do not look like secrets.
-	valid func(v string) bool
-	// groups are the indexes of the "v" groups.
+	// valid, when set, rejects a redaction of s[start:end] that does not
+	// look like a secret in its context.
+	valid func(s string, start, end int) bool
+	// pick, when set, replaces groups and valid: it returns the spans to
+	// redact for match m, whose indexes are into s.
+	pick func(p *pattern, s string, m []int) []span
+	// hold matches, from a candidate start that passes pre to the end of a
+	// line, what could be the beginning of a match that spans whitespace
+	// (see Stream); empty for patterns whose matches hold no whitespace.
+	// holdRE is it compiled.
+	hold   string
+	holdRE *regexp.Regexp
+
+	// groups are the indexes of the "v" groups; sub indexes all named groups.
 	groups []int
+	sub    map[string][]int
+	index  int
 }
 
-// keyNames are the assignment keys whose values are secrets. They match
-// anywhere in an identifier (GITHUB_TOKEN, db.password, x-api-key) but must be
-// followed directly by the separator, so max_tokens or secretName are not
-// keys. keyStarts are their first letters, for the candidate search.
-const keyNames = `api[_-]?key|access[_-]?key|secret[_-]?(?:access[_-]?)?key|private[_-]?key|token|secret|password|passwd|passphrase`
-
-var keyStarts = []string{"api", "access", "secret", "private", "token", "pass"}
-
-const pemExpr = `-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?(-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)|(?:[A-Za-z0-9+/=:,.\s-]|\\[nr])*)`
-
-// pemRE matches a PEM private key block. Group 1, the END line, is unset
-// when the block has no END line (truncated output): then the redaction runs
-// over what can be key material (base64, header lines, escaped line breaks
-// in JSON) and stops at anything else, such as the quote closing a JSON
-// string.
-var pemRE = regexp.MustCompile(pemExpr)
+// group returns the bounds of the first named group n set in m, or -1, -1.
+func (p *pattern) group(m []int, n string) (int, int) {
+	for _, g := range p.sub[n] {
+		if m[2*g] >= 0 {
+			return m[2*g], m[2*g+1]
+		}
+	}
+	return -1, -1
+}
 
 // anchored compiles expr to match only at the start of the text.
 func anchored(expr string) *regexp.Regexp {
 	return regexp.MustCompile(`^(?:` + expr + `)`)
 }
 
-// patterns are every secret Scrub knows. Every pattern but the PEM block
-// keeps its match on one line: Stream relies on it (see holdRE).
-var patterns = []*pattern{
-	{
-		name:      "pem private key",
-		re:        anchored(pemExpr),
-		lits:      []string{"-----BEGIN"},
-		multiline: true,
-	},
-	{
-		name: "authorization header",
-		re: anchored(`(?i)authorization\\?["']?[ \t]*[:=][ \t]*["']?` +
-			`(?:(?:bearer|basic|token|bot|apikey)[ \t]+)?(?P<v>[^\s"'\\]+)`),
-		lits: []string{"authorization"}, fold: true, wordStart: true,
-	},
-	{
-		name:      "bearer token",
-		re:        anchored(`Bearer[ \t]+(?P<v>[A-Za-z0-9\-._~+/]+=*)`),
-		lits:      []string{"Bearer"},
-		wordStart: true,
-		valid: func(v string) bool {
-			return len(v) >= 20 || (len(v) >= 8 && strings.ContainsAny(v, "0123456789"))
-		},
-	},
-	{
-		// The value is a quoted string, an escaped quoted string (JSON in
-		// JSON), or a word. A word never takes the backslash of an escaped
-		// quote, so scrubbed JSON stays valid JSON.
-		name: "key assignment",
-		re: anchored(`(?i)(?:` + keyNames + `)(?:\\?["'])?[ \t]*(?::=|=>|[:=])[ \t]*(?:` +
-			`"(?P<v>(?:[^"\\\r\n]|\\.)*)"|` +
-			`'(?P<v>[^'\r\n]*)'|` +
-			`\\"(?P<v>[^"\\\r\n]*)\\"|` +
-			`(?:\\?["'])?(?P<v>(?:[^\s"'&<>\\]|\\[^\s"'&<>])+))`),
-		lits: keyStarts, fold: true,
-	},
-	{
-		name:      "url credentials",
-		re:        anchored(`(?i)[a-z][a-z0-9+.-]*://[^\s:/@]+:(?P<v>[^\s@/]+)@`),
-		starts:    schemeStarts,
-		wordStart: true,
-	},
-	{
-		name:      "openai or anthropic key",
-		re:        anchored(`sk-[A-Za-z0-9_-]{20,}`),
-		lits:      []string{"sk-"},
-		wordStart: true,
-		valid:     mixed,
-	},
-	{
-		name:      "github token",
-		re:        anchored(`gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}`),
-		lits:      []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
-		wordStart: true,
-	},
-	{
-		name:      "gitlab token",
-		re:        anchored(`glpat-[A-Za-z0-9_-]{20,}`),
-		lits:      []string{"glpat-"},
-		wordStart: true,
-	},
-	{
-		name:      "slack token",
-		re:        anchored(`xox[abprs]-[A-Za-z0-9-]{10,}`),
-		lits:      []string{"xox"},
-		wordStart: true,
-	},
-	{
-		name:      "aws access key id",
-		re:        anchored(`(?:AKIA|ASIA)[A-Z0-9]{16}\b`),
-		lits:      []string{"AKIA", "ASIA"},
-		wordStart: true,
-	},
-	{
-		name:      "google api key",
-		re:        anchored(`AIza[A-Za-z0-9_-]{35}`),
-		lits:      []string{"AIza"},
-		wordStart: true,
-	},
-	{
-		name:      "stripe key",
-		re:        anchored(`[rs]k_(?:live|test)_[A-Za-z0-9]{20,}`),
-		lits:      []string{"sk_live_", "sk_test_", "rk_live_", "rk_test_"},
-		wordStart: true,
-	},
-	{
-		name:      "hugging face token",
-		re:        anchored(`hf_[A-Za-z0-9]{30,}`),
-		lits:      []string{"hf_"},
-		wordStart: true,
-	},
-	{
-		name:      "telegram bot token",
-		re:        anchored(`(?:bot)?(?P<v>[0-9]{5,16}:[A-Za-z0-9_-]{35})(?:[^A-Za-z0-9_-]|$)`),
-		starts:    telegramStarts,
-		wordStart: true,
-	},
-	{
-		name:      "jwt",
-		re:        anchored(`eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+){0,2}`),
-		lits:      []string{"eyJ"},
-		wordStart: true,
-	},
-	{
-		name:      "lambdaclaw api key",
-		re:        anchored(`lc_[A-Za-z0-9]{40,}`),
-		lits:      []string{"lc_"},
-		wordStart: true,
-	},
+// trigger is a literal that starts a look for a match of p.
+type trigger struct {
+	lit  string
+	fold bool
+	p    *pattern
 }
+
+// triggerSets[triggerIndex[k]] holds the triggers whose literal can begin
+// with the two bytes of k (the first byte in the high half); index 0 is
+// empty.
+var (
+	triggerIndex [1 << 16]uint8
+	triggerSets  []triggerSet
+)
+
+// triggerSet is the triggers that share their first two bytes, and the
+// bytes that can follow those two, as a bit set: most places where two
+// bytes match a literal's are ruled out by the third.
+type triggerSet struct {
+	third    [4]uint64
+	triggers []trigger
+}
+
+func (t *triggerSet) allows(c byte) bool { return t.third[c>>6]&(1<<(c&63)) != 0 }
+
+func (t *triggerSet) allow(c byte) { t.third[c>>6] |= 1 << (c & 63) }
 
 func init() {
-	for _, p := range patterns {
-		for i, n := range p.re.SubexpNames() {
-			if n == "v" {
-				p.groups = append(p.groups, i)
+	var all []trigger
+	byKey := map[uint16][]int{}
+	for i, p := range patterns {
+		p.index = i
+		p.sub = map[string][]int{}
+		for g, n := range p.re.SubexpNames() {
+			if n != "" {
+				p.sub[n] = append(p.sub[n], g)
+			}
+		}
+		p.groups = p.sub["v"]
+		if p.hold != "" {
+			p.holdRE = regexp.MustCompile(`(?i)^(?:` + p.hold + `)$`)
+		}
+		for _, lit := range p.lits {
+			id := len(all)
+			all = append(all, trigger{lit, p.fold, p})
+			for _, k := range litKeys(lit, p.fold) {
+				byKey[k] = append(byKey[k], id)
 			}
 		}
 	}
+	sets := map[string]uint8{}
+	triggerSets = []triggerSet{{}}
+	for k, ids := range byKey {
+		name := ""
+		for _, id := range ids {
+			name += string(rune(id)) + ","
+		}
+		n, ok := sets[name]
+		if !ok {
+			if len(triggerSets) > 255 {
+				panic("scrub: too many distinct trigger sets")
+			}
+			n = uint8(len(triggerSets))
+			sets[name] = n
+			var set triggerSet
+			for _, id := range ids {
+				t := all[id]
+				set.triggers = append(set.triggers, t)
+				if len(t.lit) < 3 {
+					for c := 0; c < 256; c++ {
+						set.allow(byte(c))
+					}
+					continue
+				}
+				set.allow(t.lit[2])
+				if t.fold && 'a' <= t.lit[2] && t.lit[2] <= 'z' {
+					set.allow(t.lit[2] - 'a' + 'A')
+				}
+			}
+			triggerSets = append(triggerSets, set)
+		}
+		triggerIndex[k] = n
+	}
 }
 
-// schemeStarts returns the letters that could begin a URL scheme before each
-// "://".
-func schemeStarts(s string) []int {
-	var out []int
-	for _, i := range indexAll(s, "://") {
-		j := i
-		for j > 0 && isSchemeByte(s[j-1]) {
-			j--
+// litKeys returns the two-byte keys under which lit is found: its first two
+// bytes in every case when fold, and every second byte for a one-byte lit.
+func litKeys(lit string, fold bool) []uint16 {
+	variants := func(c byte) []byte {
+		if fold && 'a' <= c && c <= 'z' {
+			return []byte{c, c - 'a' + 'A'}
 		}
-		for k := j; k < i; k++ {
-			if c := s[k] | 0x20; 'a' <= c && c <= 'z' {
-				out = append(out, k)
-			}
+		return []byte{c}
+	}
+	var seconds []byte
+	if len(lit) == 1 {
+		for c := 0; c < 256; c++ {
+			seconds = append(seconds, byte(c))
+		}
+	} else {
+		seconds = variants(lit[1])
+	}
+	var keys []uint16
+	for _, a := range variants(lit[0]) {
+		for _, b := range seconds {
+			keys = append(keys, uint16(a)<<8|uint16(b))
 		}
 	}
-	return out
+	return keys
 }
 
-func isSchemeByte(c byte) bool {
-	return isWordByte(c) && c != '_' || c == '+' || c == '.' || c == '-'
-}
-
-// telegramStarts returns, for each run of digits just before a colon, the
-// start of the run and of a "bot" right before it.
-func telegramStarts(s string) []int {
-	var out []int
-	for _, i := range indexAll(s, ":") {
-		j := i
-		for j > 0 && '0' <= s[j-1] && s[j-1] <= '9' {
-			j--
+// hasLitAt reports whether s has lit at i, ignoring ASCII case when fold.
+func hasLitAt(s string, i int, lit string, fold bool) bool {
+	if len(s)-i < len(lit) {
+		return false
+	}
+	if !fold {
+		return s[i:i+len(lit)] == lit
+	}
+	for j := 0; j < len(lit); j++ {
+		c := s[i+j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
 		}
-		if i-j < 5 {
+		if c != lit[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// candidate is a place where pattern p may match.
+type candidate struct{ p, at int }
+
+// candidates returns every candidate start in s at from or later, in one
+// pass over s; with holds, only those of patterns that have a hold.
+func candidates(s string, from int, holds bool, out []candidate) []candidate {
+	var starts []int
+	n := len(s)
+	for i := 0; i < n; i++ {
+		k := uint16(s[i]) << 8
+		if i+1 < n {
+			k |= uint16(s[i+1])
+		}
+		n := triggerIndex[k]
+		if n == 0 {
 			continue
 		}
-		if j >= 3 && s[j-3:j] == "bot" {
-			out = append(out, j-3)
+		set := &triggerSets[n]
+		if i+2 < len(s) && !set.allows(s[i+2]) {
+			continue
 		}
-		out = append(out, j)
+		for _, t := range set.triggers {
+			if holds && t.p.holdRE == nil || !hasLitAt(s, i, t.lit, t.fold) {
+				continue
+			}
+			if t.p.from == nil {
+				if i >= from {
+					out = append(out, candidate{t.p.index, i})
+				}
+				continue
+			}
+			starts = t.p.from(starts[:0], s, i)
+			for _, at := range starts {
+				if at >= from {
+					out = append(out, candidate{t.p.index, at})
+				}
+			}
+		}
 	}
 	return out
-}
-
-// indexAll returns every index of sub in s, in ascending order.
-func indexAll(s, sub string) []int {
-	var out []int
-	for i := 0; ; {
-		j := strings.Index(s[i:], sub)
-		if j < 0 {
-			return out
-		}
-		out = append(out, i+j)
-		i += j + 1
-	}
-}
-
-func isWordByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
-}
-
-// mixed reports whether v mixes at least two of lower case, upper case and
-// digits, as generated keys do and hyphenated words do not.
-func mixed(v string) bool {
-	var lower, upper, digit int
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
-		case 'a' <= c && c <= 'z':
-			lower = 1
-		case 'A' <= c && c <= 'Z':
-			upper = 1
-		case '0' <= c && c <= '9':
-			digit = 1
-		}
-	}
-	return lower+upper+digit >= 2
 }
 
 // span is a byte range [start, end) of the input to redact.
@@ -272,45 +312,84 @@ type span struct{ start, end int }
 // It is safe on any input, including invalid UTF-8, and its time grows
 // linearly with len(s) and the number of places where a secret could start.
 func Scrub(s string) string {
-	if s == "" {
-		return s
-	}
-	var lower string
-	var spans []span
-	for _, p := range patterns {
-		var starts []int
-		switch {
-		case p.starts != nil:
-			starts = p.starts(s)
-		case p.fold:
-			if lower == "" {
-				lower = asciiLower(s)
-			}
-			starts = litStarts(lower, p.lits)
-		default:
-			starts = litStarts(s, p.lits)
-		}
-		if len(starts) > 0 {
-			spans = p.appendSpans(spans, s, starts)
-		}
-	}
+	spans := find(s, 0)
 	if len(spans) == 0 {
 		return s
 	}
 	return redact(s, spans)
 }
 
-// litStarts returns every index in s of any of lits, in ascending order.
-func litStarts(s string, lits []string) []int {
-	var out []int
-	for _, l := range lits {
-		out = append(out, indexAll(s, l)...)
+// contextLen is how far back of a place after whitespace any pattern looks
+// to decide about a match there (awsSecret looks at the line before).
+const contextLen = 64
+
+// scrubFrom returns text[from:] scrubbed as Scrub scrubs it at the end of
+// text, where text[:from] has already been scrubbed and ends in whitespace
+// (see Stream).
+func scrubFrom(text string, from int) string {
+	spans := find(text, from)
+	if len(spans) == 0 {
+		return text[from:]
 	}
-	if len(lits) > 1 {
-		slices.Sort(out)
-		out = slices.Compact(out)
+	for i := range spans {
+		spans[i].start -= from
+		spans[i].end -= from
 	}
-	return out
+	return redact(text[from:], spans)
+}
+
+// find returns the ranges of s to redact that start at from or later. The
+// text before from is context: no match can start there and end after it
+// (from follows whitespace where no secret continues).
+func find(s string, from int) []span {
+	if len(s) == from {
+		return nil
+	}
+	var buf [16]candidate
+	cands := candidates(s, from, false, buf[:0])
+	if len(cands) == 0 {
+		return nil
+	}
+	slices.SortFunc(cands, func(a, b candidate) int {
+		if a.p != b.p {
+			return a.p - b.p
+		}
+		return a.at - b.at
+	})
+	var spans []span
+	var starts []int
+	for i := 0; i < len(cands); {
+		p := cands[i].p
+		starts = starts[:0]
+		for ; i < len(cands) && cands[i].p == p; i++ {
+			if len(starts) == 0 || starts[len(starts)-1] != cands[i].at {
+				starts = append(starts, cands[i].at)
+			}
+		}
+		spans = patterns[p].appendSpans(spans, s, starts)
+	}
+	return spans
+}
+
+// holdWindow is how much of a line, from a candidate start, holdStart
+// matches a hold against.
+const holdWindow = 256
+
+// holdStart returns where, in a line, the leftmost match that could go on
+// past its end and spans whitespace starts, or -1.
+func holdStart(line string) int {
+	var buf [16]candidate
+	cands := candidates(line, 0, true, buf[:0])
+	slices.SortFunc(cands, func(a, b candidate) int { return a.at - b.at })
+	for _, c := range cands {
+		// The window bounds the cost of each try; a longer line may hold a
+		// match the window cannot rule out, which only delays output.
+		p := patterns[c.p]
+		if (p.pre == nil || p.pre(line, c.at)) && p.holdRE.MatchString(line[c.at:min(len(line), c.at+holdWindow)]) {
+			return c.at
+		}
+	}
+	return -1
 }
 
 // appendSpans adds the ranges of s that p redacts, trying p at each of
@@ -319,7 +398,7 @@ func litStarts(s string, lits []string) []int {
 func (p *pattern) appendSpans(spans []span, s string, starts []int) []span {
 	next, lineEnd := 0, -1
 	for _, at := range starts {
-		if at < next || p.wordStart && at > 0 && isWordByte(s[at-1]) {
+		if at < next || !p.start.allows(s, at) || p.pre != nil && !p.pre(s, at) {
 			continue
 		}
 		end := len(s)
@@ -345,18 +424,26 @@ func (p *pattern) appendSpans(spans []span, s string, starts []int) []span {
 // matchSpans adds the ranges to redact for match m, whose indexes are
 // relative to offset in s.
 func (p *pattern) matchSpans(spans []span, s string, offset int, m []int) []span {
+	for i := range m {
+		if m[i] >= 0 {
+			m[i] += offset
+		}
+	}
+	if p.pick != nil {
+		return append(spans, p.pick(p, s, m)...)
+	}
 	if len(p.groups) == 0 {
-		if p.valid == nil || p.valid(s[offset+m[0]:offset+m[1]]) {
-			spans = append(spans, span{offset + m[0], offset + m[1]})
+		if p.valid == nil || p.valid(s, m[0], m[1]) {
+			spans = append(spans, span{m[0], m[1]})
 		}
 		return spans
 	}
 	for _, g := range p.groups {
-		start, end := offset+m[2*g], offset+m[2*g+1]
-		if m[2*g] < 0 || start == end {
+		start, end := m[2*g], m[2*g+1]
+		if start < 0 || start == end {
 			continue
 		}
-		if p.valid == nil || p.valid(s[start:end]) {
+		if p.valid == nil || p.valid(s, start, end) {
 			spans = append(spans, span{start, end})
 		}
 	}
@@ -387,19 +474,59 @@ func redact(s string, spans []span) string {
 	return b.String()
 }
 
-// asciiLower lowers ASCII letters only, so byte offsets are unchanged and
-// invalid UTF-8 passes through.
-func asciiLower(s string) string {
+func isWordByte(c byte) bool {
+	return isAlnum(c) || c == '_'
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// isIdentByte reports whether c can be part of a configuration key such as
+// db.password, x-api-key or AWS_SECRET_ACCESS_KEY.
+func isIdentByte(c byte) bool {
+	return isWordByte(c) || c == '.' || c == '-'
+}
+
+func isBase64Byte(c byte) bool {
+	return isAlnum(c) || c == '+' || c == '/' || c == '='
+}
+
+// all reports whether every byte of s satisfies f.
+func all(s string, f func(byte) bool) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; 'A' <= c && c <= 'Z' {
-			b := []byte(s)
-			for j := i; j < len(b); j++ {
-				if 'A' <= b[j] && b[j] <= 'Z' {
-					b[j] += 'a' - 'A'
-				}
-			}
-			return string(b)
+		if !f(s[i]) {
+			return false
 		}
 	}
-	return s
+	return true
+}
+
+// classes reports which of lower case letters, upper case letters and
+// digits s holds.
+func classes(s string) (lower, upper, digit bool) {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z':
+			lower = true
+		case 'A' <= c && c <= 'Z':
+			upper = true
+		case '0' <= c && c <= '9':
+			digit = true
+		}
+	}
+	return lower, upper, digit
+}
+
+// mixed reports whether v mixes at least two of lower case, upper case and
+// digits, as generated keys do and hyphenated words do not.
+func mixed(s string, start, end int) bool {
+	lower, upper, digit := classes(s[start:end])
+	n := 0
+	for _, b := range []bool{lower, upper, digit} {
+		if b {
+			n++
+		}
+	}
+	return n >= 2
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 
@@ -23,7 +24,7 @@ const (
 	slackUser    = "xoxp-1234567890-1234567890-1234567890123-0123456789abcdef0123456789abcdef"
 	awsKeyID     = "AKIAIOSFODNN7EXAMPLE"
 	awsSTSKeyID  = "ASIAIOSFODNN7EXAMPLE"
-	awsSecret    = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	awsSecretKey = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 	telegramTok  = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawX"
 	jwt          = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
 	lcKey        = "lc_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb3dEf6hIj9k"
@@ -67,9 +68,9 @@ var patternCases = []struct {
 	{"slack user token", slackUser, "[REDACTED]"},
 	{"aws access key id", "id " + awsKeyID + " ok", "id [REDACTED] ok"},
 	{"aws sts key id", awsSTSKeyID, "[REDACTED]"},
-	{"aws secret env", "AWS_SECRET_ACCESS_KEY=" + awsSecret, "AWS_SECRET_ACCESS_KEY=[REDACTED]"},
-	{"aws secret ini", "aws_secret_access_key = " + awsSecret, "aws_secret_access_key = [REDACTED]"},
-	{"aws secret json", `"SecretAccessKey": "` + awsSecret + `",`, `"SecretAccessKey": "[REDACTED]",`},
+	{"aws secret env", "AWS_SECRET_ACCESS_KEY=" + awsSecretKey, "AWS_SECRET_ACCESS_KEY=[REDACTED]"},
+	{"aws secret ini", "aws_secret_access_key = " + awsSecretKey, "aws_secret_access_key = [REDACTED]"},
+	{"aws secret json", `"SecretAccessKey": "` + awsSecretKey + `",`, `"SecretAccessKey": "[REDACTED]",`},
 	{"telegram bot token", "token " + telegramTok + " set", "token [REDACTED] set"},
 	{"telegram api url", "GET https://api.telegram.org/bot" + telegramTok + "/getMe", "GET https://api.telegram.org/bot[REDACTED]/getMe"},
 	{"jwt", "id_token " + jwt, "id_token [REDACTED]"},
@@ -302,28 +303,74 @@ func BenchmarkScrub(b *testing.B) {
 	}
 }
 
+// boundaryExpr is the regexp that stands for a boundary in referenceScrub.
+// Those other than afterNonWord consume a byte, so they may only be used by
+// patterns that redact groups.
+var boundaryExpr = map[boundary]string{
+	anywhere:       ``,
+	afterNonWord:   `\b`,
+	afterNonAlnum:  `(?:^|[^A-Za-z0-9])`,
+	afterNonIdent:  `(?:^|[^A-Za-z0-9_.-])`,
+	afterNonBase64: `(?:^|[^A-Za-z0-9+/=_-])`,
+	afterBlank:     `(?:^|[\s"'])`,
+}
+
+var (
+	referenceOnce sync.Once
+	// referenceREs are the patterns' regexps, unanchored.
+	referenceREs []*regexp.Regexp
+)
+
 // referenceScrub is Scrub without its search for candidate starts: each
 // pattern scans the whole text, as a plain regexp would.
 func referenceScrub(t *testing.T, s string) string {
 	t.Helper()
+	referenceOnce.Do(func() {
+		for _, p := range patterns {
+			expr := strings.TrimSuffix(strings.TrimPrefix(p.re.String(), "^(?:"), ")")
+			if b := boundaryExpr[p.start]; b != "" {
+				expr = b + `(?:` + expr + `)`
+			}
+			referenceREs = append(referenceREs, regexp.MustCompile(expr))
+		}
+	})
 	var spans []span
-	for _, p := range patterns {
-		expr := strings.TrimSuffix(strings.TrimPrefix(p.re.String(), "^(?:"), ")")
-		if p.wordStart {
-			expr = `\b(?:` + expr + `)`
+	for i, p := range patterns {
+		re := referenceREs[i]
+		// Matches but the PEM block's stay on their line.
+		lines, offsets := []string{s}, []int{0}
+		if !p.multiline {
+			lines, offsets = strings.Split(s, "\n"), nil
+			for j, off := 0, 0; j < len(lines); j++ {
+				offsets = append(offsets, off)
+				off += len(lines[j]) + 1
+			}
 		}
-		re, err := regexp.Compile(expr)
-		if err != nil {
-			t.Fatalf("pattern %s: %v", p.name, err)
-		}
-		for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
-			spans = p.matchSpans(spans, s, 0, m)
+		for j, line := range lines {
+			for _, m := range re.FindAllStringSubmatchIndex(line, -1) {
+				spans = p.matchSpans(spans, s, offsets[j], m)
+			}
 		}
 	}
 	if len(spans) == 0 {
 		return s
 	}
 	return redact(s, spans)
+}
+
+// The plain scan of referenceScrub stands for the boundaries with regexps;
+// they mean the same only under these conditions.
+func TestBoundariesHaveRegexps(t *testing.T) {
+	for _, p := range patterns {
+		if p.start != anywhere && p.start != afterNonWord && len(p.groups) == 0 && p.pick == nil {
+			t.Errorf("pattern %s: boundary %d needs groups to redact", p.name, p.start)
+		}
+		for _, lit := range p.lits {
+			if p.start == afterNonWord && p.from == nil && !isWordByte(lit[0]) {
+				t.Errorf("pattern %s: \\b cannot precede literal %q", p.name, lit)
+			}
+		}
+	}
 }
 
 func TestScrubMatchesPlainScan(t *testing.T) {

@@ -11,24 +11,16 @@ import (
 // held text is scrubbed and emitted as it is.
 const maxHold = 256 << 10
 
-// holdRE matches the end of a line that could still be the beginning of a
-// multi-word secret: a credential key waiting for its separator or value, an
-// Authorization header waiting for its scheme or value, a quoted value not
-// yet closed, or a Bearer prefix. It must match every prefix, ending in
-// whitespace, of a match of the key assignment, Authorization and Bearer
-// patterns; it may match more, which only delays output.
-var holdRE = regexp.MustCompile(`(?i)(?:` + keyNames + `|authorization|bearer)\\?["']?[ \t]*` +
-	`(?:(?::=|=>|[:=])[ \t]*(?:\\?"(?:[^"\\\r\n]|\\.)*|\\?'[^'\r\n]*|[a-z]+[ \t]+)?)?$`)
-
 // pemPartialRE matches the end of a line holding a PEM header that is still
 // arriving and has been cut at a space.
 var pemPartialRE = regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*$`)
 
 // Stream scrubs text that arrives in pieces, such as a model's streamed
 // reply. It emits scrubbed text up to a point no secret can span, and holds
-// back the rest: the last, possibly incomplete, word;
-// a credential key with its value still to come; an open quoted value; an
-// unterminated PEM private key block.
+// back the rest: the last, possibly incomplete, word; a credential key or an
+// Authorization or Cookie header with its value still to come; an open
+// quoted value; a command line whose password flag may follow (docker
+// login, mysql); an unterminated PEM private key block.
 //
 // Everything a Stream emits, concatenated, equals Scrub of everything
 // written, as long as no held construct grows beyond 256 KiB.
@@ -37,6 +29,9 @@ var pemPartialRE = regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*$`)
 type Stream struct {
 	emit    func(string)
 	pending []byte
+	// before is the end of the text already emitted, unscrubbed: the
+	// context of what comes next (see contextLen).
+	before []byte
 	// nextCheck is the length pending must reach before the next look for a
 	// cut. Looking costs time linear in what is held, so while a large
 	// construct is held the looks are spaced out geometrically.
@@ -77,7 +72,7 @@ func (s *Stream) cut() {
 		}
 		block := blocked(s.pending[:c])
 		if block < 0 {
-			s.out(Scrub(string(s.pending[:c])))
+			s.out(s.pending[:c])
 			s.pending = append(s.pending[:0], s.pending[c:]...)
 			s.nextCheck = 0
 			return
@@ -93,15 +88,27 @@ func (s *Stream) cut() {
 // scrubbed as if it started a new text.
 func (s *Stream) Flush() {
 	if len(s.pending) > 0 {
-		s.out(Scrub(string(s.pending)))
+		s.out(s.pending)
 	}
 	s.pending = s.pending[:0]
+	s.before = s.before[:0]
 	s.nextCheck = 0
 }
 
-func (s *Stream) out(text string) {
-	if text != "" {
+// out emits raw, scrubbed in the context of what was emitted before.
+func (s *Stream) out(raw []byte) {
+	from := len(s.before)
+	s.before = append(s.before, raw...)
+	if text := scrubFrom(string(s.before), from); text != "" {
 		s.emit(text)
+	}
+	if n := len(s.before); n > contextLen {
+		keep := s.before[n-contextLen:]
+		if cap(s.before) > 16*contextLen {
+			// Do not keep a buffer the size of a large held construct.
+			s.before = nil
+		}
+		s.before = append(s.before[:0], keep...)
 	}
 }
 
@@ -124,8 +131,8 @@ func lastCut(p []byte, n int) int {
 func blocked(prefix []byte) int {
 	start := openPEM(prefix)
 	line := bytes.LastIndexByte(prefix, '\n') + 1
-	if loc := holdRE.FindIndex(prefix[line:]); loc != nil && (start < 0 || line+loc[0] < start) {
-		start = line + loc[0]
+	if at := holdStart(string(prefix[line:])); at >= 0 && (start < 0 || line+at < start) {
+		start = line + at
 	}
 	return start
 }

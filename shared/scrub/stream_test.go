@@ -1,6 +1,7 @@
 package scrub
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -38,7 +39,10 @@ func streamInputs() []string {
 	for _, c := range patternCases {
 		ins = append(ins, c.in, "prefix "+c.in+" suffix\nnext line "+c.in)
 	}
-	return ins
+	for _, c := range credentials() {
+		ins = append(ins, c.texts...)
+	}
+	return append(ins, negatives()...)
 }
 
 // run writes the pieces to a new Stream, flushes it and returns what it
@@ -213,5 +217,72 @@ func BenchmarkStream(b *testing.B) {
 				s.Flush()
 			}
 		})
+	}
+}
+
+// Credentials that arrive split across deltas are redacted as in one piece.
+func TestStreamRedactsCorpus(t *testing.T) {
+	for _, c := range credentials() {
+		for _, text := range c.texts {
+			for _, size := range []int{1, 3, 16} {
+				var pieces []string
+				for i := 0; i < len(text); i += size {
+					pieces = append(pieces, text[i:min(i+size, len(text))])
+				}
+				out := strings.Join(run(t, pieces), "")
+				if l := leaks(text, c.secret, out); len(l) > 0 {
+					t.Errorf("%s in deltas of %d: %q\nstreamed as %q\nleaks %q", c.name, size, text, out, l[0])
+				}
+			}
+		}
+	}
+}
+
+// mixedInputs joins random pieces of the corpus with random separators, to
+// reach interactions between patterns (a key before a token, two secrets
+// side by side, a secret cut by a quote) that single texts do not.
+func mixedInputs() []string {
+	var pieces []string
+	for _, c := range credentials() {
+		pieces = append(pieces, c.texts...)
+	}
+	pieces = append(pieces, negatives()...)
+	for _, c := range patternCases {
+		pieces = append(pieces, c.in)
+	}
+	seps := []string{"", " ", "\n", "=", ": ", `"`, "'", "&", ";", ",", "\\n", "\t", "://", "@", "/"}
+	r := rand.New(rand.NewPCG(7, 11))
+	var ins []string
+	for range 400 {
+		var b strings.Builder
+		for n := 2 + r.IntN(3); n > 0; n-- {
+			p := pieces[r.IntN(len(pieces))]
+			if len(p) > 80 && r.IntN(2) == 0 {
+				i := r.IntN(len(p) - 40)
+				p = p[i : i+40+r.IntN(len(p)-i-40)]
+			}
+			b.WriteString(p)
+			b.WriteString(seps[r.IntN(len(seps))])
+		}
+		ins = append(ins, b.String())
+	}
+	return ins
+}
+
+func TestMixedInputs(t *testing.T) {
+	for _, in := range mixedInputs() {
+		want := Scrub(in)
+		if ref := referenceScrub(t, in); want != ref {
+			t.Errorf("Scrub(%q):\ngot  %q\nwant %q", in, want, ref)
+		}
+		for _, size := range []int{1, 2, 5} {
+			var pieces []string
+			for i := 0; i < len(in); i += size {
+				pieces = append(pieces, in[i:min(i+size, len(in))])
+			}
+			if got := strings.Join(run(t, pieces), ""); got != want {
+				t.Errorf("input %q in chunks of %d:\ngot  %q\nwant %q", in, size, got, want)
+			}
+		}
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/scrub"
 )
 
 // DefaultAPIBase is the public Bot API server.
@@ -122,10 +124,7 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 
 // scrub removes the token from s.
 func (c *Client) scrub(s string) string {
-	if c.token == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, c.token, "<token>")
+	return scrub.Known(s, c.token)
 }
 
 func truncate(s string, n int) string {
