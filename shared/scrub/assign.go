@@ -49,7 +49,9 @@ const (
 // separator (= : := => or, for XML, >) or by blanks, and a value: a quoted
 // string (with a Python prefix such as f"), an escaped quoted string (JSON in
 // JSON), or a word. A word never takes the backslash of an escaped quote, so
-// scrubbed JSON stays valid JSON.
+// scrubbed JSON stays valid JSON, and it ends at an escaped line break or
+// tab: in text held in a JSON string (a .env file a tool writes), that is
+// where the line ends.
 func assignment(name, names string, lits []string, start boundary, kind keyKind) *pattern {
 	return &pattern{
 		name: name,
@@ -58,7 +60,7 @@ func assignment(name, names string, lits []string, start boundary, kind keyKind)
 			`[rbuf]{0,2}"(?P<v>(?:[^"\\\r\n]|\\.)*)"|` +
 			`[rbuf]{0,2}'(?P<v>[^'\r\n]*)'|` +
 			`\\"(?P<v>[^"\\\r\n]*)\\"|` +
-			"(?:[rbuf]{0,2}\\\\?[\"'`])?" + `(?P<bare>(?:[^\s"'<>\\]|\\[^\s"'<>])+))`),
+			"(?:[rbuf]{0,2}\\\\?[\"'`])?" + `(?P<bare>(?:[^\s"'<>\\]|\\[^\s"'<>nrt])+))`),
 		lits:  lits,
 		fold:  true,
 		start: start,

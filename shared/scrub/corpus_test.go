@@ -813,6 +813,10 @@ func TestURLKeepsAllButTheCredential(t *testing.T) {
 		{"postgres://app:s3cr3tP4ss@db.internal:5432/prod?sslmode=require",
 			"postgres://app:[REDACTED]@db.internal:5432/prod?sslmode=require"},
 		{"redis://:p4ssW0rd@cache.internal:6379/0", "redis://:[REDACTED]@cache.internal:6379/0"},
+		// A .env file held in a JSON string: each line's value ends at the
+		// escaped line break.
+		{`{"path":".env","content":"DB_PASSWORD=hunter2xyz9\nREGION=eu-west-1\nAPI_TOKEN=tok_8f3k2m1x\tx"}`,
+			`{"path":".env","content":"DB_PASSWORD=[REDACTED]\nREGION=eu-west-1\nAPI_TOKEN=[REDACTED]\tx"}`},
 		{"mongodb+srv://admin:Xy9zQ2wE@cluster0.ab1cd.mongodb.net/app?retryWrites=true&w=majority",
 			"mongodb+srv://admin:[REDACTED]@cluster0.ab1cd.mongodb.net/app?retryWrites=true&w=majority"},
 		{"amqp://guest:gu3st!x@rabbit:5672/vhost", "amqp://guest:[REDACTED]@rabbit:5672/vhost"},
