@@ -46,6 +46,9 @@ func (s split) GetMessage(ctx context.Context, sessionID, key string) (store.Mes
 func (s split) Messages(ctx context.Context, sessionID string) ([]store.Message, error) {
 	return s.pick(sessionID).Messages(ctx, sessionID)
 }
+func (s split) RunMessages(ctx context.Context, sessionID string, seq int64) ([]store.Message, error) {
+	return s.pick(sessionID).RunMessages(ctx, sessionID, seq)
+}
 func (s split) DeleteMessages(ctx context.Context, sessionID string, keys []string) error {
 	return s.pick(sessionID).DeleteMessages(ctx, sessionID, keys)
 }

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -56,20 +55,14 @@ type Recorder interface {
 
 // recordJob returns the job that carries a finished run's exchange to the
 // Recorder, and false when there is nothing to remember.
-func (l *Loop) recordJob(ctx context.Context, st RunState, ephemeral bool, res Result) (store.Job, bool, error) {
+func (l *Loop) recordJob(st RunState, ephemeral bool, res Result, run []store.Message) (store.Job, bool, error) {
 	if l.Recorder == nil || ephemeral || st.Failed() || strings.TrimSpace(res.Content) == "" {
 		return store.Job{}, false, nil
 	}
 	var inputs []string
-	for i := range maxRecordedInputs {
-		m, err := l.Store.GetMessage(ctx, st.SessionID, store.InputKey(st.Seq, i))
-		if errors.Is(err, store.ErrNotFound) {
-			break
-		}
-		if err != nil {
-			return store.Job{}, false, err
-		}
-		if m.Role == chat.User && strings.TrimSpace(m.Content) != "" {
+	prefix := store.RunPrefix(st.Seq) + "a"
+	for _, m := range run {
+		if strings.HasPrefix(m.Key, prefix) && m.Role == chat.User && strings.TrimSpace(m.Content) != "" && len(inputs) < maxRecordedInputs {
 			inputs = append(inputs, m.Content)
 		}
 	}

@@ -44,7 +44,11 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 		return l.fail(st, CodeInternal, unknownAgent(st.Agent)), nil
 	}
 	key := assistantKey(st.Seq, st.Iteration)
-	if done, err := l.Store.GetMessage(ctx, st.SessionID, key); err == nil {
+	hist, err := l.history(ctx, st)
+	if err != nil {
+		return st, fmt.Errorf("think: %w", err)
+	}
+	if i := slices.IndexFunc(hist, func(m store.Message) bool { return m.Key == key }); i >= 0 {
 		// The message was committed with the state that followed it: a
 		// repeated think returns that state.
 		if run, err := l.Store.GetRun(ctx, st.RunID); err == nil {
@@ -52,13 +56,7 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 				return saved, nil
 			}
 		}
-		return afterThink(st, done.Message), nil
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return st, fmt.Errorf("think: %w", err)
-	}
-	hist, err := l.history(ctx, st)
-	if err != nil {
-		return st, fmt.Errorf("think: %w", err)
+		return afterThink(st, hist[i].Message), nil
 	}
 	if cc := a.Compaction; !st.Compacted && cc.Threshold > 0 && cc.Threshold > cc.Target && len(hist) > cc.Threshold {
 		st.Step = StepCompact
@@ -361,7 +359,11 @@ func truncate(s string, n int) string {
 }
 
 func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunState, error) {
-	res, err := l.Result(ctx, st)
+	run, err := l.Store.RunMessages(ctx, st.SessionID, st.Seq)
+	if err != nil {
+		return st, fmt.Errorf("finish: %w", err)
+	}
+	res, err := result(st, run)
 	if err != nil {
 		return st, fmt.Errorf("finish: %w", err)
 	}
@@ -373,13 +375,9 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunSta
 		}
 		l.emit(obs.Event{Type: obs.SessionEnd, SessionID: st.SessionID})
 	case st.Failed():
-		closing, err := l.closeCalls(ctx, st)
-		if err != nil {
-			return st, fmt.Errorf("finish: %w", err)
-		}
-		c.Messages = append(c.Messages, closing...)
+		c.Messages = append(c.Messages, l.closeCalls(st, run)...)
 		c.ClearCalls = true
-		if err := l.rollbackInput(ctx, st); err != nil {
+		if err := l.rollbackInput(ctx, st, run); err != nil {
 			return st, fmt.Errorf("finish: %w", err)
 		}
 	}
@@ -393,7 +391,7 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunSta
 	if l.Replier != nil {
 		l.Replier.Finish(st, res)
 	}
-	if job, ok, err := l.recordJob(ctx, st, ephemeral, res); err != nil {
+	if job, ok, err := l.recordJob(st, ephemeral, res, run); err != nil {
 		l.logRecord(st, err)
 	} else if ok {
 		c.Jobs = append(c.Jobs, job)
@@ -408,52 +406,63 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunSta
 // run of the state machine) reads the outcome with it. The answer of an
 // ephemeral session is gone once its run is done.
 func (l *Loop) Result(ctx context.Context, st RunState) (Result, error) {
+	if st.Failed() {
+		return result(st, nil)
+	}
+	run, err := l.Store.RunMessages(ctx, st.SessionID, st.Seq)
+	if err != nil {
+		return Result{}, fmt.Errorf("load answer of run %s: %w", st.RunID, err)
+	}
+	return result(st, run)
+}
+
+// result is the outcome of st, whose messages are run.
+func result(st RunState, run []store.Message) (Result, error) {
 	res := Result{Usage: st.Usage, FinishReason: cmp.Or(st.FinishReason, "stop"), Error: st.Error, ErrorCode: st.ErrorCode}
 	if st.Failed() {
 		return res, nil
 	}
-	m, err := l.Store.GetMessage(ctx, st.SessionID, assistantKey(st.Seq, st.Iteration))
-	if err != nil {
-		return res, fmt.Errorf("load answer of run %s: %w", st.RunID, err)
+	m, ok := find(run, assistantKey(st.Seq, st.Iteration))
+	if !ok {
+		return res, fmt.Errorf("load answer of run %s: %w", st.RunID, store.ErrNotFound)
 	}
 	res.Content = toolparse.StripCalls(m.Content)
 	return res, nil
+}
+
+// find returns the message of msgs with key.
+func find(msgs []store.Message, key string) (store.Message, bool) {
+	i := slices.IndexFunc(msgs, func(m store.Message) bool { return m.Key == key })
+	if i < 0 {
+		return store.Message{}, false
+	}
+	return msgs[i], true
 }
 
 // closeCalls returns answers for the tool calls a failed run left without
 // a result, so the history stays a valid conversation for the next run:
 // providers refuse an assistant tool call that has no result after it.
 // Results already written are kept by the put-if-absent commit.
-func (l *Loop) closeCalls(ctx context.Context, st RunState) ([]store.Message, error) {
-	am, err := l.Store.GetMessage(ctx, st.SessionID, assistantKey(st.Seq, st.Iteration))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
+func (l *Loop) closeCalls(st RunState, run []store.Message) []store.Message {
+	am, ok := find(run, assistantKey(st.Seq, st.Iteration))
+	if !ok {
+		return nil
 	}
 	var out []store.Message
 	for j, c := range am.ToolCalls {
 		out = append(out, store.Message{SessionID: st.SessionID, Key: toolKey(st.Seq, st.Iteration, j), RunID: st.RunID, CreatedAt: l.now().UTC(),
 			Message: chat.Message{Role: chat.Tool, Content: "error: the run failed before this call finished; it did not run to completion", ToolCallID: c.ID, Name: c.Name}})
 	}
-	return out, nil
+	return out
 }
 
 // rollbackInput removes a failed run's input when the run left nothing
 // else in history, so that the user can simply send the message again.
-func (l *Loop) rollbackInput(ctx context.Context, st RunState) error {
-	msgs, err := l.Store.Messages(ctx, st.SessionID)
-	if err != nil {
-		return err
-	}
-	prefix := store.RunPrefix(st.Seq)
+func (l *Loop) rollbackInput(ctx context.Context, st RunState, run []store.Message) error {
+	inputs := store.RunPrefix(st.Seq) + "a"
 	var keys []string
-	for _, m := range msgs {
-		if !strings.HasPrefix(m.Key, prefix) {
-			continue
-		}
-		if !strings.HasPrefix(m.Key, prefix+"a") {
+	for _, m := range run {
+		if !strings.HasPrefix(m.Key, inputs) {
 			return nil // the run produced output; keep its record
 		}
 		keys = append(keys, m.Key)

@@ -301,7 +301,18 @@ func (s *Store) GetMessage(ctx context.Context, sessionID, msgKey string) (store
 // sort keys by their UTF-8 bytes, as Go compares strings); none for an
 // unknown session.
 func (s *Store) Messages(ctx context.Context, sessionID string) ([]store.Message, error) {
-	items, err := s.queryPrefix(ctx, sessionPK(sessionID), pfxMsg, 0)
+	return s.messagesFrom(ctx, sessionID, "")
+}
+
+// RunMessages returns the messages of one run of a session, ordered by
+// key: one Query on the run's key prefix.
+func (s *Store) RunMessages(ctx context.Context, sessionID string, seq int64) ([]store.Message, error) {
+	return s.messagesFrom(ctx, sessionID, store.RunPrefix(seq))
+}
+
+// messagesFrom returns a session's messages whose key starts with prefix.
+func (s *Store) messagesFrom(ctx context.Context, sessionID, prefix string) ([]store.Message, error) {
+	items, err := s.queryPrefix(ctx, sessionPK(sessionID), pfxMsg+prefix, 0)
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: messages of %q: %w", sessionID, err)
 	}

@@ -171,6 +171,29 @@ func (db *DB) Messages(ctx context.Context, sessionID string) ([]store.Message, 
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: messages of %q: %w", sessionID, err)
 	}
+	out, err := scanMessages(rows, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: messages of %q: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+// RunMessages returns the messages of one run of a session, ordered by
+// key.
+func (db *DB) RunMessages(ctx context.Context, sessionID string, seq int64) ([]store.Message, error) {
+	rows, err := db.st.runMessages.QueryContext(ctx, sessionID, store.RunPrefix(seq), store.RunPrefix(seq+1))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: messages of run %d of %q: %w", seq, sessionID, err)
+	}
+	out, err := scanMessages(rows, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: messages of run %d of %q: %w", seq, sessionID, err)
+	}
+	return out, nil
+}
+
+// scanMessages reads and closes rows of key, run_id, body, created_at.
+func scanMessages(rows *sql.Rows, sessionID string) ([]store.Message, error) {
 	defer rows.Close()
 	var out []store.Message
 	var body sql.RawBytes
@@ -178,18 +201,15 @@ func (db *DB) Messages(ctx context.Context, sessionID string) ([]store.Message, 
 		m := store.Message{SessionID: sessionID}
 		var created int64
 		if err := rows.Scan(&m.Key, &m.RunID, &body, &created); err != nil {
-			return nil, fmt.Errorf("sqlite: messages of %q: %w", sessionID, err)
+			return nil, err
 		}
 		if err := json.Unmarshal(body, &m.Message); err != nil {
-			return nil, fmt.Errorf("sqlite: messages of %q: decode %q: %w", sessionID, m.Key, err)
+			return nil, fmt.Errorf("decode %q: %w", m.Key, err)
 		}
 		m.CreatedAt = fromMillis(created)
 		out = append(out, m)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: messages of %q: %w", sessionID, err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // DeleteMessages removes the given keys of a session in one statement;

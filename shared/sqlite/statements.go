@@ -44,7 +44,8 @@ type statements struct {
 	// reader
 	getSession *sql.Stmt
 	getMessage *sql.Stmt
-	messages   *sql.Stmt
+	messages    *sql.Stmt
+	runMessages *sql.Stmt
 	getRun     *sql.Stmt
 	getCalls   *sql.Stmt
 	jobs       *sql.Stmt
@@ -104,6 +105,8 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 
 		{r, &s.getSession, `SELECT agent, owner, ephemeral, allowlist, created_at, updated_at FROM sessions WHERE id = ?`},
 		{r, &s.getMessage, `SELECT run_id, body, created_at FROM messages WHERE session_id = ? AND key = ?`},
+		{r, &s.runMessages, `SELECT key, run_id, body, created_at FROM messages
+			WHERE session_id = ? AND key >= ? AND key < ? ORDER BY key`},
 		{r, &s.messages, `SELECT key, run_id, body, created_at FROM messages
 			WHERE session_id = ? ORDER BY key`},
 		{r, &s.getRun, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},

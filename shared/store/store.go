@@ -216,6 +216,9 @@ type History interface {
 	GetMessage(ctx context.Context, sessionID, key string) (Message, error)
 	// Messages returns the history of a session ordered by key.
 	Messages(ctx context.Context, sessionID string) ([]Message, error)
+	// RunMessages returns the messages of the session's run with sequence
+	// number seq (keys starting with RunPrefix(seq)), ordered by key.
+	RunMessages(ctx context.Context, sessionID string, seq int64) ([]Message, error)
 	// DeleteMessages removes the given keys; missing keys are ignored.
 	DeleteMessages(ctx context.Context, sessionID string, keys []string) error
 }

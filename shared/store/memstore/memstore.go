@@ -167,6 +167,13 @@ func (m *Store) Messages(_ context.Context, sessionID string) ([]store.Message, 
 	return out, nil
 }
 
+// RunMessages implements store.History.
+func (m *Store) RunMessages(ctx context.Context, sessionID string, seq int64) ([]store.Message, error) {
+	all, err := m.Messages(ctx, sessionID)
+	prefix := store.RunPrefix(seq)
+	return slices.DeleteFunc(all, func(msg store.Message) bool { return !strings.HasPrefix(msg.Key, prefix) }), err
+}
+
 // DeleteMessages implements store.History.
 func (m *Store) DeleteMessages(_ context.Context, sessionID string, keys []string) error {
 	m.mu.Lock()

@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"EnqueueRunDuplicate", testEnqueueRunDuplicate},
 		{"EnqueueRunConcurrent", testEnqueueRunConcurrent},
 		{"EnqueueRunWritesInput", testEnqueueRunWritesInput},
+		{"RunMessages", testRunMessages},
 		{"EnqueueRunInputVisibleWithRun", testEnqueueRunInputVisibleWithRun},
 		{"EnqueueRunOwner", testEnqueueRunOwner},
 		{"GetRunNotFound", testGetRunNotFound},
@@ -835,6 +836,34 @@ func testEnqueueRunWritesInput(t *testing.T, s store.Store) {
 			t.Errorf("input key %q does not start with its run's prefix", k)
 		}
 	}
+}
+
+func testRunMessages(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "a")
+	newSession(t, s, "b")
+	var want []store.Message
+	for seq := int64(1); seq <= 11; seq++ {
+		for i, suffix := range []string{"b000.a", "a00000", "b000.t000"} {
+			m := store.Message{SessionID: "a", Key: store.RunPrefix(seq) + suffix, RunID: fmt.Sprint(seq),
+				Message: chat.Message{Role: chat.User, Content: fmt.Sprint(seq, i)}, CreatedAt: at(i)}
+			appendMsg(t, s, m)
+			if seq == 10 {
+				want = append(want, m)
+			}
+		}
+	}
+	appendMsg(t, s, store.Message{SessionID: "b", Key: store.RunPrefix(10) + "a00000", Message: chat.Message{Role: chat.User, Content: "other"}})
+	slices.SortFunc(want, func(x, y store.Message) int { return strings.Compare(x.Key, y.Key) })
+	got, err := s.RunMessages(ctx, "a", 10)
+	must(t, "RunMessages", err)
+	diff(t, "RunMessages of run 10", want, got)
+	got, err = s.RunMessages(ctx, "a", 12)
+	must(t, "RunMessages of a run with none", err)
+	diff(t, "RunMessages of a run with none", []store.Message(nil), got)
+	got, err = s.RunMessages(ctx, "nope", 1)
+	must(t, "RunMessages of an unknown session", err)
+	diff(t, "RunMessages of an unknown session", []store.Message(nil), got)
 }
 
 // testEnqueueRunInputVisibleWithRun checks that no reader ever sees a
