@@ -42,20 +42,20 @@ type statements struct {
 	revokeKey      *sql.Stmt
 
 	// reader
-	getSession *sql.Stmt
-	getMessage *sql.Stmt
+	getSession  *sql.Stmt
+	getMessage  *sql.Stmt
 	messages    *sql.Stmt
 	runMessages *sql.Stmt
-	getRun     *sql.Stmt
-	getCalls   *sql.Stmt
-	jobs       *sql.Stmt
-	nextRun    *sql.Stmt
-	unfinished *sql.Stmt
-	getAppr    *sql.Stmt
-	pending    *sql.Stmt
-	keyByHash  *sql.Stmt
-	listKeys   *sql.Stmt
-	all        []*sql.Stmt
+	getRun      *sql.Stmt
+	getCalls    *sql.Stmt
+	jobs        *sql.Stmt
+	nextRun     *sql.Stmt
+	unfinished  *sql.Stmt
+	getAppr     *sql.Stmt
+	pending     *sql.Stmt
+	keyByHash   *sql.Stmt
+	listKeys    *sql.Stmt
+	all         []*sql.Stmt
 }
 
 func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
