@@ -29,11 +29,13 @@ build:
 		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -tags lambda.norpc -ldflags '$(LDFLAGS)' -o $(DIST)/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
-## bench: gateway overhead, time to first byte, startup and memory figures
+## bench: gateway overhead, time to first byte, throughput and CPU per turn
+##        (stateless and stateful, 16 in flight), startup and memory figures
 ##        (also the peak under a 64 MB model reply);
 ##        memory search latency (p50/p99 at 1k, 10k, 100k) and indexing throughput
 bench:
 	$(GO) test -run '^$$' -bench 'Completion|StreamTTFB' -benchtime 2000x -count 1 ./tests/bench/
+	$(GO) test -run '^$$' -bench 'Throughput' -benchtime 3000x -count 1 ./tests/bench/
 	$(GO) test -run '^$$' -bench 'Startup' -benchtime 20x -count 1 ./tests/bench/
 	$(GO) test -run '^$$' -bench 'HugeReply' -benchtime 3x -count 1 ./tests/bench/
 	$(GO) test -run '^$$' -bench 'MemorySearch' -benchtime 1000x -count 1 ./shared/sqlite/
