@@ -72,6 +72,10 @@ func (c *Channel) Flush(ctx context.Context, wait time.Duration) (pending int, e
 	}
 }
 
+// markTimeout bounds recording a delivered message, which outlives a
+// cancelled context.
+const markTimeout = 5 * time.Second
+
 // sendPass makes one pass over the outbox: in order per chat, a message
 // is marked sent only with the message_id Telegram answered; a failure
 // blocks its chat's later messages until a retry, after retry_after on 429
@@ -105,7 +109,12 @@ func (c *Channel) sendPass(ctx context.Context) (next time.Time, pending int) {
 		}
 		id, err := c.cfg.Client.SendMessage(ctx, m.ChatID, m.Text)
 		if err == nil {
-			if err := c.cfg.Store.MarkSent(ctx, m.ID, id, time.Now().UTC()); err != nil {
+			// Telegram has the message: record that even when shutting
+			// down, or the restarted server would send it again.
+			mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
+			err := c.cfg.Store.MarkSent(mctx, m.ID, id, time.Now().UTC())
+			cancel()
+			if err != nil {
 				c.log.Error("mark reply sent", "outbox_id", m.ID, "error", err)
 			}
 			continue
