@@ -45,7 +45,7 @@ var ErrNoPendingApproval = errors.New("no approval is pending")
 
 // ErrMayNotApprove is returned when a message approves tool calls that the
 // sender's autonomy does not allow; the approval stays pending.
-var ErrMayNotApprove = errors.New("this key's autonomy does not allow approving")
+var ErrMayNotApprove = errors.New("your autonomy level does not allow approving this")
 
 func approvalID(st RunState) string { return fmt.Sprintf("%s-%d", st.RunID, st.Iteration) }
 
@@ -214,7 +214,7 @@ func (l *Loop) PendingApproval(ctx context.Context, sessionID string) (store.App
 // their owner), so only the autonomy is left to check.
 func (l *Loop) mayApprove(ap store.Approval, in Input) error {
 	if in.Autonomy <= tool.ReadOnly {
-		return fmt.Errorf("%w: it is read-only; answer /no, or use a key with autonomy supervised or full", ErrMayNotApprove)
+		return fmt.Errorf("%w: it is read_only; answer /no, or use a key with autonomy supervised or full", ErrMayNotApprove)
 	}
 	a, ok := l.Agents.Agent(in.Agent)
 	if !ok {
@@ -222,7 +222,7 @@ func (l *Loop) mayApprove(ap store.Approval, in Input) error {
 	}
 	for _, name := range ap.Tools {
 		if t, ok := a.Tools.Get(name); ok && in.Autonomy < t.Policy().MinAutonomy {
-			return fmt.Errorf("%w %s: it needs autonomy %s, and this key has %s", ErrMayNotApprove, name, t.Policy().MinAutonomy, in.Autonomy)
+			return fmt.Errorf("%w: %s needs autonomy %s, and yours is %s", ErrMayNotApprove, name, t.Policy().MinAutonomy, in.Autonomy)
 		}
 	}
 	return nil
