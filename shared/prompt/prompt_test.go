@@ -139,22 +139,26 @@ func TestSystemPromptGolden(t *testing.T) {
 	}
 }
 
+// lastMessage returns the content of the last system message b builds for
+// a: the skills section.
+func lastMessage(t *testing.T, b *Builder, a *agent.Agent) string {
+	t.Helper()
+	msgs, err := b.SystemPrompt(context.Background(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs[len(msgs)-1].Content
+}
+
 func TestSystemPromptChanges(t *testing.T) {
 	home, dir := fullWorkspace(t)
 	b := &Builder{Skills: skill.NewCatalog(home), Env: env, Now: clock}
 	ada := &agent.Agent{Name: "ada", Workspace: dir}
-	last := func() string {
-		t.Helper()
-		msgs, err := b.SystemPrompt(context.Background(), ada)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return msgs[len(msgs)-1].Content
-	}
+	last := func() string { t.Helper(); return lastMessage(t, b, ada) }
 	if s := last(); strings.Contains(s, "deploy") {
 		t.Fatalf("skills section already lists deploy:\n%s", s)
 	}
-	write(t, filepath.Join(dir, "skills", "deploy", "SKILL.md"), "---\nname: deploy\ndescription: Deploy the site.\n---\nSteps.\n")
+	writeDeploySkill(t, dir)
 	if s := last(); !strings.Contains(s, "\n- deploy: Deploy the site.") {
 		t.Errorf("a new skill is not listed:\n%s", s)
 	}
@@ -166,22 +170,20 @@ func TestSystemPromptChanges(t *testing.T) {
 	}
 }
 
+// writeDeploySkill adds a skill named deploy to the workspace dir.
+func writeDeploySkill(t *testing.T, dir string) {
+	write(t, filepath.Join(dir, "skills", "deploy", "SKILL.md"), "---\nname: deploy\ndescription: Deploy the site.\n---\nSteps.\n")
+}
+
 // With Refresh, the assembled prompt is reused without looking at the
 // files until the interval ends or the agent's tools ran (Stale).
 func TestSystemPromptRefresh(t *testing.T) {
 	home, dir := fullWorkspace(t)
 	b := &Builder{Skills: skill.NewCatalog(home), Env: env, Now: clock, Refresh: time.Hour}
 	ada := &agent.Agent{Name: "ada", Workspace: dir}
-	last := func() string {
-		t.Helper()
-		msgs, err := b.SystemPrompt(context.Background(), ada)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return msgs[len(msgs)-1].Content
-	}
+	last := func() string { t.Helper(); return lastMessage(t, b, ada) }
 	before := last()
-	write(t, filepath.Join(dir, "skills", "deploy", "SKILL.md"), "---\nname: deploy\ndescription: Deploy the site.\n---\nSteps.\n")
+	writeDeploySkill(t, dir)
 	if s := last(); s != before {
 		t.Errorf("the prompt changed within the refresh interval:\n%s", s)
 	}
