@@ -1,7 +1,7 @@
 // Command scheduler is the target of EventBridge Scheduler check-ins: each
 // event ({"agent","user","channel","text"}) becomes a run in that user's
 // session, driven by the state machine, whose replies go to the channel.
-// See shared/cloud.
+// See shared/checkin.
 package main
 
 import (
@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/checkin"
 	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
 )
 
@@ -24,7 +25,7 @@ func main() {
 }
 
 // handler builds the function's handler from the environment.
-func handler(ctx context.Context) (*cloud.CheckIn, error) {
+func handler(ctx context.Context) (*checkin.Handler, error) {
 	root, err := cloud.New(ctx)
 	if err != nil {
 		return nil, err

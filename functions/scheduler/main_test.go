@@ -6,19 +6,20 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/checkin"
 	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
 	"github.com/lambdaclaw/lambdaclaw/shared/cloud/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/tool"
 )
 
-func setup(t *testing.T) (*cloudtest.Env, *cloud.CheckIn, cloud.CheckInEvent) {
+func setup(t *testing.T) (*cloudtest.Env, *checkin.Handler, checkin.Event) {
 	env := cloudtest.Setup(t)
 	h, err := handler(t.Context())
 	if err != nil {
 		t.Fatalf("handler: %v", err)
 	}
-	var ev cloud.CheckInEvent
+	var ev checkin.Event
 	cloudtest.LoadEvent(t, "scheduler/check-in.json", &ev)
 	return env, h, ev
 }

@@ -9,7 +9,7 @@
 //     provider chain, the tools that work in Lambda (web_fetch, and
 //     load_skill with the bundled skills, and the memory tools when
 //     OpenSearch is configured) and a system prompt built from
-//     the default workspace templates (TemplatePrompter): agent workspaces
+//     the default workspace templates (prompt.Templates): agent workspaces
 //     are not kept in the store yet, so every agent has the workspace of a
 //     new agent after its first-run ritual;
 //   - the provider chain: DEFAULT_PROVIDER first (bedrock, the default, or
@@ -20,7 +20,7 @@
 //     indexer function feeds from the table's stream; without OpenSearch
 //     (search=none) agents have no memory tools;
 //   - the Step Functions driver of the loop (STATE_MACHINE_ARN);
-//   - the replier that routes what runs tell by their reply channel:
+//   - the agent.Router that routes what runs tell by their reply channel:
 //     "ws" to the API Gateway WebSocket connection (WS_ENDPOINT), "http"
 //     to the in-process Hub the api function's requests listen to, "tg"
 //     to the Telegram channel when a bot token is configured (telegram.go).
@@ -60,6 +60,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -74,11 +75,14 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/apigw"
 	"github.com/lambdaclaw/lambdaclaw/shared/bedrock"
+	"github.com/lambdaclaw/lambdaclaw/shared/checkin"
 	"github.com/lambdaclaw/lambdaclaw/shared/dynamo"
+	"github.com/lambdaclaw/lambdaclaw/shared/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/memory"
 	"github.com/lambdaclaw/lambdaclaw/shared/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/openai"
+	"github.com/lambdaclaw/lambdaclaw/shared/prompt"
 	"github.com/lambdaclaw/lambdaclaw/shared/ratelimit"
 	"github.com/lambdaclaw/lambdaclaw/shared/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/sfn"
@@ -96,9 +100,6 @@ const (
 	ProviderBedrock = "bedrock"
 	ProviderOpenAI  = "openai"
 )
-
-// Channel of the OpenAI-compatible HTTP API in reply targets.
-const ChannelHTTP = "http"
 
 // Root holds the adapters of one Lambda function.
 type Root struct {
@@ -171,7 +172,7 @@ func New(ctx context.Context) (*Root, error) {
 	}
 
 	r := &Root{Log: log, Store: db, Memory: mem, Agents: agents, Identity: identity, Hub: agent.NewHub(), Limiter: ratelimit.New(time.Minute)}
-	router := Router{ChannelHTTP: r.Hub}
+	router := agent.Router{gateway.Channel: r.Hub}
 	if ep := getenv("WS_ENDPOINT"); ep != "" {
 		r.Conns = apigw.Conns{Log: log, API: apigatewaymanagementapi.NewFromConfig(awsCfg, func(o *apigatewaymanagementapi.Options) {
 			o.BaseEndpoint = aws.String(ep)
@@ -181,7 +182,7 @@ func New(ctx context.Context) (*Root, error) {
 	r.Loop = &agent.Loop{
 		Store:    agent.WithEphemeral(db, memstore.New()),
 		Agents:   agents,
-		Prompter: &TemplatePrompter{Skills: skills},
+		Prompter: &prompt.Templates{Skills: skills},
 		Replier:  router,
 		Events:   obs.NewEmitter(log, 1024),
 		Log:      log,
@@ -331,4 +332,25 @@ func newAgents(list string, provider llm.Provider, skills *skill.Catalog, extra 
 		}
 	}
 	return reg, nil
+}
+
+// CheckIn returns the handler of the scheduler function.
+func (r *Root) CheckIn() *checkin.Handler {
+	return &checkin.Handler{Loop: r.Loop, Lane: r.Driver, Identity: r.Identity}
+}
+
+// API returns the http.Handler of the api function: the gateway of the
+// local server, with the Step Functions runner (sfn.Runner). Inline runs
+// live as long as the function's instance.
+func (r *Root) API() (http.Handler, error) {
+	runner := &sfn.Runner{
+		Inline:  agent.NewDriver(context.Background(), r.Loop, r.Log),
+		Durable: r.Driver,
+		Hub:     r.Hub,
+		Log:     r.Log,
+	}
+	return gateway.New(gateway.Config{
+		Runner: runner, Events: r.Hub, Keys: r.Store, Runs: r.Store, Limiter: r.Limiter,
+		Agents: r.Agents.Names, Identity: r.Identity, Log: r.Log,
+	})
 }

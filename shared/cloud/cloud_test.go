@@ -16,6 +16,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
 	"github.com/lambdaclaw/lambdaclaw/shared/cloud/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/shared/gateway"
+	"github.com/lambdaclaw/lambdaclaw/shared/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
 )
 
@@ -77,6 +78,8 @@ func TestAgentsAndProviders(t *testing.T) {
 	}
 }
 
+// The AWS agents' system prompt is the default workspace's
+// (prompt.Templates).
 func TestTemplatePrompter(t *testing.T) {
 	cloudtest.Setup(t)
 	r, err := cloud.New(t.Context())
@@ -100,20 +103,6 @@ func TestTemplatePrompter(t *testing.T) {
 	}
 }
 
-func TestRouter(t *testing.T) {
-	hub := agent.NewHub()
-	sub := hub.Subscribe(agent.RunKey("r1"))
-	router := cloud.Router{"http": hub}
-	router.Delta(agent.RunState{RunID: "r1", Reply: agent.Reply{Channel: "tg"}}, "dropped")
-	router.Delta(agent.RunState{RunID: "r1", Reply: agent.Reply{Channel: "http"}}, "kept")
-	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-	defer cancel()
-	ev, err := sub.Next(ctx)
-	if err != nil || ev.Delta != "kept" {
-		t.Errorf("first event %+v, %v; want the http delta only", ev, err)
-	}
-}
-
 // apiServer serves the gateway with a Runner whose wait is short.
 func apiServer(t *testing.T, wait time.Duration) (*cloudtest.Env, *cloud.Root, string) {
 	env := cloudtest.Setup(t)
@@ -127,7 +116,7 @@ func apiServer(t *testing.T, wait time.Duration) (*cloudtest.Env, *cloud.Root, s
 		cancel()
 		inline.Wait()
 	})
-	runner := &cloud.Runner{Inline: inline, Durable: r.Driver, Hub: r.Hub, Wait: wait, Poll: 20 * time.Millisecond}
+	runner := &sfn.Runner{Inline: inline, Durable: r.Driver, Hub: r.Hub, Wait: wait, Poll: 20 * time.Millisecond}
 	gw, err := gateway.New(gateway.Config{Runner: runner, Events: r.Hub, Keys: r.Store, Runs: r.Store, Agents: r.Agents.Names, Identity: r.Identity})
 	if err != nil {
 		t.Fatal(err)
@@ -168,8 +157,8 @@ func TestRunnerTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code != http.StatusInternalServerError || !strings.Contains(body, cloud.CodeTimeout) {
-		t.Errorf("= %d %s; want %s", code, body, cloud.CodeTimeout)
+	if code != http.StatusInternalServerError || !strings.Contains(body, sfn.CodeTimeout) {
+		t.Errorf("= %d %s; want %s", code, body, sfn.CodeTimeout)
 	}
 	if n := len(env.SFN.Started()); n != 1 {
 		t.Errorf("%d executions started, want 1", n)

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/wsproto"
@@ -35,7 +36,7 @@ import (
 
 // newTelegram adds the Telegram channel to r and its route to router when
 // the environment names a bot token.
-func (r *Root) newTelegram(ctx context.Context, getenv func(string) string, router Router) error {
+func (r *Root) newTelegram(ctx context.Context, getenv func(string) string, router agent.Router) error {
 	token := getenv("TELEGRAM_BOT_TOKEN")
 	if arn := getenv("TELEGRAM_BOT_TOKEN_SECRET_ARN"); token == "" && arn != "" {
 		var err error

@@ -24,6 +24,10 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/tool"
 )
 
+// Channel names the OpenAI-compatible HTTP API in reply targets
+// (agent.Reply.Channel).
+const Channel = "http"
+
 // SessionHeader makes a chat request stateful: requests with the same value
 // continue the same conversation, whose history is kept by the server.
 const SessionHeader = "X-Lambdaclaw-Session-Key"

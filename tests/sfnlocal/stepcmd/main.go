@@ -110,9 +110,9 @@ func equip(root *cloud.Root) error {
 	for _, a := range root.Agents {
 		a.Tools, a.Workspace = tools, ws
 	}
-	router, ok := root.Loop.Replier.(cloud.Router)
+	router, ok := root.Loop.Replier.(agent.Router)
 	if !ok {
-		return fmt.Errorf("stepcmd: the loop's replier is a %T, not a cloud.Router", root.Loop.Replier)
+		return fmt.Errorf("stepcmd: the loop's replier is a %T, not an agent.Router", root.Loop.Replier)
 	}
 	router[Channel] = &recorder{path: os.Getenv("SFNLOCAL_REPLIES")}
 	return nil

@@ -1,4 +1,4 @@
-package cloud
+package prompt
 
 import (
 	"context"
@@ -12,14 +12,14 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/workspace"
 )
 
-// TemplatePrompter is the agent.Prompter of the AWS deployment until agent
+// Templates is the agent.Prompter of the AWS deployment until agent
 // workspaces live in the store: the system prompt of a new agent's
 // workspace whose first-run ritual is done, assembled from the default
 // templates (workspace.Template) in the order and format of
 // workspace.SystemPrompt, without BOOTSTRAP.md, whose ritual needs the
 // workspace tools; then the section listing the eligible skills of Skills
 // (the bundled ones). It is safe for concurrent use.
-type TemplatePrompter struct {
+type Templates struct {
 	// Skills, when set, adds the skills section.
 	Skills *skill.Catalog
 	// Env decides which skills are eligible; the zero value is the
@@ -30,10 +30,10 @@ type TemplatePrompter struct {
 	files map[string][]chat.Message // by agent name
 }
 
-var _ agent.Prompter = (*TemplatePrompter)(nil)
+var _ agent.Prompter = (*Templates)(nil)
 
 // SystemPrompt implements agent.Prompter.
-func (p *TemplatePrompter) SystemPrompt(ctx context.Context, a *agent.Agent) ([]chat.Message, error) {
+func (p *Templates) SystemPrompt(ctx context.Context, a *agent.Agent) ([]chat.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (p *TemplatePrompter) SystemPrompt(ctx context.Context, a *agent.Agent) ([]
 
 // templates returns the workspace part of agent name's prompt, a copy the
 // caller may modify.
-func (p *TemplatePrompter) templates(name string) ([]chat.Message, error) {
+func (p *Templates) templates(name string) ([]chat.Message, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if msgs, ok := p.files[name]; ok {

@@ -1,14 +1,12 @@
-package cloud
+package sfn
 
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/gateway"
-	"github.com/lambdaclaw/lambdaclaw/shared/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
 )
 
@@ -32,7 +30,7 @@ const CodeTimeout = "run_timeout"
 //     whole, not in deltas: the step function that thinks runs elsewhere.
 type Runner struct {
 	Inline  *agent.Driver
-	Durable *sfn.Driver
+	Durable *Driver
 	Hub     *agent.Hub
 	// Poll is the first interval between two reads of the run; it grows
 	// to MaxPoll. Zero means 100 ms.
@@ -157,24 +155,4 @@ func (r *Runner) log() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return r.Log
-}
-
-// API returns the http.Handler of the api function: the gateway of the
-// local server, with the Runner above. Inline runs live as long as the
-// function's instance.
-func (r *Root) API() (http.Handler, error) {
-	runner := &Runner{
-		Inline:  agent.NewDriver(context.Background(), r.Loop, r.Log),
-		Durable: r.Driver,
-		Hub:     r.Hub,
-		Log:     r.Log,
-	}
-	gw, err := gateway.New(gateway.Config{
-		Runner: runner, Events: r.Hub, Keys: r.Store, Runs: r.Store, Limiter: r.Limiter,
-		Agents: r.Agents.Names, Identity: r.Identity, Log: r.Log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return gw, nil
 }

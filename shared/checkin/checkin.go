@@ -1,4 +1,7 @@
-package cloud
+// Package checkin turns a scheduled check-in (an EventBridge Scheduler
+// event on AWS) into a run of the user's session: the text becomes a user
+// message, queued like any other and started when the session is idle.
+package checkin
 
 import (
 	"cmp"
@@ -11,13 +14,14 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/wsproto"
 )
 
-// CheckInEvent is the input of an EventBridge Scheduler check-in: the
+// Event is the input of an EventBridge Scheduler check-in: the
 // text becomes a user message to Agent in the session of User on Channel.
-type CheckInEvent struct {
+type Event struct {
 	// ID, when set, makes the delivery idempotent: EventBridge Scheduler
 	// delivers at least once, and the same ID names the same run. Put
 	// <aws.scheduler.execution-id> in the schedule's input for it.
@@ -37,42 +41,37 @@ type CheckInEvent struct {
 	Autonomy string `json:"autonomy,omitempty"`
 }
 
-// CheckInResult names the run a check-in queued.
-type CheckInResult struct {
+// Result names the run a check-in queued.
+type Result struct {
 	RunID     string `json:"run_id"`
 	SessionID string `json:"session_id"`
 }
 
-// CheckIn is the handler of the scheduler function.
-type CheckIn struct {
+// Handler queues check-ins; it is the handler of the scheduler function.
+type Handler struct {
 	Loop     *agent.Loop
 	Lane     agent.Lane
 	Identity agent.Identity
-}
-
-// CheckIn returns the handler of the scheduler function.
-func (r *Root) CheckIn() *CheckIn {
-	return &CheckIn{Loop: r.Loop, Lane: r.Driver, Identity: r.Identity}
 }
 
 // Handle queues the check-in as a run of the user's session and starts it
 // when the session is idle; its replies go to the channel. Unlike a
 // message from the user, a check-in never answers, nor denies, an approval
 // the session waits for: it queues behind the parked run.
-func (c *CheckIn) Handle(ctx context.Context, ev CheckInEvent) (CheckInResult, error) {
+func (c *Handler) Handle(ctx context.Context, ev Event) (Result, error) {
 	switch {
 	case ev.User == "" || ev.Channel == "":
-		return CheckInResult{}, errors.New("check-in: user and channel are required")
+		return Result{}, errors.New("check-in: user and channel are required")
 	case strings.TrimSpace(ev.Text) == "":
-		return CheckInResult{}, errors.New("check-in: text is required")
-	case ev.Key == "" && (ev.Channel == ChannelHTTP || ev.Channel == wsproto.Channel):
-		return CheckInResult{}, fmt.Errorf("check-in: channel %s needs the key whose session it is", ev.Channel)
+		return Result{}, errors.New("check-in: text is required")
+	case ev.Key == "" && (ev.Channel == gateway.Channel || ev.Channel == wsproto.Channel):
+		return Result{}, fmt.Errorf("check-in: channel %s needs the key whose session it is", ev.Channel)
 	}
 	autonomy := tool.Supervised
 	if ev.Autonomy != "" {
 		var err error
 		if autonomy, err = tool.ParseAutonomy(ev.Autonomy); err != nil {
-			return CheckInResult{}, fmt.Errorf("check-in: %w", err)
+			return Result{}, fmt.Errorf("check-in: %w", err)
 		}
 	}
 	name := cmp.Or(ev.Agent, wsproto.DefaultAgent)
@@ -85,7 +84,7 @@ func (c *CheckIn) Handle(ctx context.Context, ev CheckInEvent) (CheckInResult, e
 		Autonomy:  autonomy,
 		Stream:    ev.Channel == wsproto.Channel,
 		// Somebody reads every channel but the HTTP API's.
-		Interactive: ev.Channel != ChannelHTTP,
+		Interactive: ev.Channel != gateway.Channel,
 		Reply:       agent.Reply{Channel: ev.Channel, To: cmp.Or(ev.To, ev.User)},
 	}
 	if ev.ID != "" {
@@ -94,18 +93,18 @@ func (c *CheckIn) Handle(ctx context.Context, ev CheckInEvent) (CheckInResult, e
 	}
 	st, err := c.Loop.Enqueue(ctx, in)
 	if err != nil {
-		return CheckInResult{}, fmt.Errorf("check-in: %w", err)
+		return Result{}, fmt.Errorf("check-in: %w", err)
 	}
 	if err := c.Lane.Kick(ctx, st.SessionID); err != nil {
-		return CheckInResult{}, fmt.Errorf("check-in: %w", err)
+		return Result{}, fmt.Errorf("check-in: %w", err)
 	}
-	return CheckInResult{RunID: st.RunID, SessionID: st.SessionID}, nil
+	return Result{RunID: st.RunID, SessionID: st.SessionID}, nil
 }
 
 // identityChannel is the channel name session identities use: the HTTP
 // API's sessions are "api" sessions.
 func identityChannel(channel string) string {
-	if channel == ChannelHTTP {
+	if channel == gateway.Channel {
 		return "api"
 	}
 	return channel
