@@ -56,6 +56,7 @@
 package cloud
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,24 +75,20 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/apigw"
-	"github.com/lambdaclaw/lambdaclaw/shared/bedrock"
 	"github.com/lambdaclaw/lambdaclaw/shared/checkin"
+	"github.com/lambdaclaw/lambdaclaw/shared/config"
 	"github.com/lambdaclaw/lambdaclaw/shared/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/gateway"
-	"github.com/lambdaclaw/lambdaclaw/shared/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/memory"
 	"github.com/lambdaclaw/lambdaclaw/shared/obs"
-	"github.com/lambdaclaw/lambdaclaw/shared/openai"
 	"github.com/lambdaclaw/lambdaclaw/shared/prompt"
 	"github.com/lambdaclaw/lambdaclaw/shared/ratelimit"
 	"github.com/lambdaclaw/lambdaclaw/shared/scrub"
+	"github.com/lambdaclaw/lambdaclaw/shared/setup"
 	"github.com/lambdaclaw/lambdaclaw/shared/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/store/memstore"
 	"github.com/lambdaclaw/lambdaclaw/shared/telegram"
-	"github.com/lambdaclaw/lambdaclaw/shared/tool"
-	"github.com/lambdaclaw/lambdaclaw/shared/webfetch"
-	"github.com/lambdaclaw/lambdaclaw/shared/workspace"
 	"github.com/lambdaclaw/lambdaclaw/shared/wsproto"
 )
 
@@ -144,11 +141,7 @@ func New(ctx context.Context) (*Root, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cloud: aws config: %w", err)
 	}
-	maxReply, err := maxReplyBytes(getenv)
-	if err != nil {
-		return nil, err
-	}
-	providers, err := newProviders(ctx, awsCfg, getenv, maxReply)
+	cfg, names, err := configFromEnv(ctx, awsCfg, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -158,9 +151,17 @@ func New(ctx context.Context) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	agents, err := newAgents(getenv("AGENTS"), llm.NewChain(providers...), skills, memTools...)
+	tools, err := setup.Tools(cfg, skills, false)
 	if err != nil {
 		return nil, err
+	}
+	builder, err := setup.NewBuilder(ctx, cfg, "", append(tools, memTools...))
+	if err != nil {
+		return nil, fmt.Errorf("cloud: AGENTS: %w", err)
+	}
+	agents, err := builder.Registry(names)
+	if err != nil {
+		return nil, fmt.Errorf("cloud: AGENTS: %w", err)
 	}
 	identity := agent.Identity{}
 	switch v := getenv("SESSION_SHARING"); v {
@@ -186,7 +187,7 @@ func New(ctx context.Context) (*Root, error) {
 		Replier:  router,
 		Events:   obs.NewEmitter(log, 1024),
 		Log:      log,
-		Limits:   agent.Limits{MaxReplyBytes: maxReply},
+		Limits:   agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes},
 	}
 	arn := getenv("STATE_MACHINE_ARN")
 	if arn == "" {
@@ -202,7 +203,7 @@ func New(ctx context.Context) (*Root, error) {
 	if err := r.newTelegram(ctx, getenv, router); err != nil {
 		return nil, err
 	}
-	if len(providers) == 0 {
+	if len(cfg.Providers) == 0 {
 		log.Debug("no LLM provider configured: this function does not call models")
 	}
 	return r, nil
@@ -216,72 +217,73 @@ func newLogger(level string) *slog.Logger {
 	return slog.New(scrub.NewHandler(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})))
 }
 
-// maxReplyBytes reads MAX_REPLY_BYTES, the most bytes of one model reply.
-func maxReplyBytes(getenv func(string) string) (int, error) {
-	v := getenv("MAX_REPLY_BYTES")
-	if v == "" {
-		return llm.DefaultMaxReplyBytes, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("cloud: MAX_REPLY_BYTES=%q: want a positive number of bytes", v)
-	}
-	return n, nil
-}
-
-// newProviders returns the configured providers, DEFAULT_PROVIDER first,
-// each cutting replies at maxReply bytes.
-func newProviders(ctx context.Context, awsCfg aws.Config, getenv func(string) string, maxReply int) ([]llm.Provider, error) {
-	wrap := func(p llm.Provider) llm.Provider {
-		return llm.WithBreaker(llm.WithRetry(p, 3, 500*time.Millisecond, 10*time.Second), 5, 30*time.Second)
-	}
-	var bedrockP, openaiP llm.Provider
-	if model := getenv("BEDROCK_MODEL"); model != "" {
-		p, err := bedrock.NewConverse(ctx, bedrock.ConverseConfig{
-			Model: model, Region: getenv("BEDROCK_REGION"), Endpoint: getenv("BEDROCK_ENDPOINT"), MaxReplyBytes: maxReply,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("cloud: %w", err)
+// configFromEnv reads the configuration of the agents from the
+// environment: the providers (DEFAULT_PROVIDER first), the agents AGENTS
+// names and the reply limit. It returns the configuration, validated, and
+// the agents' names.
+func configFromEnv(ctx context.Context, awsCfg aws.Config, getenv func(string) string) (*config.Config, []string, error) {
+	cfg := &config.Config{Agents: map[string]config.AgentConfig{}}
+	if v := getenv("MAX_REPLY_BYTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return nil, nil, fmt.Errorf("cloud: MAX_REPLY_BYTES=%q: want a positive number of bytes", v)
 		}
-		bedrockP = wrap(p)
+		cfg.Limits.MaxReplyBytes = n
+	}
+	var bedrockP, openaiP *config.Provider
+	if model := getenv("BEDROCK_MODEL"); model != "" {
+		bedrockP = &config.Provider{Name: ProviderBedrock, Type: config.ProviderBedrock, Model: model,
+			Region: cmp.Or(getenv("BEDROCK_REGION"), getenv("AWS_REGION")), BaseURL: getenv("BEDROCK_ENDPOINT")}
 	}
 	if base, model := getenv("OPENAI_BASE_URL"), getenv("OPENAI_MODEL"); base != "" || model != "" {
 		if model == "" {
-			return nil, errors.New("cloud: OPENAI_BASE_URL is set but OPENAI_MODEL is not: name the model of the OpenAI-compatible provider")
+			return nil, nil, errors.New("cloud: OPENAI_BASE_URL is set but OPENAI_MODEL is not: name the model of the OpenAI-compatible provider")
 		}
 		key, err := openAIKey(ctx, awsCfg, getenv)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		p, err := openai.New(openai.Config{BaseURL: base, APIKey: key, Model: model, MaxReplyBytes: maxReply})
-		if err != nil {
-			return nil, fmt.Errorf("cloud: %w", err)
+		openaiP = &config.Provider{Name: ProviderOpenAI, Type: config.ProviderOpenAI, BaseURL: base, Model: model}
+		if key != "" {
+			openaiP.APIKey = config.ResolvedSecret("OPENAI_API_KEY", key)
 		}
-		openaiP = wrap(p)
 	}
-	var chain []llm.Provider
-	add := func(ps ...llm.Provider) {
+	add := func(ps ...*config.Provider) {
 		for _, p := range ps {
 			if p != nil {
-				chain = append(chain, p)
+				cfg.Providers = append(cfg.Providers, *p)
 			}
 		}
 	}
 	switch def := getenv("DEFAULT_PROVIDER"); def {
 	case "", ProviderBedrock:
 		if def != "" && bedrockP == nil {
-			return nil, errors.New("cloud: DEFAULT_PROVIDER=bedrock needs BEDROCK_MODEL")
+			return nil, nil, errors.New("cloud: DEFAULT_PROVIDER=bedrock needs BEDROCK_MODEL")
 		}
 		add(bedrockP, openaiP)
 	case ProviderOpenAI:
 		if openaiP == nil {
-			return nil, errors.New("cloud: DEFAULT_PROVIDER=openai needs OPENAI_MODEL (and OPENAI_BASE_URL for a server other than OpenAI's)")
+			return nil, nil, errors.New("cloud: DEFAULT_PROVIDER=openai needs OPENAI_MODEL (and OPENAI_BASE_URL for a server other than OpenAI's)")
 		}
 		add(openaiP, bedrockP)
 	default:
-		return nil, fmt.Errorf("cloud: DEFAULT_PROVIDER=%q: want %s or %s", def, ProviderBedrock, ProviderOpenAI)
+		return nil, nil, fmt.Errorf("cloud: DEFAULT_PROVIDER=%q: want %s or %s", def, ProviderBedrock, ProviderOpenAI)
 	}
-	return chain, nil
+	list := getenv("AGENTS")
+	if strings.TrimSpace(list) == "" {
+		list = wsproto.DefaultAgent
+	}
+	var names []string
+	for n := range strings.SplitSeq(list, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+			cfg.Agents[n] = config.AgentConfig{}
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("cloud: %w", err)
+	}
+	return cfg, names, nil
 }
 
 // openAIKey returns OPENAI_API_KEY, or the value of the secret
@@ -299,39 +301,6 @@ func openAIKey(ctx context.Context, awsCfg aws.Config, getenv func(string) strin
 		return "", fmt.Errorf("cloud: read the OpenAI-compatible provider's key: %w", err)
 	}
 	return strings.TrimSpace(aws.ToString(out.SecretString)), nil
-}
-
-// newAgents makes one agent per name in list (comma-separated; "default"
-// when empty), each with provider and the tools that work in Lambda.
-func newAgents(list string, provider llm.Provider, skills *skill.Catalog, extra ...tool.Tool) (agent.Registry, error) {
-	fetch, err := webfetch.New(webfetch.Config{})
-	if err != nil {
-		return nil, err
-	}
-	tools, err := tool.NewRegistry(append([]tool.Tool{fetch, skill.LoadTool(skills, skill.Env{})}, extra...)...)
-	if err != nil {
-		return nil, err
-	}
-	if strings.TrimSpace(list) == "" {
-		list = wsproto.DefaultAgent
-	}
-	reg := agent.Registry{}
-	for n := range strings.SplitSeq(list, ",") {
-		n = strings.TrimSpace(n)
-		if n == "" {
-			continue
-		}
-		if err := workspace.ValidName(n); err != nil {
-			return nil, fmt.Errorf("cloud: AGENTS: %w", err)
-		}
-		reg[n] = &agent.Agent{
-			Name: n, Provider: provider, Tools: tools,
-			// Compaction as the local default, without the memory flush:
-			// the memory tools need a workspace.
-			Compaction: agent.Compaction{Threshold: 50, Target: 20},
-		}
-	}
-	return reg, nil
 }
 
 // CheckIn returns the handler of the scheduler function.

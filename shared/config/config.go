@@ -160,6 +160,12 @@ func (s *Secret) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// ResolvedSecret is a secret whose value is known already, read from env
+// or elsewhere (a Secrets Manager secret on AWS).
+func ResolvedSecret(env, value string) Secret {
+	return Secret{Env: env, value: value, resolved: true}
+}
+
 // Value resolves the reference; an unset reference resolves to "".
 // Secrets read by Load resolve with Load's getenv; others with os.Getenv.
 func (s Secret) Value() string {
@@ -252,10 +258,13 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	if err := c.loadMemory(getenv); err != nil {
 		return nil, err
 	}
-	return c, c.validate()
+	return c, c.Validate()
 }
 
-func (c *Config) validate() error {
+// Validate checks a configuration and fills in its defaults. Load calls it;
+// a configuration made in code (the Lambda functions make theirs from
+// their environment) calls it before use.
+func (c *Config) Validate() error {
 	seen := map[string]bool{}
 	for i := range c.Providers {
 		p := &c.Providers[i]
