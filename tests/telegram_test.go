@@ -40,6 +40,20 @@ func waitMessages(t *testing.T, tg *faketelegram.Server, chat int64, n int) []fa
 	}
 }
 
+// waitOnly waits until chat has n delivered messages, then half a second
+// more, in which a repeated reply would arrive, and returns the messages;
+// it fails the test when there are more than n.
+func waitOnly(t *testing.T, tg *faketelegram.Server, chat int64, n int) []faketelegram.Sent {
+	t.Helper()
+	waitMessages(t, tg, chat, n)
+	time.Sleep(500 * time.Millisecond)
+	ms := tg.Messages(chat)
+	if len(ms) != n {
+		t.Fatalf("chat %d: %d messages, want only %d: %+v", chat, len(ms), n, ms)
+	}
+	return ms
+}
+
 func TestTelegramPollingConversation(t *testing.T) {
 	llm := newFake(t)
 	g, tg := startTelegram(t, llm, "polling")
@@ -51,9 +65,7 @@ func TestTelegramPollingConversation(t *testing.T) {
 	// A duplicate delivery is answered once.
 	tg.Push(faketelegram.Message(2, 111, 111, "private", "second"))
 	tg.Push(faketelegram.Message(2, 111, 111, "private", "second"))
-	ms = waitMessages(t, tg, 111, 2)
-	time.Sleep(500 * time.Millisecond)
-	if ms = tg.Messages(111); len(ms) != 2 || ms[1].Text != "echo: second" {
+	if ms = waitOnly(t, tg, 111, 2); ms[1].Text != "echo: second" {
 		t.Fatalf("messages = %+v", ms)
 	}
 	if n := len(llm.Requests()); n != 2 {
@@ -127,9 +139,7 @@ func TestTelegramWebhook(t *testing.T) {
 			t.Fatalf("webhook: %d %v", code, err)
 		}
 	}
-	ms := waitMessages(t, tg, 111, 1)
-	time.Sleep(500 * time.Millisecond)
-	if ms = tg.Messages(111); len(ms) != 1 || ms[0].Text != "echo: via hook" || len(llm.Requests()) != 1 {
+	if ms := waitOnly(t, tg, 111, 1); ms[0].Text != "echo: via hook" || len(llm.Requests()) != 1 {
 		t.Fatalf("messages = %+v, llm requests %d", ms, len(llm.Requests()))
 	}
 }
@@ -173,10 +183,7 @@ func TestTelegramRestartMidPoll(t *testing.T) {
 	g.stop()
 	tg.Push(faketelegram.Message(2, 111, 111, "private", "while down"))
 	g.start()
-	ms := waitMessages(t, tg, 111, 2)
-	time.Sleep(500 * time.Millisecond)
-	ms = tg.Messages(111)
-	if len(ms) != 2 || ms[1].Text != "echo: while down" || len(llm.Requests()) != 2 {
+	if ms := waitOnly(t, tg, 111, 2); ms[1].Text != "echo: while down" || len(llm.Requests()) != 2 {
 		t.Fatalf("messages = %+v, llm requests %d", ms, len(llm.Requests()))
 	}
 }

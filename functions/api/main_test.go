@@ -16,9 +16,9 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/apigw"
 	"github.com/lambdaclaw/lambdaclaw/shared/apikey"
 	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
-	"github.com/lambdaclaw/lambdaclaw/shared/cloud/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/shared/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
 func setup(t *testing.T) (*cloudtest.Env, apigw.StreamHandler) {

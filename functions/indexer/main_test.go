@@ -16,7 +16,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
@@ -26,6 +25,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/memory"
 	"github.com/lambdaclaw/lambdaclaw/shared/opensearch"
 	lcstore "github.com/lambdaclaw/lambdaclaw/shared/store"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
 const testIndex = "mem-test"
@@ -240,27 +240,8 @@ func TestHandleBadImage(t *testing.T) {
 // index on DynamoDB Local, reads the table's stream with the DynamoDB
 // Streams API and hands the records, as Lambda would, to the handler.
 func TestDynamoDBLocalStream(t *testing.T) {
-	ep := os.Getenv("DYNAMODB_ENDPOINT")
-	if ep == "" {
-		if os.Getenv("LAMBDACLAW_SKIP_DYNAMODB") == "1" {
-			t.Skip("LAMBDACLAW_SKIP_DYNAMODB=1: DynamoDB Local tests skipped")
-		}
-		t.Fatal("DYNAMODB_ENDPOINT is not set: run these tests through `make test`, which starts DynamoDB Local " +
-			"(tests/dynamodb-local.sh), or set LAMBDACLAW_SKIP_DYNAMODB=1 to skip them")
-	}
-	ctx := t.Context()
-	creds := credentials.NewStaticCredentialsProvider("local", "local", "")
-	db := dynamodb.New(dynamodb.Options{BaseEndpoint: aws.String(ep), Region: "us-east-1", Credentials: creds})
-	table := "lambdaclaw-indexer-" + time.Now().Format("150405.000000")
-	table = strings.ReplaceAll(table, ".", "-")
-	if err := dynamo.CreateTable(ctx, db, table); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
-	store, err := dynamo.New(ctx, dynamo.Config{Table: table, Client: db})
-	if err != nil {
-		t.Fatal(err)
-	}
+	table := cloudtest.NewTable(t)
+	ctx, store := t.Context(), table.Store
 	h, f := newIndexer(t, "")
 	idx, err := dynamo.NewMemoryIndex(store, h.Search)
 	if err != nil {
@@ -288,7 +269,7 @@ func TestDynamoDBLocalStream(t *testing.T) {
 	must(idx.Delete(ctx, "ada", "key:k1", "pets"))
 	must(store.CreateSession(ctx, lcstore.Session{ID: "s-1", Agent: "ada"}))
 
-	records := readStream(t, ep, creds, db, table)
+	records := readStream(t, table)
 	var names []string
 	for _, r := range records {
 		names = append(names, r.EventName+" "+r.Change.Keys["pk"].String())
@@ -335,15 +316,16 @@ func TestDynamoDBLocalStream(t *testing.T) {
 
 // readStream returns the records of the table's stream, converted to the
 // Lambda event shape.
-func readStream(t *testing.T, ep string, creds aws.CredentialsProvider, db *dynamodb.Client, table string) []events.DynamoDBEventRecord {
+func readStream(t *testing.T, table *cloudtest.Table) []events.DynamoDBEventRecord {
 	t.Helper()
 	ctx := t.Context()
-	desc, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	desc, err := table.Client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table.Name)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	arn := desc.Table.LatestStreamArn
-	sc := dynamodbstreams.New(dynamodbstreams.Options{BaseEndpoint: aws.String(ep), Region: "us-east-1", Credentials: creds})
+	o := table.Client.Options()
+	sc := dynamodbstreams.New(dynamodbstreams.Options{BaseEndpoint: aws.String(table.Endpoint), Region: o.Region, Credentials: o.Credentials})
 	sd, err := sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: arn})
 	if err != nil {
 		t.Fatal(err)

@@ -8,9 +8,9 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/checkin"
 	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
-	"github.com/lambdaclaw/lambdaclaw/shared/cloud/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/tool"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
 func setup(t *testing.T) (*cloudtest.Env, *checkin.Handler, checkin.Event) {

@@ -12,10 +12,10 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
-	"github.com/lambdaclaw/lambdaclaw/shared/cloud/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/shared/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/tool"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
 

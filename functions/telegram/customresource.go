@@ -115,7 +115,7 @@ func (h *Webhook) register(ctx context.Context, ev cfn.Event) error {
 		if err := h.Client.SetWebhook(cctx, url, secret); err != nil {
 			var ae *telegram.APIError
 			if errors.As(err, &ae) {
-				return fmt.Errorf("Telegram refused setWebhook for %s: %s (%d)", url, ae.Description, ae.Code)
+				return fmt.Errorf("setWebhook for %s: Telegram refused it: %s (%d)", url, ae.Description, ae.Code)
 			}
 			return fmt.Errorf("setWebhook for %s: %w", url, err)
 		}

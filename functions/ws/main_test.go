@@ -13,10 +13,10 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/apigw"
 	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
-	"github.com/lambdaclaw/lambdaclaw/shared/cloud/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/shared/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/wsproto"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
 type fixture struct {

@@ -122,8 +122,16 @@ func TestAllowlistSkipsApproval(t *testing.T) {
 	}
 	f.runToEnd(t, st)
 	f.llm.script = append(f.llm.script, callTool("echo", `{"text":"again"}`), say("done again"))
-	st, _ = f.loop.Enqueue(ctx, Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("y")}, Autonomy: tool.Supervised, Interactive: true})
-	st = f.runToEnd(t, st)
+	st, err := f.loop.Enqueue(ctx, Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("y")}, Autonomy: tool.Supervised, Interactive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st = f.runToEnd(t, st); st.Failed() {
+		t.Errorf("second run failed: %s %s", st.ErrorCode, st.Error)
+	}
+	if h := f.history(t, "s"); h[len(h)-1].Content != "done again" {
+		t.Errorf("last message %+v, want the reply after the tool ran", h[len(h)-1])
+	}
 	if f.echo.n != 2 {
 		t.Errorf("tool ran %d times, want 2 without a second approval", f.echo.n)
 	}

@@ -14,10 +14,10 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
-	"github.com/lambdaclaw/lambdaclaw/shared/cloud/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/shared/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
 func TestNewConfiguration(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
-	"github.com/lambdaclaw/lambdaclaw/shared/cloud/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/shared/memory"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
 func TestMemoryWithOpenSearch(t *testing.T) {

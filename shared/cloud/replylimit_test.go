@@ -6,8 +6,8 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
-	"github.com/lambdaclaw/lambdaclaw/shared/cloud/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/shared/llm"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
 

@@ -326,7 +326,7 @@ func (c *Config) Validate() error {
 			}
 			channel, rest, ok := strings.Cut(id, ":")
 			if !ok || rest == "" {
-				return fmt.Errorf("config: sessions.users.%s: %q needs a channel prefix such as tg:, ws: or api:", person, id)
+				return fmt.Errorf("config: sessions.users.%s: %q needs a channel prefix (tg:, ws: or api:)", person, id)
 			}
 			// Sessions on the API and the WebSocket belong to their key:
 			// the same user name under another key is someone else.

@@ -255,6 +255,8 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"missing unit"}},
 		{"not YAML", "addr: [unclosed\n",
 			[]string{"config "}},
+		{"link without a channel", "sessions:\n  users:\n    ada: [tg:1, ada]\n",
+			[]string{"sessions.users.ada", `"ada" needs a channel prefix`, "tg:, ws: or api:"}},
 		{"link without a key", "sessions:\n  users:\n    ada: [tg:1, ws:ada]\n",
 			[]string{"sessions.users.ada", `"ws:ada" must name the API key`, "ws:<key id>/<user>"}},
 		{"link with an empty user", "sessions:\n  users:\n    ada: [api:key_1/]\n",

@@ -165,11 +165,7 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func lines(b []byte) [][]byte {
-	var out [][]byte
-	for _, l := range bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n")) {
-		out = append(out, l)
-	}
-	return out
+	return bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
 }
 
 func decode(t *testing.T, b []byte) any {

@@ -48,20 +48,19 @@ type Failure struct {
 type Server struct {
 	*httptest.Server
 
-	mu       sync.Mutex
-	cond     *sync.Cond
-	updates  []json.RawMessage
-	ids      []int64
-	nextID   int64
-	msgs     []*Sent
-	drafts   []Draft
-	unknown  map[string]bool
-	calls    map[string]int
-	fail     map[string][]Failure
-	webhook  string
-	secret   string
-	polls    int
-	lastPoll int64
+	mu      sync.Mutex
+	cond    *sync.Cond
+	updates []json.RawMessage
+	ids     []int64
+	nextID  int64
+	msgs    []*Sent
+	drafts  []Draft
+	unknown map[string]bool
+	calls   map[string]int
+	fail    map[string][]Failure
+	webhook string
+	secret  string
+	polls   int
 }
 
 // New starts a fake server.

@@ -1,6 +1,7 @@
 // Package lambdadeps checks what the Lambda functions link (DESIGN.md §3):
 // the binaries deployed to AWS must not carry the embedded adapters
-// (SQLite, bubblewrap) nor the local server.
+// (SQLite, bubblewrap) nor the local server; and what every production
+// package links: no test support (testing, tests/…, conformance suites).
 package lambdadeps
 
 import (

@@ -32,7 +32,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
@@ -43,6 +42,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/tool"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
 
@@ -405,21 +405,14 @@ type env struct {
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	endpoint := os.Getenv("DYNAMODB_ENDPOINT")
-	if endpoint == "" {
-		if os.Getenv("LAMBDACLAW_SKIP_DYNAMODB") == "1" {
-			t.Skip("LAMBDACLAW_SKIP_DYNAMODB=1: the state machine runs against DynamoDB Local; skipped")
-		}
-		t.Fatal("DYNAMODB_ENDPOINT is not set: run this test through `make test`, which starts DynamoDB Local " +
-			"(tests/dynamodb-local.sh run go test ./tests/sfnlocal), or set LAMBDACLAW_SKIP_DYNAMODB=1 to skip it")
-	}
+	table := cloudtest.NewTable(t)
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatal("node is needed to run the state machine with aws-local-stepfunctions (apt-get install nodejs npm)")
 	}
 	npmInstall(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	e := &env{ctx: ctx, workspace: t.TempDir()}
+	e := &env{ctx: ctx, db: table.Store, workspace: t.TempDir()}
 	tmp := t.TempDir()
 	e.replies = filepath.Join(tmp, "replies.jsonl")
 
@@ -431,21 +424,6 @@ func setup(t *testing.T) *env {
 	e.fake = fakellm.New()
 	t.Cleanup(e.fake.Close)
 
-	table := "sfnlocal-" + agent.NewID()[:12]
-	client, err := dynamo.NewClient(ctx, endpoint, "us-east-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := dynamo.CreateTable(ctx, client, table); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
-	if e.db, err = dynamo.New(ctx, dynamo.Config{Table: table, Client: client}); err != nil {
-		t.Fatal(err)
-	}
-
 	// The Lambda environment (infra/README.md), here and in the harness's
 	// step processes.
 	for _, k := range []string{"AWS_PROFILE", "AWS_SESSION_TOKEN", "BEDROCK_MODEL", "OPENAI_API_KEY_SECRET_ARN", "WS_ENDPOINT", "AGENTS", "SESSION_SHARING"} {
@@ -453,8 +431,8 @@ func setup(t *testing.T) *env {
 		os.Unsetenv(k)
 	}
 	for k, v := range map[string]string{
-		"TABLE_NAME":                table,
-		"DYNAMODB_ENDPOINT":         endpoint,
+		"TABLE_NAME":                table.Name,
+		"DYNAMODB_ENDPOINT":         table.Endpoint,
 		"STATE_MACHINE_ARN":         stateMachineARN,
 		"AWS_REGION":                "us-east-1",
 		"AWS_ACCESS_KEY_ID":         "local",

@@ -9,20 +9,17 @@
 // The fake Step Functions can also play the loop's state machine
 // (infra/statemachine.go) for the executions it starts, invoking a step
 // handler the way the definition's tasks do.
+//
+// Like every package under tests/, cloudtest is test support: only tests
+// import it (tests/lambdadeps checks that no production package does).
 package cloudtest
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/apikey"
 	"github.com/lambdaclaw/lambdaclaw/shared/dynamo"
@@ -53,15 +50,7 @@ type Env struct {
 // unless LAMBDACLAW_SKIP_DYNAMODB=1 skips it.
 func Setup(t *testing.T) *Env {
 	t.Helper()
-	endpoint := os.Getenv("DYNAMODB_ENDPOINT")
-	if endpoint == "" {
-		if os.Getenv("LAMBDACLAW_SKIP_DYNAMODB") == "1" {
-			t.Skip("LAMBDACLAW_SKIP_DYNAMODB=1: DynamoDB Local tests skipped")
-		}
-		t.Fatal("DYNAMODB_ENDPOINT is not set: run these tests through `make test`, which starts DynamoDB Local " +
-			"(tests/dynamodb-local.sh), or set LAMBDACLAW_SKIP_DYNAMODB=1 to skip them")
-	}
-	ctx := t.Context()
+	table := NewTable(t)
 	for k, v := range map[string]string{
 		"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": "",
 		"AWS_REGION": "us-east-1", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
@@ -69,35 +58,16 @@ func Setup(t *testing.T) *Env {
 	} {
 		t.Setenv(k, v)
 	}
-	client, err := dynamo.NewClient(ctx, endpoint, "us-east-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, 6)
-	rand.Read(b)
-	table := "lambdaclaw-fn-" + hex.EncodeToString(b)
-	if err := dynamo.CreateTable(ctx, client, table); err != nil {
-		t.Fatalf("CreateTable: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)}); err != nil {
-			t.Errorf("DeleteTable %s: %v", table, err)
-		}
-	})
-	db, err := dynamo.New(ctx, dynamo.Config{Table: table, Client: client})
-	if err != nil {
-		t.Fatal(err)
-	}
 	key := store.APIKey{ID: "key_sample", Name: "events", Hash: apikey.Hash(SampleKey), Prefix: SampleKey[:9],
 		Autonomy: "supervised", CreatedAt: time.Now().UTC()}
-	if err := db.CreateKey(ctx, key); err != nil {
+	if err := table.Store.CreateKey(t.Context(), key); err != nil {
 		t.Fatal(err)
 	}
 
-	e := &Env{Store: db, Key: key, LLM: fakellm.New(), SFN: NewSFN(t), APIGW: NewManagement(t)}
+	e := &Env{Store: table.Store, Key: key, LLM: fakellm.New(), SFN: NewSFN(t), APIGW: NewManagement(t)}
 	t.Cleanup(e.LLM.Close)
 	for k, v := range map[string]string{
-		"TABLE_NAME": table, "DYNAMODB_ENDPOINT": endpoint, "SESSION_TTL": "",
+		"TABLE_NAME": table.Name, "DYNAMODB_ENDPOINT": table.Endpoint, "SESSION_TTL": "",
 		"STATE_MACHINE_ARN": StateMachineARN, "STEPFUNCTIONS_ENDPOINT": e.SFN.URL,
 		"WS_ENDPOINT":      e.APIGW.URL,
 		"DEFAULT_PROVIDER": "openai", "OPENAI_BASE_URL": e.LLM.URL + "/v1", "OPENAI_MODEL": "fake-model",
