@@ -25,6 +25,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/store/memstore"
+	"github.com/lambdaclaw/lambdaclaw/shared/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/webfetch"
 	"github.com/lambdaclaw/lambdaclaw/shared/workspace"
@@ -95,13 +96,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	events := obs.NewEmitter(log, 4096)
 	defer events.Close()
 	hub := agent.NewHub()
-	tg, tgRunner, err := newTelegram(cfg, db, log)
+	tgReplier, err := newTelegramReplier(cfg, db, log)
 	if err != nil {
 		return err
 	}
 	var replier agent.Replier = hub
-	if tg != nil {
-		replier = repliers{hub, tg}
+	if tgReplier != nil {
+		replier = repliers{hub, tgReplier}
 	}
 	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompt.New(skills, skill.Env{}), Replier: replier, Events: events, Log: log,
 		Limits: agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes, MaxToolArgsBytes: cfg.Limits.MaxToolArgsBytes, MaxToolResultBytes: cfg.Limits.MaxToolResultBytes}}
@@ -113,8 +114,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cancelRuns()
 		driver.Wait()
 	}()
-	if tg != nil {
-		tgRunner.Runner = driver
+	var tg *telegram.Channel
+	if tgReplier != nil {
+		if tg, err = telegram.NewChannel(tgReplier, driver); err != nil {
+			return err
+		}
 		tg.Run(runCtx, cfg.Telegram.Mode == "polling")
 		defer func() {
 			cancelRuns()

@@ -40,17 +40,18 @@ func (rs repliers) Finish(r agent.RunState, res agent.Result) {
 	}
 }
 
-// newTelegram builds the Telegram channel when the config enables it; it
-// returns nil otherwise. The channel's runner is set later with setRunner,
-// as the driver needs the loop's replier first.
-func newTelegram(cfg *config.Config, db *sqlite.DB, log *slog.Logger) (*telegram.Channel, *lateRunner, error) {
+// newTelegramReplier builds the sending half of the Telegram channel when
+// the config enables it, and nil otherwise. The agent loop replies
+// through it; telegram.NewChannel then adds the receiving half, which
+// hands updates to the driver built on that loop.
+func newTelegramReplier(cfg *config.Config, db *sqlite.DB, log *slog.Logger) (*telegram.Replier, error) {
 	tc := cfg.Telegram
 	if !tc.Enabled {
-		return nil, nil, nil
+		return nil, nil
 	}
 	autonomy, err := tool.ParseAutonomy(tc.Autonomy)
 	if err != nil {
-		return nil, nil, fmt.Errorf("config: telegram.autonomy: %w", err)
+		return nil, fmt.Errorf("config: telegram.autonomy: %w", err)
 	}
 	var codes []string
 	for _, c := range tc.AccessCodes {
@@ -58,17 +59,12 @@ func newTelegram(cfg *config.Config, db *sqlite.DB, log *slog.Logger) (*telegram
 			codes = append(codes, v)
 		}
 	}
-	runner := &lateRunner{}
-	ch, err := telegram.New(telegram.Config{
-		Client: telegram.NewClient(tc.APIBase, tc.Token), Store: db.Telegram(), Runner: runner,
+	return telegram.NewReplier(telegram.Config{
+		Client: telegram.NewClient(tc.APIBase, tc.Token), Store: db.Telegram(),
 		Agent: tc.Agent, Autonomy: autonomy, AllowedUsers: tc.AllowedUsers, AccessCodes: codes, Log: log,
 		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
 	})
-	return ch, runner, err
 }
-
-// lateRunner forwards to the driver, which is created after the channel.
-type lateRunner struct{ telegram.Runner }
 
 // withTelegram mounts the webhook route beside the gateway's routes.
 func withTelegram(gw http.Handler, ch *telegram.Channel) http.Handler {

@@ -13,10 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/telegram"
+	"github.com/lambdaclaw/lambdaclaw/shared/store"
 )
 
-// The Telegram channel's state (telegram.Store), in the same table:
+// The Telegram channel's state (store.Telegram), in the same table:
 //
 //	pk                  sk        what                          other attributes
 //	TGSTATE#<key>       TGSTATE   a small value (offset, …)     value
@@ -59,7 +59,7 @@ const (
 // TelegramStore is the Telegram channel's durable state in the table.
 type TelegramStore struct{ s *Store }
 
-var _ telegram.Store = TelegramStore{}
+var _ store.Telegram = TelegramStore{}
 
 // Telegram returns the Telegram channel's store.
 func (s *Store) Telegram() TelegramStore { return TelegramStore{s} }
@@ -87,7 +87,7 @@ func nextOrder() string {
 
 func tgOutGSI(status string) string { return pfxTGOut + status }
 
-// State implements telegram.Store.
+// State implements store.Telegram.
 func (t TelegramStore) State(ctx context.Context, k string) (string, error) {
 	it, err := t.s.getItem(ctx, key(pfxTGState+k, skTGState))
 	if err != nil {
@@ -96,7 +96,7 @@ func (t TelegramStore) State(ctx context.Context, k string) (string, error) {
 	return getS(it, "value"), nil
 }
 
-// SetState implements telegram.Store.
+// SetState implements store.Telegram.
 func (t TelegramStore) SetState(ctx context.Context, k, value string) error {
 	it := key(pfxTGState+k, skTGState)
 	it["value"] = attrS(value)
@@ -106,7 +106,7 @@ func (t TelegramStore) SetState(ctx context.Context, k, value string) error {
 	return nil
 }
 
-// Seen implements telegram.Store.
+// Seen implements store.Telegram.
 func (t TelegramStore) Seen(ctx context.Context, updateID int64) (bool, error) {
 	it, err := t.s.getItem(ctx, key(pfxTGSeen+strconv.FormatInt(updateID, 10), skTGSeen))
 	if err != nil {
@@ -116,7 +116,7 @@ func (t TelegramStore) Seen(ctx context.Context, updateID int64) (bool, error) {
 	return it != nil && getN(it, attrExpiresAt) > t.s.now().Unix(), nil
 }
 
-// MarkSeen implements telegram.Store; the first mark of an update stays.
+// MarkSeen implements store.Telegram; the first mark of an update stays.
 func (t TelegramStore) MarkSeen(ctx context.Context, updateID int64, at time.Time) error {
 	id := strconv.FormatInt(updateID, 10)
 	it := key(pfxTGSeen+id, skTGSeen)
@@ -132,7 +132,7 @@ func (t TelegramStore) MarkSeen(ctx context.Context, updateID int64, at time.Tim
 	return nil
 }
 
-// PruneSeen implements telegram.Store. TTL removes seen updates anyway;
+// PruneSeen implements store.Telegram. TTL removes seen updates anyway;
 // this removes them sooner.
 func (t TelegramStore) PruneSeen(ctx context.Context, before time.Time) error {
 	p := dynamodb.NewQueryPaginator(t.s.db, &dynamodb.QueryInput{
@@ -157,7 +157,7 @@ func (t TelegramStore) PruneSeen(ctx context.Context, before time.Time) error {
 	return nil
 }
 
-// AllowedUser implements telegram.Store.
+// AllowedUser implements store.Telegram.
 func (t TelegramStore) AllowedUser(ctx context.Context, userID int64) (bool, error) {
 	it, err := t.s.getItem(ctx, key(pfxTGUser+strconv.FormatInt(userID, 10), skTGUser))
 	if err != nil {
@@ -166,7 +166,7 @@ func (t TelegramStore) AllowedUser(ctx context.Context, userID int64) (bool, err
 	return it != nil, nil
 }
 
-// RedeemCode implements telegram.Store: the code's claim and the user are
+// RedeemCode implements store.Telegram: the code's claim and the user are
 // written together, each only when new, so a code lets one user in, once.
 func (t TelegramStore) RedeemCode(ctx context.Context, codeHash string, userID int64, at time.Time) (bool, error) {
 	uid := strconv.FormatInt(userID, 10)
@@ -186,19 +186,19 @@ func (t TelegramStore) RedeemCode(ctx context.Context, codeHash string, userID i
 	return true, nil
 }
 
-// AddOutbox implements telegram.Store.
-func (t TelegramStore) AddOutbox(ctx context.Context, msgs []telegram.OutMessage) error {
+// AddOutbox implements store.Telegram.
+func (t TelegramStore) AddOutbox(ctx context.Context, msgs []store.OutboxMessage) error {
 	now := t.s.now()
 	for _, m := range msgs {
 		it := key(pfxTGOut+m.ID, skTGOut)
 		it["id"] = attrS(m.ID)
 		it["chat_id"] = attrN(m.ChatID)
 		it["text"] = attrS(m.Text)
-		it["status"] = attrS(telegram.OutPending)
+		it["status"] = attrS(store.OutboxPending)
 		it["attempts"] = attrN(0)
 		it["next_at"] = attrTime(orNow(m.NextAt, now))
 		it["created_at"] = attrTime(orNow(m.CreatedAt, now))
-		it[attrGSI1PK] = attrS(tgOutGSI(telegram.OutPending))
+		it[attrGSI1PK] = attrS(tgOutGSI(store.OutboxPending))
 		it[attrGSI1SK] = attrS(nextOrder())
 		if err := checkSize("telegram message "+m.ID, it); err != nil {
 			return err
@@ -212,19 +212,19 @@ func (t TelegramStore) AddOutbox(ctx context.Context, msgs []telegram.OutMessage
 	return nil
 }
 
-// UnsentOutbox implements telegram.Store. It reads the pending messages
+// UnsentOutbox implements store.Telegram. It reads the pending messages
 // from gsi1 in order and claims each with a lease, returning the claimed
 // ones as they are after the claim (the index may lag).
-func (t TelegramStore) UnsentOutbox(ctx context.Context, limit int) ([]telegram.OutMessage, error) {
+func (t TelegramStore) UnsentOutbox(ctx context.Context, limit int) ([]store.OutboxMessage, error) {
 	p := dynamodb.NewQueryPaginator(t.s.db, &dynamodb.QueryInput{
 		TableName: t.s.table, IndexName: aws.String(indexGSI1),
 		KeyConditionExpression:    aws.String("gsi1pk = :pk"),
-		ExpressionAttributeValues: item{":pk": attrS(tgOutGSI(telegram.OutPending))},
+		ExpressionAttributeValues: item{":pk": attrS(tgOutGSI(store.OutboxPending))},
 		ProjectionExpression:      aws.String("pk, chat_id, next_at"),
 	})
 	now := t.s.now()
 	blocked := map[int64]bool{}
-	var out []telegram.OutMessage
+	var out []store.OutboxMessage
 	for p.HasMorePages() && len(out) < limit {
 		page, err := p.NextPage(ctx)
 		if err != nil {
@@ -250,7 +250,7 @@ func (t TelegramStore) UnsentOutbox(ctx context.Context, limit int) ([]telegram.
 					"lease_owner = :me OR lease_until < :now)"),
 				ExpressionAttributeNames: map[string]string{"#st": "status"},
 				ExpressionAttributeValues: item{":me": attrS(leaseOwner), ":until": attrTime(until),
-					":now": attrTime(now), ":pending": attrS(telegram.OutPending)},
+					":now": attrTime(now), ":pending": attrS(store.OutboxPending)},
 				ReturnValues: types.ReturnValueAllNew,
 			})
 			if _, ok := condFailed(err); ok {
@@ -266,15 +266,15 @@ func (t TelegramStore) UnsentOutbox(ctx context.Context, limit int) ([]telegram.
 	return out, nil
 }
 
-func outMessage(it item) telegram.OutMessage {
-	return telegram.OutMessage{
+func outMessage(it item) store.OutboxMessage {
+	return store.OutboxMessage{
 		ID: getS(it, "id"), ChatID: getN(it, "chat_id"), Text: getS(it, "text"), Status: getS(it, "status"),
 		Attempts: int(getN(it, "attempts")), NextAt: getTime(it, "next_at"), MessageID: getN(it, "message_id"),
 		LastError: getS(it, "last_error"), CreatedAt: getTime(it, "created_at"),
 	}
 }
 
-// MarkSent implements telegram.Store.
+// MarkSent implements store.Telegram.
 func (t TelegramStore) MarkSent(ctx context.Context, id string, messageID int64, at time.Time) error {
 	_, err := t.s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: t.s.table, Key: key(pfxTGOut+id, skTGOut),
@@ -282,8 +282,8 @@ func (t TelegramStore) MarkSent(ctx context.Context, id string, messageID int64,
 			"gsi1pk = :gsi, expires_at = :exp REMOVE lease_owner, lease_until"),
 		ConditionExpression:      aws.String("attribute_exists(pk)"),
 		ExpressionAttributeNames: map[string]string{"#st": "status"},
-		ExpressionAttributeValues: item{":sent": attrS(telegram.OutSent), ":mid": attrN(messageID), ":at": attrTime(at),
-			":one": attrN(1), ":gsi": attrS(tgOutGSI(telegram.OutSent)), ":exp": attrN(at.Add(TelegramSentTTL).Unix())},
+		ExpressionAttributeValues: item{":sent": attrS(store.OutboxSent), ":mid": attrN(messageID), ":at": attrTime(at),
+			":one": attrN(1), ":gsi": attrS(tgOutGSI(store.OutboxSent)), ":exp": attrN(at.Add(TelegramSentTTL).Unix())},
 	})
 	if _, ok := condFailed(err); ok {
 		return fmt.Errorf("dynamo: telegram mark sent: no message %q", id)
@@ -294,12 +294,12 @@ func (t TelegramStore) MarkSent(ctx context.Context, id string, messageID int64,
 	return nil
 }
 
-// MarkRetry implements telegram.Store; a message no longer pending is
+// MarkRetry implements store.Telegram; a message no longer pending is
 // left as it is.
 func (t TelegramStore) MarkRetry(ctx context.Context, id string, attempts int, next time.Time, lastErr string, failed bool) error {
-	status := telegram.OutPending
+	status := store.OutboxPending
 	if failed {
-		status = telegram.OutFailed
+		status = store.OutboxFailed
 	}
 	_, err := t.s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: t.s.table, Key: key(pfxTGOut+id, skTGOut),
@@ -307,7 +307,7 @@ func (t TelegramStore) MarkRetry(ctx context.Context, id string, attempts int, n
 		ConditionExpression:      aws.String("#st = :pending"),
 		ExpressionAttributeNames: map[string]string{"#st": "status"},
 		ExpressionAttributeValues: item{":st": attrS(status), ":n": attrN(int64(attempts)), ":next": attrTime(next),
-			":err": attrS(lastErr), ":gsi": attrS(tgOutGSI(status)), ":pending": attrS(telegram.OutPending)},
+			":err": attrS(lastErr), ":gsi": attrS(tgOutGSI(status)), ":pending": attrS(store.OutboxPending)},
 	})
 	if _, ok := condFailed(err); err != nil && !ok {
 		return fmt.Errorf("dynamo: telegram mark retry: %w", err)
@@ -315,12 +315,12 @@ func (t TelegramStore) MarkRetry(ctx context.Context, id string, attempts int, n
 	return nil
 }
 
-// OutboxStats implements telegram.Store: it counts gsi1's partitions of
+// OutboxStats implements store.Telegram: it counts gsi1's partitions of
 // the outbox (eventually consistent; sent messages of the last
 // TelegramSentTTL).
-func (t TelegramStore) OutboxStats(ctx context.Context) (telegram.OutboxStats, error) {
-	var st telegram.OutboxStats
-	for status, n := range map[string]*int{telegram.OutPending: &st.Pending, telegram.OutSent: &st.Sent, telegram.OutFailed: &st.Failed} {
+func (t TelegramStore) OutboxStats(ctx context.Context) (store.OutboxStats, error) {
+	var st store.OutboxStats
+	for status, n := range map[string]*int{store.OutboxPending: &st.Pending, store.OutboxSent: &st.Sent, store.OutboxFailed: &st.Failed} {
 		p := dynamodb.NewQueryPaginator(t.s.db, &dynamodb.QueryInput{
 			TableName: t.s.table, IndexName: aws.String(indexGSI1), Select: types.SelectCount,
 			KeyConditionExpression:    aws.String("gsi1pk = :pk"),

@@ -3,10 +3,10 @@ package dynamo
 import (
 	"testing"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/telegram"
-	"github.com/lambdaclaw/lambdaclaw/shared/telegram/telegramtest"
+	"github.com/lambdaclaw/lambdaclaw/shared/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/store/storetest"
 )
 
 func TestTelegramStore(t *testing.T) {
-	telegramtest.Run(t, func(t *testing.T) telegram.Store { return newStore(t).Telegram() })
+	storetest.RunTelegram(t, func(t *testing.T) store.Telegram { return newStore(t).Telegram() })
 }

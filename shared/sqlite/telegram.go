@@ -7,18 +7,18 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/telegram"
+	"github.com/lambdaclaw/lambdaclaw/shared/store"
 )
 
 // TelegramStore is the Telegram channel's durable state in the database.
 type TelegramStore struct{ db *DB }
 
-var _ telegram.Store = TelegramStore{}
+var _ store.Telegram = TelegramStore{}
 
 // Telegram returns the Telegram channel's store.
 func (db *DB) Telegram() TelegramStore { return TelegramStore{db} }
 
-// State implements telegram.Store.
+// State implements store.Telegram.
 func (s TelegramStore) State(ctx context.Context, key string) (string, error) {
 	var v string
 	err := s.db.r.QueryRowContext(ctx, `SELECT value FROM telegram_state WHERE key = ?`, key).Scan(&v)
@@ -31,7 +31,7 @@ func (s TelegramStore) State(ctx context.Context, key string) (string, error) {
 	return v, nil
 }
 
-// SetState implements telegram.Store.
+// SetState implements store.Telegram.
 func (s TelegramStore) SetState(ctx context.Context, key, value string) error {
 	_, err := s.db.w.ExecContext(ctx, `INSERT INTO telegram_state (key, value) VALUES (?, ?)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
@@ -41,7 +41,7 @@ func (s TelegramStore) SetState(ctx context.Context, key, value string) error {
 	return nil
 }
 
-// Seen implements telegram.Store.
+// Seen implements store.Telegram.
 func (s TelegramStore) Seen(ctx context.Context, updateID int64) (bool, error) {
 	var n int
 	err := s.db.r.QueryRowContext(ctx, `SELECT count(*) FROM telegram_seen WHERE update_id = ?`, updateID).Scan(&n)
@@ -51,7 +51,7 @@ func (s TelegramStore) Seen(ctx context.Context, updateID int64) (bool, error) {
 	return n > 0, nil
 }
 
-// MarkSeen implements telegram.Store.
+// MarkSeen implements store.Telegram.
 func (s TelegramStore) MarkSeen(ctx context.Context, updateID int64, at time.Time) error {
 	_, err := s.db.w.ExecContext(ctx, `INSERT INTO telegram_seen (update_id, seen_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, updateID, toMillis(at))
 	if err != nil {
@@ -60,7 +60,7 @@ func (s TelegramStore) MarkSeen(ctx context.Context, updateID int64, at time.Tim
 	return nil
 }
 
-// PruneSeen implements telegram.Store.
+// PruneSeen implements store.Telegram.
 func (s TelegramStore) PruneSeen(ctx context.Context, before time.Time) error {
 	if _, err := s.db.w.ExecContext(ctx, `DELETE FROM telegram_seen WHERE seen_at < ?`, toMillis(before)); err != nil {
 		return fmt.Errorf("sqlite: telegram prune seen: %w", err)
@@ -68,7 +68,7 @@ func (s TelegramStore) PruneSeen(ctx context.Context, before time.Time) error {
 	return nil
 }
 
-// AllowedUser implements telegram.Store.
+// AllowedUser implements store.Telegram.
 func (s TelegramStore) AllowedUser(ctx context.Context, userID int64) (bool, error) {
 	var n int
 	if err := s.db.r.QueryRowContext(ctx, `SELECT count(*) FROM telegram_users WHERE user_id = ?`, userID).Scan(&n); err != nil {
@@ -77,7 +77,7 @@ func (s TelegramStore) AllowedUser(ctx context.Context, userID int64) (bool, err
 	return n > 0, nil
 }
 
-// RedeemCode implements telegram.Store: a code lets one user in, once.
+// RedeemCode implements store.Telegram: a code lets one user in, once.
 func (s TelegramStore) RedeemCode(ctx context.Context, codeHash string, userID int64, at time.Time) (bool, error) {
 	res, err := s.db.w.ExecContext(ctx, `INSERT INTO telegram_users (user_id, code_hash, added_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
 		userID, codeHash, toMillis(at))
@@ -91,8 +91,8 @@ func (s TelegramStore) RedeemCode(ctx context.Context, codeHash string, userID i
 	return n == 1, nil
 }
 
-// AddOutbox implements telegram.Store.
-func (s TelegramStore) AddOutbox(ctx context.Context, msgs []telegram.OutMessage) error {
+// AddOutbox implements store.Telegram.
+func (s TelegramStore) AddOutbox(ctx context.Context, msgs []store.OutboxMessage) error {
 	tx, err := s.db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: telegram outbox: %w", err)
@@ -112,17 +112,17 @@ func (s TelegramStore) AddOutbox(ctx context.Context, msgs []telegram.OutMessage
 	return nil
 }
 
-// UnsentOutbox implements telegram.Store.
-func (s TelegramStore) UnsentOutbox(ctx context.Context, limit int) ([]telegram.OutMessage, error) {
+// UnsentOutbox implements store.Telegram.
+func (s TelegramStore) UnsentOutbox(ctx context.Context, limit int) ([]store.OutboxMessage, error) {
 	rows, err := s.db.r.QueryContext(ctx, `SELECT id, chat_id, text, status, attempts, next_at, last_error, created_at
 		FROM telegram_outbox WHERE status = 'pending' ORDER BY n LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: telegram outbox: %w", err)
 	}
 	defer rows.Close()
-	var out []telegram.OutMessage
+	var out []store.OutboxMessage
 	for rows.Next() {
-		var m telegram.OutMessage
+		var m store.OutboxMessage
 		var next, created int64
 		if err := rows.Scan(&m.ID, &m.ChatID, &m.Text, &m.Status, &m.Attempts, &next, &m.LastError, &created); err != nil {
 			return nil, fmt.Errorf("sqlite: telegram outbox: %w", err)
@@ -136,7 +136,7 @@ func (s TelegramStore) UnsentOutbox(ctx context.Context, limit int) ([]telegram.
 	return out, nil
 }
 
-// MarkSent implements telegram.Store.
+// MarkSent implements store.Telegram.
 func (s TelegramStore) MarkSent(ctx context.Context, id string, messageID int64, at time.Time) error {
 	_, err := s.db.w.ExecContext(ctx, `UPDATE telegram_outbox SET status = 'sent', message_id = ?, sent_at = ?, attempts = attempts + 1 WHERE id = ?`,
 		messageID, toMillis(at), id)
@@ -146,11 +146,11 @@ func (s TelegramStore) MarkSent(ctx context.Context, id string, messageID int64,
 	return nil
 }
 
-// MarkRetry implements telegram.Store.
+// MarkRetry implements store.Telegram.
 func (s TelegramStore) MarkRetry(ctx context.Context, id string, attempts int, next time.Time, lastErr string, failed bool) error {
-	status := telegram.OutPending
+	status := store.OutboxPending
 	if failed {
-		status = telegram.OutFailed
+		status = store.OutboxFailed
 	}
 	_, err := s.db.w.ExecContext(ctx, `UPDATE telegram_outbox SET status = ?, attempts = ?, next_at = ?, last_error = ? WHERE id = ? AND status = 'pending'`,
 		status, attempts, toMillis(next), lastErr, id)
@@ -160,9 +160,9 @@ func (s TelegramStore) MarkRetry(ctx context.Context, id string, attempts int, n
 	return nil
 }
 
-// OutboxStats implements telegram.Store.
-func (s TelegramStore) OutboxStats(ctx context.Context) (telegram.OutboxStats, error) {
-	var st telegram.OutboxStats
+// OutboxStats implements store.Telegram.
+func (s TelegramStore) OutboxStats(ctx context.Context) (store.OutboxStats, error) {
+	var st store.OutboxStats
 	rows, err := s.db.r.QueryContext(ctx, `SELECT status, count(*) FROM telegram_outbox GROUP BY status`)
 	if err != nil {
 		return st, fmt.Errorf("sqlite: telegram outbox stats: %w", err)
@@ -175,11 +175,11 @@ func (s TelegramStore) OutboxStats(ctx context.Context) (telegram.OutboxStats, e
 			return st, fmt.Errorf("sqlite: telegram outbox stats: %w", err)
 		}
 		switch status {
-		case telegram.OutPending:
+		case store.OutboxPending:
 			st.Pending = n
-		case telegram.OutSent:
+		case store.OutboxSent:
 			st.Sent = n
-		case telegram.OutFailed:
+		case store.OutboxFailed:
 			st.Failed = n
 		}
 	}

@@ -4,12 +4,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/telegram"
-	"github.com/lambdaclaw/lambdaclaw/shared/telegram/telegramtest"
+	"github.com/lambdaclaw/lambdaclaw/shared/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/store/storetest"
 )
 
 func TestTelegramConformance(t *testing.T) {
-	telegramtest.Run(t, func(t *testing.T) telegram.Store {
+	storetest.RunTelegram(t, func(t *testing.T) store.Telegram {
 		db, err := Open(filepath.Join(t.TempDir(), "tg.db"))
 		if err != nil {
 			t.Fatal(err)

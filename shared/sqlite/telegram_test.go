@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/telegram"
+	"github.com/lambdaclaw/lambdaclaw/shared/store"
 )
 
 func TestTelegramStore(t *testing.T) {
@@ -17,13 +17,13 @@ func TestTelegramStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := db.Telegram()
-	if v, err := s.State(ctx, telegram.KeyOffset); err != nil || v != "" {
+	if v, err := s.State(ctx, "offset"); err != nil || v != "" {
 		t.Fatalf("State of a missing key = %q, %v", v, err)
 	}
-	if err := s.SetState(ctx, telegram.KeyOffset, "7"); err != nil {
+	if err := s.SetState(ctx, "offset", "7"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetState(ctx, telegram.KeyOffset, "8"); err != nil {
+	if err := s.SetState(ctx, "offset", "8"); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
@@ -51,7 +51,7 @@ func TestTelegramStore(t *testing.T) {
 	if ok, _ := s.AllowedUser(ctx, 43); ok {
 		t.Fatal("user 43 allowed")
 	}
-	msgs := []telegram.OutMessage{{ID: "a#0", ChatID: 1, Text: "one"}, {ID: "a#1", ChatID: 1, Text: "two"}}
+	msgs := []store.OutboxMessage{{ID: "a#0", ChatID: 1, Text: "one"}, {ID: "a#1", ChatID: 1, Text: "two"}}
 	if err := s.AddOutbox(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestTelegramStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := s.OutboxStats(ctx)
-	if err != nil || st != (telegram.OutboxStats{Sent: 1, Failed: 1}) {
+	if err != nil || st != (store.OutboxStats{Sent: 1, Failed: 1}) {
 		t.Fatalf("OutboxStats = %+v, %v", st, err)
 	}
 	db.Close()
@@ -84,7 +84,7 @@ func TestTelegramStore(t *testing.T) {
 	}
 	defer db.Close()
 	s = db.Telegram()
-	if v, _ := s.State(ctx, telegram.KeyOffset); v != "8" {
+	if v, _ := s.State(ctx, "offset"); v != "8" {
 		t.Fatalf("offset after reopen = %q", v)
 	}
 	if err := s.PruneSeen(ctx, now.Add(time.Minute)); err != nil {

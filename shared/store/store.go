@@ -1,6 +1,8 @@
-// Package store declares the records lambdaclaw persists and the port every
-// storage adapter implements (sqlite locally, dynamo on AWS). Both adapters
-// pass the one conformance suite in storetest.
+// Package store declares the records lambdaclaw persists and the ports every
+// storage adapter implements (sqlite locally, dynamo on AWS): Store, and
+// Telegram for the Telegram channel's state (telegram.go). Both adapters
+// pass the conformance suites in storetest. A port lives here, never in
+// the package that uses it, so that adapters import no channel.
 //
 // Every write that a retried agent step can repeat is idempotent: messages
 // are put-if-absent by (session, key) and runs by id, so a step that crashed

@@ -1,9 +1,12 @@
 // Package telegram is lambdaclaw's Telegram channel (DESIGN.md §5): a Bot
-// API client, and one Channel that takes updates from long polling
-// (getUpdates) or from a webhook, gates them by allowlist and one-time
-// access codes (seed 002 §4.7), hands them to agent runs and delivers the
-// replies through a durable outbox. Replies are plain text (no parse_mode),
-// so nothing needs escaping.
+// API client (client.go); a Replier, the sending half, which shows what
+// runs stream as drafts (draft.go) and delivers their replies through a
+// durable outbox (outbox.go); and a Channel, which adds the receiving
+// half: it takes updates from long polling (poll.go) or from a webhook
+// (webhook.go), gates them by allowlist and one-time access codes (seed
+// 002 §4.7) and hands them to agent runs (channel.go). Both are wired by
+// one Config (config.go); the state is kept by a store.Telegram. Replies
+// are plain text (no parse_mode), so nothing needs escaping.
 package telegram
 
 import (

@@ -8,18 +8,19 @@ import (
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/telegram"
 	"github.com/lambdaclaw/lambdaclaw/tests/faketelegram"
 )
 
 // outboxStore records the outbox; the drafts use nothing else of a store.
 type outboxStore struct {
-	telegram.Store
+	store.Telegram
 	mu   sync.Mutex
-	msgs []telegram.OutMessage
+	msgs []store.OutboxMessage
 }
 
-func (s *outboxStore) AddOutbox(_ context.Context, msgs []telegram.OutMessage) error {
+func (s *outboxStore) AddOutbox(_ context.Context, msgs []store.OutboxMessage) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.msgs = append(s.msgs, msgs...)
@@ -27,21 +28,19 @@ func (s *outboxStore) AddOutbox(_ context.Context, msgs []telegram.OutMessage) e
 }
 
 // UnsentOutbox reports nothing pending, so a serverless Flush sends nothing.
-func (s *outboxStore) UnsentOutbox(context.Context, int) ([]telegram.OutMessage, error) {
+func (s *outboxStore) UnsentOutbox(context.Context, int) ([]store.OutboxMessage, error) {
 	return nil, nil
 }
 
-type noRunner struct{ telegram.Runner }
-
 const interval = 40 * time.Millisecond
 
-func newDraftChannel(t *testing.T, serverless bool) (*telegram.Channel, *faketelegram.Server, *outboxStore) {
+func newDraftReplier(t *testing.T, serverless bool) (*telegram.Replier, *faketelegram.Server, *outboxStore) {
 	t.Helper()
 	tg := faketelegram.New()
 	t.Cleanup(tg.Close)
 	st := &outboxStore{}
-	ch, err := telegram.New(telegram.Config{Client: telegram.NewClient(tg.URL, faketelegram.Token), Store: st,
-		Runner: noRunner{}, Agent: "default", DraftInterval: interval, Serverless: serverless})
+	ch, err := telegram.NewReplier(telegram.Config{Client: telegram.NewClient(tg.URL, faketelegram.Token), Store: st,
+		DraftInterval: interval, Serverless: serverless})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +48,7 @@ func newDraftChannel(t *testing.T, serverless bool) (*telegram.Channel, *faketel
 }
 
 // stream plays a slow streamed reply of a run to chatID and finishes it.
-func stream(ch *telegram.Channel, runID string, chatID int64, pieces ...string) {
+func stream(ch *telegram.Replier, runID string, chatID int64, pieces ...string) {
 	r := agent.RunState{RunID: runID, Reply: agent.Reply{Channel: telegram.ChannelName, To: strconv.FormatInt(chatID, 10)}}
 	full := ""
 	for _, p := range pieces {
@@ -72,7 +71,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestDraftsWithSendMessageDraft(t *testing.T) {
-	ch, tg, st := newDraftChannel(t, false)
+	ch, tg, st := newDraftReplier(t, false)
 	stream(ch, "run-1", 111, "Hello", ", wor", "ld")
 	ds := tg.Drafts(111)
 	if len(ds) < 2 || ds[len(ds)-1].Text != "Hello, world" {
@@ -97,7 +96,7 @@ func TestDraftsWithSendMessageDraft(t *testing.T) {
 }
 
 func TestDraftsFallBackOnOldServer(t *testing.T) {
-	ch, tg, _ := newDraftChannel(t, false)
+	ch, tg, _ := newDraftReplier(t, false)
 	tg.Unsupported("sendMessageDraft")
 	stream(ch, "run-1", 111, "Hello", ", world")
 	if tg.Calls("sendMessage") != 1 || tg.Calls("editMessageText") < 1 {
@@ -116,7 +115,7 @@ func TestDraftsFallBackOnOldServer(t *testing.T) {
 }
 
 func TestDraftsRefusedPerChat(t *testing.T) {
-	ch, tg, _ := newDraftChannel(t, false)
+	ch, tg, _ := newDraftReplier(t, false)
 	tg.FailNext("sendMessageDraft", faketelegram.Failure{Code: 400, Description: "Bad Request: drafts are not allowed in this chat"})
 	stream(ch, "run-1", 333, "Hello", ", world")
 	if tg.Calls("sendMessageDraft") != 1 || tg.Calls("sendMessage") != 1 || tg.Calls("editMessageText") < 1 {
@@ -139,7 +138,7 @@ func TestDraftsRefusedPerChat(t *testing.T) {
 }
 
 func TestNoDraftsServerless(t *testing.T) {
-	ch, tg, st := newDraftChannel(t, true)
+	ch, tg, st := newDraftReplier(t, true)
 	stream(ch, "run-1", 111, "Hello", ", world")
 	if n := tg.Calls("sendMessageDraft") + tg.Calls("editMessageText") + tg.Calls("deleteMessage"); n != 0 {
 		t.Fatalf("serverless draft calls = %d", n)

@@ -1,8 +1,12 @@
 // Package storetest is the conformance suite every store.Store adapter
-// runs, so that the embedded and the cloud stores behave alike:
+// runs, so that the embedded and the cloud stores behave alike, and the
+// suite of store.Telegram (telegram.go):
 //
 //	func TestStore(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) store.Store { return openEmpty(t) })
+//	}
+//	func TestTelegramStore(t *testing.T) {
+//		storetest.RunTelegram(t, func(t *testing.T) store.Telegram { return openEmpty(t).Telegram() })
 //	}
 //
 // The suite holds adapters to the semantics documented in package store

@@ -1,19 +1,19 @@
-package telegram
+package store
 
 import (
 	"context"
 	"time"
 )
 
-// Outbox statuses.
+// Outbox statuses of a Telegram reply chunk.
 const (
-	OutPending = "pending"
-	OutSent    = "sent"
-	OutFailed  = "failed"
+	OutboxPending = "pending"
+	OutboxSent    = "sent"
+	OutboxFailed  = "failed"
 )
 
-// OutMessage is one reply chunk in the outbox.
-type OutMessage struct {
+// OutboxMessage is one chunk of a Telegram reply in the outbox.
+type OutboxMessage struct {
 	// ID is deterministic (the run id and chunk number), so storing the
 	// same reply twice keeps one copy.
 	ID        string
@@ -27,15 +27,18 @@ type OutMessage struct {
 	CreatedAt time.Time
 }
 
-// OutboxStats counts the outbox by status.
+// OutboxStats counts the Telegram outbox by status.
 type OutboxStats struct {
 	Pending, Sent, Failed int
 }
 
-// Store is the durable state of the channel.
-type Store interface {
-	// State and SetState keep small values: the polling offset and the
-	// webhook secret's hash. A missing key is "".
+// Telegram stores the durable state of the Telegram channel (shared/telegram):
+// small values, the updates it handled, the users access codes let in and
+// the outbox of replies. The sqlite and dynamo adapters implement it and
+// pass the conformance suite storetest.RunTelegram.
+type Telegram interface {
+	// State and SetState keep small values, such as the polling offset
+	// and the webhook secret's hash. A missing key is "".
 	State(ctx context.Context, key string) (string, error)
 	SetState(ctx context.Context, key, value string) error
 	// Seen reports whether an update was already handled; MarkSeen records
@@ -49,18 +52,12 @@ type Store interface {
 	AllowedUser(ctx context.Context, userID int64) (bool, error)
 	RedeemCode(ctx context.Context, codeHash string, userID int64, at time.Time) (bool, error)
 	// AddOutbox stores messages as pending, keeping existing ids as they are.
-	AddOutbox(ctx context.Context, msgs []OutMessage) error
+	AddOutbox(ctx context.Context, msgs []OutboxMessage) error
 	// UnsentOutbox returns the pending messages, oldest first.
-	UnsentOutbox(ctx context.Context, limit int) ([]OutMessage, error)
+	UnsentOutbox(ctx context.Context, limit int) ([]OutboxMessage, error)
 	// MarkSent records Telegram's message id for a delivered message.
 	MarkSent(ctx context.Context, id string, messageID int64, at time.Time) error
 	// MarkRetry records a failed attempt; failed says to give up.
 	MarkRetry(ctx context.Context, id string, attempts int, next time.Time, lastErr string, failed bool) error
 	OutboxStats(ctx context.Context) (OutboxStats, error)
 }
-
-// State keys.
-const (
-	KeyOffset        = "offset"
-	KeyWebhookSecret = "webhook_secret_sha256"
-)
