@@ -10,25 +10,23 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/config"
-	"github.com/lambdaclaw/lambdaclaw/shared/files"
 	"github.com/lambdaclaw/lambdaclaw/shared/gateway"
-	"github.com/lambdaclaw/lambdaclaw/shared/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/prompt"
 	"github.com/lambdaclaw/lambdaclaw/shared/ratelimit"
 	"github.com/lambdaclaw/lambdaclaw/shared/scrub"
+	"github.com/lambdaclaw/lambdaclaw/shared/setup"
 	"github.com/lambdaclaw/lambdaclaw/shared/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/store/memstore"
 	"github.com/lambdaclaw/lambdaclaw/shared/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/tool"
-	"github.com/lambdaclaw/lambdaclaw/shared/webfetch"
 	"github.com/lambdaclaw/lambdaclaw/shared/workspace"
+	"github.com/lambdaclaw/lambdaclaw/shared/wsproto"
 )
 
 func getenv(k string) string { return os.Getenv(k) }
@@ -84,11 +82,22 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	skills := skill.NewCatalog(cfg.Home)
 	skills.Warn = func(err error) { log.Warn("skill skipped", "err", err) }
-	builder, err := newAgentBuilder(cfg, skills, log, mem.Tools()...)
+	tools, err := setup.Tools(cfg, skills, true)
 	if err != nil {
 		return err
 	}
-	agents, err := newLiveAgents(cfg.Home, builder.build, log)
+	builder, err := setup.NewBuilder(ctx, cfg, cfg.Home, append(tools, mem.Tools()...))
+	if err != nil {
+		return err
+	}
+	created, err := builder.CreateWorkspaces()
+	if err != nil {
+		return err
+	}
+	for _, n := range created {
+		log.Info("created the workspace of an agent of the config file", "agent", n, "dir", workspace.Dir(cfg.Home, n))
+	}
+	agents, err := setup.NewWorkspaces(cfg.Home, builder.Build, log)
 	if err != nil {
 		return err
 	}
@@ -100,14 +109,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var replier agent.Replier = hub
+	replier := agent.Router{gateway.Channel: hub, wsproto.Channel: hub}
 	if tgReplier != nil {
-		replier = repliers{hub, tgReplier}
+		replier[telegram.ChannelName] = tgReplier
 	}
 	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompt.New(skills, skill.Env{}), Replier: replier, Events: events, Log: log,
 		Limits: agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes, MaxToolArgsBytes: cfg.Limits.MaxToolArgsBytes, MaxToolResultBytes: cfg.Limits.MaxToolResultBytes}}
 	loop.Recorder = mem.Recorder()
-	defer mem.IndexWorkspaces(agents.current())()
+	defer mem.IndexWorkspaces(agents.Current())()
 	runCtx, cancelRuns := context.WithCancel(context.Background())
 	driver := agent.NewDriver(runCtx, loop, log)
 	defer func() {
@@ -216,99 +225,6 @@ func checkListenAddr(addr string) error {
 		return fmt.Errorf("listen address %q: want HOST:PORT, such as 127.0.0.1:8080: %w", addr, err)
 	}
 	return nil
-}
-
-// agentBuilder makes the agents of the local server, each with its
-// provider chain and the tools its config selects among the built-ins and
-// the extra ones (the memory tools).
-type agentBuilder struct {
-	cfg       *config.Config
-	providers map[string]llm.Provider
-	builtins  []tool.Tool
-}
-
-// newAgentBuilder builds the configured providers and tools, checks the
-// agents of the config file and creates their workspaces.
-func newAgentBuilder(cfg *config.Config, skills *skill.Catalog, log *slog.Logger, extra ...tool.Tool) (*agentBuilder, error) {
-	b := &agentBuilder{cfg: cfg, providers: map[string]llm.Provider{}}
-	for _, p := range cfg.Providers {
-		op, err := newProvider(p, cfg.Limits.MaxReplyBytes)
-		if err != nil {
-			return nil, fmt.Errorf("provider %s: %w", p.Name, err)
-		}
-		b.providers[p.Name] = llm.WithBreaker(llm.WithRetry(op, *p.Retries+1, 500*time.Millisecond, 10*time.Second), 5, 30*time.Second)
-	}
-	fetch, err := webfetch.New(webfetch.Config{})
-	if err != nil {
-		return nil, err
-	}
-	quota, err := files.NewQuota(files.Limits{MaxFileBytes: cfg.Limits.MaxFileBytes, WorkspaceQuotaBytes: cfg.Limits.WorkspaceQuotaBytes})
-	if err != nil {
-		return nil, fmt.Errorf("config: limits: %w", err)
-	}
-	b.builtins = append([]tool.Tool{files.ReadFile(), files.WriteFile(quota), files.ListDir(), fetch, workspace.MemoryTool(quota), skill.LoadTool(skills, skill.Env{})}, extra...)
-	for n := range cfg.Agents {
-		if err := workspace.ValidName(n); err != nil {
-			return nil, fmt.Errorf("config: agent %q: %w", n, err)
-		}
-		if _, err := b.build(n); err != nil {
-			return nil, err
-		}
-		if _, created, err := workspace.Create(cfg.Home, n); err != nil {
-			return nil, err
-		} else if created {
-			log.Info("created the workspace of an agent of the config file", "agent", n, "dir", workspace.Dir(cfg.Home, n))
-		}
-	}
-	return b, nil
-}
-
-// build makes the agent name.
-func (b *agentBuilder) build(name string) (*agent.Agent, error) {
-	ac := b.cfg.Agents[name]
-	var chain []llm.Provider
-	if len(ac.Providers) == 0 {
-		for _, p := range b.cfg.Providers {
-			chain = append(chain, b.providers[p.Name])
-		}
-	} else {
-		for _, p := range ac.Providers {
-			chain = append(chain, b.providers[p])
-		}
-	}
-	tools, err := selectTools(b.builtins, ac.Tools)
-	if err != nil {
-		return nil, fmt.Errorf("agent %s: %w", name, err)
-	}
-	threshold, target, flush := ac.Compaction()
-	return &agent.Agent{
-		Name: name, Provider: llm.NewChain(chain...), Model: ac.Model, Tools: tools,
-		MaxToolIterations: ac.MaxToolIterations, Workspace: workspace.Dir(b.cfg.Home, name),
-		Compaction: agent.Compaction{Threshold: threshold, Target: target, Flush: flush},
-	}, nil
-}
-
-func selectTools(all []tool.Tool, names []string) (*tool.Registry, error) {
-	if len(names) == 0 {
-		return tool.NewRegistry(all...)
-	}
-	byName := map[string]tool.Tool{}
-	for _, t := range all {
-		byName[t.Definition().Name] = t
-	}
-	var picked []tool.Tool
-	for _, n := range names {
-		t, ok := byName[n]
-		if !ok {
-			known := make([]string, 0, len(all))
-			for _, t := range all {
-				known = append(known, t.Definition().Name)
-			}
-			return nil, fmt.Errorf("unknown tool %q (known: %s)", n, strings.Join(known, ", "))
-		}
-		picked = append(picked, t)
-	}
-	return tool.NewRegistry(picked...)
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {

@@ -12,33 +12,10 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/config"
 	"github.com/lambdaclaw/lambdaclaw/shared/sqlite"
-	"github.com/lambdaclaw/lambdaclaw/shared/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/workspace"
 )
-
-// repliers tells every replier what a run reports; each one ignores the
-// runs of channels that are not its own.
-type repliers []agent.Replier
-
-func (rs repliers) Delta(r agent.RunState, text string) {
-	for _, x := range rs {
-		x.Delta(r, text)
-	}
-}
-
-func (rs repliers) Approval(r agent.RunState, a store.Approval) {
-	for _, x := range rs {
-		x.Approval(r, a)
-	}
-}
-
-func (rs repliers) Finish(r agent.RunState, res agent.Result) {
-	for _, x := range rs {
-		x.Finish(r, res)
-	}
-}
 
 // newTelegramReplier builds the sending half of the Telegram channel when
 // the config enables it, and nil otherwise. The agent loop replies

@@ -1,4 +1,4 @@
-package main
+package setup
 
 import (
 	"errors"
@@ -22,9 +22,9 @@ type fakeClock struct{ nanos atomic.Int64 }
 func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.nanos.Load()) }
 func (c *fakeClock) advance(d time.Duration) { c.nanos.Add(int64(d)) }
 
-// testAgents makes liveAgents on a fresh home with the workspaces names;
+// testAgents makes Workspaces on a fresh home with the workspaces names;
 // builds counts the agents built, by name, and a build of "broken" fails.
-func testAgents(t testing.TB, names ...string) (r *liveAgents, home string, clock *fakeClock, builds func() map[string]int) {
+func testAgents(t testing.TB, names ...string) (r *Workspaces, home string, clock *fakeClock, builds func() map[string]int) {
 	t.Helper()
 	home = t.TempDir()
 	for _, n := range names {
@@ -45,7 +45,7 @@ func testAgents(t testing.TB, names ...string) (r *liveAgents, home string, cloc
 	}
 	clock = &fakeClock{}
 	clock.advance(time.Since(time.Unix(0, 0)))
-	r, err := newLiveAgents(home, build, slog.New(slog.DiscardHandler))
+	r, err := NewWorkspaces(home, build, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,9 +137,9 @@ func TestLiveAgentsBrokenAtStart(t *testing.T) {
 	if _, _, err := workspace.Create(home, "broken"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := newLiveAgents(home, func(string) (*agent.Agent, error) { return nil, errors.New("unknown tool") }, slog.New(slog.DiscardHandler))
+	_, err := NewWorkspaces(home, func(string) (*agent.Agent, error) { return nil, errors.New("unknown tool") }, slog.New(slog.DiscardHandler))
 	if err == nil || err.Error() != "agent broken: unknown tool" {
-		t.Errorf("newLiveAgents = %v, want the agent's error", err)
+		t.Errorf("NewWorkspaces = %v, want the agent's error", err)
 	}
 }
 

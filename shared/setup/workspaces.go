@@ -1,4 +1,4 @@
-package main
+package setup
 
 import (
 	"errors"
@@ -19,16 +19,17 @@ import (
 // workspace stops being served.
 const agentRecheck = time.Second
 
-// liveAgents is the local server's set of agents: one per workspace
-// directory under $LAMBDACLAW_HOME/agents, including the workspaces created
-// and deleted while the server runs (`lambdaclaw agent create|delete`).
+// Workspaces is a set of agents kept in step with a home directory: one
+// agent per workspace directory under home/agents, including the
+// workspaces created and deleted while the server runs (`lambdaclaw agent
+// create|delete`). The local server serves it.
 //
 // Looking up an agent it knows costs no system call: what it knows is
 // trusted for the recheck interval. A name it does not know costs one stat
 // of that workspace, and a scan of the directory when the workspace
 // exists; a listing (GET /v1/models) always scans. It implements
 // agent.Agents for the loop and Has and Names for the gateway.
-type liveAgents struct {
+type Workspaces struct {
 	home    string
 	build   func(name string) (*agent.Agent, error)
 	recheck time.Duration
@@ -50,10 +51,10 @@ type agentSet struct {
 	at  time.Time
 }
 
-// newLiveAgents scans the workspaces under home, making each agent with
-// build; an agent that cannot be built is an error.
-func newLiveAgents(home string, build func(string) (*agent.Agent, error), log *slog.Logger) (*liveAgents, error) {
-	r := &liveAgents{home: home, build: build, recheck: agentRecheck, now: time.Now, log: log}
+// NewWorkspaces scans the workspaces under home, making each agent with
+// build (Builder.Build); an agent that cannot be built is an error.
+func NewWorkspaces(home string, build func(string) (*agent.Agent, error), log *slog.Logger) (*Workspaces, error) {
+	r := &Workspaces{home: home, build: build, recheck: agentRecheck, now: time.Now, log: log}
 	r.set.Store(&agentSet{agents: agent.Registry{}})
 	if _, err := r.scan(); err != nil {
 		return nil, err
@@ -62,7 +63,7 @@ func newLiveAgents(home string, build func(string) (*agent.Agent, error), log *s
 }
 
 // Agent implements agent.Agents.
-func (r *liveAgents) Agent(name string) (*agent.Agent, bool) {
+func (r *Workspaces) Agent(name string) (*agent.Agent, bool) {
 	since := r.begun.Load()
 	s := r.set.Load()
 	a, known := s.agents[name]
@@ -82,23 +83,23 @@ func (r *liveAgents) Agent(name string) (*agent.Agent, bool) {
 }
 
 // Has reports whether name is an agent.
-func (r *liveAgents) Has(name string) bool {
+func (r *Workspaces) Has(name string) bool {
 	_, ok := r.Agent(name)
 	return ok
 }
 
 // Names lists the agents the workspaces directory holds now, sorted.
-func (r *liveAgents) Names() []string {
+func (r *Workspaces) Names() []string {
 	return slices.Clone(r.refresh(r.begun.Load()).names)
 }
 
-// current returns the agents as last scanned.
-func (r *liveAgents) current() agent.Registry { return r.set.Load().agents }
+// Current returns the agents as last scanned.
+func (r *Workspaces) Current() agent.Registry { return r.set.Load().agents }
 
 // refresh returns the agents as found by a scan begun after the first
 // since scans: it scans unless another caller's scan did begin after them.
 // When the scan fails, what was known stays and the failure is logged.
-func (r *liveAgents) refresh(since uint64) *agentSet {
+func (r *Workspaces) refresh(since uint64) *agentSet {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if cur := r.set.Load(); cur.gen > since {
@@ -115,7 +116,7 @@ func (r *liveAgents) refresh(since uint64) *agentSet {
 // ones, and stores the result. An agent that cannot be built is left out
 // and reported in the error; a failure to list keeps the agents known.
 // The caller holds mu (or has the only reference to r).
-func (r *liveAgents) scan() (*agentSet, error) {
+func (r *Workspaces) scan() (*agentSet, error) {
 	gen, at := r.begun.Add(1), r.now()
 	old := r.set.Load()
 	names, err := workspace.List(r.home)
