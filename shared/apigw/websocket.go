@@ -1,7 +1,6 @@
 package apigw
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,9 +15,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/apikey"
-	"github.com/lambdaclaw/lambdaclaw/shared/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
-	"github.com/lambdaclaw/lambdaclaw/shared/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/wsproto"
 )
 
@@ -65,8 +62,9 @@ const ConnectionTTL = 2*time.Hour + 5*time.Minute
 //     parameter key; an unknown or revoked key is refused with 401, a key
 //     over its rate limit with 429. The connection is recorded with its
 //     key's hash.
-//   - $default takes one client frame: message or reset. The key is looked
-//     up again, so a revoked key's connection is closed. A message is
+//   - $default takes one client frame, which a wsproto.Server answers over
+//     the connection (conn): the key recorded at $connect is looked up
+//     again, so a revoked key's connection is closed. A message is
 //     delivered to the Loop with the reply address {ws, connection id};
 //     the ack, and the frames of errors, are posted to the connection; the
 //     run's own frames come from the step function's Replier. The Lane (the
@@ -74,10 +72,9 @@ const ConnectionTTL = 2*time.Hour + 5*time.Minute
 //     posted, so that the ack comes first, as on the local /ws.
 //   - $disconnect forgets the connection.
 //
-// A message with a client id names its run (wsproto.RunID): the same id
-// sent again is acknowledged as a duplicate and delivers nothing. An
-// approval answered from another connection than the run's moves the
-// run's replies to the answering connection.
+// Repeated client ids are found in Runs; their runs keep replying where
+// they do. An approval answered from another connection than the run's
+// moves the run's replies to the answering connection.
 type WebSocket struct {
 	Loop        Loop
 	Lane        agent.Lane
@@ -184,124 +181,74 @@ func (ws *WebSocket) key(ctx context.Context, token, hash string) (store.APIKey,
 	return k, err
 }
 
-// conn is one $default event being answered.
-type conn struct {
-	ws  *WebSocket
-	id  string
-	key store.APIKey
+// frame answers one client frame.
+func (ws *WebSocket) frame(ctx context.Context, id string, ev events.APIGatewayWebsocketProxyRequest) {
+	srv := wsproto.Server{
+		HasAgent: func(name string) bool { return slices.Contains(ws.Agents(), name) },
+		Identity: ws.Identity, Limiter: ws.Limiter, Runs: ws.Runs, Log: ws.log(),
+	}
+	srv.Handle(ctx, &conn{ws: ws, id: id}, []byte(ev.Body), ev.IsBase64Encoded)
 }
 
-func (c conn) send(frame any) {
+// conn is one connection while a $default event of it is answered; it
+// implements wsproto.Conn.
+type conn struct {
+	ws *WebSocket
+	id string
+	// later holds back the lane's work until the ack is posted.
+	later laterLane
+}
+
+var _ wsproto.Conn = (*conn)(nil)
+
+// ID implements wsproto.Conn.
+func (c *conn) ID() string { return c.id }
+
+// Key implements wsproto.Conn: the key is the one recorded at $connect,
+// looked up again.
+func (c *conn) Key(ctx context.Context) (store.APIKey, error) {
+	hash, err := c.ws.Connections.ConnectionKey(ctx, c.id)
+	if err != nil {
+		return store.APIKey{}, err
+	}
+	return c.ws.key(ctx, "", hash)
+}
+
+// Send implements wsproto.Conn: the frame is posted to the connection.
+func (c *conn) Send(frame any) {
 	if err := c.ws.Conns.Send(context.Background(), c.id, frame); err != nil && !errors.Is(err, ErrGone) {
 		c.ws.log().Warn("websocket frame not delivered", "conn_id", c.id, "error", err)
 	}
 }
 
-func (c conn) sendError(id, code, msg string) { c.send(wsproto.NewError(id, "", code, msg)) }
-
-// frame answers one client frame.
-func (ws *WebSocket) frame(ctx context.Context, id string, ev events.APIGatewayWebsocketProxyRequest) {
-	c := conn{ws: ws, id: id}
-	f, bad := wsproto.Decode([]byte(ev.Body))
-	hash, err := ws.Connections.ConnectionKey(ctx, id)
-	if err == nil {
-		c.key, err = ws.key(ctx, "", hash)
-	}
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		c.sendError(f.ID, "invalid_api_key", "the API key was revoked")
-		if err := ws.Conns.Close(ctx, id); err != nil {
-			ws.log().Warn("close connection", "conn_id", id, "error", err)
-		}
-		return
-	case err != nil:
-		ws.log().Error("key lookup failed", "conn_id", id, "error", err)
-		c.sendError(f.ID, "internal_error", "could not check the API key")
-		return
-	}
-	if ws.Limiter != nil {
-		if ok, wait := ws.Limiter.Allow(c.key.ID, c.key.RatePerMinute); !ok {
-			secs := int((wait + time.Second - 1) / time.Second)
-			c.sendError(f.ID, "rate_limit_exceeded", fmt.Sprintf("rate limit of %d requests per minute reached; retry in %d s", c.key.RatePerMinute, secs))
-			return
-		}
-	}
-	switch {
-	case ev.IsBase64Encoded:
-		c.sendError("", "invalid_frame", "send JSON text frames, not binary ones")
-	case bad != nil:
-		c.send(*bad)
-	case f.Type == wsproto.TypeMessage:
-		ws.message(ctx, c, f)
-	case f.Type == wsproto.TypeReset:
-		ws.reset(ctx, c, f)
+// Close implements wsproto.Conn.
+func (c *conn) Close(ctx context.Context) {
+	if err := c.ws.Conns.Close(ctx, c.id); err != nil {
+		c.ws.log().Warn("close connection", "conn_id", c.id, "error", err)
 	}
 }
 
-// target resolves the agent, user, owner and session a frame is about.
-// The user is one of the key's: the session belongs to the key.
-func (ws *WebSocket) target(c conn, f wsproto.ClientFrame) (name, user, owner, sessionID string, ok bool) {
-	name = strings.TrimPrefix(cmp.Or(f.Agent, wsproto.DefaultAgent), "lambdaclaw/")
-	if !slices.Contains(ws.Agents(), name) || !c.key.Allows(name) {
-		c.sendError(f.ID, "model_not_found", fmt.Sprintf("the agent %q does not exist or this key may not use it", cmp.Or(f.Agent, wsproto.DefaultAgent)))
-		return "", "", "", "", false
-	}
-	user = cmp.Or(f.User, c.key.ID)
-	owner, sessionID = ws.Identity.Session(name, wsproto.Channel, c.key.ID, user)
-	return name, user, owner, sessionID, true
+// Reply implements wsproto.Conn: runs reply to the connection id.
+func (c *conn) Reply() agent.Reply { return agent.Reply{Channel: wsproto.Channel, To: c.id} }
+
+// Deliver implements wsproto.Conn: what the loop asks of the lane is held
+// back until Start, and a parked run that the message answers moves its
+// replies to this connection.
+func (c *conn) Deliver(ctx context.Context, in agent.Input) (agent.RunState, error) {
+	return c.ws.Loop.Deliver(ctx, in, &c.later, func(runID string) { c.ws.follow(ctx, runID, in.Reply) })
 }
 
-// message delivers a user's message.
-func (ws *WebSocket) message(ctx context.Context, c conn, f wsproto.ClientFrame) {
-	name, user, owner, sessionID, ok := ws.target(c, f)
-	if !ok {
-		return
-	}
-	var runID string
-	if f.ID != "" {
-		runID = wsproto.RunID(c.key.ID, user, name, f.ID)
-		run, err := ws.Runs.GetRun(ctx, runID)
-		if err == nil {
-			c.send(wsproto.Ack{Type: wsproto.TypeAck, ID: f.ID, RunID: run.ID, SessionID: run.SessionID, Duplicate: true})
-			return
-		}
-		if !errors.Is(err, store.ErrNotFound) {
-			ws.log().Error("look up run", "run_id", runID, "error", err)
-			c.sendError(f.ID, "internal_error", "could not start the run")
-			return
-		}
-	}
-	autonomy, err := tool.ParseAutonomy(c.key.Autonomy)
-	if err != nil {
-		autonomy = tool.ReadOnly
-	}
-	reply := agent.Reply{Channel: wsproto.Channel, To: c.id}
-	in := agent.Input{
-		RunID: runID, SessionID: sessionID, Agent: name, Owner: owner,
-		Messages: []chat.Message{{Role: chat.User, Content: f.Text}},
-		Autonomy: autonomy, Stream: true, Interactive: true, Reply: reply,
-	}
-	var later laterLane
-	st, err := ws.Loop.Deliver(ctx, in, &later, func(runID string) { ws.follow(ctx, runID, reply) })
-	if err != nil {
-		if errors.Is(err, agent.ErrUnknownAgent) {
-			c.sendError(f.ID, "model_not_found", err.Error())
-			return
-		}
-		if errors.Is(err, agent.ErrMayNotApprove) {
-			c.sendError(f.ID, "permission_denied", err.Error())
-			return
-		}
-		ws.log().Error("deliver message", "conn_id", c.id, "error", err)
-		c.sendError(f.ID, "internal_error", "could not start the run")
-		return
-	}
-	c.send(wsproto.Ack{Type: wsproto.TypeAck, ID: f.ID, RunID: st.RunID, SessionID: st.SessionID})
-	if err := later.run(ctx, ws.Lane); err != nil {
-		// The message is stored; the session's next run or message starts it.
-		ws.log().Error("start run", "conn_id", c.id, "run_id", st.RunID, "error", err)
-		c.send(wsproto.NewError(f.ID, st.RunID, "internal_error", "the message is queued but its run could not start yet; it starts with the conversation's next message"))
-	}
+// Start implements wsproto.Conn: the Lane starts or resumes the run now
+// that the ack is posted, so that the ack comes first.
+func (c *conn) Start(ctx context.Context) error { return c.later.run(ctx, c.ws.Lane) }
+
+// Follow implements wsproto.Conn: a repeated message's run keeps replying
+// where it does.
+func (c *conn) Follow(context.Context, string) {}
+
+// Reset implements wsproto.Conn.
+func (c *conn) Reset(ctx context.Context, sessionID string) error {
+	return c.ws.Loop.Reset(ctx, sessionID)
 }
 
 // laterLane records what the loop asks of the lane during Deliver, to be
@@ -354,23 +301,5 @@ func (ws *WebSocket) follow(ctx context.Context, runID string, reply agent.Reply
 	}
 	if err != nil {
 		ws.log().Warn("move the replies of a parked run", "run_id", runID, "error", err)
-	}
-}
-
-// reset starts a conversation afresh.
-func (ws *WebSocket) reset(ctx context.Context, c conn, f wsproto.ClientFrame) {
-	_, _, _, sessionID, ok := ws.target(c, f)
-	if !ok {
-		return
-	}
-	err := ws.Loop.Reset(ctx, sessionID)
-	switch {
-	case errors.Is(err, agent.ErrBusy):
-		c.sendError(f.ID, "busy", err.Error())
-	case err != nil:
-		ws.log().Error("reset session", "session_id", sessionID, "error", err)
-		c.sendError(f.ID, "internal_error", "could not reset the conversation")
-	default:
-		c.send(wsproto.Ack{Type: wsproto.TypeAck, ID: f.ID, SessionID: sessionID})
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/apikey"
 	"github.com/lambdaclaw/lambdaclaw/shared/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/wsproto"
 )
 
 // Channel names the OpenAI-compatible HTTP API in reply targets
@@ -107,7 +108,8 @@ type Gateway struct {
 	wsClosed bool
 	wsStop   chan struct{}
 	wsConns  sync.WaitGroup
-	dedup    *dedup
+	// ws answers the frames of every connection.
+	ws *wsproto.Server
 
 	// What each key holds open, against MaxConcurrentPerKey and
 	// MaxWebSocketsPerKey.
@@ -126,11 +128,15 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.MaxBodyBytes = 1 << 20
 	}
 	g := &Gateway{
-		cfg: cfg, mux: http.NewServeMux(), started: time.Now(), wsStop: make(chan struct{}), dedup: newDedup(),
+		cfg: cfg, mux: http.NewServeMux(), started: time.Now(), wsStop: make(chan struct{}),
 		requests: newPerKey(cfg.MaxConcurrentPerKey, "concurrency_limit_exceeded",
 			"this API key already has %d requests in flight, the most allowed; retry when one has finished"),
 		websockets: newPerKey(cfg.MaxWebSocketsPerKey, "websocket_limit_exceeded",
 			"this API key already has %d WebSocket connections open, the most allowed; close one before opening another"),
+	}
+	g.ws = &wsproto.Server{
+		HasAgent: g.hasAgent, Identity: cfg.Identity, Limiter: cfg.Limiter, Runs: cfg.Runs,
+		Recent: wsproto.NewRecent(dedupSize), Log: cfg.Log,
 	}
 	g.mux.HandleFunc("GET /health", g.health)
 	g.mux.HandleFunc("GET /v1/models", g.authed(g.requests, g.models))
@@ -209,13 +215,15 @@ func keyOf(r *http.Request) store.APIKey {
 // agentFor resolves a model name to an agent the key may use.
 func (g *Gateway) agentFor(k store.APIKey, model string) (string, bool) {
 	name := strings.TrimPrefix(model, "lambdaclaw/")
-	if !k.Allows(name) {
-		return name, false
-	}
+	return name, k.Allows(name) && g.hasAgent(name)
+}
+
+// hasAgent says whether the agent name exists.
+func (g *Gateway) hasAgent(name string) bool {
 	if g.cfg.HasAgent != nil {
-		return name, g.cfg.HasAgent(name)
+		return g.cfg.HasAgent(name)
 	}
-	return name, slices.Contains(g.cfg.Agents(), name)
+	return slices.Contains(g.cfg.Agents(), name)
 }
 
 // model is one entry of the model list: an agent.

@@ -1,8 +1,9 @@
 // Package wsproto is lambdaclaw's WebSocket protocol: the JSON text frames
-// a client and the server exchange. Both deployments speak it: the local
-// server's /ws endpoint (shared/gateway) and, on AWS, the API Gateway
-// WebSocket API, whose frames the ws and step functions send with
-// PostToConnection (shared/apigw).
+// a client and the server exchange, and the server's side of the exchange
+// (Server). Both deployments speak it over their own transport, which
+// implements Conn: the local server's /ws endpoint (shared/gateway) and,
+// on AWS, the API Gateway WebSocket API, whose frames the ws and step
+// functions send with PostToConnection (shared/apigw).
 //
 // A client sends
 //

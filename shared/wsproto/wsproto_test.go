@@ -62,7 +62,8 @@ func TestEventFrame(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("frames (-want +got):\n%s", diff)
 	}
-	if RunID("k", "u", "a", "c1") != RunID("k", "u", "a", "c1") || RunID("k", "u", "a", "c1") == RunID("k", "u", "a", "c2") {
+	first, again, other := RunID("k", "u", "a", "c1"), RunID("k", "u", "a", "c1"), RunID("k", "u", "a", "c2")
+	if first != again || first == other {
 		t.Error("RunID is not a function of its inputs")
 	}
 }
