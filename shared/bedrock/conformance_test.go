@@ -2,17 +2,19 @@ package bedrock
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/llm/llmtest"
+	"github.com/lambdaclaw/lambdaclaw/shared/memory"
+	"github.com/lambdaclaw/lambdaclaw/shared/memory/memorytest"
 )
 
 // TestConformance runs the provider suite against a fake of the Bedrock
@@ -26,30 +28,22 @@ func TestConformance(t *testing.T) {
 // environment.
 func startConverseFake(t *testing.T, cfg llmtest.Config, s *llmtest.Script) llm.Provider {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	read := func(r *http.Request) (llmtest.Call, error) {
 		call, ok := readConverseCall(t, r)
 		if !ok {
-			writeBedrockError(w, http.StatusNotFound, "UnknownOperationException", "")
-			return
+			return llmtest.Call{}, fmt.Errorf("%s %s is no call to Converse", r.Method, r.URL.Path)
 		}
-		c, err := call.portCall()
-		if err != nil {
-			t.Errorf("fake Bedrock: %v", err)
-			writeBedrockError(w, http.StatusBadRequest, "ValidationException", "invalid request")
-			return
-		}
+		return call.portCall()
+	}
+	url := llmtest.Serve(t, cfg.Down, read, func(w http.ResponseWriter, r *http.Request, c llmtest.Call) {
 		a, done := s.Next(c)
 		defer done()
 		answerConverse(t, w, r, c.Stream, a)
-	}))
-	t.Cleanup(srv.Close)
-	if cfg.Down {
-		srv.Close()
-	}
+	})
 	isolateAWS(t, "")
 	c, err := NewConverse(context.Background(), ConverseConfig{
 		Name: llmtest.Name, Region: "eu-west-3", Model: llmtest.Model, Timeout: cfg.Timeout,
-		Endpoint: srv.URL, MaxReplyBytes: cfg.MaxReplyBytes,
+		Endpoint: url, MaxReplyBytes: cfg.MaxReplyBytes,
 	})
 	if err != nil {
 		t.Fatalf("NewConverse: %v", err)
@@ -151,21 +145,18 @@ var stopReasons = map[string]string{"stop": "end_turn", "tool_calls": "tool_use"
 // answerConverse answers a call as a, in Bedrock's wire format.
 func answerConverse(t *testing.T, w http.ResponseWriter, r *http.Request, stream bool, a llmtest.Answer) {
 	switch {
-	case a.End == llmtest.Silent:
-		<-r.Context().Done()
-	case a.End == llmtest.Hangup:
-		llmtest.CloseConn(t, w)
+	case llmtest.Hold(t, w, r, a.End):
 	case a.Failure != nil && len(a.Pieces) == 0:
 		writeFailure(w, *a.Failure)
 	case stream:
 		streamConverse(t, w, r, a)
 	default:
-		answerConverseWhole(t, w, r, a)
+		llmtest.WriteWhole(t, w, r, "application/json", converseOutput(a), a.End)
 	}
 }
 
-// answerConverseWhole answers a Converse call.
-func answerConverseWhole(t *testing.T, w http.ResponseWriter, r *http.Request, a llmtest.Answer) {
+// converseOutput is the answer to a Converse call holding a.
+func converseOutput(a llmtest.Answer) string {
 	m := llmtest.Assemble(a.Pieces)
 	blocks := []any{}
 	if m.Content != "" {
@@ -174,25 +165,12 @@ func answerConverseWhole(t *testing.T, w http.ResponseWriter, r *http.Request, a
 	for _, c := range m.ToolCalls {
 		blocks = append(blocks, map[string]any{"toolUse": map[string]any{"toolUseId": c.ID, "name": c.Name, "input": json.RawMessage(c.Arguments)}})
 	}
-	body := llmtest.ASCIIJSON(map[string]any{
+	return llmtest.ASCIIJSON(map[string]any{
 		"output":     map[string]any{"message": map[string]any{"role": "assistant", "content": blocks}},
 		"stopReason": stopReasons[a.Finish],
-		"usage":      map[string]int{"inputTokens": a.Usage.PromptTokens, "outputTokens": a.Usage.CompletionTokens, "totalTokens": a.Usage.TotalTokens},
+		"usage":      converseUsage(a.Usage),
 		"metrics":    map[string]int{"latencyMs": 1},
 	})
-	switch a.End {
-	case llmtest.Stalled:
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(body[:len(body)/2]))
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	case llmtest.Dropped:
-		llmtest.WriteCut(t, w, http.StatusOK, "application/json", []byte(body))
-	case llmtest.Malformed:
-		writeConverseJSON(w, body[:len(body)/2])
-	default:
-		writeConverseJSON(w, body)
-	}
 }
 
 // streamConverse answers a ConverseStream call with event-stream frames:
@@ -212,8 +190,7 @@ func streamConverse(t *testing.T, w http.ResponseWriter, r *http.Request, a llmt
 		<-r.Context().Done()
 	case a.End == llmtest.Dropped:
 		frame := textFrame(0, " more")
-		send(frame[:len(frame)/2])
-		llmtest.CloseConn(t, w)
+		llmtest.DropStream(t, w, frame[:len(frame)/2])
 	case a.End == llmtest.Unfinished:
 	case a.End == llmtest.Malformed:
 		send(eventFrame("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":`))
@@ -221,8 +198,7 @@ func streamConverse(t *testing.T, w http.ResponseWriter, r *http.Request, a llmt
 		llmtest.Repeat(w, r, textFrame(0, "and on and on"))
 	default:
 		send(eventFrame("messageStop", mustJSON(map[string]string{"p": "abc", "stopReason": stopReasons[a.Finish]})))
-		send(eventFrame("metadata", mustJSON(map[string]any{"metrics": map[string]int{"latencyMs": 1},
-			"usage": map[string]int{"inputTokens": a.Usage.PromptTokens, "outputTokens": a.Usage.CompletionTokens, "totalTokens": a.Usage.TotalTokens}})))
+		send(eventFrame("metadata", mustJSON(map[string]any{"metrics": map[string]int{"latencyMs": 1}, "usage": converseUsage(a.Usage)})))
 	}
 }
 
@@ -245,6 +221,11 @@ func frames(pieces []llmtest.Piece) [][]byte {
 		}
 	}
 	return out
+}
+
+// converseUsage is Bedrock's form of u.
+func converseUsage(u chat.Usage) map[string]int {
+	return map[string]int{"inputTokens": u.PromptTokens, "outputTokens": u.CompletionTokens, "totalTokens": u.TotalTokens}
 }
 
 // textFrame is a contentBlockDelta event with text for content block index.
@@ -277,4 +258,59 @@ func mustJSON(v any) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// TestEmbedderConformance runs the embedder suite against a fake of Titan
+// Text Embeddings V2 on the Bedrock runtime.
+func TestEmbedderConformance(t *testing.T) {
+	secret, err := testCredentials.Retrieve(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	memorytest.RunEmbedder(t, memorytest.EmbedHarness{Provider: providerName, Secret: secret.SecretAccessKey, Start: startTitanFake})
+}
+
+// startTitanFake starts a fake Bedrock runtime answering InvokeModel calls
+// as s says, and an embedder pointed at it that makes each call once.
+func startTitanFake(t *testing.T, cfg memorytest.EmbedConfig, s *memorytest.EmbedScript) memory.Embedder {
+	t.Helper()
+	url := llmtest.Serve(t, cfg.Down, readTitanCall, func(w http.ResponseWriter, r *http.Request, call memorytest.EmbedCall) {
+		answerTitan(t, w, r, call, s.Next(call))
+	})
+	e, err := NewEmbedder(context.Background(), EmbedConfig{Region: "us-east-1", Credentials: testCredentials, BaseEndpoint: url, MaxAttempts: 1,
+		ModelID: memorytest.EmbedModel, Dimensions: cfg.Dims, Concurrency: cfg.Batch, Timeout: cfg.Timeout})
+	if err != nil {
+		t.Fatalf("NewEmbedder: %v", err)
+	}
+	return e
+}
+
+// readTitanCall reads an InvokeModel call strictly: POST
+// /model/{modelId}/invoke with Titan V2's body.
+func readTitanCall(r *http.Request) (memorytest.EmbedCall, error) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/model/")
+	model, ok2 := strings.CutSuffix(rest, "/invoke")
+	if r.Method != http.MethodPost || !ok || !ok2 {
+		return memorytest.EmbedCall{}, fmt.Errorf("%s %s, want POST /model/{modelId}/invoke", r.Method, r.URL.Path)
+	}
+	var req titanRequest
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return memorytest.EmbedCall{}, fmt.Errorf("request: %w", err)
+	}
+	return memorytest.EmbedCall{Model: model, Dims: req.Dimensions, Texts: []string{req.InputText}}, nil
+}
+
+// answerTitan answers call as a, as Titan V2 does.
+func answerTitan(t *testing.T, w http.ResponseWriter, r *http.Request, call memorytest.EmbedCall, a memorytest.EmbedAnswer) {
+	switch {
+	case llmtest.Hold(t, w, r, a.End):
+	case a.Failure != nil:
+		writeFailure(w, *a.Failure)
+	default:
+		v := memorytest.EmbedVector(call.Texts[0], cmp.Or(a.Dims, call.Dims))
+		body := mustJSON(map[string]any{"embedding": v, "inputTextTokenCount": len(strings.Fields(call.Texts[0])), "embeddingsByType": map[string]any{"float": v}})
+		llmtest.WriteWhole(t, w, r, "application/json", body, a.End)
+	}
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/llm/llmtest"
 )
 
 const (
@@ -368,25 +369,8 @@ func TestConverseRequestMapping(t *testing.T) {
 // mentions each of mention and never the secret key.
 func checkLLMError(t *testing.T, err error, want llm.Error, mention ...string) *llm.Error {
 	t.Helper()
-	var le *llm.Error
-	if !errors.As(err, &le) {
-		t.Fatalf("error %v (%T) is not an *llm.Error", err, err)
-	}
-	if le.Provider != "bedrock-test" || le.Status != want.Status || le.Retryable != want.Retryable ||
-		le.ContextOverflow != want.ContextOverflow || le.RetryAfter != want.RetryAfter {
-		t.Errorf("error = {Provider %q Status %d Retryable %v ContextOverflow %v RetryAfter %s}, want {bedrock-test %d %v %v %s} (%v)",
-			le.Provider, le.Status, le.Retryable, le.ContextOverflow, le.RetryAfter,
-			want.Status, want.Retryable, want.ContextOverflow, want.RetryAfter, err)
-	}
-	for _, m := range mention {
-		if !strings.Contains(err.Error(), m) {
-			t.Errorf("error %q does not mention %q", err, m)
-		}
-	}
-	if strings.Contains(err.Error(), converseTestSecret) {
-		t.Errorf("error %q shows the secret key", err)
-	}
-	return le
+	want.Provider = "bedrock-test"
+	return llmtest.CheckError(t, err, want, converseTestSecret, mention...)
 }
 
 // TestConverseHTTPErrors checks the exceptions of Bedrock beyond those of

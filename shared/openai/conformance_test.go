@@ -2,17 +2,19 @@ package openai
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/llm/llmtest"
+	"github.com/lambdaclaw/lambdaclaw/shared/memory"
+	"github.com/lambdaclaw/lambdaclaw/shared/memory/memorytest"
 )
 
 // TestConformance runs the provider suite against a fake of OpenAI's chat
@@ -25,22 +27,12 @@ func TestConformance(t *testing.T) {
 // says, and a provider pointed at it.
 func startChatFake(t *testing.T, cfg llmtest.Config, s *llmtest.Script) llm.Provider {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := readChatRequest(r)
-		if err != nil {
-			t.Errorf("fake OpenAI: %v", err)
-			writeJSON(w, http.StatusBadRequest, `{"error":{"message":"invalid request"}}`)
-			return
-		}
+	url := llmtest.Serve(t, cfg.Down, readChatRequest, func(w http.ResponseWriter, r *http.Request, req chatRequest) {
 		a, done := s.Next(req.call())
 		defer done()
 		answerChat(t, w, r, req, a)
-	}))
-	t.Cleanup(srv.Close)
-	if cfg.Down {
-		srv.Close()
-	}
-	p, err := New(Config{Name: llmtest.Name, BaseURL: srv.URL + "/v1", APIKey: testKey, Model: llmtest.Model, Timeout: cfg.Timeout, MaxReplyBytes: cfg.MaxReplyBytes})
+	})
+	p, err := New(Config{Name: llmtest.Name, BaseURL: url + "/v1", APIKey: testKey, Model: llmtest.Model, Timeout: cfg.Timeout, MaxReplyBytes: cfg.MaxReplyBytes})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -141,21 +133,18 @@ func (req chatRequest) call() llmtest.Call {
 // answerChat answers req as a, in OpenAI's wire format.
 func answerChat(t *testing.T, w http.ResponseWriter, r *http.Request, req chatRequest, a llmtest.Answer) {
 	switch {
-	case a.End == llmtest.Silent:
-		<-r.Context().Done()
-	case a.End == llmtest.Hangup:
-		llmtest.CloseConn(t, w)
+	case llmtest.Hold(t, w, r, a.End):
 	case a.Failure != nil && len(a.Pieces) == 0:
 		writeFailure(w, *a.Failure)
 	case req.Stream:
 		streamChat(t, w, r, req, a)
 	default:
-		answerWhole(t, w, r, req.Model, a)
+		llmtest.WriteWhole(t, w, r, "application/json", completion(req.Model, a), a.End)
 	}
 }
 
-// answerWhole answers with a chat.completion object.
-func answerWhole(t *testing.T, w http.ResponseWriter, r *http.Request, model string, a llmtest.Answer) {
+// completion is a chat.completion object holding a.
+func completion(model string, a llmtest.Answer) string {
 	m := llmtest.Assemble(a.Pieces)
 	message := map[string]any{"role": "assistant", "content": m.Content, "refusal": nil}
 	if len(m.ToolCalls) > 0 {
@@ -169,24 +158,11 @@ func answerWhole(t *testing.T, w http.ResponseWriter, r *http.Request, model str
 			message["content"] = nil
 		}
 	}
-	body := llmtest.ASCIIJSON(map[string]any{
+	return llmtest.ASCIIJSON(map[string]any{
 		"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": model,
 		"choices": []any{map[string]any{"index": 0, "message": message, "logprobs": nil, "finish_reason": a.Finish}},
 		"usage":   wireUsage(a.Usage),
 	})
-	switch a.End {
-	case llmtest.Stalled:
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, body[:len(body)/2])
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	case llmtest.Dropped:
-		llmtest.WriteCut(t, w, http.StatusOK, "application/json", []byte(body))
-	case llmtest.Malformed:
-		writeJSON(w, http.StatusOK, body[:len(body)/2])
-	default:
-		writeJSON(w, http.StatusOK, body)
-	}
 }
 
 // streamChat answers with server-sent chat.completion.chunk events: the
@@ -209,9 +185,7 @@ func streamChat(t *testing.T, w http.ResponseWriter, r *http.Request, req chatRe
 	case a.End == llmtest.Stalled:
 		<-r.Context().Done()
 	case a.End == llmtest.Dropped:
-		io.WriteString(w, `data: {"id":"chatcmpl-1","obj`)
-		w.(http.Flusher).Flush()
-		llmtest.CloseConn(t, w)
+		llmtest.DropStream(t, w, []byte(`data: {"id":"chatcmpl-1","obj`))
 	case a.End == llmtest.Unfinished:
 	case a.End == llmtest.Malformed:
 		send(`{"choices": [ {"delta": `)
@@ -286,4 +260,66 @@ func mustJSON(v any) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// TestEmbedderConformance runs the embedder suite against a fake of
+// OpenAI's embeddings API.
+func TestEmbedderConformance(t *testing.T) {
+	memorytest.RunEmbedder(t, memorytest.EmbedHarness{Provider: llmtest.Name, Secret: testKey, Start: startEmbeddingsFake})
+}
+
+// startEmbeddingsFake starts a fake /v1/embeddings endpoint answering as s
+// says, and an embedder pointed at it.
+func startEmbeddingsFake(t *testing.T, cfg memorytest.EmbedConfig, s *memorytest.EmbedScript) memory.Embedder {
+	t.Helper()
+	url := llmtest.Serve(t, cfg.Down, readEmbeddingsRequest, func(w http.ResponseWriter, r *http.Request, call memorytest.EmbedCall) {
+		answerEmbeddings(t, w, r, call, s.Next(call))
+	})
+	e, err := NewEmbedder(EmbedConfig{Name: llmtest.Name, BaseURL: url + "/v1", APIKey: testKey, Model: memorytest.EmbedModel,
+		Dimensions: cfg.Dims, BatchSize: cfg.Batch, Timeout: cfg.Timeout})
+	if err != nil {
+		t.Fatalf("NewEmbedder: %v", err)
+	}
+	return e
+}
+
+// readEmbeddingsRequest reads a POST to /v1/embeddings strictly: the texts
+// as an array, vectors asked for as floats.
+func readEmbeddingsRequest(r *http.Request) (memorytest.EmbedCall, error) {
+	var req struct {
+		Input          []string `json:"input"`
+		Model          string   `json:"model"`
+		Dimensions     int      `json:"dimensions"`
+		EncodingFormat string   `json:"encoding_format"`
+	}
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/embeddings" {
+		return memorytest.EmbedCall{}, fmt.Errorf("%s %s, want POST /v1/embeddings", r.Method, r.URL.Path)
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return memorytest.EmbedCall{}, fmt.Errorf("request: %w", err)
+	}
+	if req.EncodingFormat != "float" {
+		return memorytest.EmbedCall{}, fmt.Errorf("encoding_format %q, want float", req.EncodingFormat)
+	}
+	return memorytest.EmbedCall{Model: req.Model, Dims: req.Dimensions, Texts: req.Input}, nil
+}
+
+// answerEmbeddings answers call as a: the embeddings in reverse order of
+// their index, to show that the index, not the position, places them.
+func answerEmbeddings(t *testing.T, w http.ResponseWriter, r *http.Request, call memorytest.EmbedCall, a memorytest.EmbedAnswer) {
+	switch {
+	case llmtest.Hold(t, w, r, a.End):
+	case a.Failure != nil:
+		writeFailure(w, *a.Failure)
+	default:
+		data := make([]any, 0, len(call.Texts))
+		for i := len(call.Texts) - 1; i >= 0; i-- {
+			v := memorytest.EmbedVector(call.Texts[i], cmp.Or(a.Dims, call.Dims))
+			data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": v})
+		}
+		body := mustJSON(map[string]any{"object": "list", "data": data, "model": call.Model, "usage": map[string]int{"prompt_tokens": 8, "total_tokens": 8}})
+		llmtest.WriteWhole(t, w, r, "application/json", body, a.End)
+	}
 }

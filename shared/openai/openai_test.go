@@ -3,7 +3,6 @@ package openai
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/llm/llmtest"
 )
 
 const testKey = "sk-test-0123456789abcdef"
@@ -456,20 +456,7 @@ func deltaFunc(streaming bool, t *testing.T) llm.OnDelta {
 // mentions mention, and that it never reveals the API key.
 func checkError(t *testing.T, err error, want llm.Error, mention string) {
 	t.Helper()
-	var e *llm.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error = %v (%T), want *llm.Error", err, err)
-	}
-	got := llm.Error{Provider: e.Provider, Status: e.Status, Retryable: e.Retryable, RetryAfter: e.RetryAfter, ContextOverflow: e.ContextOverflow}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("classification mismatch (-want +got):\n%s\nerror: %v", diff, err)
-	}
-	if !strings.Contains(err.Error(), mention) {
-		t.Errorf("error %q does not mention %q", err, mention)
-	}
-	if strings.Contains(err.Error(), testKey) {
-		t.Errorf("error %q reveals the API key", err)
-	}
+	llmtest.CheckError(t, err, want, testKey, mention)
 }
 
 // TestStreamOutlivesTimeoutWhileProgressing checks that the stream timeout

@@ -96,14 +96,21 @@ func wholeLimitCases() []limitCase {
 	}
 }
 
-// testStreamLimit checks that a streamed reply stops at the limit: what
-// was kept and passed to onDelta fits, ends on a rune boundary, a tool
-// call cut short is dropped, and a stream that goes on is closed at once.
-func testStreamLimit(t *testing.T, h Harness) {
-	for _, tc := range streamLimitCases() {
+// testLimit checks that a reply stops at the limit: what was kept and,
+// streamed, passed to onDelta fits, ends on a rune boundary, a tool call
+// cut short is dropped, and a stream that goes on is closed at once.
+// Replies sent whole are cut like streamed ones when the body is within
+// its bound.
+func testLimit(t *testing.T, h Harness) {
+	t.Run("stream", func(t *testing.T) { runLimit(t, h, streamLimitCases(), true) })
+	t.Run("whole", func(t *testing.T) { runLimit(t, h, wholeLimitCases(), false) })
+}
+
+func runLimit(t *testing.T, h Harness, cases []limitCase, stream bool) {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p, s := h.start(t, Config{MaxReplyBytes: Limit}, tc.answer)
-			got, deltas, err := generate(t, p, hello, true)
+			got, deltas, err := generate(t, p, hello, stream)
 			checkLimited(t, got, err, deltas, tc)
 			if tc.answer.End != Endless {
 				return
@@ -113,18 +120,6 @@ func testStreamLimit(t *testing.T, h Harness) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the provider kept reading the stream after the limit")
 			}
-		})
-	}
-}
-
-// testWholeLimit checks replies sent whole: cut to the limit like streamed
-// ones when the body is within its bound.
-func testWholeLimit(t *testing.T, h Harness) {
-	for _, tc := range wholeLimitCases() {
-		t.Run(tc.name, func(t *testing.T) {
-			p, _ := h.start(t, Config{MaxReplyBytes: Limit}, tc.answer)
-			got, deltas, err := generate(t, p, hello, false)
-			checkLimited(t, got, err, deltas, tc)
 		})
 	}
 }

@@ -20,16 +20,18 @@
 // format alone has (OpenAI's refusals, Bedrock's event-stream framing and
 // SigV4) stays in the adapter's own tests.
 //
-// Limit is the reply limit of the cases that check how a provider cuts a
-// reply too long to keep; WriteEndless and Repeat serve fakes whose
-// answers never end.
+// The package also holds what the fakes share: Serve starts one, Hold,
+// WriteWhole and DropStream answer as an Answer's End says, WriteEndless
+// and Repeat send answers that never end.
 package llmtest
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -257,6 +259,86 @@ func (s *Script) received() []recorded {
 	return append([]recorded(nil), s.calls...)
 }
 
+// Serve starts a fake service: it reads each request with read (one it
+// cannot read fails t and gets a 400) and answers it with answer. When
+// down is set the fake is closed at once, so that nothing listens at its
+// URL. It returns the URL, and closes the fake with t.Cleanup.
+func Serve[C any](t *testing.T, down bool, read func(*http.Request) (C, error), answer func(http.ResponseWriter, *http.Request, C)) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := read(r)
+		if err != nil {
+			t.Errorf("fake service: %v", err)
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		answer(w, r, c)
+	}))
+	t.Cleanup(srv.Close)
+	if down {
+		srv.Close()
+	}
+	return srv.URL
+}
+
+// Hold answers as the ends that send no answer do, whatever the wire
+// format: Silent waits for the client to leave, Hangup closes the
+// connection. It reports whether end was one of them.
+func Hold(t *testing.T, w http.ResponseWriter, r *http.Request, end End) bool {
+	switch end {
+	case Silent:
+		<-r.Context().Done()
+	case Hangup:
+		closeConn(t, w)
+	default:
+		return false
+	}
+	return true
+}
+
+// WriteWhole answers with body, of contentType, ending as end says:
+// Finished sends it all, Malformed half of it as if it were all, Stalled
+// half of it and then nothing until the client leaves, Dropped half of it
+// under a Content-Length for all before the connection dies.
+func WriteWhole(t *testing.T, w http.ResponseWriter, r *http.Request, contentType, body string, end End) {
+	w.Header().Set("Content-Type", contentType)
+	half := body[:len(body)/2]
+	switch end {
+	case Malformed:
+		io.WriteString(w, half)
+	case Stalled:
+		io.WriteString(w, half)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	case Dropped:
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		io.WriteString(w, half)
+		w.(http.Flusher).Flush()
+		closeConn(t, w)
+	default:
+		io.WriteString(w, body)
+	}
+}
+
+// DropStream ends a stream in the middle of its transfer: it sends part,
+// the beginning of an event, and closes the connection.
+func DropStream(t *testing.T, w http.ResponseWriter, part []byte) {
+	w.Write(part)
+	w.(http.Flusher).Flush()
+	closeConn(t, w)
+}
+
+// closeConn closes the connection under w at once: whatever was written
+// and flushed has been sent, the rest of the answer never comes.
+func closeConn(t *testing.T, w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		t.Errorf("hijack: %v", err)
+		return
+	}
+	conn.Close()
+}
+
 // WriteEndless answers with status and contentType, prefix, then unit over
 // and over: an answer no client can hold. It returns once the client has
 // gone away.
@@ -274,28 +356,6 @@ func Repeat(w http.ResponseWriter, r *http.Request, b []byte) {
 			return
 		}
 	}
-}
-
-// CloseConn closes the connection under w at once: whatever was written and
-// flushed has been sent, the rest of the answer never comes.
-func CloseConn(t *testing.T, w http.ResponseWriter) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		t.Errorf("hijack: %v", err)
-		return
-	}
-	conn.Close()
-}
-
-// WriteCut answers with status, contentType and the first half of body
-// under a Content-Length for all of it, then closes the connection.
-func WriteCut(t *testing.T, w http.ResponseWriter, status int, contentType string, body []byte) {
-	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
-	w.WriteHeader(status)
-	w.Write(body[:len(body)/2])
-	w.(http.Flusher).Flush()
-	CloseConn(t, w)
 }
 
 // ASCIIJSON encodes v as JSON with every character outside ASCII escaped

@@ -31,8 +31,7 @@ func Run(t *testing.T, h Harness) {
 		{"Timeout", testTimeout},
 		{"CallerCancels", testCallerCancels},
 		{"RetriedByWrapper", testRetriedByWrapper},
-		{"StreamLimit", testStreamLimit},
-		{"WholeLimit", testWholeLimit},
+		{"Limit", testLimit},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
@@ -137,23 +136,36 @@ func sameJSON(a, b string) bool {
 }
 
 // checkError checks that err is an *llm.Error of the provider under test
-// classified as want (Status, Retryable, RetryAfter, ContextOverflow), that
-// it mentions mention and never shows the secret.
-func (h Harness) checkError(t *testing.T, err error, want llm.Error, mention string) *llm.Error {
+// classified as want, that it mentions mention and never shows the secret.
+func (h Harness) checkError(t *testing.T, err error, want llm.Error, mention string) {
+	t.Helper()
+	want.Provider = Name
+	CheckError(t, err, want, h.Secret, mention)
+}
+
+// CheckError checks that err is an *llm.Error classified as want (its
+// Provider, Status, Retryable, RetryAfter and ContextOverflow, and so
+// llm.IsRetryable), that its text holds each of mention and, unless secret
+// is empty, not secret. It returns the *llm.Error.
+func CheckError(t *testing.T, err error, want llm.Error, secret string, mention ...string) *llm.Error {
 	t.Helper()
 	var e *llm.Error
 	if !errors.As(err, &e) {
 		t.Fatalf("error = %v (%T), want an *llm.Error", err, err)
 	}
-	want.Provider = Name
 	got := llm.Error{Provider: e.Provider, Status: e.Status, Retryable: e.Retryable, RetryAfter: e.RetryAfter, ContextOverflow: e.ContextOverflow}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("classification (-want +got):\n%s\nerror: %v", diff, err)
 	}
-	if !strings.Contains(err.Error(), mention) {
-		t.Errorf("error %q does not mention %q", err, mention)
+	if llm.IsRetryable(err) != want.Retryable {
+		t.Errorf("llm.IsRetryable(%v) = %v", err, !want.Retryable)
 	}
-	if h.Secret != "" && strings.Contains(err.Error(), h.Secret) {
+	for _, m := range mention {
+		if !strings.Contains(err.Error(), m) {
+			t.Errorf("error %q does not mention %q", err, m)
+		}
+	}
+	if secret != "" && strings.Contains(err.Error(), secret) {
 		t.Errorf("error %q shows the secret", err)
 	}
 	return e
