@@ -69,7 +69,8 @@ type EmbedConfig struct {
 // Embedder is a memory.Embedder on Titan Text Embeddings V2. Vectors are
 // normalised by the model. It is safe for concurrent use. Every failure
 // is an *llm.Error: throttling, server errors, timeouts and dropped
-// connections are retryable.
+// connections are retryable, with the service's Retry-After; a text too
+// long for the model is a context overflow.
 type Embedder struct {
 	client      *bedrockruntime.Client
 	model       string
@@ -192,7 +193,8 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 		if errors.As(firstErr, &le) {
 			// Keep the classification, with the text's position in the
 			// message.
-			return nil, &llm.Error{Provider: le.Provider, Status: le.Status, Retryable: le.Retryable, RetryAfter: le.RetryAfter, Err: firstErr}
+			return nil, &llm.Error{Provider: le.Provider, Status: le.Status, Retryable: le.Retryable, RetryAfter: le.RetryAfter,
+				ContextOverflow: le.ContextOverflow, Err: firstErr}
 		}
 		return nil, firstErr
 	}
@@ -250,6 +252,9 @@ func (e *Embedder) classify(parent, call context.Context, err error) *llm.Error 
 	var re *awshttp.ResponseError
 	if errors.As(err, &re) {
 		le.Status = re.HTTPStatusCode()
+		if re.Response != nil {
+			le.RetryAfter = llm.ParseRetryAfter(re.Response.Header, time.Now())
+		}
 	}
 	var api smithy.APIError
 	var ne net.Error
@@ -260,6 +265,7 @@ func (e *Embedder) classify(parent, call context.Context, err error) *llm.Error 
 		le.Retryable = true
 		le.Err = fmt.Errorf("no answer within %s: %w", e.timeout, context.DeadlineExceeded)
 	case errors.As(err, &api):
+		le.ContextOverflow = api.ErrorCode() == "ValidationException" && isOverflowMessage(api.ErrorMessage())
 		le.Retryable = retryableCodes[api.ErrorCode()] || le.Status == http.StatusTooManyRequests || le.Status >= 500
 		le.Err = fmt.Errorf("%s: %s", api.ErrorCode(), api.ErrorMessage())
 	case le.Status != 0:

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,96 +28,6 @@ func newLimitedConverse(t *testing.T, endpoint string) *Converse {
 		t.Fatalf("NewConverse: %v", err)
 	}
 	return c
-}
-
-func textFrame(index int, text string) []byte {
-	return eventFrame("contentBlockDelta", `{"contentBlockIndex":`+string(rune('0'+index))+`,"delta":{"text":`+jsonString(text)+`}}`)
-}
-
-func toolStartFrame(index int, id, name string) []byte {
-	return eventFrame("contentBlockStart", `{"contentBlockIndex":`+string(rune('0'+index))+`,"start":{"toolUse":{"name":`+jsonString(name)+`,"toolUseId":`+jsonString(id)+`}}}`)
-}
-
-func toolInputFrame(index int, input string) []byte {
-	return eventFrame("contentBlockDelta", `{"contentBlockIndex":`+string(rune('0'+index))+`,"delta":{"toolUse":{"input":`+jsonString(input)+`}}}`)
-}
-
-func jsonString(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
-}
-
-// frames encodes streamed pieces as ConverseStream events: text in block
-// 0, tool call i in block i+1.
-func frames(pieces []llmtest.Piece) [][]byte {
-	var out [][]byte
-	for _, p := range pieces {
-		if !p.IsCall {
-			out = append(out, textFrame(0, p.Text))
-			continue
-		}
-		if p.ID != "" || p.Name != "" {
-			out = append(out, toolStartFrame(p.Call+1, p.ID, p.Name))
-		}
-		if p.Args != "" {
-			out = append(out, toolInputFrame(p.Call+1, p.Args))
-		}
-	}
-	return out
-}
-
-// stopReasons are Bedrock's names of the finish reasons of the shared
-// cases.
-var stopReasons = map[string]string{"stop": "end_turn", "tool_calls": "tool_use"}
-
-// TestConverseStreamReplyLimit checks that a streamed reply stops at the
-// limit: what was kept and passed to onDelta fits, ends on a rune
-// boundary, a tool call cut short is dropped, and the stream is closed at
-// once (the over-limit streams never end by themselves).
-func TestConverseStreamReplyLimit(t *testing.T) {
-	for _, tc := range llmtest.StreamCases() {
-		t.Run(tc.Name, func(t *testing.T) {
-			left := make(chan struct{})
-			f := newFakeBedrock(t, func(w http.ResponseWriter, r *http.Request, op string) {
-				if tc.End != "" {
-					writeEventStream(w, append(frames(tc.Pieces),
-						eventFrame("messageStop", `{"stopReason":"`+stopReasons[tc.End]+`"}`),
-						eventFrame("metadata", `{"usage":{"inputTokens":9,"outputTokens":3,"totalTokens":12}}`))...)
-					return
-				}
-				writeEventStream(w, frames(tc.Pieces)...)
-				llmtest.Repeat(w, r, textFrame(0, "and on and on"))
-				close(left)
-			})
-			llmtest.CheckLimitedReply(t, newLimitedConverse(t, f.URL), llm.Request{Messages: helloBedrock}, true, llmtest.Limit, tc.Want)
-			if tc.End == "" {
-				llmtest.WaitClosed(t, left)
-			}
-		})
-	}
-}
-
-// TestConverseReplyLimit checks non-streamed replies: cut to the limit
-// like streamed ones when the body is within its bound.
-func TestConverseReplyLimit(t *testing.T) {
-	for _, tc := range llmtest.CompleteCases() {
-		t.Run(tc.Name, func(t *testing.T) {
-			var blocks []any
-			if tc.Message.Content != "" {
-				blocks = append(blocks, map[string]string{"text": tc.Message.Content})
-			}
-			for _, c := range tc.Message.ToolCalls {
-				blocks = append(blocks, map[string]any{"toolUse": map[string]any{"toolUseId": c.ID, "name": c.Name, "input": json.RawMessage(c.Arguments)}})
-			}
-			body := llmtest.ASCIIJSON(map[string]any{
-				"output":     map[string]any{"message": map[string]any{"role": "assistant", "content": blocks}},
-				"stopReason": stopReasons[tc.End],
-				"usage":      map[string]int{"inputTokens": 3, "outputTokens": 2, "totalTokens": 5},
-				"metrics":    map[string]int{"latencyMs": 1},
-			})
-			f := newFakeBedrock(t, func(w http.ResponseWriter, r *http.Request, op string) { writeConverseJSON(w, body) })
-			llmtest.CheckLimitedReply(t, newLimitedConverse(t, f.URL), llm.Request{Messages: helloBedrock}, false, llmtest.Limit, tc.Want)
-		})
-	}
 }
 
 // TestConverseReplyTooLargeToRead checks answers that never end: a body,

@@ -1,6 +1,7 @@
-// Package memorytest is the conformance suite every memory.Index adapter
-// runs, so that the embedded engine (SQLite FTS5 and in-process vectors)
-// and OpenSearch behave alike:
+// Package memorytest holds the conformance suites of package memory's
+// ports. Run is the one every memory.Index adapter runs, so that the
+// embedded engine (SQLite FTS5 and in-process vectors) and OpenSearch
+// behave alike:
 //
 //	func TestMemoryIndex(t *testing.T) {
 //		memorytest.Run(t, func(t *testing.T) memory.Index { return openEmpty(t) })
@@ -19,6 +20,10 @@
 //
 // MapIndex, an index in maps, is the reference the suite is checked
 // against and the search engine of tests whose subject is elsewhere.
+//
+// RunEmbedder is the conformance suite of the other port of package
+// memory, memory.Embedder, which the OpenAI-compatible and the Bedrock
+// embedders run against fakes of their services (see EmbedHarness).
 package memorytest
 
 import (
