@@ -34,7 +34,7 @@ const (
 	// works wherever the stack is deployed. Pass -c model=... for another
 	// (for example us.amazon.nova-2-lite-v1:0 or eu.anthropic.claude-...).
 	DefaultModel = "global.anthropic.claude-haiku-4-5-20251001-v1:0"
-	// DefaultEmbedModel matches shared/bedrock's embedder.
+	// DefaultEmbedModel matches shared/adapters/bedrock's embedder.
 	DefaultEmbedModel = "amazon.titan-embed-text-v2:0"
 	// DefaultSearchInstance is the smallest instance type that runs the k-NN
 	// plugin; see search.go.
@@ -65,7 +65,7 @@ type Config struct {
 	Assets string
 	// OpenAIBaseURL, when set, adds an OpenAI-compatible fallback provider
 	// and a Secrets Manager secret for its API key; OpenAIModel is then
-	// required (shared/cloud refuses OPENAI_BASE_URL without OPENAI_MODEL).
+	// required (shared/wiring/cloud refuses OPENAI_BASE_URL without OPENAI_MODEL).
 	OpenAIBaseURL string
 	OpenAIModel   string
 	// Telegram adds the Telegram webhook: the telegram function, its route,
@@ -73,7 +73,7 @@ type Config struct {
 	// custom resource that registers the webhook. Off by default.
 	Telegram bool
 	// TelegramAllowedUsers (comma-separated user ids) and TelegramAPIBase
-	// become TELEGRAM_ALLOWED_USERS and TELEGRAM_API_BASE (shared/cloud).
+	// become TELEGRAM_ALLOWED_USERS and TELEGRAM_API_BASE (shared/wiring/cloud).
 	TelegramAllowedUsers string
 	TelegramAPIBase      string
 	// TelegramTokenSecret is the name of the existing Secrets Manager

@@ -17,7 +17,7 @@ import (
 //
 // # A managed domain, not a Serverless collection
 //
-// Both run the k-NN plugin and the shared/opensearch adapter speaks to
+// Both run the k-NN plugin and the shared/adapters/opensearch adapter speaks to
 // both. The domain is chosen for what it costs while nobody is talking to
 // the agent, which is most of the time for a personal gateway:
 //
@@ -30,7 +30,7 @@ import (
 // The domain also reads its own writes (refresh=wait_for), takes the ids
 // the adapter chooses and has _delete_by_query, where a Serverless
 // collection is eventually consistent and lacks both (see
-// shared/opensearch's package doc). Its costs: a single node in one
+// shared/adapters/opensearch's package doc). Its costs: a single node in one
 // Availability Zone (replica shards stay unassigned: the cluster reports
 // yellow), burstable CPU, and 15-30 minutes to create. For more, pass
 // -c search_instance=m7g.large.search (and edit the data node count).
@@ -102,7 +102,7 @@ func (s *builder) search() {
 		RetryAttempts:           jsii.Number(5),
 		ReportBatchItemFailures: jsii.Bool(true),
 		OnFailure:               awslambdaeventsources.NewSqsDlq(dlq),
-		// Only memory items (pk MEM#<agent>, shared/dynamo) concern the
+		// Only memory items (pk MEM#<agent>, shared/adapters/dynamo) concern the
 		// index: the filter keeps the sessions' and runs' writes from
 		// invoking the function at all.
 		Filters: &[]*map[string]any{

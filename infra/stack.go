@@ -73,7 +73,7 @@ import (
 //
 // The telegram function, its webhook route, its webhook secret and the
 // webhook registration exist only with -c telegram=on (functions/telegram;
-// environment in shared/cloud/telegram.go). -c telegram_allowed_users=<id,id>
+// environment in shared/wiring/cloud/telegram.go). -c telegram_allowed_users=<id,id>
 // sets the allowlist and -c telegram_api_base=<url> a self-hosted Bot API
 // server. The bot token is not created here: the operator stores it in
 // Secrets Manager before deploying, and the stack imports that secret by

@@ -92,7 +92,7 @@ func TestFunctions(t *testing.T) {
 				}
 			}
 			// The OpenAI-compatible provider: exactly the variables
-			// shared/cloud reads, and only with openai_base_url.
+			// shared/wiring/cloud reads, and only with openai_base_url.
 			for _, name := range []string{"api", "step"} {
 				env := props(fns[s.functionID(t, name)])["Environment"].(map[string]any)["Variables"].(map[string]any)
 				for _, v := range []string{"OPENAI_BASE_URL", "OPENAI_MODEL", "OPENAI_API_KEY_SECRET_ARN"} {

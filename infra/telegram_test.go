@@ -8,7 +8,7 @@ import (
 )
 
 // TestTelegramEnvironment: the telegram and step functions get the
-// environment shared/cloud's Telegram channel reads.
+// environment shared/wiring/cloud's Telegram channel reads.
 func TestTelegramEnvironment(t *testing.T) {
 	s := synth(map[string]string{ctxTelegram: TelegramOn, ctxTelegramUsers: "111,222", ctxTelegramAPI: "https://tg.example.com"})
 	if s.err != nil {

@@ -57,8 +57,8 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/memory"
-	"github.com/lambdaclaw/lambdaclaw/shared/sqlite"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 )
 
 // retrievalDims is the length of the fake's vectors, that of small

@@ -3,7 +3,7 @@
 // the health check, served by the same http.Handler as the local server
 // with responses streamed (the integration's STREAM mode). Stateless
 // requests run inline; stateful ones go through the state machine. See
-// shared/cloud and shared/apigw.
+// shared/wiring/cloud and shared/adapters/apigw.
 package main
 
 import (
@@ -13,8 +13,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/apigw"
-	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 )
 
 func main() {

@@ -1,6 +1,6 @@
 // Command indexer keeps OpenSearch in step with the table: it consumes the
 // table's DynamoDB Streams batches and, for each memory item (pk MEM#…,
-// see shared/dynamo), puts the entry and its chunks into the OpenSearch
+// see shared/adapters/dynamo), puts the entry and its chunks into the OpenSearch
 // index on INSERT and MODIFY (from the new image; Put replaces, so a
 // replayed record does no harm) and deletes it on REMOVE (the entry of the
 // agent, owner and key its item's key names). Records of other items are
@@ -28,10 +28,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
-	"github.com/lambdaclaw/lambdaclaw/shared/dynamo"
-	"github.com/lambdaclaw/lambdaclaw/shared/memory"
-	"github.com/lambdaclaw/lambdaclaw/shared/scrub"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 )
 
 func main() {

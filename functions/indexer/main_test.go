@@ -21,10 +21,10 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/dynamo"
-	"github.com/lambdaclaw/lambdaclaw/shared/memory"
-	"github.com/lambdaclaw/lambdaclaw/shared/opensearch"
-	lcstore "github.com/lambdaclaw/lambdaclaw/shared/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/opensearch"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
+	lcstore "github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
@@ -39,7 +39,7 @@ type request struct {
 func (r request) String() string { return r.method + " " + r.path }
 
 // fakeOpenSearch answers the documented shapes of index creation, _search,
-// _bulk and _delete_by_query with shared/opensearch's recorded responses.
+// _bulk and _delete_by_query with shared/adapters/opensearch's recorded responses.
 // A _bulk request whose body contains failOn gets the partial-failure
 // response (HTTP 200, "errors": true).
 type fakeOpenSearch struct {
@@ -72,7 +72,7 @@ func (f *fakeOpenSearch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unexpected", http.StatusBadRequest)
 		return
 	}
-	data, err := os.ReadFile(filepath.Join("..", "..", "shared", "opensearch", "testdata", resp))
+	data, err := os.ReadFile(filepath.Join("..", "..", "shared", "adapters", "opensearch", "testdata", resp))
 	if err != nil {
 		f.t.Error(err)
 	}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/mattn/go-isatty"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/config"
-	"github.com/lambdaclaw/lambdaclaw/shared/workspace"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
 // confirmInput is where `agent delete` reads its confirmation, and

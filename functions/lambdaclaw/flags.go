@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/config"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
 // cmdFlags is the flag set of one command with what its --help prints.

@@ -15,13 +15,13 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/agent"
-	"github.com/lambdaclaw/lambdaclaw/shared/apikey"
-	"github.com/lambdaclaw/lambdaclaw/shared/config"
-	"github.com/lambdaclaw/lambdaclaw/shared/sqlite"
-	"github.com/lambdaclaw/lambdaclaw/shared/store"
-	"github.com/lambdaclaw/lambdaclaw/shared/tool"
-	"github.com/lambdaclaw/lambdaclaw/shared/workspace"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
 // maxKeyName bounds the name of a key, in characters.

@@ -8,14 +8,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/agent"
-	"github.com/lambdaclaw/lambdaclaw/shared/bedrock"
-	"github.com/lambdaclaw/lambdaclaw/shared/config"
-	"github.com/lambdaclaw/lambdaclaw/shared/memory"
-	"github.com/lambdaclaw/lambdaclaw/shared/memorytool"
-	"github.com/lambdaclaw/lambdaclaw/shared/openai"
-	"github.com/lambdaclaw/lambdaclaw/shared/sqlite"
-	"github.com/lambdaclaw/lambdaclaw/shared/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bedrock"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/openai"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/tools/memorytool"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
 // memoryStateDir is where, under the home directory, the indexer of

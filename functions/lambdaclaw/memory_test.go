@@ -8,8 +8,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/config"
-	"github.com/lambdaclaw/lambdaclaw/shared/sqlite"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
 func TestLocalMemory(t *testing.T) {

@@ -9,12 +9,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/agent"
-	"github.com/lambdaclaw/lambdaclaw/shared/config"
-	"github.com/lambdaclaw/lambdaclaw/shared/sqlite"
-	"github.com/lambdaclaw/lambdaclaw/shared/telegram"
-	"github.com/lambdaclaw/lambdaclaw/shared/tool"
-	"github.com/lambdaclaw/lambdaclaw/shared/workspace"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
 // newTelegramReplier builds the sending half of the Telegram channel when

@@ -1,7 +1,7 @@
 // Command scheduler is the target of EventBridge Scheduler check-ins: each
 // event ({"agent","user","channel","text"}) becomes a run in that user's
 // session, driven by the state machine, whose replies go to the channel.
-// See shared/checkin.
+// See shared/channels/checkin.
 package main
 
 import (
@@ -11,8 +11,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/checkin"
-	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 )
 
 func main() {

@@ -1,7 +1,7 @@
 // Command step is the Lambda function of the loop's state machine: each
 // task invokes it with an sfn.Event (actions step, call, park and fail)
 // and it runs that piece of a run with the same Go steps as the local
-// driver. See shared/sfn and shared/cloud.
+// driver. See shared/adapters/sfn and shared/wiring/cloud.
 package main
 
 import (
@@ -11,8 +11,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
-	"github.com/lambdaclaw/lambdaclaw/shared/sfn"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 )
 
 func main() {

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/telegram"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 )
 
 // Registering the webhook. The stack's custom resource Custom::TelegramWebhook

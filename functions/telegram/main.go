@@ -5,7 +5,7 @@
 // in constant time, hands the update to the Telegram channel, which starts
 // its run through the state machine, sends the replies the channel
 // queued itself (access denied, /help, …) and answers 200. The channel's
-// environment is in shared/cloud (telegram.go).
+// environment is in shared/wiring/cloud (telegram.go).
 //
 // The same function serves the stack's custom resource that registers the
 // webhook during the deployment (customresource.go); Invoke tells the two
@@ -28,10 +28,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/apigw"
-	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
-	"github.com/lambdaclaw/lambdaclaw/shared/scrub"
-	"github.com/lambdaclaw/lambdaclaw/shared/telegram"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 )
 
 func main() {

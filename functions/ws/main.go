@@ -1,7 +1,7 @@
 // Command ws is the Lambda function of the WebSocket API: $connect (API
 // key check), $disconnect and client frames ($default), answered with
-// PostToConnection; runs go through the state machine. See shared/apigw
-// and shared/cloud.
+// PostToConnection; runs go through the state machine. See shared/adapters/apigw
+// and shared/wiring/cloud.
 package main
 
 import (
@@ -11,8 +11,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/apigw"
-	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 )
 
 func main() {

@@ -10,12 +10,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/agent"
-	"github.com/lambdaclaw/lambdaclaw/shared/apigw"
-	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
-	"github.com/lambdaclaw/lambdaclaw/shared/sfn"
-	"github.com/lambdaclaw/lambdaclaw/shared/store"
-	"github.com/lambdaclaw/lambdaclaw/shared/wsproto"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 

@@ -1,6 +1,6 @@
 // Package adapterdeps checks that the storage adapters import no channel:
-// the ports an adapter implements live in shared/store (and
-// shared/memory), never in the channel that uses them.
+// the ports an adapter implements live in shared/core/store (and
+// shared/core/memory), never in the channel that uses them.
 package adapterdeps
 
 import (
@@ -19,10 +19,10 @@ const module = "github.com/lambdaclaw/lambdaclaw/"
 // gateway, the API Gateway WebSocket transport and its protocol, and
 // Telegram.
 var channels = []string{
-	module + "shared/gateway",
-	module + "shared/apigw",
-	module + "shared/wsproto",
-	module + "shared/telegram",
+	module + "shared/channels/gateway",
+	module + "shared/adapters/apigw",
+	module + "shared/channels/wsproto",
+	module + "shared/channels/telegram",
 }
 
 // goList runs go list with args and returns the import paths it prints,
@@ -68,11 +68,11 @@ func TestStorageAdaptersImportNoChannel(t *testing.T) {
 		pkg  string
 		want []string
 	}{
-		{"shared/sqlite", nil},
-		{"shared/dynamo", nil},
-		{"shared/store/memstore", nil},
+		{"shared/adapters/sqlite", nil},
+		{"shared/adapters/dynamo", nil},
+		{"shared/core/store/memstore", nil},
 		// The local binary shows that the check sees channels.
-		{"functions/lambdaclaw", []string{module + "shared/gateway", module + "shared/telegram"}},
+		{"functions/lambdaclaw", []string{module + "shared/channels/gateway", module + "shared/channels/telegram"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.pkg, func(t *testing.T) {

@@ -3,7 +3,7 @@
 // the scripted OpenAI-compatible fake LLM (tests/fakellm), a fake Step
 // Functions endpoint and a fake API Gateway Management API, both httptest
 // servers speaking the real wire protocols to the real AWS SDK clients.
-// Setup points the environment of shared/cloud at them, so a function's
+// Setup points the environment of shared/wiring/cloud at them, so a function's
 // handler is built exactly as in Lambda. Fakes stand only at the edge.
 //
 // The fake Step Functions can also play the loop's state machine
@@ -21,9 +21,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/apikey"
-	"github.com/lambdaclaw/lambdaclaw/shared/dynamo"
-	"github.com/lambdaclaw/lambdaclaw/shared/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
 

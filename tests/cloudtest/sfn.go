@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/sfn"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 )
 
 // StepHandler is the step function's handler.

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/dynamo"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
 )
 
 // Table is a fresh table in DynamoDB Local.

@@ -14,7 +14,7 @@ import (
 
 // forbidden are import path prefixes no Lambda function may depend on.
 var forbidden = []string{
-	"github.com/lambdaclaw/lambdaclaw/shared/sqlite",
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite",
 	"github.com/lambdaclaw/lambdaclaw/shared/bwrap",
 	"github.com/lambdaclaw/lambdaclaw/functions/lambdaclaw",
 	"modernc.org/sqlite",

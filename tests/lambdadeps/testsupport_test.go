@@ -15,7 +15,7 @@ const module = "github.com/lambdaclaw/lambdaclaw"
 // testSupport reports whether the package path is test support: the
 // testing package, a package under tests/ (the shared fakes and helpers,
 // such as tests/fakellm and tests/cloudtest), or a port's conformance
-// suite, kept beside the port and named after it (shared/store/storetest).
+// suite, kept beside the port and named after it (shared/core/store/storetest).
 func testSupport(path string) bool {
 	if path == "testing" || underTests(path) {
 		return true

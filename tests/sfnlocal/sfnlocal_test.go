@@ -2,7 +2,7 @@
 // deployment (infra/testdata/statemachine.asl.json) locally, with the real
 // engines that run here: aws-local-stepfunctions runs the definition
 // (harness.mjs), every Task state is one process of the real step handler
-// (stepcmd, built on shared/cloud as the Lambda function is), the store is
+// (stepcmd, built on shared/wiring/cloud as the Lambda function is), the store is
 // DynamoDB Local and the model is the scripted fake LLM. Messages enter as
 // they do on AWS, through sfn.Driver.Deliver, which starts executions and
 // resumes parked ones through the harness's Step Functions endpoint.
@@ -35,13 +35,13 @@ import (
 	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/agent"
-	"github.com/lambdaclaw/lambdaclaw/shared/chat"
-	"github.com/lambdaclaw/lambdaclaw/shared/cloud"
-	"github.com/lambdaclaw/lambdaclaw/shared/dynamo"
-	"github.com/lambdaclaw/lambdaclaw/shared/sfn"
-	"github.com/lambdaclaw/lambdaclaw/shared/store"
-	"github.com/lambdaclaw/lambdaclaw/shared/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )

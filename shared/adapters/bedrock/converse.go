@@ -1,0 +1,267 @@
+package bedrock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+)
+
+// DefaultConverseTimeout bounds a Converse call when ConverseConfig.Timeout
+// is not set.
+const DefaultConverseTimeout = 120 * time.Second
+
+// ConverseConfig describes a model reached through Bedrock's Converse API.
+type ConverseConfig struct {
+	// Name identifies the provider in errors and responses; "bedrock" when
+	// empty.
+	Name string
+	// Region is the Bedrock region. When empty, the region comes from the
+	// AWS configuration (AWS_REGION, the shared config file). Unused with
+	// Client.
+	Region string
+	// Model is the model id, inference profile id or ARN used when a
+	// request does not name one, such as
+	// "anthropic.claude-3-5-haiku-20241022-v1:0". Required.
+	Model string
+	// Timeout bounds a non-streaming call, and for a streaming call the wait
+	// for the response and for each following event.
+	// DefaultConverseTimeout when zero.
+	Timeout time.Duration
+	// Client sends the calls. When nil, one is built from the SDK's default
+	// configuration (IAM credentials from the environment, the shared
+	// config files or the Lambda role) with the SDK's retries turned off.
+	// A given client keeps its own retry settings.
+	Client *bedrockruntime.Client
+	// Endpoint replaces the regional endpoint: a VPC endpoint, or a test
+	// server.
+	Endpoint string
+	// MaxReplyBytes caps one reply: its text and tool calls. A longer
+	// reply is cut and ends with finish reason "length"; a response body
+	// (or one event-stream message) too large to read within
+	// llm.ReplyBodyBound of it fails. llm.DefaultMaxReplyBytes when zero.
+	MaxReplyBytes int
+}
+
+// Converse is the llm.Provider on Amazon Bedrock's Converse and
+// ConverseStream APIs. Retrying, circuit breaking and fallback belong to the
+// llm package's wrappers, which rely on the classified *llm.Error every
+// failure here returns. It is safe for concurrent use.
+type Converse struct {
+	name    string
+	model   string
+	timeout time.Duration
+	// maxReply caps a reply's bytes; a longer one is cut.
+	maxReply int
+	client   *bedrockruntime.Client
+	// converseOpts and streamOpts apply to every Converse and
+	// ConverseStream call: plainRequestBodies, the endpoint of a given
+	// client, and the bounds on what a call reads.
+	converseOpts, streamOpts []func(*bedrockruntime.Options)
+	// now is the clock used to read Retry-After dates, and afterFunc
+	// starts the timeout's timer; tests replace them.
+	now       func() time.Time
+	afterFunc func(time.Duration, func()) timer
+}
+
+var _ llm.Provider = (*Converse)(nil)
+
+// NewConverse returns a Converse provider for cfg. Without a client it
+// loads the AWS configuration; it makes no call.
+func NewConverse(ctx context.Context, cfg ConverseConfig) (*Converse, error) {
+	c := &Converse{name: cfg.Name, model: cfg.Model, timeout: cfg.Timeout, maxReply: cfg.MaxReplyBytes, client: cfg.Client, now: time.Now, afterFunc: afterFunc}
+	if c.name == "" {
+		c.name = "bedrock"
+	}
+	if c.timeout == 0 {
+		c.timeout = DefaultConverseTimeout
+	}
+	if c.maxReply == 0 {
+		c.maxReply = llm.DefaultMaxReplyBytes
+	}
+	switch {
+	case c.model == "":
+		return nil, fmt.Errorf("bedrock provider %s: model is required", c.name)
+	case c.timeout < 0:
+		return nil, fmt.Errorf("bedrock provider %s: negative timeout %s", c.name, c.timeout)
+	case c.maxReply < 0:
+		return nil, fmt.Errorf("bedrock provider %s: negative reply limit %d", c.name, c.maxReply)
+	}
+	c.converseOpts = []func(*bedrockruntime.Options){limitBodies(c.maxReply, false)}
+	c.streamOpts = []func(*bedrockruntime.Options){limitBodies(c.maxReply, true)}
+	if cfg.Endpoint != "" {
+		if u, err := url.Parse(cfg.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("bedrock provider %s: endpoint %q is not an http(s) URL", c.name, cfg.Endpoint)
+		}
+	}
+	c.converseOpts = append(c.converseOpts, plainRequestBodies)
+	c.streamOpts = append(c.streamOpts, plainRequestBodies)
+	if c.client != nil {
+		if cfg.Endpoint != "" {
+			endpoint := func(o *bedrockruntime.Options) { o.BaseEndpoint = aws.String(cfg.Endpoint) }
+			c.converseOpts = append(c.converseOpts, endpoint)
+			c.streamOpts = append(c.streamOpts, endpoint)
+		}
+		return c, nil
+	}
+	var opts []func(*awsconfig.LoadOptions) error
+	if cfg.Region != "" {
+		opts = append(opts, awsconfig.WithRegion(cfg.Region))
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("bedrock provider %s: loading AWS configuration: %w", c.name, err)
+	}
+	if awsCfg.Region == "" {
+		return nil, fmt.Errorf("bedrock provider %s: no region: set region in the config or AWS_REGION", c.name)
+	}
+	c.client = bedrockruntime.NewFromConfig(awsCfg, func(o *bedrockruntime.Options) {
+		o.Retryer = aws.NopRetryer{}
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+	})
+	return c, nil
+}
+
+// Name returns the configured provider name.
+func (c *Converse) Name() string { return c.name }
+
+// timer is the part of *time.Timer the providers use, so that tests can
+// decide when a timeout fires.
+type timer interface {
+	Reset(d time.Duration) bool
+	Stop() bool
+}
+
+// afterFunc is time.AfterFunc returning a timer.
+func afterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
+
+// errConverseTimedOut is the cause of a call context that the provider's
+// own timeout ended.
+var errConverseTimedOut = errors.New("timed out")
+
+// Generate sends req with Converse, or with ConverseStream when onDelta is
+// non-nil, in which case onDelta gets each piece of text in order. A reply
+// longer than the configured limit is cut there, on a rune boundary, and
+// ends with finish reason "length". Every failure is an *llm.Error.
+func (c *Converse) Generate(ctx context.Context, req llm.Request, onDelta llm.OnDelta) (llm.Response, error) {
+	model := req.Model
+	if model == "" {
+		model = c.model
+	}
+	in, err := converseInput(req)
+	if err != nil {
+		return llm.Response{}, &llm.Error{Provider: c.name, Err: err}
+	}
+	in.ModelId = aws.String(model)
+	if onDelta == nil {
+		return c.converse(ctx, in)
+	}
+	return c.converseStream(ctx, in, onDelta)
+}
+
+// converse makes a non-streaming call.
+func (c *Converse) converse(ctx context.Context, in *bedrockruntime.ConverseInput) (llm.Response, error) {
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timeout := c.afterFunc(c.timeout, func() { cancel(errConverseTimedOut) })
+	defer timeout.Stop()
+	out, err := c.client.Converse(callCtx, in, c.converseOpts...)
+	if err != nil {
+		return llm.Response{}, c.classify(ctx, callCtx, err, false)
+	}
+	resp, err := fromConverseOutput(out)
+	if err != nil {
+		return llm.Response{}, &llm.Error{Provider: c.name, Status: http.StatusOK, Err: err}
+	}
+	if llm.CapReply(&resp.Message, c.maxReply) {
+		resp.FinishReason = llm.FinishLength
+	}
+	resp.Model, resp.Provider = *in.ModelId, c.name
+	return resp, nil
+}
+
+// converseStream makes a streaming call. The call fails when the response or
+// any following event takes longer than the timeout to arrive, and when the
+// stream ends before messageStop. It stops reading, closing the stream,
+// once the reply reaches its limit.
+func (c *Converse) converseStream(ctx context.Context, in *bedrockruntime.ConverseInput, onDelta llm.OnDelta) (llm.Response, error) {
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := c.afterFunc(c.timeout, func() { cancel(errConverseTimedOut) })
+	defer idle.Stop()
+
+	out, err := c.client.ConverseStream(callCtx, &bedrockruntime.ConverseStreamInput{
+		ModelId:         in.ModelId,
+		Messages:        in.Messages,
+		System:          in.System,
+		ToolConfig:      in.ToolConfig,
+		InferenceConfig: in.InferenceConfig,
+	}, c.streamOpts...)
+	if err != nil {
+		return llm.Response{}, c.classify(ctx, callCtx, err, false)
+	}
+	stream := out.GetStream()
+	defer stream.Close()
+	acc := newStreamAccumulator(c.maxReply)
+	for ev := range stream.Events() {
+		idle.Reset(c.timeout)
+		if acc.add(ev, onDelta) {
+			break
+		}
+	}
+	if acc.budget.Cut() {
+		return c.streamResponse(acc, *in.ModelId)
+	}
+	if err := stream.Err(); err != nil {
+		return llm.Response{}, c.classify(ctx, callCtx, err, true)
+	}
+	if callCtx.Err() != nil {
+		return llm.Response{}, c.classify(ctx, callCtx, context.Cause(callCtx), true)
+	}
+	if acc.stopReason == "" {
+		return llm.Response{}, &llm.Error{
+			Provider:  c.name,
+			Status:    http.StatusOK,
+			Retryable: true,
+			Err:       errors.New("stream cut off before the model finished its answer (no messageStop)"),
+		}
+	}
+	return c.streamResponse(acc, *in.ModelId)
+}
+
+// streamResponse returns the answer acc assembled from model.
+func (c *Converse) streamResponse(acc *streamAccumulator, model string) (llm.Response, error) {
+	resp, err := acc.response()
+	if err != nil {
+		return llm.Response{}, &llm.Error{Provider: c.name, Status: http.StatusOK, Err: err}
+	}
+	resp.Model, resp.Provider = model, c.name
+	return resp, nil
+}
+
+// finishReason maps Bedrock's stop reason to the OpenAI vocabulary the rest
+// of lambdaclaw speaks; reasons without an equivalent pass through.
+func finishReason(r types.StopReason) string {
+	switch r {
+	case types.StopReasonEndTurn, types.StopReasonStopSequence:
+		return "stop"
+	case types.StopReasonToolUse:
+		return "tool_calls"
+	case types.StopReasonMaxTokens, types.StopReasonModelContextWindowExceeded:
+		return "length"
+	case types.StopReasonGuardrailIntervened, types.StopReasonContentFiltered:
+		return "content_filter"
+	}
+	return string(r)
+}

@@ -1,0 +1,278 @@
+// Package bedrock wraps Amazon Bedrock's runtime API
+// (github.com/aws/aws-sdk-go-v2/service/bedrockruntime). It holds the
+// memory.Embedder on Amazon Titan Text Embeddings V2, called with
+// InvokeModel, one text per call.
+package bedrock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/smithy-go"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
+)
+
+// Defaults for EmbedConfig.
+const (
+	DefaultEmbedModel       = "amazon.titan-embed-text-v2:0"
+	DefaultEmbedDimensions  = 1024
+	DefaultEmbedConcurrency = 8
+	DefaultEmbedTimeout     = 30 * time.Second
+)
+
+// providerName names Bedrock in errors.
+const providerName = "bedrock"
+
+// EmbedConfig describes the Titan Text Embeddings V2 model on Bedrock.
+type EmbedConfig struct {
+	// Region is the Bedrock region. Required.
+	Region string
+	// ModelID is the model (or inference profile) id;
+	// DefaultEmbedModel when empty.
+	ModelID string
+	// Dimensions is the vector length: 1024 (DefaultEmbedDimensions when
+	// zero), 512 or 256.
+	Dimensions int
+	// Concurrency bounds the InvokeModel calls in flight for one Embed
+	// (Titan takes one text per call); DefaultEmbedConcurrency when zero.
+	Concurrency int
+	// Timeout bounds each call, the SDK's retries included;
+	// DefaultEmbedTimeout when zero.
+	Timeout time.Duration
+	// MaxAttempts is the SDK's attempts per call, retrying throttling and
+	// server errors with backoff; zero keeps the SDK's default (3).
+	MaxAttempts int
+	// Credentials sign the calls; nil loads the SDK's default chain
+	// (environment, shared config, the Lambda role).
+	Credentials aws.CredentialsProvider
+	// BaseEndpoint replaces the regional endpoint: a VPC endpoint, or a
+	// test server.
+	BaseEndpoint string
+	// HTTPClient sends the requests; the SDK's own when nil.
+	HTTPClient *http.Client
+}
+
+// Embedder is a memory.Embedder on Titan Text Embeddings V2. Vectors are
+// normalised by the model. It is safe for concurrent use. Every failure
+// is an *llm.Error: throttling, server errors, timeouts and dropped
+// connections are retryable, with the service's Retry-After; a text too
+// long for the model is a context overflow.
+type Embedder struct {
+	client      *bedrockruntime.Client
+	model       string
+	dims        int
+	concurrency int
+	timeout     time.Duration
+}
+
+var _ memory.Embedder = (*Embedder)(nil)
+
+// NewEmbedder returns an Embedder for cfg. It loads AWS credentials when
+// none are given; it makes no call.
+func NewEmbedder(ctx context.Context, cfg EmbedConfig) (*Embedder, error) {
+	e := &Embedder{model: cfg.ModelID, dims: cfg.Dimensions, concurrency: cfg.Concurrency, timeout: cfg.Timeout}
+	if e.model == "" {
+		e.model = DefaultEmbedModel
+	}
+	if e.dims == 0 {
+		e.dims = DefaultEmbedDimensions
+	}
+	if e.concurrency == 0 {
+		e.concurrency = DefaultEmbedConcurrency
+	}
+	if e.timeout == 0 {
+		e.timeout = DefaultEmbedTimeout
+	}
+	switch {
+	case cfg.Region == "":
+		return nil, errors.New("bedrock embedder: region is required")
+	case e.dims != 256 && e.dims != 512 && e.dims != 1024:
+		return nil, fmt.Errorf("bedrock embedder: Titan V2 makes vectors of 256, 512 or 1024 dimensions, not %d", e.dims)
+	case e.concurrency < 0, e.timeout < 0, cfg.MaxAttempts < 0:
+		return nil, errors.New("bedrock embedder: negative concurrency, timeout or attempts")
+	}
+	if cfg.BaseEndpoint != "" {
+		if u, err := url.Parse(cfg.BaseEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("bedrock embedder: endpoint %q is not an http(s) URL", cfg.BaseEndpoint)
+		}
+	}
+	awsCfg := aws.Config{Region: cfg.Region, Credentials: cfg.Credentials}
+	if awsCfg.Credentials == nil {
+		loaded, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.Region))
+		if err != nil {
+			return nil, fmt.Errorf("bedrock embedder: loading AWS configuration: %w", err)
+		}
+		awsCfg = loaded
+	}
+	e.client = bedrockruntime.NewFromConfig(awsCfg, func(o *bedrockruntime.Options) {
+		if cfg.BaseEndpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.BaseEndpoint)
+		}
+		if cfg.MaxAttempts > 0 {
+			o.RetryMaxAttempts = cfg.MaxAttempts
+		}
+		if cfg.HTTPClient != nil {
+			o.HTTPClient = cfg.HTTPClient
+		}
+		plainRequestBodies(o)
+	})
+	return e, nil
+}
+
+// Model names the model and the vector length
+// ("amazon.titan-embed-text-v2:0@1024"): vectors of one model at two
+// lengths must not share a cache.
+func (e *Embedder) Model() string { return e.model + "@" + strconv.Itoa(e.dims) }
+
+// titanRequest is the InvokeModel body for Titan Text Embeddings V2.
+type titanRequest struct {
+	InputText  string `json:"inputText"`
+	Dimensions int    `json:"dimensions"`
+	Normalize  bool   `json:"normalize"`
+}
+
+// titanResponse is the part of its answer the adapter reads.
+type titanResponse struct {
+	Embedding           []float32 `json:"embedding"`
+	InputTextTokenCount int       `json:"inputTextTokenCount"`
+}
+
+// Embed returns one vector per text, in order. Titan embeds one text per
+// call; the calls run concurrently, at most Concurrency at a time, and the
+// first failure cancels the rest.
+func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	for i, t := range texts {
+		if t == "" {
+			return nil, &llm.Error{Provider: providerName, Err: fmt.Errorf("text %d is empty", i)}
+		}
+	}
+	out := make([][]float32, len(texts))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		once     sync.Once
+		firstErr error
+		slots    = make(chan struct{}, e.concurrency)
+	)
+	for i, text := range texts {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			v, err := e.embed(ctx, text)
+			if err != nil {
+				once.Do(func() { firstErr = fmt.Errorf("text %d: %w", i, err); cancel() })
+				return
+			}
+			out[i] = v
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		var le *llm.Error
+		if errors.As(firstErr, &le) {
+			// Keep the classification, with the text's position in the
+			// message.
+			return nil, &llm.Error{Provider: le.Provider, Status: le.Status, Retryable: le.Retryable, RetryAfter: le.RetryAfter,
+				ContextOverflow: le.ContextOverflow, Err: firstErr}
+		}
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &llm.Error{Provider: providerName, Err: fmt.Errorf("call abandoned by the caller: %w", err)}
+	}
+	return out, nil
+}
+
+// errTimedOut is the cause of a call context that the per-call timeout ended.
+var errTimedOut = errors.New("timed out")
+
+// embed makes one InvokeModel call.
+func (e *Embedder) embed(ctx context.Context, text string) ([]float32, error) {
+	body, err := json.Marshal(titanRequest{InputText: text, Dimensions: e.dims, Normalize: true})
+	if err != nil {
+		return nil, &llm.Error{Provider: providerName, Err: err}
+	}
+	callCtx, cancel := context.WithTimeoutCause(ctx, e.timeout, errTimedOut)
+	defer cancel()
+	out, err := e.client.InvokeModel(callCtx, &bedrockruntime.InvokeModelInput{
+		ModelId:     aws.String(e.model),
+		ContentType: aws.String("application/json"),
+		Accept:      aws.String("application/json"),
+		Body:        body,
+	})
+	if err != nil {
+		return nil, e.classify(ctx, callCtx, err)
+	}
+	var res titanResponse
+	if err := json.Unmarshal(out.Body, &res); err != nil {
+		return nil, &llm.Error{Provider: providerName, Status: http.StatusOK, Err: fmt.Errorf("invalid response from %s: %w", e.model, err)}
+	}
+	if len(res.Embedding) != e.dims {
+		return nil, &llm.Error{Provider: providerName, Status: http.StatusOK,
+			Err: fmt.Errorf("invalid response from %s: %d dimensions, want %d", e.model, len(res.Embedding), e.dims)}
+	}
+	return res.Embedding, nil
+}
+
+// retryableCodes are Bedrock runtime errors that may pass when the call is
+// made again.
+var retryableCodes = map[string]bool{
+	"ThrottlingException":         true,
+	"ServiceUnavailableException": true,
+	"InternalServerException":     true,
+	"ModelNotReadyException":      true,
+	"ModelTimeoutException":       true,
+}
+
+// classify turns a failed call into an *llm.Error. parent is the caller's
+// context, call the one with this call's timeout.
+func (e *Embedder) classify(parent, call context.Context, err error) *llm.Error {
+	le := &llm.Error{Provider: providerName, Err: err}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		le.Status = re.HTTPStatusCode()
+		if re.Response != nil {
+			le.RetryAfter = llm.ParseRetryAfter(re.Response.Header, time.Now())
+		}
+	}
+	var api smithy.APIError
+	var ne net.Error
+	switch {
+	case parent.Err() != nil:
+		le.Err = fmt.Errorf("call abandoned by the caller: %w", parent.Err())
+	case errors.Is(context.Cause(call), errTimedOut):
+		le.Retryable = true
+		le.Err = fmt.Errorf("no answer within %s: %w", e.timeout, context.DeadlineExceeded)
+	case errors.As(err, &api):
+		le.ContextOverflow = api.ErrorCode() == "ValidationException" && isOverflowMessage(api.ErrorMessage())
+		le.Retryable = retryableCodes[api.ErrorCode()] || le.Status == http.StatusTooManyRequests || le.Status >= 500
+		le.Err = fmt.Errorf("%s: %s", api.ErrorCode(), api.ErrorMessage())
+	case le.Status != 0:
+		le.Retryable = le.Status == http.StatusTooManyRequests || le.Status >= 500
+	case errors.As(err, &ne):
+		// No answer: a refused, reset or timed-out connection.
+		le.Retryable = true
+	}
+	return le
+}

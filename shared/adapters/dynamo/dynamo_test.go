@@ -1,0 +1,539 @@
+package dynamo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store/storetest"
+)
+
+// endpoint returns DynamoDB Local's endpoint from DYNAMODB_ENDPOINT. The
+// tests fail without it, unless LAMBDACLAW_SKIP_DYNAMODB=1 skips them.
+func endpoint(t *testing.T) string {
+	t.Helper()
+	if ep := os.Getenv("DYNAMODB_ENDPOINT"); ep != "" {
+		return ep
+	}
+	if os.Getenv("LAMBDACLAW_SKIP_DYNAMODB") == "1" {
+		t.Skip("LAMBDACLAW_SKIP_DYNAMODB=1: DynamoDB Local tests skipped")
+	}
+	t.Fatal("DYNAMODB_ENDPOINT is not set: run these tests through `make test`, which starts DynamoDB Local " +
+		"(tests/dynamodb-local.sh), or set LAMBDACLAW_SKIP_DYNAMODB=1 to skip them")
+	return ""
+}
+
+// testClient returns a client of DynamoDB Local.
+func testClient(t *testing.T) *dynamodb.Client {
+	t.Helper()
+	return dynamodb.New(dynamodb.Options{
+		BaseEndpoint: aws.String(endpoint(t)),
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+	})
+}
+
+// newTable creates a table with a unique name, dropped when t ends.
+func newTable(t *testing.T, client *dynamodb.Client) string {
+	t.Helper()
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "lambdaclaw-test-" + hex.EncodeToString(b)
+	if err := CreateTable(t.Context(), client, name); err != nil {
+		t.Fatalf("CreateTable: %v", err)
+	}
+	t.Cleanup(func() {
+		// t.Context is done by now.
+		if _, err := client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
+			t.Errorf("DeleteTable %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// newStore returns a Store on a fresh table.
+func newStore(t *testing.T) *Store {
+	t.Helper()
+	client := testClient(t)
+	s, err := New(t.Context(), Config{Table: newTable(t, client), Client: client})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return s
+}
+
+func TestStore(t *testing.T) {
+	endpoint(t)
+	storetest.Run(t, func(t *testing.T) store.Store { return newStore(t) })
+}
+
+func TestTableSchema(t *testing.T) {
+	client := testClient(t)
+	name := newTable(t, client)
+	out, err := client.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := out.Table
+	keys := func(ks []types.KeySchemaElement) string {
+		var parts []string
+		for _, k := range ks {
+			parts = append(parts, aws.ToString(k.AttributeName)+":"+string(k.KeyType))
+		}
+		return strings.Join(parts, ",")
+	}
+	if got, want := keys(tb.KeySchema), "pk:HASH,sk:RANGE"; got != want {
+		t.Errorf("key schema = %s, want %s", got, want)
+	}
+	if len(tb.GlobalSecondaryIndexes) != 1 {
+		t.Fatalf("%d GSIs, want 1", len(tb.GlobalSecondaryIndexes))
+	}
+	g := tb.GlobalSecondaryIndexes[0]
+	if aws.ToString(g.IndexName) != "gsi1" || keys(g.KeySchema) != "gsi1pk:HASH,gsi1sk:RANGE" || g.Projection.ProjectionType != types.ProjectionTypeAll {
+		t.Errorf("GSI = %s %s %s, want gsi1 gsi1pk:HASH,gsi1sk:RANGE ALL", aws.ToString(g.IndexName), keys(g.KeySchema), g.Projection.ProjectionType)
+	}
+	if tb.StreamSpecification == nil || tb.StreamSpecification.StreamViewType != types.StreamViewTypeNewAndOldImages {
+		t.Errorf("stream = %+v, want NEW_AND_OLD_IMAGES", tb.StreamSpecification)
+	}
+	ttl, err := client.DescribeTimeToLive(t.Context(), &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := ttl.TimeToLiveDescription; d == nil || aws.ToString(d.AttributeName) != "expires_at" {
+		t.Errorf("TTL = %+v, want on expires_at", d)
+	}
+}
+
+func TestNew(t *testing.T) {
+	ep := endpoint(t)
+	client := testClient(t)
+	name := newTable(t, client)
+	s, err := New(t.Context(), Config{Table: name, Endpoint: ep})
+	if err != nil {
+		t.Fatalf("New with an endpoint: %v", err)
+	}
+	if err := s.CreateSession(t.Context(), store.Session{ID: "s", Agent: "main"}); err != nil {
+		t.Fatalf("CreateSession: %v", err)
+	}
+	if _, err := New(t.Context(), Config{Table: name + "-missing", Client: client}); err == nil {
+		t.Errorf("New on a missing table: no error")
+	}
+	if _, err := New(t.Context(), Config{Client: client}); err == nil {
+		t.Errorf("New with no table: no error")
+	}
+}
+
+// clock is a settable time for the store.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func TestLaneRace(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	const owners = 12
+	won := make(chan string, owners)
+	var wg sync.WaitGroup
+	for i := range owners {
+		wg.Go(func() {
+			owner := fmt.Sprintf("owner-%d", i)
+			ok, err := s.AcquireLane(ctx, "s", owner, time.Minute)
+			if err != nil {
+				t.Errorf("AcquireLane %s: %v", owner, err)
+			}
+			if ok {
+				won <- owner
+			}
+		})
+	}
+	wg.Wait()
+	close(won)
+	var winners []string
+	for w := range won {
+		winners = append(winners, w)
+	}
+	if len(winners) != 1 {
+		t.Fatalf("winners = %v, want exactly one", winners)
+	}
+	winner, loser := winners[0], "owner-x"
+
+	if ok, err := s.AcquireLane(ctx, "s", winner, time.Minute); !ok || err != nil {
+		t.Errorf("AcquireLane by the holder = %v, %v; want true (renewed)", ok, err)
+	}
+	if ok, err := s.AcquireLane(ctx, "s", loser, time.Minute); ok || err != nil {
+		t.Errorf("AcquireLane of a held lane = %v, %v; want false", ok, err)
+	}
+	if ok, err := s.AcquireLane(ctx, "other", loser, time.Minute); !ok || err != nil {
+		t.Errorf("AcquireLane of another session's lane = %v, %v; want true", ok, err)
+	}
+	if err := s.ReleaseLane(ctx, "s", loser); err != nil {
+		t.Errorf("ReleaseLane by a non-owner: %v, want no error and no effect", err)
+	}
+	if ok, _ := s.AcquireLane(ctx, "s", loser, time.Minute); ok {
+		t.Errorf("a non-owner's release freed the lane")
+	}
+	if err := s.ReleaseLane(ctx, "s", winner); err != nil {
+		t.Errorf("ReleaseLane by the owner: %v", err)
+	}
+	if err := s.ReleaseLane(ctx, "s", winner); err != nil {
+		t.Errorf("ReleaseLane of a free lane: %v", err)
+	}
+	if ok, err := s.AcquireLane(ctx, "s", loser, time.Minute); !ok || err != nil {
+		t.Errorf("AcquireLane after release = %v, %v; want true", ok, err)
+	}
+	if _, err := s.AcquireLane(ctx, "s", "", time.Minute); err == nil {
+		t.Errorf("AcquireLane with no owner: no error")
+	}
+}
+
+func TestLaneExpiry(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	c := &clock{t: time.Now()}
+	s.now = c.now
+
+	if ok, err := s.AcquireLane(ctx, "s", "a", time.Minute); !ok || err != nil {
+		t.Fatalf("AcquireLane a = %v, %v", ok, err)
+	}
+	c.add(59 * time.Second)
+	if ok, err := s.AcquireLane(ctx, "s", "b", time.Minute); ok || err != nil {
+		t.Fatalf("AcquireLane b before expiry = %v, %v; want false", ok, err)
+	}
+	c.add(2 * time.Second)
+	if ok, err := s.AcquireLane(ctx, "s", "b", time.Minute); !ok || err != nil {
+		t.Fatalf("AcquireLane b after expiry = %v, %v; want true", ok, err)
+	}
+	if ok, _ := s.AcquireLane(ctx, "s", "a", time.Minute); ok {
+		t.Errorf("AcquireLane a after b took the expired lease = true, want false")
+	}
+	if err := s.ReleaseLane(ctx, "s", "a"); err != nil {
+		t.Errorf("ReleaseLane by the expired owner: %v", err)
+	}
+	if ok, _ := s.AcquireLane(ctx, "s", "c", time.Minute); ok {
+		t.Errorf("the expired owner's release freed b's lane")
+	}
+	if err := s.ReleaseLane(ctx, "s", "b"); err != nil {
+		t.Errorf("ReleaseLane b: %v", err)
+	}
+	if ok, err := s.AcquireLane(ctx, "s", "c", time.Minute); !ok || err != nil {
+		t.Errorf("AcquireLane c after b released = %v, %v; want true", ok, err)
+	}
+}
+
+func TestOversized(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	if err := s.CreateSession(ctx, store.Session{ID: "s", Agent: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	// Just under the limit is stored...
+	fits := store.Message{SessionID: "s", Key: "fits", Message: chat.Message{Role: chat.Tool, Content: strings.Repeat("x", 400*1024-400)}}
+	if wrote, err := s.AppendMessage(ctx, fits); !wrote || err != nil {
+		t.Fatalf("AppendMessage just under 400 KB = %v, %v", wrote, err)
+	}
+	got, err := s.GetMessage(ctx, "s", "fits")
+	if err != nil || got.Content != fits.Content {
+		t.Fatalf("GetMessage of a large message: %v (content equal: %v)", err, got.Content == fits.Content)
+	}
+	// ...over it is refused before any write, with a clear error.
+	big := store.Message{SessionID: "s", Key: "big", Message: chat.Message{Role: chat.Tool, Content: strings.Repeat("x", 400*1024)}}
+	wrote, err := s.AppendMessage(ctx, big)
+	if !errors.Is(err, ErrItemTooLarge) || wrote {
+		t.Fatalf("AppendMessage over 400 KB = %v, %v; want ErrItemTooLarge", wrote, err)
+	}
+	if !strings.Contains(err.Error(), `message "s"/"big"`) {
+		t.Errorf("error %q does not name the message", err)
+	}
+	if _, err := s.GetMessage(ctx, "s", "big"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetMessage of the refused message: %v, want ErrNotFound", err)
+	}
+
+	r, _, err := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "r", State: make([]byte, 401*1024)}})
+	if !errors.Is(err, ErrItemTooLarge) {
+		t.Errorf("EnqueueRun with a huge state: %v, want ErrItemTooLarge", err)
+	}
+	r, _, err = s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "r", State: []byte(`{}`)}})
+	if err != nil || r.Seq != 1 {
+		t.Fatalf("EnqueueRun after a refused one = %+v, %v; want seq 1", r, err)
+	}
+	r.State = make([]byte, 401*1024)
+	if err := s.CommitRun(ctx, store.Commit{Run: r}); !errors.Is(err, ErrItemTooLarge) {
+		t.Errorf("CommitRun with a huge state: %v, want ErrItemTooLarge", err)
+	}
+}
+
+// partition returns the sort keys of a session's partition.
+func partition(t *testing.T, s *Store, sessionID string) []string {
+	t.Helper()
+	out, err := s.db.Query(t.Context(), &dynamodb.QueryInput{
+		TableName:                 s.table,
+		ConsistentRead:            aws.Bool(true),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: item{":pk": attrS(sessionPK(sessionID))},
+	})
+	if err != nil {
+		t.Fatalf("query partition: %v", err)
+	}
+	var sks []string
+	for _, it := range out.Items {
+		sks = append(sks, getS(it, attrSK))
+	}
+	return sks
+}
+
+func TestDeleteManyItems(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	if err := s.CreateSession(ctx, store.Session{ID: "s", Agent: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for i := range 60 {
+		k := fmt.Sprintf("k%03d", i)
+		keys = append(keys, k)
+		if _, err := s.AppendMessage(ctx, store.Message{SessionID: "s", Key: k, Message: chat.Message{Role: chat.User, Content: k}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 40 keys in one call, some twice, some missing: two batches and a bit.
+	del := append(append([]string{}, keys[:40]...), keys[:5]...)
+	del = append(del, "missing")
+	if err := s.DeleteMessages(ctx, "s", del); err != nil {
+		t.Fatalf("DeleteMessages: %v", err)
+	}
+	msgs, err := s.Messages(ctx, "s")
+	if err != nil || len(msgs) != 20 || msgs[0].Key != "k040" {
+		t.Fatalf("Messages after DeleteMessages: %d messages, first %v, %v", len(msgs), msgs[0].Key, err)
+	}
+	for i := range 30 {
+		r, _, err := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: fmt.Sprintf("r%d", i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			r.Status = store.RunDone
+			if err := s.CommitRun(ctx, store.Commit{Run: r}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range 5 {
+		a := store.Approval{ID: fmt.Sprintf("a%d", i), SessionID: "s", RunID: "r0", Calls: []string{"c"}, Tools: []string{"shell"}}
+		if err := s.CreateApproval(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.AcquireLane(ctx, "s", "me", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(partition(t, s, "s")); n != 20+30+15+5+5+1+1 {
+		t.Errorf("partition holds %d items before delete, want 77", n)
+	}
+
+	if err := s.DeleteSession(ctx, "s"); err != nil {
+		t.Fatalf("DeleteSession: %v", err)
+	}
+	if sks := partition(t, s, "s"); len(sks) != 0 {
+		t.Errorf("partition after DeleteSession: %v", sks)
+	}
+	for i := range 30 {
+		if _, err := s.GetRun(ctx, fmt.Sprintf("r%d", i)); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("GetRun r%d after DeleteSession: %v", i, err)
+		}
+	}
+	if _, err := s.GetApproval(ctx, "a0"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetApproval after DeleteSession: %v", err)
+	}
+	if ids, err := s.UnfinishedSessions(ctx); err != nil || len(ids) != 0 {
+		t.Errorf("UnfinishedSessions after DeleteSession = %v, %v", ids, err)
+	}
+	if err := s.DeleteSession(ctx, "s"); err != nil {
+		t.Errorf("DeleteSession again: %v", err)
+	}
+}
+
+// TestExpiredSessionLeftovers plays DynamoDB's TTL removing a session item
+// and checks that reusing the id starts afresh and that DeleteSession
+// cleans up after it.
+func TestExpiredSessionLeftovers(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	expire := func(id string) {
+		t.Helper()
+		if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: s.table, Key: key(sessionPK(id), skSession)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fill := func(id string) {
+		t.Helper()
+		if err := s.CreateSession(ctx, store.Session{ID: id, Agent: "main", Allowlist: []string{"shell"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AppendMessage(ctx, store.Message{SessionID: id, Key: "k", Message: chat.Message{Role: chat.User, Content: "old"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: id, Agent: "main"}, Run: store.Run{ID: id + "-r1"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateApproval(ctx, store.Approval{ID: id + "-a1", SessionID: id, RunID: id + "-r1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	fill("s")
+	expire("s")
+	if _, err := s.GetSession(ctx, "s"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetSession of an expired session: %v", err)
+	}
+	if err := s.CreateSession(ctx, store.Session{ID: "s", Agent: "main"}); err != nil {
+		t.Fatalf("CreateSession reusing an expired id: %v", err)
+	}
+	if sks := partition(t, s, "s"); !cmp.Equal(sks, []string{skSession}) {
+		t.Errorf("partition of the new session = %v, want only SESSION", sks)
+	}
+	if _, err := s.GetRun(ctx, "s-r1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetRun of the expired session's run: %v", err)
+	}
+	r, _, err := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "s-r2"}})
+	if err != nil || r.Seq != 1 {
+		t.Errorf("EnqueueRun in the new session = seq %d, %v; want 1", r.Seq, err)
+	}
+	sess, err := s.GetSession(ctx, "s")
+	if err != nil || len(sess.Allowlist) != 0 {
+		t.Errorf("GetSession of the new session = %+v, %v", sess, err)
+	}
+
+	fill("t")
+	expire("t")
+	if err := s.DeleteSession(ctx, "t"); err != nil {
+		t.Fatalf("DeleteSession of an expired session: %v", err)
+	}
+	if sks := partition(t, s, "t"); len(sks) != 0 {
+		t.Errorf("partition after DeleteSession of an expired session: %v", sks)
+	}
+	if _, err := s.GetApproval(ctx, "t-a1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetApproval of the expired session's approval: %v", err)
+	}
+}
+
+func TestSessionExpiresAt(t *testing.T) {
+	client := testClient(t)
+	s, err := New(t.Context(), Config{Table: newTable(t, client), Client: client, SessionTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	s.now = c.now
+	expiresAt := func() int64 {
+		t.Helper()
+		it, err := s.getItem(ctx, key(sessionPK("s"), skSession))
+		if err != nil || it == nil {
+			t.Fatalf("get session item: %v", err)
+		}
+		return getN(it, attrExpiresAt)
+	}
+	if err := s.CreateSession(ctx, store.Session{ID: "s", Agent: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := expiresAt(), c.now().Add(time.Hour).Unix(); got != want {
+		t.Errorf("expires_at after CreateSession = %d, want %d", got, want)
+	}
+	c.add(10 * time.Minute)
+	if _, err := s.AppendMessage(ctx, store.Message{SessionID: "s", Key: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := expiresAt(), c.now().Add(time.Hour).Unix(); got != want {
+		t.Errorf("expires_at after AppendMessage = %d, want %d", got, want)
+	}
+	c.add(10 * time.Minute)
+	if _, _, err := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "r"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := expiresAt(), c.now().Add(time.Hour).Unix(); got != want {
+		t.Errorf("expires_at after EnqueueRun = %d, want %d", got, want)
+	}
+	if _, err := s.AppendMessage(ctx, store.Message{SessionID: "nope", Key: "k"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("AppendMessage to an unknown session: %v, want ErrNotFound", err)
+	}
+	if sks := partition(t, s, "nope"); len(sks) != 0 {
+		t.Errorf("AppendMessage to an unknown session wrote %v", sks)
+	}
+}
+
+// TestStaleMarkers plays a crash between a run's or an approval's update
+// and the removal of its marker.
+func TestStaleMarkers(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	if err := s.CreateSession(ctx, store.Session{ID: "s", Agent: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	r1, _, _ := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "r1"}})
+	r2, _, _ := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "r2"}})
+	r1.Status = store.RunDone
+	if err := s.CommitRun(ctx, store.Commit{Run: r1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: queueMarker(r1)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.NextRun(ctx, "s")
+	if err != nil || got.ID != r2.ID {
+		t.Errorf("NextRun past a stale marker = %s, %v; want r2", got.ID, err)
+	}
+	for _, sk := range partition(t, s, "s") {
+		if sk == pfxQueue+seqKey(1) {
+			t.Errorf("stale queue marker %s not dropped", sk)
+		}
+	}
+
+	a := store.Approval{ID: "a1", SessionID: "s", RunID: "r2", CreatedAt: time.Now()}
+	if err := s.CreateApproval(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ResolveApproval(ctx, "a1", store.ApprovalApproved, "yes", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	marker := key(sessionPK("s"), pendingSK(store.Approval{ID: "a1", CreatedAt: orNow(a.CreatedAt, time.Time{})}))
+	marker["approval_id"] = attrS("a1")
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: marker}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PendingApproval(ctx, "s"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("PendingApproval with only a stale marker: %v, want ErrNotFound", err)
+	}
+	for _, sk := range partition(t, s, "s") {
+		if strings.HasPrefix(sk, pfxPending) {
+			t.Errorf("stale pending marker %s not dropped", sk)
+		}
+	}
+}

@@ -1,0 +1,412 @@
+package dynamo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+)
+
+// CreateSession stores sess unless its id exists; it returns an error
+// wrapping store.ErrExists then. A zero CreatedAt is set to now and a zero
+// UpdatedAt to CreatedAt. Items left in the partition by an earlier session
+// of the same id that TTL removed are deleted first.
+func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
+	now := s.now()
+	created := orNow(sess.CreatedAt, now)
+	updated := orNow(sess.UpdatedAt, created)
+	it := key(sessionPK(sess.ID), skSession)
+	it["id"] = attrS(sess.ID)
+	it["agent"] = attrS(sess.Agent)
+	it["owner"] = attrS(sess.Owner)
+	it["ephemeral"] = attrBool(sess.Ephemeral)
+	it["created_at"] = attrTime(created)
+	it["updated_at"] = attrTime(updated)
+	if allow := dedupe(sess.Allowlist); len(allow) > 0 {
+		it["allowlist"] = attrSS(allow)
+	}
+	if exp := s.expiresAt(now); exp != 0 {
+		it[attrExpiresAt] = attrN(exp)
+	}
+	if err := checkSize(fmt.Sprintf("session %q", sess.ID), it); err != nil {
+		return err
+	}
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:           s.table,
+		Item:                it,
+		ConditionExpression: aws.String("attribute_not_exists(pk)"),
+	})
+	if _, ok := condFailed(err); ok {
+		return fmt.Errorf("dynamo: create session %q: %w", sess.ID, store.ErrExists)
+	}
+	if err != nil {
+		return fmt.Errorf("dynamo: create session %q: %w", sess.ID, err)
+	}
+	if err := s.purgeLeftovers(ctx, sess.ID); err != nil {
+		return fmt.Errorf("dynamo: create session %q: %w", sess.ID, err)
+	}
+	return nil
+}
+
+// purgeLeftovers deletes what an expired session of the same id left in
+// the partition: anything but the SESSION and LANE items. It reads at most
+// three keys when there is nothing to do, as the SESSION item sorts last.
+func (s *Store) purgeLeftovers(ctx context.Context, id string) error {
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 s.table,
+		ConsistentRead:            aws.Bool(true),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: item{":pk": attrS(sessionPK(id))},
+		ProjectionExpression:      aws.String("pk, sk"),
+		Limit:                     aws.Int32(3),
+	})
+	if err != nil {
+		return fmt.Errorf("look for leftovers: %w", err)
+	}
+	for _, it := range out.Items {
+		if sk := getS(it, attrSK); sk != skSession && sk != skLane {
+			return s.purge(ctx, id, true)
+		}
+	}
+	return nil
+}
+
+// purge deletes a session's partition and the run and approval items it
+// indexes: first those, then the partition, then the SESSION item, so that
+// an interrupted purge can be run again. keepLive keeps the SESSION and
+// LANE items.
+func (s *Store) purge(ctx context.Context, id string, keepLive bool) error {
+	pk := sessionPK(id)
+	var items []item
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
+		TableName:                 s.table,
+		ConsistentRead:            aws.Bool(true),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: item{":pk": attrS(pk)},
+		ProjectionExpression:      aws.String("pk, sk, run_id, approval_id"),
+	})
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("list session items: %w", err)
+		}
+		items = append(items, out.Items...)
+	}
+	var outside, inside, last []item
+	for _, it := range items {
+		sk := getS(it, attrSK)
+		switch {
+		case sk == skSession || sk == skLane:
+			if keepLive {
+				continue
+			}
+			last = append(last, key(pk, sk))
+			continue
+		case strings.HasPrefix(sk, pfxRunIndex):
+			outside = append(outside, key(pfxRun+getS(it, "run_id"), skRun), key(pfxRun+getS(it, "run_id"), skCalls))
+		case strings.HasPrefix(sk, pfxApprIdx):
+			outside = append(outside, key(pfxApproval+getS(it, "approval_id"), skApproval))
+		}
+		inside = append(inside, key(pk, sk))
+	}
+	for _, keys := range [][]item{outside, inside, last} {
+		if err := s.deleteKeys(ctx, keys); err != nil {
+			return fmt.Errorf("delete session items: %w", err)
+		}
+	}
+	return nil
+}
+
+// GetSession returns a session, or an error wrapping store.ErrNotFound.
+func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error) {
+	it, err := s.getItem(ctx, key(sessionPK(id), skSession))
+	if err != nil {
+		return store.Session{}, fmt.Errorf("dynamo: get session %q: %w", id, err)
+	}
+	if it == nil {
+		return store.Session{}, fmt.Errorf("dynamo: get session %q: %w", id, store.ErrNotFound)
+	}
+	return store.Session{
+		ID:        getS(it, "id"),
+		Agent:     getS(it, "agent"),
+		Owner:     getS(it, "owner"),
+		Ephemeral: getBool(it, "ephemeral"),
+		Allowlist: getList(it, "allowlist"),
+		CreatedAt: getTime(it, "created_at"),
+		UpdatedAt: getTime(it, "updated_at"),
+	}, nil
+}
+
+// DeleteSession removes the session with its history, runs, approvals and
+// lane; an unknown session is no error. It also cleans up after a session
+// whose SESSION item TTL removed.
+func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	if err := s.purge(ctx, id, false); err != nil {
+		return fmt.Errorf("dynamo: delete session %q: %w", id, err)
+	}
+	return nil
+}
+
+// AllowTool adds a tool to the session's allowlist, a string set, so that
+// concurrent and repeated adds keep one of each. It is store.ErrNotFound
+// for an unknown session.
+func (s *Store) AllowTool(ctx context.Context, sessionID, tool string) error {
+	in := &dynamodb.UpdateItemInput{
+		TableName:                 s.table,
+		Key:                       key(sessionPK(sessionID), skSession),
+		UpdateExpression:          aws.String("ADD allowlist :tool"),
+		ConditionExpression:       aws.String("attribute_exists(pk)"),
+		ExpressionAttributeValues: item{":tool": attrSS([]string{tool})},
+	}
+	if exp := s.expiresAt(s.now()); exp != 0 {
+		in.UpdateExpression = aws.String("ADD allowlist :tool SET expires_at = :exp")
+		in.ExpressionAttributeValues[":exp"] = attrN(exp)
+	}
+	_, err := s.db.UpdateItem(ctx, in)
+	if _, ok := condFailed(err); ok {
+		return fmt.Errorf("dynamo: allow tool %q in session %q: %w", tool, sessionID, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("dynamo: allow tool %q in session %q: %w", tool, sessionID, err)
+	}
+	return nil
+}
+
+// touchSession marks activity on a session: UpdatedAt becomes now and the
+// expiry moves SessionTTL ahead. It is store.ErrNotFound for an unknown
+// session, and never creates one.
+func (s *Store) touchSession(ctx context.Context, id string, now time.Time) error {
+	set := "SET updated_at = :now"
+	vals := item{":now": attrTime(now)}
+	if exp := s.expiresAt(now); exp != 0 {
+		set += ", expires_at = :exp"
+		vals[":exp"] = attrN(exp)
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 s.table,
+		Key:                       key(sessionPK(id), skSession),
+		UpdateExpression:          aws.String(set),
+		ConditionExpression:       aws.String("attribute_exists(pk)"),
+		ExpressionAttributeValues: vals,
+	})
+	if _, ok := condFailed(err); ok {
+		return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+	}
+	return err
+}
+
+// AppendMessage stores m unless its (session, key) exists, and reports
+// whether it wrote. The session must exist (else store.ErrNotFound); the
+// write refreshes its UpdatedAt and expiry. A message over DynamoDB's item
+// limit is refused with ErrItemTooLarge. A zero CreatedAt is set to now.
+func (s *Store) AppendMessage(ctx context.Context, m store.Message) (bool, error) {
+	now := s.now()
+	m.CreatedAt = orNow(m.CreatedAt, now)
+	it, err := messageItem(m)
+	if err != nil {
+		return false, fmt.Errorf("dynamo: append message %q/%q: %w", m.SessionID, m.Key, err)
+	}
+	if err := checkSize(fmt.Sprintf("message %q/%q", m.SessionID, m.Key), it); err != nil {
+		return false, err
+	}
+	if err := s.touchSession(ctx, m.SessionID, now); err != nil {
+		return false, fmt.Errorf("dynamo: append message %q/%q: %w", m.SessionID, m.Key, err)
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:           s.table,
+		Item:                it,
+		ConditionExpression: aws.String("attribute_not_exists(pk)"),
+	})
+	if _, ok := condFailed(err); ok {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("dynamo: append message %q/%q: %w", m.SessionID, m.Key, err)
+	}
+	return true, nil
+}
+
+// messageItem encodes a message; tool calls are kept as a JSON array.
+func messageItem(m store.Message) (item, error) {
+	it := key(sessionPK(m.SessionID), pfxMsg+m.Key)
+	it["session_id"] = attrS(m.SessionID)
+	it["msg_key"] = attrS(m.Key)
+	it["run_id"] = attrS(m.RunID)
+	it["role"] = attrS(string(m.Role))
+	it["content"] = attrS(m.Content)
+	it["created_at"] = attrTime(m.CreatedAt)
+	if len(m.ToolCalls) > 0 {
+		b, err := json.Marshal(m.ToolCalls)
+		if err != nil {
+			return nil, fmt.Errorf("encode tool calls: %w", err)
+		}
+		it["tool_calls"] = attrS(string(b))
+	}
+	if m.ToolCallID != "" {
+		it["tool_call_id"] = attrS(m.ToolCallID)
+	}
+	if m.Name != "" {
+		it["name"] = attrS(m.Name)
+	}
+	return it, nil
+}
+
+// decodeMessage is the inverse of messageItem.
+func decodeMessage(it item) (store.Message, error) {
+	m := store.Message{
+		SessionID: getS(it, "session_id"),
+		Key:       getS(it, "msg_key"),
+		RunID:     getS(it, "run_id"),
+		Message: chat.Message{
+			Role:       chat.Role(getS(it, "role")),
+			Content:    getS(it, "content"),
+			ToolCallID: getS(it, "tool_call_id"),
+			Name:       getS(it, "name"),
+		},
+		CreatedAt: getTime(it, "created_at"),
+	}
+	if tc := getS(it, "tool_calls"); tc != "" {
+		if err := json.Unmarshal([]byte(tc), &m.ToolCalls); err != nil {
+			return store.Message{}, fmt.Errorf("decode tool calls of %q: %w", m.Key, err)
+		}
+	}
+	return m, nil
+}
+
+// GetMessage returns one message by key, or store.ErrNotFound.
+func (s *Store) GetMessage(ctx context.Context, sessionID, msgKey string) (store.Message, error) {
+	it, err := s.getItem(ctx, key(sessionPK(sessionID), pfxMsg+msgKey))
+	if err != nil {
+		return store.Message{}, fmt.Errorf("dynamo: get message %q/%q: %w", sessionID, msgKey, err)
+	}
+	if it == nil {
+		return store.Message{}, fmt.Errorf("dynamo: get message %q/%q: %w", sessionID, msgKey, store.ErrNotFound)
+	}
+	m, err := decodeMessage(it)
+	if err != nil {
+		return store.Message{}, fmt.Errorf("dynamo: get message %q/%q: %w", sessionID, msgKey, err)
+	}
+	return m, nil
+}
+
+// Messages returns the history of a session ordered by key (DynamoDB orders
+// sort keys by their UTF-8 bytes, as Go compares strings); none for an
+// unknown session.
+func (s *Store) Messages(ctx context.Context, sessionID string) ([]store.Message, error) {
+	return s.messagesFrom(ctx, sessionID, "")
+}
+
+// RunMessages returns the messages of one run of a session, ordered by
+// key: one Query on the run's key prefix.
+func (s *Store) RunMessages(ctx context.Context, sessionID string, seq int64) ([]store.Message, error) {
+	return s.messagesFrom(ctx, sessionID, store.RunPrefix(seq))
+}
+
+// messagesFrom returns a session's messages whose key starts with prefix.
+func (s *Store) messagesFrom(ctx context.Context, sessionID, prefix string) ([]store.Message, error) {
+	items, err := s.queryPrefix(ctx, sessionPK(sessionID), pfxMsg+prefix, 0)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: messages of %q: %w", sessionID, err)
+	}
+	out := make([]store.Message, 0, len(items))
+	for _, it := range items {
+		m, err := decodeMessage(it)
+		if err != nil {
+			return nil, fmt.Errorf("dynamo: messages of %q: %w", sessionID, err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// DeleteMessages removes the given keys, 25 to a batch; missing keys are
+// ignored.
+func (s *Store) DeleteMessages(ctx context.Context, sessionID string, keys []string) error {
+	ks := make([]item, len(keys))
+	for i, k := range keys {
+		ks[i] = key(sessionPK(sessionID), pfxMsg+k)
+	}
+	if err := s.deleteKeys(ctx, ks); err != nil {
+		return fmt.Errorf("dynamo: delete messages of %q: %w", sessionID, err)
+	}
+	return nil
+}
+
+// AcquireLane takes the session's lane for owner until ttl from now: the
+// lease that lets one run at a time step a session on AWS. It succeeds, and
+// reports true, when the lane is free, its lease has expired, or owner
+// holds it already (the lease is then renewed); it reports false when
+// another owner holds a live lease. Expiry is judged by this process's
+// clock, so leases should be far longer than the clock skew between
+// Lambda hosts.
+func (s *Store) AcquireLane(ctx context.Context, sessionID, owner string, ttl time.Duration) (bool, error) {
+	if owner == "" || ttl <= 0 {
+		return false, fmt.Errorf("dynamo: acquire lane %q: need an owner and a positive ttl", sessionID)
+	}
+	now := s.now()
+	until := now.Add(ttl)
+	it := key(sessionPK(sessionID), skLane)
+	it["owner"] = attrS(owner)
+	it["lease_until"] = attrTime(until)
+	// TTL removes a forgotten lease a while after it ended.
+	it[attrExpiresAt] = attrN(until.Add(time.Hour).Unix())
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                s.table,
+		Item:                     it,
+		ConditionExpression:      aws.String("attribute_not_exists(pk) OR lease_until <= :now OR #owner = :owner"),
+		ExpressionAttributeNames: map[string]string{"#owner": "owner"},
+		ExpressionAttributeValues: item{
+			":now":   attrTime(now),
+			":owner": attrS(owner),
+		},
+	})
+	if _, ok := condFailed(err); ok {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("dynamo: acquire lane %q for %q: %w", sessionID, owner, err)
+	}
+	return true, nil
+}
+
+// ReleaseLane frees the session's lane if owner holds it. Releasing a free
+// lane, or one another owner holds (because this owner's lease expired and
+// was taken), changes nothing and is no error, so a retried or late release
+// is harmless: only the owner releases.
+func (s *Store) ReleaseLane(ctx context.Context, sessionID, owner string) error {
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                s.table,
+		Key:                      key(sessionPK(sessionID), skLane),
+		ConditionExpression:      aws.String("#owner = :owner"),
+		ExpressionAttributeNames: map[string]string{"#owner": "owner"},
+		ExpressionAttributeValues: item{
+			":owner": attrS(owner),
+		},
+	})
+	if _, ok := condFailed(err); ok {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("dynamo: release lane %q for %q: %w", sessionID, owner, err)
+	}
+	return nil
+}
+
+// dedupe returns the distinct strings of list, in first-seen order.
+func dedupe(list []string) []string {
+	var out []string
+	for _, s := range list {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,338 @@
+package dynamo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+)
+
+// The Telegram channel's state (store.Telegram), in the same table:
+//
+//	pk                  sk        what                          other attributes
+//	TGSTATE#<key>       TGSTATE   a small value (offset, …)     value
+//	TGSEEN#<update_id>  TGSEEN    a handled update              seen_at, expires_at; gsi1pk TGSEEN, gsi1sk <ms:015>#<id>
+//	TGUSER#<user_id>    TGUSER    a user let in by a code       code_hash, added_at
+//	TGCODE#<hash>       TGCODE    claim of a used access code   user_id
+//	TGOUT#<id>          TGOUT     a reply chunk in the outbox   chat_id, text, status, attempts, next_at, last_error,
+//	                                                            message_id, lease_owner, lease_until, expires_at;
+//	                                                            gsi1pk TGOUT#<status>, gsi1sk <order:020>
+//
+// Seen updates expire (TTL) TelegramSeenTTL after they were handled, sent
+// messages TelegramSentTTL after they were sent; failed messages stay.
+// UnsentOutbox claims what it returns with a short lease, so that two
+// functions flushing the outbox at once (the webhook and a step) never
+// send the same message twice; a message whose lease is held elsewhere is
+// skipped, with its chat's later messages, so a chat keeps its order.
+const (
+	pfxTGState = "TGSTATE#"
+	pfxTGSeen  = "TGSEEN#"
+	pfxTGUser  = "TGUSER#"
+	pfxTGCode  = "TGCODE#"
+	pfxTGOut   = "TGOUT#"
+	skTGState  = "TGSTATE"
+	skTGSeen   = "TGSEEN"
+	skTGUser   = "TGUSER"
+	skTGCode   = "TGCODE"
+	skTGOut    = "TGOUT"
+	gsiTGSeen  = "TGSEEN"
+
+	// TelegramSeenTTL is how long a handled update id is remembered;
+	// Telegram gives up redelivering an update well before.
+	TelegramSeenTTL = 7 * 24 * time.Hour
+	// TelegramSentTTL is how long a delivered message is kept.
+	TelegramSentTTL = 30 * 24 * time.Hour
+	// outboxLease is how long UnsentOutbox's claim of a message lasts
+	// past the message's next attempt time.
+	outboxLease = 2 * time.Minute
+)
+
+// TelegramStore is the Telegram channel's durable state in the table.
+type TelegramStore struct{ s *Store }
+
+var _ store.Telegram = TelegramStore{}
+
+// Telegram returns the Telegram channel's store.
+func (s *Store) Telegram() TelegramStore { return TelegramStore{s} }
+
+// leaseOwner names this process in outbox leases.
+var leaseOwner = func() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}()
+
+// outOrder returns increasing order keys for outbox messages.
+var outOrder struct {
+	mu   sync.Mutex
+	last int64
+}
+
+func nextOrder() string {
+	outOrder.mu.Lock()
+	defer outOrder.mu.Unlock()
+	n := max(time.Now().UnixNano(), outOrder.last+1)
+	outOrder.last = n
+	return fmt.Sprintf("%020d", n)
+}
+
+func tgOutGSI(status string) string { return pfxTGOut + status }
+
+// State implements store.Telegram.
+func (t TelegramStore) State(ctx context.Context, k string) (string, error) {
+	it, err := t.s.getItem(ctx, key(pfxTGState+k, skTGState))
+	if err != nil {
+		return "", fmt.Errorf("dynamo: telegram state %q: %w", k, err)
+	}
+	return getS(it, "value"), nil
+}
+
+// SetState implements store.Telegram.
+func (t TelegramStore) SetState(ctx context.Context, k, value string) error {
+	it := key(pfxTGState+k, skTGState)
+	it["value"] = attrS(value)
+	if _, err := t.s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: t.s.table, Item: it}); err != nil {
+		return fmt.Errorf("dynamo: set telegram state %q: %w", k, err)
+	}
+	return nil
+}
+
+// Seen implements store.Telegram.
+func (t TelegramStore) Seen(ctx context.Context, updateID int64) (bool, error) {
+	it, err := t.s.getItem(ctx, key(pfxTGSeen+strconv.FormatInt(updateID, 10), skTGSeen))
+	if err != nil {
+		return false, fmt.Errorf("dynamo: telegram seen: %w", err)
+	}
+	// TTL deletes lazily: an expired item may still be there.
+	return it != nil && getN(it, attrExpiresAt) > t.s.now().Unix(), nil
+}
+
+// MarkSeen implements store.Telegram; the first mark of an update stays.
+func (t TelegramStore) MarkSeen(ctx context.Context, updateID int64, at time.Time) error {
+	id := strconv.FormatInt(updateID, 10)
+	it := key(pfxTGSeen+id, skTGSeen)
+	it["seen_at"] = attrTime(at)
+	it[attrExpiresAt] = attrN(at.Add(TelegramSeenTTL).Unix())
+	it[attrGSI1PK] = attrS(gsiTGSeen)
+	it[attrGSI1SK] = attrS(msKey(at) + "#" + id)
+	_, err := t.s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: t.s.table, Item: it,
+		ConditionExpression: aws.String("attribute_not_exists(pk)")})
+	if _, ok := condFailed(err); err != nil && !ok {
+		return fmt.Errorf("dynamo: telegram mark seen: %w", err)
+	}
+	return nil
+}
+
+// PruneSeen implements store.Telegram. TTL removes seen updates anyway;
+// this removes them sooner.
+func (t TelegramStore) PruneSeen(ctx context.Context, before time.Time) error {
+	p := dynamodb.NewQueryPaginator(t.s.db, &dynamodb.QueryInput{
+		TableName: t.s.table, IndexName: aws.String(indexGSI1),
+		KeyConditionExpression:    aws.String("gsi1pk = :pk AND gsi1sk < :before"),
+		ExpressionAttributeValues: item{":pk": attrS(gsiTGSeen), ":before": attrS(msKey(before))},
+		ProjectionExpression:      aws.String("pk, sk"),
+	})
+	var keys []item
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("dynamo: telegram prune seen: %w", err)
+		}
+		for _, it := range out.Items {
+			keys = append(keys, key(getS(it, attrPK), getS(it, attrSK)))
+		}
+	}
+	if err := t.s.deleteKeys(ctx, keys); err != nil {
+		return fmt.Errorf("dynamo: telegram prune seen: %w", err)
+	}
+	return nil
+}
+
+// AllowedUser implements store.Telegram.
+func (t TelegramStore) AllowedUser(ctx context.Context, userID int64) (bool, error) {
+	it, err := t.s.getItem(ctx, key(pfxTGUser+strconv.FormatInt(userID, 10), skTGUser))
+	if err != nil {
+		return false, fmt.Errorf("dynamo: telegram user: %w", err)
+	}
+	return it != nil, nil
+}
+
+// RedeemCode implements store.Telegram: the code's claim and the user are
+// written together, each only when new, so a code lets one user in, once.
+func (t TelegramStore) RedeemCode(ctx context.Context, codeHash string, userID int64, at time.Time) (bool, error) {
+	uid := strconv.FormatInt(userID, 10)
+	claim := key(pfxTGCode+codeHash, skTGCode)
+	claim["user_id"] = attrS(uid)
+	user := key(pfxTGUser+uid, skTGUser)
+	user["code_hash"] = attrS(codeHash)
+	user["added_at"] = attrTime(at)
+	cond := "attribute_not_exists(pk)"
+	err := t.s.transact(ctx, []types.TransactWriteItem{t.s.put(claim, cond), t.s.put(user, cond)})
+	if _, ok := canceledAt(err); ok {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("dynamo: telegram redeem code: %w", err)
+	}
+	return true, nil
+}
+
+// AddOutbox implements store.Telegram.
+func (t TelegramStore) AddOutbox(ctx context.Context, msgs []store.OutboxMessage) error {
+	now := t.s.now()
+	for _, m := range msgs {
+		it := key(pfxTGOut+m.ID, skTGOut)
+		it["id"] = attrS(m.ID)
+		it["chat_id"] = attrN(m.ChatID)
+		it["text"] = attrS(m.Text)
+		it["status"] = attrS(store.OutboxPending)
+		it["attempts"] = attrN(0)
+		it["next_at"] = attrTime(orNow(m.NextAt, now))
+		it["created_at"] = attrTime(orNow(m.CreatedAt, now))
+		it[attrGSI1PK] = attrS(tgOutGSI(store.OutboxPending))
+		it[attrGSI1SK] = attrS(nextOrder())
+		if err := checkSize("telegram message "+m.ID, it); err != nil {
+			return err
+		}
+		_, err := t.s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: t.s.table, Item: it,
+			ConditionExpression: aws.String("attribute_not_exists(pk)")})
+		if _, ok := condFailed(err); err != nil && !ok {
+			return fmt.Errorf("dynamo: telegram outbox: %w", err)
+		}
+	}
+	return nil
+}
+
+// UnsentOutbox implements store.Telegram. It reads the pending messages
+// from gsi1 in order and claims each with a lease, returning the claimed
+// ones as they are after the claim (the index may lag).
+func (t TelegramStore) UnsentOutbox(ctx context.Context, limit int) ([]store.OutboxMessage, error) {
+	p := dynamodb.NewQueryPaginator(t.s.db, &dynamodb.QueryInput{
+		TableName: t.s.table, IndexName: aws.String(indexGSI1),
+		KeyConditionExpression:    aws.String("gsi1pk = :pk"),
+		ExpressionAttributeValues: item{":pk": attrS(tgOutGSI(store.OutboxPending))},
+		ProjectionExpression:      aws.String("pk, chat_id, next_at"),
+	})
+	now := t.s.now()
+	blocked := map[int64]bool{}
+	var out []store.OutboxMessage
+	for p.HasMorePages() && len(out) < limit {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("dynamo: telegram outbox: %w", err)
+		}
+		for _, it := range page.Items {
+			if len(out) >= limit {
+				break
+			}
+			chat := getN(it, "chat_id")
+			if blocked[chat] {
+				continue
+			}
+			until := now
+			if next := getTime(it, "next_at"); next.After(now) {
+				until = next
+			}
+			until = until.Add(outboxLease)
+			res, err := t.s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName: t.s.table, Key: key(getS(it, attrPK), skTGOut),
+				UpdateExpression: aws.String("SET lease_owner = :me, lease_until = :until"),
+				ConditionExpression: aws.String("#st = :pending AND (attribute_not_exists(lease_owner) OR " +
+					"lease_owner = :me OR lease_until < :now)"),
+				ExpressionAttributeNames: map[string]string{"#st": "status"},
+				ExpressionAttributeValues: item{":me": attrS(leaseOwner), ":until": attrTime(until),
+					":now": attrTime(now), ":pending": attrS(store.OutboxPending)},
+				ReturnValues: types.ReturnValueAllNew,
+			})
+			if _, ok := condFailed(err); ok {
+				blocked[chat] = true // sent meanwhile, or claimed elsewhere
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("dynamo: telegram outbox: %w", err)
+			}
+			out = append(out, outMessage(res.Attributes))
+		}
+	}
+	return out, nil
+}
+
+func outMessage(it item) store.OutboxMessage {
+	return store.OutboxMessage{
+		ID: getS(it, "id"), ChatID: getN(it, "chat_id"), Text: getS(it, "text"), Status: getS(it, "status"),
+		Attempts: int(getN(it, "attempts")), NextAt: getTime(it, "next_at"), MessageID: getN(it, "message_id"),
+		LastError: getS(it, "last_error"), CreatedAt: getTime(it, "created_at"),
+	}
+}
+
+// MarkSent implements store.Telegram.
+func (t TelegramStore) MarkSent(ctx context.Context, id string, messageID int64, at time.Time) error {
+	_, err := t.s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: t.s.table, Key: key(pfxTGOut+id, skTGOut),
+		UpdateExpression: aws.String("SET #st = :sent, message_id = :mid, sent_at = :at, attempts = attempts + :one, " +
+			"gsi1pk = :gsi, expires_at = :exp REMOVE lease_owner, lease_until"),
+		ConditionExpression:      aws.String("attribute_exists(pk)"),
+		ExpressionAttributeNames: map[string]string{"#st": "status"},
+		ExpressionAttributeValues: item{":sent": attrS(store.OutboxSent), ":mid": attrN(messageID), ":at": attrTime(at),
+			":one": attrN(1), ":gsi": attrS(tgOutGSI(store.OutboxSent)), ":exp": attrN(at.Add(TelegramSentTTL).Unix())},
+	})
+	if _, ok := condFailed(err); ok {
+		return fmt.Errorf("dynamo: telegram mark sent: no message %q", id)
+	}
+	if err != nil {
+		return fmt.Errorf("dynamo: telegram mark sent: %w", err)
+	}
+	return nil
+}
+
+// MarkRetry implements store.Telegram; a message no longer pending is
+// left as it is.
+func (t TelegramStore) MarkRetry(ctx context.Context, id string, attempts int, next time.Time, lastErr string, failed bool) error {
+	status := store.OutboxPending
+	if failed {
+		status = store.OutboxFailed
+	}
+	_, err := t.s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: t.s.table, Key: key(pfxTGOut+id, skTGOut),
+		UpdateExpression:         aws.String("SET #st = :st, attempts = :n, next_at = :next, last_error = :err, gsi1pk = :gsi"),
+		ConditionExpression:      aws.String("#st = :pending"),
+		ExpressionAttributeNames: map[string]string{"#st": "status"},
+		ExpressionAttributeValues: item{":st": attrS(status), ":n": attrN(int64(attempts)), ":next": attrTime(next),
+			":err": attrS(lastErr), ":gsi": attrS(tgOutGSI(status)), ":pending": attrS(store.OutboxPending)},
+	})
+	if _, ok := condFailed(err); err != nil && !ok {
+		return fmt.Errorf("dynamo: telegram mark retry: %w", err)
+	}
+	return nil
+}
+
+// OutboxStats implements store.Telegram: it counts gsi1's partitions of
+// the outbox (eventually consistent; sent messages of the last
+// TelegramSentTTL).
+func (t TelegramStore) OutboxStats(ctx context.Context) (store.OutboxStats, error) {
+	var st store.OutboxStats
+	for status, n := range map[string]*int{store.OutboxPending: &st.Pending, store.OutboxSent: &st.Sent, store.OutboxFailed: &st.Failed} {
+		p := dynamodb.NewQueryPaginator(t.s.db, &dynamodb.QueryInput{
+			TableName: t.s.table, IndexName: aws.String(indexGSI1), Select: types.SelectCount,
+			KeyConditionExpression:    aws.String("gsi1pk = :pk"),
+			ExpressionAttributeValues: item{":pk": attrS(tgOutGSI(status))},
+		})
+		for p.HasMorePages() {
+			out, err := p.NextPage(ctx)
+			if err != nil {
+				return st, fmt.Errorf("dynamo: telegram outbox stats: %w", err)
+			}
+			*n += int(out.Count)
+		}
+	}
+	return st, nil
+}

@@ -1,0 +1,325 @@
+package openai
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm/llmtest"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/memory/memorytest"
+)
+
+// TestConformance runs the provider suite against a fake of OpenAI's chat
+// completions API.
+func TestConformance(t *testing.T) {
+	llmtest.Run(t, llmtest.Harness{Secret: testKey, Start: startChatFake})
+}
+
+// startChatFake starts a fake chat completions endpoint answering as s
+// says, and a provider pointed at it.
+func startChatFake(t *testing.T, cfg llmtest.Config, s *llmtest.Script) llm.Provider {
+	t.Helper()
+	url := llmtest.Serve(t, cfg.Down, readChatRequest, func(w http.ResponseWriter, r *http.Request, req chatRequest) {
+		a, done := s.Next(req.call())
+		defer done()
+		answerChat(t, w, r, req, a)
+	})
+	p, err := New(Config{Name: llmtest.Name, BaseURL: url + "/v1", APIKey: testKey, Model: llmtest.Model, Timeout: cfg.Timeout, MaxReplyBytes: cfg.MaxReplyBytes})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return p
+}
+
+// chatRequest is a chat completions request as OpenAI documents it: the
+// part of it lambdaclaw sends, and nothing else.
+type chatRequest struct {
+	Model         string `json:"model"`
+	Stream        bool   `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Messages []struct {
+		Role       string     `json:"role"`
+		Content    *string    `json:"content"`
+		ToolCallID string     `json:"tool_call_id"`
+		ToolCalls  []wireCall `json:"tool_calls"`
+	} `json:"messages"`
+	Tools []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	} `json:"tools"`
+	MaxTokens           int `json:"max_tokens"`
+	MaxCompletionTokens int `json:"max_completion_tokens"`
+}
+
+// wireCall is a tool call as OpenAI writes it: in a message, or as a
+// streamed delta with its index and only the fields it brings.
+type wireCall struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// readChatRequest reads a POST to /v1/chat/completions strictly: an
+// unknown field, or a tool or call that is not a function, is an error.
+func readChatRequest(r *http.Request) (chatRequest, error) {
+	var req chatRequest
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		return req, fmt.Errorf("%s %s, want POST /v1/chat/completions", r.Method, r.URL.Path)
+	}
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return req, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, fmt.Errorf("request %s: %w", data, err)
+	}
+	for _, m := range req.Messages {
+		for _, c := range m.ToolCalls {
+			if c.Type != "function" || c.Index != nil {
+				return req, fmt.Errorf("tool call %+v is not a function call", c)
+			}
+		}
+	}
+	for _, tool := range req.Tools {
+		if tool.Type != "function" {
+			return req, fmt.Errorf("tool of type %q", tool.Type)
+		}
+	}
+	if req.Stream != (req.StreamOptions != nil) {
+		return req, errors.New("stream_options without stream, or the reverse")
+	}
+	return req, nil
+}
+
+// call is the request in the port's terms.
+func (req chatRequest) call() llmtest.Call {
+	c := llmtest.Call{Model: req.Model, Stream: req.Stream, MaxTokens: max(req.MaxTokens, req.MaxCompletionTokens)}
+	for _, m := range req.Messages {
+		msg := chat.Message{Role: chat.Role(m.Role), ToolCallID: m.ToolCallID}
+		if m.Content != nil {
+			msg.Content = *m.Content
+		}
+		for _, tc := range m.ToolCalls {
+			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		}
+		c.Messages = append(c.Messages, msg)
+	}
+	for _, tool := range req.Tools {
+		c.Tools = append(c.Tools, chat.ToolDef{Name: tool.Function.Name, Description: tool.Function.Description, Parameters: tool.Function.Parameters})
+	}
+	return c
+}
+
+// answerChat answers req as a, in OpenAI's wire format.
+func answerChat(t *testing.T, w http.ResponseWriter, r *http.Request, req chatRequest, a llmtest.Answer) {
+	switch {
+	case llmtest.Hold(t, w, r, a.End):
+	case a.Failure != nil && len(a.Pieces) == 0:
+		writeFailure(w, *a.Failure)
+	case req.Stream:
+		streamChat(t, w, r, req, a)
+	default:
+		llmtest.WriteWhole(t, w, r, "application/json", completion(req.Model, a), a.End)
+	}
+}
+
+// completion is a chat.completion object holding a.
+func completion(model string, a llmtest.Answer) string {
+	m := llmtest.Assemble(a.Pieces)
+	message := map[string]any{"role": "assistant", "content": m.Content, "refusal": nil}
+	if len(m.ToolCalls) > 0 {
+		calls := make([]wireCall, len(m.ToolCalls))
+		for i, c := range m.ToolCalls {
+			calls[i].ID, calls[i].Type = c.ID, "function"
+			calls[i].Function.Name, calls[i].Function.Arguments = c.Name, c.Arguments
+		}
+		message["tool_calls"] = calls
+		if m.Content == "" {
+			message["content"] = nil
+		}
+	}
+	return llmtest.ASCIIJSON(map[string]any{
+		"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": model,
+		"choices": []any{map[string]any{"index": 0, "message": message, "logprobs": nil, "finish_reason": a.Finish}},
+		"usage":   wireUsage(a.Usage),
+	})
+}
+
+// streamChat answers with server-sent chat.completion.chunk events: the
+// role, one chunk per piece, then as a says.
+func streamChat(t *testing.T, w http.ResponseWriter, r *http.Request, req chatRequest, a llmtest.Answer) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	send := func(data string) {
+		fmt.Fprintf(w, "data: %s\n\n", data)
+		w.(http.Flusher).Flush()
+	}
+	send(chatChunk(req.Model, map[string]any{"role": "assistant", "content": ""}, ""))
+	for _, p := range a.Pieces {
+		send(chatChunk(req.Model, pieceDelta(p), ""))
+	}
+	switch {
+	case a.Failure != nil:
+		// As OpenRouter sends it: the status as the code.
+		send(mustJSON(map[string]any{"error": map[string]any{"message": a.Failure.Message, "code": a.Failure.Kind.Status()}}))
+	case a.End == llmtest.Stalled:
+		<-r.Context().Done()
+	case a.End == llmtest.Dropped:
+		llmtest.DropStream(t, w, []byte(`data: {"id":"chatcmpl-1","obj`))
+	case a.End == llmtest.Unfinished:
+	case a.End == llmtest.Malformed:
+		send(`{"choices": [ {"delta": `)
+	case a.End == llmtest.Endless:
+		llmtest.Repeat(w, r, []byte("data: "+chatChunk(req.Model, map[string]any{"content": "and on and on"}, "")+"\n\n"))
+	default:
+		send(chatChunk(req.Model, map[string]any{}, a.Finish))
+		if req.StreamOptions.IncludeUsage {
+			send(mustJSON(map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": req.Model,
+				"choices": []any{}, "usage": wireUsage(a.Usage)}))
+		}
+		send("[DONE]")
+	}
+}
+
+// chatChunk is a chat.completion.chunk with delta, and finish as its
+// finish reason when set.
+func chatChunk(model string, delta map[string]any, finish string) string {
+	var reason any
+	if finish != "" {
+		reason = finish
+	}
+	return mustJSON(map[string]any{
+		"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": model,
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": reason}},
+	})
+}
+
+// pieceDelta is the delta of a streamed piece: content, or a tool call's
+// delta carrying what the piece brings.
+func pieceDelta(p llmtest.Piece) map[string]any {
+	if !p.IsCall {
+		return map[string]any{"content": p.Text}
+	}
+	c := wireCall{Index: &p.Call, ID: p.ID}
+	if p.ID != "" {
+		c.Type = "function"
+	}
+	c.Function.Name, c.Function.Arguments = p.Name, p.Args
+	return map[string]any{"tool_calls": []wireCall{c}}
+}
+
+func wireUsage(u chat.Usage) map[string]int {
+	return map[string]int{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens, "total_tokens": u.TotalTokens}
+}
+
+// writeFailure answers with f as OpenAI does: its status, and the error's
+// message, type and code.
+func writeFailure(w http.ResponseWriter, f llmtest.Failure) {
+	typ, code := "invalid_request_error", any(nil)
+	switch f.Kind {
+	case llmtest.Unauthorized:
+		code = "invalid_api_key"
+	case llmtest.Forbidden:
+		code = "model_not_found"
+	case llmtest.RateLimited:
+		typ, code = "requests", "rate_limit_exceeded"
+	case llmtest.ServerError, llmtest.Unavailable:
+		typ = "server_error"
+	case llmtest.ContextOverflow:
+		code = "context_length_exceeded"
+	}
+	if f.RetryAfter != "" {
+		w.Header().Set("Retry-After", f.RetryAfter)
+	}
+	writeJSON(w, f.Kind.Status(), mustJSON(map[string]any{"error": map[string]any{"message": f.Message, "type": typ, "param": nil, "code": code}}))
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// TestEmbedderConformance runs the embedder suite against a fake of
+// OpenAI's embeddings API.
+func TestEmbedderConformance(t *testing.T) {
+	memorytest.RunEmbedder(t, memorytest.EmbedHarness{Provider: llmtest.Name, Secret: testKey, Start: startEmbeddingsFake})
+}
+
+// startEmbeddingsFake starts a fake /v1/embeddings endpoint answering as s
+// says, and an embedder pointed at it.
+func startEmbeddingsFake(t *testing.T, cfg memorytest.EmbedConfig, s *memorytest.EmbedScript) memory.Embedder {
+	t.Helper()
+	url := llmtest.Serve(t, cfg.Down, readEmbeddingsRequest, func(w http.ResponseWriter, r *http.Request, call memorytest.EmbedCall) {
+		answerEmbeddings(t, w, r, call, s.Next(call))
+	})
+	e, err := NewEmbedder(EmbedConfig{Name: llmtest.Name, BaseURL: url + "/v1", APIKey: testKey, Model: memorytest.EmbedModel,
+		Dimensions: cfg.Dims, BatchSize: cfg.Batch, Timeout: cfg.Timeout})
+	if err != nil {
+		t.Fatalf("NewEmbedder: %v", err)
+	}
+	return e
+}
+
+// readEmbeddingsRequest reads a POST to /v1/embeddings strictly: the texts
+// as an array, vectors asked for as floats.
+func readEmbeddingsRequest(r *http.Request) (memorytest.EmbedCall, error) {
+	var req struct {
+		Input          []string `json:"input"`
+		Model          string   `json:"model"`
+		Dimensions     int      `json:"dimensions"`
+		EncodingFormat string   `json:"encoding_format"`
+	}
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/embeddings" {
+		return memorytest.EmbedCall{}, fmt.Errorf("%s %s, want POST /v1/embeddings", r.Method, r.URL.Path)
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return memorytest.EmbedCall{}, fmt.Errorf("request: %w", err)
+	}
+	if req.EncodingFormat != "float" {
+		return memorytest.EmbedCall{}, fmt.Errorf("encoding_format %q, want float", req.EncodingFormat)
+	}
+	return memorytest.EmbedCall{Model: req.Model, Dims: req.Dimensions, Texts: req.Input}, nil
+}
+
+// answerEmbeddings answers call as a: the embeddings in reverse order of
+// their index, to show that the index, not the position, places them.
+func answerEmbeddings(t *testing.T, w http.ResponseWriter, r *http.Request, call memorytest.EmbedCall, a memorytest.EmbedAnswer) {
+	switch {
+	case llmtest.Hold(t, w, r, a.End):
+	case a.Failure != nil:
+		writeFailure(w, *a.Failure)
+	default:
+		data := make([]any, 0, len(call.Texts))
+		for i := len(call.Texts) - 1; i >= 0; i-- {
+			v := memorytest.EmbedVector(call.Texts[i], cmp.Or(a.Dims, call.Dims))
+			data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": v})
+		}
+		body := mustJSON(map[string]any{"object": "list", "data": data, "model": call.Model, "usage": map[string]int{"prompt_tokens": 8, "total_tokens": 8}})
+		llmtest.WriteWhole(t, w, r, "application/json", body, a.End)
+	}
+}

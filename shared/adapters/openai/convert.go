@@ -1,0 +1,341 @@
+package openai
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	oai "github.com/openai/openai-go/v3"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+)
+
+// request is the body of a chat completions call in OpenAI's wire form.
+// It is encoded here with encoding/json rather than by the SDK's
+// reflective encoder, which cost more than the rest of a turn; the SDK
+// still sends it, with its headers, retries off and error decoding.
+type request struct {
+	Model    string    `json:"model"`
+	Messages []message `json:"messages"`
+	// Tools is spliced in encoded, after the rest (see body).
+	Tools               json.RawMessage `json:"-"`
+	MaxTokens           int             `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+	Stream              bool            `json:"stream,omitempty"`
+	StreamOptions       *streamOptions  `json:"stream_options,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// message is one message of a request. Content is left out only for an
+// assistant message that calls tools and says nothing.
+type message struct {
+	Role       string     `json:"role"`
+	Content    *string    `json:"content,omitempty"`
+	ToolCalls  []toolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+}
+
+type toolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function functionCall `json:"function"`
+}
+
+type functionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// body encodes req as the JSON body of a call, and returns the model it
+// names.
+func (p *Provider) body(req llm.Request, streaming bool) ([]byte, string, error) {
+	r := request{Model: cmp.Or(req.Model, p.model), Messages: make([]message, 0, len(req.Messages)), Stream: streaming}
+	for i, m := range req.Messages {
+		msg, err := wireMessage(m)
+		if err != nil {
+			return nil, "", fmt.Errorf("message %d: %w", i, err)
+		}
+		r.Messages = append(r.Messages, msg)
+	}
+	if len(req.Tools) > 0 {
+		tools, err := p.tools.encode(req.Tools)
+		if err != nil {
+			return nil, "", err
+		}
+		r.Tools = tools
+	}
+	if req.MaxTokens > 0 {
+		if p.completionTokens {
+			r.MaxCompletionTokens = req.MaxTokens
+		} else {
+			r.MaxTokens = req.MaxTokens
+		}
+	}
+	if streaming {
+		r.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, "", fmt.Errorf("encode request: %w", err)
+	}
+	if len(r.Tools) > 0 {
+		// Spliced rather than marshalled: encoding/json would check and
+		// compact the cached encoding again on every call.
+		b = append(append(append(b[:len(b)-1], `,"tools":`...), r.Tools...), '}')
+	}
+	return b, r.Model, nil
+}
+
+func wireMessage(m chat.Message) (message, error) {
+	out := message{Role: string(m.Role), Content: &m.Content}
+	switch m.Role {
+	case chat.System, chat.User:
+	case chat.Assistant:
+		if len(m.ToolCalls) > 0 && m.Content == "" {
+			out.Content = nil
+		}
+		for _, tc := range m.ToolCalls {
+			args := cmp.Or(tc.Arguments, "{}")
+			out.ToolCalls = append(out.ToolCalls, toolCall{ID: tc.ID, Type: "function", Function: functionCall{Name: tc.Name, Arguments: args}})
+		}
+	case chat.Tool:
+		if m.ToolCallID == "" {
+			return message{}, errors.New("tool result has no tool_call_id")
+		}
+		out.ToolCallID = m.ToolCallID
+	default:
+		return message{}, fmt.Errorf("unknown role %q", m.Role)
+	}
+	return out, nil
+}
+
+// functionDef is the wire form of a function tool's definition. Parameters
+// stay raw so that a schema is copied, not decoded and re-encoded.
+type functionDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+type functionTool struct {
+	Type     string      `json:"type"`
+	Function functionDef `json:"function"`
+}
+
+// toolCache keeps the encoded form of the tool sets requests offer. An
+// agent offers the same slice of definitions on every call (tool.Registry
+// builds it once), so it is found by the slice's first element; the entry
+// keeps the slice, so that address cannot be reused by another one while
+// cached. A few entries are kept, the oldest replaced first.
+type toolCache struct {
+	mu      sync.Mutex
+	entries [8]toolEntry
+	next    int
+}
+
+type toolEntry struct {
+	defs []chat.ToolDef
+	json json.RawMessage
+}
+
+// encode returns the wire form of defs, which must not change once given.
+func (c *toolCache) encode(defs []chat.ToolDef) (json.RawMessage, error) {
+	c.mu.Lock()
+	for _, e := range c.entries {
+		if len(e.defs) == len(defs) && &e.defs[0] == &defs[0] {
+			c.mu.Unlock()
+			return e.json, nil
+		}
+	}
+	c.mu.Unlock()
+	tools := make([]functionTool, len(defs))
+	for i, td := range defs {
+		if td.Name == "" {
+			return nil, errors.New("tool definition has no name")
+		}
+		tools[i] = functionTool{Type: "function", Function: functionDef{Name: td.Name, Description: td.Description, Parameters: td.Parameters}}
+	}
+	b, err := json.Marshal(tools)
+	if err != nil {
+		return nil, fmt.Errorf("tool parameters are not valid JSON: %w", err)
+	}
+	c.mu.Lock()
+	c.entries[c.next] = toolEntry{defs: defs, json: b}
+	c.next = (c.next + 1) % len(c.entries)
+	c.mu.Unlock()
+	return b, nil
+}
+
+// fromCompletion maps a non-streamed answer to a response.
+func (p *Provider) fromCompletion(c *oai.ChatCompletion, requested string) (llm.Response, error) {
+	if c == nil || len(c.Choices) == 0 {
+		return llm.Response{}, errors.New("invalid response from server: no choices")
+	}
+	choice := c.Choices[0]
+	msg := chat.Message{Role: chat.Assistant, Content: choice.Message.Content}
+	if msg.Content == "" {
+		msg.Content = choice.Message.Refusal
+	}
+	for _, tc := range choice.Message.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			continue // custom tools are never offered, so never legitimately called
+		}
+		msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{
+			ID:        tc.ID,
+			Name:      tc.Function.Name,
+			Arguments: tc.Function.Arguments,
+		})
+	}
+	if err := fillCallIDs(msg.ToolCalls); err != nil {
+		return llm.Response{}, err
+	}
+	model := c.Model
+	if model == "" {
+		model = requested
+	}
+	return llm.Response{
+		Message:      msg,
+		Usage:        usage(c.Usage),
+		FinishReason: choice.FinishReason,
+		Model:        model,
+		Provider:     p.name,
+	}, nil
+}
+
+func usage(u oai.CompletionUsage) chat.Usage {
+	return chat.Usage{
+		PromptTokens:     int(u.PromptTokens),
+		CompletionTokens: int(u.CompletionTokens),
+		TotalTokens:      int(u.TotalTokens),
+	}
+}
+
+// fillCallIDs gives an id to tool calls that came without one, as some
+// compatible servers send them: tool results must name the call they answer.
+func fillCallIDs(calls []chat.ToolCall) error {
+	for i := range calls {
+		if calls[i].ID != "" {
+			continue
+		}
+		var b [12]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return fmt.Errorf("generating a tool call id: %w", err)
+		}
+		calls[i].ID = fmt.Sprintf("call_%x", b)
+	}
+	return nil
+}
+
+// accumulator assembles a streamed answer from its chunks, keeping no more
+// than its budget allows.
+type accumulator struct {
+	model        string
+	budget       llm.ReplyBudget
+	content      strings.Builder
+	refusal      strings.Builder
+	calls        []*streamedCall
+	usage        chat.Usage
+	finishReason string
+}
+
+// streamedCall is a tool call being assembled from deltas.
+type streamedCall struct {
+	index int64
+	id    string
+	name  string
+	args  strings.Builder
+	// cut is set when part of the call did not fit the budget: the call
+	// is then left out of the reply.
+	cut bool
+}
+
+// add folds one chunk in, passing the content that fits to onDelta, and
+// reports whether the reply reached its limit: the rest of the stream is
+// then not wanted.
+func (a *accumulator) add(c oai.ChatCompletionChunk, onDelta llm.OnDelta) (full bool) {
+	if c.Model != "" {
+		a.model = c.Model
+	}
+	if c.JSON.Usage.Valid() {
+		a.usage = usage(c.Usage)
+	}
+	for _, choice := range c.Choices {
+		if choice.Index != 0 {
+			continue // only one choice is ever requested
+		}
+		d := choice.Delta
+		if text := a.budget.Take(d.Content); text != "" {
+			a.content.WriteString(text)
+			onDelta(text)
+		}
+		a.refusal.WriteString(a.budget.Take(d.Refusal))
+		for _, tc := range d.ToolCalls {
+			a.addToolCall(tc)
+		}
+		if choice.FinishReason != "" {
+			a.finishReason = choice.FinishReason
+		}
+	}
+	if a.budget.Cut() {
+		a.finishReason = llm.FinishLength
+	}
+	return a.budget.Cut()
+}
+
+// addToolCall merges one tool-call delta. Deltas are matched by index; a
+// delta carrying a new id at a used index starts another call, for servers
+// that send every call at index 0.
+func (a *accumulator) addToolCall(tc oai.ChatCompletionChunkChoiceDeltaToolCall) {
+	var call *streamedCall
+	for i := len(a.calls) - 1; i >= 0; i-- {
+		if a.calls[i].index == tc.Index {
+			call = a.calls[i]
+			break
+		}
+	}
+	if call == nil || (tc.ID != "" && call.id != "" && tc.ID != call.id) {
+		call = &streamedCall{index: tc.Index}
+		a.calls = append(a.calls, call)
+	}
+	if call.id == "" && a.budget.TakeAll(tc.ID) {
+		call.id = tc.ID
+	}
+	if call.name == "" && a.budget.TakeAll(tc.Function.Name) {
+		call.name = tc.Function.Name
+	}
+	args := a.budget.Take(tc.Function.Arguments)
+	call.args.WriteString(args)
+	call.cut = call.cut || a.budget.Cut()
+}
+
+func (a *accumulator) response(provider string) (llm.Response, error) {
+	msg := chat.Message{Role: chat.Assistant, Content: a.content.String()}
+	if msg.Content == "" {
+		msg.Content = a.refusal.String()
+	}
+	for _, c := range a.calls {
+		if !c.cut {
+			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: c.id, Name: c.name, Arguments: c.args.String()})
+		}
+	}
+	if len(msg.ToolCalls) > 0 {
+		if err := fillCallIDs(msg.ToolCalls); err != nil {
+			return llm.Response{}, &llm.Error{Provider: provider, Err: err}
+		}
+	}
+	return llm.Response{
+		Message:      msg,
+		Usage:        a.usage,
+		FinishReason: a.finishReason,
+		Model:        a.model,
+		Provider:     provider,
+	}, nil
+}

@@ -1,0 +1,261 @@
+// Package sfn drives the agent loop from AWS Step Functions (DESIGN.md §4).
+// It holds the step Lambda's handler, which runs the same agent.Loop steps
+// as the local driver, and the delivery of messages on AWS: a message is
+// queued as a run in the store, the session's lane is taken with a
+// conditional-write lease, and the run holding the lane is executed by the
+// state machine. When a run ends, the lane passes to the session's next
+// queued run. An answered approval resumes its parked execution with the
+// task token stored on the approval.
+package sfn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+)
+
+// Client is the part of the Step Functions API the driver uses.
+type Client interface {
+	StartExecution(ctx context.Context, in *awssfn.StartExecutionInput, opts ...func(*awssfn.Options)) (*awssfn.StartExecutionOutput, error)
+	SendTaskSuccess(ctx context.Context, in *awssfn.SendTaskSuccessInput, opts ...func(*awssfn.Options)) (*awssfn.SendTaskSuccessOutput, error)
+}
+
+// Lanes leases a session's lane to one run at a time.
+type Lanes interface {
+	AcquireLane(ctx context.Context, sessionID, owner string, ttl time.Duration) (bool, error)
+	ReleaseLane(ctx context.Context, sessionID, owner string) error
+}
+
+// Driver runs the agent loop on Step Functions.
+type Driver struct {
+	Loop         *agent.Loop
+	Lanes        Lanes
+	Client       Client
+	StateMachine string
+	// LaneTTL bounds how long a lane stays taken without a step renewing
+	// it; it must outlast the longest approval wait. Zero means 8 days.
+	LaneTTL time.Duration
+	Log     *slog.Logger
+}
+
+func (d *Driver) laneTTL() time.Duration {
+	if d.LaneTTL > 0 {
+		return d.LaneTTL
+	}
+	return 8 * 24 * time.Hour
+}
+
+// Event is the step Lambda's input, as the state machine sends it.
+type Event struct {
+	// Action is "step", "call", "park" or "fail".
+	Action string          `json:"action"`
+	State  json.RawMessage `json:"state"`
+	// TaskToken comes with "park"; CallID with "call".
+	TaskToken string `json:"task_token,omitempty"`
+	CallID    string `json:"call_id,omitempty"`
+}
+
+// errorInfo is what the state machine's Catch adds to the state.
+type errorInfo struct {
+	Info *struct {
+		Error string `json:"Error"`
+		Cause string `json:"Cause"`
+	} `json:"error_info"`
+}
+
+// Transient is a failure the state machine retries (its Retry matches the
+// error name "Transient").
+type Transient struct{ Err error }
+
+func (t *Transient) Error() string { return t.Err.Error() }
+func (t *Transient) Unwrap() error { return t.Err }
+
+// Handle runs one task of the state machine and returns its output.
+func (d *Driver) Handle(ctx context.Context, ev Event) (any, error) {
+	var st agent.RunState
+	if err := json.Unmarshal(ev.State, &st); err != nil {
+		return nil, fmt.Errorf("step handler: decode state: %w", err)
+	}
+	switch ev.Action {
+	case "step":
+		return d.step(ctx, st)
+	case "call":
+		if err := d.Loop.ActCall(ctx, st, ev.CallID); err != nil {
+			return nil, &Transient{fmt.Errorf("tool call %s: %w", ev.CallID, err)}
+		}
+		return struct{}{}, nil
+	case "park":
+		return struct{}{}, d.park(ctx, st, ev.TaskToken)
+	case "fail":
+		var info errorInfo
+		_ = json.Unmarshal(ev.State, &info)
+		cause := "the run failed"
+		if info.Info != nil {
+			cause = info.Info.Error
+			// A Lambda error's cause is its JSON error payload.
+			var lambdaErr struct {
+				Message string `json:"errorMessage"`
+			}
+			if json.Unmarshal([]byte(info.Info.Cause), &lambdaErr) == nil && lambdaErr.Message != "" {
+				cause += ": " + lambdaErr.Message
+			} else if info.Info.Cause != "" {
+				cause += ": " + info.Info.Cause
+			}
+		}
+		if st.Step == agent.StepDone {
+			return st, nil
+		}
+		st = d.Loop.Fail(st, errors.New(cause))
+		return d.step(ctx, st)
+	default:
+		return nil, fmt.Errorf("step handler: unknown action %q", ev.Action)
+	}
+}
+
+// step runs the step st names (which saves the run) and hands the lane on
+// when the run is done.
+func (d *Driver) step(ctx context.Context, st agent.RunState) (agent.RunState, error) {
+	next, err := d.Loop.Step(ctx, st)
+	if err != nil {
+		return st, &Transient{err}
+	}
+	if next.Step == agent.StepDone {
+		if err := d.handoff(ctx, next.SessionID, next.RunID); err != nil {
+			return next, &Transient{err}
+		}
+	}
+	return next, nil
+}
+
+// park stores the task token that resumes a run waiting for approval. If
+// the approval was answered before the token was stored, it resumes the
+// run at once.
+func (d *Driver) park(ctx context.Context, st agent.RunState, token string) error {
+	if err := d.Loop.Store.SetApprovalToken(ctx, st.Approval, token); err != nil {
+		return &Transient{fmt.Errorf("park: %w", err)}
+	}
+	ap, err := d.Loop.Store.GetApproval(ctx, st.Approval)
+	if err != nil {
+		return &Transient{fmt.Errorf("park: %w", err)}
+	}
+	if ap.Status == store.ApprovalPending {
+		return nil
+	}
+	return d.resume(ctx, ap.RunID, token)
+}
+
+// resume sends a parked execution on: its output is the run's state moved
+// to the act step.
+func (d *Driver) resume(ctx context.Context, runID, token string) error {
+	run, err := d.Loop.Store.GetRun(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("resume run %s: %w", runID, err)
+	}
+	st, err := agent.DecodeState(run)
+	if err != nil {
+		return err
+	}
+	st.Step, st.Approval = agent.StepAct, ""
+	out, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	_, err = d.Client.SendTaskSuccess(ctx, &awssfn.SendTaskSuccessInput{TaskToken: aws.String(token), Output: aws.String(string(out))})
+	var gone *sfntypes.TaskTimedOut
+	var invalid *sfntypes.InvalidToken
+	switch {
+	case errors.As(err, &gone), errors.As(err, &invalid):
+		return nil // resumed by the other side first, or timed out
+	case err != nil:
+		return fmt.Errorf("resume run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// handoff passes the session's lane from owner to the next queued run, or
+// releases it. After releasing it looks once more, so a message queued in
+// between is never stranded: either its sender took the lane, or this does.
+func (d *Driver) handoff(ctx context.Context, sessionID, owner string) error {
+	if err := d.Lanes.ReleaseLane(ctx, sessionID, owner); err != nil {
+		return fmt.Errorf("release lane: %w", err)
+	}
+	return d.kick(ctx, sessionID)
+}
+
+// kick starts the session's next run if the lane is free.
+func (d *Driver) kick(ctx context.Context, sessionID string) error {
+	next, err := d.Loop.Store.NextRun(ctx, sessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("next run: %w", err)
+	}
+	ok, err := d.Lanes.AcquireLane(ctx, sessionID, next.ID, d.laneTTL())
+	if err != nil || !ok {
+		return err // the lane is busy: its holder hands it on
+	}
+	st, err := agent.DecodeState(next)
+	if err != nil {
+		return err
+	}
+	return d.start(ctx, st)
+}
+
+// start begins the execution of a run; the run id names the execution, so
+// starting it twice is harmless.
+func (d *Driver) start(ctx context.Context, st agent.RunState) error {
+	in, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	_, err = d.Client.StartExecution(ctx, &awssfn.StartExecutionInput{
+		StateMachineArn: aws.String(d.StateMachine), Name: aws.String(st.RunID), Input: aws.String(string(in)),
+	})
+	var exists *sfntypes.ExecutionAlreadyExists
+	if errors.As(err, &exists) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("start execution of run %s: %w", st.RunID, err)
+	}
+	return nil
+}
+
+// Deliver hands a user's message to its session; see agent.Loop.Deliver.
+func (d *Driver) Deliver(ctx context.Context, in agent.Input, subscribe func(runID string)) (agent.RunState, error) {
+	return d.Loop.Deliver(ctx, in, d, subscribe)
+}
+
+// Resume implements agent.Lane: the parked execution is sent on with the
+// task token its park task stored. Without a token yet, the park task
+// finds the answer itself.
+func (d *Driver) Resume(ctx context.Context, ap store.Approval) error {
+	ap, err := d.Loop.Store.GetApproval(ctx, ap.ID)
+	if err != nil {
+		return err
+	}
+	if ap.Token == "" {
+		return nil
+	}
+	return d.resume(ctx, ap.RunID, ap.Token)
+}
+
+// Kick implements agent.Lane: the session's next run starts if its lane
+// is free.
+func (d *Driver) Kick(ctx context.Context, sessionID string) error { return d.kick(ctx, sessionID) }
+
+// Reset starts a session afresh; see agent.Loop.Reset.
+func (d *Driver) Reset(ctx context.Context, sessionID string) error {
+	return d.Loop.Reset(ctx, sessionID)
+}

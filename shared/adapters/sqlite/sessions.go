@@ -1,0 +1,229 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+)
+
+// CreateSession stores s unless its id exists; it returns store.ErrExists
+// then. Zero times are set to now.
+func (db *DB) CreateSession(ctx context.Context, s store.Session) error {
+	created := orNow(s.CreatedAt, time.Now())
+	updated := orNow(s.UpdatedAt, created)
+	allow, err := encodeList(s.Allowlist)
+	if err != nil {
+		return fmt.Errorf("sqlite: create session %q: encode allowlist: %w", s.ID, err)
+	}
+	res, err := db.st.createSession.ExecContext(ctx, s.ID, s.Agent, s.Owner, s.Ephemeral, allow, toMillis(created), toMillis(updated))
+	if err != nil {
+		return fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("sqlite: create session %q: %w", s.ID, store.ErrExists)
+	}
+	return nil
+}
+
+// GetSession returns a session, or store.ErrNotFound.
+func (db *DB) GetSession(ctx context.Context, id string) (store.Session, error) {
+	s := store.Session{ID: id}
+	var allow sql.NullString
+	var created, updated int64
+	err := db.st.getSession.QueryRowContext(ctx, id).Scan(&s.Agent, &s.Owner, &s.Ephemeral, &allow, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Session{}, fmt.Errorf("sqlite: get session %q: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Session{}, fmt.Errorf("sqlite: get session %q: %w", id, err)
+	}
+	if s.Allowlist, err = decodeList(allow); err != nil {
+		return store.Session{}, fmt.Errorf("sqlite: get session %q: decode allowlist: %w", id, err)
+	}
+	s.CreatedAt, s.UpdatedAt = fromMillis(created), fromMillis(updated)
+	return s, nil
+}
+
+// DeleteSession removes the session with its history, runs and approvals,
+// in one transaction. Deleting a missing session is not an error, so a
+// retried cleanup succeeds.
+func (db *DB) DeleteSession(ctx context.Context, id string) error {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: delete session %q: begin: %w", id, err)
+	}
+	defer tx.Rollback()
+	for _, st := range []*sql.Stmt{db.st.deleteSessMsgs, db.st.deleteSessRuns, db.st.deleteSessAppr, db.st.deleteSession} {
+		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, id); err != nil {
+			return fmt.Errorf("sqlite: delete session %q: %w", id, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: delete session %q: commit: %w", id, err)
+	}
+	return nil
+}
+
+// AllowTool adds a tool to the session's allowlist in one statement;
+// adding one twice keeps one. It is store.ErrNotFound for an unknown
+// session.
+func (db *DB) AllowTool(ctx context.Context, sessionID, tool string) error {
+	res, err := db.st.allowTool.ExecContext(ctx, sessionID, tool)
+	if err != nil {
+		return fmt.Errorf("sqlite: allow tool %q in session %q: %w", tool, sessionID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("sqlite: allow tool %q in session %q: %w", tool, sessionID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("sqlite: allow tool %q in session %q: %w", tool, sessionID, store.ErrNotFound)
+	}
+	return nil
+}
+
+// encodeList stores a string list as a JSON array, or NULL when empty.
+func encodeList(list []string) (sql.NullString, error) {
+	if len(list) == 0 {
+		return sql.NullString{}, nil
+	}
+	b, err := json.Marshal(list)
+	if err != nil {
+		return sql.NullString{}, err
+	}
+	return sql.NullString{String: string(b), Valid: true}, nil
+}
+
+// decodeList reads a list stored by encodeList.
+func decodeList(s sql.NullString) ([]string, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	var list []string
+	if err := json.Unmarshal([]byte(s.String), &list); err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// AppendMessage stores m unless its (session, key) exists, and reports
+// whether it wrote. The session must exist; if it does not, the error wraps
+// store.ErrNotFound. A zero CreatedAt is set to now.
+func (db *DB) AppendMessage(ctx context.Context, m store.Message) (bool, error) {
+	body, err := json.Marshal(m.Message)
+	if err != nil {
+		return false, fmt.Errorf("sqlite: append message %q/%q: encode: %w", m.SessionID, m.Key, err)
+	}
+	created := orNow(m.CreatedAt, time.Now())
+	res, err := db.st.appendMessage.ExecContext(ctx, m.SessionID, m.Key, m.RunID, string(body), toMillis(created))
+	if isForeignKeyError(err) {
+		return false, fmt.Errorf("sqlite: append message %q/%q: session: %w", m.SessionID, m.Key, store.ErrNotFound)
+	}
+	if err != nil {
+		return false, fmt.Errorf("sqlite: append message %q/%q: %w", m.SessionID, m.Key, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("sqlite: append message %q/%q: %w", m.SessionID, m.Key, err)
+	}
+	return n == 1, nil
+}
+
+// GetMessage returns one message by key, or store.ErrNotFound.
+func (db *DB) GetMessage(ctx context.Context, sessionID, key string) (store.Message, error) {
+	m := store.Message{SessionID: sessionID, Key: key}
+	var body sql.RawBytes
+	var created int64
+	rows, err := db.st.getMessage.QueryContext(ctx, sessionID, key)
+	if err != nil {
+		return store.Message{}, fmt.Errorf("sqlite: get message %q/%q: %w", sessionID, key, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return store.Message{}, fmt.Errorf("sqlite: get message %q/%q: %w", sessionID, key, err)
+		}
+		return store.Message{}, fmt.Errorf("sqlite: get message %q/%q: %w", sessionID, key, store.ErrNotFound)
+	}
+	if err := rows.Scan(&m.RunID, &body, &created); err != nil {
+		return store.Message{}, fmt.Errorf("sqlite: get message %q/%q: %w", sessionID, key, err)
+	}
+	if err := json.Unmarshal(body, &m.Message); err != nil {
+		return store.Message{}, fmt.Errorf("sqlite: get message %q/%q: decode: %w", sessionID, key, err)
+	}
+	m.CreatedAt = fromMillis(created)
+	return m, rows.Close()
+}
+
+// Messages returns the history of a session ordered by key; a session
+// without history, or an unknown one, has none.
+func (db *DB) Messages(ctx context.Context, sessionID string) ([]store.Message, error) {
+	rows, err := db.st.messages.QueryContext(ctx, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: messages of %q: %w", sessionID, err)
+	}
+	out, err := scanMessages(rows, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: messages of %q: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+// RunMessages returns the messages of one run of a session, ordered by
+// key.
+func (db *DB) RunMessages(ctx context.Context, sessionID string, seq int64) ([]store.Message, error) {
+	rows, err := db.st.runMessages.QueryContext(ctx, sessionID, store.RunPrefix(seq), store.RunPrefix(seq+1))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: messages of run %d of %q: %w", seq, sessionID, err)
+	}
+	out, err := scanMessages(rows, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: messages of run %d of %q: %w", seq, sessionID, err)
+	}
+	return out, nil
+}
+
+// scanMessages reads and closes rows of key, run_id, body, created_at.
+func scanMessages(rows *sql.Rows, sessionID string) ([]store.Message, error) {
+	defer rows.Close()
+	var out []store.Message
+	var body sql.RawBytes
+	for rows.Next() {
+		m := store.Message{SessionID: sessionID}
+		var created int64
+		if err := rows.Scan(&m.Key, &m.RunID, &body, &created); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(body, &m.Message); err != nil {
+			return nil, fmt.Errorf("decode %q: %w", m.Key, err)
+		}
+		m.CreatedAt = fromMillis(created)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// DeleteMessages removes the given keys of a session in one statement;
+// missing keys are ignored.
+func (db *DB) DeleteMessages(ctx context.Context, sessionID string, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	list, err := json.Marshal(keys)
+	if err != nil {
+		return fmt.Errorf("sqlite: delete messages of %q: encode keys: %w", sessionID, err)
+	}
+	if _, err := db.st.deleteMessages.ExecContext(ctx, sessionID, string(list)); err != nil {
+		return fmt.Errorf("sqlite: delete messages of %q: %w", sessionID, err)
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+// Package sqlite is the embedded store.Store adapter: sessions, history,
+// run queues, approvals and API keys in one SQLite file, through
+// modernc.org/sqlite (pure Go, no cgo). The same file holds agent
+// memories: DB.MemoryIndex is the embedded memory.Index.
+//
+// A DB holds two connection pools on the file. Every write goes through a
+// pool of exactly one connection, so writers in this process queue in Go
+// instead of spinning on SQLite's lock; reads use a pool of read-only
+// connections that run beside the writer thanks to WAL. Transactions begin
+// IMMEDIATE and connections wait up to five seconds for a lock, so another
+// process writing the same file (the CLI creating a key while the server
+// runs) is safe.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+)
+
+// busyTimeout is how long a connection waits for another one's lock.
+const busyTimeout = 5 * time.Second
+
+// DB is a store.Store backed by one SQLite file. It is safe for concurrent
+// use.
+type DB struct {
+	path string
+	w    *sql.DB // exactly one connection; every write
+	r    *sql.DB // read-only connections
+	st   statements
+	mem  *MemoryIndex
+}
+
+var _ store.Store = (*DB)(nil)
+
+// Open opens the database at path, creating it (mode 0600, parent
+// directories 0700) when missing, and brings its schema up to date.
+func Open(path string) (*DB, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: open %q: create directory: %w", abs, err)
+	}
+	// SQLite would create the file with 0644; create it first so history
+	// and key hashes are readable only by the owner. The -wal and -shm
+	// files SQLite creates later copy the main file's mode.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
+	}
+
+	db := &DB{path: abs}
+	pragmas := []string{
+		fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()),
+		"foreign_keys(ON)",
+		"synchronous(NORMAL)",
+	}
+	db.w, err = sql.Open("sqlite", dsn(abs, append(pragmas, "journal_mode(WAL)"), url.Values{"_txlock": {"immediate"}}))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
+	}
+	db.w.SetMaxOpenConns(1)
+	db.w.SetMaxIdleConns(1)
+	db.w.SetConnMaxLifetime(0)
+	db.w.SetConnMaxIdleTime(0)
+
+	ctx := context.Background()
+	if err := migrate(ctx, db.w); err != nil {
+		db.w.Close()
+		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
+	}
+
+	db.r, err = sql.Open("sqlite", dsn(abs, append(pragmas, "query_only(1)"), nil))
+	if err != nil {
+		db.w.Close()
+		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
+	}
+	readers := max(4, runtime.GOMAXPROCS(0))
+	db.r.SetMaxOpenConns(readers)
+	db.r.SetMaxIdleConns(readers)
+
+	if err := db.st.prepare(ctx, db.w, db.r); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
+	}
+	if db.mem, err = newMemoryIndex(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
+	}
+	return db, nil
+}
+
+// dsn builds a modernc.org/sqlite data source name for the file at abs.
+// The path is a URI so that characters such as '?' or '#' in it survive.
+func dsn(abs string, pragmas []string, extra url.Values) string {
+	q := url.Values{}
+	for k, v := range extra {
+		q[k] = v
+	}
+	q["_pragma"] = pragmas
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
+	return u.String()
+}
+
+// Path returns the absolute path of the database file.
+func (db *DB) Path() string { return db.path }
+
+// Close releases the prepared statements and connections.
+func (db *DB) Close() error {
+	err := db.st.close()
+	if db.mem != nil {
+		err = errors.Join(err, db.mem.close())
+	}
+	if db.r != nil {
+		err = errors.Join(err, db.r.Close())
+	}
+	if db.w != nil {
+		err = errors.Join(err, db.w.Close())
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: close %q: %w", db.path, err)
+	}
+	return nil
+}
+
+// isForeignKeyError reports whether err is a foreign key violation.
+func isForeignKeyError(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+}
+
+// toMillis is how times are stored: Unix milliseconds.
+func toMillis(t time.Time) int64 { return t.UnixMilli() }
+
+// fromMillis turns a stored time back into a UTC time.
+func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// orNow returns t, or now when t is the zero time.
+func orNow(t, now time.Time) time.Time {
+	if t.IsZero() {
+		return now
+	}
+	return t
+}
+
+// normalize rounds t down to the stored precision, in UTC.
+func normalize(t time.Time) time.Time { return fromMillis(toMillis(t)) }

@@ -1,0 +1,187 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+)
+
+// TelegramStore is the Telegram channel's durable state in the database.
+type TelegramStore struct{ db *DB }
+
+var _ store.Telegram = TelegramStore{}
+
+// Telegram returns the Telegram channel's store.
+func (db *DB) Telegram() TelegramStore { return TelegramStore{db} }
+
+// State implements store.Telegram.
+func (s TelegramStore) State(ctx context.Context, key string) (string, error) {
+	var v string
+	err := s.db.r.QueryRowContext(ctx, `SELECT value FROM telegram_state WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("sqlite: telegram state %q: %w", key, err)
+	}
+	return v, nil
+}
+
+// SetState implements store.Telegram.
+func (s TelegramStore) SetState(ctx context.Context, key, value string) error {
+	_, err := s.db.w.ExecContext(ctx, `INSERT INTO telegram_state (key, value) VALUES (?, ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+	if err != nil {
+		return fmt.Errorf("sqlite: set telegram state %q: %w", key, err)
+	}
+	return nil
+}
+
+// Seen implements store.Telegram.
+func (s TelegramStore) Seen(ctx context.Context, updateID int64) (bool, error) {
+	var n int
+	err := s.db.r.QueryRowContext(ctx, `SELECT count(*) FROM telegram_seen WHERE update_id = ?`, updateID).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("sqlite: telegram seen: %w", err)
+	}
+	return n > 0, nil
+}
+
+// MarkSeen implements store.Telegram.
+func (s TelegramStore) MarkSeen(ctx context.Context, updateID int64, at time.Time) error {
+	_, err := s.db.w.ExecContext(ctx, `INSERT INTO telegram_seen (update_id, seen_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, updateID, toMillis(at))
+	if err != nil {
+		return fmt.Errorf("sqlite: telegram mark seen: %w", err)
+	}
+	return nil
+}
+
+// PruneSeen implements store.Telegram.
+func (s TelegramStore) PruneSeen(ctx context.Context, before time.Time) error {
+	if _, err := s.db.w.ExecContext(ctx, `DELETE FROM telegram_seen WHERE seen_at < ?`, toMillis(before)); err != nil {
+		return fmt.Errorf("sqlite: telegram prune seen: %w", err)
+	}
+	return nil
+}
+
+// AllowedUser implements store.Telegram.
+func (s TelegramStore) AllowedUser(ctx context.Context, userID int64) (bool, error) {
+	var n int
+	if err := s.db.r.QueryRowContext(ctx, `SELECT count(*) FROM telegram_users WHERE user_id = ?`, userID).Scan(&n); err != nil {
+		return false, fmt.Errorf("sqlite: telegram user: %w", err)
+	}
+	return n > 0, nil
+}
+
+// RedeemCode implements store.Telegram: a code lets one user in, once.
+func (s TelegramStore) RedeemCode(ctx context.Context, codeHash string, userID int64, at time.Time) (bool, error) {
+	res, err := s.db.w.ExecContext(ctx, `INSERT INTO telegram_users (user_id, code_hash, added_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
+		userID, codeHash, toMillis(at))
+	if err != nil {
+		return false, fmt.Errorf("sqlite: telegram redeem code: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("sqlite: telegram redeem code: %w", err)
+	}
+	return n == 1, nil
+}
+
+// AddOutbox implements store.Telegram.
+func (s TelegramStore) AddOutbox(ctx context.Context, msgs []store.OutboxMessage) error {
+	tx, err := s.db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: telegram outbox: %w", err)
+	}
+	defer tx.Rollback()
+	now := time.Now()
+	for _, m := range msgs {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO telegram_outbox (id, chat_id, text, status, next_at, created_at)
+			VALUES (?, ?, ?, 'pending', ?, ?) ON CONFLICT (id) DO NOTHING`,
+			m.ID, m.ChatID, m.Text, toMillis(orNow(m.NextAt, now)), toMillis(orNow(m.CreatedAt, now))); err != nil {
+			return fmt.Errorf("sqlite: telegram outbox: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: telegram outbox: %w", err)
+	}
+	return nil
+}
+
+// UnsentOutbox implements store.Telegram.
+func (s TelegramStore) UnsentOutbox(ctx context.Context, limit int) ([]store.OutboxMessage, error) {
+	rows, err := s.db.r.QueryContext(ctx, `SELECT id, chat_id, text, status, attempts, next_at, last_error, created_at
+		FROM telegram_outbox WHERE status = 'pending' ORDER BY n LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: telegram outbox: %w", err)
+	}
+	defer rows.Close()
+	var out []store.OutboxMessage
+	for rows.Next() {
+		var m store.OutboxMessage
+		var next, created int64
+		if err := rows.Scan(&m.ID, &m.ChatID, &m.Text, &m.Status, &m.Attempts, &next, &m.LastError, &created); err != nil {
+			return nil, fmt.Errorf("sqlite: telegram outbox: %w", err)
+		}
+		m.NextAt, m.CreatedAt = fromMillis(next), fromMillis(created)
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: telegram outbox: %w", err)
+	}
+	return out, nil
+}
+
+// MarkSent implements store.Telegram.
+func (s TelegramStore) MarkSent(ctx context.Context, id string, messageID int64, at time.Time) error {
+	_, err := s.db.w.ExecContext(ctx, `UPDATE telegram_outbox SET status = 'sent', message_id = ?, sent_at = ?, attempts = attempts + 1 WHERE id = ?`,
+		messageID, toMillis(at), id)
+	if err != nil {
+		return fmt.Errorf("sqlite: telegram mark sent: %w", err)
+	}
+	return nil
+}
+
+// MarkRetry implements store.Telegram.
+func (s TelegramStore) MarkRetry(ctx context.Context, id string, attempts int, next time.Time, lastErr string, failed bool) error {
+	status := store.OutboxPending
+	if failed {
+		status = store.OutboxFailed
+	}
+	_, err := s.db.w.ExecContext(ctx, `UPDATE telegram_outbox SET status = ?, attempts = ?, next_at = ?, last_error = ? WHERE id = ? AND status = 'pending'`,
+		status, attempts, toMillis(next), lastErr, id)
+	if err != nil {
+		return fmt.Errorf("sqlite: telegram mark retry: %w", err)
+	}
+	return nil
+}
+
+// OutboxStats implements store.Telegram.
+func (s TelegramStore) OutboxStats(ctx context.Context) (store.OutboxStats, error) {
+	var st store.OutboxStats
+	rows, err := s.db.r.QueryContext(ctx, `SELECT status, count(*) FROM telegram_outbox GROUP BY status`)
+	if err != nil {
+		return st, fmt.Errorf("sqlite: telegram outbox stats: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var status string
+		var n int
+		if err := rows.Scan(&status, &n); err != nil {
+			return st, fmt.Errorf("sqlite: telegram outbox stats: %w", err)
+		}
+		switch status {
+		case store.OutboxPending:
+			st.Pending = n
+		case store.OutboxSent:
+			st.Sent = n
+		case store.OutboxFailed:
+			st.Failed = n
+		}
+	}
+	return st, rows.Err()
+}

@@ -1,0 +1,276 @@
+package gateway
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+)
+
+// completionRequest is the part of OpenAI's request lambdaclaw uses.
+// Sampling parameters are accepted and ignored: the agent's configuration
+// decides them.
+type completionRequest struct {
+	Model         string           `json:"model"`
+	Messages      []requestMessage `json:"messages"`
+	Stream        bool             `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+type requestMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []requestCall   `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
+	Name       string          `json:"name"`
+}
+
+type requestCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+const maxSessionKey = 256
+
+func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
+	k := keyOf(r)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", fmt.Sprintf("request body is larger than %d bytes", g.cfg.MaxBodyBytes))
+			return
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			writeError(w, http.StatusRequestTimeout, "invalid_request_error", "request_timeout", "the request body did not arrive in time")
+			return
+		}
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_body", "could not read the request body")
+		return
+	}
+	var req completionRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body is not valid JSON: "+err.Error())
+		return
+	}
+	if req.Model == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "missing_model", "model is required: name an agent, e.g. \"default\"")
+		return
+	}
+	name, ok := g.agentFor(k, req.Model)
+	if !ok {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("the model %q does not exist or this key may not use it", req.Model))
+		return
+	}
+	msgs, err := convertMessages(req.Messages)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_messages", err.Error())
+		return
+	}
+	in := agent.Input{Agent: name, Owner: "key:" + k.ID, Autonomy: autonomyOf(k), Stream: req.Stream, Reply: agent.Reply{Channel: Channel}}
+	if sk := r.Header.Get(SessionHeader); sk != "" {
+		if len(sk) > maxSessionKey {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_session_key", fmt.Sprintf("%s is longer than %d bytes", SessionHeader, maxSessionKey))
+			return
+		}
+		last := msgs[len(msgs)-1]
+		if last.Role != chat.User {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_messages", "in a stateful session the last message must be the user's new message")
+			return
+		}
+		// The session belongs to the key: the same session key sent with
+		// another key is another session.
+		in.Owner, in.SessionID = g.cfg.Identity.Session(name, "api", k.ID, sk)
+		in.Messages = []chat.Message{last}
+		in.Interactive = true
+	} else {
+		in.Ephemeral = true
+		in.Messages = msgs
+	}
+
+	var sub *agent.Subscription
+	var key string
+	subscribe := func(runID string) {
+		if key != "" {
+			g.cfg.Events.Unsubscribe(key, sub)
+		}
+		key = agent.RunKey(runID)
+		sub = g.cfg.Events.Subscribe(key)
+	}
+	defer func() {
+		if key != "" {
+			g.cfg.Events.Unsubscribe(key, sub)
+		}
+	}()
+	st, err := g.cfg.Runner.Deliver(r.Context(), in, subscribe)
+	if err != nil {
+		if errors.Is(err, agent.ErrUnknownAgent) {
+			writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", err.Error())
+			return
+		}
+		if errors.Is(err, agent.ErrMayNotApprove) {
+			writeError(w, http.StatusForbidden, "permission_error", "permission_denied", err.Error())
+			return
+		}
+		g.log(r).Error("deliver message", "error", err)
+		writeError(w, http.StatusInternalServerError, "server_error", "internal_error", "could not start the run")
+		return
+	}
+	id := "chatcmpl-" + st.RunID
+	created := time.Now().Unix()
+	if req.Stream {
+		includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+		g.stream(w, r, sub, id, created, req.Model, includeUsage)
+		return
+	}
+	for {
+		ev, err := sub.Next(r.Context())
+		if err != nil {
+			return // the client went away; the run goes on and is kept
+		}
+		var content string
+		var u chat.Usage
+		finish := "stop"
+		switch {
+		case ev.Approval != nil:
+			// The run is parked; the session's next message answers.
+			content = ev.Approval.Prompt
+		case ev.Result != nil && ev.Result.ErrorCode != "":
+			status, msg := g.runFailure(r, ev.RunID, ev.Result)
+			writeError(w, status, "server_error", ev.Result.ErrorCode, msg)
+			return
+		case ev.Result != nil:
+			content, u, finish = ev.Result.Content, ev.Result.Usage, cmp.Or(ev.Result.FinishReason, finish)
+		default:
+			continue
+		}
+		writeJSON(w, http.StatusOK, completion{
+			ID: id, Object: "chat.completion", Created: created, Model: req.Model,
+			Choices: []choice{{Message: &outMessage{Role: "assistant", Content: content}, FinishReason: ptr(finish)}},
+			Usage:   wsproto.UsageOf(u),
+		})
+		return
+	}
+}
+
+// runFailure logs that a run failed, joining the request id to the run's
+// (the loop logged the cause under the run id), and returns what the
+// client is told: a status and the run's error, which the loop writes for
+// users and which never quotes a provider or the server's internals.
+func (g *Gateway) runFailure(r *http.Request, runID string, res *agent.Result) (int, string) {
+	g.log(r).Error("run failed", "run_id", runID, "code", res.ErrorCode)
+	status := http.StatusInternalServerError
+	switch res.ErrorCode {
+	case agent.CodeNoProvider:
+		status = http.StatusServiceUnavailable
+	case agent.CodeUpstream:
+		status = http.StatusBadGateway
+	}
+	return status, res.Error
+}
+
+// convertMessages validates the request's messages and maps them to the
+// chat vocabulary.
+func convertMessages(in []requestMessage) ([]chat.Message, error) {
+	if len(in) == 0 {
+		return nil, errors.New("messages must not be empty")
+	}
+	out := make([]chat.Message, 0, len(in))
+	for i, m := range in {
+		text, err := contentText(m.Content)
+		if err != nil {
+			return nil, fmt.Errorf("messages[%d].content: %w", i, err)
+		}
+		cm := chat.Message{Role: chat.Role(m.Role), Content: text, ToolCallID: m.ToolCallID, Name: m.Name}
+		switch cm.Role {
+		case chat.System, chat.User:
+		case "developer":
+			cm.Role = chat.System
+		case chat.Assistant:
+			for _, c := range m.ToolCalls {
+				cm.ToolCalls = append(cm.ToolCalls, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+			}
+		case chat.Tool:
+			if m.ToolCallID == "" {
+				return nil, fmt.Errorf("messages[%d]: a tool message needs tool_call_id", i)
+			}
+		default:
+			return nil, fmt.Errorf("messages[%d].role: %q is not one of system, developer, user, assistant, tool", i, m.Role)
+		}
+		out = append(out, cm)
+	}
+	return out, nil
+}
+
+// contentText accepts a string, null, or an array of text parts.
+func contentText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("must be a string or an array of content parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", fmt.Errorf("content parts of type %q are not supported; send text", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+type completion struct {
+	ID      string         `json:"id"`
+	Object  string         `json:"object"`
+	Created int64          `json:"created"`
+	Model   string         `json:"model"`
+	Choices []choice       `json:"choices"`
+	Usage   *wsproto.Usage `json:"usage,omitempty"`
+}
+
+type choice struct {
+	Index        int         `json:"index"`
+	Message      *outMessage `json:"message,omitempty"`
+	Delta        *delta      `json:"delta,omitempty"`
+	FinishReason *string     `json:"finish_reason"`
+}
+
+type outMessage struct {
+	Role    string `json:"role,omitempty"`
+	Content string `json:"content"`
+}
+
+// delta is a streamed piece of a message; empty fields are left out, as
+// OpenAI does.
+type delta struct {
+	Role    string `json:"role,omitempty"`
+	Content string `json:"content,omitempty"`
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,301 @@
+// Package gateway is lambdaclaw's HTTP API: the OpenAI-compatible chat
+// completions endpoint (JSON and SSE streaming), the model list (one model
+// per agent), the health check and, in the local server, the WebSocket
+// endpoint /ws. The same http.Handler runs in the local server and behind
+// API Gateway.
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+)
+
+// Channel names the OpenAI-compatible HTTP API in reply targets
+// (agent.Reply.Channel).
+const Channel = "http"
+
+// SessionHeader makes a chat request stateful: requests with the same value
+// continue the same conversation, whose history is kept by the server.
+const SessionHeader = "X-Lambdaclaw-Session-Key"
+
+// Runner hands messages to the agent loop.
+type Runner interface {
+	Deliver(ctx context.Context, in agent.Input, subscribe func(runID string)) (agent.RunState, error)
+	// Reset starts a session afresh; it is agent.ErrBusy while the session
+	// has a run queued, running or waiting for an approval.
+	Reset(ctx context.Context, sessionID string) error
+}
+
+// Subscriber delivers a run's events to the request waiting for them.
+type Subscriber interface {
+	Subscribe(key string) *agent.Subscription
+	// Attach delivers the events for key to an existing subscription too.
+	Attach(key string, s *agent.Subscription)
+	Unsubscribe(key string, s *agent.Subscription)
+}
+
+// RunFinder looks runs up by id.
+type RunFinder interface {
+	GetRun(ctx context.Context, id string) (store.Run, error)
+}
+
+// KeyFinder looks up API keys by hash.
+type KeyFinder interface {
+	KeyByHash(ctx context.Context, hash string) (store.APIKey, error)
+}
+
+// Limiter is a per-key rate limiter.
+type Limiter interface {
+	Allow(key string, limit int) (bool, time.Duration)
+}
+
+// Config wires the gateway.
+type Config struct {
+	Runner  Runner
+	Events  Subscriber
+	Keys    KeyFinder
+	Limiter Limiter
+	// Agents lists the agent names served as models.
+	Agents func() []string
+	// HasAgent, when set, says whether an agent exists; requests ask it
+	// instead of looking through Agents, which then only answers
+	// /v1/models. It suits a set of agents that changes while the server
+	// runs, where a listing costs more than a lookup.
+	HasAgent func(name string) bool
+	// Identity derives the session of a stateful request.
+	Identity agent.Identity
+	// Runs, when set, lets /ws recognise a repeated client message id whose
+	// run the gateway no longer remembers (after a restart); without it
+	// only the ids of the last 65536 messages are recognised.
+	Runs RunFinder
+	// MaxBodyBytes limits request bodies and WebSocket frames; zero means
+	// 1 MiB.
+	MaxBodyBytes int64
+	// MaxConcurrentPerKey caps the requests one API key has in flight;
+	// more are answered 429. Zero means no limit.
+	MaxConcurrentPerKey int
+	// MaxWebSocketsPerKey caps the /ws connections one API key holds open;
+	// an upgrade over it is refused with 429. Zero means no limit.
+	MaxWebSocketsPerKey int
+	// Log receives the failures clients are told about only generically,
+	// each with its request id.
+	Log *slog.Logger
+}
+
+// Gateway serves the HTTP API.
+type Gateway struct {
+	cfg     Config
+	mux     *http.ServeMux
+	started time.Time
+
+	// The WebSocket connections, closed by Shutdown.
+	wsMu     sync.Mutex
+	wsClosed bool
+	wsStop   chan struct{}
+	wsConns  sync.WaitGroup
+	// ws answers the frames of every connection.
+	ws *wsproto.Server
+
+	// What each key holds open, against MaxConcurrentPerKey and
+	// MaxWebSocketsPerKey.
+	requests, websockets *perKey
+}
+
+// New returns the API handler.
+func New(cfg Config) (*Gateway, error) {
+	if cfg.Runner == nil || cfg.Events == nil || cfg.Keys == nil || cfg.Agents == nil {
+		return nil, errors.New("gateway: Runner, Events, Keys and Agents are required")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	g := &Gateway{
+		cfg: cfg, mux: http.NewServeMux(), started: time.Now(), wsStop: make(chan struct{}),
+		requests: newPerKey(cfg.MaxConcurrentPerKey, "concurrency_limit_exceeded",
+			"this API key already has %d requests in flight, the most allowed; retry when one has finished"),
+		websockets: newPerKey(cfg.MaxWebSocketsPerKey, "websocket_limit_exceeded",
+			"this API key already has %d WebSocket connections open, the most allowed; close one before opening another"),
+	}
+	g.ws = &wsproto.Server{
+		HasAgent: g.hasAgent, Identity: cfg.Identity, Limiter: cfg.Limiter, Runs: cfg.Runs,
+		Recent: wsproto.NewRecent(dedupSize), Log: cfg.Log,
+	}
+	g.mux.HandleFunc("GET /health", g.health)
+	g.mux.HandleFunc("GET /v1/models", g.authed(g.requests, g.models))
+	g.mux.HandleFunc("GET /v1/models/{model...}", g.authed(g.requests, g.oneModel))
+	g.mux.HandleFunc("POST /v1/chat/completions", g.authed(g.requests, g.completions))
+	// An upgraded connection counts as a WebSocket, not as a request.
+	g.mux.HandleFunc("GET /ws", g.authed(g.websockets, g.serveWS))
+	g.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("unknown endpoint %s %s", r.Method, r.URL.Path))
+	})
+	return g, nil
+}
+
+// ServeHTTP implements http.Handler. Every response carries the request's
+// id in X-Request-Id.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := newRequestID(r.Header.Get(RequestIDHeader))
+	w.Header().Set(RequestIDHeader, id)
+	g.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+}
+
+func (g *Gateway) health(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"status":"ok","uptime_seconds":%d}`+"\n", int(time.Since(g.started).Seconds()))
+}
+
+type ctxKey struct{}
+
+// authed checks the bearer key, takes one of what the key may hold open
+// (a request or a WebSocket connection) until h returns, and checks the
+// key's rate limit before h runs.
+func (g *Gateway) authed(open *perKey, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || token == "" {
+			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "missing API key: send Authorization: Bearer <key> (create one with `lambdaclaw keys create`)")
+			return
+		}
+		var k store.APIKey
+		var err error = store.ErrNotFound
+		if apikey.Plausible(token) {
+			k, err = g.cfg.Keys.KeyByHash(r.Context(), apikey.Hash(token))
+		}
+		if err != nil || k.RevokedAt != nil {
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				g.log(r).Error("key lookup failed", "error", err)
+				writeError(w, http.StatusInternalServerError, "server_error", "internal_error", "could not check the API key")
+				return
+			}
+			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "invalid API key")
+			return
+		}
+		if !open.acquire(k.ID) {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusTooManyRequests, "rate_limit_error", open.code, fmt.Sprintf(open.full, open.max))
+			return
+		}
+		defer open.release(k.ID)
+		if g.cfg.Limiter != nil {
+			if ok, wait := g.cfg.Limiter.Allow(k.ID, k.RatePerMinute); !ok {
+				secs := int((wait + time.Second - 1) / time.Second)
+				w.Header().Set("Retry-After", strconv.Itoa(secs))
+				writeError(w, http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded", fmt.Sprintf("rate limit of %d requests per minute reached; retry in %d s", k.RatePerMinute, secs))
+				return
+			}
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, k)))
+	}
+}
+
+func keyOf(r *http.Request) store.APIKey {
+	k, _ := r.Context().Value(ctxKey{}).(store.APIKey)
+	return k
+}
+
+// agentFor resolves a model name to an agent the key may use.
+func (g *Gateway) agentFor(k store.APIKey, model string) (string, bool) {
+	name := strings.TrimPrefix(model, "lambdaclaw/")
+	return name, k.Allows(name) && g.hasAgent(name)
+}
+
+// hasAgent says whether the agent name exists.
+func (g *Gateway) hasAgent(name string) bool {
+	if g.cfg.HasAgent != nil {
+		return g.cfg.HasAgent(name)
+	}
+	return slices.Contains(g.cfg.Agents(), name)
+}
+
+// model is one entry of the model list: an agent.
+type model struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func (g *Gateway) modelOf(name string) model {
+	return model{ID: name, Object: "model", Created: g.started.Unix(), OwnedBy: "lambdaclaw"}
+}
+
+func (g *Gateway) models(w http.ResponseWriter, r *http.Request) {
+	k := keyOf(r)
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	for _, a := range g.cfg.Agents() {
+		if k.Allows(a) {
+			list.Data = append(list.Data, g.modelOf(a))
+		}
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// oneModel answers OpenAI's "retrieve model" for an agent.
+func (g *Gateway) oneModel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("model")
+	if name, ok := g.agentFor(keyOf(r), id); ok {
+		writeJSON(w, http.StatusOK, g.modelOf(name))
+		return
+	}
+	writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("the model %q does not exist or this key may not use it", id))
+}
+
+// autonomyOf reads a key's autonomy level; unknown values get the safest.
+func autonomyOf(k store.APIKey) tool.Autonomy {
+	a, err := tool.ParseAutonomy(k.Autonomy)
+	if err != nil {
+		return tool.ReadOnly
+	}
+	return a
+}
+
+type apiError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    string  `json:"code"`
+}
+
+// writeError writes OpenAI's error JSON. A server error's message ends
+// with the request id, which the log line about the failure carries too.
+func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
+	if status >= http.StatusInternalServerError {
+		msg = withRequestID(msg, w.Header().Get(RequestIDHeader))
+	}
+	writeJSON(w, status, struct {
+		Error apiError `json:"error"`
+	}{apiError{Message: msg, Type: typ, Code: code}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, `{"error":{"message":"encoding failed","type":"server_error"}}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}

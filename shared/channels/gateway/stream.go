@@ -1,0 +1,98 @@
+package gateway
+
+import (
+	"cmp"
+	"encoding/json"
+	"net/http"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+)
+
+// stream answers with server-sent events in OpenAI's chunk format. The
+// status is decided by the first event: a run that fails before any content
+// gets a plain JSON error with the right status; a failure after content
+// started is sent as an error event.
+func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, sub *agent.Subscription, id string, created int64, model string, includeUsage bool) {
+	flusher, _ := w.(http.Flusher)
+	started, streamed := false, false
+	chunk := func(c completion) {
+		c.ID, c.Object, c.Created, c.Model = id, "chat.completion.chunk", created, model
+		b, _ := json.Marshal(c)
+		w.Write([]byte("data: "))
+		w.Write(b)
+		w.Write([]byte("\n\n"))
+	}
+	start := func() {
+		if started {
+			return
+		}
+		started = true
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+		chunk(completion{Choices: []choice{{Delta: &delta{Role: "assistant"}}}})
+	}
+	for {
+		ev, err := sub.Next(r.Context())
+		if err != nil {
+			return
+		}
+		if ev.Approval != nil {
+			// The run is parked: its prompt ends this response, and the
+			// session's next message answers it.
+			prompt := ev.Approval.Prompt
+			if streamed {
+				prompt = "\n\n" + prompt
+			}
+			start()
+			streamed = true
+			chunk(completion{Choices: []choice{{Delta: &delta{Content: prompt}}}})
+			ev.Result = &agent.Result{}
+		}
+		if ev.Result == nil {
+			if ev.Delta == "" {
+				continue
+			}
+			start()
+			streamed = true
+			chunk(completion{Choices: []choice{{Delta: &delta{Content: ev.Delta}}}})
+			if flusher != nil {
+				flusher.Flush()
+			}
+			continue
+		}
+		res := ev.Result
+		if res.ErrorCode != "" {
+			status, msg := g.runFailure(r, ev.RunID, res)
+			if !started {
+				writeError(w, status, "server_error", res.ErrorCode, msg)
+				return
+			}
+			b, _ := json.Marshal(struct {
+				Error apiError `json:"error"`
+			}{apiError{Message: withRequestID(msg, requestID(r.Context())), Type: "server_error", Code: res.ErrorCode}})
+			w.Write([]byte("data: "))
+			w.Write(b)
+			w.Write([]byte("\n\n"))
+		} else {
+			start()
+			if !streamed && res.Content != "" {
+				// The answer was made before this request listened (a
+				// step retried after a crash found it in the store).
+				chunk(completion{Choices: []choice{{Delta: &delta{Content: res.Content}}}})
+			}
+			chunk(completion{Choices: []choice{{Delta: &delta{}, FinishReason: ptr(cmp.Or(res.FinishReason, "stop"))}}})
+			if includeUsage {
+				chunk(completion{Choices: []choice{}, Usage: wsproto.UsageOf(res.Usage)})
+			}
+		}
+		w.Write([]byte("data: [DONE]\n\n"))
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return
+	}
+}

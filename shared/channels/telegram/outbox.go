@@ -1,0 +1,181 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+)
+
+// maxAttempts is how often a message is tried before it is marked failed;
+// permanent errors (400, 403) give up after permanentAttempts.
+const (
+	maxAttempts       = 30
+	permanentAttempts = 3
+)
+
+// markTimeout bounds recording a delivered message, which outlives a
+// cancelled context.
+const markTimeout = 5 * time.Second
+
+// outboxStore is what the outbox needs of the store (store.Telegram).
+type outboxStore interface {
+	AddOutbox(ctx context.Context, msgs []store.OutboxMessage) error
+	UnsentOutbox(ctx context.Context, limit int) ([]store.OutboxMessage, error)
+	MarkSent(ctx context.Context, id string, messageID int64, at time.Time) error
+	MarkRetry(ctx context.Context, id string, attempts int, next time.Time, lastErr string, failed bool) error
+}
+
+// messageSender sends a message and returns its id (Client).
+type messageSender interface {
+	SendMessage(ctx context.Context, chatID int64, text string) (int64, error)
+}
+
+// outbox delivers replies durably: add stores them, and loop or flush
+// sends them, in order per chat, retrying failures.
+type outbox struct {
+	store  outboxStore
+	sender messageSender
+	log    *slog.Logger
+	// kick wakes loop when messages were added.
+	kick chan struct{}
+}
+
+func newOutbox(st outboxStore, sender messageSender, log *slog.Logger) *outbox {
+	return &outbox{store: st, sender: sender, log: log, kick: make(chan struct{}, 1)}
+}
+
+// add stores msgs as pending and wakes loop.
+func (o *outbox) add(ctx context.Context, msgs []store.OutboxMessage) error {
+	if err := o.store.AddOutbox(ctx, msgs); err != nil {
+		return err
+	}
+	select {
+	case o.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// loop delivers the outbox until ctx ends; see pass.
+func (o *outbox) loop(ctx context.Context) {
+	for ctx.Err() == nil {
+		next, _ := o.pass(ctx)
+		if later := time.Now().Add(5 * time.Second); next.After(later) {
+			next = later
+		}
+		t := time.NewTimer(max(time.Until(next), 10*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-o.kick:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// flush makes passes over the outbox while messages are waiting for a
+// retry due within wait, and returns how many messages are still pending
+// when it gives up.
+func (o *outbox) flush(ctx context.Context, wait time.Duration) (pending int, err error) {
+	deadline := time.Now().Add(wait)
+	for {
+		next, n := o.pass(ctx)
+		if n == 0 || ctx.Err() != nil || next.After(deadline) {
+			if ctx.Err() != nil {
+				return n, ctx.Err()
+			}
+			return n, nil
+		}
+		if !sleepCtx(ctx, max(time.Until(next), 10*time.Millisecond)) {
+			return n, ctx.Err()
+		}
+	}
+}
+
+// pass makes one pass over the outbox: in order per chat, a message is
+// marked sent only with the message_id Telegram answered; a failure
+// blocks its chat's later messages until a retry, after retry_after on 429
+// or an exponential backoff otherwise. It returns when the next message
+// is due (a far time when none is) and how many are left pending.
+func (o *outbox) pass(ctx context.Context) (next time.Time, pending int) {
+	next = time.Now().Add(24 * time.Hour)
+	msgs, err := o.store.UnsentOutbox(ctx, 500)
+	if err != nil {
+		if ctx.Err() == nil {
+			o.log.Error("read outbox", "error", err)
+		}
+		return time.Now().Add(5 * time.Second), 1
+	}
+	blocked := map[int64]bool{}
+	for _, m := range msgs {
+		if ctx.Err() != nil {
+			return next, len(msgs)
+		}
+		if blocked[m.ChatID] {
+			pending++
+			continue
+		}
+		if now := time.Now(); m.NextAt.After(now) {
+			blocked[m.ChatID] = true
+			pending++
+			if m.NextAt.Before(next) {
+				next = m.NextAt
+			}
+			continue
+		}
+		id, err := o.sender.SendMessage(ctx, m.ChatID, m.Text)
+		if err == nil {
+			// Telegram has the message: record that even when shutting
+			// down, or the restarted server would send it again.
+			mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
+			err := o.store.MarkSent(mctx, m.ID, id, time.Now().UTC())
+			cancel()
+			if err != nil {
+				o.log.Error("mark reply sent", "outbox_id", m.ID, "error", err)
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return next, len(msgs)
+		}
+		blocked[m.ChatID] = true
+		attempts := m.Attempts + 1
+		delay := min(500*time.Millisecond<<min(attempts-1, 20), 5*time.Minute)
+		var ae *APIError
+		if errors.As(err, &ae) && ae.RetryAfter > 0 {
+			delay = ae.RetryAfter
+		}
+		failed := attempts >= maxAttempts || Permanent(err) && attempts >= permanentAttempts
+		at := time.Now().Add(delay)
+		if err := o.store.MarkRetry(ctx, m.ID, attempts, at.UTC(), err.Error(), failed); err != nil {
+			o.log.Error("mark reply retry", "outbox_id", m.ID, "error", err)
+		}
+		if failed {
+			o.log.Error("reply not delivered; giving up", "outbox_id", m.ID, "chat_id", m.ChatID, "attempts", attempts, "error", err)
+			continue
+		}
+		pending++
+		o.log.Warn("reply not delivered; will retry", "outbox_id", m.ID, "chat_id", m.ChatID, "attempt", attempts, "retry_in", delay.String(), "error", err)
+		if at.Before(next) {
+			next = at
+		}
+	}
+	return next, pending
+}
+
+// sleepCtx waits d and reports whether ctx is still alive.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,474 @@
+// Package agent is the agent loop, built as explicit steps (DESIGN.md §4).
+//
+// A run is the work for one inbound message. Its RunState is small JSON that
+// names the next step; history, tool results and drafts live in the store.
+// Loop.Step runs the named step and sets the next one. Every step is
+// idempotent given the store: messages are written under deterministic keys
+// with put-if-absent, so a step retried after a crash finds its work done.
+// The inline Driver loops over Step locally; on AWS, Step Functions drives the
+// same Step from a Lambda task.
+package agent
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+)
+
+// The steps of a run.
+const (
+	StepBegin   = "begin"
+	StepCompact = "compact"
+	StepThink   = "think"
+	StepApprove = "approve"
+	// StepWait parks a run until its approval is answered; stepping it
+	// again moves on only once the answer is in the store.
+	StepWait   = "wait"
+	StepAct    = "act"
+	StepFinish = "finish"
+	// StepDone marks a run with nothing left to do.
+	StepDone = "done"
+)
+
+// Error codes a failed run reports; the HTTP API maps them to statuses.
+const (
+	CodeNoProvider = "provider_not_configured"
+	CodeUpstream   = "upstream_error"
+	CodeInternal   = "internal_error"
+)
+
+// RunState is the small, serializable state of one run. It never holds
+// history or tool output: those live in the store.
+type RunState struct {
+	RunID     string `json:"run_id"`
+	SessionID string `json:"session_id"`
+	Agent     string `json:"agent"`
+	Seq       int64  `json:"seq"`
+	// Owner is the principal the session belongs to (store.Session.Owner);
+	// tools scope what they see to it.
+	Owner     string        `json:"owner,omitempty"`
+	Step      string        `json:"step"`
+	Iteration int           `json:"iteration"`
+	Autonomy  tool.Autonomy `json:"autonomy"`
+	// Stream asks the think step to stream content deltas to the replier.
+	Stream bool `json:"stream,omitempty"`
+	// Interactive runs can ask a person to approve tool calls; others deny
+	// the calls that need approval.
+	Interactive bool `json:"interactive,omitempty"`
+	// Approval is the id of the approval the run waits for.
+	Approval string `json:"approval,omitempty"`
+	// Compacted is set once the run compacted the history; ForceCompact
+	// asks for compaction after the provider said the context overflowed.
+	Compacted    bool `json:"compacted,omitempty"`
+	ForceCompact bool `json:"force_compact,omitempty"`
+	// Calls are the tool call ids the act step must answer.
+	Calls []string `json:"calls,omitempty"`
+	// NoTools is set for the last think after the tool iteration limit.
+	NoTools bool       `json:"no_tools,omitempty"`
+	Usage   chat.Usage `json:"usage"`
+	// FinishReason is why the last model reply ended: "stop", or "length"
+	// when it was cut at a size limit.
+	FinishReason string `json:"finish_reason,omitempty"`
+	// Error and ErrorCode describe a failed run to the user.
+	Error     string    `json:"error,omitempty"`
+	ErrorCode string    `json:"error_code,omitempty"`
+	Reply     Reply     `json:"reply"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// Reply says where a run's answer goes.
+type Reply struct {
+	Channel string `json:"channel"`
+	To      string `json:"to,omitempty"`
+}
+
+// Failed reports whether the run ended in an error.
+func (s RunState) Failed() bool { return s.ErrorCode != "" }
+
+// Parked reports whether the run waits for a person's answer.
+func (s RunState) Parked() bool { return s.Step == StepWait }
+
+// Agent is what the loop needs to know about one agent.
+type Agent struct {
+	Name     string
+	Provider llm.Provider
+	// Model overrides the provider's model when set.
+	Model             string
+	Tools             *tool.Registry
+	MaxToolIterations int
+	// Workspace is the agent's workspace directory.
+	Workspace  string
+	Compaction Compaction
+}
+
+// Compaction says when and how far the loop compacts a session's history
+// (seed 001 "Context Compaction").
+type Compaction struct {
+	// Threshold is the history length above which a run compacts first;
+	// zero turns threshold compaction off.
+	Threshold int
+	// Target is how many recent messages are kept verbatim.
+	Target int
+	// Flush runs a hidden turn that lets the model save memories before
+	// older messages are summarized.
+	Flush bool
+}
+
+// Agents finds agents by name.
+type Agents interface {
+	Agent(name string) (*Agent, bool)
+}
+
+// Prompter builds the system messages that open every model request.
+type Prompter interface {
+	SystemPrompt(ctx context.Context, a *Agent) ([]chat.Message, error)
+}
+
+// stalePrompter is a Prompter that reuses what it built: the loop tells it
+// when an agent's tools ran, as they may have changed the files the
+// prompt is built from.
+type stalePrompter interface {
+	Stale(a *Agent)
+}
+
+// promptStale tells the Prompter that a's tools ran.
+func (l *Loop) promptStale(a *Agent) {
+	if p, ok := l.Prompter.(stalePrompter); ok {
+		p.Stale(a)
+	}
+}
+
+// Result is the outcome of a run, as told to the replier.
+type Result struct {
+	Content string
+	Usage   chat.Usage
+	// FinishReason is "length" when the answer was cut at a size limit,
+	// "stop" otherwise.
+	FinishReason string
+	Error        string
+	ErrorCode    string
+}
+
+// Replier receives what a run tells its reply channel: streamed content,
+// approval requests and the result. Calls must not block for long.
+type Replier interface {
+	Delta(r RunState, text string)
+	Approval(r RunState, a store.Approval)
+	Finish(r RunState, res Result)
+}
+
+// Store is the part of the store the loop uses.
+type Store interface {
+	store.Sessions
+	store.History
+	store.Runs
+	store.Approvals
+	store.Jobs
+}
+
+// Emitter receives observability events.
+type Emitter interface {
+	Emit(ev obs.Event)
+}
+
+// Loop runs the steps of runs.
+type Loop struct {
+	Store    Store
+	Agents   Agents
+	Prompter Prompter
+	Replier  Replier
+	Events   Emitter
+	// Recorder, when set, is told of each successful run of a durable
+	// session after its answer is sent (past conversations become
+	// memories). Its failures are logged and never fail the run.
+	Recorder Recorder
+	Log      *slog.Logger
+	// ToolTimeout bounds one tool call; zero means 60 s.
+	ToolTimeout time.Duration
+	// Limits bound model replies and tool calls; zero fields take the
+	// defaults.
+	Limits Limits
+	// Now returns the time; nil means time.Now.
+	Now func() time.Time
+}
+
+func (l *Loop) now() time.Time {
+	if l.Now != nil {
+		return l.Now()
+	}
+	return time.Now()
+}
+
+// Step runs the step st names and returns the state with the next step
+// set, saved in the store together with what the step wrote, in one
+// transaction. An error means the step could not complete (for example the
+// store was unreachable) and may be retried with the same st.
+func (l *Loop) Step(ctx context.Context, st RunState) (RunState, error) {
+	var c store.Commit
+	var next RunState
+	var err error
+	switch st.Step {
+	case StepBegin:
+		// begin writes nothing: the run's saved state may stay "begin",
+		// and a begin repeated after a crash costs nothing.
+		return l.begin(st), nil
+	case StepCompact:
+		next, err = l.compact(ctx, st)
+	case StepThink:
+		next, err = l.think(ctx, st, &c)
+	case StepApprove:
+		next, err = l.approve(ctx, st)
+	case StepWait:
+		// wait writes nothing either: it only reads the approval's answer,
+		// which a repeated wait reads again.
+		return l.wait(ctx, st)
+	case StepAct:
+		next, err = l.act(ctx, st, &c)
+	case StepFinish:
+		next, err = l.finish(ctx, st, &c)
+	case StepDone:
+		return st, nil
+	default:
+		return st, fmt.Errorf("run %s: unknown step %q", st.RunID, st.Step)
+	}
+	if err != nil {
+		return st, err
+	}
+	if err := l.commit(ctx, next, c); err != nil {
+		return st, err
+	}
+	return next, nil
+}
+
+// Limits bound what a run keeps of model replies and tool calls.
+type Limits struct {
+	// MaxReplyBytes caps the content of one model reply; a longer one is
+	// cut and its finish reason is "length". Zero means 1 MiB.
+	MaxReplyBytes int
+	// MaxToolArgsBytes caps the arguments of one tool call; a larger call
+	// does not run and the model is told why. Zero means 1 MiB.
+	MaxToolArgsBytes int
+	// MaxToolResultBytes caps one tool result kept in history. Zero means
+	// 100 KiB.
+	MaxToolResultBytes int
+}
+
+func (l Limits) reply() int      { return cmp.Or(l.MaxReplyBytes, 1<<20) }
+func (l Limits) toolArgs() int   { return cmp.Or(l.MaxToolArgsBytes, 1<<20) }
+func (l Limits) toolResult() int { return cmp.Or(l.MaxToolResultBytes, 100<<10) }
+
+// Input is a new message for an agent.
+type Input struct {
+	// RunID is optional; it is generated when empty. Repeating an id
+	// enqueues nothing new.
+	RunID     string
+	SessionID string
+	Agent     string
+	// Owner is the principal the session belongs to; enqueuing into a
+	// session of another owner fails with store.ErrForbidden.
+	Owner string
+	// Ephemeral creates a session of its own, named after the run, that is
+	// deleted when the run ends (SessionID is ignored).
+	Ephemeral bool
+	// Messages are written to history before the run starts: the new user
+	// message, or a whole stateless conversation.
+	Messages []chat.Message
+	Autonomy tool.Autonomy
+	Stream   bool
+	// Interactive says a person reads the reply channel and can answer
+	// approval prompts.
+	Interactive bool
+	Reply       Reply
+}
+
+// ErrUnknownAgent is returned for an agent that does not exist.
+var ErrUnknownAgent = errors.New("unknown agent")
+
+// Enqueue creates the session if needed, queues a run for in and writes its
+// input to history. The run waits in the session's lane until a driver
+// steps it.
+func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
+	if _, ok := l.Agents.Agent(in.Agent); !ok {
+		return RunState{}, fmt.Errorf("%w %q", ErrUnknownAgent, in.Agent)
+	}
+	if len(in.Messages) == 0 {
+		return RunState{}, errors.New("enqueue: no input messages")
+	}
+	if in.RunID == "" {
+		in.RunID = NewID()
+	}
+	if in.Ephemeral {
+		in.SessionID = EphemeralPrefix + in.RunID
+	}
+	now := l.now().UTC()
+	st := RunState{
+		RunID: in.RunID, SessionID: in.SessionID, Agent: in.Agent, Owner: in.Owner, Step: StepBegin,
+		Autonomy: in.Autonomy, Stream: in.Stream, Interactive: in.Interactive && !in.Ephemeral,
+		Reply: in.Reply, StartedAt: now,
+	}
+	state, err := json.Marshal(st)
+	if err != nil {
+		return RunState{}, fmt.Errorf("enqueue: %w", err)
+	}
+	run, created, err := l.Store.EnqueueRun(ctx, store.NewRun{
+		Session: store.Session{ID: in.SessionID, Agent: in.Agent, Owner: in.Owner, Ephemeral: in.Ephemeral, CreatedAt: now, UpdatedAt: now},
+		Run:     store.Run{ID: in.RunID, State: state, CreatedAt: now},
+		Input:   in.Messages,
+	})
+	if errors.Is(err, store.ErrExists) {
+		return DecodeState(run)
+	}
+	if err != nil {
+		return RunState{}, fmt.Errorf("enqueue: %w", err)
+	}
+	if created {
+		l.emit(obs.Event{Type: obs.SessionStart, SessionID: in.SessionID, Attrs: []slog.Attr{slog.String("agent", in.Agent)}})
+	}
+	// The seq is known only now; DecodeState restores it from the run.
+	st.Seq = run.Seq
+	return st, nil
+}
+
+// ErrBusy is returned when a session cannot be reset while it has work.
+var ErrBusy = errors.New("the conversation is busy: wait for the current reply or answer the pending approval first")
+
+// Reset starts a session afresh: its history is deleted. A session with a
+// queued, running or parked run is not reset (ErrBusy). A run that has
+// reached its finish step has given its answer and is only being recorded:
+// Reset waits a moment for it, so that a client that saw the answer can
+// reset at once.
+func (l *Loop) Reset(ctx context.Context, sessionID string) error {
+	wait := time.Millisecond
+	for {
+		run, err := l.Store.NextRun(ctx, sessionID)
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reset: %w", err)
+		}
+		if st, err := DecodeState(run); err != nil || st.Step != StepFinish || wait > time.Second {
+			return ErrBusy
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("reset: %w", ctx.Err())
+		case <-t.C:
+		}
+		wait *= 2
+	}
+	if err := l.Store.DeleteSession(ctx, sessionID); err != nil {
+		return fmt.Errorf("reset: %w", err)
+	}
+	l.emit(obs.Event{Type: obs.SessionEnd, SessionID: sessionID, Attrs: []slog.Attr{slog.String("reason", "reset")}})
+	return nil
+}
+
+// commit saves st in its run, with the status it implies, together with
+// the step's writes in c, so the store always tells where every run is.
+func (l *Loop) commit(ctx context.Context, st RunState, c store.Commit) error {
+	state, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", st.RunID, err)
+	}
+	c.Run = store.Run{ID: st.RunID, SessionID: st.SessionID, Seq: st.Seq, State: state, Status: store.RunRunning}
+	switch {
+	case st.Step != StepDone:
+	case st.Failed():
+		c.Run.Status = store.RunFailed
+	default:
+		c.Run.Status = store.RunDone
+	}
+	err = l.Store.CommitRun(ctx, c)
+	if st.Step == StepDone && errors.Is(err, store.ErrNotFound) {
+		return nil // an ephemeral session was deleted with its run
+	}
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", st.RunID, err)
+	}
+	return nil
+}
+
+// MarkFailed records a run whose state cannot be read as failed, so that
+// its session's lane moves on.
+func (l *Loop) MarkFailed(ctx context.Context, r store.Run) error {
+	r.Status = store.RunFailed
+	return l.Store.CommitRun(ctx, store.Commit{Run: r, ClearCalls: true})
+}
+
+// DecodeState reads the RunState saved in a run.
+func DecodeState(r store.Run) (RunState, error) {
+	var st RunState
+	if err := json.Unmarshal(r.State, &st); err != nil {
+		return RunState{}, fmt.Errorf("run %s: decode state: %w", r.ID, err)
+	}
+	st.Seq = r.Seq
+	return st, nil
+}
+
+// SessionID derives the session of a user with an agent (seed 004): the
+// same user and agent always meet in the same session.
+func SessionID(agent, userID string) string {
+	sum := sha256.Sum256([]byte(agent + "\x00" + userID))
+	return "s-" + hex.EncodeToString(sum[:16])
+}
+
+// NewID returns a random 128-bit hex id.
+func NewID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err)) // never fails on supported platforms
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func (l *Loop) emit(ev obs.Event) {
+	if l.Events != nil {
+		l.Events.Emit(ev)
+	}
+}
+
+// Message keys order a session's history: by run seq (store.RunPrefix),
+// then inputs (store.InputKey), then each iteration's assistant message
+// followed by its tool results.
+func assistantKey(seq int64, it int) string {
+	return fmt.Sprintf("%sb%03d.a", store.RunPrefix(seq), it)
+}
+func toolKey(seq int64, it, j int) string {
+	return fmt.Sprintf("%sb%03d.t%03d", store.RunPrefix(seq), it, j)
+}
+
+// Registry is a fixed set of agents by name.
+type Registry map[string]*Agent
+
+// Agent implements Agents.
+func (r Registry) Agent(name string) (*Agent, bool) {
+	a, ok := r[name]
+	return a, ok
+}
+
+// Names returns the agent names, sorted.
+func (r Registry) Names() []string {
+	names := make([]string, 0, len(r))
+	for n := range r {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

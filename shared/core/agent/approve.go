@@ -1,0 +1,289 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+)
+
+// Decision is a person's answer to an approval prompt.
+type Decision string
+
+// The answers of seed 001's approval workflow.
+const (
+	Yes    Decision = "yes"
+	No     Decision = "no"
+	Always Decision = "always"
+)
+
+// ParseDecision reads an answer: /yes, /no or /always, with or without the
+// slash, in any case. Anything else is not an answer.
+func ParseDecision(text string) (Decision, bool) {
+	t := strings.ToLower(strings.TrimSpace(text))
+	t = strings.TrimPrefix(t, "/")
+	switch t {
+	case "yes", "y":
+		return Yes, true
+	case "no", "n":
+		return No, true
+	case "always":
+		return Always, true
+	}
+	return "", false
+}
+
+// ErrNoPendingApproval is returned when an answer finds nothing to answer.
+var ErrNoPendingApproval = errors.New("no approval is pending")
+
+// ErrMayNotApprove is returned when a message approves tool calls that the
+// sender's autonomy does not allow; the approval stays pending.
+var ErrMayNotApprove = errors.New("your autonomy level does not allow approving this")
+
+func approvalID(st RunState) string { return fmt.Sprintf("%s-%d", st.RunID, st.Iteration) }
+
+// verdict is what the policy says about one tool call before it runs.
+type verdict int
+
+const (
+	allow verdict = iota
+	deny
+	ask
+)
+
+// judge applies the approval workflow of seed 001 to one call: the
+// session's allowlist approves, full autonomy approves, read_only denies,
+// otherwise a person is asked. Calls to unknown tools or with too little
+// autonomy are denied with the reason.
+func judge(a *Agent, st RunState, sess store.Session, c chat.ToolCall) (verdict, string) {
+	t, ok := a.Tools.Get(c.Name)
+	if !ok {
+		return deny, fmt.Sprintf("error: there is no tool named %q", c.Name)
+	}
+	p := t.Policy()
+	if st.Autonomy < p.MinAutonomy {
+		return deny, fmt.Sprintf("refused: %s needs autonomy %s or higher, and this conversation runs at %s", c.Name, p.MinAutonomy, st.Autonomy)
+	}
+	switch {
+	case !p.RequiresApproval, st.Autonomy == tool.Full, slices.Contains(sess.Allowlist, c.Name):
+		return allow, ""
+	case st.Autonomy == tool.ReadOnly:
+		return deny, fmt.Sprintf("refused: %s needs approval and this conversation is read-only", c.Name)
+	case !st.Interactive:
+		return deny, fmt.Sprintf("refused: %s needs a person's approval, and nobody can be asked in a stateless request; "+
+			"tell the user, who can use a stateful session (header X-Lambdaclaw-Session-Key) to be asked, or a key with autonomy full", c.Name)
+	}
+	return ask, ""
+}
+
+// approve asks a person about the calls that need it, parking the run, or
+// goes straight on to act when none does.
+func (l *Loop) approve(ctx context.Context, st RunState) (RunState, error) {
+	a, ok := l.Agents.Agent(st.Agent)
+	if !ok {
+		return l.fail(st, CodeInternal, unknownAgent(st.Agent)), nil
+	}
+	am, err := l.Store.GetMessage(ctx, st.SessionID, assistantKey(st.Seq, st.Iteration))
+	if err != nil {
+		return st, fmt.Errorf("approve: %w", err)
+	}
+	sess, err := l.Store.GetSession(ctx, st.SessionID)
+	if err != nil {
+		return st, fmt.Errorf("approve: %w", err)
+	}
+	var calls []chat.ToolCall
+	for _, c := range am.ToolCalls {
+		if v, _ := judge(a, st, sess, c); v == ask {
+			calls = append(calls, c)
+		}
+	}
+	st.Step = StepAct
+	if len(calls) == 0 {
+		return st, nil
+	}
+	id := approvalID(st)
+	ap, err := l.Store.GetApproval(ctx, id)
+	switch {
+	case err == nil && ap.Status != store.ApprovalPending:
+		return st, nil // answered before this step was retried
+	case errors.Is(err, store.ErrNotFound):
+		ap = store.Approval{ID: id, SessionID: st.SessionID, RunID: st.RunID, Prompt: approvalPrompt(calls),
+			Status: store.ApprovalPending, CreatedAt: l.now().UTC()}
+		for _, c := range calls {
+			ap.Calls = append(ap.Calls, c.ID)
+			ap.Tools = append(ap.Tools, c.Name)
+		}
+		if err := l.Store.CreateApproval(ctx, ap); err != nil && !errors.Is(err, store.ErrExists) {
+			return st, fmt.Errorf("approve: %w", err)
+		}
+		for _, c := range calls {
+			l.emit(obs.Event{Type: obs.ApprovalRequested, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
+				slog.String("approval_id", id), slog.String("tool_name", c.Name), slog.String("args", c.Arguments)}})
+		}
+	case err != nil:
+		return st, fmt.Errorf("approve: %w", err)
+	}
+	if l.Replier != nil {
+		l.Replier.Approval(st, ap)
+	}
+	st.Approval = id
+	st.Step = StepWait
+	return st, nil
+}
+
+// wait keeps the run parked until its approval is answered.
+func (l *Loop) wait(ctx context.Context, st RunState) (RunState, error) {
+	ap, err := l.Store.GetApproval(ctx, st.Approval)
+	if err != nil {
+		return st, fmt.Errorf("wait: %w", err)
+	}
+	if ap.Status == store.ApprovalPending {
+		return st, nil
+	}
+	st.Approval = ""
+	st.Step = StepAct
+	return st, nil
+}
+
+// approvalPrompt is the question sent to the run's reply channel.
+func approvalPrompt(calls []chat.ToolCall) string {
+	var b strings.Builder
+	b.WriteString("Approval needed. The agent wants to run:\n")
+	names := make([]string, 0, len(calls))
+	for _, c := range calls {
+		args := c.Arguments
+		if len(args) > 300 {
+			args = truncate(args, 300)
+		}
+		fmt.Fprintf(&b, "- %s %s\n", c.Name, args)
+		if !slices.Contains(names, c.Name) {
+			names = append(names, c.Name)
+		}
+	}
+	fmt.Fprintf(&b, "Reply /yes to allow, /no to deny, or /always to allow %s for the rest of this conversation.", strings.Join(names, ", "))
+	return b.String()
+}
+
+// Answer records a person's decision on a pending approval: /always also
+// adds its tools to the session's allowlist. The parked run moves on the
+// next time it is stepped. A second answer to the same approval returns
+// store.ErrConflict and changes nothing.
+func (l *Loop) Answer(ctx context.Context, ap store.Approval, d Decision) error {
+	status := store.ApprovalApproved
+	if d == No {
+		status = store.ApprovalDenied
+	}
+	ap, err := l.Store.ResolveApproval(ctx, ap.ID, status, string(d), l.now().UTC())
+	if err != nil {
+		return fmt.Errorf("answer approval: %w", err)
+	}
+	if d == Always {
+		for _, t := range ap.Tools {
+			if err := l.Store.AllowTool(ctx, ap.SessionID, t); err != nil {
+				return fmt.Errorf("answer approval: %w", err)
+			}
+		}
+	}
+	for _, t := range ap.Tools {
+		l.emit(obs.Event{Type: obs.ApprovalResolved, SessionID: ap.SessionID, RunID: ap.RunID, Attrs: []slog.Attr{
+			slog.String("approval_id", ap.ID), slog.String("tool_name", t), slog.String("decision", string(d))}})
+	}
+	return nil
+}
+
+// PendingApproval returns the approval a session waits for, or
+// ErrNoPendingApproval.
+func (l *Loop) PendingApproval(ctx context.Context, sessionID string) (store.Approval, error) {
+	ap, err := l.Store.PendingApproval(ctx, sessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return ap, ErrNoPendingApproval
+	}
+	return ap, err
+}
+
+// mayApprove checks that in's sender may allow the calls ap asks about:
+// a read-only sender never may, nor one whose autonomy is below what a
+// tool needs. The session is the sender's own (session ids derive from
+// their owner), so only the autonomy is left to check.
+func (l *Loop) mayApprove(ap store.Approval, in Input) error {
+	if in.Autonomy <= tool.ReadOnly {
+		return fmt.Errorf("%w: it is read_only; answer /no, or use a key with autonomy supervised or full", ErrMayNotApprove)
+	}
+	a, ok := l.Agents.Agent(in.Agent)
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownAgent, in.Agent)
+	}
+	for _, name := range ap.Tools {
+		if t, ok := a.Tools.Get(name); ok && in.Autonomy < t.Policy().MinAutonomy {
+			return fmt.Errorf("%w: %s needs autonomy %s, and yours is %s", ErrMayNotApprove, name, t.Policy().MinAutonomy, in.Autonomy)
+		}
+	}
+	return nil
+}
+
+// Lane is how a driver works through a session's runs.
+type Lane interface {
+	// Resume continues the parked run of an approval just answered.
+	Resume(ctx context.Context, ap store.Approval) error
+	// Kick makes sure the session's next queued run is being worked on.
+	Kick(ctx context.Context, sessionID string) error
+}
+
+// Deliver hands a user's message to its session. If the session waits for
+// an approval, an answer (/yes, /no, /always) resumes the parked run, and
+// any other message denies the approval and is queued as a new run behind
+// it. subscribe is called with the id of the run that will answer, before
+// that run can report anything.
+func (l *Loop) Deliver(ctx context.Context, in Input, lane Lane, subscribe func(runID string)) (RunState, error) {
+	if !in.Ephemeral && len(in.Messages) == 1 && in.Messages[0].Role == chat.User {
+		ap, err := l.PendingApproval(ctx, in.SessionID)
+		switch {
+		case err == nil:
+			dec, isAnswer := ParseDecision(in.Messages[0].Content)
+			if isAnswer && dec != No {
+				if err := l.mayApprove(ap, in); err != nil {
+					return RunState{}, err
+				}
+			}
+			if !isAnswer {
+				dec = No
+			} else {
+				subscribe(ap.RunID)
+			}
+			err := l.Answer(ctx, ap, dec)
+			if err != nil && !errors.Is(err, store.ErrConflict) {
+				return RunState{}, err
+			}
+			if err == nil {
+				if err := lane.Resume(ctx, ap); err != nil {
+					return RunState{}, fmt.Errorf("deliver: %w", err)
+				}
+				if isAnswer {
+					run, err := l.Store.GetRun(ctx, ap.RunID)
+					if err != nil {
+						return RunState{}, fmt.Errorf("deliver: %w", err)
+					}
+					return DecodeState(run)
+				}
+			}
+		case !errors.Is(err, ErrNoPendingApproval):
+			return RunState{}, fmt.Errorf("deliver: %w", err)
+		}
+	}
+	if in.RunID == "" {
+		in.RunID = NewID()
+	}
+	subscribe(in.RunID)
+	st, err := l.Enqueue(ctx, in)
+	if err != nil {
+		return st, err
+	}
+	return st, lane.Kick(ctx, st.SessionID)
+}

@@ -1,0 +1,215 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/toolparse"
+)
+
+// SummaryPrefix starts the system message that replaces compacted history.
+const SummaryPrefix = "[Conversation summary]: "
+
+// FlushPrompt opens the hidden turn that lets the model save memories
+// before older messages are summarized away.
+const FlushPrompt = "[Memory flush] The older part of this conversation is about to be summarized, and its details will be lost. " +
+	"If it holds anything worth remembering beyond this conversation (facts about the user, decisions, open tasks), save it now with your memory tools. " +
+	"Do not answer the user. If there is nothing to save, reply NO_REPLY."
+
+const summaryPrompt = "You compact conversations. Summarize the conversation below concisely and factually for the assistant that continues it: " +
+	"who the user is, what was asked and decided, facts learned, results of tool calls that still matter, and open tasks. " +
+	"Write plain prose or short bullet points; do not address the user."
+
+// memoryTools are the tools the flush turn may use.
+var memoryTools = []string{"workspace_memory", "memory_store"}
+
+// maxTranscript caps the text of old messages sent to the summarizer.
+const maxTranscript = 120_000
+
+// compact replaces the older part of the history with a summary (seed 001
+// "Context Compaction"). It keeps at least the last Target messages
+// verbatim, starting at a user message, so nothing the user said among
+// them is lost and no tool call is split from its result. It is
+// idempotent: the summary's key is derived from the first kept message, so
+// a retry finds its summary and only finishes deleting.
+func (l *Loop) compact(ctx context.Context, st RunState) (RunState, error) {
+	a, ok := l.Agents.Agent(st.Agent)
+	if !ok {
+		return l.fail(st, CodeInternal, unknownAgent(st.Agent)), nil
+	}
+	hist, err := l.history(ctx, st)
+	if err != nil {
+		return st, fmt.Errorf("compact: %w", err)
+	}
+	forced := st.ForceCompact
+	st.Compacted, st.ForceCompact, st.Step = true, false, StepThink
+	target := a.Compaction.Target
+	if forced {
+		target = min(target, len(hist)/2)
+	}
+	from := keepFrom(hist, target)
+	if from == 0 {
+		if forced {
+			return l.fail(st, CodeUpstream, errTooLong), nil
+		}
+		return st, nil
+	}
+	old := hist[:from]
+	key := summaryKey(hist[from].Key)
+	if _, err := l.Store.GetMessage(ctx, st.SessionID, key); errors.Is(err, store.ErrNotFound) {
+		if a.Compaction.Flush {
+			l.flush(ctx, a, st, hist)
+		}
+		summary, err := l.summarize(ctx, a, old)
+		if err != nil {
+			if ctx.Err() != nil {
+				return st, fmt.Errorf("compact: %w", ctx.Err())
+			}
+			if l.Log != nil {
+				l.Log.Warn("compaction summary failed; trimming instead", "session_id", st.SessionID, "error", scrub.Scrub(err.Error()))
+			}
+		} else {
+			m := store.Message{SessionID: st.SessionID, Key: key, RunID: st.RunID, CreatedAt: l.now().UTC(),
+				Message: chat.Message{Role: chat.System, Content: SummaryPrefix + summary}}
+			if _, err := l.Store.AppendMessage(ctx, m); err != nil {
+				return st, fmt.Errorf("compact: %w", err)
+			}
+		}
+	} else if err != nil {
+		return st, fmt.Errorf("compact: %w", err)
+	}
+	keys := make([]string, 0, len(old))
+	for _, m := range old {
+		if m.Key != key {
+			keys = append(keys, m.Key)
+		}
+	}
+	if err := l.Store.DeleteMessages(ctx, st.SessionID, keys); err != nil {
+		return st, fmt.Errorf("compact: %w", err)
+	}
+	after, err := l.history(ctx, st)
+	if err != nil {
+		return st, fmt.Errorf("compact: %w", err)
+	}
+	l.emit(obs.Event{Type: obs.CompactionComplete, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
+		slog.Int("before", len(hist)), slog.Int("after", len(after)), slog.Bool("forced", forced)}})
+	return st, nil
+}
+
+// keepFrom returns the index of the first message to keep: at least the
+// last target messages, moved back to a user message. Zero means nothing
+// can be dropped.
+func keepFrom(hist []store.Message, target int) int {
+	i := len(hist) - max(target, 1)
+	if i <= 0 {
+		return 0
+	}
+	for i > 0 && hist[i].Role != chat.User {
+		i--
+	}
+	return i
+}
+
+// summaryKey sorts just before the first kept message's run, and names
+// that message, so that each compaction has its own summary key.
+func summaryKey(firstKept string) string {
+	run, _, _ := strings.Cut(firstKept, "#")
+	return run + "#0s" + firstKept
+}
+
+// flush is the hidden memory-flush turn: the model sees the conversation
+// and may call memory tools; nothing of it enters the history.
+func (l *Loop) flush(ctx context.Context, a *Agent, st RunState, hist []store.Message) {
+	var defs []chat.ToolDef
+	for _, n := range memoryTools {
+		if t, ok := a.Tools.Get(n); ok {
+			defs = append(defs, t.Definition())
+		}
+	}
+	if len(defs) == 0 {
+		return
+	}
+	msgs, err := l.prompt(ctx, a)
+	if err != nil {
+		return
+	}
+	for _, m := range hist {
+		msgs = append(msgs, m.Message)
+	}
+	msgs = append(msgs, chat.Message{Role: chat.System, Content: FlushPrompt})
+	resp, err := a.Provider.Generate(ctx, llm.Request{Model: a.Model, Messages: msgs, Tools: defs}, nil)
+	saved := 0
+	if err == nil {
+		sess, _ := l.Store.GetSession(ctx, st.SessionID)
+		for _, c := range toolparse.Parse(resp.Message, fmt.Sprintf("flush_%.8s", st.RunID)) {
+			if !isMemoryTool(c.Name) {
+				continue
+			}
+			l.callTool(ctx, a, st, c, scrub.Scrub(c.Arguments), decide(a, st, sess, store.Approval{}, c))
+			l.promptStale(a)
+			saved++
+		}
+	}
+	if l.Log != nil {
+		attrs := []any{"session_id", st.SessionID, "run_id", st.RunID, "tool_calls", saved}
+		if err != nil {
+			attrs = append(attrs, "error", scrub.Scrub(err.Error()))
+		}
+		l.Log.Info("memory flush", attrs...)
+	}
+}
+
+func isMemoryTool(name string) bool {
+	for _, n := range memoryTools {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// summarize asks the model for a summary of old messages, sent as a
+// transcript so that tool calls need no pairing.
+func (l *Loop) summarize(ctx context.Context, a *Agent, old []store.Message) (string, error) {
+	var b strings.Builder
+	for _, m := range old {
+		text := m.Content
+		switch {
+		case m.Role == chat.Tool:
+			fmt.Fprintf(&b, "[result of %s]: %s\n\n", m.Name, truncate(text, 2000))
+		case len(m.ToolCalls) > 0:
+			for _, c := range m.ToolCalls {
+				fmt.Fprintf(&b, "[assistant called %s %s]\n", c.Name, truncate(c.Arguments, 500))
+			}
+			if text != "" {
+				fmt.Fprintf(&b, "assistant: %s\n\n", text)
+			}
+		default:
+			fmt.Fprintf(&b, "%s: %s\n\n", m.Role, text)
+		}
+	}
+	transcript := b.String()
+	if len(transcript) > maxTranscript {
+		transcript = "[earlier part omitted]\n" + transcript[len(transcript)-maxTranscript:]
+	}
+	resp, err := a.Provider.Generate(ctx, llm.Request{Model: a.Model, Messages: []chat.Message{
+		{Role: chat.System, Content: summaryPrompt},
+		{Role: chat.User, Content: transcript},
+	}}, nil)
+	if err != nil {
+		return "", err
+	}
+	summary := strings.TrimSpace(scrub.Scrub(resp.Message.Content))
+	if summary == "" {
+		return "", errors.New("the model returned an empty summary")
+	}
+	return summary, nil
+}

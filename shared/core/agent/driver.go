@@ -1,0 +1,228 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+)
+
+// Driver steps runs in-process: one goroutine per active session (the
+// lane), so a session's runs go one at a time in order while sessions run
+// in parallel. It saves the RunState after every step, so a process killed
+// between steps resumes where it stopped.
+type Driver struct {
+	loop *Loop
+	log  *slog.Logger
+	ctx  context.Context
+
+	mu     sync.Mutex
+	active map[string]bool
+	wake   map[string]bool
+	lanes  sync.WaitGroup
+
+	// record wakes the goroutine that tells the loop's Recorder of the
+	// exchanges finished runs queued (Loop.RecordQueued).
+	record   chan struct{}
+	recorder sync.WaitGroup
+}
+
+// NewDriver returns a driver whose lanes run until ctx is cancelled. When
+// the loop has a Recorder, a goroutine tells it of finished exchanges off
+// the request path, starting with any a previous process left queued.
+func NewDriver(ctx context.Context, loop *Loop, log *slog.Logger) *Driver {
+	d := &Driver{loop: loop, log: log, ctx: ctx, active: map[string]bool{}, wake: map[string]bool{}, record: make(chan struct{}, 1)}
+	if loop.Recorder != nil {
+		d.record <- struct{}{}
+		d.recorder.Go(d.recordLoop)
+	}
+	return d
+}
+
+// recordLoop drains the queue of exchanges each time a run finishes.
+func (d *Driver) recordLoop() {
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-d.record:
+		}
+		if _, err := d.loop.RecordQueued(d.ctx); err != nil {
+			d.log.Error("record exchanges", "error", err)
+		}
+	}
+}
+
+// Deliver hands a user's message to its session; see Loop.Deliver.
+func (d *Driver) Deliver(ctx context.Context, in Input, subscribe func(runID string)) (RunState, error) {
+	return d.loop.Deliver(ctx, in, d, subscribe)
+}
+
+// Resume implements Lane: the parked run's lane is woken.
+func (d *Driver) Resume(_ context.Context, ap store.Approval) error {
+	d.Wake(ap.SessionID)
+	return nil
+}
+
+// Kick implements Lane.
+func (d *Driver) Kick(_ context.Context, sessionID string) error {
+	d.Wake(sessionID)
+	return nil
+}
+
+// Start enqueues a run and wakes its session's lane.
+func (d *Driver) Start(ctx context.Context, in Input) (RunState, error) {
+	st, err := d.loop.Enqueue(ctx, in)
+	if err != nil {
+		return st, err
+	}
+	d.Wake(st.SessionID)
+	return st, nil
+}
+
+// Wake makes sure the session's lane is running.
+func (d *Driver) Wake(sessionID string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.active[sessionID] {
+		d.wake[sessionID] = true
+		return
+	}
+	d.active[sessionID] = true
+	d.lanes.Add(1)
+	go d.lane(sessionID)
+}
+
+// Recover resumes the unfinished runs found in the store after a restart
+// and returns how many sessions it woke.
+func (d *Driver) Recover(ctx context.Context) (int, error) {
+	ids, err := d.loop.Store.UnfinishedSessions(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("recover runs: %w", err)
+	}
+	for _, id := range ids {
+		d.Wake(id)
+	}
+	return len(ids), nil
+}
+
+// Wait blocks until every lane has stopped (after the driver's context is
+// cancelled, or when no work is left), and, once the context is cancelled,
+// the recorder too.
+func (d *Driver) Wait() {
+	d.lanes.Wait()
+	if d.ctx.Err() != nil {
+		d.recorder.Wait()
+	}
+}
+
+func (d *Driver) lane(sessionID string) {
+	defer d.lanes.Done()
+	for d.ctx.Err() == nil {
+		run, err := d.loop.Store.NextRun(d.ctx, sessionID)
+		if errors.Is(err, store.ErrNotFound) {
+			d.mu.Lock()
+			if d.wake[sessionID] {
+				delete(d.wake, sessionID)
+				d.mu.Unlock()
+				continue
+			}
+			delete(d.active, sessionID)
+			d.mu.Unlock()
+			return
+		}
+		if err != nil {
+			d.log.Error("lane: next run", "session_id", sessionID, "error", err)
+			if !sleep(d.ctx, time.Second) {
+				break
+			}
+			continue
+		}
+		finished := d.drive(run)
+		select {
+		case d.record <- struct{}{}:
+		default: // already woken
+		}
+		if !finished {
+			// The run waits for an approval and blocks the lane; an answer
+			// wakes it again.
+			d.mu.Lock()
+			if d.wake[sessionID] {
+				delete(d.wake, sessionID)
+				d.mu.Unlock()
+				continue
+			}
+			delete(d.active, sessionID)
+			d.mu.Unlock()
+			return
+		}
+	}
+	d.mu.Lock()
+	delete(d.active, sessionID)
+	delete(d.wake, sessionID)
+	d.mu.Unlock()
+}
+
+// drive steps one run to its end, and reports false when it stopped
+// because the run is parked waiting for an approval. A step that errors is
+// retried with backoff; after repeated failures the run is finished as
+// failed so the lane is not blocked forever.
+func (d *Driver) drive(run store.Run) bool {
+	st, err := DecodeState(run)
+	if err != nil {
+		d.log.Error("lane: bad run state", "run_id", run.ID, "error", err)
+		if err := d.loop.MarkFailed(d.ctx, run); err != nil {
+			d.log.Error("lane: mark run failed", "run_id", run.ID, "error", err)
+		}
+		return true
+	}
+	failures := 0
+	for st.Step != StepDone {
+		waiting := st.Parked()
+		next, err := d.loop.Step(d.ctx, st)
+		if err != nil {
+			if d.ctx.Err() != nil {
+				return true // shutting down; the saved state resumes on restart
+			}
+			failures++
+			d.log.Error("step failed", "run_id", st.RunID, "step", st.Step, "attempt", failures, "error", err)
+			if failures >= 5 && st.Step != StepFinish {
+				st = d.loop.Fail(st, fmt.Errorf("step %s failed: %w", st.Step, err))
+				continue
+			}
+			if !sleep(d.ctx, min(time.Duration(failures)*200*time.Millisecond, 5*time.Second)) {
+				return true
+			}
+			continue
+		}
+		failures = 0
+		if waiting && next.Parked() {
+			return false // still unanswered
+		}
+		st = next
+		if st.Parked() {
+			return false
+		}
+	}
+	return true
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Reset starts a session afresh; see Loop.Reset.
+func (d *Driver) Reset(ctx context.Context, sessionID string) error {
+	return d.loop.Reset(ctx, sessionID)
+}

@@ -1,0 +1,31 @@
+package agent
+
+import "github.com/lambdaclaw/lambdaclaw/shared/core/store"
+
+// Router is an Replier that hands each event to the replier of its
+// run's reply channel (RunState.Reply.Channel); events of a channel
+// without a replier are dropped.
+type Router map[string]Replier
+
+var _ Replier = Router{}
+
+// Delta implements Replier.
+func (r Router) Delta(st RunState, text string) {
+	if p, ok := r[st.Reply.Channel]; ok {
+		p.Delta(st, text)
+	}
+}
+
+// Approval implements Replier.
+func (r Router) Approval(st RunState, a store.Approval) {
+	if p, ok := r[st.Reply.Channel]; ok {
+		p.Approval(st, a)
+	}
+}
+
+// Finish implements Replier.
+func (r Router) Finish(st RunState, res Result) {
+	if p, ok := r[st.Reply.Channel]; ok {
+		p.Finish(st, res)
+	}
+}

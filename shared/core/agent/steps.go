@@ -1,0 +1,547 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/toolparse"
+)
+
+// defaultMaxToolIterations applies when an agent sets no limit.
+const defaultMaxToolIterations = 10
+
+// maxEventArgs caps the tool arguments an event carries.
+const maxEventArgs = 1 << 10
+
+func (l *Loop) begin(st RunState) RunState {
+	l.emit(obs.Event{Type: obs.AgentStart, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
+		slog.String("agent", st.Agent), slog.String("channel", st.Reply.Channel)}})
+	st.Step = StepThink
+	return st
+}
+
+// think asks the model for the next message. The message enters history
+// scrubbed of credentials; the tool calls it makes are kept as the model
+// sent them in the run's pending calls, for act to execute.
+func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunState, error) {
+	a, ok := l.Agents.Agent(st.Agent)
+	if !ok {
+		return l.fail(st, CodeInternal, unknownAgent(st.Agent)), nil
+	}
+	key := assistantKey(st.Seq, st.Iteration)
+	hist, err := l.history(ctx, st)
+	if err != nil {
+		return st, fmt.Errorf("think: %w", err)
+	}
+	if i := slices.IndexFunc(hist, func(m store.Message) bool { return m.Key == key }); i >= 0 {
+		// The message was committed with the state that followed it: a
+		// repeated think returns that state.
+		if run, err := l.Store.GetRun(ctx, st.RunID); err == nil {
+			if saved, err := DecodeState(run); err == nil && saved.Iteration == st.Iteration && saved.Step != StepThink {
+				return saved, nil
+			}
+		}
+		return afterThink(st, hist[i].Message), nil
+	}
+	if cc := a.Compaction; !st.Compacted && cc.Threshold > 0 && cc.Threshold > cc.Target && len(hist) > cc.Threshold {
+		st.Step = StepCompact
+		return st, nil
+	}
+	msgs, err := l.prompt(ctx, a)
+	if err != nil {
+		return st, fmt.Errorf("think: %w", err)
+	}
+	for _, m := range hist {
+		msgs = append(msgs, m.Message)
+	}
+	req := llm.Request{Model: a.Model, Messages: msgs}
+	if !st.NoTools && a.Tools != nil {
+		req.Tools = a.Tools.Definitions()
+	}
+	attrs := []slog.Attr{slog.Int("message_count", len(msgs)), slog.Int("iteration", st.Iteration), slog.String("provider", a.Provider.Name())}
+	if a.Model != "" {
+		attrs = append(attrs, slog.String("model", a.Model))
+	}
+	l.emit(obs.Event{Type: obs.LLMRequest, SessionID: st.SessionID, RunID: st.RunID, Attrs: attrs})
+
+	var onDelta llm.OnDelta
+	var stream *scrub.Stream
+	if st.Stream && l.Replier != nil {
+		stream = scrub.NewStream(func(text string) { l.Replier.Delta(st, text) })
+		budget := l.Limits.reply()
+		onDelta = func(text string) {
+			// Deltas stop at the reply limit, as the reply does.
+			if len(text) > budget {
+				text = cutUTF8(text, budget)
+			}
+			budget -= len(text)
+			if text != "" {
+				stream.Write(text)
+			}
+		}
+	}
+	start := l.now()
+	resp, err := a.Provider.Generate(ctx, req, onDelta)
+	attrs = []slog.Attr{slog.Int64("duration_ms", l.now().Sub(start).Milliseconds()), slog.Bool("success", err == nil)}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", scrub.Scrub(err.Error())))
+	} else {
+		attrs = append(attrs, slog.String("provider", resp.Provider), slog.Int("completion_tokens", resp.Usage.CompletionTokens))
+	}
+	l.emit(obs.Event{Type: obs.LLMResponse, SessionID: st.SessionID, RunID: st.RunID, Attrs: attrs})
+	if err != nil {
+		if ctx.Err() != nil {
+			return st, fmt.Errorf("think: %w", ctx.Err())
+		}
+		var le *llm.Error
+		if errors.As(err, &le) && le.ContextOverflow {
+			if !st.Compacted {
+				// Providers refuse an oversized context before streaming
+				// anything: compact, then think again once.
+				st.ForceCompact, st.Step = true, StepCompact
+				return st, nil
+			}
+			return l.fail(st, CodeUpstream, errTooLong), nil
+		}
+		code := CodeUpstream
+		if errors.Is(err, llm.ErrNoProvider) {
+			code = CodeNoProvider
+		}
+		return l.fail(st, code, err), nil
+	}
+	if stream != nil {
+		stream.Flush()
+	}
+
+	st.FinishReason = cmp.Or(resp.FinishReason, "stop")
+	raw := resp.Message
+	if len(raw.Content) > l.Limits.reply() {
+		raw.Content = cutUTF8(raw.Content, l.Limits.reply())
+		st.FinishReason = "length"
+	}
+	var calls []chat.ToolCall
+	if !st.NoTools {
+		calls = toolparse.Parse(raw, fmt.Sprintf("call_%.8s_%d", st.RunID, st.Iteration), quotable(hist)...)
+	}
+	m := chat.Message{Role: chat.Assistant, Content: scrub.Scrub(raw.Content)}
+	for _, tc := range calls {
+		tc.Arguments = scrub.Scrub(tc.Arguments)
+		m.ToolCalls = append(m.ToolCalls, tc)
+	}
+	st.Usage = st.Usage.Add(resp.Usage)
+	c.Messages = append(c.Messages, store.Message{SessionID: st.SessionID, Key: key, RunID: st.RunID, Message: m, CreatedAt: l.now().UTC()})
+	if len(calls) > 0 {
+		c.Calls = calls
+	}
+	return afterThink(st, m), nil
+}
+
+// quotable returns the texts the model was shown and could quote: what
+// users said and what tools returned.
+func quotable(hist []store.Message) []string {
+	var out []string
+	for _, m := range hist {
+		if (m.Role == chat.User || m.Role == chat.Tool) && m.Content != "" {
+			out = append(out, m.Content)
+		}
+	}
+	return out
+}
+
+func afterThink(st RunState, m chat.Message) RunState {
+	st.Calls = st.Calls[:0]
+	for _, c := range m.ToolCalls {
+		st.Calls = append(st.Calls, c.ID)
+	}
+	if len(st.Calls) == 0 {
+		st.Calls = nil
+		st.Step = StepFinish
+	} else {
+		st.Step = StepApprove
+	}
+	return st
+}
+
+func (l *Loop) act(ctx context.Context, st RunState, c *store.Commit) (RunState, error) {
+	a, ok := l.Agents.Agent(st.Agent)
+	if !ok {
+		return l.fail(st, CodeInternal, unknownAgent(st.Agent)), nil
+	}
+	err := l.runCalls(ctx, a, st, "")
+	l.promptStale(a)
+	if err != nil {
+		return st, fmt.Errorf("act: %w", err)
+	}
+	c.ClearCalls = true
+	st.Calls = nil
+	st.Iteration++
+	max := a.MaxToolIterations
+	if max <= 0 {
+		max = defaultMaxToolIterations
+	}
+	if st.Iteration >= max {
+		st.NoTools = true
+	}
+	st.Step = StepThink
+	return st, nil
+}
+
+// ActCall runs one tool call of the run's act step. Drivers that fan calls
+// out in parallel (the Step Functions Map) call it once per call id, then
+// step act, which finds the results and moves on. It is idempotent.
+func (l *Loop) ActCall(ctx context.Context, st RunState, callID string) error {
+	a, ok := l.Agents.Agent(st.Agent)
+	if !ok {
+		return unknownAgent(st.Agent)
+	}
+	if callID == "" {
+		return errors.New("act call: no call id")
+	}
+	defer l.promptStale(a)
+	return l.runCalls(ctx, a, st, callID)
+}
+
+// runCalls runs the calls of the run's current assistant message that have
+// no result yet, in parallel, or only the call with id only when it is
+// set. Each runs with its arguments as the model sent them (the run's
+// pending calls), and its result is written under its own key as soon as
+// it is known, so a retry skips what is done and nothing runs twice.
+func (l *Loop) runCalls(ctx context.Context, a *Agent, st RunState, only string) error {
+	am, err := l.Store.GetMessage(ctx, st.SessionID, assistantKey(st.Seq, st.Iteration))
+	if err != nil {
+		return fmt.Errorf("load assistant message: %w", err)
+	}
+	pending, err := l.Store.PendingCalls(ctx, st.RunID)
+	if err != nil {
+		return fmt.Errorf("load pending calls: %w", err)
+	}
+	sess, err := l.Store.GetSession(ctx, st.SessionID)
+	if err != nil {
+		return err
+	}
+	ap, err := l.Store.GetApproval(ctx, approvalID(st))
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for j, shown := range am.ToolCalls {
+		if only != "" && shown.ID != only {
+			continue
+		}
+		key := toolKey(st.Seq, st.Iteration, j)
+		if _, err := l.Store.GetMessage(ctx, st.SessionID, key); err == nil {
+			continue // answered before a crash or retry
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		call := shown
+		if i := slices.IndexFunc(pending, func(p chat.ToolCall) bool { return p.ID == shown.ID }); i >= 0 {
+			call = pending[i]
+		}
+		wg.Go(func() {
+			out := l.callTool(ctx, a, st, call, shown.Arguments, decide(a, st, sess, ap, shown))
+			if ctx.Err() != nil {
+				return // shutting down: the call runs again after the restart
+			}
+			m := store.Message{SessionID: st.SessionID, Key: key, RunID: st.RunID, CreatedAt: l.now().UTC(),
+				Message: chat.Message{Role: chat.Tool, Content: out, ToolCallID: shown.ID, Name: shown.Name}}
+			if _, err := l.Store.AppendMessage(ctx, m); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// decide settles one call in act: the policy's verdict, with a person's
+// answer standing in for "ask".
+func decide(a *Agent, st RunState, sess store.Session, ap store.Approval, c chat.ToolCall) string {
+	v, reason := judge(a, st, sess, c)
+	if v != ask {
+		return reason
+	}
+	if ap.Status == store.ApprovalApproved && slices.Contains(ap.Calls, c.ID) {
+		return ""
+	}
+	if ap.Status == store.ApprovalDenied && slices.Contains(ap.Calls, c.ID) {
+		return fmt.Sprintf("denied: the user did not approve this %s call; do not retry it, ask the user how to go on", c.Name)
+	}
+	return fmt.Sprintf("refused: %s was not approved", c.Name)
+}
+
+// callTool runs one tool call unless refusal is set, and returns the text
+// the model sees: the tool's output, or why it did not run. c carries the
+// arguments exactly as the model sent them, which the tool receives;
+// shown is their scrubbed form, the only one events carry.
+func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, c chat.ToolCall, shown, refusal string) string {
+	if refusal != "" {
+		return refusal
+	}
+	t, _ := a.Tools.Get(c.Name)
+	args := strings.TrimSpace(c.Arguments)
+	if args == "" {
+		args = "{}"
+	}
+	if len(args) > l.Limits.toolArgs() {
+		return fmt.Sprintf("error: the arguments are %d bytes, over the limit of %d bytes per call; split the work into smaller calls", len(args), l.Limits.toolArgs())
+	}
+	if !json.Valid([]byte(args)) {
+		return "error: the arguments are not valid JSON; call the tool again with a JSON object"
+	}
+	l.emit(obs.Event{Type: obs.ToolCallStart, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
+		slog.String("tool_name", c.Name), slog.String("args", truncate(shown, maxEventArgs))}})
+	timeout := l.ToolTimeout
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := l.now()
+	out, err := t.Call(cctx, tool.Env{Agent: a.Name, SessionID: st.SessionID, Owner: st.Owner, Workspace: a.Workspace}, json.RawMessage(args))
+	l.emit(obs.Event{Type: obs.ToolCallResult, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
+		slog.String("tool_name", c.Name), slog.Int64("duration_ms", l.now().Sub(start).Milliseconds()), slog.Bool("success", err == nil)}})
+	if err != nil {
+		if cctx.Err() == context.DeadlineExceeded {
+			out = fmt.Sprintf("error: %s did not finish within %s", c.Name, timeout)
+		} else {
+			out = "error: " + err.Error()
+		}
+	}
+	// Scrub before the final cut, so that a credential is never half kept;
+	// the first cut only bounds the scrubber's work.
+	limit := l.Limits.toolResult()
+	return truncate(scrub.Scrub(cutUTF8(out, 4*limit)), limit)
+}
+
+// cutUTF8 returns at most n bytes of s, cut at a rune boundary.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// truncate cuts s to at most n bytes and says so.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := cutUTF8(s, n)
+	return cut + fmt.Sprintf("\n[output truncated: %d of %d bytes shown]", len(cut), len(s))
+}
+
+func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunState, error) {
+	run, err := l.Store.RunMessages(ctx, st.SessionID, st.Seq)
+	if err != nil {
+		return st, fmt.Errorf("finish: %w", err)
+	}
+	res, err := result(st, run)
+	if err != nil {
+		return st, fmt.Errorf("finish: %w", err)
+	}
+	ephemeral := strings.HasPrefix(st.SessionID, EphemeralPrefix)
+	switch {
+	case ephemeral:
+		if err := l.Store.DeleteSession(ctx, st.SessionID); err != nil {
+			return st, fmt.Errorf("finish: %w", err)
+		}
+		l.emit(obs.Event{Type: obs.SessionEnd, SessionID: st.SessionID})
+	case st.Failed():
+		c.Messages = append(c.Messages, l.closeCalls(st, run)...)
+		c.ClearCalls = true
+		if err := l.rollbackInput(ctx, st, run); err != nil {
+			return st, fmt.Errorf("finish: %w", err)
+		}
+	}
+	l.emit(obs.Event{Type: obs.TurnComplete, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
+		slog.Int64("total_duration_ms", l.now().Sub(st.StartedAt).Milliseconds()),
+		slog.Int("iterations", st.Iteration), slog.Bool("success", !st.Failed()),
+		slog.Int("prompt_tokens", st.Usage.PromptTokens), slog.Int("completion_tokens", st.Usage.CompletionTokens)}})
+	// The answer is given before the run is saved as done: a crash in
+	// between gives it again (channels de-duplicate by run id), never not
+	// at all.
+	if l.Replier != nil {
+		l.Replier.Finish(st, res)
+	}
+	if job, ok, err := l.recordJob(st, ephemeral, res, run); err != nil {
+		l.logRecord(st, err)
+	} else if ok {
+		c.Jobs = append(c.Jobs, job)
+	}
+	st.Step = StepDone
+	return st, nil
+}
+
+// Result is the outcome of a run that reached its finish step, as the
+// replier is told: the failure, or the answer read from the store. A
+// driver that did not see the run finish (the api function waiting for a
+// run of the state machine) reads the outcome with it. The answer of an
+// ephemeral session is gone once its run is done.
+func (l *Loop) Result(ctx context.Context, st RunState) (Result, error) {
+	if st.Failed() {
+		return result(st, nil)
+	}
+	run, err := l.Store.RunMessages(ctx, st.SessionID, st.Seq)
+	if err != nil {
+		return Result{}, fmt.Errorf("load answer of run %s: %w", st.RunID, err)
+	}
+	return result(st, run)
+}
+
+// result is the outcome of st, whose messages are run.
+func result(st RunState, run []store.Message) (Result, error) {
+	res := Result{Usage: st.Usage, FinishReason: cmp.Or(st.FinishReason, "stop"), Error: st.Error, ErrorCode: st.ErrorCode}
+	if st.Failed() {
+		return res, nil
+	}
+	m, ok := find(run, assistantKey(st.Seq, st.Iteration))
+	if !ok {
+		return res, fmt.Errorf("load answer of run %s: %w", st.RunID, store.ErrNotFound)
+	}
+	res.Content = toolparse.StripCalls(m.Content)
+	return res, nil
+}
+
+// find returns the message of msgs with key.
+func find(msgs []store.Message, key string) (store.Message, bool) {
+	i := slices.IndexFunc(msgs, func(m store.Message) bool { return m.Key == key })
+	if i < 0 {
+		return store.Message{}, false
+	}
+	return msgs[i], true
+}
+
+// closeCalls returns answers for the tool calls a failed run left without
+// a result, so the history stays a valid conversation for the next run:
+// providers refuse an assistant tool call that has no result after it.
+// Results already written are kept by the put-if-absent commit.
+func (l *Loop) closeCalls(st RunState, run []store.Message) []store.Message {
+	am, ok := find(run, assistantKey(st.Seq, st.Iteration))
+	if !ok {
+		return nil
+	}
+	var out []store.Message
+	for j, c := range am.ToolCalls {
+		out = append(out, store.Message{SessionID: st.SessionID, Key: toolKey(st.Seq, st.Iteration, j), RunID: st.RunID, CreatedAt: l.now().UTC(),
+			Message: chat.Message{Role: chat.Tool, Content: "error: the run failed before this call finished; it did not run to completion", ToolCallID: c.ID, Name: c.Name}})
+	}
+	return out
+}
+
+// rollbackInput removes a failed run's input when the run left nothing
+// else in history, so that the user can simply send the message again.
+func (l *Loop) rollbackInput(ctx context.Context, st RunState, run []store.Message) error {
+	inputs := store.RunPrefix(st.Seq) + "a"
+	var keys []string
+	for _, m := range run {
+		if !strings.HasPrefix(m.Key, inputs) {
+			return nil // the run produced output; keep its record
+		}
+		keys = append(keys, m.Key)
+	}
+	return l.Store.DeleteMessages(ctx, st.SessionID, keys)
+}
+
+// Fail ends a run with an internal error the user is told about; the next
+// step is finish. Drivers call it when a step keeps failing.
+func (l *Loop) Fail(st RunState, err error) RunState { return l.fail(st, CodeInternal, err) }
+
+// publicError is an error whose text is written for the user: it names no
+// server, path or credential, and is shown as it is.
+type publicError struct{ msg string }
+
+func (e *publicError) Error() string { return e.msg }
+
+// errTooLong tells the user why a conversation cannot go on.
+var errTooLong = &publicError{"the conversation is too long for the model's context window, even after compaction; start a new one with /new"}
+
+func unknownAgent(name string) error {
+	return &publicError{fmt.Sprintf("%s %q", ErrUnknownAgent, name)}
+}
+
+// fail ends a run with an error the user is told about. The user sees a
+// generic message naming the run, unless err was written for them; the
+// error itself goes to the log, scrubbed, since a provider's or the
+// store's error text can name hosts, paths and keys.
+func (l *Loop) fail(st RunState, code string, err error) RunState {
+	var pe *publicError
+	switch {
+	case errors.As(err, &pe):
+		st.Error = pe.msg
+	case code == CodeNoProvider:
+		st.Error = llm.ErrNoProvider.Error()
+	case code == CodeUpstream:
+		st.Error = fmt.Sprintf("the model provider failed to answer; try again in a moment (run %s)", st.RunID)
+	default:
+		st.Error = fmt.Sprintf("an internal error stopped this reply (run %s)", st.RunID)
+	}
+	st.ErrorCode = code
+	st.Calls = nil
+	st.Step = StepFinish
+	l.logFailure(st, err)
+	return st
+}
+
+// logFailure logs why a run failed, scrubbed.
+func (l *Loop) logFailure(st RunState, err error) {
+	if l.Log != nil {
+		l.Log.Warn("run failed", "run_id", st.RunID, "session_id", st.SessionID, "code", st.ErrorCode, "error", scrub.Scrub(err.Error()))
+	}
+}
+
+// prompt returns the system messages that open a model request.
+func (l *Loop) prompt(ctx context.Context, a *Agent) ([]chat.Message, error) {
+	if l.Prompter == nil {
+		return nil, nil
+	}
+	msgs, err := l.Prompter.SystemPrompt(ctx, a)
+	if err != nil {
+		return nil, fmt.Errorf("system prompt: %w", err)
+	}
+	return msgs, nil
+}
+
+// history returns the session's messages up to and including this run's.
+func (l *Loop) history(ctx context.Context, st RunState) ([]store.Message, error) {
+	all, err := l.Store.Messages(ctx, st.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	limit := store.RunPrefix(st.Seq + 1)
+	n := 0
+	for _, m := range all {
+		if m.Key < limit {
+			all[n] = m
+			n++
+		}
+	}
+	return all[:n], nil
+}

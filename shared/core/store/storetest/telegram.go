@@ -1,0 +1,119 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+)
+
+// RunTelegram runs the conformance suite of store.Telegram, the Telegram
+// channel's state. Each subtest calls newStore for a fresh, empty store.
+func RunTelegram(t *testing.T, newStore func(t *testing.T) store.Telegram) {
+	t.Run("State", func(t *testing.T) { testTelegramState(t, newStore(t)) })
+	t.Run("Seen", func(t *testing.T) { testTelegramSeen(t, newStore(t)) })
+	t.Run("Codes", func(t *testing.T) { testTelegramCodes(t, newStore(t)) })
+	t.Run("Outbox", func(t *testing.T) { testTelegramOutbox(t, newStore(t)) })
+}
+
+// The channel's state keys; the store holds any key alike.
+const (
+	keyOffset = "offset"
+	keySecret = "webhook_secret_sha256"
+)
+
+func testTelegramState(t *testing.T, s store.Telegram) {
+	ctx := t.Context()
+	if v, err := s.State(ctx, keyOffset); err != nil || v != "" {
+		t.Fatalf("State of a missing key = %q, %v; want \"\", nil", v, err)
+	}
+	for _, v := range []string{"7", "8"} {
+		must(t, "SetState offset", s.SetState(ctx, keyOffset, v))
+	}
+	must(t, "SetState secret", s.SetState(ctx, keySecret, "abc"))
+	for key, want := range map[string]string{keyOffset: "8", keySecret: "abc"} {
+		if v, err := s.State(ctx, key); err != nil || v != want {
+			t.Errorf("State(%s) = %q, %v; want %q", key, v, err, want)
+		}
+	}
+}
+
+func testTelegramSeen(t *testing.T, s store.Telegram) {
+	ctx := t.Context()
+	now := time.Now().UTC()
+	must(t, "MarkSeen 5", s.MarkSeen(ctx, 5, now.Add(-3*time.Hour)))
+	must(t, "MarkSeen 5 twice", s.MarkSeen(ctx, 5, now.Add(-3*time.Hour)))
+	must(t, "MarkSeen 6", s.MarkSeen(ctx, 6, now))
+	for id, want := range map[int64]bool{5: true, 6: true, 7: false} {
+		if got, err := s.Seen(ctx, id); err != nil || got != want {
+			t.Errorf("Seen(%d) = %v, %v; want %v", id, got, err, want)
+		}
+	}
+	must(t, "PruneSeen", s.PruneSeen(ctx, now.Add(-time.Hour)))
+	for id, want := range map[int64]bool{5: false, 6: true} {
+		if got, err := s.Seen(ctx, id); err != nil || got != want {
+			t.Errorf("after PruneSeen: Seen(%d) = %v, %v; want %v", id, got, err, want)
+		}
+	}
+}
+
+func testTelegramCodes(t *testing.T, s store.Telegram) {
+	ctx := t.Context()
+	now := time.Now().UTC()
+	if ok, err := s.AllowedUser(ctx, 42); err != nil || ok {
+		t.Fatalf("AllowedUser before any code = %v, %v", ok, err)
+	}
+	if ok, err := s.RedeemCode(ctx, "h1", 42, now); err != nil || !ok {
+		t.Fatalf("first redeem = %v, %v; want true", ok, err)
+	}
+	if ok, err := s.RedeemCode(ctx, "h1", 43, now); err != nil || ok {
+		t.Fatalf("a code was redeemed twice: %v, %v", ok, err)
+	}
+	if ok, err := s.AllowedUser(ctx, 42); err != nil || !ok {
+		t.Errorf("AllowedUser(42) = %v, %v; want true", ok, err)
+	}
+	if ok, err := s.AllowedUser(ctx, 43); err != nil || ok {
+		t.Errorf("AllowedUser(43) = %v, %v; want false", ok, err)
+	}
+	if ok, err := s.RedeemCode(ctx, "h2", 44, now); err != nil || !ok {
+		t.Errorf("another code = %v, %v; want true", ok, err)
+	}
+}
+
+func testTelegramOutbox(t *testing.T, s store.Telegram) {
+	ctx := t.Context()
+	now := time.Now().UTC()
+	var msgs []store.OutboxMessage
+	for i := range 3 {
+		msgs = append(msgs, store.OutboxMessage{ID: fmt.Sprintf("r1#%d", i), ChatID: 10, Text: fmt.Sprintf("part %d", i),
+			Status: store.OutboxPending, NextAt: now, CreatedAt: now})
+	}
+	must(t, "AddOutbox", s.AddOutbox(ctx, msgs))
+	// The same ids again keep the first copy; a new message goes last.
+	other := store.OutboxMessage{ID: "r2#0", ChatID: 11, Text: "other chat", Status: store.OutboxPending, NextAt: now, CreatedAt: now}
+	again := []store.OutboxMessage{{ID: "r1#0", ChatID: 10, Text: "changed", NextAt: now, CreatedAt: now}, other}
+	must(t, "AddOutbox again", s.AddOutbox(ctx, again))
+	got, err := s.UnsentOutbox(ctx, 100)
+	must(t, "UnsentOutbox", err)
+	diff(t, "UnsentOutbox", append(msgs, other), got)
+	if got, err := s.UnsentOutbox(ctx, 2); err != nil || len(got) != 2 {
+		t.Errorf("UnsentOutbox(limit 2) returned %d messages, %v", len(got), err)
+	}
+
+	next := now.Add(time.Minute)
+	const tooMany = "telegram sendMessage: 429 Too Many Requests"
+	must(t, "MarkRetry", s.MarkRetry(ctx, "r1#0", 1, next, tooMany, false))
+	must(t, "MarkSent", s.MarkSent(ctx, "r1#1", 777, now))
+	must(t, "MarkRetry failed", s.MarkRetry(ctx, "r1#2", 3, next, "telegram sendMessage: 403 Forbidden", true))
+	got, err = s.UnsentOutbox(ctx, 100)
+	must(t, "UnsentOutbox after marks", err)
+	retried := msgs[0]
+	retried.Attempts, retried.NextAt, retried.LastError = 1, next, tooMany
+	diff(t, "UnsentOutbox after marks", []store.OutboxMessage{retried, other}, got)
+	// A late retry mark of a sent message changes nothing.
+	must(t, "MarkRetry of a sent message", s.MarkRetry(ctx, "r1#1", 2, next, "late", false))
+	st, err := s.OutboxStats(ctx)
+	must(t, "OutboxStats", err)
+	diff(t, "OutboxStats", store.OutboxStats{Pending: 2, Sent: 1, Failed: 1}, st)
+}

@@ -1,0 +1,63 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Outbox statuses of a Telegram reply chunk.
+const (
+	OutboxPending = "pending"
+	OutboxSent    = "sent"
+	OutboxFailed  = "failed"
+)
+
+// OutboxMessage is one chunk of a Telegram reply in the outbox.
+type OutboxMessage struct {
+	// ID is deterministic (the run id and chunk number), so storing the
+	// same reply twice keeps one copy.
+	ID        string
+	ChatID    int64
+	Text      string
+	Status    string
+	Attempts  int
+	NextAt    time.Time
+	MessageID int64
+	LastError string
+	CreatedAt time.Time
+}
+
+// OutboxStats counts the Telegram outbox by status.
+type OutboxStats struct {
+	Pending, Sent, Failed int
+}
+
+// Telegram stores the durable state of the Telegram channel (shared/channels/telegram):
+// small values, the updates it handled, the users access codes let in and
+// the outbox of replies. The sqlite and dynamo adapters implement it and
+// pass the conformance suite storetest.RunTelegram.
+type Telegram interface {
+	// State and SetState keep small values, such as the polling offset
+	// and the webhook secret's hash. A missing key is "".
+	State(ctx context.Context, key string) (string, error)
+	SetState(ctx context.Context, key, value string) error
+	// Seen reports whether an update was already handled; MarkSeen records
+	// it; PruneSeen forgets updates seen before t.
+	Seen(ctx context.Context, updateID int64) (bool, error)
+	MarkSeen(ctx context.Context, updateID int64, at time.Time) error
+	PruneSeen(ctx context.Context, before time.Time) error
+	// AllowedUser reports whether a user was let in by an access code;
+	// RedeemCode lets userID in with the code whose hash is given, unless
+	// that code was used already (then it reports false).
+	AllowedUser(ctx context.Context, userID int64) (bool, error)
+	RedeemCode(ctx context.Context, codeHash string, userID int64, at time.Time) (bool, error)
+	// AddOutbox stores messages as pending, keeping existing ids as they are.
+	AddOutbox(ctx context.Context, msgs []OutboxMessage) error
+	// UnsentOutbox returns the pending messages, oldest first.
+	UnsentOutbox(ctx context.Context, limit int) ([]OutboxMessage, error)
+	// MarkSent records Telegram's message id for a delivered message.
+	MarkSent(ctx context.Context, id string, messageID int64, at time.Time) error
+	// MarkRetry records a failed attempt; failed says to give up.
+	MarkRetry(ctx context.Context, id string, attempts int, next time.Time, lastErr string, failed bool) error
+	OutboxStats(ctx context.Context) (OutboxStats, error)
+}

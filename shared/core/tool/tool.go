@@ -1,0 +1,115 @@
+// Package tool defines what an agent tool is, the autonomy levels that gate
+// tools, and the registry the agent loop sends to the model.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+)
+
+// Autonomy is how much an agent may do without asking a person.
+type Autonomy int
+
+// Autonomy levels, from least to most trusted.
+const (
+	ReadOnly Autonomy = iota
+	Supervised
+	Full
+)
+
+var autonomyNames = []string{"read_only", "supervised", "full"}
+
+func (a Autonomy) String() string {
+	if a < 0 || int(a) >= len(autonomyNames) {
+		return fmt.Sprintf("autonomy(%d)", int(a))
+	}
+	return autonomyNames[a]
+}
+
+// ParseAutonomy reads "read_only", "supervised" or "full".
+func ParseAutonomy(s string) (Autonomy, error) {
+	for i, n := range autonomyNames {
+		if s == n {
+			return Autonomy(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown autonomy level %q (want read_only, supervised or full)", s)
+}
+
+// MarshalText writes the level's name.
+func (a Autonomy) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+// UnmarshalText reads a level's name.
+func (a *Autonomy) UnmarshalText(b []byte) error {
+	v, err := ParseAutonomy(string(b))
+	if err != nil {
+		return err
+	}
+	*a = v
+	return nil
+}
+
+// Policy is what a tool needs before it may run.
+type Policy struct {
+	// RequiresApproval asks a person before each call unless autonomy is full.
+	RequiresApproval bool
+	// MinAutonomy is the lowest autonomy level that may use the tool.
+	MinAutonomy Autonomy
+}
+
+// Env is the context a tool call runs in.
+type Env struct {
+	Agent     string
+	SessionID string
+	// Owner is the principal the session belongs to; empty for agent-wide
+	// work.
+	Owner string
+	// Workspace is the agent's workspace directory.
+	Workspace string
+}
+
+// Tool is one capability an agent can call.
+type Tool interface {
+	Definition() chat.ToolDef
+	Policy() Policy
+	// Call runs the tool. args is the model's JSON, untrusted. An error is
+	// reported to the model as the tool's result, so it should read well.
+	Call(ctx context.Context, env Env, args json.RawMessage) (string, error)
+}
+
+// Registry holds the tools an agent can use, by name. It does not change
+// once made.
+type Registry struct {
+	tools map[string]Tool
+	defs  []chat.ToolDef
+}
+
+// NewRegistry returns a registry of the given tools. Names must be unique.
+func NewRegistry(tools ...Tool) (*Registry, error) {
+	r := &Registry{tools: make(map[string]Tool, len(tools)), defs: make([]chat.ToolDef, 0, len(tools))}
+	for _, t := range tools {
+		name := t.Definition().Name
+		if _, dup := r.tools[name]; dup {
+			return nil, fmt.Errorf("tool %q registered twice", name)
+		}
+		r.tools[name] = t
+		r.defs = append(r.defs, t.Definition())
+	}
+	sort.Slice(r.defs, func(i, j int) bool { return r.defs[i].Name < r.defs[j].Name })
+	return r, nil
+}
+
+// Get returns the named tool.
+func (r *Registry) Get(name string) (Tool, bool) {
+	t, ok := r.tools[name]
+	return t, ok
+}
+
+// Definitions returns every tool's definition, sorted by name so that the
+// request sent to the model is stable. It is the same slice on every call,
+// which providers may cache the encoding of: callers must not change it.
+func (r *Registry) Definitions() []chat.ToolDef { return r.defs }

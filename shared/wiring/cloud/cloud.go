@@ -1,0 +1,325 @@
+// Package cloud is the composition root of the AWS deployment: every
+// Lambda function (functions/api, ws, step, scheduler) builds its adapters
+// with New from the environment the CDK stack sets, then starts its
+// handler. It wires
+//
+//   - the store: DynamoDB (TABLE_NAME), with ephemeral sessions, those of
+//     stateless requests, kept in memory (agent.WithEphemeral);
+//   - the agents named in AGENTS (default "default"), each with the
+//     provider chain, the tools that work in Lambda (web_fetch, and
+//     load_skill with the bundled skills, and the memory tools when
+//     OpenSearch is configured) and a system prompt built from
+//     the default workspace templates (prompt.Templates): agent workspaces
+//     are not kept in the store yet, so every agent has the workspace of a
+//     new agent after its first-run ritual;
+//   - the provider chain: DEFAULT_PROVIDER first (bedrock, the default, or
+//     openai), then the other one when it is configured, each with retries
+//     and a circuit breaker;
+//   - the agents' memory (memory.go) when OPENSEARCH_ENDPOINT is set:
+//     entries in the table, searched through OpenSearch, which the
+//     indexer function feeds from the table's stream; without OpenSearch
+//     (search=none) agents have no memory tools;
+//   - the Step Functions driver of the loop (STATE_MACHINE_ARN);
+//   - the agent.Router that routes what runs tell by their reply channel:
+//     "ws" to the API Gateway WebSocket connection (WS_ENDPOINT), "http"
+//     to the in-process Hub the api function's requests listen to, "tg"
+//     to the Telegram channel when a bot token is configured (telegram.go).
+//
+// # Environment
+//
+//	TABLE_NAME                 DynamoDB table (required)
+//	DYNAMODB_ENDPOINT          DynamoDB endpoint override (DynamoDB Local)
+//	SESSION_TTL                idle session lifetime, a Go duration
+//	STATE_MACHINE_ARN          the loop's state machine (required)
+//	STEPFUNCTIONS_ENDPOINT     Step Functions endpoint override
+//	WS_ENDPOINT                API Gateway Management API endpoint of the WebSocket stage
+//	AGENTS                     comma-separated agent names (default "default")
+//	DEFAULT_PROVIDER           bedrock (default) or openai
+//	BEDROCK_MODEL              Bedrock model or inference profile; configures Bedrock
+//	BEDROCK_REGION             Bedrock Region, when not the function's
+//	BEDROCK_ENDPOINT           Bedrock endpoint override
+//	OPENAI_BASE_URL            OpenAI-compatible API root (https://…/v1)
+//	OPENAI_MODEL               its model; configures the OpenAI-compatible provider
+//	OPENAI_API_KEY             its API key, or:
+//	OPENAI_API_KEY_SECRET_ARN  a Secrets Manager secret holding the key
+//	MAX_REPLY_BYTES            the most bytes of one model reply (default 1 MiB);
+//	                           a longer reply is cut with finish_reason "length"
+//	SESSION_SHARING            shared (default: one session per user and agent
+//	                           across channels) or per_channel
+//	OPENSEARCH_ENDPOINT        OpenSearch domain; turns agent memory on (see NewSearchIndex)
+//	OPENSEARCH_ENGINE, OPENSEARCH_INDEX, EMBED_DIMENSIONS  its k-NN engine, index, vector length
+//	BEDROCK_EMBED_MODEL        Titan embedding model for memory vectors (keyword-only without)
+//	LOG_LEVEL                  debug, info (default), warn or error
+//
+// AWS credentials and the Region come from the Lambda environment (the
+// SDK's default chain).
+package cloud
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/ratelimit"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/prompt"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store/memstore"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/setup"
+)
+
+// Provider names of DEFAULT_PROVIDER.
+const (
+	ProviderBedrock = "bedrock"
+	ProviderOpenAI  = "openai"
+)
+
+// Root holds the adapters of one Lambda function.
+type Root struct {
+	Log *slog.Logger
+	// Store is the DynamoDB store; Loop.Store wraps it for ephemeral
+	// sessions.
+	Store *dynamo.Store
+	// Memory is the agents' memory, nil without OpenSearch.
+	Memory   *memory.Memory
+	Agents   agent.Registry
+	Identity agent.Identity
+	// Hub receives the events of runs replying on the "http" channel.
+	Hub  *agent.Hub
+	Loop *agent.Loop
+	// Driver runs the loop on Step Functions.
+	Driver *sfn.Driver
+	// Conns reaches the WebSocket clients; its API is nil without
+	// WS_ENDPOINT.
+	Conns apigw.Conns
+	// Limiter counts requests per API key in this instance.
+	Limiter *ratelimit.Limiter
+	// Telegram is the Telegram channel, nil without a bot token in the
+	// environment (telegram.go).
+	Telegram *telegram.Channel
+	secrets  *secrets
+}
+
+// New builds the adapters from the environment (see the package doc). It
+// checks that the table exists.
+func New(ctx context.Context) (*Root, error) {
+	getenv := os.Getenv
+	log := newLogger(getenv("LOG_LEVEL"))
+	dcfg, err := dynamo.ConfigFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	db, err := dynamo.New(ctx, dcfg)
+	if err != nil {
+		return nil, err
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cloud: aws config: %w", err)
+	}
+	cfg, names, err := configFromEnv(ctx, awsCfg, getenv)
+	if err != nil {
+		return nil, err
+	}
+	skills := skill.NewCatalog("")
+	skills.Warn = func(err error) { log.Warn("skill skipped", "err", err) }
+	mem, memTools, err := newMemory(ctx, db, getenv, log)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := setup.Tools(cfg, skills, false)
+	if err != nil {
+		return nil, err
+	}
+	builder, err := setup.NewBuilder(ctx, cfg, "", append(tools, memTools...))
+	if err != nil {
+		return nil, fmt.Errorf("cloud: AGENTS: %w", err)
+	}
+	agents, err := builder.Registry(names)
+	if err != nil {
+		return nil, fmt.Errorf("cloud: AGENTS: %w", err)
+	}
+	identity := agent.Identity{}
+	switch v := getenv("SESSION_SHARING"); v {
+	case "", "shared":
+	case "per_channel":
+		identity.PerChannel = true
+	default:
+		return nil, fmt.Errorf("cloud: SESSION_SHARING=%q: want shared or per_channel", v)
+	}
+
+	r := &Root{Log: log, Store: db, Memory: mem, Agents: agents, Identity: identity, Hub: agent.NewHub(), Limiter: ratelimit.New(time.Minute)}
+	router := agent.Router{gateway.Channel: r.Hub}
+	if ep := getenv("WS_ENDPOINT"); ep != "" {
+		r.Conns = apigw.Conns{Log: log, API: apigatewaymanagementapi.NewFromConfig(awsCfg, func(o *apigatewaymanagementapi.Options) {
+			o.BaseEndpoint = aws.String(ep)
+		})}
+		router[wsproto.Channel] = apigw.Replier{Conns: r.Conns}
+	}
+	r.Loop = &agent.Loop{
+		Store:    agent.WithEphemeral(db, memstore.New()),
+		Agents:   agents,
+		Prompter: &prompt.Templates{Skills: skills},
+		Replier:  router,
+		Events:   obs.NewEmitter(log, 1024),
+		Log:      log,
+		Limits:   agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes},
+	}
+	arn := getenv("STATE_MACHINE_ARN")
+	if arn == "" {
+		return nil, errors.New("cloud: STATE_MACHINE_ARN is not set")
+	}
+	client := awssfn.NewFromConfig(awsCfg, func(o *awssfn.Options) {
+		if ep := getenv("STEPFUNCTIONS_ENDPOINT"); ep != "" {
+			o.BaseEndpoint = aws.String(ep)
+		}
+	})
+	r.Driver = &sfn.Driver{Loop: r.Loop, Lanes: db, Client: client, StateMachine: arn, Log: log}
+	r.secrets = newSecrets(awsCfg, getenv("SECRETSMANAGER_ENDPOINT"))
+	if err := r.newTelegram(ctx, getenv, router); err != nil {
+		return nil, err
+	}
+	if len(cfg.Providers) == 0 {
+		log.Debug("no LLM provider configured: this function does not call models")
+	}
+	return r, nil
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil || level == "" {
+		l = slog.LevelInfo
+	}
+	return slog.New(scrub.NewHandler(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})))
+}
+
+// configFromEnv reads the configuration of the agents from the
+// environment: the providers (DEFAULT_PROVIDER first), the agents AGENTS
+// names and the reply limit. It returns the configuration, validated, and
+// the agents' names.
+func configFromEnv(ctx context.Context, awsCfg aws.Config, getenv func(string) string) (*config.Config, []string, error) {
+	cfg := &config.Config{Agents: map[string]config.AgentConfig{}}
+	if v := getenv("MAX_REPLY_BYTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return nil, nil, fmt.Errorf("cloud: MAX_REPLY_BYTES=%q: want a positive number of bytes", v)
+		}
+		cfg.Limits.MaxReplyBytes = n
+	}
+	var bedrockP, openaiP *config.Provider
+	if model := getenv("BEDROCK_MODEL"); model != "" {
+		bedrockP = &config.Provider{Name: ProviderBedrock, Type: config.ProviderBedrock, Model: model,
+			Region: cmp.Or(getenv("BEDROCK_REGION"), getenv("AWS_REGION")), BaseURL: getenv("BEDROCK_ENDPOINT")}
+	}
+	if base, model := getenv("OPENAI_BASE_URL"), getenv("OPENAI_MODEL"); base != "" || model != "" {
+		if model == "" {
+			return nil, nil, errors.New("cloud: OPENAI_BASE_URL is set but OPENAI_MODEL is not: name the model of the OpenAI-compatible provider")
+		}
+		key, err := openAIKey(ctx, awsCfg, getenv)
+		if err != nil {
+			return nil, nil, err
+		}
+		openaiP = &config.Provider{Name: ProviderOpenAI, Type: config.ProviderOpenAI, BaseURL: base, Model: model}
+		if key != "" {
+			openaiP.APIKey = config.ResolvedSecret("OPENAI_API_KEY", key)
+		}
+	}
+	add := func(ps ...*config.Provider) {
+		for _, p := range ps {
+			if p != nil {
+				cfg.Providers = append(cfg.Providers, *p)
+			}
+		}
+	}
+	switch def := getenv("DEFAULT_PROVIDER"); def {
+	case "", ProviderBedrock:
+		if def != "" && bedrockP == nil {
+			return nil, nil, errors.New("cloud: DEFAULT_PROVIDER=bedrock needs BEDROCK_MODEL")
+		}
+		add(bedrockP, openaiP)
+	case ProviderOpenAI:
+		if openaiP == nil {
+			return nil, nil, errors.New("cloud: DEFAULT_PROVIDER=openai needs OPENAI_MODEL (and OPENAI_BASE_URL for a server other than OpenAI's)")
+		}
+		add(openaiP, bedrockP)
+	default:
+		return nil, nil, fmt.Errorf("cloud: DEFAULT_PROVIDER=%q: want %s or %s", def, ProviderBedrock, ProviderOpenAI)
+	}
+	list := getenv("AGENTS")
+	if strings.TrimSpace(list) == "" {
+		list = wsproto.DefaultAgent
+	}
+	var names []string
+	for n := range strings.SplitSeq(list, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+			cfg.Agents[n] = config.AgentConfig{}
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("cloud: %w", err)
+	}
+	return cfg, names, nil
+}
+
+// openAIKey returns OPENAI_API_KEY, or the value of the secret
+// OPENAI_API_KEY_SECRET_ARN names.
+func openAIKey(ctx context.Context, awsCfg aws.Config, getenv func(string) string) (string, error) {
+	if key := getenv("OPENAI_API_KEY"); key != "" {
+		return key, nil
+	}
+	arn := getenv("OPENAI_API_KEY_SECRET_ARN")
+	if arn == "" {
+		return "", nil // servers such as Ollama need no key
+	}
+	out, err := secretsmanager.NewFromConfig(awsCfg).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+	if err != nil {
+		return "", fmt.Errorf("cloud: read the OpenAI-compatible provider's key: %w", err)
+	}
+	return strings.TrimSpace(aws.ToString(out.SecretString)), nil
+}
+
+// CheckIn returns the handler of the scheduler function.
+func (r *Root) CheckIn() *checkin.Handler {
+	return &checkin.Handler{Loop: r.Loop, Lane: r.Driver, Identity: r.Identity}
+}
+
+// API returns the http.Handler of the api function: the gateway of the
+// local server, with the Step Functions runner (sfn.Runner). Inline runs
+// live as long as the function's instance.
+func (r *Root) API() (http.Handler, error) {
+	runner := &sfn.Runner{
+		Inline:  agent.NewDriver(context.Background(), r.Loop, r.Log),
+		Durable: r.Driver,
+		Hub:     r.Hub,
+		Log:     r.Log,
+	}
+	return gateway.New(gateway.Config{
+		Runner: runner, Events: r.Hub, Keys: r.Store, Runs: r.Store, Limiter: r.Limiter,
+		Agents: r.Agents.Names, Identity: r.Identity, Log: r.Log,
+	})
+}

@@ -1,0 +1,216 @@
+package cloud_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
+)
+
+func TestNewConfiguration(t *testing.T) {
+	cloudtest.Setup(t)
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string // error text; "" for success
+	}{
+		{"openai default", nil, ""},
+		{"bedrock first", map[string]string{"DEFAULT_PROVIDER": "", "BEDROCK_MODEL": "amazon.nova-lite-v1:0"}, ""},
+		{"no provider", map[string]string{"DEFAULT_PROVIDER": "", "OPENAI_BASE_URL": "", "OPENAI_MODEL": ""}, ""},
+		{"bedrock without model", map[string]string{"DEFAULT_PROVIDER": "bedrock"}, "BEDROCK_MODEL"},
+		{"openai without model", map[string]string{"OPENAI_MODEL": ""}, "OPENAI_MODEL"},
+		{"unknown provider", map[string]string{"DEFAULT_PROVIDER": "azure"}, "DEFAULT_PROVIDER"},
+		{"bad agent name", map[string]string{"AGENTS": "default,Bad Name"}, "AGENTS"},
+		{"bad sharing", map[string]string{"SESSION_SHARING": "sometimes"}, "SESSION_SHARING"},
+		{"no state machine", map[string]string{"STATE_MACHINE_ARN": ""}, "STATE_MACHINE_ARN"},
+		{"no table", map[string]string{"TABLE_NAME": ""}, "TABLE_NAME"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			_, err := cloud.New(t.Context())
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("New: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("New = %v, want an error about %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestAgentsAndProviders(t *testing.T) {
+	cloudtest.Setup(t)
+	t.Setenv("AGENTS", "default, research")
+	t.Setenv("BEDROCK_MODEL", "amazon.nova-lite-v1:0")
+	r, err := cloud.New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"default", "research"}, r.Agents.Names()); diff != "" {
+		t.Errorf("agents (-want +got):\n%s", diff)
+	}
+	a := r.Agents["research"]
+	var tools []string
+	for _, d := range a.Tools.Definitions() {
+		tools = append(tools, d.Name)
+	}
+	if diff := cmp.Diff([]string{"load_skill", "web_fetch"}, tools); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+	// DEFAULT_PROVIDER=openai (cloudtest) puts OpenAI first, Bedrock second.
+	if got := a.Provider.Name(); got != "openai,bedrock" {
+		t.Errorf("provider chain %q, want openai,bedrock", got)
+	}
+}
+
+// The AWS agents' system prompt is the default workspace's
+// (prompt.Templates).
+func TestTemplatePrompter(t *testing.T) {
+	cloudtest.Setup(t)
+	r, err := cloud.New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := r.Loop.Prompter.SystemPrompt(t.Context(), r.Agents["default"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var heads []string
+	for _, m := range msgs {
+		heads = append(heads, strings.SplitN(m.Content, "\n", 2)[0])
+	}
+	want := []string{"## IDENTITY.md", "## SOUL.md", "## USER.md", "## TOOLS.md", "## AGENTS.md", "## MEMORY.md", "## Skills"}
+	if diff := cmp.Diff(want, heads); diff != "" {
+		t.Errorf("system messages (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(msgs[0].Content, "Name: default") {
+		t.Errorf("IDENTITY.md does not name the agent: %q", msgs[0].Content)
+	}
+}
+
+// apiServer serves the gateway with a Runner whose wait is short.
+func apiServer(t *testing.T, wait time.Duration) (*cloudtest.Env, *cloud.Root, string) {
+	env := cloudtest.Setup(t)
+	r, err := cloud.New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	inline := agent.NewDriver(ctx, r.Loop, r.Log)
+	t.Cleanup(func() {
+		cancel()
+		inline.Wait()
+	})
+	runner := &sfn.Runner{Inline: inline, Durable: r.Driver, Hub: r.Hub, Wait: wait, Poll: 20 * time.Millisecond}
+	gw, err := gateway.New(gateway.Config{Runner: runner, Events: r.Hub, Keys: r.Store, Runs: r.Store, Agents: r.Agents.Names, Identity: r.Identity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gw)
+	t.Cleanup(srv.Close)
+	return env, r, srv.URL
+}
+
+// post sends a stateful chat request; it may run on any goroutine.
+func post(url, session, text string) (int, string, error) {
+	body := `{"model":"default","messages":[{"role":"user","content":` + quote(text) + `}]}`
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+cloudtest.SampleKey)
+	req.Header.Set(gateway.SessionHeader, session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// TestRunnerTimeout: a stateful request whose run does not finish in time
+// is answered with run_timeout; the run stays queued.
+func TestRunnerTimeout(t *testing.T) {
+	env, _, url := apiServer(t, 300*time.Millisecond)
+	code, body, err := post(url, "slow", "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != http.StatusInternalServerError || !strings.Contains(body, sfn.CodeTimeout) {
+		t.Errorf("= %d %s; want %s", code, body, sfn.CodeTimeout)
+	}
+	if n := len(env.SFN.Started()); n != 1 {
+		t.Errorf("%d executions started, want 1", n)
+	}
+}
+
+// TestRunnerApproval: a stateful request whose run parks is answered with
+// the approval prompt.
+func TestRunnerApproval(t *testing.T) {
+	env, r, url := apiServer(t, 10*time.Second)
+	type result struct {
+		code int
+		body string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, body, err := post(url, "careful", "write the report")
+		done <- result{code, body, err}
+	}()
+	var runID string
+	cloudtest.Wait(t, 5*time.Second, "the execution", func() bool {
+		s := env.SFN.Started()
+		if len(s) > 0 {
+			runID = s[0]
+		}
+		return runID != ""
+	})
+	// Park the run as its approve step does.
+	ctx := t.Context()
+	run, err := r.Store.GetRun(ctx, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := agent.DecodeState(run)
+	ap := store.Approval{ID: runID + "-0", SessionID: st.SessionID, RunID: runID, Calls: []string{"c1"}, Tools: []string{"web_fetch"},
+		Prompt: "Approval needed: web_fetch. Reply /yes or /no.", Status: store.ApprovalPending, CreatedAt: time.Now().UTC()}
+	if err := r.Store.CreateApproval(ctx, ap); err != nil {
+		t.Fatal(err)
+	}
+	st.Step, st.Approval = agent.StepWait, ap.ID
+	run.State, _ = json.Marshal(st)
+	run.Status = store.RunRunning
+	if err := r.Store.CommitRun(ctx, store.Commit{Run: run}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-done:
+		if res.err != nil || res.code != http.StatusOK || !strings.Contains(res.body, "Reply /yes or /no.") {
+			t.Errorf("= %d %s, %v; want the approval prompt", res.code, res.body, res.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no response after the run parked")
+	}
+}

@@ -1,0 +1,20 @@
+package cloud
+
+import (
+	"errors"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
+)
+
+// WebSocket returns the handler of the ws function: API Gateway WebSocket
+// events, with runs started by the Step Functions driver. It needs
+// WS_ENDPOINT, to answer the clients.
+func (r *Root) WebSocket() (*apigw.WebSocket, error) {
+	if r.Conns.API == nil {
+		return nil, errors.New("cloud: WS_ENDPOINT is not set: the ws function answers clients through the API Gateway Management API")
+	}
+	return &apigw.WebSocket{
+		Loop: r.Loop, Lane: r.Driver, Keys: r.Store, Connections: r.Store, Runs: r.Store, Conns: r.Conns,
+		Agents: r.Agents.Names, Identity: r.Identity, Limiter: r.Limiter, Log: r.Log,
+	}, nil
+}

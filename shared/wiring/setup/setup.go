@@ -1,0 +1,191 @@
+// Package setup turns configuration into a ready set of agents: their
+// provider chains, tools and workspaces. It is the one place where that
+// happens: the local server and every Lambda function build their agents
+// with it, so an agent behaves the same wherever it runs. The composition
+// roots (functions/lambdaclaw, shared/wiring/cloud) read the configuration, build
+// the stores and decide which tools the environment can offer; setup does
+// the rest.
+package setup
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bedrock"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/openai"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
+	"github.com/lambdaclaw/lambdaclaw/shared/tools/files"
+	"github.com/lambdaclaw/lambdaclaw/shared/tools/webfetch"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
+)
+
+// Provider builds the adapter of a configured provider: an
+// OpenAI-compatible endpoint, or Bedrock Converse signed with the IAM
+// credentials of the environment (the Lambda role on AWS). Its replies are
+// cut at maxReply bytes (limits.max_reply_bytes).
+func Provider(ctx context.Context, p config.Provider, maxReply int) (llm.Provider, error) {
+	switch p.Type {
+	case config.ProviderBedrock:
+		return bedrock.NewConverse(ctx, bedrock.ConverseConfig{
+			Name: p.Name, Region: p.Region, Model: p.Model, Timeout: time.Duration(p.Timeout), Endpoint: p.BaseURL,
+			MaxReplyBytes: maxReply,
+		})
+	case config.ProviderOpenAI, "":
+		return openai.New(openai.Config{
+			Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Model: p.Model, Timeout: time.Duration(p.Timeout),
+			MaxReplyBytes: maxReply,
+		})
+	}
+	return nil, fmt.Errorf("unknown provider type %q", p.Type)
+}
+
+// Tools returns the built-in tools: web_fetch and load_skill everywhere,
+// and, where agents have a workspace directory (withFiles), read_file,
+// write_file, list_dir and workspace_memory, within the configured file
+// limits.
+func Tools(cfg *config.Config, skills *skill.Catalog, withFiles bool) ([]tool.Tool, error) {
+	fetch, err := webfetch.New(webfetch.Config{})
+	if err != nil {
+		return nil, err
+	}
+	tools := []tool.Tool{fetch, skill.LoadTool(skills, skill.Env{})}
+	if !withFiles {
+		return tools, nil
+	}
+	quota, err := files.NewQuota(files.Limits{MaxFileBytes: cfg.Limits.MaxFileBytes, WorkspaceQuotaBytes: cfg.Limits.WorkspaceQuotaBytes})
+	if err != nil {
+		return nil, fmt.Errorf("config: limits: %w", err)
+	}
+	return append(tools, files.ReadFile(), files.WriteFile(quota), files.ListDir(), workspace.MemoryTool(quota)), nil
+}
+
+// Builder makes the agents of a configuration: each with the provider
+// chain and the tools its config selects, and its workspace directory when
+// the configuration has a home.
+type Builder struct {
+	cfg       *config.Config
+	providers map[string]llm.Provider
+	tools     []tool.Tool
+	// home holds the workspaces; empty when agents have none (AWS).
+	home string
+}
+
+// NewBuilder builds the configured providers, each with retries and a
+// circuit breaker, and checks that every agent of the configuration can be
+// built from them and tools. Agents get workspaces under home, unless it
+// is empty.
+func NewBuilder(ctx context.Context, cfg *config.Config, home string, tools []tool.Tool) (*Builder, error) {
+	b := &Builder{cfg: cfg, providers: map[string]llm.Provider{}, tools: tools, home: home}
+	for _, p := range cfg.Providers {
+		op, err := Provider(ctx, p, cfg.Limits.MaxReplyBytes)
+		if err != nil {
+			return nil, fmt.Errorf("provider %s: %w", p.Name, err)
+		}
+		b.providers[p.Name] = llm.WithBreaker(llm.WithRetry(op, *p.Retries+1, 500*time.Millisecond, 10*time.Second), 5, 30*time.Second)
+	}
+	for n := range cfg.Agents {
+		if err := workspace.ValidName(n); err != nil {
+			return nil, fmt.Errorf("config: agent %q: %w", n, err)
+		}
+		if _, err := b.Build(n); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// Build makes the agent name: its configuration's, or the defaults for an
+// agent the configuration does not name.
+func (b *Builder) Build(name string) (*agent.Agent, error) {
+	ac := b.cfg.Agents[name]
+	var chain []llm.Provider
+	if len(ac.Providers) == 0 {
+		for _, p := range b.cfg.Providers {
+			chain = append(chain, b.providers[p.Name])
+		}
+	} else {
+		for _, p := range ac.Providers {
+			chain = append(chain, b.providers[p])
+		}
+	}
+	tools, err := selectTools(b.tools, ac.Tools)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", name, err)
+	}
+	threshold, target, flush := ac.Compaction()
+	a := &agent.Agent{
+		Name: name, Provider: llm.NewChain(chain...), Model: ac.Model, Tools: tools,
+		MaxToolIterations: ac.MaxToolIterations,
+		Compaction:        agent.Compaction{Threshold: threshold, Target: target, Flush: flush},
+	}
+	if b.home != "" {
+		a.Workspace = workspace.Dir(b.home, name)
+	}
+	return a, nil
+}
+
+// CreateWorkspaces creates the workspaces of the agents the configuration
+// names that have none yet, and returns their names.
+func (b *Builder) CreateWorkspaces() ([]string, error) {
+	if b.home == "" {
+		return nil, nil
+	}
+	var created []string
+	for n := range b.cfg.Agents {
+		_, made, err := workspace.Create(b.home, n)
+		if err != nil {
+			return created, err
+		}
+		if made {
+			created = append(created, n)
+		}
+	}
+	return created, nil
+}
+
+// Registry builds the agents names, a fixed set.
+func (b *Builder) Registry(names []string) (agent.Registry, error) {
+	reg := agent.Registry{}
+	for _, n := range names {
+		if err := workspace.ValidName(n); err != nil {
+			return nil, fmt.Errorf("agent %q: %w", n, err)
+		}
+		a, err := b.Build(n)
+		if err != nil {
+			return nil, err
+		}
+		reg[n] = a
+	}
+	return reg, nil
+}
+
+// selectTools returns the tools of all that names lists, all of them when
+// it lists none.
+func selectTools(all []tool.Tool, names []string) (*tool.Registry, error) {
+	if len(names) == 0 {
+		return tool.NewRegistry(all...)
+	}
+	byName := map[string]tool.Tool{}
+	for _, t := range all {
+		byName[t.Definition().Name] = t
+	}
+	var picked []tool.Tool
+	for _, n := range names {
+		t, ok := byName[n]
+		if !ok {
+			known := make([]string, 0, len(all))
+			for _, t := range all {
+				known = append(known, t.Definition().Name)
+			}
+			return nil, fmt.Errorf("unknown tool %q (known: %s)", n, strings.Join(known, ", "))
+		}
+		picked = append(picked, t)
+	}
+	return tool.NewRegistry(picked...)
+}

@@ -1,0 +1,124 @@
+package setup
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bedrock"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/openai"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
+)
+
+func TestProvider(t *testing.T) {
+	none := filepath.Join(t.TempDir(), "none")
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "AKIDTEST", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_PROFILE": "",
+		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none, "AWS_EC2_METADATA_DISABLED": "true"} {
+		t.Setenv(k, v)
+	}
+	p, err := Provider(t.Context(), config.Provider{Name: "claude", Type: config.ProviderBedrock, Region: "us-east-1", Model: "anthropic.claude-x-v1:0"}, 1<<20)
+	if _, ok := p.(*bedrock.Converse); err != nil || !ok || p.Name() != "claude" {
+		t.Errorf("bedrock: Provider = %T %v, want a *bedrock.Converse named claude", p, err)
+	}
+	p, err = Provider(t.Context(), config.Provider{Name: "local", Type: config.ProviderOpenAI, BaseURL: "http://localhost:11434/v1", Model: "llama3.2"}, 1<<20)
+	if _, ok := p.(*openai.Provider); err != nil || !ok || p.Name() != "local" {
+		t.Errorf("openai: Provider = %T %v, want an *openai.Provider named local", p, err)
+	}
+	if _, err := Provider(t.Context(), config.Provider{Name: "x", Type: "nope", Model: "m"}, 1<<20); err == nil {
+		t.Error("unknown type: Provider succeeded")
+	}
+	for _, typ := range []string{config.ProviderOpenAI, config.ProviderBedrock} {
+		if _, err := Provider(t.Context(), config.Provider{Name: "x", Type: typ, Region: "us-east-1", Model: "m"}, -1); err == nil {
+			t.Errorf("%s: a negative reply limit was accepted", typ)
+		}
+	}
+}
+
+// The builder makes each agent as its configuration says: provider chain,
+// tools, compaction and workspace; the defaults for an agent it does not
+// name.
+func TestBuilder(t *testing.T) {
+	home := t.TempDir()
+	cfg := &config.Config{
+		Providers: []config.Provider{
+			{Name: "a", BaseURL: "http://127.0.0.1:1/v1", Model: "m"},
+			{Name: "b", BaseURL: "http://127.0.0.1:2/v1", Model: "m"},
+		},
+		Agents: map[string]config.AgentConfig{
+			"writer": {Providers: []string{"b"}, Tools: []string{"web_fetch"}, MaxToolIterations: 3},
+		},
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	tools, err := Tools(cfg, skill.NewCatalog(""), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBuilder(t.Context(), cfg, home, tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := b.Registry([]string{"writer", "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type shape struct {
+		Provider   string
+		Tools      []string
+		Iterations int
+		Workspace  string
+		Compaction agent.Compaction
+	}
+	got := map[string]shape{}
+	for name, a := range reg {
+		var names []string
+		for _, d := range a.Tools.Definitions() {
+			names = append(names, d.Name)
+		}
+		got[name] = shape{a.Provider.Name(), names, a.MaxToolIterations, a.Workspace, a.Compaction}
+	}
+	want := map[string]shape{
+		"writer": {"b", []string{"web_fetch"}, 3, workspace.Dir(home, "writer"), agent.Compaction{Threshold: 50, Target: 20, Flush: true}},
+		"other": {"a,b", []string{"list_dir", "load_skill", "read_file", "web_fetch", "workspace_memory", "write_file"}, 0,
+			workspace.Dir(home, "other"), agent.Compaction{Threshold: 50, Target: 20, Flush: true}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("agents (-want +got):\n%s", diff)
+	}
+	if created, err := b.CreateWorkspaces(); err != nil || !slices.Equal(created, []string{"writer"}) {
+		t.Errorf("CreateWorkspaces = %v, %v; want the configured agent's", created, err)
+	}
+	if _, err := b.Registry([]string{"Bad Name"}); err == nil {
+		t.Error("Registry accepted an invalid name")
+	}
+	cfg.Agents["broken"] = config.AgentConfig{Tools: []string{"no_such_tool"}}
+	if _, err := NewBuilder(t.Context(), cfg, home, tools); err == nil || !strings.Contains(err.Error(), "no_such_tool") {
+		t.Errorf("NewBuilder with an unknown tool = %v, want an error naming it", err)
+	}
+}
+
+// Without files, agents get only the tools that need no workspace.
+func TestToolsWithoutFiles(t *testing.T) {
+	cfg := &config.Config{}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	tools, err := Tools(cfg, skill.NewCatalog(""), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools {
+		names = append(names, tl.Definition().Name)
+	}
+	if diff := cmp.Diff([]string{"web_fetch", "load_skill"}, names); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,152 @@
+package setup
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
+)
+
+// agentRecheck is how long the server trusts what it knows of an agent
+// before it looks at the workspaces directory again, so that a deleted
+// workspace stops being served.
+const agentRecheck = time.Second
+
+// Workspaces is a set of agents kept in step with a home directory: one
+// agent per workspace directory under home/agents, including the
+// workspaces created and deleted while the server runs (`lambdaclaw agent
+// create|delete`). The local server serves it.
+//
+// Looking up an agent it knows costs no system call: what it knows is
+// trusted for the recheck interval. A name it does not know costs one stat
+// of that workspace, and a scan of the directory when the workspace
+// exists; a listing (GET /v1/models) always scans. It implements
+// agent.Agents for the loop and Has and Names for the gateway.
+type Workspaces struct {
+	home    string
+	build   func(name string) (*agent.Agent, error)
+	recheck time.Duration
+	now     func() time.Time
+	log     *slog.Logger
+
+	mu  sync.Mutex // held while scanning
+	set atomic.Pointer[agentSet]
+	// begun counts the scans begun.
+	begun atomic.Uint64
+}
+
+// agentSet is what one scan found. It is never modified.
+type agentSet struct {
+	agents agent.Registry
+	names  []string // sorted
+	// gen numbers the scan; at is when it began.
+	gen uint64
+	at  time.Time
+}
+
+// NewWorkspaces scans the workspaces under home, making each agent with
+// build (Builder.Build); an agent that cannot be built is an error.
+func NewWorkspaces(home string, build func(string) (*agent.Agent, error), log *slog.Logger) (*Workspaces, error) {
+	r := &Workspaces{home: home, build: build, recheck: agentRecheck, now: time.Now, log: log}
+	r.set.Store(&agentSet{agents: agent.Registry{}})
+	if _, err := r.scan(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Agent implements agent.Agents.
+func (r *Workspaces) Agent(name string) (*agent.Agent, bool) {
+	since := r.begun.Load()
+	s := r.set.Load()
+	a, known := s.agents[name]
+	if known && r.now().Sub(s.at) < r.recheck {
+		return a, true
+	}
+	if !known {
+		if workspace.ValidName(name) != nil {
+			return nil, false
+		}
+		if fi, err := os.Stat(workspace.Dir(r.home, name)); err != nil || !fi.IsDir() {
+			return nil, false
+		}
+	}
+	a, ok := r.refresh(since).agents[name]
+	return a, ok
+}
+
+// Has reports whether name is an agent.
+func (r *Workspaces) Has(name string) bool {
+	_, ok := r.Agent(name)
+	return ok
+}
+
+// Names lists the agents the workspaces directory holds now, sorted.
+func (r *Workspaces) Names() []string {
+	return slices.Clone(r.refresh(r.begun.Load()).names)
+}
+
+// Current returns the agents as last scanned.
+func (r *Workspaces) Current() agent.Registry { return r.set.Load().agents }
+
+// refresh returns the agents as found by a scan begun after the first
+// since scans: it scans unless another caller's scan did begin after them.
+// When the scan fails, what was known stays and the failure is logged.
+func (r *Workspaces) refresh(since uint64) *agentSet {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cur := r.set.Load(); cur.gen > since {
+		return cur
+	}
+	s, err := r.scan()
+	if err != nil {
+		r.log.Warn("agents rescanned with errors", "error", err)
+	}
+	return s
+}
+
+// scan lists the workspaces, keeps the agents it knew and builds the new
+// ones, and stores the result. An agent that cannot be built is left out
+// and reported in the error; a failure to list keeps the agents known.
+// The caller holds mu (or has the only reference to r).
+func (r *Workspaces) scan() (*agentSet, error) {
+	gen, at := r.begun.Add(1), r.now()
+	old := r.set.Load()
+	names, err := workspace.List(r.home)
+	if err != nil {
+		s := &agentSet{agents: old.agents, names: old.names, gen: gen, at: at}
+		r.set.Store(s)
+		return s, err
+	}
+	s := &agentSet{agents: make(agent.Registry, len(names)), names: make([]string, 0, len(names)), gen: gen, at: at}
+	var errs []error
+	for _, n := range names {
+		a, ok := old.agents[n]
+		if !ok {
+			if a, err = r.build(n); err != nil {
+				errs = append(errs, fmt.Errorf("agent %s: %w", n, err))
+				continue
+			}
+			if old.gen > 0 {
+				r.log.Info("agent added", "agent", n)
+			}
+		}
+		s.agents[n] = a
+		s.names = append(s.names, n)
+	}
+	for n := range old.agents {
+		if _, ok := s.agents[n]; !ok {
+			r.log.Info("agent removed", "agent", n)
+		}
+	}
+	slices.Sort(s.names)
+	r.set.Store(s)
+	return s, errors.Join(errs...)
+}
