@@ -10,8 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
-
-	"github.com/lambdaclaw/lambdaclaw/shared/tools/files"
 )
 
 // errNotRegular refuses directories, pipes and devices where a text file
@@ -68,7 +66,7 @@ func trimPartialRune(b []byte) []byte {
 // writeAtomic replaces name inside root with data through a temporary file
 // in the same directory and a rename, so readers never see half a write.
 // The write keeps within wr's limits; shown names the file for the model.
-func writeAtomic(root *os.Root, wr *files.Write, name, shown string, data []byte) error {
+func writeAtomic(root *os.Root, wr *Write, name, shown string, data []byte) error {
 	perm := fs.FileMode(0o644)
 	var old int64
 	if fi, err := root.Stat(name); err == nil {
@@ -81,7 +79,7 @@ func writeAtomic(root *os.Root, wr *files.Write, name, shown string, data []byte
 	if err := wr.Fit(shown, size, size-old); err != nil {
 		return err
 	}
-	if err := files.WriteAtomic(root, name, data, perm); err != nil {
+	if err := WriteAtomic(root, name, data, perm); err != nil {
 		wr.Unknown()
 		return err
 	}
@@ -94,7 +92,7 @@ func writeAtomic(root *os.Root, wr *files.Write, name, shown string, data []byte
 // starting on a new line. The file may not grow beyond MaxMemoryWrite
 // bytes, and the write keeps within wr's limits; a write over a limit is
 // refused before anything is created or written. It returns the new size.
-func appendText(root *os.Root, wr *files.Write, name, shown, header, text string) (int64, error) {
+func appendText(root *os.Root, wr *Write, name, shown, header, text string) (int64, error) {
 	if !strings.HasSuffix(text, "\n") {
 		text += "\n"
 	}
@@ -152,7 +150,7 @@ func appendText(root *os.Root, wr *files.Write, name, shown, header, text string
 
 // fits checks that appending text to a file of size bytes keeps within
 // MaxMemoryWrite and wr's limits.
-func fits(wr *files.Write, name, shown string, size int64, text string) error {
+func fits(wr *Write, name, shown string, size int64, text string) error {
 	grow := int64(len(text))
 	if size+grow > MaxMemoryWrite {
 		return &tooLargeError{name: name, size: size + grow, limit: MaxMemoryWrite}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
-	"github.com/lambdaclaw/lambdaclaw/shared/tools/files"
 )
 
 // MaxMemoryWrite is the largest content one workspace_memory call may write,
@@ -49,11 +48,11 @@ var actionNames = []string{"read", "append", "replace", "read_daily", "append_da
 // built from tool.Env.Workspace and fixed names, never from the model's
 // input. Its writes keep within the limits of q, shared with write_file,
 // besides the MaxMemoryWrite bound of a memory file.
-func MemoryTool(q *files.Quota) tool.Tool { return memoryTool{now: time.Now, quota: q} }
+func MemoryTool(q *Quota) tool.Tool { return memoryTool{now: time.Now, quota: q} }
 
 type memoryTool struct {
 	now   func() time.Time
-	quota *files.Quota
+	quota *Quota
 }
 
 type memoryArgs struct {
@@ -109,7 +108,7 @@ func (m memoryTool) Call(ctx context.Context, env tool.Env, args json.RawMessage
 	defer root.Close()
 
 	now := m.now()
-	var wr *files.Write
+	var wr *Write
 	switch in.Action {
 	case "append", "replace", "append_daily", "update_bootstrap":
 		if wr, err = m.quota.Begin(env.Workspace, root); err != nil {
@@ -381,7 +380,7 @@ func explain(shown string, err error, hint string) error {
 	var large *tooLargeError
 	var pe *fs.PathError
 	switch {
-	case errors.Is(err, files.ErrLimit):
+	case errors.Is(err, ErrLimit):
 		return err
 	case errors.As(err, &large):
 		msg := fmt.Sprintf("%s would grow to %d bytes, over the %d KiB limit", shown, large.size, large.limit>>10)

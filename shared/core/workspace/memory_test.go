@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
-	"github.com/lambdaclaw/lambdaclaw/shared/tools/files"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
@@ -22,9 +21,9 @@ func newMemoryTool(t *testing.T, now time.Time) memoryTool {
 }
 
 // defaultQuota is a Quota with the default limits of the configuration.
-func defaultQuota(t *testing.T) *files.Quota {
+func defaultQuota(t *testing.T) *Quota {
 	t.Helper()
-	q, err := files.NewQuota(files.Limits{MaxFileBytes: config.DefaultMaxFileBytes, WorkspaceQuotaBytes: config.DefaultWorkspaceQuotaBytes})
+	q, err := NewQuota(Limits{MaxFileBytes: config.DefaultMaxFileBytes, WorkspaceQuotaBytes: config.DefaultWorkspaceQuotaBytes})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"maps"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
-	"github.com/lambdaclaw/lambdaclaw/shared/tools/files"
 )
 
 // TestMemoryToolQuota writes memory into a workspace that already holds
@@ -52,15 +50,15 @@ func TestMemoryToolQuota(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFiles(t, dir, start)
-			q, err := files.NewQuota(files.Limits{MaxFileBytes: 200, WorkspaceQuotaBytes: 1000})
+			q, err := NewQuota(Limits{MaxFileBytes: 200, WorkspaceQuotaBytes: 1000})
 			if err != nil {
 				t.Fatal(err)
 			}
 			tl := memoryTool{now: func() time.Time { return time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC) }, quota: q}
 			out, err := tl.Call(context.Background(), tool.Env{Workspace: dir}, json.RawMessage(tt.args))
 			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, files.ErrLimit) {
-					t.Fatalf("got %q, %v; want an error matching files.ErrLimit containing %q", out, err, tt.wantErr)
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrLimit) {
+					t.Fatalf("got %q, %v; want an error matching ErrLimit containing %q", out, err, tt.wantErr)
 				}
 			} else if err != nil || out != tt.want {
 				t.Fatalf("got %q, %v; want %q", out, err, tt.want)
@@ -76,46 +74,57 @@ func TestMemoryToolQuota(t *testing.T) {
 
 // TestToolsShareQuota runs write_file and workspace_memory at once on one
 // workspace and one Quota: 100-byte writes into a 1000-byte quota, so
-// exactly ten of them pass, whichever tool makes them.
-func TestToolsShareQuota(t *testing.T) {
-	const writers = 12
-	dir := t.TempDir()
-	q, err := files.NewQuota(files.Limits{MaxFileBytes: 1000, WorkspaceQuotaBytes: 1000})
-	if err != nil {
-		t.Fatal(err)
+
+func TestUsageStale(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		s    *space
+		now  time.Time
+	}{
+		{"never measured", &space{}, at},
+		{"fresh", &space{measured: at}, at.Add(UsageMaxAge)},
+		{"old", &space{measured: at}, at.Add(UsageMaxAge + time.Nanosecond)},
+		{"slow walk, fresh", &space{measured: at, walk: time.Second}, at.Add(walkShare * time.Second)},
+		{"slow walk, old", &space{measured: at, walk: time.Second}, at.Add(walkShare*time.Second + time.Nanosecond)},
+		{"marked unknown", &space{used: 5, walk: time.Second}, at},
 	}
-	wf, mem := files.WriteFile(q), MemoryTool(q)
-	env := tool.Env{Workspace: dir}
-	var wg sync.WaitGroup
-	errs := make([]error, 2*writers)
-	for i := range writers {
-		wg.Go(func() {
-			args, _ := json.Marshal(map[string]string{"path": fmt.Sprintf("f%02d.txt", i), "content": strings.Repeat("w", 100)})
-			_, errs[i] = wf.Call(context.Background(), env, args)
+	var got []bool
+	for _, tt := range tests {
+		got = append(got, tt.s.stale(tt.now))
+	}
+	if diff := cmp.Diff([]bool{true, false, true, false, true, true}, got); diff != "" {
+		t.Errorf("stale, in the order of the cases (-want +got):\n%s", diff)
+	}
+}
+
+func TestNewQuota(t *testing.T) {
+	tests := []struct {
+		name string
+		l    Limits
+		ok   bool
+	}{
+		{"positive", Limits{MaxFileBytes: 1, WorkspaceQuotaBytes: 1}, true},
+		{"zero file limit", Limits{WorkspaceQuotaBytes: 1}, false},
+		{"negative quota", Limits{MaxFileBytes: 1, WorkspaceQuotaBytes: -1}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q, err := NewQuota(tt.l)
+			if (err == nil) != tt.ok {
+				t.Fatalf("NewQuota(%+v) = %v, %v; want ok %v", tt.l, q, err, tt.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), "must be positive") {
+				t.Errorf("error %q does not say the limits must be positive", err)
+			}
 		})
-		wg.Go(func() {
-			// 99 bytes and the newline that ends every entry.
-			args, _ := json.Marshal(map[string]string{"action": "append", "content": strings.Repeat("m", 99)})
-			_, errs[writers+i] = mem.Call(context.Background(), env, args)
-		})
 	}
-	wg.Wait()
-	var ok, refused int
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			ok++
-		case errors.Is(err, files.ErrLimit):
-			refused++
-		default:
-			t.Errorf("unexpected error: %v", err)
-		}
-	}
-	var used int64
-	for _, content := range tree(t, dir) {
-		used += int64(len(content))
-	}
-	if diff := cmp.Diff([]int64{10, 2*writers - 10, 1000}, []int64{int64(ok), int64(refused), used}); diff != "" {
-		t.Errorf("[succeeded, refused, bytes used] (-want +got):\n%s", diff)
+}
+
+func TestSizeText(t *testing.T) {
+	got := []string{SizeText(10 << 20), SizeText(100 << 10), SizeText(1536), SizeText(1<<20 + 1), SizeText(0)}
+	want := []string{"10 MiB", "100 KiB", "1536 bytes", "1048577 bytes", "0 bytes"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sizeText (-want +got):\n%s", diff)
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
 
 // Limits of the file tools.
@@ -41,7 +42,7 @@ func ReadFile() tool.Tool { return readFile{} }
 
 // WriteFile returns the write_file tool. Its writes keep within the
 // limits of q, which the other tools that write into the workspaces share.
-func WriteFile(q *Quota) tool.Tool { return writeFile{quota: q} }
+func WriteFile(q *workspace.Quota) tool.Tool { return writeFile{quota: q} }
 
 // ListDir returns the list_dir tool.
 func ListDir() tool.Tool { return listDir{} }
@@ -198,7 +199,7 @@ func fileKind(m fs.FileMode) string {
 	}
 }
 
-type writeFile struct{ quota *Quota }
+type writeFile struct{ quota *workspace.Quota }
 
 func (w writeFile) Definition() chat.ToolDef {
 	l := w.quota.Limits()
@@ -207,7 +208,7 @@ func (w writeFile) Definition() chat.ToolDef {
 		Description: fmt.Sprintf("Write text to a file in your workspace, creating parent directories as needed. "+
 			"Replaces the whole file unless append is true. Content is limited to %d KiB per call, "+
 			"a file to %s and the whole workspace to %s; a write that would go over is refused whole.",
-			MaxWrite>>10, sizeText(l.MaxFileBytes), sizeText(l.WorkspaceQuotaBytes)),
+			MaxWrite>>10, workspace.SizeText(l.MaxFileBytes), workspace.SizeText(l.WorkspaceQuotaBytes)),
 		Parameters: json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -284,7 +285,7 @@ func (w writeFile) Call(ctx context.Context, env tool.Env, args json.RawMessage)
 	if err := mkdirFor(root, in.Path, name); err != nil {
 		return "", err
 	}
-	if err := WriteAtomic(root, target, data, perm); err != nil {
+	if err := workspace.WriteAtomic(root, target, data, perm); err != nil {
 		wr.Unknown()
 		return "", describe("write", in.Path, err)
 	}
@@ -305,7 +306,7 @@ func mkdirFor(root *os.Root, shown, name string) error {
 // appendTo appends data to name, creating it when missing. An append that
 // would cross a limit is refused before anything is created or written,
 // and a failed write is undone.
-func appendTo(root *os.Root, wr *Write, shown, name string, data []byte) (string, error) {
+func appendTo(root *os.Root, wr *workspace.Write, shown, name string, data []byte) (string, error) {
 	var size int64
 	if fi, err := root.Stat(name); err == nil {
 		if err := regular(shown, fi, "list_dir"); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
@@ -58,10 +59,10 @@ func newFixture(t *testing.T) fixture {
 	return f
 }
 
-// defaultQuota is a Quota with the default limits of the configuration.
-func defaultQuota(t *testing.T) *Quota {
+// defaultQuota is a workspace.Quota with the default limits of the configuration.
+func defaultQuota(t *testing.T) *workspace.Quota {
 	t.Helper()
-	q, err := NewQuota(Limits{MaxFileBytes: config.DefaultMaxFileBytes, WorkspaceQuotaBytes: config.DefaultWorkspaceQuotaBytes})
+	q, err := workspace.NewQuota(workspace.Limits{MaxFileBytes: config.DefaultMaxFileBytes, WorkspaceQuotaBytes: config.DefaultWorkspaceQuotaBytes})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
 
 // tree lists the regular files under dir and their contents, the
@@ -49,15 +50,15 @@ func tree(t *testing.T, dir string) map[string]string {
 	return got
 }
 
-// newTestQuota returns a Quota whose clock stands still.
-func newTestQuota(t *testing.T, l Limits) *Quota {
+// newTestQuota returns a workspace.Quota whose clock stands still.
+func newTestQuota(t *testing.T, l workspace.Limits) *workspace.Quota {
 	t.Helper()
-	q, err := NewQuota(l)
+	q, err := workspace.NewQuota(l)
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	q.now = func() time.Time { return at }
+	q.SetClock(func() time.Time { return at })
 	return q
 }
 
@@ -102,11 +103,11 @@ func TestWriteFileLimits(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			q := newTestQuota(t, Limits{MaxFileBytes: 150, WorkspaceQuotaBytes: 400})
+			q := newTestQuota(t, workspace.Limits{MaxFileBytes: 150, WorkspaceQuotaBytes: 400})
 			out, err := WriteFile(q).Call(context.Background(), tool.Env{Workspace: dir}, json.RawMessage(tt.args))
 			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrLimit) {
-					t.Fatalf("got %q, %v; want an ErrLimit containing %q", out, err, tt.wantErr)
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, workspace.ErrLimit) {
+					t.Fatalf("got %q, %v; want an workspace.ErrLimit containing %q", out, err, tt.wantErr)
 				}
 			} else if err != nil || out != tt.want {
 				t.Fatalf("got %q, %v; want %q", out, err, tt.want)
@@ -125,10 +126,10 @@ func TestWriteFileLimits(t *testing.T) {
 func TestQuotaSequence(t *testing.T) {
 	x := func(n int) string { return strings.Repeat("x", n) }
 	dir := t.TempDir()
-	q := newTestQuota(t, Limits{MaxFileBytes: 200, WorkspaceQuotaBytes: 300})
+	q := newTestQuota(t, workspace.Limits{MaxFileBytes: 200, WorkspaceQuotaBytes: 300})
 	// The steps run one after another, as does the clock.
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	q.now = func() time.Time { return now }
+	q.SetClock(func() time.Time { return now })
 	wf := WriteFile(q)
 	userWrite := func(name string, n int) func(t *testing.T) {
 		return func(t *testing.T) {
@@ -163,13 +164,13 @@ func TestQuotaSequence(t *testing.T) {
 				t.Fatal(err)
 			}
 			userWrite("sub/user.txt", 290)(t)
-			now = now.Add(usageMaxAge + time.Second)
+			now = now.Add(workspace.UsageMaxAge + time.Second)
 		}, args: `{"path":"e.txt","content":"x"}`, wantErr: "the workspace would hold 591 bytes"},
 		{name: "symbolic links are not followed", before: func(t *testing.T) {
 			if err := os.Symlink("sub", filepath.Join(dir, "sublink")); err != nil {
 				t.Skipf("symbolic links unavailable: %v", err)
 			}
-			now = now.Add(usageMaxAge + time.Second)
+			now = now.Add(workspace.UsageMaxAge + time.Second)
 		}, args: `{"path":"e.txt","content":"x"}`, wantErr: "the workspace would hold 591 bytes"},
 	}
 	for _, s := range steps {
@@ -179,8 +180,8 @@ func TestQuotaSequence(t *testing.T) {
 			}
 			out, err := wf.Call(context.Background(), tool.Env{Workspace: dir}, json.RawMessage(s.args))
 			if s.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), s.wantErr) || !errors.Is(err, ErrLimit) {
-					t.Fatalf("got %q, %v; want an ErrLimit containing %q", out, err, s.wantErr)
+				if err == nil || !strings.Contains(err.Error(), s.wantErr) || !errors.Is(err, workspace.ErrLimit) {
+					t.Fatalf("got %q, %v; want an workspace.ErrLimit containing %q", out, err, s.wantErr)
 				}
 				return
 			}
@@ -214,7 +215,7 @@ func TestQuotaConcurrentWrites(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			q := newTestQuota(t, Limits{MaxFileBytes: quota, WorkspaceQuotaBytes: quota})
+			q := newTestQuota(t, workspace.Limits{MaxFileBytes: quota, WorkspaceQuotaBytes: quota})
 			wf := WriteFile(q)
 			var wg sync.WaitGroup
 			errs := make([]error, writers)
@@ -234,7 +235,7 @@ func TestQuotaConcurrentWrites(t *testing.T) {
 				switch {
 				case err == nil:
 					ok++
-				case errors.Is(err, ErrLimit):
+				case errors.Is(err, workspace.ErrLimit):
 					refused++
 				default:
 					t.Errorf("unexpected error: %v", err)
@@ -245,7 +246,7 @@ func TestQuotaConcurrentWrites(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer root.Close()
-			used, err := Usage(root)
+			used, err := workspace.Usage(root)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -254,60 +255,6 @@ func TestQuotaConcurrentWrites(t *testing.T) {
 				t.Errorf("[succeeded, refused, bytes used] (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-func TestUsageStale(t *testing.T) {
-	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name string
-		s    *space
-		now  time.Time
-	}{
-		{"never measured", &space{}, at},
-		{"fresh", &space{measured: at}, at.Add(usageMaxAge)},
-		{"old", &space{measured: at}, at.Add(usageMaxAge + time.Nanosecond)},
-		{"slow walk, fresh", &space{measured: at, walk: time.Second}, at.Add(walkShare * time.Second)},
-		{"slow walk, old", &space{measured: at, walk: time.Second}, at.Add(walkShare*time.Second + time.Nanosecond)},
-		{"marked unknown", &space{used: 5, walk: time.Second}, at},
-	}
-	var got []bool
-	for _, tt := range tests {
-		got = append(got, tt.s.stale(tt.now))
-	}
-	if diff := cmp.Diff([]bool{true, false, true, false, true, true}, got); diff != "" {
-		t.Errorf("stale, in the order of the cases (-want +got):\n%s", diff)
-	}
-}
-
-func TestNewQuota(t *testing.T) {
-	tests := []struct {
-		name string
-		l    Limits
-		ok   bool
-	}{
-		{"positive", Limits{MaxFileBytes: 1, WorkspaceQuotaBytes: 1}, true},
-		{"zero file limit", Limits{WorkspaceQuotaBytes: 1}, false},
-		{"negative quota", Limits{MaxFileBytes: 1, WorkspaceQuotaBytes: -1}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			q, err := NewQuota(tt.l)
-			if (err == nil) != tt.ok {
-				t.Fatalf("NewQuota(%+v) = %v, %v; want ok %v", tt.l, q, err, tt.ok)
-			}
-			if err != nil && !strings.Contains(err.Error(), "must be positive") {
-				t.Errorf("error %q does not say the limits must be positive", err)
-			}
-		})
-	}
-}
-
-func TestSizeText(t *testing.T) {
-	got := []string{sizeText(10 << 20), sizeText(100 << 10), sizeText(1536), sizeText(1<<20 + 1), sizeText(0)}
-	want := []string{"10 MiB", "100 KiB", "1536 bytes", "1048577 bytes", "0 bytes"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("sizeText (-want +got):\n%s", diff)
 	}
 }
 
@@ -326,7 +273,7 @@ func BenchmarkWriteFile(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		q, err := NewQuota(Limits{MaxFileBytes: 1 << 20, WorkspaceQuotaBytes: 1 << 30})
+		q, err := workspace.NewQuota(workspace.Limits{MaxFileBytes: 1 << 20, WorkspaceQuotaBytes: 1 << 30})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -352,10 +299,54 @@ func BenchmarkWriteFile(b *testing.B) {
 			}
 			defer root.Close()
 			for b.Loop() {
-				if _, err := Usage(root); err != nil {
+				if _, err := workspace.Usage(root); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
+	}
+}
+
+// exactly ten of them pass, whichever tool makes them.
+func TestToolsShareQuota(t *testing.T) {
+	const writers = 12
+	dir := t.TempDir()
+	q, err := workspace.NewQuota(workspace.Limits{MaxFileBytes: 1000, WorkspaceQuotaBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, mem := WriteFile(q), workspace.MemoryTool(q)
+	env := tool.Env{Workspace: dir}
+	var wg sync.WaitGroup
+	errs := make([]error, 2*writers)
+	for i := range writers {
+		wg.Go(func() {
+			args, _ := json.Marshal(map[string]string{"path": fmt.Sprintf("f%02d.txt", i), "content": strings.Repeat("w", 100)})
+			_, errs[i] = wf.Call(context.Background(), env, args)
+		})
+		wg.Go(func() {
+			// 99 bytes and the newline that ends every entry.
+			args, _ := json.Marshal(map[string]string{"action": "append", "content": strings.Repeat("m", 99)})
+			_, errs[writers+i] = mem.Call(context.Background(), env, args)
+		})
+	}
+	wg.Wait()
+	var ok, refused int
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, workspace.ErrLimit):
+			refused++
+		default:
+			t.Errorf("unexpected error: %v", err)
+		}
+	}
+	var used int64
+	for _, content := range tree(t, dir) {
+		used += int64(len(content))
+	}
+	if diff := cmp.Diff([]int64{10, 2*writers - 10, 1000}, []int64{int64(ok), int64(refused), used}); diff != "" {
+		t.Errorf("[succeeded, refused, bytes used] (-want +got):\n%s", diff)
 	}
 }

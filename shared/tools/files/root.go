@@ -1,8 +1,6 @@
 package files
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -82,34 +80,4 @@ func describe(action, name string, err error) error {
 	default:
 		return fmt.Errorf("cannot %s %q: %v", action, name, inner)
 	}
-}
-
-// WriteAtomic replaces name inside root with data: it writes a temporary
-// file in the same directory, syncs it and renames it over name, so readers
-// see either the old or the new content, never a mix.
-func WriteAtomic(root *os.Root, name string, data []byte, perm fs.FileMode) error {
-	var rnd [8]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return fmt.Errorf("make temporary name: %w", err)
-	}
-	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp-"+hex.EncodeToString(rnd[:]))
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = root.Rename(tmp, name)
-	}
-	if werr != nil {
-		_ = root.Remove(tmp)
-		return werr
-	}
-	return nil
 }

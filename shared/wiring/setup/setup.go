@@ -58,7 +58,7 @@ func Tools(cfg *config.Config, skills *skill.Catalog, withFiles bool) ([]tool.To
 	if !withFiles {
 		return tools, nil
 	}
-	quota, err := files.NewQuota(files.Limits{MaxFileBytes: cfg.Limits.MaxFileBytes, WorkspaceQuotaBytes: cfg.Limits.WorkspaceQuotaBytes})
+	quota, err := workspace.NewQuota(workspace.Limits{MaxFileBytes: cfg.Limits.MaxFileBytes, WorkspaceQuotaBytes: cfg.Limits.WorkspaceQuotaBytes})
 	if err != nil {
 		return nil, fmt.Errorf("config: limits: %w", err)
 	}

@@ -39,6 +39,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 	"github.com/lambdaclaw/lambdaclaw/shared/tools/files"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
@@ -99,7 +100,7 @@ func equip(root *cloud.Root) error {
 	if ws == "" {
 		return errors.New("stepcmd: SFNLOCAL_WORKSPACE is not set")
 	}
-	quota, err := files.NewQuota(files.Limits{MaxFileBytes: config.DefaultMaxFileBytes, WorkspaceQuotaBytes: config.DefaultWorkspaceQuotaBytes})
+	quota, err := workspace.NewQuota(workspace.Limits{MaxFileBytes: config.DefaultMaxFileBytes, WorkspaceQuotaBytes: config.DefaultWorkspaceQuotaBytes})
 	if err != nil {
 		return err
 	}

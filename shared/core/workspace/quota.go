@@ -1,6 +1,8 @@
-package files
+package workspace
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -19,13 +21,13 @@ type Limits struct {
 	WorkspaceQuotaBytes int64
 }
 
-// usageMaxAge is how long a workspace's measured usage is trusted, or
+// UsageMaxAge is how long a workspace's measured usage is trusted, or
 // walkShare times as long as the walk that measured it took, if longer:
 // walking then takes at most about 1/walkShare of the time of a workspace
 // written without pause. The tools' own writes keep the usage exact in
 // between; files that someone else adds are seen at the next measurement.
 const (
-	usageMaxAge = 10 * time.Second
+	UsageMaxAge = 10 * time.Second
 	walkShare   = 100
 )
 
@@ -46,7 +48,7 @@ func (e *limitError) Is(target error) bool { return target == ErrLimit }
 // A workspace's usage is the sum of the sizes of the regular files in it,
 // symbolic links not followed. It is measured by walking the workspace,
 // then kept up to date by the writes made through the Quota, and measured
-// again when older than usageMaxAge (longer for a workspace so large that
+// again when older than UsageMaxAge (longer for a workspace so large that
 // walking it is slow), so a large workspace is not walked on every write
 // while files added by the user still count. A write that the usage would
 // refuse measures again first, so a refusal never rests on stale figures.
@@ -76,10 +78,14 @@ type space struct {
 // NewQuota returns a Quota enforcing l, whose limits must be positive.
 func NewQuota(l Limits) (*Quota, error) {
 	if l.MaxFileBytes <= 0 || l.WorkspaceQuotaBytes <= 0 {
-		return nil, fmt.Errorf("files: limits must be positive, got %d bytes per file and %d per workspace", l.MaxFileBytes, l.WorkspaceQuotaBytes)
+		return nil, fmt.Errorf("workspace: limits must be positive, got %d bytes per file and %d per workspace", l.MaxFileBytes, l.WorkspaceQuotaBytes)
 	}
 	return &Quota{limits: l, now: time.Now, spaces: map[string]*space{}}, nil
 }
+
+// SetClock replaces the clock by which the quota judges how old a
+// measured usage is (time.Now by default), for tests and simulations.
+func (q *Quota) SetClock(now func() time.Time) { q.now = now }
 
 // Limits returns the limits the Quota enforces.
 func (q *Quota) Limits() Limits { return q.limits }
@@ -119,7 +125,7 @@ func (q *Quota) Begin(dir string, root *os.Root) (*Write, error) {
 
 // stale reports whether the usage must be measured again at now.
 func (s *space) stale(now time.Time) bool {
-	return s.measured.IsZero() || now.Sub(s.measured) > max(usageMaxAge, walkShare*s.walk)
+	return s.measured.IsZero() || now.Sub(s.measured) > max(UsageMaxAge, walkShare*s.walk)
 }
 
 // measure walks the workspace and records its usage.
@@ -142,7 +148,7 @@ func (w *Write) Fit(name string, size, growth int64) error {
 	l := w.q.limits
 	if size > l.MaxFileBytes {
 		return &limitError{fmt.Sprintf("cannot write %q: it would be %d bytes, over the limit of %s per file; nothing was written",
-			name, size, sizeText(l.MaxFileBytes))}
+			name, size, SizeText(l.MaxFileBytes))}
 	}
 	if growth <= 0 || w.s.used+growth <= l.WorkspaceQuotaBytes {
 		return nil
@@ -155,7 +161,7 @@ func (w *Write) Fit(name string, size, growth int64) error {
 	}
 	return &limitError{fmt.Sprintf("cannot write %q: the workspace would hold %d bytes, over its quota of %s (it holds %d bytes now); "+
 		"nothing was written: make room by shortening files, or ask the user to",
-		name, w.s.used+growth, sizeText(l.WorkspaceQuotaBytes), w.s.used)}
+		name, w.s.used+growth, SizeText(l.WorkspaceQuotaBytes), w.s.used)}
 }
 
 // Grew records that the write changed the size of the workspace by n
@@ -204,8 +210,8 @@ func Usage(root *os.Root) (int64, error) {
 	return used, nil
 }
 
-// sizeText writes a limit in the largest binary unit that divides it.
-func sizeText(n int64) string {
+// SizeText writes a limit in the largest binary unit that divides it.
+func SizeText(n int64) string {
 	switch {
 	case n >= 1<<20 && n%(1<<20) == 0:
 		return fmt.Sprintf("%d MiB", n>>20)
@@ -213,4 +219,34 @@ func sizeText(n int64) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// WriteAtomic replaces name inside root with data: it writes a temporary
+// file in the same directory, syncs it and renames it over name, so readers
+// see either the old or the new content, never a mix.
+func WriteAtomic(root *os.Root, name string, data []byte, perm fs.FileMode) error {
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return fmt.Errorf("make temporary name: %w", err)
+	}
+	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp-"+hex.EncodeToString(rnd[:]))
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = root.Rename(tmp, name)
+	}
+	if werr != nil {
+		_ = root.Remove(tmp)
+		return werr
+	}
+	return nil
 }

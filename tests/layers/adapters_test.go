@@ -1,7 +1,9 @@
-// Package adapterdeps checks that the storage adapters import no channel:
-// the ports an adapter implements live in shared/core/store (and
-// shared/core/memory), never in the channel that uses them.
-package adapterdeps
+// Package layers checks the dependency rules of ARCHITECTURE.md: the
+// groups of shared/ import downward only (layers_test.go), and the
+// storage adapters import no channel, since the ports an adapter
+// implements live in shared/core/store (and shared/core/memory), never in
+// the channel that uses them.
+package layers
 
 import (
 	"os/exec"
