@@ -59,20 +59,13 @@ func (db *DB) CreateApproval(ctx context.Context, a store.Approval) error {
 		return fmt.Errorf("sqlite: create approval %q: encode tools: %w", a.ID, err)
 	}
 	created := orNow(a.CreatedAt, time.Now())
-	res, err := db.st.createApproval.ExecContext(ctx, a.ID, a.SessionID, a.RunID, calls, tools, a.Prompt,
+	err = changeOne(ctx, db.st.createApproval, store.ErrExists, a.ID, a.SessionID, a.RunID, calls, tools, a.Prompt,
 		string(store.ApprovalPending), "", a.Token, toMillis(created), nil)
 	if isForeignKeyError(err) {
 		return fmt.Errorf("sqlite: create approval %q: session %q: %w", a.ID, a.SessionID, store.ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("sqlite: create approval %q: %w", a.ID, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("sqlite: create approval %q: %w", a.ID, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("sqlite: create approval %q: %w", a.ID, store.ErrExists)
 	}
 	return nil
 }
@@ -144,16 +137,8 @@ func (db *DB) ResolveApproval(ctx context.Context, id string, status store.Appro
 // SetApprovalToken saves the task token that resumes the run. It is
 // store.ErrNotFound for an unknown id.
 func (db *DB) SetApprovalToken(ctx context.Context, id, token string) error {
-	res, err := db.st.setApprToken.ExecContext(ctx, token, id)
-	if err != nil {
+	if err := changeOne(ctx, db.st.setApprToken, store.ErrNotFound, token, id); err != nil {
 		return fmt.Errorf("sqlite: set approval token %q: %w", id, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("sqlite: set approval token %q: %w", id, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("sqlite: set approval token %q: %w", id, store.ErrNotFound)
 	}
 	return nil
 }

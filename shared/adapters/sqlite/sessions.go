@@ -20,16 +20,8 @@ func (db *DB) CreateSession(ctx context.Context, s store.Session) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: create session %q: encode allowlist: %w", s.ID, err)
 	}
-	res, err := db.st.createSession.ExecContext(ctx, s.ID, s.Agent, s.Owner, s.Ephemeral, allow, toMillis(created), toMillis(updated))
-	if err != nil {
+	if err := changeOne(ctx, db.st.createSession, store.ErrExists, s.ID, s.Agent, s.Owner, s.Ephemeral, allow, toMillis(created), toMillis(updated)); err != nil {
 		return fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("sqlite: create session %q: %w", s.ID, store.ErrExists)
 	}
 	return nil
 }
@@ -77,16 +69,8 @@ func (db *DB) DeleteSession(ctx context.Context, id string) error {
 // adding one twice keeps one. It is store.ErrNotFound for an unknown
 // session.
 func (db *DB) AllowTool(ctx context.Context, sessionID, tool string) error {
-	res, err := db.st.allowTool.ExecContext(ctx, sessionID, tool)
-	if err != nil {
+	if err := changeOne(ctx, db.st.allowTool, store.ErrNotFound, sessionID, tool); err != nil {
 		return fmt.Errorf("sqlite: allow tool %q in session %q: %w", tool, sessionID, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("sqlite: allow tool %q in session %q: %w", tool, sessionID, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("sqlite: allow tool %q in session %q: %w", tool, sessionID, store.ErrNotFound)
 	}
 	return nil
 }
@@ -124,18 +108,14 @@ func (db *DB) AppendMessage(ctx context.Context, m store.Message) (bool, error) 
 		return false, fmt.Errorf("sqlite: append message %q/%q: encode: %w", m.SessionID, m.Key, err)
 	}
 	created := orNow(m.CreatedAt, time.Now())
-	res, err := db.st.appendMessage.ExecContext(ctx, m.SessionID, m.Key, m.RunID, string(body), toMillis(created))
+	wrote, err := changed(ctx, db.st.appendMessage, m.SessionID, m.Key, m.RunID, string(body), toMillis(created))
 	if isForeignKeyError(err) {
 		return false, fmt.Errorf("sqlite: append message %q/%q: session: %w", m.SessionID, m.Key, store.ErrNotFound)
 	}
 	if err != nil {
 		return false, fmt.Errorf("sqlite: append message %q/%q: %w", m.SessionID, m.Key, err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("sqlite: append message %q/%q: %w", m.SessionID, m.Key, err)
-	}
-	return n == 1, nil
+	return wrote, nil
 }
 
 // GetMessage returns one message by key, or store.ErrNotFound.

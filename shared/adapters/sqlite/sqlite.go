@@ -145,6 +145,26 @@ func isForeignKeyError(err error) bool {
 	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
 }
 
+// changed runs a write and reports whether it changed a row.
+func changed(ctx context.Context, st *sql.Stmt, args ...any) (bool, error) {
+	res, err := st.ExecContext(ctx, args...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// changeOne runs a write that must change a row; when it changes none the
+// error wraps none (store.ErrNotFound or store.ErrExists).
+func changeOne(ctx context.Context, st *sql.Stmt, none error, args ...any) error {
+	ok, err := changed(ctx, st, args...)
+	if err == nil && !ok {
+		err = none
+	}
+	return err
+}
+
 // toMillis is how times are stored: Unix milliseconds.
 func toMillis(t time.Time) int64 { return t.UnixMilli() }
 

@@ -125,14 +125,9 @@ func (d *Driver) lane(sessionID string) {
 	for d.ctx.Err() == nil {
 		run, err := d.loop.Store.NextRun(d.ctx, sessionID)
 		if errors.Is(err, store.ErrNotFound) {
-			d.mu.Lock()
-			if d.wake[sessionID] {
-				delete(d.wake, sessionID)
-				d.mu.Unlock()
+			if d.woken(sessionID) {
 				continue
 			}
-			delete(d.active, sessionID)
-			d.mu.Unlock()
 			return
 		}
 		if err != nil {
@@ -147,17 +142,9 @@ func (d *Driver) lane(sessionID string) {
 		case d.record <- struct{}{}:
 		default: // already woken
 		}
-		if !finished {
-			// The run waits for an approval and blocks the lane; an answer
-			// wakes it again.
-			d.mu.Lock()
-			if d.wake[sessionID] {
-				delete(d.wake, sessionID)
-				d.mu.Unlock()
-				continue
-			}
-			delete(d.active, sessionID)
-			d.mu.Unlock()
+		// A run that waits for an approval blocks the lane; an answer
+		// wakes it again.
+		if !finished && !d.woken(sessionID) {
 			return
 		}
 	}
@@ -165,6 +152,19 @@ func (d *Driver) lane(sessionID string) {
 	delete(d.active, sessionID)
 	delete(d.wake, sessionID)
 	d.mu.Unlock()
+}
+
+// woken reports whether the session's lane was woken while it worked, and
+// should look again; if not, the lane ends: it is no longer active.
+func (d *Driver) woken(sessionID string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.wake[sessionID] {
+		delete(d.wake, sessionID)
+		return true
+	}
+	delete(d.active, sessionID)
+	return false
 }
 
 // drive steps one run to its end, and reports false when it stopped
