@@ -219,7 +219,7 @@ func TestChatReconnectsAfterRestart(t *testing.T) {
 	wait("stderr", &stderr, "connection lost (the server shut down); reconnecting…")
 	write("during the restart")
 	wait("stderr", &stderr, `not connected: the message "during the restart" is sent when the connection is back`)
-	g.restart()
+	g.start()
 	wait("stdout", &stdout, "echo: during the restart\n")
 	write("after the restart")
 	wait("stdout", &stdout, "echo: after the restart\n")

@@ -74,6 +74,7 @@ type gateway struct {
 	addr   string // base URL, http://127.0.0.1:PORT
 	stdout syncBuffer
 	stderr syncBuffer
+	sock   *os.File // the listening socket every start is given
 	cmd    *exec.Cmd
 	exited chan struct{}
 }
@@ -104,6 +105,9 @@ func newGateway(t *testing.T, fake *fakellm.Server, config string) *gateway {
 	}
 	t.Cleanup(func() {
 		g.kill()
+		if g.sock != nil {
+			g.sock.Close()
+		}
 		if t.Failed() {
 			t.Logf("lambdaclaw stdout:\n%s\nlambdaclaw stderr (tail):\n%s", g.stdout.String(), tail(g.stderr.String(), 6000))
 		}
@@ -129,40 +133,36 @@ func startGateway(t *testing.T, fake *fakellm.Server, config string) *gateway {
 	return g
 }
 
-// start runs `lambdaclaw serve` on a free port and waits until /health
-// answers 200.
+// start runs `lambdaclaw serve` and waits until /health answers 200.
+// The server gets its socket by systemd socket activation: the harness
+// listens once, on a free port, and passes the same socket to every start,
+// so no other process can take the port between starts, and clients that
+// reconnect find the server where it was.
 func (g *gateway) start() {
-	g.t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	hostport := l.Addr().String()
-	l.Close()
-	g.startAt(hostport)
-}
-
-// restart starts the stopped server again on the port it had, for clients
-// that reconnect.
-func (g *gateway) restart() {
-	g.t.Helper()
-	g.startAt(strings.TrimPrefix(g.addr, "http://"))
-}
-
-// startAt runs `lambdaclaw serve` on hostport and waits until /health
-// answers 200.
-func (g *gateway) startAt(hostport string) {
 	g.t.Helper()
 	if g.cmd != nil {
 		g.t.Fatal("gateway already running")
 	}
-	g.addr = "http://" + hostport
+	if g.sock == nil {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			g.t.Fatal(err)
+		}
+		g.addr = "http://" + l.Addr().String()
+		g.sock, err = l.(*net.TCPListener).File()
+		l.Close()
+		if err != nil {
+			g.t.Fatal(err)
+		}
+	}
 
-	cmd := exec.Command(binary, "serve", "--addr", hostport)
+	// The shell sets LISTEN_PID to its own pid, which exec hands on.
+	cmd := exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" serve`, binary)
 	cmd.Env = g.env
 	cmd.Dir = g.home
 	cmd.Stdout = &g.stdout
 	cmd.Stderr = &g.stderr
+	cmd.ExtraFiles = []*os.File{g.sock}
 	if err := cmd.Start(); err != nil {
 		g.t.Fatal(err)
 	}

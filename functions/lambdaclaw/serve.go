@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
@@ -150,9 +151,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, err := listen(cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return err
 	}
 	var handler http.Handler = gw
 	if tg != nil && cfg.Telegram.Mode == "webhook" {
@@ -213,6 +214,36 @@ func firstKey(ctx context.Context, db *sqlite.DB, cfg *config.Config, stdout io.
 	}
 	fmt.Fprintf(stdout, "API key (shown once): %s\n", key)
 	return nil
+}
+
+// listenFD is the first descriptor systemd passes (SD_LISTEN_FDS_START).
+const listenFD = 3
+
+// listen returns the socket passed by systemd socket activation
+// (LISTEN_FDS=1, LISTEN_PID naming this process), which keeps its port
+// across restarts, or else a new listener on addr.
+func listen(addr string) (net.Listener, error) {
+	if os.Getenv("LISTEN_PID") != strconv.Itoa(os.Getpid()) {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("listen: %w", err)
+		}
+		return ln, nil
+	}
+	n := os.Getenv("LISTEN_FDS")
+	for _, k := range []string{"LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"} {
+		os.Unsetenv(k) // not for the processes the tools start
+	}
+	if n != "1" {
+		return nil, fmt.Errorf("socket activation: LISTEN_FDS=%q, want one socket", n)
+	}
+	f := os.NewFile(listenFD, "systemd socket")
+	defer f.Close()
+	ln, err := net.FileListener(f)
+	if err != nil {
+		return nil, fmt.Errorf("socket activation: %w", err)
+	}
+	return ln, nil
 }
 
 // checkListenAddr checks a listen address before anything is created.

@@ -260,12 +260,20 @@ func (s *Script) received() []recorded {
 }
 
 // Serve starts a fake service: it reads each request with read (one it
-// cannot read fails t and gets a 400) and answers it with answer. When
-// down is set the fake is closed at once, so that nothing listens at its
-// URL. It returns the URL, and closes the fake with t.Cleanup.
+// cannot read fails t and gets a 400) and answers it with answer. A
+// request whose body never fully arrives is dropped without failing t:
+// its client left, as one does when it cancels the rest of a batch
+// after a failure. When down is set the fake is closed at once, so that
+// nothing listens at its URL. It returns the URL, and closes the fake
+// with t.Cleanup.
 func Serve[C any](t *testing.T, down bool, read func(*http.Request) (C, error), answer func(http.ResponseWriter, *http.Request, C)) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		c, err := read(r)
 		if err != nil {
 			t.Errorf("fake service: %v", err)
