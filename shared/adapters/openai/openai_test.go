@@ -17,6 +17,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm/llmtest"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/nettest"
 )
 
 const testKey = "sk-test-0123456789abcdef"
@@ -529,10 +530,7 @@ func TestStreamOverflowEvent(t *testing.T) {
 }
 
 func TestKeyInBaseURLIsRedacted(t *testing.T) {
-	srv := httptest.NewServer(http.NotFoundHandler())
-	url := srv.URL
-	srv.Close()
-	p, err := New(Config{Name: "test", BaseURL: url + "/" + testKey + "/v1", APIKey: testKey, Model: "m"})
+	p, err := New(Config{Name: "test", BaseURL: nettest.RefusedURL(t) + "/" + testKey + "/v1", APIKey: testKey, Model: "m"})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

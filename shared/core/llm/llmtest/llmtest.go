@@ -41,6 +41,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/nettest"
 )
 
 // Name and Model are what the harness builds the provider under test with:
@@ -263,11 +264,13 @@ func (s *Script) received() []recorded {
 // cannot read fails t and gets a 400) and answers it with answer. A
 // request whose body never fully arrives is dropped without failing t:
 // its client left, as one does when it cancels the rest of a batch
-// after a failure. When down is set the fake is closed at once, so that
-// nothing listens at its URL. It returns the URL, and closes the fake
-// with t.Cleanup.
+// after a failure. When down is set there is no fake: the URL refuses
+// connections. It returns the URL, and closes the fake with t.Cleanup.
 func Serve[C any](t *testing.T, down bool, read func(*http.Request) (C, error), answer func(http.ResponseWriter, *http.Request, C)) string {
 	t.Helper()
+	if down {
+		return nettest.RefusedURL(t)
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -283,9 +286,6 @@ func Serve[C any](t *testing.T, down bool, read func(*http.Request) (C, error), 
 		answer(w, r, c)
 	}))
 	t.Cleanup(srv.Close)
-	if down {
-		srv.Close()
-	}
 	return srv.URL
 }
 
