@@ -41,10 +41,12 @@ type outbox struct {
 	log    *slog.Logger
 	// kick wakes loop when messages were added.
 	kick chan struct{}
+	// now is the clock of pass (time.Now; tests set one).
+	now func() time.Time
 }
 
 func newOutbox(st outboxStore, sender messageSender, log *slog.Logger) *outbox {
-	return &outbox{store: st, sender: sender, log: log, kick: make(chan struct{}, 1)}
+	return &outbox{store: st, sender: sender, log: log, kick: make(chan struct{}, 1), now: time.Now}
 }
 
 // add stores msgs as pending and wakes loop.
@@ -103,13 +105,13 @@ func (o *outbox) flush(ctx context.Context, wait time.Duration) (pending int, er
 // or an exponential backoff otherwise. It returns when the next message
 // is due (a far time when none is) and how many are left pending.
 func (o *outbox) pass(ctx context.Context) (next time.Time, pending int) {
-	next = time.Now().Add(24 * time.Hour)
+	next = o.now().Add(24 * time.Hour)
 	msgs, err := o.store.UnsentOutbox(ctx, 500)
 	if err != nil {
 		if ctx.Err() == nil {
 			o.log.Error("read outbox", "error", err)
 		}
-		return time.Now().Add(5 * time.Second), 1
+		return o.now().Add(5 * time.Second), 1
 	}
 	blocked := map[int64]bool{}
 	for _, m := range msgs {
@@ -120,7 +122,7 @@ func (o *outbox) pass(ctx context.Context) (next time.Time, pending int) {
 			pending++
 			continue
 		}
-		if now := time.Now(); m.NextAt.After(now) {
+		if now := o.now(); m.NextAt.After(now) {
 			blocked[m.ChatID] = true
 			pending++
 			if m.NextAt.Before(next) {
@@ -133,7 +135,7 @@ func (o *outbox) pass(ctx context.Context) (next time.Time, pending int) {
 			// Telegram has the message: record that even when shutting
 			// down, or the restarted server would send it again.
 			mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
-			err := o.store.MarkSent(mctx, m.ID, id, time.Now().UTC())
+			err := o.store.MarkSent(mctx, m.ID, id, o.now().UTC())
 			cancel()
 			if err != nil {
 				o.log.Error("mark reply sent", "outbox_id", m.ID, "error", err)
@@ -151,7 +153,7 @@ func (o *outbox) pass(ctx context.Context) (next time.Time, pending int) {
 			delay = ae.RetryAfter
 		}
 		failed := attempts >= maxAttempts || Permanent(err) && attempts >= permanentAttempts
-		at := time.Now().Add(delay)
+		at := o.now().Add(delay)
 		if err := o.store.MarkRetry(ctx, m.ID, attempts, at.UTC(), err.Error(), failed); err != nil {
 			o.log.Error("mark reply retry", "outbox_id", m.ID, "error", err)
 		}
