@@ -347,7 +347,7 @@ func TestConverseRequestMapping(t *testing.T) {
 			if streaming {
 				onDelta = func(string) {}
 			}
-			req := llm.Request{Model: "us.anthropic.claude-other-v2:0", Messages: history, Tools: tools, MaxTokens: 256}
+			req := llm.Request{Model: "us.anthropic.claude-other-v2:0", Messages: history, Tools: tools, Params: llm.Params{MaxTokens: 256}}
 			if _, err := c.Generate(context.Background(), req, onDelta); err != nil {
 				t.Fatalf("Generate: %v", err)
 			}

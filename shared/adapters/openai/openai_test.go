@@ -198,8 +198,8 @@ func TestRequestWireForm(t *testing.T) {
 			{Role: chat.Assistant, ToolCalls: []chat.ToolCall{{ID: "call_t", Name: "get_time"}}},
 			{Role: chat.Tool, ToolCallID: "call_t", Name: "get_time", Content: "14:05"},
 		},
-		Tools:     []chat.ToolDef{{Name: "get_time"}},
-		MaxTokens: 256,
+		Tools:  []chat.ToolDef{{Name: "get_time"}},
+		Params: llm.Params{MaxTokens: 256},
 	}
 	var want map[string]any
 	if err := json.Unmarshal([]byte(`{
@@ -284,7 +284,7 @@ func TestOpenAIUsesMaxCompletionTokens(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	if _, err := p.Generate(context.Background(), llm.Request{Messages: hello, MaxTokens: 64}, nil); err != nil {
+	if _, err := p.Generate(context.Background(), llm.Request{Messages: hello, Params: llm.Params{MaxTokens: 64}}, nil); err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
 	if host != "api.openai.com" {

@@ -18,8 +18,7 @@ type Request struct {
 	Model    string
 	Messages []chat.Message
 	Tools    []chat.ToolDef
-	// MaxTokens limits the completion when positive.
-	MaxTokens int
+	Params
 }
 
 // Response is a model's complete answer.

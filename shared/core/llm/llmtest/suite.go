@@ -297,7 +297,7 @@ func testRequest(t *testing.T, h Harness) {
 	}{
 		{
 			"conversation",
-			llm.Request{Model: "other-model", Messages: conversation, Tools: []chat.ToolDef{weather, clock}, MaxTokens: 256},
+			llm.Request{Model: "other-model", Messages: conversation, Tools: []chat.ToolDef{weather, clock}, Params: llm.Params{MaxTokens: 256}},
 			Call{Model: "other-model", Messages: sent, Tools: []chat.ToolDef{weather, clock}, MaxTokens: 256},
 		},
 		{"default model", hello, Call{Model: Model, Messages: hello.Messages}},
