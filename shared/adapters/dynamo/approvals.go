@@ -67,6 +67,9 @@ func approvalItem(a store.Approval) item {
 	it["tools"] = attrList(a.Tools)
 	it["prompt"] = attrS(a.Prompt)
 	it["status"] = attrS(string(a.Status))
+	if a.Kind != "" {
+		it["kind"] = attrS(a.Kind)
+	}
 	it["created_at"] = attrTime(a.CreatedAt)
 	if a.Decision != "" {
 		it["decision"] = attrS(a.Decision)
@@ -86,6 +89,7 @@ func decodeApproval(it item) store.Approval {
 		ID:         getS(it, "id"),
 		SessionID:  getS(it, "session_id"),
 		RunID:      getS(it, "run_id"),
+		Kind:       getS(it, "kind"),
 		Calls:      getList(it, "calls"),
 		Tools:      getList(it, "tools"),
 		Prompt:     getS(it, "prompt"),

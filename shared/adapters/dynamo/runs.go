@@ -161,6 +161,9 @@ func runItem(r store.Run) item {
 	if len(r.State) > 0 {
 		it["state"] = &types.AttributeValueMemberB{Value: r.State}
 	}
+	if len(r.Options) > 0 {
+		it["options"] = &types.AttributeValueMemberB{Value: r.Options}
+	}
 	return it
 }
 
@@ -172,6 +175,7 @@ func decodeRun(it item) store.Run {
 		Seq:       getN(it, "seq"),
 		Status:    store.RunStatus(getS(it, "status")),
 		State:     getB(it, "state"),
+		Options:   getB(it, "options"),
 		CreatedAt: getTime(it, "created_at"),
 		UpdatedAt: getTime(it, "updated_at"),
 	}

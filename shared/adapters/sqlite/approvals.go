@@ -17,7 +17,7 @@ func scanApproval(sc scanner) (store.Approval, error) {
 	var calls, tools, status string
 	var created int64
 	var resolved sql.NullInt64
-	if err := sc.Scan(&a.ID, &a.SessionID, &a.RunID, &calls, &tools, &a.Prompt, &status,
+	if err := sc.Scan(&a.ID, &a.SessionID, &a.RunID, &a.Kind, &calls, &tools, &a.Prompt, &status,
 		&a.Decision, &a.Token, &created, &resolved); err != nil {
 		return store.Approval{}, err
 	}
@@ -59,7 +59,7 @@ func (db *DB) CreateApproval(ctx context.Context, a store.Approval) error {
 		return fmt.Errorf("sqlite: create approval %q: encode tools: %w", a.ID, err)
 	}
 	created := orNow(a.CreatedAt, time.Now())
-	err = changeOne(ctx, db.st.createApproval, store.ErrExists, a.ID, a.SessionID, a.RunID, calls, tools, a.Prompt,
+	err = changeOne(ctx, db.st.createApproval, store.ErrExists, a.ID, a.SessionID, a.RunID, a.Kind, calls, tools, a.Prompt,
 		string(store.ApprovalPending), "", a.Token, toMillis(created), nil)
 	if isForeignKeyError(err) {
 		return fmt.Errorf("sqlite: create approval %q: session %q: %w", a.ID, a.SessionID, store.ErrNotFound)

@@ -248,6 +248,13 @@ DELETE FROM memory_chunks WHERE memory_id IN (SELECT id FROM memories WHERE cate
 DELETE FROM memories WHERE category = 'conversation';
 UPDATE memory_state SET generation = generation + 1;
 `,
+	// 7: what an API client asked of a run beyond its input (its own
+	// tools, the call parameters), and the kind of what a parked run waits
+	// for ('' a person's approval, 'client_tools' a client's tool results).
+	`
+ALTER TABLE runs ADD COLUMN options BLOB;
+ALTER TABLE approvals ADD COLUMN kind TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // migrate applies the migrations the database has not seen, in one

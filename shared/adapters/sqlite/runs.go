@@ -20,7 +20,7 @@ func scanRun(sc scanner) (store.Run, error) {
 	var r store.Run
 	var status string
 	var created, updated int64
-	if err := sc.Scan(&r.ID, &r.SessionID, &r.Seq, &status, &r.State, &created, &updated); err != nil {
+	if err := sc.Scan(&r.ID, &r.SessionID, &r.Seq, &status, &r.State, &r.Options, &created, &updated); err != nil {
 		return store.Run{}, err
 	}
 	r.Status = store.RunStatus(status)
@@ -89,7 +89,7 @@ func (db *DB) EnqueueRun(ctx context.Context, n store.NewRun) (store.Run, bool, 
 		return fail(fmt.Errorf("next seq: %w", err))
 	}
 	res, err := tx.StmtContext(ctx, db.st.insertRun).ExecContext(ctx,
-		r.ID, r.SessionID, r.Seq, string(r.Status), r.State, toMillis(r.CreatedAt), toMillis(r.UpdatedAt))
+		r.ID, r.SessionID, r.Seq, string(r.Status), r.State, r.Options, toMillis(r.CreatedAt), toMillis(r.UpdatedAt))
 	if err != nil {
 		return fail(err)
 	}

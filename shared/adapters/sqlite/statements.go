@@ -9,9 +9,9 @@ import (
 
 // Column lists shared by the queries that scan whole records.
 const (
-	runColumns      = `id, session_id, seq, status, state, created_at, updated_at`
+	runColumns      = `id, session_id, seq, status, state, options, created_at, updated_at`
 	keyColumns      = `id, name, hash, prefix, agents, autonomy, rate_per_minute, created_at, revoked_at`
-	approvalColumns = `id, session_id, run_id, calls, tools, prompt, status, decision, token, created_at, resolved_at`
+	approvalColumns = `id, session_id, run_id, kind, calls, tools, prompt, status, decision, token, created_at, resolved_at`
 )
 
 // statements are prepared once at Open: writes on the writer pool, reads on
@@ -75,7 +75,7 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 		{w, &s.runForEnqueue, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
 		{w, &s.takeSeq, `UPDATE sessions SET next_seq = next_seq + 1, updated_at = ?
 			WHERE id = ? AND owner = ? RETURNING next_seq - 1`},
-		{w, &s.insertRun, `INSERT INTO runs (` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+		{w, &s.insertRun, `INSERT INTO runs (` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{w, &s.updateRun, `UPDATE runs SET status = ?, state = ?, updated_at = ? WHERE id = ?`},
 		{w, &s.setCalls, `UPDATE runs SET calls = ? WHERE id = ?`},
 		{w, &s.putJob, `INSERT INTO jobs (kind, id, payload, created_at) VALUES (?, ?, ?, ?)
@@ -94,7 +94,7 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 			END
 			WHERE id = ?1`},
 		{w, &s.createApproval, `INSERT INTO approvals (` + approvalColumns + `)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{w, &s.resolveAppr, `UPDATE approvals SET status = ?, decision = ?, resolved_at = ?
 			WHERE id = ? AND status = 'pending' RETURNING ` + approvalColumns},
 		{w, &s.approvalForRes, `SELECT ` + approvalColumns + ` FROM approvals WHERE id = ?`},

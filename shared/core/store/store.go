@@ -135,9 +135,13 @@ type Run struct {
 	ID        string `json:"id"`
 	SessionID string `json:"session_id"`
 	// Seq orders the runs of a session; the store assigns it on enqueue.
-	Seq       int64     `json:"seq"`
-	Status    RunStatus `json:"status"`
-	State     []byte    `json:"state"`
+	Seq    int64     `json:"seq"`
+	Status RunStatus `json:"status"`
+	State  []byte    `json:"state"`
+	// Options are what an API client asked of the run beyond its input
+	// (agent.Options, JSON), written when the run is queued; nil for none.
+	// Committing a step leaves them as they are.
+	Options   []byte    `json:"options,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -152,12 +156,18 @@ const (
 	ApprovalDenied   ApprovalStatus = "denied"
 )
 
-// Approval is a run's request for a person to allow tool calls. A run
-// parks while its approval is pending; the answer resumes it.
+// ApprovalClientTools is the Kind of an approval that waits for an API
+// client to run its own tools and send their results.
+const ApprovalClientTools = "client_tools"
+
+// Approval is what a parked run waits for: a person's answer allowing tool
+// calls (Kind ""), or the results of the calls of an API client's own
+// tools (Kind ApprovalClientTools). The answer resumes the run.
 type Approval struct {
 	ID        string `json:"id"`
 	SessionID string `json:"session_id"`
 	RunID     string `json:"run_id"`
+	Kind      string `json:"kind,omitempty"`
 	// Calls are the ids of the tool calls awaiting the answer, and Tools
 	// their tool names.
 	Calls  []string       `json:"calls"`

@@ -212,6 +212,7 @@ func (m *Store) EnqueueRun(_ context.Context, n store.NewRun) (store.Run, bool, 
 	r.CreatedAt = utc(r.CreatedAt)
 	r.UpdatedAt = r.CreatedAt
 	r.State = slices.Clone(r.State)
+	r.Options = slices.Clone(r.Options)
 	m.runs[r.ID] = r
 	s.runs = append(s.runs, r.ID)
 	for i, in := range n.Input {
@@ -222,6 +223,7 @@ func (m *Store) EnqueueRun(_ context.Context, n store.NewRun) (store.Run, bool, 
 
 func cloneRun(r store.Run) store.Run {
 	r.State = slices.Clone(r.State)
+	r.Options = slices.Clone(r.Options)
 	return r
 }
 

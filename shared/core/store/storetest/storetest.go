@@ -356,6 +356,7 @@ func testCreateGetApproval(t *testing.T, s store.Store) {
 
 	a2 := approval("a2", "s1", "r2", at(4))
 	a2.Calls, a2.Tools = []string{"only"}, []string{"web_fetch"}
+	a2.Kind = store.ApprovalClientTools
 	a2 = createApproval(t, s, a2)
 	getApproval(t, s, "a2", a2)
 
@@ -956,7 +957,14 @@ func testEnqueueRunOwner(t *testing.T, s store.Store) {
 func testCommitRun(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	newSession(t, s, "a")
-	r := enqueue(t, s, "a", "r1")
+	// A run queued with options keeps them through every commit, which
+	// does not carry them.
+	options := []byte(`{"tools":[{"name":"get_weather"}],"params":{"temperature":0.2}} é`)
+	r, _, err := s.EnqueueRun(ctx, newRun("a", store.Run{ID: "r1", State: []byte(`{"step":"begin"}`), Options: options, CreatedAt: at(1)}))
+	must(t, "EnqueueRun r1", err)
+	if !slices.Equal(r.Options, options) {
+		t.Errorf("EnqueueRun Options = %q, want %q", r.Options, options)
+	}
 	other := enqueue(t, s, "a", "r2")
 
 	state := make([]byte, 0, 512)
@@ -969,6 +977,7 @@ func testCommitRun(t *testing.T, s store.Store) {
 	upd.State = state
 	// Only Status and State are saved.
 	upd.CreatedAt = at(1000)
+	upd.Options = nil
 	must(t, "CommitRun", s.CommitRun(ctx, store.Commit{Run: upd}))
 
 	got, err := s.GetRun(ctx, "r1")
