@@ -70,6 +70,7 @@ func TestStateMachine(t *testing.T) {
 	})
 	t.Run("tool calls through the Map", e.toolCalls)
 	t.Run("approval parked and resumed with its task token", e.approval)
+	t.Run("client tools handed over and resumed", e.clientTools)
 	t.Run("failing step caught", e.failure)
 	t.Run("two messages in order", e.inOrder)
 	t.Run("Step Functions API errors", e.apiErrors)
@@ -204,6 +205,83 @@ func (e *env) approval(t *testing.T) {
 	e.runStatus(t, st.RunID, store.RunDone)
 	e.laneFree(t, sid)
 	e.told(t, st.RunID, "finish", "I wrote out.txt.", "")
+}
+
+// clientTools: the model calls the agent's read_file and the client's
+// get_weather in one message; the Map runs only read_file, the run hands
+// get_weather to the client and parks in Await approval; the client's
+// result resumes it with the state at think, and the model answers.
+func (e *env) clientTools(t *testing.T) {
+	const sid = "s-client"
+	e.fake.Reset()
+	e.writeFile(t, "city.txt", "Oslo")
+	e.fake.Enqueue(
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{
+			{ID: "call_read", Name: "read_file", Arguments: `{"path":"city.txt"}`},
+			{ID: "call_weather", Name: "get_weather", Arguments: `{"city":"Oslo"}`},
+		}},
+		fakellm.Reply{Content: "Rain in Oslo."},
+	)
+	in := agent.Input{
+		SessionID: sid, Agent: "default", Owner: "key:k1",
+		Messages: []chat.Message{{Role: chat.User, Content: "Weather in my city?"}},
+		Autonomy: tool.Supervised, Interactive: true,
+		Reply:   agent.Reply{Channel: channel, To: "user-" + sid},
+		Options: agent.Options{Tools: []chat.ToolDef{{Name: "get_weather", Parameters: json.RawMessage(`{"type":"object"}`)}}},
+	}
+	st, err := e.driver.Deliver(e.ctx, in, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := e.h.wait(t, st.RunID, "parked")
+	if x.Parked == nil {
+		t.Fatalf("execution %s is %s, not parked for the client (tasks %+v)", x.Name, x.Status, x.Tasks)
+	}
+	var calls []string
+	for _, k := range x.Tasks {
+		if k.State == "Call tool" {
+			calls = append(calls, k.CallID)
+		}
+	}
+	if !slices.Equal(calls, []string{"call_read"}) {
+		t.Errorf("Call tool tasks for %q, want only the agent's call_read", calls)
+	}
+	ap, err := e.db.PendingApproval(e.ctx, sid)
+	if err != nil || ap.Kind != store.ApprovalClientTools || !slices.Equal(ap.Calls, []string{"call_weather"}) || ap.Token != *x.Parked {
+		t.Fatalf("pending = %+v, %v; want the client wait for call_weather with the task token", ap, err)
+	}
+
+	in.Messages = []chat.Message{{Role: chat.Tool, ToolCallID: "call_weather", Content: "rain, 4°C"}}
+	if _, err := e.driver.Deliver(e.ctx, in, func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+	x = e.h.wait(t, st.RunID, "done")
+	e.succeeded(t, x)
+	if len(x.Resumes) != 1 || x.Resumes[0].Step != agent.StepThink {
+		t.Errorf("resumes %+v, want one SendTaskSuccess with the state at think", x.Resumes)
+	}
+	e.noTaskErrors(t, x)
+	want := []string{
+		"user: Weather in my city?",
+		"assistant: [read_file get_weather]",
+		"tool read_file call_read: Oslo",
+		"tool get_weather call_weather: rain, 4°C",
+		"assistant: Rain in Oslo.",
+	}
+	if hist := e.history(t, sid); !matchHistory(hist, want) {
+		t.Errorf("history:\n%s\nwant (prefixes):\n%s", strings.Join(summary(hist), "\n"), strings.Join(want, "\n"))
+	}
+	var finishes []reply
+	for _, r := range e.replies(t) {
+		if r.RunID == st.RunID && r.Kind == "finish" {
+			finishes = append(finishes, r)
+		}
+	}
+	if len(finishes) != 2 || !slices.Equal(finishes[0].Calls, []string{"call_weather"}) || finishes[1].Text != "Rain in Oslo." {
+		t.Errorf("finishes told %+v; want the client's call, then the answer", finishes)
+	}
+	e.runStatus(t, st.RunID, store.RunDone)
+	e.laneFree(t, sid)
 }
 
 // failure: a tool call kills the step function's process (the crash tool
@@ -392,13 +470,13 @@ func (e *env) apiErrors(t *testing.T) {
 
 // env is what the scenarios share.
 type env struct {
-	ctx       context.Context
-	fake      *fakellm.Server
-	db        *dynamo.Store
-	driver    *sfn.Driver
-	h         *harness
-	workspace string
-	replies   string
+	ctx         context.Context
+	fake        *fakellm.Server
+	db          *dynamo.Store
+	driver      *sfn.Driver
+	h           *harness
+	workspace   string
+	repliesPath string
 	// answered is the approval the approval scenario answered.
 	answered store.Approval
 }
@@ -414,7 +492,7 @@ func setup(t *testing.T) *env {
 	t.Cleanup(cancel)
 	e := &env{ctx: ctx, db: table.Store, workspace: t.TempDir()}
 	tmp := t.TempDir()
-	e.replies = filepath.Join(tmp, "replies.jsonl")
+	e.repliesPath = filepath.Join(tmp, "replies.jsonl")
 
 	step := filepath.Join(tmp, "stepcmd")
 	if out, err := exec.Command("go", "build", "-o", step, "./stepcmd").CombinedOutput(); err != nil {
@@ -444,7 +522,7 @@ func setup(t *testing.T) *env {
 		"OPENAI_API_KEY":            "test-provider-key",
 		"LOG_LEVEL":                 "warn",
 		"SFNLOCAL_WORKSPACE":        e.workspace,
-		"SFNLOCAL_REPLIES":          e.replies,
+		"SFNLOCAL_REPLIES":          e.repliesPath,
 	} {
 		t.Setenv(k, v)
 	}
@@ -543,13 +621,32 @@ func (e *env) laneFree(t *testing.T, sid string) {
 
 // reply is one line stepcmd records for the test channel.
 type reply struct {
-	Kind      string `json:"kind"`
-	RunID     string `json:"run_id"`
-	SessionID string `json:"session_id"`
-	To        string `json:"to"`
-	Text      string `json:"text"`
-	Error     string `json:"error"`
-	ErrorCode string `json:"error_code"`
+	Kind      string   `json:"kind"`
+	RunID     string   `json:"run_id"`
+	SessionID string   `json:"session_id"`
+	To        string   `json:"to"`
+	Text      string   `json:"text"`
+	Error     string   `json:"error"`
+	ErrorCode string   `json:"error_code"`
+	Calls     []string `json:"calls"`
+}
+
+// replies returns what the user was told so far.
+func (e *env) replies(t *testing.T) []reply {
+	t.Helper()
+	b, err := os.ReadFile(e.repliesPath)
+	if err != nil {
+		t.Fatalf("nothing was told to the user: %v", err)
+	}
+	var out []reply
+	for line := range strings.Lines(string(b)) {
+		var r reply
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("replies line %q: %v", line, err)
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // told checks that the user was told exactly one event of kind about the
@@ -557,16 +654,8 @@ type reply struct {
 // containing wantErr (none when empty).
 func (e *env) told(t *testing.T, runID, kind, text, wantErr string) {
 	t.Helper()
-	b, err := os.ReadFile(e.replies)
-	if err != nil {
-		t.Fatalf("nothing was told to the user: %v", err)
-	}
 	var got []reply
-	for line := range strings.Lines(string(b)) {
-		var r reply
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatalf("replies line %q: %v", line, err)
-		}
+	for _, r := range e.replies(t) {
 		if r.RunID == runID && r.Kind == kind {
 			got = append(got, r)
 		}

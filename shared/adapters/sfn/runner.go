@@ -144,6 +144,16 @@ func (r *Runner) check(ctx context.Context, runID string) (st agent.RunState, do
 			// Answered: the run goes on once the state machine resumes it.
 			return st, false, err
 		}
+		if ap.Kind == store.ApprovalClientTools {
+			// The run handed its client calls to run: that is its answer
+			// to this request.
+			res, err := loop.Result(ctx, st)
+			if err != nil {
+				return st, false, err
+			}
+			r.Hub.Finish(st, res)
+			return st, true, nil
+		}
 		r.Hub.Approval(st, ap)
 		return st, true, nil
 	}

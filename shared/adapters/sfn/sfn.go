@@ -154,8 +154,9 @@ func (d *Driver) park(ctx context.Context, st agent.RunState, token string) erro
 	return d.resume(ctx, ap.RunID, token)
 }
 
-// resume sends a parked execution on: its output is the run's state moved
-// to the act step.
+// resume sends a parked execution on: its output is the state the run's
+// wait step moves to now that the answer is in (act after a person's
+// answer, think after a client's tool results).
 func (d *Driver) resume(ctx context.Context, runID, token string) error {
 	run, err := d.Loop.Store.GetRun(ctx, runID)
 	if err != nil {
@@ -165,7 +166,11 @@ func (d *Driver) resume(ctx context.Context, runID, token string) error {
 	if err != nil {
 		return err
 	}
-	st.Step, st.Approval = agent.StepAct, ""
+	if st.Parked() {
+		if st, err = d.Loop.Step(ctx, st); err != nil {
+			return fmt.Errorf("resume run %s: %w", runID, err)
+		}
+	}
 	out, err := json.Marshal(st)
 	if err != nil {
 		return err

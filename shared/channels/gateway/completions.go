@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -9,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,9 +17,9 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 )
 
-// completionRequest is the part of OpenAI's request lambdaclaw uses.
-// Sampling parameters are accepted and ignored: the agent's configuration
-// decides them.
+// completionRequest is OpenAI's chat completion request. Fields it does
+// not list are refused, as OpenAI refuses them; the README's table says
+// what each field does here.
 type completionRequest struct {
 	Model         string           `json:"model"`
 	Messages      []requestMessage `json:"messages"`
@@ -27,6 +27,73 @@ type completionRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	Tools               []requestTool     `json:"tools"`
+	ToolChoice          json.RawMessage   `json:"tool_choice"`
+	ParallelToolCalls   *bool             `json:"parallel_tool_calls"`
+	ResponseFormat      *requestFormat    `json:"response_format"`
+	Temperature         *float64          `json:"temperature"`
+	TopP                *float64          `json:"top_p"`
+	MaxTokens           *int              `json:"max_tokens"`
+	MaxCompletionTokens *int              `json:"max_completion_tokens"`
+	Stop                json.RawMessage   `json:"stop"`
+	Seed                *int64            `json:"seed"`
+	PresencePenalty     *float64          `json:"presence_penalty"`
+	FrequencyPenalty    *float64          `json:"frequency_penalty"`
+	ReasoningEffort     string            `json:"reasoning_effort"`
+	User                string            `json:"user"`
+	SafetyIdentifier    string            `json:"safety_identifier"`
+	Metadata            map[string]string `json:"metadata"`
+	N                   *int              `json:"n"`
+	// Accepted, with no effect on the answer.
+	Store          *bool  `json:"store"`
+	ServiceTier    string `json:"service_tier"`
+	PromptCacheKey string `json:"prompt_cache_key"`
+	// Refused unless they ask for nothing.
+	Logprobs     *bool              `json:"logprobs"`
+	TopLogprobs  *int               `json:"top_logprobs"`
+	LogitBias    map[string]float64 `json:"logit_bias"`
+	Modalities   []string           `json:"modalities"`
+	Functions    json.RawMessage    `json:"functions"`
+	FunctionCall json.RawMessage    `json:"function_call"`
+}
+
+// options converts what the request asks beyond its messages.
+func (req *completionRequest) options() (agent.Options, error) {
+	var o agent.Options
+	switch {
+	case req.N != nil && *req.N != 1:
+		return o, badParam("n", "n must be 1: one choice per request is supported")
+	case req.Logprobs != nil && *req.Logprobs, req.TopLogprobs != nil && *req.TopLogprobs > 0:
+		return o, badParam("logprobs", "logprobs are not supported")
+	case len(req.LogitBias) > 0:
+		return o, badParam("logit_bias", "logit_bias is not supported")
+	case len(req.Modalities) > 0 && !slices.Equal(req.Modalities, []string{"text"}):
+		return o, badParam("modalities", "only the text modality is supported")
+	case len(req.Functions) > 0 && string(req.Functions) != "null", len(req.FunctionCall) > 0 && string(req.FunctionCall) != "null":
+		return o, badParam("functions", "functions and function_call are deprecated and not supported; send tools and tool_choice")
+	}
+	var err error
+	if o.Tools, err = chatTools(req.Tools); err != nil {
+		return o, err
+	}
+	p := &o.Params
+	if p.ToolChoice, err = chatToolChoice(req.ToolChoice); err != nil {
+		return o, err
+	}
+	if p.Stop, err = stopList(req.Stop); err != nil {
+		return o, err
+	}
+	if p.ResponseFormat, err = req.ResponseFormat.format(); err != nil {
+		return o, err
+	}
+	if p.MaxTokens, err = maxTokens(req.MaxTokens, req.MaxCompletionTokens); err != nil {
+		return o, err
+	}
+	p.Temperature, p.TopP, p.Seed = req.Temperature, req.TopP, req.Seed
+	p.PresencePenalty, p.FrequencyPenalty = req.PresencePenalty, req.FrequencyPenalty
+	p.ReasoningEffort, p.User, p.Metadata = req.ReasoningEffort, cmp.Or(req.User, req.SafetyIdentifier), req.Metadata
+	p.ParallelToolCalls = req.ParallelToolCalls
+	return o, checkParams(*p)
 }
 
 type requestMessage struct {
@@ -65,9 +132,8 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req completionRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body is not valid JSON: "+err.Error())
+	if err := decodeStrict(body, &req); err != nil {
+		writeRequestError(w, "invalid_json", err)
 		return
 	}
 	if req.Model == "" {
@@ -84,21 +150,31 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_messages", err.Error())
 		return
 	}
-	in := agent.Input{Agent: name, Owner: "key:" + k.ID, Autonomy: autonomyOf(k), Stream: req.Stream, Reply: agent.Reply{Channel: Channel}}
+	opts, err := req.options()
+	if err != nil {
+		writeRequestError(w, "invalid_value", err)
+		return
+	}
+	in := agent.Input{Agent: name, Owner: "key:" + k.ID, Autonomy: autonomyOf(k), Stream: req.Stream, Reply: agent.Reply{Channel: Channel}, Options: opts}
 	if sk := r.Header.Get(SessionHeader); sk != "" {
 		if len(sk) > maxSessionKey {
 			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_session_key", fmt.Sprintf("%s is longer than %d bytes", SessionHeader, maxSessionKey))
 			return
 		}
-		last := msgs[len(msgs)-1]
-		if last.Role != chat.User {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_messages", "in a stateful session the last message must be the user's new message")
+		if in.Messages, err = sessionInput(msgs); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_messages", err.Error())
 			return
+		}
+		// The client's system messages open each of its requests: they
+		// go with the run, not into the session's history.
+		for _, m := range msgs {
+			if m.Role == chat.System {
+				in.Options.System = append(in.Options.System, m)
+			}
 		}
 		// The session belongs to the key: the same session key sent with
 		// another key is another session.
 		in.Owner, in.SessionID = g.cfg.Identity.Session(name, "api", k.ID, sk)
-		in.Messages = []chat.Message{last}
 		in.Interactive = true
 	} else {
 		in.Ephemeral = true
@@ -121,6 +197,11 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 	}()
 	st, err := g.cfg.Runner.Deliver(r.Context(), in, subscribe)
 	if err != nil {
+		var ie *agent.InputError
+		if errors.As(err, &ie) {
+			writeRequestError(w, "invalid_value", err)
+			return
+		}
 		if errors.Is(err, agent.ErrUnknownAgent) {
 			writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", err.Error())
 			return
@@ -145,26 +226,28 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return // the client went away; the run goes on and is kept
 		}
-		var content string
-		var u chat.Usage
-		finish := "stop"
+		var res agent.Result
 		switch {
 		case ev.Approval != nil:
 			// The run is parked; the session's next message answers.
-			content = ev.Approval.Prompt
+			res.Content = ev.Approval.Prompt
 		case ev.Result != nil && ev.Result.ErrorCode != "":
 			status, msg := g.runFailure(r, ev.RunID, ev.Result)
 			writeError(w, status, "server_error", ev.Result.ErrorCode, msg)
 			return
 		case ev.Result != nil:
-			content, u, finish = ev.Result.Content, ev.Result.Usage, cmp.Or(ev.Result.FinishReason, finish)
+			res = *ev.Result
 		default:
 			continue
 		}
+		m := &outMessage{Role: "assistant", Content: &res.Content, ToolCalls: outCalls(res.ToolCalls, false)}
+		if res.Content == "" && len(m.ToolCalls) > 0 {
+			m.Content = nil
+		}
 		writeJSON(w, http.StatusOK, completion{
 			ID: id, Object: "chat.completion", Created: created, Model: req.Model,
-			Choices: []choice{{Message: &outMessage{Role: "assistant", Content: content}, FinishReason: ptr(finish)}},
-			Usage:   wsproto.UsageOf(u),
+			Choices: []choice{{Message: m, FinishReason: ptr(cmp.Or(res.FinishReason, "stop"))}},
+			Usage:   wsproto.UsageOf(res.Usage),
 		})
 		return
 	}
@@ -261,16 +344,64 @@ type choice struct {
 	FinishReason *string     `json:"finish_reason"`
 }
 
+// outMessage is the answer's message; its content is null when it only
+// calls tools.
 type outMessage struct {
-	Role    string `json:"role,omitempty"`
-	Content string `json:"content"`
+	Role      string    `json:"role,omitempty"`
+	Content   *string   `json:"content"`
+	ToolCalls []outCall `json:"tool_calls,omitempty"`
+}
+
+// outCall is a call of one of the client's tools; in a stream it has the
+// index that joins its pieces.
+type outCall struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// outCalls converts calls to OpenAI's shape, indexed for a stream.
+func outCalls(calls []chat.ToolCall, indexed bool) []outCall {
+	var out []outCall
+	for i, c := range calls {
+		o := outCall{ID: c.ID, Type: "function"}
+		o.Function.Name, o.Function.Arguments = c.Name, c.Arguments
+		if indexed {
+			o.Index = ptr(i)
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // delta is a streamed piece of a message; empty fields are left out, as
 // OpenAI does.
 type delta struct {
-	Role    string `json:"role,omitempty"`
-	Content string `json:"content,omitempty"`
+	Role      string    `json:"role,omitempty"`
+	Content   string    `json:"content,omitempty"`
+	ToolCalls []outCall `json:"tool_calls,omitempty"`
+}
+
+// sessionInput is what a stateful request adds to its session: the user's
+// new message, or the tool results that end the request (which answer the
+// calls the run handed the client).
+func sessionInput(msgs []chat.Message) ([]chat.Message, error) {
+	last := msgs[len(msgs)-1]
+	switch last.Role {
+	case chat.User:
+		return []chat.Message{last}, nil
+	case chat.Tool:
+		i := len(msgs) - 1
+		for i > 0 && msgs[i-1].Role == chat.Tool {
+			i--
+		}
+		return msgs[i:], nil
+	}
+	return nil, errors.New("in a stateful session the last message must be the user's new message or the results of the tool calls the last answer asked for")
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -15,6 +15,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 )
@@ -35,7 +36,7 @@ func TestBadRequests(t *testing.T) {
 	}{
 		{"malformed JSON", `{"model":"default",`, nil, badRequest("invalid_json")},
 		{"not an object", `[1,2]`, nil, badRequest("invalid_json")},
-		{"messages not an array", `{"model":"default","messages":"hi"}`, nil, badRequest("invalid_json")},
+		{"messages not an array", `{"model":"default","messages":"hi"}`, nil, badRequest("invalid_type")},
 		{"empty body", ``, nil, badRequest("invalid_json")},
 		{"missing model", `{"messages":[{"role":"user","content":"hi"}]}`, nil, badRequest("missing_model")},
 		{"empty messages", `{"model":"default","messages":[]}`, nil, badRequest("invalid_messages")},
@@ -139,6 +140,7 @@ func TestStatefulInput(t *testing.T) {
 			SessionID: agent.SessionID("coder", "api:k-full/"+sessionKey), Agent: "coder", Owner: "key:k-full",
 			Messages: []chat.Message{{Role: chat.User, Content: "second"}},
 			Autonomy: tool.Full, Interactive: true, Reply: agent.Reply{Channel: "http"},
+			Options: agent.Options{System: []chat.Message{{Role: chat.System, Content: "be brief"}}},
 		}
 	}
 	want := []agent.Input{in("user-1"), in("user-1"), in(maxKey)}
@@ -174,6 +176,7 @@ func TestStatelessInput(t *testing.T) {
 			{Role: chat.User, Content: "thanks"},
 		},
 		Autonomy: tool.Full, Reply: agent.Reply{Channel: "http"},
+		Options: agent.Options{Params: llm.Params{Temperature: ptr(0.2)}},
 	}}
 	if diff := cmp.Diff(want, f.runner.inputs, ignoreRunID); diff != "" {
 		t.Errorf("inputs (-want +got):\n%s", diff)

@@ -84,6 +84,9 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, sub *agent.Subs
 				// step retried after a crash found it in the store).
 				chunk(completion{Choices: []choice{{Delta: &delta{Content: res.Content}}}})
 			}
+			if len(res.ToolCalls) > 0 {
+				chunk(completion{Choices: []choice{{Delta: &delta{ToolCalls: outCalls(res.ToolCalls, true)}}}})
+			}
 			chunk(completion{Choices: []choice{{Delta: &delta{}, FinishReason: ptr(cmp.Or(res.FinishReason, "stop"))}}})
 			if includeUsage {
 				chunk(completion{Choices: []choice{}, Usage: wsproto.UsageOf(res.Usage)})

@@ -77,9 +77,23 @@ type RunState struct {
 	ForceCompact bool `json:"force_compact,omitempty"`
 	// Calls are the tool call ids the act step must answer.
 	Calls []string `json:"calls,omitempty"`
+	// ClientCalls are the ids of the current iteration's calls of the API
+	// client's own tools (Options.Tools), which the client answers.
+	ClientCalls []string `json:"client_calls,omitempty"`
+	// ClearCalls says the run's pending calls were handed to the client
+	// and are to be dropped by the next step that saves the run.
+	ClearCalls bool `json:"clear_calls,omitempty"`
+	// Options says the run was queued with Options (store.Run.Options);
+	// Forced says its tool choice still forces the next model call.
+	Options bool `json:"options,omitempty"`
+	Forced  bool `json:"forced,omitempty"`
 	// NoTools is set for the last think after the tool iteration limit.
 	NoTools bool       `json:"no_tools,omitempty"`
 	Usage   chat.Usage `json:"usage"`
+	// Reported is the usage reported to the client before the run last
+	// handed it calls of its tools; what the run reports since counts
+	// only the usage after it.
+	Reported chat.Usage `json:"reported,omitzero"`
 	// FinishReason is why the last model reply ended: "stop", or "length"
 	// when it was cut at a size limit.
 	FinishReason string `json:"finish_reason,omitempty"`
@@ -99,7 +113,8 @@ type Reply struct {
 // Failed reports whether the run ended in an error.
 func (s RunState) Failed() bool { return s.ErrorCode != "" }
 
-// Parked reports whether the run waits for a person's answer.
+// Parked reports whether the run waits for a person's answer or for its
+// client's tool results.
 func (s RunState) Parked() bool { return s.Step == StepWait }
 
 // Agent is what the loop needs to know about one agent.
@@ -155,9 +170,14 @@ func (l *Loop) promptStale(a *Agent) {
 // Result is the outcome of a run, as told to the replier.
 type Result struct {
 	Content string
-	Usage   chat.Usage
+	// ToolCalls are calls of the client's own tools, which the client is
+	// to run and answer (FinishReason "tool_calls"), with their arguments
+	// as the model sent them.
+	ToolCalls []chat.ToolCall
+	// Usage counts the tokens since the client was last told.
+	Usage chat.Usage
 	// FinishReason is "length" when the answer was cut at a size limit,
-	// "stop" otherwise.
+	// "tool_calls" when it hands the client calls, "stop" otherwise.
 	FinishReason string
 	Error        string
 	ErrorCode    string
@@ -293,6 +313,8 @@ type Input struct {
 	// approval prompts.
 	Interactive bool
 	Reply       Reply
+	// Options are what an API client asks of the run beyond its input.
+	Options Options
 }
 
 // ErrUnknownAgent is returned for an agent that does not exist.
@@ -302,11 +324,16 @@ var ErrUnknownAgent = errors.New("unknown agent")
 // input to history. The run waits in the session's lane until a driver
 // steps it.
 func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
-	if _, ok := l.Agents.Agent(in.Agent); !ok {
+	a, ok := l.Agents.Agent(in.Agent)
+	if !ok {
 		return RunState{}, fmt.Errorf("%w %q", ErrUnknownAgent, in.Agent)
 	}
 	if len(in.Messages) == 0 {
 		return RunState{}, errors.New("enqueue: no input messages")
+	}
+	options, err := in.Options.encode(a)
+	if err != nil {
+		return RunState{}, err
 	}
 	if in.RunID == "" {
 		in.RunID = NewID()
@@ -319,6 +346,7 @@ func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
 		RunID: in.RunID, SessionID: in.SessionID, Agent: in.Agent, Owner: in.Owner, Step: StepBegin,
 		Autonomy: in.Autonomy, Stream: in.Stream, Interactive: in.Interactive && !in.Ephemeral,
 		Reply: in.Reply, StartedAt: now,
+		Options: options != nil, Forced: forcing(in.Options.Params.ToolChoice),
 	}
 	state, err := json.Marshal(st)
 	if err != nil {
@@ -326,7 +354,7 @@ func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
 	}
 	run, created, err := l.Store.EnqueueRun(ctx, store.NewRun{
 		Session: store.Session{ID: in.SessionID, Agent: in.Agent, Owner: in.Owner, Ephemeral: in.Ephemeral, CreatedAt: now, UpdatedAt: now},
-		Run:     store.Run{ID: in.RunID, State: state, CreatedAt: now},
+		Run:     store.Run{ID: in.RunID, State: state, Options: options, CreatedAt: now},
 		Input:   in.Messages,
 	})
 	if errors.Is(err, store.ErrExists) {

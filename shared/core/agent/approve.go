@@ -100,6 +100,9 @@ func (l *Loop) approve(ctx context.Context, st RunState) (RunState, error) {
 	}
 	var calls []chat.ToolCall
 	for _, c := range am.ToolCalls {
+		if !slices.Contains(st.Calls, c.ID) {
+			continue // a call of the client's own tools
+		}
 		if v, _ := judge(a, st, sess, c); v == ask {
 			calls = append(calls, c)
 		}
@@ -148,8 +151,24 @@ func (l *Loop) wait(ctx context.Context, st RunState) (RunState, error) {
 		return st, nil
 	}
 	st.Approval = ""
-	st.Step = StepAct
-	return st, nil
+	if ap.Kind != store.ApprovalClientTools {
+		st.Step = StepAct
+		return st, nil
+	}
+	// The client answered its calls (or sent a new message instead, which
+	// ends the run); the usage so far was reported with the calls.
+	st.ClientCalls = nil
+	st.Reported = st.Usage
+	if ap.Status == store.ApprovalDenied {
+		st.FinishReason = "stop"
+		st.Step = StepFinish
+		return st, nil
+	}
+	a, ok := l.Agents.Agent(st.Agent)
+	if !ok {
+		return l.fail(st, CodeInternal, unknownAgent(st.Agent)), nil
+	}
+	return nextIteration(a, st), nil
 }
 
 // approvalPrompt is the question sent to the run's reply channel.
@@ -176,6 +195,9 @@ func approvalPrompt(calls []chat.ToolCall) string {
 // next time it is stepped. A second answer to the same approval returns
 // store.ErrConflict and changes nothing.
 func (l *Loop) Answer(ctx context.Context, ap store.Approval, d Decision) error {
+	if ap.Kind == store.ApprovalClientTools {
+		return fmt.Errorf("answer approval %s: %w: the run waits for its client's tool results", ap.ID, ErrNoPendingApproval)
+	}
 	status := store.ApprovalApproved
 	if d == No {
 		status = store.ApprovalDenied
@@ -239,12 +261,23 @@ type Lane interface {
 // Deliver hands a user's message to its session. If the session waits for
 // an approval, an answer (/yes, /no, /always) resumes the parked run, and
 // any other message denies the approval and is queued as a new run behind
-// it. subscribe is called with the id of the run that will answer, before
-// that run can report anything.
+// it. If the session waits for its client's tool results, tool messages
+// answering exactly the pending calls resume the run (anything else is an
+// *InputError), and a new user message ends the wait as the calls not
+// run. subscribe is called with the id of the run that will answer,
+// before that run can report anything.
 func (l *Loop) Deliver(ctx context.Context, in Input, lane Lane, subscribe func(runID string)) (RunState, error) {
+	if !in.Ephemeral && len(in.Messages) > 0 && in.Messages[0].Role == chat.Tool {
+		return l.deliverResults(ctx, in, lane, subscribe)
+	}
 	if !in.Ephemeral && len(in.Messages) == 1 && in.Messages[0].Role == chat.User {
 		ap, err := l.PendingApproval(ctx, in.SessionID)
 		switch {
+		case err == nil && ap.Kind == store.ApprovalClientTools:
+			// The client sent a new message instead of its tool results.
+			if err := l.abandonClient(ctx, ap, lane); err != nil {
+				return RunState{}, fmt.Errorf("deliver: %w", err)
+			}
 		case err == nil:
 			dec, isAnswer := ParseDecision(in.Messages[0].Content)
 			if isAnswer && dec != No {

@@ -48,6 +48,10 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 	if err != nil {
 		return st, fmt.Errorf("think: %w", err)
 	}
+	opts, err := l.options(ctx, st)
+	if err != nil {
+		return st, fmt.Errorf("think: %w", err)
+	}
 	if i := slices.IndexFunc(hist, func(m store.Message) bool { return m.Key == key }); i >= 0 {
 		// The message was committed with the state that followed it: a
 		// repeated think returns that state.
@@ -56,7 +60,7 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 				return saved, nil
 			}
 		}
-		return afterThink(st, hist[i].Message), nil
+		return afterThink(st, hist[i].Message, opts), nil
 	}
 	if cc := a.Compaction; !st.Compacted && cc.Threshold > 0 && cc.Threshold > cc.Target && len(hist) > cc.Threshold {
 		st.Step = StepCompact
@@ -66,13 +70,11 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 	if err != nil {
 		return st, fmt.Errorf("think: %w", err)
 	}
+	msgs = append(msgs, opts.System...)
 	for _, m := range hist {
 		msgs = append(msgs, m.Message)
 	}
-	req := llm.Request{Model: a.Model, Messages: msgs}
-	if !st.NoTools && a.Tools != nil {
-		req.Tools = a.Tools.Definitions()
-	}
+	req := l.request(a, st, msgs, opts)
 	attrs := []slog.Attr{slog.Int("message_count", len(msgs)), slog.Int("iteration", st.Iteration), slog.String("provider", a.Provider.Name())}
 	if a.Model != "" {
 		attrs = append(attrs, slog.String("model", a.Model))
@@ -135,7 +137,7 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 		st.FinishReason = "length"
 	}
 	var calls []chat.ToolCall
-	if !st.NoTools {
+	if len(req.Tools) > 0 && (req.ToolChoice == nil || req.ToolChoice.Mode != llm.ToolsNone) {
 		calls = toolparse.Parse(raw, fmt.Sprintf("call_%.8s_%d", st.RunID, st.Iteration), quotable(hist)...)
 	}
 	m := chat.Message{Role: chat.Assistant, Content: scrub.Scrub(raw.Content)}
@@ -145,10 +147,36 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 	}
 	st.Usage = st.Usage.Add(resp.Usage)
 	c.Messages = append(c.Messages, store.Message{SessionID: st.SessionID, Key: key, RunID: st.RunID, Message: m, CreatedAt: l.now().UTC()})
-	if len(calls) > 0 {
+	switch {
+	case len(calls) > 0:
 		c.Calls = calls
+	case st.ClearCalls:
+		c.ClearCalls = true
 	}
-	return afterThink(st, m), nil
+	st.ClearCalls, st.Forced = false, false
+	return afterThink(st, m, opts), nil
+}
+
+// request is the model request of a think step: the agent's tools and the
+// client's, unless the run is past its tool iterations, and the client's
+// parameters, with a forced tool choice only while it still applies.
+func (l *Loop) request(a *Agent, st RunState, msgs []chat.Message, opts Options) llm.Request {
+	req := llm.Request{Model: a.Model, Messages: msgs, Params: opts.Params}
+	if !st.NoTools {
+		if a.Tools != nil {
+			req.Tools = a.Tools.Definitions()
+		}
+		if len(opts.Tools) > 0 {
+			req.Tools = slices.Concat(req.Tools, opts.Tools)
+		}
+	}
+	if forcing(req.ToolChoice) && !st.Forced {
+		req.ToolChoice = nil
+	}
+	if len(req.Tools) == 0 {
+		req.ToolChoice, req.ParallelToolCalls = nil, nil
+	}
+	return req
 }
 
 // quotable returns the texts the model was shown and could quote: what
@@ -163,13 +191,19 @@ func quotable(hist []store.Message) []string {
 	return out
 }
 
-func afterThink(st RunState, m chat.Message) RunState {
-	st.Calls = st.Calls[:0]
+// afterThink sets the step after the model's message m: finish for an
+// answer, approve for tool calls, which it sorts into the agent's (Calls)
+// and the client's (ClientCalls).
+func afterThink(st RunState, m chat.Message, opts Options) RunState {
+	st.Calls, st.ClientCalls = nil, nil
 	for _, c := range m.ToolCalls {
-		st.Calls = append(st.Calls, c.ID)
+		if opts.client(c.Name) {
+			st.ClientCalls = append(st.ClientCalls, c.ID)
+		} else {
+			st.Calls = append(st.Calls, c.ID)
+		}
 	}
-	if len(st.Calls) == 0 {
-		st.Calls = nil
+	if len(m.ToolCalls) == 0 {
 		st.Step = StepFinish
 	} else {
 		st.Step = StepApprove
@@ -182,13 +216,29 @@ func (l *Loop) act(ctx context.Context, st RunState, c *store.Commit) (RunState,
 	if !ok {
 		return l.fail(st, CodeInternal, unknownAgent(st.Agent)), nil
 	}
-	err := l.runCalls(ctx, a, st, "")
-	l.promptStale(a)
-	if err != nil {
-		return st, fmt.Errorf("act: %w", err)
+	if len(st.Calls) > 0 {
+		err := l.runCalls(ctx, a, st, "")
+		l.promptStale(a)
+		if err != nil {
+			return st, fmt.Errorf("act: %w", err)
+		}
+	}
+	if len(st.ClientCalls) > 0 {
+		next, err := l.toClient(ctx, st)
+		if err != nil {
+			return st, fmt.Errorf("act: %w", err)
+		}
+		return next, nil
 	}
 	c.ClearCalls = true
 	st.Calls = nil
+	return nextIteration(a, st), nil
+}
+
+// nextIteration moves a run on to think after its tool calls were
+// answered; past the agent's iteration limit the model answers without
+// tools.
+func nextIteration(a *Agent, st RunState) RunState {
 	st.Iteration++
 	max := a.MaxToolIterations
 	if max <= 0 {
@@ -198,7 +248,7 @@ func (l *Loop) act(ctx context.Context, st RunState, c *store.Commit) (RunState,
 		st.NoTools = true
 	}
 	st.Step = StepThink
-	return st, nil
+	return st
 }
 
 // ActCall runs one tool call of the run's act step. Drivers that fan calls
@@ -244,8 +294,8 @@ func (l *Loop) runCalls(ctx context.Context, a *Agent, st RunState, only string)
 		errs []error
 	)
 	for j, shown := range am.ToolCalls {
-		if only != "" && shown.ID != only {
-			continue
+		if (only != "" && shown.ID != only) || !slices.Contains(st.Calls, shown.ID) {
+			continue // the client runs its own tools
 		}
 		key := toolKey(st.Seq, st.Iteration, j)
 		if _, err := l.Store.GetMessage(ctx, st.SessionID, key); err == nil {
@@ -363,11 +413,12 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunSta
 	if err != nil {
 		return st, fmt.Errorf("finish: %w", err)
 	}
-	res, err := result(st, run)
+	res, err := l.result(ctx, st, run)
 	if err != nil {
 		return st, fmt.Errorf("finish: %w", err)
 	}
 	ephemeral := strings.HasPrefix(st.SessionID, EphemeralPrefix)
+	c.ClearCalls = st.ClearCalls && !ephemeral
 	switch {
 	case ephemeral:
 		if err := l.Store.DeleteSession(ctx, st.SessionID); err != nil {
@@ -405,22 +456,32 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunSta
 // driver that did not see the run finish (the api function waiting for a
 // run of the state machine) reads the outcome with it. The answer of an
 // ephemeral session is gone once its run is done.
+//
+// A run parked for its client's tool results has handed them calls: its
+// outcome so far is those calls.
 func (l *Loop) Result(ctx context.Context, st RunState) (Result, error) {
 	if st.Failed() {
-		return result(st, nil)
+		return l.result(ctx, st, nil)
 	}
 	run, err := l.Store.RunMessages(ctx, st.SessionID, st.Seq)
 	if err != nil {
 		return Result{}, fmt.Errorf("load answer of run %s: %w", st.RunID, err)
 	}
-	return result(st, run)
+	return l.result(ctx, st, run)
 }
 
 // result is the outcome of st, whose messages are run.
-func result(st RunState, run []store.Message) (Result, error) {
-	res := Result{Usage: st.Usage, FinishReason: cmp.Or(st.FinishReason, "stop"), Error: st.Error, ErrorCode: st.ErrorCode}
+func (l *Loop) result(ctx context.Context, st RunState, run []store.Message) (Result, error) {
+	res := Result{Usage: st.Usage.Sub(st.Reported), FinishReason: cmp.Or(st.FinishReason, "stop"), Error: st.Error, ErrorCode: st.ErrorCode}
 	if st.Failed() {
 		return res, nil
+	}
+	if len(st.ClientCalls) > 0 && (st.Step == StepFinish || st.waitingForClient()) {
+		calls, content, err := l.clientCalls(ctx, st)
+		if err != nil {
+			return res, fmt.Errorf("load answer of run %s: %w", st.RunID, err)
+		}
+		return clientResult(st, content, calls), nil
 	}
 	m, ok := find(run, assistantKey(st.Seq, st.Iteration))
 	if !ok {

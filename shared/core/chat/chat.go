@@ -56,3 +56,12 @@ func (u Usage) Add(o Usage) Usage {
 		TotalTokens:      u.TotalTokens + o.TotalTokens,
 	}
 }
+
+// Sub returns u less o: the usage since o was counted.
+func (u Usage) Sub(o Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens - o.PromptTokens,
+		CompletionTokens: u.CompletionTokens - o.CompletionTokens,
+		TotalTokens:      u.TotalTokens - o.TotalTokens,
+	}
+}

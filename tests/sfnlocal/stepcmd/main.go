@@ -129,6 +129,8 @@ type Reply struct {
 	Error      string `json:"error,omitempty"`
 	ErrorCode  string `json:"error_code,omitempty"`
 	ApprovalID string `json:"approval_id,omitempty"`
+	// Calls are the ids of the client's tool calls a finish hands it.
+	Calls []string `json:"calls,omitempty"`
 }
 
 // recorder is the agent.Replier of the test channel.
@@ -164,7 +166,11 @@ func (r *recorder) Approval(st agent.RunState, a store.Approval) {
 }
 
 func (r *recorder) Finish(st agent.RunState, res agent.Result) {
-	r.write(Reply{Kind: "finish", RunID: st.RunID, SessionID: st.SessionID, To: st.Reply.To, Text: res.Content, Error: res.Error, ErrorCode: res.ErrorCode})
+	x := Reply{Kind: "finish", RunID: st.RunID, SessionID: st.SessionID, To: st.Reply.To, Text: res.Content, Error: res.Error, ErrorCode: res.ErrorCode}
+	for _, c := range res.ToolCalls {
+		x.Calls = append(x.Calls, c.ID)
+	}
+	r.write(x)
 }
 
 // crash is a tool that kills the process.

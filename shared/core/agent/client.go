@@ -1,0 +1,327 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/toolparse"
+)
+
+// Options are what an API client asks of a run beyond its input: tools of
+// its own, the settings of the model calls, and system messages. They are
+// stored with the run and apply to each of its steps; a run continued with
+// the client's tool results keeps the options it was queued with.
+type Options struct {
+	// Tools are the client's own tools, offered to the model next to the
+	// agent's. The server never runs them: when the model calls one, the
+	// run returns the call to the client and waits for its result.
+	Tools []chat.ToolDef `json:"tools,omitempty"`
+	// Params are the settings of the model calls. A tool choice that
+	// forces a call (required, or a named function) applies to the run's
+	// first model call only: after the agent's own tools ran, the model
+	// answers freely, so a forced choice cannot loop.
+	Params llm.Params `json:"params"`
+	// System are the client's system messages, placed after the agent's
+	// system prompt.
+	System []chat.Message `json:"system,omitempty"`
+}
+
+// encode validates o for agent a and returns it as stored with a run: nil
+// when the client asked for nothing.
+func (o Options) encode(a *Agent) ([]byte, error) {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return nil, fmt.Errorf("encode options: %w", err)
+	}
+	if string(b) == `{"params":{}}` {
+		return nil, nil
+	}
+	if err := checkOptions(a, o); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// client reports whether name is one of the client's tools.
+func (o Options) client(name string) bool {
+	return slices.ContainsFunc(o.Tools, func(t chat.ToolDef) bool { return t.Name == name })
+}
+
+// InputError is a mistake in what a client sent, found before anything
+// changed; the HTTP API answers it with 400.
+type InputError struct{ Message string }
+
+func (e *InputError) Error() string { return e.Message }
+
+func inputErrorf(format string, args ...any) error {
+	return &InputError{fmt.Sprintf(format, args...)}
+}
+
+// checkOptions validates o for agent a: client tools have names of their
+// own, a forced tool exists, and the provider can honour the parameters.
+func checkOptions(a *Agent, o Options) error {
+	seen := map[string]bool{}
+	for i, t := range o.Tools {
+		switch {
+		case t.Name == "":
+			return inputErrorf("tools[%d].function.name is required", i)
+		case seen[t.Name]:
+			return inputErrorf("tools[%d]: the tool name %q is used twice", i, t.Name)
+		}
+		if a.Tools != nil {
+			if _, ok := a.Tools.Get(t.Name); ok {
+				return inputErrorf("tools[%d]: %q is the name of a tool of agent %q; give your tool another name", i, t.Name, a.Name)
+			}
+		}
+		seen[t.Name] = true
+	}
+	if tc := o.Params.ToolChoice; tc != nil && tc.Mode == llm.ToolsFunction {
+		if _, ok := a.Tools.Get(tc.Name); !ok && !seen[tc.Name] {
+			return inputErrorf("tool_choice names the function %q, which is not among the tools", tc.Name)
+		}
+	}
+	if err := llm.CheckParams(a.Provider, o.Params); err != nil {
+		var u *llm.UnsupportedError
+		if errors.As(err, &u) {
+			return &InputError{u.Error()}
+		}
+		return fmt.Errorf("check parameters: %w", err)
+	}
+	return nil
+}
+
+// forcing reports whether a tool choice makes the model call a tool.
+func forcing(tc *llm.ToolChoice) bool {
+	return tc != nil && (tc.Mode == llm.ToolsRequired || tc.Mode == llm.ToolsFunction)
+}
+
+// options reads the options the run was queued with.
+func (l *Loop) options(ctx context.Context, st RunState) (Options, error) {
+	var o Options
+	if !st.Options {
+		return o, nil
+	}
+	run, err := l.Store.GetRun(ctx, st.RunID)
+	if err != nil {
+		return o, fmt.Errorf("load options: %w", err)
+	}
+	if err := json.Unmarshal(run.Options, &o); err != nil {
+		return o, fmt.Errorf("run %s: decode options: %w", st.RunID, err)
+	}
+	return o, nil
+}
+
+// clientApprovalID names the wait of a run for its client's tool results;
+// a person's approval of the same iteration has approvalID.
+func clientApprovalID(st RunState) string { return approvalID(st) + "-client" }
+
+// toClient hands the client calls of the current iteration to the client,
+// once the agent's own calls ran. A stateless run ends with them; a
+// stateful run says so to its replier and parks until the results come.
+// The calls stay pending, as the model sent them, until the results come.
+func (l *Loop) toClient(ctx context.Context, st RunState) (RunState, error) {
+	st.Calls = nil
+	st.ClearCalls = true
+	st.FinishReason = "tool_calls"
+	if strings.HasPrefix(st.SessionID, EphemeralPrefix) {
+		st.Step = StepFinish
+		return st, nil
+	}
+	id := clientApprovalID(st)
+	ap := store.Approval{ID: id, SessionID: st.SessionID, RunID: st.RunID, Kind: store.ApprovalClientTools,
+		Status: store.ApprovalPending, CreatedAt: l.now().UTC()}
+	calls, content, err := l.clientCalls(ctx, st)
+	if err != nil {
+		return st, err
+	}
+	for _, c := range calls {
+		ap.Calls = append(ap.Calls, c.ID)
+		ap.Tools = append(ap.Tools, c.Name)
+	}
+	if err := l.Store.CreateApproval(ctx, ap); err != nil && !errors.Is(err, store.ErrExists) {
+		return st, fmt.Errorf("wait for client tools: %w", err)
+	}
+	st.Approval = id
+	st.Step = StepWait
+	if l.Replier != nil {
+		l.Replier.Finish(st, clientResult(st, content, calls))
+	}
+	return st, nil
+}
+
+// clientCalls returns the client calls of the run's current iteration,
+// with their arguments as the model sent them, and the text that came
+// with them.
+func (l *Loop) clientCalls(ctx context.Context, st RunState) ([]chat.ToolCall, string, error) {
+	am, err := l.Store.GetMessage(ctx, st.SessionID, assistantKey(st.Seq, st.Iteration))
+	if err != nil {
+		return nil, "", fmt.Errorf("load client calls: %w", err)
+	}
+	pending, err := l.Store.PendingCalls(ctx, st.RunID)
+	if err != nil {
+		return nil, "", fmt.Errorf("load client calls: %w", err)
+	}
+	var out []chat.ToolCall
+	for _, shown := range am.ToolCalls {
+		if !slices.Contains(st.ClientCalls, shown.ID) {
+			continue
+		}
+		c := shown
+		if i := slices.IndexFunc(pending, func(p chat.ToolCall) bool { return p.ID == shown.ID }); i >= 0 {
+			c = pending[i]
+		}
+		out = append(out, c)
+	}
+	return out, toolparse.StripCalls(am.Content), nil
+}
+
+// clientResult is what a run tells its client when it hands it calls.
+func clientResult(st RunState, content string, calls []chat.ToolCall) Result {
+	return Result{Content: content, ToolCalls: calls, Usage: st.Usage.Sub(st.Reported), FinishReason: "tool_calls"}
+}
+
+// waitingForClient reports whether st is parked for its client's tool
+// results.
+func (s RunState) waitingForClient() bool { return s.Parked() && len(s.ClientCalls) > 0 }
+
+var errNothingPending = &InputError{"no tool calls of this conversation wait for results: send the user's message instead"}
+
+// deliverResults resumes the run that waits for the client's tool
+// results in.Messages: they must answer exactly the calls it returned.
+func (l *Loop) deliverResults(ctx context.Context, in Input, lane Lane, subscribe func(runID string)) (RunState, error) {
+	sess, err := l.Store.GetSession(ctx, in.SessionID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return RunState{}, errNothingPending
+	case err != nil:
+		return RunState{}, fmt.Errorf("deliver tool results: %w", err)
+	case sess.Owner != in.Owner:
+		return RunState{}, fmt.Errorf("deliver tool results: %w", store.ErrForbidden)
+	}
+	ap, err := l.PendingApproval(ctx, in.SessionID)
+	if errors.Is(err, ErrNoPendingApproval) || (err == nil && ap.Kind != store.ApprovalClientTools) {
+		return RunState{}, errNothingPending
+	}
+	if err != nil {
+		return RunState{}, fmt.Errorf("deliver tool results: %w", err)
+	}
+	var got []string
+	for i, m := range in.Messages {
+		if m.Role != chat.Tool {
+			return RunState{}, inputErrorf("messages[%d]: after tool results only more tool results may follow in a stateful session", i)
+		}
+		if slices.Contains(got, m.ToolCallID) {
+			return RunState{}, inputErrorf("two tool results answer the call %q", m.ToolCallID)
+		}
+		got = append(got, m.ToolCallID)
+	}
+	if missing, extra := setDiff(ap.Calls, got), setDiff(got, ap.Calls); len(missing) > 0 || len(extra) > 0 {
+		return RunState{}, inputErrorf("the tool results must answer exactly the pending calls %s; unknown: %s, missing: %s",
+			strings.Join(ap.Calls, ", "), orNone(extra), orNone(missing))
+	}
+	st, err := l.runState(ctx, ap.RunID)
+	if err != nil {
+		return st, fmt.Errorf("deliver tool results: %w", err)
+	}
+	results := map[string]string{}
+	for _, m := range in.Messages {
+		results[m.ToolCallID] = m.Content
+	}
+	if err := l.writeClientResults(ctx, st, results); err != nil {
+		return st, fmt.Errorf("deliver tool results: %w", err)
+	}
+	subscribe(ap.RunID)
+	return l.resumeClient(ctx, ap, store.ApprovalApproved, lane)
+}
+
+// abandonClient ends the wait of a run whose client sent a new message
+// instead of its tool results: the calls are answered as not run, and
+// the run finishes.
+func (l *Loop) abandonClient(ctx context.Context, ap store.Approval, lane Lane) error {
+	st, err := l.runState(ctx, ap.RunID)
+	if err != nil {
+		return fmt.Errorf("abandon tool calls: %w", err)
+	}
+	results := map[string]string{}
+	for _, id := range ap.Calls {
+		results[id] = "error: the client did not run this call; the user sent a new message instead"
+	}
+	if err := l.writeClientResults(ctx, st, results); err != nil {
+		return fmt.Errorf("abandon tool calls: %w", err)
+	}
+	_, err = l.resumeClient(ctx, ap, store.ApprovalDenied, lane)
+	return err
+}
+
+// writeClientResults writes the results of the client calls of st, by
+// call id, under the keys of its current iteration: put-if-absent, so a
+// repeated delivery keeps the first. Like the agent's own tool results
+// they are scrubbed and cut to the limit.
+func (l *Loop) writeClientResults(ctx context.Context, st RunState, results map[string]string) error {
+	am, err := l.Store.GetMessage(ctx, st.SessionID, assistantKey(st.Seq, st.Iteration))
+	if err != nil {
+		return err
+	}
+	limit := l.Limits.toolResult()
+	for j, c := range am.ToolCalls {
+		out, ok := results[c.ID]
+		if !ok {
+			continue
+		}
+		m := store.Message{SessionID: st.SessionID, Key: toolKey(st.Seq, st.Iteration, j), RunID: st.RunID, CreatedAt: l.now().UTC(),
+			Message: chat.Message{Role: chat.Tool, Content: truncate(scrub.Scrub(cutUTF8(out, 4*limit)), limit), ToolCallID: c.ID, Name: c.Name}}
+		if _, err := l.Store.AppendMessage(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resumeClient resolves a client wait and resumes its run. A wait
+// resolved already (a repeated delivery) is left as it is.
+func (l *Loop) resumeClient(ctx context.Context, ap store.Approval, status store.ApprovalStatus, lane Lane) (RunState, error) {
+	_, err := l.Store.ResolveApproval(ctx, ap.ID, status, string(status), l.now().UTC())
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		return RunState{}, fmt.Errorf("resume run %s: %w", ap.RunID, err)
+	}
+	if err == nil {
+		if err := lane.Resume(ctx, ap); err != nil {
+			return RunState{}, fmt.Errorf("resume run %s: %w", ap.RunID, err)
+		}
+	}
+	return l.runState(ctx, ap.RunID)
+}
+
+func (l *Loop) runState(ctx context.Context, runID string) (RunState, error) {
+	run, err := l.Store.GetRun(ctx, runID)
+	if err != nil {
+		return RunState{}, err
+	}
+	return DecodeState(run)
+}
+
+// setDiff returns the elements of a not in b.
+func setDiff(a, b []string) []string {
+	var out []string
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
