@@ -3,6 +3,7 @@ package cloud_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
@@ -169,48 +171,112 @@ func TestRunnerTimeout(t *testing.T) {
 // the approval prompt.
 func TestRunnerApproval(t *testing.T) {
 	env, r, url := apiServer(t, 10*time.Second)
-	type result struct {
-		code int
-		body string
-		err  error
+	done := postAsync(url, "careful", "write the report")
+	runID := startedRun(t, env)
+	parkRun(t, r, runID, store.Approval{Calls: []string{"c1"}, Tools: []string{"web_fetch"}, Prompt: "Approval needed: web_fetch. Reply /yes or /no."}, nil)
+	if res := waitResponse(t, done); res.err != nil || res.code != http.StatusOK || !strings.Contains(res.body, "Reply /yes or /no.") {
+		t.Errorf("= %d %s, %v; want the approval prompt", res.code, res.body, res.err)
 	}
-	done := make(chan result, 1)
+}
+
+// TestRunnerClientTools: a stateful request whose run parks for its
+// client's tool results is answered with the calls, arguments as the
+// model sent them.
+func TestRunnerClientTools(t *testing.T) {
+	env, r, url := apiServer(t, 10*time.Second)
+	done := postAsync(url, "tools", "weather?")
+	runID := startedRun(t, env)
+	call := chat.ToolCall{ID: "c1", Name: "get_weather", Arguments: `{"city":"Oslo"}`}
+	parkRun(t, r, runID, store.Approval{Kind: store.ApprovalClientTools, Calls: []string{"c1"}, Tools: []string{"get_weather"}}, func(st *agent.RunState, c *store.Commit) {
+		st.ClientCalls, st.FinishReason = []string{"c1"}, "tool_calls"
+		c.Messages = []store.Message{{SessionID: st.SessionID, Key: fmt.Sprintf("%sb000.a", store.RunPrefix(st.Seq)), RunID: st.RunID,
+			Message: chat.Message{Role: chat.Assistant, ToolCalls: []chat.ToolCall{call}}}}
+		c.Calls = []chat.ToolCall{call}
+	})
+	res := waitResponse(t, done)
+	var got struct {
+		Choices []struct {
+			Message struct {
+				ToolCalls []struct {
+					ID       string `json:"id"`
+					Function struct{ Name, Arguments string }
+				} `json:"tool_calls"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	if res.err != nil || res.code != http.StatusOK || json.Unmarshal([]byte(res.body), &got) != nil || len(got.Choices) != 1 {
+		t.Fatalf("= %d %s, %v; want the client's calls", res.code, res.body, res.err)
+	}
+	ch := got.Choices[0]
+	if ch.FinishReason != "tool_calls" || len(ch.Message.ToolCalls) != 1 || ch.Message.ToolCalls[0].ID != "c1" || ch.Message.ToolCalls[0].Function.Arguments != call.Arguments {
+		t.Errorf("choice = %+v", ch)
+	}
+}
+
+type response struct {
+	code int
+	body string
+	err  error
+}
+
+// postAsync sends a stateful chat request on another goroutine.
+func postAsync(url, session, text string) <-chan response {
+	done := make(chan response, 1)
 	go func() {
-		code, body, err := post(url, "careful", "write the report")
-		done <- result{code, body, err}
+		code, body, err := post(url, session, text)
+		done <- response{code, body, err}
 	}()
+	return done
+}
+
+func waitResponse(t *testing.T, done <-chan response) response {
+	t.Helper()
+	select {
+	case res := <-done:
+		return res
+	case <-time.After(5 * time.Second):
+		t.Fatal("no response after the run parked")
+		return response{}
+	}
+}
+
+// startedRun waits for the first execution the gateway started.
+func startedRun(t *testing.T, env *cloudtest.Env) string {
+	t.Helper()
 	var runID string
 	cloudtest.Wait(t, 5*time.Second, "the execution", func() bool {
-		s := env.SFN.Started()
-		if len(s) > 0 {
+		if s := env.SFN.Started(); len(s) > 0 {
 			runID = s[0]
 		}
 		return runID != ""
 	})
-	// Park the run as its approve step does.
+	return runID
+}
+
+// parkRun parks the run as its approve or act step does, with ap pending;
+// edit adds to the state and the commit.
+func parkRun(t *testing.T, r *cloud.Root, runID string, ap store.Approval, edit func(*agent.RunState, *store.Commit)) {
+	t.Helper()
 	ctx := t.Context()
 	run, err := r.Store.GetRun(ctx, runID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	st, _ := agent.DecodeState(run)
-	ap := store.Approval{ID: runID + "-0", SessionID: st.SessionID, RunID: runID, Calls: []string{"c1"}, Tools: []string{"web_fetch"},
-		Prompt: "Approval needed: web_fetch. Reply /yes or /no.", Status: store.ApprovalPending, CreatedAt: time.Now().UTC()}
+	ap.ID, ap.SessionID, ap.RunID, ap.Status, ap.CreatedAt = runID+"-0", st.SessionID, runID, store.ApprovalPending, time.Now().UTC()
 	if err := r.Store.CreateApproval(ctx, ap); err != nil {
 		t.Fatal(err)
 	}
 	st.Step, st.Approval = agent.StepWait, ap.ID
+	var c store.Commit
+	if edit != nil {
+		edit(&st, &c)
+	}
 	run.State, _ = json.Marshal(st)
 	run.Status = store.RunRunning
-	if err := r.Store.CommitRun(ctx, store.Commit{Run: run}); err != nil {
+	c.Run = run
+	if err := r.Store.CommitRun(ctx, c); err != nil {
 		t.Fatal(err)
-	}
-	select {
-	case res := <-done:
-		if res.err != nil || res.code != http.StatusOK || !strings.Contains(res.body, "Reply /yes or /no.") {
-			t.Errorf("= %d %s, %v; want the approval prompt", res.code, res.body, res.err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no response after the run parked")
 	}
 }
