@@ -20,7 +20,40 @@ import (
 // TestConformance runs the provider suite against a fake of the Bedrock
 // runtime's Converse and ConverseStream APIs.
 func TestConformance(t *testing.T) {
-	llmtest.Run(t, llmtest.Harness{Secret: converseTestSecret, Start: startConverseFake})
+	llmtest.Run(t, llmtest.Harness{Secret: converseTestSecret, Start: startConverseFake, Params: converseParams})
+}
+
+// timeTool is llmtest.TimeTool as Converse is offered it.
+const timeTool = `{"toolSpec":{"name":"get_time","description":"The time.","inputSchema":{"json":{"type":"object","properties":{}}}}}`
+
+// converseParams are the settings Converse is sent for each of the suite's
+// parameter cases, or their refusal: the sampling settings in
+// inferenceConfig, the tool choice in toolConfig ("none" by offering no
+// tools), the format and the effort in outputConfig, the metadata and the
+// user in requestMetadata. Penalties of zero are the default, so nothing;
+// one call at a time is kept in the reply, not sent.
+var converseParams = map[string]string{
+	"sampling":            `{"inferenceConfig":{"maxTokens":64,"temperature":0.5,"topP":0.25,"stopSequences":["END","STOP"]}}`,
+	"zero temperature":    `{"inferenceConfig":{"temperature":0}}`,
+	"temperature above 1": llmtest.Refused,
+	"seed":                llmtest.Refused,
+	"penalties":           llmtest.Refused,
+	"neutral penalties":   `{}`,
+	"text format":         `{}`,
+	"json object":         llmtest.Refused,
+	"json schema": `{"outputConfig":{"textFormat":{"type":"json_schema","structure":{"jsonSchema":{"name":"person","description":"A person.","schema":` +
+		mustJSON(llmtest.PersonSchema) + `}}}}}`,
+	"reasoning effort":            `{"outputConfig":{"effort":"low"}}`,
+	"minimal reasoning effort":    llmtest.Refused,
+	"user and metadata":           `{"requestMetadata":{"team":"blue","trace":"a1:b2","user":"user-42"}}`,
+	"metadata of any characters":  llmtest.Refused,
+	"tool choice auto":            `{"toolConfig":{"tools":[` + timeTool + `],"toolChoice":{"auto":{}}}}`,
+	"tool choice required":        `{"toolConfig":{"tools":[` + timeTool + `],"toolChoice":{"any":{}}}}`,
+	"tool choice function":        `{"toolConfig":{"tools":[` + timeTool + `],"toolChoice":{"tool":{"name":"get_time"}}}}`,
+	"tool choice none":            `{}`,
+	"one tool call at a time":     `{"toolConfig":{"tools":[` + timeTool + `]}}`,
+	"parallel tool calls":         `{"toolConfig":{"tools":[` + timeTool + `]}}`,
+	"tool settings without tools": `{}`,
 }
 
 // startConverseFake starts a fake Bedrock runtime answering as s says,
@@ -86,10 +119,46 @@ type converseBody struct {
 				} `json:"inputSchema"`
 			} `json:"toolSpec"`
 		} `json:"tools"`
+		// ToolChoice is a union: one member is set.
+		ToolChoice *struct {
+			Auto *struct{} `json:"auto"`
+			Any  *struct{} `json:"any"`
+			Tool *struct {
+				Name string `json:"name"`
+			} `json:"tool"`
+		} `json:"toolChoice"`
 	} `json:"toolConfig"`
 	InferenceConfig *struct {
-		MaxTokens int `json:"maxTokens"`
+		MaxTokens     int      `json:"maxTokens"`
+		Temperature   *float64 `json:"temperature"`
+		TopP          *float64 `json:"topP"`
+		StopSequences []string `json:"stopSequences"`
 	} `json:"inferenceConfig"`
+	OutputConfig *struct {
+		Effort     string `json:"effort"`
+		TextFormat *struct {
+			Type      string `json:"type"`
+			Structure struct {
+				JSONSchema struct {
+					Schema      string `json:"schema"`
+					Name        string `json:"name"`
+					Description string `json:"description"`
+				} `json:"jsonSchema"`
+			} `json:"structure"`
+		} `json:"textFormat"`
+	} `json:"outputConfig"`
+	RequestMetadata map[string]string `json:"requestMetadata"`
+}
+
+// settings is the body of a call but its system prompt and messages.
+func (call converseCall) settings() (json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(call.raw, &fields); err != nil {
+		return nil, err
+	}
+	delete(fields, "system")
+	delete(fields, "messages")
+	return json.Marshal(fields)
 }
 
 // portCall reads the call strictly (an unknown field is an error) into
@@ -136,7 +205,25 @@ func (call converseCall) portCall() (llmtest.Call, error) {
 	if body.InferenceConfig != nil {
 		c.MaxTokens = body.InferenceConfig.MaxTokens
 	}
-	return c, nil
+	if tc := body.ToolConfig; tc != nil && tc.ToolChoice != nil {
+		ch := tc.ToolChoice
+		if n := btoi(ch.Auto != nil) + btoi(ch.Any != nil) + btoi(ch.Tool != nil); n != 1 {
+			return c, fmt.Errorf("toolChoice %s sets %d members of its union", call.raw, n)
+		}
+	}
+	if oc := body.OutputConfig; oc != nil && oc.TextFormat != nil && (oc.TextFormat.Type != "json_schema" || !json.Valid([]byte(oc.TextFormat.Structure.JSONSchema.Schema))) {
+		return c, fmt.Errorf("textFormat of %s is not a JSON schema given as text", call.raw)
+	}
+	var err error
+	c.Settings, err = call.settings()
+	return c, err
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // stopReasons are Bedrock's names of the port's finish reasons.

@@ -153,8 +153,12 @@ var errConverseTimedOut = errors.New("timed out")
 // Generate sends req with Converse, or with ConverseStream when onDelta is
 // non-nil, in which case onDelta gets each piece of text in order. A reply
 // longer than the configured limit is cut there, on a rune boundary, and
-// ends with finish reason "length". Every failure is an *llm.Error.
+// ends with finish reason "length". Parameters CheckParams refuses fail
+// the call before it is made. Every failure is an *llm.Error.
 func (c *Converse) Generate(ctx context.Context, req llm.Request, onDelta llm.OnDelta) (llm.Response, error) {
+	if err := c.CheckParams(req.Params); err != nil {
+		return llm.Response{}, &llm.Error{Provider: c.name, Err: err}
+	}
 	model := req.Model
 	if model == "" {
 		model = c.model
@@ -164,10 +168,17 @@ func (c *Converse) Generate(ctx context.Context, req llm.Request, onDelta llm.On
 		return llm.Response{}, &llm.Error{Provider: c.name, Err: err}
 	}
 	in.ModelId = aws.String(model)
+	var resp llm.Response
 	if onDelta == nil {
-		return c.converse(ctx, in)
+		resp, err = c.converse(ctx, in)
+	} else {
+		resp, err = c.converseStream(ctx, in, onDelta)
 	}
-	return c.converseStream(ctx, in, onDelta)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	keepCalls(&resp, in, req.Params)
+	return resp, nil
 }
 
 // converse makes a non-streaming call.
@@ -207,6 +218,8 @@ func (c *Converse) converseStream(ctx context.Context, in *bedrockruntime.Conver
 		System:          in.System,
 		ToolConfig:      in.ToolConfig,
 		InferenceConfig: in.InferenceConfig,
+		OutputConfig:    in.OutputConfig,
+		RequestMetadata: in.RequestMetadata,
 	}, c.streamOpts...)
 	if err != nil {
 		return llm.Response{}, c.classify(ctx, callCtx, err, false)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -33,6 +32,12 @@ const emptyToolResult = "(no output)"
 // role are merged, because Bedrock requires the roles to alternate; in a
 // merged user message the toolResult blocks come before the text. Blank
 // text is left out, as Bedrock rejects it.
+//
+// The tools are offered with the tool choice, unless it is "none", which
+// Converse does not have: they are then withheld. A conversation that
+// holds tool calls is offered noTool in their place, since Bedrock
+// refuses tool blocks without tools. The parameters are set as setParams
+// says.
 func converseInput(req llm.Request) (*bedrockruntime.ConverseInput, error) {
 	in := &bedrockruntime.ConverseInput{}
 	for i, m := range req.Messages {
@@ -94,8 +99,13 @@ func converseInput(req llm.Request) (*bedrockruntime.ConverseInput, error) {
 		}
 		in.Messages = append(in.Messages, types.Message{Role: role, Content: blocks})
 	}
-	if len(req.Tools) > 0 {
-		in.ToolConfig = &types.ToolConfiguration{}
+	if err := req.ToolChoice.Check(req.Tools); err != nil {
+		return nil, err
+	}
+	withheld := req.ToolChoice != nil && req.ToolChoice.Mode == llm.ToolsNone
+	switch {
+	case len(req.Tools) > 0 && !withheld:
+		in.ToolConfig = &types.ToolConfiguration{ToolChoice: converseToolChoice(req.ToolChoice)}
 		for _, td := range req.Tools {
 			spec, err := toolSpec(td)
 			if err != nil {
@@ -103,11 +113,10 @@ func converseInput(req llm.Request) (*bedrockruntime.ConverseInput, error) {
 			}
 			in.ToolConfig.Tools = append(in.ToolConfig.Tools, &types.ToolMemberToolSpec{Value: spec})
 		}
+	case hasToolBlocks(in.Messages):
+		in.ToolConfig = &types.ToolConfiguration{Tools: []types.Tool{noTool}}
 	}
-	if req.MaxTokens > 0 {
-		in.InferenceConfig = &types.InferenceConfiguration{MaxTokens: aws.Int32(int32(min(req.MaxTokens, math.MaxInt32)))}
-	}
-	return in, nil
+	return in, setParams(in, req.Params)
 }
 
 // mergeBlocks appends more to a message's blocks, keeping toolResult blocks

@@ -20,7 +20,37 @@ import (
 // TestConformance runs the provider suite against a fake of OpenAI's chat
 // completions API.
 func TestConformance(t *testing.T) {
-	llmtest.Run(t, llmtest.Harness{Secret: testKey, Start: startChatFake})
+	llmtest.Run(t, llmtest.Harness{Secret: testKey, Start: startChatFake, Params: chatParams})
+}
+
+// timeTool is llmtest.TimeTool as a chat completions request offers it.
+const timeTool = `{"type":"function","function":{"name":"get_time","description":"The time.","parameters":{"type":"object","properties":{}}}}`
+
+// chatParams are the settings a compatible server is sent for each of
+// the suite's parameter cases: every one as given, under OpenAI's name;
+// the tool choice and parallel_tool_calls only with tools.
+var chatParams = map[string]string{
+	"sampling":            `{"max_tokens":64,"temperature":0.5,"top_p":0.25,"stop":["END","STOP"]}`,
+	"zero temperature":    `{"temperature":0}`,
+	"temperature above 1": `{"temperature":1.5}`,
+	"seed":                `{"seed":7}`,
+	"penalties":           `{"presence_penalty":0.5,"frequency_penalty":-0.5}`,
+	"neutral penalties":   `{"presence_penalty":0,"frequency_penalty":0}`,
+	"text format":         `{"response_format":{"type":"text"}}`,
+	"json object":         `{"response_format":{"type":"json_object"}}`,
+	"json schema": `{"response_format":{"type":"json_schema","json_schema":{"name":"person","description":"A person.","schema":` +
+		llmtest.PersonSchema + `,"strict":true}}}`,
+	"reasoning effort":            `{"reasoning_effort":"low"}`,
+	"minimal reasoning effort":    `{"reasoning_effort":"minimal"}`,
+	"user and metadata":           `{"user":"user-42","metadata":{"team":"blue","trace":"a1:b2"}}`,
+	"metadata of any characters":  `{"metadata":{"note":"déjà vu!"}}`,
+	"tool choice auto":            `{"tools":[` + timeTool + `],"tool_choice":"auto"}`,
+	"tool choice required":        `{"tools":[` + timeTool + `],"tool_choice":"required"}`,
+	"tool choice function":        `{"tools":[` + timeTool + `],"tool_choice":{"type":"function","function":{"name":"get_time"}}}`,
+	"tool choice none":            `{"tools":[` + timeTool + `],"tool_choice":"none"}`,
+	"one tool call at a time":     `{"tools":[` + timeTool + `],"parallel_tool_calls":false}`,
+	"parallel tool calls":         `{"tools":[` + timeTool + `],"parallel_tool_calls":true}`,
+	"tool settings without tools": `{}`,
 }
 
 // startChatFake starts a fake chat completions endpoint answering as s
@@ -63,6 +93,50 @@ type chatRequest struct {
 	} `json:"tools"`
 	MaxTokens           int `json:"max_tokens"`
 	MaxCompletionTokens int `json:"max_completion_tokens"`
+	// settings is the body but the model, the messages and the stream
+	// switches.
+	settings json.RawMessage
+}
+
+// settingNames are the fields of a request besides the conversation and
+// the stream switches that lambdaclaw sends, by OpenAI's names. The suite
+// compares their values.
+var settingNames = []string{
+	"tools", "max_tokens", "max_completion_tokens", "temperature", "top_p", "stop", "seed", "presence_penalty",
+	"frequency_penalty", "response_format", "reasoning_effort", "user", "metadata", "tool_choice", "parallel_tool_calls",
+}
+
+// checkToolChoice checks a tool choice as OpenAI takes it: one of its
+// modes, or {"type": "function", "function": {"name": ...}}, and with
+// parallel_tool_calls only with tools.
+func checkToolChoice(settings map[string]json.RawMessage) error {
+	choice, hasChoice := settings["tool_choice"]
+	_, hasParallel := settings["parallel_tool_calls"]
+	if _, hasTools := settings["tools"]; !hasTools && (hasChoice || hasParallel) {
+		return errors.New("tool_choice or parallel_tool_calls without tools")
+	}
+	if !hasChoice {
+		return nil
+	}
+	var mode string
+	if json.Unmarshal(choice, &mode) == nil {
+		if mode != "auto" && mode != "none" && mode != "required" {
+			return fmt.Errorf("tool_choice %q", mode)
+		}
+		return nil
+	}
+	var fn struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(choice))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fn); err != nil || fn.Type != "function" || fn.Function.Name == "" {
+		return fmt.Errorf("tool_choice %s is neither a mode nor a function", choice)
+	}
+	return nil
 }
 
 // wireCall is a tool call as OpenAI writes it: in a message, or as a
@@ -88,10 +162,34 @@ func readChatRequest(r *http.Request) (chatRequest, error) {
 	if err != nil {
 		return req, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
+	// The settings are set apart, and the rest read strictly.
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return req, fmt.Errorf("request %s: %w", data, err)
+	}
+	settings := map[string]json.RawMessage{}
+	for _, name := range settingNames {
+		if v, ok := fields[name]; ok {
+			settings[name] = v
+			if name != "tools" && name != "max_tokens" && name != "max_completion_tokens" {
+				delete(fields, name)
+			}
+		}
+	}
+	if err := checkToolChoice(settings); err != nil {
+		return req, err
+	}
+	rest, err := json.Marshal(fields)
+	if err != nil {
+		return req, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(rest))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		return req, fmt.Errorf("request %s: %w", data, err)
+	}
+	if req.settings, err = json.Marshal(settings); err != nil {
+		return req, err
 	}
 	for _, m := range req.Messages {
 		for _, c := range m.ToolCalls {
@@ -113,7 +211,7 @@ func readChatRequest(r *http.Request) (chatRequest, error) {
 
 // call is the request in the port's terms.
 func (req chatRequest) call() llmtest.Call {
-	c := llmtest.Call{Model: req.Model, Stream: req.Stream, MaxTokens: max(req.MaxTokens, req.MaxCompletionTokens)}
+	c := llmtest.Call{Model: req.Model, Stream: req.Stream, MaxTokens: max(req.MaxTokens, req.MaxCompletionTokens), Settings: req.settings}
 	for _, m := range req.Messages {
 		msg := chat.Message{Role: chat.Role(m.Role), ToolCallID: m.ToolCallID}
 		if m.Content != nil {

@@ -23,11 +23,45 @@ type request struct {
 	Model    string    `json:"model"`
 	Messages []message `json:"messages"`
 	// Tools is spliced in encoded, after the rest (see body).
-	Tools               json.RawMessage `json:"-"`
+	Tools json.RawMessage `json:"-"`
+	// Params go under their JSON names, which are OpenAI's, but for those
+	// the fields below shadow (encoding/json takes the shallower of two
+	// fields of one name), to send them in OpenAI's shape.
+	llm.Params
 	MaxTokens           int             `json:"max_tokens,omitempty"`
 	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
-	Stream              bool            `json:"stream,omitempty"`
-	StreamOptions       *streamOptions  `json:"stream_options,omitempty"`
+	ResponseFormat      *responseFormat `json:"response_format,omitempty"`
+	// ToolChoice is "auto", "none", "required" or a functionChoice. It and
+	// ParallelToolCalls are sent with tools only: OpenAI refuses them alone.
+	ToolChoice        any            `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool          `json:"parallel_tool_calls,omitempty"`
+	Stream            bool           `json:"stream,omitempty"`
+	StreamOptions     *streamOptions `json:"stream_options,omitempty"`
+}
+
+// responseFormat is the format a reply must take: text, a JSON object, or
+// JSON that follows a schema.
+type responseFormat struct {
+	Type       string      `json:"type"`
+	JSONSchema *jsonSchema `json:"json_schema,omitempty"`
+}
+
+// jsonSchema is a json_schema format; OpenAI requires its name.
+type jsonSchema struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
+}
+
+// functionChoice is a tool choice that forces a call of one function.
+type functionChoice struct {
+	Type     string       `json:"type"`
+	Function functionName `json:"function"`
+}
+
+type functionName struct {
+	Name string `json:"name"`
 }
 
 type streamOptions struct {
@@ -65,20 +99,19 @@ func (p *Provider) body(req llm.Request, streaming bool) ([]byte, string, error)
 		}
 		r.Messages = append(r.Messages, msg)
 	}
+	if err := req.ToolChoice.Check(req.Tools); err != nil {
+		return nil, "", err
+	}
 	if len(req.Tools) > 0 {
 		tools, err := p.tools.encode(req.Tools)
 		if err != nil {
 			return nil, "", err
 		}
 		r.Tools = tools
+		r.ToolChoice = toolChoice(req.ToolChoice)
+		r.ParallelToolCalls = req.ParallelToolCalls
 	}
-	if req.MaxTokens > 0 {
-		if p.completionTokens {
-			r.MaxCompletionTokens = req.MaxTokens
-		} else {
-			r.MaxTokens = req.MaxTokens
-		}
-	}
+	p.setParams(&r, req.Params)
 	if streaming {
 		r.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
@@ -92,6 +125,37 @@ func (p *Provider) body(req llm.Request, streaming bool) ([]byte, string, error)
 		b = append(append(append(b[:len(b)-1], `,"tools":`...), r.Tools...), '}')
 	}
 	return b, r.Model, nil
+}
+
+// setParams sets the parameters of a call but its tool choice, each
+// under OpenAI's name and in its shape; those unset are left out.
+func (p *Provider) setParams(r *request, params llm.Params) {
+	r.Params = params
+	if params.MaxTokens > 0 {
+		if p.official {
+			r.MaxCompletionTokens = params.MaxTokens
+		} else {
+			r.MaxTokens = params.MaxTokens
+		}
+	}
+	if f := params.ResponseFormat; f != nil {
+		r.ResponseFormat = &responseFormat{Type: f.Type}
+		if f.Type == llm.FormatJSONSchema {
+			r.ResponseFormat.JSONSchema = &jsonSchema{Name: f.Name, Description: f.Description, Schema: f.Schema, Strict: f.Strict}
+		}
+	}
+}
+
+// toolChoice is c in OpenAI's shape: a mode's name, or the function to
+// call; nil leaves the choice to the model.
+func toolChoice(c *llm.ToolChoice) any {
+	switch {
+	case c == nil:
+		return nil
+	case c.Mode == llm.ToolsFunction:
+		return functionChoice{Type: "function", Function: functionName{Name: c.Name}}
+	}
+	return c.Mode
 }
 
 func wireMessage(m chat.Message) (message, error) {

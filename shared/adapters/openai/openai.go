@@ -58,16 +58,20 @@ type Provider struct {
 	maxReply int
 	// tools caches the encoded tool sets of requests.
 	tools toolCache
-	// completionTokens sends max_completion_tokens (OpenAI's current field,
-	// required by its reasoning models) instead of max_tokens, which
-	// compatible servers understand.
-	completionTokens bool
-	svc              oai.ChatCompletionService
+	// official is set for OpenAI's own API. It is sent
+	// max_completion_tokens (its current field, required by its reasoning
+	// models) instead of max_tokens, which compatible servers understand,
+	// and no metadata (see CheckParams).
+	official bool
+	svc      oai.ChatCompletionService
 	// now is the clock used to read Retry-After dates; tests replace it.
 	now func() time.Time
 }
 
-var _ llm.Provider = (*Provider)(nil)
+var (
+	_ llm.Provider      = (*Provider)(nil)
+	_ llm.ParamsChecker = (*Provider)(nil)
+)
 
 // New returns a Provider for cfg. The HTTP client and request options are
 // built once here so that calls only pay for their own request.
@@ -108,14 +112,14 @@ func New(cfg Config) (*Provider, error) {
 	}
 	if cfg.BaseURL == "" {
 		opts = append(opts, option.WithEnvironmentProduction())
-		p.completionTokens = true
+		p.official = true
 	} else {
 		u, err := url.Parse(cfg.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("openai provider %s: base URL %q is not an http(s) URL", p.name, cfg.BaseURL)
 		}
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
-		p.completionTokens = u.Hostname() == "api.openai.com"
+		p.official = u.Hostname() == "api.openai.com"
 	}
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
@@ -134,8 +138,12 @@ var errTimedOut = errors.New("timed out")
 // answer arrives in one response; otherwise it is streamed and onDelta gets
 // each piece of content in order. A reply longer than the configured limit
 // is cut there, on a rune boundary, and ends with finish reason "length".
-// Every failure is an *llm.Error.
+// Parameters CheckParams refuses fail the call before it is made. Every
+// failure is an *llm.Error.
 func (p *Provider) Generate(ctx context.Context, req llm.Request, onDelta llm.OnDelta) (llm.Response, error) {
+	if err := p.CheckParams(req.Params); err != nil {
+		return llm.Response{}, &llm.Error{Provider: p.name, Err: err}
+	}
 	body, model, err := p.body(req, onDelta != nil)
 	if err != nil {
 		return llm.Response{}, &llm.Error{Provider: p.name, Err: err}
@@ -144,6 +152,18 @@ func (p *Provider) Generate(ctx context.Context, req llm.Request, onDelta llm.On
 		return p.complete(ctx, body, model)
 	}
 	return p.stream(ctx, body, model, onDelta)
+}
+
+// CheckParams implements llm.ParamsChecker. Every parameter is sent as
+// given, save metadata to OpenAI's own API: it takes metadata only for a
+// completion it stores (store: true), which would keep every
+// conversation on the account of the provider's key.
+func (p *Provider) CheckParams(params llm.Params) error {
+	if p.official && len(params.Metadata) > 0 {
+		return &llm.UnsupportedError{Provider: p.name, Param: "metadata",
+			Reason: "OpenAI takes metadata only for completions it stores, which this gateway does not ask for"}
+	}
+	return nil
 }
 
 // withBody sends body in place of the SDK's encoding of its parameters.

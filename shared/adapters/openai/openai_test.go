@@ -261,16 +261,11 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-func TestOpenAIUsesMaxCompletionTokens(t *testing.T) {
-	var body map[string]any
-	var host string
-	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		host = r.URL.Host
-		data, err := io.ReadAll(r.Body)
-		if err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(data, &body); err != nil {
+// answeringOK is a client that answers every request with a completion
+// of "ok", once see has seen the request.
+func answeringOK(see func(r *http.Request) error) *http.Client {
+	return &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if err := see(r); err != nil {
 			return nil, err
 		}
 		return &http.Response{
@@ -280,6 +275,19 @@ func TestOpenAIUsesMaxCompletionTokens(t *testing.T) {
 			Request:    r,
 		}, nil
 	})}
+}
+
+func TestOpenAIUsesMaxCompletionTokens(t *testing.T) {
+	var body map[string]any
+	var host string
+	hc := answeringOK(func(r *http.Request) error {
+		host = r.URL.Host
+		data, err := io.ReadAll(r.Body)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(data, &body)
+	})
 	p, err := New(Config{APIKey: testKey, Model: "gpt", HTTPClient: hc})
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -292,6 +300,43 @@ func TestOpenAIUsesMaxCompletionTokens(t *testing.T) {
 	}
 	if body["max_completion_tokens"] != float64(64) || body["max_tokens"] != nil {
 		t.Errorf("max_completion_tokens = %v, max_tokens = %v; want 64 and unset", body["max_completion_tokens"], body["max_tokens"])
+	}
+}
+
+// TestOfficialAPIRefusesMetadata checks metadata, which OpenAI's own API
+// takes only for a completion it stores: refused there, before any call,
+// and sent to any other server.
+func TestOfficialAPIRefusesMetadata(t *testing.T) {
+	tagged := llm.Params{Metadata: map[string]string{"team": "blue"}}
+	tests := []struct {
+		name    string
+		baseURL string
+		params  llm.Params
+		want    *llm.UnsupportedError
+	}{
+		{"OpenAI, metadata", "", tagged, &llm.UnsupportedError{Provider: "openai", Param: "metadata",
+			Reason: "OpenAI takes metadata only for completions it stores, which this gateway does not ask for"}},
+		{"OpenAI by its URL, metadata", "https://api.openai.com/v1", tagged, &llm.UnsupportedError{Provider: "openai", Param: "metadata",
+			Reason: "OpenAI takes metadata only for completions it stores, which this gateway does not ask for"}},
+		{"OpenAI, no metadata", "", llm.Params{User: "u1"}, nil},
+		{"compatible server, metadata", "https://openrouter.ai/api/v1", tagged, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			hc := answeringOK(func(*http.Request) error { calls++; return nil })
+			p, err := New(Config{BaseURL: tt.baseURL, APIKey: testKey, Model: "gpt", HTTPClient: hc})
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, llmtest.Unsupported(t, llm.CheckParams(p, tt.params))); diff != "" {
+				t.Errorf("CheckParams (-want +got):\n%s", diff)
+			}
+			_, err = p.Generate(context.Background(), llm.Request{Messages: hello, Params: tt.params}, nil)
+			if refused := tt.want != nil; llm.IsUnsupported(err) != refused || (err != nil) != refused || (calls == 0) != refused {
+				t.Errorf("Generate: error %v after %d calls; want it refused (before any call): %v", err, calls, refused)
+			}
+		})
 	}
 }
 

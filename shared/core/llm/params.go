@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 )
 
 // Params are the settings of a call that an API client may choose, after
@@ -64,6 +66,32 @@ const (
 type ToolChoice struct {
 	Mode string `json:"mode"`
 	Name string `json:"name,omitempty"`
+}
+
+// Check reports a tool choice that a call offering tools cannot honour:
+// an unknown mode, a tool required when none is offered, or a function
+// that is not among them. A nil choice leaves it to the model.
+func (c *ToolChoice) Check(tools []chat.ToolDef) error {
+	if c == nil {
+		return nil
+	}
+	switch c.Mode {
+	case ToolsAuto, ToolsNone:
+		return nil
+	case ToolsRequired:
+		if len(tools) == 0 {
+			return errors.New("tool_choice requires a tool call, but no tools are offered")
+		}
+		return nil
+	case ToolsFunction:
+		for _, t := range tools {
+			if t.Name == c.Name {
+				return nil
+			}
+		}
+		return fmt.Errorf("tool_choice names the function %q, which is not among the tools offered", c.Name)
+	}
+	return fmt.Errorf("unknown tool_choice mode %q", c.Mode)
 }
 
 // UnsupportedError is a parameter a provider cannot honour. It is a

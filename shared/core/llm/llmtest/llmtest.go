@@ -18,7 +18,11 @@
 // as JSON values, and the status of a call that its context ended (a
 // timeout, the caller's cancel) is the provider's to say. What a wire
 // format alone has (OpenAI's refusals, Bedrock's event-stream framing and
-// SigV4) stays in the adapter's own tests.
+// SigV4) stays in the adapter's own tests. The one exception is the
+// parameters of a call (llm.Params), which providers carry in different
+// places and not all of them: for each of the suite's parameter cases the
+// harness states the settings its provider sends, in its wire format, or
+// that it refuses them, and the suite checks the provider does just that.
 //
 // The package also holds what the fakes share: Serve starts one, Hold,
 // WriteWhole and DropStream answer as an Answer's End says, WriteEndless
@@ -62,7 +66,17 @@ type Harness struct {
 	// configured as cfg says. It should fail t if it cannot, and release
 	// the fake with t.Cleanup.
 	Start func(t *testing.T, cfg Config, s *Script) llm.Provider
+	// Params says, for each of the suite's parameter cases by name (see
+	// paramsCases), what the provider sends for them: the Settings of
+	// the call as JSON, in the provider's wire format, or Refused. Every
+	// case must be stated.
+	Params map[string]string
 }
+
+// Refused is what Harness.Params says of parameters the provider cannot
+// honour: llm.CheckParams refuses them with an *llm.UnsupportedError,
+// and so does Generate, without a call.
+const Refused = "refused"
 
 // Config is the provider a case needs.
 type Config struct {
@@ -87,6 +101,11 @@ type Call struct {
 	Messages  []chat.Message
 	Tools     []chat.ToolDef
 	MaxTokens int
+	// Settings is the rest of the body, as JSON in the provider's wire
+	// format: all but the model, the conversation (system prompt
+	// included) and what asks for a stream. It holds the tools offered,
+	// the token limit and every other parameter of the call.
+	Settings json.RawMessage
 }
 
 // Answer is what the fake sends back to one call.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
@@ -24,6 +25,7 @@ func Run(t *testing.T, h Harness) {
 		{"Reply", testReply},
 		{"FinishReason", testFinishReason},
 		{"Request", testRequest},
+		{"Params", testParams},
 		{"InvalidRequest", testInvalidRequest},
 		{"ErrorAnswer", testErrorAnswer},
 		{"ErrorInStream", testErrorInStream},
@@ -319,7 +321,7 @@ func testRequest(t *testing.T, h Harness) {
 				}
 				want := tt.want
 				want.Stream = stream
-				if diff := cmp.Diff(want, calls[0].call, jsonValues); diff != "" {
+				if diff := cmp.Diff(want, calls[0].call, jsonValues, cmpopts.IgnoreFields(Call{}, "Settings")); diff != "" {
 					t.Errorf("call (-want +got):\n%s", diff)
 				}
 			})
@@ -339,6 +341,10 @@ func testInvalidRequest(t *testing.T, h Harness) {
 		{"unknown role", llm.Request{Messages: []chat.Message{{Role: "robot", Content: "x"}}}, `unknown role "robot"`},
 		{"tool without a name", llm.Request{Messages: hello.Messages, Tools: []chat.ToolDef{{Description: "x"}}}, "no name"},
 		{"tool schema not JSON", llm.Request{Messages: hello.Messages, Tools: []chat.ToolDef{{Name: "t", Parameters: json.RawMessage(`{bad`)}}}, "not valid JSON"},
+		{"tool choice of a function not offered", llm.Request{Messages: hello.Messages, Tools: []chat.ToolDef{TimeTool},
+			Params: llm.Params{ToolChoice: &llm.ToolChoice{Mode: llm.ToolsFunction, Name: "get_weather"}}}, `"get_weather", which is not among the tools offered`},
+		{"tool call required without tools", llm.Request{Messages: hello.Messages,
+			Params: llm.Params{ToolChoice: &llm.ToolChoice{Mode: llm.ToolsRequired}}}, "no tools are offered"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
