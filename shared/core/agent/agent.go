@@ -128,6 +128,9 @@ type Agent struct {
 	// Workspace is the agent's workspace directory.
 	Workspace  string
 	Compaction Compaction
+	// ReplaceSystem makes an API client's system messages replace the
+	// agent's system prompt; by default they follow it.
+	ReplaceSystem bool
 }
 
 // Compaction says when and how far the loop compacts a session's history
@@ -150,7 +153,10 @@ type Agents interface {
 
 // Prompter builds the system messages that open every model request.
 type Prompter interface {
-	SystemPrompt(ctx context.Context, a *Agent) ([]chat.Message, error)
+	// SystemPrompt returns them for agent a. A stateless request (an API
+	// call that holds its own history) is no conversation with a person:
+	// its prompt leaves out the first-run ritual.
+	SystemPrompt(ctx context.Context, a *Agent, stateless bool) ([]chat.Message, error)
 }
 
 // stalePrompter is a Prompter that reuses what it built: the loop tells it

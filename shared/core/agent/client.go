@@ -83,10 +83,12 @@ func checkOptions(a *Agent, o Options) error {
 		}
 		seen[t.Name] = true
 	}
-	if tc := o.Params.ToolChoice; tc != nil && tc.Mode == llm.ToolsFunction {
-		if _, ok := a.Tools.Get(tc.Name); !ok && !seen[tc.Name] {
-			return inputErrorf("tool_choice names the function %q, which is not among the tools", tc.Name)
-		}
+	var offered []chat.ToolDef
+	if a.Tools != nil {
+		offered = a.Tools.Definitions()
+	}
+	if err := o.Params.ToolChoice.Check(slices.Concat(offered, o.Tools)); err != nil {
+		return &InputError{err.Error()}
 	}
 	if err := llm.CheckParams(a.Provider, o.Params); err != nil {
 		var u *llm.UnsupportedError

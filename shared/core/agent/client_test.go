@@ -320,9 +320,62 @@ func TestToolChoiceAndSystem(t *testing.T) {
 	}
 }
 
+// An agent that lets clients replace its prompt sends their system
+// messages alone, stateful or stateless; without them, its own.
+func TestReplaceSystem(t *testing.T) {
+	tests := []struct {
+		name string
+		in   Input
+		want []chat.Message
+	}{
+		{"stateful, client system", Input{SessionID: "s1", Options: Options{System: []chat.Message{{Role: chat.System, Content: "be brief"}}}},
+			[]chat.Message{{Role: chat.System, Content: "be brief"}, user("hi")}},
+		{"stateless, client system", Input{Ephemeral: true, Messages: []chat.Message{{Role: chat.System, Content: "be brief"}, user("hi")}},
+			[]chat.Message{{Role: chat.System, Content: "be brief"}, user("hi")}},
+		{"no client system", Input{SessionID: "s2"},
+			[]chat.Message{{Role: chat.System, Content: "You are a. (stateful)"}, user("hi")}},
+		{"stateless, no client system", Input{Ephemeral: true},
+			[]chat.Message{{Role: chat.System, Content: "You are a. (stateless)"}, user("hi")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, 5)
+			f.loop.Agents.(Registry)["a"].ReplaceSystem = true
+			f.loop.Prompter = modePrompt{}
+			f.llm.script = append(f.llm.script, say("ok"))
+			in := tt.in
+			in.Agent = "a"
+			if in.Messages == nil {
+				in.Messages = []chat.Message{user("hi")}
+			}
+			st, err := f.loop.Enqueue(t.Context(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.runToEnd(t, st)
+			if diff := cmp.Diff(tt.want, f.llm.seen[0].Messages); diff != "" {
+				t.Errorf("messages (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// modePrompt says whether it was asked for a stateless prompt.
+type modePrompt struct{}
+
+func (modePrompt) SystemPrompt(_ context.Context, _ *Agent, stateless bool) ([]chat.Message, error) {
+	mode := "stateful"
+	if stateless {
+		mode = "stateless"
+	}
+	return []chat.Message{{Role: chat.System, Content: "You are a. (" + mode + ")"}}, nil
+}
+
 type fixedPrompt []chat.Message
 
-func (p fixedPrompt) SystemPrompt(context.Context, *Agent) ([]chat.Message, error) { return p, nil }
+func (p fixedPrompt) SystemPrompt(context.Context, *Agent, bool) ([]chat.Message, error) {
+	return p, nil
+}
 
 // Each step of a client round trip can be repeated after a crash without
 // running or telling anything twice.

@@ -137,7 +137,7 @@ func (l *Loop) flush(ctx context.Context, a *Agent, st RunState, hist []store.Me
 	if len(defs) == 0 {
 		return
 	}
-	msgs, err := l.prompt(ctx, a)
+	msgs, err := l.prompt(ctx, a, false)
 	if err != nil {
 		return
 	}

@@ -66,9 +66,12 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 		st.Step = StepCompact
 		return st, nil
 	}
-	msgs, err := l.prompt(ctx, a)
-	if err != nil {
-		return st, fmt.Errorf("think: %w", err)
+	stateless := strings.HasPrefix(st.SessionID, EphemeralPrefix)
+	var msgs []chat.Message
+	if !a.ReplaceSystem || !clientSystem(opts, hist, stateless) {
+		if msgs, err = l.prompt(ctx, a, stateless); err != nil {
+			return st, fmt.Errorf("think: %w", err)
+		}
 	}
 	msgs = append(msgs, opts.System...)
 	for _, m := range hist {
@@ -578,12 +581,19 @@ func (l *Loop) logFailure(st RunState, err error) {
 	}
 }
 
+// clientSystem reports whether the client sent system messages: with the
+// run's options, or in a stateless request's history.
+func clientSystem(opts Options, hist []store.Message, stateless bool) bool {
+	return len(opts.System) > 0 ||
+		stateless && slices.ContainsFunc(hist, func(m store.Message) bool { return m.Role == chat.System })
+}
+
 // prompt returns the system messages that open a model request.
-func (l *Loop) prompt(ctx context.Context, a *Agent) ([]chat.Message, error) {
+func (l *Loop) prompt(ctx context.Context, a *Agent, stateless bool) ([]chat.Message, error) {
 	if l.Prompter == nil {
 		return nil, nil
 	}
-	msgs, err := l.Prompter.SystemPrompt(ctx, a)
+	msgs, err := l.Prompter.SystemPrompt(ctx, a, stateless)
 	if err != nil {
 		return nil, fmt.Errorf("system prompt: %w", err)
 	}

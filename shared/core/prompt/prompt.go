@@ -69,9 +69,18 @@ func (b *Builder) Stale(a *agent.Agent) {
 }
 
 // SystemPrompt returns the system messages for agent a, whose workspace is
-// a.Workspace. Broken SKILL.md files are left out, not errors: the catalog
+// a.Workspace; for a stateless request without BOOTSTRAP.md, the first-run
+// ritual. Broken SKILL.md files are left out, not errors: the catalog
 // reports them through its Warn function.
-func (b *Builder) SystemPrompt(ctx context.Context, a *agent.Agent) ([]chat.Message, error) {
+func (b *Builder) SystemPrompt(ctx context.Context, a *agent.Agent, stateless bool) ([]chat.Message, error) {
+	msgs, err := b.systemPrompt(ctx, a)
+	if stateless {
+		msgs = workspace.WithoutBootstrap(msgs)
+	}
+	return msgs, err
+}
+
+func (b *Builder) systemPrompt(ctx context.Context, a *agent.Agent) ([]chat.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -105,7 +106,7 @@ func TestSystemPromptGolden(t *testing.T) {
 	c.Warn = func(err error) { t.Errorf("catalog warning: %v", err) }
 	b := New(c, env)
 	b.Now = clock
-	msgs, err := b.SystemPrompt(context.Background(), &agent.Agent{Name: "ada", Workspace: dir})
+	msgs, err := b.SystemPrompt(context.Background(), &agent.Agent{Name: "ada", Workspace: dir}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestSystemPromptGolden(t *testing.T) {
 	}
 
 	// Asked again with nothing changed, the cached prompt is the same.
-	again, err := b.SystemPrompt(context.Background(), &agent.Agent{Name: "ada", Workspace: dir})
+	again, err := b.SystemPrompt(context.Background(), &agent.Agent{Name: "ada", Workspace: dir}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,11 +140,41 @@ func TestSystemPromptGolden(t *testing.T) {
 	}
 }
 
+// A stateless request's prompt is the same without BOOTSTRAP.md, also
+// from the cache, which keeps the whole prompt for the next conversation.
+func TestStatelessPromptHasNoRitual(t *testing.T) {
+	_, dir := fullWorkspace(t)
+	b := New(nil, env)
+	b.Now = clock
+	a := &agent.Agent{Name: "ada", Workspace: dir}
+	full, err := b.SystemPrompt(context.Background(), a, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		stateless, err := b.SystemPrompt(context.Background(), a, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := slices.DeleteFunc(slices.Clone(full), func(m chat.Message) bool { return strings.HasPrefix(m.Content, "## BOOTSTRAP.md\n") })
+		if len(want) != len(full)-1 {
+			t.Fatalf("the full prompt has no BOOTSTRAP.md message: %v", render(full))
+		}
+		if diff := cmp.Diff(want, stateless); diff != "" {
+			t.Errorf("stateless prompt (-want +got):\n%s", diff)
+		}
+	}
+	again, _ := b.SystemPrompt(context.Background(), a, false)
+	if diff := cmp.Diff(full, again); diff != "" {
+		t.Errorf("the full prompt after a stateless one (-want +got):\n%s", diff)
+	}
+}
+
 // lastMessage returns the content of the last system message b builds for
 // a: the skills section.
 func lastMessage(t *testing.T, b *Builder, a *agent.Agent) string {
 	t.Helper()
-	msgs, err := b.SystemPrompt(context.Background(), a)
+	msgs, err := b.SystemPrompt(context.Background(), a, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +237,7 @@ func TestSystemPromptWithoutWorkspace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			msgs, err := tt.builder.SystemPrompt(context.Background(), &agent.Agent{Name: "ghost", Workspace: workspace.Dir(home, "ghost")})
+			msgs, err := tt.builder.SystemPrompt(context.Background(), &agent.Agent{Name: "ghost", Workspace: workspace.Dir(home, "ghost")}, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -222,7 +253,7 @@ func TestSystemPromptWithoutWorkspace(t *testing.T) {
 
 	// A global skill that no machine can use leaves the bundled ones.
 	write(t, filepath.Join(home, "skills", "mac", "SKILL.md"), "---\nname: mac\ndescription: d\nmetadata: {\"openclaw\": {\"os\": [\"darwin\"]}}\n---\n")
-	msgs, err := New(skill.NewCatalog(home), env).SystemPrompt(context.Background(), &agent.Agent{Name: "ghost"})
+	msgs, err := New(skill.NewCatalog(home), env).SystemPrompt(context.Background(), &agent.Agent{Name: "ghost"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,13 +267,13 @@ func TestSystemPromptErrors(t *testing.T) {
 	notDir := filepath.Join(home, "file")
 	write(t, notDir, "not a workspace")
 	b := New(skill.NewCatalog(home), env)
-	_, err := b.SystemPrompt(context.Background(), &agent.Agent{Name: "broken", Workspace: notDir})
+	_, err := b.SystemPrompt(context.Background(), &agent.Agent{Name: "broken", Workspace: notDir}, false)
 	if err == nil || !strings.HasPrefix(err.Error(), "prompt: agent broken: workspace: open ") {
 		t.Errorf("SystemPrompt on a file = %v, want a wrapped workspace error", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := b.SystemPrompt(ctx, &agent.Agent{Name: "x"}); err != context.Canceled {
+	if _, err := b.SystemPrompt(ctx, &agent.Agent{Name: "x"}, false); err != context.Canceled {
 		t.Errorf("SystemPrompt with a canceled context = %v", err)
 	}
 }

@@ -32,8 +32,9 @@ type Templates struct {
 
 var _ agent.Prompter = (*Templates)(nil)
 
-// SystemPrompt implements agent.Prompter.
-func (p *Templates) SystemPrompt(ctx context.Context, a *agent.Agent) ([]chat.Message, error) {
+// SystemPrompt implements agent.Prompter; its prompt never has the
+// first-run ritual.
+func (p *Templates) SystemPrompt(ctx context.Context, a *agent.Agent, _ bool) ([]chat.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

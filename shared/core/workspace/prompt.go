@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,13 @@ const Fallback = "You are a helpful assistant."
 
 // dateLayout names daily logs: memory/YYYY-MM-DD.md.
 const dateLayout = "2006-01-02"
+
+// WithoutBootstrap returns msgs, a SystemPrompt, without BOOTSTRAP.md's
+// message, in place.
+func WithoutBootstrap(msgs []chat.Message) []chat.Message {
+	header := "## " + BootstrapFile + "\n"
+	return slices.DeleteFunc(msgs, func(m chat.Message) bool { return strings.HasPrefix(m.Content, header) })
+}
 
 // SystemPrompt assembles the workspace at dir into system messages: one per
 // non-empty bootstrap file in the order IDENTITY, SOUL, USER, TOOLS, AGENTS,

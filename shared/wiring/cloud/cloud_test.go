@@ -88,7 +88,7 @@ func TestTemplatePrompter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := r.Loop.Prompter.SystemPrompt(t.Context(), r.Agents["default"])
+	msgs, err := r.Loop.Prompter.SystemPrompt(t.Context(), r.Agents["default"], false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,6 +123,10 @@ type AgentConfig struct {
 	// MemoryFlush runs a hidden turn before compaction so the agent can
 	// save memories (default true).
 	MemoryFlush *bool `yaml:"memory_flush"`
+	// ClientSystem says what an API client's system (or developer)
+	// messages do: "append" (default) follows the agent's system prompt
+	// with them, "replace" sends them instead of it.
+	ClientSystem string `yaml:"client_system"`
 }
 
 // Sessions says how users meet agents across channels.
@@ -347,6 +351,9 @@ func (c *Config) Validate() error {
 		}
 		if a.MaxToolIterations < 0 {
 			return fmt.Errorf("config: agent %q: max_tool_iterations must not be negative", name)
+		}
+		if a.ClientSystem != "" && a.ClientSystem != "append" && a.ClientSystem != "replace" {
+			return fmt.Errorf("config: agent %q: client_system must be append or replace, not %q", name, a.ClientSystem)
 		}
 	}
 	return nil

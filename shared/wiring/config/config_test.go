@@ -122,6 +122,7 @@ agents:
     model: small
     max_tool_iterations: 5
     tools: [read_file]
+    client_system: replace
 sessions:
   sharing: per_channel
   users:
@@ -135,7 +136,7 @@ sessions:
 					{Name: "provider2", Type: "openai", BaseURL: "http://localhost:11434/v1", Model: config.DefaultModel, Timeout: dur(150 * time.Second), Retries: intp(2)},
 				},
 				Agents: map[string]config.AgentConfig{
-					"default": {Providers: []string{"main", "provider2"}, Model: "small", MaxToolIterations: 5, Tools: []string{"read_file"}},
+					"default": {Providers: []string{"main", "provider2"}, Model: "small", MaxToolIterations: 5, Tools: []string{"read_file"}, ClientSystem: "replace"},
 				},
 			},
 		},
@@ -249,6 +250,8 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`provider "x"`, `type is "anthropic"`}},
 		{"negative iterations", "agents:\n  bot:\n    max_tool_iterations: -1\n",
 			[]string{`agent "bot"`, "max_tool_iterations"}},
+		{"bad client_system", "agents:\n  bot:\n    client_system: merge\n",
+			[]string{`agent "bot"`, "client_system"}},
 		{"bad duration", "providers:\n  - timeout: soon\n",
 			[]string{"line 2", "invalid duration"}},
 		{"duration without unit", "providers:\n  - timeout: 30\n",

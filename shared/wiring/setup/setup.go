@@ -122,6 +122,7 @@ func (b *Builder) Build(name string) (*agent.Agent, error) {
 	a := &agent.Agent{
 		Name: name, Provider: llm.NewChain(chain...), Model: ac.Model, Tools: tools,
 		MaxToolIterations: ac.MaxToolIterations,
+		ReplaceSystem:     ac.ClientSystem == "replace",
 		Compaction:        agent.Compaction{Threshold: threshold, Target: target, Flush: flush},
 	}
 	if b.home != "" {
