@@ -106,4 +106,3 @@ func TestClientSystemReplaces(t *testing.T) {
 		t.Error("without a client system message the agent's prompt is gone")
 	}
 }
-
