@@ -293,6 +293,36 @@ type Jobs interface {
 	DeleteJobs(ctx context.Context, kind string, ids ...string) error
 }
 
+// Response is a stored response of the Responses API: a pointer to the
+// run that answered it, for its owner. Its output is read from the run
+// (its state and its messages), so the record stays small.
+type Response struct {
+	ID string `json:"id"`
+	// Owner is the principal that created it; nobody else reads it.
+	Owner     string `json:"owner"`
+	Agent     string `json:"agent"`
+	SessionID string `json:"session_id"`
+	RunID     string `json:"run_id"`
+	// Seq is the run's seq in its session.
+	Seq int64 `json:"seq"`
+	// PreviousID is the response it continues, if any.
+	PreviousID string `json:"previous_id,omitempty"`
+	// Request holds what the response echoes of its request (model,
+	// instructions, tools, parameters, metadata), JSON.
+	Request   []byte    `json:"request,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Responses stores the responses of the Responses API.
+type Responses interface {
+	// CreateResponse stores r; ErrExists if its id is taken.
+	CreateResponse(ctx context.Context, r Response) error
+	// GetResponse returns the response of that id, or ErrNotFound.
+	GetResponse(ctx context.Context, id string) (Response, error)
+	// DeleteResponse deletes it; ErrNotFound if there is none.
+	DeleteResponse(ctx context.Context, id string) error
+}
+
 // Store is everything an adapter provides.
 type Store interface {
 	Sessions
