@@ -264,11 +264,16 @@ type Lane interface {
 // it. If the session waits for its client's tool results, tool messages
 // answering exactly the pending calls resume the run (anything else is an
 // *InputError), and a new user message ends the wait as the calls not
-// run. subscribe is called with the id of the run that will answer,
+// run. Tool messages answering exactly the calls a run ended with
+// (Options.EndWithClientCalls) start the next run. subscribe is called with the id of the run that will answer,
 // before that run can report anything.
 func (l *Loop) Deliver(ctx context.Context, in Input, lane Lane, subscribe func(runID string)) (RunState, error) {
 	if !in.Ephemeral && len(in.Messages) > 0 && in.Messages[0].Role == chat.Tool {
-		return l.deliverResults(ctx, in, lane, subscribe)
+		if st, resumed, err := l.deliverResults(ctx, in, lane, subscribe); err != nil || resumed {
+			return st, err
+		}
+		// The results answer a run that ended with the calls: with what
+		// follows them they are the next run's input.
 	}
 	if !in.Ephemeral && len(in.Messages) == 1 && in.Messages[0].Role == chat.User {
 		ap, err := l.PendingApproval(ctx, in.SessionID)

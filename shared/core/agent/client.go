@@ -32,6 +32,10 @@ type Options struct {
 	// System are the client's system messages, placed after the agent's
 	// system prompt.
 	System []chat.Message `json:"system,omitempty"`
+	// EndWithClientCalls ends the run when it hands the client calls of
+	// its tools, instead of waiting for their results: the results come
+	// as the input of the session's next run (the Responses API).
+	EndWithClientCalls bool `json:"end_with_client_calls,omitempty"`
 }
 
 // encode validates o for agent a and returns it as stored with a run: nil
@@ -126,14 +130,19 @@ func (l *Loop) options(ctx context.Context, st RunState) (Options, error) {
 func clientApprovalID(st RunState) string { return approvalID(st) + "-client" }
 
 // toClient hands the client calls of the current iteration to the client,
-// once the agent's own calls ran. A stateless run ends with them; a
-// stateful run says so to its replier and parks until the results come.
+// once the agent's own calls ran. A stateless run ends with them, and so
+// does one whose options say so; another stateful run says so to its
+// replier and parks until the results come.
 // The calls stay pending, as the model sent them, until the results come.
 func (l *Loop) toClient(ctx context.Context, st RunState) (RunState, error) {
 	st.Calls = nil
 	st.ClearCalls = true
 	st.FinishReason = "tool_calls"
-	if strings.HasPrefix(st.SessionID, EphemeralPrefix) {
+	opts, err := l.options(ctx, st)
+	if err != nil {
+		return st, err
+	}
+	if strings.HasPrefix(st.SessionID, EphemeralPrefix) || opts.EndWithClientCalls {
 		st.Step = StepFinish
 		return st, nil
 	}
@@ -194,54 +203,142 @@ func clientResult(st RunState, content string, calls []chat.ToolCall) Result {
 // results.
 func (s RunState) waitingForClient() bool { return s.Parked() && len(s.ClientCalls) > 0 }
 
-var errNothingPending = &InputError{"no tool calls of this conversation wait for results: send the user's message instead"}
+var errNothingPending = &InputError{"no tool calls of this conversation wait for results"}
 
-// deliverResults resumes the run that waits for the client's tool
-// results in.Messages: they must answer exactly the calls it returned.
-func (l *Loop) deliverResults(ctx context.Context, in Input, lane Lane, subscribe func(runID string)) (RunState, error) {
+// deliverResults hands the client's tool results, which open in.Messages,
+// to the session. A run waiting for them resumes (resumed): the results
+// must be all of in.Messages and answer exactly the calls it returned.
+// Otherwise they must answer exactly the calls left open at the end of
+// the session's history by a run that ended with them
+// (Options.EndWithClientCalls), and start the next run with whatever
+// follows them.
+func (l *Loop) deliverResults(ctx context.Context, in Input, lane Lane, subscribe func(runID string)) (st RunState, resumed bool, err error) {
 	sess, err := l.Store.GetSession(ctx, in.SessionID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return RunState{}, errNothingPending
+		return st, false, errNothingPending
 	case err != nil:
-		return RunState{}, fmt.Errorf("deliver tool results: %w", err)
+		return st, false, fmt.Errorf("deliver tool results: %w", err)
 	case sess.Owner != in.Owner:
-		return RunState{}, fmt.Errorf("deliver tool results: %w", store.ErrForbidden)
+		return st, false, fmt.Errorf("deliver tool results: %w", store.ErrForbidden)
 	}
 	ap, err := l.PendingApproval(ctx, in.SessionID)
-	if errors.Is(err, ErrNoPendingApproval) || (err == nil && ap.Kind != store.ApprovalClientTools) {
-		return RunState{}, errNothingPending
+	switch {
+	case errors.Is(err, ErrNoPendingApproval):
+		return st, false, l.checkOpenCalls(ctx, in)
+	case err != nil:
+		return st, false, fmt.Errorf("deliver tool results: %w", err)
+	case ap.Kind != store.ApprovalClientTools:
+		return st, false, errNothingPending
 	}
-	if err != nil {
-		return RunState{}, fmt.Errorf("deliver tool results: %w", err)
-	}
-	var got []string
 	for i, m := range in.Messages {
 		if m.Role != chat.Tool {
-			return RunState{}, inputErrorf("messages[%d]: after tool results only more tool results may follow in a stateful session", i)
+			return st, false, inputErrorf("messages[%d]: after tool results only more tool results may follow in a stateful session", i)
 		}
-		if slices.Contains(got, m.ToolCallID) {
-			return RunState{}, inputErrorf("two tool results answer the call %q", m.ToolCallID)
-		}
-		got = append(got, m.ToolCallID)
 	}
-	if missing, extra := setDiff(ap.Calls, got), setDiff(got, ap.Calls); len(missing) > 0 || len(extra) > 0 {
-		return RunState{}, inputErrorf("the tool results must answer exactly the pending calls %s; unknown: %s, missing: %s",
-			strings.Join(ap.Calls, ", "), orNone(extra), orNone(missing))
+	if err := answersExactly(ap.Calls, in.Messages); err != nil {
+		return st, false, err
 	}
-	st, err := l.runState(ctx, ap.RunID)
-	if err != nil {
-		return st, fmt.Errorf("deliver tool results: %w", err)
+	if st, err = l.runState(ctx, ap.RunID); err != nil {
+		return st, false, fmt.Errorf("deliver tool results: %w", err)
 	}
 	results := map[string]string{}
 	for _, m := range in.Messages {
 		results[m.ToolCallID] = m.Content
 	}
 	if err := l.writeClientResults(ctx, st, results); err != nil {
-		return st, fmt.Errorf("deliver tool results: %w", err)
+		return st, false, fmt.Errorf("deliver tool results: %w", err)
 	}
 	subscribe(ap.RunID)
-	return l.resumeClient(ctx, ap, store.ApprovalApproved, lane)
+	st, err = l.resumeClient(ctx, ap, store.ApprovalApproved, lane)
+	return st, true, err
+}
+
+// answersExactly checks that the tool results leading msgs answer exactly
+// the calls of ids, each once.
+func answersExactly(ids []string, msgs []chat.Message) error {
+	var got []string
+	for _, m := range msgs {
+		if m.Role != chat.Tool {
+			break
+		}
+		if slices.Contains(got, m.ToolCallID) {
+			return inputErrorf("two tool results answer the call %q", m.ToolCallID)
+		}
+		got = append(got, m.ToolCallID)
+	}
+	if missing, extra := setDiff(ids, got), setDiff(got, ids); len(missing) > 0 || len(extra) > 0 {
+		return inputErrorf("the tool results must answer exactly the pending calls %s; unknown: %s, missing: %s",
+			orNone(ids), orNone(extra), orNone(missing))
+	}
+	return nil
+}
+
+// checkOpenCalls checks that the tool results leading in.Messages answer
+// exactly the calls the session's history leaves open.
+func (l *Loop) checkOpenCalls(ctx context.Context, in Input) error {
+	hist, err := l.Store.Messages(ctx, in.SessionID)
+	if err != nil {
+		return fmt.Errorf("deliver tool results: %w", err)
+	}
+	msgs := make([]chat.Message, len(hist))
+	for i, m := range hist {
+		msgs[i] = m.Message
+	}
+	open := openCalls(msgs)
+	if len(open) == 0 {
+		return errNothingPending
+	}
+	return answersExactly(open, in.Messages)
+}
+
+// openCalls returns the ids of the calls of the last assistant message
+// of msgs that no tool result after it answers.
+func openCalls(msgs []chat.Message) []string {
+	last := -1
+	for i, m := range msgs {
+		if m.Role == chat.Assistant {
+			last = i
+		}
+	}
+	if last < 0 {
+		return nil
+	}
+	var open []string
+	for _, c := range msgs[last].ToolCalls {
+		if !slices.ContainsFunc(msgs[last+1:], func(m chat.Message) bool { return m.Role == chat.Tool && m.ToolCallID == c.ID }) {
+			open = append(open, c.ID)
+		}
+	}
+	return open
+}
+
+// closeOpenCalls answers, as not run, every call of msgs that no tool result
+// answers before the next message of another kind, so that the
+// conversation is one a provider accepts.
+func closeOpenCalls(msgs []chat.Message) []chat.Message {
+	var out []chat.Message
+	var open []chat.ToolCall
+	flush := func() {
+		for _, c := range open {
+			out = append(out, chat.Message{Role: chat.Tool, ToolCallID: c.ID, Name: c.Name, Content: "error: no result was given for this call; it did not run"})
+		}
+		open = nil
+	}
+	for _, m := range msgs {
+		switch m.Role {
+		case chat.Tool:
+			open = slices.DeleteFunc(open, func(c chat.ToolCall) bool { return c.ID == m.ToolCallID })
+		case chat.User, chat.Assistant:
+			flush()
+		}
+		out = append(out, m)
+		if m.Role == chat.Assistant {
+			open = slices.Clone(m.ToolCalls)
+		}
+	}
+	flush()
+	return out
 }
 
 // abandonClient ends the wait of a run whose client sent a new message

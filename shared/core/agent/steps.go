@@ -77,6 +77,7 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 	for _, m := range hist {
 		msgs = append(msgs, m.Message)
 	}
+	msgs = closeOpenCalls(msgs)
 	req := l.request(a, st, msgs, opts)
 	attrs := []slog.Attr{slog.Int("message_count", len(msgs)), slog.Int("iteration", st.Iteration), slog.String("provider", a.Provider.Name())}
 	if a.Model != "" {
