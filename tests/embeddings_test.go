@@ -5,12 +5,10 @@ import (
 	"encoding/base64"
 	binenc "encoding/binary"
 	"encoding/json"
-	"io"
 	"math"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3"
@@ -26,36 +24,6 @@ import (
 func embeddingsConfig(fake *fakellm.Server) string {
 	return "agents:\n  writer: {}\nmemory:\n  enabled: false\nembeddings:\n  type: openai\n  base_url: " + fake.URL + "/v1\n" +
 		"  api_key: {env: OPENAI_API_KEY}\n  model: text-embedding-3-small\n"
-}
-
-// postJSON sends body to path with key and returns the answer.
-func (g *gateway) postJSON(t *testing.T, path, key, body string) (*http.Response, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, g.addr+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
-}
-
-// float64s is v as the OpenAI SDK decodes it.
-func float64s(v []float32) []float64 {
-	out := make([]float64, len(v))
-	for i, f := range v {
-		out[i] = float64(f)
-	}
-	return out
 }
 
 // TestEmbeddings embeds with the official SDK through the real server and
@@ -78,18 +46,14 @@ func TestEmbeddings(t *testing.T) {
 	if err != nil {
 		t.Fatalf("embeddings: %v", err)
 	}
-	var got, want [][]float64
-	tokens := 0
+	var got [][]float64
 	for i, d := range res.Data {
 		if d.Index != int64(i) || d.Object != "embedding" {
 			t.Errorf("data[%d]: index %d object %q", i, d.Index, d.Object)
 		}
 		got = append(got, d.Embedding)
 	}
-	for _, text := range texts {
-		want = append(want, float64s(fakellm.EmbeddingVector(text, 256)))
-		tokens += fakellm.EmbeddingTokens(text)
-	}
+	want, tokens := fakellm.Embeddings(texts, 256)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("vectors (-want +got):\n%s", diff)
 	}
@@ -105,7 +69,7 @@ func TestEmbeddings(t *testing.T) {
 	}
 
 	// One string, the model's own length, base64 as OpenAI encodes it.
-	resp, body := g.postJSON(t, "/v1/embeddings", key, `{"model":"lambdaclaw/writer","input":"the cat","encoding_format":"base64","user":"u-7"}`)
+	resp, body := g.postTo(t, "/v1/embeddings", key, `{"model":"lambdaclaw/writer","input":"the cat","encoding_format":"base64","user":"u-7"}`, nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("base64: %d %s", resp.StatusCode, body)
 	}
@@ -164,14 +128,14 @@ func TestEmbeddingsRefused(t *testing.T) {
 		{"dimensions not a number", all, `{"model":"default","input":"a","dimensions":"256"}`, http.StatusBadRequest, "invalid_dimensions"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := g.postJSON(t, "/v1/embeddings", tt.key, tt.body)
+			resp, body := g.postTo(t, "/v1/embeddings", tt.key, tt.body, nil)
 			wantErrorJSON(t, resp, body, tt.status, tt.code)
 		})
 	}
 	if reqs := fake.EmbeddingRequests(); len(reqs) != 0 {
 		t.Fatalf("refused requests reached the provider: %d", len(reqs))
 	}
-	if resp, body := g.postJSON(t, "/v1/embeddings", writer, `{"model":"writer","input":"a"}`); resp.StatusCode != http.StatusOK {
+	if resp, body := g.postTo(t, "/v1/embeddings", writer, `{"model":"writer","input":"a"}`, nil); resp.StatusCode != http.StatusOK {
 		t.Errorf("the key's own agent: %d %s", resp.StatusCode, body)
 	}
 
@@ -186,11 +150,11 @@ func TestEmbeddingsRefused(t *testing.T) {
 		{"a text too long", `{"model":"default","input":"` + strings.Repeat("word ", 7000) + `"}`, http.StatusBadRequest, "context_length_exceeded"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := g.postJSON(t, "/v1/embeddings", all, tt.body)
+			resp, body := g.postTo(t, "/v1/embeddings", all, tt.body, nil)
 			wantErrorJSON(t, resp, body, tt.status, tt.code)
 		})
 	}
-	resp, body := g.postJSON(t, "/v1/embeddings", all, `{"model":"default","input":"a"}`)
+	resp, body := g.postTo(t, "/v1/embeddings", all, `{"model":"default","input":"a"}`, nil)
 	// The scripted failure answers the first valid request: the two
 	// refused above were refused by the fake before it took the script.
 	if e := wantErrorJSON(t, resp, body, http.StatusBadGateway, "upstream_error"); e.Error != nil && strings.Contains(e.Error.Message, "10.0.0.7") {

@@ -83,6 +83,22 @@ func EmbeddingVector(text string, dims int) []float32 {
 // of its bytes, plus one.
 func EmbeddingTokens(text string) int { return len(text)/4 + 1 }
 
+// Embeddings returns what the fake answers texts with at dims
+// dimensions: the vectors, as an SDK decodes the JSON numbers (float64),
+// and the tokens of usage.
+func Embeddings(texts []string, dims int) (vectors [][]float64, tokens int) {
+	for _, t := range texts {
+		v := EmbeddingVector(t, dims)
+		f := make([]float64, len(v))
+		for i, x := range v {
+			f[i] = float64(x)
+		}
+		vectors = append(vectors, f)
+		tokens += EmbeddingTokens(t)
+	}
+	return vectors, tokens
+}
+
 // EmbeddingRequest is a parsed embeddings request.
 type EmbeddingRequest struct {
 	Model string

@@ -41,16 +41,7 @@ func TestEmbeddingsWithSDK(t *testing.T) {
 		}
 		got = append(got, d.Embedding)
 	}
-	var want [][]float64
-	tokens := 0
-	for _, text := range texts {
-		var v []float64
-		for _, f := range EmbeddingVector(text, 8) {
-			v = append(v, float64(f))
-		}
-		want = append(want, v)
-		tokens += EmbeddingTokens(text)
-	}
+	want, tokens := Embeddings(texts, 8)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("vectors (-want +got):\n%s", diff)
 	}
