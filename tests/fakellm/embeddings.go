@@ -12,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/openai/openai-go/v3"
 )
 
 // The embeddings endpoint, POST /v1/embeddings, speaks OpenAI's wire
@@ -83,20 +86,36 @@ func EmbeddingVector(text string, dims int) []float32 {
 // of its bytes, plus one.
 func EmbeddingTokens(text string) int { return len(text)/4 + 1 }
 
-// Embeddings returns what the fake answers texts with at dims
-// dimensions: the vectors, as an SDK decodes the JSON numbers (float64),
-// and the tokens of usage.
-func Embeddings(texts []string, dims int) (vectors [][]float64, tokens int) {
-	for _, t := range texts {
+// DiffEmbeddings returns how res, an answer the openai SDK decoded,
+// differs from the fake's answer to texts at dims dimensions under model
+// (the vectors in order, the usage); "" when it does not.
+func DiffEmbeddings(res *openai.CreateEmbeddingResponse, model string, texts []string, dims int) string {
+	type item struct {
+		Object    string
+		Index     int64
+		Embedding []float64
+	}
+	type answer struct {
+		Object, Model        string
+		Data                 []item
+		PromptTokens, Tokens int64
+	}
+	want := answer{Object: "list", Model: model}
+	for i, t := range texts {
 		v := EmbeddingVector(t, dims)
 		f := make([]float64, len(v))
-		for i, x := range v {
-			f[i] = float64(x)
+		for j, x := range v {
+			f[j] = float64(x)
 		}
-		vectors = append(vectors, f)
-		tokens += EmbeddingTokens(t)
+		want.Data = append(want.Data, item{"embedding", int64(i), f})
+		want.PromptTokens += int64(EmbeddingTokens(t))
 	}
-	return vectors, tokens
+	want.Tokens = want.PromptTokens
+	got := answer{Object: string(res.Object), Model: res.Model, PromptTokens: res.Usage.PromptTokens, Tokens: res.Usage.TotalTokens}
+	for _, d := range res.Data {
+		got.Data = append(got.Data, item{string(d.Object), d.Index, d.Embedding})
+	}
+	return cmp.Diff(want, got)
 }
 
 // EmbeddingRequest is a parsed embeddings request.
