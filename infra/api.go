@@ -98,6 +98,7 @@ func (s *builder) restAPI() {
 	v1.AddResource(jsii.String("chat"), nil).
 		AddResource(jsii.String("completions"), nil).
 		AddMethod(jsii.String("POST"), stream, nil)
+	v1.AddResource(jsii.String("embeddings"), nil).AddMethod(jsii.String("POST"), stream, nil)
 
 	if s.cfg.Telegram {
 		telegram := awsapigateway.NewLambdaIntegration(s.fns["telegram"], &awsapigateway.LambdaIntegrationOptions{

@@ -197,7 +197,7 @@ func testRestAPIStreaming(t *testing.T, s *synthesized) {
 
 	routes := restPaths(s)
 	apiFn := s.functionID(t, "api")
-	apiRoutes := []string{"GET /health", "GET /v1/models", "GET /v1/models/{model}", "POST /v1/chat/completions"}
+	apiRoutes := []string{"GET /health", "GET /v1/models", "GET /v1/models/{model}", "POST /v1/chat/completions", "POST /v1/embeddings"}
 	for _, route := range apiRoutes {
 		p, ok := routes[route]
 		if !ok {

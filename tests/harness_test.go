@@ -313,7 +313,13 @@ func (g *gateway) client(key string) *openai.Client {
 // post sends a raw chat completions request.
 func (g *gateway) post(t testing.TB, key, body string, header map[string]string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, g.addr+"/v1/chat/completions", strings.NewReader(body))
+	return g.postTo(t, "/v1/chat/completions", key, body, header)
+}
+
+// postTo sends a raw JSON request to path.
+func (g *gateway) postTo(t testing.TB, path, key, body string, header map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, g.addr+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

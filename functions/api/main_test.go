@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -284,6 +286,178 @@ func TestSessionBelongsToKey(t *testing.T) {
 		sess, err := env.Store.GetSession(t.Context(), sid)
 		if err != nil || sess.Owner != owner {
 			t.Errorf("session of %s = %+v, %v; want owned by %s", k.ID, sess, err, owner)
+		}
+	}
+}
+
+// titanFake stands in for the Bedrock runtime: it answers Titan Text
+// Embeddings V2 calls with a vector whose first value is the text's
+// length, and counts a token per word. It records the calls.
+type titanFake struct {
+	*httptest.Server
+	mu    sync.Mutex
+	calls []titanCall
+}
+
+type titanCall struct {
+	Path       string
+	Text       string
+	Dimensions int
+}
+
+func newTitanFake(t *testing.T) *titanFake {
+	f := &titanFake{}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			InputText  string `json:"inputText"`
+			Dimensions int    `json:"dimensions"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			t.Errorf("Titan request: %v", err)
+		}
+		f.mu.Lock()
+		f.calls = append(f.calls, titanCall{r.URL.Path, req.InputText, req.Dimensions})
+		f.mu.Unlock()
+		v := make([]float32, req.Dimensions)
+		v[0] = float32(len(req.InputText))
+		json.NewEncoder(w).Encode(map[string]any{"embedding": v, "inputTextTokenCount": len(strings.Fields(req.InputText))})
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+func (f *titanFake) received() []titanCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]titanCall(nil), f.calls...)
+}
+
+// TestEmbeddings sends the embeddings sample: the api function embeds
+// with the Titan model BEDROCK_EMBED_MODEL names, at the length asked
+// for, with Titan's token counts; a length Titan does not make and an
+// agent the key may not use are refused without a call.
+func TestEmbeddings(t *testing.T) {
+	env := cloudtest.Setup(t)
+	titan := newTitanFake(t)
+	t.Setenv("BEDROCK_EMBED_MODEL", "amazon.titan-embed-text-v2:0")
+	t.Setenv("BEDROCK_ENDPOINT", titan.URL)
+	t.Setenv("AGENTS", "default,writer")
+	h, err := handler(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := invoke(t, h, sample(t, "embeddings.json"))
+	if resp.StatusCode != http.StatusOK || resp.Headers["Content-Type"] != "application/json" {
+		t.Fatalf("status %d, headers %v: %s", resp.StatusCode, resp.Headers, body)
+	}
+	var got struct {
+		Object string `json:"object"`
+		Data   []struct {
+			Index     int       `json:"index"`
+			Embedding []float32 `json:"embedding"`
+		} `json:"data"`
+		Model string         `json:"model"`
+		Usage map[string]int `json:"usage"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatalf("answer %q: %v", body, err)
+	}
+	texts := []string{"What is a lambda?", "A function without a name."}
+	if len(got.Data) != 2 || got.Object != "list" || got.Model != "default" {
+		t.Fatalf("answer %s: want a list of 2 embeddings of model default", body)
+	}
+	for i, d := range got.Data {
+		if d.Index != i || len(d.Embedding) != 256 || d.Embedding[0] != float32(len(texts[i])) {
+			t.Errorf("data[%d]: index %d, %d dimensions, first %v; want the vector of %q at 256", i, d.Index, len(d.Embedding), d.Embedding[0], texts[i])
+		}
+	}
+	if diff := cmp.Diff(map[string]int{"prompt_tokens": 9, "total_tokens": 9}, got.Usage); diff != "" {
+		t.Errorf("usage (-want +got):\n%s", diff)
+	}
+	calls := titan.received()
+	if len(calls) != 2 {
+		t.Fatalf("%d Titan calls, want 2", len(calls))
+	}
+	for _, c := range calls {
+		if c.Path != "/model/amazon.titan-embed-text-v2:0/invoke" || c.Dimensions != 256 {
+			t.Errorf("Titan call %+v, want the model at 256 dimensions", c)
+		}
+	}
+
+	const writerKey = "lc_WriterKeyOfTheEmbeddingsTest000000000000000"
+	writer := store.APIKey{ID: "key_writer", Name: "writer", Hash: apikey.Hash(writerKey), Prefix: writerKey[:9],
+		Agents: []string{"writer"}, Autonomy: "supervised", CreatedAt: time.Now().UTC()}
+	if err := env.Store.CreateKey(t.Context(), writer); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, key, body string
+		status          int
+		code            string
+	}{
+		{"a length Titan does not make", cloudtest.SampleKey, `{"model":"default","input":"a","dimensions":300}`, http.StatusBadRequest, "invalid_dimensions"},
+		{"an agent the key may not use", writerKey, `{"model":"default","input":"a"}`, http.StatusNotFound, "model_not_found"},
+	} {
+		ev := sample(t, "embeddings.json")
+		ev.Headers["Authorization"] = "Bearer " + tt.key
+		ev.MultiValueHeaders["Authorization"] = []string{"Bearer " + tt.key}
+		ev.Body = tt.body
+		resp, body := invoke(t, h, ev)
+		if c := decode(t, body); resp.StatusCode != tt.status || c.Error == nil || c.Error.Code != tt.code {
+			t.Errorf("%s: %d %s, want %d %s", tt.name, resp.StatusCode, body, tt.status, tt.code)
+		}
+	}
+	if n := len(titan.received()); n != 2 {
+		t.Errorf("%d Titan calls after the refused requests, want still 2", n)
+	}
+	ev := sample(t, "embeddings.json")
+	ev.Headers["Authorization"] = "Bearer " + writerKey
+	ev.MultiValueHeaders["Authorization"] = []string{"Bearer " + writerKey}
+	ev.Body = `{"model":"writer","input":"a"}`
+	if resp, body := invoke(t, h, ev); resp.StatusCode != http.StatusOK {
+		t.Errorf("the key's own agent: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestEmbeddingsNotConfigured: without BEDROCK_EMBED_MODEL the endpoint
+// says so.
+func TestEmbeddingsNotConfigured(t *testing.T) {
+	cloudtest.Setup(t)
+	t.Setenv("BEDROCK_EMBED_MODEL", "")
+	h, err := handler(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := invoke(t, h, sample(t, "embeddings.json"))
+	if c := decode(t, body); resp.StatusCode != http.StatusBadRequest || c.Error == nil || c.Error.Code != "embeddings_not_configured" {
+		t.Errorf("%d %s, want 400 embeddings_not_configured", resp.StatusCode, body)
+	}
+}
+
+// TestModelsCreated: the agents of a deployment were created with its
+// table, the same time in every answer.
+func TestModelsCreated(t *testing.T) {
+	env := cloudtest.Setup(t)
+	t.Setenv("AGENTS", "default,writer")
+	h, err := handler(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := env.Store.Created().Unix()
+	want := []map[string]any{
+		{"id": "default", "object": "model", "created": float64(created), "owned_by": "lambdaclaw"},
+		{"id": "writer", "object": "model", "created": float64(created), "owned_by": "lambdaclaw"},
+	}
+	for range 2 {
+		resp, body := invoke(t, h, sample(t, "models.json"))
+		var list struct {
+			Data []map[string]any `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(body), &list); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /v1/models = %d %s (%v)", resp.StatusCode, body, err)
+		}
+		if diff := cmp.Diff(want, list.Data); diff != "" {
+			t.Errorf("models (-want +got):\n%s", diff)
 		}
 	}
 }

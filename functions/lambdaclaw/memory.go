@@ -34,15 +34,12 @@ type localMemory struct {
 }
 
 // newLocalMemory builds agent memory as cfg says: nothing when it is off,
-// else the embedded index, with the configured embedding model or none.
-func newLocalMemory(ctx context.Context, cfg *config.Config, db *sqlite.DB, log *slog.Logger) (*localMemory, error) {
+// else the embedded index, with the embedding model emb (newEmbedder) or
+// none (nil).
+func newLocalMemory(cfg *config.Config, db *sqlite.DB, emb memory.Embedder, log *slog.Logger) (*localMemory, error) {
 	if !cfg.Memory.On() {
 		log.Info("agent memory is off")
 		return &localMemory{}, nil
-	}
-	emb, err := newEmbedder(ctx, cfg.Embeddings)
-	if err != nil {
-		return nil, err
 	}
 	wv, wk := cfg.Memory.Weights()
 	m, err := memory.New(db.MemoryIndex(), memory.Options{
@@ -77,12 +74,14 @@ func newLocalMemory(ctx context.Context, cfg *config.Config, db *sqlite.DB, log 
 	return lm, nil
 }
 
-// newEmbedder builds the configured embedding model; none is nil.
-func newEmbedder(ctx context.Context, e *config.Embeddings) (memory.Embedder, error) {
+// newEmbedder builds the configured embedding model; none is nil. Agent
+// memory and POST /v1/embeddings share it; the endpoint works with
+// memory off.
+func newEmbedder(ctx context.Context, e *config.Embeddings) (memory.RequestEmbedder, error) {
 	if e == nil {
 		return nil, nil
 	}
-	var emb memory.Embedder
+	var emb memory.RequestEmbedder
 	var err error
 	switch e.Type {
 	case config.EmbeddingsBedrock:

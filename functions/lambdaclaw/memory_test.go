@@ -36,7 +36,11 @@ func TestLocalMemory(t *testing.T) {
 			}
 			defer db.Close()
 			cfg := &config.Config{Home: home, Memory: tt.memory, Embeddings: tt.embeddings}
-			lm, err := newLocalMemory(context.Background(), cfg, db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			emb, err := newEmbedder(context.Background(), tt.embeddings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lm, err := newLocalMemory(cfg, db, emb, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -77,7 +77,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := firstKey(ctx, db, cfg, stdout); err != nil {
 		return err
 	}
-	mem, err := newLocalMemory(ctx, cfg, db, log)
+	emb, err := newEmbedder(ctx, cfg.Embeddings)
+	if err != nil {
+		return err
+	}
+	mem, err := newLocalMemory(cfg, db, emb, log)
 	if err != nil {
 		return err
 	}
@@ -144,7 +148,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	gw, err := gateway.New(gateway.Config{
 		Runner: driver, Events: hub, Keys: db, Runs: db, Limiter: ratelimit.New(time.Minute),
-		Agents: agents.Names, HasAgent: agents.Has, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
+		Agents: agents.Names, HasAgent: agents.Has, Created: agents.Created, Embedder: emb, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
 		MaxConcurrentPerKey: cfg.Server.MaxConcurrentPerKey, MaxWebSocketsPerKey: cfg.Server.MaxWebSocketsPerKey,
 		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
 	})

@@ -397,7 +397,7 @@ func answerTitan(t *testing.T, w http.ResponseWriter, r *http.Request, call memo
 		writeFailure(w, *a.Failure)
 	default:
 		v := memorytest.EmbedVector(call.Texts[0], cmp.Or(a.Dims, call.Dims))
-		body := mustJSON(map[string]any{"embedding": v, "inputTextTokenCount": len(strings.Fields(call.Texts[0])), "embeddingsByType": map[string]any{"float": v}})
+		body := mustJSON(map[string]any{"embedding": v, "inputTextTokenCount": memorytest.EmbedTokens(call.Texts[0]), "embeddingsByType": map[string]any{"float": v}})
 		llmtest.WriteWhole(t, w, r, "application/json", body, a.End)
 	}
 }

@@ -5,6 +5,7 @@
 package bedrock
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -100,7 +102,7 @@ func NewEmbedder(ctx context.Context, cfg EmbedConfig) (*Embedder, error) {
 	switch {
 	case cfg.Region == "":
 		return nil, errors.New("bedrock embedder: region is required")
-	case e.dims != 256 && e.dims != 512 && e.dims != 1024:
+	case !slices.Contains(titanDimensions, e.dims):
 		return nil, fmt.Errorf("bedrock embedder: Titan V2 makes vectors of 256, 512 or 1024 dimensions, not %d", e.dims)
 	case e.concurrency < 0, e.timeout < 0, cfg.MaxAttempts < 0:
 		return nil, errors.New("bedrock embedder: negative concurrency, timeout or attempts")
@@ -151,16 +153,33 @@ type titanResponse struct {
 	InputTextTokenCount int       `json:"inputTextTokenCount"`
 }
 
+// titanDimensions are the vector lengths Titan V2 makes.
+var titanDimensions = []int{256, 512, 1024}
+
 // Embed returns one vector per text, in order. Titan embeds one text per
 // call; the calls run concurrently, at most Concurrency at a time, and the
 // first failure cancels the rest.
 func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	for i, t := range texts {
+	res, err := e.EmbedRequest(ctx, memory.EmbedRequest{Texts: texts})
+	return res.Vectors, err
+}
+
+// EmbedRequest returns one vector per text, in order, as Embed does, with
+// the input tokens Titan counted (the sum of each call's
+// inputTextTokenCount). Titan V2 makes vectors of 256, 512 or 1024
+// dimensions; another length is a *memory.DimensionsError, before any call.
+func (e *Embedder) EmbedRequest(ctx context.Context, r memory.EmbedRequest) (memory.Embeddings, error) {
+	dims := cmp.Or(r.Dimensions, e.dims)
+	if !slices.Contains(titanDimensions, dims) {
+		return memory.Embeddings{}, &llm.Error{Provider: providerName, Err: &memory.DimensionsError{Dimensions: dims, Supported: titanDimensions}}
+	}
+	for i, t := range r.Texts {
 		if t == "" {
-			return nil, &llm.Error{Provider: providerName, Err: fmt.Errorf("text %d is empty", i)}
+			return memory.Embeddings{}, &llm.Error{Provider: providerName, Err: fmt.Errorf("text %d is empty", i)}
 		}
 	}
-	out := make([][]float32, len(texts))
+	out := make([][]float32, len(r.Texts))
+	tokens := make([]int, len(r.Texts))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -169,7 +188,7 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 		firstErr error
 		slots    = make(chan struct{}, e.concurrency)
 	)
-	for i, text := range texts {
+	for i, text := range r.Texts {
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
@@ -179,12 +198,12 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			v, err := e.embed(ctx, text)
+			v, n, err := e.embed(ctx, text, dims)
 			if err != nil {
 				once.Do(func() { firstErr = fmt.Errorf("text %d: %w", i, err); cancel() })
 				return
 			}
-			out[i] = v
+			out[i], tokens[i] = v, n
 		})
 	}
 	wg.Wait()
@@ -193,25 +212,30 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 		if errors.As(firstErr, &le) {
 			// Keep the classification, with the text's position in the
 			// message.
-			return nil, &llm.Error{Provider: le.Provider, Status: le.Status, Retryable: le.Retryable, RetryAfter: le.RetryAfter,
+			return memory.Embeddings{}, &llm.Error{Provider: le.Provider, Status: le.Status, Retryable: le.Retryable, RetryAfter: le.RetryAfter,
 				ContextOverflow: le.ContextOverflow, Err: firstErr}
 		}
-		return nil, firstErr
+		return memory.Embeddings{}, firstErr
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, &llm.Error{Provider: providerName, Err: fmt.Errorf("call abandoned by the caller: %w", err)}
+		return memory.Embeddings{}, &llm.Error{Provider: providerName, Err: fmt.Errorf("call abandoned by the caller: %w", err)}
 	}
-	return out, nil
+	res := memory.Embeddings{Vectors: out}
+	for _, n := range tokens {
+		res.Tokens += n
+	}
+	return res, nil
 }
 
 // errTimedOut is the cause of a call context that the per-call timeout ended.
 var errTimedOut = errors.New("timed out")
 
-// embed makes one InvokeModel call.
-func (e *Embedder) embed(ctx context.Context, text string) ([]float32, error) {
-	body, err := json.Marshal(titanRequest{InputText: text, Dimensions: e.dims, Normalize: true})
+// embed makes one InvokeModel call for a vector of dims dimensions, and
+// returns it with the tokens Titan counted.
+func (e *Embedder) embed(ctx context.Context, text string, dims int) ([]float32, int, error) {
+	body, err := json.Marshal(titanRequest{InputText: text, Dimensions: dims, Normalize: true})
 	if err != nil {
-		return nil, &llm.Error{Provider: providerName, Err: err}
+		return nil, 0, &llm.Error{Provider: providerName, Err: err}
 	}
 	callCtx, cancel := context.WithTimeoutCause(ctx, e.timeout, errTimedOut)
 	defer cancel()
@@ -222,17 +246,17 @@ func (e *Embedder) embed(ctx context.Context, text string) ([]float32, error) {
 		Body:        body,
 	})
 	if err != nil {
-		return nil, e.classify(ctx, callCtx, err)
+		return nil, 0, e.classify(ctx, callCtx, err)
 	}
 	var res titanResponse
 	if err := json.Unmarshal(out.Body, &res); err != nil {
-		return nil, &llm.Error{Provider: providerName, Status: http.StatusOK, Err: fmt.Errorf("invalid response from %s: %w", e.model, err)}
+		return nil, 0, &llm.Error{Provider: providerName, Status: http.StatusOK, Err: fmt.Errorf("invalid response from %s: %w", e.model, err)}
 	}
-	if len(res.Embedding) != e.dims {
-		return nil, &llm.Error{Provider: providerName, Status: http.StatusOK,
-			Err: fmt.Errorf("invalid response from %s: %d dimensions, want %d", e.model, len(res.Embedding), e.dims)}
+	if len(res.Embedding) != dims {
+		return nil, 0, &llm.Error{Provider: providerName, Status: http.StatusOK,
+			Err: fmt.Errorf("invalid response from %s: %d dimensions, want %d", e.model, len(res.Embedding), dims)}
 	}
-	return res.Embedding, nil
+	return res.Embedding, max(res.InputTextTokenCount, 0), nil
 }
 
 // retryableCodes are Bedrock runtime errors that may pass when the call is

@@ -3,6 +3,7 @@ package bedrock
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,9 +14,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm/llmtest"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 )
 
 var testCredentials = credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "")
@@ -222,5 +225,44 @@ func TestNewEmbedder(t *testing.T) {
 		if _, err := NewEmbedder(context.Background(), cfg); err == nil {
 			t.Errorf("NewEmbedder(%+v): no error", cfg)
 		}
+	}
+}
+
+// TestEmbedRequestLengths checks that a request's length replaces the
+// configured one, and that a length Titan V2 does not make is refused
+// before any call, naming the lengths it makes.
+func TestEmbedRequestLengths(t *testing.T) {
+	rt := newRuntime(t, func(w http.ResponseWriter, req titanRequest) {
+		v := make([]float32, req.Dimensions)
+		body, _ := json.Marshal(map[string]any{"embedding": v, "inputTextTokenCount": 3})
+		w.Write(body)
+	})
+	e := newEmbedder(t, rt.URL, func(c *EmbedConfig) { c.Dimensions = 256 })
+	got, err := e.EmbedRequest(context.Background(), memory.EmbedRequest{Texts: []string{"a", "b"}, Dimensions: 512})
+	if err != nil {
+		t.Fatalf("EmbedRequest: %v", err)
+	}
+	if len(got.Vectors) != 2 || len(got.Vectors[0]) != 512 || got.Tokens != 6 {
+		t.Errorf("got %d vectors of %d dimensions and %d tokens, want 2 of 512 and 6", len(got.Vectors), len(got.Vectors[0]), got.Tokens)
+	}
+	for _, c := range rt.recorded() {
+		if c.body.Dimensions != 512 {
+			t.Errorf("call for %d dimensions, want 512", c.body.Dimensions)
+		}
+	}
+	calls := len(rt.recorded())
+	_, err = e.EmbedRequest(context.Background(), memory.EmbedRequest{Texts: []string{"a"}, Dimensions: 768})
+	var de *memory.DimensionsError
+	if !errors.As(err, &de) {
+		t.Fatalf("768 dimensions: error %v, want a *memory.DimensionsError", err)
+	}
+	if diff := cmp.Diff(&memory.DimensionsError{Dimensions: 768, Supported: []int{256, 512, 1024}}, de); diff != "" {
+		t.Errorf("error (-want +got):\n%s", diff)
+	}
+	if want := "the embedding model cannot make vectors of 768 dimensions; it makes 256, 512, 1024"; de.Error() != want {
+		t.Errorf("message %q, want %q", de.Error(), want)
+	}
+	if n := len(rt.recorded()); n != calls {
+		t.Errorf("%d calls for a length Titan does not make", n-calls)
 	}
 }

@@ -139,6 +139,8 @@ type Store struct {
 	table *string
 	ttl   time.Duration
 	now   func() time.Time
+	// created is when the table was created.
+	created time.Time
 }
 
 var _ store.Store = (*Store)(nil)
@@ -162,11 +164,19 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		ttl = DefaultSessionTTL
 	}
 	s := &Store{db: client, table: aws.String(cfg.Table), ttl: ttl, now: time.Now}
-	if _, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: s.table}); err != nil {
+	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: s.table})
+	if err != nil {
 		return nil, fmt.Errorf("dynamo: table %q: %w", cfg.Table, err)
+	}
+	if out.Table != nil && out.Table.CreationDateTime != nil {
+		s.created = *out.Table.CreationDateTime
 	}
 	return s, nil
 }
+
+// Created returns when the table was created, as New found it; the zero
+// time when DynamoDB did not say.
+func (s *Store) Created() time.Time { return s.created }
 
 // NewClient returns a DynamoDB client from the SDK's default configuration,
 // pointed at endpoint when it is not empty (DynamoDB Local).

@@ -537,3 +537,27 @@ func TestStaleMarkers(t *testing.T) {
 		}
 	}
 }
+
+// TestCreated checks that a Store knows when its table was created, the
+// same time for every Store on it.
+func TestCreated(t *testing.T) {
+	client := testClient(t)
+	name := newTable(t, client)
+	out, err := client.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := aws.ToTime(out.Table.CreationDateTime)
+	if want.IsZero() {
+		t.Fatal("DescribeTable gives no creation time")
+	}
+	for i := range 2 {
+		s, err := New(t.Context(), Config{Table: name, Client: client})
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		if got := s.Created(); !got.Equal(want) {
+			t.Errorf("store %d: Created = %v, want %v", i, got, want)
+		}
+	}
+}

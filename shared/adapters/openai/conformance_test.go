@@ -413,11 +413,13 @@ func answerEmbeddings(t *testing.T, w http.ResponseWriter, r *http.Request, call
 		writeFailure(w, *a.Failure)
 	default:
 		data := make([]any, 0, len(call.Texts))
+		tokens := 0
 		for i := len(call.Texts) - 1; i >= 0; i-- {
 			v := memorytest.EmbedVector(call.Texts[i], cmp.Or(a.Dims, call.Dims))
 			data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": v})
+			tokens += memorytest.EmbedTokens(call.Texts[i])
 		}
-		body := mustJSON(map[string]any{"object": "list", "data": data, "model": call.Model, "usage": map[string]int{"prompt_tokens": 8, "total_tokens": 8}})
+		body := mustJSON(map[string]any{"object": "list", "data": data, "model": call.Model, "usage": map[string]int{"prompt_tokens": tokens, "total_tokens": tokens}})
 		llmtest.WriteWhole(t, w, r, "application/json", body, a.End)
 	}
 }

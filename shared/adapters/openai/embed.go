@@ -1,12 +1,15 @@
 package openai
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	oai "github.com/openai/openai-go/v3"
@@ -125,37 +128,53 @@ func (e *Embedder) Model() string {
 // Embed returns one vector per text, in order, sending the texts in
 // batches of at most the configured size.
 func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	for i, t := range texts {
+	res, err := e.EmbedRequest(ctx, memory.EmbedRequest{Texts: texts})
+	return res.Vectors, err
+}
+
+// EmbedRequest returns one vector per text, in order, sending the texts
+// in batches of at most the configured size, with the input tokens the
+// server counted. Vectors of the length asked for are the server's to
+// make (text-embedding-3 models shorten theirs): a server that refuses
+// the length, or answers with vectors of another one, gives a
+// *memory.DimensionsError.
+func (e *Embedder) EmbedRequest(ctx context.Context, r memory.EmbedRequest) (memory.Embeddings, error) {
+	if r.Dimensions < 0 {
+		return memory.Embeddings{}, &llm.Error{Provider: e.errs.name, Err: &memory.DimensionsError{Dimensions: r.Dimensions}}
+	}
+	for i, t := range r.Texts {
 		if t == "" {
 			// The API refuses empty input; say which one rather than
 			// letting the server fail the whole batch.
-			return nil, &llm.Error{Provider: e.errs.name, Err: fmt.Errorf("text %d is empty", i)}
+			return memory.Embeddings{}, &llm.Error{Provider: e.errs.name, Err: fmt.Errorf("text %d is empty", i)}
 		}
 	}
-	out := make([][]float32, 0, len(texts))
-	dims := e.dims
-	for start := 0; start < len(texts); start += e.batch {
-		batch := texts[start:min(start+e.batch, len(texts))]
-		vecs, err := e.embed(ctx, batch, dims)
+	out := memory.Embeddings{Vectors: make([][]float32, 0, len(r.Texts))}
+	asked := cmp.Or(r.Dimensions, e.dims)
+	dims := asked
+	for start := 0; start < len(r.Texts); start += e.batch {
+		batch := r.Texts[start:min(start+e.batch, len(r.Texts))]
+		vecs, tokens, err := e.embed(ctx, batch, asked, dims)
 		if err != nil {
-			return nil, err
+			return memory.Embeddings{}, err
 		}
 		dims = len(vecs[0])
-		out = append(out, vecs...)
+		out.Vectors = append(out.Vectors, vecs...)
+		out.Tokens += tokens
 	}
 	return out, nil
 }
 
-// embed makes one request. dims, when not zero, is the length every vector
-// must have.
-func (e *Embedder) embed(ctx context.Context, texts []string, dims int) ([][]float32, error) {
+// embed makes one request, asking for vectors of asked dimensions unless
+// it is zero. dims, when not zero, is the length every vector must have.
+func (e *Embedder) embed(ctx context.Context, texts []string, asked, dims int) ([][]float32, int, error) {
 	params := oai.EmbeddingNewParams{
 		Input:          oai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: texts},
 		Model:          e.model,
 		EncodingFormat: oai.EmbeddingNewParamsEncodingFormatFloat,
 	}
-	if e.dims > 0 {
-		params.Dimensions = param.NewOpt(int64(e.dims))
+	if asked > 0 {
+		params.Dimensions = param.NewOpt(int64(asked))
 	}
 	callCtx, cancel := context.WithTimeoutCause(ctx, e.errs.timeout, errTimedOut)
 	defer cancel()
@@ -164,42 +183,69 @@ func (e *Embedder) embed(ctx context.Context, texts []string, dims int) ([][]flo
 	// The body is decoded here rather than by the SDK so that a malformed
 	// answer (not retryable) is told apart from a dropped connection.
 	if _, err := e.svc.New(callCtx, params, option.WithResponseInto(&res), option.WithResponseBodyInto(&body)); err != nil {
-		return nil, e.errs.classify(ctx, callCtx, res, err)
+		le := e.errs.classify(ctx, callCtx, res, err)
+		if asked > 0 && le.Status == http.StatusBadRequest && !le.ContextOverflow && refusesDimensions(le.Err.Error()) {
+			le.Err = fmt.Errorf("%w (%w)", &memory.DimensionsError{Dimensions: asked}, le.Err)
+		}
+		return nil, 0, le
 	}
-	vecs, err := decodeEmbeddings(body, len(texts), dims)
+	vecs, tokens, err := decodeEmbeddings(body, len(texts), dims)
+	var le *lengthError
+	if asked > 0 && errors.As(err, &le) {
+		// The server ignored the length asked for: the model cannot make
+		// it (dims is asked then, in every batch).
+		err = fmt.Errorf("%w: %w", &memory.DimensionsError{Dimensions: asked}, err)
+	}
 	if err != nil {
-		return nil, &llm.Error{Provider: e.errs.name, Status: statusOf(res), Err: fmt.Errorf("invalid response from server: %w", err)}
+		return nil, 0, &llm.Error{Provider: e.errs.name, Status: statusOf(res), Err: fmt.Errorf("invalid response from server: %w", err)}
 	}
-	return vecs, nil
+	return vecs, tokens, nil
+}
+
+// lengthError is an answer's vector of another length than the others
+// or than the one asked for.
+type lengthError struct{ index, got, want int }
+
+func (e *lengthError) Error() string {
+	return fmt.Sprintf("embedding %d has %d dimensions, want %d", e.index, e.got, e.want)
+}
+
+// refusesDimensions reports whether a server's error message refuses the
+// dimensions parameter: OpenAI's "This model does not support specifying
+// dimensions.", vLLM's "does not support matryoshka representation".
+func refusesDimensions(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "dimension") || strings.Contains(m, "matryoshka")
 }
 
 // decodeEmbeddings reads an embeddings response for n texts: one
 // embedding per input, placed by its index, all of one length (dims when
-// not zero).
-func decodeEmbeddings(body []byte, n, dims int) ([][]float32, error) {
+// not zero; a vector of another length is a *lengthError), and the input
+// tokens it reports.
+func decodeEmbeddings(body []byte, n, dims int) ([][]float32, int, error) {
 	var r oai.CreateEmbeddingResponse
 	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if len(r.Data) != n {
-		return nil, fmt.Errorf("%d embeddings for %d inputs", len(r.Data), n)
+		return nil, 0, fmt.Errorf("%d embeddings for %d inputs", len(r.Data), n)
 	}
 	out := make([][]float32, n)
 	for _, d := range r.Data {
 		i := d.Index
 		switch {
 		case i < 0 || i >= int64(n):
-			return nil, fmt.Errorf("embedding index %d out of range", i)
+			return nil, 0, fmt.Errorf("embedding index %d out of range", i)
 		case out[i] != nil:
-			return nil, fmt.Errorf("embedding index %d repeated", i)
+			return nil, 0, fmt.Errorf("embedding index %d repeated", i)
 		case len(d.Embedding) == 0:
-			return nil, fmt.Errorf("embedding %d is empty", i)
+			return nil, 0, fmt.Errorf("embedding %d is empty", i)
 		}
 		if dims == 0 {
 			dims = len(d.Embedding)
 		}
 		if len(d.Embedding) != dims {
-			return nil, fmt.Errorf("embedding %d has %d dimensions, want %d", i, len(d.Embedding), dims)
+			return nil, 0, &lengthError{index: int(i), got: len(d.Embedding), want: dims}
 		}
 		v := make([]float32, len(d.Embedding))
 		for j, f := range d.Embedding {
@@ -208,5 +254,5 @@ func decodeEmbeddings(body []byte, n, dims int) ([][]float32, error) {
 		out[i] = v
 	}
 	// n entries, none repeated, none out of range: every input has one.
-	return out, nil
+	return out, int(max(r.Usage.PromptTokens, 0)), nil
 }

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 )
 
 func newEmbedder(t *testing.T, baseURL string, mod func(*EmbedConfig)) *Embedder {
@@ -107,6 +109,63 @@ func TestEmbedErrors(t *testing.T) {
 			_, err := newEmbedder(t, s.URL, nil).Embed(context.Background(), []string{"one", "two"})
 			checkError(t, err, llm.Error{Provider: "test", Status: 200}, tc.mention)
 		})
+	}
+}
+
+// TestEmbedRequestDimensionsRefused checks that a 400 refusing the
+// dimensions asked for (OpenAI's for text-embedding-ada-002, vLLM's for a
+// model that is not Matryoshka) is a *memory.DimensionsError, and that a
+// 400 that is not about them, or one when no length was asked for, is not.
+func TestEmbedRequestDimensionsRefused(t *testing.T) {
+	const adaRefusal = `{"error":{"message":"This model does not support specifying dimensions.","type":"invalid_request_error","param":null,"code":null}}`
+	const vllmRefusal = `{"object":"error","message":"Model \"bge-m3\" does not support matryoshka representation, changing output dimensions will lead to poor results.","type":"BadRequestError","param":null,"code":400}`
+	const otherRefusal = `{"error":{"message":"'$.input' is invalid.","type":"invalid_request_error","param":null,"code":null}}`
+	for _, tc := range []struct {
+		name       string
+		body       string
+		dims       int
+		dimsError  bool
+		wantStatus int
+	}{
+		{"OpenAI refuses the length", adaRefusal, 256, true, 400},
+		{"vLLM refuses the length", vllmRefusal, 256, true, 400},
+		{"another refusal", otherRefusal, 256, false, 400},
+		{"no length asked for", adaRefusal, 0, false, 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusBadRequest, tc.body) })
+			_, err := newEmbedder(t, s.URL, nil).EmbedRequest(context.Background(), memory.EmbedRequest{Texts: []string{"one"}, Dimensions: tc.dims})
+			checkError(t, err, llm.Error{Provider: "test", Status: tc.wantStatus}, "")
+			var de *memory.DimensionsError
+			if got := errors.As(err, &de); got != tc.dimsError {
+				t.Errorf("error %v: a *memory.DimensionsError is %v, want %v", err, got, tc.dimsError)
+			}
+			if tc.dims > 0 {
+				if got := s.requests()[0].body["dimensions"]; got != float64(tc.dims) {
+					t.Errorf("dimensions sent = %v, want %d", got, tc.dims)
+				}
+			}
+		})
+	}
+}
+
+// TestEmbedRequestOverridesConfiguredLength checks that a request's
+// length replaces the configured one, and that usage missing from an
+// answer counts no tokens.
+func TestEmbedRequestOverridesConfiguredLength(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,0.25]}],"model":"m"}`)
+	})
+	got, err := newEmbedder(t, s.URL, func(c *EmbedConfig) { c.Dimensions = 3 }).
+		EmbedRequest(context.Background(), memory.EmbedRequest{Texts: []string{"one"}, Dimensions: 2})
+	if err != nil {
+		t.Fatalf("EmbedRequest: %v", err)
+	}
+	if diff := cmp.Diff(memory.Embeddings{Vectors: [][]float32{{0.5, 0.25}}}, got); diff != "" {
+		t.Errorf("embeddings (-want +got):\n%s", diff)
+	}
+	if d := s.requests()[0].body["dimensions"]; d != float64(2) {
+		t.Errorf("dimensions sent = %v, want 2", d)
 	}
 }
 

@@ -1,8 +1,8 @@
 // Package gateway is lambdaclaw's HTTP API: the OpenAI-compatible chat
-// completions endpoint (JSON and SSE streaming), the model list (one model
-// per agent), the health check and, in the local server, the WebSocket
-// endpoint /ws. The same http.Handler runs in the local server and behind
-// API Gateway.
+// completions endpoint (JSON and SSE streaming), embeddings, the model
+// list (one model per agent), the health check and, in the local server,
+// the WebSocket endpoint /ws. The same http.Handler runs in the local
+// server and behind API Gateway.
 package gateway
 
 import (
@@ -10,8 +10,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,6 +97,13 @@ type Config struct {
 	// Log receives the failures clients are told about only generically,
 	// each with its request id.
 	Log *slog.Logger
+	// Embedder makes the vectors of POST /v1/embeddings. Every agent
+	// shares it (the one embedding model of the configuration, which
+	// agent memory uses too); nil answers that endpoint 400.
+	Embedder Embedder
+	// Created says when an agent was created: the created time of its
+	// entry in /v1/models. Nil, or a zero time, gives 0 (not known).
+	Created func(agent string) time.Time
 }
 
 // Gateway serves the HTTP API.
@@ -142,6 +151,7 @@ func New(cfg Config) (*Gateway, error) {
 	g.mux.HandleFunc("GET /v1/models", g.authed(g.requests, g.models))
 	g.mux.HandleFunc("GET /v1/models/{model...}", g.authed(g.requests, g.oneModel))
 	g.mux.HandleFunc("POST /v1/chat/completions", g.authed(g.requests, g.completions))
+	g.mux.HandleFunc("POST /v1/embeddings", g.authed(g.requests, g.embeddings))
 	// An upgraded connection counts as a WebSocket, not as a request.
 	g.mux.HandleFunc("GET /ws", g.authed(g.websockets, g.serveWS))
 	g.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
@@ -234,8 +244,17 @@ type model struct {
 	OwnedBy string `json:"owned_by"`
 }
 
+// modelOf returns the entry of agent name: owned by lambdaclaw, created
+// when Config.Created says, which stays the same from one request, and
+// one server, to the next.
 func (g *Gateway) modelOf(name string) model {
-	return model{ID: name, Object: "model", Created: g.started.Unix(), OwnedBy: "lambdaclaw"}
+	m := model{ID: name, Object: "model", OwnedBy: "lambdaclaw"}
+	if g.cfg.Created != nil {
+		if t := g.cfg.Created(name); !t.IsZero() {
+			m.Created = t.Unix()
+		}
+	}
+	return m
 }
 
 func (g *Gateway) models(w http.ResponseWriter, r *http.Request) {
@@ -260,6 +279,25 @@ func (g *Gateway) oneModel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("the model %q does not exist or this key may not use it", id))
+}
+
+// readBody reads the request's body, of at most MaxBodyBytes. When it
+// cannot, it answers the request (413, 408 or 400) and reports false.
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
+	if err == nil {
+		return body, true
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", fmt.Sprintf("request body is larger than %d bytes", g.cfg.MaxBodyBytes))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		writeError(w, http.StatusRequestTimeout, "invalid_request_error", "request_timeout", "the request body did not arrive in time")
+	default:
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_body", "could not read the request body")
+	}
+	return nil, false
 }
 
 // autonomyOf reads a key's autonomy level; unknown values get the safest.

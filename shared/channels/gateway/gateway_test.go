@@ -400,47 +400,66 @@ func TestRateLimited(t *testing.T) {
 	}
 }
 
+// agentCreated is when the test agents were created; writer's time is
+// not known.
+var agentCreated = map[string]time.Time{
+	"default": time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+	"coder":   time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC),
+}
+
+// modelEntry is an entry of /v1/models.
+type modelEntry struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func entryOf(name string) modelEntry {
+	var created int64
+	if t, ok := agentCreated[name]; ok {
+		created = t.Unix()
+	}
+	return modelEntry{ID: name, Object: "model", Created: created, OwnedBy: "lambdaclaw"}
+}
+
+func withCreated(c *gateway.Config) {
+	c.Created = func(name string) time.Time { return agentCreated[name] }
+}
+
 func TestModels(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, withCreated)
 	tests := []struct {
 		name  string
 		token string
-		want  []string
+		want  []modelEntry
 	}{
-		{"all agents", f.token, []string{"default", "coder", "writer"}},
-		{"allowed agents only", f.addKey(store.APIKey{ID: "k1", Agents: []string{"writer", "default", "ghost"}}), []string{"default", "writer"}},
-		{"no allowed agent exists", f.addKey(store.APIKey{ID: "k2", Agents: []string{"ghost"}}), []string{}},
+		{"all agents", f.token, []modelEntry{entryOf("default"), entryOf("coder"), entryOf("writer")}},
+		{"allowed agents only", f.addKey(store.APIKey{ID: "k1", Agents: []string{"writer", "default", "ghost"}}), []modelEntry{entryOf("default"), entryOf("writer")}},
+		{"no allowed agent exists", f.addKey(store.APIKey{ID: "k2", Agents: []string{"ghost"}}), []modelEntry{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := f.do("GET", "/v1/models", tt.token, "")
-			if w.Code != http.StatusOK {
-				t.Fatalf("status %d: %s", w.Code, w.Body)
-			}
-			var list struct {
-				Object string `json:"object"`
-				Data   []struct {
-					ID      string `json:"id"`
-					Object  string `json:"object"`
-					Created int64  `json:"created"`
-					OwnedBy string `json:"owned_by"`
-				} `json:"data"`
-			}
-			if err := json.Unmarshal(w.Body.Bytes(), &list); err != nil {
-				t.Fatal(err)
-			}
-			if list.Object != "list" || list.Data == nil {
-				t.Errorf("body %s: want object list with a data array", w.Body)
-			}
-			ids := []string{}
-			for _, m := range list.Data {
-				ids = append(ids, m.ID)
-				if m.Object != "model" || m.OwnedBy != "lambdaclaw" || m.Created == 0 {
-					t.Errorf("model %+v: want object model, owned_by lambdaclaw, a created time", m)
+			// Twice: the created times do not change from one request
+			// to the next.
+			for range 2 {
+				w := f.do("GET", "/v1/models", tt.token, "")
+				if w.Code != http.StatusOK {
+					t.Fatalf("status %d: %s", w.Code, w.Body)
 				}
-			}
-			if diff := cmp.Diff(tt.want, ids); diff != "" {
-				t.Errorf("model ids (-want +got):\n%s", diff)
+				var list struct {
+					Object string       `json:"object"`
+					Data   []modelEntry `json:"data"`
+				}
+				if err := json.Unmarshal(w.Body.Bytes(), &list); err != nil {
+					t.Fatal(err)
+				}
+				if list.Object != "list" || list.Data == nil {
+					t.Errorf("body %s: want object list with a data array", w.Body)
+				}
+				if diff := cmp.Diff(tt.want, list.Data); diff != "" {
+					t.Errorf("models (-want +got):\n%s", diff)
+				}
 			}
 		})
 	}
@@ -450,7 +469,8 @@ func TestUnknownEndpoint(t *testing.T) {
 	f := newFixture(t)
 	for _, tt := range []struct{ method, path string }{
 		{"GET", "/v1/nope"},
-		{"POST", "/v1/embeddings"},
+		{"POST", "/v1/audio/speech"},
+		{"GET", "/v1/embeddings"},
 		{"GET", "/v1/"},
 	} {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
@@ -474,26 +494,35 @@ func TestHealth(t *testing.T) {
 }
 
 func TestRetrieveModel(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, withCreated)
+	limited := f.addKey(store.APIKey{ID: "k-writer", Agents: []string{"writer"}})
 	tests := []struct {
-		path string
-		code int
-		id   string
+		path  string
+		token string
+		want  modelEntry // zero for a 404
 	}{
-		{"/v1/models/coder", http.StatusOK, "coder"},
-		{"/v1/models/lambdaclaw/coder", http.StatusOK, "coder"},
-		{"/v1/models/nope", http.StatusNotFound, ""},
+		{"/v1/models/coder", f.token, entryOf("coder")},
+		{"/v1/models/lambdaclaw/coder", f.token, entryOf("coder")},
+		{"/v1/models/writer", f.token, entryOf("writer")},
+		{"/v1/models/writer", limited, entryOf("writer")},
+		{"/v1/models/coder", limited, modelEntry{}},
+		{"/v1/models/nope", f.token, modelEntry{}},
 	}
 	for _, tt := range tests {
-		w := f.do("GET", tt.path, f.token, "")
-		if w.Code != tt.code {
-			t.Errorf("GET %s: status %d, want %d: %s", tt.path, w.Code, tt.code, w.Body)
+		w := f.do("GET", tt.path, tt.token, "")
+		if tt.want == (modelEntry{}) {
+			got, _ := decodeError(t, w)
+			if diff := cmp.Diff(apiErr{http.StatusNotFound, "invalid_request_error", "model_not_found"}, got); diff != "" {
+				t.Errorf("GET %s (-want +got):\n%s", tt.path, diff)
+			}
 			continue
 		}
-		var m struct{ ID, Object string }
-		json.Unmarshal(w.Body.Bytes(), &m)
-		if tt.code == http.StatusOK && (m.ID != tt.id || m.Object != "model") {
-			t.Errorf("GET %s = %s", tt.path, w.Body)
+		var got modelEntry
+		if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || w.Code != http.StatusOK {
+			t.Errorf("GET %s = %d %s (%v)", tt.path, w.Code, w.Body, err)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("GET %s (-want +got):\n%s", tt.path, diff)
 		}
 	}
 }

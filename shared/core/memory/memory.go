@@ -31,6 +31,9 @@ package memory
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -160,4 +163,56 @@ type Embedder interface {
 	// reused.
 	Model() string
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// RequestEmbedder is an Embedder that also answers the requests of
+// lambdaclaw's OpenAI-compatible embeddings API (POST /v1/embeddings):
+// vectors of a length chosen per request, and the tokens the provider
+// counted. Both embedding adapters implement it and pass
+// memorytest.RunEmbedder.
+type RequestEmbedder interface {
+	Embedder
+	// EmbedRequest returns one vector per text, in order. A length the
+	// model cannot make is a *DimensionsError, found with errors.As; it
+	// never shortens vectors itself.
+	EmbedRequest(ctx context.Context, r EmbedRequest) (Embeddings, error)
+}
+
+// EmbedRequest asks for the vectors of texts.
+type EmbedRequest struct {
+	Texts []string
+	// Dimensions asks for vectors of this length; zero keeps the length
+	// the embedder is configured with.
+	Dimensions int
+}
+
+// Embeddings answers an EmbedRequest.
+type Embeddings struct {
+	// Vectors holds one vector per text, in the order of the texts.
+	Vectors [][]float32
+	// Tokens is how many input tokens the provider counted, zero when it
+	// reports none.
+	Tokens int
+}
+
+// DimensionsError says that an embedding model cannot make vectors of the
+// length asked for. Its message is written for the API's clients: it
+// names no provider, host or credential.
+type DimensionsError struct {
+	// Dimensions is the length asked for.
+	Dimensions int
+	// Supported lists the lengths the model makes, when they are known.
+	Supported []int
+}
+
+func (e *DimensionsError) Error() string {
+	msg := fmt.Sprintf("the embedding model cannot make vectors of %d dimensions", e.Dimensions)
+	if len(e.Supported) == 0 {
+		return msg
+	}
+	sizes := make([]string, len(e.Supported))
+	for i, n := range e.Supported {
+		sizes[i] = strconv.Itoa(n)
+	}
+	return msg + "; it makes " + strings.Join(sizes, ", ")
 }

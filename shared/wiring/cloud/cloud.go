@@ -15,6 +15,8 @@
 //   - the provider chain: DEFAULT_PROVIDER first (bedrock, the default, or
 //     openai), then the other one when it is configured, each with retries
 //     and a circuit breaker;
+//   - the embedding model (BEDROCK_EMBED_MODEL, memory.go) of memory and
+//     of POST /v1/embeddings, which every agent shares;
 //   - the agents' memory (memory.go) when OPENSEARCH_ENDPOINT is set:
 //     entries in the table, searched through OpenSearch, which the
 //     indexer function feeds from the table's stream; without OpenSearch
@@ -48,7 +50,8 @@
 //	                           across channels) or per_channel
 //	OPENSEARCH_ENDPOINT        OpenSearch domain; turns agent memory on (see NewSearchIndex)
 //	OPENSEARCH_ENGINE, OPENSEARCH_INDEX, EMBED_DIMENSIONS  its k-NN engine, index, vector length
-//	BEDROCK_EMBED_MODEL        Titan embedding model for memory vectors (keyword-only without)
+//	BEDROCK_EMBED_MODEL        Titan embedding model of memory vectors (keyword-only without)
+//	                           and of POST /v1/embeddings (400 without)
 //	LOG_LEVEL                  debug, info (default), warn or error
 //
 // AWS credentials and the Region come from the Lambda environment (the
@@ -105,7 +108,10 @@ type Root struct {
 	// sessions.
 	Store *dynamo.Store
 	// Memory is the agents' memory, nil without OpenSearch.
-	Memory   *memory.Memory
+	Memory *memory.Memory
+	// Embedder is the embedding model (BEDROCK_EMBED_MODEL) of memory
+	// and of POST /v1/embeddings, nil without one.
+	Embedder memory.RequestEmbedder
 	Agents   agent.Registry
 	Identity agent.Identity
 	// Hub receives the events of runs replying on the "http" channel.
@@ -147,7 +153,11 @@ func New(ctx context.Context) (*Root, error) {
 	}
 	skills := skill.NewCatalog("")
 	skills.Warn = func(err error) { log.Warn("skill skipped", "err", err) }
-	mem, memTools, err := newMemory(ctx, db, getenv, log)
+	emb, err := newEmbedder(ctx, getenv)
+	if err != nil {
+		return nil, err
+	}
+	mem, memTools, err := newMemory(ctx, db, emb, getenv, log)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +182,7 @@ func New(ctx context.Context) (*Root, error) {
 		return nil, fmt.Errorf("cloud: SESSION_SHARING=%q: want shared or per_channel", v)
 	}
 
-	r := &Root{Log: log, Store: db, Memory: mem, Agents: agents, Identity: identity, Hub: agent.NewHub(), Limiter: ratelimit.New(time.Minute)}
+	r := &Root{Log: log, Store: db, Memory: mem, Embedder: emb, Agents: agents, Identity: identity, Hub: agent.NewHub(), Limiter: ratelimit.New(time.Minute)}
 	router := agent.Router{gateway.Channel: r.Hub}
 	if ep := getenv("WS_ENDPOINT"); ep != "" {
 		r.Conns = apigw.Conns{Log: log, API: apigatewaymanagementapi.NewFromConfig(awsCfg, func(o *apigatewaymanagementapi.Options) {
@@ -320,6 +330,8 @@ func (r *Root) API() (http.Handler, error) {
 	}
 	return gateway.New(gateway.Config{
 		Runner: runner, Events: r.Hub, Keys: r.Store, Runs: r.Store, Limiter: r.Limiter,
-		Agents: r.Agents.Names, Identity: r.Identity, Log: r.Log,
+		Agents: r.Agents.Names, Identity: r.Identity, Log: r.Log, Embedder: r.Embedder,
+		// The agents are the deployment's: created with its table.
+		Created: func(string) time.Time { return r.Store.Created() },
 	})
 }

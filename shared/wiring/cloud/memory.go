@@ -57,13 +57,36 @@ func embedDimensions(getenv func(string) string) (int, error) {
 	return n, nil
 }
 
+// newEmbedder returns the Titan embedder BEDROCK_EMBED_MODEL names, at
+// EMBED_DIMENSIONS, or nil when it is not set. Agent memory and the api
+// function's POST /v1/embeddings share it.
+func newEmbedder(ctx context.Context, getenv func(string) string) (memory.RequestEmbedder, error) {
+	model := getenv("BEDROCK_EMBED_MODEL")
+	if model == "" {
+		return nil, nil
+	}
+	dims, err := embedDimensions(getenv)
+	if err != nil {
+		return nil, err
+	}
+	region := getenv("BEDROCK_REGION")
+	if region == "" {
+		region = getenv("AWS_REGION")
+	}
+	e, err := bedrock.NewEmbedder(ctx, bedrock.EmbedConfig{Region: region, ModelID: model, Dimensions: dims, BaseEndpoint: getenv("BEDROCK_ENDPOINT")})
+	if err != nil {
+		return nil, fmt.Errorf("cloud: %w", err)
+	}
+	return e, nil
+}
+
 // newMemory builds the agents' memory when OpenSearch is configured: the
 // entries in DynamoDB (the source of truth, indexed into OpenSearch by
 // functions/indexer from the table's stream), search through OpenSearch,
-// vectors from Bedrock Titan when BEDROCK_EMBED_MODEL is set. Without
+// vectors from emb (newEmbedder) unless it is nil. Without
 // OPENSEARCH_ENDPOINT it returns nil and no tools: the AWS deployment
 // offers no memory without a search engine rather than scanning the table.
-func newMemory(ctx context.Context, db *dynamo.Store, getenv func(string) string, log *slog.Logger) (*memory.Memory, []tool.Tool, error) {
+func newMemory(ctx context.Context, db *dynamo.Store, emb memory.Embedder, getenv func(string) string, log *slog.Logger) (*memory.Memory, []tool.Tool, error) {
 	search, err := NewSearchIndex(ctx, getenv)
 	if err != nil || search == nil {
 		return nil, nil, err
@@ -72,23 +95,7 @@ func newMemory(ctx context.Context, db *dynamo.Store, getenv func(string) string
 	if err != nil {
 		return nil, nil, err
 	}
-	var emb memory.Embedder
-	if model := getenv("BEDROCK_EMBED_MODEL"); model != "" {
-		dims, err := embedDimensions(getenv)
-		if err != nil {
-			return nil, nil, err
-		}
-		region := getenv("BEDROCK_REGION")
-		if region == "" {
-			region = getenv("AWS_REGION")
-		}
-		e, err := bedrock.NewEmbedder(ctx, bedrock.EmbedConfig{Region: region, ModelID: model, Dimensions: dims, BaseEndpoint: getenv("BEDROCK_ENDPOINT")})
-		if err != nil {
-			return nil, nil, fmt.Errorf("cloud: %w", err)
-		}
-		emb = memory.Cached(e, 0, 0)
-	}
-	m, err := memory.New(idx, memory.Options{Embedder: emb, Logger: log})
+	m, err := memory.New(idx, memory.Options{Embedder: memory.Cached(emb, 0, 0), Logger: log})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -28,7 +28,7 @@ const agentRecheck = time.Second
 // trusted for the recheck interval. A name it does not know costs one stat
 // of that workspace, and a scan of the directory when the workspace
 // exists; a listing (GET /v1/models) always scans. It implements
-// agent.Agents for the loop and Has and Names for the gateway.
+// agent.Agents for the loop and Has, Names and Created for the gateway.
 type Workspaces struct {
 	home    string
 	build   func(name string) (*agent.Agent, error)
@@ -46,6 +46,8 @@ type Workspaces struct {
 type agentSet struct {
 	agents agent.Registry
 	names  []string // sorted
+	// created holds when each agent's workspace was created.
+	created map[string]time.Time
 	// gen numbers the scan; at is when it began.
 	gen uint64
 	at  time.Time
@@ -93,6 +95,13 @@ func (r *Workspaces) Names() []string {
 	return slices.Clone(r.refresh(r.begun.Load()).names)
 }
 
+// Created returns when the workspace of agent name was created
+// (workspace.Created), as found when the agent was first scanned; the
+// zero time for an agent it does not know.
+func (r *Workspaces) Created(name string) time.Time {
+	return r.set.Load().created[name]
+}
+
 // Current returns the agents as last scanned.
 func (r *Workspaces) Current() agent.Registry { return r.set.Load().agents }
 
@@ -121,18 +130,23 @@ func (r *Workspaces) scan() (*agentSet, error) {
 	old := r.set.Load()
 	names, err := workspace.List(r.home)
 	if err != nil {
-		s := &agentSet{agents: old.agents, names: old.names, gen: gen, at: at}
+		s := &agentSet{agents: old.agents, names: old.names, created: old.created, gen: gen, at: at}
 		r.set.Store(s)
 		return s, err
 	}
-	s := &agentSet{agents: make(agent.Registry, len(names)), names: make([]string, 0, len(names)), gen: gen, at: at}
+	s := &agentSet{agents: make(agent.Registry, len(names)), names: make([]string, 0, len(names)), created: make(map[string]time.Time, len(names)), gen: gen, at: at}
 	var errs []error
 	for _, n := range names {
 		a, ok := old.agents[n]
+		created := old.created[n]
 		if !ok {
 			if a, err = r.build(n); err != nil {
 				errs = append(errs, fmt.Errorf("agent %s: %w", n, err))
 				continue
+			}
+			if created, err = workspace.Created(r.home, n); err != nil {
+				// Deleted since it was listed: the next scan drops it.
+				r.log.Warn("agent workspace creation time unknown", "agent", n, "error", err)
 			}
 			if old.gen > 0 {
 				r.log.Info("agent added", "agent", n)
@@ -140,6 +154,7 @@ func (r *Workspaces) scan() (*agentSet, error) {
 		}
 		s.agents[n] = a
 		s.names = append(s.names, n)
+		s.created[n] = created
 	}
 	for n := range old.agents {
 		if _, ok := s.agents[n]; !ok {

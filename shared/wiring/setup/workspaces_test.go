@@ -211,3 +211,42 @@ func BenchmarkLiveAgents(b *testing.B) {
 		}
 	})
 }
+
+// TestLiveAgentsCreated checks that each agent's creation time is its
+// workspace's, the same from one scan to the next, and none for an agent
+// that is not there.
+func TestLiveAgentsCreated(t *testing.T) {
+	r, home, clock, _ := testAgents(t, "alpha", "beta")
+	want := map[string]time.Time{}
+	for _, n := range []string{"alpha", "beta"} {
+		c, err := workspace.Created(home, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[n] = c
+	}
+	got := func() map[string]time.Time {
+		out := map[string]time.Time{}
+		for _, n := range []string{"alpha", "beta", "ghost"} {
+			if c := r.Created(n); !c.IsZero() {
+				out[n] = c
+			}
+		}
+		return out
+	}
+	if diff := cmp.Diff(want, got()); diff != "" {
+		t.Errorf("Created (-want +got):\n%s", diff)
+	}
+	clock.advance(agentRecheck)
+	r.Names() // a rescan
+	if diff := cmp.Diff(want, got()); diff != "" {
+		t.Errorf("Created after a rescan (-want +got):\n%s", diff)
+	}
+	if err := workspace.Delete(home, "beta"); err != nil {
+		t.Fatal(err)
+	}
+	r.Names()
+	if c := r.Created("beta"); !c.IsZero() {
+		t.Errorf("Created(beta) = %v after its workspace was deleted, want zero", c)
+	}
+}

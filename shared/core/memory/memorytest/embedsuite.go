@@ -114,10 +114,17 @@ func EmbedVector(text string, dims int) []float32 {
 	return v
 }
 
+// EmbedTokens is how many input tokens the fake reports for text: its
+// words. A fake answering several texts at once reports their sum.
+func EmbedTokens(text string) int { return len(strings.Fields(text)) }
+
 // RunEmbedder runs the conformance suite of memory.Embedder against the
 // embedder h starts: vectors in the order of the texts, of the length
 // asked for, and errors classified as the llm providers classify theirs
-// (every failure an *llm.Error).
+// (every failure an *llm.Error). The embedder must be a
+// memory.RequestEmbedder too: per-request lengths, the tokens the
+// service counted, and a *memory.DimensionsError for a length the model
+// cannot make.
 func RunEmbedder(t *testing.T, h EmbedHarness) {
 	tests := []struct {
 		name string
@@ -132,6 +139,8 @@ func RunEmbedder(t *testing.T, h EmbedHarness) {
 		{"Unreachable", testEmbedUnreachable},
 		{"Timeout", testEmbedTimeout},
 		{"CallerCancels", testEmbedCallerCancels},
+		{"Request", testEmbedRequest},
+		{"RequestUnsupportedLength", testEmbedRequestUnsupported},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
@@ -346,5 +355,68 @@ func testEmbedCallerCancels(t *testing.T, h EmbedHarness) {
 	h.checkError(t, err, llm.Error{}, "")
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("error %v does not wrap context.Canceled", err)
+	}
+}
+
+// requestEmbedder returns e as a memory.RequestEmbedder, failing t if it
+// is not one.
+func requestEmbedder(t *testing.T, e memory.Embedder) memory.RequestEmbedder {
+	t.Helper()
+	re, ok := e.(memory.RequestEmbedder)
+	if !ok {
+		t.Fatalf("%T is not a memory.RequestEmbedder", e)
+	}
+	return re
+}
+
+// testEmbedRequest checks EmbedRequest: the vectors in order, of the
+// configured length or of the one the request asks for, every request
+// asking for it, and the tokens the service counted in all the requests.
+func testEmbedRequest(t *testing.T, h EmbedHarness) {
+	texts := []string{"the cat sleeps", "le chat dort 🐈", "Grüße", "a b c d", "e"}
+	for _, dims := range []int{0, 512} {
+		t.Run(fmt.Sprint(dims), func(t *testing.T) {
+			e, s := h.start(t, EmbedConfig{}, EmbedAnswer{})
+			got, err := requestEmbedder(t, e).EmbedRequest(context.Background(), memory.EmbedRequest{Texts: texts, Dimensions: dims})
+			if err != nil {
+				t.Fatalf("EmbedRequest: %v", err)
+			}
+			length := dims
+			if length == 0 {
+				length = embedDims
+			}
+			var want memory.Embeddings
+			for _, text := range texts {
+				want.Vectors = append(want.Vectors, EmbedVector(text, length))
+				want.Tokens += EmbedTokens(text)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("embeddings (-want +got):\n%s", diff)
+			}
+			for _, c := range s.received() {
+				if c.Dims != length {
+					t.Errorf("request for %d dimensions, want %d", c.Dims, length)
+				}
+			}
+		})
+	}
+}
+
+// testEmbedRequestUnsupported checks a length the model cannot make,
+// which the service ignores (answering with vectors of its own length):
+// a *memory.DimensionsError naming the length, not retryable.
+func testEmbedRequestUnsupported(t *testing.T, h EmbedHarness) {
+	e, _ := h.start(t, EmbedConfig{}, EmbedAnswer{Dims: 1024})
+	_, err := requestEmbedder(t, e).EmbedRequest(context.Background(), memory.EmbedRequest{Texts: []string{"the cat"}, Dimensions: 300})
+	var le *llm.Error
+	if !errors.As(err, &le) || le.Provider != h.Provider || le.Retryable {
+		t.Errorf("error %v (%T): want a non-retryable *llm.Error of %s", err, err, h.Provider)
+	}
+	var de *memory.DimensionsError
+	if !errors.As(err, &de) || de.Dimensions != 300 {
+		t.Errorf("error %v: want a *memory.DimensionsError for 300 dimensions", err)
+	}
+	if err != nil && h.Secret != "" && strings.Contains(err.Error(), h.Secret) {
+		t.Errorf("error %q shows the secret", err)
 	}
 }
