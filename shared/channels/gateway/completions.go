@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -117,18 +115,8 @@ const maxSessionKey = 256
 
 func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 	k := keyOf(r)
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", fmt.Sprintf("request body is larger than %d bytes", g.cfg.MaxBodyBytes))
-			return
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			writeError(w, http.StatusRequestTimeout, "invalid_request_error", "request_timeout", "the request body did not arrive in time")
-			return
-		}
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_body", "could not read the request body")
+	body, ok := g.readBody(w, r)
+	if !ok {
 		return
 	}
 	var req completionRequest
@@ -181,48 +169,22 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 		in.Messages = msgs
 	}
 
-	var sub *agent.Subscription
-	var key string
-	subscribe := func(runID string) {
-		if key != "" {
-			g.cfg.Events.Unsubscribe(key, sub)
-		}
-		key = agent.RunKey(runID)
-		sub = g.cfg.Events.Subscribe(key)
-	}
-	defer func() {
-		if key != "" {
-			g.cfg.Events.Unsubscribe(key, sub)
-		}
-	}()
-	st, err := g.cfg.Runner.Deliver(r.Context(), in, subscribe)
+	sub, unsubscribe := g.subscriber()
+	defer unsubscribe()
+	st, err := g.cfg.Runner.Deliver(r.Context(), in, sub.subscribe)
 	if err != nil {
-		var ie *agent.InputError
-		if errors.As(err, &ie) {
-			writeRequestError(w, "invalid_value", err)
-			return
-		}
-		if errors.Is(err, agent.ErrUnknownAgent) {
-			writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", err.Error())
-			return
-		}
-		if errors.Is(err, agent.ErrMayNotApprove) {
-			writeError(w, http.StatusForbidden, "permission_error", "permission_denied", err.Error())
-			return
-		}
-		g.log(r).Error("deliver message", "error", err)
-		writeError(w, http.StatusInternalServerError, "server_error", "internal_error", "could not start the run")
+		g.deliverFailed(w, r, err)
 		return
 	}
 	id := "chatcmpl-" + st.RunID
 	created := time.Now().Unix()
 	if req.Stream {
 		includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-		g.stream(w, r, sub, id, created, req.Model, includeUsage)
+		g.stream(w, r, sub.sub, id, created, req.Model, includeUsage)
 		return
 	}
 	for {
-		ev, err := sub.Next(r.Context())
+		ev, err := sub.sub.Next(r.Context())
 		if err != nil {
 			return // the client went away; the run goes on and is kept
 		}
@@ -250,6 +212,48 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 			Usage:   wsproto.UsageOf(res.Usage),
 		})
 		return
+	}
+}
+
+// runSubscription follows the events of the run that answers a request:
+// Deliver names it (subscribe), before it can tell anything.
+type runSubscription struct {
+	events Subscriber
+	key    string
+	sub    *agent.Subscription
+}
+
+func (s *runSubscription) subscribe(runID string) {
+	if s.key != "" {
+		s.events.Unsubscribe(s.key, s.sub)
+	}
+	s.key = agent.RunKey(runID)
+	s.sub = s.events.Subscribe(s.key)
+}
+
+// subscriber returns a runSubscription and the function that ends it.
+func (g *Gateway) subscriber() (*runSubscription, func()) {
+	s := &runSubscription{events: g.cfg.Events}
+	return s, func() {
+		if s.key != "" {
+			s.events.Unsubscribe(s.key, s.sub)
+		}
+	}
+}
+
+// deliverFailed answers a request whose message the runner refused.
+func (g *Gateway) deliverFailed(w http.ResponseWriter, r *http.Request, err error) {
+	var ie *agent.InputError
+	switch {
+	case errors.As(err, &ie):
+		writeRequestError(w, "invalid_value", err)
+	case errors.Is(err, agent.ErrUnknownAgent):
+		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", err.Error())
+	case errors.Is(err, agent.ErrMayNotApprove):
+		writeError(w, http.StatusForbidden, "permission_error", "permission_denied", err.Error())
+	default:
+		g.log(r).Error("deliver message", "error", err)
+		writeError(w, http.StatusInternalServerError, "server_error", "internal_error", "could not start the run")
 	}
 }
 

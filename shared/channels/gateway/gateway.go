@@ -85,6 +85,11 @@ type Config struct {
 	// run the gateway no longer remembers (after a restart); without it
 	// only the ids of the last 65536 messages are recognised.
 	Runs RunFinder
+	// Responses stores the responses of the Responses API, and Threads
+	// reads the runs they point at; /v1/responses is served when both
+	// are set.
+	Responses store.Responses
+	Threads   Threads
 	// MaxBodyBytes limits request bodies and WebSocket frames; zero means
 	// 1 MiB.
 	MaxBodyBytes int64
@@ -152,6 +157,11 @@ func New(cfg Config) (*Gateway, error) {
 	g.mux.HandleFunc("GET /v1/models/{model...}", g.authed(g.requests, g.oneModel))
 	g.mux.HandleFunc("POST /v1/chat/completions", g.authed(g.requests, g.completions))
 	g.mux.HandleFunc("POST /v1/embeddings", g.authed(g.requests, g.embeddings))
+	if cfg.Responses != nil && cfg.Threads != nil {
+		g.mux.HandleFunc("POST /v1/responses", g.authed(g.requests, g.responses))
+		g.mux.HandleFunc("GET /v1/responses/{id}", g.authed(g.requests, g.getResponse))
+		g.mux.HandleFunc("DELETE /v1/responses/{id}", g.authed(g.requests, g.deleteResponse))
+	}
 	// An upgraded connection counts as a WebSocket, not as a request.
 	g.mux.HandleFunc("GET /ws", g.authed(g.websockets, g.serveWS))
 	g.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
