@@ -24,9 +24,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"math"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -55,11 +58,13 @@ type clientResult struct {
 	Sent     []clientRequest `json:"sent"`
 }
 
-// clientRequest is a request a client library sent to the gateway.
+// clientRequest is a request a client library sent to the gateway, and the
+// status of the answer (0 when none came).
 type clientRequest struct {
 	Method string          `json:"method"`
 	Path   string          `json:"path"`
 	Body   json.RawMessage `json:"body"`
+	Status int             `json:"status"`
 }
 
 // clientScenario is a scenario of a client library and what it must show.
@@ -78,11 +83,7 @@ type scenarioRun struct {
 
 var clientScenarios = []clientScenario{
 	{"openai/chat", func(t *testing.T, s scenarioRun) {
-		var r struct {
-			Object, Content string
-			FinishReason    string `json:"finish_reason"`
-			Usage           usage
-		}
+		var r chatAnswer
 		decodeResult(t, s, &r)
 		wantEqual(t, "content", r.Content, "echo: [openai/chat] hello")
 		wantEqual(t, "finish_reason", r.FinishReason, "stop")
@@ -91,12 +92,7 @@ var clientScenarios = []clientScenario{
 		wantCalls(t, s, 1)
 	}},
 	{"openai/stream", func(t *testing.T, s scenarioRun) {
-		var r struct {
-			Content      string
-			Deltas       int
-			FinishReason string `json:"finish_reason"`
-			Usage        usage
-		}
+		var r chatAnswer
 		decodeResult(t, s, &r)
 		wantEqual(t, "content", r.Content, "echo: [openai/stream] stream this answer in several pieces")
 		wantEqual(t, "finish_reason", r.FinishReason, "stop")
@@ -105,6 +101,148 @@ var clientScenarios = []clientScenario{
 		}
 		r.Usage.check(t)
 		wantCalls(t, s, 1)
+	}},
+	{"openai/params", func(t *testing.T, s scenarioRun) {
+		var r struct {
+			Parsed       map[string]string
+			FinishReason string `json:"finish_reason"`
+		}
+		decodeResult(t, s, &r)
+		// JSON mode: the fake answers {"answer": …} in JSON.
+		wantEqual(t, "parsed content", r.Parsed["answer"], "echo: [openai/params] hello")
+		wantEqual(t, "finish_reason", r.FinishReason, "stop")
+		wantCalls(t, s, 1)
+	}},
+	{"openai/length", func(t *testing.T, s scenarioRun) {
+		var r chatAnswer
+		decodeResult(t, s, &r)
+		// max_tokens 3: the fake cuts its answer at 3 tokens of 4 bytes.
+		wantEqual(t, "content", r.Content, "echo: [opena")
+		wantEqual(t, "finish_reason", r.FinishReason, "length")
+		wantEqual(t, "usage.completion_tokens", r.Usage.CompletionTokens, 3)
+		wantCalls(t, s, 1)
+	}},
+	{"openai/runTools", checkRunTools},
+	{"openai/runToolsStream", checkRunTools},
+	{"openai/runToolsSession", checkRunTools},
+	{"openai/toolChoice", func(t *testing.T, s scenarioRun) {
+		type answer struct {
+			FinishReason string `json:"finish_reason"`
+			Content      *string
+			Calls        []toolCallResult
+		}
+		var r struct{ None, Single, Parallel answer }
+		decodeResult(t, s, &r)
+		echo := `echo: [openai/toolChoice] get_weather {"city": "Paris"} and get_forecast {"city": "Oslo"}`
+		weather := toolCallResult{Name: "get_weather", Arguments: map[string]any{"city": "Paris"}}
+		forecast := toolCallResult{Name: "get_forecast", Arguments: map[string]any{"city": "Oslo"}}
+		wantEqual(t, "tool_choice none", r.None, answer{FinishReason: "stop", Content: &echo})
+		wantEqual(t, "parallel_tool_calls false", r.Single, answer{FinishReason: "tool_calls", Calls: []toolCallResult{weather}})
+		wantEqual(t, "parallel calls", r.Parallel, answer{FinishReason: "tool_calls", Calls: []toolCallResult{weather, forecast}})
+		wantCalls(t, s, 3)
+	}},
+	{"openai/rejected", func(t *testing.T, s scenarioRun) {
+		var r struct{ N, Clash clientError }
+		decodeResult(t, s, &r)
+		if r.N.Status != 400 || !regexp.MustCompile(`\bn\b`).MatchString(r.N.Message) {
+			t.Errorf("n = 2: %+v, want a 400 about n", r.N)
+		}
+		if r.Clash.Status != 400 || !strings.Contains(r.Clash.Message, "read_file") {
+			t.Errorf("a client tool named read_file: %+v, want a 400 that names it", r.Clash)
+		}
+		wantCalls(t, s, 0)
+	}},
+	{"openai/responses", func(t *testing.T, s scenarioRun) {
+		var r struct {
+			ID, Object, Status string
+			OutputText         string `json:"output_text"`
+			Usage              struct {
+				InputTokens  int `json:"input_tokens"`
+				OutputTokens int `json:"output_tokens"`
+				TotalTokens  int `json:"total_tokens"`
+			}
+			Stored struct {
+				ID, Status string
+				OutputText string `json:"output_text"`
+			}
+		}
+		decodeResult(t, s, &r)
+		wantEqual(t, "output_text", r.OutputText, "echo: [openai/responses] hello")
+		wantEqual(t, "object", r.Object, "response")
+		wantEqual(t, "status", r.Status, "completed")
+		if r.Usage.InputTokens <= 0 || r.Usage.OutputTokens <= 0 || r.Usage.TotalTokens != r.Usage.InputTokens+r.Usage.OutputTokens {
+			t.Errorf("usage = %+v, want the model's token counts", r.Usage)
+		}
+		if r.Stored.ID != r.ID || r.Stored.Status != "completed" || r.Stored.OutputText != r.OutputText {
+			t.Errorf("GET /v1/responses/%s = %+v, want the response created", r.ID, r.Stored)
+		}
+		wantCalls(t, s, 1)
+	}},
+	{"openai/responsesStream", func(t *testing.T, s scenarioRun) {
+		var r struct {
+			Types  []string
+			Text   string
+			Status string
+		}
+		decodeResult(t, s, &r)
+		wantEqual(t, "streamed text", r.Text, "echo: [openai/responsesStream] stream this answer")
+		wantEqual(t, "status of response.completed", r.Status, "completed")
+		if len(r.Types) == 0 || r.Types[0] != "response.created" || r.Types[len(r.Types)-1] != "response.completed" {
+			t.Errorf("events %v, want response.created first and response.completed last", r.Types)
+		}
+		for _, want := range []string{"response.output_item.added", "response.output_text.delta", "response.output_text.done", "response.output_item.done"} {
+			if !slices.Contains(r.Types, want) {
+				t.Errorf("no %s event among %v", want, r.Types)
+			}
+		}
+		wantCalls(t, s, 1)
+	}},
+	{"openai/responsesTools", func(t *testing.T, s scenarioRun) {
+		var r struct {
+			Call       toolCallResult
+			Status     string
+			OutputText string `json:"output_text"`
+		}
+		decodeResult(t, s, &r)
+		wantEqual(t, "function call", r.Call, toolCallResult{Name: "get_weather", Arguments: map[string]any{"city": "Paris"}})
+		wantEqual(t, "status of the response with the call", r.Status, "completed")
+		wantEqual(t, "output_text", r.OutputText, "tool results: sunny and 21°C in Paris")
+		wantCalls(t, s, 2)
+	}},
+	{"openai/embeddings", func(t *testing.T, s scenarioRun) {
+		var r struct {
+			Object, Model string
+			Usage         struct {
+				PromptTokens int `json:"prompt_tokens"`
+				TotalTokens  int `json:"total_tokens"`
+			}
+			Indexes     []int
+			Floats      [][]float64
+			Decoded     [][]float64
+			FromBase64  []float64
+			ShortLength int
+		}
+		decodeResult(t, s, &r)
+		wantEqual(t, "object", r.Object, "list")
+		wantEqual(t, "indexes", r.Indexes, []int{0, 1})
+		if len(r.Floats) != 2 || len(r.Floats[0]) == 0 || len(r.Floats[0]) != len(r.Floats[1]) {
+			t.Fatalf("float vectors of lengths %v, want two of the same length", lengths(r.Floats))
+		}
+		if slices.Equal(r.Floats[0], r.Floats[1]) {
+			t.Error("two different texts have the same vector")
+		}
+		// base64 carries float32s: the same numbers within float32 precision.
+		if !approxVectors(r.Decoded, r.Floats) {
+			t.Errorf("the vectors the SDK decoded from base64 differ from the float ones")
+		}
+		if !approxVectors([][]float64{r.FromBase64}, r.Floats[:1]) {
+			t.Errorf("encoding_format base64 decodes to %d numbers that differ from the float vector", len(r.FromBase64))
+		}
+		wantEqual(t, "length with dimensions 8", r.ShortLength, 8)
+		if r.Usage.PromptTokens <= 0 || r.Usage.TotalTokens != r.Usage.PromptTokens {
+			t.Errorf("usage = %+v, want the input's tokens", r.Usage)
+		}
+		wantCalls(t, s, 0)
 	}},
 	{"openai/models", func(t *testing.T, s scenarioRun) {
 		var r struct {
@@ -154,11 +292,85 @@ var clientScenarios = []clientScenario{
 		}
 		wantCalls(t, s, 1)
 	}},
+	{"langchain/params", func(t *testing.T, s scenarioRun) {
+		wantEqual(t, "content", field(t, s, "content"), "echo: [langchain/params] hello")
+		wantCalls(t, s, 1)
+	}},
+	{"langchain/bindTools", func(t *testing.T, s scenarioRun) {
+		var r struct {
+			ToolCalls []struct {
+				Name string
+				Args map[string]any
+			} `json:"tool_calls"`
+			Content string
+		}
+		decodeResult(t, s, &r)
+		if len(r.ToolCalls) != 1 || r.ToolCalls[0].Name != "get_weather" || r.ToolCalls[0].Args["city"] != "Paris" {
+			t.Errorf("AIMessage.tool_calls = %+v, want one get_weather call for Paris", r.ToolCalls)
+		}
+		wantEqual(t, "final content", r.Content, "tool results: sunny and 21°C in Paris")
+		wantCalls(t, s, 2)
+	}},
+	{"langchain/structured", checkPerson},
+	{"langchain/structuredTools", checkPerson},
+
+	{"openai-go/tools", func(t *testing.T, s scenarioRun) {
+		var r struct {
+			FinishReason string `json:"finish_reason"`
+			Call         toolCallResult
+			Content      string
+		}
+		decodeResult(t, s, &r)
+		wantEqual(t, "finish_reason of the call", r.FinishReason, "tool_calls")
+		wantEqual(t, "tool call", r.Call, toolCallResult{Name: "get_weather", Arguments: map[string]any{"city": "Paris"}})
+		wantEqual(t, "final content", r.Content, "tool results: sunny and 21°C in Paris")
+		wantCalls(t, s, 2)
+	}},
+	{"openai-go/responses", func(t *testing.T, s scenarioRun) {
+		var r struct {
+			OutputText string `json:"output_text"`
+			Status     string
+			Streamed   string
+			Types      []string
+		}
+		decodeResult(t, s, &r)
+		wantEqual(t, "output_text", r.OutputText, "echo: [openai-go/responses] hello")
+		wantEqual(t, "status", r.Status, "completed")
+		wantEqual(t, "streamed text", r.Streamed, "echo: [openai-go/responses] stream this answer")
+		if len(r.Types) == 0 || r.Types[0] != "response.created" || r.Types[len(r.Types)-1] != "response.completed" {
+			t.Errorf("events %v, want response.created first and response.completed last", r.Types)
+		}
+		wantCalls(t, s, 2)
+	}},
+	{"openai-go/embeddings", func(t *testing.T, s scenarioRun) {
+		var r struct {
+			Lengths      []int
+			PromptTokens int `json:"prompt_tokens"`
+		}
+		decodeResult(t, s, &r)
+		if len(r.Lengths) != 2 || r.Lengths[0] == 0 || r.Lengths[0] != r.Lengths[1] {
+			t.Errorf("vectors of lengths %v, want two of the same length", r.Lengths)
+		}
+		if r.PromptTokens <= 0 {
+			t.Errorf("usage.prompt_tokens = %d, want the input's tokens", r.PromptTokens)
+		}
+		wantCalls(t, s, 0)
+	}},
 
 	{"aisdk/chatText", func(t *testing.T, s scenarioRun) { checkAIText(t, s, "echo: [aisdk/chatText] hello", false) }},
 	{"aisdk/chatStream", func(t *testing.T, s scenarioRun) {
 		checkAIText(t, s, "echo: [aisdk/chatStream] stream this answer in several pieces", true)
 	}},
+	{"aisdk/chatTools", checkAITools},
+	{"aisdk/chatParams", func(t *testing.T, s scenarioRun) {
+		wantEqual(t, "text", field(t, s, "text"), "echo: [aisdk/chatParams] hello")
+		wantCalls(t, s, 1)
+	}},
+	{"aisdk/responsesText", func(t *testing.T, s scenarioRun) { checkAIText(t, s, "echo: [aisdk/responsesText] hello", false) }},
+	{"aisdk/responsesStream", func(t *testing.T, s scenarioRun) {
+		checkAIText(t, s, "echo: [aisdk/responsesStream] stream this answer in several pieces", true)
+	}},
+	{"aisdk/responsesTools", checkAITools},
 }
 
 // TestClients runs every client scenario against one gateway: each
@@ -189,7 +401,12 @@ func TestClients(t *testing.T) {
 			for _, sc := range scenarios {
 				ids = append(ids, sc.id)
 			}
-			results := runClients(t, g, key, ids)
+			var results map[string]clientResult
+			if lib == "openai-go" {
+				results = runGoClients(t, g, key, ids)
+			} else {
+				results = runClients(t, g, key, ids)
+			}
 			for _, sc := range scenarios {
 				_, name, _ := strings.Cut(sc.id, "/")
 				t.Run(name, func(t *testing.T) {
@@ -289,11 +506,11 @@ func sentSummary(sent []clientRequest) string {
 }
 
 // modelRequests are the requests a client sent that each make a model
-// call: POSTs to /v1/chat/completions and /v1/responses.
+// call: POSTs to /v1/chat/completions and /v1/responses that succeeded.
 func modelRequests(sent []clientRequest) []clientRequest {
 	var out []clientRequest
 	for _, r := range sent {
-		if r.Method == "POST" && (strings.HasSuffix(r.Path, "/chat/completions") || strings.HasSuffix(r.Path, "/responses")) {
+		if r.Method == "POST" && r.Status == http.StatusOK && (strings.HasSuffix(r.Path, "/chat/completions") || strings.HasSuffix(r.Path, "/responses")) {
 			out = append(out, r)
 		}
 	}
@@ -564,6 +781,15 @@ func partsText(raw json.RawMessage) string {
 	return b.String()
 }
 
+// chatAnswer is what the openai SDK scenarios report of a chat completion.
+type chatAnswer struct {
+	Object, Content string
+	// Deltas counts the content chunks of a stream.
+	Deltas       int
+	FinishReason string `json:"finish_reason"`
+	Usage        usage
+}
+
 // usage is Chat Completions' token usage.
 type usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
@@ -576,6 +802,40 @@ func (u usage) check(t *testing.T) {
 	if u.PromptTokens <= 0 || u.CompletionTokens <= 0 || u.TotalTokens != u.PromptTokens+u.CompletionTokens {
 		t.Errorf("usage = %+v, want the model's token counts", u)
 	}
+}
+
+// clientError is the status and message of a request a client saw fail.
+type clientError struct {
+	Status  int
+	Message string
+}
+
+// toolCallResult is a tool call a client reports.
+type toolCallResult struct {
+	Name      string
+	Arguments map[string]any
+}
+
+func checkRunTools(t *testing.T, s scenarioRun) {
+	var r struct {
+		Content string
+		Calls   []map[string]any
+		Roles   []string
+	}
+	decodeResult(t, s, &r)
+	wantEqual(t, "local function calls", r.Calls, []map[string]any{{"city": "Paris"}})
+	wantEqual(t, "final content", r.Content, "tool results: sunny and 21°C in Paris")
+	wantEqual(t, "roles of the runner's messages", r.Roles, []string{"user", "assistant", "tool", "assistant"})
+	wantCalls(t, s, 2)
+}
+
+// checkPerson checks withStructuredOutput: the fake answers the smallest
+// value of the schema, which LangChain parses.
+func checkPerson(t *testing.T, s scenarioRun) {
+	var r map[string]any
+	decodeResult(t, s, &r)
+	wantEqual(t, "structured output", r, map[string]any{"name": "", "age": 0.0})
+	wantCalls(t, s, 1)
 }
 
 // checkAIText checks the text of generateText or, when streamed, of
@@ -599,6 +859,24 @@ func checkAIText(t *testing.T, s scenarioRun, want string, streamed bool) {
 	wantCalls(t, s, 1)
 }
 
+func checkAITools(t *testing.T, s scenarioRun) {
+	var r struct {
+		Text        string
+		Steps       int
+		ToolCalls   []struct{ Name, Input any }
+		ToolResults []string
+	}
+	decodeResult(t, s, &r)
+	wantEqual(t, "tool calls", len(r.ToolCalls), 1)
+	if len(r.ToolCalls) == 1 {
+		wantEqual(t, "tool call", r.ToolCalls[0], struct{ Name, Input any }{"get_weather", map[string]any{"city": "Paris"}})
+	}
+	wantEqual(t, "tool results", r.ToolResults, []string{"sunny and 21°C in Paris"})
+	wantEqual(t, "text", r.Text, "tool results: sunny and 21°C in Paris")
+	wantEqual(t, "steps", r.Steps, 2)
+	wantCalls(t, s, 2)
+}
+
 // decodeResult decodes a scenario's result into v.
 func decodeResult(t *testing.T, s scenarioRun, v any) {
 	t.Helper()
@@ -607,9 +885,36 @@ func decodeResult(t *testing.T, s scenarioRun, v any) {
 	}
 }
 
+// field returns a string field of a scenario's result.
+func field(t *testing.T, s scenarioRun, name string) string {
+	t.Helper()
+	var m map[string]any
+	decodeResult(t, s, &m)
+	v, _ := m[name].(string)
+	return v
+}
+
 func wantEqual[T any](t *testing.T, what string, got, want T) {
 	t.Helper()
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("%s (-want +got):\n%s", what, diff)
 	}
+}
+
+func lengths(vs [][]float64) []int {
+	var out []int
+	for _, v := range vs {
+		out = append(out, len(v))
+	}
+	return out
+}
+
+// approxVectors reports whether two lists of vectors are equal within
+// float32 precision.
+func approxVectors(a, b [][]float64) bool {
+	return slices.EqualFunc(a, b, func(x, y []float64) bool {
+		return slices.EqualFunc(x, y, func(p, q float64) bool {
+			return math.Abs(p-q) <= 1e-6*math.Max(1, math.Abs(q))
+		})
+	})
 }

@@ -10,7 +10,7 @@
 //   {"scenario": "openai/chat", "ok": true, "result": …, "sent": […]}
 //   {"scenario": "openai/chat", "ok": false, "error": "…", "sent": […]}
 //
-// where sent lists {method, path, body} of the requests made. The exit
+// where sent lists {method, path, body, status} of the requests made. The exit
 // status is 1 when a scenario failed. Environment: LAMBDACLAW_URL (the
 // gateway's base URL, ending in /v1), LAMBDACLAW_KEY (an API key),
 // LAMBDACLAW_MODEL (the agent to talk to), LAMBDACLAW_EMBEDDING_MODEL.
@@ -38,7 +38,8 @@ function need(name) {
 	return v;
 }
 
-// recordingFetch is fetch that appends {method, path, body} to sent.
+// recordingFetch is fetch that appends {method, path, body, status} to
+// sent.
 function recordingFetch(sent) {
 	return async (input, init = {}) => {
 		const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
@@ -53,7 +54,9 @@ function recordingFetch(sent) {
 			}
 		}
 		sent.push(entry);
-		return fetch(input, init);
+		const res = await fetch(input, init);
+		entry.status = res.status;
+		return res;
 	};
 }
 
