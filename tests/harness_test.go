@@ -299,14 +299,15 @@ func (g *gateway) writeWorkspaceFile(name, content string) {
 	}
 }
 
-// client returns an OpenAI client for the gateway that never retries.
-func (g *gateway) client(key string) *openai.Client {
-	c := openai.NewClient(
-		option.WithBaseURL(g.addr+"/v1"),
+// client returns an OpenAI client for the gateway that never retries,
+// with more options when given.
+func (g *gateway) client(key string, opts ...option.RequestOption) *openai.Client {
+	c := openai.NewClient(append([]option.RequestOption{
+		option.WithBaseURL(g.addr + "/v1"),
 		option.WithAPIKey(key),
 		option.WithMaxRetries(0),
-		option.WithRequestTimeout(30*time.Second),
-	)
+		option.WithRequestTimeout(30 * time.Second),
+	}, opts...)...)
 	return &c
 }
 

@@ -7,8 +7,10 @@
 //
 // A test queues replies with Enqueue; each request takes the next one in
 // arrival order, and when the script is empty the default responder answers
-// (by default "echo: " followed by the last user message). Every request is
-// parsed and recorded for assertions.
+// (by default "echo: " followed by the last user message; ToolUser is a
+// default that calls the tools it is offered and answers in the requested
+// format). Every request is parsed, its tools and settings included, and
+// recorded for assertions.
 package fakellm
 
 import (
@@ -48,7 +50,10 @@ type Request struct {
 	Model    string
 	Messages []Message
 	// Tools are the names of the function tools offered to the model.
-	Tools        []string
+	Tools []string
+	// ToolDefs are the function tools offered to the model, whole.
+	ToolDefs     []Tool
+	Params       Params
 	Stream       bool
 	IncludeUsage bool
 	// APIKey is the bearer token of the Authorization header.
@@ -91,6 +96,12 @@ type Reply struct {
 	// ToolCalls are function calls the assistant requests; finish_reason is
 	// then "tool_calls". Empty IDs are filled in.
 	ToolCalls []ToolCall
+	// FinishReason, when not empty, replaces the finish_reason ("stop", or
+	// "tool_calls" with ToolCalls). A text reply is cut at the request's
+	// first stop sequence, and one longer than 4 bytes per token of its
+	// max_tokens (or max_completion_tokens) is cut there and finishes with
+	// "length".
+	FinishReason string
 
 	// Status, when 400 or more, answers with OpenAI error JSON instead of a
 	// completion. ErrorMessage, ErrorType and ErrorCode default from Status.
@@ -325,13 +336,18 @@ type wireToolCall struct {
 type wireTool struct {
 	Type     string `json:"type"`
 	Function struct {
-		Name string `json:"name"`
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+		Strict      *bool           `json:"strict"`
 	} `json:"function"`
 }
 
-// parse decodes a request body. It returns the parsed request and, when the
-// real API would reject it, the 400 message.
-func parse(body []byte) (Request, string) {
+// ParseRequest decodes a Chat Completions request body as the fake does,
+// for tests that compare what a client sent with what reached the fake. It
+// returns the parsed request and, when the real API would reject it, the
+// 400 message.
+func ParseRequest(body []byte) (Request, string) {
 	req := Request{Body: body}
 	var w wireRequest
 	if err := json.Unmarshal(body, &w); err != nil {
@@ -343,8 +359,15 @@ func parse(body []byte) (Request, string) {
 	req.Stream = w.Stream
 	req.IncludeUsage = w.StreamOptions != nil && w.StreamOptions.IncludeUsage
 	for _, t := range w.Tools {
-		req.Tools = append(req.Tools, t.Function.Name)
+		f := t.Function
+		req.Tools = append(req.Tools, f.Name)
+		req.ToolDefs = append(req.ToolDefs, Tool{Name: f.Name, Description: f.Description, Parameters: f.Parameters, Strict: f.Strict})
 	}
+	params, invalid := parseParams(body)
+	if invalid != "" {
+		return req, invalid
+	}
+	req.Params = params
 	for i, m := range w.Messages {
 		content, err := contentText(m.Content)
 		if err != nil {
@@ -426,7 +449,7 @@ func validate(req Request, w wireRequest) string {
 	if len(open) > 0 {
 		return "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: " + strings.Join(keys(open), ", ")
 	}
-	return ""
+	return validateParams(req)
 }
 
 func keys(m map[string]bool) []string {
@@ -442,7 +465,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	if _, err := body.ReadFrom(r.Body); err != nil {
 		return
 	}
-	req, invalid := parse(body.Bytes())
+	req, invalid := ParseRequest(body.Bytes())
 	req.Invalid = invalid
 	req.APIKey = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 
@@ -515,6 +538,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 			reply.ToolCalls[i].ID = fmt.Sprintf("call_fake%d_%d", n, i)
 		}
 	}
+	reply = limit(req, reply)
 	usage := estimateUsage(req, reply)
 	model := req.Model
 	if req.Stream {
@@ -529,6 +553,16 @@ func estimateUsage(req Request, reply Reply) wireUsage {
 		u := *reply.Usage
 		return wireUsage{u.PromptTokens, u.CompletionTokens, u.PromptTokens + u.CompletionTokens}
 	}
+	completion := int(contentBytes(reply))
+	for _, tc := range reply.ToolCalls {
+		completion += len(tc.Name) + len(tc.Arguments)
+	}
+	p, c := promptTokens(req), completion/4+1
+	return wireUsage{p, c, p + c}
+}
+
+// promptTokens estimates the tokens of a request's messages.
+func promptTokens(req Request) int {
 	prompt := 0
 	for _, m := range req.Messages {
 		prompt += len(m.Content) + 4
@@ -536,12 +570,40 @@ func estimateUsage(req Request, reply Reply) wireUsage {
 			prompt += len(tc.Name) + len(tc.Arguments)
 		}
 	}
-	completion := int(contentBytes(reply))
-	for _, tc := range reply.ToolCalls {
-		completion += len(tc.Name) + len(tc.Arguments)
+	return prompt/4 + 1
+}
+
+// limit cuts a text reply at the request's first stop sequence, and at
+// its maximum of completion tokens, as a model does: a reply cut at the
+// maximum finishes with "length" and uses exactly that many tokens.
+func limit(req Request, reply Reply) Reply {
+	if reply.Generated > 0 || len(reply.ToolCalls) > 0 || reply.FinishReason != "" {
+		return reply
 	}
-	p, c := prompt/4+1, completion/4+1
-	return wireUsage{p, c, p + c}
+	cut := len(reply.Content)
+	for _, s := range req.Params.Stop {
+		if i := strings.Index(reply.Content, s); s != "" && i >= 0 && i < cut {
+			cut = i
+		}
+	}
+	reply.Content = reply.Content[:cut]
+	most := req.Params.MaxCompletionTokens
+	if most == nil {
+		most = req.Params.MaxTokens
+	}
+	if most == nil || *most <= 0 || len(reply.Content) <= *most*4 {
+		return reply
+	}
+	cut = *most * 4
+	for cut > 0 && !utf8.RuneStart(reply.Content[cut]) {
+		cut--
+	}
+	reply.Content = reply.Content[:cut]
+	reply.FinishReason = "length"
+	if reply.Usage == nil {
+		reply.Usage = &Usage{PromptTokens: promptTokens(req), CompletionTokens: *most}
+	}
+	return reply
 }
 
 type wireUsage struct {
@@ -551,6 +613,9 @@ type wireUsage struct {
 }
 
 func finishReason(reply Reply) string {
+	if reply.FinishReason != "" {
+		return reply.FinishReason
+	}
 	if len(reply.ToolCalls) > 0 {
 		return "tool_calls"
 	}

@@ -439,25 +439,7 @@ func TestGeneratedReply(t *testing.T) {
 			params := openai.ChatCompletionNewParams{
 				Model: "fake-model", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("x")},
 			}
-			var got openai.ChatCompletion
-			if stream {
-				params.StreamOptions.IncludeUsage = openai.Bool(true)
-				st := c.Chat.Completions.NewStreaming(context.Background(), params)
-				acc := openai.ChatCompletionAccumulator{}
-				for st.Next() {
-					acc.AddChunk(st.Current())
-				}
-				if err := st.Err(); err != nil {
-					t.Fatal(err)
-				}
-				got = acc.ChatCompletion
-			} else {
-				resp, err := c.Chat.Completions.New(context.Background(), params)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got = *resp
-			}
+			got := complete(t, c, params, stream)
 			if content := got.Choices[0].Message.Content; content != want {
 				t.Errorf("content: %d bytes, want %d (%q…)", len(content), len(want), content[:min(len(content), 40)])
 			}
@@ -502,4 +484,27 @@ func TestGeneratedReplyAbandoned(t *testing.T) {
 			}
 		})
 	}
+}
+
+// complete sends a chat completion request, streamed (with usage) or not,
+// and returns the completion, reassembled from the chunks when streamed.
+func complete(t *testing.T, c openai.Client, params openai.ChatCompletionNewParams, stream bool) openai.ChatCompletion {
+	t.Helper()
+	if !stream {
+		resp, err := c.Chat.Completions.New(context.Background(), params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *resp
+	}
+	params.StreamOptions.IncludeUsage = openai.Bool(true)
+	st := c.Chat.Completions.NewStreaming(context.Background(), params)
+	var acc openai.ChatCompletionAccumulator
+	for st.Next() {
+		acc.AddChunk(st.Current())
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return acc.ChatCompletion
 }
