@@ -14,7 +14,7 @@ import (
 )
 
 // post sends a raw chat completions body and returns the status and body.
-func post(t *testing.T, s *Server, body string) (int, string) {
+func postChat(t *testing.T, s *Server, body string) (int, string) {
 	t.Helper()
 	resp, err := http.Post(s.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
@@ -33,7 +33,7 @@ func ptr[T any](v T) *T { return &v }
 func TestParamsAndToolsRecorded(t *testing.T) {
 	s := New()
 	defer s.Close()
-	status, body := post(t, s, `{"model":"fake-model","messages":[{"role":"developer","content":"answer in json"},{"role":"user","content":"q"}],
+	status, body := postChat(t, s, `{"model":"fake-model","messages":[{"role":"developer","content":"answer in json"},{"role":"user","content":"q"}],
 		"tools":[{"type":"function","function":{"name":"get_weather","description":"Weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},"strict":true}}],
 		"temperature":0.5,"top_p":0.9,"max_tokens":100,"max_completion_tokens":90,"stop":"END","seed":7,
 		"presence_penalty":0.1,"frequency_penalty":-0.2,"n":1,
@@ -65,7 +65,7 @@ func TestParamsAndToolsRecorded(t *testing.T) {
 	}
 
 	// A stop array and a tool_choice string.
-	post(t, s, `{"model":"m","messages":[{"role":"user","content":"q"}],"stop":["a","b"],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}`)
+	postChat(t, s, `{"model":"m","messages":[{"role":"user","content":"q"}],"stop":["a","b"],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}`)
 	got = s.Requests()[1]
 	if diff := cmp.Diff(Params{Stop: Stop{"a", "b"}, ToolChoice: ToolChoice{Mode: ToolChoiceRequired}}, got.Params); diff != "" {
 		t.Errorf("params (-want +got):\n%s", diff)
@@ -95,7 +95,7 @@ func TestParamsRejectedAsTheRealAPIDoes(t *testing.T) {
 			s := New()
 			defer s.Close()
 			s.Enqueue(Reply{Content: "not used"})
-			status, body := post(t, s, `{"model":"m","messages":[{"role":"user","content":"q"}],`+c.fields+`}`)
+			status, body := postChat(t, s, `{"model":"m","messages":[{"role":"user","content":"q"}],`+c.fields+`}`)
 			if status != http.StatusBadRequest || !strings.Contains(body, c.want) {
 				t.Errorf("got %d %s, want 400 with %q", status, body, c.want)
 			}
