@@ -92,7 +92,7 @@ var goScenarios = map[string]func(ctx context.Context, c *openai.Client, tag str
 	// embeddings asks for the vectors of two texts.
 	"embeddings": func(ctx context.Context, c *openai.Client, tag string) (any, error) {
 		r, err := c.Embeddings.New(ctx, openai.EmbeddingNewParams{
-			Model:          clientsEmbeddingModel,
+			Model:          "default",
 			Input:          openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: []string{tag + " first text", "second text"}},
 			EncodingFormat: openai.EmbeddingNewParamsEncodingFormatFloat,
 		})

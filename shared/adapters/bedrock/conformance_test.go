@@ -47,6 +47,7 @@ var converseParams = map[string]string{
 	"minimal reasoning effort":    llmtest.Refused,
 	"user and metadata":           `{"requestMetadata":{"team":"blue","trace":"a1:b2","user":"user-42"}}`,
 	"metadata of any characters":  llmtest.Refused,
+	"stored with metadata":        `{"requestMetadata":{"team":"blue"}}`,
 	"tool choice auto":            `{"toolConfig":{"tools":[` + timeTool + `],"toolChoice":{"auto":{}}}}`,
 	"tool choice required":        `{"toolConfig":{"tools":[` + timeTool + `],"toolChoice":{"any":{}}}}`,
 	"tool choice function":        `{"toolConfig":{"tools":[` + timeTool + `],"toolChoice":{"tool":{"name":"get_time"}}}}`,

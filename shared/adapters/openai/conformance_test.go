@@ -44,6 +44,7 @@ var chatParams = map[string]string{
 	"minimal reasoning effort":    `{"reasoning_effort":"minimal"}`,
 	"user and metadata":           `{"user":"user-42","metadata":{"team":"blue","trace":"a1:b2"}}`,
 	"metadata of any characters":  `{"metadata":{"note":"déjà vu!"}}`,
+	"stored with metadata":        `{"store":true,"metadata":{"team":"blue"}}`,
 	"tool choice auto":            `{"tools":[` + timeTool + `],"tool_choice":"auto"}`,
 	"tool choice required":        `{"tools":[` + timeTool + `],"tool_choice":"required"}`,
 	"tool choice function":        `{"tools":[` + timeTool + `],"tool_choice":{"type":"function","function":{"name":"get_time"}}}`,
@@ -103,7 +104,7 @@ type chatRequest struct {
 // compares their values.
 var settingNames = []string{
 	"tools", "max_tokens", "max_completion_tokens", "temperature", "top_p", "stop", "seed", "presence_penalty",
-	"frequency_penalty", "response_format", "reasoning_effort", "user", "metadata", "tool_choice", "parallel_tool_calls",
+	"frequency_penalty", "response_format", "reasoning_effort", "user", "metadata", "store", "tool_choice", "parallel_tool_calls",
 }
 
 // checkToolChoice checks a tool choice as OpenAI takes it: one of its

@@ -155,13 +155,13 @@ func (p *Provider) Generate(ctx context.Context, req llm.Request, onDelta llm.On
 }
 
 // CheckParams implements llm.ParamsChecker. Every parameter is sent as
-// given, save metadata to OpenAI's own API: it takes metadata only for a
-// completion it stores (store: true), which would keep every
-// conversation on the account of the provider's key.
+// given, save metadata to OpenAI's own API without store: OpenAI takes
+// metadata only for a completion it stores, and the gateway asks it to
+// store one only when the client does.
 func (p *Provider) CheckParams(params llm.Params) error {
-	if p.official && len(params.Metadata) > 0 {
+	if p.official && len(params.Metadata) > 0 && (params.Store == nil || !*params.Store) {
 		return &llm.UnsupportedError{Provider: p.name, Param: "metadata",
-			Reason: "OpenAI takes metadata only for completions it stores, which this gateway does not ask for"}
+			Reason: "OpenAI takes metadata only for completions it stores: send store true with it"}
 	}
 	return nil
 }

@@ -315,9 +315,9 @@ func TestOfficialAPIRefusesMetadata(t *testing.T) {
 		want    *llm.UnsupportedError
 	}{
 		{"OpenAI, metadata", "", tagged, &llm.UnsupportedError{Provider: "openai", Param: "metadata",
-			Reason: "OpenAI takes metadata only for completions it stores, which this gateway does not ask for"}},
+			Reason: "OpenAI takes metadata only for completions it stores: send store true with it"}},
 		{"OpenAI by its URL, metadata", "https://api.openai.com/v1", tagged, &llm.UnsupportedError{Provider: "openai", Param: "metadata",
-			Reason: "OpenAI takes metadata only for completions it stores, which this gateway does not ask for"}},
+			Reason: "OpenAI takes metadata only for completions it stores: send store true with it"}},
 		{"OpenAI, no metadata", "", llm.Params{User: "u1"}, nil},
 		{"compatible server, metadata", "https://openrouter.ai/api/v1", tagged, nil},
 	}

@@ -42,8 +42,10 @@ type completionRequest struct {
 	SafetyIdentifier    string            `json:"safety_identifier"`
 	Metadata            map[string]string `json:"metadata"`
 	N                   *int              `json:"n"`
+	// Store is passed on (OpenAI's stored completions); it does not
+	// decide whether lambdaclaw keeps the conversation.
+	Store *bool `json:"store"`
 	// Accepted, with no effect on the answer.
-	Store          *bool  `json:"store"`
 	ServiceTier    string `json:"service_tier"`
 	PromptCacheKey string `json:"prompt_cache_key"`
 	// Refused unless they ask for nothing.
@@ -90,7 +92,7 @@ func (req *completionRequest) options() (agent.Options, error) {
 	p.Temperature, p.TopP, p.Seed = req.Temperature, req.TopP, req.Seed
 	p.PresencePenalty, p.FrequencyPenalty = req.PresencePenalty, req.FrequencyPenalty
 	p.ReasoningEffort, p.User, p.Metadata = req.ReasoningEffort, cmp.Or(req.User, req.SafetyIdentifier), req.Metadata
-	p.ParallelToolCalls = req.ParallelToolCalls
+	p.ParallelToolCalls, p.Store = req.ParallelToolCalls, req.Store
 	return o, checkParams(*p)
 }
 

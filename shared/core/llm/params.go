@@ -27,8 +27,11 @@ type Params struct {
 	// User identifies the end user to the provider (abuse monitoring).
 	User string `json:"user,omitempty"`
 	// Metadata are the client's key-value tags of the call.
-	Metadata   map[string]string `json:"metadata,omitempty"`
-	ToolChoice *ToolChoice       `json:"tool_choice,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+	// Store asks the provider to keep the completion (OpenAI's stored
+	// completions); providers without such a store ignore it.
+	Store      *bool       `json:"store,omitempty"`
+	ToolChoice *ToolChoice `json:"tool_choice,omitempty"`
 	// ParallelToolCalls, when false, asks for at most one tool call per
 	// reply.
 	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty"`

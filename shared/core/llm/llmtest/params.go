@@ -48,6 +48,7 @@ func paramsCases() []paramsCase {
 		{name: "minimal reasoning effort", params: llm.Params{ReasoningEffort: "minimal"}},
 		{name: "user and metadata", params: llm.Params{User: "user-42", Metadata: map[string]string{"team": "blue", "trace": "a1:b2"}}},
 		{name: "metadata of any characters", params: llm.Params{Metadata: map[string]string{"note": "déjà vu!"}}},
+		{name: "stored with metadata", params: llm.Params{Store: &yes, Metadata: map[string]string{"team": "blue"}}},
 		{name: "tool choice auto", tools: offered, params: llm.Params{ToolChoice: &llm.ToolChoice{Mode: llm.ToolsAuto}}},
 		{name: "tool choice required", tools: offered, params: llm.Params{ToolChoice: &llm.ToolChoice{Mode: llm.ToolsRequired}}},
 		{name: "tool choice function", tools: offered, params: llm.Params{ToolChoice: &llm.ToolChoice{Mode: llm.ToolsFunction, Name: TimeTool.Name}}},
