@@ -29,28 +29,37 @@ func (s *Store) CreateApproval(ctx context.Context, a store.Approval) error {
 	index["approval_id"] = attrS(a.ID)
 	marker := key(pk, pendingSK(a))
 	marker["approval_id"] = attrS(a.ID)
-	err := s.transact(ctx, []types.TransactWriteItem{
-		s.put(it, "attribute_not_exists(pk)"),
-		{ConditionCheck: &types.ConditionCheck{
-			TableName:           s.table,
-			Key:                 key(pk, skSession),
-			ConditionExpression: aws.String("attribute_exists(pk)"),
-		}},
-		s.put(index, ""),
-		s.put(marker, ""),
-	})
-	if failed, ok := canceledAt(err); ok && len(failed) >= 2 {
-		switch {
-		case failed[0]:
-			return fmt.Errorf("dynamo: create approval %q: %w", a.ID, store.ErrExists)
-		case failed[1]:
-			return fmt.Errorf("dynamo: create approval %q: session %q: %w", a.ID, a.SessionID, store.ErrNotFound)
-		}
-	}
-	if err != nil {
+	if err := s.createInSession(ctx, it, a.SessionID, index, marker); err != nil {
 		return fmt.Errorf("dynamo: create approval %q: %w", a.ID, err)
 	}
 	return nil
+}
+
+// createInSession puts it unless an item of its key exists (store.ErrExists)
+// and puts items, all in one transaction that checks that the session
+// exists (store.ErrNotFound).
+func (s *Store) createInSession(ctx context.Context, it item, sessionID string, items ...item) error {
+	writes := []types.TransactWriteItem{
+		s.put(it, "attribute_not_exists(pk)"),
+		{ConditionCheck: &types.ConditionCheck{
+			TableName:           s.table,
+			Key:                 key(sessionPK(sessionID), skSession),
+			ConditionExpression: aws.String("attribute_exists(pk)"),
+		}},
+	}
+	for _, x := range items {
+		writes = append(writes, s.put(x, ""))
+	}
+	err := s.transact(ctx, writes)
+	if failed, ok := canceledAt(err); ok && len(failed) >= 2 {
+		switch {
+		case failed[0]:
+			return store.ErrExists
+		case failed[1]:
+			return fmt.Errorf("session %q: %w", sessionID, store.ErrNotFound)
+		}
+	}
+	return err
 }
 
 // pendingSK is the sort key of an approval's pending marker: by creation

@@ -19,11 +19,13 @@
 //	SESSION#<sid>       QUEUE#<seq:020>       marker of an unfinished run   run_id; gsi1pk UNFINISHED#<0-7>, gsi1sk <sid>#<seq:020>
 //	SESSION#<sid>       APPR#<id>             index of an approval          approval_id
 //	SESSION#<sid>       PENDING#<ms:015>#<id> marker of a pending approval  approval_id
+//	SESSION#<sid>       RESP#<id>             index of a response           response_id
 //	SESSION#<sid>       LANE                  the session lane lease        owner, lease_until (ms), expires_at
 //	RUN#<id>            RUN                   a run                         session_id, seq, status, state (B)
 //	RUN#<id>            CALLS                 its pending tool calls        calls (JSON, raw arguments), expires_at
 //	JOB#<kind>          J#<id>                a queued job                  payload (B), created_at
 //	APPROVAL#<id>       APPROVAL              an approval                   session_id, run_id, calls, tools, status, token, …
+//	RESPONSE#<id>       RESPONSE              a Responses API response      owner, agent, session_id, run_id, seq, previous_id, request (B)
 //	KEY#<hash>          KEY                   an API key                    id, name, …; gsi1pk KEYS, gsi1sk <created ms:015>#<id>
 //	KEYID#<id>          KEYID                 claim of a key id             hash
 //	CONN#<id>           CONN                  a WebSocket connection        key_hash, expires_at
@@ -36,12 +38,14 @@
 // Everything about one session that must be read consistently lives in its
 // partition, so the history, the next run (the first QUEUE# marker) and the
 // pending approval (the first PENDING# marker) are strongly consistent
-// Queries with no filter. Runs and approvals have their own items because
-// the port addresses them by id alone; their ids are unique table-wide by
-// conditional put. The QUEUE# markers are the only items in gsi1 besides
-// keys: a sparse index of unfinished runs, spread over eight partitions,
-// that UnfinishedSessions reads (eventually consistent, as the recovery
-// after a restart can be). ListKeys reads gsi1 too.
+// Queries with no filter. Runs, approvals and responses have their own
+// items because the port addresses them by id alone; their ids are unique
+// table-wide by conditional put, and their index items in the session's
+// partition (RUN#, APPR#, RESP#) let DeleteSession find them. The QUEUE#
+// markers are the only items in gsi1 besides keys: a sparse index of
+// unfinished runs, spread over eight partitions, that UnfinishedSessions
+// reads (eventually consistent, as the recovery after a restart can be).
+// ListKeys reads gsi1 too.
 //
 // A marker is removed after its run finishes or its approval is answered;
 // a crash between the two writes leaves a stale marker, which NextRun and
@@ -52,17 +56,18 @@
 // The SESSION and LANE items carry expires_at; the session's is pushed
 // SessionTTL ahead by every CreateSession, EnqueueRun, AppendMessage and
 // AllowTool, so DynamoDB's TTL removes sessions left idle. The rest of an
-// expired session — its partition and its RUN and APPROVAL items — is
-// removed by DeleteSession, which works with or without the SESSION item:
-// the stream consumer should call it on the TTL REMOVE of a SESSION item,
-// and CreateSession calls it for leftovers when a session id is reused.
+// expired session — its partition and its RUN, APPROVAL and RESPONSE
+// items — is removed by DeleteSession, which works with or without the
+// SESSION item: the stream consumer should call it on the TTL REMOVE of a
+// SESSION item, and CreateSession calls it for leftovers when a session id
+// is reused.
 //
 // # Limits
 //
-// An item holds at most 400 KB: a message, run state, approval or key over
-// it is refused with an error wrapping ErrItemTooLarge before any write.
-// Batches and transactions hold at most 25 items; DeleteSession and
-// DeleteMessages split their work accordingly.
+// An item holds at most 400 KB: a message, run state, approval, response
+// or key over it is refused with an error wrapping ErrItemTooLarge before
+// any write. Batches and transactions hold at most 25 items; DeleteSession
+// and DeleteMessages split their work accordingly.
 package dynamo
 
 import (
@@ -313,8 +318,10 @@ const (
 	pfxQueue    = "QUEUE#"
 	pfxApprIdx  = "APPR#"
 	pfxPending  = "PENDING#"
+	pfxRespIdx  = "RESP#"
 	pfxRun      = "RUN#"
 	pfxApproval = "APPROVAL#"
+	pfxResponse = "RESPONSE#"
 	pfxKey      = "KEY#"
 	pfxKeyID    = "KEYID#"
 	pfxJob      = "JOB#"
@@ -325,6 +332,7 @@ const (
 	skRun      = "RUN"
 	skCalls    = "CALLS"
 	skApproval = "APPROVAL"
+	skResponse = "RESPONSE"
 	skKey      = "KEY"
 	skKeyID    = "KEYID"
 

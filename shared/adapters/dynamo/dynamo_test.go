@@ -288,6 +288,12 @@ func TestOversized(t *testing.T) {
 	if err := s.CommitRun(ctx, store.Commit{Run: r}); !errors.Is(err, ErrItemTooLarge) {
 		t.Errorf("CommitRun with a huge state: %v, want ErrItemTooLarge", err)
 	}
+	if err := s.CreateResponse(ctx, store.Response{ID: "resp", SessionID: "s", RunID: "r", Seq: 1, Request: make([]byte, 401*1024)}); !errors.Is(err, ErrItemTooLarge) {
+		t.Errorf("CreateResponse with a huge request: %v, want ErrItemTooLarge", err)
+	}
+	if _, err := s.GetResponse(ctx, "resp"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetResponse of the refused response: %v, want ErrNotFound", err)
+	}
 }
 
 // partition returns the sort keys of a session's partition.
@@ -406,6 +412,9 @@ func TestExpiredSessionLeftovers(t *testing.T) {
 		if err := s.CreateApproval(ctx, store.Approval{ID: id + "-a1", SessionID: id, RunID: id + "-r1"}); err != nil {
 			t.Fatal(err)
 		}
+		if err := s.CreateResponse(ctx, store.Response{ID: id + "-resp1", SessionID: id, RunID: id + "-r1", Seq: 1}); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	fill("s")
@@ -421,6 +430,9 @@ func TestExpiredSessionLeftovers(t *testing.T) {
 	}
 	if _, err := s.GetRun(ctx, "s-r1"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetRun of the expired session's run: %v", err)
+	}
+	if _, err := s.GetResponse(ctx, "s-resp1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetResponse of the expired session's response: %v", err)
 	}
 	r, _, err := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "s-r2"}})
 	if err != nil || r.Seq != 1 {
@@ -441,6 +453,9 @@ func TestExpiredSessionLeftovers(t *testing.T) {
 	}
 	if _, err := s.GetApproval(ctx, "t-a1"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetApproval of the expired session's approval: %v", err)
+	}
+	if _, err := s.GetResponse(ctx, "t-resp1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetResponse of the expired session's response: %v", err)
 	}
 }
 

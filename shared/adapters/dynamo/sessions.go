@@ -79,10 +79,10 @@ func (s *Store) purgeLeftovers(ctx context.Context, id string) error {
 	return nil
 }
 
-// purge deletes a session's partition and the run and approval items it
-// indexes: first those, then the partition, then the SESSION item, so that
-// an interrupted purge can be run again. keepLive keeps the SESSION and
-// LANE items.
+// purge deletes a session's partition and the run, approval and response
+// items it indexes: first those, then the partition, then the SESSION
+// item, so that an interrupted purge can be run again. keepLive keeps the
+// SESSION and LANE items.
 func (s *Store) purge(ctx context.Context, id string, keepLive bool) error {
 	pk := sessionPK(id)
 	var items []item
@@ -91,7 +91,7 @@ func (s *Store) purge(ctx context.Context, id string, keepLive bool) error {
 		ConsistentRead:            aws.Bool(true),
 		KeyConditionExpression:    aws.String("pk = :pk"),
 		ExpressionAttributeValues: item{":pk": attrS(pk)},
-		ProjectionExpression:      aws.String("pk, sk, run_id, approval_id"),
+		ProjectionExpression:      aws.String("pk, sk, run_id, approval_id, response_id"),
 	})
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
@@ -114,6 +114,8 @@ func (s *Store) purge(ctx context.Context, id string, keepLive bool) error {
 			outside = append(outside, key(pfxRun+getS(it, "run_id"), skRun), key(pfxRun+getS(it, "run_id"), skCalls))
 		case strings.HasPrefix(sk, pfxApprIdx):
 			outside = append(outside, key(pfxApproval+getS(it, "approval_id"), skApproval))
+		case strings.HasPrefix(sk, pfxRespIdx):
+			outside = append(outside, key(pfxResponse+getS(it, "response_id"), skResponse))
 		}
 		inside = append(inside, key(pk, sk))
 	}
@@ -145,9 +147,9 @@ func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error
 	}, nil
 }
 
-// DeleteSession removes the session with its history, runs, approvals and
-// lane; an unknown session is no error. It also cleans up after a session
-// whose SESSION item TTL removed.
+// DeleteSession removes the session with its history, runs, approvals,
+// responses and lane; an unknown session is no error. It also cleans up
+// after a session whose SESSION item TTL removed.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	if err := s.purge(ctx, id, false); err != nil {
 		return fmt.Errorf("dynamo: delete session %q: %w", id, err)

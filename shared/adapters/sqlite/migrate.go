@@ -255,6 +255,24 @@ UPDATE memory_state SET generation = generation + 1;
 ALTER TABLE runs ADD COLUMN options BLOB;
 ALTER TABLE approvals ADD COLUMN kind TEXT NOT NULL DEFAULT '';
 `,
+	// 8: stored responses of the Responses API, each a pointer to the run
+	// that answered it; DeleteSession deletes them with their session.
+	`
+CREATE TABLE responses (
+	id          TEXT    NOT NULL PRIMARY KEY,
+	owner       TEXT    NOT NULL,
+	agent       TEXT    NOT NULL,
+	session_id  TEXT    NOT NULL REFERENCES sessions(id),
+	run_id      TEXT    NOT NULL,
+	seq         INTEGER NOT NULL,
+	previous_id TEXT    NOT NULL DEFAULT '',
+	request     BLOB,
+	created_at  INTEGER NOT NULL
+) STRICT;
+
+-- Serves DeleteSession and the foreign key check on deleting a session.
+CREATE INDEX responses_session ON responses (session_id);
+`,
 }
 
 // migrate applies the migrations the database has not seen, in one

@@ -45,16 +45,16 @@ func (db *DB) GetSession(ctx context.Context, id string) (store.Session, error) 
 	return s, nil
 }
 
-// DeleteSession removes the session with its history, runs and approvals,
-// in one transaction. Deleting a missing session is not an error, so a
-// retried cleanup succeeds.
+// DeleteSession removes the session with its history, runs, approvals and
+// responses, in one transaction. Deleting a missing session is not an
+// error, so a retried cleanup succeeds.
 func (db *DB) DeleteSession(ctx context.Context, id string) error {
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: delete session %q: begin: %w", id, err)
 	}
 	defer tx.Rollback()
-	for _, st := range []*sql.Stmt{db.st.deleteSessMsgs, db.st.deleteSessRuns, db.st.deleteSessAppr, db.st.deleteSession} {
+	for _, st := range []*sql.Stmt{db.st.deleteSessMsgs, db.st.deleteSessRuns, db.st.deleteSessAppr, db.st.deleteSessResp, db.st.deleteSession} {
 		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, id); err != nil {
 			return fmt.Errorf("sqlite: delete session %q: %w", id, err)
 		}

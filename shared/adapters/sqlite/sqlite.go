@@ -1,6 +1,6 @@
 // Package sqlite is the embedded store.Store adapter: sessions, history,
-// run queues, approvals and API keys in one SQLite file, through
-// modernc.org/sqlite (pure Go, no cgo). The same file holds agent
+// run queues, approvals, API keys and stored responses in one SQLite file,
+// through modernc.org/sqlite (pure Go, no cgo). The same file holds agent
 // memories: DB.MemoryIndex is the embedded memory.Index.
 //
 // A DB holds two connection pools on the file. Every write goes through a

@@ -301,6 +301,34 @@ func TestMigrateFromV1(t *testing.T) {
 	}
 }
 
+// TestMigrateFromV7 opens a database written by schema 7: its sessions
+// take responses, which go with them.
+func TestMigrateFromV7(t *testing.T) {
+	ctx := t.Context()
+	path := tempPath(t)
+	writeOldSchema(t, path, 7, "INSERT INTO sessions (id, agent, owner, created_at, updated_at) VALUES ('s', 'main', 'key:k', 1000, 2000)")
+
+	db := open(t, path)
+	want := store.Response{ID: "resp", Owner: "key:k", Agent: "main", SessionID: "s", RunID: "r", Seq: 1,
+		Request: []byte(`{"model":"main"}`), CreatedAt: time.UnixMilli(3000).UTC()}
+	if err := db.CreateResponse(ctx, want); err != nil {
+		t.Fatalf("CreateResponse: %v", err)
+	}
+	got, err := db.GetResponse(ctx, "resp")
+	if err != nil {
+		t.Fatalf("GetResponse: %v", err)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("response after migration (-want +got):\n%s", d)
+	}
+	if err := db.DeleteSession(ctx, "s"); err != nil {
+		t.Fatalf("DeleteSession: %v", err)
+	}
+	if _, err := db.GetResponse(ctx, "resp"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetResponse after DeleteSession: error %v, want ErrNotFound", err)
+	}
+}
+
 // writeOldSchema writes at path a database of schema version, as a binary
 // of that version would have left it, with the rows stmts insert.
 func writeOldSchema(t *testing.T, path string, version int, stmts ...string) {
@@ -465,11 +493,18 @@ func TestZeroTimesDefaultToNow(t *testing.T) {
 	if err != nil {
 		t.Fatalf("EnqueueRun: %v", err)
 	}
+	if err := db.CreateResponse(ctx, store.Response{ID: "resp", SessionID: "s", RunID: "r", Seq: r.Seq}); err != nil {
+		t.Fatalf("CreateResponse: %v", err)
+	}
 	sess, err := db.GetSession(ctx, "s")
 	if err != nil {
 		t.Fatalf("GetSession: %v", err)
 	}
-	for name, tm := range map[string]time.Time{"session created": sess.CreatedAt, "run created": r.CreatedAt} {
+	resp, err := db.GetResponse(ctx, "resp")
+	if err != nil {
+		t.Fatalf("GetResponse: %v", err)
+	}
+	for name, tm := range map[string]time.Time{"session created": sess.CreatedAt, "run created": r.CreatedAt, "response created": resp.CreatedAt} {
 		if tm.Before(before) {
 			t.Errorf("%s = %v, want now (not before %v)", name, tm, before)
 		}
@@ -487,6 +522,8 @@ func TestQueryPlans(t *testing.T) {
 		{`SELECT key, run_id, body, created_at FROM messages WHERE session_id = 'x' ORDER BY key`, "PRIMARY KEY"},
 		{`SELECT ` + approvalColumns + ` FROM approvals WHERE session_id = 'x' AND status = 'pending' ORDER BY created_at, id LIMIT 1`, "approvals_session"},
 		{`DELETE FROM approvals WHERE session_id = 'x'`, "approvals_session"},
+		{`SELECT ` + responseColumns + ` FROM responses WHERE id = 'x'`, "sqlite_autoindex_responses_1"},
+		{`DELETE FROM responses WHERE session_id = 'x'`, "responses_session"},
 	} {
 		rows, err := db.r.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.query)
 		if err != nil {
@@ -506,7 +543,8 @@ func TestQueryPlans(t *testing.T) {
 		}
 		rows.Close()
 		text := strings.Join(plan, "; ")
-		if !strings.Contains(text, tc.want) || strings.Contains(text, "TEMP B-TREE") || slices.Contains(plan, "SCAN runs") || slices.Contains(plan, "SCAN approvals") {
+		if !strings.Contains(text, tc.want) || strings.Contains(text, "TEMP B-TREE") || slices.Contains(plan, "SCAN runs") || slices.Contains(plan, "SCAN approvals") ||
+			slices.Contains(plan, "SCAN responses") {
 			t.Errorf("plan of %q = %q, want it to use %s without sorting or a full table scan", tc.query, text, tc.want)
 		}
 	}

@@ -12,6 +12,7 @@ const (
 	runColumns      = `id, session_id, seq, status, state, options, created_at, updated_at`
 	keyColumns      = `id, name, hash, prefix, agents, autonomy, rate_per_minute, created_at, revoked_at`
 	approvalColumns = `id, session_id, run_id, kind, calls, tools, prompt, status, decision, token, created_at, resolved_at`
+	responseColumns = `id, owner, agent, session_id, run_id, seq, previous_id, request, created_at`
 )
 
 // statements are prepared once at Open: writes on the writer pool, reads on
@@ -32,6 +33,7 @@ type statements struct {
 	deleteSessMsgs *sql.Stmt
 	deleteSessRuns *sql.Stmt
 	deleteSessAppr *sql.Stmt
+	deleteSessResp *sql.Stmt
 	deleteSession  *sql.Stmt
 	allowTool      *sql.Stmt
 	createApproval *sql.Stmt
@@ -40,6 +42,8 @@ type statements struct {
 	setApprToken   *sql.Stmt
 	createKey      *sql.Stmt
 	revokeKey      *sql.Stmt
+	createResponse *sql.Stmt
+	deleteResponse *sql.Stmt
 
 	// reader
 	getSession  *sql.Stmt
@@ -55,6 +59,7 @@ type statements struct {
 	pending     *sql.Stmt
 	keyByHash   *sql.Stmt
 	listKeys    *sql.Stmt
+	getResponse *sql.Stmt
 	all         []*sql.Stmt
 }
 
@@ -84,6 +89,7 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 		{w, &s.deleteSessMsgs, `DELETE FROM messages WHERE session_id = ?`},
 		{w, &s.deleteSessRuns, `DELETE FROM runs WHERE session_id = ?`},
 		{w, &s.deleteSessAppr, `DELETE FROM approvals WHERE session_id = ?`},
+		{w, &s.deleteSessResp, `DELETE FROM responses WHERE session_id = ?`},
 		{w, &s.deleteSession, `DELETE FROM sessions WHERE id = ?`},
 		// One statement, so concurrent additions cannot lose each other. It
 		// matches the session's row whether or not the tool is listed, so
@@ -102,6 +108,9 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 		{w, &s.createKey, `INSERT INTO api_keys (` + keyColumns + `)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{w, &s.revokeKey, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`},
+		{w, &s.createResponse, `INSERT INTO responses (` + responseColumns + `)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+		{w, &s.deleteResponse, `DELETE FROM responses WHERE id = ?`},
 
 		{r, &s.getSession, `SELECT agent, owner, ephemeral, allowlist, created_at, updated_at FROM sessions WHERE id = ?`},
 		{r, &s.getMessage, `SELECT run_id, body, created_at FROM messages WHERE session_id = ? AND key = ?`},
@@ -123,6 +132,7 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 			WHERE session_id = ? AND status = 'pending' ORDER BY created_at, id LIMIT 1`},
 		{r, &s.keyByHash, `SELECT ` + keyColumns + ` FROM api_keys WHERE hash = ?`},
 		{r, &s.listKeys, `SELECT ` + keyColumns + ` FROM api_keys ORDER BY created_at, id`},
+		{r, &s.getResponse, `SELECT ` + responseColumns + ` FROM responses WHERE id = ?`},
 	}
 	for _, p := range list {
 		st, err := p.db.PrepareContext(ctx, p.query)

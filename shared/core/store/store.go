@@ -211,8 +211,8 @@ type Sessions interface {
 	// CreateSession stores s unless its id exists; it returns ErrExists then.
 	CreateSession(ctx context.Context, s Session) error
 	GetSession(ctx context.Context, id string) (Session, error)
-	// DeleteSession removes the session with its history, runs and
-	// approvals.
+	// DeleteSession removes the session with its history, runs,
+	// approvals and responses.
 	DeleteSession(ctx context.Context, id string) error
 	// AllowTool adds a tool to the session's allowlist; adding one twice
 	// keeps one. It is ErrNotFound for an unknown session.
@@ -315,7 +315,8 @@ type Response struct {
 
 // Responses stores the responses of the Responses API.
 type Responses interface {
-	// CreateResponse stores r; ErrExists if its id is taken.
+	// CreateResponse stores r; ErrExists if its id is taken, in any
+	// session, and ErrNotFound if its session does not exist.
 	CreateResponse(ctx context.Context, r Response) error
 	// GetResponse returns the response of that id, or ErrNotFound.
 	GetResponse(ctx context.Context, id string) (Response, error)
@@ -331,5 +332,6 @@ type Store interface {
 	Approvals
 	Keys
 	Jobs
+	Responses
 	Close() error
 }

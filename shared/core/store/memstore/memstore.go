@@ -28,6 +28,8 @@ type Store struct {
 	// kind and id.
 	calls map[string][]chat.ToolCall
 	jobs  map[string]map[string]store.Job
+	// responses are the stored responses of the Responses API by id.
+	responses map[string]store.Response
 }
 
 type session struct {
@@ -35,8 +37,10 @@ type session struct {
 	nextSeq int64
 	msgs    map[string]store.Message
 	runs    []string
-	// approvals are the ids of the session's approvals.
+	// approvals are the ids of the session's approvals, responses those
+	// of its responses.
 	approvals []string
+	responses []string
 }
 
 // New returns an empty store.
@@ -48,6 +52,7 @@ func New() *Store {
 		keys:      map[string]store.APIKey{},
 		calls:     map[string][]chat.ToolCall{},
 		jobs:      map[string]map[string]store.Job{},
+		responses: map[string]store.Response{},
 	}
 }
 
@@ -95,6 +100,9 @@ func (m *Store) DeleteSession(_ context.Context, id string) error {
 		}
 		for _, a := range s.approvals {
 			delete(m.approvals, a)
+		}
+		for _, r := range s.responses {
+			delete(m.responses, r)
 		}
 		delete(m.sessions, id)
 	}
@@ -501,6 +509,51 @@ func (m *Store) RevokeKey(_ context.Context, id string, at time.Time) error {
 		t := utc(at)
 		k.RevokedAt = &t
 		m.keys[id] = k
+	}
+	return nil
+}
+
+// CreateResponse implements store.Responses; the session must exist.
+func (m *Store) CreateResponse(_ context.Context, r store.Response) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.responses[r.ID]; ok {
+		return fmt.Errorf("response %s: %w", r.ID, store.ErrExists)
+	}
+	s, ok := m.sessions[r.SessionID]
+	if !ok {
+		return fmt.Errorf("response %s in session %s: %w", r.ID, r.SessionID, store.ErrNotFound)
+	}
+	r.Request = slices.Clone(r.Request)
+	r.CreatedAt = utc(r.CreatedAt)
+	m.responses[r.ID] = r
+	s.responses = append(s.responses, r.ID)
+	return nil
+}
+
+// GetResponse implements store.Responses.
+func (m *Store) GetResponse(_ context.Context, id string) (store.Response, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.responses[id]
+	if !ok {
+		return store.Response{}, fmt.Errorf("response %s: %w", id, store.ErrNotFound)
+	}
+	r.Request = slices.Clone(r.Request)
+	return r, nil
+}
+
+// DeleteResponse implements store.Responses.
+func (m *Store) DeleteResponse(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.responses[id]
+	if !ok {
+		return fmt.Errorf("delete response %s: %w", id, store.ErrNotFound)
+	}
+	delete(m.responses, id)
+	if s, ok := m.sessions[r.SessionID]; ok {
+		s.responses = slices.DeleteFunc(s.responses, func(x string) bool { return x == id })
 	}
 	return nil
 }

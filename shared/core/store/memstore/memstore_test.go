@@ -49,4 +49,18 @@ func TestNoAliasing(t *testing.T) {
 	if a, _ := m.GetApproval(ctx, "a"); a.Calls[0] != "c1" || a.Tools[0] != "shell" || a.ResolvedAt.IsZero() {
 		t.Errorf("approval changed through a returned value: %+v", a)
 	}
+
+	req := []byte(`{"model":"main"}`)
+	if err := m.CreateResponse(ctx, store.Response{ID: "resp", SessionID: "s", Request: req}); err != nil {
+		t.Fatalf("CreateResponse: %v", err)
+	}
+	req[2] = 'X'
+	resp, err := m.GetResponse(ctx, "resp")
+	if err != nil {
+		t.Fatalf("GetResponse: %v", err)
+	}
+	resp.Request[2] = 'Y'
+	if resp, _ := m.GetResponse(ctx, "resp"); string(resp.Request) != `{"model":"main"}` {
+		t.Errorf("Request = %s, want {\"model\":\"main\"}", resp.Request)
+	}
 }

@@ -72,6 +72,12 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"CreateKey", testCreateKey},
 		{"ListKeysOrder", testListKeysOrder},
 		{"RevokeKey", testRevokeKey},
+		{"ResponseRoundTrip", testResponseRoundTrip},
+		{"CreateResponseDuplicate", testCreateResponseDuplicate},
+		{"CreateResponseUnknownSession", testCreateResponseUnknownSession},
+		{"CreateResponseConcurrent", testCreateResponseConcurrent},
+		{"DeleteResponse", testDeleteResponse},
+		{"DeleteSessionResponses", testDeleteSessionResponses},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
