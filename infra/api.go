@@ -99,6 +99,11 @@ func (s *builder) restAPI() {
 		AddResource(jsii.String("completions"), nil).
 		AddMethod(jsii.String("POST"), stream, nil)
 	v1.AddResource(jsii.String("embeddings"), nil).AddMethod(jsii.String("POST"), stream, nil)
+	responses := v1.AddResource(jsii.String("responses"), nil)
+	responses.AddMethod(jsii.String("POST"), stream, nil)
+	response := responses.AddResource(jsii.String("{id}"), nil)
+	response.AddMethod(jsii.String("GET"), stream, nil)
+	response.AddMethod(jsii.String("DELETE"), stream, nil)
 
 	if s.cfg.Telegram {
 		telegram := awsapigateway.NewLambdaIntegration(s.fns["telegram"], &awsapigateway.LambdaIntegrationOptions{

@@ -197,7 +197,8 @@ func testRestAPIStreaming(t *testing.T, s *synthesized) {
 
 	routes := restPaths(s)
 	apiFn := s.functionID(t, "api")
-	apiRoutes := []string{"GET /health", "GET /v1/models", "GET /v1/models/{model}", "POST /v1/chat/completions", "POST /v1/embeddings"}
+	apiRoutes := []string{"GET /health", "GET /v1/models", "GET /v1/models/{model}", "POST /v1/chat/completions", "POST /v1/embeddings",
+		"POST /v1/responses", "GET /v1/responses/{id}", "DELETE /v1/responses/{id}"}
 	for _, route := range apiRoutes {
 		p, ok := routes[route]
 		if !ok {

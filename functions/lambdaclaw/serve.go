@@ -149,6 +149,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	gw, err := gateway.New(gateway.Config{
 		Runner: driver, Events: hub, Keys: db, Runs: db, Limiter: ratelimit.New(time.Minute),
 		Agents: agents.Names, HasAgent: agents.Has, Created: agents.Created, Embedder: emb, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
+		Responses: db, Threads: loop,
 		MaxConcurrentPerKey: cfg.Server.MaxConcurrentPerKey, MaxWebSocketsPerKey: cfg.Server.MaxWebSocketsPerKey,
 		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
 	})

@@ -187,6 +187,7 @@ type functionDef struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
 }
 
 type functionTool struct {
@@ -225,7 +226,7 @@ func (c *toolCache) encode(defs []chat.ToolDef) (json.RawMessage, error) {
 		if td.Name == "" {
 			return nil, errors.New("tool definition has no name")
 		}
-		tools[i] = functionTool{Type: "function", Function: functionDef{Name: td.Name, Description: td.Description, Parameters: td.Parameters}}
+		tools[i] = functionTool{Type: "function", Function: functionDef{Name: td.Name, Description: td.Description, Parameters: td.Parameters, Strict: td.Strict}}
 	}
 	b, err := json.Marshal(tools)
 	if err != nil {

@@ -83,7 +83,7 @@ type requestTool struct {
 
 // functionTool checks one client function tool, field names prefixed
 // with at.
-func functionTool(at, name, description string, params json.RawMessage) (chat.ToolDef, error) {
+func functionTool(at, name, description string, params json.RawMessage, strict *bool) (chat.ToolDef, error) {
 	if !toolName.MatchString(name) {
 		return chat.ToolDef{}, badParam(at+"name", "%sname must be 1 to 64 letters, digits, underscores or dashes; got %q", at, name)
 	}
@@ -93,7 +93,7 @@ func functionTool(at, name, description string, params json.RawMessage) (chat.To
 	} else if params[0] != '{' {
 		return chat.ToolDef{}, badParam(at+"parameters", "%sparameters must be a JSON Schema object", at)
 	}
-	return chat.ToolDef{Name: name, Description: description, Parameters: params}, nil
+	return chat.ToolDef{Name: name, Description: description, Parameters: params, Strict: strict}, nil
 }
 
 // chatTools converts the tools of a chat completion request.
@@ -107,7 +107,7 @@ func chatTools(tools []requestTool) ([]chat.ToolDef, error) {
 		if t.Type != "function" || t.Function == nil {
 			return nil, badParam(at+".type", "%s.type must be \"function\" with a function object; other tool types are not supported", at)
 		}
-		d, err := functionTool(at+".function.", t.Function.Name, t.Function.Description, t.Function.Parameters)
+		d, err := functionTool(at+".function.", t.Function.Name, t.Function.Description, t.Function.Parameters, t.Function.Strict)
 		if err != nil {
 			return nil, err
 		}

@@ -121,7 +121,7 @@ func (req *responsesRequest) options() (agent.Options, error) {
 		if t.Type != "function" {
 			return o, badParam(at+"type", "%stype must be \"function\"; other tool types are not supported", at)
 		}
-		d, err := functionTool(at, t.Name, t.Description, t.Parameters)
+		d, err := functionTool(at, t.Name, t.Description, t.Parameters, t.Strict)
 		if err != nil {
 			return o, err
 		}
@@ -445,8 +445,8 @@ type incompleteDetails struct {
 }
 
 type responseUsage struct {
-	InputTokens         int `json:"input_tokens"`
-	InputTokensDetails  struct {
+	InputTokens        int `json:"input_tokens"`
+	InputTokensDetails struct {
 		CachedTokens int `json:"cached_tokens"`
 	} `json:"input_tokens_details"`
 	OutputTokens        int `json:"output_tokens"`

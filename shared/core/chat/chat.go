@@ -39,6 +39,9 @@ type ToolDef struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
+	// Strict asks the model to follow the schema exactly (OpenAI's strict
+	// mode), when set.
+	Strict *bool `json:"strict,omitempty"`
 }
 
 // Usage counts tokens.

@@ -331,6 +331,7 @@ func (r *Root) API() (http.Handler, error) {
 	return gateway.New(gateway.Config{
 		Runner: runner, Events: r.Hub, Keys: r.Store, Runs: r.Store, Limiter: r.Limiter,
 		Agents: r.Agents.Names, Identity: r.Identity, Log: r.Log, Embedder: r.Embedder,
+		Responses: r.Store, Threads: r.Loop,
 		// The agents are the deployment's: created with its table.
 		Created: func(string) time.Time { return r.Store.Created() },
 	})
