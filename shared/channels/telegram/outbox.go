@@ -20,6 +20,10 @@ const (
 // cancelled context.
 const markTimeout = 5 * time.Second
 
+// sendTimeout bounds one sendMessage of the outbox, which shutdown does
+// not cut short.
+const sendTimeout = 5 * time.Second
+
 // outboxStore is what the outbox needs of the store (store.Telegram).
 type outboxStore interface {
 	AddOutbox(ctx context.Context, msgs []store.OutboxMessage) error
@@ -130,7 +134,12 @@ func (o *outbox) pass(ctx context.Context) (next time.Time, pending int) {
 			}
 			continue
 		}
-		id, err := o.sender.SendMessage(ctx, m.ChatID, m.Text)
+		// A send once started is finished even when shutting down: a
+		// request cut off after Telegram took the message would leave it
+		// unmarked, and the restarted server would send it again.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
+		id, err := o.sender.SendMessage(sctx, m.ChatID, m.Text)
+		cancel()
 		if err == nil {
 			// Telegram has the message: record that even when shutting
 			// down, or the restarted server would send it again.

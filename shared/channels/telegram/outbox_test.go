@@ -56,7 +56,7 @@ type fakeSender struct {
 	sent   []string
 }
 
-func (s *fakeSender) SendMessage(_ context.Context, chatID int64, text string) (int64, error) {
+func (s *fakeSender) SendMessage(ctx context.Context, chatID int64, text string) (int64, error) {
 	if s.cancel != nil {
 		s.cancel()
 	}
@@ -64,6 +64,11 @@ func (s *fakeSender) SendMessage(_ context.Context, chatID int64, text string) (
 		return 0, err
 	}
 	s.sent = append(s.sent, text)
+	// Telegram has the message; a client whose request context ended
+	// meanwhile never reads the answer.
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	return int64(len(s.sent)), nil
 }
 
