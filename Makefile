@@ -39,10 +39,11 @@ build:
 bench:
 	$(GO) test -run '^$$' -bench 'Completion|StreamTTFB' -benchtime 2000x -count 1 ./tests/bench/
 	$(GO) test -run '^$$' -bench 'Throughput' -benchtime 3000x -count 1 ./tests/bench/
+	$(GO) test -run '^$$' -bench 'ClientTools' -benchtime 500x -count 1 ./tests/bench/
 	$(GO) test -run '^$$' -bench 'Startup' -benchtime 20x -count 1 ./tests/bench/
 	$(GO) test -run '^$$' -bench 'HugeReply' -benchtime 3x -count 1 ./tests/bench/
-	$(GO) test -run '^$$' -bench 'MemorySearch' -benchtime 1000x -count 1 ./shared/sqlite/
-	$(GO) test -run '^$$' -bench 'MemoryIndex' -benchtime 2s -count 1 ./shared/sqlite/
+	$(GO) test -run '^$$' -bench 'MemorySearch' -benchtime 1000x -count 1 ./shared/adapters/sqlite/
+	$(GO) test -run '^$$' -bench 'MemoryIndex' -benchtime 2s -count 1 ./shared/adapters/sqlite/
 
 ## lint: formatting and vet
 lint:
