@@ -77,7 +77,7 @@ func (req *completionRequest) options() (agent.Options, error) {
 		return o, err
 	}
 	p := &o.Params
-	if p.ToolChoice, err = chatToolChoice(req.ToolChoice); err != nil {
+	if p.ToolChoice, err = toolChoice(req.ToolChoice); err != nil {
 		return o, err
 	}
 	if p.Stop, err = stopList(req.Stop); err != nil {
@@ -117,22 +117,9 @@ const maxSessionKey = 256
 
 func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 	k := keyOf(r)
-	body, ok := g.readBody(w, r)
-	if !ok {
-		return
-	}
 	var req completionRequest
-	if err := decodeStrict(body, &req); err != nil {
-		writeRequestError(w, "invalid_json", err)
-		return
-	}
-	if req.Model == "" {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "missing_model", "model is required: name an agent, e.g. \"default\"")
-		return
-	}
-	name, ok := g.agentFor(k, req.Model)
+	name, ok := g.openRequest(w, r, &req, &req.Model)
 	if !ok {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("the model %q does not exist or this key may not use it", req.Model))
 		return
 	}
 	msgs, err := convertMessages(req.Messages)

@@ -30,7 +30,8 @@ type Embedder interface {
 }
 
 // embeddingRequest is OpenAI's request to create embeddings. User is
-// accepted and not used.
+// accepted and not used; other fields are refused, as OpenAI refuses
+// them.
 type embeddingRequest struct {
 	Model          string          `json:"model"`
 	Input          json.RawMessage `json:"input"`
@@ -42,21 +43,8 @@ type embeddingRequest struct {
 // embeddings answers OpenAI's "create embeddings" with the embedder every
 // agent shares; the model names an agent the key may use.
 func (g *Gateway) embeddings(w http.ResponseWriter, r *http.Request) {
-	body, ok := g.readBody(w, r)
-	if !ok {
-		return
-	}
 	var req embeddingRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body is not valid JSON: "+err.Error())
-		return
-	}
-	if req.Model == "" {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "missing_model", "model is required: name an agent, e.g. \"default\"")
-		return
-	}
-	if _, ok := g.agentFor(keyOf(r), req.Model); !ok {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("the model %q does not exist or this key may not use it", req.Model))
+	if _, ok := g.openRequest(w, r, &req, &req.Model); !ok {
 		return
 	}
 	if g.cfg.Embedder == nil {

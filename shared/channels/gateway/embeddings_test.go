@@ -165,7 +165,7 @@ func TestEmbeddings(t *testing.T) {
 		{"null dimensions", `{"model":"default","input":"a","dimensions":null}`, []string{"a"}, 0, false},
 		{"float", `{"model":"default","input":"a","encoding_format":"float"}`, []string{"a"}, 0, false},
 		{"base64", `{"model":"default","input":["a","bb"],"encoding_format":"base64","dimensions":4}`, []string{"a", "bb"}, 4, true},
-		{"user and unknown fields", `{"model":"default","input":"a","user":"u-1","extra":{"x":1}}`, []string{"a"}, 0, false},
+		{"user", `{"model":"default","input":"a","user":"u-1"}`, []string{"a"}, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,7 +215,8 @@ func TestEmbeddingsBadRequests(t *testing.T) {
 		{"malformed JSON", `{"model":"default",`, badRequest("invalid_json"), "not valid JSON"},
 		{"trailing data", `{"model":"default","input":"a"} {}`, badRequest("invalid_json"), "not valid JSON"},
 		{"empty body", ``, badRequest("invalid_json"), "not valid JSON"},
-		{"model not a string", `{"model":5,"input":"a"}`, badRequest("invalid_json"), "not valid JSON"},
+		{"model not a string", `{"model":5,"input":"a"}`, badRequest("invalid_type"), "model must be of type string"},
+		{"unknown field", `{"model":"default","input":"a","extra":{"x":1}}`, badRequest("unknown_parameter"), "Unrecognized request argument supplied: extra"},
 		{"missing model", `{"input":"a"}`, badRequest("missing_model"), "model is required"},
 		{"unknown model", `{"model":"ghost","input":"a"}`, apiErr{http.StatusNotFound, "invalid_request_error", "model_not_found"}, `"ghost"`},
 		{"no input", `{"model":"default"}`, badRequest("invalid_input"), "input is required"},

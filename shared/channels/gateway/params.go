@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,30 @@ func writeRequestError(w http.ResponseWriter, code string, err error) {
 	writeJSON(w, http.StatusBadRequest, struct {
 		Error apiError `json:"error"`
 	}{e})
+}
+
+// openRequest reads a request to an agent (a chat completion, a
+// response) into v, whose model field is model, and returns the agent the
+// model names, which the key must be allowed. When it is false it has
+// answered the client.
+func (g *Gateway) openRequest(w http.ResponseWriter, r *http.Request, v any, model *string) (string, bool) {
+	body, ok := g.readBody(w, r)
+	if !ok {
+		return "", false
+	}
+	if err := decodeStrict(body, v); err != nil {
+		writeRequestError(w, "invalid_json", err)
+		return "", false
+	}
+	if *model == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "missing_model", "model is required: name an agent, e.g. \"default\"")
+		return "", false
+	}
+	name, ok := g.agentFor(keyOf(r), *model)
+	if !ok {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("the model %q does not exist or this key may not use it", *model))
+	}
+	return name, ok
 }
 
 // decodeStrict decodes body into v, refusing fields v does not have, as
@@ -116,10 +141,12 @@ func chatTools(tools []requestTool) ([]chat.ToolDef, error) {
 	return out, nil
 }
 
-// chatToolChoice reads tool_choice: "auto", "none", "required", or
-// {"type":"function","function":{"name":...}}.
-func chatToolChoice(raw json.RawMessage) (*llm.ToolChoice, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+// toolChoice reads tool_choice: "auto", "none", "required", or a named
+// function, {"type":"function","function":{"name":...}} as Chat
+// Completions sends it or {"type":"function","name":...} as the Responses
+// API does.
+func toolChoice(raw json.RawMessage) (*llm.ToolChoice, error) {
+	if !set(raw) {
 		return nil, nil
 	}
 	var mode string
@@ -132,14 +159,19 @@ func chatToolChoice(raw json.RawMessage) (*llm.ToolChoice, error) {
 	}
 	var named struct {
 		Type     string `json:"type"`
+		Name     string `json:"name"`
 		Function struct {
 			Name string `json:"name"`
 		} `json:"function"`
 	}
-	if err := json.Unmarshal(raw, &named); err != nil || named.Type != "function" || named.Function.Name == "" {
+	name := ""
+	if err := json.Unmarshal(raw, &named); err == nil && named.Type == "function" {
+		name = cmp.Or(named.Function.Name, named.Name)
+	}
+	if name == "" {
 		return nil, badParam("tool_choice", `tool_choice must be "auto", "none", "required" or {"type":"function","function":{"name":"..."}}`)
 	}
-	return &llm.ToolChoice{Mode: llm.ToolsFunction, Name: named.Function.Name}, nil
+	return &llm.ToolChoice{Mode: llm.ToolsFunction, Name: name}, nil
 }
 
 // stopList reads stop: a string or an array of at most four strings.

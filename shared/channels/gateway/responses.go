@@ -129,7 +129,7 @@ func (req *responsesRequest) options() (agent.Options, error) {
 	}
 	p := &o.Params
 	var err error
-	if p.ToolChoice, err = responsesToolChoice(req.ToolChoice); err != nil {
+	if p.ToolChoice, err = toolChoice(req.ToolChoice); err != nil {
 		return o, err
 	}
 	if req.Text != nil && req.Text.Format != nil {
@@ -161,30 +161,6 @@ func (req *responsesRequest) options() (agent.Options, error) {
 		o.System = []chat.Message{{Role: chat.System, Content: req.Instructions}}
 	}
 	return o, checkParams(*p)
-}
-
-// responsesToolChoice reads tool_choice: "auto", "none", "required", or
-// {"type":"function","name":...}.
-func responsesToolChoice(raw json.RawMessage) (*llm.ToolChoice, error) {
-	if !set(raw) {
-		return nil, nil
-	}
-	var mode string
-	if json.Unmarshal(raw, &mode) == nil {
-		switch mode {
-		case llm.ToolsAuto, llm.ToolsNone, llm.ToolsRequired:
-			return &llm.ToolChoice{Mode: mode}, nil
-		}
-		return nil, badParam("tool_choice", "tool_choice must be \"auto\", \"none\", \"required\" or a function; got %q", mode)
-	}
-	var named struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
-	}
-	if err := json.Unmarshal(raw, &named); err != nil || named.Type != "function" || named.Name == "" {
-		return nil, badParam("tool_choice", `tool_choice must be "auto", "none", "required" or {"type":"function","name":"..."}`)
-	}
-	return &llm.ToolChoice{Mode: llm.ToolsFunction, Name: named.Name}, nil
 }
 
 // inputItem is one item of a request's input, of any type.
@@ -529,22 +505,9 @@ func (o *responseObject) finish(res *agent.Result) {
 
 func (g *Gateway) responses(w http.ResponseWriter, r *http.Request) {
 	k := keyOf(r)
-	body, ok := g.readBody(w, r)
-	if !ok {
-		return
-	}
 	var req responsesRequest
-	if err := decodeStrict(body, &req); err != nil {
-		writeRequestError(w, "invalid_json", err)
-		return
-	}
-	if req.Model == "" {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "missing_model", "model is required: name an agent, e.g. \"default\"")
-		return
-	}
-	name, ok := g.agentFor(k, req.Model)
+	name, ok := g.openRequest(w, r, &req, &req.Model)
 	if !ok {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("the model %q does not exist or this key may not use it", req.Model))
 		return
 	}
 	opts, err := req.options()
