@@ -422,3 +422,47 @@ func TestClientStepsAreIdempotent(t *testing.T) {
 		t.Errorf("%d results told, want 2 (one per act, as finish does)", results)
 	}
 }
+
+// A run that ends with its client calls (the Responses API) finishes, and
+// its outcome, read later, is those calls; the session's next run starts
+// with their results, which must answer exactly the open calls.
+func TestEndWithClientCalls(t *testing.T) {
+	f := newFixture(t, 5)
+	f.llm.script = append(f.llm.script, callBoth, say("Rain in Oslo."))
+	d, deliver := clientDriver(t, f)
+	in := clientInput("s", "weather?")
+	in.Options.EndWithClientCalls = true
+	first, res, err := deliver(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FinishReason != "tool_calls" || len(res.ToolCalls) != 1 {
+		t.Fatalf("result = %+v, want the client's call", res)
+	}
+	d.Wait()
+	st, out, err := f.loop.Outcome(t.Context(), first.RunID)
+	if err != nil || st.Step != StepDone || out == nil || len(out.ToolCalls) != 1 || out.ToolCalls[0].ID != "c2" {
+		t.Fatalf("outcome = %+v, %+v, %v; want the done run's client call", st, out, err)
+	}
+	if _, err := f.loop.PendingApproval(t.Context(), "s"); !errors.Is(err, ErrNoPendingApproval) {
+		t.Errorf("the run waits: %v", err)
+	}
+	results := func(msgs ...chat.Message) Input {
+		return Input{SessionID: "s", Agent: "a", Owner: "key:k1", Autonomy: tool.Supervised, Interactive: true, Messages: msgs}
+	}
+	if _, _, err := deliver(results(chat.Message{Role: chat.Tool, ToolCallID: "c9", Content: "x"})); !isInputError(err) {
+		t.Errorf("a result for another call: %v, want an InputError", err)
+	}
+	next, res, err := deliver(results(chat.Message{Role: chat.Tool, ToolCallID: "c2", Content: "rain"}, user("and tomorrow?")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.RunID == first.RunID || res.Content != "Rain in Oslo." {
+		t.Errorf("next run %s (first %s), result %+v", next.RunID, first.RunID, res)
+	}
+	d.Wait()
+	hist := f.history(t, "s")
+	if got := hist[3]; got.Role != chat.Tool || got.ToolCallID != "c2" || got.Content != "rain" {
+		t.Errorf("history[3] = %+v, want the client's result", got)
+	}
+}

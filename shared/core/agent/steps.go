@@ -461,8 +461,8 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunSta
 // run of the state machine) reads the outcome with it. The answer of an
 // ephemeral session is gone once its run is done.
 //
-// A run parked for its client's tool results has handed them calls: its
-// outcome so far is those calls.
+// A run that handed its client calls of the client's tools, parked for
+// the results or done, has them as its outcome.
 func (l *Loop) Result(ctx context.Context, st RunState) (Result, error) {
 	if st.Failed() {
 		return l.result(ctx, st, nil)
@@ -480,7 +480,9 @@ func (l *Loop) result(ctx context.Context, st RunState, run []store.Message) (Re
 	if st.Failed() {
 		return res, nil
 	}
-	if len(st.ClientCalls) > 0 && (st.Step == StepFinish || st.waitingForClient()) {
+	if len(st.ClientCalls) > 0 {
+		// The run handed its client calls: waiting for the results, or
+		// done with them (stateless, or EndWithClientCalls).
 		calls, content, err := l.clientCalls(ctx, st)
 		if err != nil {
 			return res, fmt.Errorf("load answer of run %s: %w", st.RunID, err)
