@@ -313,10 +313,31 @@ func openCalls(msgs []chat.Message) []string {
 	return open
 }
 
+// hasOpenCalls reports whether a call of msgs has no tool result before
+// the next user or assistant message (or the end).
+func hasOpenCalls(msgs []chat.Message) bool {
+	var open []chat.ToolCall // a copy: DeleteFunc below changes it
+	for _, m := range msgs {
+		switch m.Role {
+		case chat.Tool:
+			open = slices.DeleteFunc(open, func(c chat.ToolCall) bool { return c.ID == m.ToolCallID })
+		case chat.User, chat.Assistant:
+			if len(open) > 0 {
+				return true
+			}
+			open = append(open[:0], m.ToolCalls...)
+		}
+	}
+	return len(open) > 0
+}
+
 // closeOpenCalls answers, as not run, every call of msgs that no tool result
 // answers before the next message of another kind, so that the
 // conversation is one a provider accepts.
 func closeOpenCalls(msgs []chat.Message) []chat.Message {
+	if !hasOpenCalls(msgs) {
+		return msgs
+	}
 	var out []chat.Message
 	var open []chat.ToolCall
 	flush := func() {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -466,3 +467,44 @@ func TestEndWithClientCalls(t *testing.T) {
 		t.Errorf("history[3] = %+v, want the client's result", got)
 	}
 }
+
+func TestCloseOpenCalls(t *testing.T) {
+	call := func(ids ...string) chat.Message {
+		m := chat.Message{Role: chat.Assistant}
+		for _, id := range ids {
+			m.ToolCalls = append(m.ToolCalls, chat.ToolCall{ID: id, Name: "f"})
+		}
+		return m
+	}
+	result := func(id string) chat.Message { return chat.Message{Role: chat.Tool, ToolCallID: id, Content: "ok"} }
+	none := func(id string) chat.Message {
+		return chat.Message{Role: chat.Tool, ToolCallID: id, Name: "f", Content: "error: no result was given for this call; it did not run"}
+	}
+	sys := chat.Message{Role: chat.System, Content: "be brief"}
+	tests := []struct {
+		name string
+		msgs []chat.Message
+		want []chat.Message
+	}{
+		{"no calls", []chat.Message{user("a"), say0("b")}, []chat.Message{user("a"), say0("b")}},
+		{"answered", []chat.Message{user("a"), call("1", "2"), result("2"), result("1"), user("b")}, nil},
+		{"open before a user message", []chat.Message{user("a"), call("1", "2"), result("1"), user("b")},
+			[]chat.Message{user("a"), call("1", "2"), result("1"), none("2"), user("b")}},
+		{"open at the end", []chat.Message{user("a"), call("1")}, []chat.Message{user("a"), call("1"), none("1")}},
+		{"a system message between", []chat.Message{call("1"), sys, result("1")}, nil},
+		{"open before the next call", []chat.Message{call("1"), call("2"), result("2")}, []chat.Message{call("1"), none("1"), call("2"), result("2")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := tt.want
+			if want == nil {
+				want = tt.msgs
+			}
+			if diff := cmp.Diff(want, closeOpenCalls(slices.Clone(tt.msgs))); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func say0(text string) chat.Message { return chat.Message{Role: chat.Assistant, Content: text} }
