@@ -194,6 +194,18 @@ func TestPark(t *testing.T) {
 	if err := f.env.Store.CreateApproval(ctx, ap); err != nil {
 		t.Fatal(err)
 	}
+	// The run is parked, as its approve step leaves it.
+	run, err := f.env.Store.GetRun(ctx, sample.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked := sample
+	parked.Step, parked.Approval = agent.StepWait, ap.ID
+	run.State, _ = json.Marshal(parked)
+	run.Status = store.RunRunning
+	if err := f.env.Store.CommitRun(ctx, store.Commit{Run: run}); err != nil {
+		t.Fatal(err)
+	}
 	resumed := f.env.SFN.AddToken(ev.TaskToken)
 	if _, err := f.handle(ctx, ev); err != nil {
 		t.Fatalf("park: %v", err)
