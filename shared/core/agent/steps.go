@@ -480,7 +480,9 @@ func (l *Loop) result(ctx context.Context, st RunState, run []store.Message) (Re
 	if st.Failed() {
 		return res, nil
 	}
-	if len(st.ClientCalls) > 0 && (st.Step == StepFinish || st.waitingForClient()) {
+	// A run that handed its client calls keeps them as its outcome, also
+	// once done (it ended with them: Options.EndWithClientCalls).
+	if len(st.ClientCalls) > 0 && (st.Step == StepFinish || st.Step == StepDone || st.waitingForClient()) {
 		calls, content, err := l.clientCalls(ctx, st)
 		if err != nil {
 			return res, fmt.Errorf("load answer of run %s: %w", st.RunID, err)
