@@ -156,12 +156,17 @@ func (req *responsesRequest) options() (agent.Options, error) {
 	if req.Reasoning != nil {
 		p.ReasoningEffort = req.Reasoning.Effort
 	}
-	p.Temperature, p.TopP, p.Metadata = req.Temperature, req.TopP, req.Metadata
+	p.Temperature, p.TopP = req.Temperature, req.TopP
 	p.User, p.ParallelToolCalls = cmp.Or(req.User, req.SafetyIdentifier), req.ParallelToolCalls
 	if req.Instructions != "" {
 		o.System = []chat.Message{{Role: chat.System, Content: req.Instructions}}
 	}
-	err = checkParams(*p)
+	// metadata is the response's own, kept with it: a provider would
+	// take it for its stored completions (api.openai.com refuses it
+	// without store). It is checked all the same.
+	checked := *p
+	checked.Metadata = req.Metadata
+	err = checkParams(checked)
 	var pe *paramError
 	if errors.As(err, &pe) && pe.param == "reasoning_effort" {
 		// The Chat Completions name; here it is reasoning.effort.
@@ -280,7 +285,9 @@ func (g *Gateway) inputMessages(ctx context.Context, owner string, raw json.RawM
 	var out []chat.Message
 	for i, it := range items {
 		at := fmt.Sprintf("input[%d]", i)
-		if it.Type == "item_reference" {
+		// An item reference's type is optional (openai-go leaves it out):
+		// an item with an id and no type or role is one.
+		if it.Type == "item_reference" || it.Type == "" && it.Role == "" && it.ID != "" {
 			ref, err := g.referencedItem(ctx, owner, it.ID)
 			if err != nil {
 				return nil, badParam(at+".id", "%s: %v", at, err)

@@ -314,7 +314,7 @@ func TestResponsesOptions(t *testing.T) {
 			agent.Options{Params: llm.Params{MaxTokens: 50, ReasoningEffort: "low", Temperature: ptr(0.2), TopP: ptr(0.9)}}},
 		{"instructions are a system message", `"instructions":"Be brief."`,
 			agent.Options{System: []chat.Message{{Role: chat.System, Content: "Be brief."}}}},
-		{"metadata and user", `"metadata":{"team":"a"},"user":"u-1"`, agent.Options{Params: llm.Params{User: "u-1", Metadata: map[string]string{"team": "a"}}}},
+		{"user is passed on; metadata stays with the response", `"metadata":{"team":"a"},"user":"u-1"`, agent.Options{Params: llm.Params{User: "u-1"}}},
 		{"safety identifier stands for user", `"safety_identifier":"hash-1"`, agent.Options{Params: llm.Params{User: "hash-1"}}},
 		{"accepted without effect", `"include":["message.output_text.logprobs"],"truncation":"auto","service_tier":"auto","prompt_cache_key":"k",` +
 			`"prompt_cache_retention":"24h","store":true,"stream_options":{"include_obfuscation":false},"background":false,"top_logprobs":0,"conversation":null,"prompt":null`,
@@ -851,12 +851,12 @@ func TestResponsesPreviousRefused(t *testing.T) {
 }
 
 // item_reference names an output item of one of the key's stored
-// responses.
+// responses; its type may be left out.
 func TestResponsesItemReference(t *testing.T) {
 	f, prevID, _, _ := previousFixture(t)
 	r := strings.TrimPrefix(prevID, "resp_")
 	ref := func(id string) string { return `{"type":"item_reference","id":"` + id + `"}` }
-	_, in := f.create(`{"model":"default","store":false,"input":[{"role":"user","content":"weather?"},` + ref("msg_"+r) + `,` + ref("fc_"+r+"_0") + `,` + ref("fc_"+r+"_1") + `,` +
+	_, in := f.create(`{"model":"default","store":false,"input":[{"role":"user","content":"weather?"},` + ref("msg_"+r) + `,` + ref("fc_"+r+"_0") + `,{"id":"fc_` + r + `_1"},` +
 		`{"type":"function_call_output","call_id":"call_1","output":"rain"},{"type":"function_call_output","call_id":"call_2","output":"noon"}]}`)
 	want := []chat.Message{userMsg("weather?"), callMsg("Checking.", weatherCall, timeCall), toolMsg("call_1", "rain"), toolMsg("call_2", "noon")}
 	if diff := cmp.Diff(want, in.Messages); diff != "" {

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 )
@@ -63,6 +64,42 @@ func TestResponsesOutcome(t *testing.T) {
 	}
 	if _, _, err := f.loop.Outcome(t.Context(), "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("outcome of an unknown run: %v, want ErrNotFound", err)
+	}
+}
+
+// A run has its outcome once it reaches its finish step, which tells its
+// client before it records the run as done: whoever the client tells
+// next finds the answer there.
+func TestResponsesOutcomeAtFinish(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		script func(llm.Request) (llm.Response, error)
+		want   *Result
+	}{
+		{"an answer", say("hi"), &Result{Content: "hi", Usage: chat.Usage{PromptTokens: 10, CompletionTokens: 2}, FinishReason: "stop"}},
+		{"client calls", callBoth, &Result{Content: "Checking.", ToolCalls: []chat.ToolCall{{ID: "c2", Name: "get_weather", Arguments: weatherArgs}},
+			Usage: chat.Usage{PromptTokens: 20, CompletionTokens: 5, TotalTokens: 25}, FinishReason: "tool_calls"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, 5)
+			f.llm.script = append(f.llm.script, tt.script)
+			st, err := f.loop.Enqueue(t.Context(), responsesInput("s", user("hi")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for st.Step != StepFinish {
+				if st, err = f.loop.Step(t.Context(), st); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, res, err := f.loop.Outcome(t.Context(), st.RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, res); diff != "" {
+				t.Errorf("outcome at finish (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
