@@ -508,6 +508,27 @@ func TestResponseObject(t *testing.T) {
 	}
 }
 
+// A response repeats what its request asked, as created and as GET
+// returns it.
+func TestResponseEcho(t *testing.T) {
+	f := newRespFixture(t)
+	f.answer(agent.Event{Result: helloResult})
+	asked := `"model":"lambdaclaw/default","instructions":"Be brief.","max_output_tokens":100,"parallel_tool_calls":false,` +
+		`"reasoning":{"effort":"low","summary":"auto"},"temperature":0.5,"top_p":0.9,"truncation":"auto","user":"u-1","metadata":{"team":"a"},` +
+		`"text":{"format":{"type":"json_schema","name":"p","schema":{"type":"object"},"strict":true}},` +
+		`"tool_choice":{"type":"function","name":"get_weather"},"tools":[` + respWeatherTool + `]`
+	w := f.post(f.token, `{"input":"hi",`+asked+`}`)
+	id, r := responseID(t, w)
+	want := decodeObject(t, strings.ReplaceAll(responseJSON(`"status":"completed","output":[`+strings.Replace(msgItem, "Checking.", "Hello", 1)+`],`+textUsage+`,`+asked), "_R", "_"+r))
+	if diff := cmp.Diff(want, decodeObject(t, w.Body.String())); diff != "" {
+		t.Errorf("response (-want +got):\n%s", diff)
+	}
+	got := f.do("GET", "/v1/responses/"+id, f.token, "")
+	if diff := cmp.Diff(want, decodeObject(t, got.Body.String())); diff != "" {
+		t.Errorf("GET (-want +got):\n%s", diff)
+	}
+}
+
 // A failed run is an HTTP error for the request that waited for it, as
 // OpenAI answers a failed synchronous request; the stored response says
 // it failed and why.
