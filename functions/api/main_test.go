@@ -21,6 +21,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
+	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
 
 func setup(t *testing.T) (*cloudtest.Env, apigw.StreamHandler) {
@@ -459,5 +460,174 @@ func TestModelsCreated(t *testing.T) {
 		if diff := cmp.Diff(want, list.Data); diff != "" {
 			t.Errorf("models (-want +got):\n%s", diff)
 		}
+	}
+}
+
+// response is what the tests read of a Responses API response.
+type response struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Output []struct {
+		Type    string `json:"type"`
+		ID      string `json:"id"`
+		CallID  string `json:"call_id"`
+		Name    string `json:"name"`
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"output"`
+	Usage *struct {
+		InputTokens int `json:"input_tokens"`
+		TotalTokens int `json:"total_tokens"`
+	} `json:"usage"`
+	Error *struct {
+		Code string `json:"code"`
+	} `json:"error"`
+}
+
+// text is the text of the response's message, if any.
+func (r response) text() string {
+	for _, o := range r.Output {
+		if o.Type == "message" && len(o.Content) > 0 {
+			return o.Content[0].Text
+		}
+	}
+	return ""
+}
+
+// respond sends the responses sample with body and returns the answer,
+// which must be 200.
+func respond(t *testing.T, h apigw.StreamHandler, body string) (response, string) {
+	t.Helper()
+	ev := sample(t, "responses.json")
+	if body != "" {
+		ev.Body = body
+	}
+	resp, raw := invoke(t, h, ev)
+	var r response
+	if err := json.Unmarshal([]byte(raw), &r); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /v1/responses %s = %d %s (%v)", ev.Body, resp.StatusCode, raw, err)
+	}
+	return r, raw
+}
+
+// getResponse sends the GET sample for id and returns the status and body.
+func getResponse(t *testing.T, h apigw.StreamHandler, id string) (int, string) {
+	t.Helper()
+	ev := sample(t, "responses-get.json")
+	ev.Path = "/v1/responses/" + id
+	ev.PathParameters = map[string]string{"id": id}
+	ev.RequestContext.Path = "/prod" + ev.Path
+	resp, body := invoke(t, h, ev)
+	return resp.StatusCode, body
+}
+
+// convo is the conversation of the last model call, without system
+// messages.
+func convo(env *cloudtest.Env) []string {
+	reqs := env.LLM.Requests()
+	var out []string
+	for _, m := range reqs[len(reqs)-1].Messages {
+		switch {
+		case m.Role == "system":
+		case m.Role == "tool":
+			out = append(out, "tool "+m.ToolCallID+": "+m.Content)
+		case len(m.ToolCalls) > 0:
+			out = append(out, m.Role+": "+m.Content+" calls "+m.ToolCalls[0].ID)
+		default:
+			out = append(out, m.Role+": "+m.Content)
+		}
+	}
+	return out
+}
+
+// A response with store false runs inline, like a stateless completion:
+// nothing goes through Step Functions, and nothing is kept.
+func TestResponsesStateless(t *testing.T) {
+	env, h := setup(t)
+	r, _ := respond(t, h, `{"model":"default","store":false,"instructions":"Answer in one sentence.","input":"What is a lambda?"}`)
+	if r.Status != "completed" || r.text() != "echo: What is a lambda?" || r.Usage == nil || r.Usage.TotalTokens == 0 {
+		t.Errorf("response = %+v", r)
+	}
+	if started := env.SFN.Started(); len(started) != 0 {
+		t.Errorf("a response not stored started executions %v", started)
+	}
+	if status, body := getResponse(t, h, r.ID); status != http.StatusNotFound {
+		t.Errorf("GET of a response not stored = %d %s", status, body)
+	}
+	reqs := env.LLM.Requests()
+	if len(reqs) != 1 || !strings.Contains(string(reqs[0].Body), "Answer in one sentence.") {
+		t.Errorf("%d model calls, want one with the instructions", len(reqs))
+	}
+}
+
+// A stored response goes through the state machine; GET returns it;
+// previous_response_id continues its session; a function call round trip
+// goes through the state machine too, the response with the call kept as
+// such.
+func TestResponsesStored(t *testing.T) {
+	env, h := setup(t)
+	step, err := cloud.New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.SFN.Play(step.Driver.Handle)
+
+	first, raw := respond(t, h, "")
+	if first.Status != "completed" || first.text() != "echo: What is a lambda?" {
+		t.Errorf("response = %s", raw)
+	}
+	if status, body := getResponse(t, h, first.ID); status != http.StatusOK || body != raw {
+		t.Errorf("GET = %d\n%s\nwant\n%s", status, body, raw)
+	}
+	second, _ := respond(t, h, `{"model":"default","previous_response_id":"`+first.ID+`","input":"And a closure?"}`)
+	if second.text() != "echo: And a closure?" {
+		t.Errorf("second response = %+v", second)
+	}
+	want := []string{"user: What is a lambda?", "assistant: echo: What is a lambda?", "user: And a closure?"}
+	if diff := cmp.Diff(want, convo(env)); diff != "" {
+		t.Errorf("second model call's conversation (-want +got):\n%s", diff)
+	}
+
+	env.LLM.Enqueue(
+		fakellm.Reply{Content: "Let me check.", ToolCalls: []fakellm.ToolCall{{ID: "call_oslo", Name: "get_weather", Arguments: `{"city":"Oslo"}`}}},
+		fakellm.Reply{Content: "Rain in Oslo."},
+	)
+	const tools = `"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]`
+	third, raw := respond(t, h, `{"model":"default","previous_response_id":"`+second.ID+`","input":"Weather in Oslo?",`+tools+`}`)
+	if len(third.Output) != 2 || third.Output[1].Type != "function_call" || third.Output[1].CallID != "call_oslo" || third.text() != "Let me check." {
+		t.Fatalf("response with a call = %s", raw)
+	}
+	if status, body := getResponse(t, h, third.ID); status != http.StatusOK || body != raw {
+		t.Errorf("GET of the response with a call = %d\n%s\nwant\n%s", status, body, raw)
+	}
+	fourth, _ := respond(t, h, `{"model":"default","previous_response_id":"`+third.ID+`",`+tools+`,`+
+		`"input":[{"type":"function_call_output","call_id":"call_oslo","output":"rain, 4°C"}]}`)
+	if fourth.text() != "Rain in Oslo." {
+		t.Errorf("answer after the output = %+v", fourth)
+	}
+	want = append(want, "assistant: echo: And a closure?", "user: Weather in Oslo?", "assistant: Let me check. calls call_oslo", "tool call_oslo: rain, 4°C")
+	if diff := cmp.Diff(want, convo(env)); diff != "" {
+		t.Errorf("conversation after the output (-want +got):\n%s", diff)
+	}
+	started := env.SFN.Started()
+	if len(started) != 4 {
+		t.Errorf("executions %v, want one per response", started)
+	}
+	for _, name := range started {
+		if e := env.SFN.Wait(name, 5*time.Second); e.Err != nil {
+			t.Errorf("execution %s: %v", name, e.Err)
+		}
+	}
+	// All four are in one session of the key.
+	rec, err := env.Store.GetResponse(t.Context(), fourth.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs, err := env.Store.Messages(t.Context(), rec.SessionID); err != nil || len(msgs) != 8 {
+		t.Errorf("history of the session: %d messages, %v; want 8", len(msgs), err)
+	}
+	if rec.Owner != "key:"+env.Key.ID || rec.PreviousID != third.ID {
+		t.Errorf("record %+v", rec)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -155,12 +156,23 @@ func (req *responsesRequest) options() (agent.Options, error) {
 	if req.Reasoning != nil {
 		p.ReasoningEffort = req.Reasoning.Effort
 	}
-	p.Temperature, p.TopP, p.Metadata = req.Temperature, req.TopP, req.Metadata
+	p.Temperature, p.TopP = req.Temperature, req.TopP
 	p.User, p.ParallelToolCalls = cmp.Or(req.User, req.SafetyIdentifier), req.ParallelToolCalls
 	if req.Instructions != "" {
 		o.System = []chat.Message{{Role: chat.System, Content: req.Instructions}}
 	}
-	return o, checkParams(*p)
+	// metadata is the response's own, kept with it: a provider would
+	// take it for its stored completions (api.openai.com refuses it
+	// without store). It is checked all the same.
+	checked := *p
+	checked.Metadata = req.Metadata
+	err = checkParams(checked)
+	var pe *paramError
+	if errors.As(err, &pe) && pe.param == "reasoning_effort" {
+		// The Chat Completions name; here it is reasoning.effort.
+		err = badParam("reasoning.effort", "%s", strings.ReplaceAll(pe.msg, "reasoning_effort", "reasoning.effort"))
+	}
+	return o, err
 }
 
 // inputItem is one item of a request's input, of any type.
@@ -204,10 +216,32 @@ func itemText(raw json.RawMessage) (string, error) {
 	return b.String(), nil
 }
 
-// inputMessages converts a request's input to messages. Calls join the
-// assistant message before them; item references name items of the
-// owner's stored responses.
-func (g *Gateway) inputMessages(ctx context.Context, owner string, raw json.RawMessage) ([]chat.Message, error) {
+// openCalls follows a conversation, message by message, and holds the
+// calls that wait for their outputs: those of its last assistant message
+// not answered yet. Any other message closes them (the loop answers them
+// as not run).
+type openCalls []string
+
+func (o *openCalls) follow(m chat.Message) {
+	switch m.Role {
+	case chat.Assistant:
+		*o = nil
+		for _, c := range m.ToolCalls {
+			*o = append(*o, c.ID)
+		}
+	case chat.Tool:
+		*o = slices.DeleteFunc(*o, func(id string) bool { return id == m.ToolCallID })
+	default:
+		*o = nil
+	}
+}
+
+// inputMessages converts a request's input, which continues the
+// conversation prior, to messages. Calls join the assistant message
+// before them; item references name items of the owner's stored
+// responses. A function_call_output must answer a call that waits for it,
+// and outputs that open the input answer all the calls prior leaves open.
+func (g *Gateway) inputMessages(ctx context.Context, owner string, raw json.RawMessage, prior []chat.Message) ([]chat.Message, error) {
 	if !set(raw) {
 		return nil, nil
 	}
@@ -219,17 +253,17 @@ func (g *Gateway) inputMessages(ctx context.Context, owner string, raw json.RawM
 	if err := json.Unmarshal(raw, &items); err != nil {
 		return nil, badParam("input", "input must be a string or an array of input items")
 	}
-	var out []chat.Message
-	addCall := func(c chat.ToolCall) {
-		if n := len(out); n > 0 && out[n-1].Role == chat.Assistant {
-			out[n-1].ToolCalls = append(out[n-1].ToolCalls, c)
-			return
-		}
-		out = append(out, chat.Message{Role: chat.Assistant, ToolCalls: []chat.ToolCall{c}})
+	var open openCalls
+	for _, m := range prior {
+		open.follow(m)
 	}
+	missing := slices.Clone(open) // the calls prior leaves open
+	var out []chat.Message
 	for i, it := range items {
 		at := fmt.Sprintf("input[%d]", i)
-		if it.Type == "item_reference" {
+		// An item reference's type is optional (openai-go leaves it out):
+		// an item with an id and no type or role is one.
+		if it.Type == "item_reference" || it.Type == "" && it.Role == "" && it.ID != "" {
 			ref, err := g.referencedItem(ctx, owner, it.ID)
 			if err != nil {
 				return nil, badParam(at+".id", "%s: %v", at, err)
@@ -255,7 +289,12 @@ func (g *Gateway) inputMessages(ctx context.Context, owner string, raw json.RawM
 			if it.CallID == "" || !toolName.MatchString(it.Name) {
 				return nil, badParam(at, "%s: a function_call needs call_id and name", at)
 			}
-			addCall(chat.ToolCall{ID: it.CallID, Name: it.Name, Arguments: it.Arguments})
+			c := chat.ToolCall{ID: it.CallID, Name: it.Name, Arguments: it.Arguments}
+			if n := len(out); n > 0 && out[n-1].Role == chat.Assistant {
+				out[n-1].ToolCalls = append(out[n-1].ToolCalls, c)
+			} else {
+				out = append(out, chat.Message{Role: chat.Assistant, ToolCalls: []chat.ToolCall{c}})
+			}
 		case "function_call_output":
 			output, err := itemText(it.Output)
 			if err != nil {
@@ -264,14 +303,35 @@ func (g *Gateway) inputMessages(ctx context.Context, owner string, raw json.RawM
 			if it.CallID == "" {
 				return nil, badParam(at+".call_id", "%s: a function_call_output needs call_id", at)
 			}
+			if !slices.Contains(open, it.CallID) {
+				return nil, badParam(at+".call_id", "%s.call_id: no function call %q waits for its output; the open calls are: %s", at, it.CallID, listOrNone(open))
+			}
 			out = append(out, chat.Message{Role: chat.Tool, ToolCallID: it.CallID, Content: output})
 		case "reasoning":
 			// Reasoning the client echoes back; lambdaclaw never sends any.
+			continue
 		default:
 			return nil, badParam(at+".type", "%s: input items of type %q are not supported", at, it.Type)
 		}
+		open.follow(out[len(out)-1])
+	}
+	for _, m := range out {
+		if m.Role != chat.Tool {
+			break
+		}
+		missing = slices.DeleteFunc(missing, func(id string) bool { return id == m.ToolCallID })
+	}
+	if len(out) > 0 && out[0].Role == chat.Tool && len(missing) > 0 {
+		return nil, badParam("input", "the function_call_output items must answer every call the previous response left open; missing: %s", listOrNone(missing))
 	}
 	return out, nil
+}
+
+func listOrNone(ids []string) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	return strings.Join(ids, ", ")
 }
 
 // Item ids name their response: "msg_<r>" is the message of response
@@ -476,11 +536,13 @@ func newResponse(id string, created int64, echo responseEcho) responseObject {
 	return responseObject{ID: id, Object: "response", CreatedAt: created, Status: "in_progress", Output: []any{}, responseEcho: echo}
 }
 
-// finish sets what a run's result says: status, output and usage.
-func (o *responseObject) finish(res *agent.Result) {
-	if res == nil {
-		return
-	}
+// hasMessage reports whether the output for res has a message: its text,
+// or an empty message when there is nothing else.
+func hasMessage(res *agent.Result) bool { return res.Content != "" || len(res.ToolCalls) == 0 }
+
+// finish sets what a run's result says: status, output (a message first
+// when message is set, then the calls) and usage.
+func (o *responseObject) finish(res *agent.Result, message bool) {
 	if res.ErrorCode != "" {
 		o.Status, o.Error = "failed", &responseError{Code: res.ErrorCode, Message: res.Error}
 		return
@@ -490,7 +552,7 @@ func (o *responseObject) finish(res *agent.Result) {
 		o.Status, o.IncompleteDetails = "incomplete", &incompleteDetails{Reason: "max_output_tokens"}
 	}
 	o.Output = []any{}
-	if res.Content != "" || len(res.ToolCalls) == 0 {
+	if message {
 		m := newMessageItem(o.ID, o.Status)
 		m.Content = []outputText{newOutputText(res.Content)}
 		o.Output = append(o.Output, m)
@@ -517,50 +579,41 @@ func (g *Gateway) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	owner := "key:" + k.ID
-	msgs, err := g.inputMessages(ctx, owner, req.Input)
-	if err != nil {
-		writeRequestError(w, "invalid_value", err)
-		return
-	}
 	stored := req.Store == nil || *req.Store
 	runID := agent.NewID()
 	id := "resp_" + runID
 	in := agent.Input{RunID: runID, Agent: name, Owner: owner, Autonomy: autonomyOf(k), Stream: req.Stream, Reply: agent.Reply{Channel: Channel}, Options: opts}
-	var prev store.Response
+	var thread []chat.Message
 	if req.PreviousResponseID != "" {
-		prev, err = g.ownResponse(ctx, owner, req.PreviousResponseID)
-		if err == nil && prev.Agent != name {
-			err = badParam("previous_response_id", "the previous response was made by model %q, not %q", prev.Agent, req.Model)
-		}
-		var thread []chat.Message
-		latest := false
-		if err == nil {
-			thread, latest, err = g.cfg.Threads.Thread(ctx, prev.SessionID, prev.Seq)
-		}
+		var prev store.Response
+		var latest bool
+		prev, thread, latest, err = g.previous(ctx, owner, name, req.PreviousResponseID)
+		var pe *paramError
 		switch {
-		case errors.Is(err, store.ErrNotFound):
-			writeError(w, http.StatusNotFound, "invalid_request_error", "previous_response_not_found", fmt.Sprintf("previous response %q was not found", req.PreviousResponseID))
+		case errors.As(err, &pe):
+			writeRequestError(w, "invalid_value", err)
 			return
 		case err != nil:
-			var pe *paramError
-			if errors.As(err, &pe) {
-				writeRequestError(w, "invalid_value", err)
-				return
-			}
 			g.log(r).Error("read previous response", "error", err)
 			writeError(w, http.StatusInternalServerError, "server_error", "internal_error", "could not read the previous response")
 			return
 		case stored && latest:
 			in.SessionID = prev.SessionID
-		default:
-			// A branch, or a stateless turn: the conversation so far is
-			// the new run's history.
-			msgs = append(thread, msgs...)
 		}
+	}
+	msgs, err := g.inputMessages(ctx, owner, req.Input, thread)
+	if err != nil {
+		writeRequestError(w, "invalid_value", err)
+		return
 	}
 	if len(msgs) == 0 {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "missing_input", "input is required")
 		return
+	}
+	if len(thread) > 0 && in.SessionID == "" {
+		// A branch, or a stateless turn: the conversation so far is the
+		// new run's history.
+		msgs = append(slices.Clip(thread), msgs...)
 	}
 	in.Messages = msgs
 	if stored {
@@ -605,8 +658,37 @@ func (g *Gateway) responses(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, "server_error", res.ErrorCode, msg)
 		return
 	}
-	o.finish(res)
+	o.finish(res, hasMessage(res))
 	writeJSON(w, http.StatusOK, o)
+}
+
+// previous reads the stored response id of owner that a request for
+// agent name continues: its record, the conversation up to it, and
+// whether it is its conversation's latest response. A response that is
+// not the owner's, or is gone, is not found: a paramError, as OpenAI
+// answers (400 previous_response_not_found).
+func (g *Gateway) previous(ctx context.Context, owner, name, id string) (store.Response, []chat.Message, bool, error) {
+	prev, err := g.ownResponse(ctx, owner, id)
+	if err != nil {
+		return prev, nil, false, notFoundParam(err, id)
+	}
+	if prev.Agent != name {
+		return prev, nil, false, badParam("previous_response_id", "the previous response %q was made by model %q, not %q", id, prev.Agent, name)
+	}
+	thread, latest, err := g.cfg.Threads.Thread(ctx, prev.SessionID, prev.Seq)
+	if err != nil {
+		return prev, nil, false, notFoundParam(err, id)
+	}
+	return prev, thread, latest, nil
+}
+
+// notFoundParam is err, or the refusal of previous_response_id when err
+// says it is not found.
+func notFoundParam(err error, id string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return &paramError{"previous_response_id", "previous_response_not_found", fmt.Sprintf("previous response with id %q not found", id)}
+	}
+	return err
 }
 
 // waitResult waits for what the run tells its client: its result, or the
@@ -657,7 +739,9 @@ func (g *Gateway) storedResponse(ctx context.Context, rec store.Response) (respo
 		return responseObject{}, err
 	}
 	o := newResponse(rec.ID, rec.CreatedAt.Unix(), echo)
-	o.finish(res)
+	if res != nil {
+		o.finish(res, hasMessage(res))
+	}
 	return o, nil
 }
 

@@ -14,9 +14,8 @@ type responseStream struct {
 	flusher http.Flusher
 	seq     int
 	o       *responseObject
-	// The message being streamed, when one is open.
+	// open is set once the message (output item 0) was announced.
 	open bool
-	text string
 }
 
 // event writes one event: payload's fields with its type and number.
@@ -36,27 +35,37 @@ func (s *responseStream) flush() {
 	}
 }
 
-// delta streams a piece of the message, opening it first.
-func (s *responseStream) delta(text string) {
-	id := messageItemID(s.o.ID)
-	if !s.open {
-		s.open = true
-		s.event("response.output_item.added", map[string]any{"output_index": 0, "item": newMessageItem(s.o.ID, "in_progress")})
-		s.event("response.content_part.added", map[string]any{"item_id": id, "output_index": 0, "content_index": 0, "part": newOutputText("")})
+// openMessage announces the message and its text part, once.
+func (s *responseStream) openMessage() {
+	if s.open {
+		return
 	}
-	s.text += text
-	s.event("response.output_text.delta", map[string]any{"item_id": id, "output_index": 0, "content_index": 0, "delta": text, "logprobs": []any{}})
+	s.open = true
+	s.event("response.output_item.added", map[string]any{"output_index": 0, "item": newMessageItem(s.o.ID, "in_progress")})
+	s.event("response.content_part.added", map[string]any{"item_id": messageItemID(s.o.ID), "output_index": 0, "content_index": 0, "part": newOutputText("")})
 }
 
-// end streams the rest of the result and the finished response.
+// delta streams a piece of the message, opening it first.
+func (s *responseStream) delta(text string) {
+	s.openMessage()
+	s.event("response.output_text.delta", map[string]any{"item_id": messageItemID(s.o.ID), "output_index": 0, "content_index": 0, "delta": text, "logprobs": []any{}})
+}
+
+// end streams the rest of the result and the finished response. Every
+// item of the response's output is announced, streamed and done before
+// it: the message first, when there is one or it was streamed already,
+// then the calls.
 func (s *responseStream) end(res *agent.Result) {
 	if res.ErrorCode == "" {
-		if !s.open && res.Content != "" {
+		if !s.open && hasMessage(res) {
 			// The answer was made before this request listened, or by a
-			// run that streams nothing (the state machine's).
-			s.delta(res.Content)
+			// run that streams nothing (the state machine's), or is empty.
+			s.openMessage()
+			if res.Content != "" {
+				s.delta(res.Content)
+			}
 		}
-		s.o.finish(res)
+		s.o.finish(res, s.open)
 		out := 0
 		if s.open {
 			id := messageItemID(s.o.ID)
@@ -75,7 +84,7 @@ func (s *responseStream) end(res *agent.Result) {
 			out++
 		}
 	} else {
-		s.o.finish(res)
+		s.o.finish(res, false)
 	}
 	switch s.o.Status {
 	case "failed":
@@ -112,11 +121,12 @@ func (g *Gateway) streamResponse(w http.ResponseWriter, r *http.Request, sub *ag
 			s.end(&agent.Result{Content: ev.Approval.Prompt, FinishReason: "stop"})
 			return
 		case ev.Result != nil:
-			if ev.Result.ErrorCode != "" {
-				_, msg := g.runFailure(r, ev.RunID, ev.Result)
-				ev.Result.Error = withRequestID(msg, requestID(r.Context()))
+			res := *ev.Result // shared with the run's other subscribers
+			if res.ErrorCode != "" {
+				_, msg := g.runFailure(r, ev.RunID, &res)
+				res.Error = withRequestID(msg, requestID(r.Context()))
 			}
-			s.end(ev.Result)
+			s.end(&res)
 			return
 		case ev.Delta != "":
 			s.delta(ev.Delta)

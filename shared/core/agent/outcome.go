@@ -12,7 +12,8 @@ import (
 // answered, what it told its client: its result, its client calls, or the
 // prompt of the approval it waits for. The result is nil while the run is
 // queued or working. Callers that did not watch the run (a stored
-// response read later) learn its outcome this way.
+// response read later) learn its outcome this way. A run at its finish
+// step has its answer: finish tells it, then records the run as done.
 func (l *Loop) Outcome(ctx context.Context, runID string) (RunState, *Result, error) {
 	run, err := l.Store.GetRun(ctx, runID)
 	if err != nil {
@@ -23,7 +24,7 @@ func (l *Loop) Outcome(ctx context.Context, runID string) (RunState, *Result, er
 		return st, nil, err
 	}
 	switch {
-	case run.Status == store.RunDone || run.Status == store.RunFailed, st.waitingForClient():
+	case run.Status == store.RunDone || run.Status == store.RunFailed, st.Step == StepFinish, st.waitingForClient():
 	case st.Parked():
 		ap, err := l.Store.GetApproval(ctx, st.Approval)
 		if err != nil {

@@ -482,7 +482,7 @@ func (l *Loop) result(ctx context.Context, st RunState, run []store.Message) (Re
 	}
 	if len(st.ClientCalls) > 0 {
 		// The run handed its client calls: waiting for the results, or
-		// done with them (stateless, or EndWithClientCalls).
+		// done with them (stateless, or Options.EndWithClientCalls).
 		calls, content, err := l.clientCalls(ctx, st)
 		if err != nil {
 			return res, fmt.Errorf("load answer of run %s: %w", st.RunID, err)
