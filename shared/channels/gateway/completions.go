@@ -295,9 +295,11 @@ func convertMessages(in []requestMessage) ([]chat.Message, error) {
 	return out, nil
 }
 
-// contentText accepts a string, null, or an array of text parts.
+// contentText reads a message's content, or a tool output's: a string,
+// null, or an array of text parts (Chat Completions' "text", the
+// Responses API's "input_text" and "output_text").
 func contentText(raw json.RawMessage) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+	if !set(raw) {
 		return "", nil
 	}
 	var s string
@@ -313,10 +315,12 @@ func contentText(raw json.RawMessage) (string, error) {
 	}
 	var b strings.Builder
 	for _, p := range parts {
-		if p.Type != "text" {
+		switch p.Type {
+		case "text", "input_text", "output_text":
+			b.WriteString(p.Text)
+		default:
 			return "", fmt.Errorf("content parts of type %q are not supported; send text", p.Type)
 		}
-		b.WriteString(p.Text)
 	}
 	return b.String(), nil
 }

@@ -187,35 +187,6 @@ type inputItem struct {
 	Output    json.RawMessage `json:"output"`
 }
 
-// itemText reads a message's or a tool output's content: a string, or
-// text parts.
-func itemText(raw json.RawMessage) (string, error) {
-	if !set(raw) {
-		return "", nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("must be a string or an array of content parts")
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		switch p.Type {
-		case "input_text", "output_text", "text":
-			b.WriteString(p.Text)
-		default:
-			return "", fmt.Errorf("content parts of type %q are not supported; send text", p.Type)
-		}
-	}
-	return b.String(), nil
-}
-
 // openCalls follows a conversation, message by message, and holds the
 // calls that wait for their outputs: those of its last assistant message
 // not answered yet. Any other message closes them (the loop answers them
@@ -272,7 +243,7 @@ func (g *Gateway) inputMessages(ctx context.Context, owner string, raw json.RawM
 		}
 		switch it.Type {
 		case "", "message":
-			content, err := itemText(it.Content)
+			content, err := contentText(it.Content)
 			if err != nil {
 				return nil, badParam(at+".content", "%s.content: %v", at, err)
 			}
@@ -296,7 +267,7 @@ func (g *Gateway) inputMessages(ctx context.Context, owner string, raw json.RawM
 				out = append(out, chat.Message{Role: chat.Assistant, ToolCalls: []chat.ToolCall{c}})
 			}
 		case "function_call_output":
-			output, err := itemText(it.Output)
+			output, err := contentText(it.Output)
 			if err != nil {
 				return nil, badParam(at+".output", "%s.output: %v", at, err)
 			}
