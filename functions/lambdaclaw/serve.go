@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/prometheus"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/ratelimit"
@@ -107,7 +108,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	events := obs.NewEmitter(log, 4096)
+	metrics := prometheus.New()
+	events := obs.NewEmitter(log, 4096, metrics)
 	defer events.Close()
 	hub := agent.NewHub()
 	tgReplier, err := newTelegramReplier(cfg, db, log)
@@ -149,7 +151,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	gw, err := gateway.New(gateway.Config{
 		Runner: driver, Events: hub, Keys: db, Runs: db, Limiter: ratelimit.New(time.Minute),
 		Agents: agents.Names, HasAgent: agents.Has, Created: agents.Created, Embedder: emb, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
-		Responses: db, Threads: loop,
+		Responses: db, Threads: loop, Metrics: metrics.Handler(),
 		MaxConcurrentPerKey: cfg.Server.MaxConcurrentPerKey, MaxWebSocketsPerKey: cfg.Server.MaxWebSocketsPerKey,
 		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
 	})

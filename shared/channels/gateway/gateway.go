@@ -85,6 +85,9 @@ type Config struct {
 	// run the gateway no longer remembers (after a restart); without it
 	// only the ids of the last 65536 messages are recognised.
 	Runs RunFinder
+	// Metrics, when set, serves GET /metrics (Prometheus's text format)
+	// to any valid API key.
+	Metrics http.Handler
 	// Responses stores the responses of the Responses API, and Threads
 	// reads the runs they point at; /v1/responses is served when both
 	// are set.
@@ -157,6 +160,9 @@ func New(cfg Config) (*Gateway, error) {
 	g.mux.HandleFunc("GET /v1/models/{model...}", g.authed(g.requests, g.oneModel))
 	g.mux.HandleFunc("POST /v1/chat/completions", g.authed(g.requests, g.completions))
 	g.mux.HandleFunc("POST /v1/embeddings", g.authed(g.requests, g.embeddings))
+	if cfg.Metrics != nil {
+		g.mux.HandleFunc("GET /metrics", g.authed(g.requests, cfg.Metrics.ServeHTTP))
+	}
 	if cfg.Responses != nil && cfg.Threads != nil {
 		g.mux.HandleFunc("POST /v1/responses", g.authed(g.requests, g.responses))
 		g.mux.HandleFunc("GET /v1/responses/{id}", g.authed(g.requests, g.getResponse))

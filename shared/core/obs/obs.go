@@ -40,9 +40,11 @@ type Event struct {
 	Time      time.Time
 }
 
-// Emitter delivers events to a slog.Logger without blocking callers.
+// Emitter delivers events to a slog.Logger, and their metrics to sinks,
+// without blocking callers.
 type Emitter struct {
 	log     *slog.Logger
+	metrics []Metrics
 	ch      chan Event
 	dropped atomic.Int64
 	done    chan struct{}
@@ -52,10 +54,13 @@ type Emitter struct {
 	closed bool
 }
 
-// NewEmitter starts an emitter that writes to log, buffering up to size
-// events.
-func NewEmitter(log *slog.Logger, size int) *Emitter {
+// NewEmitter starts an emitter that writes to log, and records the
+// metrics of the events in sinks, buffering up to size events.
+func NewEmitter(log *slog.Logger, size int, sinks ...Sink) *Emitter {
 	e := &Emitter{log: log, ch: make(chan Event, size), done: make(chan struct{})}
+	for _, s := range sinks {
+		e.metrics = append(e.metrics, Metrics{s})
+	}
 	go e.run()
 	return e
 }
@@ -119,6 +124,9 @@ func (e *Emitter) run() {
 		r.AddAttrs(ev.Attrs...)
 		if e.log.Handler().Enabled(ctx, slog.LevelInfo) {
 			_ = e.log.Handler().Handle(ctx, r)
+		}
+		for _, m := range e.metrics {
+			m.Emit(ev)
 		}
 	}
 }

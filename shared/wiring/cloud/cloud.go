@@ -78,6 +78,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/emf"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
@@ -195,7 +196,7 @@ func New(ctx context.Context) (*Root, error) {
 		Agents:   agents,
 		Prompter: &prompt.Templates{Skills: skills},
 		Replier:  router,
-		Events:   obs.NewEmitter(log, 1024),
+		Events:   obs.NewEmitter(log, 1024, emf.New(os.Stdout)),
 		Log:      log,
 		Limits:   agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes},
 	}
