@@ -85,6 +85,10 @@ type Config struct {
 	// run the gateway no longer remembers (after a restart); without it
 	// only the ids of the last 65536 messages are recognised.
 	Runs RunFinder
+	// KeepAlive is how long a stream may stay silent while its run works:
+	// then a comment line keeps proxies (API Gateway's idle timeout) from
+	// cutting it. Zero means 15 s.
+	KeepAlive time.Duration
 	// Metrics, when set, serves GET /metrics (Prometheus's text format)
 	// to any valid API key.
 	Metrics http.Handler
@@ -143,6 +147,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = 15 * time.Second
 	}
 	g := &Gateway{
 		cfg: cfg, mux: http.NewServeMux(), started: time.Now(), wsStop: make(chan struct{}),

@@ -112,7 +112,10 @@ func (g *Gateway) streamResponse(w http.ResponseWriter, r *http.Request, sub *ag
 	s.event("response.in_progress", map[string]any{"response": o})
 	s.flush()
 	for {
-		ev, err := sub.Next(r.Context())
+		ev, err := g.nextOrIdle(r, sub, func() {
+			w.Write([]byte(keepAlive))
+			s.flush()
+		})
 		if err != nil {
 			return // the client went away; the run goes on and is kept
 		}

@@ -2,12 +2,30 @@ package gateway
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"net/http"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 )
+
+// nextOrIdle returns the run's next event; while none comes it calls idle
+// every KeepAlive.
+func (g *Gateway) nextOrIdle(r *http.Request, sub *agent.Subscription, idle func()) (agent.Event, error) {
+	for {
+		ctx, cancel := context.WithTimeout(r.Context(), g.cfg.KeepAlive)
+		ev, err := sub.Next(ctx)
+		cancel()
+		if err == nil || r.Context().Err() != nil {
+			return ev, err
+		}
+		idle()
+	}
+}
+
+// keepAlive is the SSE comment that keeps a silent stream open.
+const keepAlive = ": keep-alive\n\n"
 
 // stream answers with server-sent events in OpenAI's chunk format. The
 // status is decided by the first event: a run that fails before any content
@@ -35,8 +53,17 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, sub *agent.Subs
 		w.WriteHeader(http.StatusOK)
 		chunk(completion{Choices: []choice{{Delta: &delta{Role: "assistant"}}}})
 	}
+	idle := func() {
+		// The status is decided now: a run that fails later is told
+		// in the stream.
+		start()
+		w.Write([]byte(keepAlive))
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
 	for {
-		ev, err := sub.Next(r.Context())
+		ev, err := g.nextOrIdle(r, sub, idle)
 		if err != nil {
 			return
 		}
