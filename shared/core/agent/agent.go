@@ -173,6 +173,12 @@ func (l *Loop) promptStale(a *Agent) {
 	}
 }
 
+// deltaFlusher is a Replier that holds streamed text back (BatchDeltas):
+// think tells it when the model's reply has ended.
+type deltaFlusher interface {
+	FlushDeltas(r RunState)
+}
+
 // Result is the outcome of a run, as told to the replier.
 type Result struct {
 	Content string

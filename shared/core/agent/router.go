@@ -23,6 +23,14 @@ func (r Router) Approval(st RunState, a store.Approval) {
 	}
 }
 
+// FlushDeltas passes the call on to the channel's replier, if it holds
+// text back.
+func (r Router) FlushDeltas(st RunState) {
+	if p, ok := r[st.Reply.Channel].(deltaFlusher); ok {
+		p.FlushDeltas(st)
+	}
+}
+
 // Finish implements Replier.
 func (r Router) Finish(st RunState, res Result) {
 	if p, ok := r[st.Reply.Channel]; ok {

@@ -132,6 +132,9 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 	}
 	if stream != nil {
 		stream.Flush()
+		if f, ok := l.Replier.(deltaFlusher); ok {
+			f.FlushDeltas(st)
+		}
 	}
 
 	st.FinishReason = cmp.Or(resp.FinishReason, "stop")

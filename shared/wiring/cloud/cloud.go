@@ -189,7 +189,9 @@ func New(ctx context.Context) (*Root, error) {
 		r.Conns = apigw.Conns{Log: log, API: apigatewaymanagementapi.NewFromConfig(awsCfg, func(o *apigatewaymanagementapi.Options) {
 			o.BaseEndpoint = aws.String(ep)
 		})}
-		router[wsproto.Channel] = apigw.Replier{Conns: r.Conns}
+		// One post per 100 ms of streamed text, not one per token: each
+		// PostToConnection is a paid message.
+		router[wsproto.Channel] = agent.BatchDeltas(apigw.Replier{Conns: r.Conns}, 100*time.Millisecond)
 	}
 	r.Loop = &agent.Loop{
 		Store:    agent.WithEphemeral(db, memstore.New()),

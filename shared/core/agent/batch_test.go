@@ -1,0 +1,108 @@
+package agent
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+)
+
+// recordingReplier keeps what it is told, in order.
+type recordingReplier struct{ told chan string }
+
+func (r recordingReplier) Delta(st RunState, text string)         { r.told <- st.RunID + " delta " + text }
+func (r recordingReplier) Approval(st RunState, _ store.Approval) { r.told <- st.RunID + " approval" }
+func (r recordingReplier) Finish(st RunState, res Result) {
+	r.told <- st.RunID + " finish " + res.Content
+}
+
+func drain(c chan string) []string {
+	var out []string
+	for {
+		select {
+		case s := <-c:
+			out = append(out, s)
+		default:
+			return out
+		}
+	}
+}
+
+func TestBatchDeltas(t *testing.T) {
+	rec := recordingReplier{told: make(chan string, 100)}
+	b := BatchDeltas(rec, time.Hour)
+	a, c := RunState{RunID: "a"}, RunState{RunID: "c"}
+	b.Delta(a, "He") // the first goes at once
+	for _, s := range []string{"l", "lo", " wor", "ld"} {
+		b.Delta(a, s)
+	}
+	b.Delta(c, "other run")
+	b.Finish(a, Result{Content: "Hello world"})
+	b.Approval(c, store.Approval{})
+	want := []string{"a delta He", "c delta other run", "a delta llo world", "a finish Hello world", "c approval"}
+	if diff := cmp.Diff(want, drain(rec.told)); diff != "" {
+		t.Errorf("told (-want +got):\n%s", diff)
+	}
+}
+
+// Text left pending goes out when the model's reply ends, through a
+// Router too.
+func TestFlushDeltas(t *testing.T) {
+	rec := recordingReplier{told: make(chan string, 100)}
+	r := Router{"ws": BatchDeltas(rec, time.Hour), "http": rec}
+	a := RunState{RunID: "a", Reply: Reply{Channel: "ws"}}
+	r.Delta(a, "one")
+	r.Delta(a, " two")
+	r.FlushDeltas(a)
+	r.FlushDeltas(RunState{RunID: "h", Reply: Reply{Channel: "http"}})
+	if diff := cmp.Diff([]string{"a delta one", "a delta  two"}, drain(rec.told)); diff != "" {
+		t.Errorf("told (-want +got):\n%s", diff)
+	}
+}
+
+// Text left pending goes out when the interval ends.
+func TestBatchDeltasTimer(t *testing.T) {
+	rec := recordingReplier{told: make(chan string, 100)}
+	b := BatchDeltas(rec, 5*time.Millisecond)
+	a := RunState{RunID: "a"}
+	b.Delta(a, "one")
+	b.Delta(a, " two")
+	if got := <-rec.told; got != "a delta one" {
+		t.Fatalf("first = %q", got)
+	}
+	select {
+	case got := <-rec.told:
+		if got != "a delta  two" {
+			t.Errorf("second = %q", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("pending text was not sent when the interval ended")
+	}
+}
+
+// The think step flushes what a batching replier holds once the model's
+// reply has ended, before the step returns.
+func TestThinkFlushesDeltas(t *testing.T) {
+	f := newFixture(t, 5)
+	rec := recordingReplier{told: make(chan string, 100)}
+	f.loop.Replier = BatchDeltas(rec, time.Hour)
+	f.llm.script = append(f.llm.script, say("first"))
+	st, err := f.loop.Enqueue(t.Context(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("hi")}, Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A delta told before this run's, still within the interval, holds
+	// the next one back.
+	f.loop.Replier.Delta(st, "warm-up ")
+	for st.Step != StepFinish {
+		if st, err = f.loop.Step(t.Context(), st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff([]string{st.RunID + " delta warm-up ", st.RunID + " delta first"}, drain(rec.told)); diff != "" {
+		t.Errorf("told after think (-want +got):\n%s", diff)
+	}
+}
