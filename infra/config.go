@@ -23,6 +23,8 @@ const (
 	ctxTelegramAPI    = "telegram_api_base"      // Bot API base URL (default Telegram's)
 	ctxTelegramToken  = "telegram_token_secret"  // name of the Secrets Manager secret holding the bot token
 	ctxSearchInstance = "search_instance"        // OpenSearch data node instance type
+	ctxAlarms         = "alarms"                 // on (default) or off: CloudWatch alarms and their SNS topic
+	ctxAlarmEmail     = "alarm_email"            // optional email address the alarm topic notifies
 )
 
 // Defaults for the context keys.
@@ -82,6 +84,10 @@ type Config struct {
 	TelegramTokenSecret string
 	// SearchInstance is the OpenSearch data node instance type.
 	SearchInstance string
+	// Alarms adds the CloudWatch alarms and their SNS topic (on by
+	// default); AlarmEmail subscribes an address to the topic.
+	Alarms     bool
+	AlarmEmail string
 }
 
 // ConfigFromContext reads the Config from the construct tree's context,
@@ -107,6 +113,14 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 		TelegramAllowedUsers: get(ctxTelegramUsers, ""),
 		TelegramAPIBase:      get(ctxTelegramAPI, ""),
 		TelegramTokenSecret:  get(ctxTelegramToken, DefaultTelegramTokenSecret),
+		AlarmEmail:           get(ctxAlarmEmail, ""),
+	}
+	switch a := get(ctxAlarms, "on"); a {
+	case "on":
+		c.Alarms = true
+	case "off":
+	default:
+		return Config{}, fmt.Errorf("context %s=%q: want \"on\" or \"off\"", ctxAlarms, a)
 	}
 	if c.Search != SearchNone && c.Search != SearchOpenSearch {
 		return Config{}, fmt.Errorf("context %s=%q: want %q or %q", ctxSearch, c.Search, SearchNone, SearchOpenSearch)

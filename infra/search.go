@@ -7,7 +7,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsopensearchservice"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -89,11 +88,7 @@ func (s *builder) search() {
 		"OPENSEARCH_ENGINE":   jsii.String("faiss"),
 	})
 	s.searchGrant(indexer)
-	dlq := awssqs.NewQueue(s.stack, jsii.String("IndexerFailures"), &awssqs.QueueProps{
-		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-	})
+	dlq := s.deadLetterQueue("IndexerFailures")
 	indexer.AddEventSource(awslambdaeventsources.NewDynamoEventSource(s.table_, &awslambdaeventsources.DynamoEventSourceProps{
 		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
 		BatchSize:               jsii.Number(100),

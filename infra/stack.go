@@ -7,9 +7,11 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -124,6 +126,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, props *awscdk.S
 		s.search()
 	}
 	s.loop()
+	s.alarms()
 	s.restAPI()
 	s.telegramWebhook()
 	s.outputs()
@@ -149,9 +152,28 @@ type builder struct {
 	searchEndpoint     *string // https URL of the OpenSearch domain, or nil
 	searchGrant        func(awsiam.IGrantable)
 	fns                map[string]awslambda.Function
+	deadLetters        []deadLetter
 	stateMachine       awsstepfunctions.StateMachine
 	apiURL             *string
 	urlFor             func(path string) *string
+}
+
+// deadLetter is a queue where the failures of an asynchronous path land.
+type deadLetter struct {
+	id    string
+	queue awssqs.Queue
+}
+
+// deadLetterQueue creates a dead-letter queue (SQS costs nothing idle),
+// which the alarms watch.
+func (s *builder) deadLetterQueue(id string) awssqs.Queue {
+	q := awssqs.NewQueue(s.stack, jsii.String(id), &awssqs.QueueProps{
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+	})
+	s.deadLetters = append(s.deadLetters, deadLetter{id, q})
+	return q
 }
 
 // stateMachineName is the loop's physical name: fixed so that its ARN can
@@ -337,6 +359,7 @@ func (s *builder) function(name, description string, memory, timeoutSeconds floa
 		Timeout:      awscdk.Duration_Seconds(jsii.Number(timeoutSeconds)),
 		Environment:  &env,
 		LogGroup:     logs,
+		Tracing:      awslambda.Tracing_ACTIVE,
 	})
 	s.fns[name] = fn
 	return fn
@@ -385,6 +408,12 @@ func (s *builder) lambdas() {
 	s.grantStates(sched, false)
 	s.grantSchedules(sched)
 	sched.GrantInvoke(s.schedulerRole)
+	// EventBridge Scheduler invokes it asynchronously: a check-in that
+	// keeps failing lands in a queue instead of vanishing.
+	sched.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+		OnFailure:     awslambdadestinations.NewSqsDestination(s.deadLetterQueue("CheckInFailures")),
+		RetryAttempts: jsii.Number(2),
+	})
 	schedules["SCHEDULER_TARGET_ARN"] = sched.FunctionArn()
 
 	// api: the OpenAI-compatible API and health, streamed.

@@ -383,14 +383,16 @@ func TestSecrets(t *testing.T) {
 }
 
 // starAllowed are the actions IAM accepts only on "*": the CloudWatch Logs
-// delivery actions Step Functions logging needs, and DynamoDB's
-// ListStreams, which the stream event source mapping needs and which
-// returns stream names, never data.
+// delivery actions Step Functions logging needs, DynamoDB's ListStreams,
+// which the stream event source mapping needs and which returns stream
+// names, never data, and X-Ray's trace upload.
 var starAllowed = map[string]bool{
 	"logs:CreateLogDelivery": true, "logs:GetLogDelivery": true, "logs:UpdateLogDelivery": true,
 	"logs:DeleteLogDelivery": true, "logs:ListLogDeliveries": true, "logs:PutResourcePolicy": true,
 	"logs:DescribeResourcePolicies": true, "logs:DescribeLogGroups": true,
-	"dynamodb:ListStreams": true,
+	"dynamodb:ListStreams":  true,
+	"xray:PutTraceSegments": true, "xray:PutTelemetryRecords": true,
+	"xray:GetSamplingRules": true, "xray:GetSamplingTargets": true,
 }
 
 func TestIAMScopedToTheStack(t *testing.T) {
@@ -477,7 +479,11 @@ func TestNothingRunsWhileIdle(t *testing.T) {
 		"AWS::DynamoDB::Table":           true, "AWS::StepFunctions::StateMachine": true,
 		"AWS::Scheduler::ScheduleGroup": true, "AWS::SecretsManager::Secret": true,
 		"AWS::SQS::Queue": true, "AWS::SQS::QueuePolicy": true, "AWS::CDK::Metadata": true,
-		"Custom::TelegramWebhook": true,
+		"Custom::TelegramWebhook": true, "AWS::Lambda::EventInvokeConfig": true,
+		// Alarms are billed per alarm metric and month, but the default
+		// deployment's 8 are within CloudWatch's 10 free ones (TestAlarms);
+		// an SNS topic costs nothing idle.
+		"AWS::CloudWatch::Alarm": true, "AWS::SNS::Topic": true, "AWS::SNS::Subscription": true,
 	}
 	for variant, exceptions := range map[string][]string{
 		variantDefault:    nil,
@@ -660,6 +666,7 @@ func TestConfigErrors(t *testing.T) {
 		"bad search":                           {map[string]any{ctxSearch: "elastic", ctxAssets: dir}, `search="elastic"`},
 		"missing assets":                       {map[string]any{ctxAssets: t.TempDir()}, "missing Lambda bootstraps"},
 		"bad telegram":                         {map[string]any{ctxTelegram: "yes", ctxAssets: dir}, `telegram="yes"`},
+		"bad alarms":                           {map[string]any{ctxAlarms: "maybe", ctxAssets: dir}, `alarms="maybe"`},
 		"openai_base_url without openai_model": {map[string]any{ctxOpenAIBaseURL: "https://example.com/v1", ctxAssets: dir}, ctxOpenAIModel},
 		"openai_model without openai_base_url": {map[string]any{ctxOpenAIModel: "gpt-x", ctxAssets: dir}, ctxOpenAIBaseURL},
 		"telegram=on needs its bootstrap":      {map[string]any{ctxTelegram: TelegramOn, ctxAssets: coreAssets(t)}, "telegram/bootstrap"},
@@ -737,5 +744,65 @@ func TestBedrockResources(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: %v, want %v", model, got, want)
 		}
+	}
+}
+
+// TestAlarms: the operator is told of failed runs, failing or throttled
+// functions and dead letters, through one topic; the default deployment
+// stays within the free alarms; alarms=off removes them; every function
+// and the loop are traced.
+func TestAlarms(t *testing.T) {
+	s := stack(t, variantDefault)
+	alarms := s.resources("AWS::CloudWatch::Alarm")
+	var names []string
+	for id, a := range alarms {
+		p := props(a)
+		if len(list(p["AlarmActions"])) != 1 || p["Threshold"] != float64(1) || p["TreatMissingData"] != "notBreaching" {
+			t.Errorf("%s: %v", id, p)
+		}
+		names = append(names, render(p["MetricName"]))
+	}
+	slices.Sort(names)
+	want := []string{"ApproximateNumberOfMessagesVisible", "Errors", "Errors", "Errors", "Errors", "ExecutionsFailed", "Throttles", "Throttles"}
+	if !slices.Equal(names, want) {
+		t.Errorf("alarm metrics %v, want %v (at most 10: CloudWatch's free alarms)", names, want)
+	}
+	if n := len(s.resources("AWS::SNS::Topic")); n != 1 {
+		t.Errorf("%d alarm topics, want 1", n)
+	}
+	if n := len(s.resources("AWS::SNS::Subscription")); n != 0 {
+		t.Errorf("%d subscriptions without alarm_email", n)
+	}
+	for id, fn := range s.resources("AWS::Lambda::Function") {
+		if render(props(fn)["TracingConfig"]) != `{"Mode":"Active"}` {
+			t.Errorf("%s: tracing %s, want Active", id, render(props(fn)["TracingConfig"]))
+		}
+	}
+	for id, sm := range s.resources("AWS::StepFunctions::StateMachine") {
+		if render(props(sm)["TracingConfiguration"]) != `{"Enabled":true}` {
+			t.Errorf("%s: tracing %s", id, render(props(sm)["TracingConfiguration"]))
+		}
+	}
+	for id, c := range s.resources("AWS::Lambda::EventInvokeConfig") {
+		if !strings.Contains(render(props(c)["DestinationConfig"]), "CheckInFailures") {
+			t.Errorf("%s: async failures go to %s, want the CheckInFailures queue", id, render(props(c)["DestinationConfig"]))
+		}
+	}
+
+	mail := synth(map[string]string{ctxAlarmEmail: "ops@example.com"})
+	if mail.err != nil {
+		t.Fatal(mail.err)
+	}
+	for _, sub := range mail.resources("AWS::SNS::Subscription") {
+		if p := props(sub); p["Protocol"] != "email" || p["Endpoint"] != "ops@example.com" {
+			t.Errorf("subscription %v", p)
+		}
+	}
+	off := synth(map[string]string{ctxAlarms: "off"})
+	if off.err != nil {
+		t.Fatal(off.err)
+	}
+	if n := len(off.resources("AWS::CloudWatch::Alarm")) + len(off.resources("AWS::SNS::Topic")); n != 0 {
+		t.Errorf("alarms=off: %d alarms and topics", n)
 	}
 }
