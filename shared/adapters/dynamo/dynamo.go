@@ -23,6 +23,7 @@
 //	SESSION#<sid>       LANE                  the session lane lease        owner, lease_until (ms), expires_at
 //	RUN#<id>            RUN                   a run                         session_id, seq, status, state (B)
 //	RUN#<id>            CALLS                 its pending tool calls        calls (JSON, raw arguments), expires_at
+//	RUN#<id>            DRAFT#<n:06>          piece n of its streamed text  text, expires_at (a day)
 //	JOB#<kind>          J#<id>                a queued job                  payload (B), created_at
 //	APPROVAL#<id>       APPROVAL              an approval                   session_id, run_id, calls, tools, status, token, …
 //	RESPONSE#<id>       RESPONSE              a Responses API response      owner, agent, session_id, run_id, seq, previous_id, request (B)

@@ -576,3 +576,7 @@ func TestCreated(t *testing.T) {
 		}
 	}
 }
+
+func TestDrafts(t *testing.T) {
+	storetest.RunDrafts(t, func(t *testing.T) store.Drafts { return newStore(t) })
+}

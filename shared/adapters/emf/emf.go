@@ -27,7 +27,8 @@ type Sink struct {
 
 var _ obs.Sink = (*Sink)(nil)
 
-// New returns a Sink writing to w (a Lambda function's stdout).
+// New returns a Sink writing to w: on Lambda, standard error, where the
+// logs go too (CloudWatch Logs reads EMF in any log line).
 func New(w io.Writer) *Sink {
 	s := &Sink{w: w, units: map[string]string{}}
 	for _, d := range obs.MetricDefs {

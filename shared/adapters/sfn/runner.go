@@ -26,12 +26,16 @@ const CodeTimeout = "run_timeout"
 //     state machine does and queues behind the session's other runs. The
 //     request then waits for the run's outcome by polling the store (the
 //     run's state, then its answer, failure or approval prompt) and
-//     publishes it to Hub, where the gateway listens. The answer arrives
-//     whole, not in deltas: the step function that thinks runs elsewhere.
+//     publishes it to Hub, where the gateway listens. What the run
+//     streams arrives as the step function stores it (Drafts, written by
+//     agent.DraftWriter): a piece per quarter second.
 type Runner struct {
 	Inline  *agent.Driver
 	Durable *Driver
 	Hub     *agent.Hub
+	// Drafts, when set, is where the step function stores what a run
+	// streams.
+	Drafts store.Drafts
 	// Poll is the first interval between two reads of the run; it grows
 	// to MaxPoll. Zero means 100 ms.
 	Poll time.Duration
@@ -92,6 +96,7 @@ func (r *Runner) watch(ctx context.Context, runID string) {
 		maxInterval = time.Second
 	}
 	last := agent.RunState{RunID: runID}
+	sent := 0 // draft pieces published
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -104,7 +109,8 @@ func (r *Runner) watch(ctx context.Context, runID string) {
 			return
 		case <-t.C:
 		}
-		st, done, err := r.check(wctx, runID)
+		before := sent
+		st, done, err := r.check(wctx, runID, &sent)
 		if err != nil && wctx.Err() == nil {
 			r.log().Warn("poll run", "run_id", runID, "error", err)
 		}
@@ -114,14 +120,22 @@ func (r *Runner) watch(ctx context.Context, runID string) {
 		if done {
 			return
 		}
+		if sent > before {
+			interval = r.Poll // the run streams: follow it closely
+			if interval <= 0 {
+				interval = 100 * time.Millisecond
+			}
+		}
 		t.Reset(interval)
 		interval = min(interval*3/2, maxInterval)
 	}
 }
 
-// check reads the run once, and publishes its outcome or its approval
-// prompt when there is one; done reports that it did.
-func (r *Runner) check(ctx context.Context, runID string) (st agent.RunState, done bool, err error) {
+// check reads the run once, publishes the draft pieces it stored since
+// sent, and its outcome or its approval prompt when there is one; done
+// reports that it did. The run is read before its drafts: a run done has
+// stored all it streamed.
+func (r *Runner) check(ctx context.Context, runID string, sent *int) (st agent.RunState, done bool, err error) {
 	loop := r.Durable.Loop
 	run, err := loop.Store.GetRun(ctx, runID)
 	if err != nil {
@@ -129,6 +143,16 @@ func (r *Runner) check(ctx context.Context, runID string) (st agent.RunState, do
 	}
 	if st, err = agent.DecodeState(run); err != nil {
 		return st, false, err
+	}
+	if r.Drafts != nil && st.Stream {
+		pieces, err := r.Drafts.Drafts(ctx, runID, *sent)
+		if err != nil {
+			return st, false, err
+		}
+		for _, p := range pieces {
+			r.Hub.Delta(st, p)
+		}
+		*sent += len(pieces)
 	}
 	switch {
 	case run.Status == store.RunDone || run.Status == store.RunFailed:

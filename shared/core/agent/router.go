@@ -37,3 +37,38 @@ func (r Router) Finish(st RunState, res Result) {
 		p.Finish(st, res)
 	}
 }
+
+// Tee is a Replier that tells each of its repliers everything, in order.
+type Tee []Replier
+
+var _ Replier = Tee{}
+
+// Delta implements Replier.
+func (t Tee) Delta(st RunState, text string) {
+	for _, r := range t {
+		r.Delta(st, text)
+	}
+}
+
+// FlushDeltas passes the call on to the repliers that hold text back.
+func (t Tee) FlushDeltas(st RunState) {
+	for _, r := range t {
+		if f, ok := r.(deltaFlusher); ok {
+			f.FlushDeltas(st)
+		}
+	}
+}
+
+// Approval implements Replier.
+func (t Tee) Approval(st RunState, a store.Approval) {
+	for _, r := range t {
+		r.Approval(st, a)
+	}
+}
+
+// Finish implements Replier.
+func (t Tee) Finish(st RunState, res Result) {
+	for _, r := range t {
+		r.Finish(st, res)
+	}
+}

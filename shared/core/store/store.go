@@ -324,6 +324,19 @@ type Responses interface {
 	DeleteResponse(ctx context.Context, id string) error
 }
 
+// Drafts hold the text a run streams, in numbered pieces, where another
+// process than the one running it can follow it: on AWS the api function
+// streams to its client what the step function's model call writes.
+// Pieces expire within a day.
+type Drafts interface {
+	// AppendDraft stores piece n (from 0) of the run's streamed text; a
+	// piece stored already keeps its first text.
+	AppendDraft(ctx context.Context, runID string, n int, text string) error
+	// Drafts returns the run's pieces from n on, in order, up to the
+	// first missing one; none when there are none.
+	Drafts(ctx context.Context, runID string, from int) ([]string, error)
+}
+
 // Store is everything an adapter provides.
 type Store interface {
 	Sessions

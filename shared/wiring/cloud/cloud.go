@@ -184,7 +184,11 @@ func New(ctx context.Context) (*Root, error) {
 	}
 
 	r := &Root{Log: log, Store: db, Memory: mem, Embedder: emb, Agents: agents, Identity: identity, Hub: agent.NewHub(), Limiter: ratelimit.New(time.Minute)}
-	router := agent.Router{gateway.Channel: r.Hub}
+	// Runs of the HTTP API: the hub streams a stateless run to its
+	// request in this function; a durable run's model calls happen in
+	// the step function, which stores what they stream for the api
+	// function's request to follow (sfn.Runner).
+	router := agent.Router{gateway.Channel: agent.Tee{r.Hub, &agent.DraftWriter{Store: db, Every: 250 * time.Millisecond, Log: log}}}
 	if ep := getenv("WS_ENDPOINT"); ep != "" {
 		r.Conns = apigw.Conns{Log: log, API: apigatewaymanagementapi.NewFromConfig(awsCfg, func(o *apigatewaymanagementapi.Options) {
 			o.BaseEndpoint = aws.String(ep)
@@ -198,7 +202,7 @@ func New(ctx context.Context) (*Root, error) {
 		Agents:   agents,
 		Prompter: &prompt.Templates{Skills: skills},
 		Replier:  router,
-		Events:   obs.NewEmitter(log, 1024, emf.New(os.Stdout)),
+		Events:   obs.NewEmitter(log, 1024, emf.New(os.Stderr)),
 		Log:      log,
 		Limits:   agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes},
 	}
@@ -329,6 +333,7 @@ func (r *Root) API() (http.Handler, error) {
 		Inline:  agent.NewDriver(context.Background(), r.Loop, r.Log),
 		Durable: r.Driver,
 		Hub:     r.Hub,
+		Drafts:  r.Store,
 		Log:     r.Log,
 	}
 	return gateway.New(gateway.Config{

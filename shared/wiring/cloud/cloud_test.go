@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -118,7 +119,7 @@ func apiServer(t *testing.T, wait time.Duration) (*cloudtest.Env, *cloud.Root, s
 		cancel()
 		inline.Wait()
 	})
-	runner := &sfn.Runner{Inline: inline, Durable: r.Driver, Hub: r.Hub, Wait: wait, Poll: 20 * time.Millisecond}
+	runner := &sfn.Runner{Inline: inline, Durable: r.Driver, Hub: r.Hub, Drafts: r.Store, Wait: wait, Poll: 20 * time.Millisecond}
 	gw, err := gateway.New(gateway.Config{Runner: runner, Events: r.Hub, Keys: r.Store, Runs: r.Store, Agents: r.Agents.Names, Identity: r.Identity})
 	if err != nil {
 		t.Fatal(err)
@@ -278,5 +279,72 @@ func parkRun(t *testing.T, r *cloud.Root, runID string, ap store.Approval, edit 
 	c.Run = run
 	if err := r.Store.CommitRun(ctx, c); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRunnerStreamsDrafts: a streamed stateful request gets the pieces the
+// step function stores as they come, then the end of the answer, without
+// the answer again.
+func TestRunnerStreamsDrafts(t *testing.T) {
+	env, r, url := apiServer(t, 10*time.Second)
+	body := `{"model":"default","stream":true,"messages":[{"role":"user","content":"tell me"}]}`
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+cloudtest.SampleKey)
+	req.Header.Set(gateway.SessionHeader, "drafts")
+	type result struct {
+		body string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- result{"", err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		done <- result{string(b), err}
+	}()
+	runID := startedRun(t, env)
+	ctx := t.Context()
+	// The step function thinks: it stores the pieces, then commits the
+	// answer and the run as done.
+	for n, piece := range []string{"Once upon ", "a time."} {
+		if err := r.Store.AppendDraft(ctx, runID, n, piece); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run, err := r.Store.GetRun(ctx, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := agent.DecodeState(run)
+	st.Step = agent.StepDone
+	run.State, _ = json.Marshal(st)
+	run.Status = store.RunDone
+	answer := store.Message{SessionID: st.SessionID, Key: fmt.Sprintf("%sb000.a", store.RunPrefix(st.Seq)), RunID: runID,
+		Message: chat.Message{Role: chat.Assistant, Content: "Once upon a time."}}
+	if err := r.Store.CommitRun(ctx, store.Commit{Run: run, Messages: []store.Message{answer}}); err != nil {
+		t.Fatal(err)
+	}
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no response after the run finished")
+	}
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	var deltas []string
+	for line := range strings.Lines(res.body) {
+		if i := strings.Index(line, `"content":"`); i >= 0 {
+			rest := line[i+len(`"content":"`):]
+			deltas = append(deltas, rest[:strings.Index(rest, `"`)])
+		}
+	}
+	if !slices.Equal(deltas, []string{"Once upon ", "a time."}) || !strings.Contains(res.body, "data: [DONE]") {
+		t.Errorf("streamed contents %q; body:\n%s", deltas, res.body)
 	}
 }

@@ -30,6 +30,8 @@ type Store struct {
 	jobs  map[string]map[string]store.Job
 	// responses are the stored responses of the Responses API by id.
 	responses map[string]store.Response
+	// drafts are the streamed pieces of runs, by run id.
+	drafts map[string]map[int]string
 }
 
 type session struct {
@@ -53,6 +55,38 @@ func New() *Store {
 		calls:     map[string][]chat.ToolCall{},
 		jobs:      map[string]map[string]store.Job{},
 		responses: map[string]store.Response{},
+		drafts:    map[string]map[int]string{},
+	}
+}
+
+var _ store.Drafts = (*Store)(nil)
+
+// AppendDraft implements store.Drafts.
+func (m *Store) AppendDraft(_ context.Context, runID string, n int, text string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d := m.drafts[runID]
+	if d == nil {
+		d = map[int]string{}
+		m.drafts[runID] = d
+	}
+	if _, ok := d[n]; !ok {
+		d[n] = text
+	}
+	return nil
+}
+
+// Drafts implements store.Drafts.
+func (m *Store) Drafts(_ context.Context, runID string, from int) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for n := max(from, 0); ; n++ {
+		text, ok := m.drafts[runID][n]
+		if !ok {
+			return out, nil
+		}
+		out = append(out, text)
 	}
 }
 
