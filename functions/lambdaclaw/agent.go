@@ -54,6 +54,7 @@ func agentCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if sub == "delete" {
 		yes = fset.Bool("yes", false, "delete without asking for confirmation")
 	}
+	// Only list works on a stack: the others manage local workspaces.
 	want := 1
 	st := &stackFlags{name: new(string), region: new(string)}
 	if sub == "list" {

@@ -78,7 +78,7 @@ func (s *stackFlags) check(f *cmdFlags) error {
 	return nil
 }
 
-// stackAPI is the CloudFormation call openStack makes.
+// stackAPI is the CloudFormation call open makes.
 type stackAPI interface {
 	DescribeStacks(ctx context.Context, in *cloudformation.DescribeStacksInput, opts ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
 }
