@@ -501,7 +501,13 @@ func (s *builder) telegramWebhook() {
 	})
 }
 
-// outputs are the stack outputs the README and the operator use.
+// DeployedAgents are the agents the functions serve: their AGENTS, which
+// the stack leaves unset, so shared/wiring/cloud serves its default agent
+// alone. The Agents output says so to `lambdaclaw agent list --stack`.
+const DeployedAgents = "default"
+
+// outputs are the stack outputs the README and the operator use, and the
+// CLI's --stack reads.
 func (s *builder) outputs() {
 	out := func(id string, value *string, description string) {
 		awscdk.NewCfnOutput(s.stack, jsii.String(id), &awscdk.CfnOutputProps{
@@ -515,6 +521,9 @@ func (s *builder) outputs() {
 	out("WebSocketUrl", s.wsURL, "WebSocket endpoint")
 	out("StateMachineArn", s.stateMachineArn, "the agent loop's state machine")
 	out("TableName", s.table_.TableName(), "the DynamoDB table")
+	// `lambdaclaw … --stack` finds the table by TableName and the agents
+	// by Agents (functions/lambdaclaw/stack.go).
+	out("Agents", jsii.String(DeployedAgents), "the agents the functions serve (AGENTS), comma-separated")
 	if s.cfg.Telegram {
 		out("TelegramWebhookUrl", s.urlFor("/telegram/webhook"), "url for Telegram's setWebhook")
 		out("TelegramBotTokenSecretArn", s.botToken.SecretArn(), "the imported bot token secret (partial ARN)")

@@ -627,7 +627,7 @@ func TestStatesGrants(t *testing.T) {
 
 func TestOutputs(t *testing.T) {
 	s := stack(t, variantDefault)
-	for _, o := range []string{"ApiUrl", "OpenAIBaseUrl", "ChatCompletionsUrl", "WebSocketUrl", "StateMachineArn", "TableName"} {
+	for _, o := range []string{"ApiUrl", "OpenAIBaseUrl", "ChatCompletionsUrl", "WebSocketUrl", "StateMachineArn", "TableName", "Agents"} {
 		assert(t, "output "+o, func() { s.template.HasOutput(jsii.String(o), m{"Value": assertions.Match_AnyValue()}) })
 	}
 	outputs := s.json["Outputs"].(map[string]any)
@@ -651,6 +651,46 @@ func TestOutputs(t *testing.T) {
 	}
 	if _, ok := stack(t, variantOpenSearch).json["Outputs"].(map[string]any)["OpenSearchEndpoint"]; !ok {
 		t.Error("opensearch stack outputs no OpenSearch endpoint")
+	}
+}
+
+// TestAdminOutputs checks the outputs `lambdaclaw … --stack` reads: the
+// table the functions use, and the agents they serve.
+func TestAdminOutputs(t *testing.T) {
+	for _, variant := range []string{variantDefault, variantOpenSearch} {
+		s := stack(t, variant)
+		outputs := s.json["Outputs"].(map[string]any)
+		value := func(name string) string {
+			o, ok := outputs[name].(map[string]any)
+			if !ok {
+				t.Fatalf("%s: no output %s", variant, name)
+			}
+			return render(o["Value"])
+		}
+		tables := s.resources("AWS::DynamoDB::Table")
+		if len(tables) != 1 {
+			t.Fatalf("%s: %d tables", variant, len(tables))
+		}
+		for id := range tables {
+			if got := value("TableName"); got != "${"+id+"}" {
+				t.Errorf("%s: TableName output = %s, want the table %s", variant, got, id)
+			}
+		}
+		agents := value("Agents")
+		if agents != "default" {
+			t.Errorf("%s: Agents output = %q, want default", variant, agents)
+		}
+		for id, fn := range s.resources("AWS::Lambda::Function") {
+			env, _ := props(fn)["Environment"].(map[string]any)
+			vars, _ := env["Variables"].(map[string]any)
+			if tn, ok := vars["TABLE_NAME"]; ok && render(tn) != value("TableName") {
+				t.Errorf("%s: function %s uses table %s, the output says %s", variant, id, render(tn), value("TableName"))
+			}
+			// Unset, AGENTS means the default agent (shared/wiring/cloud).
+			if a, ok := vars["AGENTS"]; ok && render(a) != agents || !ok && agents != "default" {
+				t.Errorf("%s: function %s serves AGENTS=%v, the output says %s", variant, id, a, agents)
+			}
+		}
 	}
 }
 

@@ -33,7 +33,7 @@ const maxIdentityRead = 64 << 10
 
 // agentCommand runs `lambdaclaw agent create|list|show|delete`, which
 // manage the agent workspaces under $LAMBDACLAW_HOME/agents.
-func agentCommand(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func agentCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sub, err := subcommand("agent", []string{"create", "list", "show", "delete"}, args, stdout, stderr)
 	if err != nil {
 		return err
@@ -43,7 +43,7 @@ func agentCommand(_ context.Context, args []string, stdout, stderr io.Writer) er
 	case "create":
 		fset = newFlags("agent create", "NAME", "Create the workspace of a new agent from the default templates and print its directory.\nA running `lambdaclaw serve` serves it at once, as the model NAME.", stderr)
 	case "list":
-		fset = newFlags("agent list", "", "List the agents: the name, emoji and type from IDENTITY.md, and whether the first run is pending.", stderr)
+		fset = newFlags("agent list", "", "List the agents: the name, emoji and type from IDENTITY.md, and whether the first run is pending.\nWith --stack, the names of the agents the deployed stack serves.", stderr)
 	case "show":
 		fset = newFlags("agent show", "NAME", "Print the bootstrap files of an agent in system prompt order, and list its daily logs.", stderr)
 	default:
@@ -54,13 +54,22 @@ func agentCommand(_ context.Context, args []string, stdout, stderr io.Writer) er
 	if sub == "delete" {
 		yes = fset.Bool("yes", false, "delete without asking for confirmation")
 	}
+	// Only list works on a stack: the others manage local workspaces.
 	want := 1
+	st := &stackFlags{name: new(string), region: new(string)}
 	if sub == "list" {
 		want = 0
+		st = fset.withStack()
 	}
 	pos, err := fset.parse(args[1:], want, want, stdout)
 	if err != nil {
 		return err
+	}
+	if err := st.check(fset); err != nil {
+		return err
+	}
+	if st.remote() {
+		return listStackAgents(ctx, st, stdout)
 	}
 	cfg, err := loadConfig()
 	if err != nil {
@@ -143,6 +152,24 @@ func listAgents(home string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\n", n, describeAgent(workspace.Dir(home, n)))
 	}
 	return tw.Flush()
+}
+
+// listStackAgents prints the agents a deployed stack serves, one name a
+// line. Their workspaces are not kept on AWS yet: each has the default
+// templates after its first-run ritual.
+func listStackAgents(ctx context.Context, st *stackFlags, stdout io.Writer) error {
+	d, err := st.open(ctx)
+	if err != nil {
+		return err
+	}
+	names, err := d.agents()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		fmt.Fprintln(stdout, n)
+	}
+	return nil
 }
 
 // describeAgent summarises the workspace at dir from the Name, Type and

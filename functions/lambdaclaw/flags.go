@@ -40,6 +40,13 @@ func (f *cmdFlags) withConfig() (load func() (*config.Config, error)) {
 	return func() (*config.Config, error) { return config.Load(*path, getenv) }
 }
 
+// isSet reports whether the flag name was given.
+func (f *cmdFlags) isSet(name string) bool {
+	set := false
+	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	return set
+}
+
 // printUsage writes the synopsis, what the command does and its flags.
 func (f *cmdFlags) printUsage(w io.Writer) {
 	fmt.Fprintf(w, "usage: %s", f.synopsis)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
-	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
@@ -27,53 +25,49 @@ import (
 // maxKeyName bounds the name of a key, in characters.
 const maxKeyName = 64
 
-// keys runs `lambdaclaw keys create|list|revoke`. Every flag and argument
+// keys runs `lambdaclaw keys create|list|revoke`, on the local database
+// or, with --stack, on a deployed stack's table. Every flag and argument
 // is checked before the database is opened, so bad input changes nothing.
 func keys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sub, err := subcommand("keys", []string{"create", "list", "revoke"}, args, stdout, stderr)
 	if err != nil {
 		return err
 	}
-	switch sub {
-	case "create":
+	if sub == "create" {
 		return createKeyCommand(ctx, args[1:], stdout, stderr)
-	case "list":
-		fs := newFlags("keys list", "", "List the API keys: their id, name, prefix, autonomy, rate limit, agents and status.", stderr)
-		loadConfig := fs.withConfig()
-		if _, err := fs.parse(args[1:], 0, 0, stdout); err != nil {
-			return err
-		}
-		_, db, err := openExistingDB(loadConfig)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		return listKeys(ctx, db, stdout)
-	default:
-		fs := newFlags("keys revoke", "ID", "Revoke an API key (its ID is in `lambdaclaw keys list`): it is refused from then on, also on open WebSocket connections.", stderr)
-		loadConfig := fs.withConfig()
-		pos, err := fs.parse(args[1:], 1, 1, stdout)
-		if err != nil {
-			return err
-		}
-		_, db, err := openExistingDB(loadConfig)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		return revokeKey(ctx, db, pos[0], stderr)
 	}
+	fs, want := newFlags("keys list", "", "List the API keys: their id, name, prefix, autonomy, rate limit, agents and status.", stderr), 0
+	if sub == "revoke" {
+		fs, want = newFlags("keys revoke", "ID", "Revoke an API key (its ID is in `lambdaclaw keys list`): it is refused from then on, also on open WebSocket connections.", stderr), 1
+	}
+	pos, tg, err := fs.parseTarget(ctx, args[1:], want, stdout)
+	if err != nil {
+		return err
+	}
+	db, err := tg.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if sub == "list" {
+		return listKeys(ctx, db, stdout)
+	}
+	return revokeKey(ctx, db, pos[0], stderr)
 }
 
 // createKeyCommand is `lambdaclaw keys create`.
 func createKeyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("keys create", "", "Create an API key and print it (only the key, on stdout). The secret is shown once:\nonly its hash is stored.", stderr)
+	fs := newFlags("keys create", "", "Create an API key and print it (only the key, on stdout). The secret is shown once:\nonly its hash is stored, in the local database or, with --stack, in the stack's table.", stderr)
 	loadConfig := fs.withConfig()
+	st := fs.withStack()
 	name := fs.String("name", "", "a name to tell the key apart (at most 64 characters)")
 	agents := fs.String("agents", "", "comma-separated agents the key may use (default all)")
 	autonomy := fs.String("autonomy", tool.Supervised.String(), "autonomy level: read_only, supervised or full")
-	rate := fs.Int("rate", 0, "requests per minute, at least 1 (default from the config file, 120 without one)")
+	rate := fs.Int("rate", 0, "requests per minute, at least 1 (default from the config file, 120 without one or with --stack)")
 	if _, err := fs.parse(args, 0, 0, stdout); err != nil {
+		return err
+	}
+	if err := st.check(fs); err != nil {
 		return err
 	}
 	if n := utf8.RuneCountInString(*name); n > maxKeyName {
@@ -85,31 +79,34 @@ func createKeyCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	if _, err := tool.ParseAutonomy(*autonomy); err != nil {
 		return fmt.Errorf("--autonomy: %w", err)
 	}
-	rateSet := false
-	fs.Visit(func(f *flag.Flag) { rateSet = rateSet || f.Name == "rate" })
+	rateSet := fs.isSet("rate")
 	if rateSet && *rate < 1 {
 		return fmt.Errorf("--rate %d: a key's rate limit is a number of requests per minute, at least 1", *rate)
 	}
-	cfg, err := loadConfig()
+	tg, err := st.target(ctx, loadConfig, true)
 	if err != nil {
 		return err
 	}
 	var list []string
 	if *agents != "" {
-		if list, err = keyAgents(cfg, *agents); err != nil {
+		known, err := tg.agents()
+		if err != nil {
+			return err
+		}
+		if list, err = keyAgents(known, *agents); err != nil {
 			return err
 		}
 	}
 	r := *rate
 	if !rateSet {
-		r = cfg.DefaultRatePerMinute
+		r = tg.defaultRate
 	}
-	db, err := sqlite.Open(cfg.DBPath())
+	db, err := tg.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	key, err := createKey(ctx, db, *name, list, *autonomy, r)
+	key, _, err := apikey.Create(ctx, db, store.APIKey{Name: *name, Agents: list, Autonomy: *autonomy, RatePerMinute: r})
 	if err != nil {
 		return err
 	}
@@ -118,13 +115,9 @@ func createKeyCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 }
 
 // keyAgents checks the --agents of a new key: a comma-separated list of
-// the agents serve serves (see buildAgentNames). Repeated names count
-// once.
-func keyAgents(cfg *config.Config, value string) ([]string, error) {
-	known, err := buildAgentNames(cfg)
-	if err != nil {
-		return nil, err
-	}
+// the known agents (those serve serves, see buildAgentNames, or the
+// stack's). Repeated names count once.
+func keyAgents(known []string, value string) ([]string, error) {
 	var list []string
 	for a := range strings.SplitSeq(value, ",") {
 		a = strings.TrimSpace(a)
@@ -144,25 +137,20 @@ func keyAgents(cfg *config.Config, value string) ([]string, error) {
 	return list, nil
 }
 
-// openExistingDB loads the config and opens its database, for a command
-// that reads or changes what is there: it does not create one.
-func openExistingDB(loadConfig func() (*config.Config, error)) (*config.Config, *sqlite.DB, error) {
-	cfg, err := loadConfig()
-	if err != nil {
-		return nil, nil, err
-	}
+// openExistingDB opens the database of cfg, for a command that reads or
+// changes what is there: it does not create one.
+func openExistingDB(cfg *config.Config) (*sqlite.DB, error) {
 	path := cfg.DBPath()
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("no database at %s yet: `lambdaclaw serve` or `lambdaclaw keys create` makes it", path)
+		return nil, fmt.Errorf("no database at %s yet: `lambdaclaw serve` or `lambdaclaw keys create` makes it", path)
 	} else if err != nil {
-		return nil, nil, fmt.Errorf("database: %w", err)
+		return nil, fmt.Errorf("database: %w", err)
 	}
-	db, err := sqlite.Open(path)
-	return cfg, db, err
+	return sqlite.Open(path)
 }
 
 // listKeys prints the keys as a table.
-func listKeys(ctx context.Context, db *sqlite.DB, stdout io.Writer) error {
+func listKeys(ctx context.Context, db store.Keys, stdout io.Writer) error {
 	ks, err := db.ListKeys(ctx)
 	if err != nil {
 		return err
@@ -185,7 +173,7 @@ func listKeys(ctx context.Context, db *sqlite.DB, stdout io.Writer) error {
 
 // revokeKey revokes the key with the id; an unknown id or a key revoked
 // already is an error.
-func revokeKey(ctx context.Context, db *sqlite.DB, id string, stderr io.Writer) error {
+func revokeKey(ctx context.Context, db store.Keys, id string, stderr io.Writer) error {
 	ks, err := db.ListKeys(ctx)
 	if err != nil {
 		return err
@@ -202,21 +190,4 @@ func revokeKey(ctx context.Context, db *sqlite.DB, id string, stderr io.Writer) 
 	}
 	fmt.Fprintln(stderr, "revoked", id)
 	return nil
-}
-
-// createKey stores a new key and returns its secret, which is never
-// stored.
-func createKey(ctx context.Context, keys store.Keys, name string, agents []string, autonomy string, rate int) (string, error) {
-	key, hash, prefix, err := apikey.New()
-	if err != nil {
-		return "", err
-	}
-	k := store.APIKey{
-		ID: "key_" + agent.NewID()[:12], Name: name, Hash: hash, Prefix: prefix, Agents: agents,
-		Autonomy: autonomy, RatePerMinute: rate, CreatedAt: time.Now().UTC(),
-	}
-	if err := keys.CreateKey(ctx, k); err != nil {
-		return "", fmt.Errorf("store key: %w", err)
-	}
-	return key, nil
 }

@@ -1,6 +1,7 @@
 // Command lambdaclaw is the local lambdaclaw: the gateway server with
 // embedded storage (`serve`), a terminal chat client for it (`chat`) and
-// the commands that manage it (`agent`, `keys`).
+// the commands that manage it (`agent`, `keys`, `status`, `telegram`),
+// which also manage a deployed stack (--stack, stack.go).
 package main
 
 import (
@@ -23,17 +24,21 @@ Usage:
   lambdaclaw chat [--addr HOST:PORT|URL] [--agent NAME] [--user NAME] [--key KEY]
                                                         chat with an agent of the running gateway
   lambdaclaw agent create NAME                          create a workspace; print its directory
-  lambdaclaw agent list                                 list the agents
+  lambdaclaw agent list [--stack NAME]                  list the agents
   lambdaclaw agent show NAME                            print its bootstrap files and daily logs
   lambdaclaw agent delete NAME [--yes]                  delete its workspace
-  lambdaclaw keys create [--name N] [--agents a,b] [--autonomy LEVEL] [--rate N]
-  lambdaclaw keys list
-  lambdaclaw keys revoke ID
-  lambdaclaw status                                     agents, keys, busy sessions, Telegram outbox
-  lambdaclaw telegram setup|remove                      register or remove the Telegram webhook
+  lambdaclaw keys create [--name N] [--agents a,b] [--autonomy LEVEL] [--rate N] [--stack NAME]
+  lambdaclaw keys list [--stack NAME]
+  lambdaclaw keys revoke ID [--stack NAME]
+  lambdaclaw status [--stack NAME]                      agents, keys, busy sessions, Telegram outbox
+  lambdaclaw telegram setup|remove [--stack NAME]       register or remove the Telegram webhook
   lambdaclaw version
 
 Every command takes --help; "lambdaclaw help COMMAND" is the same.
+
+--stack NAME [--region R] runs the command on the AWS deployment "make deploy"
+made (the CloudFormation stack NAME, "Lambdaclaw") instead of the local server,
+with your AWS credentials; the table and secrets come from the stack's outputs.
 
 Environment:
   LAMBDACLAW_HOME    data directory (default ~/.lambdaclaw)
@@ -44,6 +49,10 @@ Environment:
                      the Telegram bot token and Bot API server
   OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL
                      the default provider when the config file names none
+  AWS_PROFILE, AWS_REGION, AWS_ACCESS_KEY_ID, …
+                     the credentials and Region of --stack (the AWS SDK's default chain)
+  CLOUDFORMATION_ENDPOINT, DYNAMODB_ENDPOINT, SECRETSMANAGER_ENDPOINT
+                     AWS endpoint overrides for --stack (local engines, tests)
 `
 
 func main() {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/prometheus"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/ratelimit"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
@@ -24,6 +25,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/prompt"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store/memstore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
@@ -215,7 +217,7 @@ func firstKey(ctx context.Context, db *sqlite.DB, cfg *config.Config, stdout io.
 	if err != nil || len(ks) > 0 {
 		return err
 	}
-	key, err := createKey(ctx, db, "first", nil, tool.Supervised.String(), cfg.DefaultRatePerMinute)
+	key, _, err := apikey.Create(ctx, db, store.APIKey{Name: "first", Autonomy: tool.Supervised.String(), RatePerMinute: cfg.DefaultRatePerMinute})
 	if err != nil {
 		return err
 	}

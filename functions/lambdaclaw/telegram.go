@@ -51,20 +51,31 @@ func withTelegram(gw http.Handler, ch *telegram.Channel) http.Handler {
 	return mux
 }
 
-// telegramCommand is `lambdaclaw telegram setup|remove`.
+// telegramCommand is `lambdaclaw telegram setup|remove`, for the local
+// server or, with --stack, for a deployed stack's bot.
 func telegramCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sub, err := subcommand("telegram", []string{"setup", "remove"}, args, stdout, stderr)
 	if err != nil {
 		return err
 	}
-	about := "Register the bot's webhook at telegram.public_url of the config file, with a fresh secret token."
+	about := "Register the bot's webhook at telegram.public_url of the config file, with a fresh secret token.\n" +
+		"With --stack: at the stack's TelegramWebhookUrl, with the bot token and the secret token of its secrets\n" +
+		"(after a new bot token, say)."
 	if sub == "remove" {
-		about = "Remove the bot's webhook, so that the server can long-poll again."
+		about = "Remove the bot's webhook, so that the server can long-poll again. With --stack: the deployed bot\n" +
+			"gets no messages until `lambdaclaw telegram setup --stack NAME`."
 	}
 	fs := newFlags("telegram "+sub, "", about, stderr)
 	loadConfig := fs.withConfig()
+	st := fs.withStack()
 	if _, err := fs.parse(args[1:], 0, 0, stdout); err != nil {
 		return err
+	}
+	if err := st.check(fs); err != nil {
+		return err
+	}
+	if st.remote() {
+		return stackTelegram(ctx, st, sub, stdout)
 	}
 	cfg, err := loadConfig()
 	if err != nil {
@@ -107,23 +118,68 @@ func telegramCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	return nil
 }
 
-// statusCommand is `lambdaclaw status`: what the database says about the
-// server.
-func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("status", "", "Print what the database says about the server: the agents, the API keys, the sessions\nwith unfinished runs and the Telegram outbox.", stderr)
-	loadConfig := fs.withConfig()
-	if _, err := fs.parse(args, 0, 0, stdout); err != nil {
+// stackTelegram is `telegram setup|remove --stack`: the deployment's
+// custom resource registers the webhook only when its URL changes, so
+// after a new bot token (or a removal) the operator registers it here,
+// with what the telegram function checks: the stack's webhook URL and the
+// secret token in its TelegramWebhookSecret. The secret is not rotated:
+// warm functions keep the value they read.
+func stackTelegram(ctx context.Context, st *stackFlags, sub string, stdout io.Writer) error {
+	d, err := st.open(ctx)
+	if err != nil {
 		return err
 	}
-	cfg, db, err := openExistingDB(loadConfig)
+	if !d.telegram() {
+		return fmt.Errorf("%s has no Telegram bot: deploy it with CDK_FLAGS='-c telegram=on' (README: Deploy to AWS)", d.where())
+	}
+	if err := d.need(outTelegramURL, outBotToken, outWebhookSecret); err != nil {
+		return err
+	}
+	token, err := d.secret(ctx, secretName(d.outputs[outBotToken]))
+	if err != nil {
+		return fmt.Errorf("bot token: %w", err)
+	}
+	client := telegram.NewClient(getenv("TELEGRAM_API_BASE"), token)
+	if sub == "remove" {
+		if err := client.DeleteWebhook(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "webhook removed; the bot of %s gets no messages until `lambdaclaw telegram setup --stack %s`\n", d.where(), d.name)
+		return nil
+	}
+	secret, err := d.secret(ctx, d.outputs[outWebhookSecret])
+	if err != nil {
+		return fmt.Errorf("webhook secret: %w", err)
+	}
+	me, err := client.GetMe(ctx)
+	if err != nil {
+		return err
+	}
+	url := d.outputs[outTelegramURL]
+	if err := client.SetWebhook(ctx, url, secret); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "webhook of @%s set to %s (secret token from the stack's %s)\n", me.Username, url, outWebhookSecret)
+	return nil
+}
+
+// statusCommand is `lambdaclaw status`: what the database, or the
+// table of the stack --stack names, says about the gateway.
+func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("status", "", "Print what the database says about the server: the agents, the API keys, the sessions\nwith unfinished runs and the Telegram outbox. With --stack, the same about the deployed stack.", stderr)
+	_, tg, err := fs.parseTarget(ctx, args, 0, stdout)
+	if err != nil {
+		return err
+	}
+	ags, err := tg.agents()
+	if err != nil {
+		return err
+	}
+	db, err := tg.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	ags, err := buildAgentNames(cfg)
-	if err != nil {
-		return err
-	}
 	keys, err := db.ListKeys(ctx)
 	if err != nil {
 		return err
@@ -138,19 +194,18 @@ func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	st, err := db.Telegram().OutboxStats(ctx)
+	out, err := db.telegram.OutboxStats(ctx)
 	if err != nil {
 		return err
+	}
+	if tg.stack != nil {
+		fmt.Fprintf(stdout, "%s: %s, table %s\n", tg.stack.where(), tg.stack.status, tg.stack.outputs[outTable])
 	}
 	fmt.Fprintf(stdout, "agents: %s\n", strings.Join(ags, ", "))
 	fmt.Fprintf(stdout, "api keys: %d active (%d total)\n", active, len(keys))
 	fmt.Fprintf(stdout, "sessions with unfinished runs: %d\n", len(busy))
-	tg := "disabled"
-	if cfg.Telegram.Enabled {
-		tg = "enabled, " + cfg.Telegram.Mode
-	}
-	fmt.Fprintf(stdout, "telegram: %s\n", tg)
-	fmt.Fprintf(stdout, "telegram outbox: %d pending, %d failed, %d sent\n", st.Pending, st.Failed, st.Sent)
+	fmt.Fprintf(stdout, "telegram: %s\n", tg.telegram)
+	fmt.Fprintf(stdout, "telegram outbox: %d pending, %d failed, %d sent\n", out.Pending, out.Failed, out.Sent)
 	return nil
 }
 

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,45 +24,10 @@ const (
 	runID       = "tg-111111111-41"
 )
 
-// fakeSecrets is a fake of Secrets Manager's GetSecretValue (awsJson1_1).
-type fakeSecrets struct {
-	mu     sync.Mutex
-	values map[string]string
-	calls  map[string]int
-}
-
-func newFakeSecrets(t *testing.T, values map[string]string) (*fakeSecrets, string) {
-	f := &fakeSecrets{values: values, calls: map[string]int{}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var in struct{ SecretId string }
-		b, _ := io.ReadAll(r.Body)
-		json.Unmarshal(b, &in)
-		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.calls[in.SecretId]++
-		v, ok := f.values[in.SecretId]
-		if r.Header.Get("X-Amz-Target") != "secretsmanager.GetSecretValue" || !ok {
-			w.WriteHeader(http.StatusBadRequest)
-			io.WriteString(w, `{"__type":"ResourceNotFoundException","message":"Secrets Manager can't find the specified secret."}`)
-			return
-		}
-		json.NewEncoder(w).Encode(map[string]any{"ARN": in.SecretId, "Name": "s", "SecretString": v, "VersionId": "v1"})
-	}))
-	t.Cleanup(srv.Close)
-	return f, srv.URL
-}
-
-func (f *fakeSecrets) Calls(arn string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls[arn]
-}
-
 type fixture struct {
 	env     *cloudtest.Env
 	tg      *faketelegram.Server
-	secrets *fakeSecrets
+	secrets *cloudtest.Secrets
 	h       *Webhook
 }
 
@@ -76,10 +37,10 @@ func newFixture(t *testing.T, allowed string) *fixture {
 	env := cloudtest.Setup(t)
 	tg := faketelegram.New()
 	t.Cleanup(tg.Close)
-	sm, url := newFakeSecrets(t, map[string]string{botTokenARN: faketelegram.Token, webhookARN: sampleSecret})
+	sm := cloudtest.NewSecrets(t, map[string]string{botTokenARN: faketelegram.Token, webhookARN: sampleSecret})
 	for k, v := range map[string]string{
 		"TELEGRAM_BOT_TOKEN_SECRET_ARN": botTokenARN, "TELEGRAM_WEBHOOK_SECRET_ARN": webhookARN,
-		"SECRETSMANAGER_ENDPOINT": url, "TELEGRAM_API_BASE": tg.URL, "TELEGRAM_ALLOWED_USERS": allowed,
+		"SECRETSMANAGER_ENDPOINT": sm.URL, "TELEGRAM_API_BASE": tg.URL, "TELEGRAM_ALLOWED_USERS": allowed,
 		"TELEGRAM_BOT_TOKEN": "", "TELEGRAM_WEBHOOK_SECRET": "", "TELEGRAM_ACCESS_CODES": "", "TELEGRAM_AGENT": "",
 	} {
 		t.Setenv(k, v)

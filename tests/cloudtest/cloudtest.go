@@ -35,8 +35,10 @@ const StateMachineARN = "arn:aws:states:us-east-1:123456789012:stateMachine:Lamb
 
 // Env is the test environment of one test.
 type Env struct {
-	// Store is the table, for setting up and checking records.
-	Store *dynamo.Store
+	// Store is the table, for setting up and checking records;
+	// TableName is its name.
+	Store     *dynamo.Store
+	TableName string
 	// Key is SampleKey's record.
 	Key   store.APIKey
 	LLM   *fakellm.Server
@@ -51,20 +53,14 @@ type Env struct {
 func Setup(t *testing.T) *Env {
 	t.Helper()
 	table := NewTable(t)
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": "",
-		"AWS_REGION": "us-east-1", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
-	} {
-		t.Setenv(k, v)
-	}
+	SetCredentials(t)
 	key := store.APIKey{ID: "key_sample", Name: "events", Hash: apikey.Hash(SampleKey), Prefix: SampleKey[:9],
 		Autonomy: "supervised", CreatedAt: time.Now().UTC()}
 	if err := table.Store.CreateKey(t.Context(), key); err != nil {
 		t.Fatal(err)
 	}
 
-	e := &Env{Store: table.Store, Key: key, LLM: fakellm.New(), SFN: NewSFN(t), APIGW: NewManagement(t)}
+	e := &Env{Store: table.Store, TableName: table.Name, Key: key, LLM: fakellm.New(), SFN: NewSFN(t), APIGW: NewManagement(t)}
 	t.Cleanup(e.LLM.Close)
 	for k, v := range map[string]string{
 		"TABLE_NAME": table.Name, "DYNAMODB_ENDPOINT": table.Endpoint, "SESSION_TTL": "",
@@ -77,6 +73,20 @@ func Setup(t *testing.T) *Env {
 		t.Setenv(k, v)
 	}
 	return e
+}
+
+// SetCredentials sets the AWS SDK's environment (t.Setenv) to the static
+// credentials local/local in us-east-1, with no profile, config file or
+// instance metadata: the user's own AWS configuration never leaks in.
+func SetCredentials(t *testing.T) {
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": "",
+		"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
+		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "", "AWS_CONTAINER_CREDENTIALS_FULL_URI": "", "AWS_WEB_IDENTITY_TOKEN_FILE": "",
+	} {
+		t.Setenv(k, v)
+	}
 }
 
 // LoadEvent reads the sample events/<name> into v; name is relative to

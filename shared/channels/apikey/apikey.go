@@ -1,14 +1,21 @@
 // Package apikey makes and checks lambdaclaw API keys. A key is "lc_"
 // followed by 43 random base62 characters (256 bits); only its SHA-256 is
-// stored, so a leaked database reveals no usable key.
+// stored, so a leaked database reveals no usable key. Create is the one
+// way keys are made, in the local database and in the deployed table
+// alike.
 package apikey
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
 
 const (
@@ -56,4 +63,28 @@ func Plausible(s string) bool {
 		}
 	}
 	return true
+}
+
+// Creator stores new keys: store.Keys of any adapter.
+type Creator interface {
+	CreateKey(ctx context.Context, k store.APIKey) error
+}
+
+// Create makes a key with the name, agents, autonomy and rate limit of
+// spec, stores its record in keys and returns the secret with the record.
+// The secret is never stored: the record holds its hash and display
+// prefix, a fresh id and the creation time (now, in UTC).
+func Create(ctx context.Context, keys Creator, spec store.APIKey) (string, store.APIKey, error) {
+	key, hash, display, err := New()
+	if err != nil {
+		return "", store.APIKey{}, err
+	}
+	k := store.APIKey{
+		ID: "key_" + agent.NewID()[:12], Name: spec.Name, Hash: hash, Prefix: display, Agents: spec.Agents,
+		Autonomy: spec.Autonomy, RatePerMinute: spec.RatePerMinute, CreatedAt: time.Now().UTC(),
+	}
+	if err := keys.CreateKey(ctx, k); err != nil {
+		return "", store.APIKey{}, fmt.Errorf("store key: %w", err)
+	}
+	return key, k, nil
 }

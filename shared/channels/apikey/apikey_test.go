@@ -1,8 +1,17 @@
 package apikey
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
 
 func TestNew(t *testing.T) {
@@ -79,5 +88,66 @@ func TestPlausible(t *testing.T) {
 				t.Errorf("Plausible(%q) = %v, want %v", tt.in, got, tt.want)
 			}
 		})
+	}
+}
+
+// keyRecorder is a Creator that keeps what it is given, or fails.
+type keyRecorder struct {
+	keys []store.APIKey
+	err  error
+}
+
+func (r *keyRecorder) CreateKey(_ context.Context, k store.APIKey) error {
+	if r.err != nil {
+		return r.err
+	}
+	r.keys = append(r.keys, k)
+	return nil
+}
+
+func TestCreate(t *testing.T) {
+	var r keyRecorder
+	spec := store.APIKey{Name: "ci", Agents: []string{"writer"}, Autonomy: "full", RatePerMinute: 5,
+		// Create sets these itself.
+		ID: "key_mine", Hash: "h", Prefix: "p", CreatedAt: time.Unix(1, 0)}
+	before := time.Now().UTC()
+	secret, k, err := Create(t.Context(), &r, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !Plausible(secret) {
+		t.Fatalf("secret %q is no key", secret)
+	}
+	if len(r.keys) != 1 {
+		t.Fatalf("%d keys stored, want 1", len(r.keys))
+	}
+	if diff := cmp.Diff(k, r.keys[0]); diff != "" {
+		t.Errorf("returned and stored records differ (-returned +stored):\n%s", diff)
+	}
+	want := store.APIKey{ID: k.ID, Name: "ci", Hash: Hash(secret), Prefix: secret[:9], Agents: []string{"writer"},
+		Autonomy: "full", RatePerMinute: 5, CreatedAt: k.CreatedAt}
+	if diff := cmp.Diff(want, k); diff != "" {
+		t.Errorf("record (-want +got):\n%s", diff)
+	}
+	if !regexp.MustCompile(`^key_[0-9a-f]{12}$`).MatchString(k.ID) {
+		t.Errorf("id %q, want key_ and 12 hex digits", k.ID)
+	}
+	if k.CreatedAt.Before(before) || k.CreatedAt.Location() != time.UTC {
+		t.Errorf("created at %v, want now in UTC (after %v)", k.CreatedAt, before)
+	}
+	if strings.Contains(fmt.Sprintf("%+v", k), secret) {
+		t.Error("the record holds the secret")
+	}
+	secret2, k2, err := Create(t.Context(), &r, spec)
+	if err != nil || secret2 == secret || k2.ID == k.ID {
+		t.Errorf("a second key: %v, same secret %v, same id %v", err, secret2 == secret, k2.ID == k.ID)
+	}
+}
+
+func TestCreateStoreFails(t *testing.T) {
+	r := keyRecorder{err: store.ErrExists}
+	secret, _, err := Create(t.Context(), &r, store.APIKey{Autonomy: "supervised"})
+	if !errors.Is(err, store.ErrExists) || !strings.HasPrefix(err.Error(), "store key: ") || secret != "" {
+		t.Errorf("Create = %q, %v; want no key and the store's error, wrapped", secret, err)
 	}
 }

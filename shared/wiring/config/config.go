@@ -23,6 +23,9 @@ const (
 	DefaultAgent        = "default"
 	DefaultModel        = "gpt-4o-mini"
 	DefaultMaxBodyBytes = 1 << 20
+	// DefaultKeyRate is the rate limit, in requests per minute, of keys
+	// created without one when default_rate_per_minute is not set.
+	DefaultKeyRate = 120
 )
 
 // Config is the whole configuration.
@@ -237,7 +240,7 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if c.DefaultRatePerMinute <= 0 {
-		c.DefaultRatePerMinute = 120
+		c.DefaultRatePerMinute = DefaultKeyRate
 	}
 	if len(c.Providers) == 0 && (getenv("OPENAI_API_KEY") != "" || getenv("OPENAI_BASE_URL") != "") {
 		p := Provider{Name: "openai", BaseURL: getenv("OPENAI_BASE_URL"), Model: getenv("OPENAI_MODEL")}
