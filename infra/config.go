@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/constructs-go/constructs/v10"
 )
@@ -23,6 +25,8 @@ const (
 	ctxTelegramAPI    = "telegram_api_base"      // Bot API base URL (default Telegram's)
 	ctxTelegramToken  = "telegram_token_secret"  // name of the Secrets Manager secret holding the bot token
 	ctxSearchInstance = "search_instance"        // OpenSearch data node instance type
+	ctxApproval       = "approval_timeout"       // how long a run waits for an approval: 7d, 36h, 90s, …
+	ctxRetention      = "session_retention_days" // days an idle session's items are kept
 )
 
 // Defaults for the context keys.
@@ -42,6 +46,17 @@ const (
 
 	SearchNone       = "none"
 	SearchOpenSearch = "opensearch"
+
+	// DefaultApprovalTimeout is how long a run waits for an answer to an
+	// approval prompt (or its client's tool results) before the approval
+	// expires; MaxApprovalTimeout is the longest allowed, which the lane
+	// lease of a parked run (8 days, shared/adapters/sfn) outlasts.
+	DefaultApprovalTimeout = 7 * 24 * time.Hour
+	MaxApprovalTimeout     = 7 * 24 * time.Hour
+	// DefaultRetentionDays is how long the items of an idle session are
+	// kept; MinRetentionDays keeps them for longer than a run may wait.
+	DefaultRetentionDays = 90
+	MinRetentionDays     = 8
 
 	TelegramOff = "off"
 	TelegramOn  = "on"
@@ -82,6 +97,13 @@ type Config struct {
 	TelegramTokenSecret string
 	// SearchInstance is the OpenSearch data node instance type.
 	SearchInstance string
+	// ApprovalTimeout is the timeout of the state machine's approval task:
+	// a run that waits longer for an answer ends, its approval expired.
+	ApprovalTimeout time.Duration
+	// RetentionDays is how long a session's items live after its last
+	// use: every function gets it as SESSION_TTL, and DynamoDB's TTL
+	// removes what expired.
+	RetentionDays int
 }
 
 // ConfigFromContext reads the Config from the construct tree's context,
@@ -108,6 +130,14 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 		TelegramAPIBase:      get(ctxTelegramAPI, ""),
 		TelegramTokenSecret:  get(ctxTelegramToken, DefaultTelegramTokenSecret),
 	}
+	var err error
+	if c.ApprovalTimeout, err = parseTimeout(get(ctxApproval, "7d")); err != nil {
+		return Config{}, fmt.Errorf("context %s: %w", ctxApproval, err)
+	}
+	if c.RetentionDays, err = strconv.Atoi(get(ctxRetention, strconv.Itoa(DefaultRetentionDays))); err != nil || c.RetentionDays < MinRetentionDays {
+		return Config{}, fmt.Errorf("context %s=%q: want a whole number of days, at least %d (longer than a run may wait for an approval)",
+			ctxRetention, get(ctxRetention, ""), MinRetentionDays)
+	}
 	if c.Search != SearchNone && c.Search != SearchOpenSearch {
 		return Config{}, fmt.Errorf("context %s=%q: want %q or %q", ctxSearch, c.Search, SearchNone, SearchOpenSearch)
 	}
@@ -130,6 +160,28 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	}
 	c.Assets = abs
 	return c, nil
+}
+
+// parseTimeout reads an approval timeout: a number of days ("7d") or a Go
+// duration ("36h", "90s"), in whole seconds from 1 s to MaxApprovalTimeout.
+func parseTimeout(v string) (time.Duration, error) {
+	var d time.Duration
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil {
+			return 0, fmt.Errorf("%q: want days (7d) or a duration (36h, 90s)", v)
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			return 0, fmt.Errorf("%q: want days (7d) or a duration (36h, 90s)", v)
+		}
+	}
+	if d < time.Second || d > MaxApprovalTimeout || d%time.Second != 0 {
+		return 0, fmt.Errorf("%q: want whole seconds from 1s to %s", v, MaxApprovalTimeout)
+	}
+	return d, nil
 }
 
 // defaultAssets is <repo>/dist, the Makefile's output: the repository is

@@ -251,7 +251,9 @@ func (s *builder) grantSchedules(fn awslambda.Function) {
 }
 
 // grantStates lets fn start runs of the loop and, with answers, resume a
-// run parked for approval (SendTaskSuccess/Failure with its task token).
+// run parked for approval (SendTaskSuccess/Failure with its task token):
+// the channels that deliver answers, and the step function, whose park
+// task resumes its run itself when the answer came before the token.
 func (s *builder) grantStates(fn awslambda.Function, answers bool) {
 	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("states:StartExecution"),
@@ -318,7 +320,20 @@ func (s *builder) grantBedrock(fn awslambda.Function, chat, embed bool) {
 		Actions:   jsii.Strings("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"),
 		Resources: &res,
 	}))
+	// The first call of a third-party model (Anthropic's, for one) in an
+	// account subscribes the account to it through AWS Marketplace, with
+	// the caller's permissions; without these it fails with
+	// AccessDeniedException. Marketplace scopes them by product id only,
+	// which differs per model and Region, so they are granted on "*".
+	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(marketplaceActions...),
+		Resources: jsii.Strings("*"),
+	}))
 }
+
+// marketplaceActions let a Bedrock caller subscribe the account to a
+// model on its first use.
+var marketplaceActions = []string{"aws-marketplace:ViewSubscriptions", "aws-marketplace:Subscribe"}
 
 // function creates one Lambda function from <assets>/<name>/bootstrap.
 func (s *builder) function(name, description string, memory, timeoutSeconds float64, env map[string]*string) awslambda.Function {
@@ -430,7 +445,9 @@ func (s *builder) lambdas() {
 	}
 	step := s.function("step", "agent loop steps for Step Functions", 512, 900, common(merge(llm, schedules, stepEnv)))
 	s.table_.GrantReadWriteData(step)
-	s.grantStates(step, false)
+	// The park task resumes its own run when the approval was answered
+	// before the token was stored (SendTaskSuccess).
+	s.grantStates(step, true)
 	s.grantBedrock(step, true, true)
 	s.grantSchedules(step)
 	s.wsGrant(step)

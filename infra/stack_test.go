@@ -383,14 +383,18 @@ func TestSecrets(t *testing.T) {
 }
 
 // starAllowed are the actions IAM accepts only on "*": the CloudWatch Logs
-// delivery actions Step Functions logging needs, and DynamoDB's
-// ListStreams, which the stream event source mapping needs and which
-// returns stream names, never data.
+// delivery actions Step Functions logging needs, DynamoDB's ListStreams,
+// which the stream event source mapping needs and which returns stream
+// names, never data, and the AWS Marketplace actions of a Bedrock model's
+// first use.
 var starAllowed = map[string]bool{
 	"logs:CreateLogDelivery": true, "logs:GetLogDelivery": true, "logs:UpdateLogDelivery": true,
 	"logs:DeleteLogDelivery": true, "logs:ListLogDeliveries": true, "logs:PutResourcePolicy": true,
 	"logs:DescribeResourcePolicies": true, "logs:DescribeLogGroups": true,
 	"dynamodb:ListStreams": true,
+	// Marketplace scopes subscriptions by product id (per model and
+	// Region), not by resource.
+	"aws-marketplace:ViewSubscriptions": true, "aws-marketplace:Subscribe": true,
 }
 
 func TestIAMScopedToTheStack(t *testing.T) {
@@ -591,13 +595,26 @@ func TestBedrockGrants(t *testing.T) {
 				t.Errorf("%s %s: bedrock on %v, want %v", variant, name, res, want)
 			}
 		}
+		// The first use of a model subscribes the account to it through
+		// AWS Marketplace, with the caller's permissions.
+		for _, name := range []string{"api", "step"} {
+			acts := s.actionsOf(s.roleOf(t, s.functionID(t, name)))
+			for _, a := range []string{"aws-marketplace:ViewSubscriptions", "aws-marketplace:Subscribe"} {
+				if r := acts[a]; !slices.Equal(r, []string{"*"}) {
+					t.Errorf("%s %s: %s on %v, want *", variant, name, a, r)
+				}
+			}
+			if _, ok := acts["aws-marketplace:Unsubscribe"]; ok {
+				t.Errorf("%s %s may unsubscribe", variant, name)
+			}
+		}
 		names := []string{"ws", "scheduler"}
 		if s.cfg.Telegram {
 			names = append(names, "telegram")
 		}
 		for _, name := range names {
 			for a := range s.actionsOf(s.roleOf(t, s.functionID(t, name))) {
-				if strings.HasPrefix(a, "bedrock:") {
+				if strings.HasPrefix(a, "bedrock:") || strings.HasPrefix(a, "aws-marketplace:") {
 					t.Errorf("%s %s may %s", variant, name, a)
 				}
 			}
@@ -608,13 +625,18 @@ func TestBedrockGrants(t *testing.T) {
 func TestStatesGrants(t *testing.T) {
 	s := stack(t, variantOpenSearch) // the variant with telegram=on
 	arn := "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:" + StackName + "-loop"
-	for name, answers := range map[string]bool{"api": true, "ws": true, "telegram": true, "step": false, "scheduler": false} {
+	// The step function answers too: its park task resumes the run when
+	// the approval was answered before the task stored its token.
+	for name, answers := range map[string]bool{"api": true, "ws": true, "telegram": true, "step": true, "scheduler": false} {
 		acts := s.actionsOf(s.roleOf(t, s.functionID(t, name)))
 		if r := acts["states:StartExecution"]; !slices.Equal(r, []string{arn}) {
 			t.Errorf("%s: StartExecution on %v", name, r)
 		}
-		if _, ok := acts["states:SendTaskSuccess"]; ok != answers {
-			t.Errorf("%s: SendTaskSuccess granted %v, want %v", name, ok, answers)
+		for _, a := range []string{"states:SendTaskSuccess", "states:SendTaskFailure"} {
+			r, ok := acts[a]
+			if ok != answers || ok && !slices.Equal(r, []string{arn}) {
+				t.Errorf("%s: %s on %v, want it %v and on the state machine only", name, a, r, answers)
+			}
 		}
 	}
 }

@@ -18,9 +18,16 @@
 //   - it answers the test on /control/ (plain JSON over HTTP):
 //       GET /control/validate                       asl-validator's verdict
 //       GET /control/executions                     every execution, in start order
-//       GET /control/executions/NAME?until=done|parked[&timeout_ms=N]
+//       GET /control/executions/NAME?until=done|parked|held[&timeout_ms=N]
 //           waits until the execution NAME (started or not yet) has ended, or
-//           is parked on a task token (or ended), and returns its record.
+//           is parked on a task token (or ended), or has a task held (see
+//           hold), and returns its record;
+//       POST /control/hold?state=STATE              holds the next invocation of the
+//           Task state STATE (of any execution) before the step command runs,
+//           until
+//       POST /control/release?state=STATE           lets it run.
+//     A task whose execution ends while it waits for its token (the task
+//     timed out) spends the token: SendTaskSuccess then says TaskTimedOut.
 //
 // Usage: node harness.mjs --definition FILE --step BIN --arn STATE_MACHINE_ARN
 // It listens on 127.0.0.1 (a free port), prints {"port":N} on one line of
@@ -94,6 +101,8 @@ const order = []; // names in start order
 const waiters = new Set(); // functions re-checked on every change
 const pending = new Map(); // task token → {exec, resolve, reject}
 const spentTokens = new Set(); // tokens whose task has completed
+const holds = new Set(); // Task states whose next invocation is to be held
+const held = new Map(); // Task state → function letting its held invocation run
 
 function changed() {
   for (const w of [...waiters]) w();
@@ -116,6 +125,21 @@ function invoke(exec, stateName, payload) {
   if (payload?.state?.error_info) entry.error_info = payload.state.error_info;
   exec.tasks.push(entry);
   changed();
+  if (holds.delete(stateName)) {
+    entry.held = true;
+    const { promise, resolve } = Promise.withResolvers();
+    held.set(stateName, resolve);
+    changed();
+    return promise.then(() => {
+      entry.held = false;
+      return spawnStep(exec, stateName, payload, entry);
+    });
+  }
+  return spawnStep(exec, stateName, payload, entry);
+}
+
+// spawnStep runs the step command for the task entry.
+function spawnStep(exec, stateName, payload, entry) {
   const requestId = randomUUID();
   return new Promise((resolve, reject) => {
     const child = spawn(args.step, [], {
@@ -267,6 +291,15 @@ function startExecution(name, input) {
     }
     exec.end_seq = ++seq;
     exec.stopDate = Date.now() / 1000;
+    // A task still waiting for its token (it timed out) is gone with the
+    // execution.
+    for (const [token, p] of pending) {
+      if (p.exec === exec) {
+        pending.delete(token);
+        spentTokens.add(token);
+      }
+    }
+    exec.parked = null;
     changed();
   });
   changed();
@@ -368,6 +401,19 @@ function send(res, status, body, headers = {}) {
 
 async function control(req, res, url) {
   if (url.pathname === '/control/validate') return send(res, 200, validation);
+  if (url.pathname === '/control/hold' || url.pathname === '/control/release') {
+    const state = url.searchParams.get('state') || '';
+    if (!tasks[state]) return send(res, 404, { message: `no Task state ${state}` });
+    if (url.pathname === '/control/hold') {
+      holds.add(state);
+      return send(res, 200, {});
+    }
+    const release = held.get(state);
+    if (!release) return send(res, 409, { message: `no invocation of ${state} is held` });
+    held.delete(state);
+    release();
+    return send(res, 200, {});
+  }
   if (url.pathname === '/control/executions') {
     return send(res, 200, order.map((n) => ({ name: n, status: executions.get(n).status, start_seq: executions.get(n).start_seq })));
   }
@@ -379,7 +425,11 @@ async function control(req, res, url) {
   const ready = () => {
     const e = executions.get(name);
     if (!e) return false;
-    return e.status !== 'RUNNING' || (until === 'parked' && e.parked !== null);
+    return (
+      e.status !== 'RUNNING' ||
+      (until === 'parked' && e.parked !== null) ||
+      (until === 'held' && e.tasks.some((k) => k.held))
+    );
   };
   if (!ready()) {
     await new Promise((resolve) => {
