@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -363,6 +364,9 @@ func (s *builder) lambdas() {
 		env := map[string]*string{
 			"TABLE_NAME":        s.table_.TableName(),
 			"STATE_MACHINE_ARN": s.stateMachineArn,
+			// The items of a session idle this long expire (DynamoDB TTL on
+			// expires_at, which the store sets on every session item).
+			"SESSION_TTL": jsii.String(fmt.Sprintf("%dh", s.cfg.RetentionDays*24)),
 		}
 		for k, v := range extra {
 			env[k] = v

@@ -22,6 +22,22 @@ func arrayWith(v ...any) assertions.Matcher {
 	return assertions.Match_ArrayWith(&v)
 }
 
+// TestRetention: the retention becomes every function's SESSION_TTL; the
+// table's TTL on expires_at removes what expired (TestTable).
+func TestRetention(t *testing.T) {
+	for variant, want := range map[string]string{variantDefault: "2160h", variantOpenSearch: "2160h", variantShortApproval: "720h"} {
+		s := stack(t, variant)
+		for id, r := range s.resources("AWS::Lambda::Function") {
+			if d, _ := props(r)["Description"].(string); !strings.HasPrefix(d, "lambdaclaw ") || strings.HasPrefix(d, "lambdaclaw indexer:") {
+				continue // the indexer writes no session; CDK's own functions
+			}
+			if got := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)["SESSION_TTL"]; got != want {
+				t.Errorf("%s %s: SESSION_TTL=%v, want %s", variant, id, got, want)
+			}
+		}
+	}
+}
+
 func TestTable(t *testing.T) {
 	s := stack(t, variantDefault)
 	assert(t, "one table", func() { s.template.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(1)) })
@@ -686,6 +702,11 @@ func TestConfigErrors(t *testing.T) {
 		"openai_model without openai_base_url": {map[string]any{ctxOpenAIModel: "gpt-x", ctxAssets: dir}, ctxOpenAIBaseURL},
 		"telegram=on needs its bootstrap":      {map[string]any{ctxTelegram: TelegramOn, ctxAssets: coreAssets(t)}, "telegram/bootstrap"},
 		"opensearch needs the indexer":         {map[string]any{ctxSearch: SearchOpenSearch, ctxAssets: coreAssets(t)}, "indexer/bootstrap"},
+		"retention shorter than a run waits":   {map[string]any{ctxRetention: "7", ctxAssets: dir}, ctxRetention},
+		"retention not a number":               {map[string]any{ctxRetention: "90d", ctxAssets: dir}, ctxRetention},
+		"approval timeout over 7 days":         {map[string]any{ctxApproval: "8d", ctxAssets: dir}, ctxApproval},
+		"approval timeout not a duration":      {map[string]any{ctxApproval: "soon", ctxAssets: dir}, ctxApproval},
+		"approval timeout in fractions":        {map[string]any{ctxApproval: "1500ms", ctxAssets: dir}, ctxApproval},
 	} {
 		t.Run(name, func(t *testing.T) {
 			app := awscdk.NewApp(&awscdk.AppProps{Context: &tc.ctx, Outdir: jsii.String(t.TempDir())})
