@@ -88,9 +88,11 @@ import (
 //
 // Every permission comes from a grant or a statement naming this stack's
 // own resources; the exceptions are Bedrock model ARNs (region-wildcarded
-// because cross-Region inference profiles route to several Regions) and
-// the CloudWatch Logs delivery actions the state machine's logging needs,
-// which IAM only accepts on "*".
+// because cross-Region inference profiles route to several Regions), the
+// AWS Marketplace subscription a model's first use makes, and the
+// CloudWatch Logs delivery actions the state machine's logging needs,
+// which IAM only accepts on "*". On the table, each function may do only
+// what it needs to the items it owns, by partition key (access.go).
 func NewStack(scope constructs.Construct, id string, cfg Config, props *awscdk.StackProps) (awscdk.Stack, error) {
 	functions := []string{"api", "ws", "step", "scheduler"}
 	if cfg.Telegram {
@@ -400,7 +402,7 @@ func (s *builder) lambdas() {
 
 	// scheduler: the target of check-in schedules; starts their runs.
 	sched := s.function("scheduler", "EventBridge Scheduler check-ins", 256, 60, common(schedules))
-	s.table_.GrantReadWriteData(sched)
+	s.grantTable(sched, "scheduler")
 	s.grantStates(sched, false)
 	s.grantSchedules(sched)
 	sched.GrantInvoke(s.schedulerRole)
@@ -409,7 +411,7 @@ func (s *builder) lambdas() {
 	// api: the OpenAI-compatible API and health, streamed.
 	api := s.function("api", "OpenAI-compatible API and health (response streaming)", 512, 900,
 		common(merge(llm, schedules)))
-	s.table_.GrantReadWriteData(api)
+	s.grantTable(api, "api")
 	s.grantStates(api, true)
 	s.grantBedrock(api, true, true)
 	s.grantSchedules(api)
@@ -420,7 +422,7 @@ func (s *builder) lambdas() {
 	// ws: WebSocket $connect/$disconnect/$default.
 	ws := s.function("ws", "WebSocket connections and messages", 256, 30,
 		common(map[string]*string{"WS_ENDPOINT": s.wsEndpoint}))
-	s.table_.GrantReadWriteData(ws)
+	s.grantTable(ws, "ws")
 	s.grantStates(ws, true)
 	s.wsGrant(ws)
 
@@ -432,7 +434,7 @@ func (s *builder) lambdas() {
 			"TELEGRAM_API_BASE":             jsii.String(s.cfg.TelegramAPIBase),
 			"TELEGRAM_ALLOWED_USERS":        jsii.String(s.cfg.TelegramAllowedUsers),
 		}))
-		s.table_.GrantReadWriteData(tg)
+		s.grantTable(tg, "telegram")
 		s.grantStates(tg, true)
 		s.botToken.GrantRead(tg, nil)
 		s.webhookSecret.GrantRead(tg, nil)
@@ -448,7 +450,7 @@ func (s *builder) lambdas() {
 		stepEnv["TELEGRAM_API_BASE"] = jsii.String(s.cfg.TelegramAPIBase)
 	}
 	step := s.function("step", "agent loop steps for Step Functions", 512, 900, common(merge(llm, schedules, stepEnv)))
-	s.table_.GrantReadWriteData(step)
+	s.grantTable(step, "step")
 	// The park task resumes its own run when the approval was answered
 	// before the token was stored (SendTaskSuccess).
 	s.grantStates(step, true)

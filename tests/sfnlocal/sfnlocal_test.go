@@ -718,8 +718,9 @@ func setup(t *testing.T) *env {
 		os.Unsetenv(k)
 	}
 	for k, v := range map[string]string{
-		"TABLE_NAME":                        table.Name,
-		"DYNAMODB_ENDPOINT":                 table.Endpoint,
+		"TABLE_NAME": table.Name,
+		// The step processes have the step function's grants on the table.
+		"DYNAMODB_ENDPOINT":                 table.Policed(t, "step"),
 		"STATE_MACHINE_ARN":                 stateMachineARN,
 		"AWS_REGION":                        "us-east-1",
 		"AWS_ACCESS_KEY_ID":                 "local",
@@ -738,8 +739,10 @@ func setup(t *testing.T) *env {
 	}
 	e.h = startHarness(t, e.step, definitionFile)
 	// The channels' side: the driver the api, ws and telegram functions
-	// deliver messages with, talking to the harness's Step Functions.
+	// deliver messages with, talking to the harness's Step Functions,
+	// with the ws function's grants on the table.
 	t.Setenv("STEPFUNCTIONS_ENDPOINT", e.h.base)
+	t.Setenv("DYNAMODB_ENDPOINT", table.Policed(t, "ws"))
 	root, err := cloud.New(ctx)
 	if err != nil {
 		t.Fatal(err)
