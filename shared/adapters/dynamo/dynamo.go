@@ -66,8 +66,9 @@
 // SessionTTL to SessionTTL after its last use, and its items go
 // together. DynamoDB removes expired items within days, not at once: a
 // new run in a session that has expired but is still there starts it
-// afresh (its items and allowlist are deleted first), as CreateSession
-// does for the leftovers of a session whose SESSION item is gone.
+// afresh (the items that expired and the allowlist are deleted first), as
+// CreateSession does for the leftovers of a session whose SESSION item is
+// gone.
 // DeleteSession removes a session at once, with or without its SESSION
 // item. The LANE item expires an hour after its lease; pending calls live
 // at least 8 days, longer than a run waits for an approval.

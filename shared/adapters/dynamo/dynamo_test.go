@@ -596,8 +596,11 @@ func TestSessionExpiry(t *testing.T) {
 	}
 
 	// Past its expiry, before DynamoDB removed it, a new run starts the
-	// session afresh.
+	// session afresh; what a concurrent use wrote since the expiry stays.
 	c.add(ttl + time.Minute)
+	if err := s.CreateResponse(ctx, store.Response{ID: "s-resp2", SessionID: "s", RunID: "s-r3", Seq: 3}); err != nil {
+		t.Fatal(err)
+	}
 	r3, _, err := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "s-r3"},
 		Input: []chat.Message{{Role: chat.User, Content: "back again"}}})
 	if err != nil {
@@ -614,6 +617,9 @@ func TestSessionExpiry(t *testing.T) {
 	}
 	if _, err := s.GetApproval(ctx, "s-a1"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetApproval of the expired session: %v, want ErrNotFound", err)
+	}
+	if _, err := s.GetResponse(ctx, "s-resp2"); err != nil {
+		t.Errorf("GetResponse of what was written after the expiry: %v", err)
 	}
 	if next, err := s.NextRun(ctx, "s"); err != nil || next.ID != r3.ID {
 		t.Errorf("NextRun = %s, %v; want the new run", next.ID, err)

@@ -73,7 +73,7 @@ func (s *Store) purgeLeftovers(ctx context.Context, id string) error {
 	}
 	for _, it := range out.Items {
 		if sk := getS(it, attrSK); sk != skSession && sk != skLane {
-			return s.purge(ctx, id, true)
+			return s.purge(ctx, id, true, 0)
 		}
 	}
 	return nil
@@ -82,9 +82,10 @@ func (s *Store) purgeLeftovers(ctx context.Context, id string) error {
 // purge deletes a session's partition and the run, approval and response
 // items it indexes: first those, then the partition, then the SESSION
 // item, so that an interrupted purge can be run again. keepLive keeps the
-// SESSION and LANE items.
-func (s *Store) purge(ctx context.Context, id string, keepLive bool) error {
-	outside, inside, live, err := s.sessionItems(ctx, id)
+// SESSION and LANE items; with before > 0, only the items that expire by
+// then go (those written since, by a concurrent use, stay).
+func (s *Store) purge(ctx context.Context, id string, keepLive bool, before int64) error {
+	outside, inside, live, err := s.sessionItems(ctx, id, before)
 	if err != nil {
 		return err
 	}
@@ -101,15 +102,17 @@ func (s *Store) purge(ctx context.Context, id string, keepLive bool) error {
 
 // sessionItems returns the keys of a session's items: outside its
 // partition (the run, calls, approval and response items its index items
-// name), inside it, and its SESSION and LANE items (live).
-func (s *Store) sessionItems(ctx context.Context, id string) (outside, inside, live []item, err error) {
+// name), inside it, and its SESSION and LANE items (live). With before >
+// 0, the items of the partition that expire after before, and those
+// their index items name, are left out.
+func (s *Store) sessionItems(ctx context.Context, id string, before int64) (outside, inside, live []item, err error) {
 	pk := sessionPK(id)
 	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
 		TableName:                 s.table,
 		ConsistentRead:            aws.Bool(true),
 		KeyConditionExpression:    aws.String("pk = :pk"),
 		ExpressionAttributeValues: item{":pk": attrS(pk)},
-		ProjectionExpression:      aws.String("pk, sk, run_id, approval_id, response_id"),
+		ProjectionExpression:      aws.String("pk, sk, run_id, approval_id, response_id, expires_at"),
 	})
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
@@ -121,6 +124,8 @@ func (s *Store) sessionItems(ctx context.Context, id string) (outside, inside, l
 			switch {
 			case sk == skSession || sk == skLane:
 				live = append(live, key(pk, sk))
+				continue
+			case before > 0 && getN(it, attrExpiresAt) > before:
 				continue
 			case strings.HasPrefix(sk, pfxRunIndex):
 				outside = append(outside, key(pfxRun+getS(it, "run_id"), skRun), key(pfxRun+getS(it, "run_id"), skCalls))
@@ -159,7 +164,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error
 // responses and lane; an unknown session is no error. It also cleans up
 // after a session whose SESSION item TTL removed.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
-	if err := s.purge(ctx, id, false); err != nil {
+	if err := s.purge(ctx, id, false, 0); err != nil {
 		return fmt.Errorf("dynamo: delete session %q: %w", id, err)
 	}
 	return nil
@@ -223,7 +228,8 @@ func (s *Store) keepAlive(ctx context.Context, id string, sess item, now time.Ti
 	}
 	expired := fresh && exp != 0 && exp <= now.Unix()
 	if expired {
-		if err := s.purge(ctx, id, true); err != nil {
+		// What a concurrent use wrote since the expiry stays.
+		if err := s.purge(ctx, id, true, exp); err != nil {
 			return fmt.Errorf("start expired session %q afresh: %w", id, err)
 		}
 	}
@@ -238,7 +244,7 @@ const refreshWorkers = 8
 // cut short is done again by the next use. dropAllow removes the
 // session's allowlist too.
 func (s *Store) refresh(ctx context.Context, id string, exp int64, dropAllow bool) error {
-	outside, inside, _, err := s.sessionItems(ctx, id)
+	outside, inside, _, err := s.sessionItems(ctx, id, 0)
 	if err != nil {
 		return fmt.Errorf("refresh session %q: %w", id, err)
 	}
