@@ -18,16 +18,18 @@
 //   - it answers the test on /control/ (plain JSON over HTTP):
 //       GET /control/validate                       asl-validator's verdict
 //       GET /control/executions                     every execution, in start order
-//       GET /control/executions/NAME?until=done|parked|held[&timeout_ms=N]
+//       GET /control/executions/NAME?until=done|parked|held|idle[&timeout_ms=N]
 //           waits until the execution NAME (started or not yet) has ended, or
 //           is parked on a task token (or ended), or has a task held (see
-//           hold), and returns its record;
+//           hold), or has ended with none of its tasks still running, and
+//           returns its record;
 //       POST /control/hold?state=STATE              holds the next invocation of the
 //           Task state STATE (of any execution) before the step command runs,
 //           until
 //       POST /control/release?state=STATE           lets it run.
-//     A task whose execution ends while it waits for its token (the task
-//     timed out) spends the token: SendTaskSuccess then says TaskTimedOut.
+//     A .waitForTaskToken task's token is spent when the task's
+//     TimeoutSeconds have passed or its execution has ended:
+//     SendTaskSuccess then says TaskTimedOut.
 //
 // Usage: node harness.mjs --definition FILE --step BIN --arn STATE_MACHINE_ARN
 // It listens on 127.0.0.1 (a free port), prints {"port":N} on one line of
@@ -225,8 +227,11 @@ function handlers(exec) {
 async function park(exec, stateName, payload) {
   const token = exec.context.Task.Token;
   const { promise, resolve, reject } = Promise.withResolvers();
+  // The library starts the task's timer just after calling this.
+  const timeout = tasks[stateName].TimeoutSeconds;
+  const deadline = timeout ? Date.now() + timeout * 1000 : Infinity;
   // Registered before the invocation: the function may itself answer.
-  pending.set(token, { exec, resolve, reject });
+  pending.set(token, { exec, resolve, reject, deadline });
   try {
     await invoke(exec, stateName, payload);
   } catch (err) {
@@ -340,7 +345,7 @@ const api = {
     return { executionArn: exec.arn, startDate: exec.startDate };
   },
   SendTaskSuccess(req) {
-    const p = pending.get(req.taskToken);
+    const p = livePending(req.taskToken);
     if (!p) throw tokenError(req.taskToken);
     let output;
     try {
@@ -354,7 +359,7 @@ const api = {
     return {};
   },
   SendTaskFailure(req) {
-    const p = pending.get(req.taskToken);
+    const p = livePending(req.taskToken);
     if (!p) throw tokenError(req.taskToken);
     p.exec.resumes.push({ seq: ++seq, token: req.taskToken, error: req.error ?? '' });
     pending.delete(req.taskToken);
@@ -380,6 +385,18 @@ const api = {
     return out;
   },
 };
+
+// livePending returns the task waiting for token, spending the token of a
+// task past its timeout.
+function livePending(token) {
+  const p = pending.get(token);
+  if (p && Date.now() >= p.deadline) {
+    pending.delete(token);
+    spentTokens.add(token);
+    return undefined;
+  }
+  return p;
+}
 
 function tokenError(token) {
   if (spentTokens.has(token)) {
@@ -429,7 +446,7 @@ async function control(req, res, url) {
       e.status !== 'RUNNING' ||
       (until === 'parked' && e.parked !== null) ||
       (until === 'held' && e.tasks.some((k) => k.held))
-    );
+    ) && (until !== 'idle' || e.tasks.every((k) => k.done_seq !== undefined || k.error));
   };
   if (!ready()) {
     await new Promise((resolve) => {

@@ -532,7 +532,10 @@ func (e *env) releaseLane(t *testing.T) {
 // approval_timeout=2s, in a harness of its own: nobody answers, Await
 // approval times out (States.Timeout), and Approval expired resolves the
 // approval as expired, tells the user, finishes the run and frees the
-// session, whose next message runs.
+// session, whose next message runs. The park task is held until the
+// execution has ended, so the test does not race the timer: it runs
+// late, as a slow invocation would, finds its token spent and changes
+// nothing.
 func (e *env) approvalExpires(t *testing.T) {
 	const sid = "s-expiry"
 	h := startHarness(t, e.step, shortApprovalFile)
@@ -541,9 +544,15 @@ func (e *env) approvalExpires(t *testing.T) {
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
 	e.fake.Reset()
 	e.fake.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_late", Name: "write_file", Arguments: `{"path":"late.txt","content":"too late"}`}}})
+	h.post(t, "/control/hold?state="+url.QueryEscape("Await approval"))
 	st := e.deliverVia(t, &d, sid, "Please write late.txt")
 	x := h.wait(t, st.RunID, "done")
 	e.succeeded(t, x)
+	h.post(t, "/control/release?state="+url.QueryEscape("Await approval"))
+	x = h.wait(t, st.RunID, "idle")
+	if park := lastTask(x, "Await approval"); park == nil || park.Error != "" || park.DoneSeq < x.EndSeq {
+		t.Errorf("park task %+v, want it run, after the execution ended (%d), without error", park, x.EndSeq)
+	}
 	expired := lastTask(x, "Approval expired")
 	if countTasks(x, "Approval expired") != 1 || expired.Error != "" || expired.ErrorInfo == nil || expired.ErrorInfo.Error != "States.Timeout" {
 		t.Fatalf("Approval expired tasks %+v, want one, after States.Timeout (tasks %+v)", expired, x.Tasks)
@@ -959,6 +968,7 @@ type execution struct {
 	Error    string          `json:"error"`
 	Cause    string          `json:"cause"`
 	StartSeq int             `json:"start_seq"`
+	EndSeq   int             `json:"end_seq"`
 	Tasks    []task          `json:"tasks"`
 	Events   []event         `json:"events"`
 	Resumes  []struct {
@@ -1098,8 +1108,8 @@ func (h *harness) post(t *testing.T, path string) {
 }
 
 // wait waits until the execution named name has ended ("done"), is
-// parked on a task token or ended ("parked"), or has a task held or
-// ended ("held").
+// parked on a task token or ended ("parked"), has a task held or ended
+// ("held"), or has ended with no task running ("idle").
 func (h *harness) wait(t *testing.T, name, until string) execution {
 	t.Helper()
 	var x execution
