@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/constructs-go/constructs/v10"
 )
@@ -25,6 +27,8 @@ const (
 	ctxSearchInstance = "search_instance"        // OpenSearch data node instance type
 	ctxAlarms         = "alarms"                 // on (default) or off: CloudWatch alarms and their SNS topic
 	ctxAlarmEmail     = "alarm_email"            // optional email address the alarm topic notifies
+	ctxApproval       = "approval_timeout"       // how long a run waits for an approval: 7d, 36h, 90s, …
+	ctxRetention      = "session_retention_days" // days an idle session's items are kept
 )
 
 // Defaults for the context keys.
@@ -44,6 +48,17 @@ const (
 
 	SearchNone       = "none"
 	SearchOpenSearch = "opensearch"
+
+	// DefaultApprovalTimeout is how long a run waits for an answer to an
+	// approval prompt (or its client's tool results) before the approval
+	// expires; MaxApprovalTimeout is the longest allowed, which the lane
+	// lease of a parked run (8 days, shared/adapters/sfn) outlasts.
+	DefaultApprovalTimeout = 7 * 24 * time.Hour
+	MaxApprovalTimeout     = 7 * 24 * time.Hour
+	// DefaultRetentionDays is how long the items of an idle session are
+	// kept; MinRetentionDays keeps them for longer than a run may wait.
+	DefaultRetentionDays = 90
+	MinRetentionDays     = 8
 
 	TelegramOff = "off"
 	TelegramOn  = "on"
@@ -88,6 +103,13 @@ type Config struct {
 	// default); AlarmEmail subscribes an address to the topic.
 	Alarms     bool
 	AlarmEmail string
+	// ApprovalTimeout is the timeout of the state machine's approval task:
+	// a run that waits longer for an answer ends, its approval expired.
+	ApprovalTimeout time.Duration
+	// RetentionDays is how long a session's items live after its last
+	// use: every function gets it as SESSION_TTL, and DynamoDB's TTL
+	// removes what expired.
+	RetentionDays int
 }
 
 // ConfigFromContext reads the Config from the construct tree's context,
@@ -122,6 +144,14 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	default:
 		return Config{}, fmt.Errorf("context %s=%q: want \"on\" or \"off\"", ctxAlarms, a)
 	}
+	var err error
+	if c.ApprovalTimeout, err = parseTimeout(get(ctxApproval, "7d")); err != nil {
+		return Config{}, fmt.Errorf("context %s: %w", ctxApproval, err)
+	}
+	if c.RetentionDays, err = strconv.Atoi(get(ctxRetention, strconv.Itoa(DefaultRetentionDays))); err != nil || c.RetentionDays < MinRetentionDays {
+		return Config{}, fmt.Errorf("context %s=%q: want a whole number of days, at least %d (longer than a run may wait for an approval)",
+			ctxRetention, get(ctxRetention, ""), MinRetentionDays)
+	}
 	if c.Search != SearchNone && c.Search != SearchOpenSearch {
 		return Config{}, fmt.Errorf("context %s=%q: want %q or %q", ctxSearch, c.Search, SearchNone, SearchOpenSearch)
 	}
@@ -144,6 +174,28 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	}
 	c.Assets = abs
 	return c, nil
+}
+
+// parseTimeout reads an approval timeout: a number of days ("7d") or a Go
+// duration ("36h", "90s"), in whole seconds from 1 s to MaxApprovalTimeout.
+func parseTimeout(v string) (time.Duration, error) {
+	var d time.Duration
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil {
+			return 0, fmt.Errorf("%q: want days (7d) or a duration (36h, 90s)", v)
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			return 0, fmt.Errorf("%q: want days (7d) or a duration (36h, 90s)", v)
+		}
+	}
+	if d < time.Second || d > MaxApprovalTimeout || d%time.Second != 0 {
+		return 0, fmt.Errorf("%q: want whole seconds from 1s to %s", v, MaxApprovalTimeout)
+	}
+	return d, nil
 }
 
 // defaultAssets is <repo>/dist, the Makefile's output: the repository is

@@ -54,6 +54,9 @@ var assetsDir = sync.OnceValues(func() (string, error) {
 const (
 	variantDefault    = "default"
 	variantOpenSearch = "opensearch"
+	// variantShortApproval is the default with approval_timeout=2s, whose
+	// definition the offline test of an expiring approval runs.
+	variantShortApproval = "short-approval"
 )
 
 // variantContext is the CDK context of each variant.
@@ -69,6 +72,7 @@ var variantContext = map[string]map[string]string{
 		ctxOpenAIModel:   "anthropic/claude-sonnet-4.5",
 		ctxModel:         "eu.anthropic.claude-sonnet-4-5-20250929-v1:0",
 	},
+	variantShortApproval: {ctxApproval: "2s", ctxRetention: "30"},
 }
 
 // stack returns the synthesized variant, synthesizing it on first use.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -89,9 +90,11 @@ import (
 //
 // Every permission comes from a grant or a statement naming this stack's
 // own resources; the exceptions are Bedrock model ARNs (region-wildcarded
-// because cross-Region inference profiles route to several Regions) and
-// the CloudWatch Logs delivery actions the state machine's logging needs,
-// which IAM only accepts on "*".
+// because cross-Region inference profiles route to several Regions), the
+// AWS Marketplace subscription a model's first use makes, and the
+// CloudWatch Logs delivery actions the state machine's logging needs,
+// which IAM only accepts on "*". On the table, each function may do only
+// what it needs to the items it owns, by partition key (access.go).
 func NewStack(scope constructs.Construct, id string, cfg Config, props *awscdk.StackProps) (awscdk.Stack, error) {
 	functions := []string{"api", "ws", "step", "scheduler"}
 	if cfg.Telegram {
@@ -273,7 +276,9 @@ func (s *builder) grantSchedules(fn awslambda.Function) {
 }
 
 // grantStates lets fn start runs of the loop and, with answers, resume a
-// run parked for approval (SendTaskSuccess/Failure with its task token).
+// run parked for approval (SendTaskSuccess/Failure with its task token):
+// the channels that deliver answers, and the step function, whose park
+// task resumes its run itself when the answer came before the token.
 func (s *builder) grantStates(fn awslambda.Function, answers bool) {
 	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("states:StartExecution"),
@@ -340,7 +345,20 @@ func (s *builder) grantBedrock(fn awslambda.Function, chat, embed bool) {
 		Actions:   jsii.Strings("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"),
 		Resources: &res,
 	}))
+	// The first call of a third-party model (Anthropic's, for one) in an
+	// account subscribes the account to it through AWS Marketplace, with
+	// the caller's permissions; without these it fails with
+	// AccessDeniedException. Marketplace scopes them by product id only,
+	// which differs per model and Region, so they are granted on "*".
+	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(marketplaceActions...),
+		Resources: jsii.Strings("*"),
+	}))
 }
+
+// marketplaceActions let a Bedrock caller subscribe the account to a
+// model on its first use.
+var marketplaceActions = []string{"aws-marketplace:ViewSubscriptions", "aws-marketplace:Subscribe"}
 
 // function creates one Lambda function from <assets>/<name>/bootstrap.
 func (s *builder) function(name, description string, memory, timeoutSeconds float64, env map[string]*string) awslambda.Function {
@@ -371,6 +389,9 @@ func (s *builder) lambdas() {
 		env := map[string]*string{
 			"TABLE_NAME":        s.table_.TableName(),
 			"STATE_MACHINE_ARN": s.stateMachineArn,
+			// The items of a session idle this long expire (DynamoDB TTL on
+			// expires_at, which the store sets on every session item).
+			"SESSION_TTL": jsii.String(fmt.Sprintf("%dh", s.cfg.RetentionDays*24)),
 		}
 		for k, v := range extra {
 			env[k] = v
@@ -404,7 +425,7 @@ func (s *builder) lambdas() {
 
 	// scheduler: the target of check-in schedules; starts their runs.
 	sched := s.function("scheduler", "EventBridge Scheduler check-ins", 256, 60, common(schedules))
-	s.table_.GrantReadWriteData(sched)
+	s.grantTable(sched, "scheduler")
 	s.grantStates(sched, false)
 	s.grantSchedules(sched)
 	sched.GrantInvoke(s.schedulerRole)
@@ -419,7 +440,7 @@ func (s *builder) lambdas() {
 	// api: the OpenAI-compatible API and health, streamed.
 	api := s.function("api", "OpenAI-compatible API and health (response streaming)", 512, 900,
 		common(merge(llm, schedules)))
-	s.table_.GrantReadWriteData(api)
+	s.grantTable(api, "api")
 	s.grantStates(api, true)
 	s.grantBedrock(api, true, true)
 	s.grantSchedules(api)
@@ -430,7 +451,7 @@ func (s *builder) lambdas() {
 	// ws: WebSocket $connect/$disconnect/$default.
 	ws := s.function("ws", "WebSocket connections and messages", 256, 30,
 		common(map[string]*string{"WS_ENDPOINT": s.wsEndpoint}))
-	s.table_.GrantReadWriteData(ws)
+	s.grantTable(ws, "ws")
 	s.grantStates(ws, true)
 	s.wsGrant(ws)
 
@@ -442,7 +463,7 @@ func (s *builder) lambdas() {
 			"TELEGRAM_API_BASE":             jsii.String(s.cfg.TelegramAPIBase),
 			"TELEGRAM_ALLOWED_USERS":        jsii.String(s.cfg.TelegramAllowedUsers),
 		}))
-		s.table_.GrantReadWriteData(tg)
+		s.grantTable(tg, "telegram")
 		s.grantStates(tg, true)
 		s.botToken.GrantRead(tg, nil)
 		s.webhookSecret.GrantRead(tg, nil)
@@ -458,8 +479,10 @@ func (s *builder) lambdas() {
 		stepEnv["TELEGRAM_API_BASE"] = jsii.String(s.cfg.TelegramAPIBase)
 	}
 	step := s.function("step", "agent loop steps for Step Functions", 512, 900, common(merge(llm, schedules, stepEnv)))
-	s.table_.GrantReadWriteData(step)
-	s.grantStates(step, false)
+	s.grantTable(step, "step")
+	// The park task resumes its own run when the approval was answered
+	// before the token was stored (SendTaskSuccess).
+	s.grantStates(step, true)
 	s.grantBedrock(step, true, true)
 	s.grantSchedules(step)
 	s.wsGrant(step)

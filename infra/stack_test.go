@@ -22,6 +22,22 @@ func arrayWith(v ...any) assertions.Matcher {
 	return assertions.Match_ArrayWith(&v)
 }
 
+// TestRetention: the retention becomes every function's SESSION_TTL; the
+// table's TTL on expires_at removes what expired (TestTable).
+func TestRetention(t *testing.T) {
+	for variant, want := range map[string]string{variantDefault: "2160h", variantOpenSearch: "2160h", variantShortApproval: "720h"} {
+		s := stack(t, variant)
+		for id, r := range s.resources("AWS::Lambda::Function") {
+			if d, _ := props(r)["Description"].(string); !strings.HasPrefix(d, "lambdaclaw ") || strings.HasPrefix(d, "lambdaclaw indexer:") {
+				continue // the indexer writes no session; CDK's own functions
+			}
+			if got := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)["SESSION_TTL"]; got != want {
+				t.Errorf("%s %s: SESSION_TTL=%v, want %s", variant, id, got, want)
+			}
+		}
+	}
+}
+
 func TestTable(t *testing.T) {
 	s := stack(t, variantDefault)
 	assert(t, "one table", func() { s.template.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(1)) })
@@ -385,12 +401,16 @@ func TestSecrets(t *testing.T) {
 // starAllowed are the actions IAM accepts only on "*": the CloudWatch Logs
 // delivery actions Step Functions logging needs, DynamoDB's ListStreams,
 // which the stream event source mapping needs and which returns stream
-// names, never data, and X-Ray's trace upload.
+// names, never data, X-Ray's trace upload, and the AWS Marketplace
+// actions of a Bedrock model's first use.
 var starAllowed = map[string]bool{
 	"logs:CreateLogDelivery": true, "logs:GetLogDelivery": true, "logs:UpdateLogDelivery": true,
 	"logs:DeleteLogDelivery": true, "logs:ListLogDeliveries": true, "logs:PutResourcePolicy": true,
 	"logs:DescribeResourcePolicies": true, "logs:DescribeLogGroups": true,
-	"dynamodb:ListStreams":  true,
+	"dynamodb:ListStreams": true,
+	// Marketplace scopes subscriptions by product id (per model and
+	// Region), not by resource.
+	"aws-marketplace:ViewSubscriptions": true, "aws-marketplace:Subscribe": true,
 	"xray:PutTraceSegments": true, "xray:PutTelemetryRecords": true,
 	"xray:GetSamplingRules": true, "xray:GetSamplingTargets": true,
 }
@@ -597,13 +617,26 @@ func TestBedrockGrants(t *testing.T) {
 				t.Errorf("%s %s: bedrock on %v, want %v", variant, name, res, want)
 			}
 		}
+		// The first use of a model subscribes the account to it through
+		// AWS Marketplace, with the caller's permissions.
+		for _, name := range []string{"api", "step"} {
+			acts := s.actionsOf(s.roleOf(t, s.functionID(t, name)))
+			for _, a := range []string{"aws-marketplace:ViewSubscriptions", "aws-marketplace:Subscribe"} {
+				if r := acts[a]; !slices.Equal(r, []string{"*"}) {
+					t.Errorf("%s %s: %s on %v, want *", variant, name, a, r)
+				}
+			}
+			if _, ok := acts["aws-marketplace:Unsubscribe"]; ok {
+				t.Errorf("%s %s may unsubscribe", variant, name)
+			}
+		}
 		names := []string{"ws", "scheduler"}
 		if s.cfg.Telegram {
 			names = append(names, "telegram")
 		}
 		for _, name := range names {
 			for a := range s.actionsOf(s.roleOf(t, s.functionID(t, name))) {
-				if strings.HasPrefix(a, "bedrock:") {
+				if strings.HasPrefix(a, "bedrock:") || strings.HasPrefix(a, "aws-marketplace:") {
 					t.Errorf("%s %s may %s", variant, name, a)
 				}
 			}
@@ -614,13 +647,18 @@ func TestBedrockGrants(t *testing.T) {
 func TestStatesGrants(t *testing.T) {
 	s := stack(t, variantOpenSearch) // the variant with telegram=on
 	arn := "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:" + StackName + "-loop"
-	for name, answers := range map[string]bool{"api": true, "ws": true, "telegram": true, "step": false, "scheduler": false} {
+	// The step function answers too: its park task resumes the run when
+	// the approval was answered before the task stored its token.
+	for name, answers := range map[string]bool{"api": true, "ws": true, "telegram": true, "step": true, "scheduler": false} {
 		acts := s.actionsOf(s.roleOf(t, s.functionID(t, name)))
 		if r := acts["states:StartExecution"]; !slices.Equal(r, []string{arn}) {
 			t.Errorf("%s: StartExecution on %v", name, r)
 		}
-		if _, ok := acts["states:SendTaskSuccess"]; ok != answers {
-			t.Errorf("%s: SendTaskSuccess granted %v, want %v", name, ok, answers)
+		for _, a := range []string{"states:SendTaskSuccess", "states:SendTaskFailure"} {
+			r, ok := acts[a]
+			if ok != answers || ok && !slices.Equal(r, []string{arn}) {
+				t.Errorf("%s: %s on %v, want it %v and on the state machine only", name, a, r, answers)
+			}
 		}
 	}
 }
@@ -711,6 +749,11 @@ func TestConfigErrors(t *testing.T) {
 		"openai_model without openai_base_url": {map[string]any{ctxOpenAIModel: "gpt-x", ctxAssets: dir}, ctxOpenAIBaseURL},
 		"telegram=on needs its bootstrap":      {map[string]any{ctxTelegram: TelegramOn, ctxAssets: coreAssets(t)}, "telegram/bootstrap"},
 		"opensearch needs the indexer":         {map[string]any{ctxSearch: SearchOpenSearch, ctxAssets: coreAssets(t)}, "indexer/bootstrap"},
+		"retention shorter than a run waits":   {map[string]any{ctxRetention: "7", ctxAssets: dir}, ctxRetention},
+		"retention not a number":               {map[string]any{ctxRetention: "90d", ctxAssets: dir}, ctxRetention},
+		"approval timeout over 7 days":         {map[string]any{ctxApproval: "8d", ctxAssets: dir}, ctxApproval},
+		"approval timeout not a duration":      {map[string]any{ctxApproval: "soon", ctxAssets: dir}, ctxApproval},
+		"approval timeout in fractions":        {map[string]any{ctxApproval: "1500ms", ctxAssets: dir}, ctxApproval},
 	} {
 		t.Run(name, func(t *testing.T) {
 			app := awscdk.NewApp(&awscdk.AppProps{Context: &tc.ctx, Outdir: jsii.String(t.TempDir())})

@@ -20,13 +20,17 @@ import (
 //	{"action":"park","state":<RunState>,"task_token":"<token>"} → (stores the token; the
 //	        run resumes when a channel calls SendTaskSuccess with the next RunState)
 //	{"action":"call","call_id":"<id>","state":<RunState>}      → (result ignored)
+//	{"action":"expire","state":<RunState>}                     → the next RunState (the
+//	        approval timed out: resolved as expired, the user told, the lane passed on)
 //	{"action":"fail","state":<RunState with error_info>}       → (result ignored)
+//	{"action":"release","state":<RunState with error_info and fail_error_info>} → (result ignored)
 //
-// The "Step", "Call tool" and "Fail" tasks name the function's ARN as their
-// Resource (the direct Lambda form: the event is exactly the payload above
-// and the task's result is exactly what the handler returns); "Await
-// approval" uses arn:aws:states:::lambda:invoke.waitForTaskToken, whose
-// Parameters wrap the payload as {"FunctionName":…, "Payload":{…}}.
+// The "Step", "Call tool", "Approval expired", "Fail" and "Release lane"
+// tasks name the function's ARN as their Resource (the direct Lambda form:
+// the event is exactly the payload above and the task's result is exactly
+// what the handler returns); "Await approval" uses
+// arn:aws:states:::lambda:invoke.waitForTaskToken, whose Parameters wrap
+// the payload as {"FunctionName":…, "Payload":{…}}.
 //
 // Retryable failures: the Lambda service errors, and "Transient", the error
 // type the handler reports for failures worth retrying (aws-lambda-go names
@@ -36,14 +40,15 @@ const (
 	stateStep     = "Step"
 	stateNext     = "Next step?"
 	stateApproval = "Await approval"
+	stateExpired  = "Approval expired"
 	stateTools    = "Tools"
 	stateCallTool = "Call tool"
 	stateFail     = "Fail"
+	stateRelease  = "Release lane"
 	stateDone     = "Done"
 	stateFailed   = "Failure not recorded"
 
-	approvalTimeoutDays = 7
-	toolConcurrency     = 8
+	toolConcurrency = 8
 )
 
 // retryErrors are retried with exponential backoff on every task.
@@ -58,13 +63,21 @@ var retryErrors = []string{
 // loop defines the Standard state machine that drives one run:
 //
 //	Step ─► Next step? ── done ─► Done
-//	  ▲          ├─ wait ─► Await approval (.waitForTaskToken, 7 days) ─► Next step?
+//	  ▲          ├─ wait ─► Await approval (.waitForTaskToken) ─► Next step?
+//	  │          │               └─ timed out ─► Approval expired ─► Next step?
 //	  │          ├─ act ──► Tools (Map over $.calls: Call tool) ─┐
 //	  └──────────┴─ else ─────────────────────────────────────────┘
 //
-// Every task retries transient errors and catches the rest into Fail,
-// which records the failure, tells the user, releases the session's lane
-// and ends the execution as succeeded.
+// Await approval times out after Config.ApprovalTimeout (7 days by
+// default): Approval expired resolves the approval as expired, tells the
+// user, finishes the run and passes the session's lane on. Every task
+// retries transient errors and catches the rest into Fail, which records
+// the failure, tells the user, passes the lane on and ends the execution
+// as succeeded. If Fail fails too (a crash while telling the user, or the
+// store out for minutes), Release lane saves the run as failed without
+// telling anyone and passes the lane on, retrying for about half an hour;
+// only then does the execution fail (Failure not recorded), and the lane
+// is freed when its lease ends.
 func (s *builder) loop() {
 	stepFn := s.fns["step"]
 	retry := &sfn.RetryProps{
@@ -87,30 +100,46 @@ func (s *builder) loop() {
 		if payload != nil {
 			props.Payload = sfn.TaskInput_FromObject(&payload)
 		}
-		t := awsstepfunctionstasks.NewLambdaInvoke(s.stack, jsii.String("State "+name), props)
-		t.AddRetry(retry)
-		return t
+		return awsstepfunctionstasks.NewLambdaInvoke(s.stack, jsii.String("State "+name), props)
+	}
+	action := func(name, action string) awsstepfunctionstasks.LambdaInvoke {
+		return invoke(name, map[string]interface{}{
+			"action": action,
+			"state":  sfn.JsonPath_EntirePayload(),
+		})
 	}
 
 	done := sfn.NewSucceed(s.stack, jsii.String("State "+stateDone), &sfn.SucceedProps{StateName: jsii.String(stateDone)})
 	failed := sfn.NewFail(s.stack, jsii.String("State "+stateFailed), &sfn.FailProps{
 		StateName: jsii.String(stateFailed),
 		Error:     jsii.String("FailStepFailed"),
-		Cause:     jsii.String("the Fail step could not record the failure"),
+		Cause:     jsii.String("neither the Fail step nor the Release lane step could record the failure"),
 	})
 
-	fail := invoke(stateFail, map[string]interface{}{
-		"action": "fail",
-		"state":  sfn.JsonPath_EntirePayload(),
+	release := action(stateRelease, "release")
+	release.AddRetry(&sfn.RetryProps{
+		Errors:         jsii.Strings("States.ALL"),
+		Interval:       awscdk.Duration_Seconds(jsii.Number(5)),
+		MaxAttempts:    jsii.Number(10),
+		BackoffRate:    jsii.Number(2),
+		MaxDelay:       awscdk.Duration_Minutes(jsii.Number(5)),
+		JitterStrategy: sfn.JitterType_FULL,
 	})
-	fail.AddCatch(failed, &sfn.CatchProps{Errors: jsii.Strings("States.ALL"), ResultPath: jsii.String("$.fail_error_info")})
+	release.AddCatch(failed, &sfn.CatchProps{Errors: jsii.Strings("States.ALL"), ResultPath: jsii.String("$.release_error_info")})
+	release.Next(done)
+
+	fail := action(stateFail, "fail")
+	fail.AddRetry(retry)
+	fail.AddCatch(release, &sfn.CatchProps{Errors: jsii.Strings("States.ALL"), ResultPath: jsii.String("$.fail_error_info")})
 	fail.Next(done)
 
-	step := invoke(stateStep, map[string]interface{}{
-		"action": "step",
-		"state":  sfn.JsonPath_EntirePayload(),
-	})
+	step := action(stateStep, "step")
+	step.AddRetry(retry)
 	step.AddCatch(fail, catchAll)
+
+	expired := action(stateExpired, "expire")
+	expired.AddRetry(retry)
+	expired.AddCatch(fail, catchAll)
 
 	approval := awsstepfunctionstasks.NewLambdaInvoke(s.stack, jsii.String("State "+stateApproval), &awsstepfunctionstasks.LambdaInvokeProps{
 		StateName:          jsii.String(stateApproval),
@@ -121,13 +150,18 @@ func (s *builder) loop() {
 			"state":      sfn.JsonPath_EntirePayload(),
 			"task_token": sfn.JsonPath_TaskToken(),
 		}),
-		TaskTimeout:              sfn.Timeout_Duration(awscdk.Duration_Days(jsii.Number(approvalTimeoutDays))),
+		TaskTimeout:              sfn.Timeout_Duration(awscdk.Duration_Seconds(jsii.Number(s.cfg.ApprovalTimeout.Seconds()))),
 		RetryOnServiceExceptions: jsii.Bool(false),
 	})
 	approval.AddRetry(retry)
+	approval.AddCatch(expired, &sfn.CatchProps{
+		Errors:     jsii.Strings("States.Timeout"),
+		ResultPath: jsii.String("$.error_info"),
+	})
 	approval.AddCatch(fail, catchAll)
 
 	callTool := invoke(stateCallTool, nil)
+	callTool.AddRetry(retry)
 	tools := sfn.NewMap(s.stack, jsii.String("State "+stateTools), &sfn.MapProps{
 		StateName: jsii.String(stateTools),
 		ItemsPath: jsii.String("$.calls"),
@@ -150,6 +184,7 @@ func (s *builder) loop() {
 	next.Otherwise(step)
 	step.Next(next)
 	approval.Next(next)
+	expired.Next(next)
 
 	logs := awslogs.NewLogGroup(s.stack, jsii.String("LoopLogs"), &awslogs.LogGroupProps{
 		// The vendedlogs prefix keeps CloudWatch Logs' resource policy

@@ -19,7 +19,6 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
-	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
@@ -196,11 +195,7 @@ func TestStreamingCompletion(t *testing.T) {
 // the response waits for the run, and the second turn sees the first.
 func TestStatefulCompletion(t *testing.T) {
 	env, h := setup(t)
-	step, err := cloud.New(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.SFN.Play(step.Driver.Handle)
+	env.PlayStep(t)
 
 	ev := sample(t, "chat-completions-session.json")
 	resp, body := invoke(t, h, ev)
@@ -250,11 +245,7 @@ func TestStatefulCompletion(t *testing.T) {
 // meets a session of its own, and the first key's history stays unseen.
 func TestSessionBelongsToKey(t *testing.T) {
 	env, h := setup(t)
-	step, err := cloud.New(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.SFN.Play(step.Driver.Handle)
+	env.PlayStep(t)
 	const otherKey = "lc_OtherKeyOfTheOwnershipTest00000000000000000" // 46 characters, as keys are
 	other := store.APIKey{ID: "key_other", Name: "other", Hash: apikey.Hash(otherKey), Prefix: otherKey[:9], Autonomy: "supervised", CreatedAt: time.Now().UTC()}
 	if err := env.Store.CreateKey(t.Context(), other); err != nil {
@@ -567,11 +558,7 @@ func TestResponsesStateless(t *testing.T) {
 // such.
 func TestResponsesStored(t *testing.T) {
 	env, h := setup(t)
-	step, err := cloud.New(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.SFN.Play(step.Driver.Handle)
+	env.PlayStep(t)
 
 	first, raw := respond(t, h, "")
 	if first.Status != "completed" || first.text() != "echo: What is a lambda?" {

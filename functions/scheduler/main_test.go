@@ -9,7 +9,6 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
-	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
@@ -29,11 +28,7 @@ func setup(t *testing.T) (*cloudtest.Env, *checkin.Handler, checkin.Event) {
 // a repeated delivery of the same schedule run does nothing.
 func TestCheckIn(t *testing.T) {
 	env, h, ev := setup(t)
-	step, err := cloud.New(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.SFN.Play(step.Driver.Handle)
+	env.PlayStep(t)
 
 	res, err := h.Handle(t.Context(), ev)
 	if err != nil {
@@ -64,10 +59,7 @@ func TestCheckIn(t *testing.T) {
 func TestCheckInWaitsForApproval(t *testing.T) {
 	env, h, ev := setup(t)
 	ctx := t.Context()
-	sender, err := cloud.New(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sender := env.Root(t, "ws")
 	owner, sid := agent.Identity{}.Session(ev.Agent, ev.Channel, ev.Key, ev.User)
 	first, err := sender.Driver.Deliver(ctx, agent.Input{SessionID: sid, Agent: ev.Agent, Owner: owner, Autonomy: tool.Supervised, Interactive: true,
 		Messages: []chat.Message{{Role: chat.User, Content: "write the report"}}, Reply: agent.Reply{Channel: "ws", To: ev.To}}, func(string) {})

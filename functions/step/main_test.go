@@ -33,10 +33,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatalf("handler: %v", err)
 	}
-	sender, err := cloud.New(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	sender := env.Root(t, "ws")
 	return &fixture{env: env, handle: h, sender: sender}
 }
 

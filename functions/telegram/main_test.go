@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
-	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/faketelegram"
 )
@@ -55,11 +54,7 @@ func newFixture(t *testing.T, allowed string) *fixture {
 // play lets the fake Step Functions run executions with a step function
 // built from the same environment, as the step Lambda is.
 func (f *fixture) play(t *testing.T) {
-	step, err := cloud.New(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.env.SFN.Play(step.Driver.Handle)
+	f.env.PlayStep(t)
 }
 
 func (f *fixture) invoke(t *testing.T, name string) int {

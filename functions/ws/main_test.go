@@ -15,7 +15,6 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
-	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
@@ -51,11 +50,7 @@ func (f *fixture) invoke(t *testing.T, ev events.APIGatewayWebsocketProxyRequest
 // play lets the fake Step Functions run executions with the step
 // function's handler.
 func (f *fixture) play(t *testing.T) {
-	step, err := cloud.New(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.env.SFN.Play(step.Driver.Handle)
+	f.env.PlayStep(t)
 }
 
 func (f *fixture) connect(t *testing.T) string {
@@ -142,10 +137,7 @@ func TestReset(t *testing.T) {
 		t.Errorf("reset of a busy session: %v", last)
 	}
 	runID := f.env.SFN.Started()[0]
-	step, err := cloud.New(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	step := f.env.Root(t, "step")
 	// Step the queued run to its end, as its execution does.
 	_, sid := agent.Identity{}.Session("default", "ws", f.env.Key.ID, "alice")
 	st, err := step.Loop.Store.GetRun(t.Context(), runID)

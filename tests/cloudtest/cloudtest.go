@@ -24,6 +24,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
 
@@ -44,12 +45,39 @@ type Env struct {
 	LLM   *fakellm.Server
 	SFN   *SFN
 	APIGW *Management
+
+	table *Table
+}
+
+// Root builds the adapters as the Lambda function named function does
+// (cloud.New, from the environment), with that function's grants on the
+// table (Table.Policed).
+func (e *Env) Root(t *testing.T, function string) *cloud.Root {
+	t.Helper()
+	prev := os.Getenv("DYNAMODB_ENDPOINT")
+	t.Setenv("DYNAMODB_ENDPOINT", e.table.Policed(t, function))
+	r, err := cloud.New(t.Context())
+	t.Setenv("DYNAMODB_ENDPOINT", prev)
+	if err != nil {
+		t.Fatalf("cloud.New as the %s function: %v", function, err)
+	}
+	return r
+}
+
+// PlayStep makes the fake Step Functions run the executions it starts
+// (SFN.Play) with the step function's handler, built as Root(t, "step").
+func (e *Env) PlayStep(t *testing.T) {
+	t.Helper()
+	e.SFN.Play(e.Root(t, "step").Driver.Handle)
 }
 
 // Setup creates a table and the fakes, stores SampleKey (supervised
 // autonomy, no rate limit) and sets the environment (t.Setenv, so the
-// test may not be parallel). Without DYNAMODB_ENDPOINT the test fails,
-// unless LAMBDACLAW_SKIP_DYNAMODB=1 skips it.
+// test may not be parallel). In the tests of a deployed Lambda function
+// (the package directory functions/<name>), DYNAMODB_ENDPOINT lets
+// through only what the deployment grants that function (Table.Policed). Without
+// DYNAMODB_ENDPOINT the test fails, unless LAMBDACLAW_SKIP_DYNAMODB=1
+// skips it.
 func Setup(t *testing.T) *Env {
 	t.Helper()
 	table := NewTable(t)
@@ -60,10 +88,14 @@ func Setup(t *testing.T) *Env {
 		t.Fatal(err)
 	}
 
-	e := &Env{Store: table.Store, TableName: table.Name, Key: key, LLM: fakellm.New(), SFN: NewSFN(t), APIGW: NewManagement(t)}
+	e := &Env{Store: table.Store, TableName: table.Name, Key: key, LLM: fakellm.New(), SFN: NewSFN(t), APIGW: NewManagement(t), table: table}
 	t.Cleanup(e.LLM.Close)
+	endpoint := table.Endpoint
+	if fn := testedFunction(t); fn != "" {
+		endpoint = table.Policed(t, fn)
+	}
 	for k, v := range map[string]string{
-		"TABLE_NAME": table.Name, "DYNAMODB_ENDPOINT": table.Endpoint, "SESSION_TTL": "",
+		"TABLE_NAME": table.Name, "DYNAMODB_ENDPOINT": endpoint, "SESSION_TTL": "",
 		"STATE_MACHINE_ARN": StateMachineARN, "STEPFUNCTIONS_ENDPOINT": e.SFN.URL,
 		"WS_ENDPOINT":      e.APIGW.URL,
 		"DEFAULT_PROVIDER": "openai", "OPENAI_BASE_URL": e.LLM.URL + "/v1", "OPENAI_MODEL": "fake-model",
@@ -87,6 +119,23 @@ func SetCredentials(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
+}
+
+// testedFunction returns the name of the deployed Lambda function whose
+// tests run (the working directory is functions/<name>, and the stack
+// grants <name> access to the table), or "".
+func testedFunction(t *testing.T) string {
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(filepath.Dir(dir)) != "functions" {
+		return ""
+	}
+	if _, ok := loadAccess(t)[filepath.Base(dir)]; !ok {
+		return ""
+	}
+	return filepath.Base(dir)
 }
 
 // LoadEvent reads the sample events/<name> into v; name is relative to

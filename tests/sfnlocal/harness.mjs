@@ -18,9 +18,18 @@
 //   - it answers the test on /control/ (plain JSON over HTTP):
 //       GET /control/validate                       asl-validator's verdict
 //       GET /control/executions                     every execution, in start order
-//       GET /control/executions/NAME?until=done|parked[&timeout_ms=N]
+//       GET /control/executions/NAME?until=done|parked|held|idle[&timeout_ms=N]
 //           waits until the execution NAME (started or not yet) has ended, or
-//           is parked on a task token (or ended), and returns its record.
+//           is parked on a task token (or ended), or has a task held (see
+//           hold), or has ended with none of its tasks still running, and
+//           returns its record;
+//       POST /control/hold?state=STATE              holds the next invocation of the
+//           Task state STATE (of any execution) before the step command runs,
+//           until
+//       POST /control/release?state=STATE           lets it run.
+//     A .waitForTaskToken task's token is spent when the task's
+//     TimeoutSeconds have passed or its execution has ended:
+//     SendTaskSuccess then says TaskTimedOut.
 //
 // Usage: node harness.mjs --definition FILE --step BIN --arn STATE_MACHINE_ARN
 // It listens on 127.0.0.1 (a free port), prints {"port":N} on one line of
@@ -94,6 +103,8 @@ const order = []; // names in start order
 const waiters = new Set(); // functions re-checked on every change
 const pending = new Map(); // task token → {exec, resolve, reject}
 const spentTokens = new Set(); // tokens whose task has completed
+const holds = new Set(); // Task states whose next invocation is to be held
+const held = new Map(); // Task state → function letting its held invocation run
 
 function changed() {
   for (const w of [...waiters]) w();
@@ -116,6 +127,21 @@ function invoke(exec, stateName, payload) {
   if (payload?.state?.error_info) entry.error_info = payload.state.error_info;
   exec.tasks.push(entry);
   changed();
+  if (holds.delete(stateName)) {
+    entry.held = true;
+    const { promise, resolve } = Promise.withResolvers();
+    held.set(stateName, resolve);
+    changed();
+    return promise.then(() => {
+      entry.held = false;
+      return spawnStep(exec, stateName, payload, entry);
+    });
+  }
+  return spawnStep(exec, stateName, payload, entry);
+}
+
+// spawnStep runs the step command for the task entry.
+function spawnStep(exec, stateName, payload, entry) {
   const requestId = randomUUID();
   return new Promise((resolve, reject) => {
     const child = spawn(args.step, [], {
@@ -201,8 +227,11 @@ function handlers(exec) {
 async function park(exec, stateName, payload) {
   const token = exec.context.Task.Token;
   const { promise, resolve, reject } = Promise.withResolvers();
+  // The library starts the task's timer just after calling this.
+  const timeout = tasks[stateName].TimeoutSeconds;
+  const deadline = timeout ? Date.now() + timeout * 1000 : Infinity;
   // Registered before the invocation: the function may itself answer.
-  pending.set(token, { exec, resolve, reject });
+  pending.set(token, { exec, resolve, reject, deadline });
   try {
     await invoke(exec, stateName, payload);
   } catch (err) {
@@ -267,6 +296,15 @@ function startExecution(name, input) {
     }
     exec.end_seq = ++seq;
     exec.stopDate = Date.now() / 1000;
+    // A task still waiting for its token (it timed out) is gone with the
+    // execution.
+    for (const [token, p] of pending) {
+      if (p.exec === exec) {
+        pending.delete(token);
+        spentTokens.add(token);
+      }
+    }
+    exec.parked = null;
     changed();
   });
   changed();
@@ -307,7 +345,7 @@ const api = {
     return { executionArn: exec.arn, startDate: exec.startDate };
   },
   SendTaskSuccess(req) {
-    const p = pending.get(req.taskToken);
+    const p = livePending(req.taskToken);
     if (!p) throw tokenError(req.taskToken);
     let output;
     try {
@@ -321,7 +359,7 @@ const api = {
     return {};
   },
   SendTaskFailure(req) {
-    const p = pending.get(req.taskToken);
+    const p = livePending(req.taskToken);
     if (!p) throw tokenError(req.taskToken);
     p.exec.resumes.push({ seq: ++seq, token: req.taskToken, error: req.error ?? '' });
     pending.delete(req.taskToken);
@@ -348,6 +386,18 @@ const api = {
   },
 };
 
+// livePending returns the task waiting for token, spending the token of a
+// task past its timeout.
+function livePending(token) {
+  const p = pending.get(token);
+  if (p && Date.now() >= p.deadline) {
+    pending.delete(token);
+    spentTokens.add(token);
+    return undefined;
+  }
+  return p;
+}
+
 function tokenError(token) {
   if (spentTokens.has(token)) {
     return new ApiError('TaskTimedOut', 'Task Timed Out: Provided task does not exist anymore');
@@ -368,6 +418,19 @@ function send(res, status, body, headers = {}) {
 
 async function control(req, res, url) {
   if (url.pathname === '/control/validate') return send(res, 200, validation);
+  if (url.pathname === '/control/hold' || url.pathname === '/control/release') {
+    const state = url.searchParams.get('state') || '';
+    if (!tasks[state]) return send(res, 404, { message: `no Task state ${state}` });
+    if (url.pathname === '/control/hold') {
+      holds.add(state);
+      return send(res, 200, {});
+    }
+    const release = held.get(state);
+    if (!release) return send(res, 409, { message: `no invocation of ${state} is held` });
+    held.delete(state);
+    release();
+    return send(res, 200, {});
+  }
   if (url.pathname === '/control/executions') {
     return send(res, 200, order.map((n) => ({ name: n, status: executions.get(n).status, start_seq: executions.get(n).start_seq })));
   }
@@ -379,7 +442,11 @@ async function control(req, res, url) {
   const ready = () => {
     const e = executions.get(name);
     if (!e) return false;
-    return e.status !== 'RUNNING' || (until === 'parked' && e.parked !== null);
+    return (
+      e.status !== 'RUNNING' ||
+      (until === 'parked' && e.parked !== null) ||
+      (until === 'held' && e.tasks.some((k) => k.held))
+    ) && (until !== 'idle' || e.tasks.every((k) => k.done_seq !== undefined || k.error));
   };
   if (!ready()) {
     await new Promise((resolve) => {

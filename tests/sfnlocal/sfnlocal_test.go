@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
@@ -47,12 +48,18 @@ import (
 )
 
 const (
-	definitionFile  = "../../infra/testdata/statemachine.asl.json"
-	stateMachineARN = "arn:aws:states:us-east-1:123456789012:stateMachine:lambdaclaw-loop"
+	definitionFile = "../../infra/testdata/statemachine.asl.json"
+	// shortApprovalFile is the definition synthesized with
+	// -c approval_timeout=2s.
+	shortApprovalFile = "../../infra/testdata/statemachine-approval-2s.asl.json"
+	stateMachineARN   = "arn:aws:states:us-east-1:123456789012:stateMachine:lambdaclaw-loop"
 	// channel is the reply channel stepcmd records (stepcmd.Channel).
 	channel = "sfnlocal"
 	// waitFor bounds every wait for an execution.
 	waitFor = 30 * time.Second
+	// crashTellingSession is the session to whose user telling a failure
+	// crashes the step command (SFNLOCAL_CRASH_TELLING_FAILURE_TO).
+	crashTellingSession = "s-release"
 )
 
 func TestStateMachine(t *testing.T) {
@@ -70,9 +77,13 @@ func TestStateMachine(t *testing.T) {
 	})
 	t.Run("tool calls through the Map", e.toolCalls)
 	t.Run("approval parked and resumed with its task token", e.approval)
+	t.Run("approval answered before its token is stored", e.approvalBeforeToken)
 	t.Run("client tools handed over and resumed", e.clientTools)
 	t.Run("failing step caught", e.failure)
+	t.Run("failed run hands the lane to the message queued behind it", e.failureQueued)
+	t.Run("failing Fail task: Release lane frees the session", e.releaseLane)
 	t.Run("two messages in order", e.inOrder)
+	t.Run("approval expires", e.approvalExpires)
 	t.Run("Step Functions API errors", e.apiErrors)
 }
 
@@ -205,6 +216,57 @@ func (e *env) approval(t *testing.T) {
 	e.runStatus(t, st.RunID, store.RunDone)
 	e.laneFree(t, sid)
 	e.told(t, st.RunID, "finish", "I wrote out.txt.", "")
+}
+
+// approvalBeforeToken: the answer comes between the approve step, which
+// created the approval, and the park task, which stores the task token
+// (the harness holds the park invocation until the answer is in). The
+// answer finds no token to resume with, so the park task itself resumes
+// its run with SendTaskSuccess (the step function's grant
+// states:SendTaskSuccess, infra/stack.go).
+func (e *env) approvalBeforeToken(t *testing.T) {
+	const sid = "s-early-answer"
+	e.fake.Reset()
+	e.fake.Enqueue(
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_early", Name: "write_file", Arguments: `{"path":"early.txt","content":"answered early"}`}}},
+		fakellm.Reply{Content: "I wrote early.txt."},
+	)
+	e.h.post(t, "/control/hold?state="+url.QueryEscape("Await approval"))
+	st := e.deliver(t, sid, "Please write early.txt")
+	x := e.h.wait(t, st.RunID, "held")
+	if x.Status != "RUNNING" || x.Parked != nil {
+		t.Fatalf("execution %s is %s (parked %v), want its park task held (tasks %+v)", x.Name, x.Status, x.Parked, x.Tasks)
+	}
+	ap, err := e.db.PendingApproval(e.ctx, sid)
+	if err != nil || ap.RunID != st.RunID || ap.Token != "" {
+		t.Fatalf("pending approval %+v, %v; want one of run %s without a token yet", ap, err, st.RunID)
+	}
+	if again := e.deliver(t, sid, "/yes"); again.RunID != st.RunID {
+		t.Errorf("/yes answered run %s, want %s", again.RunID, st.RunID)
+	}
+	e.h.post(t, "/control/release?state="+url.QueryEscape("Await approval"))
+	x = e.h.wait(t, st.RunID, "done")
+	e.succeeded(t, x)
+	park := lastTask(x, "Await approval")
+	if n := countTasks(x, "Await approval"); n != 1 {
+		t.Fatalf("Await approval ran %d times, want once (tasks %+v)", n, x.Tasks)
+	}
+	// Resumed once, by the park task's own invocation, with the state at
+	// act.
+	if len(x.Resumes) != 1 || x.Resumes[0].Step != agent.StepAct || x.Resumes[0].Seq < park.Seq || x.Resumes[0].Seq > park.DoneSeq {
+		t.Fatalf("resumes %+v, want one SendTaskSuccess at act during the park task %+v", x.Resumes, park)
+	}
+	e.noTaskErrors(t, x)
+	got, err := e.db.GetApproval(e.ctx, ap.ID)
+	if err != nil || got.Status != store.ApprovalApproved || got.Token == "" || x.Resumes[0].Token != got.Token {
+		t.Errorf("approval %+v (%v); want approved, with the token the run was resumed with", got, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.workspace, "early.txt")); err != nil || string(b) != "answered early" {
+		t.Errorf("early.txt = %q, %v; want the approved content", b, err)
+	}
+	e.runStatus(t, st.RunID, store.RunDone)
+	e.laneFree(t, sid)
+	e.told(t, st.RunID, "finish", "I wrote early.txt.", "")
 }
 
 // clientTools: the model calls the agent's read_file and the client's
@@ -351,12 +413,13 @@ func (e *env) failure(t *testing.T) {
 	e.laneFree(t, sid)
 }
 
-// inOrder: the second message to a session arrives while the first's run
-// holds the lane; it is queued, not started, and the first run's finish
-// hands the lane over and starts it.
-func (e *env) inOrder(t *testing.T) {
-	const sid = "s-order"
+// queueBehind delivers two messages to a session so that the second is
+// queued behind the first's run: the first run's model call is held until
+// the second is queued. The fake LLM answers with replies, then echoes.
+func (e *env) queueBehind(t *testing.T, sid, first, second string, replies ...fakellm.Reply) (agent.RunState, agent.RunState) {
+	t.Helper()
 	e.fake.Reset()
+	e.fake.Enqueue(replies...)
 	release := make(chan struct{})
 	releaseOnce := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(releaseOnce)
@@ -369,20 +432,174 @@ func (e *env) inOrder(t *testing.T) {
 			}
 		})
 	})
-	first := e.deliver(t, sid, "first")
+	a := e.deliver(t, sid, first)
 	if _, ok := e.fake.WaitRequests(1, waitFor); !ok {
 		t.Fatal("the first run never called the model")
 	}
 	// The first run is thinking, holding the lane.
-	second := e.deliver(t, sid, "second")
-	if second.RunID == first.RunID {
+	b := e.deliver(t, sid, second)
+	if b.RunID == a.RunID {
 		t.Fatal("both messages went to one run")
 	}
-	e.runStatus(t, second.RunID, store.RunQueued)
-	if slices.ContainsFunc(e.h.executions(t), func(x execution) bool { return x.Name == second.RunID }) {
+	e.runStatus(t, b.RunID, store.RunQueued)
+	if slices.ContainsFunc(e.h.executions(t), func(x execution) bool { return x.Name == b.RunID }) {
 		t.Error("the second run's execution started while the first held the lane")
 	}
 	releaseOnce()
+	return a, b
+}
+
+// startedDuring checks that execution x started while task k ran.
+func startedDuring(t *testing.T, x execution, k *task) {
+	t.Helper()
+	if k == nil || x.StartSeq < k.Seq || x.StartSeq > k.DoneSeq {
+		t.Errorf("execution %s started at %d, want during the task %+v", x.Name, x.StartSeq, k)
+	}
+}
+
+// lastTask returns the last task of x in state, or nil.
+func lastTask(x execution, state string) *task {
+	var k *task
+	for i := range x.Tasks {
+		if x.Tasks[i].State == state {
+			k = &x.Tasks[i]
+		}
+	}
+	return k
+}
+
+// failureQueued: a run fails (the crash tool kills its Call tool task)
+// while a second message waits in the session's queue; the Fail task
+// records the failure, tells the user and hands the lane to the queued
+// run, which runs.
+func (e *env) failureQueued(t *testing.T) {
+	const sid = "s-failure-queued"
+	first, second := e.queueBehind(t, sid, "Crash, please", "still there?",
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_crash", Name: "crash", Arguments: `{}`}}})
+	x1 := e.h.wait(t, first.RunID, "done")
+	e.succeeded(t, x1)
+	x2 := e.h.wait(t, second.RunID, "done")
+	e.succeeded(t, x2)
+	fail := lastTask(x1, "Fail")
+	if countTasks(x1, "Fail") != 1 || fail.Error != "" || fail.ErrorInfo == nil || fail.ErrorInfo.Error != "Runtime.ExitError" {
+		t.Fatalf("Fail tasks %+v, want one, succeeding, with the crash's error", fail)
+	}
+	startedDuring(t, x2, fail)
+	e.noTaskErrors(t, x2)
+	e.runStatus(t, first.RunID, store.RunFailed)
+	e.runStatus(t, second.RunID, store.RunDone)
+	e.told(t, first.RunID, "finish", "", first.RunID)
+	e.told(t, second.RunID, "finish", "echo: still there?", "")
+	e.laneFree(t, sid)
+}
+
+// releaseLane: a run fails and telling the user of the failure crashes
+// the Fail task too (stepcmd crashes telling a failure to this session's
+// user); its Catch sends the run to Release lane, which saves the run as
+// failed and hands the lane to the message queued behind it, and the
+// execution still ends as succeeded.
+func (e *env) releaseLane(t *testing.T) {
+	sid := crashTellingSession
+	first, second := e.queueBehind(t, sid, "Crash, please", "still there?",
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_crash", Name: "crash", Arguments: `{}`}}})
+	x1 := e.h.wait(t, first.RunID, "done")
+	e.succeeded(t, x1)
+	x2 := e.h.wait(t, second.RunID, "done")
+	e.succeeded(t, x2)
+	if fail := lastTask(x1, "Fail"); countTasks(x1, "Fail") != 1 || fail.Error != "Runtime.ExitError" {
+		t.Errorf("Fail tasks %+v, want one, crashed", fail)
+	}
+	release := lastTask(x1, "Release lane")
+	if countTasks(x1, "Release lane") != 1 || release.Error != "" {
+		t.Fatalf("Release lane tasks %+v, want one, succeeding (tasks %+v)", release, x1.Tasks)
+	}
+	startedDuring(t, x2, release)
+	run := e.runStatus(t, first.RunID, store.RunFailed)
+	if saved, err := agent.DecodeState(run); err != nil || saved.Step != agent.StepDone || saved.ErrorCode != agent.CodeInternal {
+		t.Errorf("saved run state %+v (%v), want done with an internal error", saved, err)
+	}
+	// The crash call got a result, so the next run's history is whole.
+	want := []string{"user: Crash, please", "assistant: [crash]", "tool crash call_crash: error:", "user: still there?", "assistant: echo: still there?"}
+	if hist := e.history(t, sid); !matchHistory(hist, want) {
+		t.Errorf("history:\n%s\nwant (prefixes):\n%s", strings.Join(summary(hist), "\n"), strings.Join(want, "\n"))
+	}
+	e.runStatus(t, second.RunID, store.RunDone)
+	e.told(t, second.RunID, "finish", "echo: still there?", "")
+	e.laneFree(t, sid)
+}
+
+// approvalExpires runs the definition synthesized with
+// approval_timeout=2s, in a harness of its own: nobody answers, Await
+// approval times out (States.Timeout), and Approval expired resolves the
+// approval as expired, tells the user, finishes the run and frees the
+// session, whose next message runs. The park task is held until the
+// execution has ended, so the test does not race the timer: it runs
+// late, as a slow invocation would, finds its token spent and changes
+// nothing.
+func (e *env) approvalExpires(t *testing.T) {
+	const sid = "s-expiry"
+	h := startHarness(t, e.step, shortApprovalFile)
+	d := *e.driver
+	d.Client = awssfn.New(awssfn.Options{Region: "us-east-1", BaseEndpoint: aws.String(h.base),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+	e.fake.Reset()
+	e.fake.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_late", Name: "write_file", Arguments: `{"path":"late.txt","content":"too late"}`}}})
+	h.post(t, "/control/hold?state="+url.QueryEscape("Await approval"))
+	st := e.deliverVia(t, &d, sid, "Please write late.txt")
+	x := h.wait(t, st.RunID, "done")
+	e.succeeded(t, x)
+	h.post(t, "/control/release?state="+url.QueryEscape("Await approval"))
+	x = h.wait(t, st.RunID, "idle")
+	if park := lastTask(x, "Await approval"); park == nil || park.Error != "" || park.DoneSeq < x.EndSeq {
+		t.Errorf("park task %+v, want it run, after the execution ended (%d), without error", park, x.EndSeq)
+	}
+	expired := lastTask(x, "Approval expired")
+	if countTasks(x, "Approval expired") != 1 || expired.Error != "" || expired.ErrorInfo == nil || expired.ErrorInfo.Error != "States.Timeout" {
+		t.Fatalf("Approval expired tasks %+v, want one, after States.Timeout (tasks %+v)", expired, x.Tasks)
+	}
+	if n := countTasks(x, "Fail"); n != 0 || len(x.Resumes) != 0 {
+		t.Errorf("%d Fail tasks and resumes %+v, want none", n, x.Resumes)
+	}
+	var out agent.RunState
+	if err := json.Unmarshal(x.Output, &out); err != nil || out.Step != agent.StepDone || out.ErrorCode != agent.CodeApprovalExpired {
+		t.Errorf("execution output %s (%v), want the run done with %s", x.Output, err, agent.CodeApprovalExpired)
+	}
+	if _, err := e.db.PendingApproval(e.ctx, sid); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("pending approval after expiry: %v, want none", err)
+	}
+	ap, err := e.db.GetApproval(e.ctx, out.Approval)
+	if err != nil || ap.Status != store.ApprovalDenied || ap.Decision != "expired" {
+		t.Errorf("approval %+v (%v), want denied as expired", ap, err)
+	}
+	if _, err := os.Stat(filepath.Join(e.workspace, "late.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("late.txt exists (stat: %v)", err)
+	}
+	e.runStatus(t, st.RunID, store.RunFailed)
+	e.told(t, st.RunID, "approval", "write_file", "")
+	e.told(t, st.RunID, "finish", "", "in time")
+	want := []string{"user: Please write late.txt", "assistant: [write_file]", "tool write_file call_late: error: not run"}
+	if hist := e.history(t, sid); !matchHistory(hist, want) {
+		t.Errorf("history:\n%s\nwant (prefixes):\n%s", strings.Join(summary(hist), "\n"), strings.Join(want, "\n"))
+	}
+	e.laneFree(t, sid)
+	// The task's token is spent: a late resume is refused, which the
+	// driver takes as done.
+	if err := d.Resume(e.ctx, ap); err != nil {
+		t.Errorf("a late resume: %v", err)
+	}
+	next := e.deliverVia(t, &d, sid, "still there?")
+	x = h.wait(t, next.RunID, "done")
+	e.succeeded(t, x)
+	e.told(t, next.RunID, "finish", "echo: still there?", "")
+	e.laneFree(t, sid)
+}
+
+// inOrder: the second message to a session arrives while the first's run
+// holds the lane; it is queued, not started, and the first run's finish
+// hands the lane over and starts it.
+func (e *env) inOrder(t *testing.T) {
+	const sid = "s-order"
+	first, second := e.queueBehind(t, sid, "first", "second")
 
 	x1 := e.h.wait(t, first.RunID, "done")
 	e.succeeded(t, x1)
@@ -394,9 +611,8 @@ func (e *env) inOrder(t *testing.T) {
 			finish = &x1.Tasks[i]
 		}
 	}
-	if finish == nil || x2.StartSeq < finish.Seq || x2.StartSeq > finish.DoneSeq {
-		t.Errorf("the second execution started at %d, want during the first run's finish step %+v", x2.StartSeq, finish)
-	}
+	// The second execution starts during the first run's finish step.
+	startedDuring(t, x2, finish)
 	e.noTaskErrors(t, x1)
 	e.noTaskErrors(t, x2)
 
@@ -477,6 +693,8 @@ type env struct {
 	h           *harness
 	workspace   string
 	repliesPath string
+	// step is the step command's binary.
+	step string
 	// answered is the approval the approval scenario answered.
 	answered store.Approval
 }
@@ -494,8 +712,8 @@ func setup(t *testing.T) *env {
 	tmp := t.TempDir()
 	e.repliesPath = filepath.Join(tmp, "replies.jsonl")
 
-	step := filepath.Join(tmp, "stepcmd")
-	if out, err := exec.Command("go", "build", "-o", step, "./stepcmd").CombinedOutput(); err != nil {
+	e.step = filepath.Join(tmp, "stepcmd")
+	if out, err := exec.Command("go", "build", "-o", e.step, "./stepcmd").CombinedOutput(); err != nil {
 		t.Fatalf("go build ./stepcmd: %v\n%s", err, out)
 	}
 
@@ -509,27 +727,31 @@ func setup(t *testing.T) *env {
 		os.Unsetenv(k)
 	}
 	for k, v := range map[string]string{
-		"TABLE_NAME":                table.Name,
-		"DYNAMODB_ENDPOINT":         table.Endpoint,
-		"STATE_MACHINE_ARN":         stateMachineARN,
-		"AWS_REGION":                "us-east-1",
-		"AWS_ACCESS_KEY_ID":         "local",
-		"AWS_SECRET_ACCESS_KEY":     "local",
-		"AWS_EC2_METADATA_DISABLED": "true",
-		"DEFAULT_PROVIDER":          cloud.ProviderOpenAI,
-		"OPENAI_BASE_URL":           e.fake.URL + "/v1",
-		"OPENAI_MODEL":              "fake-model",
-		"OPENAI_API_KEY":            "test-provider-key",
-		"LOG_LEVEL":                 "warn",
-		"SFNLOCAL_WORKSPACE":        e.workspace,
-		"SFNLOCAL_REPLIES":          e.repliesPath,
+		"TABLE_NAME": table.Name,
+		// The step processes have the step function's grants on the table.
+		"DYNAMODB_ENDPOINT":                 table.Policed(t, "step"),
+		"STATE_MACHINE_ARN":                 stateMachineARN,
+		"AWS_REGION":                        "us-east-1",
+		"AWS_ACCESS_KEY_ID":                 "local",
+		"AWS_SECRET_ACCESS_KEY":             "local",
+		"AWS_EC2_METADATA_DISABLED":         "true",
+		"DEFAULT_PROVIDER":                  cloud.ProviderOpenAI,
+		"OPENAI_BASE_URL":                   e.fake.URL + "/v1",
+		"OPENAI_MODEL":                      "fake-model",
+		"OPENAI_API_KEY":                    "test-provider-key",
+		"LOG_LEVEL":                         "warn",
+		"SFNLOCAL_WORKSPACE":                e.workspace,
+		"SFNLOCAL_REPLIES":                  e.repliesPath,
+		"SFNLOCAL_CRASH_TELLING_FAILURE_TO": "user-" + crashTellingSession,
 	} {
 		t.Setenv(k, v)
 	}
-	e.h = startHarness(t, step)
+	e.h = startHarness(t, e.step, definitionFile)
 	// The channels' side: the driver the api, ws and telegram functions
-	// deliver messages with, talking to the harness's Step Functions.
+	// deliver messages with, talking to the harness's Step Functions,
+	// with the ws function's grants on the table.
 	t.Setenv("STEPFUNCTIONS_ENDPOINT", e.h.base)
+	t.Setenv("DYNAMODB_ENDPOINT", table.Policed(t, "ws"))
 	root, err := cloud.New(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -561,7 +783,13 @@ func npmInstall(t *testing.T) {
 // deliver hands a user's message to a session as the channels do.
 func (e *env) deliver(t *testing.T, sid, text string) agent.RunState {
 	t.Helper()
-	st, err := e.driver.Deliver(e.ctx, agent.Input{
+	return e.deliverVia(t, e.driver, sid, text)
+}
+
+// deliverVia delivers with the driver d.
+func (e *env) deliverVia(t *testing.T, d *sfn.Driver, sid, text string) agent.RunState {
+	t.Helper()
+	st, err := d.Deliver(e.ctx, agent.Input{
 		SessionID: sid, Agent: "default",
 		Messages: []chat.Message{{Role: chat.User, Content: text}},
 		Autonomy: tool.Supervised, Interactive: true,
@@ -740,9 +968,11 @@ type execution struct {
 	Error    string          `json:"error"`
 	Cause    string          `json:"cause"`
 	StartSeq int             `json:"start_seq"`
+	EndSeq   int             `json:"end_seq"`
 	Tasks    []task          `json:"tasks"`
 	Events   []event         `json:"events"`
 	Resumes  []struct {
+		Seq   int    `json:"seq"`
 		Token string `json:"token"`
 		Step  string `json:"step"`
 	} `json:"resumes"`
@@ -794,9 +1024,11 @@ func countTasks(x execution, state string) int {
 	return n
 }
 
-func startHarness(t *testing.T, step string) *harness {
+// startHarness starts a harness executing the definition in the file
+// definition; it stops when the test ends.
+func startHarness(t *testing.T, step, definition string) *harness {
 	t.Helper()
-	cmd := exec.Command("node", "harness.mjs", "--definition", definitionFile, "--step", step, "--arn", stateMachineARN)
+	cmd := exec.Command("node", "harness.mjs", "--definition", definition, "--step", step, "--arn", stateMachineARN)
 	h := &harness{stderr: &syncBuffer{}}
 	cmd.Stderr = h.stderr
 	stdin, err := cmd.StdinPipe()
@@ -861,8 +1093,23 @@ func (h *harness) get(t *testing.T, path string, v any) {
 	}
 }
 
-// wait waits until the execution named name has ended ("done"), or is
-// parked on a task token or ended ("parked").
+// post sends a control request that changes the harness (hold, release).
+func (h *harness) post(t *testing.T, path string) {
+	t.Helper()
+	resp, err := http.Post(h.base+path, "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s: %s\n%s", path, resp.Status, b)
+	}
+}
+
+// wait waits until the execution named name has ended ("done"), is
+// parked on a task token or ended ("parked"), has a task held or ended
+// ("held"), or has ended with no task running ("idle").
 func (h *harness) wait(t *testing.T, name, until string) execution {
 	t.Helper()
 	var x execution

@@ -18,16 +18,17 @@ import (
 // written in one transaction that also checks the session. A zero
 // CreatedAt is set to now.
 func (s *Store) CreateApproval(ctx context.Context, a store.Approval) error {
+	now := s.now()
 	a.Status, a.Decision, a.ResolvedAt = store.ApprovalPending, "", nil
-	a.CreatedAt = orNow(a.CreatedAt, s.now())
-	it := approvalItem(a)
+	a.CreatedAt = orNow(a.CreatedAt, now)
+	it := s.stamp(approvalItem(a), now)
 	if err := checkSize(fmt.Sprintf("approval %q", a.ID), it); err != nil {
 		return err
 	}
 	pk := sessionPK(a.SessionID)
-	index := key(pk, pfxApprIdx+a.ID)
+	index := s.stamp(key(pk, pfxApprIdx+a.ID), now)
 	index["approval_id"] = attrS(a.ID)
-	marker := key(pk, pendingSK(a))
+	marker := s.stamp(key(pk, pendingSK(a)), now)
 	marker["approval_id"] = attrS(a.ID)
 	if err := s.createInSession(ctx, it, a.SessionID, index, marker); err != nil {
 		return fmt.Errorf("dynamo: create approval %q: %w", a.ID, err)

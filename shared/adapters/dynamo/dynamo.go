@@ -14,19 +14,19 @@
 //
 //	pk                  sk                    what                          other attributes
 //	SESSION#<sid>       SESSION               the session                   agent, ephemeral, allowlist (SS), next_seq, expires_at
-//	SESSION#<sid>       MSG#<key>             a history message             run_id, role, content, tool_calls (JSON), …
-//	SESSION#<sid>       RUN#<seq:020>         index of a run, kept forever  run_id
-//	SESSION#<sid>       QUEUE#<seq:020>       marker of an unfinished run   run_id; gsi1pk UNFINISHED#<0-7>, gsi1sk <sid>#<seq:020>
-//	SESSION#<sid>       APPR#<id>             index of an approval          approval_id
-//	SESSION#<sid>       PENDING#<ms:015>#<id> marker of a pending approval  approval_id
-//	SESSION#<sid>       RESP#<id>             index of a response           response_id
+//	SESSION#<sid>       MSG#<key>             a history message             run_id, role, content, tool_calls (JSON), …, expires_at
+//	SESSION#<sid>       RUN#<seq:020>         index of a run                run_id, expires_at
+//	SESSION#<sid>       QUEUE#<seq:020>       marker of an unfinished run   run_id, expires_at; gsi1pk UNFINISHED#<0-7>, gsi1sk <sid>#<seq:020>
+//	SESSION#<sid>       APPR#<id>             index of an approval          approval_id, expires_at
+//	SESSION#<sid>       PENDING#<ms:015>#<id> marker of a pending approval  approval_id, expires_at
+//	SESSION#<sid>       RESP#<id>             index of a response           response_id, expires_at
 //	SESSION#<sid>       LANE                  the session lane lease        owner, lease_until (ms), expires_at
-//	RUN#<id>            RUN                   a run                         session_id, seq, status, state (B)
+//	RUN#<id>            RUN                   a run                         session_id, seq, status, state (B), expires_at
 //	RUN#<id>            CALLS                 its pending tool calls        calls (JSON, raw arguments), expires_at
 //	RUN#<id>            DRAFT#<n:06>          piece n of its streamed text  text, expires_at (a day)
-//	JOB#<kind>          J#<id>                a queued job                  payload (B), created_at
-//	APPROVAL#<id>       APPROVAL              an approval                   session_id, run_id, calls, tools, status, token, …
-//	RESPONSE#<id>       RESPONSE              a Responses API response      owner, agent, session_id, run_id, seq, previous_id, request (B)
+//	JOB#<kind>          J#<id>                a queued job                  payload (B), created_at, expires_at
+//	APPROVAL#<id>       APPROVAL              an approval                   session_id, run_id, calls, tools, status, token, …, expires_at
+//	RESPONSE#<id>       RESPONSE              a Responses API response      owner, agent, session_id, run_id, seq, previous_id, request (B), expires_at
 //	KEY#<hash>          KEY                   an API key                    id, name, …; gsi1pk KEYS, gsi1sk <created ms:015>#<id>
 //	KEYID#<id>          KEYID                 claim of a key id             hash
 //	CONN#<id>           CONN                  a WebSocket connection        key_hash, expires_at
@@ -54,15 +54,26 @@
 //
 // # Expiry
 //
-// The SESSION and LANE items carry expires_at; the session's is pushed
-// SessionTTL ahead by every CreateSession, EnqueueRun, AppendMessage and
-// AllowTool, so DynamoDB's TTL removes sessions left idle. The rest of an
-// expired session — its partition and its RUN, APPROVAL and RESPONSE
-// items — is removed by DeleteSession, which works with or without the
-// SESSION item: the stream consumer should call it on the TTL REMOVE of a
-// SESSION item, and CreateSession calls it for leftovers when a session id
-// is reused.
-//
+// Every item written for a session — the SESSION item, its partition,
+// and its RUN, CALLS, APPROVAL, RESPONSE and JOB items — carries
+// expires_at (epoch seconds), SessionTTL after it was written, so that
+// DynamoDB's TTL removes a session left idle, history and all. The
+// SESSION item's expires_at is the session's expiry: no item of the
+// session expires before it. A use of the session (EnqueueRun,
+// AppendMessage) more than a tenth of SessionTTL after the expiry last
+// moved moves it again: every item's expires_at, then the SESSION
+// item's, becomes SessionTTL from now (one UpdateItem per item, a tenth
+// of SessionTTL apart at most). So a session lives from nine tenths of
+// SessionTTL to SessionTTL after its last use, and its items go
+// together. DynamoDB removes expired items within days, not at once: a
+// new run in a session that has expired but is still there starts it
+// afresh (the items that expired and the allowlist are deleted first), as
+// CreateSession does for the leftovers of a session whose SESSION item is
+// gone.
+// DeleteSession removes a session at once, with or without its SESSION
+// item. The LANE item expires an hour after its lease; pending calls live
+// at least 8 days, longer than a run waits for an approval.
+
 // # Limits
 //
 // An item holds at most 400 KB: a message, run state, approval, response
@@ -91,7 +102,7 @@ import (
 
 // DefaultSessionTTL is how long an idle session lives when Config.SessionTTL
 // is zero.
-const DefaultSessionTTL = 30 * 24 * time.Hour
+const DefaultSessionTTL = 90 * 24 * time.Hour
 
 // ErrItemTooLarge is wrapped by the error for a record that does not fit in
 // one DynamoDB item (400 KB).
@@ -108,9 +119,10 @@ type Config struct {
 	// Region is the AWS region; empty means the SDK's default chain
 	// (AWS_REGION, profile), or us-east-1 with an Endpoint.
 	Region string
-	// SessionTTL is how long a session lives after its last activity before
-	// DynamoDB's TTL removes it. Zero means DefaultSessionTTL; negative
-	// means sessions never expire.
+	// SessionTTL is how long a session's items live after its last
+	// activity before DynamoDB's TTL removes them (see Expiry in the
+	// package doc). Zero means DefaultSessionTTL; negative means sessions
+	// never expire.
 	SessionTTL time.Duration
 	// Client, when set, is used as is and Endpoint and Region are ignored.
 	Client *dynamodb.Client
@@ -667,4 +679,13 @@ func (s *Store) expiresAt(now time.Time) int64 {
 		return 0
 	}
 	return now.Add(s.ttl).Unix()
+}
+
+// stamp sets the expiry of it, an item written for a session at now
+// (see Expiry in the package doc), and returns it.
+func (s *Store) stamp(it item, now time.Time) item {
+	if exp := s.expiresAt(now); exp != 0 {
+		it[attrExpiresAt] = attrN(exp)
+	}
+	return it
 }

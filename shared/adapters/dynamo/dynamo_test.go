@@ -459,48 +459,200 @@ func TestExpiredSessionLeftovers(t *testing.T) {
 	}
 }
 
-func TestSessionExpiresAt(t *testing.T) {
+// expiries scans the table and returns every item's expires_at by
+// "pk sk" (0 for an item without one).
+func expiries(t *testing.T, s *Store) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	p := dynamodb.NewScanPaginator(s.db, &dynamodb.ScanInput{TableName: s.table, ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range page.Items {
+			out[getS(it, attrPK)+" "+getS(it, attrSK)] = getN(it, attrExpiresAt)
+		}
+	}
+	return out
+}
+
+// fillSession writes one of everything a session has: a run with its
+// input, a step's commit with messages, pending calls and a job, a message
+// appended on its own, an approval, a response and the lane.
+func fillSession(t *testing.T, s *Store, id string) {
+	t.Helper()
+	ctx := t.Context()
+	r, _, err := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: id, Agent: "main", Allowlist: []string{"shell"}},
+		Run: store.Run{ID: id + "-r1", State: []byte(`{}`)}, Input: []chat.Message{{Role: chat.User, Content: "hi"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Status, r.State = store.RunRunning, []byte(`{"step":"act"}`)
+	if err := s.CommitRun(ctx, store.Commit{Run: r,
+		Messages: []store.Message{{SessionID: id, Key: store.RunPrefix(r.Seq) + "b", Message: chat.Message{Role: chat.Assistant, Content: "calling"}}},
+		Calls:    []chat.ToolCall{{ID: "c1", Name: "shell"}},
+		Jobs:     []store.Job{{Kind: "record", ID: id + "-j1", Payload: []byte("x")}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendMessage(ctx, store.Message{SessionID: id, Key: store.RunPrefix(r.Seq) + "c", Message: chat.Message{Role: chat.Tool, Content: "ok", ToolCallID: "c1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateApproval(ctx, store.Approval{ID: id + "-a1", SessionID: id, RunID: r.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateResponse(ctx, store.Response{ID: id + "-resp1", SessionID: id, RunID: r.ID, Seq: r.Seq}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.AcquireLane(ctx, id, r.ID, time.Hour); err != nil || !ok {
+		t.Fatalf("AcquireLane = %v, %v", ok, err)
+	}
+}
+
+// TestSessionExpiry checks that every item written for a session carries
+// expires_at, that a use of the session a tenth of SessionTTL after the
+// last move moves every item's expiry, and that a session reused after it
+// expired, before DynamoDB removed it, starts afresh.
+func TestSessionExpiry(t *testing.T) {
+	const ttl = 10 * time.Hour
 	client := testClient(t)
-	s, err := New(t.Context(), Config{Table: newTable(t, client), Client: client, SessionTTL: time.Hour})
+	s, err := New(t.Context(), Config{Table: newTable(t, client), Client: client, SessionTTL: ttl})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
 	c := &clock{t: time.Unix(1_800_000_000, 0)}
 	s.now = c.now
-	expiresAt := func() int64 {
-		t.Helper()
-		it, err := s.getItem(ctx, key(sessionPK("s"), skSession))
-		if err != nil || it == nil {
-			t.Fatalf("get session item: %v", err)
+	start := c.now()
+	fillSession(t, s, "s")
+
+	// Every item carries expires_at: the session's TTL ahead, but the
+	// lane (an hour past its lease) and the pending calls (8 days at
+	// least, longer than an approval wait).
+	want := start.Add(ttl).Unix()
+	special := map[string]int64{
+		"SESSION#s LANE": start.Add(2 * time.Hour).Unix(),
+		"RUN#s-r1 CALLS": start.Add(pendingCallsTTL).Unix(),
+	}
+	got := expiries(t, s)
+	for _, k := range []string{"SESSION#s SESSION", "SESSION#s QUEUE#00000000000000000001", "SESSION#s RUN#00000000000000000001",
+		"RUN#s-r1 RUN", "RUN#s-r1 CALLS", "JOB#record J#s-j1", "APPROVAL#s-a1 APPROVAL", "RESPONSE#s-resp1 RESPONSE",
+		"SESSION#s APPR#s-a1", "SESSION#s RESP#s-resp1", "SESSION#s LANE"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("no item %s: the test's list of items is stale", k)
 		}
-		return getN(it, attrExpiresAt)
 	}
-	if err := s.CreateSession(ctx, store.Session{ID: "s", Agent: "main"}); err != nil {
+	for k, exp := range got {
+		w, ok := special[k]
+		if !ok {
+			w = want
+		}
+		if exp != w {
+			t.Errorf("%s: expires_at %d, want %d", k, exp, w)
+		}
+	}
+	msgs := 0
+	for k := range got {
+		if strings.HasPrefix(k, "SESSION#s MSG#") {
+			msgs++
+		}
+	}
+	if msgs != 3 {
+		t.Errorf("%d messages, want 3", msgs)
+	}
+
+	// Within a tenth of the TTL, a use moves nothing but writes new items
+	// with their own expiry.
+	c.add(ttl / 20)
+	if _, err := s.AppendMessage(ctx, store.Message{SessionID: "s", Key: "k2", Message: chat.Message{Role: chat.User, Content: "more"}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := expiresAt(), c.now().Add(time.Hour).Unix(); got != want {
-		t.Errorf("expires_at after CreateSession = %d, want %d", got, want)
+	got = expiries(t, s)
+	if got["SESSION#s SESSION"] != want || got["SESSION#s MSG#k2"] != c.now().Add(ttl).Unix() {
+		t.Errorf("after a use within a tenth of the TTL: session expires %d (want %d), the new message %d (want %d)",
+			got["SESSION#s SESSION"], want, got["SESSION#s MSG#k2"], c.now().Add(ttl).Unix())
 	}
-	c.add(10 * time.Minute)
-	if _, err := s.AppendMessage(ctx, store.Message{SessionID: "s", Key: "k"}); err != nil {
+
+	// Later, the next use moves every item of the session.
+	c.add(ttl / 5)
+	r2, _, err := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "s-r2"}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := expiresAt(), c.now().Add(time.Hour).Unix(); got != want {
-		t.Errorf("expires_at after AppendMessage = %d, want %d", got, want)
+	want = c.now().Add(ttl).Unix()
+	for k, exp := range expiries(t, s) {
+		switch {
+		case k == "SESSION#s LANE" || k == "JOB#record J#s-j1":
+			// The lane follows its lease; a job is no part of the
+			// session's partition and is consumed long before.
+		case k == "RUN#s-r1 CALLS":
+			if exp != special[k] {
+				t.Errorf("%s: expires_at %d, want %d (never earlier than it was)", k, exp, special[k])
+			}
+		case exp != want:
+			t.Errorf("after a use: %s expires_at %d, want %d", k, exp, want)
+		}
 	}
-	c.add(10 * time.Minute)
-	if _, _, err := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "r"}}); err != nil {
+
+	// Past its expiry, before DynamoDB removed it, a new run starts the
+	// session afresh; what a concurrent use wrote since the expiry stays.
+	c.add(ttl + time.Minute)
+	if err := s.CreateResponse(ctx, store.Response{ID: "s-resp2", SessionID: "s", RunID: "s-r3", Seq: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := expiresAt(), c.now().Add(time.Hour).Unix(); got != want {
-		t.Errorf("expires_at after EnqueueRun = %d, want %d", got, want)
+	r3, _, err := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s", Agent: "main"}, Run: store.Run{ID: "s-r3"},
+		Input: []chat.Message{{Role: chat.User, Content: "back again"}}})
+	if err != nil {
+		t.Fatal(err)
 	}
+	hist, err := s.Messages(ctx, "s")
+	if err != nil || len(hist) != 1 || hist[0].Content != "back again" {
+		t.Errorf("history of the session started afresh: %+v, %v; want only the new input", hist, err)
+	}
+	for _, id := range []string{"s-r1", r2.ID} {
+		if _, err := s.GetRun(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("GetRun(%s) of the expired session: %v, want ErrNotFound", id, err)
+		}
+	}
+	if _, err := s.GetApproval(ctx, "s-a1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetApproval of the expired session: %v, want ErrNotFound", err)
+	}
+	if _, err := s.GetResponse(ctx, "s-resp2"); err != nil {
+		t.Errorf("GetResponse of what was written after the expiry: %v", err)
+	}
+	if next, err := s.NextRun(ctx, "s"); err != nil || next.ID != r3.ID {
+		t.Errorf("NextRun = %s, %v; want the new run", next.ID, err)
+	}
+	sess, err := s.GetSession(ctx, "s")
+	if err != nil || len(sess.Allowlist) != 0 {
+		t.Errorf("session started afresh: %+v, %v; want no allowlist", sess, err)
+	}
+	if exp := expiries(t, s)["SESSION#s SESSION"]; exp != c.now().Add(ttl).Unix() {
+		t.Errorf("expires_at of the session started afresh = %d, want %d", exp, c.now().Add(ttl).Unix())
+	}
+
 	if _, err := s.AppendMessage(ctx, store.Message{SessionID: "nope", Key: "k"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("AppendMessage to an unknown session: %v, want ErrNotFound", err)
 	}
 	if sks := partition(t, s, "nope"); len(sks) != 0 {
 		t.Errorf("AppendMessage to an unknown session wrote %v", sks)
+	}
+}
+
+// TestSessionsThatNeverExpire: with a negative SessionTTL, no item of a
+// session expires but the lane and the pending calls of a lost run.
+func TestSessionsThatNeverExpire(t *testing.T) {
+	client := testClient(t)
+	s, err := New(t.Context(), Config{Table: newTable(t, client), Client: client, SessionTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillSession(t, s, "s")
+	for k, exp := range expiries(t, s) {
+		if (exp != 0) != (k == "SESSION#s LANE" || k == "RUN#s-r1 CALLS") {
+			t.Errorf("%s: expires_at %d", k, exp)
+		}
 	}
 }
 

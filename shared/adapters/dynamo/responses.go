@@ -17,12 +17,13 @@ import (
 // the session. A zero CreatedAt is set to now; a response over DynamoDB's
 // item limit is refused with ErrItemTooLarge.
 func (s *Store) CreateResponse(ctx context.Context, r store.Response) error {
-	r.CreatedAt = orNow(r.CreatedAt, s.now())
-	it := responseItem(r)
+	now := s.now()
+	r.CreatedAt = orNow(r.CreatedAt, now)
+	it := s.stamp(responseItem(r), now)
 	if err := checkSize(fmt.Sprintf("response %q", r.ID), it); err != nil {
 		return err
 	}
-	index := key(sessionPK(r.SessionID), pfxRespIdx+r.ID)
+	index := s.stamp(key(sessionPK(r.SessionID), pfxRespIdx+r.ID), now)
 	index["response_id"] = attrS(r.ID)
 	if err := s.createInSession(ctx, it, r.SessionID, index); err != nil {
 		return fmt.Errorf("dynamo: create response %q: %w", r.ID, err)

@@ -56,7 +56,7 @@ func (s *Store) EnqueueRun(ctx context.Context, n store.NewRun) (store.Run, bool
 	r.CreatedAt = orNow(r.CreatedAt, now)
 	r.UpdatedAt = r.CreatedAt
 	r.Seq = math.MaxInt64 // the widest, for the size check
-	it := runItem(r)
+	it := s.stamp(runItem(r), now)
 	if err := checkSize(fmt.Sprintf("run %q", r.ID), it); err != nil {
 		return store.Run{}, false, err
 	}
@@ -66,6 +66,7 @@ func (s *Store) EnqueueRun(ctx context.Context, n store.NewRun) (store.Run, bool
 		if err != nil {
 			return fail(err)
 		}
+		s.stamp(inputs[i], now)
 		if err := checkSize(fmt.Sprintf("input %d of run %q", i, r.ID), inputs[i]); err != nil {
 			return store.Run{}, false, err
 		}
@@ -80,8 +81,8 @@ func (s *Store) EnqueueRun(ctx context.Context, n store.NewRun) (store.Run, bool
 	index["run_id"] = attrS(r.ID)
 	items := []types.TransactWriteItem{
 		s.put(it, "attribute_not_exists(pk)"),
-		s.put(index, ""),
-		s.put(queueMarker(r), ""),
+		s.put(s.stamp(index, now), ""),
+		s.put(s.stamp(queueMarker(r), now), ""),
 	}
 	for i, in := range inputs {
 		k := store.InputKey(r.Seq, i)
@@ -104,15 +105,12 @@ func (s *Store) EnqueueRun(ctx context.Context, n store.NewRun) (store.Run, bool
 
 // takeSeq bumps the next_seq of sess, creating the session when it does
 // not exist, and returns the new value and whether it created the session.
-// It marks the session active as touchSession does. A session of another
-// owner is store.ErrForbidden.
+// It marks the session active as touchSession does; a session that
+// expired but that DynamoDB has not removed yet starts afresh. A session
+// of another owner is store.ErrForbidden.
 func (s *Store) takeSeq(ctx context.Context, sess store.Session, now time.Time) (int64, bool, error) {
 	set := "ADD next_seq :one SET updated_at = :now"
 	vals := item{":one": attrN(1), ":now": attrTime(now), ":owner": attrS(sess.Owner)}
-	if exp := s.expiresAt(now); exp != 0 {
-		set += ", expires_at = :exp"
-		vals[":exp"] = attrN(exp)
-	}
 	cond := "attribute_exists(pk) AND #owner = :owner"
 	if sess.Owner == "" {
 		// Sessions stored before owners existed have none.
@@ -127,9 +125,12 @@ func (s *Store) takeSeq(ctx context.Context, sess store.Session, now time.Time) 
 			ConditionExpression:       aws.String(cond),
 			ExpressionAttributeNames:  map[string]string{"#owner": "owner"},
 			ExpressionAttributeValues: vals,
-			ReturnValues:              types.ReturnValueUpdatedNew,
+			ReturnValues:              types.ReturnValueAllNew,
 		})
 		if err == nil {
+			if err := s.keepAlive(ctx, sess.ID, out.Attributes, now, !created); err != nil {
+				return 0, false, err
+			}
 			return getN(out.Attributes, "next_seq"), created, nil
 		}
 		if _, ok := condFailed(err); !ok {
@@ -263,8 +264,12 @@ func (s *Store) CommitRun(ctx context.Context, c store.Commit) error {
 		it := key(pfxRun+r.ID, skCalls)
 		it["calls"] = attrS(string(b))
 		// Pending calls live while the run waits for them, approvals
-		// included; TTL removes what a lost run left.
-		it[attrExpiresAt] = attrN(now.Add(pendingCallsTTL).Unix())
+		// included, and at least as long as the session; TTL removes
+		// what a lost run left.
+		s.stamp(it, now)
+		if getN(it, attrExpiresAt) < now.Add(pendingCallsTTL).Unix() {
+			it[attrExpiresAt] = attrN(now.Add(pendingCallsTTL).Unix())
+		}
 		if err := checkSize(fmt.Sprintf("pending calls of run %q", r.ID), it); err != nil {
 			return err
 		}
@@ -276,6 +281,8 @@ func (s *Store) CommitRun(ctx context.Context, c store.Commit) error {
 		it := key(pfxJob+j.Kind, pfxJobID+j.ID)
 		it["payload"] = &types.AttributeValueMemberB{Value: j.Payload}
 		it["created_at"] = attrTime(orNow(j.CreatedAt, now))
+		// A job is work for a session: it goes when the session would.
+		s.stamp(it, now)
 		if err := checkSize(fmt.Sprintf("job %s/%s", j.Kind, j.ID), it); err != nil {
 			return err
 		}
@@ -291,6 +298,7 @@ func (s *Store) CommitRun(ctx context.Context, c store.Commit) error {
 		if err != nil {
 			return fail(err)
 		}
+		s.stamp(it, now)
 		if err := checkSize(fmt.Sprintf("message %q/%q", m.SessionID, m.Key), it); err != nil {
 			return err
 		}
@@ -305,18 +313,12 @@ func (s *Store) CommitRun(ctx context.Context, c store.Commit) error {
 		msgs = nil
 	}
 	if len(msgs) > 0 {
-		set := "SET updated_at = :now"
-		svals := item{":now": attrTime(now)}
-		if exp := s.expiresAt(now); exp != 0 {
-			set += ", expires_at = :exp"
-			svals[":exp"] = attrN(exp)
-		}
 		items = append(items, types.TransactWriteItem{Update: &types.Update{
 			TableName:                 s.table,
 			Key:                       key(sessionPK(r.SessionID), skSession),
-			UpdateExpression:          aws.String(set),
+			UpdateExpression:          aws.String("SET updated_at = :now"),
 			ConditionExpression:       aws.String("attribute_exists(pk)"),
-			ExpressionAttributeValues: svals,
+			ExpressionAttributeValues: item{":now": attrTime(now)},
 		}})
 	}
 	first := len(items)

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
@@ -33,9 +35,7 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 	if allow := dedupe(sess.Allowlist); len(allow) > 0 {
 		it["allowlist"] = attrSS(allow)
 	}
-	if exp := s.expiresAt(now); exp != 0 {
-		it[attrExpiresAt] = attrN(exp)
-	}
+	s.stamp(it, now)
 	if err := checkSize(fmt.Sprintf("session %q", sess.ID), it); err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func (s *Store) purgeLeftovers(ctx context.Context, id string) error {
 	}
 	for _, it := range out.Items {
 		if sk := getS(it, attrSK); sk != skSession && sk != skLane {
-			return s.purge(ctx, id, true)
+			return s.purge(ctx, id, true, 0)
 		}
 	}
 	return nil
@@ -82,49 +82,62 @@ func (s *Store) purgeLeftovers(ctx context.Context, id string) error {
 // purge deletes a session's partition and the run, approval and response
 // items it indexes: first those, then the partition, then the SESSION
 // item, so that an interrupted purge can be run again. keepLive keeps the
-// SESSION and LANE items.
-func (s *Store) purge(ctx context.Context, id string, keepLive bool) error {
-	pk := sessionPK(id)
-	var items []item
-	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
-		TableName:                 s.table,
-		ConsistentRead:            aws.Bool(true),
-		KeyConditionExpression:    aws.String("pk = :pk"),
-		ExpressionAttributeValues: item{":pk": attrS(pk)},
-		ProjectionExpression:      aws.String("pk, sk, run_id, approval_id, response_id"),
-	})
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("list session items: %w", err)
-		}
-		items = append(items, out.Items...)
+// SESSION and LANE items; with before > 0, only the items that expire by
+// then go (those written since, by a concurrent use, stay).
+func (s *Store) purge(ctx context.Context, id string, keepLive bool, before int64) error {
+	outside, inside, live, err := s.sessionItems(ctx, id, before)
+	if err != nil {
+		return err
 	}
-	var outside, inside, last []item
-	for _, it := range items {
-		sk := getS(it, attrSK)
-		switch {
-		case sk == skSession || sk == skLane:
-			if keepLive {
-				continue
-			}
-			last = append(last, key(pk, sk))
-			continue
-		case strings.HasPrefix(sk, pfxRunIndex):
-			outside = append(outside, key(pfxRun+getS(it, "run_id"), skRun), key(pfxRun+getS(it, "run_id"), skCalls))
-		case strings.HasPrefix(sk, pfxApprIdx):
-			outside = append(outside, key(pfxApproval+getS(it, "approval_id"), skApproval))
-		case strings.HasPrefix(sk, pfxRespIdx):
-			outside = append(outside, key(pfxResponse+getS(it, "response_id"), skResponse))
-		}
-		inside = append(inside, key(pk, sk))
+	if keepLive {
+		live = nil
 	}
-	for _, keys := range [][]item{outside, inside, last} {
+	for _, keys := range [][]item{outside, inside, live} {
 		if err := s.deleteKeys(ctx, keys); err != nil {
 			return fmt.Errorf("delete session items: %w", err)
 		}
 	}
 	return nil
+}
+
+// sessionItems returns the keys of a session's items: outside its
+// partition (the run, calls, approval and response items its index items
+// name), inside it, and its SESSION and LANE items (live). With before >
+// 0, the items of the partition that expire after before, and those
+// their index items name, are left out.
+func (s *Store) sessionItems(ctx context.Context, id string, before int64) (outside, inside, live []item, err error) {
+	pk := sessionPK(id)
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
+		TableName:                 s.table,
+		ConsistentRead:            aws.Bool(true),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: item{":pk": attrS(pk)},
+		ProjectionExpression:      aws.String("pk, sk, run_id, approval_id, response_id, expires_at"),
+	})
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("list session items: %w", err)
+		}
+		for _, it := range out.Items {
+			sk := getS(it, attrSK)
+			switch {
+			case sk == skSession || sk == skLane:
+				live = append(live, key(pk, sk))
+				continue
+			case before > 0 && getN(it, attrExpiresAt) > before:
+				continue
+			case strings.HasPrefix(sk, pfxRunIndex):
+				outside = append(outside, key(pfxRun+getS(it, "run_id"), skRun), key(pfxRun+getS(it, "run_id"), skCalls))
+			case strings.HasPrefix(sk, pfxApprIdx):
+				outside = append(outside, key(pfxApproval+getS(it, "approval_id"), skApproval))
+			case strings.HasPrefix(sk, pfxRespIdx):
+				outside = append(outside, key(pfxResponse+getS(it, "response_id"), skResponse))
+			}
+			inside = append(inside, key(pk, sk))
+		}
+	}
+	return outside, inside, live, nil
 }
 
 // GetSession returns a session, or an error wrapping store.ErrNotFound.
@@ -151,7 +164,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error
 // responses and lane; an unknown session is no error. It also cleans up
 // after a session whose SESSION item TTL removed.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
-	if err := s.purge(ctx, id, false); err != nil {
+	if err := s.purge(ctx, id, false, 0); err != nil {
 		return fmt.Errorf("dynamo: delete session %q: %w", id, err)
 	}
 	return nil
@@ -168,10 +181,6 @@ func (s *Store) AllowTool(ctx context.Context, sessionID, tool string) error {
 		ConditionExpression:       aws.String("attribute_exists(pk)"),
 		ExpressionAttributeValues: item{":tool": attrSS([]string{tool})},
 	}
-	if exp := s.expiresAt(s.now()); exp != 0 {
-		in.UpdateExpression = aws.String("ADD allowlist :tool SET expires_at = :exp")
-		in.ExpressionAttributeValues[":exp"] = attrN(exp)
-	}
 	_, err := s.db.UpdateItem(ctx, in)
 	if _, ok := condFailed(err); ok {
 		return fmt.Errorf("dynamo: allow tool %q in session %q: %w", tool, sessionID, store.ErrNotFound)
@@ -182,27 +191,118 @@ func (s *Store) AllowTool(ctx context.Context, sessionID, tool string) error {
 	return nil
 }
 
-// touchSession marks activity on a session: UpdatedAt becomes now and the
-// expiry moves SessionTTL ahead. It is store.ErrNotFound for an unknown
-// session, and never creates one.
+// touchSession marks activity on a session: UpdatedAt becomes now, and
+// the expiry of its items moves SessionTTL ahead when it is due
+// (keepAlive). It is store.ErrNotFound for an unknown session, and never
+// creates one.
 func (s *Store) touchSession(ctx context.Context, id string, now time.Time) error {
-	set := "SET updated_at = :now"
-	vals := item{":now": attrTime(now)}
-	if exp := s.expiresAt(now); exp != 0 {
-		set += ", expires_at = :exp"
-		vals[":exp"] = attrN(exp)
-	}
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 s.table,
 		Key:                       key(sessionPK(id), skSession),
-		UpdateExpression:          aws.String(set),
+		UpdateExpression:          aws.String("SET updated_at = :now"),
 		ConditionExpression:       aws.String("attribute_exists(pk)"),
-		ExpressionAttributeValues: vals,
+		ExpressionAttributeValues: item{":now": attrTime(now)},
+		ReturnValues:              types.ReturnValueAllNew,
 	})
 	if _, ok := condFailed(err); ok {
 		return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return s.keepAlive(ctx, id, out.Attributes, now, false)
+}
+
+// keepAlive moves the expiry of a session in use, whose SESSION item is
+// sess, SessionTTL ahead of now when its last move is more than a tenth of
+// SessionTTL ago (see Expiry in the package doc). With fresh, a session
+// that has expired already (DynamoDB's TTL has not removed it yet) starts
+// afresh: what it held is deleted first, its allowlist with it.
+func (s *Store) keepAlive(ctx context.Context, id string, sess item, now time.Time, fresh bool) error {
+	if s.ttl < 0 {
+		return nil
+	}
+	exp := getN(sess, attrExpiresAt)
+	if exp >= now.Add(s.ttl-s.ttl/10).Unix() {
+		return nil
+	}
+	expired := fresh && exp != 0 && exp <= now.Unix()
+	if expired {
+		// What a concurrent use wrote since the expiry stays.
+		if err := s.purge(ctx, id, true, exp); err != nil {
+			return fmt.Errorf("start expired session %q afresh: %w", id, err)
+		}
+	}
+	return s.refresh(ctx, id, s.expiresAt(now), expired)
+}
+
+// refreshWorkers is how many items refresh updates at once.
+const refreshWorkers = 8
+
+// refresh sets the expiry of every item of a session to exp (never
+// earlier than it was), then that of its SESSION item, so that a refresh
+// cut short is done again by the next use. dropAllow removes the
+// session's allowlist too.
+func (s *Store) refresh(ctx context.Context, id string, exp int64, dropAllow bool) error {
+	outside, inside, _, err := s.sessionItems(ctx, id, 0)
+	if err != nil {
+		return fmt.Errorf("refresh session %q: %w", id, err)
+	}
+	vals := item{":exp": attrN(exp)}
+	keys := make(chan item)
+	errs := make(chan error, refreshWorkers)
+	var wg sync.WaitGroup
+	for range refreshWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range keys {
+				_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+					TableName:                 s.table,
+					Key:                       k,
+					UpdateExpression:          aws.String("SET expires_at = :exp"),
+					ConditionExpression:       aws.String("attribute_exists(pk) AND (attribute_not_exists(expires_at) OR expires_at < :exp)"),
+					ExpressionAttributeValues: vals,
+				})
+				if _, ok := condFailed(err); err != nil && !ok {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var failed error
+send:
+	for _, k := range append(outside, inside...) {
+		select {
+		case keys <- k:
+		case failed = <-errs:
+			break send
+		}
+	}
+	close(keys)
+	wg.Wait()
+	if failed == nil && len(errs) > 0 {
+		failed = <-errs
+	}
+	if failed != nil {
+		return fmt.Errorf("refresh session %q: %w", id, failed)
+	}
+	update := "SET expires_at = :exp"
+	if dropAllow {
+		update += " REMOVE allowlist"
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 s.table,
+		Key:                       key(sessionPK(id), skSession),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String("attribute_exists(pk)"),
+		ExpressionAttributeValues: vals,
+	})
+	if _, ok := condFailed(err); err != nil && !ok {
+		return fmt.Errorf("refresh session %q: %w", id, err)
+	}
+	return nil
 }
 
 // AppendMessage stores m unless its (session, key) exists, and reports
@@ -216,6 +316,7 @@ func (s *Store) AppendMessage(ctx context.Context, m store.Message) (bool, error
 	if err != nil {
 		return false, fmt.Errorf("dynamo: append message %q/%q: %w", m.SessionID, m.Key, err)
 	}
+	s.stamp(it, now)
 	if err := checkSize(fmt.Sprintf("message %q/%q", m.SessionID, m.Key), it); err != nil {
 		return false, err
 	}

@@ -57,7 +57,7 @@ func (d *Driver) laneTTL() time.Duration {
 
 // Event is the step Lambda's input, as the state machine sends it.
 type Event struct {
-	// Action is "step", "call", "park" or "fail".
+	// Action is "step", "call", "park", "expire", "fail" or "release".
 	Action string          `json:"action"`
 	State  json.RawMessage `json:"state"`
 	// TaskToken comes with "park"; CallID with "call".
@@ -65,12 +65,37 @@ type Event struct {
 	CallID    string `json:"call_id,omitempty"`
 }
 
-// errorInfo is what the state machine's Catch adds to the state.
+// errorInfo is what a Catch of the state machine adds to the state: the
+// error of the failed task under error_info, and under fail_error_info
+// the error of the Fail task itself.
 type errorInfo struct {
-	Info *struct {
-		Error string `json:"Error"`
-		Cause string `json:"Cause"`
-	} `json:"error_info"`
+	Info     *taskError `json:"error_info"`
+	FailInfo *taskError `json:"fail_error_info"`
+}
+
+// taskError is a task's error as Step Functions reports it.
+type taskError struct {
+	Error string `json:"Error"`
+	Cause string `json:"Cause"`
+}
+
+// String renders the error for the log: its name, and the message of a
+// Lambda function error (whose cause is its JSON error payload) or the
+// cause as it is.
+func (e *taskError) String() string {
+	if e == nil {
+		return "unknown error"
+	}
+	var lambdaErr struct {
+		Message string `json:"errorMessage"`
+	}
+	switch {
+	case json.Unmarshal([]byte(e.Cause), &lambdaErr) == nil && lambdaErr.Message != "":
+		return e.Error + ": " + lambdaErr.Message
+	case e.Cause != "":
+		return e.Error + ": " + e.Cause
+	}
+	return e.Error
 }
 
 // Transient is a failure the state machine retries (its Retry matches the
@@ -81,10 +106,24 @@ func (t *Transient) Error() string { return t.Err.Error() }
 func (t *Transient) Unwrap() error { return t.Err }
 
 // Handle runs one task of the state machine and returns its output.
+//
+//   - step runs the step the state names;
+//   - call runs one tool call of the act step;
+//   - park stores the task token of the approval task;
+//   - expire ends a run whose approval task timed out (Loop.Expire), then
+//     steps it: the user is told and the lane passes on;
+//   - fail records a run the state machine caught failing, tells the
+//     user and passes the lane on;
+//   - release ends a run whose Fail task failed too: the run is saved as
+//     failed without telling anyone (Loop.Abandon) and the lane passes on.
 func (d *Driver) Handle(ctx context.Context, ev Event) (any, error) {
 	var st agent.RunState
 	if err := json.Unmarshal(ev.State, &st); err != nil {
 		return nil, fmt.Errorf("step handler: decode state: %w", err)
+	}
+	var info errorInfo
+	if ev.Action == "fail" || ev.Action == "release" {
+		_ = json.Unmarshal(ev.State, &info)
 	}
 	switch ev.Action {
 	case "step":
@@ -96,30 +135,61 @@ func (d *Driver) Handle(ctx context.Context, ev Event) (any, error) {
 		return struct{}{}, nil
 	case "park":
 		return struct{}{}, d.park(ctx, st, ev.TaskToken)
+	case "expire":
+		next, err := d.Loop.Expire(ctx, st)
+		if err != nil {
+			return st, &Transient{err}
+		}
+		return d.step(ctx, next)
 	case "fail":
-		var info errorInfo
-		_ = json.Unmarshal(ev.State, &info)
-		cause := "the run failed"
-		if info.Info != nil {
-			cause = info.Info.Error
-			// A Lambda error's cause is its JSON error payload.
-			var lambdaErr struct {
-				Message string `json:"errorMessage"`
-			}
-			if json.Unmarshal([]byte(info.Info.Cause), &lambdaErr) == nil && lambdaErr.Message != "" {
-				cause += ": " + lambdaErr.Message
-			} else if info.Info.Cause != "" {
-				cause += ": " + info.Info.Cause
-			}
-		}
-		if st.Step == agent.StepDone {
-			return st, nil
-		}
-		st = d.Loop.Fail(st, errors.New(cause))
-		return d.step(ctx, st)
+		return d.fail(ctx, st, info.Info.String())
+	case "release":
+		return d.release(ctx, st, "recording the failure failed ("+info.FailInfo.String()+") after "+info.Info.String())
 	default:
 		return nil, fmt.Errorf("step handler: unknown action %q", ev.Action)
 	}
+}
+
+// fail records the failure of a run the state machine caught and tells
+// the user (Loop.Fail, then the finish step), and passes the session's
+// lane on. A run the store has as finished already (its failure was
+// recorded, or it finished and only the hand-off failed) is not recorded
+// again: only the lane is passed on.
+func (d *Driver) fail(ctx context.Context, st agent.RunState, cause string) (agent.RunState, error) {
+	run, err := d.Loop.Store.GetRun(ctx, st.RunID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		st.Step = agent.StepDone
+	case err != nil:
+		return st, &Transient{fmt.Errorf("fail: %w", err)}
+	case run.Status.Finished():
+		if saved, err := agent.DecodeState(run); err == nil {
+			st = saved
+		}
+		st.Step = agent.StepDone
+	default:
+		return d.step(ctx, d.Loop.Fail(st, errors.New(cause)))
+	}
+	return d.passOn(ctx, st)
+}
+
+// release ends a run whose failure could not be recorded: it is saved as
+// failed as it stands (Loop.Abandon) and the session's lane passes on, so
+// that the session's next message runs.
+func (d *Driver) release(ctx context.Context, st agent.RunState, cause string) (agent.RunState, error) {
+	st, err := d.Loop.Abandon(ctx, st, errors.New(cause))
+	if err != nil {
+		return st, &Transient{fmt.Errorf("release: %w", err)}
+	}
+	return d.passOn(ctx, st)
+}
+
+// passOn hands the lane of st's session, which st held, on.
+func (d *Driver) passOn(ctx context.Context, st agent.RunState) (agent.RunState, error) {
+	if err := d.handoff(ctx, st.SessionID, st.RunID); err != nil {
+		return st, &Transient{err}
+	}
+	return st, nil
 }
 
 // step runs the step st names (which saves the run) and hands the lane on
@@ -130,9 +200,7 @@ func (d *Driver) step(ctx context.Context, st agent.RunState) (agent.RunState, e
 		return st, &Transient{err}
 	}
 	if next.Step == agent.StepDone {
-		if err := d.handoff(ctx, next.SessionID, next.RunID); err != nil {
-			return next, &Transient{err}
-		}
+		return d.passOn(ctx, next)
 	}
 	return next, nil
 }

@@ -3,7 +3,10 @@ package sfn
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store/memstore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 )
@@ -297,6 +301,240 @@ func TestFailActionTellsAndReleases(t *testing.T) {
 	r, _ := f.d.Loop.Store.GetRun(ctx, run.RunID)
 	if r.Status != "failed" {
 		t.Errorf("run status = %s, want failed", r.Status)
+	}
+}
+
+// withError returns st as the state machine's Catch passes it on: with
+// the caught error under key.
+func withError(t *testing.T, st any, key string, info map[string]string) json.RawMessage {
+	t.Helper()
+	b, _ := json.Marshal(st)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m[key] = info
+	b, _ = json.Marshal(m)
+	return b
+}
+
+// park steps a run until it waits for approval and returns its state.
+func (f *fixture) park(t *testing.T, run agent.RunState) agent.RunState {
+	t.Helper()
+	state, _ := json.Marshal(run)
+	for range 10 {
+		out, err := f.d.Handle(context.Background(), Event{Action: "step", State: state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := out.(agent.RunState); st.Parked() {
+			return st
+		}
+		state, _ = json.Marshal(out)
+	}
+	t.Fatal("the run did not park")
+	return agent.RunState{}
+}
+
+// A failed run passes its lane on: the run queued behind it starts, also
+// when the run had already finished and only its hand-off failed.
+func TestFailActionStartsTheQueuedRun(t *testing.T) {
+	for _, finished := range []bool{false, true} {
+		t.Run(fmt.Sprintf("finished=%v", finished), func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			first, err := f.d.Deliver(ctx, input("one"), func(string) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := f.d.Deliver(ctx, input("two"), func(string) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			caught := first
+			if finished {
+				// The run finished (saved done), but its hand-off failed:
+				// the Fail task gets the state before the finish step.
+				st := first
+				for st.Step != agent.StepFinish {
+					if st, err = f.d.Loop.Step(ctx, st); err != nil {
+						t.Fatal(err)
+					}
+				}
+				caught = st
+				if _, err := f.d.Loop.Step(ctx, st); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out, err := f.d.Handle(ctx, Event{Action: "fail", State: withError(t, caught, "error_info", map[string]string{"Error": "Transient", "Cause": "release lane: throttled"})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := out.(agent.RunState); st.Step != agent.StepDone {
+				t.Errorf("state after fail = %+v, want done", st)
+			}
+			r, _ := f.d.Loop.Store.GetRun(ctx, first.RunID)
+			want := store.RunFailed
+			if finished {
+				want = store.RunDone // recorded once, as it ended
+			}
+			if r.Status != want {
+				t.Errorf("first run is %s, want %s", r.Status, want)
+			}
+			if diff := cmp.Diff([]string{first.RunID, second.RunID}, f.sfn.started); diff != "" {
+				t.Errorf("executions (-want +got):\n%s", diff)
+			}
+			if owner := f.lanes.owners["s"]; owner != second.RunID {
+				t.Errorf("lane held by %q, want the queued run %s", owner, second.RunID)
+			}
+		})
+	}
+}
+
+// A run that fails while it waits for approval (its park task failed)
+// drops the approval: the session's next "/yes" answers nothing stale.
+func TestFailWhileParkedDropsTheApproval(t *testing.T) {
+	f := newFixture(t)
+	f.llm.replies = []llm.Response{{Message: chat.Message{Role: chat.Assistant, ToolCalls: []chat.ToolCall{{ID: "c1", Name: "write", Arguments: `{}`}}}}}
+	ctx := context.Background()
+	run, err := f.d.Deliver(ctx, input("write it"), func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked := f.park(t, run)
+	if _, err := f.d.Handle(ctx, Event{Action: "fail", State: withError(t, parked, "error_info", map[string]string{"Error": "Lambda.Unknown"})}); err != nil {
+		t.Fatal(err)
+	}
+	ap, err := f.d.Loop.Store.GetApproval(ctx, parked.Approval)
+	if err != nil || ap.Status != store.ApprovalDenied || ap.Decision != "abandoned" {
+		t.Errorf("approval after the run failed: %+v, %v; want denied as abandoned", ap, err)
+	}
+	if _, held := f.lanes.owners["s"]; held {
+		t.Error("lane still held")
+	}
+	if f.tool.n != 0 {
+		t.Errorf("the tool ran %d times", f.tool.n)
+	}
+}
+
+// The release action ends a run whose Fail task failed too: the run is
+// failed without the finish step, its open calls get results, its
+// approval is dropped and the next run starts.
+func TestReleaseAction(t *testing.T) {
+	f := newFixture(t)
+	f.llm.replies = []llm.Response{{Message: chat.Message{Role: chat.Assistant, ToolCalls: []chat.ToolCall{{ID: "c1", Name: "write", Arguments: `{}`}}}}}
+	ctx := context.Background()
+	first, err := f.d.Deliver(ctx, input("write it"), func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked := f.park(t, first)
+	state := withError(t, parked, "error_info", map[string]string{"Error": "Runtime.ExitError", "Cause": "killed"})
+	state = withError(t, json.RawMessage(state), "fail_error_info", map[string]string{"Error": "Runtime.ExitError", "Cause": "killed again"})
+	// The approval is pending: a new message would deny it; queue the
+	// next run directly.
+	second, err := f.d.Loop.Enqueue(ctx, input("two"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.d.Handle(ctx, Event{Action: "release", State: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := out.(agent.RunState)
+	if st.Step != agent.StepDone || st.ErrorCode != agent.CodeInternal {
+		t.Errorf("state after release = %+v", st)
+	}
+	r, _ := f.d.Loop.Store.GetRun(ctx, first.RunID)
+	if r.Status != store.RunFailed {
+		t.Errorf("run is %s, want failed", r.Status)
+	}
+	ap, err := f.d.Loop.Store.GetApproval(ctx, parked.Approval)
+	if err != nil || ap.Status != store.ApprovalDenied {
+		t.Errorf("approval after release: %+v, %v; want denied", ap, err)
+	}
+	msgs, _ := f.d.Loop.Store.Messages(ctx, "s")
+	var results []string
+	for _, m := range msgs {
+		if m.Role == chat.Tool {
+			results = append(results, m.ToolCallID+": "+m.Content)
+		}
+	}
+	if len(results) != 1 || !strings.HasPrefix(results[0], "c1: error:") {
+		t.Errorf("tool results %q, want an error result for c1", results)
+	}
+	if f.tool.n != 0 {
+		t.Errorf("the tool ran %d times", f.tool.n)
+	}
+	if diff := cmp.Diff([]string{first.RunID, second.RunID}, f.sfn.started); diff != "" {
+		t.Errorf("executions (-want +got):\n%s", diff)
+	}
+	// Released twice (a retried task): nothing changes.
+	if _, err := f.d.Handle(ctx, Event{Action: "release", State: state}); err != nil {
+		t.Fatal(err)
+	}
+	if r2, _ := f.d.Loop.Store.GetRun(ctx, first.RunID); r2.Status != store.RunFailed || string(r2.State) != string(r.State) {
+		t.Errorf("a second release changed the run: %s %s", r2.Status, r2.State)
+	}
+}
+
+// The expire action ends a run whose approval task timed out: the approval
+// is denied as expired, the calls do not run, the user is told and the
+// lane is released. An answer that came first wins.
+func TestExpireAction(t *testing.T) {
+	for _, answered := range []bool{false, true} {
+		t.Run(fmt.Sprintf("answered=%v", answered), func(t *testing.T) {
+			f := newFixture(t)
+			f.llm.replies = []llm.Response{
+				{Message: chat.Message{Role: chat.Assistant, ToolCalls: []chat.ToolCall{{ID: "c1", Name: "write", Arguments: `{}`}}}},
+				{Message: chat.Message{Role: chat.Assistant, Content: "written"}},
+			}
+			ctx := context.Background()
+			run, err := f.d.Deliver(ctx, input("write it"), func(string) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			parked := f.park(t, run)
+			if answered {
+				ap, err := f.d.Loop.Store.GetApproval(ctx, parked.Approval)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := f.d.Loop.Answer(ctx, ap, agent.Yes); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out, err := f.d.Handle(ctx, Event{Action: "expire", State: withError(t, parked, "error_info", map[string]string{"Error": "States.Timeout"})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := out.(agent.RunState)
+			ap, _ := f.d.Loop.Store.GetApproval(ctx, parked.Approval)
+			if answered {
+				if st.Step != agent.StepAct || ap.Status != store.ApprovalApproved {
+					t.Fatalf("after an answer, expire gave %+v with the approval %s; want the run going on to act", st, ap.Status)
+				}
+				return
+			}
+			if st.Step != agent.StepDone || st.ErrorCode != agent.CodeApprovalExpired || !strings.Contains(st.Error, "in time") {
+				t.Errorf("state after expire = %+v", st)
+			}
+			if ap.Status != store.ApprovalDenied || ap.Decision != "expired" {
+				t.Errorf("approval %+v, want denied as expired", ap)
+			}
+			if _, err := f.d.Loop.PendingApproval(ctx, "s"); !errors.Is(err, agent.ErrNoPendingApproval) {
+				t.Errorf("pending approval after expiry: %v", err)
+			}
+			if f.tool.n != 0 {
+				t.Errorf("the tool ran %d times", f.tool.n)
+			}
+			if r, _ := f.d.Loop.Store.GetRun(ctx, run.RunID); r.Status != store.RunFailed {
+				t.Errorf("run is %s, want failed", r.Status)
+			}
+			if _, held := f.lanes.owners["s"]; held {
+				t.Error("lane still held after the approval expired")
+			}
+		})
 	}
 }
 

@@ -49,6 +49,9 @@ const (
 	CodeNoProvider = "provider_not_configured"
 	CodeUpstream   = "upstream_error"
 	CodeInternal   = "internal_error"
+	// CodeApprovalExpired ends a run whose approval (or client tool
+	// results) did not come before the driver's deadline.
+	CodeApprovalExpired = "approval_expired"
 )
 
 // RunState is the small, serializable state of one run. It never holds

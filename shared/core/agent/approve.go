@@ -213,11 +213,17 @@ func (l *Loop) Answer(ctx context.Context, ap store.Approval, d Decision) error 
 			}
 		}
 	}
+	l.emitResolved(ap, string(d))
+	return nil
+}
+
+// emitResolved tells the events that ap was resolved with decision, one
+// event per tool it asked about.
+func (l *Loop) emitResolved(ap store.Approval, decision string) {
 	for _, t := range ap.Tools {
 		l.emit(obs.Event{Type: obs.ApprovalResolved, SessionID: ap.SessionID, RunID: ap.RunID, Attrs: []slog.Attr{
-			slog.String("approval_id", ap.ID), slog.String("tool_name", t), slog.String("decision", string(d))}})
+			slog.String("approval_id", ap.ID), slog.String("tool_name", t), slog.String("decision", decision)}})
 	}
-	return nil
 }
 
 // PendingApproval returns the approval a session waits for, or

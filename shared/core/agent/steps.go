@@ -438,6 +438,9 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunSta
 		if err := l.rollbackInput(ctx, st, run); err != nil {
 			return st, fmt.Errorf("finish: %w", err)
 		}
+		if err := l.dropApproval(ctx, st, decisionAbandoned); err != nil {
+			return st, fmt.Errorf("finish: %w", err)
+		}
 	}
 	l.emit(obs.Event{Type: obs.TurnComplete, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
 		slog.Int64("total_duration_ms", l.now().Sub(st.StartedAt).Milliseconds()),
@@ -518,12 +521,118 @@ func (l *Loop) closeCalls(st RunState, run []store.Message) []store.Message {
 	if !ok {
 		return nil
 	}
+	text := "error: the run failed before this call finished; it did not run to completion"
+	if st.ErrorCode == CodeApprovalExpired {
+		text = "error: not run: no answer came in time"
+	}
 	var out []store.Message
 	for j, c := range am.ToolCalls {
 		out = append(out, store.Message{SessionID: st.SessionID, Key: toolKey(st.Seq, st.Iteration, j), RunID: st.RunID, CreatedAt: l.now().UTC(),
-			Message: chat.Message{Role: chat.Tool, Content: "error: the run failed before this call finished; it did not run to completion", ToolCallID: c.ID, Name: c.Name}})
+			Message: chat.Message{Role: chat.Tool, Content: text, ToolCallID: c.ID, Name: c.Name}})
 	}
 	return out
+}
+
+// Decisions recorded on approvals nobody answered.
+const (
+	// decisionExpired: the driver's deadline for the answer passed.
+	decisionExpired = "expired"
+	// decisionAbandoned: the run failed while it waited.
+	decisionAbandoned = "abandoned"
+)
+
+// dropApproval resolves the approval st waits for, if any is still
+// pending, as denied with decision, so that the session keeps no question
+// that no run will act on.
+func (l *Loop) dropApproval(ctx context.Context, st RunState, decision string) error {
+	if st.Approval == "" {
+		return nil
+	}
+	ap, err := l.Store.ResolveApproval(ctx, st.Approval, store.ApprovalDenied, decision, l.now().UTC())
+	switch {
+	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("drop approval %s: %w", st.Approval, err)
+	}
+	l.emitResolved(ap, decision)
+	return nil
+}
+
+// Expire ends the wait of a parked run whose approval was not answered
+// before the driver's deadline (on AWS, the state machine's timeout of
+// the approval task): the approval is resolved as denied with the
+// decision "expired", and the run fails with CodeApprovalExpired and a
+// message for the user, its calls not run; its next step, finish, tells
+// the user and frees the session. If an answer won the race, st is
+// returned as it is: the wait step then reads the answer.
+func (l *Loop) Expire(ctx context.Context, st RunState) (RunState, error) {
+	if !st.Parked() {
+		return st, nil
+	}
+	ap, err := l.Store.GetApproval(ctx, st.Approval)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return st, fmt.Errorf("expire approval %s: %w", st.Approval, err)
+	}
+	if err == nil && ap.Status != store.ApprovalPending {
+		return st, nil
+	}
+	resolved, err := l.Store.ResolveApproval(ctx, st.Approval, store.ApprovalDenied, decisionExpired, l.now().UTC())
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		return st, nil
+	case err == nil:
+		l.emitResolved(resolved, decisionExpired)
+	case !errors.Is(err, store.ErrNotFound):
+		return st, fmt.Errorf("expire approval %s: %w", st.Approval, err)
+	}
+	msg := "nobody answered the approval request in time, so the tool calls were not run; ask again if they are still wanted"
+	if ap.Kind == store.ApprovalClientTools {
+		msg = "the results of the client's tool calls did not come in time, so the run ended"
+	}
+	return l.fail(st, CodeApprovalExpired, &publicError{msg}), nil
+}
+
+// Abandon records a run as failed without telling anyone, for a driver
+// that could not record the failure the usual way (Fail, then the finish
+// step, which tells the user): the calls the run left open get an error
+// result, its approval is dropped, and the run is saved as done and
+// failed, so that its session moves on. err says why, for the log. A run
+// the store has as finished, or no longer has, is left as it is.
+func (l *Loop) Abandon(ctx context.Context, st RunState, err error) (RunState, error) {
+	run, gerr := l.Store.GetRun(ctx, st.RunID)
+	switch {
+	case errors.Is(gerr, store.ErrNotFound):
+		st.Step = StepDone
+		return st, nil
+	case gerr != nil:
+		return st, fmt.Errorf("abandon run %s: %w", st.RunID, gerr)
+	case run.Status.Finished():
+		saved, derr := DecodeState(run)
+		if derr != nil {
+			st.Step = StepDone
+			return st, nil
+		}
+		return saved, nil
+	}
+	st = l.fail(st, CodeInternal, err)
+	st.Step = StepDone
+	if err := l.dropApproval(ctx, st, decisionAbandoned); err != nil {
+		return st, fmt.Errorf("abandon run %s: %w", st.RunID, err)
+	}
+	var c store.Commit
+	if msgs, err := l.Store.RunMessages(ctx, st.SessionID, st.Seq); err == nil {
+		c.Messages = l.closeCalls(st, msgs)
+	}
+	c.ClearCalls = true
+	if err := l.commit(ctx, st, c); err != nil {
+		// What the messages hold may be what fails: the run moves on
+		// without them.
+		if err := l.commit(ctx, st, store.Commit{ClearCalls: true}); err != nil {
+			return st, fmt.Errorf("abandon run %s: %w", st.RunID, err)
+		}
+	}
+	return st, nil
 }
 
 // rollbackInput removes a failed run's input when the run left nothing

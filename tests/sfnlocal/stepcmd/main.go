@@ -21,7 +21,9 @@
 //     the function (the harness then reports Runtime.ExitError, as Lambda
 //     does);
 //   - what runs tell their reply channel "sfnlocal" (the user) is appended
-//     as JSON lines to the file SFNLOCAL_REPLIES.
+//     as JSON lines to the file SFNLOCAL_REPLIES; telling a failure to the
+//     recipient SFNLOCAL_CRASH_TELLING_FAILURE_TO kills the process instead,
+//     as a crash of the Fail task would.
 package main
 
 import (
@@ -115,7 +117,7 @@ func equip(root *cloud.Root) error {
 	if !ok {
 		return fmt.Errorf("stepcmd: the loop's replier is a %T, not an agent.Router", root.Loop.Replier)
 	}
-	router[Channel] = &recorder{path: os.Getenv("SFNLOCAL_REPLIES")}
+	router[Channel] = &recorder{path: os.Getenv("SFNLOCAL_REPLIES"), crashFailureTo: os.Getenv("SFNLOCAL_CRASH_TELLING_FAILURE_TO")}
 	return nil
 }
 
@@ -136,7 +138,9 @@ type Reply struct {
 // recorder is the agent.Replier of the test channel.
 type recorder struct {
 	path string
-	mu   sync.Mutex
+	// crashFailureTo is the recipient to whom telling a failure crashes.
+	crashFailureTo string
+	mu             sync.Mutex
 }
 
 func (r *recorder) write(x Reply) {
@@ -166,6 +170,9 @@ func (r *recorder) Approval(st agent.RunState, a store.Approval) {
 }
 
 func (r *recorder) Finish(st agent.RunState, res agent.Result) {
+	if res.ErrorCode != "" && r.crashFailureTo != "" && st.Reply.To == r.crashFailureTo {
+		panic("stepcmd: crashing while telling " + st.Reply.To + " of a failure")
+	}
 	x := Reply{Kind: "finish", RunID: st.RunID, SessionID: st.SessionID, To: st.Reply.To, Text: res.Content, Error: res.Error, ErrorCode: res.ErrorCode}
 	for _, c := range res.ToolCalls {
 		x.Calls = append(x.Calls, c.ID)

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Table access: no function may Scan the table or touch what is not its
+// own. Each function gets the actions it needs on the items whose
+// partition key (the key kinds of shared/adapters/dynamo's package doc)
+// it owns, with the condition dynamodb:LeadingKeys; Query on the index
+// gsi1 only on the index partitions it reads; and DescribeTable, which
+// the store calls on start. TransactWriteItems needs no action of its
+// own: IAM authorizes the Put, Update, Delete and ConditionCheck it holds
+// as PutItem, UpdateItem, DeleteItem and ConditionCheckItem, key by key.
+//
+// The grants are kept in testdata/table-access.json (TestTableAccessFile),
+// and the functions' tests send their DynamoDB requests through a proxy
+// that allows only what that file does (tests/cloudtest), so a grant too
+// narrow for the code fails a test instead of a deployment.
+
+// Key kinds: the partition key prefixes of shared/adapters/dynamo.
+var (
+	// sessionKeys are a session's items: its partition (history, queue,
+	// lane, indexes) and the runs, approvals and responses it indexes.
+	sessionKeys = []string{"SESSION#*", "RUN#*", "APPROVAL#*", "RESPONSE#*"}
+	keyKeys     = []string{"KEY#*"}
+	connKeys    = []string{"CONN#*"}
+	memoryKeys  = []string{"MEM#*"}
+	jobKeys     = []string{"JOB#*"}
+	// telegramKeys are the Telegram channel's: handled updates, users let
+	// in by a code, used codes, the outbox.
+	telegramKeys = []string{"TGSEEN#*", "TGUSER#*", "TGCODE#*", "TGOUT#*"}
+	outboxKeys   = []string{"TGOUT#*"}
+)
+
+// Actions on items.
+var (
+	// sessionActions are what delivering messages and running steps do to
+	// a session's items: read, write, delete (reset, expiry, stale
+	// markers, in batches too) and the check of a transaction.
+	sessionActions = []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
+		"dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"}
+	// memoryActions are the memory tools'.
+	memoryActions = []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
+		"dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
+	readActions = []string{"dynamodb:GetItem"}
+)
+
+// grantItems lets fn do actions on the items whose partition key matches
+// one of keys.
+func (s *builder) grantItems(fn awslambda.Function, actions, keys []string) {
+	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(actions...),
+		Resources: &[]*string{s.table_.TableArn()},
+		Conditions: &map[string]interface{}{
+			"ForAllValues:StringLike": map[string]interface{}{"dynamodb:LeadingKeys": keys},
+		},
+	}))
+}
+
+// grantIndex lets fn Query the partitions of gsi1 that match keys.
+func (s *builder) grantIndex(fn awslambda.Function, keys ...string) {
+	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("dynamodb:Query"),
+		Resources: &[]*string{jsii.String(*s.table_.TableArn() + "/index/gsi1")},
+		Conditions: &map[string]interface{}{
+			"ForAllValues:StringLike": map[string]interface{}{"dynamodb:LeadingKeys": keys},
+		},
+	}))
+}
+
+// grantTable gives fn DescribeTable, which the store calls when it starts,
+// and what role needs of the items.
+func (s *builder) grantTable(fn awslambda.Function, role string) {
+	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("dynamodb:DescribeTable"),
+		Resources: &[]*string{s.table_.TableArn()},
+	}))
+	switch role {
+	case "api":
+		// Keys are checked, never written (the CLI writes them); inline
+		// runs of stateless requests use the memory tools.
+		s.grantItems(fn, sessionActions, sessionKeys)
+		s.grantItems(fn, readActions, keyKeys)
+		s.grantItems(fn, memoryActions, memoryKeys)
+	case "ws":
+		s.grantItems(fn, sessionActions, sessionKeys)
+		s.grantItems(fn, readActions, keyKeys)
+		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"}, connKeys)
+	case "telegram":
+		s.grantItems(fn, sessionActions, sessionKeys)
+		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem"}, telegramKeys)
+		s.grantIndex(fn, "TGOUT#*", "TGSEEN")
+	case "scheduler":
+		// Check-ins queue runs: no approvals or responses are created.
+		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
+			"dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}, sessionKeys)
+	case "step":
+		s.grantItems(fn, sessionActions, sessionKeys)
+		s.grantItems(fn, memoryActions, memoryKeys)
+		// Finished runs may queue jobs (conversations to record).
+		s.grantItems(fn, []string{"dynamodb:PutItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}, jobKeys)
+		if s.cfg.Telegram {
+			// Replies go through the Telegram outbox.
+			s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, outboxKeys)
+			s.grantIndex(fn, "TGOUT#*")
+		}
+	}
+}
