@@ -69,7 +69,7 @@ func (req *completionRequest) options() (agent.Options, error) {
 		return o, badParam("logit_bias", "logit_bias is not supported")
 	case len(req.Modalities) > 0 && !slices.Equal(req.Modalities, []string{"text"}):
 		return o, badParam("modalities", "only the text modality is supported")
-	case len(req.Functions) > 0 && string(req.Functions) != "null", len(req.FunctionCall) > 0 && string(req.FunctionCall) != "null":
+	case set(req.Functions), set(req.FunctionCall):
 		return o, badParam("functions", "functions and function_call are deprecated and not supported; send tools and tool_choice")
 	}
 	var err error

@@ -88,7 +88,7 @@ func (g *Gateway) embeddings(w http.ResponseWriter, r *http.Request) {
 // refused: the embedders take text.
 func embeddingInputs(raw json.RawMessage) ([]string, error) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
+	if !set(raw) {
 		return nil, errors.New("input is required: a string or an array of strings")
 	}
 	var one string
@@ -127,7 +127,7 @@ func embeddingInputs(raw json.RawMessage) ([]string, error) {
 // model's own length), or a positive integer.
 func embeddingDimensions(raw json.RawMessage) (int, error) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
+	if !set(raw) {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(string(raw))

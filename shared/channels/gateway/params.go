@@ -84,6 +84,10 @@ func decodeStrict(body []byte, v any) error {
 	return nil
 }
 
+// set reports whether a raw JSON field was sent with a value (not absent
+// or null).
+func set(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+
 // Limits of OpenAI's API that the gateway enforces the same way.
 const (
 	maxTools         = 128
@@ -176,7 +180,7 @@ func toolChoice(raw json.RawMessage) (*llm.ToolChoice, error) {
 
 // stopList reads stop: a string or an array of at most four strings.
 func stopList(raw json.RawMessage) ([]string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+	if !set(raw) {
 		return nil, nil
 	}
 	var one string

@@ -95,8 +95,6 @@ type responsesText struct {
 	Verbosity string `json:"verbosity,omitempty"`
 }
 
-func set(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
-
 // options converts what the request asks beyond its input.
 func (req *responsesRequest) options() (agent.Options, error) {
 	o := agent.Options{EndWithClientCalls: true}
