@@ -424,3 +424,70 @@ func TestMemorySearchCancelled(t *testing.T) {
 	delete(idx.spaces.loading, id)
 	close(done)
 }
+
+// TestSpaceMatchesReference puts and removes entries of several chunks in
+// a space, some without vectors and some with vectors of another length,
+// and checks after every change that its rankings are the reference
+// index's: rows moved into the places of removed ones keep their entry,
+// vector and words.
+func TestSpaceMatchesReference(t *testing.T) {
+	ctx := t.Context()
+	corpus := memorytest.NewCorpus(3, 3)
+	sp := newSpace(spaceID{"main", ""})
+	ref := memorytest.NewMapIndex()
+	queries := []string{"coffee deadline", "the project review", "birthday party cake", "lambda cache"}
+	for step := range 300 {
+		key := fmt.Sprint("k", corpus.Rand.IntN(40))
+		if corpus.Rand.IntN(4) == 0 {
+			sp.remove(key)
+			if err := ref.Delete(ctx, "main", "", key); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			e := memory.Entry{Agent: "main", Key: key, Category: memory.Custom, Text: corpus.Text()}
+			var chunks []memory.Chunk
+			for seq := range 1 + corpus.Rand.IntN(3) {
+				text := corpus.Text()
+				c := memory.Chunk{Seq: seq, Text: text}
+				switch corpus.Rand.IntN(5) {
+				case 0: // no vector
+				case 1:
+					c.Vector = memory.Normalized(memorytest.BenchVector(text, 8))
+				default:
+					c.Vector = memory.Normalized(memorytest.BenchVector(text, 16))
+				}
+				chunks = append(chunks, c)
+			}
+			sp.put(e, chunks)
+			if err := ref.Put(ctx, e, chunks); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, q := range queries {
+			want, _ := ref.Keyword(ctx, "main", "", q, memory.Filter{}, 10)
+			if d := cmp.Diff(summary(want), summary(rankKeyword([]*space{sp}, queryWords(q), memory.Filter{}, 10))); d != "" {
+				t.Fatalf("step %d: keyword %q (-reference +space):\n%s", step, q, d)
+			}
+			for _, dims := range []int{8, 16} {
+				v := memory.Normalized(memorytest.BenchVector(q, dims))
+				want, _ := ref.Vector(ctx, "main", "", v, memory.Filter{}, 10)
+				if d := cmp.Diff(summary(want), summary(rankVector([]*space{sp}, v, memory.Filter{}, 10))); d != "" {
+					t.Fatalf("step %d: vector of %d dimensions for %q (-reference +space):\n%s", step, dims, q, d)
+				}
+			}
+		}
+	}
+	if len(sp.vecs) != len(sp.rows)*sp.dims {
+		t.Errorf("%d floats for %d rows of %d dimensions", len(sp.vecs), len(sp.rows), sp.dims)
+	}
+}
+
+// summary describes matches for comparison: entry, chunk, score to four
+// places, and the chunk's vector by its first values.
+func summary(ms []memory.Match) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = fmt.Sprintf("%s/%s %q #%d %q %.4f %.4f", m.Entry.Owner, m.Entry.Key, m.Entry.Text, m.Chunk.Seq, m.Chunk.Text, m.Score, m.Chunk.Vector[:min(3, len(m.Chunk.Vector))])
+	}
+	return out
+}
