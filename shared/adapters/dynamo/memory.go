@@ -116,7 +116,7 @@ func memoryHeadKey(agent, owner string) item {
 // digits sort before HEAD, so one Query reads the changes after a version
 // and the head.
 func memoryLogSortKey(owner string, ver int64) string {
-	return memoryLogPrefix(owner) + fmt.Sprintf("%020d", ver)
+	return memoryLogPrefix(owner) + seqKey(ver)
 }
 
 // parseMemorySortKey returns the owner and key of a memory's sort key; ok

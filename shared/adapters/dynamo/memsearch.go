@@ -647,13 +647,19 @@ func (c *spaceCache) keyword(ctx context.Context, agent, owner, query string, f 
 	if len(terms) == 0 || k <= 0 {
 		return nil, nil
 	}
+	return c.rank(ctx, agent, owner, func(spaces []*space) []memory.Match { return rankKeyword(spaces, terms, f, k) })
+}
+
+// rank returns what rank makes of the current copies of the spaces owner
+// may see, under the cache's read lock.
+func (c *spaceCache) rank(ctx context.Context, agent, owner string, rank func([]*space) []memory.Match) ([]memory.Match, error) {
 	spaces, err := c.visible(ctx, agent, owner)
 	if err != nil {
 		return nil, err
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return rankKeyword(spaces, terms, f, k), nil
+	return rank(spaces), nil
 }
 
 // rankKeyword ranks the chunks of spaces by BM25 for the terms; the caller
@@ -712,13 +718,7 @@ func (c *spaceCache) vector(ctx context.Context, agent, owner string, v []float3
 	if q == nil || k <= 0 {
 		return nil, nil
 	}
-	spaces, err := c.visible(ctx, agent, owner)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return rankVector(spaces, q, f, k), nil
+	return c.rank(ctx, agent, owner, func(spaces []*space) []memory.Match { return rankVector(spaces, q, f, k) })
 }
 
 // rankVector ranks the chunks of spaces by the dot product of their
