@@ -183,9 +183,14 @@ func TestStepAndCall(t *testing.T) {
 
 // TestRemembersConversation: the step that ends a run of a session with
 // an owner remembers the exchange as a conversation memory of that owner,
-// as the local server does, and another function finds it.
+// as the local server does, and another instance of the function, which
+// searched that owner's memories before, finds it.
 func TestRemembersConversation(t *testing.T) {
 	f := newFixture(t)
+	other := f.env.Root(t, "step")
+	if res, err := other.Memory.Search(t.Context(), "default", "key:key_sample", "cat Miso", memory.SearchOptions{}); err != nil || len(res.Hits) != 0 {
+		t.Fatalf("search before the run = %+v, %v; want nothing", res, err)
+	}
 	in := agent.Input{
 		RunID: "run-remember", SessionID: "s-remember", Agent: "default", Owner: "key:key_sample",
 		Messages: []chat.Message{{Role: chat.User, Content: "My cat is called Miso."}},
@@ -205,12 +210,12 @@ func TestRemembersConversation(t *testing.T) {
 	if st.Failed() {
 		t.Fatalf("run failed: %s", st.Error)
 	}
-	got, err := f.sender.Memory.Get(t.Context(), "default", in.Owner, "run:"+in.RunID)
+	got, err := other.Memory.Get(t.Context(), "default", in.Owner, "run:"+in.RunID)
 	want := "User: My cat is called Miso.\n\nAssistant: Noted: Miso."
 	if err != nil || got.Category != memory.Conversation || got.Text != want || got.Source != "session:"+in.SessionID {
 		t.Errorf("conversation memory = %+v, %v; want the exchange", got, err)
 	}
-	res, err := f.sender.Memory.Search(t.Context(), "default", in.Owner, "cat Miso", memory.SearchOptions{})
+	res, err := other.Memory.Search(t.Context(), "default", in.Owner, "cat Miso", memory.SearchOptions{})
 	if err != nil || len(res.Hits) != 1 || res.Hits[0].Entry.Key != "run:"+in.RunID {
 		t.Errorf("search of the owner's memories = %+v, %v; want the exchange", res, err)
 	}

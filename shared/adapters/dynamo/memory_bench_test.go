@@ -41,9 +41,11 @@ const benchDims = 1024
 // report the heap in use, and warm the first search of a fresh process,
 // which reads the spaces whole (load_ms, the median of three), and the
 // size of the items it reads (load_MB). Run it with a fixed count, for
-// stable percentiles:
+// stable percentiles, and a DynamoDB Local of its own per case (the
+// engine slows down once it has held the 45 MB of the 10k case), as make
+// bench does:
 //
-//	bash tests/dynamodb-local.sh run go test ./shared/adapters/dynamo/ -run '^$' -bench BenchmarkMemorySearch -benchtime 1000x
+//	bash tests/dynamodb-local.sh run go test ./shared/adapters/dynamo/ -run '^$' -bench 'MemorySearch/10k$' -benchtime 1000x
 func BenchmarkMemorySearch(b *testing.B) {
 	if os.Getenv("DYNAMODB_ENDPOINT") == "" {
 		b.Skip("DYNAMODB_ENDPOINT is not set: run it through tests/dynamodb-local.sh run")

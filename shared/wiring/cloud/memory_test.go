@@ -73,6 +73,9 @@ func TestMemoryWithoutOpenSearch(t *testing.T) {
 	if reader.Loop.Recorder == nil {
 		t.Error("no recorder of conversations")
 	}
+	if res, err := reader.Memory.Search(t.Context(), "default", "key:k1", "cat Miso", memory.SearchOptions{}); err != nil || len(res.Hits) != 0 {
+		t.Fatalf("Search before the store = %+v, %v; want nothing", res, err)
+	}
 	e := memory.Entry{Agent: "default", Owner: "key:k1", Key: "pets", Text: "Ada has a cat called Miso.", Category: memory.Core}
 	if err := writer.Memory.Store(t.Context(), e); err != nil {
 		t.Fatalf("Store: %v", err)
