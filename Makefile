@@ -35,7 +35,8 @@ build:
 ## bench: gateway overhead, time to first byte, throughput and CPU per turn
 ##        (stateless and stateful, 16 in flight), startup and memory figures
 ##        (also the peak under a 64 MB model reply);
-##        memory search latency (p50/p99 at 1k, 10k, 100k) and indexing throughput
+##        memory search latency (p50/p99 at 1k, 10k, 100k) and indexing throughput;
+##        the AWS memory search on DynamoDB Local (1k, 10k), an engine per case
 bench:
 	$(GO) test -run '^$$' -bench 'Completion|StreamTTFB' -benchtime 2000x -count 1 ./tests/bench/
 	$(GO) test -run '^$$' -bench 'Throughput' -benchtime 3000x -count 1 ./tests/bench/
@@ -44,6 +45,9 @@ bench:
 	$(GO) test -run '^$$' -bench 'HugeReply' -benchtime 3x -count 1 ./tests/bench/
 	$(GO) test -run '^$$' -bench 'MemorySearch' -benchtime 1000x -count 1 ./shared/adapters/sqlite/
 	$(GO) test -run '^$$' -bench 'MemoryIndex' -benchtime 2s -count 1 ./shared/adapters/sqlite/
+	for c in 1k 10k 10k_owners; do \
+		bash tests/dynamodb-local.sh run $(GO) test -run '^$$' -bench "MemorySearch/$$c\$$" -benchtime 1000x -count 1 ./shared/adapters/dynamo/ || exit 1; \
+	done
 
 ## lint: formatting and vet
 lint:

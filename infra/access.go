@@ -42,9 +42,10 @@ var (
 	// markers, in batches too) and the check of a transaction.
 	sessionActions = []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
 		"dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"}
-	// memoryActions are the memory tools'.
+	// memoryActions are the memory tools' and the search's, which reads
+	// back in a batch the memories other functions changed.
 	memoryActions = []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
-		"dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
+		"dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:BatchGetItem"}
 	readActions = []string{"dynamodb:GetItem"}
 )
 

@@ -106,7 +106,7 @@ func TestTableGrants(t *testing.T) {
 	}
 	session := []string{"dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
 		"dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
-	memory := []string{"dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+	memory := []string{"dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	sessions := []string{"SESSION#*", "RUN#*", "APPROVAL#*", "RESPONSE#*"}
 	want := map[string][]tableGrant{
 		"api": {describe, items(sessions, session...), items([]string{"KEY#*"}, "dynamodb:GetItem"), items([]string{"MEM#*"}, memory...)},

@@ -1,10 +1,13 @@
-// Command indexer keeps OpenSearch in step with the table: it consumes the
-// table's DynamoDB Streams batches and, for each memory item (pk MEM#…,
-// see shared/adapters/dynamo), puts the entry and its chunks into the OpenSearch
-// index on INSERT and MODIFY (from the new image; Put replaces, so a
-// replayed record does no harm) and deletes it on REMOVE (the entry of the
-// agent, owner and key its item's key names). Records of other items are
-// ignored.
+// Command indexer keeps OpenSearch in step with the table, for a stack
+// deployed with search=opensearch (without, memories are searched in the
+// functions' processes and there is no indexer): it consumes the table's
+// DynamoDB Streams batches and, for each memory item (pk MEM#…, sk ENTRY#…
+// or OWNED#…, see shared/adapters/dynamo), puts the entry and its chunks
+// into the OpenSearch index on INSERT and MODIFY (from the new image; Put
+// replaces, so a replayed record does no harm) and deletes it on REMOVE
+// (the entry of the agent, owner and key its item's key names). Records
+// of other items, the heads and change items of memory spaces (sk LOG#…)
+// among them, are ignored.
 //
 // Failed records are returned as batch item failures (the event source
 // sets ReportBatchItemFailures): Lambda resumes the shard from the lowest

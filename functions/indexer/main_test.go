@@ -243,7 +243,7 @@ func TestDynamoDBLocalStream(t *testing.T) {
 	table := cloudtest.NewTable(t)
 	ctx, store := t.Context(), table.Store
 	h, f := newIndexer(t, "")
-	idx, err := dynamo.NewMemoryIndex(store, h.Search)
+	idx, err := dynamo.NewMemoryIndex(store, dynamo.MemoryConfig{Search: h.Search})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,13 +270,28 @@ func TestDynamoDBLocalStream(t *testing.T) {
 	must(store.CreateSession(ctx, lcstore.Session{ID: "s-1", Agent: "ada"}))
 
 	records := readStream(t, table)
+	// Each write is a transaction with the head of its memory space and
+	// a change item (pk MEM#ada too), which the handler must ignore.
 	var names []string
+	heads := 0
 	for _, r := range records {
-		names = append(names, r.EventName+" "+r.Change.Keys["pk"].String())
+		sk := r.Change.Keys["sk"].String()
+		switch {
+		case strings.HasPrefix(sk, "ENTRY#") || strings.HasPrefix(sk, "OWNED#"):
+			names = append(names, r.EventName+" "+r.Change.Keys["pk"].String()+" "+sk)
+		case strings.HasPrefix(sk, "LOG#"):
+			heads++
+		}
 	}
-	want := []string{"INSERT MEM#ada", "MODIFY MEM#ada", "INSERT MEM#ada", "REMOVE MEM#ada", "INSERT MEM#ada", "REMOVE MEM#ada"}
-	if len(names) < len(want) || !cmp.Equal(want, names[:len(want)]) {
-		t.Fatalf("stream records %v, want %v then the session's", names, want)
+	want := []string{
+		"INSERT MEM#ada ENTRY#pets", "MODIFY MEM#ada ENTRY#pets", "INSERT MEM#ada ENTRY#milk", "REMOVE MEM#ada ENTRY#milk",
+		"INSERT MEM#ada OWNED#6#key:k1#pets", "REMOVE MEM#ada OWNED#6#key:k1#pets",
+	}
+	if !cmp.Equal(want, names) {
+		t.Fatalf("stream records of memories %v, want %v", names, want)
+	}
+	if heads != 2*len(want) { // per write, a change item and a put of its space's head
+		t.Errorf("%d stream records of heads and change items, want %d", heads, 2*len(want))
 	}
 	resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: records})
 	if err != nil || len(resp.BatchItemFailures) != 0 {

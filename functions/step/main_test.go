@@ -12,6 +12,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
@@ -167,8 +168,9 @@ func TestStepAndCall(t *testing.T) {
 		t.Errorf("deltas streamed %q", streamed)
 	}
 	reqs := f.env.LLM.Requests()
-	if len(reqs) != 2 || reqs[0].Messages[0].Role != "system" || len(reqs[0].Tools) != 2 {
-		t.Errorf("model requests: %d, first %+v", len(reqs), reqs[0])
+	wantTools := []string{"load_skill", "memory_forget", "memory_get", "memory_search", "memory_store", "web_fetch"}
+	if len(reqs) != 2 || reqs[0].Messages[0].Role != "system" || !cmp.Equal(wantTools, reqs[0].Tools) {
+		t.Errorf("model requests: %d, first with tools %v; want 2, the first with %v", len(reqs), reqs[0].Tools, wantTools)
 	}
 	run, err := f.env.Store.GetRun(t.Context(), sample.RunID)
 	if err != nil || run.Status != store.RunDone {
@@ -176,6 +178,49 @@ func TestStepAndCall(t *testing.T) {
 	}
 	if !f.laneFree(t, sample.SessionID) {
 		t.Error("the lane is still held after the run")
+	}
+}
+
+// TestRemembersConversation: the step that ends a run of a session with
+// an owner remembers the exchange as a conversation memory of that owner,
+// as the local server does, and another instance of the function, which
+// searched that owner's memories before, finds it.
+func TestRemembersConversation(t *testing.T) {
+	f := newFixture(t)
+	other := f.env.Root(t, "step")
+	if res, err := other.Memory.Search(t.Context(), "default", "key:key_sample", "cat Miso", memory.SearchOptions{}); err != nil || len(res.Hits) != 0 {
+		t.Fatalf("search before the run = %+v, %v; want nothing", res, err)
+	}
+	in := agent.Input{
+		RunID: "run-remember", SessionID: "s-remember", Agent: "default", Owner: "key:key_sample",
+		Messages: []chat.Message{{Role: chat.User, Content: "My cat is called Miso."}},
+		Autonomy: tool.Supervised, Reply: agent.Reply{Channel: "ws", To: "conn-remember"},
+	}
+	if _, err := f.sender.Driver.Deliver(t.Context(), in, func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+	var st agent.RunState
+	if err := json.Unmarshal([]byte(f.env.SFN.Execution(in.RunID).Input), &st); err != nil {
+		t.Fatal(err)
+	}
+	f.env.LLM.Enqueue(fakellm.Reply{Content: "Noted: Miso."})
+	for st.Step != agent.StepDone {
+		st = f.step(t, stepEvent(t, st))
+	}
+	if st.Failed() {
+		t.Fatalf("run failed: %s", st.Error)
+	}
+	got, err := other.Memory.Get(t.Context(), "default", in.Owner, "run:"+in.RunID)
+	want := "User: My cat is called Miso.\n\nAssistant: Noted: Miso."
+	if err != nil || got.Category != memory.Conversation || got.Text != want || got.Source != "session:"+in.SessionID {
+		t.Errorf("conversation memory = %+v, %v; want the exchange", got, err)
+	}
+	res, err := other.Memory.Search(t.Context(), "default", in.Owner, "cat Miso", memory.SearchOptions{})
+	if err != nil || len(res.Hits) != 1 || res.Hits[0].Entry.Key != "run:"+in.RunID {
+		t.Errorf("search of the owner's memories = %+v, %v; want the exchange", res, err)
+	}
+	if jobs, err := f.env.Store.Jobs(t.Context(), agent.RecordJob, 10); err != nil || len(jobs) != 0 {
+		t.Errorf("queued exchanges after the run = %v, %v; want none", jobs, err)
 	}
 }
 

@@ -538,7 +538,7 @@ func (e *env) releaseLane(t *testing.T) {
 // nothing.
 func (e *env) approvalExpires(t *testing.T) {
 	const sid = "s-expiry"
-	h := startHarness(t, e.step, shortApprovalFile)
+	h := startHarness(t, e.step, e.stepTable, shortApprovalFile)
 	d := *e.driver
 	d.Client = awssfn.New(awssfn.Options{Region: "us-east-1", BaseEndpoint: aws.String(h.base),
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
@@ -693,8 +693,9 @@ type env struct {
 	h           *harness
 	workspace   string
 	repliesPath string
-	// step is the step command's binary.
-	step string
+	// step is the step command's binary, and stepTable the endpoint of
+	// the table with the step function's grants it runs with.
+	step, stepTable string
 	// answered is the approval the approval scenario answered.
 	answered store.Approval
 }
@@ -713,6 +714,7 @@ func setup(t *testing.T) *env {
 	e.repliesPath = filepath.Join(tmp, "replies.jsonl")
 
 	e.step = filepath.Join(tmp, "stepcmd")
+	e.stepTable = table.Policed(t, "step")
 	if out, err := exec.Command("go", "build", "-o", e.step, "./stepcmd").CombinedOutput(); err != nil {
 		t.Fatalf("go build ./stepcmd: %v\n%s", err, out)
 	}
@@ -729,7 +731,7 @@ func setup(t *testing.T) *env {
 	for k, v := range map[string]string{
 		"TABLE_NAME": table.Name,
 		// The step processes have the step function's grants on the table.
-		"DYNAMODB_ENDPOINT":                 table.Policed(t, "step"),
+		"DYNAMODB_ENDPOINT":                 e.stepTable,
 		"STATE_MACHINE_ARN":                 stateMachineARN,
 		"AWS_REGION":                        "us-east-1",
 		"AWS_ACCESS_KEY_ID":                 "local",
@@ -746,7 +748,7 @@ func setup(t *testing.T) *env {
 	} {
 		t.Setenv(k, v)
 	}
-	e.h = startHarness(t, e.step, definitionFile)
+	e.h = startHarness(t, e.step, e.stepTable, definitionFile)
 	// The channels' side: the driver the api, ws and telegram functions
 	// deliver messages with, talking to the harness's Step Functions,
 	// with the ws function's grants on the table.
@@ -1025,10 +1027,14 @@ func countTasks(x execution, state string) int {
 }
 
 // startHarness starts a harness executing the definition in the file
-// definition; it stops when the test ends.
-func startHarness(t *testing.T, step, definition string) *harness {
+// definition, whose step processes (the binary step) reach the table at
+// the endpoint table; it stops when the test ends.
+func startHarness(t *testing.T, step, table, definition string) *harness {
 	t.Helper()
 	cmd := exec.Command("node", "harness.mjs", "--definition", definition, "--step", step, "--arn", stateMachineARN)
+	// The step processes reach the table as the step function, whatever
+	// endpoint the channels' side uses by now.
+	cmd.Env = append(os.Environ(), "DYNAMODB_ENDPOINT="+table)
 	h := &harness{stderr: &syncBuffer{}}
 	cmd.Stderr = h.stderr
 	stdin, err := cmd.StdinPipe()

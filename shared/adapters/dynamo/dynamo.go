@@ -2,6 +2,9 @@
 // one DynamoDB table, single-table style. It passes the same conformance
 // suite (storetest) as the embedded sqlite store, run against DynamoDB
 // Local, and adds the session lane lease the Step Functions driver needs.
+// Its MemoryIndex is the deployment's memory.Index (memory.go), searched
+// in the function's process (memsearch.go) or through OpenSearch; it
+// passes memorytest as the embedded one does.
 //
 // # Table
 //
@@ -33,6 +36,8 @@
 //	TG…#<id>            TG…                   the Telegram channel's state  see telegram.go (seen updates, outbox, users, codes)
 //	MEM#<agent>         ENTRY#<key>           an agent-wide memory          agent, key, text, category, source, created_at, updated_at, chunks (L of M: seq, text, vec B)
 //	MEM#<agent>         OWNED#…#<key>         an owner's memory (memory.go) owner, and the same as above
+//	MEM#<agent>         LOG#…#HEAD            head of a memory space        ver, its last version (memory.go)
+//	MEM#<agent>         LOG#…#<ver:020>       change ver of a memory space  keys, expires_at (a day on)
 //
 // Times are epoch milliseconds (N), read back in UTC.
 //
@@ -73,7 +78,12 @@
 // DeleteSession removes a session at once, with or without its SESSION
 // item. The LANE item expires an hour after its lease; pending calls live
 // at least 8 days, longer than a run waits for an approval.
-
+//
+// Memories never expire, nor do the heads of memory spaces: a head that
+// went away would restart its space's versions under the copies that
+// processes keep for search (memsearch.go). Only the change items of
+// memory spaces carry expires_at.
+//
 // # Limits
 //
 // An item holds at most 400 KB: a message, run state, approval, response

@@ -25,7 +25,7 @@ import (
 
 // endpoint returns DynamoDB Local's endpoint from DYNAMODB_ENDPOINT. The
 // tests fail without it, unless LAMBDACLAW_SKIP_DYNAMODB=1 skips them.
-func endpoint(t *testing.T) string {
+func endpoint(t testing.TB) string {
 	t.Helper()
 	if ep := os.Getenv("DYNAMODB_ENDPOINT"); ep != "" {
 		return ep
@@ -39,7 +39,7 @@ func endpoint(t *testing.T) string {
 }
 
 // testClient returns a client of DynamoDB Local.
-func testClient(t *testing.T) *dynamodb.Client {
+func testClient(t testing.TB) *dynamodb.Client {
 	t.Helper()
 	return dynamodb.New(dynamodb.Options{
 		BaseEndpoint: aws.String(endpoint(t)),
@@ -49,7 +49,7 @@ func testClient(t *testing.T) *dynamodb.Client {
 }
 
 // newTable creates a table with a unique name, dropped when t ends.
-func newTable(t *testing.T, client *dynamodb.Client) string {
+func newTable(t testing.TB, client *dynamodb.Client) string {
 	t.Helper()
 	b := make([]byte, 6)
 	rand.Read(b)

@@ -1,6 +1,7 @@
 package dynamo
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -8,15 +9,16 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 )
 
-// Memory entries. One item per entry (see the package doc):
+// Memory items, in the partition of their agent (see the package doc):
 //
 //	pk MEM#<agent>, sk ENTRY#<key> (an agent-wide memory) or
 //	sk OWNED#<n>#<owner>#<key> (an owner's, n the owner's length in
@@ -24,21 +26,39 @@ import (
 //	created_at, updated_at (epoch ms), chunks (L of M: seq N, text S,
 //	vec B — the vector as little-endian float32, absent without one)
 //
+//	pk MEM#<agent>, sk LOG#<n>#<owner>#HEAD: the head of a memory space
+//	(the memories of one agent and one owner, n = 0 and owner empty for
+//	the agent-wide ones): ver (N), the number of the space's last change
+//
+//	pk MEM#<agent>, sk LOG#<n>#<owner>#<ver:020>: change ver of the space:
+//	keys (L of S), the keys it put or deleted; expires_at (a day on)
+//
 // An entry is identified by agent, owner and key, all three in the item's
 // key: the same key of two owners is two items, and agent-wide items keep
 // the keys they had before memories had owners. The length prefix makes
 // any owner and key decode unambiguously from the sort key alone, which
 // is all a REMOVE stream record carries.
 //
-// The item is the source of truth; OpenSearch is an index derived from the
-// table's stream by functions/indexer. An entry whose item would exceed
-// DynamoDB's 400 KB is refused with ErrItemTooLarge: the memory tools
-// accept at most 32 KiB of text (with 1024-dimension vectors, about 250 KB
-// of item), so only an entry stored by other means can meet the limit.
+// Every write of an entry is one transaction with its space's head
+// (conditional on the version read) and a change item: a space's
+// versions count its writes, in order, without gaps, and a reader that
+// knows version v learns what changed since from the change items after
+// v (see memsearch.go). Entries written before heads existed count as
+// version 0.
+//
+// The entry items are the source of truth. Search runs over them in the
+// function's process (memsearch.go), or, with OpenSearch, in an index
+// derived from the table's stream by functions/indexer, which ignores the
+// heads and change items. An entry whose item would exceed DynamoDB's 400
+// KB is refused with ErrItemTooLarge: the memory tools accept at most 32
+// KiB of text (with 1024-dimension vectors, about 250 KB of item), so
+// only an entry stored by other means can meet the limit.
 const (
 	pfxMemory      = "MEM#"
 	pfxMemoryEntry = "ENTRY#"
 	pfxMemoryOwned = "OWNED#"
+	pfxMemoryLog   = "LOG#"
+	skMemoryHead   = "HEAD"
 
 	attrMemAgent    = "agent"
 	attrMemOwner    = "owner"
@@ -52,6 +72,16 @@ const (
 	attrChunkSeq    = "seq"
 	attrChunkText   = "text"
 	attrChunkVec    = "vec"
+	attrMemVersion  = "ver"
+	attrMemKeys     = "keys"
+
+	// memoryLogTTL is how long a change item is kept: a cached space
+	// confirmed current more recently than half of it finds every change
+	// since in the table.
+	memoryLogTTL = 24 * time.Hour
+	// maxWriteAttempts bounds how often a write retries after another
+	// writer of its space took the version it read.
+	maxWriteAttempts = 32
 )
 
 func memoryKey(agent, owner, key string) item {
@@ -60,11 +90,33 @@ func memoryKey(agent, owner, key string) item {
 
 // memorySortKey is the sort key of the memory of owner ("" for
 // agent-wide) under key.
-func memorySortKey(owner, key string) string {
+func memorySortKey(owner, key string) string { return memoryEntryPrefix(owner) + key }
+
+// memoryEntryPrefix is the sort key prefix of the memories of owner (""
+// for the agent-wide ones).
+func memoryEntryPrefix(owner string) string {
 	if owner == "" {
-		return pfxMemoryEntry + key
+		return pfxMemoryEntry
 	}
-	return pfxMemoryOwned + strconv.Itoa(len(owner)) + "#" + owner + "#" + key
+	return pfxMemoryOwned + strconv.Itoa(len(owner)) + "#" + owner + "#"
+}
+
+// memoryLogPrefix is the sort key prefix of the head and change items of
+// owner's space: LOG#<n>#<owner>#.
+func memoryLogPrefix(owner string) string {
+	return pfxMemoryLog + strconv.Itoa(len(owner)) + "#" + owner + "#"
+}
+
+// memoryHeadKey is the key of the head of the space of agent and owner.
+func memoryHeadKey(agent, owner string) item {
+	return key(pfxMemory+agent, memoryLogPrefix(owner)+skMemoryHead)
+}
+
+// memoryLogSortKey is the sort key of change ver of owner's space. The
+// digits sort before HEAD, so one Query reads the changes after a version
+// and the head.
+func memoryLogSortKey(owner string, ver int64) string {
+	return memoryLogPrefix(owner) + seqKey(ver)
 }
 
 // parseMemorySortKey returns the owner and key of a memory's sort key; ok
@@ -85,30 +137,57 @@ func parseMemorySortKey(sk string) (owner, key string, ok bool) {
 	return rest[:size], rest[size+1:], true
 }
 
+// DefaultMemoryCacheBytes is the default bound of the in-process copy of
+// searched memory spaces.
+const DefaultMemoryCacheBytes = 128 << 20
+
+// MemoryConfig configures a MemoryIndex.
+type MemoryConfig struct {
+	// Search, when set, answers Keyword and Vector: an index that
+	// functions/indexer keeps in step with the table's stream
+	// (OpenSearch). Nil searches the table's items in this process.
+	Search memory.Index
+	// CacheBytes bounds the copy of memory spaces kept in this process
+	// for search (without Search); a space larger than it cannot be
+	// searched. Zero means DefaultMemoryCacheBytes.
+	CacheBytes int64
+}
+
 // MemoryIndex is the memory.Index of the AWS deployment: entries are items
 // of the table (Put, Get and Delete are DynamoDB writes and strongly
-// consistent reads) and search is delegated to Search, an index the
-// indexer function keeps in step with the table's stream (the opensearch
-// adapter). Search therefore lags writes by the stream's delay, usually
-// well under a second and more while the indexer retries.
+// consistent reads).
 //
-// There is no MemoryIndex without a search index: DynamoDB cannot rank by
-// BM25 or vectors, and scanning an agent's partition would not scale, so
-// without OpenSearch (search=none) the AWS deployment offers no memory.
+// Without a search index (the default), Keyword and Vector search the
+// items themselves: the memory spaces a search may see (the agent-wide
+// one and the owner's) are read into this process once, kept up to date
+// from their change items, and searched there, BM25 over the chunks'
+// words and cosine over their vectors (memsearch.go). A search sees every
+// write that completed before it began, in any process.
+//
+// With a search index (MemoryConfig.Search), Keyword and Vector are
+// delegated to it; it lags writes by the stream's delay, usually well
+// under a second and more while the indexer retries.
 type MemoryIndex struct {
 	store  *Store
 	search memory.Index
+	spaces *spaceCache
 }
 
 var _ memory.Index = (*MemoryIndex)(nil)
 
-// NewMemoryIndex returns the memory index on s's table, searching through
-// search.
-func NewMemoryIndex(s *Store, search memory.Index) (*MemoryIndex, error) {
-	if s == nil || search == nil {
-		return nil, errors.New("dynamo: a memory index needs the store and a search index")
+// NewMemoryIndex returns the memory index on s's table.
+func NewMemoryIndex(s *Store, cfg MemoryConfig) (*MemoryIndex, error) {
+	if s == nil {
+		return nil, errors.New("dynamo: a memory index needs the store")
 	}
-	return &MemoryIndex{store: s, search: search}, nil
+	if cfg.CacheBytes < 0 {
+		return nil, fmt.Errorf("dynamo: memory cache of %d bytes", cfg.CacheBytes)
+	}
+	m := &MemoryIndex{store: s, search: cfg.Search}
+	if m.search == nil {
+		m.spaces = newSpaceCache(s, cmp.Or(cfg.CacheBytes, DefaultMemoryCacheBytes))
+	}
+	return m, nil
 }
 
 // Put implements memory.Index: it writes the entry's item, replacing the
@@ -121,8 +200,8 @@ func (m *MemoryIndex) Put(ctx context.Context, e memory.Entry, chunks []memory.C
 	if err := checkSize(fmt.Sprintf("memory %q of agent %q", e.Key, e.Agent), it); err != nil {
 		return err
 	}
-	_, err := m.store.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: m.store.table, Item: it})
-	if err != nil {
+	rec := &memory.Record{Entry: e, Chunks: chunks}
+	if err := m.write(ctx, e.Agent, e.Owner, e.Key, types.TransactWriteItem{Put: &types.Put{TableName: m.store.table, Item: it}}, rec); err != nil {
 		return fmt.Errorf("dynamo: memory put: %w", err)
 	}
 	return nil
@@ -143,21 +222,69 @@ func (m *MemoryIndex) Get(ctx context.Context, agent, owner, key string) (memory
 
 // Delete implements memory.Index; a missing key is no error.
 func (m *MemoryIndex) Delete(ctx context.Context, agent, owner, key string) error {
-	_, err := m.store.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: m.store.table, Key: memoryKey(agent, owner, key)})
-	if err != nil {
+	del := types.TransactWriteItem{Delete: &types.Delete{TableName: m.store.table, Key: memoryKey(agent, owner, key)}}
+	if err := m.write(ctx, agent, owner, key, del, nil); err != nil {
 		return fmt.Errorf("dynamo: memory delete: %w", err)
 	}
 	return nil
 }
 
-// Keyword implements memory.Index through the search index.
-func (m *MemoryIndex) Keyword(ctx context.Context, agent, owner, query string, f memory.Filter, k int) ([]memory.Match, error) {
-	return m.search.Keyword(ctx, agent, owner, query, f, k)
+// write commits w, a put (rec) or delete (rec nil) of the entry of agent,
+// owner and entryKey, as the next version of its space: one transaction with
+// the space's head, conditional on the version it read, and the change
+// item. When another writer took that version first it reads the head
+// again and retries.
+func (m *MemoryIndex) write(ctx context.Context, agent, owner, entryKey string, w types.TransactWriteItem, rec *memory.Record) error {
+	hk := memoryHeadKey(agent, owner)
+	for attempt := 0; ; attempt++ {
+		head, err := m.store.getItem(ctx, hk)
+		if err != nil {
+			return err
+		}
+		ver := getN(head, attrMemVersion)
+		headPut := &types.Put{TableName: m.store.table, Item: item{attrPK: hk[attrPK], attrSK: hk[attrSK], attrMemVersion: attrN(ver + 1)}}
+		if head == nil {
+			headPut.ConditionExpression = aws.String("attribute_not_exists(pk)")
+		} else {
+			headPut.ConditionExpression = aws.String("ver = :v")
+			headPut.ExpressionAttributeValues = item{":v": attrN(ver)}
+		}
+		change := key(pfxMemory+agent, memoryLogSortKey(owner, ver+1))
+		change[attrMemKeys] = attrList([]string{entryKey})
+		change[attrExpiresAt] = attrN(m.store.now().Add(memoryLogTTL).Unix())
+		err = m.store.transact(ctx, []types.TransactWriteItem{{Put: headPut}, w, {Put: &types.Put{TableName: m.store.table, Item: change}}})
+		if failed, ok := canceledAt(err); ok && len(failed) > 0 && failed[0] && attempt+1 < maxWriteAttempts {
+			if err := sleep(ctx, backoff(min(attempt, 2))); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if m.spaces != nil {
+			m.spaces.written(spaceID{agent, owner}, ver, entryKey, rec)
+		}
+		return nil
+	}
 }
 
-// Vector implements memory.Index through the search index.
+// Keyword implements memory.Index: BM25 over the chunks of the spaces
+// owner may see, or through the search index.
+func (m *MemoryIndex) Keyword(ctx context.Context, agent, owner, query string, f memory.Filter, k int) ([]memory.Match, error) {
+	if m.search != nil {
+		return m.search.Keyword(ctx, agent, owner, query, f, k)
+	}
+	return m.spaces.keyword(ctx, agent, owner, query, f, k)
+}
+
+// Vector implements memory.Index: cosine similarity over the chunks of
+// the spaces owner may see, or through the search index.
 func (m *MemoryIndex) Vector(ctx context.Context, agent, owner string, v []float32, f memory.Filter, k int) ([]memory.Match, error) {
-	return m.search.Vector(ctx, agent, owner, v, f, k)
+	if m.search != nil {
+		return m.search.Vector(ctx, agent, owner, v, f, k)
+	}
+	return m.spaces.vector(ctx, agent, owner, v, f, k)
 }
 
 func memoryItem(e memory.Entry, chunks []memory.Chunk) item {

@@ -32,7 +32,7 @@ func (s *recordingSearch) Vector(_ context.Context, agent, owner string, v []flo
 func TestMemoryIndex(t *testing.T) {
 	s := newStore(t)
 	search := &recordingSearch{}
-	idx, err := NewMemoryIndex(s, search)
+	idx, err := NewMemoryIndex(s, MemoryConfig{Search: search})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestMemoryIndex(t *testing.T) {
 
 func TestMemoryIndexRefusesLargeEntries(t *testing.T) {
 	s := newStore(t)
-	idx, err := NewMemoryIndex(s, &recordingSearch{})
+	idx, err := NewMemoryIndex(s, MemoryConfig{Search: &recordingSearch{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestMemoryIndexRefusesLargeEntries(t *testing.T) {
 func TestMemoryWithMemoryService(t *testing.T) {
 	// The memory service stores through the index and reads back.
 	s := newStore(t)
-	idx, _ := NewMemoryIndex(s, &recordingSearch{})
+	idx, _ := NewMemoryIndex(s, MemoryConfig{Search: &recordingSearch{}})
 	m, err := memory.New(idx, memory.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +139,7 @@ type streamFed struct {
 func newStreamFed(t *testing.T) *streamFed {
 	t.Helper()
 	search := memorytest.NewMapIndex()
-	idx, err := NewMemoryIndex(newStore(t), search)
+	idx, err := NewMemoryIndex(newStore(t), MemoryConfig{Search: search})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,10 +180,27 @@ func (s *streamFed) apply(ctx context.Context, event string, keys, newImage item
 }
 
 // TestMemoryConformance runs the memory conformance suite on the DynamoDB
-// items and their stream records.
+// items searched in process (the default), and on the items and their
+// stream records (with OpenSearch).
 func TestMemoryConformance(t *testing.T) {
 	endpoint(t)
-	memorytest.Run(t, func(t *testing.T) memory.Index { return newStreamFed(t) })
+	t.Run("InProcess", func(t *testing.T) {
+		memorytest.Run(t, func(t *testing.T) memory.Index { return newMemoryIndex(t, newStore(t), 0) })
+	})
+	t.Run("StreamFed", func(t *testing.T) {
+		memorytest.Run(t, func(t *testing.T) memory.Index { return newStreamFed(t) })
+	})
+}
+
+// newMemoryIndex returns the in-process memory index on s's table, with a
+// cache of budget bytes (0 for the default).
+func newMemoryIndex(t *testing.T, s *Store, budget int64) *MemoryIndex {
+	t.Helper()
+	idx, err := NewMemoryIndex(s, MemoryConfig{CacheBytes: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idx
 }
 
 func TestMemorySortKey(t *testing.T) {

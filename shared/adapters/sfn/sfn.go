@@ -193,14 +193,22 @@ func (d *Driver) passOn(ctx context.Context, st agent.RunState) (agent.RunState,
 }
 
 // step runs the step st names (which saves the run) and hands the lane on
-// when the run is done.
+// when the run is done. Then it tells the loop's Recorder of the
+// exchanges finished runs queued (agent.Loop.RecordQueued), after the
+// answer went out and the session's next run started; a failure to
+// record is logged and fails nothing.
 func (d *Driver) step(ctx context.Context, st agent.RunState) (agent.RunState, error) {
 	next, err := d.Loop.Step(ctx, st)
 	if err != nil {
 		return st, &Transient{err}
 	}
 	if next.Step == agent.StepDone {
-		return d.passOn(ctx, next)
+		if next, err = d.passOn(ctx, next); err != nil {
+			return next, err
+		}
+		if _, err := d.Loop.RecordQueued(ctx); err != nil && d.Log != nil {
+			d.Log.Error("record exchanges", "run_id", next.RunID, "error", err)
+		}
 	}
 	return next, nil
 }

@@ -7,8 +7,8 @@
 //     stateless requests, kept in memory (agent.WithEphemeral);
 //   - the agents named in AGENTS (default "default"), each with the
 //     provider chain, the tools that work in Lambda (web_fetch, and
-//     load_skill with the bundled skills, and the memory tools when
-//     OpenSearch is configured) and a system prompt built from
+//     load_skill with the bundled skills, and the memory tools) and a
+//     system prompt built from
 //     the default workspace templates (prompt.Templates): agent workspaces
 //     are not kept in the store yet, so every agent has the workspace of a
 //     new agent after its first-run ritual;
@@ -17,10 +17,11 @@
 //     and a circuit breaker;
 //   - the embedding model (BEDROCK_EMBED_MODEL, memory.go) of memory and
 //     of POST /v1/embeddings, which every agent shares;
-//   - the agents' memory (memory.go) when OPENSEARCH_ENDPOINT is set:
-//     entries in the table, searched through OpenSearch, which the
-//     indexer function feeds from the table's stream; without OpenSearch
-//     (search=none) agents have no memory tools;
+//   - the agents' memory (memory.go): entries in the table, searched in
+//     the function's process (dynamo.MemoryIndex), or through OpenSearch,
+//     which the indexer function feeds from the table's stream, when
+//     OPENSEARCH_ENDPOINT is set; and the recorder of conversations, which
+//     the step function runs when a run is done (sfn.Driver);
 //   - the Step Functions driver of the loop (STATE_MACHINE_ARN);
 //   - the agent.Router that routes what runs tell by their reply channel:
 //     "ws" to the API Gateway WebSocket connection (WS_ENDPOINT), "http"
@@ -48,10 +49,12 @@
 //	                           a longer reply is cut with finish_reason "length"
 //	SESSION_SHARING            shared (default: one session per user and agent
 //	                           across channels) or per_channel
-//	OPENSEARCH_ENDPOINT        OpenSearch domain; turns agent memory on (see NewSearchIndex)
+//	OPENSEARCH_ENDPOINT        OpenSearch domain, to search memories there (see NewSearchIndex)
 //	OPENSEARCH_ENGINE, OPENSEARCH_INDEX, EMBED_DIMENSIONS  its k-NN engine, index, vector length
 //	BEDROCK_EMBED_MODEL        Titan embedding model of memory vectors (keyword-only without)
 //	                           and of POST /v1/embeddings (400 without)
+//	MEMORY_CONVERSATIONS       on (default) or off: remember the exchanges of stateful sessions
+//	MEMORY_CACHE_MB            bound of the memories kept for search in a function (see newMemory)
 //	LOG_LEVEL                  debug, info (default), warn or error
 //
 // AWS credentials and the Region come from the Lambda environment (the
@@ -108,7 +111,7 @@ type Root struct {
 	// Store is the DynamoDB store; Loop.Store wraps it for ephemeral
 	// sessions.
 	Store *dynamo.Store
-	// Memory is the agents' memory, nil without OpenSearch.
+	// Memory is the agents' memory (memory.go).
 	Memory *memory.Memory
 	// Embedder is the embedding model (BEDROCK_EMBED_MODEL) of memory
 	// and of POST /v1/embeddings, nil without one.
@@ -158,7 +161,7 @@ func New(ctx context.Context) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	mem, memTools, err := newMemory(ctx, db, emb, getenv, log)
+	mem, memTools, recorder, err := newMemory(ctx, db, emb, getenv, log)
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +206,7 @@ func New(ctx context.Context) (*Root, error) {
 		Prompter: &prompt.Templates{Skills: skills},
 		Replier:  router,
 		Events:   obs.NewEmitter(log, 1024, emf.New(os.Stderr)),
+		Recorder: recorder,
 		Log:      log,
 		Limits:   agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes},
 	}
@@ -329,8 +333,13 @@ func (r *Root) CheckIn() *checkin.Handler {
 // local server, with the Step Functions runner (sfn.Runner). Inline runs
 // live as long as the function's instance.
 func (r *Root) API() (http.Handler, error) {
+	// Inline runs are stateless: they record nothing, and this function
+	// leaves the recording of what the state machine's runs queued to the
+	// step function (sfn.Driver), rather than start a worker for it here.
+	inline := *r.Loop
+	inline.Recorder = nil
 	runner := &sfn.Runner{
-		Inline:  agent.NewDriver(context.Background(), r.Loop, r.Log),
+		Inline:  agent.NewDriver(context.Background(), &inline, r.Log),
 		Durable: r.Driver,
 		Hub:     r.Hub,
 		Drafts:  r.Store,

@@ -72,7 +72,8 @@ func TestAgentsAndProviders(t *testing.T) {
 	for _, d := range a.Tools.Definitions() {
 		tools = append(tools, d.Name)
 	}
-	if diff := cmp.Diff([]string{"load_skill", "web_fetch"}, tools); diff != "" {
+	want := []string{"load_skill", "memory_forget", "memory_get", "memory_search", "memory_store", "web_fetch"}
+	if diff := cmp.Diff(want, tools); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
 	// DEFAULT_PROVIDER=openai (cloudtest) puts OpenAI first, Bedrock second.

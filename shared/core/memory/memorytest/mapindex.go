@@ -121,7 +121,12 @@ func (x *MapIndex) Keyword(_ context.Context, agent, owner, query string, f memo
 		}
 		var score float64
 		for _, t := range terms {
-			tf := float64(strings.Count(" "+strings.Join(docs[i], " ")+" ", " "+t+" "))
+			var tf float64
+			for _, w := range docs[i] {
+				if w == t {
+					tf++
+				}
+			}
 			if tf == 0 {
 				continue
 			}
