@@ -1,0 +1,67 @@
+package cloudtest
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	s3fs "github.com/lambdaclaw/lambdaclaw/shared/adapters/s3"
+)
+
+// S3Bucket is the bucket S3 creates.
+const S3Bucket = "lambdaclaw-workspaces"
+
+// S3 starts an S3-compatible server for the test (gofakes3 with its
+// in-memory backend, whose conditional PutObject checks and writes under
+// one lock, as S3 does atomically) and creates the versioned bucket
+// S3Bucket in it, as the stack's workspace bucket is. Clients reach it at
+// endpoint with path-style addressing (s3.NewClient does). A request not
+// signed with SigV4 for the s3 service is refused with 403, so a client
+// that would not work against S3 does not pass here. The server stops
+// when the test ends.
+func S3(t *testing.T) (endpoint, bucket string) {
+	t.Helper()
+	backend := s3mem.New()
+	if err := backend.CreateBucket(S3Bucket); err != nil {
+		t.Fatalf("s3 fake: create bucket: %v", err)
+	}
+	if err := backend.SetVersioningConfiguration(S3Bucket, gofakes3.VersioningConfiguration{Status: gofakes3.VersioningEnabled}); err != nil {
+		t.Fatalf("s3 fake: versioning: %v", err)
+	}
+	fake := gofakes3.New(backend).Server()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if m := credentialScope.FindStringSubmatch(r.Header.Get("Authorization")); m == nil || m[2] != "s3" {
+			http.Error(w, "want a SigV4 signature for s3", http.StatusForbidden)
+			return
+		}
+		fake.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, S3Bucket
+}
+
+// S3Client returns a client of the server at endpoint with static test
+// credentials, as s3.NewClient makes it.
+func S3Client(endpoint string) s3fs.API {
+	cfg := aws.Config{
+		Region:      "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
+	}
+	return s3fs.NewClient(cfg, endpoint)
+}
+
+// S3FS starts S3 and returns its bucket as a filestore.FS under prefix.
+func S3FS(t *testing.T, prefix string) *s3fs.FS {
+	t.Helper()
+	endpoint, bucket := S3(t)
+	f, err := s3fs.New(S3Client(endpoint), bucket, prefix)
+	if err != nil {
+		t.Fatalf("s3 adapter: %v", err)
+	}
+	return f
+}
