@@ -126,12 +126,14 @@ func (f *FS) Stat(ctx context.Context, name string) (filestore.Entry, error) {
 	if name == "." {
 		return dirEntry(name), nil
 	}
-	out, err := f.api.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &f.bucket, Key: aws.String(f.key(name))})
-	if err == nil {
+	out, missing, err := object(ctx, f, "stat", name, "HeadObject", func() (*awss3.HeadObjectOutput, error) {
+		return f.api.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &f.bucket, Key: aws.String(f.key(name))})
+	})
+	switch {
+	case err != nil:
+		return filestore.Entry{}, err
+	case !missing:
 		return fileEntry(name, aws.ToInt64(out.ContentLength), out.LastModified, out.ETag), nil
-	}
-	if !notFound(err) {
-		return filestore.Entry{}, fail("stat", name, "HeadObject", err)
 	}
 	isDir, err := f.isDir(ctx, "stat", name)
 	if err != nil {
@@ -141,6 +143,35 @@ func (f *FS) Stat(ctx context.Context, name string) (filestore.Entry, error) {
 		return filestore.Entry{}, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
 	}
 	return dirEntry(name), nil
+}
+
+// object calls get, a HeadObject or GetObject of the file name's key,
+// and tells a missing key (missing, no error) from a failure (wrapped by
+// fail). S3 answers 404 for a missing key only to a caller who may list
+// the whole bucket; to one whose s3:ListBucket is limited by s3:prefix,
+// as the stack grants it, it answers 403. After a 403 the key is looked
+// for by listing: not listed, it is missing; listed, it was written
+// meanwhile and get is called once more, whose refusal is then real.
+func object[T any](ctx context.Context, f *FS, op, name, call string, get func() (T, error)) (out T, missing bool, err error) {
+	for try := 0; ; try++ {
+		out, err = get()
+		switch {
+		case err == nil:
+			return out, false, nil
+		case notFound(err):
+			return out, true, nil
+		case status(err) != http.StatusForbidden:
+			return out, false, fail(op, name, call, err)
+		}
+		key := f.key(name)
+		list, lerr := f.api.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: &f.bucket, Prefix: &key, MaxKeys: aws.Int32(1)})
+		switch {
+		case lerr != nil || try == 1:
+			return out, false, fail(op, name, call, err)
+		case len(list.Contents) == 0 || aws.ToString(list.Contents[0].Key) != key:
+			return out, true, nil
+		}
+	}
 }
 
 // isDir reports whether a file is under the directory name.
@@ -179,17 +210,20 @@ func (f *FS) ReadFile(ctx context.Context, name string, limit int64) ([]byte, fi
 	if limit > 0 {
 		in.Range = aws.String(fmt.Sprintf("bytes=0-%d", limit-1))
 	}
-	out, err := f.api.GetObject(ctx, in)
-	if in.Range != nil && errorCode(err) == "InvalidRange" {
-		// An empty object has no byte 0: S3 refuses any range of it.
-		in.Range = nil
-		out, err = f.api.GetObject(ctx, in)
-	}
-	if notFound(err) {
+	out, missing, err := object(ctx, f, "read", name, "GetObject", func() (*awss3.GetObjectOutput, error) {
+		out, err := f.api.GetObject(ctx, in)
+		if in.Range != nil && errorCode(err) == "InvalidRange" {
+			// An empty object has no byte 0: S3 refuses any range of it.
+			in.Range = nil
+			out, err = f.api.GetObject(ctx, in)
+		}
+		return out, err
+	})
+	switch {
+	case err != nil:
+		return nil, filestore.Entry{}, err
+	case missing:
 		return nil, filestore.Entry{}, f.missing(ctx, "read", name)
-	}
-	if err != nil {
-		return nil, filestore.Entry{}, fail("read", name, "GetObject", err)
 	}
 	defer out.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(out.Body, limit))
@@ -377,12 +411,14 @@ func (f *FS) Remove(ctx context.Context, name string) error {
 		return &fs.PathError{Op: "remove", Path: name, Err: filestore.ErrNotFile}
 	}
 	key := aws.String(f.key(name))
-	_, err := f.api.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &f.bucket, Key: key})
-	if notFound(err) {
+	_, missing, err := object(ctx, f, "remove", name, "HeadObject", func() (*awss3.HeadObjectOutput, error) {
+		return f.api.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &f.bucket, Key: key})
+	})
+	switch {
+	case err != nil:
+		return err
+	case missing:
 		return f.missing(ctx, "remove", name)
-	}
-	if err != nil {
-		return fail("remove", name, "HeadObject", err)
 	}
 	if _, err := f.api.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &f.bucket, Key: key}); err != nil {
 		return fail("remove", name, "DeleteObject", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -210,32 +211,11 @@ func TestErrors(t *testing.T) {
 func TestReadFileRange(t *testing.T) {
 	endpoint, bucket := cloudtest.S3(t)
 	var ranges []string
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	f, err := s3fs.New(cloudtest.S3Client(proxy(t, endpoint, func(r *http.Request, _ *http.Response) {
 		if r.Method == http.MethodGet {
 			ranges = append(ranges, r.Header.Get("Range"))
 		}
-		r.URL.Host, r.URL.Scheme, r.RequestURI = strings.TrimPrefix(endpoint, "http://"), "http", ""
-		resp, err := http.DefaultTransport.RoundTrip(r)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer resp.Body.Close()
-		for k, v := range resp.Header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(resp.StatusCode)
-		buf := make([]byte, 1<<16)
-		for {
-			n, err := resp.Body.Read(buf)
-			w.Write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
-	}))
-	defer proxy.Close()
-	f, err := s3fs.New(cloudtest.S3Client(proxy.URL), bucket, "")
+	})), bucket, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,6 +227,69 @@ func TestReadFileRange(t *testing.T) {
 	if diff := cmp.Diff([]string{"bytes=0-99"}, ranges); diff != "" {
 		t.Errorf("GET ranges (-want +got):\n%s", diff)
 	}
+}
+
+// S3 answers 403, not 404, for a missing key to a caller whose
+// s3:ListBucket is limited to prefixes, as the stack's functions are:
+// the adapter still tells a missing file. A refusal of a key that exists
+// stays a refusal.
+func TestForbiddenMeansMissing(t *testing.T) {
+	forbid := func(r *http.Request, resp *http.Response) {
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && resp.StatusCode == http.StatusNotFound && r.URL.Query().Get("list-type") == "" {
+			resp.StatusCode = http.StatusForbidden
+			resp.Body = io.NopCloser(strings.NewReader(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`))
+		}
+	}
+	filestoretest.Run(t, func(t *testing.T) filestore.FS {
+		endpoint, bucket := cloudtest.S3(t)
+		f, err := s3fs.New(cloudtest.S3Client(proxy(t, endpoint, forbid)), bucket, "agents/main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	})
+	endpoint, bucket := cloudtest.S3(t)
+	f, err := s3fs.New(cloudtest.S3Client(proxy(t, endpoint, func(r *http.Request, resp *http.Response) {
+		if r.Method == http.MethodGet && r.URL.Query().Get("list-type") == "" {
+			resp.StatusCode = http.StatusForbidden
+			resp.Body = io.NopCloser(strings.NewReader(`<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`))
+		}
+	})), bucket, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, "secret.md", "x")
+	if _, _, err := f.ReadFile(context.Background(), "secret.md", 10); !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("ReadFile of a refused key: %v, want fs.ErrPermission", err)
+	}
+}
+
+// proxy forwards requests to endpoint, letting edit see each request and
+// change its answer.
+func proxy(t *testing.T, endpoint string, edit func(*http.Request, *http.Response)) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		out := r.Clone(r.Context())
+		out.URL.Scheme, out.URL.Host, out.RequestURI = "http", strings.TrimPrefix(endpoint, "http://"), ""
+		resp, err := http.DefaultTransport.RoundTrip(out)
+		if err != nil {
+			t.Errorf("proxy: %v", err)
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		status := resp.StatusCode
+		edit(r, resp)
+		if resp.StatusCode != status {
+			resp.Header.Del("Content-Length")
+		}
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 func second[T any](_ T, err error) error        { return err }
