@@ -29,6 +29,7 @@ const (
 	ctxAlarmEmail     = "alarm_email"            // optional email address the alarm topic notifies
 	ctxApproval       = "approval_timeout"       // how long a run waits for an approval: 7d, 36h, 90s, …
 	ctxRetention      = "session_retention_days" // days an idle session's items are kept
+	ctxVersionDays    = "workspace_version_days" // days a workspace file's old versions are kept
 )
 
 // Defaults for the context keys.
@@ -59,6 +60,10 @@ const (
 	// kept; MinRetentionDays keeps them for longer than a run may wait.
 	DefaultRetentionDays = 90
 	MinRetentionDays     = 8
+	// DefaultWorkspaceVersionDays is how long the workspace bucket keeps
+	// a file's replaced or deleted versions (S3 versioning) before its
+	// lifecycle rule expires them.
+	DefaultWorkspaceVersionDays = 30
 
 	TelegramOff = "off"
 	TelegramOn  = "on"
@@ -110,6 +115,9 @@ type Config struct {
 	// use: every function gets it as SESSION_TTL, and DynamoDB's TTL
 	// removes what expired.
 	RetentionDays int
+	// WorkspaceVersionDays is how long the workspace bucket keeps the
+	// noncurrent versions of a file (at least 1).
+	WorkspaceVersionDays int
 }
 
 // ConfigFromContext reads the Config from the construct tree's context,
@@ -151,6 +159,9 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	if c.RetentionDays, err = strconv.Atoi(get(ctxRetention, strconv.Itoa(DefaultRetentionDays))); err != nil || c.RetentionDays < MinRetentionDays {
 		return Config{}, fmt.Errorf("context %s=%q: want a whole number of days, at least %d (longer than a run may wait for an approval)",
 			ctxRetention, get(ctxRetention, ""), MinRetentionDays)
+	}
+	if c.WorkspaceVersionDays, err = strconv.Atoi(get(ctxVersionDays, strconv.Itoa(DefaultWorkspaceVersionDays))); err != nil || c.WorkspaceVersionDays < 1 {
+		return Config{}, fmt.Errorf("context %s=%q: want a whole number of days, at least 1", ctxVersionDays, get(ctxVersionDays, ""))
 	}
 	if c.Search != SearchNone && c.Search != SearchOpenSearch {
 		return Config{}, fmt.Errorf("context %s=%q: want %q or %q", ctxSearch, c.Search, SearchNone, SearchOpenSearch)

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -115,6 +116,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, props *awscdk.S
 	stack := awscdk.NewStack(scope, jsii.String(id), props)
 	s := &builder{stack: stack, cfg: cfg, fns: map[string]awslambda.Function{}}
 	s.table()
+	s.workspaceBucket()
 	s.secrets()
 	s.stateMachineArn = stack.FormatArn(&awscdk.ArnComponents{
 		Service:      jsii.String("states"),
@@ -142,6 +144,7 @@ type builder struct {
 	cfg   Config
 
 	table_             awsdynamodb.Table
+	workspaces         awss3.Bucket
 	botToken           awssecretsmanager.ISecret // imported; nil without telegram=on
 	webhookSecret      awssecretsmanager.Secret  // nil without telegram=on
 	providerKey        awssecretsmanager.Secret  // nil without openai_base_url
@@ -392,6 +395,9 @@ func (s *builder) lambdas() {
 			// The items of a session idle this long expire (DynamoDB TTL on
 			// expires_at, which the store sets on every session item).
 			"SESSION_TTL": jsii.String(fmt.Sprintf("%dh", s.cfg.RetentionDays*24)),
+			// Every function builds the agents; their workspaces live in
+			// the bucket (workspace.go).
+			"WORKSPACE_BUCKET": s.workspaces.BucketName(),
 		}
 		for k, v := range extra {
 			env[k] = v
@@ -426,6 +432,7 @@ func (s *builder) lambdas() {
 	// scheduler: the target of check-in schedules; starts their runs.
 	sched := s.function("scheduler", "EventBridge Scheduler check-ins", 256, 60, common(schedules))
 	s.grantTable(sched, "scheduler")
+	s.grantWorkspace(sched)
 	s.grantStates(sched, false)
 	s.grantSchedules(sched)
 	sched.GrantInvoke(s.schedulerRole)
@@ -441,6 +448,7 @@ func (s *builder) lambdas() {
 	api := s.function("api", "OpenAI-compatible API and health (response streaming)", 512, 900,
 		common(merge(llm, schedules)))
 	s.grantTable(api, "api")
+	s.grantWorkspace(api)
 	s.grantStates(api, true)
 	s.grantBedrock(api, true, true)
 	s.grantSchedules(api)
@@ -452,6 +460,7 @@ func (s *builder) lambdas() {
 	ws := s.function("ws", "WebSocket connections and messages", 256, 30,
 		common(map[string]*string{"WS_ENDPOINT": s.wsEndpoint}))
 	s.grantTable(ws, "ws")
+	s.grantWorkspace(ws)
 	s.grantStates(ws, true)
 	s.wsGrant(ws)
 
@@ -464,6 +473,7 @@ func (s *builder) lambdas() {
 			"TELEGRAM_ALLOWED_USERS":        jsii.String(s.cfg.TelegramAllowedUsers),
 		}))
 		s.grantTable(tg, "telegram")
+		s.grantWorkspace(tg)
 		s.grantStates(tg, true)
 		s.botToken.GrantRead(tg, nil)
 		s.webhookSecret.GrantRead(tg, nil)
@@ -480,6 +490,7 @@ func (s *builder) lambdas() {
 	}
 	step := s.function("step", "agent loop steps for Step Functions", 512, 900, common(merge(llm, schedules, stepEnv)))
 	s.grantTable(step, "step")
+	s.grantWorkspace(step)
 	// The park task resumes its own run when the approval was answered
 	// before the token was stored (SendTaskSuccess).
 	s.grantStates(step, true)
@@ -544,6 +555,8 @@ func (s *builder) outputs() {
 	out("WebSocketUrl", s.wsURL, "WebSocket endpoint")
 	out("StateMachineArn", s.stateMachineArn, "the agent loop's state machine")
 	out("TableName", s.table_.TableName(), "the DynamoDB table")
+	// `lambdaclaw agent push|pull --stack` syncs agents/NAME/ of it.
+	out("WorkspaceBucket", s.workspaces.BucketName(), "the S3 bucket of the agents' workspaces (agents/NAME/) and skills (skills/)")
 	// `lambdaclaw … --stack` finds the table by TableName and the agents
 	// by Agents (functions/lambdaclaw/stack.go).
 	out("Agents", jsii.String(DeployedAgents), "the agents the functions serve (AGENTS), comma-separated")

@@ -500,6 +500,7 @@ func TestNothingRunsWhileIdle(t *testing.T) {
 		"AWS::Scheduler::ScheduleGroup": true, "AWS::SecretsManager::Secret": true,
 		"AWS::SQS::Queue": true, "AWS::SQS::QueuePolicy": true, "AWS::CDK::Metadata": true,
 		"Custom::TelegramWebhook": true, "AWS::Lambda::EventInvokeConfig": true,
+		"AWS::S3::Bucket": true, "AWS::S3::BucketPolicy": true,
 		// Alarms are billed per alarm metric and month, but the default
 		// deployment's 8 are within CloudWatch's 10 free ones (TestAlarms);
 		// an SNS topic costs nothing idle.
@@ -754,6 +755,8 @@ func TestConfigErrors(t *testing.T) {
 		"approval timeout over 7 days":         {map[string]any{ctxApproval: "8d", ctxAssets: dir}, ctxApproval},
 		"approval timeout not a duration":      {map[string]any{ctxApproval: "soon", ctxAssets: dir}, ctxApproval},
 		"approval timeout in fractions":        {map[string]any{ctxApproval: "1500ms", ctxAssets: dir}, ctxApproval},
+		"no days of old workspace versions":    {map[string]any{ctxVersionDays: "0", ctxAssets: dir}, ctxVersionDays},
+		"workspace version days not a number":  {map[string]any{ctxVersionDays: "30d", ctxAssets: dir}, ctxVersionDays},
 	} {
 		t.Run(name, func(t *testing.T) {
 			app := awscdk.NewApp(&awscdk.AppProps{Context: &tc.ctx, Outdir: jsii.String(t.TempDir())})
