@@ -137,6 +137,22 @@ func Run(t *testing.T, newFS func(t *testing.T) filestore.FS) {
 		if diff := cmp.Diff([]string{"a/b/two.md", "a/one.md", "ab.txt", "c/three.md", "z.txt"}, order); diff != "" {
 			t.Errorf("Walk order (-want +got):\n%s", diff)
 		}
+		// Lexical order of whole names: "a-b" < "a.txt" < "a/…", as S3
+		// lists keys, not directory by directory.
+		g := newFS(t)
+		for _, n := range []string{"a/b.txt", "a.txt", "a-b.txt"} {
+			mustWrite(t, g, n, []byte(n), filestore.Any)
+		}
+		order = nil
+		if err := g.Walk(ctx, ".", func(name string, _ filestore.Entry) error {
+			order = append(order, name)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"a-b.txt", "a.txt", "a/b.txt"}, order); diff != "" {
+			t.Errorf("Walk order across a directory (-want +got):\n%s", diff)
+		}
 		stop := errors.New("stop")
 		n := 0
 		err := f.Walk(ctx, ".", func(string, filestore.Entry) error { n++; return stop })
