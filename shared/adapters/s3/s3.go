@@ -13,6 +13,8 @@ package s3
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -75,7 +77,10 @@ type FS struct {
 	prefix string
 }
 
-var _ filestore.FS = (*FS)(nil)
+var (
+	_ filestore.FS               = (*FS)(nil)
+	_ filestore.ContentVersioner = (*FS)(nil)
+)
 
 // New returns the objects of bucket under prefix, a directory name as the
 // port names them ("." or "" for the whole bucket, else "agents/main").
@@ -490,6 +495,15 @@ func (e *apiError) Error() string {
 
 // ErrorCode is S3's code of the failure, as smithy.APIError has it.
 func (e *apiError) ErrorCode() string { return e.code }
+
+// ContentVersion implements filestore.ContentVersioner: S3's ETag of an
+// object written whole (as WriteFile does), unencrypted or with SSE-S3 as
+// the stack's bucket, is the quoted hex MD5 of its content. (With SSE-KMS
+// it is not; filestore.Sync then copies every file of the same size.)
+func (f *FS) ContentVersion(data []byte) filestore.Version {
+	sum := md5.Sum(data)
+	return filestore.Version(`"` + hex.EncodeToString(sum[:]) + `"`)
+}
 
 // Sub implements filestore.FS.
 func (f *FS) Sub(dir string) (filestore.FS, error) {
