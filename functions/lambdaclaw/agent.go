@@ -32,11 +32,15 @@ var (
 const maxIdentityRead = 64 << 10
 
 // agentCommand runs `lambdaclaw agent create|list|show|delete`, which
-// manage the agent workspaces under $LAMBDACLAW_HOME/agents.
+// manage the agent workspaces under $LAMBDACLAW_HOME/agents, and
+// `agent push|pull` (sync.go), which copy one to or from a deployed stack.
 func agentCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	sub, err := subcommand("agent", []string{"create", "list", "show", "delete"}, args, stdout, stderr)
+	sub, err := subcommand("agent", []string{"create", "list", "show", "delete", "push", "pull"}, args, stdout, stderr)
 	if err != nil {
 		return err
+	}
+	if sub == "push" || sub == "pull" {
+		return syncAgent(ctx, sub, args, stdout, stderr)
 	}
 	var fset *cmdFlags
 	switch sub {

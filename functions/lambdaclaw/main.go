@@ -27,6 +27,8 @@ Usage:
   lambdaclaw agent list [--stack NAME]                  list the agents
   lambdaclaw agent show NAME                            print its bootstrap files and daily logs
   lambdaclaw agent delete NAME [--yes]                  delete its workspace
+  lambdaclaw agent push|pull NAME --stack NAME [--dry-run]
+                                                        copy its workspace to or from a deployed stack
   lambdaclaw keys create [--name N] [--agents a,b] [--autonomy LEVEL] [--rate N] [--stack NAME]
   lambdaclaw keys list [--stack NAME]
   lambdaclaw keys revoke ID [--stack NAME]
@@ -38,7 +40,7 @@ Every command takes --help; "lambdaclaw help COMMAND" is the same.
 
 --stack NAME [--region R] runs the command on the AWS deployment "make deploy"
 made (the CloudFormation stack NAME, "Lambdaclaw") instead of the local server,
-with your AWS credentials; the table and secrets come from the stack's outputs.
+with your AWS credentials; the table, bucket and secrets come from the stack's outputs.
 
 Environment:
   LAMBDACLAW_HOME    data directory (default ~/.lambdaclaw)
@@ -51,7 +53,7 @@ Environment:
                      the default provider when the config file names none
   AWS_PROFILE, AWS_REGION, AWS_ACCESS_KEY_ID, …
                      the credentials and Region of --stack (the AWS SDK's default chain)
-  CLOUDFORMATION_ENDPOINT, DYNAMODB_ENDPOINT, SECRETSMANAGER_ENDPOINT
+  CLOUDFORMATION_ENDPOINT, DYNAMODB_ENDPOINT, SECRETSMANAGER_ENDPOINT, S3_ENDPOINT
                      AWS endpoint overrides for --stack (local engines, tests)
 `
 
