@@ -70,6 +70,11 @@ func NewClient(cfg aws.Config, endpoint string) *awss3.Client {
 }
 
 // FS is the objects under a key prefix of a bucket as a filestore.FS.
+//
+// Unlike a disk, S3 lets one name be a file ("notes") and a directory
+// ("notes/today.md") at once; the adapter does not look for that on
+// every write (a listing each). Such a name reads as the file, and
+// ReadDir lists both.
 type FS struct {
 	api    API
 	bucket string
@@ -433,6 +438,8 @@ func (f *FS) Remove(ctx context.Context, name string) error {
 
 // RemoveAll implements filestore.FS: the keys under dir are listed and
 // deleted a page at a time (DeleteObjects), with a file named dir itself.
+// Only keys that exist are deleted: in a versioned bucket deleting a
+// missing key would leave a delete marker.
 func (f *FS) RemoveAll(ctx context.Context, dir string) error {
 	if err := f.check("removeall", dir); err != nil {
 		return err
@@ -440,7 +447,16 @@ func (f *FS) RemoveAll(ctx context.Context, dir string) error {
 	if dir == "." {
 		return &fs.PathError{Op: "removeall", Path: dir, Err: fmt.Errorf("%w: the root is not removed", fs.ErrInvalid)}
 	}
-	batch := []types.ObjectIdentifier{{Key: aws.String(f.key(dir))}}
+	var batch []types.ObjectIdentifier
+	_, missing, err := object(ctx, f, "removeall", dir, "HeadObject", func() (*awss3.HeadObjectOutput, error) {
+		return f.api.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &f.bucket, Key: aws.String(f.key(dir))})
+	})
+	if err != nil {
+		return err
+	}
+	if !missing {
+		batch = append(batch, types.ObjectIdentifier{Key: aws.String(f.key(dir))})
+	}
 	p := awss3.NewListObjectsV2Paginator(f.api, &awss3.ListObjectsV2Input{
 		Bucket: &f.bucket, Prefix: aws.String(f.dirKey(dir)), MaxKeys: aws.Int32(int32(max(pageSize-1, 1))),
 	})

@@ -165,8 +165,8 @@ func TestErrors(t *testing.T) {
 			return third(f.ReadFile(ctx, "MEMORY.md", 10))
 		}, nil, "read MEMORY.md: S3 GetObject: NoSuchBucket (HTTP 404)", "req-secret-id"},
 		{"server error", http.StatusInternalServerError, "InternalError", func(f filestore.FS) error {
-			return f.RemoveAll(ctx, "notes")
-		}, nil, "removeall notes: S3 ListObjectsV2: InternalError (HTTP 500)", "127.0.0.1"},
+			return f.Walk(ctx, "notes", func(string, filestore.Entry) error { return nil })
+		}, nil, "walk notes: S3 ListObjectsV2: InternalError (HTTP 500)", "127.0.0.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
