@@ -43,7 +43,7 @@ func (p *Templates) SystemPrompt(ctx context.Context, a *agent.Agent, _ bool) ([
 		return nil, err
 	}
 	if p.Skills != nil {
-		all, _ := p.Skills.For("")
+		all, _ := p.Skills.For(ctx, a.Name, nil)
 		eligible, _ := skill.Filter(all, p.Env)
 		if m, ok := skill.Section(eligible); ok {
 			msgs = append(msgs, m)

@@ -36,6 +36,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
@@ -111,7 +112,7 @@ func equip(root *cloud.Root) error {
 		return err
 	}
 	for _, a := range root.Agents {
-		a.Tools, a.Workspace = tools, ws
+		a.Tools, a.Workspace = tools, osroot.New(ws)
 	}
 	router, ok := root.Loop.Replier.(agent.Router)
 	if !ok {
