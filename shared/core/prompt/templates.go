@@ -12,8 +12,8 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
 
-// Templates is the agent.Prompter of the AWS deployment until agent
-// workspaces live in the store: the system prompt of a new agent's
+// Templates is the agent.Prompter of an AWS deployment without a file
+// store for workspaces (cloud.Options.Files): the system prompt of a new agent's
 // workspace whose first-run ritual is done, assembled from the default
 // templates (workspace.Template) in the order and format of
 // workspace.SystemPrompt, without BOOTSTRAP.md, whose ritual needs the

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -293,5 +295,39 @@ func TestMemoryToolDefinition(t *testing.T) {
 	}
 	if len(actionNames) != len(actionArgs) {
 		t.Errorf("%d action names for %d actions", len(actionNames), len(actionArgs))
+	}
+}
+
+// Two processes (two Lambda instances: each its own tool and quota)
+// appending to one MEMORY.md at once lose no line.
+func TestMemoryToolConcurrentAppends(t *testing.T) {
+	dir := t.TempDir()
+	const writers = 6
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	for i := range writers {
+		wg.Go(func() {
+			env := tool.Env{Agent: "a", Workspace: osroot.New(dir)}
+			_, errs[i] = newMemoryTool(t, time.Now()).Call(context.Background(), env, json.RawMessage(fmt.Sprintf(`{"action":"append","content":"line %d"}`, i)))
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Errorf("append: %v", err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, MemoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	slices.Sort(lines)
+	var want []string
+	for i := range writers {
+		want = append(want, fmt.Sprintf("line %d", i))
+	}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("MEMORY.md lines (-want +got):\n%s", diff)
 	}
 }

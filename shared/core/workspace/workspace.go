@@ -1,5 +1,6 @@
 // Package workspace manages agent workspaces (seed 004, "Agent
-// Workspaces"): the directory <home>/agents/<name>/ holding the bootstrap
+// Workspaces"): agents/<name>/ of a home file store (filestore.FS: the
+// data directory locally, the stack's bucket on AWS) holding the bootstrap
 // files IDENTITY.md, SOUL.md, USER.md, TOOLS.md, AGENTS.md, BOOTSTRAP.md and
 // MEMORY.md, daily logs in memory/YYYY-MM-DD.md and skills in skills/.
 //
@@ -122,7 +123,7 @@ func Create(ctx context.Context, home filestore.FS, name string) (created bool, 
 			}
 		}
 	}
-	toWrite := templated
+	var toWrite []string
 	if created {
 		toWrite = append([]string{BootstrapFile}, templated...)
 	} else {
