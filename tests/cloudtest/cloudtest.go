@@ -65,6 +65,13 @@ func (e *Env) Root(t *testing.T, function string) *cloud.Root {
 	return r
 }
 
+// Policed returns an endpoint of the table that lets through only what
+// the deployment grants function (Table.Policed).
+func (e *Env) Policed(t *testing.T, function string) string {
+	t.Helper()
+	return e.table.Policed(t, function)
+}
+
 // PlayStep makes the fake Step Functions run the executions it starts
 // (SFN.Play) with the step function's handler, built as Root(t, "step").
 func (e *Env) PlayStep(t *testing.T) {
