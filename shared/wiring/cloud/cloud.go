@@ -25,7 +25,9 @@
 //     which the indexer function feeds from the table's stream, when
 //     OPENSEARCH_ENDPOINT is set; and the recorder of conversations, which
 //     the step function runs when a run is done (sfn.Driver);
-//   - the Step Functions driver of the loop (STATE_MACHINE_ARN);
+//   - the driver of the loop: durable runs run inline in the step
+//     function (RUN_FUNCTION, inline.go), handed to the state machine
+//     (STATE_MACHINE_ARN) when they park or run long;
 //   - the agent.Router that routes what runs tell by their reply channel:
 //     "ws" to the API Gateway WebSocket connection (WS_ENDPOINT), "http"
 //     to the in-process Hub the api function's requests listen to, "tg"
@@ -38,6 +40,9 @@
 //	SESSION_TTL                idle session lifetime, a Go duration
 //	STATE_MACHINE_ARN          the loop's state machine (required)
 //	STEPFUNCTIONS_ENDPOINT     Step Functions endpoint override
+//	RUN_FUNCTION               the step function, invoked asynchronously to run a durable
+//	                           run inline (inline.go); unset, runs are state machine executions
+//	LAMBDA_ENDPOINT            Lambda endpoint override
 //	WS_ENDPOINT                API Gateway Management API endpoint of the WebSocket stage
 //	AGENTS                     comma-separated agent names (default "default")
 //	DEFAULT_PROVIDER           bedrock (default) or openai
@@ -250,7 +255,8 @@ func NewWith(ctx context.Context, o Options) (*Root, error) {
 			o.BaseEndpoint = aws.String(ep)
 		}
 	})
-	r.Driver = &sfn.Driver{Loop: r.Loop, Lanes: db, Client: client, StateMachine: arn, Log: log}
+	r.Driver = &sfn.Driver{Loop: r.Loop, Lanes: db, Client: client, StateMachine: arn, Log: log,
+		Inline: newInline(awsCfg, getenv, db)}
 	r.secrets = newSecrets(awsCfg, getenv("SECRETSMANAGER_ENDPOINT"))
 	if err := r.newTelegram(ctx, getenv, router); err != nil {
 		return nil, err
