@@ -16,7 +16,7 @@ import (
 // the loop's failed executions, each function's errors, the throttles of
 // the functions that serve requests, and the depth of every dead-letter
 // queue, all notifying one SNS topic (with an email subscription when
-// alarm_email is set). The default deployment has 8 alarms, within
+// alarm_email is set). The default deployment has 9 alarms, within
 // CloudWatch's 10 free alarm metrics; the topic costs nothing idle.
 func (s *builder) alarms() {
 	if !s.cfg.Alarms {

@@ -124,6 +124,12 @@ func NewStack(scope constructs.Construct, id string, cfg Config, props *awscdk.S
 		ResourceName: jsii.String(stateMachineName(stack)),
 		ArnFormat:    awscdk.ArnFormat_COLON_RESOURCE_NAME,
 	})
+	s.stepFunctionArn = stack.FormatArn(&awscdk.ArnComponents{
+		Service:      jsii.String("lambda"),
+		Resource:     jsii.String("function"),
+		ResourceName: jsii.String(stepFunctionName(stack)),
+		ArnFormat:    awscdk.ArnFormat_COLON_RESOURCE_NAME,
+	})
 	s.scheduler()
 	s.websocket()
 	s.lambdas()
@@ -149,6 +155,7 @@ type builder struct {
 	webhookSecret      awssecretsmanager.Secret  // nil without telegram=on
 	providerKey        awssecretsmanager.Secret  // nil without openai_base_url
 	stateMachineArn    *string
+	stepFunctionArn    *string
 	scheduleGroup      awsscheduler.ScheduleGroup
 	schedulerRole      awsiam.Role
 	wsEndpoint         *string // https callback URL for PostToConnection
@@ -180,6 +187,14 @@ func (s *builder) deadLetterQueue(id string) awssqs.Queue {
 	})
 	s.deadLetters = append(s.deadLetters, deadLetter{id, q})
 	return q
+}
+
+// stepFunctionName is the step function's physical name, fixed for the
+// same reason as the state machine's: every function that starts runs,
+// the step function itself among them, invokes it (RUN_FUNCTION), and a
+// reference would make the step function depend on its own policy.
+func stepFunctionName(stack awscdk.Stack) string {
+	return *stack.StackName() + "-step"
 }
 
 // stateMachineName is the loop's physical name: fixed so that its ARN can
@@ -278,14 +293,21 @@ func (s *builder) grantSchedules(fn awslambda.Function) {
 	}))
 }
 
-// grantStates lets fn start runs of the loop and, with answers, resume a
-// run parked for approval (SendTaskSuccess/Failure with its task token):
-// the channels that deliver answers, and the step function, whose park
-// task resumes its run itself when the answer came before the token.
+// grantStates lets fn start runs of the loop (an asynchronous invocation
+// of the step function, which runs them inline, and executions of the
+// state machine, for the step function's hand-overs and without
+// RUN_FUNCTION) and, with answers, resume a run parked for approval
+// (SendTaskSuccess/Failure with its task token): the channels that
+// deliver answers, and the step function, whose park task resumes its run
+// itself when the answer came before the token.
 func (s *builder) grantStates(fn awslambda.Function, answers bool) {
 	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("states:StartExecution"),
 		Resources: &[]*string{s.stateMachineArn},
+	}))
+	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("lambda:InvokeFunction"),
+		Resources: &[]*string{s.stepFunctionArn},
 	}))
 	if answers {
 		fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -366,11 +388,16 @@ var marketplaceActions = []string{"aws-marketplace:ViewSubscriptions", "aws-mark
 // function creates one Lambda function from <assets>/<name>/bootstrap.
 func (s *builder) function(name, description string, memory, timeoutSeconds float64, env map[string]*string) awslambda.Function {
 	id := strings.ToUpper(name[:1]) + name[1:]
+	var physical *string
+	if name == "step" {
+		physical = jsii.String(stepFunctionName(s.stack))
+	}
 	logs := awslogs.NewLogGroup(s.stack, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
 		Retention:     awslogs.RetentionDays_ONE_MONTH,
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 	})
 	fn := awslambda.NewFunction(s.stack, jsii.String(id+"Function"), &awslambda.FunctionProps{
+		FunctionName: physical,
 		Description:  jsii.String("lambdaclaw " + name + ": " + description),
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
 		Architecture: awslambda.Architecture_ARM_64(),
@@ -392,6 +419,9 @@ func (s *builder) lambdas() {
 		env := map[string]*string{
 			"TABLE_NAME":        s.table_.TableName(),
 			"STATE_MACHINE_ARN": s.stateMachineArn,
+			// Durable runs run inline in the step function, invoked
+			// asynchronously (shared/adapters/sfn/inline.go).
+			"RUN_FUNCTION": jsii.String(stepFunctionName(s.stack)),
 			// The items of a session idle this long expire (DynamoDB TTL on
 			// expires_at, which the store sets on every session item).
 			"SESSION_TTL": jsii.String(fmt.Sprintf("%dh", s.cfg.RetentionDays*24)),
@@ -479,16 +509,18 @@ func (s *builder) lambdas() {
 		s.webhookSecret.GrantRead(tg, nil)
 	}
 
-	// step: one step of a run per invocation, for the state machine. It
-	// delivers replies (WebSocket, and Telegram with telegram=on), runs
-	// tools (check-in schedules among them) and starts a session's next
-	// queued run.
+	// step: runs a durable run inline (an asynchronous invocation from
+	// the functions that start runs), and one step of a run per task of
+	// the state machine, to which it hands the runs that park or run
+	// long. It delivers replies (WebSocket, and Telegram with
+	// telegram=on), runs tools (check-in schedules among them) and starts
+	// a session's next queued run.
 	stepEnv := map[string]*string{"WS_ENDPOINT": s.wsEndpoint}
 	if s.cfg.Telegram {
 		stepEnv["TELEGRAM_BOT_TOKEN_SECRET_ARN"] = s.botTokenID()
 		stepEnv["TELEGRAM_API_BASE"] = jsii.String(s.cfg.TelegramAPIBase)
 	}
-	step := s.function("step", "agent loop steps for Step Functions", 512, 900, common(merge(llm, schedules, stepEnv)))
+	step := s.function("step", "agent runs, inline and as Step Functions tasks", 512, 900, common(merge(llm, schedules, stepEnv)))
 	s.grantTable(step, "step")
 	s.grantWorkspace(step)
 	// The park task resumes its own run when the approval was answered
@@ -497,6 +529,13 @@ func (s *builder) lambdas() {
 	s.grantBedrock(step, true, true)
 	s.grantSchedules(step)
 	s.wsGrant(step)
+	// Runs are invoked asynchronously: Lambda retries a failed or timed
+	// out invocation twice (the retry hands the run to the state machine),
+	// then sends the event to a queue, which raises an alarm.
+	step.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+		OnFailure:     awslambdadestinations.NewSqsDestination(s.deadLetterQueue("RunFailures")),
+		RetryAttempts: jsii.Number(2),
+	})
 	if s.cfg.Telegram {
 		s.botToken.GrantRead(step, nil)
 	}

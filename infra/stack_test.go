@@ -423,7 +423,7 @@ func TestIAMScopedToTheStack(t *testing.T) {
 			owned := map[string]bool{}
 			for id, r := range s.resources("") {
 				owned["${"+id+"}"] = true
-				for _, k := range []string{"Name", "StateMachineName"} {
+				for _, k := range []string{"Name", "StateMachineName", "FunctionName"} {
 					if n, ok := props(r)[k].(string); ok {
 						owned[n] = true
 					}
@@ -502,7 +502,7 @@ func TestNothingRunsWhileIdle(t *testing.T) {
 		"Custom::TelegramWebhook": true, "AWS::Lambda::EventInvokeConfig": true,
 		"AWS::S3::Bucket": true, "AWS::S3::BucketPolicy": true,
 		// Alarms are billed per alarm metric and month, but the default
-		// deployment's 8 are within CloudWatch's 10 free ones (TestAlarms);
+		// deployment's 9 are within CloudWatch's 10 free ones (TestAlarms);
 		// an SNS topic costs nothing idle.
 		"AWS::CloudWatch::Alarm": true, "AWS::SNS::Topic": true, "AWS::SNS::Subscription": true,
 	}
@@ -648,12 +648,17 @@ func TestBedrockGrants(t *testing.T) {
 func TestStatesGrants(t *testing.T) {
 	s := stack(t, variantOpenSearch) // the variant with telegram=on
 	arn := "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:" + StackName + "-loop"
+	stepARN := "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:" + StackName + "-step"
 	// The step function answers too: its park task resumes the run when
 	// the approval was answered before the task stored its token.
 	for name, answers := range map[string]bool{"api": true, "ws": true, "telegram": true, "step": true, "scheduler": false} {
 		acts := s.actionsOf(s.roleOf(t, s.functionID(t, name)))
 		if r := acts["states:StartExecution"]; !slices.Equal(r, []string{arn}) {
 			t.Errorf("%s: StartExecution on %v", name, r)
+		}
+		// Runs start inline: an asynchronous invocation of the step function.
+		if r := acts["lambda:InvokeFunction"]; !slices.Equal(r, []string{stepARN}) {
+			t.Errorf("%s: lambda:InvokeFunction on %v, want %s only", name, r, stepARN)
 		}
 		for _, a := range []string{"states:SendTaskSuccess", "states:SendTaskFailure"} {
 			r, ok := acts[a]
@@ -849,7 +854,7 @@ func TestAlarms(t *testing.T) {
 		names = append(names, render(p["MetricName"]))
 	}
 	slices.Sort(names)
-	want := []string{"ApproximateNumberOfMessagesVisible", "Errors", "Errors", "Errors", "Errors", "ExecutionsFailed", "Throttles", "Throttles"}
+	want := []string{"ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesVisible", "Errors", "Errors", "Errors", "Errors", "ExecutionsFailed", "Throttles", "Throttles"}
 	if !slices.Equal(names, want) {
 		t.Errorf("alarm metrics %v, want %v (at most 10: CloudWatch's free alarms)", names, want)
 	}
@@ -869,9 +874,17 @@ func TestAlarms(t *testing.T) {
 			t.Errorf("%s: tracing %s", id, render(props(sm)["TracingConfiguration"]))
 		}
 	}
-	for id, c := range s.resources("AWS::Lambda::EventInvokeConfig") {
-		if !strings.Contains(render(props(c)["DestinationConfig"]), "CheckInFailures") {
-			t.Errorf("%s: async failures go to %s, want the CheckInFailures queue", id, render(props(c)["DestinationConfig"]))
+	// Each asynchronous path has its queue: check-ins and inline runs.
+	queues := map[string]string{s.functionID(t, "scheduler"): "CheckInFailures", s.functionID(t, "step"): "RunFailures"}
+	configs := s.resources("AWS::Lambda::EventInvokeConfig")
+	if len(configs) != len(queues) {
+		t.Errorf("%d asynchronous invocation configs, want %d", len(configs), len(queues))
+	}
+	for id, c := range configs {
+		fn := render(props(c)["FunctionName"])
+		q, ok := queues[strings.Trim(fn, "${}")]
+		if !ok || !strings.Contains(render(props(c)["DestinationConfig"]), q) {
+			t.Errorf("%s: async failures of %s go to %s, want the queue %q", id, fn, render(props(c)["DestinationConfig"]), q)
 		}
 	}
 
@@ -890,5 +903,47 @@ func TestAlarms(t *testing.T) {
 	}
 	if n := len(off.resources("AWS::CloudWatch::Alarm")) + len(off.resources("AWS::SNS::Topic")); n != 0 {
 		t.Errorf("alarms=off: %d alarms and topics", n)
+	}
+}
+
+// TestInlineRuns: durable runs run inline in the step function, which
+// has the fixed name every function that starts runs invokes
+// (RUN_FUNCTION); its asynchronous invocations are retried twice, then
+// land in the RunFailures queue, which raises an alarm.
+func TestInlineRuns(t *testing.T) {
+	s := stack(t, variantOpenSearch)
+	step := s.functionID(t, "step")
+	fns := s.resources("AWS::Lambda::Function")
+	if n := props(fns[step])["FunctionName"]; n != StackName+"-step" {
+		t.Errorf("step function name %v, want %s-step", n, StackName)
+	}
+	for _, name := range []string{"api", "ws", "telegram", "scheduler", "step"} {
+		env := props(fns[s.functionID(t, name)])["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if env["RUN_FUNCTION"] != StackName+"-step" {
+			t.Errorf("%s: RUN_FUNCTION=%v, want the step function", name, env["RUN_FUNCTION"])
+		}
+	}
+	var found bool
+	for _, c := range s.resources("AWS::Lambda::EventInvokeConfig") {
+		p := props(c)
+		if render(p["FunctionName"]) != "${"+step+"}" {
+			continue
+		}
+		found = true
+		if p["MaximumRetryAttempts"] != float64(2) || !strings.Contains(render(p["DestinationConfig"]), "RunFailures") {
+			t.Errorf("step's asynchronous invocations: %v", p)
+		}
+	}
+	if !found {
+		t.Error("no asynchronous invocation config of the step function")
+	}
+	var alarmed bool
+	for _, a := range s.resources("AWS::CloudWatch::Alarm") {
+		if strings.Contains(render(props(a)["Dimensions"]), "RunFailures") {
+			alarmed = true
+		}
+	}
+	if !alarmed {
+		t.Error("no alarm on the RunFailures queue")
 	}
 }

@@ -38,7 +38,7 @@ func TestTelegramEnvironment(t *testing.T) {
 	if tg["TELEGRAM_ALLOWED_USERS"] != "111,222" || tg["TELEGRAM_API_BASE"] != "https://tg.example.com" {
 		t.Errorf("telegram function env: allowed %v, api base %v", tg["TELEGRAM_ALLOWED_USERS"], tg["TELEGRAM_API_BASE"])
 	}
-	step := envs["lambdaclaw step: agent loop steps for Step Functions"]
+	step := envs["lambdaclaw step: agent runs, inline and as Step Functions tasks"]
 	if step == nil || step["TELEGRAM_BOT_TOKEN_SECRET_ARN"] == nil || step["TELEGRAM_API_BASE"] != "https://tg.example.com" {
 		t.Errorf("step function env lacks the Telegram token or API base: %v", step)
 	}

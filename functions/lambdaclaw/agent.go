@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
@@ -108,7 +110,7 @@ func noAgent(name string, agents []string) error {
 // missingAgent is noAgent with the workspaces under home; an error
 // listing them is returned as is.
 func missingAgent(home, name string) error {
-	names, err := workspace.List(home)
+	names, err := workspace.List(context.Background(), osroot.New(home))
 	if err != nil {
 		return err
 	}
@@ -128,7 +130,7 @@ func createAgent(home, name string, stdout, stderr io.Writer) error {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	dir, created, err := workspace.Create(home, name)
+	created, err := workspace.Create(context.Background(), osroot.New(home), name)
 	if err != nil {
 		return err
 	}
@@ -143,7 +145,7 @@ func createAgent(home, name string, stdout, stderr io.Writer) error {
 // listAgents prints one agent per line: its name and a summary of its
 // IDENTITY.md.
 func listAgents(home string, stdout, stderr io.Writer) error {
-	names, err := workspace.List(home)
+	names, err := workspace.List(context.Background(), osroot.New(home))
 	if err != nil {
 		return err
 	}
@@ -180,14 +182,13 @@ func listStackAgents(ctx context.Context, st *stackFlags, stdout io.Writer) erro
 // Emoji fields of its IDENTITY.md, like "🦞 Pinchy (AI assistant)", and
 // notes a first-run ritual still pending.
 func describeAgent(dir string) string {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
+	ctx, ws := context.Background(), osroot.New(dir)
+	if _, err := ws.Stat(ctx, "."); err != nil {
 		return "(workspace cannot be opened)"
 	}
-	defer root.Close()
 	fields := map[string]string{}
-	if f, err := openRegular(root, "IDENTITY.md"); err == nil {
-		sc := bufio.NewScanner(io.LimitReader(f, maxIdentityRead))
+	if text, _, err := ws.ReadFile(ctx, "IDENTITY.md", maxIdentityRead); err == nil {
+		sc := bufio.NewScanner(bytes.NewReader(text))
 		for sc.Scan() {
 			line := strings.TrimLeft(strings.TrimSpace(sc.Text()), "-*+ ")
 			key, value, ok := strings.Cut(line, ":")
@@ -197,7 +198,6 @@ func describeAgent(dir string) string {
 				fields[key] = value
 			}
 		}
-		f.Close()
 	}
 	var parts []string
 	if e := fields["emoji"]; e != "" {
@@ -212,7 +212,7 @@ func describeAgent(dir string) string {
 	if len(parts) == 0 {
 		parts = append(parts, "(no identity)")
 	}
-	if fi, err := root.Lstat(workspace.BootstrapFile); err == nil && !fi.IsDir() {
+	if e, err := ws.Stat(ctx, workspace.BootstrapFile); err == nil && !e.IsDir() {
 		parts = append(parts, "— first run pending")
 	}
 	return strings.Join(parts, " ")
@@ -222,39 +222,32 @@ func describeAgent(dir string) string {
 // each under a header, then its daily logs.
 func showAgent(home, name string, stdout io.Writer) error {
 	dir := workspace.Dir(home, name)
-	root, err := os.OpenRoot(dir)
-	if errors.Is(err, fs.ErrNotExist) {
+	ctx, ws := context.Background(), osroot.New(dir)
+	if _, err := ws.Stat(ctx, "."); errors.Is(err, fs.ErrNotExist) {
 		return missingAgent(home, name)
-	}
-	if err != nil {
+	} else if err != nil {
 		return err
 	}
-	defer root.Close()
 	w := bufio.NewWriter(stdout)
 	fmt.Fprintf(w, "agent %s: %s\n", name, dir)
 	for _, file := range workspace.Files() {
-		f, err := openRegular(root, file)
+		text, _, err := ws.ReadFile(ctx, file, maxShownFile)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && file == workspace.BootstrapFile:
 			fmt.Fprintf(w, "\n==> %s <== (absent: no first-run ritual pending)\n", file)
 		case errors.Is(err, fs.ErrNotExist):
 			fmt.Fprintf(w, "\n==> %s <== (absent)\n", file)
 		case err != nil:
-			fmt.Fprintf(w, "\n==> %s <== (cannot be read: %v)\n", file, err)
+			fmt.Fprintf(w, "\n==> %s <== (cannot be read: %v)\n", file, errors.Unwrap(err))
 		default:
 			fmt.Fprintf(w, "\n==> %s <==\n", file)
-			text, err := io.ReadAll(f)
-			f.Close()
-			if err != nil {
-				return fmt.Errorf("read %s: %w", file, err)
-			}
 			w.Write(text)
 			if len(text) > 0 && text[len(text)-1] != '\n' {
 				w.WriteByte('\n')
 			}
 		}
 	}
-	logs, err := workspace.DailyLogs(dir)
+	logs, err := workspace.DailyLogs(ctx, ws)
 	if err != nil {
 		return err
 	}
@@ -269,26 +262,8 @@ func showAgent(home, name string, stdout io.Writer) error {
 	return w.Flush()
 }
 
-// openRegular opens the regular file name inside root; directories, pipes
-// and devices are refused so that reading never blocks.
-func openRegular(root *os.Root, name string) (*os.File, error) {
-	fi, err := root.Stat(name)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	f, err := root.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, errors.New("not a regular file")
-	}
-	return f, nil
-}
+// maxShownFile is the most of a bootstrap file `agent show` prints.
+const maxShownFile = 16 << 20
 
 // deleteAgent removes an agent's workspace. Without --yes it asks a person
 // at a terminal first; the default agent needs --yes.
@@ -312,7 +287,7 @@ func deleteAgent(cfg *config.Config, name string, yes bool, stderr io.Writer) er
 			return fmt.Errorf("agent %q not deleted", name)
 		}
 	}
-	if err := workspace.Delete(cfg.Home, name); err != nil {
+	if err := workspace.Delete(context.Background(), osroot.New(cfg.Home), name); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "deleted agent %q (%s)\n", name, dir)

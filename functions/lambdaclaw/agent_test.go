@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
 
@@ -65,7 +66,7 @@ func runCLI(t *testing.T, home string, steps []cliStep) {
 				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), s.wantStderr)
 			}
 			if s.wantAgents != nil {
-				got, err := workspace.List(home)
+				got, err := workspace.List(context.Background(), osroot.New(home))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -134,7 +135,7 @@ func TestAgentCreateListDelete(t *testing.T) {
 func TestAgentListIdentity(t *testing.T) {
 	home := agentHome(t)
 	for _, n := range []string{"crab", "plain", "blank"} {
-		if _, _, err := workspace.Create(home, n); err != nil {
+		if _, err := workspace.Create(context.Background(), osroot.New(home), n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -156,7 +157,7 @@ func TestAgentListIdentity(t *testing.T) {
 
 func TestAgentShow(t *testing.T) {
 	home := agentHome(t)
-	dir, _, err := workspace.Create(home, "bot")
+	dir, err := createWorkspace(home, "bot")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestAgentDeleteConfigured(t *testing.T) {
 
 func TestAgentCreateKeepsCompletedRitual(t *testing.T) {
 	home := agentHome(t)
-	dir, _, err := workspace.Create(home, "bot")
+	dir, err := createWorkspace(home, "bot")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,4 +254,11 @@ func TestAgentUsage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// createWorkspace creates agent name's workspace in the directory home and
+// returns its directory.
+func createWorkspace(home, name string) (string, error) {
+	_, err := workspace.Create(context.Background(), osroot.New(home), name)
+	return workspace.Dir(home, name), err
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
@@ -184,7 +185,7 @@ func TestUsageErrors(t *testing.T) {
 func TestBadValuesChangeNothing(t *testing.T) {
 	home := agentHome(t)
 	for _, n := range []string{"default", "writer"} {
-		if _, _, err := workspace.Create(home, n); err != nil {
+		if _, err := workspace.Create(context.Background(), osroot.New(home), n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -242,7 +243,7 @@ func TestServeChecksFirst(t *testing.T) {
 
 func TestKeys(t *testing.T) {
 	home := agentHome(t)
-	if _, _, err := workspace.Create(home, "writer"); err != nil {
+	if _, err := workspace.Create(context.Background(), osroot.New(home), "writer"); err != nil {
 		t.Fatal(err)
 	}
 	create := func(args ...string) {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/prometheus"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
@@ -72,11 +73,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer db.Close()
 
-	if _, created, err := workspace.Create(cfg.Home, config.DefaultAgent); err != nil {
-		return err
-	} else if created {
-		log.Info("created the default agent workspace", "dir", workspace.Dir(cfg.Home, config.DefaultAgent))
-	}
 	if err := firstKey(ctx, db, cfg, stdout); err != nil {
 		return err
 	}
@@ -94,18 +90,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	builder, err := setup.NewBuilder(ctx, cfg, cfg.Home, append(tools, mem.Tools()...))
+	builder, err := setup.NewBuilder(ctx, cfg, osroot.New(cfg.Home), append(tools, mem.Tools()...))
 	if err != nil {
 		return err
 	}
-	created, err := builder.CreateWorkspaces()
-	if err != nil {
-		return err
-	}
-	for _, n := range created {
-		log.Info("created the workspace of an agent of the config file", "agent", n, "dir", workspace.Dir(cfg.Home, n))
-	}
-	agents, err := setup.NewWorkspaces(cfg.Home, builder.Build, log)
+	created := func(name string) (time.Time, error) { return workspace.Created(cfg.Home, name) }
+	agents, err := builder.Live(ctx, created, log, config.DefaultAgent)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
@@ -213,7 +214,7 @@ func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 // workspaces, the agents of the config file and the default agent (serve
 // creates the workspaces of the last two).
 func buildAgentNames(cfg *config.Config) ([]string, error) {
-	names, err := workspace.List(cfg.Home)
+	names, err := workspace.List(context.Background(), osroot.New(cfg.Home))
 	if err != nil {
 		return nil, err
 	}

@@ -41,10 +41,11 @@ type Env struct {
 	Store     *dynamo.Store
 	TableName string
 	// Key is SampleKey's record.
-	Key   store.APIKey
-	LLM   *fakellm.Server
-	SFN   *SFN
-	APIGW *Management
+	Key    store.APIKey
+	LLM    *fakellm.Server
+	SFN    *SFN
+	Lambda *Lambda
+	APIGW  *Management
 
 	table *Table
 }
@@ -64,11 +65,38 @@ func (e *Env) Root(t *testing.T, function string) *cloud.Root {
 	return r
 }
 
+// Policed returns an endpoint of the table that lets through only what
+// the deployment grants function (Table.Policed).
+func (e *Env) Policed(t *testing.T, function string) string {
+	t.Helper()
+	return e.table.Policed(t, function)
+}
+
 // PlayStep makes the fake Step Functions run the executions it starts
 // (SFN.Play) with the step function's handler, built as Root(t, "step").
 func (e *Env) PlayStep(t *testing.T) {
 	t.Helper()
 	e.SFN.Play(e.Root(t, "step").Driver.Handle)
+}
+
+// PlayInline turns the inline driver on (RUN_FUNCTION) for the handlers
+// built from now on, and makes the fake Lambda run the runs they invoke
+// with the step function's handler, built as Root(t, "step"), whose
+// hand-overs the fake Step Functions plays with the same handler. The
+// inline leases run on the clock now returns; before Lambda retries a
+// failed attempt, retry runs (a test moves its clock on there, as Lambda
+// waits a minute and more). It returns the step function's root.
+func (e *Env) PlayInline(t *testing.T, now func() time.Time, retry func()) *cloud.Root {
+	t.Helper()
+	t.Setenv("RUN_FUNCTION", RunFunction)
+	root := e.Root(t, "step")
+	if root.Driver.Inline == nil {
+		t.Fatal("RUN_FUNCTION is set but the step function's driver does not run inline")
+	}
+	root.Driver.Inline.Now = now
+	e.Lambda.Play(root.Driver.Handle, retry)
+	e.SFN.Play(root.Driver.Handle)
+	return root
 }
 
 // Setup creates a table and the fakes, stores SampleKey (supervised
@@ -88,7 +116,8 @@ func Setup(t *testing.T) *Env {
 		t.Fatal(err)
 	}
 
-	e := &Env{Store: table.Store, TableName: table.Name, Key: key, LLM: fakellm.New(), SFN: NewSFN(t), APIGW: NewManagement(t), table: table}
+	e := &Env{Store: table.Store, TableName: table.Name, Key: key, LLM: fakellm.New(), SFN: NewSFN(t), Lambda: NewLambda(t),
+		APIGW: NewManagement(t), table: table}
 	t.Cleanup(e.LLM.Close)
 	endpoint := table.Endpoint
 	if fn := testedFunction(t); fn != "" {
@@ -97,7 +126,8 @@ func Setup(t *testing.T) *Env {
 	for k, v := range map[string]string{
 		"TABLE_NAME": table.Name, "DYNAMODB_ENDPOINT": endpoint, "SESSION_TTL": "",
 		"STATE_MACHINE_ARN": StateMachineARN, "STEPFUNCTIONS_ENDPOINT": e.SFN.URL,
-		"WS_ENDPOINT":      e.APIGW.URL,
+		"WS_ENDPOINT":     e.APIGW.URL,
+		"LAMBDA_ENDPOINT": e.Lambda.URL, "RUN_FUNCTION": "",
 		"DEFAULT_PROVIDER": "openai", "OPENAI_BASE_URL": e.LLM.URL + "/v1", "OPENAI_MODEL": "fake-model",
 		"OPENAI_API_KEY": "sk-fake", "OPENAI_API_KEY_SECRET_ARN": "", "BEDROCK_MODEL": "",
 		"AGENTS": "", "SESSION_SHARING": "", "LOG_LEVEL": "error", "MAX_REPLY_BYTES": "",

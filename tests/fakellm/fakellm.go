@@ -125,6 +125,10 @@ type Reply struct {
 	// ChunkSize is the number of runes per streamed content or argument
 	// fragment; 4 when zero.
 	ChunkSize int
+	// ChunkEvery paces a streamed reply's content: one fragment each
+	// interval, as a model generates tokens (a fragment of 4 runes every
+	// 40 ms is about 25 tokens a second).
+	ChunkEvery time.Duration
 	// Usage overrides the token counts, which are otherwise estimated from
 	// the lengths of the prompt and the answer.
 	Usage *Usage
@@ -542,7 +546,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	usage := estimateUsage(req, reply)
 	model := req.Model
 	if req.Stream {
-		s.stream(w, id, model, req.IncludeUsage, reply, usage)
+		s.stream(w, r, id, model, req.IncludeUsage, reply, usage)
 		return
 	}
 	writeCompletion(w, id, model, reply, usage)
@@ -692,7 +696,7 @@ func writeCompletion(w http.ResponseWriter, id, model string, reply Reply, usage
 const generatedMark = "\x00generated\x00"
 
 // stream writes the reply as Chat Completions SSE chunks.
-func (s *Server) stream(w http.ResponseWriter, id, model string, includeUsage bool, reply Reply, usage wireUsage) {
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, id, model string, includeUsage bool, reply Reply, usage wireUsage) {
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -727,6 +731,13 @@ func (s *Server) stream(w http.ResponseWriter, id, model string, includeUsage bo
 	for p := range pieces(reply, size) {
 		if reply.CutStream && sent >= half {
 			break
+		}
+		if reply.ChunkEvery > 0 && sent > 0 {
+			select {
+			case <-time.After(reply.ChunkEvery):
+			case <-r.Context().Done():
+				return
+			}
 		}
 		if err := send(map[string]any{"content": p}, nil); err != nil {
 			return // the client went away

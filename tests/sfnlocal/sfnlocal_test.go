@@ -85,6 +85,7 @@ func TestStateMachine(t *testing.T) {
 	t.Run("two messages in order", e.inOrder)
 	t.Run("approval expires", e.approvalExpires)
 	t.Run("Step Functions API errors", e.apiErrors)
+	t.Run("inline run handed over when it parks", e.inlineHandOver)
 }
 
 // toolCalls: a turn whose model asks for two tool calls that need no
@@ -965,6 +966,7 @@ type harness struct {
 
 type execution struct {
 	Name     string          `json:"name"`
+	Input    string          `json:"input"`
 	Status   string          `json:"status"`
 	Output   json.RawMessage `json:"output"`
 	Error    string          `json:"error"`

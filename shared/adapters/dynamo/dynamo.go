@@ -27,6 +27,7 @@
 //	RUN#<id>            RUN                   a run                         session_id, seq, status, state (B), expires_at
 //	RUN#<id>            CALLS                 its pending tool calls        calls (JSON, raw arguments), expires_at
 //	RUN#<id>            DRAFT#<n:06>          piece n of its streamed text  text, expires_at (a day)
+//	RUN#<id>            DRIVER                the inline lease of a run     holder, lease_until (ms), expires_at (a day after; drivers.go)
 //	JOB#<kind>          J#<id>                a queued job                  payload (B), created_at, expires_at
 //	APPROVAL#<id>       APPROVAL              an approval                   session_id, run_id, calls, tools, status, token, …, expires_at
 //	RESPONSE#<id>       RESPONSE              a Responses API response      owner, agent, session_id, run_id, seq, previous_id, request (B), expires_at

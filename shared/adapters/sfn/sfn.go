@@ -45,7 +45,18 @@ type Driver struct {
 	// LaneTTL bounds how long a lane stays taken without a step renewing
 	// it; it must outlast the longest approval wait. Zero means 8 days.
 	LaneTTL time.Duration
-	Log     *slog.Logger
+	// Inline, when set, runs durable runs in a Lambda invocation and
+	// gives the state machine only the runs that park or run long
+	// (inline.go); without it every run is a state machine execution.
+	Inline *Inline
+	Log    *slog.Logger
+}
+
+func (d *Driver) log() *slog.Logger {
+	if d.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return d.Log
 }
 
 func (d *Driver) laneTTL() time.Duration {
@@ -57,7 +68,9 @@ func (d *Driver) laneTTL() time.Duration {
 
 // Event is the step Lambda's input, as the state machine sends it.
 type Event struct {
-	// Action is "step", "call", "park", "expire", "fail" or "release".
+	// Action is "step", "call", "park", "expire", "fail" or "release"
+	// from the state machine, or "run" (ActionRun) from an asynchronous
+	// invocation (Inline).
 	Action string          `json:"action"`
 	State  json.RawMessage `json:"state"`
 	// TaskToken comes with "park"; CallID with "call".
@@ -115,7 +128,9 @@ func (t *Transient) Unwrap() error { return t.Err }
 //   - fail records a run the state machine caught failing, tells the
 //     user and passes the lane on;
 //   - release ends a run whose Fail task failed too: the run is saved as
-//     failed without telling anyone (Loop.Abandon) and the lane passes on.
+//     failed without telling anyone (Loop.Abandon) and the lane passes on;
+//   - run (an asynchronous invocation, not a task) steps a run inline
+//     (Inline).
 func (d *Driver) Handle(ctx context.Context, ev Event) (any, error) {
 	var st agent.RunState
 	if err := json.Unmarshal(ev.State, &st); err != nil {
@@ -145,6 +160,8 @@ func (d *Driver) Handle(ctx context.Context, ev Event) (any, error) {
 		return d.fail(ctx, st, info.Info.String())
 	case "release":
 		return d.release(ctx, st, "recording the failure failed ("+info.FailInfo.String()+") after "+info.Info.String())
+	case ActionRun:
+		return struct{}{}, d.run(ctx, st)
 	default:
 		return nil, fmt.Errorf("step handler: unknown action %q", ev.Action)
 	}
@@ -206,8 +223,8 @@ func (d *Driver) step(ctx context.Context, st agent.RunState) (agent.RunState, e
 		if next, err = d.passOn(ctx, next); err != nil {
 			return next, err
 		}
-		if _, err := d.Loop.RecordQueued(ctx); err != nil && d.Log != nil {
-			d.Log.Error("record exchanges", "run_id", next.RunID, "error", err)
+		if _, err := d.Loop.RecordQueued(ctx); err != nil {
+			d.log().Error("record exchanges", "run_id", next.RunID, "error", err)
 		}
 	}
 	return next, nil
@@ -293,9 +310,18 @@ func (d *Driver) kick(ctx context.Context, sessionID string) error {
 	return d.start(ctx, st)
 }
 
-// start begins the execution of a run; the run id names the execution, so
-// starting it twice is harmless.
+// start begins a run: inline (Inline), or as an execution of the state
+// machine.
 func (d *Driver) start(ctx context.Context, st agent.RunState) error {
+	if d.Inline != nil {
+		return d.invoke(ctx, st)
+	}
+	return d.startExecution(ctx, st)
+}
+
+// startExecution begins the execution of a run at st; the run id names
+// the execution, so starting it twice is harmless.
+func (d *Driver) startExecution(ctx context.Context, st agent.RunState) error {
 	in, err := json.Marshal(st)
 	if err != nil {
 		return err

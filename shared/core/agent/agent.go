@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
@@ -128,8 +129,8 @@ type Agent struct {
 	Model             string
 	Tools             *tool.Registry
 	MaxToolIterations int
-	// Workspace is the agent's workspace directory.
-	Workspace  string
+	// Workspace is the agent's workspace, nil when it has none.
+	Workspace  filestore.FS
 	Compaction Compaction
 	// ReplaceSystem makes an API client's system messages replace the
 	// agent's system prompt; by default they follow it.

@@ -38,7 +38,7 @@ type Builder struct {
 	cache workspace.PromptCache
 
 	mu        sync.Mutex
-	assembled map[string]assembled
+	assembled map[string]assembled // by agent name
 }
 
 // assembled is a whole system prompt, as built at a time for a day.
@@ -64,7 +64,7 @@ func New(c *skill.Catalog, env skill.Env) *Builder {
 // changed its files: the next SystemPrompt looks at them again.
 func (b *Builder) Stale(a *agent.Agent) {
 	b.mu.Lock()
-	delete(b.assembled, a.Workspace)
+	delete(b.assembled, a.Name)
 	b.mu.Unlock()
 }
 
@@ -93,18 +93,18 @@ func (b *Builder) systemPrompt(ctx context.Context, a *agent.Agent) ([]chat.Mess
 	checked := time.Now()
 	if b.Refresh > 0 {
 		b.mu.Lock()
-		p, ok := b.assembled[a.Workspace]
+		p, ok := b.assembled[a.Name]
 		b.mu.Unlock()
 		if ok && p.day == day && checked.Sub(p.at) < b.Refresh {
 			return slices.Clone(p.msgs), nil
 		}
 	}
-	msgs, err := b.cache.SystemPrompt(a.Workspace, t)
+	msgs, err := b.cache.SystemPrompt(ctx, a.Name, a.Workspace, t)
 	if err != nil {
 		return nil, fmt.Errorf("prompt: agent %s: %w", a.Name, err)
 	}
 	if b.Skills != nil {
-		all, _ := b.Skills.For(a.Workspace)
+		all, _ := b.Skills.For(ctx, a.Name, a.Workspace)
 		eligible, _ := skill.Filter(all, b.Env)
 		if m, ok := skill.Section(eligible); ok {
 			msgs = append(msgs, m)
@@ -115,7 +115,7 @@ func (b *Builder) systemPrompt(ctx context.Context, a *agent.Agent) ([]chat.Mess
 		if b.assembled == nil {
 			b.assembled = map[string]assembled{}
 		}
-		b.assembled[a.Workspace] = assembled{msgs: slices.Clone(msgs), day: day, at: checked}
+		b.assembled[a.Name] = assembled{msgs: slices.Clone(msgs), day: day, at: checked}
 		b.mu.Unlock()
 	}
 	return msgs, nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
@@ -106,7 +107,7 @@ func TestSystemPromptGolden(t *testing.T) {
 	c.Warn = func(err error) { t.Errorf("catalog warning: %v", err) }
 	b := New(c, env)
 	b.Now = clock
-	msgs, err := b.SystemPrompt(context.Background(), &agent.Agent{Name: "ada", Workspace: dir}, false)
+	msgs, err := b.SystemPrompt(context.Background(), &agent.Agent{Name: "ada", Workspace: osroot.New(dir)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestSystemPromptGolden(t *testing.T) {
 	}
 
 	// Asked again with nothing changed, the cached prompt is the same.
-	again, err := b.SystemPrompt(context.Background(), &agent.Agent{Name: "ada", Workspace: dir}, false)
+	again, err := b.SystemPrompt(context.Background(), &agent.Agent{Name: "ada", Workspace: osroot.New(dir)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestStatelessPromptHasNoRitual(t *testing.T) {
 	_, dir := fullWorkspace(t)
 	b := New(nil, env)
 	b.Now = clock
-	a := &agent.Agent{Name: "ada", Workspace: dir}
+	a := &agent.Agent{Name: "ada", Workspace: osroot.New(dir)}
 	full, err := b.SystemPrompt(context.Background(), a, false)
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +185,7 @@ func lastMessage(t *testing.T, b *Builder, a *agent.Agent) string {
 func TestSystemPromptChanges(t *testing.T) {
 	home, dir := fullWorkspace(t)
 	b := &Builder{Skills: skill.NewCatalog(home), Env: env, Now: clock}
-	ada := &agent.Agent{Name: "ada", Workspace: dir}
+	ada := &agent.Agent{Name: "ada", Workspace: osroot.New(dir)}
 	last := func() string { t.Helper(); return lastMessage(t, b, ada) }
 	if s := last(); strings.Contains(s, "deploy") {
 		t.Fatalf("skills section already lists deploy:\n%s", s)
@@ -211,7 +212,7 @@ func writeDeploySkill(t *testing.T, dir string) {
 func TestSystemPromptRefresh(t *testing.T) {
 	home, dir := fullWorkspace(t)
 	b := &Builder{Skills: skill.NewCatalog(home), Env: env, Now: clock, Refresh: time.Hour}
-	ada := &agent.Agent{Name: "ada", Workspace: dir}
+	ada := &agent.Agent{Name: "ada", Workspace: osroot.New(dir)}
 	last := func() string { t.Helper(); return lastMessage(t, b, ada) }
 	before := last()
 	writeDeploySkill(t, dir)
@@ -237,7 +238,7 @@ func TestSystemPromptWithoutWorkspace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			msgs, err := tt.builder.SystemPrompt(context.Background(), &agent.Agent{Name: "ghost", Workspace: workspace.Dir(home, "ghost")}, false)
+			msgs, err := tt.builder.SystemPrompt(context.Background(), &agent.Agent{Name: "ghost", Workspace: osroot.New(workspace.Dir(home, "ghost"))}, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -267,8 +268,8 @@ func TestSystemPromptErrors(t *testing.T) {
 	notDir := filepath.Join(home, "file")
 	write(t, notDir, "not a workspace")
 	b := New(skill.NewCatalog(home), env)
-	_, err := b.SystemPrompt(context.Background(), &agent.Agent{Name: "broken", Workspace: notDir}, false)
-	if err == nil || !strings.HasPrefix(err.Error(), "prompt: agent broken: workspace: open ") {
+	_, err := b.SystemPrompt(context.Background(), &agent.Agent{Name: "broken", Workspace: osroot.New(notDir)}, false)
+	if err == nil || !strings.HasPrefix(err.Error(), "prompt: agent broken: workspace: read IDENTITY.md: ") {
 		t.Errorf("SystemPrompt on a file = %v, want a wrapped workspace error", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -12,8 +12,8 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
 
-// Templates is the agent.Prompter of the AWS deployment until agent
-// workspaces live in the store: the system prompt of a new agent's
+// Templates is the agent.Prompter of an AWS deployment without a file
+// store for workspaces (cloud.Options.Files): the system prompt of a new agent's
 // workspace whose first-run ritual is done, assembled from the default
 // templates (workspace.Template) in the order and format of
 // workspace.SystemPrompt, without BOOTSTRAP.md, whose ritual needs the
@@ -43,7 +43,7 @@ func (p *Templates) SystemPrompt(ctx context.Context, a *agent.Agent, _ bool) ([
 		return nil, err
 	}
 	if p.Skills != nil {
-		all, _ := p.Skills.For("")
+		all, _ := p.Skills.For(ctx, a.Name, nil)
 		eligible, _ := skill.Filter(all, p.Env)
 		if m, ok := skill.Section(eligible); ok {
 			msgs = append(msgs, m)

@@ -1,6 +1,7 @@
 package skill
 
 import (
+	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 )
 
 // bundled holds the skills shipped with lambdaclaw, bundled/<dir>/SKILL.md.
@@ -30,7 +33,8 @@ const Dir = "skills"
 // to call before every model request. A Catalog is safe for concurrent
 // use.
 type Catalog struct {
-	home    string
+	home    fs.FS
+	where   string
 	bundled level
 
 	// Warn, when set, is called once for each problem a scan finds (a
@@ -50,27 +54,40 @@ type level struct {
 }
 
 // NewCatalog returns the catalog of the bundled skills, the global skills
-// in <home>/skills and, through For, each agent's own. An empty home has no
+// in the directory <home>/skills, whose links are followed (they are the
+// operator's), and, through For, each agent's own. An empty home has no
 // global skills.
 func NewCatalog(home string) *Catalog {
-	c := &Catalog{home: home, levels: map[string]level{}}
+	if home == "" {
+		return NewCatalogFS(nil, "")
+	}
+	return NewCatalogFS(os.DirFS(home), home)
+}
+
+// NewCatalogFS returns the catalog of the bundled skills, the global skills
+// in home's skills/ directory (none when home is nil) and, through For,
+// each agent's own. where names home in the warnings (a directory, a
+// bucket).
+func NewCatalogFS(home fs.FS, where string) *Catalog {
+	c := &Catalog{home: home, where: where, levels: map[string]level{}}
 	c.bundled = parseLevel(bundled, "bundled", Bundled, "bundled", nil)
 	return c
 }
 
-// For returns the skills visible to the agent whose workspace is agentDir,
-// sorted by name: bundled, global and the agent's own (agentDir/skills),
-// a higher level replacing a lower one's skill of the same name. An empty
-// agentDir gives the bundled and global skills. The errors describe the
-// SKILL.md files that were skipped; they are not fatal. The skills share
-// their slices and maps with the catalog's cache: do not modify them.
-func (c *Catalog) For(agentDir string) ([]Skill, []error) {
+// For returns the skills visible to the agent name whose workspace is ws,
+// sorted by name: bundled, global and the agent's own (skills/ in ws), a
+// higher level replacing a lower one's skill of the same name. A nil ws
+// gives the bundled and global skills. The errors describe the SKILL.md
+// files that were skipped; they are not fatal. The skills share their
+// slices and maps with the catalog's cache: do not modify them.
+func (c *Catalog) For(ctx context.Context, name string, ws filestore.FS) ([]Skill, []error) {
 	levels := []level{c.bundled}
-	if c.home != "" {
-		levels = append(levels, c.scan(c.home, Global, false))
+	if c.home != nil {
+		levels = append(levels, c.scan(c.home, "global", filepath.Join(c.where, Dir), Global))
 	}
-	if agentDir != "" {
-		levels = append(levels, c.scan(agentDir, Agent, true))
+	if ws != nil {
+		shown := filepath.Join(c.where, "agents", name, Dir)
+		levels = append(levels, c.scan(filestore.IOFS(ctx, ws, MaxSize+1), "agent/"+name, shown, Agent))
 	}
 	byName := map[string]Skill{}
 	var warns []error
@@ -88,40 +105,24 @@ func (c *Catalog) For(agentDir string) ([]Skill, []error) {
 	return out, warns
 }
 
-// scan returns the skills in dir/skills, parsed again only when their
-// fingerprint changed. A rooted scan reads through an *os.Root on dir, so
-// symbolic links leading out of dir are refused (an agent's workspace);
-// otherwise links are followed (the operator's global directory).
-func (c *Catalog) scan(dir string, src Source, rooted bool) level {
-	var fsys fs.FS
-	if rooted {
-		root, err := os.OpenRoot(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			return level{}
-		}
-		if err != nil {
-			return c.report(level{warns: []error{fmt.Errorf("skills: open %s: %w", dir, bare(err))}})
-		}
-		defer root.Close()
-		fsys = root.FS()
-	} else {
-		fsys = os.DirFS(dir)
-	}
+// scan returns the skills in fsys's skills directory, parsed again only
+// when their fingerprint changed; key names the level in the cache, shown
+// in messages.
+func (c *Catalog) scan(fsys fs.FS, key, shown string, src Source) level {
 	stamp, err := fingerprint(fsys)
 	if errors.Is(err, fs.ErrNotExist) {
 		return level{}
 	}
 	if err != nil {
-		return c.report(level{warns: []error{fmt.Errorf("skills: read %s: %w", filepath.Join(dir, Dir), bare(err))}})
+		return c.report(level{warns: []error{fmt.Errorf("skills: read %s: %w", shown, bare(err))}})
 	}
-	key := filepath.Join(dir, Dir)
 	c.mu.Lock()
 	l, ok := c.levels[key]
 	c.mu.Unlock()
 	if ok && l.stamp == stamp {
 		return l
 	}
-	l = c.report(parseLevel(fsys, Dir, src, key, filepath.Join))
+	l = c.report(parseLevel(fsys, Dir, src, shown, filepath.Join))
 	l.stamp = stamp
 	c.mu.Lock()
 	c.levels[key] = l

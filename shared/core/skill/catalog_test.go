@@ -1,6 +1,7 @@
 package skill
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 )
 
 // writeSkill writes dir/skills/<sub>/SKILL.md with the given name,
@@ -66,7 +68,7 @@ func errStrings(errs []error) []string {
 }
 
 func TestBundled(t *testing.T) {
-	skills, warns := NewCatalog("").For("")
+	skills, warns := NewCatalog("").For(context.Background(), "", nil)
 	if len(warns) > 0 {
 		t.Fatalf("bundled skills have problems: %v", warns)
 	}
@@ -130,7 +132,7 @@ func TestPrecedence(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, warns := c.For(tt.agentDir)
+			got, warns := forDir(c, tt.agentDir)
 			if len(warns) > 0 {
 				t.Errorf("warnings: %v", warns)
 			}
@@ -140,7 +142,7 @@ func TestPrecedence(t *testing.T) {
 		})
 	}
 
-	got, _ := c.For(alice)
+	got, _ := forDir(c, alice)
 	if want := filepath.Join(alice, Dir, "mine", FileName); got[2].Path != want {
 		t.Errorf("path of alice's shared skill = %q, want %q", got[2].Path, want)
 	}
@@ -171,7 +173,7 @@ func TestBrokenSkills(t *testing.T) {
 	var reported []string
 	c := NewCatalog(home)
 	c.Warn = func(err error) { reported = append(reported, err.Error()) }
-	got, warns := c.For(agentDir)
+	got, warns := forDir(c, agentDir)
 	if diff := cmp.Diff([]entry{{"good", "fine", Global}}, local(got)); diff != "" {
 		t.Errorf("For (-want +got):\n%s", diff)
 	}
@@ -191,7 +193,7 @@ func TestBrokenSkills(t *testing.T) {
 	}
 
 	// Nothing changed: the same warnings are returned, but not reported again.
-	_, warns = c.For(agentDir)
+	_, warns = forDir(c, agentDir)
 	if len(warns) != len(want) || len(reported) != len(want) {
 		t.Errorf("second call: %d warnings, %d reported; want %d and %d", len(warns), len(reported), len(want), len(want))
 	}
@@ -203,7 +205,7 @@ func TestCatalogNotices(t *testing.T) {
 	c := NewCatalog(home)
 	check := func(step string, want []entry) {
 		t.Helper()
-		got, warns := c.For(agentDir)
+		got, warns := forDir(c, agentDir)
 		if diff := cmp.Diff(want, local(got)); diff != "" {
 			t.Errorf("%s: For (-want +got):\n%s", step, diff)
 		}
@@ -257,7 +259,7 @@ func TestSymlinks(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, Dir, "linked"), filepath.Join(agentDir, Dir, "escape")); err != nil {
 		t.Fatal(err)
 	}
-	got, warns := NewCatalog(home).For(agentDir)
+	got, warns := forDir(NewCatalog(home), agentDir)
 	if diff := cmp.Diff([]entry{{"linked", "from outside", Global}}, local(got)); diff != "" {
 		t.Errorf("For (-want +got):\n%s", diff)
 	}
@@ -270,11 +272,20 @@ func TestUnreadableSkillsDir(t *testing.T) {
 	home := t.TempDir()
 	// skills is a file: reading it as a directory fails.
 	writeFile(t, filepath.Join(home, Dir), "not a directory")
-	got, warns := NewCatalog(home).For("")
+	got, warns := NewCatalog(home).For(context.Background(), "", nil)
 	if len(got) != 2 {
 		t.Errorf("For returned %d skills, want the 2 bundled ones", len(got))
 	}
 	if len(warns) != 1 || errors.Is(warns[0], fs.ErrNotExist) {
 		t.Errorf("warnings = %v, want one about the skills directory", warns)
 	}
+}
+
+// forDir is c.For of the agent whose workspace is the directory dir, named
+// after it; "" for none.
+func forDir(c *Catalog, dir string) ([]Skill, []error) {
+	if dir == "" {
+		return c.For(context.Background(), "", nil)
+	}
+	return c.For(context.Background(), filepath.Base(dir), osroot.New(dir))
 }

@@ -46,7 +46,7 @@ func (loadTool) Policy() tool.Policy {
 	return tool.Policy{RequiresApproval: false, MinAutonomy: tool.ReadOnly}
 }
 
-func (t loadTool) Call(_ context.Context, env tool.Env, args json.RawMessage) (string, error) {
+func (t loadTool) Call(ctx context.Context, env tool.Env, args json.RawMessage) (string, error) {
 	var in struct {
 		Name string `json:"name"`
 	}
@@ -56,7 +56,7 @@ func (t loadTool) Call(_ context.Context, env tool.Env, args json.RawMessage) (s
 	if t.c == nil {
 		return "", errNoCatalog
 	}
-	all, _ := t.c.For(env.Workspace)
+	all, _ := t.c.For(ctx, env.Agent, env.Workspace)
 	eligible, ineligible := Filter(all, t.env)
 	name := strings.TrimSpace(in.Name)
 	if name == "" {

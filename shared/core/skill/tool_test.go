@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 )
 
@@ -68,7 +70,7 @@ func TestLoadTool(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := lt.Call(context.Background(), tool.Env{Agent: "alice", Workspace: tt.workspace}, json.RawMessage(tt.args))
+			got, err := lt.Call(context.Background(), tool.Env{Agent: filepath.Base(tt.workspace), Workspace: wsOf(tt.workspace)}, json.RawMessage(tt.args))
 			if tt.wantErr != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
 					t.Fatalf("Call = %q, %v; want error starting with %q", got, err, tt.wantErr)
@@ -115,4 +117,12 @@ func TestLoadToolDefinition(t *testing.T) {
 	if _, err := tool.NewRegistry(lt); err != nil {
 		t.Error(err)
 	}
+}
+
+// wsOf is the workspace in the directory dir, nil for "".
+func wsOf(dir string) filestore.FS {
+	if dir == "" {
+		return nil
+	}
+	return osroot.New(dir)
 }

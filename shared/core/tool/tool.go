@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 )
 
 // Autonomy is how much an agent may do without asking a person.
@@ -68,8 +69,8 @@ type Env struct {
 	// Owner is the principal the session belongs to; empty for agent-wide
 	// work.
 	Owner string
-	// Workspace is the agent's workspace directory.
-	Workspace string
+	// Workspace is the agent's workspace, nil when it has none.
+	Workspace filestore.FS
 }
 
 // Tool is one capability an agent can call.

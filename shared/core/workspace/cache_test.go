@@ -1,17 +1,19 @@
 package workspace
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 )
 
 func TestPromptCacheSeesChanges(t *testing.T) {
 	home := t.TempDir()
-	dir, _, err := Create(home, "a")
+	dir, _, err := create(home, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,11 +21,11 @@ func TestPromptCacheSeesChanges(t *testing.T) {
 	var c PromptCache
 	check := func(what string) {
 		t.Helper()
-		want, err := SystemPrompt(dir, now)
+		want, err := systemPrompt(dir, now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := c.SystemPrompt(dir, now)
+		got, err := c.SystemPrompt(context.Background(), "a", osroot.New(dir), now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,7 +34,7 @@ func TestPromptCacheSeesChanges(t *testing.T) {
 		}
 	}
 	check("first")
-	got, _ := c.SystemPrompt(dir, now)
+	got, _ := c.SystemPrompt(context.Background(), "a", osroot.New(dir), now)
 	got[0].Content = "changed by the caller"
 	check("caller's change does not leak into the cache")
 

@@ -13,7 +13,7 @@ func TestCreated(t *testing.T) {
 	home := t.TempDir()
 	// File systems stamp times with a coarse clock: allow a second.
 	before := time.Now().Add(-time.Second)
-	dir, _, err := Create(home, "helper")
+	dir, _, err := create(home, "helper")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 )
 
@@ -45,7 +44,7 @@ var actionNames = []string{"read", "append", "replace", "read_daily", "append_da
 // MemoryTool returns the workspace_memory tool, with which an agent reads
 // and updates its MEMORY.md, its daily logs and its bootstrap files, and
 // deletes BOOTSTRAP.md when its first-run ritual is done. Every path is
-// built from tool.Env.Workspace and fixed names, never from the model's
+// a fixed name inside tool.Env.Workspace, never from the model's
 // input. Its writes keep within the limits of q, shared with write_file,
 // besides the MaxMemoryWrite bound of a memory file.
 func MemoryTool(q *Quota) tool.Tool { return memoryTool{now: time.Now, quota: q} }
@@ -101,36 +100,35 @@ func (m memoryTool) Call(ctx context.Context, env tool.Env, args json.RawMessage
 	if err := in.check(); err != nil {
 		return "", err
 	}
-	root, err := openWorkspace(env)
+	ws, err := Open(ctx, env, "it has no memory files")
 	if err != nil {
 		return "", err
 	}
-	defer root.Close()
 
 	now := m.now()
 	var wr *Write
 	switch in.Action {
 	case "append", "replace", "append_daily", "update_bootstrap":
-		if wr, err = m.quota.Begin(env.Workspace, root); err != nil {
+		if wr, err = m.quota.Begin(ctx, env); err != nil {
 			return "", err
 		}
 		defer wr.End()
 	}
 	switch in.Action {
 	case "read":
-		out, err := readShown(root, MemoryFile, MemoryFile)
+		out, err := readShown(ctx, ws, MemoryFile, MemoryFile)
 		if errors.Is(err, fs.ErrNotExist) {
 			return MemoryFile + " is empty", nil
 		}
 		return out, err
 	case "append":
-		size, err := appendText(root, wr, MemoryFile, MemoryFile, "", *in.Content)
+		size, err := appendText(ctx, ws, wr, MemoryFile, MemoryFile, "", *in.Content)
 		if err != nil {
 			return "", explain(MemoryFile, err, "condense it with replace first")
 		}
 		return fmt.Sprintf("appended %d bytes to %s (now %d bytes)", len(*in.Content), MemoryFile, size), nil
 	case "replace":
-		if err := writeAtomic(root, wr, MemoryFile, MemoryFile, []byte(*in.Content)); err != nil {
+		if err := writeWhole(ctx, ws, wr, MemoryFile, MemoryFile, []byte(*in.Content)); err != nil {
 			return "", explain(MemoryFile, err, "")
 		}
 		return fmt.Sprintf("replaced %s (%d bytes)", MemoryFile, len(*in.Content)), nil
@@ -139,8 +137,8 @@ func (m memoryTool) Call(ctx context.Context, env tool.Env, args json.RawMessage
 		if err != nil {
 			return "", err
 		}
-		name, shown := dailyPath(date)
-		out, err := readShown(root, name, shown)
+		name := dailyPath(date)
+		out, err := readShown(ctx, ws, name, name)
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Sprintf("there is no daily log for %s", date), nil
 		}
@@ -150,28 +148,28 @@ func (m memoryTool) Call(ctx context.Context, env tool.Env, args json.RawMessage
 		if err != nil {
 			return "", err
 		}
-		name, shown := dailyPath(date)
+		name := dailyPath(date)
 		line := "- " + now.Format("15:04") + " " + strings.ReplaceAll(strings.TrimSpace(*in.Content), "\n", "\n  ")
-		size, err := appendText(root, wr, name, shown, "# "+date+"\n\n", line)
+		size, err := appendText(ctx, ws, wr, name, name, "# "+date+"\n\n", line)
 		if err != nil {
-			return "", explain(shown, err, "start a new day's log or condense this one")
+			return "", explain(name, err, "start a new day's log or condense this one")
 		}
-		return fmt.Sprintf("added to %s (now %d bytes): %s", shown, size, firstLine(line)), nil
+		return fmt.Sprintf("added to %s (now %d bytes): %s", name, size, firstLine(line)), nil
 	case "list_daily":
-		return listDaily(root)
+		return listDaily(ctx, ws)
 	case "read_bootstrap":
-		out, err := readShown(root, *in.File, *in.File)
+		out, err := readShown(ctx, ws, *in.File, *in.File)
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Sprintf("%s does not exist yet; update_bootstrap creates it", *in.File), nil
 		}
 		return out, err
 	case "update_bootstrap":
-		if err := writeAtomic(root, wr, *in.File, *in.File, []byte(*in.Content)); err != nil {
+		if err := writeWhole(ctx, ws, wr, *in.File, *in.File, []byte(*in.Content)); err != nil {
 			return "", explain(*in.File, err, "")
 		}
 		return fmt.Sprintf("replaced %s (%d bytes)", *in.File, len(*in.Content)), nil
 	case "complete_bootstrap":
-		return completeBootstrap(root)
+		return completeBootstrap(ctx, ws)
 	}
 	return "", fmt.Errorf("unknown action %q", in.Action)
 }
@@ -179,21 +177,12 @@ func (m memoryTool) Call(ctx context.Context, env tool.Env, args json.RawMessage
 // completeBootstrap deletes BOOTSTRAP.md and nothing else. It is
 // idempotent: without the file the ritual is already completed. A symbolic
 // link named BOOTSTRAP.md is removed itself, never what it points to.
-func completeBootstrap(root *os.Root) (string, error) {
-	fi, err := root.Lstat(BootstrapFile)
+func completeBootstrap(ctx context.Context, ws filestore.FS) (string, error) {
+	err := ws.Remove(ctx, BootstrapFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "the first-run ritual is already completed: there is no " + BootstrapFile, nil
 	}
 	if err != nil {
-		return "", explain(BootstrapFile, err, "")
-	}
-	if fi.IsDir() {
-		return "", explain(BootstrapFile, errNotRegular, "")
-	}
-	if err := root.Remove(BootstrapFile); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "the first-run ritual is already completed: there is no " + BootstrapFile, nil
-		}
 		return "", explain(BootstrapFile, err, "")
 	}
 	return "deleted " + BootstrapFile + ": the first-run ritual is completed and will not be shown again", nil
@@ -257,15 +246,13 @@ func validDate(s string) bool {
 	return err == nil && t.Format(dateLayout) == s
 }
 
-// dailyPath returns the root-relative and the slash path of a daily log.
-func dailyPath(date string) (name, shown string) {
-	return filepath.Join(DailyDir, date+".md"), DailyDir + "/" + date + ".md"
-}
+// dailyPath returns the name of a daily log in the workspace.
+func dailyPath(date string) string { return DailyDir + "/" + date + ".md" }
 
 // readShown reads a memory file for the model. A missing file gives an
 // error matching fs.ErrNotExist for the caller to phrase.
-func readShown(root *os.Root, name, shown string) (string, error) {
-	text, truncated, err := readCapped(root, name, MaxMemoryWrite)
+func readShown(ctx context.Context, ws filestore.FS, name, shown string) (string, error) {
+	text, truncated, err := readCapped(ctx, ws, name, MaxMemoryWrite)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", err
 	}
@@ -282,8 +269,8 @@ func readShown(root *os.Root, name, shown string) (string, error) {
 }
 
 // listDaily lists the daily logs, newest first.
-func listDaily(root *os.Root) (string, error) {
-	logs, err := dailyLogs(root)
+func listDaily(ctx context.Context, ws filestore.FS) (string, error) {
+	logs, err := DailyLogs(ctx, ws)
 	if err != nil {
 		return "", explain(DailyDir, err, "")
 	}
@@ -311,67 +298,32 @@ type DailyLog struct {
 	Size int64
 }
 
-// DailyLogs returns the daily logs of the workspace at dir, oldest first.
-// Files in memory/ that are not regular files named after a calendar day
-// are left out; a workspace without memory/ has none. A symbolic link
-// leading out of the workspace is an error, not followed.
-func DailyLogs(dir string) ([]DailyLog, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, fmt.Errorf("workspace: %w", err)
-	}
-	defer root.Close()
-	logs, err := dailyLogs(root)
-	if err != nil {
-		return nil, fmt.Errorf("workspace: list daily logs: %w", err)
-	}
-	return logs, nil
-}
+// maxDailyLogs bounds the daily logs DailyLogs reads.
+const maxDailyLogs = 100000
 
-// dailyLogs lists the daily logs inside root, oldest first.
-func dailyLogs(root *os.Root) ([]DailyLog, error) {
-	f, err := root.Open(DailyDir)
+// DailyLogs returns the daily logs of the workspace ws, oldest first.
+// Files in memory/ that are not regular files named after a calendar day
+// are left out; a workspace without memory/ has none.
+func DailyLogs(ctx context.Context, ws filestore.FS) ([]DailyLog, error) {
+	entries, err := ws.ReadDir(ctx, DailyDir, maxDailyLogs)
 	if errors.Is(err, fs.ErrNotExist) {
+		if _, err := ws.Stat(ctx, "."); err != nil {
+			return nil, fmt.Errorf("workspace: %w", err)
+		}
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	entries, err := f.ReadDir(-1)
-	if err != nil {
-		return nil, err
-	}
 	var logs []DailyLog
 	for _, e := range entries {
-		date, ok := strings.CutSuffix(e.Name(), ".md")
-		if !ok || !validDate(date) || !e.Type().IsRegular() {
+		date, ok := strings.CutSuffix(e.Name, ".md")
+		if !ok || !validDate(date) || e.Mode.Type() != 0 {
 			continue
 		}
-		fi, err := e.Info()
-		if err != nil {
-			continue
-		}
-		logs = append(logs, DailyLog{Date: date, Size: fi.Size()})
+		logs = append(logs, DailyLog{Date: date, Size: e.Size})
 	}
-	slices.SortFunc(logs, func(a, b DailyLog) int { return strings.Compare(a.Date, b.Date) })
 	return logs, nil
-}
-
-// openWorkspace opens the agent's workspace. Its errors never name the
-// host path of the workspace.
-func openWorkspace(env tool.Env) (*os.Root, error) {
-	if env.Workspace == "" {
-		return nil, errors.New("this agent has no workspace, so it has no memory files")
-	}
-	root, err := os.OpenRoot(env.Workspace)
-	if err == nil {
-		return root, nil
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errors.New("the agent workspace does not exist; ask the operator to create it")
-	}
-	return nil, errors.New("the agent workspace cannot be opened; ask the operator to check it")
 }
 
 // explain turns a file error into a message for the model without host
@@ -390,16 +342,14 @@ func explain(shown string, err error, hint string) error {
 		return errors.New(msg)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("cannot use %s: permission denied", shown)
-	case errors.Is(err, errNotRegular):
+	case errors.Is(err, filestore.ErrNotFile):
 		return fmt.Errorf("cannot use %s: it is not a regular file", shown)
+	case errors.Is(err, filestore.ErrConflict):
+		return fmt.Errorf("cannot write %s: it kept changing while this write was made; try again", shown)
 	case errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes"):
 		return fmt.Errorf("cannot use %s: it is a symbolic link leading outside the workspace", shown)
 	case errors.As(err, &pe):
 		return fmt.Errorf("cannot use %s: %v", shown, pe.Err)
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return fmt.Errorf("cannot write %s: %v", shown, le.Err)
 	}
 	return fmt.Errorf("cannot use %s: %v", shown, err)
 }

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
@@ -44,7 +47,7 @@ func runSteps(t *testing.T, tl tool.Tool, env tool.Env, steps []step) {
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
 			out, err := tl.Call(context.Background(), env, json.RawMessage(s.args))
-			if err != nil && filepath.IsAbs(env.Workspace) && strings.Contains(err.Error(), filepath.Dir(env.Workspace)) {
+			if err != nil && strings.Contains(err.Error(), os.TempDir()) {
 				t.Errorf("error leaks a host path: %v", err)
 			}
 			if s.wantErr != "" {
@@ -65,11 +68,11 @@ func runSteps(t *testing.T, tl tool.Tool, env tool.Env, steps []step) {
 
 func TestMemoryTool(t *testing.T) {
 	home := t.TempDir()
-	dir, _, err := Create(home, "bot")
+	dir, _, err := create(home, "bot")
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := tool.Env{Agent: "bot", Workspace: dir}
+	env := tool.Env{Agent: "bot", Workspace: osroot.New(dir)}
 	now := time.Date(2026, 2, 21, 9, 30, 0, 0, time.UTC)
 	huge := strings.Repeat("h", MaxMemoryWrite+1)
 	soul, err := Template("SOUL.md", "bot")
@@ -191,7 +194,7 @@ func TestMemoryToolHostileWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 2, 21, 9, 30, 0, 0, time.UTC)
-	runSteps(t, newMemoryTool(t, now), tool.Env{Workspace: dir}, []step{
+	runSteps(t, newMemoryTool(t, now), tool.Env{Workspace: osroot.New(dir)}, []step{
 		{name: "read memory link", args: `{"action":"read"}`, wantErr: "symbolic link leading outside the workspace"},
 		{name: "append memory link", args: `{"action":"append","content":"x"}`, wantErr: "symbolic link leading outside the workspace"},
 		{name: "daily dir link", args: `{"action":"append_daily","content":"x"}`, wantErr: "symbolic link leading outside the workspace"},
@@ -212,7 +215,7 @@ func TestMemoryToolHostileWorkspace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	runSteps(t, newMemoryTool(t, now), tool.Env{Workspace: dir}, []step{
+	runSteps(t, newMemoryTool(t, now), tool.Env{Workspace: osroot.New(dir)}, []step{
 		{name: "read dir", args: `{"action":"read_bootstrap","file":"SOUL.md"}`, wantErr: "cannot use SOUL.md: it is not a regular file"},
 		{name: "update dir", args: `{"action":"update_bootstrap","file":"SOUL.md","content":"x"}`, wantErr: "cannot use SOUL.md: it is not a regular file"},
 		{name: "complete dir", args: `{"action":"complete_bootstrap"}`, wantErr: "cannot use BOOTSTRAP.md: it is not a regular file"},
@@ -230,7 +233,7 @@ func TestMemoryToolMissingWorkspace(t *testing.T) {
 		wantErr string
 	}{
 		{"unset", tool.Env{Agent: "a"}, "has no workspace"},
-		{"missing", tool.Env{Agent: "a", Workspace: filepath.Join(t.TempDir(), "gone")}, "workspace does not exist"},
+		{"missing", tool.Env{Agent: "a", Workspace: osroot.New(filepath.Join(t.TempDir(), "gone"))}, "workspace does not exist"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runSteps(t, tl, tc.env, []step{
@@ -250,7 +253,7 @@ func TestMemoryToolListCap(t *testing.T) {
 		files["memory/"+start.AddDate(0, 0, i).Format(dateLayout)+".md"] = "x"
 	}
 	writeFiles(t, dir, files)
-	out, err := MemoryTool(defaultQuota(t)).Call(context.Background(), tool.Env{Workspace: dir}, json.RawMessage(`{"action":"list_daily"}`))
+	out, err := MemoryTool(defaultQuota(t)).Call(context.Background(), tool.Env{Workspace: osroot.New(dir)}, json.RawMessage(`{"action":"list_daily"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,5 +295,39 @@ func TestMemoryToolDefinition(t *testing.T) {
 	}
 	if len(actionNames) != len(actionArgs) {
 		t.Errorf("%d action names for %d actions", len(actionNames), len(actionArgs))
+	}
+}
+
+// Two processes (two Lambda instances: each its own tool and quota)
+// appending to one MEMORY.md at once lose no line.
+func TestMemoryToolConcurrentAppends(t *testing.T) {
+	dir := t.TempDir()
+	const writers = 6
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	for i := range writers {
+		wg.Go(func() {
+			env := tool.Env{Agent: "a", Workspace: osroot.New(dir)}
+			_, errs[i] = newMemoryTool(t, time.Now()).Call(context.Background(), env, json.RawMessage(fmt.Sprintf(`{"action":"append","content":"line %d"}`, i)))
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Errorf("append: %v", err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, MemoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	slices.Sort(lines)
+	var want []string
+	for i := range writers {
+		want = append(want, fmt.Sprintf("line %d", i))
+	}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("MEMORY.md lines (-want +got):\n%s", diff)
 	}
 }

@@ -1,17 +1,16 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 )
 
 // MaxPromptFile is the most of each file SystemPrompt includes.
@@ -30,60 +29,36 @@ func WithoutBootstrap(msgs []chat.Message) []chat.Message {
 	return slices.DeleteFunc(msgs, func(m chat.Message) bool { return strings.HasPrefix(m.Content, header) })
 }
 
-// SystemPrompt assembles the workspace at dir into system messages: one per
+// SystemPrompt assembles the workspace ws into system messages: one per
 // non-empty bootstrap file in the order IDENTITY, SOUL, USER, TOOLS, AGENTS,
 // BOOTSTRAP, MEMORY, then yesterday's and today's daily logs (dates in now's
 // location) when present. Each message starts with a header naming its file,
-// and each file is capped at MaxPromptFile bytes. A missing workspace, or
-// one with nothing to say, gives the single Fallback message. Files are
-// read through an *os.Root: symbolic links leading out of the workspace are
-// an error, not followed.
-func SystemPrompt(dir string, now time.Time) ([]chat.Message, error) {
+// and each file is capped at MaxPromptFile bytes. A missing workspace (nil,
+// or without files), or one with nothing to say, gives the single Fallback
+// message. A file the workspace cannot give (a symbolic link leading out of
+// it, a directory in a file's place) is an error.
+func SystemPrompt(ctx context.Context, ws filestore.FS, now time.Time) ([]chat.Message, error) {
 	fallback := []chat.Message{{Role: chat.System, Content: Fallback}}
-	root, err := os.OpenRoot(dir)
-	if errors.Is(err, fs.ErrNotExist) {
+	if ws == nil {
 		return fallback, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("workspace: open %s: %w", dir, err)
-	}
-	defer root.Close()
-
-	// name is the path inside the root; shown is its slash form for the model.
-	type part struct{ name, shown, note string }
-	parts := make([]part, 0, len(promptOrder)+2)
-	for _, f := range promptOrder {
-		parts = append(parts, part{name: f, shown: f})
-	}
-	y, m, d := now.Date()
-	for _, l := range []struct {
-		day  time.Time
-		note string
-	}{
-		{time.Date(y, m, d-1, 12, 0, 0, 0, now.Location()), " (yesterday's log)"},
-		{now, " (today's log)"},
-	} {
-		file := l.day.Format(dateLayout) + ".md"
-		parts = append(parts, part{name: filepath.Join(DailyDir, file), shown: path.Join(DailyDir, file), note: l.note})
-	}
-
 	var msgs []chat.Message
-	for _, p := range parts {
-		text, truncated, err := readCapped(root, p.name, MaxPromptFile)
+	for _, p := range promptParts(now) {
+		text, truncated, err := readCapped(ctx, ws, p.name, MaxPromptFile)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("workspace: read %s: %w", p.name, err)
+			return nil, fmt.Errorf("workspace: %w", err)
 		}
 		text = strings.TrimSpace(text)
 		if text == "" {
 			continue
 		}
 		var b strings.Builder
-		fmt.Fprintf(&b, "## %s%s\n\n%s", p.shown, p.note, text)
+		fmt.Fprintf(&b, "## %s%s\n\n%s", p.name, p.note, text)
 		if truncated {
-			fmt.Fprintf(&b, "\n\n[%s is longer than %d KiB; the rest is not shown]", p.shown, MaxPromptFile>>10)
+			fmt.Fprintf(&b, "\n\n[%s is longer than %d KiB; the rest is not shown]", p.name, MaxPromptFile>>10)
 		}
 		msgs = append(msgs, chat.Message{Role: chat.System, Content: b.String()})
 	}
@@ -91,4 +66,20 @@ func SystemPrompt(dir string, now time.Time) ([]chat.Message, error) {
 		return fallback, nil
 	}
 	return msgs, nil
+}
+
+// promptPart is a file SystemPrompt reads, with the note of its header.
+type promptPart struct{ name, note string }
+
+// promptParts lists the files of the prompt at now.
+func promptParts(now time.Time) []promptPart {
+	parts := make([]promptPart, 0, len(promptOrder)+2)
+	for _, f := range promptOrder {
+		parts = append(parts, promptPart{name: f})
+	}
+	y, m, d := now.Date()
+	yesterday := time.Date(y, m, d-1, 12, 0, 0, 0, now.Location())
+	return append(parts,
+		promptPart{name: dailyPath(yesterday.Format(dateLayout)), note: " (yesterday's log)"},
+		promptPart{name: dailyPath(now.Format(dateLayout)), note: " (today's log)"})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 )
@@ -91,7 +92,7 @@ func TestSystemPrompt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFiles(t, dir, tc.files)
-			got, err := SystemPrompt(dir, now)
+			got, err := systemPrompt(dir, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +104,7 @@ func TestSystemPrompt(t *testing.T) {
 }
 
 func TestSystemPromptMissingWorkspace(t *testing.T) {
-	got, err := SystemPrompt(filepath.Join(t.TempDir(), "nope"), time.Now())
+	got, err := systemPrompt(filepath.Join(t.TempDir(), "nope"), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,13 +114,13 @@ func TestSystemPromptMissingWorkspace(t *testing.T) {
 }
 
 func TestSystemPromptNewWorkspace(t *testing.T) {
-	dir, _, err := Create(t.TempDir(), "bot")
+	dir, _, err := create(t.TempDir(), "bot")
 	if err != nil {
 		t.Fatal(err)
 	}
 	headers := func() []string {
 		t.Helper()
-		got, err := SystemPrompt(dir, time.Now())
+		got, err := systemPrompt(dir, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +139,7 @@ func TestSystemPromptNewWorkspace(t *testing.T) {
 	}
 
 	// Once the agent completes the first-run ritual, it leaves the prompt.
-	if _, err := MemoryTool(defaultQuota(t)).Call(context.Background(), tool.Env{Workspace: dir}, json.RawMessage(`{"action":"complete_bootstrap"}`)); err != nil {
+	if _, err := MemoryTool(defaultQuota(t)).Call(context.Background(), tool.Env{Workspace: osroot.New(dir)}, json.RawMessage(`{"action":"complete_bootstrap"}`)); err != nil {
 		t.Fatal(err)
 	}
 	want = slices.DeleteFunc(want, func(h string) bool { return h == "## BOOTSTRAP.md" })
@@ -154,7 +155,7 @@ func TestSystemPromptRefusesEscapingLink(t *testing.T) {
 	if err := os.Symlink(filepath.Join("..", "secret.txt"), filepath.Join(dir, "MEMORY.md")); err != nil {
 		t.Skipf("symbolic links unavailable: %v", err)
 	}
-	got, err := SystemPrompt(dir, time.Now())
+	got, err := systemPrompt(dir, time.Now())
 	if err == nil {
 		t.Fatalf("SystemPrompt followed a link out of the workspace: %v", got)
 	}

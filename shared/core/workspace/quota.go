@@ -1,15 +1,14 @@
 package workspace
 
 import (
-	"crypto/rand"
-	"encoding/hex"
+	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 )
 
 // Limits bound what the tools write into agent workspaces.
@@ -60,7 +59,7 @@ type Quota struct {
 	now func() time.Time
 
 	mu     sync.Mutex
-	spaces map[string]*space // by workspace directory
+	spaces map[string]*space // by workspace
 }
 
 // space is the usage of one workspace. Its mutex is held for the whole of
@@ -94,17 +93,22 @@ func (q *Quota) Limits() Limits { return q.limits }
 type Write struct {
 	q     *Quota
 	s     *space
-	root  *os.Root
+	ctx   context.Context
+	ws    filestore.FS
 	grown int64
 	// unknown says the write failed part-way: the workspace's usage must
 	// be measured again.
 	unknown bool
 }
 
-// Begin waits until no other write runs in the workspace at dir, opened
-// as root, and starts one. Call End when the write is over.
-func (q *Quota) Begin(dir string, root *os.Root) (*Write, error) {
-	key := filepath.Clean(dir)
+// Begin waits until no other write runs in env's workspace and starts
+// one. Call End when the write is over. A workspace is known by its
+// agent's name, and a local one also by its directory.
+func (q *Quota) Begin(ctx context.Context, env tool.Env) (*Write, error) {
+	key := env.Agent
+	if d, ok := env.Workspace.(interface{ Dir() string }); ok {
+		key += "\x00" + d.Dir()
+	}
 	q.mu.Lock()
 	s := q.spaces[key]
 	if s == nil {
@@ -113,7 +117,7 @@ func (q *Quota) Begin(dir string, root *os.Root) (*Write, error) {
 	}
 	q.mu.Unlock()
 	s.mu.Lock()
-	w := &Write{q: q, s: s, root: root}
+	w := &Write{q: q, s: s, ctx: ctx, ws: env.Workspace}
 	if s.stale(q.now()) {
 		if err := w.measure(); err != nil {
 			s.mu.Unlock()
@@ -131,7 +135,7 @@ func (s *space) stale(now time.Time) bool {
 // measure walks the workspace and records its usage.
 func (w *Write) measure() error {
 	start := w.q.now()
-	used, err := Usage(w.root)
+	used, err := Usage(w.ctx, w.ws)
 	if err != nil {
 		return err
 	}
@@ -164,6 +168,9 @@ func (w *Write) Fit(name string, size, growth int64) error {
 		name, w.s.used+growth, SizeText(l.WorkspaceQuotaBytes), w.s.used)}
 }
 
+// MaxFile is the most bytes a file may hold after the write.
+func (w *Write) MaxFile() int64 { return w.q.limits.MaxFileBytes }
+
 // Grew records that the write changed the size of the workspace by n
 // bytes.
 func (w *Write) Grew(n int64) { w.grown += n }
@@ -182,26 +189,12 @@ func (w *Write) End() {
 	w.s.mu.Unlock()
 }
 
-// Usage returns the sum of the sizes of the regular files in root,
-// without following symbolic links. Entries that vanish or cannot be read
-// during the walk are left out.
-func Usage(root *os.Root) (int64, error) {
+// Usage returns the sum of the sizes of the regular files in ws, without
+// following symbolic links.
+func Usage(ctx context.Context, ws filestore.FS) (int64, error) {
 	var used int64
-	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p != "." && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)) {
-				return nil
-			}
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil // vanished
-		}
-		used += fi.Size()
+	err := ws.Walk(ctx, ".", func(_ string, e filestore.Entry) error {
+		used += e.Size
 		return nil
 	})
 	if err != nil {
@@ -219,34 +212,4 @@ func SizeText(n int64) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d bytes", n)
-}
-
-// WriteAtomic replaces name inside root with data: it writes a temporary
-// file in the same directory, syncs it and renames it over name, so readers
-// see either the old or the new content, never a mix.
-func WriteAtomic(root *os.Root, name string, data []byte, perm fs.FileMode) error {
-	var rnd [8]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return fmt.Errorf("make temporary name: %w", err)
-	}
-	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp-"+hex.EncodeToString(rnd[:]))
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = root.Rename(tmp, name)
-	}
-	if werr != nil {
-		_ = root.Remove(tmp)
-		return werr
-	}
-	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 )
 
@@ -55,7 +56,7 @@ func TestMemoryToolQuota(t *testing.T) {
 				t.Fatal(err)
 			}
 			tl := memoryTool{now: func() time.Time { return time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC) }, quota: q}
-			out, err := tl.Call(context.Background(), tool.Env{Workspace: dir}, json.RawMessage(tt.args))
+			out, err := tl.Call(context.Background(), tool.Env{Workspace: osroot.New(dir)}, json.RawMessage(tt.args))
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrLimit) {
 					t.Fatalf("got %q, %v; want an error matching ErrLimit containing %q", out, err, tt.wantErr)

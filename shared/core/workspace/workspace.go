@@ -1,5 +1,6 @@
 // Package workspace manages agent workspaces (seed 004, "Agent
-// Workspaces"): the directory <home>/agents/<name>/ holding the bootstrap
+// Workspaces"): agents/<name>/ of a home file store (filestore.FS: the
+// data directory locally, the stack's bucket on AWS) holding the bootstrap
 // files IDENTITY.md, SOUL.md, USER.md, TOOLS.md, AGENTS.md, BOOTSTRAP.md and
 // MEMORY.md, daily logs in memory/YYYY-MM-DD.md and skills in skills/.
 //
@@ -9,13 +10,16 @@
 package workspace
 
 import (
+	"context"
 	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 )
 
 // Names inside a workspace.
@@ -64,79 +68,134 @@ func ValidName(name string) error {
 	return nil
 }
 
-// Dir returns the workspace directory of agent name under home. It does not
-// validate name; callers check it with ValidName first.
-func Dir(home, name string) string { return filepath.Join(home, "agents", name) }
+// Dir returns the workspace directory of agent name under the home
+// directory home. It does not validate name; callers check it with
+// ValidName first.
+func Dir(home, name string) string { return filepath.Join(home, AgentsDir, name) }
 
-// Create makes the workspace of agent name under home with the default
-// templates, empty memory/ and skills/ directories, and reports whether the
-// workspace directory was new. A new workspace also gets BOOTSTRAP.md, the
-// first-run discovery ritual, which the agent deletes when it is done
-// (workspace_memory, action complete_bootstrap). Create never overwrites a
-// file: on an existing workspace it only adds the templates and directories
-// that are missing, never BOOTSTRAP.md.
-func Create(home, name string) (dir string, created bool, err error) {
+// AgentsDir holds the workspaces in a home: agents/<name>/.
+const AgentsDir = "agents"
+
+// Path returns the name of agent name's workspace in a home file store.
+func Path(name string) string { return AgentsDir + "/" + name }
+
+// Of returns the workspace of agent name in the home file store home.
+func Of(home filestore.FS, name string) (filestore.FS, error) {
 	if err := ValidName(name); err != nil {
-		return "", false, err
+		return nil, err
 	}
-	if home == "" {
-		return "", false, errors.New("workspace: home directory is not set")
+	return home.Sub(Path(name))
+}
+
+// Create makes the workspace of agent name in home with the default
+// templates (and, where the store has directories, empty memory/ and
+// skills/ directories), and reports whether the workspace was new. A new workspace also gets BOOTSTRAP.md, the first-run
+// discovery ritual, which the agent deletes when it is done
+// (workspace_memory, action complete_bootstrap). Create never overwrites a
+// file, even when another process creates it at the same time: on an
+// existing workspace it only adds the templates and directories that are
+// missing, never BOOTSTRAP.md.
+func Create(ctx context.Context, home filestore.FS, name string) (created bool, err error) {
+	if home == nil {
+		return false, errors.New("workspace: home directory is not set")
 	}
-	dir = Dir(home, name)
-	switch fi, err := os.Stat(dir); {
+	ws, err := Of(home, name)
+	if err != nil {
+		return false, err
+	}
+	e, err := home.Stat(ctx, Path(name))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// A link the operator made to a workspace elsewhere.
+		e, err = ws.Stat(ctx, ".")
+	}
+	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		created = true
 	case err != nil:
-		return "", false, fmt.Errorf("workspace: %w", err)
-	case !fi.IsDir():
-		return "", false, fmt.Errorf("workspace: %s exists and is not a directory", dir)
+		return false, fmt.Errorf("workspace: %w", err)
+	case !e.IsDir():
+		return false, fmt.Errorf("workspace: %s exists and is not a directory", Path(name))
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", false, fmt.Errorf("workspace: create %s: %w", dir, err)
-	}
-	for _, sub := range []string{DailyDir, SkillsDir} {
-		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return "", false, fmt.Errorf("workspace: create %s: %w", sub, err)
+	if mk, ok := ws.(dirMaker); ok {
+		for _, sub := range []string{DailyDir, SkillsDir} {
+			if err := mk.Mkdir(ctx, sub); err != nil {
+				return false, fmt.Errorf("workspace: create %s: %w", sub, err)
+			}
 		}
 	}
-	toWrite := templated
+	var toWrite []string
 	if created {
 		toWrite = append([]string{BootstrapFile}, templated...)
+	} else {
+		// Write only what is missing: a store may charge even for a
+		// refused write.
+		es, err := ws.ReadDir(ctx, ".", maxAgents)
+		if err != nil {
+			return false, fmt.Errorf("workspace: %w", err)
+		}
+		toWrite = slices.DeleteFunc(slices.Clone(templated), func(f string) bool {
+			return slices.ContainsFunc(es, func(e filestore.Entry) bool { return e.Name == f })
+		})
 	}
 	for _, file := range toWrite {
-		if err := writeTemplate(dir, file, name); err != nil {
-			return "", false, fmt.Errorf("workspace: %w", err)
+		content, err := Template(file, name)
+		if err != nil {
+			return false, fmt.Errorf("workspace: %w", err)
+		}
+		_, err = ws.WriteFile(ctx, file, []byte(content), filestore.Absent)
+		if err != nil && !errors.Is(err, filestore.ErrConflict) && !errors.Is(err, filestore.ErrNotFile) {
+			return false, fmt.Errorf("workspace: write %s: %w", file, err)
 		}
 	}
-	return dir, created, nil
+	return created, nil
 }
 
-// Delete removes the workspace of agent name under home with everything in
+// dirMaker is a file store with directories of their own (the local
+// disk), in which a new workspace gets its empty directories.
+type dirMaker interface {
+	Mkdir(ctx context.Context, dir string) error
+}
+
+// Delete removes the workspace of agent name from home with everything in
 // it. A workspace that is a symbolic link loses the link, not the directory
 // it points to. A missing workspace gives an error matching fs.ErrNotExist.
-func Delete(home, name string) error {
+func Delete(ctx context.Context, home filestore.FS, name string) error {
 	if err := ValidName(name); err != nil {
 		return err
 	}
-	if home == "" {
+	if home == nil {
 		return errors.New("workspace: home directory is not set")
 	}
-	dir := Dir(home, name)
-	fi, err := os.Lstat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("workspace: agent %q does not exist: %w", name, fs.ErrNotExist)
-	}
+	e, err := lookup(ctx, home, name)
 	if err != nil {
-		return fmt.Errorf("workspace: %w", err)
+		return err
 	}
-	if fi.Mode().IsRegular() {
-		return fmt.Errorf("workspace: %s is a file, not an agent workspace", dir)
+	if e.Mode.IsRegular() {
+		return fmt.Errorf("workspace: %s is a file, not an agent workspace", Path(name))
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("workspace: delete %s: %w", dir, err)
+	if err := home.RemoveAll(ctx, Path(name)); err != nil {
+		return fmt.Errorf("workspace: delete %s: %w", Path(name), err)
 	}
 	return nil
 }
+
+// lookup returns the entry of agent name's workspace in the listing of
+// home's agents, a symbolic link as a link.
+func lookup(ctx context.Context, home filestore.FS, name string) (filestore.Entry, error) {
+	es, err := home.ReadDir(ctx, AgentsDir, maxAgents)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return filestore.Entry{}, fmt.Errorf("workspace: %w", err)
+	}
+	for _, e := range es {
+		if e.Name == name {
+			return e, nil
+		}
+	}
+	return filestore.Entry{}, fmt.Errorf("workspace: agent %q does not exist: %w", name, fs.ErrNotExist)
+}
+
+// maxAgents bounds the workspaces of a home.
+const maxAgents = 10000
 
 // Template returns the default content of a bootstrap file for agent name,
 // or an error if there is no template for file.
@@ -148,36 +207,11 @@ func Template(file, name string) (string, error) {
 	return strings.ReplaceAll(string(b), "{{name}}", name), nil
 }
 
-// writeTemplate writes file's template unless the file exists.
-func writeTemplate(dir, file, name string) error {
-	content, err := Template(file, name)
-	if err != nil {
-		return err
-	}
-	path := filepath.Join(dir, file)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("create %s: %w", file, err)
-	}
-	_, err = f.WriteString(content)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(path)
-		return fmt.Errorf("write %s: %w", file, err)
-	}
-	return nil
-}
-
-// List returns the sorted names of the workspaces under home: directories
-// of home/agents with valid agent names. A missing home has none.
-func List(home string) ([]string, error) {
-	agents := filepath.Join(home, "agents")
-	entries, err := os.ReadDir(agents)
+// List returns the sorted names of the workspaces in home: directories
+// (or links to them) under agents/ with valid agent names. A missing home
+// has none.
+func List(ctx context.Context, home filestore.FS) ([]string, error) {
+	entries, err := home.ReadDir(ctx, AgentsDir, maxAgents)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -186,14 +220,23 @@ func List(home string) ([]string, error) {
 	}
 	var names []string
 	for _, e := range entries {
-		if ValidName(e.Name()) != nil {
+		if ValidName(e.Name) != nil {
 			continue
 		}
-		fi, err := os.Stat(filepath.Join(agents, e.Name()))
-		if err != nil || !fi.IsDir() {
+		if e.Mode&fs.ModeSymlink != 0 {
+			// A link the operator made to a workspace elsewhere: a
+			// directory when its workspace opens as one.
+			ws, err := home.Sub(Path(e.Name))
+			if err != nil {
+				continue
+			}
+			if d, err := ws.Stat(ctx, "."); err != nil || !d.IsDir() {
+				continue
+			}
+		} else if !e.IsDir() {
 			continue
 		}
-		names = append(names, e.Name())
+		names = append(names, e.Name)
 	}
 	return names, nil
 }

@@ -72,7 +72,7 @@ func tree(t *testing.T, dir string) map[string]string {
 
 func TestCreate(t *testing.T) {
 	home := t.TempDir()
-	dir, created, err := Create(home, "helper")
+	dir, created, err := create(home, "helper")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestCreate(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "BOOTSTRAP.md")); err != nil {
 		t.Fatal(err)
 	}
-	_, created, err = Create(home, "helper")
+	_, created, err = create(home, "helper")
 	if err != nil || created {
 		t.Fatalf("second Create = created %v, %v; want false, nil", created, err)
 	}
@@ -128,26 +128,26 @@ func TestCreate(t *testing.T) {
 		{home, "../escape", "invalid"},
 		{"", "ok", "home directory is not set"},
 	} {
-		if _, _, err := Create(tc.home, tc.name); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+		if _, _, err := create(tc.home, tc.name); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("Create(%q, %q) error = %v, want %q", tc.home, tc.name, err, tc.wantErr)
 		}
 	}
 	if err := os.WriteFile(filepath.Join(home, "agents", "file"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Create(home, "file"); err == nil || !strings.Contains(err.Error(), "not a directory") {
+	if _, _, err := create(home, "file"); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Errorf("Create over a file error = %v, want not a directory", err)
 	}
 }
 
 func TestList(t *testing.T) {
 	home := t.TempDir()
-	got, err := List(home)
+	got, err := list(home)
 	if err != nil || len(got) != 0 {
 		t.Fatalf("List(empty home) = %v, %v; want none", got, err)
 	}
 	for _, name := range []string{"zeta", "alpha", "mid-1"} {
-		if _, _, err := Create(home, name); err != nil {
+		if _, _, err := create(home, name); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -160,7 +160,7 @@ func TestList(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(agents, "stray"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err = List(home)
+	got, err = list(home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestCreateEmptyExistingDir(t *testing.T) {
 	if err := os.MkdirAll(Dir(home, "pre"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dir, created, err := Create(home, "pre")
+	dir, created, err := create(home, "pre")
 	if err != nil || created {
 		t.Fatalf("Create over an existing directory = created %v, %v; want false, nil", created, err)
 	}
@@ -205,21 +205,21 @@ func TestCreateEmptyExistingDir(t *testing.T) {
 
 func TestDelete(t *testing.T) {
 	home := t.TempDir()
-	dir, _, err := Create(home, "gone")
+	dir, _, err := create(home, "gone")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Create(home, "kept"); err != nil {
+	if _, _, err := create(home, "kept"); err != nil {
 		t.Fatal(err)
 	}
 	writeFiles(t, dir, map[string]string{"memory/2026-01-01.md": "log", "skills/s/SKILL.md": "skill"})
-	if err := Delete(home, "gone"); err != nil {
+	if err := del(home, "gone"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("workspace still there after Delete: %v", err)
 	}
-	got, err := List(home)
+	got, err := list(home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestDelete(t *testing.T) {
 	if err := os.Symlink(outside, Dir(home, "linked")); err != nil {
 		t.Skipf("symbolic links unavailable: %v", err)
 	}
-	if err := Delete(home, "linked"); err != nil {
+	if err := del(home, "linked"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(Dir(home, "linked")); !errors.Is(err, fs.ErrNotExist) {
@@ -256,7 +256,7 @@ func TestDelete(t *testing.T) {
 		{home: "", name: "kept", wantErr: "home directory is not set"},
 		{home: home, name: "file", wantErr: "is a file"},
 	} {
-		err := Delete(tc.home, tc.name)
+		err := del(tc.home, tc.name)
 		if err == nil || !strings.Contains(err.Error(), tc.wantErr) || errors.Is(err, fs.ErrNotExist) != tc.notExist {
 			t.Errorf("Delete(%q, %q) = %v; want error containing %q (not exist: %v)", tc.home, tc.name, err, tc.wantErr, tc.notExist)
 		}
@@ -268,7 +268,7 @@ func TestDelete(t *testing.T) {
 
 func TestDailyLogs(t *testing.T) {
 	dir := t.TempDir()
-	logs, err := DailyLogs(dir)
+	logs, err := dailyLogs(dir)
 	if err != nil || len(logs) != 0 {
 		t.Fatalf("DailyLogs without memory/ = %v, %v; want none", logs, err)
 	}
@@ -282,7 +282,7 @@ func TestDailyLogs(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "memory", "2026-03-04.md"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	logs, err = DailyLogs(dir)
+	logs, err = dailyLogs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestDailyLogs(t *testing.T) {
 	if diff := cmp.Diff(want, logs); diff != "" {
 		t.Errorf("DailyLogs mismatch (-want +got):\n%s", diff)
 	}
-	if _, err := DailyLogs(filepath.Join(dir, "missing")); err == nil {
+	if _, err := dailyLogs(filepath.Join(dir, "missing")); err == nil {
 		t.Error("DailyLogs of a missing workspace succeeded")
 	}
 }

@@ -1,8 +1,8 @@
 // Package files provides the read_file, write_file and list_dir agent tools.
-// Every path is relative to the agent's workspace (tool.Env.Workspace) and is
-// resolved through an *os.Root, so "..", absolute paths and symbolic links
-// that lead outside the workspace are refused by the operating system checks
-// of os.Root, not by string matching alone.
+// Every path is relative to the agent's workspace (tool.Env.Workspace, a
+// filestore.FS), which confines it: "..", absolute paths and, locally,
+// symbolic links that lead outside the workspace are refused by the file
+// store, not by string matching alone.
 package files
 
 import (
@@ -11,16 +11,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
-	"slices"
+	"path"
 	"strings"
 	"syscall"
 	"unicode/utf8"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
@@ -33,8 +31,8 @@ const (
 	MaxWrite = 1 << 20
 	// MaxEntries is the most entries list_dir shows.
 	MaxEntries = 1000
-	// maxSymlinks bounds symbolic link resolution in write_file.
-	maxSymlinks = 16
+	// maxCounted is the most entries list_dir counts.
+	maxCounted = 10 * MaxEntries
 )
 
 // ReadFile returns the read_file tool.
@@ -94,33 +92,29 @@ func (readFile) Call(ctx context.Context, env tool.Env, args json.RawMessage) (s
 		}
 		limit = *in.Limit
 	}
-	root, err := openWorkspace(env)
+	ws, err := openWorkspace(ctx, env)
 	if err != nil {
 		return "", err
 	}
-	defer root.Close()
-
-	fi, err := root.Stat(name)
+	e, err := ws.Stat(ctx, name)
 	if err != nil {
 		return "", describe("read", in.Path, err)
 	}
-	if err := regular(in.Path, fi, "list_dir"); err != nil {
+	if err := regular(in.Path, e, "list_dir"); err != nil {
 		return "", err
 	}
-	// O_NONBLOCK keeps a file swapped for a FIFO after the Stat from
-	// blocking the open; the Stat of the open file below then refuses it.
-	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if in.Offset > e.Size {
+		return "", fmt.Errorf("offset %d is past the end of %q, which has %d bytes", in.Offset, in.Path, e.Size)
+	}
+	// The port reads from the start: read up to the end of the window.
+	data, e, err := ws.ReadFile(ctx, name, in.Offset+limit)
 	if err != nil {
+		if rerr := regular(in.Path, e, "list_dir"); rerr != nil && errors.Is(err, filestore.ErrNotFile) {
+			return "", rerr
+		}
 		return "", describe("read", in.Path, err)
 	}
-	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return "", describe("read", in.Path, err)
-	}
-	if err := regular(in.Path, fi, "list_dir"); err != nil {
-		return "", err
-	}
-	size := fi.Size()
+	size := e.Size
 	if in.Offset > size {
 		return "", fmt.Errorf("offset %d is past the end of %q, which has %d bytes", in.Offset, in.Path, size)
 	}
@@ -130,11 +124,8 @@ func (readFile) Call(ctx context.Context, env tool.Env, args json.RawMessage) (s
 	if in.Offset == size {
 		return fmt.Sprintf("(end of %s: it has %d bytes)", in.Path, size), nil
 	}
-	buf := make([]byte, min(limit, size-in.Offset))
-	n, err := io.ReadFull(io.NewSectionReader(f, in.Offset, int64(len(buf))), buf)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return "", describe("read", in.Path, err)
-	}
+	buf := data[min(in.Offset, int64(len(data))):]
+	n := len(buf)
 	buf = buf[:n]
 	end := in.Offset + int64(n)
 	if end < size {
@@ -158,12 +149,12 @@ func (readFile) Call(ctx context.Context, env tool.Env, args json.RawMessage) (s
 
 // regular refuses anything but a regular file, pointing the model at the
 // tool to use for directories.
-func regular(name string, fi fs.FileInfo, dirTool string) error {
+func regular(name string, e filestore.Entry, dirTool string) error {
 	switch {
-	case fi.IsDir():
+	case e.IsDir():
 		return fmt.Errorf("%q is a directory; use %s to see what it holds", name, dirTool)
-	case !fi.Mode().IsRegular():
-		return fmt.Errorf("%q is not a regular file (%s)", name, fileKind(fi.Mode()))
+	case !e.Mode.IsRegular():
+		return fmt.Errorf("%q is not a regular file (%s)", name, fileKind(e.Mode))
 	}
 	return nil
 }
@@ -248,12 +239,11 @@ func (w writeFile) Call(ctx context.Context, env tool.Env, args json.RawMessage)
 	if len(*in.Content) > MaxWrite {
 		return "", fmt.Errorf("content is %d bytes, over the %d KiB limit per call; write it in parts with append=true", len(*in.Content), MaxWrite>>10)
 	}
-	root, err := openWorkspace(env)
+	ws, err := openWorkspace(ctx, env)
 	if err != nil {
 		return "", err
 	}
-	defer root.Close()
-	wr, err := w.quota.Begin(env.Workspace, root)
+	wr, err := w.quota.Begin(ctx, env)
 	if err != nil {
 		return "", err
 	}
@@ -261,20 +251,15 @@ func (w writeFile) Call(ctx context.Context, env tool.Env, args json.RawMessage)
 
 	data := []byte(*in.Content)
 	if in.Append {
-		return appendTo(root, wr, in.Path, name, data)
+		return appendTo(ctx, ws, wr, in.Path, name, data)
 	}
-	target, err := resolveLinks(root, in.Path, name)
-	if err != nil {
-		return "", err
-	}
-	perm := fs.FileMode(0o644)
 	verb := "created"
 	var old int64
-	if fi, err := root.Stat(target); err == nil {
-		if err := regular(in.Path, fi, "list_dir"); err != nil {
+	if e, err := ws.Stat(ctx, name); err == nil {
+		if err := regular(in.Path, e, "list_dir"); err != nil {
 			return "", err
 		}
-		perm, old = fi.Mode().Perm(), fi.Size()
+		old = e.Size
 		verb = "replaced"
 	} else if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 		return "", describe("write", in.Path, err)
@@ -282,10 +267,7 @@ func (w writeFile) Call(ctx context.Context, env tool.Env, args json.RawMessage)
 	if err := wr.Fit(in.Path, int64(len(data)), int64(len(data))-old); err != nil {
 		return "", err
 	}
-	if err := mkdirFor(root, in.Path, name); err != nil {
-		return "", err
-	}
-	if err := workspace.WriteAtomic(root, target, data, perm); err != nil {
+	if _, err := ws.WriteFile(ctx, name, data, filestore.Any); err != nil {
 		wr.Unknown()
 		return "", describe("write", in.Path, err)
 	}
@@ -293,26 +275,16 @@ func (w writeFile) Call(ctx context.Context, env tool.Env, args json.RawMessage)
 	return fmt.Sprintf("%s %s (%d bytes)", verb, in.Path, len(data)), nil
 }
 
-// mkdirFor creates the parent directories of name, a file to be written.
-func mkdirFor(root *os.Root, shown, name string) error {
-	if dir := filepath.Dir(name); dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
-			return describe("create the directory for", shown, err)
-		}
-	}
-	return nil
-}
-
-// appendTo appends data to name, creating it when missing. An append that
-// would cross a limit is refused before anything is created or written,
-// and a failed write is undone.
-func appendTo(root *os.Root, wr *workspace.Write, shown, name string, data []byte) (string, error) {
+// appendTo appends data to name, creating it when missing, as a
+// filestore.Update: an append racing another process's lands after it,
+// and one that would cross a limit is refused before anything is written.
+func appendTo(ctx context.Context, ws filestore.FS, wr *workspace.Write, shown, name string, data []byte) (string, error) {
 	var size int64
-	if fi, err := root.Stat(name); err == nil {
-		if err := regular(shown, fi, "list_dir"); err != nil {
+	if e, err := ws.Stat(ctx, name); err == nil {
+		if err := regular(shown, e, "list_dir"); err != nil {
 			return "", err
 		}
-		size = fi.Size()
+		size = e.Size
 	} else if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 		return "", describe("append to", shown, err)
 	}
@@ -320,65 +292,24 @@ func appendTo(root *os.Root, wr *workspace.Write, shown, name string, data []byt
 	if err := wr.Fit(shown, size+grow, grow); err != nil {
 		return "", err
 	}
-	if err := mkdirFor(root, shown, name); err != nil {
-		return "", err
-	}
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
-	if err != nil {
-		return "", describe("append to", shown, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err == nil {
-		err = regular(shown, fi, "list_dir")
-	}
-	if err == nil && fi.Size() != size {
-		// Changed by someone else since the check: check again.
-		err = wr.Fit(shown, fi.Size()+grow, grow)
-	}
-	if err != nil {
-		return "", err
-	}
-	if _, err := f.Write(data); err != nil {
-		if terr := f.Truncate(fi.Size()); terr != nil {
-			wr.Unknown()
+	e, err := filestore.Update(ctx, ws, name, wr.MaxFile(), func(old []byte, _ bool) ([]byte, error) {
+		if int64(len(old)) != size {
+			// Changed by someone else since the check: check again.
+			if err := wr.Fit(shown, int64(len(old))+grow, grow); err != nil {
+				return nil, err
+			}
 		}
-		return "", describe("append to", shown, err)
+		return append(old, data...), nil
+	})
+	if errors.Is(err, workspace.ErrLimit) {
+		return "", err
 	}
-	if err := f.Close(); err != nil {
+	if err != nil {
 		wr.Unknown()
 		return "", describe("append to", shown, err)
 	}
 	wr.Grew(grow)
-	return fmt.Sprintf("appended %d bytes to %s (now %d bytes)", len(data), shown, fi.Size()+grow), nil
-}
-
-// resolveLinks follows symbolic links at the final component of name so an
-// atomic write replaces the file a link points to rather than the link. Link
-// targets must stay inside the workspace; the Root checks every step again.
-func resolveLinks(root *os.Root, shown, name string) (string, error) {
-	for range maxSymlinks {
-		fi, err := root.Lstat(name)
-		if errors.Is(err, fs.ErrNotExist) {
-			return name, nil
-		}
-		if err != nil {
-			return "", describe("write", shown, err)
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			return name, nil
-		}
-		target, err := root.Readlink(name)
-		if err != nil {
-			return "", describe("write", shown, err)
-		}
-		next := filepath.Join(filepath.Dir(name), target)
-		if filepath.IsAbs(target) || !filepath.IsLocal(next) {
-			return "", fmt.Errorf("cannot write %q: it is a symbolic link leading outside the workspace", shown)
-		}
-		name = next
-	}
-	return "", fmt.Errorf("cannot write %q: too many levels of symbolic links", shown)
+	return fmt.Sprintf("appended %d bytes to %s (now %d bytes)", len(data), shown, e.Size), nil
 }
 
 type listDir struct{}
@@ -417,42 +348,41 @@ func (listDir) Call(ctx context.Context, env tool.Env, args json.RawMessage) (st
 	if err != nil {
 		return "", err
 	}
-	root, err := openWorkspace(env)
+	ws, err := openWorkspace(ctx, env)
 	if err != nil {
 		return "", err
 	}
-	defer root.Close()
-
-	f, err := root.Open(name)
+	e, err := ws.Stat(ctx, name)
 	if err != nil {
 		return "", describe("list", shown, err)
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", describe("list", shown, err)
-	}
-	if !fi.IsDir() {
+	if !e.IsDir() {
 		return "", fmt.Errorf("%q is not a directory; use read_file to read a file", shown)
 	}
-	entries, err := f.ReadDir(-1)
+	entries, err := ws.ReadDir(ctx, name, maxCounted+1)
 	if err != nil {
 		return "", describe("list", shown, err)
 	}
-	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-
 	var out strings.Builder
 	if len(entries) == 0 {
 		fmt.Fprintf(&out, "%s is empty", shown)
 		return out.String(), nil
 	}
-	fmt.Fprintf(&out, "%s (%d entries)\n", shown, len(entries))
+	count := fmt.Sprint(len(entries))
+	if len(entries) > maxCounted {
+		count = fmt.Sprintf("more than %d", maxCounted)
+	}
+	fmt.Fprintf(&out, "%s (%s entries)\n", shown, count)
 	for i, e := range entries {
 		if i == MaxEntries {
-			fmt.Fprintf(&out, "... %d more entries not shown\n", len(entries)-MaxEntries)
+			if len(entries) > maxCounted {
+				out.WriteString("... more entries not shown\n")
+			} else {
+				fmt.Fprintf(&out, "... %d more entries not shown\n", len(entries)-MaxEntries)
+			}
 			break
 		}
-		out.WriteString(entryLine(root, name, e))
+		out.WriteString(entryLine(ctx, ws, name, e))
 		out.WriteByte('\n')
 	}
 	return strings.TrimSuffix(out.String(), "\n"), nil
@@ -460,33 +390,25 @@ func (listDir) Call(ctx context.Context, env tool.Env, args json.RawMessage) (st
 
 // entryLine formats one directory entry. Symbolic links are described by
 // what they lead to inside the workspace; links leading out are marked.
-func entryLine(root *os.Root, dir string, e fs.DirEntry) string {
-	n := e.Name()
-	mode := e.Type()
+func entryLine(ctx context.Context, ws filestore.FS, dir string, e filestore.Entry) string {
+	n := e.Name
 	link := ""
-	var fi fs.FileInfo
-	var err error
-	if mode&fs.ModeSymlink != 0 {
-		fi, err = root.Stat(filepath.Join(dir, n))
-		if err != nil {
+	if e.Mode&fs.ModeSymlink != 0 {
+		var err error
+		if e, err = ws.Stat(ctx, path.Join(dir, n)); err != nil {
 			return n + " (symbolic link, target missing or outside the workspace)"
 		}
 		link = ", symbolic link"
-	} else {
-		fi, err = e.Info()
-		if err != nil {
-			return n + " (vanished while listing)"
-		}
 	}
 	switch {
-	case fi.IsDir():
+	case e.IsDir():
 		if link != "" {
 			return n + "/ (symbolic link)"
 		}
 		return n + "/"
-	case fi.Mode().IsRegular():
-		return fmt.Sprintf("%s (%d bytes%s)", n, fi.Size(), link)
+	case e.Mode.IsRegular():
+		return fmt.Sprintf("%s (%d bytes%s)", n, e.Size, link)
 	default:
-		return fmt.Sprintf("%s (%s%s)", n, fileKind(fi.Mode()), link)
+		return fmt.Sprintf("%s (%s%s)", n, fileKind(e.Mode), link)
 	}
 }

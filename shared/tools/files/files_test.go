@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
@@ -69,7 +70,7 @@ func defaultQuota(t *testing.T) *workspace.Quota {
 	return q
 }
 
-func (f fixture) env() tool.Env { return tool.Env{Agent: "a", Workspace: f.ws} }
+func (f fixture) env() tool.Env { return tool.Env{Agent: "a", Workspace: osroot.New(f.ws)} }
 
 // call runs a tool and checks that no error names a host path.
 func call(t *testing.T, f fixture, tl tool.Tool, env tool.Env, args string) (string, error) {
@@ -330,8 +331,8 @@ func TestMissingWorkspace(t *testing.T) {
 		wantErr string
 	}{
 		{"unset", tool.Env{Agent: "a"}, "has no workspace"},
-		{"does not exist", tool.Env{Agent: "a", Workspace: filepath.Join(f.tmp, "gone")}, "workspace does not exist"},
-		{"is a file", tool.Env{Agent: "a", Workspace: filepath.Join(f.ws, "hello.txt")}, "not a directory"},
+		{"does not exist", tool.Env{Agent: "a", Workspace: osroot.New(filepath.Join(f.tmp, "gone"))}, "workspace does not exist"},
+		{"is a file", tool.Env{Agent: "a", Workspace: osroot.New(filepath.Join(f.ws, "hello.txt"))}, "not a directory"},
 	}
 	for _, tl := range tools {
 		for _, e := range envs {

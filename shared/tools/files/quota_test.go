@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
@@ -104,7 +105,7 @@ func TestWriteFileLimits(t *testing.T) {
 				}
 			}
 			q := newTestQuota(t, workspace.Limits{MaxFileBytes: 150, WorkspaceQuotaBytes: 400})
-			out, err := WriteFile(q).Call(context.Background(), tool.Env{Workspace: dir}, json.RawMessage(tt.args))
+			out, err := WriteFile(q).Call(context.Background(), tool.Env{Workspace: osroot.New(dir)}, json.RawMessage(tt.args))
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, workspace.ErrLimit) {
 					t.Fatalf("got %q, %v; want an workspace.ErrLimit containing %q", out, err, tt.wantErr)
@@ -178,7 +179,7 @@ func TestQuotaSequence(t *testing.T) {
 			if s.before != nil {
 				s.before(t)
 			}
-			out, err := wf.Call(context.Background(), tool.Env{Workspace: dir}, json.RawMessage(s.args))
+			out, err := wf.Call(context.Background(), tool.Env{Workspace: osroot.New(dir)}, json.RawMessage(s.args))
 			if s.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), s.wantErr) || !errors.Is(err, workspace.ErrLimit) {
 					t.Fatalf("got %q, %v; want an workspace.ErrLimit containing %q", out, err, s.wantErr)
@@ -226,7 +227,7 @@ func TestQuotaConcurrentWrites(t *testing.T) {
 						path = "log.txt"
 					}
 					args, _ := json.Marshal(map[string]any{"path": path, "content": strings.Repeat("x", size), "append": tt.append})
-					_, errs[i] = wf.Call(context.Background(), tool.Env{Workspace: dir}, args)
+					_, errs[i] = wf.Call(context.Background(), tool.Env{Workspace: osroot.New(dir)}, args)
 				})
 			}
 			wg.Wait()
@@ -241,12 +242,7 @@ func TestQuotaConcurrentWrites(t *testing.T) {
 					t.Errorf("unexpected error: %v", err)
 				}
 			}
-			root, err := os.OpenRoot(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer root.Close()
-			used, err := workspace.Usage(root)
+			used, err := workspace.Usage(context.Background(), osroot.New(dir))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -278,7 +274,7 @@ func BenchmarkWriteFile(b *testing.B) {
 			b.Fatal(err)
 		}
 		wf := WriteFile(q)
-		env := tool.Env{Workspace: dir}
+		env := tool.Env{Workspace: osroot.New(dir)}
 		args := json.RawMessage(`{"path":"notes/log.txt","content":"one more line\n","append":true}`)
 		b.Run(fmt.Sprintf("files=%d/write_file", n), func(b *testing.B) {
 			// The first write measures the workspace; the loop's writes
@@ -293,13 +289,9 @@ func BenchmarkWriteFile(b *testing.B) {
 			}
 		})
 		b.Run(fmt.Sprintf("files=%d/walk", n), func(b *testing.B) {
-			root, err := os.OpenRoot(dir)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer root.Close()
+			ws := osroot.New(dir)
 			for b.Loop() {
-				if _, err := workspace.Usage(root); err != nil {
+				if _, err := workspace.Usage(context.Background(), ws); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -316,7 +308,7 @@ func TestToolsShareQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	wf, mem := WriteFile(q), workspace.MemoryTool(q)
-	env := tool.Env{Workspace: dir}
+	env := tool.Env{Workspace: osroot.New(dir)}
 	var wg sync.WaitGroup
 	errs := make([]error, 2*writers)
 	for i := range writers {

@@ -1,37 +1,25 @@
 package files
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
 
-// openWorkspace opens the agent's workspace as an *os.Root. Its errors never
-// name the host path of the workspace.
-func openWorkspace(env tool.Env) (*os.Root, error) {
-	if env.Workspace == "" {
-		return nil, errors.New("this agent has no workspace, so file tools are unavailable")
-	}
-	root, err := os.OpenRoot(env.Workspace)
-	if err == nil {
-		return root, nil
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errors.New("the agent workspace does not exist; ask the operator to create it")
-	}
-	if fi, serr := os.Stat(env.Workspace); serr == nil && !fi.IsDir() {
-		return nil, errors.New("the agent workspace is not a directory; ask the operator to fix it")
-	}
-	if errors.Is(err, fs.ErrPermission) {
-		return nil, errors.New("the agent workspace cannot be opened: permission denied; ask the operator to check it")
-	}
-	return nil, errors.New("the agent workspace cannot be opened; ask the operator to check it")
+// openWorkspace returns the agent's workspace. Its errors never name
+// where the workspace lives.
+func openWorkspace(ctx context.Context, env tool.Env) (filestore.FS, error) {
+	return workspace.Open(ctx, env, "file tools are unavailable")
 }
 
 // checkPath validates a model-supplied path before it touches the disk and
@@ -48,11 +36,11 @@ func checkPath(p string) (string, error) {
 	case !filepath.IsLocal(p):
 		return "", fmt.Errorf("%q leads outside the workspace; paths must stay inside it", p)
 	}
-	return filepath.Clean(p), nil
+	return path.Clean(filepath.ToSlash(p)), nil
 }
 
-// describe turns an error from an *os.Root operation on name into a message
-// for the model. Root errors carry only the relative name they were given,
+// describe turns an error from the file store about name into a message
+// for the model. The store's errors carry only the name they were given,
 // so no host path leaks.
 func describe(action, name string, err error) error {
 	var inner error = err
@@ -73,6 +61,10 @@ func describe(action, name string, err error) error {
 		return fmt.Errorf("cannot %s %q: a parent of it is not a directory", action, name)
 	case errors.Is(err, syscall.EISDIR):
 		return fmt.Errorf("cannot %s %q: it is a directory", action, name)
+	case errors.Is(err, filestore.ErrNotFile):
+		return fmt.Errorf("cannot %s %q: it is not a regular file", action, name)
+	case errors.Is(err, filestore.ErrConflict):
+		return fmt.Errorf("cannot %s %q: it kept changing while this write was made; try again", action, name)
 	case errors.Is(err, syscall.ELOOP):
 		return fmt.Errorf("cannot %s %q: too many levels of symbolic links", action, name)
 	case strings.Contains(inner.Error(), "escapes"):

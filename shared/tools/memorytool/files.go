@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -14,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
@@ -79,13 +79,13 @@ func NewFiles(m *memory.Memory, stateDir string) (*Files, error) {
 	return &Files{mem: m, stateDir: stateDir, agents: map[string]*agentFiles{}}, nil
 }
 
-// Sync brings the memories of agent's workspace files, in dir, up to date.
+// Sync brings the memories of agent's workspace files, in ws, up to date.
 // The first Sync of an agent reads every file and compares it with its
 // memory, so nothing is re-embedded that did not change; later ones only
 // look at the files whose fingerprint changed. A workspace that does not
 // exist has no files. Failures to index one file do not stop the others;
 // they are returned joined, and that file is tried again next time.
-func (f *Files) Sync(ctx context.Context, agent, dir string) (SyncReport, error) {
+func (f *Files) Sync(ctx context.Context, agent string, ws filestore.FS) (SyncReport, error) {
 	var rep SyncReport
 	if err := workspace.ValidName(agent); err != nil {
 		return rep, fmt.Errorf("memory files: %w", err)
@@ -112,19 +112,16 @@ func (f *Files) Sync(ctx context.Context, agent, dir string) (SyncReport, error)
 			af.indexed[name] = fp
 		}
 	}
-	current, root, err := scanFiles(dir)
+	current, err := scanFiles(ctx, ws)
 	if err != nil {
 		return rep, fmt.Errorf("memory files of %s: %w", agent, errors.Join(append(errs, err)...))
-	}
-	if root != nil {
-		defer root.Close()
 	}
 	changed := false
 	for name, fp := range current {
 		if old, ok := af.indexed[name]; ok && old == fp && af.synced {
 			continue
 		}
-		stored, forgotten, err := f.indexFile(ctx, agent, root, name, fp)
+		stored, forgotten, err := f.indexFile(ctx, agent, ws, name, fp)
 		if stored {
 			rep.Stored++
 		}
@@ -170,9 +167,9 @@ func (f *Files) Sync(ctx context.Context, agent, dir string) (SyncReport, error)
 
 // indexFile brings the memory of one file up to date with its text. It
 // reports whether it stored or forgot the memory.
-func (f *Files) indexFile(ctx context.Context, agent string, root *os.Root, name string, fp fingerprint) (stored, forgotten bool, err error) {
+func (f *Files) indexFile(ctx context.Context, agent string, ws filestore.FS, name string, fp fingerprint) (stored, forgotten bool, err error) {
 	key := FileKeyPrefix + name
-	text, err := readText(root, name)
+	text, err := readText(ctx, ws, name)
 	if err != nil {
 		return false, false, err
 	}
@@ -211,65 +208,52 @@ func (f *Files) indexFile(ctx context.Context, agent string, root *os.Root, name
 	return true, false, nil
 }
 
+// maxDailyLogs bounds the daily logs Sync indexes.
+const maxDailyLogs = 100000
+
 // scanFiles returns the fingerprints of the memory files in the workspace
-// at dir, and the workspace opened as a root (nil when it does not exist).
-// Only regular files count; symbolic links are followed inside the
-// workspace, never out of it.
-func scanFiles(dir string) (map[string]fingerprint, *os.Root, error) {
+// ws (none when it is nil or does not exist). Only regular files count;
+// symbolic links are followed inside the workspace, never out of it.
+func scanFiles(ctx context.Context, ws filestore.FS) (map[string]fingerprint, error) {
 	files := map[string]fingerprint{}
-	root, err := os.OpenRoot(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return files, nil, nil
+	if ws == nil {
+		return files, nil
 	}
-	if err != nil {
-		return nil, nil, err
-	}
-	add := func(name string, fi fs.FileInfo) {
-		if fi.Mode().IsRegular() {
-			files[name] = fingerprint{Size: fi.Size(), ModTime: fi.ModTime().UnixNano()}
+	add := func(name string, e filestore.Entry) {
+		if e.Mode.IsRegular() {
+			files[name] = fingerprint{Size: e.Size, ModTime: e.ModTime.UnixNano()}
 		}
 	}
-	if fi, err := root.Stat(workspace.MemoryFile); err == nil {
-		add(workspace.MemoryFile, fi)
+	if e, err := ws.Stat(ctx, workspace.MemoryFile); err == nil {
+		add(workspace.MemoryFile, e)
 	} else if !errors.Is(err, fs.ErrNotExist) && !isEscape(err) {
-		root.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	d, err := root.Open(workspace.DailyDir)
+	entries, err := ws.ReadDir(ctx, workspace.DailyDir, maxDailyLogs)
 	if errors.Is(err, fs.ErrNotExist) || isEscape(err) {
-		return files, root, nil
+		return files, nil
 	}
 	if err != nil {
-		root.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	entries, err := d.ReadDir(-1)
-	d.Close()
-	if err != nil {
-		root.Close()
-		return nil, nil, err
-	}
-	for _, de := range entries {
-		date, ok := strings.CutSuffix(de.Name(), ".md")
+	for _, e := range entries {
+		date, ok := strings.CutSuffix(e.Name, ".md")
 		if !ok || !validDate(date) {
 			continue
 		}
-		name := workspace.DailyDir + "/" + de.Name()
-		var fi fs.FileInfo
-		if de.Type()&fs.ModeSymlink != 0 {
-			fi, err = root.Stat(filepath.FromSlash(name))
-		} else {
-			fi, err = de.Info()
+		name := workspace.DailyDir + "/" + e.Name
+		if e.Mode&fs.ModeSymlink != 0 {
+			if e, err = ws.Stat(ctx, name); err != nil {
+				continue
+			}
 		}
-		if err == nil {
-			add(name, fi)
-		}
+		add(name, e)
 	}
-	return files, root, nil
+	return files, nil
 }
 
-// isEscape reports whether err is os.Root refusing a path that leads out
-// of the workspace: such a file is not the agent's and is not indexed.
+// isEscape reports whether err is a local workspace refusing a path that
+// leads out of it: such a file is not the agent's and is not indexed.
 func isEscape(err error) bool {
 	var pe *fs.PathError
 	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes")
@@ -277,13 +261,8 @@ func isEscape(err error) bool {
 
 // readText reads a memory file as valid UTF-8, at most memory.MaxTextBytes
 // of it.
-func readText(root *os.Root, name string) (string, error) {
-	fh, err := root.Open(filepath.FromSlash(name))
-	if err != nil {
-		return "", err
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, memory.MaxTextBytes))
+func readText(ctx context.Context, ws filestore.FS, name string) (string, error) {
+	b, _, err := ws.ReadFile(ctx, name, memory.MaxTextBytes)
 	if err != nil {
 		return "", err
 	}

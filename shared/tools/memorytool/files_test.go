@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory/memorytest"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
@@ -90,7 +91,7 @@ func (w *workspaceFixture) remove(t *testing.T, name string) {
 
 func (w *workspaceFixture) sync(t *testing.T, want SyncReport) {
 	t.Helper()
-	got, err := w.files.Sync(context.Background(), "a", w.dir)
+	got, err := w.files.Sync(context.Background(), "a", osroot.New(w.dir))
 	if err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
@@ -111,7 +112,7 @@ func (w *workspaceFixture) search(t *testing.T, query string) []string {
 func (w *workspaceFixture) searchAs(t *testing.T, owner, query string) []string {
 	t.Helper()
 	ts := tools(t, Config{Memory: w.mem, Files: w.files})
-	out, err := ts["memory_search"].Call(context.Background(), tool.Env{Agent: "a", Owner: owner, Workspace: w.dir}, json.RawMessage(`{"query":`+quote(query)+`}`))
+	out, err := ts["memory_search"].Call(context.Background(), tool.Env{Agent: "a", Owner: owner, Workspace: osroot.New(w.dir)}, json.RawMessage(`{"query":`+quote(query)+`}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +299,7 @@ func TestFilesMissingWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.sync(t, SyncReport{Forgotten: 1})
-	if _, err := w.files.Sync(context.Background(), "../a", w.dir); err == nil {
+	if _, err := w.files.Sync(context.Background(), "../a", osroot.New(w.dir)); err == nil {
 		t.Error("Sync accepted an invalid agent name")
 	}
 }

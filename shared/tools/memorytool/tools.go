@@ -213,7 +213,7 @@ func (s searchTool) Call(ctx context.Context, env tool.Env, args json.RawMessage
 		}
 		f.Categories = []memory.Category{c}
 	}
-	if s.c.Files != nil && env.Workspace != "" {
+	if s.c.Files != nil && env.Workspace != nil {
 		if _, err := s.c.Files.Sync(ctx, agent, env.Workspace); err != nil {
 			s.c.Log.Warn("memory files not indexed", "agent", agent, "error", err)
 		}

@@ -5,13 +5,16 @@
 //
 //   - the store: DynamoDB (TABLE_NAME), with ephemeral sessions, those of
 //     stateless requests, kept in memory (agent.WithEphemeral);
-//   - the agents named in AGENTS (default "default"), each with the
-//     provider chain, the tools that work in Lambda (web_fetch, and
-//     load_skill with the bundled skills, and the memory tools) and a
-//     system prompt built from
-//     the default workspace templates (prompt.Templates): agent workspaces
-//     are not kept in the store yet, so every agent has the workspace of a
-//     new agent after its first-run ritual;
+//   - the agents: with a file store for workspaces (Options.Files, the
+//     stack's bucket), exactly as locally (setup.Builder.Live): the agents
+//     named in AGENTS (default "default") get their workspaces made from
+//     the templates where missing, and every workspace under agents/ is an
+//     agent, each with the provider chain, web_fetch, load_skill (bundled,
+//     global skills/ and the agent's own), the file tools,
+//     workspace_memory and the memory tools, and its system prompt built
+//     from its workspace (prompt.Builder). Without a file store, the agents
+//     named in AGENTS only, without file tools, with the system prompt of
+//     the default workspace templates (prompt.Templates);
 //   - the provider chain: DEFAULT_PROVIDER first (bedrock, the default, or
 //     openai), then the other one when it is configured, each with retries
 //     and a circuit breaker;
@@ -22,7 +25,9 @@
 //     which the indexer function feeds from the table's stream, when
 //     OPENSEARCH_ENDPOINT is set; and the recorder of conversations, which
 //     the step function runs when a run is done (sfn.Driver);
-//   - the Step Functions driver of the loop (STATE_MACHINE_ARN);
+//   - the driver of the loop: durable runs run inline in the step
+//     function (RUN_FUNCTION, inline.go), handed to the state machine
+//     (STATE_MACHINE_ARN) when they park or run long;
 //   - the agent.Router that routes what runs tell by their reply channel:
 //     "ws" to the API Gateway WebSocket connection (WS_ENDPOINT), "http"
 //     to the in-process Hub the api function's requests listen to, "tg"
@@ -35,6 +40,9 @@
 //	SESSION_TTL                idle session lifetime, a Go duration
 //	STATE_MACHINE_ARN          the loop's state machine (required)
 //	STEPFUNCTIONS_ENDPOINT     Step Functions endpoint override
+//	RUN_FUNCTION               the step function, invoked asynchronously to run a durable
+//	                           run inline (inline.go); unset, runs are state machine executions
+//	LAMBDA_ENDPOINT            Lambda endpoint override
 //	WS_ENDPOINT                API Gateway Management API endpoint of the WebSocket stage
 //	AGENTS                     comma-separated agent names (default "default")
 //	DEFAULT_PROVIDER           bedrock (default) or openai
@@ -89,6 +97,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/prompt"
@@ -116,8 +125,12 @@ type Root struct {
 	// Embedder is the embedding model (BEDROCK_EMBED_MODEL) of memory
 	// and of POST /v1/embeddings, nil without one.
 	Embedder memory.RequestEmbedder
-	Agents   agent.Registry
-	Identity agent.Identity
+	// Agents are the agents of AGENTS as built at the start.
+	Agents agent.Registry
+	// Workspaces are the agents served, live from the file store; nil
+	// without Options.Files (then Agents are served).
+	Workspaces *setup.Workspaces
+	Identity   agent.Identity
 	// Hub receives the events of runs replying on the "http" channel.
 	Hub  *agent.Hub
 	Loop *agent.Loop
@@ -134,9 +147,20 @@ type Root struct {
 	secrets  *secrets
 }
 
+// Options are what a function adds to the environment.
+type Options struct {
+	// Files holds the agents' workspaces (agents/<name>/) and global
+	// skills (skills/): the stack's bucket. Nil gives agents without
+	// workspaces (see the package doc).
+	Files filestore.FS
+}
+
 // New builds the adapters from the environment (see the package doc). It
 // checks that the table exists.
-func New(ctx context.Context) (*Root, error) {
+func New(ctx context.Context) (*Root, error) { return NewWith(ctx, Options{}) }
+
+// NewWith is New with options.
+func NewWith(ctx context.Context, o Options) (*Root, error) {
 	getenv := os.Getenv
 	log := newLogger(getenv("LOG_LEVEL"))
 	dcfg, err := dynamo.ConfigFromEnv()
@@ -156,6 +180,9 @@ func New(ctx context.Context) (*Root, error) {
 		return nil, err
 	}
 	skills := skill.NewCatalog("")
+	if o.Files != nil {
+		skills = skill.NewCatalogFS(filestore.IOFS(context.Background(), o.Files, skill.MaxSize+1), "the workspaces' store")
+	}
 	skills.Warn = func(err error) { log.Warn("skill skipped", "err", err) }
 	emb, err := newEmbedder(ctx, getenv)
 	if err != nil {
@@ -165,17 +192,26 @@ func New(ctx context.Context) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	tools, err := setup.Tools(cfg, skills, false)
+	tools, err := setup.Tools(cfg, skills, o.Files != nil)
 	if err != nil {
 		return nil, err
 	}
-	builder, err := setup.NewBuilder(ctx, cfg, "", append(tools, memTools...))
+	builder, err := setup.NewBuilder(ctx, cfg, o.Files, append(tools, memTools...))
 	if err != nil {
 		return nil, fmt.Errorf("cloud: AGENTS: %w", err)
 	}
 	agents, err := builder.Registry(names)
 	if err != nil {
 		return nil, fmt.Errorf("cloud: AGENTS: %w", err)
+	}
+	var served agent.Agents = agents
+	var prompter agent.Prompter = &prompt.Templates{Skills: skills}
+	var live *setup.Workspaces
+	if o.Files != nil {
+		if live, err = builder.Live(ctx, nil, log, names...); err != nil {
+			return nil, fmt.Errorf("cloud: workspaces: %w", err)
+		}
+		served, prompter = live, prompt.New(skills, skill.Env{})
 	}
 	identity := agent.Identity{}
 	switch v := getenv("SESSION_SHARING"); v {
@@ -186,7 +222,7 @@ func New(ctx context.Context) (*Root, error) {
 		return nil, fmt.Errorf("cloud: SESSION_SHARING=%q: want shared or per_channel", v)
 	}
 
-	r := &Root{Log: log, Store: db, Memory: mem, Embedder: emb, Agents: agents, Identity: identity, Hub: agent.NewHub(), Limiter: ratelimit.New(time.Minute)}
+	r := &Root{Log: log, Store: db, Memory: mem, Embedder: emb, Agents: agents, Workspaces: live, Identity: identity, Hub: agent.NewHub(), Limiter: ratelimit.New(time.Minute)}
 	// Runs of the HTTP API: the hub streams a stateless run to its
 	// request in this function; a durable run's model calls happen in
 	// the step function, which stores what they stream for the api
@@ -202,8 +238,8 @@ func New(ctx context.Context) (*Root, error) {
 	}
 	r.Loop = &agent.Loop{
 		Store:    agent.WithEphemeral(db, memstore.New()),
-		Agents:   agents,
-		Prompter: &prompt.Templates{Skills: skills},
+		Agents:   served,
+		Prompter: prompter,
 		Replier:  router,
 		Events:   obs.NewEmitter(log, 1024, emf.New(os.Stderr)),
 		Recorder: recorder,
@@ -219,7 +255,8 @@ func New(ctx context.Context) (*Root, error) {
 			o.BaseEndpoint = aws.String(ep)
 		}
 	})
-	r.Driver = &sfn.Driver{Loop: r.Loop, Lanes: db, Client: client, StateMachine: arn, Log: log}
+	r.Driver = &sfn.Driver{Loop: r.Loop, Lanes: db, Client: client, StateMachine: arn, Log: log,
+		Inline: newInline(awsCfg, getenv, db)}
 	r.secrets = newSecrets(awsCfg, getenv("SECRETSMANAGER_ENDPOINT"))
 	if err := r.newTelegram(ctx, getenv, router); err != nil {
 		return nil, err
@@ -347,9 +384,17 @@ func (r *Root) API() (http.Handler, error) {
 	}
 	return gateway.New(gateway.Config{
 		Runner: runner, Events: r.Hub, Keys: r.Store, Runs: r.Store, Limiter: r.Limiter,
-		Agents: r.Agents.Names, Identity: r.Identity, Log: r.Log, Embedder: r.Embedder,
+		Agents: r.AgentNames, Identity: r.Identity, Log: r.Log, Embedder: r.Embedder,
 		Responses: r.Store, Threads: r.Loop,
 		// The agents are the deployment's: created with its table.
 		Created: func(string) time.Time { return r.Store.Created() },
 	})
+}
+
+// AgentNames lists the agents served, sorted.
+func (r *Root) AgentNames() []string {
+	if r.Workspaces != nil {
+		return r.Workspaces.Names()
+	}
+	return r.Agents.Names()
 }

@@ -10,12 +10,15 @@ package setup
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bedrock"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/openai"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
@@ -46,7 +49,7 @@ func Provider(ctx context.Context, p config.Provider, maxReply int) (llm.Provide
 }
 
 // Tools returns the built-in tools: web_fetch and load_skill everywhere,
-// and, where agents have a workspace directory (withFiles), read_file,
+// and, where agents have workspaces (withFiles), read_file,
 // write_file, list_dir and workspace_memory, within the configured file
 // limits.
 func Tools(cfg *config.Config, skills *skill.Catalog, withFiles bool) ([]tool.Tool, error) {
@@ -66,21 +69,23 @@ func Tools(cfg *config.Config, skills *skill.Catalog, withFiles bool) ([]tool.To
 }
 
 // Builder makes the agents of a configuration: each with the provider
-// chain and the tools its config selects, and its workspace directory when
-// the configuration has a home.
+// chain and the tools its config selects, and its workspace,
+// agents/<name>/ of the home file store, when there is one. Locally the
+// home is the data directory (adapters/osroot); on AWS a prefix of the
+// stack's bucket.
 type Builder struct {
 	cfg       *config.Config
 	providers map[string]llm.Provider
 	tools     []tool.Tool
-	// home holds the workspaces; empty when agents have none (AWS).
-	home string
+	// home holds the workspaces; nil when agents have none.
+	home filestore.FS
 }
 
 // NewBuilder builds the configured providers, each with retries and a
 // circuit breaker, and checks that every agent of the configuration can be
-// built from them and tools. Agents get workspaces under home, unless it
-// is empty.
-func NewBuilder(ctx context.Context, cfg *config.Config, home string, tools []tool.Tool) (*Builder, error) {
+// built from them and tools. Agents get workspaces in home, unless it is
+// nil.
+func NewBuilder(ctx context.Context, cfg *config.Config, home filestore.FS, tools []tool.Tool) (*Builder, error) {
 	b := &Builder{cfg: cfg, providers: map[string]llm.Provider{}, tools: tools, home: home}
 	for _, p := range cfg.Providers {
 		op, err := Provider(ctx, p, cfg.Limits.MaxReplyBytes)
@@ -125,21 +130,32 @@ func (b *Builder) Build(name string) (*agent.Agent, error) {
 		ReplaceSystem:     ac.ClientSystem == "replace",
 		Compaction:        agent.Compaction{Threshold: threshold, Target: target, Flush: flush},
 	}
-	if b.home != "" {
-		a.Workspace = workspace.Dir(b.home, name)
+	if b.home != nil {
+		ws, err := workspace.Of(b.home, name)
+		if err != nil {
+			return nil, fmt.Errorf("agent %s: %w", name, err)
+		}
+		a.Workspace = ws
 	}
 	return a, nil
 }
 
 // CreateWorkspaces creates the workspaces of the agents the configuration
-// names that have none yet, and returns their names.
-func (b *Builder) CreateWorkspaces() ([]string, error) {
-	if b.home == "" {
+// names (and of the others named) that have none yet, from the templates
+// (workspace.Create), and returns their names.
+func (b *Builder) CreateWorkspaces(ctx context.Context, others ...string) ([]string, error) {
+	if b.home == nil {
 		return nil, nil
 	}
+	names := slices.Sorted(maps.Keys(b.cfg.Agents))
+	for _, n := range others {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
 	var created []string
-	for n := range b.cfg.Agents {
-		_, made, err := workspace.Create(b.home, n)
+	for _, n := range names {
+		made, err := workspace.Create(ctx, b.home, n)
 		if err != nil {
 			return created, err
 		}

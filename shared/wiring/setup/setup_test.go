@@ -10,6 +10,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bedrock"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/openai"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
@@ -61,7 +62,7 @@ func TestBuilder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := NewBuilder(t.Context(), cfg, home, tools)
+	b, err := NewBuilder(t.Context(), cfg, osroot.New(home), tools)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestBuilder(t *testing.T) {
 		for _, d := range a.Tools.Definitions() {
 			names = append(names, d.Name)
 		}
-		got[name] = shape{a.Provider.Name(), names, a.MaxToolIterations, a.Workspace, a.Compaction}
+		got[name] = shape{a.Provider.Name(), names, a.MaxToolIterations, a.Workspace.(*osroot.FS).Dir(), a.Compaction}
 	}
 	want := map[string]shape{
 		"writer": {"b", []string{"web_fetch"}, 3, workspace.Dir(home, "writer"), agent.Compaction{Threshold: 50, Target: 20, Flush: true}},
@@ -92,14 +93,14 @@ func TestBuilder(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("agents (-want +got):\n%s", diff)
 	}
-	if created, err := b.CreateWorkspaces(); err != nil || !slices.Equal(created, []string{"writer"}) {
+	if created, err := b.CreateWorkspaces(t.Context()); err != nil || !slices.Equal(created, []string{"writer"}) {
 		t.Errorf("CreateWorkspaces = %v, %v; want the configured agent's", created, err)
 	}
 	if _, err := b.Registry([]string{"Bad Name"}); err == nil {
 		t.Error("Registry accepted an invalid name")
 	}
 	cfg.Agents["broken"] = config.AgentConfig{Tools: []string{"no_such_tool"}}
-	if _, err := NewBuilder(t.Context(), cfg, home, tools); err == nil || !strings.Contains(err.Error(), "no_such_tool") {
+	if _, err := NewBuilder(t.Context(), cfg, osroot.New(home), tools); err == nil || !strings.Contains(err.Error(), "no_such_tool") {
 		t.Errorf("NewBuilder with an unknown tool = %v, want an error naming it", err)
 	}
 }

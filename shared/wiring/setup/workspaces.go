@@ -1,16 +1,18 @@
 package setup
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
 
@@ -19,18 +21,20 @@ import (
 // workspace stops being served.
 const agentRecheck = time.Second
 
-// Workspaces is a set of agents kept in step with a home directory: one
-// agent per workspace directory under home/agents, including the
-// workspaces created and deleted while the server runs (`lambdaclaw agent
-// create|delete`). The local server serves it.
+// Workspaces is a set of agents kept in step with a home file store: one
+// agent per workspace under agents/, including the workspaces created and
+// deleted while the server runs (`lambdaclaw agent create|delete`, or a
+// push to the stack's bucket). The local server and the AWS functions
+// serve it.
 //
-// Looking up an agent it knows costs no system call: what it knows is
-// trusted for the recheck interval. A name it does not know costs one stat
-// of that workspace, and a scan of the directory when the workspace
-// exists; a listing (GET /v1/models) always scans. It implements
-// agent.Agents for the loop and Has, Names and Created for the gateway.
+// Looking up an agent it knows costs no call to the store: what it knows
+// is trusted for the recheck interval. A name it does not know costs one
+// Stat of that workspace, and a scan of agents/ when the workspace exists;
+// a listing (GET /v1/models) always scans. It implements agent.Agents for
+// the loop and Has, Names and Created for the gateway.
 type Workspaces struct {
-	home    string
+	home    filestore.FS
+	created func(name string) (time.Time, error)
 	build   func(name string) (*agent.Agent, error)
 	recheck time.Duration
 	now     func() time.Time
@@ -53,10 +57,32 @@ type agentSet struct {
 	at  time.Time
 }
 
-// NewWorkspaces scans the workspaces under home, making each agent with
-// build (Builder.Build); an agent that cannot be built is an error.
-func NewWorkspaces(home string, build func(string) (*agent.Agent, error), log *slog.Logger) (*Workspaces, error) {
-	r := &Workspaces{home: home, build: build, recheck: agentRecheck, now: time.Now, log: log}
+// Live makes the agents of the configuration served from the workspaces
+// of b's home, the same way locally and on AWS: it creates from the
+// templates the workspaces missing of the agents the configuration names
+// and of the agents always (the default agent), logging each one made,
+// then serves one agent per workspace of the home, live (Workspaces).
+// created is as for NewWorkspaces.
+func (b *Builder) Live(ctx context.Context, created func(name string) (time.Time, error), log *slog.Logger, always ...string) (*Workspaces, error) {
+	if b.home == nil {
+		return nil, errors.New("setup: agents need a home for their workspaces")
+	}
+	made, err := b.CreateWorkspaces(ctx, always...)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range made {
+		log.Info("created the workspace of an agent", "agent", n, "workspace", workspace.Path(n))
+	}
+	return NewWorkspaces(b.home, b.Build, created, log)
+}
+
+// NewWorkspaces scans the workspaces in home, making each agent with build
+// (Builder.Build); an agent that cannot be built is an error. created,
+// when set, tells when an agent's workspace was created (locally the
+// directory's birth, workspace.Created).
+func NewWorkspaces(home filestore.FS, build func(string) (*agent.Agent, error), created func(name string) (time.Time, error), log *slog.Logger) (*Workspaces, error) {
+	r := &Workspaces{home: home, created: created, build: build, recheck: agentRecheck, now: time.Now, log: log}
 	r.set.Store(&agentSet{agents: agent.Registry{}})
 	if _, err := r.scan(); err != nil {
 		return nil, err
@@ -76,7 +102,10 @@ func (r *Workspaces) Agent(name string) (*agent.Agent, bool) {
 		if workspace.ValidName(name) != nil {
 			return nil, false
 		}
-		if fi, err := os.Stat(workspace.Dir(r.home, name)); err != nil || !fi.IsDir() {
+		// A link the operator made (err not ErrNotExist) is for the scan
+		// to judge.
+		e, err := r.home.Stat(context.Background(), workspace.Path(name))
+		if errors.Is(err, fs.ErrNotExist) || (err == nil && !e.IsDir()) {
 			return nil, false
 		}
 	}
@@ -95,9 +124,9 @@ func (r *Workspaces) Names() []string {
 	return slices.Clone(r.refresh(r.begun.Load()).names)
 }
 
-// Created returns when the workspace of agent name was created
-// (workspace.Created), as found when the agent was first scanned; the
-// zero time for an agent it does not know.
+// Created returns when the workspace of agent name was created, as found
+// when the agent was first scanned; the zero time for an agent it does
+// not know or without the created function.
 func (r *Workspaces) Created(name string) time.Time {
 	return r.set.Load().created[name]
 }
@@ -128,7 +157,7 @@ func (r *Workspaces) refresh(since uint64) *agentSet {
 func (r *Workspaces) scan() (*agentSet, error) {
 	gen, at := r.begun.Add(1), r.now()
 	old := r.set.Load()
-	names, err := workspace.List(r.home)
+	names, err := workspace.List(context.Background(), r.home)
 	if err != nil {
 		s := &agentSet{agents: old.agents, names: old.names, created: old.created, gen: gen, at: at}
 		r.set.Store(s)
@@ -144,9 +173,11 @@ func (r *Workspaces) scan() (*agentSet, error) {
 				errs = append(errs, fmt.Errorf("agent %s: %w", n, err))
 				continue
 			}
-			if created, err = workspace.Created(r.home, n); err != nil {
-				// Deleted since it was listed: the next scan drops it.
-				r.log.Warn("agent workspace creation time unknown", "agent", n, "error", err)
+			if r.created != nil {
+				if created, err = r.created(n); err != nil {
+					// Deleted since it was listed: the next scan drops it.
+					r.log.Warn("agent workspace creation time unknown", "agent", n, "error", err)
+				}
 			}
 			if old.gen > 0 {
 				r.log.Info("agent added", "agent", n)

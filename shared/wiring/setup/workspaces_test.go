@@ -1,6 +1,7 @@
 package setup
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
@@ -28,7 +30,7 @@ func testAgents(t testing.TB, names ...string) (r *Workspaces, home string, cloc
 	t.Helper()
 	home = t.TempDir()
 	for _, n := range names {
-		if _, _, err := workspace.Create(home, n); err != nil {
+		if _, err := workspace.Create(context.Background(), osroot.New(home), n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,11 +43,11 @@ func testAgents(t testing.TB, names ...string) (r *Workspaces, home string, cloc
 		if name == "broken" {
 			return nil, errors.New("unknown tool")
 		}
-		return &agent.Agent{Name: name, Workspace: workspace.Dir(home, name)}, nil
+		return &agent.Agent{Name: name, Workspace: osroot.New(workspace.Dir(home, name))}, nil
 	}
 	clock = &fakeClock{}
 	clock.advance(time.Since(time.Unix(0, 0)))
-	r, err := NewWorkspaces(home, build, slog.New(slog.DiscardHandler))
+	r, err := NewWorkspaces(osroot.New(home), build, func(n string) (time.Time, error) { return workspace.Created(home, n) }, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +89,7 @@ func TestLiveAgents(t *testing.T) {
 	}
 
 	// Created while serving: found at once, built once.
-	if _, _, err := workspace.Create(home, "beta"); err != nil {
+	if _, err := workspace.Create(context.Background(), osroot.New(home), "beta"); err != nil {
 		t.Fatal(err)
 	}
 	has("beta", true)
@@ -99,13 +101,13 @@ func TestLiveAgents(t *testing.T) {
 
 	// Deleted while serving: a listing drops it at once; a lookup trusts
 	// what it knows for the recheck interval, then looks again.
-	if err := workspace.Delete(home, "beta"); err != nil {
+	if err := workspace.Delete(context.Background(), osroot.New(home), "beta"); err != nil {
 		t.Fatal(err)
 	}
-	if err := workspace.Delete(home, "alpha"); err != nil {
+	if err := workspace.Delete(context.Background(), osroot.New(home), "alpha"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := workspace.Create(home, "gamma"); err != nil {
+	if _, err := workspace.Create(context.Background(), osroot.New(home), "gamma"); err != nil {
 		t.Fatal(err)
 	}
 	has("alpha", true)
@@ -115,7 +117,7 @@ func TestLiveAgents(t *testing.T) {
 	names("gamma")
 
 	// An agent that comes back is a new agent.
-	if _, _, err := workspace.Create(home, "alpha"); err != nil {
+	if _, err := workspace.Create(context.Background(), osroot.New(home), "alpha"); err != nil {
 		t.Fatal(err)
 	}
 	again, ok := r.Agent("alpha")
@@ -124,7 +126,7 @@ func TestLiveAgents(t *testing.T) {
 	}
 
 	// One that cannot be built is left out; the others are served.
-	if _, _, err := workspace.Create(home, "broken"); err != nil {
+	if _, err := workspace.Create(context.Background(), osroot.New(home), "broken"); err != nil {
 		t.Fatal(err)
 	}
 	has("broken", false)
@@ -134,10 +136,10 @@ func TestLiveAgents(t *testing.T) {
 
 func TestLiveAgentsBrokenAtStart(t *testing.T) {
 	home := t.TempDir()
-	if _, _, err := workspace.Create(home, "broken"); err != nil {
+	if _, err := workspace.Create(context.Background(), osroot.New(home), "broken"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := NewWorkspaces(home, func(string) (*agent.Agent, error) { return nil, errors.New("unknown tool") }, slog.New(slog.DiscardHandler))
+	_, err := NewWorkspaces(osroot.New(home), func(string) (*agent.Agent, error) { return nil, errors.New("unknown tool") }, nil, slog.New(slog.DiscardHandler))
 	if err == nil || err.Error() != "agent broken: unknown tool" {
 		t.Errorf("NewWorkspaces = %v, want the agent's error", err)
 	}
@@ -170,13 +172,13 @@ func TestLiveAgentsConcurrent(t *testing.T) {
 	}
 	for n := range 20 {
 		name := fmt.Sprintf("a%d", n%5)
-		if _, _, err := workspace.Create(home, name); err != nil {
+		if _, err := workspace.Create(context.Background(), osroot.New(home), name); err != nil {
 			t.Fatal(err)
 		}
 		if _, ok := r.Agent(name); !ok {
 			t.Errorf("Agent(%s) not found right after its workspace was created", name)
 		}
-		if err := workspace.Delete(home, name); err != nil {
+		if err := workspace.Delete(context.Background(), osroot.New(home), name); err != nil {
 			t.Fatal(err)
 		}
 		clock.advance(agentRecheck)
@@ -242,7 +244,7 @@ func TestLiveAgentsCreated(t *testing.T) {
 	if diff := cmp.Diff(want, got()); diff != "" {
 		t.Errorf("Created after a rescan (-want +got):\n%s", diff)
 	}
-	if err := workspace.Delete(home, "beta"); err != nil {
+	if err := workspace.Delete(context.Background(), osroot.New(home), "beta"); err != nil {
 		t.Fatal(err)
 	}
 	r.Names()

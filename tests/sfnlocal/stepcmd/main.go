@@ -36,6 +36,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
@@ -50,8 +51,9 @@ import (
 // Channel is the reply channel whose events the command records.
 const Channel = "sfnlocal"
 
-// timeout stands for the function's timeout.
-const timeout = 2 * time.Minute
+// timeout stands for the function's timeout (900 s in infra), which the
+// inline runs measure their budget against.
+const timeout = 15 * time.Minute
 
 func main() { os.Exit(run()) }
 
@@ -111,7 +113,7 @@ func equip(root *cloud.Root) error {
 		return err
 	}
 	for _, a := range root.Agents {
-		a.Tools, a.Workspace = tools, ws
+		a.Tools, a.Workspace = tools, osroot.New(ws)
 	}
 	router, ok := root.Loop.Replier.(agent.Router)
 	if !ok {

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
+	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
+)
+
+// clock is the inline leases' clock; Lambda's retry delay moves it on.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// inlineFixture runs durable runs inline: the ws function's driver
+// invokes the step function (the fake Lambda runs it with the step
+// handler), which hands runs over to the fake Step Functions.
+type inlineFixture struct {
+	env    *cloudtest.Env
+	step   *cloud.Root
+	sender *cloud.Root
+}
+
+func newInlineFixture(t *testing.T) *inlineFixture {
+	env := cloudtest.Setup(t)
+	c := &clock{t: time.Now()}
+	// Lambda retries a failed invocation a minute and more later.
+	step := env.PlayInline(t, c.Now, func() { c.advance(2 * time.Minute) })
+	sender := env.Root(t, "ws")
+	if sender.Driver.Inline == nil {
+		t.Fatal("the ws function's driver does not run runs inline")
+	}
+	return &inlineFixture{env: env, step: step, sender: sender}
+}
+
+// deliver sends text to the session sid as the ws function does, replying
+// to the connection "conn-<sid>".
+func (f *inlineFixture) deliver(t *testing.T, sid, text string) agent.RunState {
+	t.Helper()
+	st, err := f.sender.Driver.Deliver(t.Context(), agent.Input{
+		SessionID: sid, Agent: "default", Messages: []chat.Message{{Role: chat.User, Content: text}},
+		Autonomy: tool.Supervised, Interactive: true, Reply: agent.Reply{Channel: "ws", To: "conn-" + sid},
+	}, func(string) {})
+	if err != nil {
+		t.Fatalf("deliver %q: %v", text, err)
+	}
+	return st
+}
+
+// history summarizes the session's history: "role: content", or the tool
+// names of an assistant's calls.
+func (f *inlineFixture) history(t *testing.T, sid string) []string {
+	t.Helper()
+	msgs, err := f.env.Store.Messages(t.Context(), sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range msgs {
+		line := string(m.Role) + ": " + m.Content
+		for _, c := range m.ToolCalls {
+			line += " [" + c.Name + "]"
+		}
+		if m.Role == chat.Tool {
+			line = "tool " + m.ToolCallID
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func (f *inlineFixture) runDone(t *testing.T, runID string) {
+	t.Helper()
+	run, err := f.env.Store.GetRun(t.Context(), runID)
+	if err != nil || run.Status != store.RunDone {
+		t.Fatalf("run %s = %+v, %v; want done", runID, run.Status, err)
+	}
+}
+
+func (f *inlineFixture) finals(sid string) []string {
+	var out []string
+	for _, fr := range f.env.APIGW.Frames("conn-" + sid) {
+		if fr["type"] == "final" {
+			out = append(out, fr["text"].(string))
+		}
+	}
+	return out
+}
+
+// TestInlineTurns: a plain turn and a turn with a tool call run in one
+// invocation each, with no state machine execution.
+func TestInlineTurns(t *testing.T) {
+	f := newInlineFixture(t)
+	f.env.LLM.Enqueue(
+		fakellm.Reply{Content: "Hello."},
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_1", Name: "load_skill", Arguments: `{"name":"web-research"}`}}},
+		fakellm.Reply{Content: "Loaded."},
+	)
+	a := f.deliver(t, "s-inline", "hi")
+	f.env.Lambda.Wait()
+	b := f.deliver(t, "s-inline", "load a skill")
+	f.env.Lambda.Wait()
+	f.runDone(t, a.RunID)
+	f.runDone(t, b.RunID)
+	want := []string{"user: hi", "assistant: Hello.", "user: load a skill", "assistant:  [load_skill]", "tool call_1", "assistant: Loaded."}
+	if got := f.history(t, "s-inline"); !slices.Equal(got, want) {
+		t.Errorf("history %q, want %q", got, want)
+	}
+	if got := f.finals("s-inline"); !slices.Equal(got, []string{"Hello.", "Loaded."}) {
+		t.Errorf("final frames %q", got)
+	}
+	if s := f.env.SFN.Started(); len(s) != 0 {
+		t.Errorf("executions started %q, want none", s)
+	}
+	ds := f.env.Lambda.Deliveries()
+	if len(ds) != 2 || !slices.Equal(ds[0].Errors, []string{""}) || !slices.Equal(ds[1].Errors, []string{""}) {
+		t.Errorf("deliveries %+v, want two, each run once without error", ds)
+	}
+}
+
+// TestInlineDuplicate: a delivery of a run's event again, while the run
+// steps and after it is done, runs nothing twice.
+func TestInlineDuplicate(t *testing.T) {
+	f := newInlineFixture(t)
+	release := make(chan struct{})
+	arrived := make(chan struct{})
+	var once sync.Once
+	f.env.LLM.OnRequest(func(fakellm.Request) {
+		once.Do(func() {
+			close(arrived)
+			<-release
+		})
+	})
+	f.env.LLM.Enqueue(fakellm.Reply{Content: "Once."})
+	st := f.deliver(t, "s-dup", "hi")
+	<-arrived
+	first := f.env.Lambda.Deliveries()[0]
+	// While the first invocation waits for the model.
+	dup := f.env.Lambda.Deliver(first.Payload)
+	dup.Wait()
+	close(release)
+	f.env.Lambda.Wait()
+	// After the run is done.
+	late := f.env.Lambda.Deliver(first.Payload)
+	late.Wait()
+
+	if n := len(f.env.LLM.Requests()); n != 1 {
+		t.Errorf("the model was asked %d times, want once", n)
+	}
+	if got, want := f.history(t, "s-dup"), []string{"user: hi", "assistant: Once."}; !slices.Equal(got, want) {
+		t.Errorf("history %q, want %q", got, want)
+	}
+	if got := f.finals("s-dup"); !slices.Equal(got, []string{"Once."}) {
+		t.Errorf("final frames %q, want one", got)
+	}
+	for _, d := range []*cloudtest.Delivery{first, dup, late} {
+		if !slices.Equal(d.Errors, []string{""}) {
+			t.Errorf("delivery attempts %q, want one without error", d.Errors)
+		}
+	}
+	if s := f.env.SFN.Started(); len(s) != 0 {
+		t.Errorf("executions started %q, want none", s)
+	}
+	f.runDone(t, st.RunID)
+}
+
+// TestInlineCrash: the invocation dies while the model answers (Lambda
+// ends it, as a timeout or a crash does); Lambda invokes it again, and
+// that invocation, finding the first one's lease lapsed, hands the run
+// to the state machine at its last committed step, which finishes it.
+// Nothing is written twice.
+func TestInlineCrash(t *testing.T) {
+	f := newInlineFixture(t)
+	release := make(chan struct{})
+	arrived := make(chan struct{})
+	var once sync.Once
+	f.env.LLM.OnRequest(func(fakellm.Request) {
+		once.Do(func() {
+			close(arrived)
+			<-release
+		})
+	})
+	f.env.LLM.Enqueue(fakellm.Reply{Content: "ignored: the caller is gone"}, fakellm.Reply{Content: "After the crash."})
+	st := f.deliver(t, "s-crash", "hi")
+	<-arrived
+	f.env.Lambda.Kill()
+	close(release)
+	f.env.Lambda.Wait()
+
+	d := f.env.Lambda.Deliveries()
+	if len(d) != 1 || len(d[0].Errors) != 2 || d[0].Errors[0] == "" || d[0].Errors[1] != "" {
+		t.Fatalf("deliveries %+v, want one, failing, then retried without error", d)
+	}
+	if s := f.env.SFN.Started(); !slices.Equal(s, []string{st.RunID}) {
+		t.Fatalf("executions %q, want the run handed over", s)
+	}
+	x := f.env.SFN.Wait(st.RunID, 10*time.Second)
+	if x.Err != nil {
+		t.Fatal(x.Err)
+	}
+	var in agent.RunState
+	json.Unmarshal([]byte(x.Input), &in)
+	if in.Step != agent.StepBegin {
+		t.Errorf("handed over at %q, want begin (the last committed step)", in.Step)
+	}
+	f.runDone(t, st.RunID)
+	if got, want := f.history(t, "s-crash"), []string{"user: hi", "assistant: After the crash."}; !slices.Equal(got, want) {
+		t.Errorf("history %q, want %q", got, want)
+	}
+	if got := f.finals("s-crash"); !slices.Equal(got, []string{"After the crash."}) {
+		t.Errorf("final frames %q, want one", got)
+	}
+	if !f.laneFree(t, "s-crash") {
+		t.Error("the lane is still held")
+	}
+}
+
+// laneFree reports whether the session's lane can be taken.
+func (f *inlineFixture) laneFree(t *testing.T, sid string) bool {
+	ok, err := f.env.Store.AcquireLane(t.Context(), sid, "probe", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok {
+		f.env.Store.ReleaseLane(t.Context(), sid, "probe")
+	}
+	return ok
+}
+
+// TestInlineHandOver: a run that hands a call to its client's tool is
+// handed to the state machine parked at wait; the client's result resumes
+// the execution with its task token, and the session's next message runs
+// inline again.
+func TestInlineHandOver(t *testing.T) {
+	f := newInlineFixture(t)
+	f.env.LLM.Enqueue(
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_weather", Name: "get_weather", Arguments: `{"city":"Oslo"}`}}},
+		fakellm.Reply{Content: "Rain in Oslo."},
+		fakellm.Reply{Content: "Next."},
+	)
+	in := agent.Input{
+		SessionID: "s-client", Agent: "default", Messages: []chat.Message{{Role: chat.User, Content: "weather?"}},
+		Autonomy: tool.Supervised, Interactive: true, Reply: agent.Reply{Channel: "ws", To: "conn-s-client"},
+		Options: agent.Options{Tools: []chat.ToolDef{{Name: "get_weather", Parameters: json.RawMessage(`{"type":"object"}`)}}},
+	}
+	st, err := f.sender.Driver.Deliver(t.Context(), in, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.env.Lambda.Wait()
+	if s := f.env.SFN.Started(); !slices.Equal(s, []string{st.RunID}) {
+		t.Fatalf("executions %q, want the parked run handed over", s)
+	}
+	var started agent.RunState
+	json.Unmarshal([]byte(f.env.SFN.Execution(st.RunID).Input), &started)
+	if started.Step != agent.StepWait || started.Approval == "" {
+		t.Fatalf("handed over at %+v, want wait with its approval", started)
+	}
+	cloudtest.Wait(t, 5*time.Second, "the park task to store its token", func() bool {
+		ap, err := f.env.Store.GetApproval(t.Context(), started.Approval)
+		return err == nil && ap.Token != ""
+	})
+	in.Messages = []chat.Message{{Role: chat.Tool, ToolCallID: "call_weather", Content: "rain"}}
+	if _, err := f.sender.Driver.Deliver(t.Context(), in, func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+	if x := f.env.SFN.Wait(st.RunID, 10*time.Second); x.Err != nil {
+		t.Fatal(x.Err)
+	}
+	f.runDone(t, st.RunID)
+	next := f.deliver(t, "s-client", "and now?")
+	f.env.Lambda.Wait()
+	f.runDone(t, next.RunID)
+	if s := f.env.SFN.Started(); len(s) != 1 {
+		t.Errorf("executions %q, want only the parked run's", s)
+	}
+	want := []string{"user: weather?", "assistant:  [get_weather]", "tool call_weather", "assistant: Rain in Oslo.", "user: and now?", "assistant: Next."}
+	if got := f.history(t, "s-client"); !slices.Equal(got, want) {
+		t.Errorf("history %q, want %q", got, want)
+	}
+}
+
+// TestInlineBudget: an invocation without the time a step needs hands the
+// run over before stepping it.
+func TestInlineBudget(t *testing.T) {
+	f := newInlineFixture(t)
+	f.env.LLM.Enqueue(fakellm.Reply{Content: "From the state machine."})
+	f.env.Lambda.Play(func(ctx context.Context, ev sfn.Event) (any, error) {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute) // less than the 5 minutes reserved
+		defer cancel()
+		return f.step.Driver.Handle(ctx, ev)
+	}, nil)
+	st := f.deliver(t, "s-budget", "hi")
+	f.env.Lambda.Wait()
+	x := f.env.SFN.Wait(st.RunID, 10*time.Second)
+	if x.Err != nil {
+		t.Fatal(x.Err)
+	}
+	var in agent.RunState
+	json.Unmarshal([]byte(x.Input), &in)
+	if in.Step != agent.StepBegin {
+		t.Errorf("handed over at %q, want begin", in.Step)
+	}
+	f.runDone(t, st.RunID)
+	if n := len(f.env.LLM.Requests()); n != 1 {
+		t.Errorf("the model was asked %d times, want once", n)
+	}
+}

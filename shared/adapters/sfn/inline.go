@@ -1,0 +1,224 @@
+package sfn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+)
+
+// Invoker is the part of the Lambda API the inline driver uses.
+type Invoker interface {
+	Invoke(ctx context.Context, in *lambda.InvokeInput, opts ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
+}
+
+// Claims leases a run to the one invocation that steps it inline
+// (implemented by dynamo.Store).
+type Claims interface {
+	// ClaimRun takes the run's lease for holder until until, unless
+	// another holder's is live at now. taken says holder holds it; first
+	// that nobody claimed the run before.
+	ClaimRun(ctx context.Context, runID, holder string, now, until time.Time) (first, taken bool, err error)
+	// RenewRun moves holder's lease on to until; false when holder lost it.
+	RenewRun(ctx context.Context, runID, holder string, until time.Time) (bool, error)
+}
+
+// Inline makes the driver run durable runs in a Lambda invocation rather
+// than one state machine task per step, which is what a turn costs most
+// on Step Functions (a state transition per task and per choice).
+//
+// Starting a run invokes Function (the step function) asynchronously with
+// the action "run". That invocation claims the run (Claims), then steps
+// it, each step committed to the store as on the state machine, until it
+// is done. A run that parks (an approval, a client's tool results), fails
+// a step, or would outlive the invocation (less than Reserve left) is
+// handed to the state machine at the step it stands at: an execution
+// named after the run, so a hand-over repeated is no second execution.
+//
+// Durability comes from Lambda's asynchronous invocation: the event is
+// queued, and an invocation that fails or times out is invoked again
+// (twice, a minute and more apart), then sent to the function's
+// on-failure destination (a dead-letter queue with an alarm). A repeated
+// invocation never steps the run inline: if the first one's lease is live
+// (renewed every third of Lease while it steps), it is a duplicate
+// delivery and does nothing; if the lease lapsed, the first one crashed,
+// and the state machine takes the run over at its last committed step,
+// with its retries and the Fail path that tells the user and frees the
+// session. Lease must be shorter than Lambda's delay before a retry (a
+// minute).
+type Inline struct {
+	Invoker  Invoker
+	Function string
+	Claims   Claims
+	// Lease is how long a claim holds without renewal; zero means 20 s.
+	Lease time.Duration
+	// Reserve is the time a step needs: with less left before the
+	// invocation's deadline the run is handed over. Zero means 5 minutes.
+	Reserve time.Duration
+	// Now returns the time of the leases; nil means time.Now.
+	Now func() time.Time
+}
+
+func (in *Inline) now() time.Time {
+	if in.Now != nil {
+		return in.Now()
+	}
+	return time.Now()
+}
+
+func (in *Inline) lease() time.Duration {
+	if in.Lease > 0 {
+		return in.Lease
+	}
+	return 20 * time.Second
+}
+
+func (in *Inline) reserve() time.Duration {
+	if in.Reserve > 0 {
+		return in.Reserve
+	}
+	return 5 * time.Minute
+}
+
+// ActionRun is the action of the event that runs a run inline.
+const ActionRun = "run"
+
+// invoke queues the inline run of st: an asynchronous invocation of the
+// step function.
+func (d *Driver) invoke(ctx context.Context, st agent.RunState) error {
+	state, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	payload, err := json.Marshal(Event{Action: ActionRun, State: state})
+	if err != nil {
+		return err
+	}
+	_, err = d.Inline.Invoker.Invoke(ctx, &lambda.InvokeInput{
+		FunctionName:   aws.String(d.Inline.Function),
+		InvocationType: lambdatypes.InvocationTypeEvent,
+		Payload:        payload,
+	})
+	if err != nil {
+		return fmt.Errorf("invoke the run of %s: %w", st.RunID, err)
+	}
+	return nil
+}
+
+// run steps the run of st inline (see Inline). An error makes Lambda
+// invoke it again, and that invocation hands the run over.
+func (d *Driver) run(ctx context.Context, st agent.RunState) error {
+	if d.Inline == nil || d.Inline.Claims == nil {
+		return errors.New("run: this driver does not run inline")
+	}
+	run, err := d.Loop.Store.GetRun(ctx, st.RunID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		d.log().Warn("inline run: no such run (its session was reset)", "run_id", st.RunID)
+		return nil
+	case err != nil:
+		return fmt.Errorf("run %s: %w", st.RunID, err)
+	case run.Status.Finished():
+		return nil // a repeated delivery of a run done
+	}
+	if st, err = agent.DecodeState(run); err != nil {
+		return err
+	}
+	in := d.Inline
+	holder := agent.NewID()
+	now := in.now()
+	first, taken, err := in.Claims.ClaimRun(ctx, st.RunID, holder, now, now.Add(in.lease()))
+	switch {
+	case err != nil:
+		return fmt.Errorf("run %s: %w", st.RunID, err)
+	case !taken:
+		return nil // another invocation steps it: a repeated delivery
+	case !first:
+		// An earlier invocation ended without finishing the run.
+		return d.handOver(ctx, st, "the inline run was interrupted")
+	}
+	ctx, lost, stop := d.hold(ctx, st.RunID, holder)
+	defer stop()
+	for st.Step != agent.StepDone {
+		if st.Parked() {
+			return d.handOver(ctx, st, "")
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < in.reserve() {
+			return d.handOver(ctx, st, "")
+		}
+		next, err := d.step(ctx, st)
+		switch {
+		case lost():
+			return nil // another invocation took the run over
+		case err != nil && ctx.Err() != nil:
+			return fmt.Errorf("run %s: %w", st.RunID, err)
+		case err != nil:
+			return d.handOver(ctx, next, err.Error())
+		}
+		st = next
+	}
+	return nil
+}
+
+// handOver starts the state machine's execution of the run at st.
+func (d *Driver) handOver(ctx context.Context, st agent.RunState, why string) error {
+	if why != "" {
+		d.log().Warn("run handed to the state machine", "run_id", st.RunID, "step", st.Step, "reason", why)
+	}
+	return d.startExecution(ctx, st)
+}
+
+// hold renews the run's lease while the run is stepped. The context it
+// returns ends when the lease is lost; lost reports that.
+func (d *Driver) hold(ctx context.Context, runID, holder string) (context.Context, func() bool, func()) {
+	in := d.Inline
+	ctx, cancel := context.WithCancel(ctx)
+	var mu sync.Mutex
+	gone := false
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(in.lease() / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			ok, err := in.Claims.RenewRun(ctx, runID, holder, in.now().Add(in.lease()))
+			if err != nil {
+				d.log().Warn("renew the inline lease", "run_id", runID, "error", err)
+				continue
+			}
+			if !ok {
+				mu.Lock()
+				gone = true
+				mu.Unlock()
+				cancel()
+				return
+			}
+		}
+	})
+	lost := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return gone
+	}
+	return ctx, lost, func() {
+		close(done)
+		wg.Wait()
+		cancel()
+	}
+}

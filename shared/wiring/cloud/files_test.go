@@ -1,0 +1,71 @@
+package cloud_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
+)
+
+// With a file store (on AWS the stack's bucket; here a directory), the
+// AWS agents are the local ones: the configured agents get workspaces
+// from the templates, every workspace in the store is an agent, and each
+// has the file tools, workspace_memory and a prompt from its files.
+func TestFilesWorkspaces(t *testing.T) {
+	cloudtest.Setup(t)
+	t.Setenv("AGENTS", "default, research")
+	home := t.TempDir()
+	pushed := filepath.Join(home, "agents", "pushed")
+	if err := os.MkdirAll(pushed, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pushed, "IDENTITY.md"), []byte("# Identity\n\n- Name: Pinchy\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := cloud.NewWith(t.Context(), cloud.Options{Files: osroot.New(home)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"default", "pushed", "research"}, r.AgentNames()); diff != "" {
+		t.Errorf("agents (-want +got):\n%s", diff)
+	}
+	if _, err := os.Stat(filepath.Join(home, "agents", "research", "BOOTSTRAP.md")); err != nil {
+		t.Errorf("the configured agent's workspace was not made from the templates: %v", err)
+	}
+	a, ok := r.Loop.Agents.Agent("pushed")
+	if !ok {
+		t.Fatal("the pushed workspace is no agent")
+	}
+	var tools []string
+	for _, d := range a.Tools.Definitions() {
+		tools = append(tools, d.Name)
+	}
+	want := []string{"list_dir", "load_skill", "memory_forget", "memory_get", "memory_search", "memory_store", "read_file", "web_fetch", "workspace_memory", "write_file"}
+	if diff := cmp.Diff(want, tools); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+	msgs, err := r.Loop.Prompter.SystemPrompt(t.Context(), a, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) == 0 || !strings.Contains(msgs[0].Content, "Name: Pinchy") {
+		t.Errorf("the prompt is not the workspace's: %v", msgs)
+	}
+
+	mem, _ := a.Tools.Get("workspace_memory")
+	env := tool.Env{Agent: a.Name, Workspace: a.Workspace}
+	if _, err := mem.Call(t.Context(), env, json.RawMessage(`{"action":"append","content":"likes tea"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(pushed, "MEMORY.md")); err != nil || !strings.Contains(string(b), "likes tea") {
+		t.Errorf("MEMORY.md = %q, %v; want the appended line", b, err)
+	}
+}

@@ -1,0 +1,197 @@
+package cloudtest
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
+)
+
+// RunFunction is the name of the step function the inline driver invokes
+// (RUN_FUNCTION), as the stack names it.
+const RunFunction = "Lambdaclaw-step"
+
+// maxEventPayload is Lambda's limit of an asynchronous invocation's
+// payload (256 KB).
+const maxEventPayload = 256 * 1024
+
+// Lambda is a fake of the Lambda Invoke API (REST JSON: POST
+// /2015-03-31/functions/<name>/invocations) for asynchronous invocations
+// (X-Amz-Invocation-Type: Event) of RunFunction: 202 with no body, or the
+// errors Lambda answers (ResourceNotFoundException 404 for another
+// function, InvalidRequestContentException 400 for a payload that is no
+// JSON, RequestTooLargeException 413 over 256 KB,
+// InvalidParameterValueException 400 for another invocation type). Like
+// Lambda, it runs a queued event with the handler Play set, and runs it
+// again after an error, twice at most (the attempts of one delivery).
+type Lambda struct {
+	URL string
+
+	t   *testing.T
+	ctx context.Context
+	wg  sync.WaitGroup
+	mu  sync.Mutex
+	run StepHandler
+	// beforeRetry runs before an attempt that retries one that failed.
+	beforeRetry func()
+	deliveries  []*Delivery
+	cancels     map[*Delivery]context.CancelFunc
+}
+
+// Delivery is one event Lambda queued, with its attempts.
+type Delivery struct {
+	Payload json.RawMessage
+	// Errors are the attempts' errors, "" for one that succeeded.
+	Errors []string
+	done   chan struct{}
+}
+
+// Wait waits until the delivery has run its attempts.
+func (d *Delivery) Wait() { <-d.done }
+
+// NewLambda starts the fake; it stops, and waits for the invocations it
+// runs, when the test ends.
+func NewLambda(t *testing.T) *Lambda {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &Lambda{t: t, ctx: ctx, cancels: map[*Delivery]context.CancelFunc{}}
+	srv := httptest.NewServer(http.HandlerFunc(f.serve))
+	f.URL = srv.URL
+	t.Cleanup(func() {
+		cancel()
+		f.wg.Wait()
+		srv.Close()
+	})
+	return f
+}
+
+// Play makes the fake run the events queued from now on with run, as
+// Lambda invokes the function; beforeRetry, when not nil, runs before each
+// retry of a failed attempt (Lambda waits a minute and more: a test
+// advances its clock there).
+func (f *Lambda) Play(run StepHandler, beforeRetry func()) {
+	f.mu.Lock()
+	f.run, f.beforeRetry = run, beforeRetry
+	f.mu.Unlock()
+}
+
+// Deliveries returns the events queued so far, in order.
+func (f *Lambda) Deliveries() []*Delivery {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*Delivery(nil), f.deliveries...)
+}
+
+// Deliver queues payload once more, as Lambda's at-least-once delivery
+// may, and returns the delivery.
+func (f *Lambda) Deliver(payload json.RawMessage) *Delivery {
+	d := &Delivery{Payload: payload, done: make(chan struct{})}
+	f.mu.Lock()
+	f.deliveries = append(f.deliveries, d)
+	run, retry := f.run, f.beforeRetry
+	f.mu.Unlock()
+	if run == nil {
+		close(d.done)
+		return d
+	}
+	f.wg.Go(func() { f.attempts(d, run, retry) })
+	return d
+}
+
+// Kill ends the attempts running now as Lambda ends an invocation that
+// times out or crashes: their context is canceled, and the delivery is
+// retried.
+func (f *Lambda) Kill() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, cancel := range f.cancels {
+		cancel()
+	}
+}
+
+// Wait waits until every delivery so far has run its attempts.
+func (f *Lambda) Wait() {
+	for _, d := range f.Deliveries() {
+		d.Wait()
+	}
+}
+
+func (f *Lambda) attempts(d *Delivery, run StepHandler, beforeRetry func()) {
+	defer close(d.done)
+	var ev sfn.Event
+	if err := json.Unmarshal(d.Payload, &ev); err != nil {
+		f.mu.Lock()
+		d.Errors = append(d.Errors, "Runtime.Unmarshal: "+err.Error())
+		f.mu.Unlock()
+		return
+	}
+	for attempt := range 3 {
+		if attempt > 0 && beforeRetry != nil {
+			beforeRetry()
+		}
+		ctx, cancel := context.WithCancel(f.ctx)
+		f.mu.Lock()
+		f.cancels[d] = cancel
+		f.mu.Unlock()
+		_, err := run(ctx, ev)
+		f.mu.Lock()
+		delete(f.cancels, d)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		d.Errors = append(d.Errors, msg)
+		f.mu.Unlock()
+		cancel()
+		if err == nil || f.ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+func (f *Lambda) serve(w http.ResponseWriter, r *http.Request) {
+	fail := func(status int, typ, msg string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Amzn-Errortype", typ)
+		w.Header().Set("X-Amzn-Requestid", "fake-request")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(map[string]string{"Type": "User", "message": msg})
+	}
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/2015-03-31/functions/")
+	name, ok2 := strings.CutSuffix(rest, "/invocations")
+	if !ok || !ok2 || r.Method != http.MethodPost {
+		fail(http.StatusNotFound, "UnknownOperationException", "unknown operation "+r.Method+" "+r.URL.Path)
+		return
+	}
+	name, _ = url.PathUnescape(name)
+	if name != RunFunction {
+		fail(http.StatusNotFound, "ResourceNotFoundException", "Function not found: arn:aws:lambda:us-east-1:123456789012:function:"+name)
+		return
+	}
+	if typ := r.Header.Get("X-Amz-Invocation-Type"); typ != "Event" {
+		fail(http.StatusBadRequest, "InvalidParameterValueException", "the fake runs asynchronous invocations only, not "+typ)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxEventPayload+1))
+	if err != nil {
+		fail(http.StatusBadRequest, "InvalidRequestContentException", err.Error())
+		return
+	}
+	if len(body) > maxEventPayload {
+		fail(http.StatusRequestEntityTooLarge, "RequestTooLargeException", "Request must be smaller than 262144 bytes for the InvokeFunction operation")
+		return
+	}
+	if !json.Valid(body) {
+		fail(http.StatusBadRequest, "InvalidRequestContentException", "Could not parse request body into json")
+		return
+	}
+	f.Deliver(json.RawMessage(body))
+	w.Header().Set("X-Amzn-Requestid", "fake-request")
+	w.WriteHeader(http.StatusAccepted)
+}
