@@ -168,7 +168,7 @@ func TestStepAndCall(t *testing.T) {
 		t.Errorf("deltas streamed %q", streamed)
 	}
 	reqs := f.env.LLM.Requests()
-	wantTools := []string{"load_skill", "memory_forget", "memory_get", "memory_search", "memory_store", "web_fetch"}
+	wantTools := []string{"list_dir", "load_skill", "memory_forget", "memory_get", "memory_search", "memory_store", "read_file", "web_fetch", "workspace_memory", "write_file"}
 	if len(reqs) != 2 || reqs[0].Messages[0].Role != "system" || !cmp.Equal(wantTools, reqs[0].Tools) {
 		t.Errorf("model requests: %d, first with tools %v; want 2, the first with %v", len(reqs), reqs[0].Tools, wantTools)
 	}

@@ -16,6 +16,7 @@ package cloudtest
 
 import (
 	"encoding/json"
+	s3fs "github.com/lambdaclaw/lambdaclaw/shared/adapters/s3"
 	"os"
 	"path/filepath"
 	"testing"
@@ -46,6 +47,9 @@ type Env struct {
 	SFN    *SFN
 	Lambda *Lambda
 	APIGW  *Management
+	// Files is the workspace bucket (WORKSPACE_BUCKET) in an S3-compatible
+	// server (S3).
+	Files *s3fs.FS
 
 	table *Table
 }
@@ -119,6 +123,8 @@ func Setup(t *testing.T) *Env {
 	e := &Env{Store: table.Store, TableName: table.Name, Key: key, LLM: fakellm.New(), SFN: NewSFN(t), Lambda: NewLambda(t),
 		APIGW: NewManagement(t), table: table}
 	t.Cleanup(e.LLM.Close)
+	s3Endpoint, bucket := S3(t)
+	e.Files = s3FS(t, s3Endpoint, bucket, "")
 	endpoint := table.Endpoint
 	if fn := testedFunction(t); fn != "" {
 		endpoint = table.Policed(t, fn)
@@ -126,7 +132,7 @@ func Setup(t *testing.T) *Env {
 	for k, v := range map[string]string{
 		"TABLE_NAME": table.Name, "DYNAMODB_ENDPOINT": endpoint, "SESSION_TTL": "",
 		"STATE_MACHINE_ARN": StateMachineARN, "STEPFUNCTIONS_ENDPOINT": e.SFN.URL,
-		"WS_ENDPOINT":     e.APIGW.URL,
+		"WS_ENDPOINT": e.APIGW.URL, "WORKSPACE_BUCKET": bucket, "S3_ENDPOINT": s3Endpoint,
 		"LAMBDA_ENDPOINT": e.Lambda.URL, "RUN_FUNCTION": "",
 		"DEFAULT_PROVIDER": "openai", "OPENAI_BASE_URL": e.LLM.URL + "/v1", "OPENAI_MODEL": "fake-model",
 		"OPENAI_API_KEY": "sk-fake", "OPENAI_API_KEY_SECRET_ARN": "", "BEDROCK_MODEL": "",

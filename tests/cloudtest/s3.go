@@ -59,6 +59,11 @@ func S3Client(endpoint string) s3fs.API {
 func S3FS(t *testing.T, prefix string) *s3fs.FS {
 	t.Helper()
 	endpoint, bucket := S3(t)
+	return s3FS(t, endpoint, bucket, prefix)
+}
+
+func s3FS(t *testing.T, endpoint, bucket, prefix string) *s3fs.FS {
+	t.Helper()
 	f, err := s3fs.New(S3Client(endpoint), bucket, prefix)
 	if err != nil {
 		t.Fatalf("s3 adapter: %v", err)

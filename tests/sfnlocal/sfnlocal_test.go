@@ -716,6 +716,7 @@ func setup(t *testing.T) *env {
 
 	e.step = filepath.Join(tmp, "stepcmd")
 	e.stepTable = table.Policed(t, "step")
+	s3Endpoint, bucket := cloudtest.S3(t)
 	if out, err := exec.Command("go", "build", "-o", e.step, "./stepcmd").CombinedOutput(); err != nil {
 		t.Fatalf("go build ./stepcmd: %v\n%s", err, out)
 	}
@@ -743,6 +744,8 @@ func setup(t *testing.T) *env {
 		"OPENAI_MODEL":                      "fake-model",
 		"OPENAI_API_KEY":                    "test-provider-key",
 		"LOG_LEVEL":                         "warn",
+		"WORKSPACE_BUCKET":                  bucket,
+		"S3_ENDPOINT":                       s3Endpoint,
 		"SFNLOCAL_WORKSPACE":                e.workspace,
 		"SFNLOCAL_REPLIES":                  e.repliesPath,
 		"SFNLOCAL_CRASH_TELLING_FAILURE_TO": "user-" + crashTellingSession,

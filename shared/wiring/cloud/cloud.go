@@ -5,16 +5,15 @@
 //
 //   - the store: DynamoDB (TABLE_NAME), with ephemeral sessions, those of
 //     stateless requests, kept in memory (agent.WithEphemeral);
-//   - the agents: with a file store for workspaces (Options.Files, the
-//     stack's bucket), exactly as locally (setup.Builder.Live): the agents
-//     named in AGENTS (default "default") get their workspaces made from
-//     the templates where missing, and every workspace under agents/ is an
-//     agent, each with the provider chain, web_fetch, load_skill (bundled,
-//     global skills/ and the agent's own), the file tools,
-//     workspace_memory and the memory tools, and its system prompt built
-//     from its workspace (prompt.Builder). Without a file store, the agents
-//     named in AGENTS only, without file tools, with the system prompt of
-//     the default workspace templates (prompt.Templates);
+//   - the agents: their workspaces and skills live in the stack's bucket
+//     (WORKSPACE_BUCKET, adapters/s3), and they are made exactly as
+//     locally (setup.Builder.Live): the agents named in AGENTS (default
+//     "default") get their workspaces made from the templates where
+//     missing, and every workspace under agents/ is an agent, each with
+//     the provider chain, web_fetch, load_skill (bundled, global skills/
+//     and the agent's own), the file tools, workspace_memory and the
+//     memory tools, and its system prompt built from its workspace
+//     (prompt.Builder);
 //   - the provider chain: DEFAULT_PROVIDER first (bedrock, the default, or
 //     openai), then the other one when it is configured, each with retries
 //     and a circuit breaker;
@@ -45,6 +44,8 @@
 //	LAMBDA_ENDPOINT            Lambda endpoint override
 //	WS_ENDPOINT                API Gateway Management API endpoint of the WebSocket stage
 //	AGENTS                     comma-separated agent names (default "default")
+//	WORKSPACE_BUCKET           S3 bucket of the agents' workspaces and skills (required)
+//	S3_ENDPOINT                S3 endpoint override (path-style)
 //	DEFAULT_PROVIDER           bedrock (default) or openai
 //	BEDROCK_MODEL              Bedrock model or inference profile; configures Bedrock
 //	BEDROCK_REGION             Bedrock Region, when not the function's
@@ -90,6 +91,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/emf"
+	s3fs "github.com/lambdaclaw/lambdaclaw/shared/adapters/s3"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
@@ -125,12 +127,10 @@ type Root struct {
 	// Embedder is the embedding model (BEDROCK_EMBED_MODEL) of memory
 	// and of POST /v1/embeddings, nil without one.
 	Embedder memory.RequestEmbedder
-	// Agents are the agents of AGENTS as built at the start.
-	Agents agent.Registry
-	// Workspaces are the agents served, live from the file store; nil
-	// without Options.Files (then Agents are served).
-	Workspaces *setup.Workspaces
-	Identity   agent.Identity
+	// Agents are the agents served: those of AGENTS and every workspace
+	// in the bucket, live.
+	Agents   *setup.Workspaces
+	Identity agent.Identity
 	// Hub receives the events of runs replying on the "http" channel.
 	Hub  *agent.Hub
 	Loop *agent.Loop
@@ -147,20 +147,9 @@ type Root struct {
 	secrets  *secrets
 }
 
-// Options are what a function adds to the environment.
-type Options struct {
-	// Files holds the agents' workspaces (agents/<name>/) and global
-	// skills (skills/): the stack's bucket. Nil gives agents without
-	// workspaces (see the package doc).
-	Files filestore.FS
-}
-
 // New builds the adapters from the environment (see the package doc). It
 // checks that the table exists.
-func New(ctx context.Context) (*Root, error) { return NewWith(ctx, Options{}) }
-
-// NewWith is New with options.
-func NewWith(ctx context.Context, o Options) (*Root, error) {
+func New(ctx context.Context) (*Root, error) {
 	getenv := os.Getenv
 	log := newLogger(getenv("LOG_LEVEL"))
 	dcfg, err := dynamo.ConfigFromEnv()
@@ -179,10 +168,15 @@ func NewWith(ctx context.Context, o Options) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	skills := skill.NewCatalog("")
-	if o.Files != nil {
-		skills = skill.NewCatalogFS(filestore.IOFS(context.Background(), o.Files, skill.MaxSize+1), "the workspaces' store")
+	bucket := getenv("WORKSPACE_BUCKET")
+	if bucket == "" {
+		return nil, errors.New("cloud: WORKSPACE_BUCKET is not set: name the S3 bucket of the agents' workspaces")
 	}
+	files, err := s3fs.New(s3fs.NewClient(awsCfg, getenv("S3_ENDPOINT")), bucket, "")
+	if err != nil {
+		return nil, fmt.Errorf("cloud: WORKSPACE_BUCKET: %w", err)
+	}
+	skills := skill.NewCatalogFS(filestore.IOFS(context.Background(), files, skill.MaxSize+1), "the workspaces' bucket")
 	skills.Warn = func(err error) { log.Warn("skill skipped", "err", err) }
 	emb, err := newEmbedder(ctx, getenv)
 	if err != nil {
@@ -192,26 +186,17 @@ func NewWith(ctx context.Context, o Options) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	tools, err := setup.Tools(cfg, skills, o.Files != nil)
+	tools, err := setup.Tools(cfg, skills, true)
 	if err != nil {
 		return nil, err
 	}
-	builder, err := setup.NewBuilder(ctx, cfg, o.Files, append(tools, memTools...))
+	builder, err := setup.NewBuilder(ctx, cfg, files, append(tools, memTools...))
 	if err != nil {
 		return nil, fmt.Errorf("cloud: AGENTS: %w", err)
 	}
-	agents, err := builder.Registry(names)
+	live, err := builder.Live(ctx, nil, log, names...)
 	if err != nil {
-		return nil, fmt.Errorf("cloud: AGENTS: %w", err)
-	}
-	var served agent.Agents = agents
-	var prompter agent.Prompter = &prompt.Templates{Skills: skills}
-	var live *setup.Workspaces
-	if o.Files != nil {
-		if live, err = builder.Live(ctx, nil, log, names...); err != nil {
-			return nil, fmt.Errorf("cloud: workspaces: %w", err)
-		}
-		served, prompter = live, prompt.New(skills, skill.Env{})
+		return nil, fmt.Errorf("cloud: workspaces: %w", err)
 	}
 	identity := agent.Identity{}
 	switch v := getenv("SESSION_SHARING"); v {
@@ -222,7 +207,7 @@ func NewWith(ctx context.Context, o Options) (*Root, error) {
 		return nil, fmt.Errorf("cloud: SESSION_SHARING=%q: want shared or per_channel", v)
 	}
 
-	r := &Root{Log: log, Store: db, Memory: mem, Embedder: emb, Agents: agents, Workspaces: live, Identity: identity, Hub: agent.NewHub(), Limiter: ratelimit.New(time.Minute)}
+	r := &Root{Log: log, Store: db, Memory: mem, Embedder: emb, Agents: live, Identity: identity, Hub: agent.NewHub(), Limiter: ratelimit.New(time.Minute)}
 	// Runs of the HTTP API: the hub streams a stateless run to its
 	// request in this function; a durable run's model calls happen in
 	// the step function, which stores what they stream for the api
@@ -238,8 +223,8 @@ func NewWith(ctx context.Context, o Options) (*Root, error) {
 	}
 	r.Loop = &agent.Loop{
 		Store:    agent.WithEphemeral(db, memstore.New()),
-		Agents:   served,
-		Prompter: prompter,
+		Agents:   live,
+		Prompter: prompt.New(skills, skill.Env{}),
 		Replier:  router,
 		Events:   obs.NewEmitter(log, 1024, emf.New(os.Stderr)),
 		Recorder: recorder,
@@ -392,9 +377,4 @@ func (r *Root) API() (http.Handler, error) {
 }
 
 // AgentNames lists the agents served, sorted.
-func (r *Root) AgentNames() []string {
-	if r.Workspaces != nil {
-		return r.Workspaces.Names()
-	}
-	return r.Agents.Names()
-}
+func (r *Root) AgentNames() []string { return r.Agents.Names() }

@@ -67,12 +67,15 @@ func TestAgentsAndProviders(t *testing.T) {
 	if diff := cmp.Diff([]string{"default", "research"}, r.Agents.Names()); diff != "" {
 		t.Errorf("agents (-want +got):\n%s", diff)
 	}
-	a := r.Agents["research"]
+	a, ok := r.Agents.Agent("research")
+	if !ok {
+		t.Fatal("no agent research")
+	}
 	var tools []string
 	for _, d := range a.Tools.Definitions() {
 		tools = append(tools, d.Name)
 	}
-	want := []string{"load_skill", "memory_forget", "memory_get", "memory_search", "memory_store", "web_fetch"}
+	want := []string{"list_dir", "load_skill", "memory_forget", "memory_get", "memory_search", "memory_store", "read_file", "web_fetch", "workspace_memory", "write_file"}
 	if diff := cmp.Diff(want, tools); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
@@ -82,15 +85,19 @@ func TestAgentsAndProviders(t *testing.T) {
 	}
 }
 
-// The AWS agents' system prompt is the default workspace's
-// (prompt.Templates).
-func TestTemplatePrompter(t *testing.T) {
+// The AWS agents' system prompt is built from their workspace in the
+// bucket, made from the templates on first start.
+func TestWorkspacePrompter(t *testing.T) {
 	cloudtest.Setup(t)
 	r, err := cloud.New(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := r.Loop.Prompter.SystemPrompt(t.Context(), r.Agents["default"], false)
+	a, ok := r.Agents.Agent("default")
+	if !ok {
+		t.Fatal("no default agent")
+	}
+	msgs, err := r.Loop.Prompter.SystemPrompt(t.Context(), a, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +105,7 @@ func TestTemplatePrompter(t *testing.T) {
 	for _, m := range msgs {
 		heads = append(heads, strings.SplitN(m.Content, "\n", 2)[0])
 	}
-	want := []string{"## IDENTITY.md", "## SOUL.md", "## USER.md", "## TOOLS.md", "## AGENTS.md", "## MEMORY.md", "## Skills"}
+	want := []string{"## IDENTITY.md", "## SOUL.md", "## USER.md", "## TOOLS.md", "## AGENTS.md", "## BOOTSTRAP.md", "## MEMORY.md", "## Skills"}
 	if diff := cmp.Diff(want, heads); diff != "" {
 		t.Errorf("system messages (-want +got):\n%s", diff)
 	}
@@ -121,7 +128,7 @@ func apiServer(t *testing.T, wait time.Duration) (*cloudtest.Env, *cloud.Root, s
 		inline.Wait()
 	})
 	runner := &sfn.Runner{Inline: inline, Durable: r.Driver, Hub: r.Hub, Drafts: r.Store, Wait: wait, Poll: 20 * time.Millisecond}
-	gw, err := gateway.New(gateway.Config{Runner: runner, Events: r.Hub, Keys: r.Store, Runs: r.Store, Agents: r.Agents.Names, Identity: r.Identity})
+	gw, err := gateway.New(gateway.Config{Runner: runner, Events: r.Hub, Keys: r.Store, Runs: r.Store, Agents: r.AgentNames, Identity: r.Identity})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,4 +355,14 @@ func TestRunnerStreamsDrafts(t *testing.T) {
 	if !slices.Equal(deltas, []string{"Once upon ", "a time."}) || !strings.Contains(res.body, "data: [DONE]") {
 		t.Errorf("streamed contents %q; body:\n%s", deltas, res.body)
 	}
+}
+
+// agentOf returns the agent name r serves.
+func agentOf(t *testing.T, r *cloud.Root, name string) *agent.Agent {
+	t.Helper()
+	a, ok := r.Agents.Agent(name)
+	if !ok {
+		t.Fatalf("no agent %s", name)
+	}
+	return a
 }

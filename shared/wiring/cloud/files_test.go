@@ -2,42 +2,37 @@ package cloud_test
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
-// With a file store (on AWS the stack's bucket; here a directory), the
-// AWS agents are the local ones: the configured agents get workspaces
-// from the templates, every workspace in the store is an agent, and each
-// has the file tools, workspace_memory and a prompt from its files.
+// The AWS agents are the local ones, their workspaces in the stack's
+// bucket (an S3-compatible server here): the configured agents get
+// workspaces from the templates, every workspace in the bucket is an
+// agent, and each has the file tools, workspace_memory and a prompt from
+// its files.
 func TestFilesWorkspaces(t *testing.T) {
-	cloudtest.Setup(t)
+	env := cloudtest.Setup(t)
 	t.Setenv("AGENTS", "default, research")
-	home := t.TempDir()
-	pushed := filepath.Join(home, "agents", "pushed")
-	if err := os.MkdirAll(pushed, 0o755); err != nil {
+	ctx := t.Context()
+	if _, err := env.Files.WriteFile(ctx, "agents/pushed/IDENTITY.md", []byte("# Identity\n\n- Name: Pinchy\n"), filestore.Any); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(pushed, "IDENTITY.md"), []byte("# Identity\n\n- Name: Pinchy\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := cloud.NewWith(t.Context(), cloud.Options{Files: osroot.New(home)})
+	r, err := cloud.New(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"default", "pushed", "research"}, r.AgentNames()); diff != "" {
 		t.Errorf("agents (-want +got):\n%s", diff)
 	}
-	if _, err := os.Stat(filepath.Join(home, "agents", "research", "BOOTSTRAP.md")); err != nil {
+	if _, err := env.Files.Stat(ctx, "agents/research/BOOTSTRAP.md"); err != nil {
 		t.Errorf("the configured agent's workspace was not made from the templates: %v", err)
 	}
 	a, ok := r.Loop.Agents.Agent("pushed")
@@ -61,11 +56,11 @@ func TestFilesWorkspaces(t *testing.T) {
 	}
 
 	mem, _ := a.Tools.Get("workspace_memory")
-	env := tool.Env{Agent: a.Name, Workspace: a.Workspace}
-	if _, err := mem.Call(t.Context(), env, json.RawMessage(`{"action":"append","content":"likes tea"}`)); err != nil {
+	tenv := tool.Env{Agent: a.Name, Workspace: a.Workspace}
+	if _, err := mem.Call(t.Context(), tenv, json.RawMessage(`{"action":"append","content":"likes tea"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := os.ReadFile(filepath.Join(pushed, "MEMORY.md")); err != nil || !strings.Contains(string(b), "likes tea") {
+	if b, _, err := env.Files.ReadFile(ctx, "agents/pushed/MEMORY.md", 1<<20); err != nil || !strings.Contains(string(b), "likes tea") {
 		t.Errorf("MEMORY.md = %q, %v; want the appended line", b, err)
 	}
 }

@@ -29,7 +29,7 @@ func TestMemoryWithOpenSearch(t *testing.T) {
 		t.Fatal("no memory with OPENSEARCH_ENDPOINT set")
 	}
 	var tools []string
-	for _, d := range r.Agents["default"].Tools.Definitions() {
+	for _, d := range agentOf(t, r, "default").Tools.Definitions() {
 		tools = append(tools, d.Name)
 	}
 	for _, want := range []string{"memory_search", "memory_get", "memory_store", "memory_forget"} {
@@ -62,7 +62,7 @@ func TestMemoryWithoutOpenSearch(t *testing.T) {
 		t.Fatal(err)
 	}
 	var tools []string
-	for _, d := range reader.Agents["default"].Tools.Definitions() {
+	for _, d := range agentOf(t, reader, "default").Tools.Definitions() {
 		tools = append(tools, d.Name)
 	}
 	for _, want := range []string{"memory_search", "memory_get", "memory_store", "memory_forget"} {

@@ -42,7 +42,7 @@ func TestReplyLimitFromEnv(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.LLM.Enqueue(fakellm.Reply{Generated: tc.reply})
-			resp, err := r.Agents["default"].Provider.Generate(t.Context(), llm.Request{Messages: []chat.Message{{Role: chat.User, Content: "hi"}}}, nil)
+			resp, err := agentOf(t, r, "default").Provider.Generate(t.Context(), llm.Request{Messages: []chat.Message{{Role: chat.User, Content: "hi"}}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -166,22 +166,6 @@ func (b *Builder) CreateWorkspaces(ctx context.Context, others ...string) ([]str
 	return created, nil
 }
 
-// Registry builds the agents names, a fixed set.
-func (b *Builder) Registry(names []string) (agent.Registry, error) {
-	reg := agent.Registry{}
-	for _, n := range names {
-		if err := workspace.ValidName(n); err != nil {
-			return nil, fmt.Errorf("agent %q: %w", n, err)
-		}
-		a, err := b.Build(n)
-		if err != nil {
-			return nil, err
-		}
-		reg[n] = a
-	}
-	return reg, nil
-}
-
 // selectTools returns the tools of all that names lists, all of them when
 // it lists none.
 func selectTools(all []tool.Tool, names []string) (*tool.Registry, error) {

@@ -112,7 +112,7 @@ func equip(root *cloud.Root) error {
 	if err != nil {
 		return err
 	}
-	for _, a := range root.Agents {
+	for _, a := range root.Agents.Current() {
 		a.Tools, a.Workspace = tools, osroot.New(ws)
 	}
 	router, ok := root.Loop.Replier.(agent.Router)
