@@ -25,7 +25,8 @@ import (
 func TestStackAdmin(t *testing.T) {
 	env := cloudtest.Setup(t)
 	cfn := cloudtest.NewCloudFormation(t)
-	cfn.Put("test", cloudtest.Stack{Outputs: map[string]string{"TableName": env.TableName, "Agents": "default"}})
+	bucket, _ := env.Files.Bucket()
+	cfn.Put("test", cloudtest.Stack{Outputs: map[string]string{"TableName": env.TableName, "Agents": "default", "WorkspaceBucket": bucket}})
 	root, err := cloud.New(t.Context())
 	if err != nil {
 		t.Fatal(err)

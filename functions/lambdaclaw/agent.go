@@ -161,14 +161,13 @@ func listAgents(home string, stdout, stderr io.Writer) error {
 }
 
 // listStackAgents prints the agents a deployed stack serves, one name a
-// line. Their workspaces are not kept on AWS yet: each has the default
-// templates after its first-run ritual.
+// line: the configured ones and every workspace in its bucket.
 func listStackAgents(ctx context.Context, st *stackFlags, stdout io.Writer) error {
 	d, err := st.open(ctx)
 	if err != nil {
 		return err
 	}
-	names, err := d.agents()
+	names, err := d.agents(ctx)
 	if err != nil {
 		return err
 	}

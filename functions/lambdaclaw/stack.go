@@ -186,12 +186,21 @@ func (d *deployment) store(ctx context.Context) (*dynamo.Store, error) {
 	return db, nil
 }
 
-// agents lists the agents the stack's functions serve, sorted.
-func (d *deployment) agents() ([]string, error) {
+// agents lists the agents the stack's functions serve, sorted: those its
+// functions are configured with (output Agents) and every workspace in its
+// bucket, as the functions serve them (setup.Builder.Live).
+func (d *deployment) agents(ctx context.Context) ([]string, error) {
 	if err := d.need(outAgents); err != nil {
 		return nil, err
 	}
-	var names []string
+	files, err := d.files()
+	if err != nil {
+		return nil, err
+	}
+	names, err := workspace.List(ctx, files)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.where(), err)
+	}
 	for n := range strings.SplitSeq(d.outputs[outAgents], ",") {
 		n = strings.TrimSpace(n)
 		if err := workspace.ValidName(n); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,11 +51,12 @@ func newStackFixture(t *testing.T) *stackFixture {
 	cfn := cloudtest.NewCloudFormation(t)
 	t.Setenv(envCloudFormationEndpoint, cfn.URL)
 	t.Setenv(envSecretsEndpoint, "")
-	outputs := map[string]string{outTable: env.TableName, outAgents: "research,default", "ApiUrl": "https://abc123.execute-api.us-east-1.amazonaws.com/prod/"}
+	bucket, _ := env.Files.Bucket()
+	outputs := map[string]string{outTable: env.TableName, outAgents: "research,default", outWorkspaceBucket: bucket, "ApiUrl": "https://abc123.execute-api.us-east-1.amazonaws.com/prod/"}
 	cfn.Put(stackTable, cloudtest.Stack{Outputs: outputs})
 	cfn.Put(stackNoOutputs, cloudtest.Stack{Status: "ROLLBACK_COMPLETE"})
 	cfn.Put(stackNoAgents, cloudtest.Stack{Outputs: map[string]string{outTable: env.TableName}})
-	cfn.Put(stackNoTable, cloudtest.Stack{Outputs: map[string]string{outTable: "lambdaclaw-deleted", outAgents: "default"}})
+	cfn.Put(stackNoTable, cloudtest.Stack{Outputs: map[string]string{outTable: "lambdaclaw-deleted", outAgents: "default", outWorkspaceBucket: bucket}})
 	tg := map[string]string{outTelegramURL: webhookURL, outBotToken: botTokenARN, outWebhookSecret: webhookARN}
 	for k, v := range outputs {
 		tg[k] = v
@@ -220,9 +222,14 @@ func TestStackRegion(t *testing.T) {
 }
 
 func TestStackAgentList(t *testing.T) {
-	newStackFixture(t)
+	f := newStackFixture(t)
+	// A workspace pushed to the bucket is an agent as well as the
+	// configured ones.
+	if _, err := f.env.Files.WriteFile(t.Context(), "agents/pushed/IDENTITY.md", []byte("# Identity"), filestore.Any); err != nil {
+		t.Fatal(err)
+	}
 	out, _ := cli(t, "agent", "list", "--stack", stackTable)
-	if out != "default\nresearch\n" {
+	if out != "default\npushed\nresearch\n" {
 		t.Errorf("agent list --stack = %q, want the stack's agents, sorted", out)
 	}
 }

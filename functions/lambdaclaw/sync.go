@@ -64,16 +64,16 @@ func syncAgent(ctx context.Context, sub string, args []string, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	if err := d.need(outWorkspaceBucket); err != nil {
+	files, err := d.files()
+	if err != nil {
 		return err
 	}
-	bucket := d.outputs[outWorkspaceBucket]
-	remote, err := s3fs.New(s3fs.NewClient(d.aws, getenv(envS3Endpoint)), bucket, "agents/"+name)
+	remote, err := files.Sub(workspace.Path(name))
 	if err != nil {
 		return err
 	}
 	local := osroot.New(dir)
-	where := fmt.Sprintf("%s, s3://%s/agents/%s/", d.where(), bucket, name)
+	where := fmt.Sprintf("%s, s3://%s/%s/", d.where(), d.outputs[outWorkspaceBucket], workspace.Path(name))
 	dst, src := filestore.FS(remote), filestore.FS(local)
 	if sub == "pull" {
 		dst, src = local, remote
@@ -114,4 +114,16 @@ func syncAgent(ctx context.Context, sub string, args []string, stdout, stderr io
 	fmt.Fprintf(stderr, "%s %s: %s %d added, %d updated, %d deleted (%s)\n", sub, name, verb,
 		counts[filestore.Added], counts[filestore.Updated], counts[filestore.Deleted], where)
 	return nil
+}
+
+// files is the stack's workspace bucket (output WorkspaceBucket).
+func (d *deployment) files() (filestore.FS, error) {
+	if err := d.need(outWorkspaceBucket); err != nil {
+		return nil, err
+	}
+	f, err := s3fs.New(s3fs.NewClient(d.aws, getenv(envS3Endpoint)), d.outputs[outWorkspaceBucket], "")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.where(), err)
+	}
+	return f, nil
 }

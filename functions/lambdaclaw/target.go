@@ -48,7 +48,7 @@ func (s *stackFlags) target(ctx context.Context, loadConfig func() (*config.Conf
 		if d.telegram() {
 			tg = "enabled, webhook"
 		}
-		return &target{agents: d.agents, defaultRate: config.DefaultKeyRate, telegram: tg, stack: d,
+		return &target{agents: func() ([]string, error) { return d.agents(ctx) }, defaultRate: config.DefaultKeyRate, telegram: tg, stack: d,
 			open: func(ctx context.Context) (*adminDB, error) {
 				db, err := d.store(ctx)
 				if err != nil {
