@@ -40,15 +40,18 @@ func (s *builder) workspaceBucket() {
 }
 
 // grantWorkspace lets fn read, write and delete the objects under the
-// workspace prefixes and list those prefixes only (s3:ListBucket with an
-// s3:prefix condition). The adapter needs nothing more: HeadObject is
-// s3:GetObject, a conditional PutObject s3:PutObject, DeleteObjects one
-// s3:DeleteObject per key.
+// workspace prefixes and list the bucket, which holds nothing else. The
+// adapter needs nothing more: HeadObject is s3:GetObject, a conditional
+// PutObject s3:PutObject, DeleteObjects one s3:DeleteObject per key.
+// Listing is not limited by an s3:prefix condition on purpose: without
+// s3:ListBucket on the whole bucket, S3 answers a read of a missing key
+// with 403 instead of 404, and telling the two apart then costs a
+// ListObjectsV2 ($0.005 per 1,000, twelve times a HEAD) for every
+// missing file an agent's prompt looks for, on every turn.
 func (s *builder) grantWorkspace(fn awslambda.Function) {
-	var objects, prefixes []*string
+	var objects []*string
 	for _, p := range workspacePrefixes {
 		objects = append(objects, s.workspaces.ArnForObjects(jsii.String(p+"*")))
-		prefixes = append(prefixes, jsii.String(p+"*"))
 	}
 	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
@@ -57,8 +60,5 @@ func (s *builder) grantWorkspace(fn awslambda.Function) {
 	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("s3:ListBucket"),
 		Resources: &[]*string{s.workspaces.BucketArn()},
-		Conditions: &map[string]interface{}{
-			"StringLike": map[string]interface{}{"s3:prefix": prefixes},
-		},
 	}))
 }

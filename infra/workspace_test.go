@@ -84,11 +84,10 @@ func TestWorkspaceGrants(t *testing.T) {
 				for _, r := range st.resources {
 					got[a] = append(got[a], render(r))
 				}
-				if a == "s3:ListBucket" {
-					want := map[string]any{"StringLike": map[string]any{"s3:prefix": []any{"agents/*", "skills/*"}}}
-					if !reflect.DeepEqual(want, st.raw["Condition"]) {
-						t.Errorf("%s: s3:ListBucket condition %v, want %v", name, st.raw["Condition"], want)
-					}
+				if a == "s3:ListBucket" && st.raw["Condition"] != nil {
+					// A condition would turn 404s for missing keys into
+					// 403s (see grantWorkspace).
+					t.Errorf("%s: s3:ListBucket has condition %v, want none", name, st.raw["Condition"])
 				}
 			}
 		}

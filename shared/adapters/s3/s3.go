@@ -136,14 +136,9 @@ func (f *FS) Stat(ctx context.Context, name string) (filestore.Entry, error) {
 	if name == "." {
 		return dirEntry(name), nil
 	}
-	out, missing, err := object(ctx, f, "stat", name, "HeadObject", func() (*awss3.HeadObjectOutput, error) {
-		return f.api.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &f.bucket, Key: aws.String(f.key(name))})
-	})
-	switch {
-	case err != nil:
-		return filestore.Entry{}, err
-	case !missing:
-		return fileEntry(name, aws.ToInt64(out.ContentLength), out.LastModified, out.ETag), nil
+	e, err := f.StatFile(ctx, name)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return e, err
 	}
 	isDir, err := f.isDir(ctx, "stat", name)
 	if err != nil {
@@ -153,6 +148,28 @@ func (f *FS) Stat(ctx context.Context, name string) (filestore.Entry, error) {
 		return filestore.Entry{}, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
 	}
 	return dirEntry(name), nil
+}
+
+// StatFile describes the file name with one HeadObject: a name that is no
+// file is fs.ErrNotExist, without the listing Stat makes to tell whether
+// it is a directory.
+func (f *FS) StatFile(ctx context.Context, name string) (filestore.Entry, error) {
+	if err := f.check("stat", name); err != nil {
+		return filestore.Entry{}, err
+	}
+	if name == "." {
+		return filestore.Entry{}, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
+	}
+	out, missing, err := object(ctx, f, "stat", name, "HeadObject", func() (*awss3.HeadObjectOutput, error) {
+		return f.api.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &f.bucket, Key: aws.String(f.key(name))})
+	})
+	switch {
+	case err != nil:
+		return filestore.Entry{}, err
+	case missing:
+		return filestore.Entry{}, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
+	}
+	return fileEntry(name, aws.ToInt64(out.ContentLength), out.LastModified, out.ETag), nil
 }
 
 // object calls get, a HeadObject or GetObject of the file name's key,

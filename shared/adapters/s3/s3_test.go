@@ -229,6 +229,38 @@ func TestReadFileRange(t *testing.T) {
 	}
 }
 
+// StatFile describes a file with one HEAD and calls anything else missing,
+// a directory too, without listing.
+func TestStatFile(t *testing.T) {
+	endpoint, bucket := cloudtest.S3(t)
+	var calls []string
+	f, err := s3fs.New(cloudtest.S3Client(proxy(t, endpoint, func(r *http.Request, _ *http.Response) {
+		if r.Method != http.MethodPut {
+			calls = append(calls, r.Method+" "+r.URL.Query().Get("list-type"))
+		}
+	})), bucket, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	w, err := f.WriteFile(ctx, "dir/MEMORY.md", []byte("tea"), filestore.Any)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := f.StatFile(ctx, "dir/MEMORY.md")
+	if err != nil || e.Version != w.Version || e.Size != 3 || e.Name != "MEMORY.md" {
+		t.Errorf("StatFile of a file = %+v, %v; want the written %+v", e, err, w)
+	}
+	for _, name := range []string{"dir", "dir/missing.md"} {
+		if _, err := f.StatFile(ctx, name); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("StatFile(%s): %v, want fs.ErrNotExist", name, err)
+		}
+	}
+	if diff := cmp.Diff([]string{"HEAD ", "HEAD ", "HEAD "}, calls); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
 // S3 answers 403, not 404, for a missing key to a caller whose
 // s3:ListBucket is limited to prefixes, as the stack's functions are:
 // the adapter still tells a missing file. A refusal of a key that exists

@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"slices"
 	"strings"
 	"sync"
@@ -29,14 +31,14 @@ type cachedPrompt struct {
 // cache when nothing changed; key names the workspace in the cache (the
 // agent's name). The caller may modify the returned slice.
 func (c *PromptCache) SystemPrompt(ctx context.Context, key string, ws filestore.FS, now time.Time) ([]chat.Message, error) {
-	stamp := fingerprint(ctx, ws, now)
+	stamp, absent := fingerprint(ctx, ws, now)
 	c.mu.Lock()
 	e, ok := c.m[key]
 	c.mu.Unlock()
 	if ok && e.stamp == stamp {
 		return slices.Clone(e.msgs), nil
 	}
-	msgs, err := SystemPrompt(ctx, ws, now)
+	msgs, err := assemble(ctx, ws, now, absent)
 	if err != nil {
 		return nil, err
 	}
@@ -49,20 +51,36 @@ func (c *PromptCache) SystemPrompt(ctx context.Context, key string, ws filestore
 	return slices.Clone(msgs), nil
 }
 
-// fingerprint describes the state of every file SystemPrompt reads.
-func fingerprint(ctx context.Context, ws filestore.FS, now time.Time) string {
+// fileStater is a store that can describe a file more cheaply than Stat
+// when it need not tell whether a directory is in a missing file's place
+// (S3: one HEAD, where Stat also lists the name as a directory).
+type fileStater interface {
+	StatFile(ctx context.Context, name string) (filestore.Entry, error)
+}
+
+// fingerprint describes the state of every file SystemPrompt reads, and
+// names those that are missing.
+func fingerprint(ctx context.Context, ws filestore.FS, now time.Time) (string, map[string]bool) {
 	var b strings.Builder
 	b.WriteString(now.Format(dateLayout))
 	if ws == nil {
-		return b.String()
+		return b.String(), nil
 	}
+	stat := ws.Stat
+	if f, ok := ws.(fileStater); ok {
+		stat = f.StatFile
+	}
+	absent := map[string]bool{}
 	for _, p := range promptParts(now) {
-		e, err := ws.Stat(ctx, p.name)
+		e, err := stat(ctx, p.name)
+		if errors.Is(err, fs.ErrNotExist) {
+			absent[p.name] = true
+		}
 		if err != nil || e.Version == "" {
 			b.WriteString("|-")
 			continue
 		}
 		b.WriteString("|" + string(e.Version))
 	}
-	return b.String()
+	return b.String(), absent
 }

@@ -38,12 +38,21 @@ func WithoutBootstrap(msgs []chat.Message) []chat.Message {
 // message. A file the workspace cannot give (a symbolic link leading out of
 // it, a directory in a file's place) is an error.
 func SystemPrompt(ctx context.Context, ws filestore.FS, now time.Time) ([]chat.Message, error) {
+	return assemble(ctx, ws, now, nil)
+}
+
+// assemble is SystemPrompt, not reading the files absent names (known
+// missing).
+func assemble(ctx context.Context, ws filestore.FS, now time.Time, absent map[string]bool) ([]chat.Message, error) {
 	fallback := []chat.Message{{Role: chat.System, Content: Fallback}}
 	if ws == nil {
 		return fallback, nil
 	}
 	var msgs []chat.Message
 	for _, p := range promptParts(now) {
+		if absent[p.name] {
+			continue
+		}
 		text, truncated, err := readCapped(ctx, ws, p.name, MaxPromptFile)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue

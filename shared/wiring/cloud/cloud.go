@@ -147,6 +147,15 @@ type Root struct {
 	secrets  *secrets
 }
 
+// Recheck is how long a function trusts what it read of the agents'
+// workspaces (which agents there are, their prompt files and skills)
+// before it looks at the bucket again. Every request to S3 is paid, a
+// listing twelve times a read, so the functions look at most once a
+// minute; a change an agent's own tools make shows at once in the
+// instance that made it (prompt.Builder.Stale), elsewhere within the
+// minute, as does a push.
+const Recheck = time.Minute
+
 // New builds the adapters from the environment (see the package doc). It
 // checks that the table exists.
 func New(ctx context.Context) (*Root, error) {
@@ -198,6 +207,9 @@ func New(ctx context.Context) (*Root, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cloud: workspaces: %w", err)
 	}
+	live.SetRecheck(Recheck)
+	prompter := prompt.New(skills, skill.Env{})
+	prompter.Refresh = Recheck
 	identity := agent.Identity{}
 	switch v := getenv("SESSION_SHARING"); v {
 	case "", "shared":
@@ -224,7 +236,7 @@ func New(ctx context.Context) (*Root, error) {
 	r.Loop = &agent.Loop{
 		Store:    agent.WithEphemeral(db, memstore.New()),
 		Agents:   live,
-		Prompter: prompt.New(skills, skill.Env{}),
+		Prompter: prompter,
 		Replier:  router,
 		Events:   obs.NewEmitter(log, 1024, emf.New(os.Stderr)),
 		Recorder: recorder,

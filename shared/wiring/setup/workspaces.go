@@ -90,6 +90,11 @@ func NewWorkspaces(home filestore.FS, build func(string) (*agent.Agent, error), 
 	return r, nil
 }
 
+// SetRecheck sets how long what r knows of an agent is trusted (a second
+// unless set), before r serves anything. On AWS a listing of the bucket
+// costs more than a file read: the functions look less often.
+func (r *Workspaces) SetRecheck(d time.Duration) { r.recheck = d }
+
 // Agent implements agent.Agents.
 func (r *Workspaces) Agent(name string) (*agent.Agent, bool) {
 	since := r.begun.Load()
