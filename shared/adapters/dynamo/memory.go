@@ -23,8 +23,10 @@ import (
 //	pk MEM#<agent>, sk ENTRY#<key> (an agent-wide memory) or
 //	sk OWNED#<n>#<owner>#<key> (an owner's, n the owner's length in
 //	bytes): agent, owner (an owner's only), key, text, category, source,
-//	created_at, updated_at (epoch ms), chunks (L of M: seq N, text S,
-//	vec B — the vector as little-endian float32, absent without one)
+//	created_at, updated_at (epoch ms), chunks (L of M: seq N, text S —
+//	absent when it is the entry's whole text, as a short memory's one
+//	chunk is —, vec B — the vector as little-endian float32, absent
+//	without one)
 //
 //	pk MEM#<agent>, sk LOG#<n>#<owner>#HEAD: the head of a memory space
 //	(the memories of one agent and one owner, n = 0 and owner empty for
@@ -303,7 +305,12 @@ func memoryItem(e memory.Entry, chunks []memory.Chunk) item {
 	it[attrMemUpdated] = attrTime(e.UpdatedAt)
 	l := make([]types.AttributeValue, len(chunks))
 	for i, c := range chunks {
-		m := item{attrChunkSeq: attrN(int64(c.Seq)), attrChunkText: attrS(c.Text)}
+		m := item{attrChunkSeq: attrN(int64(c.Seq))}
+		if c.Text != e.Text {
+			// A chunk that is the whole text (a short memory's one
+			// chunk) does not store it twice.
+			m[attrChunkText] = attrS(c.Text)
+		}
 		if len(c.Vector) > 0 {
 			m[attrChunkVec] = &types.AttributeValueMemberB{Value: encodeVector(c.Vector)}
 		}
@@ -343,7 +350,11 @@ func memoryFromItem(it item) (memory.Entry, []memory.Chunk, error) {
 			if err != nil {
 				return memory.Entry{}, nil, fmt.Errorf("dynamo: memory %s/%s: %w", e.Agent, e.Key, err)
 			}
-			chunks = append(chunks, memory.Chunk{Seq: int(getN(m.Value, attrChunkSeq)), Text: getS(m.Value, attrChunkText), Vector: vec})
+			text := e.Text
+			if _, ok := m.Value[attrChunkText]; ok {
+				text = getS(m.Value, attrChunkText)
+			}
+			chunks = append(chunks, memory.Chunk{Seq: int(getN(m.Value, attrChunkSeq)), Text: text, Vector: vec})
 		}
 	}
 	return e, chunks, nil
