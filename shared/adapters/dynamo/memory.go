@@ -24,8 +24,8 @@ import (
 //	sk OWNED#<n>#<owner>#<key> (an owner's, n the owner's length in
 //	bytes): agent, owner (an owner's only), key, text, category, source,
 //	created_at, updated_at (epoch ms), chunks (L of M: seq N, text S —
-//	absent when it is the entry's whole text, as a short memory's one
-//	chunk is —, vec B — the vector as little-endian float32, absent
+//	absent when it is the entry's whole text trimmed, as a short
+//	memory's one chunk is —, vec B — the vector as little-endian float32, absent
 //	without one)
 //
 //	pk MEM#<agent>, sk LOG#<n>#<owner>#HEAD: the head of a memory space
@@ -306,9 +306,9 @@ func memoryItem(e memory.Entry, chunks []memory.Chunk) item {
 	l := make([]types.AttributeValue, len(chunks))
 	for i, c := range chunks {
 		m := item{attrChunkSeq: attrN(int64(c.Seq))}
-		if c.Text != e.Text {
+		if c.Text != strings.TrimSpace(e.Text) {
 			// A chunk that is the whole text (a short memory's one
-			// chunk) does not store it twice.
+			// chunk, trimmed) does not store it twice.
 			m[attrChunkText] = attrS(c.Text)
 		}
 		if len(c.Vector) > 0 {
@@ -350,7 +350,7 @@ func memoryFromItem(it item) (memory.Entry, []memory.Chunk, error) {
 			if err != nil {
 				return memory.Entry{}, nil, fmt.Errorf("dynamo: memory %s/%s: %w", e.Agent, e.Key, err)
 			}
-			text := e.Text
+			text := strings.TrimSpace(e.Text)
 			if _, ok := m.Value[attrChunkText]; ok {
 				text = getS(m.Value, attrChunkText)
 			}

@@ -259,7 +259,7 @@ func TestMemoryStreamChangeOwner(t *testing.T) {
 // A chunk that is the entry's whole text is stored without it, and reads
 // back with it; other chunks, the empty one too, keep their text.
 func TestMemoryItemChunkText(t *testing.T) {
-	e := memory.Entry{Agent: "a", Key: "k", Text: "one two", Category: memory.Core, CreatedAt: time.UnixMilli(1).UTC(), UpdatedAt: time.UnixMilli(2).UTC()}
+	e := memory.Entry{Agent: "a", Key: "k", Text: " one two\n", Category: memory.Core, CreatedAt: time.UnixMilli(1).UTC(), UpdatedAt: time.UnixMilli(2).UTC()}
 	for _, tc := range []struct {
 		name   string
 		chunks []memory.Chunk
