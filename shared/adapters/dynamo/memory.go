@@ -23,9 +23,9 @@ import (
 //	pk MEM#<agent>, sk ENTRY#<key> (an agent-wide memory) or
 //	sk OWNED#<n>#<owner>#<key> (an owner's, n the owner's length in
 //	bytes): agent, owner (an owner's only), key, text, category, source,
-//	created_at, updated_at (epoch ms), chunks (L of M: seq N, text S —
-//	absent when it is the entry's whole text trimmed, as a short
-//	memory's one chunk is —, vec B — the vector as little-endian float32, absent
+//	created_at, updated_at (epoch ms), chunks (L of M: seq N; text S,
+//	or, for a chunk of the entry's text as the chunker makes them, at N
+//	and len N, its byte offset and length there; vec B — the vector as little-endian float32, absent
 //	without one)
 //
 //	pk MEM#<agent>, sk LOG#<n>#<owner>#HEAD: the head of a memory space
@@ -73,6 +73,8 @@ const (
 	attrMemChunks   = "chunks"
 	attrChunkSeq    = "seq"
 	attrChunkText   = "text"
+	attrChunkAt     = "at"
+	attrChunkLen    = "len"
 	attrChunkVec    = "vec"
 	attrMemVersion  = "ver"
 	attrMemKeys     = "keys"
@@ -306,9 +308,11 @@ func memoryItem(e memory.Entry, chunks []memory.Chunk) item {
 	l := make([]types.AttributeValue, len(chunks))
 	for i, c := range chunks {
 		m := item{attrChunkSeq: attrN(int64(c.Seq))}
-		if c.Text != strings.TrimSpace(e.Text) {
-			// A chunk that is the whole text (a short memory's one
-			// chunk, trimmed) does not store it twice.
+		if at := strings.Index(e.Text, c.Text); at >= 0 {
+			// A chunk of the entry's text, as the chunker makes them,
+			// is stored as where it is in it, not twice.
+			m[attrChunkAt], m[attrChunkLen] = attrN(int64(at)), attrN(int64(len(c.Text)))
+		} else {
 			m[attrChunkText] = attrS(c.Text)
 		}
 		if len(c.Vector) > 0 {
@@ -350,9 +354,13 @@ func memoryFromItem(it item) (memory.Entry, []memory.Chunk, error) {
 			if err != nil {
 				return memory.Entry{}, nil, fmt.Errorf("dynamo: memory %s/%s: %w", e.Agent, e.Key, err)
 			}
-			text := strings.TrimSpace(e.Text)
-			if _, ok := m.Value[attrChunkText]; ok {
-				text = getS(m.Value, attrChunkText)
+			text := getS(m.Value, attrChunkText)
+			if _, ok := m.Value[attrChunkAt]; ok {
+				at, n := getN(m.Value, attrChunkAt), getN(m.Value, attrChunkLen)
+				if at < 0 || n < 0 || at+n > int64(len(e.Text)) {
+					return memory.Entry{}, nil, fmt.Errorf("dynamo: memory %s/%s: a chunk at %d+%d is outside its text of %d bytes", e.Agent, e.Key, at, n, len(e.Text))
+				}
+				text = e.Text[at : at+n]
 			}
 			chunks = append(chunks, memory.Chunk{Seq: int(getN(m.Value, attrChunkSeq)), Text: text, Vector: vec})
 		}

@@ -256,8 +256,8 @@ func TestMemoryStreamChangeOwner(t *testing.T) {
 	}
 }
 
-// A chunk that is the entry's whole text is stored without it, and reads
-// back with it; other chunks, the empty one too, keep their text.
+// A chunk of the entry's text is stored as where it is in it, and reads
+// back whole; another chunk keeps its text.
 func TestMemoryItemChunkText(t *testing.T) {
 	e := memory.Entry{Agent: "a", Key: "k", Text: " one two\n", Category: memory.Core, CreatedAt: time.UnixMilli(1).UTC(), UpdatedAt: time.UnixMilli(2).UTC()}
 	for _, tc := range []struct {
@@ -266,8 +266,8 @@ func TestMemoryItemChunkText(t *testing.T) {
 		stored []bool // whether each chunk's item holds its text
 	}{
 		{"whole", []memory.Chunk{{Seq: 0, Text: "one two", Vector: []float32{1, 0.5}}}, []bool{false}},
-		{"parts", []memory.Chunk{{Seq: 0, Text: "one"}, {Seq: 1, Text: "two"}}, []bool{true, true}},
-		{"empty", []memory.Chunk{{Seq: 0, Text: ""}}, []bool{true}},
+		{"parts", []memory.Chunk{{Seq: 0, Text: "one"}, {Seq: 1, Text: "two"}}, []bool{false, false}},
+		{"other", []memory.Chunk{{Seq: 0, Text: "three"}, {Seq: 1, Text: ""}}, []bool{true, false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			it := memoryItem(e, tc.chunks)
