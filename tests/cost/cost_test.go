@@ -5,10 +5,11 @@
 // runs the step function's asynchronous invocations, and a fake Step
 // Functions that plays the state machine for the runs handed to it. It
 // counts, per turn: Lambda invocations, state machine executions,
-// DynamoDB requests with the capacity units DynamoDB reports
-// (ReturnConsumedCapacity=TOTAL, added to every request on the way), the
-// bytes of the write requests, API Gateway requests and WebSocket
-// messages, and model calls; then it prices them with the README's
+// DynamoDB requests with their read units as DynamoDB reports them
+// (ReturnConsumedCapacity=TOTAL, added to every read on the way) and
+// their write units by AWS's item-size rules (meter), the bytes of the
+// write requests and the write units of each kind of write, API Gateway
+// requests and WebSocket messages, and model calls; then it prices them with the README's
 // assumed prices and asserts upper bounds, so a regression fails.
 //
 //	bash tests/dynamodb-local.sh run go test ./tests/cost -run Cost -v
@@ -627,11 +628,11 @@ func TestCost(t *testing.T) {
 		total              float64
 	}{
 		"stateless (API)":                     {0, 2, 0, 1, 0.033},
-		"stateful (WebSocket)":                {0, 28, 62, 14, 0.105},
-		"stateful, one tool call (WebSocket)": {0, 42, 80, 25, 0.145},
+		"stateful (WebSocket)":                {0, 28, 44, 14, 0.075},
+		"stateful, one tool call (WebSocket)": {0, 42, 63, 25, 0.115},
 		// The request polls the run while it streams: its reads depend
 		// on the time the model takes.
-		"stateful (API, session key)": {0, 110, 75, 65, 0.115},
+		"stateful (API, session key)": {0, 110, 58, 65, 0.103},
 	}
 	for _, u := range turns {
 		b := bounds[u.name]
