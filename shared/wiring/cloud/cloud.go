@@ -219,7 +219,7 @@ func New(ctx context.Context) (*Root, error) {
 		})}
 		// One post per 250 ms of streamed text, not one per token: each
 		// PostToConnection is a paid message. A quarter second still
-		// reads as live, and a 300-token answer takes 15 messages, not
+		// reads as live, and a 300-token answer takes 16 messages, not
 		// 34 as at 100 ms (tests/cost).
 		router[wsproto.Channel] = agent.BatchDeltas(apigw.Replier{Conns: r.Conns}, 250*time.Millisecond)
 	}
