@@ -5,10 +5,11 @@
 // runs the step function's asynchronous invocations, and a fake Step
 // Functions that plays the state machine for the runs handed to it. It
 // counts, per turn: Lambda invocations, state machine executions,
-// DynamoDB requests with the capacity units DynamoDB reports
-// (ReturnConsumedCapacity=TOTAL, added to every request on the way), the
-// bytes of the write requests, API Gateway requests and WebSocket
-// messages, and model calls; then it prices them with the README's
+// DynamoDB requests with their read units as DynamoDB reports them
+// (ReturnConsumedCapacity=TOTAL, added to every read on the way) and
+// their write units by AWS's item-size rules (meter), the bytes of the
+// write requests and the write units of each kind of write, API Gateway
+// requests and WebSocket messages, and model calls; then it prices them with the README's
 // assumed prices and asserts upper bounds, so a regression fails.
 //
 //	bash tests/dynamodb-local.sh run go test ./tests/cost -run Cost -v
@@ -16,15 +17,21 @@ package cost
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -65,46 +72,108 @@ const (
 var reads = map[string]bool{"GetItem": true, "Query": true, "Scan": true, "BatchGetItem": true, "TransactGetItems": true}
 
 // meter counts the DynamoDB requests that pass its proxies.
+//
+// Read units are those DynamoDB Local reports (ReturnConsumedCapacity).
+// Write units are computed by AWS's documented rules, as DynamoDB Local
+// misreports transactions (4 units for one 100-byte put, 4 for four):
+// a write of an item costs one unit per KB of the larger of the item
+// before and after it (read from the table around the request, past the
+// meter), at least one; in a transaction, twice that.
 type meter struct {
 	mu         sync.Mutex
 	requests   map[string]int
 	rru, wru   float64
 	writeBytes int
+	// writes are the write requests by what they write.
+	writes map[string]*write
+	// raw is DynamoDB Local's endpoint and table the table's name, for
+	// the item sizes.
+	raw, table string
+}
+
+// write is what the write requests of one kind used: the operation and
+// the items it writes (their kinds, table.go's pk/sk prefixes).
+type write struct {
+	requests, bytes int
+	wru             float64
 }
 
 func (m *meter) reset() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.requests, m.rru, m.wru, m.writeBytes = map[string]int{}, 0, 0, 0
+	m.requests, m.rru, m.wru, m.writeBytes, m.writes = map[string]int{}, 0, 0, 0, map[string]*write{}
+}
+
+// opKey carries a request's operation and targets from the proxy's
+// handler to its ModifyResponse.
+type opKey struct{}
+
+type opInfo struct {
+	op, kind string
+	targets  []target
+	// factor is 2 in a transaction, else 1.
+	factor float64
+}
+
+// target is one item a write request writes: its key, and its size
+// before the request (bytes, by DynamoDB's item size rules) and whether
+// it was in the index gsi1 then.
+type target struct {
+	key     map[string]any
+	before  int
+	indexed bool
 }
 
 // proxy returns an endpoint in front of upstream that asks DynamoDB for
-// the consumed capacity of every request and counts it.
+// the consumed capacity of every request and counts it. The response
+// reaches the SDK byte for byte, with the checksum header DynamoDB sends.
 func (m *meter) proxy(t *testing.T, upstream string) string {
-	target, err := url.Parse(upstream)
+	up, err := url.Parse(upstream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := httputil.NewSingleHostReverseProxy(target)
+	rp := httputil.NewSingleHostReverseProxy(up)
 	rp.ModifyResponse = func(resp *http.Response) error {
-		op := resp.Request.Header.Get("X-Lambdaclaw-Op")
+		info, _ := resp.Request.Context().Value(opKey{}).(opInfo)
 		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
 		if err != nil {
 			return err
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(b))
-		var out struct {
-			ConsumedCapacity json.RawMessage
+		if resp.Header.Get("X-Amz-Crc32") == "" {
+			// DynamoDB signs every response with the CRC32 of its body;
+			// DynamoDB Local leaves it off its errors (a failed
+			// condition), and the SDK, checking for it, logs a warning.
+			resp.Header.Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(b)), 10))
 		}
-		json.Unmarshal(b, &out)
-		units := capacity(out.ConsumedCapacity)
-		m.mu.Lock()
-		if reads[op] {
+		if reads[info.op] {
+			var out struct {
+				ConsumedCapacity json.RawMessage
+			}
+			json.Unmarshal(b, &out)
+			units := capacity(out.ConsumedCapacity)
+			m.mu.Lock()
 			m.rru += units
-		} else {
-			m.wru += units
+			m.mu.Unlock()
+			return nil
 		}
-		m.mu.Unlock()
+		units := 0.0
+		for _, tg := range info.targets {
+			after, indexed := m.size(tg.key)
+			kb := float64(max(1, (max(tg.before, after)+1023)/1024))
+			units += info.factor * kb
+			if indexed || tg.indexed {
+				// The index gsi1 (projecting ALL) is written too.
+				units += kb
+			}
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.wru += units
+		if w := m.writes[info.kind]; w != nil {
+			w.wru += units
+		}
 		return nil
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -115,23 +184,178 @@ func (m *meter) proxy(t *testing.T, upstream string) string {
 		}
 		op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
 		var body map[string]any
-		if json.Unmarshal(b, &body) == nil && op != "DescribeTable" {
+		if reads[op] && json.Unmarshal(b, &body) == nil {
 			body["ReturnConsumedCapacity"] = "TOTAL"
 			b, _ = json.Marshal(body)
+		} else {
+			json.Unmarshal(b, &body)
+		}
+		info := opInfo{op: op, factor: 1}
+		if op == "TransactWriteItems" {
+			info.factor = 2
+		}
+		writes := !reads[op] && op != "DescribeTable"
+		var kinds []string
+		if writes {
+			var keys []map[string]any
+			kinds, keys = itemKinds(op, body)
+			for _, k := range keys {
+				size, indexed := m.size(k)
+				info.targets = append(info.targets, target{key: k, before: size, indexed: indexed})
+			}
+			info.kind = op + " " + strings.Join(kinds, " + ")
 		}
 		m.mu.Lock()
 		m.requests[op]++
-		if !reads[op] && op != "DescribeTable" {
+		if writes {
 			m.writeBytes += len(b)
+			wr := m.writes[info.kind]
+			if wr == nil {
+				wr = &write{}
+				m.writes[info.kind] = wr
+			}
+			wr.requests++
+			wr.bytes += len(b)
 		}
 		m.mu.Unlock()
 		r.Body = io.NopCloser(bytes.NewReader(b))
 		r.ContentLength = int64(len(b))
-		r.Header.Set("X-Lambdaclaw-Op", op)
-		rp.ServeHTTP(w, r)
+		rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), opKey{}, info)))
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// size reads the item with key from DynamoDB Local, past the meter, and
+// returns its size by DynamoDB's rules, 0 when there is none, and
+// whether it is in the index gsi1.
+func (m *meter) size(key map[string]any) (int, bool) {
+	in, _ := json.Marshal(map[string]any{"TableName": m.table, "Key": key, "ConsistentRead": true})
+	req, err := http.NewRequest(http.MethodPost, m.raw, bytes.NewReader(in))
+	if err != nil {
+		return 0, false
+	}
+	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.GetItem")
+	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=cost/20250101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	var out struct{ Item map[string]any }
+	if json.NewDecoder(resp.Body).Decode(&out) != nil || out.Item == nil {
+		return 0, false
+	}
+	n := 0
+	for name, v := range out.Item {
+		n += len(name) + attrSize(v)
+	}
+	_, indexed := out.Item["gsi1pk"]
+	return n, indexed
+}
+
+// attrSize is the size of an attribute value in DynamoDB's JSON, by the
+// rules of "Item sizes and formats" in the DynamoDB developer guide.
+func attrSize(v any) int {
+	av, _ := v.(map[string]any)
+	for typ, x := range av {
+		switch typ {
+		case "S":
+			s, _ := x.(string)
+			return len(s)
+		case "N":
+			s, _ := x.(string)
+			return (len(strings.TrimLeft(s, "-0"))+1)/2 + 1
+		case "B":
+			s, _ := x.(string)
+			return base64.StdEncoding.DecodedLen(len(s))
+		case "BOOL", "NULL":
+			return 1
+		case "SS", "NS", "BS":
+			l, _ := x.([]any)
+			n := 0
+			for _, e := range l {
+				n += attrSize(map[string]any{typ[:1]: e})
+			}
+			return n
+		case "L":
+			l, _ := x.([]any)
+			n := 3
+			for _, e := range l {
+				n += 1 + attrSize(e)
+			}
+			return n
+		case "M":
+			mm, _ := x.(map[string]any)
+			n := 3
+			for k, e := range mm {
+				n += 1 + len(k) + attrSize(e)
+			}
+			return n
+		}
+	}
+	return 0
+}
+
+// itemKinds names the items a write request writes by their key's
+// prefixes (SESSION/MSG, RUN/RUN, …), sorted, and returns their keys.
+func itemKinds(op string, body map[string]any) ([]string, []map[string]any) {
+	get := func(v any, path ...string) any {
+		for _, p := range path {
+			m, _ := v.(map[string]any)
+			v = m[p]
+		}
+		return v
+	}
+	var kinds []string
+	var keys []map[string]any
+	add := func(verb string, v any) {
+		item, _ := v.(map[string]any)
+		prefix := func(attr string) string {
+			s, _ := get(item, attr, "S").(string)
+			p, _, _ := strings.Cut(s, "#")
+			return p
+		}
+		kinds = append(kinds, strings.TrimSpace(verb+" "+prefix("pk")+"/"+prefix("sk")))
+		if verb != "check" {
+			keys = append(keys, map[string]any{"pk": item["pk"], "sk": item["sk"]})
+		}
+	}
+	switch op {
+	case "PutItem":
+		add("", body["Item"])
+	case "UpdateItem", "DeleteItem":
+		add("", body["Key"])
+	case "TransactWriteItems":
+		items, _ := body["TransactItems"].([]any)
+		for _, it := range items {
+			switch {
+			case get(it, "Put") != nil:
+				add("put", get(it, "Put", "Item"))
+			case get(it, "Update") != nil:
+				add("update", get(it, "Update", "Key"))
+			case get(it, "Delete") != nil:
+				add("delete", get(it, "Delete", "Key"))
+			case get(it, "ConditionCheck") != nil:
+				add("check", get(it, "ConditionCheck", "Key"))
+			}
+		}
+	case "BatchWriteItem":
+		tables, _ := body["RequestItems"].(map[string]any)
+		for _, reqs := range tables {
+			list, _ := reqs.([]any)
+			for _, r := range list {
+				if p := get(r, "PutRequest", "Item"); p != nil {
+					add("put", p)
+				} else {
+					add("delete", get(r, "DeleteRequest", "Key"))
+				}
+			}
+		}
+	}
+	slices.Sort(kinds)
+	return kinds, keys
 }
 
 // capacity sums the capacity units of a ConsumedCapacity, one object or a
@@ -162,6 +386,7 @@ type usage struct {
 	requests    map[string]int
 	rru, wru    float64
 	writeBytes  int
+	writes      map[string]*write
 	rest        int // API Gateway REST requests
 	wsMessages  int // WebSocket messages, in and out
 	modelCalls  int
@@ -218,7 +443,7 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	env := cloudtest.Setup(t)
-	h := &harness{env: env, m: &meter{}}
+	h := &harness{env: env, m: &meter{raw: os.Getenv("DYNAMODB_ENDPOINT"), table: env.TableName}}
 	h.m.reset()
 	t.Setenv("RUN_FUNCTION", cloudtest.RunFunction)
 	build := func(function string) *cloud.Root {
@@ -274,7 +499,7 @@ func (h *harness) measure(t *testing.T, name, front string, turn func()) usage {
 	defer h.mu.Unlock()
 	u := usage{
 		name: name, invocations: map[string]int{front: 1}, requests: h.m.requests,
-		rru: h.m.rru, wru: h.m.wru, writeBytes: h.m.writeBytes,
+		rru: h.m.rru, wru: h.m.wru, writeBytes: h.m.writeBytes, writes: h.m.writes,
 		executions: len(h.env.SFN.Started()) - started0,
 		modelCalls: len(h.env.LLM.Requests()) - calls0,
 	}
@@ -381,6 +606,18 @@ func TestCost(t *testing.T) {
 		fmt.Fprintf(&b, "| %s | %.2f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | **$%.4f** |\n", u.name, u.gbs,
 			c["Lambda compute"], c["Lambda requests"], c["Step Functions"], c["DynamoDB"], c["API Gateway"], u.total())
 	}
+	fmt.Fprintf(&b, "\n| turn | write request: items written (table.go's pk/sk) | requests | bytes | write units |\n")
+	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- |\n")
+	for _, u := range turns {
+		kinds := slices.Collect(maps.Keys(u.writes))
+		slices.SortFunc(kinds, func(a, b string) int {
+			return cmp.Or(cmp.Compare(u.writes[b].wru, u.writes[a].wru), strings.Compare(a, b))
+		})
+		for _, k := range kinds {
+			w := u.writes[k]
+			fmt.Fprintf(&b, "| %s | %s | %d | %d | %.1f |\n", u.name, k, w.requests, w.bytes, w.wru)
+		}
+	}
 	t.Log(b.String())
 
 	// Upper bounds, a little above what was measured: a regression
@@ -391,11 +628,11 @@ func TestCost(t *testing.T) {
 		total              float64
 	}{
 		"stateless (API)":                     {0, 2, 0, 1, 0.033},
-		"stateful (WebSocket)":                {0, 28, 62, 14, 0.105},
-		"stateful, one tool call (WebSocket)": {0, 42, 80, 25, 0.145},
+		"stateful (WebSocket)":                {0, 28, 44, 14, 0.075},
+		"stateful, one tool call (WebSocket)": {0, 42, 63, 25, 0.115},
 		// The request polls the run while it streams: its reads depend
 		// on the time the model takes.
-		"stateful (API, session key)": {0, 110, 75, 65, 0.115},
+		"stateful (API, session key)": {0, 110, 58, 65, 0.103},
 	}
 	for _, u := range turns {
 		b := bounds[u.name]

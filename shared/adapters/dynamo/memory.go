@@ -23,8 +23,10 @@ import (
 //	pk MEM#<agent>, sk ENTRY#<key> (an agent-wide memory) or
 //	sk OWNED#<n>#<owner>#<key> (an owner's, n the owner's length in
 //	bytes): agent, owner (an owner's only), key, text, category, source,
-//	created_at, updated_at (epoch ms), chunks (L of M: seq N, text S,
-//	vec B — the vector as little-endian float32, absent without one)
+//	created_at, updated_at (epoch ms), chunks (L of M: seq N; text S,
+//	or, for a chunk of the entry's text as the chunker makes them, at N
+//	and len N, its byte offset and length there; vec B — the vector as little-endian float32, absent
+//	without one)
 //
 //	pk MEM#<agent>, sk LOG#<n>#<owner>#HEAD: the head of a memory space
 //	(the memories of one agent and one owner, n = 0 and owner empty for
@@ -71,6 +73,8 @@ const (
 	attrMemChunks   = "chunks"
 	attrChunkSeq    = "seq"
 	attrChunkText   = "text"
+	attrChunkAt     = "at"
+	attrChunkLen    = "len"
 	attrChunkVec    = "vec"
 	attrMemVersion  = "ver"
 	attrMemKeys     = "keys"
@@ -303,7 +307,14 @@ func memoryItem(e memory.Entry, chunks []memory.Chunk) item {
 	it[attrMemUpdated] = attrTime(e.UpdatedAt)
 	l := make([]types.AttributeValue, len(chunks))
 	for i, c := range chunks {
-		m := item{attrChunkSeq: attrN(int64(c.Seq)), attrChunkText: attrS(c.Text)}
+		m := item{attrChunkSeq: attrN(int64(c.Seq))}
+		if at := strings.Index(e.Text, c.Text); at >= 0 {
+			// A chunk of the entry's text, as the chunker makes them,
+			// is stored as where it is in it, not twice.
+			m[attrChunkAt], m[attrChunkLen] = attrN(int64(at)), attrN(int64(len(c.Text)))
+		} else {
+			m[attrChunkText] = attrS(c.Text)
+		}
 		if len(c.Vector) > 0 {
 			m[attrChunkVec] = &types.AttributeValueMemberB{Value: encodeVector(c.Vector)}
 		}
@@ -343,7 +354,15 @@ func memoryFromItem(it item) (memory.Entry, []memory.Chunk, error) {
 			if err != nil {
 				return memory.Entry{}, nil, fmt.Errorf("dynamo: memory %s/%s: %w", e.Agent, e.Key, err)
 			}
-			chunks = append(chunks, memory.Chunk{Seq: int(getN(m.Value, attrChunkSeq)), Text: getS(m.Value, attrChunkText), Vector: vec})
+			text := getS(m.Value, attrChunkText)
+			if _, ok := m.Value[attrChunkAt]; ok {
+				at, n := getN(m.Value, attrChunkAt), getN(m.Value, attrChunkLen)
+				if at < 0 || n < 0 || at+n > int64(len(e.Text)) {
+					return memory.Entry{}, nil, fmt.Errorf("dynamo: memory %s/%s: a chunk at %d+%d is outside its text of %d bytes", e.Agent, e.Key, at, n, len(e.Text))
+				}
+				text = e.Text[at : at+n]
+			}
+			chunks = append(chunks, memory.Chunk{Seq: int(getN(m.Value, attrChunkSeq)), Text: text, Vector: vec})
 		}
 	}
 	return e, chunks, nil

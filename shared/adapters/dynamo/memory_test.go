@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
@@ -98,11 +99,11 @@ func TestMemoryIndexRefusesLargeEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.Repeat("x", 300<<10)
+	text := strings.Repeat("x", 450<<10)
 	e := memory.Entry{Agent: "ada", Key: "big", Text: text, Category: memory.Custom}
 	err = idx.Put(t.Context(), e, []memory.Chunk{{Text: text}})
 	if !errors.Is(err, ErrItemTooLarge) {
-		t.Fatalf("Put of a 600 KB item: %v, want ErrItemTooLarge", err)
+		t.Fatalf("Put of a 450 KB item: %v, want ErrItemTooLarge", err)
 	}
 	if _, err := idx.Get(t.Context(), "ada", "", "big"); !errors.Is(err, memory.ErrNotFound) {
 		t.Errorf("refused entry was stored: %v", err)
@@ -252,5 +253,40 @@ func TestMemoryStreamChangeOwner(t *testing.T) {
 	it[attrMemOwner] = attrS("tg:43")
 	if _, _, err := memoryChange("3", "MODIFY", keys, it); err == nil {
 		t.Error("an image whose owner attribute contradicts its key was accepted")
+	}
+}
+
+// A chunk of the entry's text is stored as where it is in it, and reads
+// back whole; another chunk keeps its text.
+func TestMemoryItemChunkText(t *testing.T) {
+	e := memory.Entry{Agent: "a", Key: "k", Text: " one two\n", Category: memory.Core, CreatedAt: time.UnixMilli(1).UTC(), UpdatedAt: time.UnixMilli(2).UTC()}
+	for _, tc := range []struct {
+		name   string
+		chunks []memory.Chunk
+		stored []bool // whether each chunk's item holds its text
+	}{
+		{"whole", []memory.Chunk{{Seq: 0, Text: "one two", Vector: []float32{1, 0.5}}}, []bool{false}},
+		{"parts", []memory.Chunk{{Seq: 0, Text: "one"}, {Seq: 1, Text: "two"}}, []bool{false, false}},
+		{"other", []memory.Chunk{{Seq: 0, Text: "three"}, {Seq: 1, Text: ""}}, []bool{true, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			it := memoryItem(e, tc.chunks)
+			l := it[attrMemChunks].(*types.AttributeValueMemberL).Value
+			for i, v := range l {
+				if _, ok := v.(*types.AttributeValueMemberM).Value[attrChunkText]; ok != tc.stored[i] {
+					t.Errorf("chunk %d stores its text: %v, want %v", i, ok, tc.stored[i])
+				}
+			}
+			gotE, gotC, err := memoryFromItem(it)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(e, gotE); diff != "" {
+				t.Errorf("entry (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.chunks, gotC); diff != "" {
+				t.Errorf("chunks (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
