@@ -30,6 +30,8 @@ const (
 	ctxApproval       = "approval_timeout"       // how long a run waits for an approval: 7d, 36h, 90s, …
 	ctxRetention      = "session_retention_days" // days an idle session's items are kept
 	ctxVersionDays    = "workspace_version_days" // days a workspace file's old versions are kept
+	ctxRunMemory      = "run_memory"             // MB of the functions that run the loop (api, step)
+	ctxEmbedDims      = "embed_dimensions"       // length of the memory vectors: 256, 512 or 1024
 )
 
 // Defaults for the context keys.
@@ -64,6 +66,17 @@ const (
 	// a file's replaced or deleted versions (S3 versioning) before its
 	// lifecycle rule expires them.
 	DefaultWorkspaceVersionDays = 30
+
+	// DefaultRunMemory is the memory (MB) of the api and step functions,
+	// which wait for the model most of a turn: Lambda bills the wait by
+	// memory size, and the loop, a 10,000-memory search cache (512
+	// dimensions) and a large history fit in 256 MB.
+	DefaultRunMemory = 256
+	// DefaultEmbedDimensions is the length of the memory vectors (Titan
+	// Text Embeddings V2 makes 256, 512 or 1024): half of Titan's 1024
+	// halves a memory's item, its write units and the search cache, for a
+	// small loss of retrieval quality.
+	DefaultEmbedDimensions = 512
 
 	TelegramOff = "off"
 	TelegramOn  = "on"
@@ -118,6 +131,11 @@ type Config struct {
 	// WorkspaceVersionDays is how long the workspace bucket keeps the
 	// noncurrent versions of a file (at least 1).
 	WorkspaceVersionDays int
+	// RunMemory is the memory (MB) of the api and step functions.
+	RunMemory int
+	// EmbedDimensions is the length of the memory vectors
+	// (EMBED_DIMENSIONS): 256, 512 or 1024.
+	EmbedDimensions int
 }
 
 // ConfigFromContext reads the Config from the construct tree's context,
@@ -162,6 +180,13 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	}
 	if c.WorkspaceVersionDays, err = strconv.Atoi(get(ctxVersionDays, strconv.Itoa(DefaultWorkspaceVersionDays))); err != nil || c.WorkspaceVersionDays < 1 {
 		return Config{}, fmt.Errorf("context %s=%q: want a whole number of days, at least 1", ctxVersionDays, get(ctxVersionDays, ""))
+	}
+	if c.RunMemory, err = strconv.Atoi(get(ctxRunMemory, strconv.Itoa(DefaultRunMemory))); err != nil || c.RunMemory < 128 || c.RunMemory > 10240 {
+		return Config{}, fmt.Errorf("context %s=%q: want the functions' memory in MB, 128 to 10240", ctxRunMemory, get(ctxRunMemory, ""))
+	}
+	if c.EmbedDimensions, err = strconv.Atoi(get(ctxEmbedDims, strconv.Itoa(DefaultEmbedDimensions))); err != nil ||
+		(c.EmbedDimensions != 256 && c.EmbedDimensions != 512 && c.EmbedDimensions != 1024) {
+		return Config{}, fmt.Errorf("context %s=%q: want 256, 512 or 1024 (what Titan Text Embeddings V2 makes)", ctxEmbedDims, get(ctxEmbedDims, ""))
 	}
 	if c.Search != SearchNone && c.Search != SearchOpenSearch {
 		return Config{}, fmt.Errorf("context %s=%q: want %q or %q", ctxSearch, c.Search, SearchNone, SearchOpenSearch)

@@ -72,7 +72,7 @@ var variantContext = map[string]map[string]string{
 		ctxOpenAIModel:   "anthropic/claude-sonnet-4.5",
 		ctxModel:         "eu.anthropic.claude-sonnet-4-5-20250929-v1:0",
 	},
-	variantShortApproval: {ctxApproval: "2s", ctxRetention: "30", ctxVersionDays: "7"},
+	variantShortApproval: {ctxApproval: "2s", ctxRetention: "30", ctxVersionDays: "7", ctxRunMemory: "1024", ctxEmbedDims: "1024"},
 }
 
 // stack returns the synthesized variant, synthesizing it on first use.

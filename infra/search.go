@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsopensearchservice"
 	"github.com/aws/jsii-runtime-go"
+	"strconv"
 )
 
 // search adds hybrid memory search (-c search=opensearch): an Amazon
@@ -86,6 +87,7 @@ func (s *builder) search() {
 		"TABLE_NAME":          s.table_.TableName(),
 		"OPENSEARCH_ENDPOINT": s.searchEndpoint,
 		"OPENSEARCH_ENGINE":   jsii.String("faiss"),
+		"EMBED_DIMENSIONS":    jsii.String(strconv.Itoa(s.cfg.EmbedDimensions)),
 	})
 	s.searchGrant(indexer)
 	dlq := s.deadLetterQueue("IndexerFailures")

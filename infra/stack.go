@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -428,6 +429,8 @@ func (s *builder) lambdas() {
 			// Every function builds the agents; their workspaces live in
 			// the bucket (workspace.go).
 			"WORKSPACE_BUCKET": s.workspaces.BucketName(),
+			// The memory vectors' length, the same in every function.
+			"EMBED_DIMENSIONS": jsii.String(strconv.Itoa(s.cfg.EmbedDimensions)),
 		}
 		for k, v := range extra {
 			env[k] = v
@@ -475,7 +478,7 @@ func (s *builder) lambdas() {
 	schedules["SCHEDULER_TARGET_ARN"] = sched.FunctionArn()
 
 	// api: the OpenAI-compatible API and health, streamed.
-	api := s.function("api", "OpenAI-compatible API and health (response streaming)", 512, 900,
+	api := s.function("api", "OpenAI-compatible API and health (response streaming)", float64(s.cfg.RunMemory), 900,
 		common(merge(llm, schedules)))
 	s.grantTable(api, "api")
 	s.grantWorkspace(api)
@@ -520,7 +523,7 @@ func (s *builder) lambdas() {
 		stepEnv["TELEGRAM_BOT_TOKEN_SECRET_ARN"] = s.botTokenID()
 		stepEnv["TELEGRAM_API_BASE"] = jsii.String(s.cfg.TelegramAPIBase)
 	}
-	step := s.function("step", "agent runs, inline and as Step Functions tasks", 512, 900, common(merge(llm, schedules, stepEnv)))
+	step := s.function("step", "agent runs, inline and as Step Functions tasks", float64(s.cfg.RunMemory), 900, common(merge(llm, schedules, stepEnv)))
 	s.grantTable(step, "step")
 	s.grantWorkspace(step)
 	// The park task resumes its own run when the approval was answered

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -738,6 +739,38 @@ func TestAdminOutputs(t *testing.T) {
 	}
 }
 
+// The functions that run the loop (api, step) have run_memory, the others
+// their fixed sizes; every function that embeds or indexes memories has
+// the same vector length, embed_dimensions.
+func TestMemoryAndDimensions(t *testing.T) {
+	for variant, want := range map[string]struct{ run, dims float64 }{
+		variantDefault:       {DefaultRunMemory, DefaultEmbedDimensions},
+		variantOpenSearch:    {DefaultRunMemory, DefaultEmbedDimensions},
+		variantShortApproval: {1024, 1024},
+	} {
+		t.Run(variant, func(t *testing.T) {
+			s := stack(t, variant)
+			fns := s.resources("AWS::Lambda::Function")
+			sizes := map[string]float64{"api": want.run, "step": want.run, "ws": 256, "scheduler": 256}
+			names := []string{"api", "step", "ws", "scheduler"}
+			if variant == variantOpenSearch {
+				sizes["telegram"], sizes["indexer"] = 256, 256
+				names = append(names, "telegram", "indexer")
+			}
+			for _, name := range names {
+				p := props(fns[s.functionID(t, name)])
+				if p["MemorySize"] != sizes[name] {
+					t.Errorf("%s: memory %v MB, want %v", name, p["MemorySize"], sizes[name])
+				}
+				env := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+				if env["EMBED_DIMENSIONS"] != strconv.Itoa(int(want.dims)) {
+					t.Errorf("%s: EMBED_DIMENSIONS=%v, want %v", name, env["EMBED_DIMENSIONS"], want.dims)
+				}
+			}
+		})
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	dir, err := assetsDir()
 	if err != nil {
@@ -762,6 +795,9 @@ func TestConfigErrors(t *testing.T) {
 		"approval timeout in fractions":        {map[string]any{ctxApproval: "1500ms", ctxAssets: dir}, ctxApproval},
 		"no days of old workspace versions":    {map[string]any{ctxVersionDays: "0", ctxAssets: dir}, ctxVersionDays},
 		"workspace version days not a number":  {map[string]any{ctxVersionDays: "30d", ctxAssets: dir}, ctxVersionDays},
+		"run memory below Lambda's least":      {map[string]any{ctxRunMemory: "64", ctxAssets: dir}, ctxRunMemory},
+		"run memory not a number":              {map[string]any{ctxRunMemory: "1GB", ctxAssets: dir}, ctxRunMemory},
+		"vectors Titan does not make":          {map[string]any{ctxEmbedDims: "768", ctxAssets: dir}, ctxEmbedDims},
 	} {
 		t.Run(name, func(t *testing.T) {
 			app := awscdk.NewApp(&awscdk.AppProps{Context: &tc.ctx, Outdir: jsii.String(t.TempDir())})
