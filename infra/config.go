@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/aws/constructs-go/constructs/v10"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
 // Context keys read by the app. Set them in cdk.json or on the command
@@ -30,6 +32,7 @@ const (
 	ctxApproval       = "approval_timeout"       // how long a run waits for an approval: 7d, 36h, 90s, …
 	ctxRetention      = "session_retention_days" // days an idle session's items are kept
 	ctxVersionDays    = "workspace_version_days" // days a workspace file's old versions are kept
+	ctxAgentsFile     = "agents_file"            // YAML file whose agents: section defines the agents (agents.go)
 )
 
 // Defaults for the context keys.
@@ -118,6 +121,13 @@ type Config struct {
 	// WorkspaceVersionDays is how long the workspace bucket keeps the
 	// noncurrent versions of a file (at least 1).
 	WorkspaceVersionDays int
+	// AgentsFile is the file defining the agents with their settings
+	// (agents.go), none when empty; Agents are its agents, and
+	// AgentsConfig their definitions as the functions' AGENTS_CONFIG,
+	// checked.
+	AgentsFile   string
+	Agents       map[string]config.AgentConfig
+	AgentsConfig string
 }
 
 // ConfigFromContext reads the Config from the construct tree's context,
@@ -144,6 +154,7 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 		TelegramAPIBase:      get(ctxTelegramAPI, ""),
 		TelegramTokenSecret:  get(ctxTelegramToken, DefaultTelegramTokenSecret),
 		AlarmEmail:           get(ctxAlarmEmail, ""),
+		AgentsFile:           get(ctxAgentsFile, ""),
 	}
 	switch a := get(ctxAlarms, "on"); a {
 	case "on":
@@ -178,6 +189,9 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	}
 	if c.OpenAIModel != "" && c.OpenAIBaseURL == "" {
 		return Config{}, fmt.Errorf("context %s is set but %s is not", ctxOpenAIModel, ctxOpenAIBaseURL)
+	}
+	if err := c.readAgents(); err != nil {
+		return Config{}, err
 	}
 	abs, err := filepath.Abs(c.Assets)
 	if err != nil {
