@@ -68,7 +68,7 @@ func Parse(data []byte) (map[string]config.AgentConfig, error) {
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("line %d: want a mapping with the key agents:", root.Line)
+		return nil, fmt.Errorf("line %d: want a mapping with the key \"agents\"", root.Line)
 	}
 	for i := 0; i < len(root.Content); i += 2 {
 		if k := root.Content[i]; k.Value != "agents" {
