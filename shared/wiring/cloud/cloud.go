@@ -332,10 +332,7 @@ func configFromEnv(ctx context.Context, awsCfg aws.Config, getenv func(string) s
 	default:
 		return nil, nil, fmt.Errorf("cloud: DEFAULT_PROVIDER=%q: want %s or %s", def, ProviderBedrock, ProviderOpenAI)
 	}
-	providers := make([]string, 0, len(cfg.Providers))
-	for _, p := range cfg.Providers {
-		providers = append(providers, p.Name)
-	}
+	providers := cfg.ProviderNames()
 	calls := len(providers) > 0
 	if !calls {
 		// A function without providers (ws, telegram, scheduler) calls

@@ -345,11 +345,16 @@ func (c *Config) Validate() error {
 			linked[id] = person
 		}
 	}
+	return ValidateAgents(c.Agents, c.ProviderNames())
+}
+
+// ProviderNames lists the names of the providers, in order.
+func (c *Config) ProviderNames() []string {
 	names := make([]string, 0, len(c.Providers))
 	for _, p := range c.Providers {
 		names = append(names, p.Name)
 	}
-	return ValidateAgents(c.Agents, names)
+	return names
 }
 
 // ValidateAgents checks the settings of agents against the names of the
