@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/aws/constructs-go/constructs/v10"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
 // Context keys read by the app. Set them in cdk.json or on the command
@@ -32,6 +34,7 @@ const (
 	ctxVersionDays    = "workspace_version_days" // days a workspace file's old versions are kept
 	ctxRunMemory      = "run_memory"             // MB of the functions that run the loop (api, step)
 	ctxEmbedDims      = "embed_dimensions"       // length of the memory vectors: 256, 512 or 1024
+	ctxAgentsFile     = "agents_file"            // YAML file whose agents: section defines the agents (agents.go)
 )
 
 // Defaults for the context keys.
@@ -136,6 +139,13 @@ type Config struct {
 	// EmbedDimensions is the length of the memory vectors
 	// (EMBED_DIMENSIONS): 256, 512 or 1024.
 	EmbedDimensions int
+	// AgentsFile is the file defining the agents with their settings
+	// (agents.go), none when empty; Agents are its agents, and
+	// AgentsConfig their definitions as the functions' AGENTS_CONFIG,
+	// checked.
+	AgentsFile   string
+	Agents       map[string]config.AgentConfig
+	AgentsConfig string
 }
 
 // ConfigFromContext reads the Config from the construct tree's context,
@@ -162,6 +172,7 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 		TelegramAPIBase:      get(ctxTelegramAPI, ""),
 		TelegramTokenSecret:  get(ctxTelegramToken, DefaultTelegramTokenSecret),
 		AlarmEmail:           get(ctxAlarmEmail, ""),
+		AgentsFile:           get(ctxAgentsFile, ""),
 	}
 	switch a := get(ctxAlarms, "on"); a {
 	case "on":
@@ -203,6 +214,9 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	}
 	if c.OpenAIModel != "" && c.OpenAIBaseURL == "" {
 		return Config{}, fmt.Errorf("context %s is set but %s is not", ctxOpenAIModel, ctxOpenAIBaseURL)
+	}
+	if err := c.readAgents(); err != nil {
+		return Config{}, err
 	}
 	abs, err := filepath.Abs(c.Assets)
 	if err != nil {

@@ -59,18 +59,22 @@ const (
 	variantShortApproval = "short-approval"
 )
 
+// agentsFile defines the agents of the opensearch variant.
+const agentsFile = "testdata/agents.yaml"
+
 // variantContext is the CDK context of each variant.
 var variantContext = map[string]map[string]string{
 	variantDefault: {},
 	// The second variant turns on every option at once: OpenSearch, the
-	// Telegram webhook, the OpenAI-compatible fallback provider and a
-	// non-default model.
+	// Telegram webhook, the OpenAI-compatible fallback provider, a
+	// non-default model and agents with their settings.
 	variantOpenSearch: {
 		ctxSearch:        SearchOpenSearch,
 		ctxTelegram:      TelegramOn,
 		ctxOpenAIBaseURL: "https://openrouter.ai/api/v1",
 		ctxOpenAIModel:   "anthropic/claude-sonnet-4.5",
 		ctxModel:         "eu.anthropic.claude-sonnet-4-5-20250929-v1:0",
+		ctxAgentsFile:    agentsFile,
 	},
 	variantShortApproval: {ctxApproval: "2s", ctxRetention: "30", ctxVersionDays: "7", ctxRunMemory: "1024", ctxEmbedDims: "1024"},
 }

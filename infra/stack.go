@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentenv"
 )
 
 // NewStack defines lambdaclaw's AWS deployment: everything is pay per use
@@ -357,12 +359,18 @@ func (s *builder) bedrockResources(model string) []*string {
 	return []*string{fm(*s.stack.Region(), model)}
 }
 
-// grantBedrock lets fn call the chat model (Converse, ConverseStream) and,
+// grantBedrock lets fn call the chat models (Converse, ConverseStream):
+// the deployment's and those the agents' definitions give Bedrock, and,
 // with embed, the embedding model.
 func (s *builder) grantBedrock(fn awslambda.Function, chat, embed bool) {
 	var res []*string
 	if chat {
 		res = append(res, s.bedrockResources(s.cfg.Model)...)
+		for _, m := range s.cfg.agentModels() {
+			if m != s.cfg.Model {
+				res = append(res, s.bedrockResources(m)...)
+			}
+		}
 	}
 	if embed {
 		res = append(res, s.bedrockResources(s.cfg.EmbedModel)...)
@@ -431,6 +439,11 @@ func (s *builder) lambdas() {
 			"WORKSPACE_BUCKET": s.workspaces.BucketName(),
 			// The memory vectors' length, the same in every function.
 			"EMBED_DIMENSIONS": jsii.String(strconv.Itoa(s.cfg.EmbedDimensions)),
+		}
+		// Every function builds the agents the agents file defines, with
+		// their settings (agents.go).
+		if s.cfg.AgentsConfig != "" {
+			env[agentenv.Var] = jsii.String(s.cfg.AgentsConfig)
 		}
 		for k, v := range extra {
 			env[k] = v
@@ -577,11 +590,6 @@ func (s *builder) telegramWebhook() {
 	})
 }
 
-// DeployedAgents are the agents the functions serve: their AGENTS, which
-// the stack leaves unset, so shared/wiring/cloud serves its default agent
-// alone. The Agents output says so to `lambdaclaw agent list --stack`.
-const DeployedAgents = "default"
-
 // outputs are the stack outputs the README and the operator use, and the
 // CLI's --stack reads.
 func (s *builder) outputs() {
@@ -601,7 +609,7 @@ func (s *builder) outputs() {
 	out("WorkspaceBucket", s.workspaces.BucketName(), "the S3 bucket of the agents' workspaces (agents/NAME/) and skills (skills/)")
 	// `lambdaclaw … --stack` finds the table by TableName and the agents
 	// by Agents (functions/lambdaclaw/stack.go).
-	out("Agents", jsii.String(DeployedAgents), "the agents the functions serve (AGENTS), comma-separated")
+	out("Agents", jsii.String(s.cfg.agentNames()), "the agents the functions serve by configuration (the default agent and those of agents_file), comma-separated; they also serve every workspace pushed to the bucket")
 	if s.cfg.Telegram {
 		out("TelegramWebhookUrl", s.urlFor("/telegram/webhook"), "url for Telegram's setWebhook")
 		out("TelegramBotTokenSecretArn", s.botToken.SecretArn(), "the imported bot token secret (partial ARN)")

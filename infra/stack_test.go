@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +15,10 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
+	gocmp "github.com/google/go-cmp/cmp"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentenv"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
 // m is shorthand for the JSON objects the assertions match.
@@ -468,12 +474,16 @@ func TestIAMScopedToTheStack(t *testing.T) {
 						continue
 					}
 					if strings.HasPrefix(st.actions[0], "bedrock:") {
-						// Model ARNs: the configured models, in this account's
-						// inference profiles or as foundation models (any
-						// Region, for cross-Region inference).
-						if !strings.HasSuffix(got, "foundation-model/"+model(s.cfg.Model)) &&
-							!strings.HasSuffix(got, "foundation-model/"+s.cfg.EmbedModel) &&
-							!strings.HasSuffix(got, "${AWS::AccountId}:inference-profile/"+s.cfg.Model) {
+						// Model ARNs: the configured models (the stack's and
+						// its agents'), in this account's inference profiles or
+						// as foundation models (any Region, for cross-Region
+						// inference).
+						ok := strings.HasSuffix(got, "foundation-model/"+s.cfg.EmbedModel)
+						for _, m := range append(s.cfg.agentModels(), s.cfg.Model) {
+							ok = ok || strings.HasSuffix(got, "foundation-model/"+model(m)) ||
+								strings.HasSuffix(got, "${AWS::AccountId}:inference-profile/"+m)
+						}
+						if !ok {
 							t.Errorf("%s: bedrock on %s", st.policy, got)
 						}
 						continue
@@ -614,6 +624,13 @@ func TestBedrockGrants(t *testing.T) {
 				"arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/" + DefaultEmbedModel,
 				"arn:${AWS::Partition}:bedrock:*::foundation-model/" + base,
 			}
+			if s.cfg.AgentsFile != "" {
+				// The models agents give Bedrock (testdata/agents.yaml).
+				want = append(want,
+					"arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/us.amazon.nova-pro-v1:0",
+					"arn:${AWS::Partition}:bedrock:*::foundation-model/amazon.nova-pro-v1:0",
+					"arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/amazon.nova-micro-v1:0")
+			}
 			slices.Sort(want)
 			if !slices.Equal(res, want) {
 				t.Errorf("%s %s: bedrock on %v, want %v", variant, name, res, want)
@@ -721,19 +738,68 @@ func TestAdminOutputs(t *testing.T) {
 				t.Errorf("%s: TableName output = %s, want the table %s", variant, got, id)
 			}
 		}
-		agents := value("Agents")
-		if agents != "default" {
-			t.Errorf("%s: Agents output = %q, want default", variant, agents)
-		}
 		for id, fn := range s.resources("AWS::Lambda::Function") {
 			env, _ := props(fn)["Environment"].(map[string]any)
 			vars, _ := env["Variables"].(map[string]any)
 			if tn, ok := vars["TABLE_NAME"]; ok && render(tn) != value("TableName") {
 				t.Errorf("%s: function %s uses table %s, the output says %s", variant, id, render(tn), value("TableName"))
 			}
-			// Unset, AGENTS means the default agent (shared/wiring/cloud).
-			if a, ok := vars["AGENTS"]; ok && render(a) != agents || !ok && agents != "default" {
-				t.Errorf("%s: function %s serves AGENTS=%v, the output says %s", variant, id, a, agents)
+		}
+	}
+}
+
+// TestAgents checks the agents of agents_file: every function gets their
+// definitions in AGENTS_CONFIG, which decode, as the functions decode
+// them, to the file's agents with all their settings, and the Agents
+// output lists them with the default agent; without the option the
+// functions serve the default agent (and the pushed workspaces).
+func TestAgents(t *testing.T) {
+	b, err := os.ReadFile(agentsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fileAgents, err := agentenv.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eighty, no := 80, false
+	if diff := gocmp.Diff(map[string]config.AgentConfig{
+		"default":  {CompactionThreshold: &eighty},
+		"research": {Providers: []string{"openai", "bedrock"}, Model: "us.amazon.nova-pro-v1:0", Tools: []string{"web_fetch", "load_skill", "memory_search"}, MaxToolIterations: 3},
+		"writer":   {Providers: []string{"bedrock"}, Model: "amazon.nova-micro-v1:0", ClientSystem: "replace", MemoryFlush: &no},
+	}, fileAgents); diff != "" {
+		t.Fatalf("%s (-want +got):\n%s", agentsFile, diff)
+	}
+	for variant, tc := range map[string]struct {
+		output string
+		agents map[string]config.AgentConfig // nil: no AGENTS_CONFIG
+	}{
+		variantDefault:    {output: "default"},
+		variantOpenSearch: {output: "default,research,writer", agents: fileAgents},
+	} {
+		s := stack(t, variant)
+		if got := render(s.json["Outputs"].(map[string]any)["Agents"].(map[string]any)["Value"]); got != tc.output {
+			t.Errorf("%s: Agents output = %q, want %q", variant, got, tc.output)
+		}
+		for id, fn := range s.resources("AWS::Lambda::Function") {
+			vars, _ := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
+			if _, ok := vars["WORKSPACE_BUCKET"]; !ok {
+				continue // not a function of the agents (a CDK helper)
+			}
+			v, ok := vars[agentenv.Var].(string)
+			if ok != (tc.agents != nil) {
+				t.Errorf("%s: function %s has %s=%v", variant, id, agentenv.Var, vars[agentenv.Var])
+				continue
+			}
+			if !ok {
+				continue
+			}
+			got, err := agentenv.Decode(v, s.cfg.providers())
+			if err != nil {
+				t.Errorf("%s: function %s: %v", variant, id, err)
+			}
+			if diff := gocmp.Diff(tc.agents, got); diff != "" {
+				t.Errorf("%s: function %s's agents (-want +got):\n%s", variant, id, diff)
 			}
 		}
 	}
@@ -766,6 +832,87 @@ func TestMemoryAndDimensions(t *testing.T) {
 				if env["EMBED_DIMENSIONS"] != strconv.Itoa(int(want.dims)) {
 					t.Errorf("%s: EMBED_DIMENSIONS=%v, want %v", name, env["EMBED_DIMENSIONS"], want.dims)
 				}
+			}
+		})
+	}
+}
+
+// TestEnvironmentSize: Lambda refuses a function whose environment
+// (keys and values) exceeds 4 KB. With AGENTS_CONFIG as long as the app
+// allows (agentenv.MaxBytes) and every reference at its longest (a
+// resource's name, ARN or endpoint at 128 bytes, more than any of these
+// takes), every function's environment fits.
+func TestEnvironmentSize(t *testing.T) {
+	longest := map[string]int{"AWS::Partition": len("aws-us-gov"), "AWS::Region": len("ap-southeast-2"), "AWS::AccountId": 12, "AWS::URLSuffix": len("amazonaws.com.cn")}
+	refs := regexp.MustCompile(`\$\{([^}]*)\}`)
+	for _, variant := range []string{variantDefault, variantOpenSearch} {
+		s := stack(t, variant)
+		for id, fn := range s.resources("AWS::Lambda::Function") {
+			vars, _ := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
+			size := len(agentenv.Var) + agentenv.MaxBytes
+			for k, v := range vars {
+				if k == agentenv.Var {
+					continue
+				}
+				size += len(k) + len(refs.ReplaceAllStringFunc(render(v), func(ref string) string {
+					return strings.Repeat("x", cmp.Or(longest[ref[2:len(ref)-1]], 128))
+				}))
+			}
+			if size > 4096 {
+				t.Errorf("%s: function %s's environment may take %d bytes, more than Lambda's 4 KB", variant, id, size)
+			}
+		}
+	}
+}
+
+// TestAgentsRefused: agents the functions could not serve fail the
+// synthesis with a message that names the agent and what is wrong.
+func TestAgentsRefused(t *testing.T) {
+	dir, err := assetsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := "agents:\n"
+	for i := range 40 {
+		many += fmt.Sprintf("  agent-%02d: {model: us.amazon.nova-pro-v1:0, tools: [web_fetch]}\n", i)
+	}
+	for name, tc := range map[string]struct {
+		file   string
+		openai bool
+		want   string
+	}{
+		"unknown provider": {file: "agents:\n  research:\n    providers: [azure]\n",
+			want: `agent "research" uses unknown provider "azure" (the providers are bedrock)`},
+		"openai not configured": {file: "agents:\n  research:\n    providers: [openai]\n",
+			want: `agent "research" uses unknown provider "openai" (the providers are bedrock)`},
+		"unknown tool": {file: "agents:\n  research:\n    tools: [web_fetch, shell]\n",
+			want: `agent "research": unknown tool "shell" (the tools on AWS are web_fetch, load_skill, read_file`},
+		"unknown setting": {file: "agents:\n  research:\n    tool: [web_fetch]\n",
+			want: "line 3: field tool not found"},
+		"another section": {file: "providers:\n  - name: local\nagents:\n  research: {}\n",
+			want: "line 1: providers: only agents: is read on AWS"},
+		"bad name": {file: "agents:\n  Research: {}\n", want: `agent "Research": agent name "Research" is invalid`},
+		"bad setting": {file: "agents:\n  research:\n    client_system: merge\n",
+			want: `agent "research": client_system must be append or replace`},
+		"not YAML": {file: "agents: [\n", want: "yaml:"},
+		"too long": {file: many, openai: true, want: "more than the 2048 the functions' environment has room for"},
+		"no file":  {want: "no such file"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "agents.yaml")
+			if tc.file != "" {
+				if err := os.WriteFile(path, []byte(tc.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx := map[string]any{ctxAssets: dir, ctxAgentsFile: path}
+			if tc.openai {
+				ctx[ctxOpenAIBaseURL], ctx[ctxOpenAIModel] = "https://example.com/v1", "gpt-x"
+			}
+			app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(t.TempDir())})
+			_, err := ConfigFromContext(app)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), ctxAgentsFile) {
+				t.Errorf("error %v, want one about %s containing %q", err, ctxAgentsFile, tc.want)
 			}
 		})
 	}

@@ -333,7 +333,7 @@ func TestEmbeddings(t *testing.T) {
 	titan := newTitanFake(t)
 	t.Setenv("BEDROCK_EMBED_MODEL", "amazon.titan-embed-text-v2:0")
 	t.Setenv("BEDROCK_ENDPOINT", titan.URL)
-	t.Setenv("AGENTS", "default,writer")
+	t.Setenv("AGENTS_CONFIG", `{"writer":{}}`)
 	h, err := handler(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -430,7 +430,7 @@ func TestEmbeddingsNotConfigured(t *testing.T) {
 // table, the same time in every answer.
 func TestModelsCreated(t *testing.T) {
 	env := cloudtest.Setup(t)
-	t.Setenv("AGENTS", "default,writer")
+	t.Setenv("AGENTS_CONFIG", `{"writer":{}}`)
 	h, err := handler(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -136,7 +136,7 @@ func Setup(t *testing.T) *Env {
 		"LAMBDA_ENDPOINT": e.Lambda.URL, "RUN_FUNCTION": "",
 		"DEFAULT_PROVIDER": "openai", "OPENAI_BASE_URL": e.LLM.URL + "/v1", "OPENAI_MODEL": "fake-model",
 		"OPENAI_API_KEY": "sk-fake", "OPENAI_API_KEY_SECRET_ARN": "", "BEDROCK_MODEL": "",
-		"AGENTS": "", "SESSION_SHARING": "", "LOG_LEVEL": "error", "MAX_REPLY_BYTES": "",
+		"AGENTS_CONFIG": "", "SESSION_SHARING": "", "LOG_LEVEL": "error", "MAX_REPLY_BYTES": "",
 	} {
 		t.Setenv(k, v)
 	}

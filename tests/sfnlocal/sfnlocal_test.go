@@ -726,7 +726,7 @@ func setup(t *testing.T) *env {
 
 	// The Lambda environment (infra/README.md), here and in the harness's
 	// step processes.
-	for _, k := range []string{"AWS_PROFILE", "AWS_SESSION_TOKEN", "BEDROCK_MODEL", "OPENAI_API_KEY_SECRET_ARN", "WS_ENDPOINT", "AGENTS", "SESSION_SHARING"} {
+	for _, k := range []string{"AWS_PROFILE", "AWS_SESSION_TOKEN", "BEDROCK_MODEL", "OPENAI_API_KEY_SECRET_ARN", "WS_ENDPOINT", "AGENTS_CONFIG", "SESSION_SHARING"} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}

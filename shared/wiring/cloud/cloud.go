@@ -7,10 +7,12 @@
 //     stateless requests, kept in memory (agent.WithEphemeral);
 //   - the agents: their workspaces and skills live in the stack's bucket
 //     (WORKSPACE_BUCKET, adapters/s3), and they are made exactly as
-//     locally (setup.Builder.Live): the agents named in AGENTS (default
-//     "default") get their workspaces made from the templates where
-//     missing, and every workspace under agents/ is an agent, each with
-//     the provider chain, web_fetch, load_skill (bundled, global skills/
+//     locally (setup.Builder.Live): the default agent and those
+//     AGENTS_CONFIG defines, with their settings (providers, model,
+//     tools, compaction, …; wiring/agentenv), get their workspaces made
+//     from the templates where missing, and every workspace under
+//     agents/ is an agent, each with its provider chain and the tools its
+//     settings select of web_fetch, load_skill (bundled, global skills/
 //     and the agent's own), the file tools, workspace_memory and the
 //     memory tools, and its system prompt built from its workspace
 //     (prompt.Builder);
@@ -43,7 +45,9 @@
 //	                           run inline (inline.go); unset, runs are state machine executions
 //	LAMBDA_ENDPOINT            Lambda endpoint override
 //	WS_ENDPOINT                API Gateway Management API endpoint of the WebSocket stage
-//	AGENTS                     comma-separated agent names (default "default")
+//	AGENTS_CONFIG              the agents' definitions: a JSON object of config.AgentConfig
+//	                           by name, as the CDK app encodes them (wiring/agentenv);
+//	                           unknown settings are refused
 //	WORKSPACE_BUCKET           S3 bucket of the agents' workspaces and skills (required)
 //	S3_ENDPOINT                S3 endpoint override (path-style)
 //	DEFAULT_PROVIDER           bedrock (default) or openai
@@ -106,14 +110,16 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store/memstore"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentenv"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/setup"
 )
 
-// Provider names of DEFAULT_PROVIDER.
+// Provider names of DEFAULT_PROVIDER, and of the providers an agent's
+// definition (AGENTS_CONFIG) may name.
 const (
-	ProviderBedrock = "bedrock"
-	ProviderOpenAI  = "openai"
+	ProviderBedrock = agentenv.ProviderBedrock
+	ProviderOpenAI  = agentenv.ProviderOpenAI
 )
 
 // Root holds the adapters of one Lambda function.
@@ -127,8 +133,8 @@ type Root struct {
 	// Embedder is the embedding model (BEDROCK_EMBED_MODEL) of memory
 	// and of POST /v1/embeddings, nil without one.
 	Embedder memory.RequestEmbedder
-	// Agents are the agents served: those of AGENTS and every workspace
-	// in the bucket, live.
+	// Agents are the agents served: the default agent, those
+	// AGENTS_CONFIG defines and every workspace in the bucket, live.
 	Agents   *setup.Workspaces
 	Identity agent.Identity
 	// Hub receives the events of runs replying on the "http" channel.
@@ -201,7 +207,7 @@ func New(ctx context.Context) (*Root, error) {
 	}
 	builder, err := setup.NewBuilder(ctx, cfg, files, append(tools, memTools...))
 	if err != nil {
-		return nil, fmt.Errorf("cloud: AGENTS: %w", err)
+		return nil, fmt.Errorf("cloud: %s: %w", agentenv.Var, err)
 	}
 	live, err := builder.Live(ctx, nil, log, names...)
 	if err != nil {
@@ -275,11 +281,13 @@ func newLogger(level string) *slog.Logger {
 }
 
 // configFromEnv reads the configuration of the agents from the
-// environment: the providers (DEFAULT_PROVIDER first), the agents AGENTS
-// names and the reply limit. It returns the configuration, validated, and
-// the agents' names.
+// environment: the providers (DEFAULT_PROVIDER first), the agents
+// AGENTS_CONFIG defines, with their settings (agentenv.Decode), and the
+// reply limit. It returns the configuration, validated as a local one
+// is, and the names of the agents it configures: the default agent and
+// those defined.
 func configFromEnv(ctx context.Context, awsCfg aws.Config, getenv func(string) string) (*config.Config, []string, error) {
-	cfg := &config.Config{Agents: map[string]config.AgentConfig{}}
+	cfg := &config.Config{}
 	if v := getenv("MAX_REPLY_BYTES"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
@@ -326,21 +334,29 @@ func configFromEnv(ctx context.Context, awsCfg aws.Config, getenv func(string) s
 	default:
 		return nil, nil, fmt.Errorf("cloud: DEFAULT_PROVIDER=%q: want %s or %s", def, ProviderBedrock, ProviderOpenAI)
 	}
-	list := getenv("AGENTS")
-	if strings.TrimSpace(list) == "" {
-		list = wsproto.DefaultAgent
+	providers := cfg.ProviderNames()
+	calls := len(providers) > 0
+	if !calls {
+		// A function without providers (ws, telegram, scheduler) calls
+		// no model: it needs the agents' names and tools, not their
+		// provider chains, which the functions that call models check.
+		providers = []string{ProviderBedrock, ProviderOpenAI}
 	}
-	var names []string
-	for n := range strings.SplitSeq(list, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			names = append(names, n)
-			cfg.Agents[n] = config.AgentConfig{}
+	agents, err := agentenv.Decode(getenv(agentenv.Var), providers)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cloud: %w", err)
+	}
+	if !calls {
+		for n, a := range agents {
+			a.Providers = nil
+			agents[n] = a
 		}
 	}
+	cfg.Agents = agents
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("cloud: %w", err)
 	}
-	return cfg, names, nil
+	return cfg, agentenv.Names(agents), nil
 }
 
 // openAIKey returns OPENAI_API_KEY, or the value of the secret

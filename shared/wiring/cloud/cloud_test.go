@@ -19,6 +19,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentenv"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
@@ -36,7 +37,7 @@ func TestNewConfiguration(t *testing.T) {
 		{"bedrock without model", map[string]string{"DEFAULT_PROVIDER": "bedrock"}, "BEDROCK_MODEL"},
 		{"openai without model", map[string]string{"OPENAI_MODEL": ""}, "OPENAI_MODEL"},
 		{"unknown provider", map[string]string{"DEFAULT_PROVIDER": "azure"}, "DEFAULT_PROVIDER"},
-		{"bad agent name", map[string]string{"AGENTS": "default,Bad Name"}, "AGENTS"},
+		{"bad agent name", map[string]string{"AGENTS_CONFIG": `{"Bad Name":{}}`}, "AGENTS_CONFIG"},
 		{"bad sharing", map[string]string{"SESSION_SHARING": "sometimes"}, "SESSION_SHARING"},
 		{"no state machine", map[string]string{"STATE_MACHINE_ARN": ""}, "STATE_MACHINE_ARN"},
 		{"no table", map[string]string{"TABLE_NAME": ""}, "TABLE_NAME"},
@@ -58,7 +59,7 @@ func TestNewConfiguration(t *testing.T) {
 
 func TestAgentsAndProviders(t *testing.T) {
 	cloudtest.Setup(t)
-	t.Setenv("AGENTS", "default, research")
+	t.Setenv("AGENTS_CONFIG", `{"research":{}}`)
 	t.Setenv("BEDROCK_MODEL", "amazon.nova-lite-v1:0")
 	r, err := cloud.New(t.Context())
 	if err != nil {
@@ -71,17 +72,117 @@ func TestAgentsAndProviders(t *testing.T) {
 	if !ok {
 		t.Fatal("no agent research")
 	}
-	var tools []string
-	for _, d := range a.Tools.Definitions() {
-		tools = append(tools, d.Name)
-	}
-	want := []string{"list_dir", "load_skill", "memory_forget", "memory_get", "memory_search", "memory_store", "read_file", "web_fetch", "workspace_memory", "write_file"}
-	if diff := cmp.Diff(want, tools); diff != "" {
+	// An agent without settings has every tool the functions offer: the
+	// tools the CDK app checks definitions against (agentenv.Tools).
+	want := slices.Sorted(slices.Values(agentenv.Tools))
+	if diff := cmp.Diff(want, toolNames(a)); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
 	// DEFAULT_PROVIDER=openai (cloudtest) puts OpenAI first, Bedrock second.
 	if got := a.Provider.Name(); got != "openai,bedrock" {
 		t.Errorf("provider chain %q, want openai,bedrock", got)
+	}
+}
+
+// toolNames lists the names of a's tools, sorted.
+func toolNames(a *agent.Agent) []string {
+	var names []string
+	for _, d := range a.Tools.Definitions() {
+		names = append(names, d.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// settings are what an agent's definition sets, as the built agent has
+// them.
+type settings struct {
+	Providers         string
+	Model             string
+	Tools             []string
+	MaxToolIterations int
+	ReplaceSystem     bool
+	Compaction        agent.Compaction
+}
+
+func settingsOf(a *agent.Agent) settings {
+	return settings{Providers: a.Provider.Name(), Model: a.Model, Tools: toolNames(a), MaxToolIterations: a.MaxToolIterations,
+		ReplaceSystem: a.ReplaceSystem, Compaction: a.Compaction}
+}
+
+// The agents AGENTS_CONFIG defines are built with their settings, the
+// way the local server builds those of its configuration file; a
+// definition the functions cannot serve fails the cold start with a
+// message naming the agent and the setting.
+func TestAgentsConfig(t *testing.T) {
+	defaults := settings{Providers: "openai,bedrock", Tools: slices.Sorted(slices.Values(agentenv.Tools)),
+		Compaction: agent.Compaction{Threshold: 50, Target: 20, Flush: true}}
+	for _, tc := range []struct {
+		name  string
+		env   map[string]string // besides cloudtest's, with BEDROCK_MODEL set
+		value string
+		want  map[string]settings // by agent; nil when New fails
+		err   string
+	}{
+		{name: "unset", value: "", want: map[string]settings{"default": defaults}},
+		{name: "tools and iterations", value: `{"research":{"tools":["web_fetch"],"max_tool_iterations":3}}`,
+			want: map[string]settings{"default": defaults, "research": {Providers: "openai,bedrock", Tools: []string{"web_fetch"},
+				MaxToolIterations: 3, Compaction: defaults.Compaction}}},
+		{name: "every setting", value: `{"default":{"providers":["bedrock"],"model":"amazon.nova-pro-v1:0","tools":["memory_search","read_file"],` +
+			`"compaction_threshold":0,"compaction_target":5,"memory_flush":false,"client_system":"replace"}}`,
+			want: map[string]settings{"default": {Providers: "bedrock", Model: "amazon.nova-pro-v1:0", Tools: []string{"memory_search", "read_file"},
+				ReplaceSystem: true, Compaction: agent.Compaction{Threshold: 0, Target: 5, Flush: false}}}},
+		// The ws, telegram and scheduler functions call no model: they
+		// serve the agents without their provider chains.
+		{name: "function without providers", env: map[string]string{"DEFAULT_PROVIDER": "", "OPENAI_BASE_URL": "", "OPENAI_MODEL": "", "BEDROCK_MODEL": ""},
+			value: `{"research":{"providers":["bedrock"],"tools":["web_fetch"]}}`,
+			want: map[string]settings{"default": {Providers: "", Tools: defaults.Tools, Compaction: defaults.Compaction},
+				"research": {Providers: "", Tools: []string{"web_fetch"}, Compaction: defaults.Compaction}}},
+		{name: "function without providers, unknown provider", env: map[string]string{"DEFAULT_PROVIDER": "", "OPENAI_BASE_URL": "", "OPENAI_MODEL": "", "BEDROCK_MODEL": ""},
+			value: `{"research":{"providers":["azure"]}}`, err: `agent "research" uses unknown provider "azure" (the providers are bedrock, openai)`},
+		{name: "malformed", value: `{"research":{`, err: "AGENTS_CONFIG: unexpected EOF"},
+		{name: "not an object", value: `["research"]`, err: "AGENTS_CONFIG: json: cannot unmarshal array"},
+		{name: "null", value: `null`, err: "AGENTS_CONFIG: want a JSON object"},
+		{name: "two values", value: `{} {}`, err: "AGENTS_CONFIG: more than one JSON value"},
+		{name: "unknown setting", value: `{"research":{"tool":["web_fetch"]}}`, err: `AGENTS_CONFIG: json: unknown field "tool"`},
+		{name: "wrong type", value: `{"research":{"max_tool_iterations":"3"}}`, err: "AGENTS_CONFIG: json: cannot unmarshal string"},
+		{name: "unknown provider", value: `{"research":{"providers":["azure"]}}`,
+			err: `agent "research" uses unknown provider "azure" (the providers are openai, bedrock)`},
+		{name: "unknown tool", value: `{"research":{"tools":["shell"]}}`, err: `agent "research": unknown tool "shell"`},
+		{name: "bad name", value: `{"Research":{}}`, err: `agent "Research": agent name "Research" is invalid`},
+		{name: "negative iterations", value: `{"research":{"max_tool_iterations":-1}}`, err: `agent "research": max_tool_iterations must not be negative`},
+		{name: "bad client_system", value: `{"research":{"client_system":"merge"}}`, err: `agent "research": client_system must be append or replace`},
+		{name: "too long", value: `{"research":{"model":"` + strings.Repeat("m", agentenv.MaxBytes) + `"}}`, err: "bytes, more than 2048"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cloudtest.Setup(t)
+			t.Setenv("BEDROCK_MODEL", "amazon.nova-lite-v1:0")
+			t.Setenv("AGENTS_CONFIG", tc.value)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			r, err := cloud.New(t.Context())
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("New = %v, want an error with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]settings{}
+			for _, n := range r.AgentNames() {
+				a, ok := r.Agents.Agent(n)
+				if !ok {
+					t.Fatalf("agent %s is listed but not served", n)
+				}
+				got[n] = settingsOf(a)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("agents (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

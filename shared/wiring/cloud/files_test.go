@@ -20,7 +20,7 @@ import (
 // its files.
 func TestFilesWorkspaces(t *testing.T) {
 	env := cloudtest.Setup(t)
-	t.Setenv("AGENTS", "default, research")
+	t.Setenv("AGENTS_CONFIG", `{"research":{}}`)
 	ctx := t.Context()
 	if _, err := env.Files.WriteFile(ctx, "agents/pushed/IDENTITY.md", []byte("# Identity\n\n- Name: Pinchy\n"), filestore.Any); err != nil {
 		t.Fatal(err)

@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -111,25 +113,25 @@ type Provider struct {
 // every workspace directory is an agent.
 type AgentConfig struct {
 	// Providers names the fallback chain, in order; empty means all.
-	Providers []string `yaml:"providers"`
+	Providers []string `yaml:"providers" json:"providers,omitempty"`
 	// Model overrides the provider's model.
-	Model             string `yaml:"model"`
-	MaxToolIterations int    `yaml:"max_tool_iterations"`
+	Model             string `yaml:"model" json:"model,omitempty"`
+	MaxToolIterations int    `yaml:"max_tool_iterations" json:"max_tool_iterations,omitempty"`
 	// Tools lists the tools the agent may use; empty means all built-ins.
-	Tools []string `yaml:"tools"`
+	Tools []string `yaml:"tools" json:"tools,omitempty"`
 	// CompactionThreshold is the history length above which the history
 	// is compacted (default 50; 0 turns compaction off).
-	CompactionThreshold *int `yaml:"compaction_threshold"`
+	CompactionThreshold *int `yaml:"compaction_threshold" json:"compaction_threshold,omitempty"`
 	// CompactionTarget is how many recent messages compaction keeps
 	// verbatim (default 20).
-	CompactionTarget int `yaml:"compaction_target"`
+	CompactionTarget int `yaml:"compaction_target" json:"compaction_target,omitempty"`
 	// MemoryFlush runs a hidden turn before compaction so the agent can
 	// save memories (default true).
-	MemoryFlush *bool `yaml:"memory_flush"`
+	MemoryFlush *bool `yaml:"memory_flush" json:"memory_flush,omitempty"`
 	// ClientSystem says what an API client's system (or developer)
 	// messages do: "append" (default) follows the agent's system prompt
 	// with them, "replace" sends them instead of it.
-	ClientSystem string `yaml:"client_system"`
+	ClientSystem string `yaml:"client_system" json:"client_system,omitempty"`
 }
 
 // Sessions says how users meet agents across channels.
@@ -343,13 +345,34 @@ func (c *Config) Validate() error {
 			linked[id] = person
 		}
 	}
-	for name, a := range c.Agents {
+	return ValidateAgents(c.Agents, c.ProviderNames())
+}
+
+// ProviderNames lists the names of the providers, in order.
+func (c *Config) ProviderNames() []string {
+	names := make([]string, 0, len(c.Providers))
+	for _, p := range c.Providers {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// ValidateAgents checks the settings of agents against the names of the
+// providers they may use. Validate calls it; so does the AWS deployment,
+// whose agents are checked before they are deployed (wiring/agentenv).
+func ValidateAgents(agents map[string]AgentConfig, providers []string) error {
+	for _, name := range slices.Sorted(maps.Keys(agents)) {
+		a := agents[name]
 		if a.CompactionTarget < 0 || a.CompactionThreshold != nil && *a.CompactionThreshold < 0 {
 			return fmt.Errorf("config: agent %q: compaction settings must not be negative", name)
 		}
 		for _, p := range a.Providers {
-			if !seen[p] {
-				return fmt.Errorf("config: agent %q uses unknown provider %q", name, p)
+			if !slices.Contains(providers, p) {
+				known := "none are configured"
+				if len(providers) > 0 {
+					known = "the providers are " + strings.Join(providers, ", ")
+				}
+				return fmt.Errorf("config: agent %q uses unknown provider %q (%s)", name, p, known)
 			}
 		}
 		if a.MaxToolIterations < 0 {
