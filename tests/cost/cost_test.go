@@ -34,6 +34,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,6 +43,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/prompt"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
@@ -56,6 +58,8 @@ const (
 	pricePerRRU         = 0.125 / 1e6
 	pricePerRESTRequest = 3.50 / 1e6
 	pricePerWSMessage   = 1.00 / 1e6
+	pricePerS3Read      = 0.0004 / 1000 // GET, HEAD
+	pricePerS3Write     = 0.005 / 1000  // PUT, POST, LIST
 )
 
 // Assumptions of the Lambda compute: the model's latency, the time of
@@ -63,9 +67,9 @@ const (
 const (
 	modelSeconds = 4.0
 	otherSeconds = 0.2
-	gbAPI        = 0.5
+	gbAPI        = 0.25 // infra's run_memory, 256 MB by default
 	gbWS         = 0.25
-	gbStep       = 0.5
+	gbStep       = 0.25 // run_memory
 )
 
 // reads are the DynamoDB operations whose capacity is read capacity.
@@ -390,6 +394,9 @@ type usage struct {
 	rest        int // API Gateway REST requests
 	wsMessages  int // WebSocket messages, in and out
 	modelCalls  int
+	// s3Reads are GET and HEAD requests to the workspace bucket, s3Writes
+	// PUT, POST and LIST requests (S3 prices them alike).
+	s3Reads, s3Writes int
 }
 
 func (u usage) dynamoRequests() int {
@@ -418,6 +425,7 @@ func (u usage) cost() map[string]float64 {
 		"Lambda requests": 1000 * float64(u.lambdaInvocations()) * pricePerInvocation,
 		"Step Functions":  1000 * float64(u.transitions) * pricePerTransition,
 		"DynamoDB":        1000 * (u.wru*pricePerWRU + u.rru*pricePerRRU),
+		"S3":              1000 * (float64(u.s3Reads)*pricePerS3Read + float64(u.s3Writes)*pricePerS3Write),
 	}
 }
 
@@ -429,12 +437,59 @@ func (u usage) total() float64 {
 	return sum
 }
 
+// s3Meter counts the requests to the workspace bucket that pass its
+// proxy.
+type s3Meter struct {
+	mu            sync.Mutex
+	reads, writes int
+}
+
+// proxy returns the endpoint of a proxy of the S3 server at endpoint that
+// counts the requests.
+func (m *s3Meter) proxy(t *testing.T, endpoint string) string {
+	target, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.mu.Lock()
+		switch r.Method {
+		case http.MethodGet:
+			if r.URL.Query().Has("list-type") || r.URL.Query().Has("prefix") {
+				m.writes++ // a listing is priced as a PUT
+			} else {
+				m.reads++
+			}
+		case http.MethodHead:
+			m.reads++
+		case http.MethodPut, http.MethodPost:
+			m.writes++
+		}
+		m.mu.Unlock()
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func (m *s3Meter) reset() {
+	m.mu.Lock()
+	m.reads, m.writes = 0, 0
+	m.mu.Unlock()
+}
+
 // harness is the deployment's functions, built as in Lambda.
 type harness struct {
 	env *cloudtest.Env
 	m   *meter
-	api http.Handler
-	ws  *apigw.WebSocket
+	s3  *s3Meter
+	// step and wsRoot are the step and ws functions' roots; their
+	// workspaces read the time with clock added (expired).
+	step, wsRoot *cloud.Root
+	clock        atomic.Int64
+	api          http.Handler
+	ws           *apigw.WebSocket
 
 	mu    sync.Mutex
 	tasks int // step invocations by the state machine
@@ -443,8 +498,9 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	env := cloudtest.Setup(t)
-	h := &harness{env: env, m: &meter{raw: os.Getenv("DYNAMODB_ENDPOINT"), table: env.TableName}}
+	h := &harness{env: env, m: &meter{raw: os.Getenv("DYNAMODB_ENDPOINT"), table: env.TableName}, s3: &s3Meter{}}
 	h.m.reset()
+	t.Setenv("S3_ENDPOINT", h.s3.proxy(t, os.Getenv("S3_ENDPOINT")))
 	t.Setenv("RUN_FUNCTION", cloudtest.RunFunction)
 	build := func(function string) *cloud.Root {
 		t.Setenv("DYNAMODB_ENDPOINT", h.m.proxy(t, env.Policed(t, function)))
@@ -455,6 +511,7 @@ func newHarness(t *testing.T) *harness {
 		return r
 	}
 	step := build("step")
+	h.step = step
 	env.Lambda.Play(func(ctx context.Context, ev sfn.Event) (any, error) {
 		h.mu.Lock()
 		h.runs++
@@ -471,7 +528,11 @@ func newHarness(t *testing.T) *harness {
 	if h.api, err = build("api").API(); err != nil {
 		t.Fatal(err)
 	}
-	if h.ws, err = build("ws").WebSocket(); err != nil {
+	h.wsRoot = build("ws")
+	for _, r := range []*cloud.Root{step, h.wsRoot} {
+		r.Agents.SetClock(func() time.Time { return time.Now().Add(time.Duration(h.clock.Load())) })
+	}
+	if h.ws, err = h.wsRoot.WebSocket(); err != nil {
 		t.Fatal(err)
 	}
 	return h
@@ -482,6 +543,7 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) measure(t *testing.T, name, front string, turn func()) usage {
 	t.Helper()
 	h.m.reset()
+	h.s3.reset()
 	h.mu.Lock()
 	h.tasks, h.runs = 0, 0
 	h.mu.Unlock()
@@ -503,6 +565,9 @@ func (h *harness) measure(t *testing.T, name, front string, turn func()) usage {
 		executions: len(h.env.SFN.Started()) - started0,
 		modelCalls: len(h.env.LLM.Requests()) - calls0,
 	}
+	h.s3.mu.Lock()
+	u.s3Reads, u.s3Writes = h.s3.reads, h.s3.writes
+	h.s3.mu.Unlock()
 	if h.runs+h.tasks > 0 {
 		u.invocations["step"] = h.runs + h.tasks
 	}
@@ -525,6 +590,20 @@ func (h *harness) measure(t *testing.T, name, front string, turn func()) usage {
 		u.transitions = 2*h.tasks + 1
 	}
 	return u
+}
+
+// expired runs turn as the first after a quiet minute: the functions
+// look at the agents' workspaces in the bucket again (cloud.Recheck).
+func (h *harness) expired(turn func()) func() {
+	return func() {
+		h.clock.Add(int64(cloud.Recheck + time.Second))
+		for _, r := range []*cloud.Root{h.step, h.wsRoot} {
+			if a, ok := r.Agents.Current()["default"]; ok {
+				r.Loop.Prompter.(*prompt.Builder).Stale(a)
+			}
+		}
+		turn()
+	}
 }
 
 // conn is the WebSocket connection of the events/ws samples.
@@ -585,6 +664,8 @@ func TestCost(t *testing.T) {
 	}))
 	h.env.LLM.Enqueue(reply())
 	turns = append(turns, h.measure(t, "stateful (WebSocket)", "ws", func() { h.message(t, "m1", "hi") }))
+	h.env.LLM.Enqueue(reply())
+	turns = append(turns, h.measure(t, "stateful (WebSocket), after a quiet minute", "ws", h.expired(func() { h.message(t, "m1b", "hi again") })))
 	h.env.LLM.Enqueue(tool, reply())
 	turns = append(turns, h.measure(t, "stateful, one tool call (WebSocket)", "ws", func() { h.message(t, "m2", "load a skill") }))
 	h.env.LLM.Enqueue(reply())
@@ -593,18 +674,18 @@ func TestCost(t *testing.T) {
 	}))
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n| turn | Lambda invocations | state machine executions / transitions | DynamoDB requests | read / write units | bytes written | API Gateway requests / WebSocket messages | model calls |\n")
-	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(&b, "\n| turn | Lambda invocations | state machine executions / transitions | DynamoDB requests | read / write units | bytes written | S3 GET+HEAD / PUT+LIST | API Gateway requests / WebSocket messages | model calls |\n")
+	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, u := range turns {
-		fmt.Fprintf(&b, "| %s | %d %s | %d / %d | %d %s | %.1f / %.1f | %d | %d / %d | %d |\n", u.name, u.lambdaInvocations(), ops(u.invocations),
-			u.executions, u.transitions, u.dynamoRequests(), ops(u.requests), u.rru, u.wru, u.writeBytes, u.rest, u.wsMessages, u.modelCalls)
+		fmt.Fprintf(&b, "| %s | %d %s | %d / %d | %d %s | %.1f / %.1f | %d | %d / %d | %d / %d | %d |\n", u.name, u.lambdaInvocations(), ops(u.invocations),
+			u.executions, u.transitions, u.dynamoRequests(), ops(u.requests), u.rru, u.wru, u.writeBytes, u.s3Reads, u.s3Writes, u.rest, u.wsMessages, u.modelCalls)
 	}
-	fmt.Fprintf(&b, "\n| cost per 1,000 turns (%.0f s per model call, %.1f s else) | Lambda GB-s | Lambda compute | Lambda requests | Step Functions | DynamoDB | API Gateway | **total** |\n", modelSeconds, otherSeconds)
-	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(&b, "\n| cost per 1,000 turns (%.0f s per model call, %.1f s else) | Lambda GB-s | Lambda compute | Lambda requests | Step Functions | DynamoDB | S3 | API Gateway | **total** |\n", modelSeconds, otherSeconds)
+	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, u := range turns {
 		c := u.cost()
-		fmt.Fprintf(&b, "| %s | %.2f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | **$%.4f** |\n", u.name, u.gbs,
-			c["Lambda compute"], c["Lambda requests"], c["Step Functions"], c["DynamoDB"], c["API Gateway"], u.total())
+		fmt.Fprintf(&b, "| %s | %.2f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | **$%.4f** |\n", u.name, u.gbs,
+			c["Lambda compute"], c["Lambda requests"], c["Step Functions"], c["DynamoDB"], c["S3"], c["API Gateway"], u.total())
 	}
 	fmt.Fprintf(&b, "\n| turn | write request: items written (table.go's pk/sk) | requests | bytes | write units |\n")
 	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- |\n")
@@ -623,16 +704,21 @@ func TestCost(t *testing.T) {
 	// Upper bounds, a little above what was measured: a regression
 	// fails. No turn runs on the state machine.
 	bounds := map[string]struct {
-		executions, dynamo int
-		wru, rru           float64
-		total              float64
+		executions, dynamo, s3 int
+		wru, rru               float64
+		total                  float64
 	}{
-		"stateless (API)":                     {0, 2, 0, 1, 0.033},
-		"stateful (WebSocket)":                {0, 28, 44, 14, 0.075},
-		"stateful, one tool call (WebSocket)": {0, 42, 63, 25, 0.115},
+		// The api function's first turn: its prompt is read from the
+		// bucket.
+		"stateless (API)":      {0, 2, 20, 0, 1, 0.036},
+		"stateful (WebSocket)": {0, 28, 0, 44, 14, 0.060},
+		// The prompt's files are looked at again (9 HEADs), the agents
+		// and skills listed (4 LISTs).
+		"stateful (WebSocket), after a quiet minute": {0, 28, 14, 44, 14, 0.084},
+		"stateful, one tool call (WebSocket)":        {0, 42, 14, 63, 25, 0.110},
 		// The request polls the run while it streams: its reads depend
 		// on the time the model takes.
-		"stateful (API, session key)": {0, 110, 58, 65, 0.103},
+		"stateful (API, session key)": {0, 110, 0, 58, 65, 0.075},
 	}
 	for _, u := range turns {
 		b := bounds[u.name]
@@ -641,6 +727,9 @@ func TestCost(t *testing.T) {
 		}
 		if u.dynamoRequests() > b.dynamo || u.wru > b.wru || u.rru > b.rru {
 			t.Errorf("%s: %d DynamoDB requests, %.1f WRU, %.1f RRU; want at most %d, %.0f, %.0f", u.name, u.dynamoRequests(), u.wru, u.rru, b.dynamo, b.wru, b.rru)
+		}
+		if u.s3Reads+u.s3Writes > b.s3 {
+			t.Errorf("%s: %d S3 requests, want at most %d", u.name, u.s3Reads+u.s3Writes, b.s3)
 		}
 		if u.total() > b.total {
 			t.Errorf("%s: $%.4f per 1,000 turns, want at most $%.3f", u.name, u.total(), b.total)

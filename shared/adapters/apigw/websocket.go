@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -82,8 +81,8 @@ type WebSocket struct {
 	Connections Connections
 	Runs        Runs
 	Conns       Conns
-	// Agents lists the agent names.
-	Agents   func() []string
+	// HasAgent says whether an agent exists.
+	HasAgent func(name string) bool
 	Identity agent.Identity
 	// Limiter, when set, counts connections and frames per key.
 	Limiter Limiter
@@ -184,7 +183,7 @@ func (ws *WebSocket) key(ctx context.Context, token, hash string) (store.APIKey,
 // frame answers one client frame.
 func (ws *WebSocket) frame(ctx context.Context, id string, ev events.APIGatewayWebsocketProxyRequest) {
 	srv := wsproto.Server{
-		HasAgent: func(name string) bool { return slices.Contains(ws.Agents(), name) },
+		HasAgent: ws.HasAgent,
 		Identity: ws.Identity, Limiter: ws.Limiter, Runs: ws.Runs, Log: ws.log(),
 	}
 	srv.Handle(ctx, &conn{ws: ws, id: id}, []byte(ev.Body), ev.IsBase64Encoded)

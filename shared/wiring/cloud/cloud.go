@@ -399,7 +399,7 @@ func (r *Root) API() (http.Handler, error) {
 	}
 	return gateway.New(gateway.Config{
 		Runner: runner, Events: r.Hub, Keys: r.Store, Runs: r.Store, Limiter: r.Limiter,
-		Agents: r.AgentNames, Identity: r.Identity, Log: r.Log, Embedder: r.Embedder,
+		Agents: r.AgentNames, HasAgent: r.Agents.Has, Identity: r.Identity, Log: r.Log, Embedder: r.Embedder,
 		Responses: r.Store, Threads: r.Loop,
 		// The agents are the deployment's: created with its table.
 		Created: func(string) time.Time { return r.Store.Created() },

@@ -15,6 +15,6 @@ func (r *Root) WebSocket() (*apigw.WebSocket, error) {
 	}
 	return &apigw.WebSocket{
 		Loop: r.Loop, Lane: r.Driver, Keys: r.Store, Connections: r.Store, Runs: r.Store, Conns: r.Conns,
-		Agents: r.AgentNames, Identity: r.Identity, Limiter: r.Limiter, Log: r.Log,
+		HasAgent: r.Agents.Has, Identity: r.Identity, Limiter: r.Limiter, Log: r.Log,
 	}, nil
 }

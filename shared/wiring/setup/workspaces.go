@@ -95,6 +95,9 @@ func NewWorkspaces(home filestore.FS, build func(string) (*agent.Agent, error), 
 // costs more than a file read: the functions look less often.
 func (r *Workspaces) SetRecheck(d time.Duration) { r.recheck = d }
 
+// SetClock makes r read the time from now, before r serves anything.
+func (r *Workspaces) SetClock(now func() time.Time) { r.now = now }
+
 // Agent implements agent.Agents.
 func (r *Workspaces) Agent(name string) (*agent.Agent, bool) {
 	since := r.begun.Load()
