@@ -218,15 +218,7 @@ func TestInlineCrash(t *testing.T) {
 	if s := f.env.SFN.Started(); !slices.Equal(s, []string{st.RunID}) {
 		t.Fatalf("executions %q, want the run handed over", s)
 	}
-	x := f.env.SFN.Wait(st.RunID, 10*time.Second)
-	if x.Err != nil {
-		t.Fatal(x.Err)
-	}
-	var in agent.RunState
-	json.Unmarshal([]byte(x.Input), &in)
-	if in.Step != agent.StepBegin {
-		t.Errorf("handed over at %q, want begin (the last committed step)", in.Step)
-	}
+	f.handedOverAtBegin(t, st.RunID)
 	f.runDone(t, st.RunID)
 	if got, want := f.history(t, "s-crash"), []string{"user: hi", "assistant: After the crash."}; !slices.Equal(got, want) {
 		t.Errorf("history %q, want %q", got, want)
@@ -316,17 +308,26 @@ func TestInlineBudget(t *testing.T) {
 	}, nil)
 	st := f.deliver(t, "s-budget", "hi")
 	f.env.Lambda.Wait()
-	x := f.env.SFN.Wait(st.RunID, 10*time.Second)
+	f.handedOverAtBegin(t, st.RunID)
+	f.runDone(t, st.RunID)
+	if n := len(f.env.LLM.Requests()); n != 1 {
+		t.Errorf("the model was asked %d times, want once", n)
+	}
+}
+
+// handedOverAtBegin waits for the execution of the run runID and checks
+// that the state machine took it over at begin, its last committed step.
+func (f *inlineFixture) handedOverAtBegin(t *testing.T, runID string) {
+	t.Helper()
+	x := f.env.SFN.Wait(runID, 10*time.Second)
 	if x.Err != nil {
 		t.Fatal(x.Err)
 	}
 	var in agent.RunState
-	json.Unmarshal([]byte(x.Input), &in)
-	if in.Step != agent.StepBegin {
-		t.Errorf("handed over at %q, want begin", in.Step)
+	if err := json.Unmarshal([]byte(x.Input), &in); err != nil {
+		t.Fatalf("execution input %q: %v", x.Input, err)
 	}
-	f.runDone(t, st.RunID)
-	if n := len(f.env.LLM.Requests()); n != 1 {
-		t.Errorf("the model was asked %d times, want once", n)
+	if in.Step != agent.StepBegin {
+		t.Errorf("handed over at %q, want begin (the last committed step)", in.Step)
 	}
 }
