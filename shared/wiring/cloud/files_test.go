@@ -22,8 +22,14 @@ func TestFilesWorkspaces(t *testing.T) {
 	env := cloudtest.Setup(t)
 	t.Setenv("AGENTS_CONFIG", `{"research":{}}`)
 	ctx := t.Context()
-	if _, err := env.Files.WriteFile(ctx, "agents/pushed/IDENTITY.md", []byte("# Identity\n\n- Name: Pinchy\n"), filestore.Any); err != nil {
-		t.Fatal(err)
+	for name, text := range map[string]string{
+		"agents/pushed/IDENTITY.md":         "# Identity\n\n- Name: Pinchy\n",
+		"skills/tea-brewing/SKILL.md":       "---\nname: tea-brewing\ndescription: Brew tea well.\n---\nSteep green tea at 80 °C for two minutes.\n",
+		"agents/pushed/skills/own/SKILL.md": "---\nname: own\ndescription: The agent's own skill.\n---\nOwn steps.\n",
+	} {
+		if _, err := env.Files.WriteFile(ctx, name, []byte(text), filestore.Any); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r, err := cloud.New(ctx)
 	if err != nil {
@@ -62,5 +68,37 @@ func TestFilesWorkspaces(t *testing.T) {
 	}
 	if b, _, err := env.Files.ReadFile(ctx, "agents/pushed/MEMORY.md", 1<<20); err != nil || !strings.Contains(string(b), "likes tea") {
 		t.Errorf("MEMORY.md = %q, %v; want the appended line", b, err)
+	}
+
+	// The file tools write to and read from the agent's workspace in the
+	// bucket, and no further.
+	call := func(name, args string) (string, error) {
+		t.Helper()
+		tl, ok := a.Tools.Get(name)
+		if !ok {
+			t.Fatalf("no tool %s", name)
+		}
+		return tl.Call(ctx, tenv, json.RawMessage(args))
+	}
+	if _, err := call("write_file", `{"path":"notes/plan.md","content":"step one"}`); err != nil {
+		t.Fatalf("write_file: %v", err)
+	}
+	if b, _, err := env.Files.ReadFile(ctx, "agents/pushed/notes/plan.md", 100); err != nil || string(b) != "step one" {
+		t.Errorf("the bucket holds %q, %v; want the written file", b, err)
+	}
+	if out, err := call("read_file", `{"path":"notes/plan.md"}`); err != nil || !strings.Contains(out, "step one") {
+		t.Errorf("read_file = %q, %v", out, err)
+	}
+	if out, err := call("list_dir", `{"path":"."}`); err != nil || !strings.Contains(out, "notes") {
+		t.Errorf("list_dir = %q, %v", out, err)
+	}
+	if _, err := call("read_file", `{"path":"../research/BOOTSTRAP.md"}`); err == nil {
+		t.Error("read_file reached another agent's workspace")
+	}
+	// Skills: the bucket's global ones and the agent's own.
+	for sk, body := range map[string]string{"tea-brewing": "Steep green tea", "own": "Own steps."} {
+		if out, err := call("load_skill", `{"name":"`+sk+`"}`); err != nil || !strings.Contains(out, body) {
+			t.Errorf("load_skill %s = %q, %v; want its body", sk, out, err)
+		}
 	}
 }
