@@ -218,14 +218,11 @@ func (s *Schedule) SetPaused(ctx context.Context, owner, id string, paused bool)
 
 // Get implements schedule.Engine.
 func (s *Schedule) Get(ctx context.Context, owner, id string) (schedule.Job, error) {
-	j, err := scanJob(s.db.r.QueryRowContext(ctx, `SELECT `+cronJobColumns+` FROM cron_jobs WHERE id = ? AND owner = ?`, id, owner))
-	if errors.Is(err, sql.ErrNoRows) {
-		err = schedule.ErrNotFound
+	j, err := s.Job(ctx, id)
+	if err == nil && j.Owner != owner {
+		return schedule.Job{}, fmt.Errorf("sqlite: job %q: %w", id, schedule.ErrNotFound)
 	}
-	if err != nil {
-		return schedule.Job{}, fmt.Errorf("sqlite: job %q: %w", id, err)
-	}
-	return j, nil
+	return j, err
 }
 
 // List implements schedule.Engine.
@@ -320,6 +317,7 @@ func (s *Schedule) claim(ctx context.Context, owner string, f schedule.Firing, m
 		old, err := scanCronRun(tx.QueryRowContext(ctx, `SELECT `+cronRunColumns+` FROM cron_runs WHERE job_id = ? AND at = ?`, f.JobID, toMillis(f.At)))
 		switch {
 		case err == nil:
+			old.Job = j
 			return s.takeOver(ctx, tx, old, now, &out)
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
@@ -334,7 +332,7 @@ func (s *Schedule) claim(ctx context.Context, owner string, f schedule.Firing, m
 			return err
 		}
 		d := schedule.Decide(j, f.At, now, today, manual)
-		out = schedule.Run{Firing: f, Manual: manual, Status: d.Status, Reason: d.Reason, ClaimedAt: now}
+		out = schedule.Run{Firing: f, Manual: manual, Status: d.Status, Reason: d.Reason, ClaimedAt: now, Job: j}
 		if d.Status == schedule.RunRunning {
 			out.LeaseUntil = now.Add(s.Lease)
 		} else {
@@ -449,7 +447,29 @@ func (s *Schedule) NextDue(ctx context.Context) (time.Time, bool, error) {
 
 // Unfinished implements schedule.Timers.
 func (s *Schedule) Unfinished(ctx context.Context) ([]schedule.Run, error) {
-	return s.queryRuns(ctx, "unfinished runs", `SELECT `+cronRunColumns+` FROM cron_runs WHERE status = 'running' ORDER BY at`)
+	runs, err := s.queryRuns(ctx, "unfinished runs", `SELECT `+cronRunColumns+` FROM cron_runs WHERE status = 'running' ORDER BY at`)
+	if err != nil {
+		return nil, err
+	}
+	for i := range runs {
+		if runs[i].Job, err = s.Job(ctx, runs[i].JobID); err != nil {
+			return nil, err
+		}
+	}
+	return runs, nil
+}
+
+// Job returns the job of that id whoever owns it, for the process that
+// runs and records its firings (schedule.Replier.Jobs).
+func (s *Schedule) Job(ctx context.Context, id string) (schedule.Job, error) {
+	j, err := scanJob(s.db.r.QueryRowContext(ctx, `SELECT `+cronJobColumns+` FROM cron_jobs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = schedule.ErrNotFound
+	}
+	if err != nil {
+		return schedule.Job{}, fmt.Errorf("sqlite: job %q: %w", id, err)
+	}
+	return j, nil
 }
 
 // newJobID returns a short random job id.

@@ -131,6 +131,9 @@ type Run struct {
 	Delivered string `json:"delivered,omitempty"`
 	// Resumed: this claim took over a run whose lease ran out.
 	Resumed bool `json:"-"`
+	// Job is the job as it was claimed, set by Claim, Trigger and
+	// Timers.Unfinished: what Runner.Start runs.
+	Job Job `json:"-"`
 }
 
 // String describes the run.
