@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,4 +138,43 @@ func TestCronCheckIns(t *testing.T) {
 func lastLine(out string) string {
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	return lines[len(lines)-1]
+}
+
+// TestCronResumesAfterKill kills the server (SIGKILL) while a check-in's
+// turn waits for the model: after the restart that firing's run finishes,
+// recorded once, instead of being lost or repeated as a new firing.
+func TestCronResumesAfterKill(t *testing.T) {
+	fake := newFake(t)
+	var calls atomic.Int32
+	fake.SetDefault(func(r fakellm.Request) fakellm.Reply {
+		reply := fakellm.Reply{Content: "checked: " + r.Messages[len(r.Messages)-1].Content}
+		if calls.Add(1) == 1 {
+			reply.Delay = time.Minute // the server is killed meanwhile
+		}
+		return reply
+	})
+	g := startGateway(t, fake, "")
+	id := lastLine(g.cli(t, "cron", "add", "--every", "1h", "--message", "slow"))
+	g.cli(t, "cron", "run", id)
+	deadline := time.Now().Add(20 * time.Second)
+	for calls.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the fired job never reached the model")
+		}
+		time.Sleep(20 * time.Millisecond) // polling an observable outcome
+	}
+	runs := g.jobRuns(t, id)
+	if len(runs) != 1 || runs[0].Status != schedule.RunRunning {
+		t.Fatalf("runs while the model answers = %v; want one running", runs)
+	}
+	firing := runs[0].At
+	g.kill()
+	g.start()
+	runs = g.waitRuns(t, id, 1, 20*time.Second)
+	if len(runs) != 1 || !runs[0].At.Equal(firing) || runs[0].Status != schedule.RunDone || runs[0].Reply != "checked: slow" {
+		t.Errorf("runs after the restart = %+v; want the one firing, done with the reply", runs)
+	}
+	if n := asked(fake, "slow"); n != 2 {
+		t.Errorf("the model was asked %d times; want 2 (the killed call and its retry)", n)
+	}
 }
