@@ -1,6 +1,6 @@
 // Command lambdaclaw is the local lambdaclaw: the gateway server with
 // embedded storage (`serve`), a terminal chat client for it (`chat`) and
-// the commands that manage it (`agent`, `keys`, `status`, `telegram`),
+// the commands that manage it (`agent`, `keys`, `cron`, `status`, `telegram`),
 // which also manage a deployed stack (--stack, stack.go).
 package main
 
@@ -32,6 +32,10 @@ Usage:
   lambdaclaw keys create [--name N] [--agents a,b] [--autonomy LEVEL] [--rate N] [--stack NAME]
   lambdaclaw keys list [--stack NAME]
   lambdaclaw keys revoke ID [--stack NAME]
+  lambdaclaw cron add --agent NAME (--every D | --cron "EXPR" [--tz ZONE] | --at TIME) --message TEXT [--name N] [--session KEY] [--deliver TARGET]
+  lambdaclaw cron list                                  list your scheduled jobs
+  lambdaclaw cron rm|run|pause|resume ID                delete, fire now, pause or resume a job
+  lambdaclaw cron runs ID                               a job's runs: time, outcome, tokens, delivered
   lambdaclaw status [--stack NAME]                      agents, keys, busy sessions, Telegram outbox
   lambdaclaw telegram setup|remove [--stack NAME]       register or remove the Telegram webhook
   lambdaclaw version
@@ -95,6 +99,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return agentCommand(ctx, args[1:], stdout, stderr)
 	case "keys":
 		return keys(ctx, args[1:], stdout, stderr)
+	case "cron":
+		return cronCommand(ctx, args[1:], stdout, stderr)
 	case "telegram":
 		return telegramCommand(ctx, args[1:], stdout, stderr)
 	case "status":

@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
@@ -24,6 +25,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/prompt"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
@@ -112,6 +114,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if tgReplier != nil {
 		replier[telegram.ChannelName] = tgReplier
 	}
+	jobs := db.Schedule(nil)
+	checkIns := &schedule.Replier{Engine: jobs, Jobs: jobs.Job, Deliver: map[string]agent.Replier{}, Log: log}
+	if tgReplier != nil {
+		checkIns.Deliver[schedule.DeliverTelegram] = tgReplier
+	}
+	replier[schedule.Channel] = checkIns
 	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompt.New(skills, skill.Env{}), Replier: replier, Events: events, Log: log,
 		Limits: agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes, MaxToolArgsBytes: cfg.Limits.MaxToolArgsBytes, MaxToolResultBytes: cfg.Limits.MaxToolResultBytes}}
 	loop.Recorder = mem.Recorder()
@@ -139,6 +147,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	} else if n > 0 {
 		log.Info("resuming unfinished runs", "sessions", n)
 	}
+	// Scheduled check-ins: the poller claims due firings and starts them
+	// through the driver, after the unfinished runs are back in their lanes.
+	poller := &schedule.Poller{Timers: jobs, Runner: &schedule.Runner{Engine: jobs, Loop: loop, Lane: driver}, Log: log}
+	var polling sync.WaitGroup
+	polling.Go(func() { poller.Run(runCtx) })
+	defer func() {
+		cancelRuns()
+		polling.Wait()
+	}()
 
 	gw, err := gateway.New(gateway.Config{
 		Runner: driver, Events: hub, Keys: db, Runs: db, Limiter: ratelimit.New(time.Minute),

@@ -273,6 +273,38 @@ CREATE TABLE responses (
 -- Serves DeleteSession and the foreign key check on deleting a session.
 CREATE INDEX responses_session ON responses (session_id);
 `,
+	// 9: scheduled check-ins (package schedule): jobs with their next
+	// firing, and one row per claimed firing, keyed by job and scheduled
+	// time, so that a firing is claimed once.
+	`
+CREATE TABLE cron_jobs (
+	id         TEXT    NOT NULL PRIMARY KEY,
+	owner      TEXT    NOT NULL,
+	definition BLOB    NOT NULL,
+	paused     INTEGER NOT NULL DEFAULT 0,
+	next_at    INTEGER,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX cron_jobs_due ON cron_jobs (next_at) WHERE paused = 0 AND next_at IS NOT NULL;
+CREATE INDEX cron_jobs_owner ON cron_jobs (owner, created_at);
+
+CREATE TABLE cron_runs (
+	job_id      TEXT    NOT NULL,
+	at          INTEGER NOT NULL,
+	manual      INTEGER NOT NULL DEFAULT 0,
+	status      TEXT    NOT NULL,
+	reason      TEXT    NOT NULL DEFAULT '',
+	claimed_at  INTEGER NOT NULL,
+	lease_until INTEGER NOT NULL DEFAULT 0,
+	finished_at INTEGER NOT NULL DEFAULT 0,
+	tokens      INTEGER NOT NULL DEFAULT 0,
+	reply       TEXT    NOT NULL DEFAULT '',
+	delivered   TEXT    NOT NULL DEFAULT '',
+	PRIMARY KEY (job_id, at)
+) STRICT;
+CREATE INDEX cron_runs_running ON cron_runs (at) WHERE status = 'running';
+`,
 }
 
 // migrate applies the migrations the database has not seen, in one

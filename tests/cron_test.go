@@ -1,0 +1,180 @@
+package tests
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
+	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
+)
+
+// jobRuns reads the runs of a job of the local user from the database,
+// newest first, as `lambdaclaw cron runs` does, with exact times.
+func (g *gateway) jobRuns(t *testing.T, id string) []schedule.Run {
+	t.Helper()
+	db, err := sqlite.Open(filepath.Join(g.home, "lambdaclaw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runs, err := db.Schedule(nil).Runs(context.Background(), "user:local", id, 1000)
+	if err != nil {
+		t.Fatalf("runs of %s: %v", id, err)
+	}
+	return runs
+}
+
+// waitRuns waits until a job has at least n finished runs and returns its
+// runs; it fails the test after the deadline.
+func (g *gateway) waitRuns(t *testing.T, id string, n int, within time.Duration) []schedule.Run {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		runs := g.jobRuns(t, id)
+		done := 0
+		for _, r := range runs {
+			if r.Status != schedule.RunRunning {
+				done++
+			}
+		}
+		if done >= n {
+			return runs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s has %d finished runs after %s, want %d: %v", id, done, within, n, runs)
+		}
+		time.Sleep(50 * time.Millisecond) // polling an observable outcome
+	}
+}
+
+// asked counts the model requests whose last message is the user text.
+func asked(fake *fakellm.Server, text string) int {
+	n := 0
+	for _, r := range fake.Requests() {
+		if m := r.Messages; len(m) > 0 && m[len(m)-1].Role == "user" && m[len(m)-1].Content == text {
+			n++
+		}
+	}
+	return n
+}
+
+// TestCronCheckIns runs scheduled jobs in the real server: a job every 2 s
+// fires and its reply is recorded; the server stopped for several periods
+// gives one catch-up run on restart, not a burst; a job deleted while the
+// server runs never fires again.
+func TestCronCheckIns(t *testing.T) {
+	fake := newFake(t)
+	fake.SetDefault(func(r fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Content: "checked: " + r.Messages[len(r.Messages)-1].Content}
+	})
+	g := startGateway(t, fake, "")
+	id := lastLine(g.cli(t, "cron", "add", "--every", "2s", "--message", "check the build", "--name", "build"))
+	if !strings.HasPrefix(id, "job_") {
+		t.Fatalf("cron add printed %q last, want the job id", id)
+	}
+
+	runs := g.waitRuns(t, id, 1, 20*time.Second)
+	last := runs[0]
+	for _, r := range runs {
+		if r.Status != schedule.RunRunning {
+			last = r
+			break
+		}
+	}
+	if last.Status != schedule.RunDone || last.Reply != "checked: check the build" {
+		t.Fatalf("first run = %+v; want done with the model's reply", last)
+	}
+	if out := g.cli(t, "cron", "runs", id); !strings.Contains(out, "checked: check the build") || !strings.Contains(out, "done") {
+		t.Errorf("cron runs = %q; want the reply", out)
+	}
+
+	// Stopped for several periods, then restarted: one catch-up.
+	g.stop()
+	stopped := time.Now()
+	before := len(g.jobRuns(t, id))
+	time.Sleep(7 * time.Second) // the server is down for three and a half periods
+	restarted := time.Now()
+	g.start()
+	runs = g.waitRuns(t, id, before+2, 20*time.Second)
+	var inGap []schedule.Run
+	for _, r := range runs {
+		if r.At.After(stopped) && r.At.Before(restarted) {
+			inGap = append(inGap, r)
+		}
+	}
+	if len(inGap) != 1 || inGap[0].Status != schedule.RunDone {
+		t.Errorf("runs of firings missed while stopped = %v; want one catch-up run", inGap)
+	}
+	if len(runs) > before+4 {
+		t.Errorf("%d runs right after the restart (had %d): a burst", len(runs)-before, before)
+	}
+
+	// Deleted while the server runs: it never fires again.
+	control := lastLine(g.cli(t, "cron", "add", "--every", "1s", "--message", "control"))
+	g.waitRuns(t, control, 1, 20*time.Second)
+	g.cli(t, "cron", "rm", id)
+	atDelete := asked(fake, "check the build")
+	n := len(g.jobRuns(t, control))
+	g.waitRuns(t, control, n+2, 20*time.Second) // a run in flight at rm has ended
+	settled := asked(fake, "check the build")
+	if settled > atDelete+1 {
+		t.Errorf("the deleted job asked the model %d times after rm", settled-atDelete)
+	}
+	g.waitRuns(t, control, n+5, 20*time.Second)
+	if after := asked(fake, "check the build"); after != settled {
+		t.Errorf("the deleted job fired again: %d model requests after it settled", after-settled)
+	}
+	if _, stderr, status := g.run(t, "cron", "runs", id); status == 0 || !strings.Contains(stderr, "no job") {
+		t.Errorf("cron runs of the deleted job: status %d, stderr %q", status, stderr)
+	}
+}
+
+// lastLine is the last line of out.
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestCronResumesAfterKill kills the server (SIGKILL) while a check-in's
+// turn waits for the model: after the restart that firing's run finishes,
+// recorded once, instead of being lost or repeated as a new firing.
+func TestCronResumesAfterKill(t *testing.T) {
+	fake := newFake(t)
+	var calls atomic.Int32
+	fake.SetDefault(func(r fakellm.Request) fakellm.Reply {
+		reply := fakellm.Reply{Content: "checked: " + r.Messages[len(r.Messages)-1].Content}
+		if calls.Add(1) == 1 {
+			reply.Delay = time.Minute // the server is killed meanwhile
+		}
+		return reply
+	})
+	g := startGateway(t, fake, "")
+	id := lastLine(g.cli(t, "cron", "add", "--every", "1h", "--message", "slow"))
+	g.cli(t, "cron", "run", id)
+	deadline := time.Now().Add(20 * time.Second)
+	for calls.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the fired job never reached the model")
+		}
+		time.Sleep(20 * time.Millisecond) // polling an observable outcome
+	}
+	runs := g.jobRuns(t, id)
+	if len(runs) != 1 || runs[0].Status != schedule.RunRunning {
+		t.Fatalf("runs while the model answers = %v; want one running", runs)
+	}
+	firing := runs[0].At
+	g.kill()
+	g.start()
+	runs = g.waitRuns(t, id, 1, 20*time.Second)
+	if len(runs) != 1 || !runs[0].At.Equal(firing) || runs[0].Status != schedule.RunDone || runs[0].Reply != "checked: slow" {
+		t.Errorf("runs after the restart = %+v; want the one firing, done with the reply", runs)
+	}
+	if n := asked(fake, "slow"); n != 2 {
+		t.Errorf("the model was asked %d times; want 2 (the killed call and its retry)", n)
+	}
+}
