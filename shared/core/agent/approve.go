@@ -77,8 +77,8 @@ func judge(a *Agent, st RunState, sess store.Session, c chat.ToolCall) (verdict,
 	case st.Autonomy == tool.ReadOnly:
 		return deny, fmt.Sprintf("refused: %s needs approval and this conversation is read-only", c.Name)
 	case !st.Interactive:
-		return deny, fmt.Sprintf("refused: %s needs a person's approval, and nobody can be asked in a stateless request; "+
-			"tell the user, who can use a stateful session (header X-Lambdaclaw-Session-Key) to be asked, or a key with autonomy full", c.Name)
+		return deny, fmt.Sprintf("refused: %s needs a person's approval, and nobody can be asked in this run (a stateless API request or a scheduled check-in); "+
+			"tell the user, who can use a stateful session (header X-Lambdaclaw-Session-Key) to be asked, or autonomy full", c.Name)
 	}
 	return ask, ""
 }
