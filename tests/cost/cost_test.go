@@ -43,10 +43,12 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/prompt"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
+	"github.com/lambdaclaw/lambdaclaw/tests/faketelegram"
 )
 
 // Prices assumed (README "What it costs": us-east-1 list prices).
@@ -69,6 +71,7 @@ const (
 	otherSeconds = 0.2
 	gbAPI        = 0.25 // infra's run_memory, 256 MB by default
 	gbWS         = 0.25
+	gbTelegram   = 0.25
 	gbStep       = 0.25 // run_memory
 )
 
@@ -394,6 +397,8 @@ type usage struct {
 	rest        int // API Gateway REST requests
 	wsMessages  int // WebSocket messages, in and out
 	modelCalls  int
+	// botCalls are the requests to the Telegram Bot API (free).
+	botCalls int
 	// s3Reads are GET and HEAD requests to the workspace bucket, s3Writes
 	// PUT, POST and LIST requests (S3 prices them alike).
 	s3Reads, s3Writes int
@@ -490,6 +495,9 @@ type harness struct {
 	clock        atomic.Int64
 	api          http.Handler
 	ws           *apigw.WebSocket
+	// tg is the telegram function's channel, bot the fake Bot API.
+	tg  *telegram.Channel
+	bot *faketelegram.Server
 
 	mu    sync.Mutex
 	tasks int // step invocations by the state machine
@@ -502,6 +510,17 @@ func newHarness(t *testing.T) *harness {
 	h.m.reset()
 	t.Setenv("S3_ENDPOINT", h.s3.proxy(t, os.Getenv("S3_ENDPOINT")))
 	t.Setenv("RUN_FUNCTION", cloudtest.RunFunction)
+	// A Telegram bot, its token in Secrets Manager, as deployed with
+	// telegram=on: the step function replies through it.
+	h.bot = faketelegram.New()
+	t.Cleanup(h.bot.Close)
+	sm := cloudtest.NewSecrets(t, map[string]string{botTokenARN: faketelegram.Token})
+	for k, v := range map[string]string{
+		"TELEGRAM_BOT_TOKEN_SECRET_ARN": botTokenARN, "SECRETSMANAGER_ENDPOINT": sm.URL, "TELEGRAM_API_BASE": h.bot.URL,
+		"TELEGRAM_ALLOWED_USERS": strconv.Itoa(chatID), "TELEGRAM_BOT_TOKEN": "", "TELEGRAM_ACCESS_CODES": "", "TELEGRAM_AGENT": "",
+	} {
+		t.Setenv(k, v)
+	}
 	build := func(function string) *cloud.Root {
 		t.Setenv("DYNAMODB_ENDPOINT", h.m.proxy(t, env.Policed(t, function)))
 		r, err := cloud.New(t.Context())
@@ -529,8 +548,14 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h.wsRoot = build("ws")
-	for _, r := range []*cloud.Root{step, h.wsRoot} {
-		r.Agents.SetClock(func() time.Time { return time.Now().Add(time.Duration(h.clock.Load())) })
+	tgRoot := build("telegram")
+	h.tg = tgRoot.Telegram
+	clock := func() time.Time { return time.Now().Add(time.Duration(h.clock.Load())) }
+	for _, r := range []*cloud.Root{step, h.wsRoot, tgRoot} {
+		r.Agents.SetClock(clock)
+		if b, ok := r.Loop.Prompter.(*prompt.Builder); ok && b.Skills != nil {
+			b.Skills.Now = clock
+		}
 	}
 	if h.ws, err = h.wsRoot.WebSocket(); err != nil {
 		t.Fatal(err)
@@ -550,6 +575,7 @@ func (h *harness) measure(t *testing.T, name, front string, turn func()) usage {
 	calls0 := len(h.env.LLM.Requests())
 	started0 := len(h.env.SFN.Started())
 	frames0 := len(h.env.APIGW.Frames(conn))
+	bot0 := h.botCalls()
 	turn()
 	h.env.Lambda.Wait()
 	for _, x := range h.env.SFN.Started()[started0:] {
@@ -560,8 +586,8 @@ func (h *harness) measure(t *testing.T, name, front string, turn func()) usage {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	u := usage{
-		name: name, invocations: map[string]int{front: 1}, requests: h.m.requests,
-		rru: h.m.rru, wru: h.m.wru, writeBytes: h.m.writeBytes, writes: h.m.writes,
+		name: name, invocations: map[string]int{front: 1}, requests: maps.Clone(h.m.requests),
+		rru: h.m.rru, wru: h.m.wru, writeBytes: h.m.writeBytes, writes: maps.Clone(h.m.writes),
 		executions: len(h.env.SFN.Started()) - started0,
 		modelCalls: len(h.env.LLM.Requests()) - calls0,
 	}
@@ -584,13 +610,51 @@ func (h *harness) measure(t *testing.T, name, front string, turn func()) usage {
 	case "ws":
 		u.wsMessages = 1 + len(h.env.APIGW.Frames(conn)) - frames0
 		u.gbs = gbWS*otherSeconds + gbStep*busy
+	case "telegram":
+		u.rest = 1 // the webhook
+		u.gbs = gbTelegram*otherSeconds + gbStep*busy
 	}
+	u.botCalls = h.botCalls() - bot0
 	if u.executions > 0 {
 		// A Step task and the Choice after it, per task, and the end.
 		u.transitions = 2*h.tasks + 1
 	}
 	return u
 }
+
+// botCalls counts the requests to the fake Bot API.
+func (h *harness) botCalls() int {
+	n := 0
+	for _, m := range []string{"sendMessage", "sendMessageDraft", "editMessageText", "sendChatAction", "getMe", "deleteMessage"} {
+		n += h.bot.Calls(m)
+	}
+	return n
+}
+
+// update hands the telegram function's channel a message of the allowed
+// user, as the function does once the webhook's secret header is checked
+// (functions/telegram), and flushes its outbox as the function does.
+func (h *harness) update(t *testing.T, id int, text string) {
+	t.Helper()
+	var u telegram.Update
+	b, _ := json.Marshal(map[string]any{"update_id": id, "message": map[string]any{"message_id": id, "date": time.Now().Unix(), "text": text,
+		"from": map[string]any{"id": chatID, "is_bot": false, "first_name": "Ada"}, "chat": map[string]any{"id": chatID, "type": "private"}}})
+	if err := json.Unmarshal(b, &u); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.tg.Handle(t.Context(), u); err != nil {
+		t.Fatalf("telegram update %d: %v", id, err)
+	}
+	if n, err := h.tg.Flush(t.Context(), 0); err != nil || n > 0 {
+		t.Fatalf("telegram flush: %d pending, %v", n, err)
+	}
+}
+
+// The Telegram bot of the harness.
+const (
+	botTokenARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:TelegramBotToken-AbCdEf"
+	chatID      = 111111111
+)
 
 // expired runs turn as the first after a quiet minute: the functions
 // look at the agents' workspaces in the bucket again (cloud.Recheck).
@@ -655,6 +719,9 @@ func TestCost(t *testing.T) {
 	h.env.LLM.Enqueue(fakellm.Reply{Content: "Hello."})
 	h.message(t, "warm", "hello")
 	h.env.Lambda.Wait()
+	h.env.LLM.Enqueue(fakellm.Reply{Content: "Hello."})
+	h.update(t, 700000001, "hello")
+	h.env.Lambda.Wait()
 
 	tool := fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_1", Name: "load_skill", Arguments: `{"name":"web-research"}`}}}
 	var turns []usage
@@ -673,12 +740,18 @@ func TestCost(t *testing.T) {
 		h.post(t, `{"model":"default","stream":true,"messages":[{"role":"user","content":"hi"}]}`, "cost-session")
 	}))
 
+	// Telegram: the turn measured, then Telegram delivering that update
+	// again (de-duplicated).
+	h.env.LLM.Enqueue(reply())
+	turns = append(turns, h.measure(t, "stateful (Telegram)", "telegram", func() { h.update(t, 700000002, "hi") }))
+	turns = append(turns, h.measure(t, "Telegram delivers the update again", "telegram", func() { h.update(t, 700000002, "hi") }))
+
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n| turn | Lambda invocations | state machine executions / transitions | DynamoDB requests | read / write units | bytes written | S3 GET+HEAD / PUT+LIST | API Gateway requests / WebSocket messages | model calls |\n")
-	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(&b, "\n| turn | Lambda invocations | state machine executions / transitions | DynamoDB requests | read / write units | bytes written | S3 GET+HEAD / PUT+LIST | API Gateway requests / WebSocket messages | model calls | Bot API calls |\n")
+	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, u := range turns {
-		fmt.Fprintf(&b, "| %s | %d %s | %d / %d | %d %s | %.1f / %.1f | %d | %d / %d | %d / %d | %d |\n", u.name, u.lambdaInvocations(), ops(u.invocations),
-			u.executions, u.transitions, u.dynamoRequests(), ops(u.requests), u.rru, u.wru, u.writeBytes, u.s3Reads, u.s3Writes, u.rest, u.wsMessages, u.modelCalls)
+		fmt.Fprintf(&b, "| %s | %d %s | %d / %d | %d %s | %.1f / %.1f | %d | %d / %d | %d / %d | %d | %d |\n", u.name, u.lambdaInvocations(), ops(u.invocations),
+			u.executions, u.transitions, u.dynamoRequests(), ops(u.requests), u.rru, u.wru, u.writeBytes, u.s3Reads, u.s3Writes, u.rest, u.wsMessages, u.modelCalls, u.botCalls)
 	}
 	fmt.Fprintf(&b, "\n| cost per 1,000 turns (%.0f s per model call, %.1f s else) | Lambda GB-s | Lambda compute | Lambda requests | Step Functions | DynamoDB | S3 | API Gateway | **total** |\n", modelSeconds, otherSeconds)
 	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
@@ -711,14 +784,23 @@ func TestCost(t *testing.T) {
 		// The api function's first turn: its prompt is read from the
 		// bucket.
 		"stateless (API)":      {0, 2, 20, 0, 1, 0.036},
-		"stateful (WebSocket)": {0, 28, 0, 44, 14, 0.060},
+		"stateful (WebSocket)": {0, 28, 0, 40, 15, 0.058},
 		// The prompt's files are looked at again (9 HEADs), the agents
-		// and skills listed (4 LISTs).
-		"stateful (WebSocket), after a quiet minute": {0, 28, 14, 44, 14, 0.084},
-		"stateful, one tool call (WebSocket)":        {0, 42, 14, 63, 25, 0.110},
+		// (by the ws and step functions) and skills (global and the
+		// agent's) listed (4 LISTs).
+		"stateful (WebSocket), after a quiet minute": {0, 28, 14, 40, 15, 0.082},
+		// load_skill trusts the catalog's listing; the prompt is built
+		// again after the tool ran (9 HEADs, the agent's skills listed).
+		"stateful, one tool call (WebSocket)": {0, 42, 11, 60, 27, 0.094},
 		// The request polls the run while it streams: its reads depend
 		// on the time the model takes.
-		"stateful (API, session key)": {0, 110, 0, 58, 65, 0.075},
+		"stateful (API, session key)": {0, 110, 0, 55, 65, 0.072},
+		// The outbox item of the reply (with the text, in gsi1) is put,
+		// claimed and marked sent; the update is marked seen. The
+		// telegram function's listing of the agents is the once a minute
+		// one (the harness's clock moved on a minute above).
+		"stateful (Telegram)":                {0, 32, 2, 54, 13, 0.060},
+		"Telegram delivers the update again": {0, 3, 0, 0, 2, 0.006},
 	}
 	for _, u := range turns {
 		b := bounds[u.name]

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/toolparse"
 )
 
 // recordTimeout bounds one call of Loop.Recorder.
@@ -53,30 +55,76 @@ type Recorder interface {
 	Record(ctx context.Context, xs []Exchange) error
 }
 
+// queuedExchange is the payload of a record job: a reference to the
+// run's messages in the session's history, which the Recorder's exchange
+// is read back from when it is told (RecordQueued), so that the job, written
+// in the commit that ends the run, does not carry the exchange's text a
+// second time. Input and Answer are carried only when the answer is not a
+// message of the history (a run that ended with its client's tool calls),
+// and are read as they are from jobs queued by earlier versions.
+type queuedExchange struct {
+	Exchange
+	// Seq is the run's sequence number in its session and AnswerKey the
+	// history key of its final answer.
+	Seq       int64  `json:"seq,omitempty"`
+	AnswerKey string `json:"answer_key,omitempty"`
+}
+
 // recordJob returns the job that carries a finished run's exchange to the
 // Recorder, and false when there is nothing to remember.
 func (l *Loop) recordJob(st RunState, ephemeral bool, res Result, run []store.Message) (store.Job, bool, error) {
 	if l.Recorder == nil || ephemeral || st.Failed() || strings.TrimSpace(res.Content) == "" {
 		return store.Job{}, false, nil
 	}
+	if recordedInput(st.Seq, run) == "" {
+		return store.Job{}, false, nil
+	}
+	q := queuedExchange{Exchange: Exchange{Agent: st.Agent, SessionID: st.SessionID, Owner: st.Owner, RunID: st.RunID, At: st.StartedAt}, Seq: st.Seq}
+	if len(st.ClientCalls) > 0 {
+		q.Input, q.Answer = recordedInput(st.Seq, run), res.Content
+	} else {
+		q.AnswerKey = assistantKey(st.Seq, st.Iteration)
+	}
+	payload, err := json.Marshal(q)
+	if err != nil {
+		return store.Job{}, false, err
+	}
+	return store.Job{Kind: RecordJob, ID: st.RunID, Payload: payload, CreatedAt: l.now().UTC()}, true, nil
+}
+
+// recordedInput is the text of the user messages of the run with sequence
+// number seq among run, one per line, at most maxRecordedInputs of them.
+func recordedInput(seq int64, run []store.Message) string {
 	var inputs []string
-	prefix := store.RunPrefix(st.Seq) + "a"
+	prefix := store.RunPrefix(seq) + "a"
 	for _, m := range run {
 		if strings.HasPrefix(m.Key, prefix) && m.Role == chat.User && strings.TrimSpace(m.Content) != "" && len(inputs) < maxRecordedInputs {
 			inputs = append(inputs, m.Content)
 		}
 	}
-	if len(inputs) == 0 {
-		return store.Job{}, false, nil
+	return strings.Join(inputs, "\n")
+}
+
+// exchange reads back the exchange a record job refers to, and false when
+// it is gone: the session was reset or deleted since the run finished.
+func (l *Loop) exchange(ctx context.Context, q queuedExchange) (Exchange, bool, error) {
+	if q.AnswerKey == "" {
+		return q.Exchange, true, nil
 	}
-	payload, err := json.Marshal(Exchange{
-		Agent: st.Agent, SessionID: st.SessionID, Owner: st.Owner, RunID: st.RunID,
-		Input: strings.Join(inputs, "\n"), Answer: res.Content, At: st.StartedAt,
-	})
+	run, err := l.Store.RunMessages(ctx, q.SessionID, q.Seq)
+	if errors.Is(err, store.ErrNotFound) {
+		return Exchange{}, false, nil
+	}
 	if err != nil {
-		return store.Job{}, false, err
+		return Exchange{}, false, fmt.Errorf("read exchange of run %s: %w", q.RunID, err)
 	}
-	return store.Job{Kind: RecordJob, ID: st.RunID, Payload: payload, CreatedAt: l.now().UTC()}, true, nil
+	m, ok := find(run, q.AnswerKey)
+	x := q.Exchange
+	x.Input, x.Answer = recordedInput(q.Seq, run), toolparse.StripCalls(m.Content)
+	if !ok || m.RunID != q.RunID || x.Input == "" || strings.TrimSpace(x.Answer) == "" {
+		return Exchange{}, false, nil
+	}
+	return x, true, nil
 }
 
 // RecordQueued tells the Recorder of the exchanges queued by finished runs,
@@ -101,12 +149,25 @@ func (l *Loop) RecordQueued(ctx context.Context) (int, error) {
 		xs := make([]Exchange, 0, len(jobs))
 		for i, j := range jobs {
 			ids[i] = j.ID
-			var x Exchange
-			if err := json.Unmarshal(j.Payload, &x); err != nil {
+			var q queuedExchange
+			if err := json.Unmarshal(j.Payload, &q); err != nil {
 				l.logRecord(RunState{RunID: j.ID}, fmt.Errorf("decode exchange: %w", err))
 				continue
 			}
-			xs = append(xs, x)
+			x, ok, err := l.exchange(ctx, q)
+			if err != nil {
+				return n, fmt.Errorf("record queued exchanges: %w", err)
+			}
+			if ok {
+				xs = append(xs, x)
+			}
+		}
+		if len(xs) == 0 {
+			// Nothing left to tell: the sessions were reset meanwhile.
+			if err := l.Store.DeleteJobs(ctx, RecordJob, ids...); err != nil {
+				return n, fmt.Errorf("record queued exchanges: %w", err)
+			}
+			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, recordTimeout)
 		err = l.Recorder.Record(rctx, xs)

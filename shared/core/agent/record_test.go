@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -77,6 +78,18 @@ func TestRecorder(t *testing.T) {
 			if len(rec.got) != 0 {
 				t.Errorf("the recorder was told during the run: %+v; want only from RecordQueued", rec.got)
 			}
+			jobs, err := f.loop.Store.Jobs(context.Background(), RecordJob, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range jobs {
+				// The job refers to the history; it does not copy it.
+				for _, x := range tt.want {
+					if strings.Contains(string(j.Payload), x.Answer) {
+						t.Errorf("job %s carries the answer: %s", j.ID, j.Payload)
+					}
+				}
+			}
 			if _, err := f.loop.RecordQueued(context.Background()); err != nil {
 				t.Fatalf("RecordQueued: %v", err)
 			}
@@ -125,5 +138,33 @@ func TestRecorderRetriedFinish(t *testing.T) {
 	}
 	if n, err := restarted.RecordQueued(ctx); err != nil || n != 0 {
 		t.Errorf("RecordQueued again = %d, %v; want nothing left", n, err)
+	}
+}
+
+// The job refers to the exchange in the session's history: a session
+// deleted (reset) before the recorder runs ends the job with nothing
+// told, and the queue is empty after.
+func TestRecorderSessionGone(t *testing.T) {
+	f := newFixture(t, 5)
+	rec := &recorder{}
+	f.loop.Recorder = rec
+	f.llm.script = append(f.llm.script, say("hello"))
+	ctx := context.Background()
+	st, err := f.loop.Enqueue(ctx, Input{RunID: "r", SessionID: "s", Agent: "a", Messages: []chat.Message{user("hi")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.runToEnd(t, st)
+	if err := f.loop.Store.DeleteSession(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.loop.RecordQueued(ctx); err != nil || n != 0 {
+		t.Fatalf("RecordQueued = %d, %v; want 0, nil", n, err)
+	}
+	if len(rec.got) != 0 {
+		t.Errorf("exchanges = %+v, want none", rec.got)
+	}
+	if jobs, err := f.loop.Store.Jobs(ctx, RecordJob, 10); err != nil || len(jobs) != 0 {
+		t.Errorf("jobs left = %+v, %v; want none", jobs, err)
 	}
 }

@@ -61,11 +61,15 @@ func New(c *skill.Catalog, env skill.Env) *Builder {
 }
 
 // Stale drops the assembled prompt of agent a, whose tools may just have
-// changed its files: the next SystemPrompt looks at them again.
+// changed its files: the next SystemPrompt looks at them again, and at the
+// agent's own skills (skill.Catalog.Stale).
 func (b *Builder) Stale(a *agent.Agent) {
 	b.mu.Lock()
 	delete(b.assembled, a.Name)
 	b.mu.Unlock()
+	if b.Skills != nil {
+		b.Skills.Stale(a.Name)
+	}
 }
 
 // SystemPrompt returns the system messages for agent a, whose workspace is

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 )
@@ -41,6 +42,16 @@ type Catalog struct {
 	// broken SKILL.md, an unreadable directory) when the scan happens, that
 	// is after a change, not on every call of For. Set it before first use.
 	Warn func(error)
+	// Refresh is how long a level's listing is trusted before its
+	// directory is looked at again; zero (the local server) looks on
+	// every call, so edits show at once. On AWS, where every listing is a
+	// paid request, it is the interval the prompt is reused for; Stale
+	// makes an agent's own skills looked at again at once. Set it before
+	// first use.
+	Refresh time.Duration
+	// Now returns the time Refresh is measured with; nil means time.Now.
+	// Set it before first use.
+	Now func() time.Time
 
 	mu     sync.Mutex
 	levels map[string]level
@@ -48,7 +59,9 @@ type Catalog struct {
 
 // level is the parsed content of one skills directory.
 type level struct {
-	stamp  string
+	stamp string
+	// at is when the stamp was last taken.
+	at     time.Time
 	skills []Skill
 	warns  []error
 }
@@ -105,12 +118,40 @@ func (c *Catalog) For(ctx context.Context, name string, ws filestore.FS) ([]Skil
 	return out, warns
 }
 
+// Stale makes the next For look at the agent name's own skills directory
+// again, whatever Refresh says: the agent's tools may just have changed it.
+func (c *Catalog) Stale(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l, ok := c.levels["agent/"+name]; ok {
+		l.at = time.Time{}
+		c.levels["agent/"+name] = l
+	}
+}
+
 // scan returns the skills in fsys's skills directory, parsed again only
 // when their fingerprint changed; key names the level in the cache, shown
 // in messages.
 func (c *Catalog) scan(fsys fs.FS, key, shown string, src Source) level {
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	at := now()
+	if c.Refresh > 0 {
+		c.mu.Lock()
+		l, ok := c.levels[key]
+		c.mu.Unlock()
+		if ok && !l.at.IsZero() && at.Sub(l.at) < c.Refresh {
+			return l
+		}
+	}
 	stamp, err := fingerprint(fsys)
 	if errors.Is(err, fs.ErrNotExist) {
+		// No directory: trusted as long as a listing is.
+		c.mu.Lock()
+		c.levels[key] = level{stamp: "absent", at: at}
+		c.mu.Unlock()
 		return level{}
 	}
 	if err != nil {
@@ -120,10 +161,14 @@ func (c *Catalog) scan(fsys fs.FS, key, shown string, src Source) level {
 	l, ok := c.levels[key]
 	c.mu.Unlock()
 	if ok && l.stamp == stamp {
+		l.at = at
+		c.mu.Lock()
+		c.levels[key] = l
+		c.mu.Unlock()
 		return l
 	}
 	l = c.report(parseLevel(fsys, Dir, src, shown, filepath.Join))
-	l.stamp = stamp
+	l.stamp, l.at = stamp, at
 	c.mu.Lock()
 	c.levels[key] = l
 	c.mu.Unlock()

@@ -289,3 +289,30 @@ func forDir(c *Catalog, dir string) ([]Skill, []error) {
 	}
 	return c.For(context.Background(), filepath.Base(dir), osroot.New(dir))
 }
+
+// With Refresh, a level's listing is trusted for that long; Stale makes
+// the agent's own skills looked at again at once, and the global ones
+// wait for the interval.
+func TestCatalogRefresh(t *testing.T) {
+	home := t.TempDir()
+	agentDir := filepath.Join(home, "agents", "a")
+	c := NewCatalog(home)
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	c.Refresh, c.Now = time.Minute, func() time.Time { return now }
+	check := func(step string, want []entry) {
+		t.Helper()
+		got, _ := forDir(c, agentDir)
+		if diff := cmp.Diff(want, local(got)); diff != "" {
+			t.Errorf("%s: For (-want +got):\n%s", step, diff)
+		}
+	}
+	check("nothing", nil)
+	writeSkill(t, agentDir, "own", "own", "the agent's", "")
+	writeSkill(t, home, "global", "global", "everyone's", "")
+	now = now.Add(59 * time.Second)
+	check("within the interval", nil)
+	c.Stale("a")
+	check("the agent's tools ran", []entry{{"own", "the agent's", Agent}})
+	now = now.Add(time.Second)
+	check("interval over", []entry{{"global", "everyone's", Global}, {"own", "the agent's", Agent}})
+}

@@ -193,6 +193,9 @@ func New(ctx context.Context) (*Root, error) {
 	}
 	skills := skill.NewCatalogFS(filestore.IOFS(context.Background(), files, skill.MaxSize+1), "the workspaces' bucket")
 	skills.Warn = func(err error) { log.Warn("skill skipped", "err", err) }
+	// The skills directories are listed once per Recheck, as the prompt
+	// is built, not on every load_skill.
+	skills.Refresh = Recheck
 	emb, err := newEmbedder(ctx, getenv)
 	if err != nil {
 		return nil, err
