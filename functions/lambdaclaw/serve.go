@@ -64,6 +64,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("config: telegram.agent: %w", noAgent(cfg.Telegram.Agent, names))
 		}
 	}
+	beats, err := heartbeats(cfg)
+	if err != nil {
+		return err
+	}
 	log := newLogger(stderr, cfg.LogLevel)
 
 	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
@@ -88,7 +92,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	skills := skill.NewCatalog(cfg.Home)
 	skills.Warn = func(err error) { log.Warn("skill skipped", "err", err) }
-	tools, err := setup.Tools(cfg, skills, true)
+	jobs := db.Schedule(nil)
+	tools, err := setup.Tools(cfg, skills, true, jobs)
 	if err != nil {
 		return err
 	}
@@ -114,7 +119,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if tgReplier != nil {
 		replier[telegram.ChannelName] = tgReplier
 	}
-	jobs := db.Schedule(nil)
 	checkIns := &schedule.Replier{Engine: jobs, Jobs: jobs.Job, Deliver: map[string]agent.Replier{}, Log: log}
 	if tgReplier != nil {
 		checkIns.Deliver[schedule.DeliverTelegram] = tgReplier
@@ -147,8 +151,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	} else if n > 0 {
 		log.Info("resuming unfinished runs", "sessions", n)
 	}
-	// Scheduled check-ins: the poller claims due firings and starts them
-	// through the driver, after the unfinished runs are back in their lanes.
+	// Scheduled check-ins: the heartbeats' jobs follow the configuration;
+	// the poller claims due firings and starts them through the driver,
+	// after the unfinished runs are back in their lanes.
+	if err := schedule.SyncHeartbeats(ctx, jobs, beats); err != nil {
+		return err
+	}
 	poller := &schedule.Poller{Timers: jobs, Runner: &schedule.Runner{Engine: jobs, Loop: loop, Lane: driver}, Log: log}
 	var polling sync.WaitGroup
 	polling.Go(func() { poller.Run(runCtx) })
@@ -280,4 +288,31 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 		l = slog.LevelInfo
 	}
 	return slog.New(scrub.NewHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})))
+}
+
+// heartbeats returns the agents' configured heartbeats as the schedule
+// takes them, checked.
+func heartbeats(cfg *config.Config) (map[string]schedule.HeartbeatConfig, error) {
+	out := map[string]schedule.HeartbeatConfig{}
+	for name, a := range cfg.Agents {
+		if a.Heartbeat == nil {
+			continue
+		}
+		h := schedule.Heartbeat{ActiveHours: a.Heartbeat.ActiveHours, TZ: a.Heartbeat.TZ}
+		if err := h.Validate(); err != nil {
+			return nil, fmt.Errorf("config: agent %q: %w", name, err)
+		}
+		to, err := schedule.ParseTarget(a.Heartbeat.Deliver)
+		if err != nil {
+			return nil, fmt.Errorf("config: agent %q: heartbeat: deliver: %w", name, err)
+		}
+		if to.Kind == schedule.DeliverTelegram && !cfg.Telegram.Enabled {
+			return nil, fmt.Errorf("config: agent %q: heartbeat: deliver %s needs the Telegram channel (telegram.enabled)", name, to)
+		}
+		if to.Kind == schedule.DeliverWebhook || to.Kind == schedule.DeliverWS {
+			return nil, fmt.Errorf("config: agent %q: heartbeat: deliver %s: the local server delivers to telegram:<chat id> only", name, to)
+		}
+		out[name] = schedule.HeartbeatConfig{Every: time.Duration(a.Heartbeat.Every), Heartbeat: h, Deliver: to}
+	}
+	return out, nil
 }

@@ -379,7 +379,7 @@ func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, c chat.ToolC
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := l.now()
-	out, err := t.Call(cctx, tool.Env{Agent: a.Name, SessionID: st.SessionID, Owner: st.Owner, Workspace: a.Workspace}, json.RawMessage(args))
+	out, err := t.Call(cctx, tool.Env{Agent: a.Name, SessionID: st.SessionID, Owner: st.Owner, Workspace: a.Workspace, Channel: st.Reply.Channel, ReplyTo: st.Reply.To}, json.RawMessage(args))
 	l.emit(obs.Event{Type: obs.ToolCallResult, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
 		slog.String("tool_name", c.Name), slog.Int64("duration_ms", l.now().Sub(start).Milliseconds()), slog.Bool("success", err == nil)}})
 	if err != nil {

@@ -180,6 +180,10 @@ func Decide(j Job, at, now time.Time, runsToday int, manual bool) Decision {
 			return d
 		}
 	}
+	if h := j.Heartbeat; h != nil && !manual && !h.Active(at) {
+		d.Status, d.Reason = RunSkipped, "outside the heartbeat's active hours ("+h.ActiveHours+" "+h.zone().String()+")"
+		return d
+	}
 	if n := j.Limits.RunsPerDay; n > 0 && runsToday >= n {
 		d.Status, d.Reason = RunSkipped, fmt.Sprintf("daily limit of %d run(s) reached", n)
 	}

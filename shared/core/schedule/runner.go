@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"time"
 
@@ -27,9 +28,13 @@ type Runner struct {
 	Lane   agent.Lane
 }
 
-// SessionID is the session of a job's turns: the owner's session with the
-// job's session key, apart from the owner's other channels.
+// SessionID is the session of a job's turns: the job's SessionID when
+// set, else the owner's session with the job's session key, apart from
+// the owner's other channels.
 func SessionID(j Job) string {
+	if j.SessionID != "" {
+		return j.SessionID
+	}
 	return agent.SessionID(j.Agent, "cron:"+j.Owner+"/"+j.Session())
 }
 
@@ -56,6 +61,16 @@ func (r *Runner) Start(ctx context.Context, run Run) error {
 	if n := j.Limits.TokensPerRun; n > 0 {
 		in.Options.Params.MaxTokens = n
 	}
+	if j.Heartbeat != nil {
+		msg, skip, err := r.heartbeat(ctx, run)
+		if err != nil {
+			return fmt.Errorf("start %s: %w", run.Firing, err)
+		}
+		if skip != "" {
+			return r.Engine.Finish(ctx, run.Firing, Result{Status: RunSkipped, Reason: skip})
+		}
+		in.Messages[0].Content = msg
+	}
 	st, err := r.Loop.Enqueue(ctx, in)
 	var inputErr *agent.InputError
 	if errors.Is(err, agent.ErrUnknownAgent) || errors.Is(err, store.ErrForbidden) || errors.As(err, &inputErr) {
@@ -78,6 +93,45 @@ func (r *Runner) Start(ctx context.Context, run Run) error {
 		return fmt.Errorf("start %s: %w", run.Firing, err)
 	}
 	return nil
+}
+
+// heartbeat returns the message of a heartbeat's turn, or why the firing
+// is skipped: the session is busy, or HEARTBEAT.md is missing or empty.
+// A run started already (resumed after a restart) goes on with the message
+// it was given.
+func (r *Runner) heartbeat(ctx context.Context, run Run) (msg, skip string, err error) {
+	j := run.Job
+	if _, err := r.Loop.Store.GetRun(ctx, run.RunID()); err == nil {
+		return HeartbeatFile, "", nil // enqueued already: Enqueue keeps its input
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return "", "", err
+	}
+	if next, err := r.Loop.Store.NextRun(ctx, SessionID(j)); err == nil {
+		return "", "session busy: run " + next.ID + " is queued or running", nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return "", "", err
+	}
+	a, ok := r.Loop.Agents.Agent(j.Agent)
+	if !ok {
+		return "", fmt.Sprintf("no agent %q", j.Agent), nil
+	}
+	if a.Workspace == nil {
+		return "", "the agent has no workspace, so no " + HeartbeatFile, nil
+	}
+	data, e, err := a.Workspace.ReadFile(ctx, HeartbeatFile, MaxMessage)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", HeartbeatFile + " is missing", nil
+	case err != nil:
+		return "", "", fmt.Errorf("read %s: %w", HeartbeatFile, err)
+	case e.Size > MaxMessage:
+		return "", fmt.Sprintf("%s is %d bytes long; at most %d are read", HeartbeatFile, e.Size, MaxMessage), nil
+	}
+	list := checklist(string(data))
+	if list == "" {
+		return "", HeartbeatFile + " is empty", nil
+	}
+	return heartbeatPrompt(list), "", nil
 }
 
 // result is the record of a run's end.
@@ -121,7 +175,9 @@ func (p *Replier) Finish(st agent.RunState, res agent.Result) {
 		return
 	}
 	delivered := ""
-	if j, err := p.Jobs(ctx, f.JobID); err == nil && j.Deliver.Kind != "" && j.Deliver.Kind != DeliverNone {
+	j, err := p.Jobs(ctx, f.JobID)
+	quietBeat := err == nil && j.Heartbeat != nil && quiet(res.Content) && res.Error == ""
+	if err == nil && !quietBeat && j.Deliver.Kind != "" && j.Deliver.Kind != DeliverNone {
 		if d, ok := p.Deliver[j.Deliver.Kind]; ok {
 			to := st
 			to.Reply = agent.Reply{Channel: deliveryChannel(j.Deliver.Kind), To: j.Deliver.To}
@@ -131,7 +187,11 @@ func (p *Replier) Finish(st agent.RunState, res agent.Result) {
 			p.Log.Warn("check-in delivery not available here", "job", f.JobID, "target", j.Deliver.Kind)
 		}
 	}
-	if err := p.Engine.Finish(ctx, f, result(st, res, delivered)); err != nil && !errors.Is(err, ErrNotFound) {
+	out := result(st, res, delivered)
+	if quietBeat {
+		out.Reason = HeartbeatOK + ": not delivered"
+	}
+	if err := p.Engine.Finish(ctx, f, out); err != nil && !errors.Is(err, ErrNotFound) {
 		p.Log.Error("record check-in run", "firing", f.String(), "error", err)
 	}
 }

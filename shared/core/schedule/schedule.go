@@ -78,10 +78,19 @@ type Job struct {
 	// SessionKey names the owner's session the turns run in; empty means a
 	// session of the job's own (SessionKey returns it).
 	SessionKey string `json:"session_key,omitempty"`
-	Deliver    Target `json:"deliver"`
+	// SessionID, when set, is the exact session the turns run in,
+	// whatever SessionKey says. Only trusted code sets it, never a
+	// person's or a model's words: the schedule tool, to the session the
+	// reminder was asked for in (of the same owner).
+	SessionID string `json:"session_id,omitempty"`
+	Deliver   Target `json:"deliver"`
 	Limits     Limits `json:"limits,omitzero"`
 	// CatchUp is CatchUpOne when empty.
 	CatchUp CatchUp `json:"catch_up,omitempty"`
+	// Heartbeat, when set, makes the job an agent's heartbeat: its turns'
+	// message is the agent's HEARTBEAT.md (Message is unused), and its
+	// rules apply (see Heartbeat).
+	Heartbeat *Heartbeat `json:"heartbeat,omitempty"`
 
 	// Set by the engine.
 	Paused    bool      `json:"paused,omitempty"`
@@ -143,7 +152,16 @@ func (j Job) Validate(now time.Time, minEvery time.Duration) error {
 	if err := text("session", j.SessionKey, MaxSessionKey); err != nil {
 		problems = append(problems, err)
 	}
+	if err := text("session id", j.SessionID, MaxSessionKey); err != nil {
+		problems = append(problems, err)
+	}
+	if j.Heartbeat != nil {
+		if err := j.Heartbeat.Validate(); err != nil {
+			problems = append(problems, err)
+		}
+	}
 	switch {
+	case j.Heartbeat != nil && j.Message == "":
 	case strings.TrimSpace(j.Message) == "":
 		bad("message is empty")
 	case len(j.Message) > MaxMessage:

@@ -45,7 +45,7 @@ func (s Schedule) String() string {
 	case s.Every > 0:
 		return "every " + time.Duration(s.Every).String()
 	case s.Cron != "":
-		return fmt.Sprintf("cron %q %s", s.Cron, s.location())
+		return fmt.Sprintf("cron %q %s", s.Cron, s.Location())
 	case !s.At.IsZero():
 		return "at " + s.At.Format(time.RFC3339)
 	}
@@ -97,8 +97,8 @@ func (s Schedule) Validate(now time.Time, minEvery time.Duration) error {
 	return nil
 }
 
-// location is the schedule's time zone; UTC when unset or unknown.
-func (s Schedule) location() *time.Location {
+// Location is the schedule's time zone; UTC when unset or unknown.
+func (s Schedule) Location() *time.Location {
 	if s.TZ == "" {
 		return time.UTC
 	}
@@ -131,7 +131,7 @@ func (s Schedule) Next(t time.Time) time.Time {
 		if err != nil {
 			return time.Time{}
 		}
-		loc := s.location()
+		loc := s.Location()
 		x := t.In(loc)
 		for range 4 { // at most one repeated wall time per fall-back
 			x = sched.Next(x)
@@ -191,7 +191,7 @@ func (s Schedule) Latest(next, now time.Time) (latest time.Time, missed int) {
 func (s Schedule) Day(t time.Time) (start, end time.Time) {
 	loc := time.UTC
 	if s.Cron != "" {
-		loc = s.location()
+		loc = s.Location()
 	}
 	l := t.In(loc)
 	start = time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, loc)

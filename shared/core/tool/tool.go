@@ -71,6 +71,10 @@ type Env struct {
 	Owner string
 	// Workspace is the agent's workspace, nil when it has none.
 	Workspace filestore.FS
+	// Channel and ReplyTo are where the run's answer goes (its
+	// agent.Reply): "tg" and the chat id for a Telegram chat.
+	Channel string
+	ReplyTo string
 }
 
 // Tool is one capability an agent can call.

@@ -204,7 +204,7 @@ func New(ctx context.Context) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	tools, err := setup.Tools(cfg, skills, true)
+	tools, err := setup.Tools(cfg, skills, true, nil) // the schedule tool: once the EventBridge engine exists
 	if err != nil {
 		return nil, err
 	}

@@ -132,6 +132,37 @@ type AgentConfig struct {
 	// messages do: "append" (default) follows the agent's system prompt
 	// with them, "replace" sends them instead of it.
 	ClientSystem string `yaml:"client_system" json:"client_system,omitempty"`
+	// Heartbeat, when set, runs the agent's HEARTBEAT.md checklist
+	// periodically (see schedule.Heartbeat).
+	Heartbeat *Heartbeat `yaml:"heartbeat" json:"heartbeat,omitempty"`
+}
+
+// Heartbeat is an agent's periodic check-in: a turn with its HEARTBEAT.md
+// checklist, whose answer is delivered unless it starts with HEARTBEAT_OK.
+type Heartbeat struct {
+	// Every is the interval between heartbeats (required).
+	Every Duration `yaml:"every" json:"every"`
+	// ActiveHours is "HH:MM-HH:MM" in TZ; outside it nothing runs. Empty:
+	// always.
+	ActiveHours string `yaml:"active_hours" json:"active_hours,omitempty"`
+	// TZ is the IANA time zone of ActiveHours (UTC when empty).
+	TZ string `yaml:"tz" json:"tz,omitempty"`
+	// Deliver is where answers go: none (the default), telegram:<chat id>,
+	// webhook:<url> or ws:<user>.
+	Deliver string `yaml:"deliver" json:"deliver,omitempty"`
+}
+
+// check validates what the configuration can of the heartbeat; the
+// schedule's rules (schedule.Heartbeat.Validate, schedule.ParseTarget)
+// check the rest when the server sets its job up.
+func (h Heartbeat) check() error {
+	if h.Every <= 0 {
+		return fmt.Errorf("heartbeat: every is required: the interval between heartbeats, such as 30m")
+	}
+	if _, err := time.LoadLocation(h.TZ); err != nil || strings.EqualFold(h.TZ, "local") {
+		return fmt.Errorf("heartbeat: tz %q is not an IANA time zone such as Europe/Berlin", h.TZ)
+	}
+	return nil
 }
 
 // Sessions says how users meet agents across channels.
@@ -380,6 +411,11 @@ func ValidateAgents(agents map[string]AgentConfig, providers []string) error {
 		}
 		if a.ClientSystem != "" && a.ClientSystem != "append" && a.ClientSystem != "replace" {
 			return fmt.Errorf("config: agent %q: client_system must be append or replace, not %q", name, a.ClientSystem)
+		}
+		if a.Heartbeat != nil {
+			if err := a.Heartbeat.check(); err != nil {
+				return fmt.Errorf("config: agent %q: %w", name, err)
+			}
 		}
 	}
 	return nil

@@ -123,6 +123,7 @@ agents:
     max_tool_iterations: 5
     tools: [read_file]
     client_system: replace
+    heartbeat: {every: 30m, active_hours: "08:00-22:00", tz: Europe/Berlin, deliver: "telegram:42"}
 sessions:
   sharing: per_channel
   users:
@@ -136,7 +137,8 @@ sessions:
 					{Name: "provider2", Type: "openai", BaseURL: "http://localhost:11434/v1", Model: config.DefaultModel, Timeout: dur(150 * time.Second), Retries: intp(2)},
 				},
 				Agents: map[string]config.AgentConfig{
-					"default": {Providers: []string{"main", "provider2"}, Model: "small", MaxToolIterations: 5, Tools: []string{"read_file"}, ClientSystem: "replace"},
+					"default": {Providers: []string{"main", "provider2"}, Model: "small", MaxToolIterations: 5, Tools: []string{"read_file"}, ClientSystem: "replace",
+						Heartbeat: &config.Heartbeat{Every: dur(30 * time.Minute), ActiveHours: "08:00-22:00", TZ: "Europe/Berlin", Deliver: "telegram:42"}},
 				},
 			},
 		},
@@ -252,6 +254,12 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`agent "bot"`, "max_tool_iterations"}},
 		{"bad client_system", "agents:\n  bot:\n    client_system: merge\n",
 			[]string{`agent "bot"`, "client_system"}},
+		{"heartbeat without every", "agents:\n  bot:\n    heartbeat: {deliver: none}\n",
+			[]string{`agent "bot"`, "heartbeat: every is required"}},
+		{"heartbeat in no time zone", "agents:\n  bot:\n    heartbeat: {every: 1h, tz: Mars/Olympus}\n",
+			[]string{`agent "bot"`, `tz "Mars/Olympus" is not an IANA time zone`}},
+		{"negative job limit", "limits: {max_jobs_per_owner: -1}\n",
+			[]string{"limits.max_jobs_per_owner must not be negative"}},
 		{"bad duration", "providers:\n  - timeout: soon\n",
 			[]string{"line 2", "invalid duration"}},
 		{"duration without unit", "providers:\n  - timeout: 30\n",
@@ -362,7 +370,7 @@ func TestLoadLimits(t *testing.T) {
 			wantLimits: config.Limits{
 				MaxReplyBytes: config.DefaultMaxReplyBytes, MaxToolArgsBytes: config.DefaultMaxToolArgsBytes,
 				MaxToolResultBytes: config.DefaultMaxToolResultBytes, MaxFileBytes: config.DefaultMaxFileBytes,
-				WorkspaceQuotaBytes: config.DefaultWorkspaceQuotaBytes,
+				WorkspaceQuotaBytes: config.DefaultWorkspaceQuotaBytes, MaxJobsPerOwner: config.DefaultMaxJobsPerOwner,
 			},
 			wantServer: config.Server{
 				ReadHeaderTimeout: dur(config.DefaultReadHeaderTimeout), ReadTimeout: dur(config.DefaultReadTimeout),
@@ -372,9 +380,9 @@ func TestLoadLimits(t *testing.T) {
 		},
 		{
 			name: "set",
-			yaml: "limits: {max_reply_bytes: 10, max_tool_args_bytes: 11, max_tool_result_bytes: 12, max_file_bytes: 13, workspace_quota_bytes: 14}\n" +
+			yaml: "limits: {max_reply_bytes: 10, max_tool_args_bytes: 11, max_tool_result_bytes: 12, max_file_bytes: 13, workspace_quota_bytes: 14, max_jobs_per_owner: 15}\n" +
 				"server: {read_header_timeout: 1s, read_timeout: 2s, idle_timeout: 3s, max_concurrent_requests_per_key: 4, max_websockets_per_key: 5}\n",
-			wantLimits: config.Limits{MaxReplyBytes: 10, MaxToolArgsBytes: 11, MaxToolResultBytes: 12, MaxFileBytes: 13, WorkspaceQuotaBytes: 14},
+			wantLimits: config.Limits{MaxReplyBytes: 10, MaxToolArgsBytes: 11, MaxToolResultBytes: 12, MaxFileBytes: 13, WorkspaceQuotaBytes: 14, MaxJobsPerOwner: 15},
 			wantServer: config.Server{ReadHeaderTimeout: dur(time.Second), ReadTimeout: dur(2 * time.Second), IdleTimeout: dur(3 * time.Second),
 				MaxConcurrentPerKey: 4, MaxWebSocketsPerKey: 5},
 		},

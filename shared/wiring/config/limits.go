@@ -23,6 +23,9 @@ type Limits struct {
 	// WorkspaceQuotaBytes caps the total size of an agent's workspace as
 	// the file tools see it.
 	WorkspaceQuotaBytes int64 `yaml:"workspace_quota_bytes"`
+	// MaxJobsPerOwner caps the scheduled jobs one person (owner) has; the
+	// schedule tool refuses to create more.
+	MaxJobsPerOwner int `yaml:"max_jobs_per_owner"`
 }
 
 // Default limits: they keep a 1 GB machine safe under hostile use.
@@ -32,6 +35,7 @@ const (
 	DefaultMaxToolResultBytes  = 100 << 10
 	DefaultMaxFileBytes        = 10 << 20
 	DefaultWorkspaceQuotaBytes = 100 << 20
+	DefaultMaxJobsPerOwner     = 20
 )
 
 // Server tunes the local HTTP server against slow or greedy clients.
@@ -63,7 +67,7 @@ func (l *Limits) fill() error {
 	for name, v := range map[string]int64{
 		"max_reply_bytes": int64(l.MaxReplyBytes), "max_tool_args_bytes": int64(l.MaxToolArgsBytes),
 		"max_tool_result_bytes": int64(l.MaxToolResultBytes), "max_file_bytes": l.MaxFileBytes,
-		"workspace_quota_bytes": l.WorkspaceQuotaBytes,
+		"workspace_quota_bytes": l.WorkspaceQuotaBytes, "max_jobs_per_owner": int64(l.MaxJobsPerOwner),
 	} {
 		if v < 0 {
 			return fmt.Errorf("config: limits.%s must not be negative", name)
@@ -74,6 +78,7 @@ func (l *Limits) fill() error {
 	l.MaxToolResultBytes = orDefault(l.MaxToolResultBytes, DefaultMaxToolResultBytes)
 	l.MaxFileBytes = orDefault(l.MaxFileBytes, DefaultMaxFileBytes)
 	l.WorkspaceQuotaBytes = orDefault(l.WorkspaceQuotaBytes, DefaultWorkspaceQuotaBytes)
+	l.MaxJobsPerOwner = orDefault(l.MaxJobsPerOwner, DefaultMaxJobsPerOwner)
 	return nil
 }
 

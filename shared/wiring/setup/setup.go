@@ -20,10 +20,12 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 	"github.com/lambdaclaw/lambdaclaw/shared/tools/files"
+	"github.com/lambdaclaw/lambdaclaw/shared/tools/scheduletool"
 	"github.com/lambdaclaw/lambdaclaw/shared/tools/webfetch"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
@@ -48,16 +50,24 @@ func Provider(ctx context.Context, p config.Provider, maxReply int) (llm.Provide
 	return nil, fmt.Errorf("unknown provider type %q", p.Type)
 }
 
-// Tools returns the built-in tools: web_fetch and load_skill everywhere,
-// and, where agents have workspaces (withFiles), read_file,
-// write_file, list_dir and workspace_memory, within the configured file
-// limits.
-func Tools(cfg *config.Config, skills *skill.Catalog, withFiles bool) ([]tool.Tool, error) {
+// Tools returns the built-in tools: web_fetch and load_skill everywhere;
+// schedule where there is a schedule engine (jobs not nil: locally always,
+// on AWS once its engine exists), within limits.max_jobs_per_owner; and,
+// where agents have workspaces (withFiles), read_file, write_file,
+// list_dir and workspace_memory, within the configured file limits.
+func Tools(cfg *config.Config, skills *skill.Catalog, withFiles bool, jobs schedule.Engine) ([]tool.Tool, error) {
 	fetch, err := webfetch.New(webfetch.Config{})
 	if err != nil {
 		return nil, err
 	}
 	tools := []tool.Tool{fetch, skill.LoadTool(skills, skill.Env{})}
+	if jobs != nil {
+		reminders, err := scheduletool.New(scheduletool.Config{Engine: jobs, MaxJobsPerOwner: cfg.Limits.MaxJobsPerOwner})
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, reminders)
+	}
 	if !withFiles {
 		return tools, nil
 	}

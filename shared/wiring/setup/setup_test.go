@@ -11,7 +11,9 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bedrock"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/openai"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
@@ -58,7 +60,7 @@ func TestBuilder(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	tools, err := Tools(cfg, skill.NewCatalog(""), true)
+	tools, err := Tools(cfg, skill.NewCatalog(""), true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,21 +106,36 @@ func TestBuilder(t *testing.T) {
 	}
 }
 
-// Without files, agents get only the tools that need no workspace.
+// Without files, agents get only the tools that need no workspace, and
+// schedule only where there is a schedule engine.
 func TestToolsWithoutFiles(t *testing.T) {
 	cfg := &config.Config{}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	tools, err := Tools(cfg, skill.NewCatalog(""), false)
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "test.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, tl := range tools {
-		names = append(names, tl.Definition().Name)
-	}
-	if diff := cmp.Diff([]string{"web_fetch", "load_skill"}, names); diff != "" {
-		t.Errorf("tools (-want +got):\n%s", diff)
+	defer db.Close()
+	for _, tt := range []struct {
+		name string
+		jobs schedule.Engine
+		want []string
+	}{
+		{"no schedule engine", nil, []string{"web_fetch", "load_skill"}},
+		{"a schedule engine", db.Schedule(nil), []string{"web_fetch", "load_skill", "schedule"}},
+	} {
+		tools, err := Tools(cfg, skill.NewCatalog(""), false, tt.jobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tl := range tools {
+			names = append(names, tl.Definition().Name)
+		}
+		if diff := cmp.Diff(tt.want, names); diff != "" {
+			t.Errorf("%s: tools (-want +got):\n%s", tt.name, diff)
+		}
 	}
 }
