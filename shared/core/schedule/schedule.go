@@ -84,7 +84,7 @@ type Job struct {
 	// reminder was asked for in (of the same owner).
 	SessionID string `json:"session_id,omitempty"`
 	Deliver   Target `json:"deliver"`
-	Limits     Limits `json:"limits,omitzero"`
+	Limits    Limits `json:"limits,omitzero"`
 	// CatchUp is CatchUpOne when empty.
 	CatchUp CatchUp `json:"catch_up,omitempty"`
 	// Heartbeat, when set, makes the job an agent's heartbeat: its turns'
