@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -54,7 +55,7 @@ func (h Heartbeat) window() (from, to int, err error) {
 	}
 	var v [4]int
 	for i := range v {
-		fmt.Sscan(m[i+1], &v[i])
+		v[i], _ = strconv.Atoi(m[i+1]) // two digits, by the expression
 	}
 	from, to = v[0]*60+v[1], v[2]*60+v[3]
 	if from > 24*60 || to > 24*60 {
