@@ -174,9 +174,12 @@ func ownerFlag(fs *cmdFlags) *string {
 
 // checkOwner checks an --owner value.
 func checkOwner(o string) error {
+	if o == schedule.HeartbeatOwner {
+		return nil // the agents' heartbeats, kept in step with the configuration by serve
+	}
 	kind, id, _ := strings.Cut(o, ":")
 	if id == "" || !slices.Contains([]string{"user", "key", "tg"}, kind) {
-		return fmt.Errorf("--owner %q: want user:NAME, key:KEY_ID or tg:CHAT_ID", o)
+		return fmt.Errorf("--owner %q: want user:NAME, key:KEY_ID, tg:CHAT_ID or %s", o, schedule.HeartbeatOwner)
 	}
 	return nil
 }

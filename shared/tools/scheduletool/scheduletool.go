@@ -109,7 +109,7 @@ func (scheduleTool) Definition() chat.ToolDef {
 			"Give exactly one of: at (one time: RFC 3339 such as 2026-05-02T09:00:00+02:00, or a local time 2026-05-02T09:00 with tz), " +
 			"in (one time, after a delay such as 90m or 24h), every (repeating, such as 24h; at least a minute) or cron (5 fields, such as \"0 9 * * 1-5\", with tz). " +
 			"tz is an IANA time zone such as Europe/Berlin (the person's, when you know it; UTC otherwise). " +
-			"action \"list\": the person's reminders with you, and the current time. action \"delete\": remove the reminder with that id.",
+			"action \"list\": the person's reminders with you, and the current time (call it first when you do not know the date). action \"delete\": remove the reminder with that id.",
 		Parameters: json.RawMessage(fmt.Sprintf(`{
   "type": "object",
   "properties": {
