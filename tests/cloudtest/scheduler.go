@@ -23,8 +23,14 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 )
 
-// SchedulerGroup is the schedule group Setup configures (SCHEDULE_GROUP).
-const SchedulerGroup = "lambdaclaw-check-ins"
+// The schedule group, the schedules' role and their target (the scheduler
+// function) Setup configures (SCHEDULE_GROUP, SCHEDULER_ROLE_ARN,
+// SCHEDULER_TARGET_ARN).
+const (
+	SchedulerGroup     = "lambdaclaw-check-ins"
+	SchedulerRoleARN   = "arn:aws:iam::123456789012:role/Lambdaclaw-SchedulerRole"
+	SchedulerTargetARN = "arn:aws:lambda:us-east-1:123456789012:function:Lambdaclaw-scheduler"
+)
 
 // Scheduler is a fake of the EventBridge Scheduler API (REST JSON) for the
 // schedules of its groups: CreateSchedule (POST /schedules/{Name}),

@@ -23,8 +23,8 @@ import (
 )
 
 const (
-	roleARN   = "arn:aws:iam::123456789012:role/Lambdaclaw-SchedulerRole"
-	targetARN = "arn:aws:lambda:us-east-1:123456789012:function:Lambdaclaw-scheduler"
+	roleARN   = cloudtest.SchedulerRoleARN
+	targetARN = cloudtest.SchedulerTargetARN
 )
 
 // engine returns the AWS engine on a fresh table in DynamoDB Local and a
