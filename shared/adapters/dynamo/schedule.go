@@ -65,10 +65,17 @@ type Schedule struct {
 	s      *Store
 	timers ScheduleTimers
 	now    func() time.Time
-	// Lease is how long a claim holds a firing before another claim (a
-	// retried delivery) may take its run over.
+	// Lease is how long a claim holds a firing before another claim may
+	// take its run over (ScheduleLease by default).
 	Lease time.Duration
 }
+
+// ScheduleLease is how long a claim holds a firing: long enough to start
+// its run (a few writes and an asynchronous invocation), so a delivery
+// repeated meanwhile starts nothing, and shorter than the minute Lambda
+// waits before it retries an invocation that failed, so the retry of one
+// that died after its claim takes the run over and starts it.
+const ScheduleLease = 30 * time.Second
 
 var _ schedule.Engine = (*Schedule)(nil)
 
@@ -78,7 +85,7 @@ func (s *Store) Schedule(timers ScheduleTimers, now func() time.Time) *Schedule 
 	if now == nil {
 		now = time.Now
 	}
-	return &Schedule{s: s, timers: timers, now: now, Lease: time.Minute}
+	return &Schedule{s: s, timers: timers, now: now, Lease: ScheduleLease}
 }
 
 func (e *Schedule) clock() time.Time { return e.now().UTC().Truncate(time.Millisecond) }
