@@ -33,6 +33,10 @@ var (
 	// in by a code, used codes, the outbox.
 	telegramKeys = []string{"TGSEEN#*", "TGUSER#*", "TGCODE#*", "TGOUT#*"}
 	outboxKeys   = []string{"TGOUT#*"}
+	// cronKeys are the scheduled check-ins': jobs and runs in the owner's
+	// partition; cronIDKeys the claims of job ids, naming their owner.
+	cronKeys   = []string{"CRON#*"}
+	cronIDKeys = []string{"CRONID#*"}
 )
 
 // Actions on items.
@@ -98,11 +102,20 @@ func (s *builder) grantTable(fn awslambda.Function, role string) {
 		// Check-ins queue runs: no approvals or responses are created.
 		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
 			"dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}, sessionKeys)
+		// A delivery claims its firing: the job's owner, the job, the
+		// day's runs, and one transaction putting the run and moving the
+		// job on.
+		s.grantItems(fn, readActions, cronIDKeys)
+		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"}, cronKeys)
 	case "step":
 		s.grantItems(fn, sessionActions, sessionKeys)
 		s.grantItems(fn, memoryActions, memoryKeys)
 		// Finished runs may queue jobs (conversations to record).
 		s.grantItems(fn, []string{"dynamodb:PutItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}, jobKeys)
+		// A check-in run that ends records its end on its job's run
+		// (schedule.Replier), reading the job for its delivery target.
+		s.grantItems(fn, readActions, cronIDKeys)
+		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, cronKeys)
 		if s.cfg.Telegram {
 			// Replies go through the Telegram outbox.
 			s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, outboxKeys)

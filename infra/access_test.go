@@ -115,9 +115,14 @@ func TestTableGrants(t *testing.T) {
 		"telegram": {describe, items(sessions, session...),
 			items([]string{"TGSEEN#*", "TGUSER#*", "TGCODE#*", "TGOUT#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem"),
 			{Actions: []string{"dynamodb:Query"}, Resource: "index/gsi1", LeadingKeys: []string{"TGOUT#*", "TGSEEN"}}},
-		"scheduler": {describe, items(sessions, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem")},
+		// A delivery of a job's firing claims it in one transaction.
+		"scheduler": {describe, items(sessions, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"),
+			items([]string{"CRONID#*"}, "dynamodb:GetItem"),
+			items([]string{"CRON#*"}, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem")},
+		// A check-in run that ends is recorded on its job's run.
 		"step": {describe, items(sessions, session...), items([]string{"MEM#*"}, memory...),
 			items([]string{"JOB#*"}, "dynamodb:PutItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"),
+			items([]string{"CRONID#*"}, "dynamodb:GetItem"), items([]string{"CRON#*"}, "dynamodb:GetItem", "dynamodb:UpdateItem"),
 			items([]string{"TGOUT#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 			{Actions: []string{"dynamodb:Query"}, Resource: "index/gsi1", LeadingKeys: []string{"TGOUT#*"}}},
 		// The indexer reads the table's stream only.

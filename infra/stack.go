@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -161,6 +162,7 @@ type builder struct {
 	stepFunctionArn    *string
 	scheduleGroup      awsscheduler.ScheduleGroup
 	schedulerRole      awsiam.Role
+	schedulerFunction  awslambda.Function
 	wsEndpoint         *string // https callback URL for PostToConnection
 	wsURL              *string // wss URL for clients
 	wsGrant            func(awsiam.IGrantable)
@@ -276,17 +278,21 @@ func (s *builder) scheduler() {
 	})
 }
 
-// grantSchedules lets fn create, update, read and delete schedules in the
-// check-in group, and pass the scheduler role to EventBridge Scheduler.
-func (s *builder) grantSchedules(fn awslambda.Function) {
+// grantSchedules lets fn do actions on the schedules of the check-in
+// group, and, when it may create or update them, pass the scheduler role
+// to EventBridge Scheduler (a schedule runs as that role).
+func (s *builder) grantSchedules(fn awslambda.Function, actions ...string) {
 	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions: jsii.Strings("scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:GetSchedule", "scheduler:DeleteSchedule"),
+		Actions: jsii.Strings(actions...),
 		Resources: &[]*string{s.stack.FormatArn(&awscdk.ArnComponents{
 			Service:      jsii.String("scheduler"),
 			Resource:     jsii.String("schedule"),
 			ResourceName: awscdk.Fn_Join(jsii.String(""), &[]*string{s.scheduleGroup.ScheduleGroupName(), jsii.String("/*")}),
 		})},
 	}))
+	if !slices.Contains(actions, "scheduler:CreateSchedule") && !slices.Contains(actions, "scheduler:UpdateSchedule") {
+		return
+	}
 	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("iam:PassRole"),
 		Resources: &[]*string{s.schedulerRole.RoleArn()},
@@ -461,10 +467,7 @@ func (s *builder) lambdas() {
 		llm["OPENAI_MODEL"] = jsii.String(s.cfg.OpenAIModel)
 		llm["OPENAI_API_KEY_SECRET_ARN"] = s.providerKey.SecretArn()
 	}
-	schedules := map[string]*string{
-		"SCHEDULE_GROUP":     s.scheduleGroup.ScheduleGroupName(),
-		"SCHEDULER_ROLE_ARN": s.schedulerRole.RoleArn(),
-	}
+	schedules := map[string]*string{"SCHEDULE_GROUP": s.scheduleGroup.ScheduleGroupName()}
 	merge := func(ms ...map[string]*string) map[string]*string {
 		out := map[string]*string{}
 		for _, m := range ms {
@@ -475,12 +478,14 @@ func (s *builder) lambdas() {
 		return out
 	}
 
-	// scheduler: the target of check-in schedules; starts their runs.
+	// scheduler: the target of check-in schedules; claims their firings
+	// and starts their runs. It makes no schedules: it deletes only the
+	// schedule of a job that no longer exists.
 	sched := s.function("scheduler", "EventBridge Scheduler check-ins", 256, 60, common(schedules))
 	s.grantTable(sched, "scheduler")
 	s.grantWorkspace(sched)
 	s.grantStates(sched, false)
-	s.grantSchedules(sched)
+	s.grantSchedules(sched, "scheduler:DeleteSchedule")
 	sched.GrantInvoke(s.schedulerRole)
 	// EventBridge Scheduler invokes it asynchronously: a check-in that
 	// keeps failing lands in a queue instead of vanishing.
@@ -488,16 +493,18 @@ func (s *builder) lambdas() {
 		OnFailure:     awslambdadestinations.NewSqsDestination(s.deadLetterQueue("CheckInFailures")),
 		RetryAttempts: jsii.Number(2),
 	})
-	schedules["SCHEDULER_TARGET_ARN"] = sched.FunctionArn()
+	// The functions that make schedules: each job's schedule targets the
+	// scheduler function, as the scheduler role.
+	makers := merge(schedules, map[string]*string{"SCHEDULER_ROLE_ARN": s.schedulerRole.RoleArn(), "SCHEDULER_TARGET_ARN": sched.FunctionArn()})
+	s.schedulerFunction = sched
 
 	// api: the OpenAI-compatible API and health, streamed.
 	api := s.function("api", "OpenAI-compatible API and health (response streaming)", float64(s.cfg.RunMemory), 900,
-		common(merge(llm, schedules)))
+		common(llm))
 	s.grantTable(api, "api")
 	s.grantWorkspace(api)
 	s.grantStates(api, true)
 	s.grantBedrock(api, true, true)
-	s.grantSchedules(api)
 	if s.providerKey != nil {
 		s.providerKey.GrantRead(api, nil)
 	}
@@ -536,14 +543,16 @@ func (s *builder) lambdas() {
 		stepEnv["TELEGRAM_BOT_TOKEN_SECRET_ARN"] = s.botTokenID()
 		stepEnv["TELEGRAM_API_BASE"] = jsii.String(s.cfg.TelegramAPIBase)
 	}
-	step := s.function("step", "agent runs, inline and as Step Functions tasks", float64(s.cfg.RunMemory), 900, common(merge(llm, schedules, stepEnv)))
+	step := s.function("step", "agent runs, inline and as Step Functions tasks", float64(s.cfg.RunMemory), 900, common(merge(llm, makers, stepEnv)))
 	s.grantTable(step, "step")
 	s.grantWorkspace(step)
 	// The park task resumes its own run when the approval was answered
 	// before the token was stored (SendTaskSuccess).
 	s.grantStates(step, true)
 	s.grantBedrock(step, true, true)
-	s.grantSchedules(step)
+	// Agents' turns make, change and delete their reminders (the
+	// schedule tool): the jobs' schedules.
+	s.grantSchedules(step, "scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule")
 	s.wsGrant(step)
 	// Runs are invoked asynchronously: Lambda retries a failed or timed
 	// out invocation twice (the retry hands the run to the state machine),
@@ -610,6 +619,11 @@ func (s *builder) outputs() {
 	// `lambdaclaw … --stack` finds the table by TableName and the agents
 	// by Agents (functions/lambdaclaw/stack.go).
 	out("Agents", jsii.String(s.cfg.agentNames()), "the agents the functions serve by configuration (the default agent and those of agents_file), comma-separated; they also serve every workspace pushed to the bucket")
+	// `lambdaclaw cron … --stack` makes the jobs' schedules as the
+	// functions do.
+	out("ScheduleGroup", s.scheduleGroup.ScheduleGroupName(), "the EventBridge Scheduler group of the check-ins' schedules")
+	out("SchedulerRoleArn", s.schedulerRole.RoleArn(), "the role the check-ins' schedules invoke the scheduler function as")
+	out("SchedulerFunctionArn", s.schedulerFunction.FunctionArn(), "the scheduler function, the target of the check-ins' schedules")
 	if s.cfg.Telegram {
 		out("TelegramWebhookUrl", s.urlFor("/telegram/webhook"), "url for Telegram's setWebhook")
 		out("TelegramBotTokenSecretArn", s.botToken.SecretArn(), "the imported bot token secret (partial ARN)")

@@ -132,10 +132,10 @@ func TestFunctions(t *testing.T) {
 			}
 			// Who gets which endpoint.
 			vars := map[string][]string{
-				"api":       {"STATE_MACHINE_ARN", "SCHEDULE_GROUP", "SCHEDULER_ROLE_ARN", "SCHEDULER_TARGET_ARN"},
+				"api":       {"STATE_MACHINE_ARN"},
 				"ws":        {"STATE_MACHINE_ARN", "WS_ENDPOINT"},
-				"step":      {"STATE_MACHINE_ARN", "WS_ENDPOINT", "SCHEDULER_TARGET_ARN"},
-				"scheduler": {"STATE_MACHINE_ARN", "SCHEDULE_GROUP", "SCHEDULER_ROLE_ARN"},
+				"step":      {"STATE_MACHINE_ARN", "WS_ENDPOINT", "SCHEDULE_GROUP", "SCHEDULER_ROLE_ARN", "SCHEDULER_TARGET_ARN"},
+				"scheduler": {"STATE_MACHINE_ARN", "SCHEDULE_GROUP"},
 			}
 			if s.cfg.Telegram {
 				vars["telegram"] = []string{"STATE_MACHINE_ARN", "TELEGRAM_BOT_TOKEN_SECRET_ARN", "TELEGRAM_WEBHOOK_SECRET_ARN"}
@@ -339,14 +339,43 @@ func TestScheduler(t *testing.T) {
 	if len(got) != 1 || !slices.Contains(got["lambda:InvokeFunction"], "${"+schedFn+".Arn}") {
 		t.Errorf("scheduler role may %v, want lambda:InvokeFunction on the scheduler function only", got)
 	}
-	for _, name := range []string{"api", "step", "scheduler"} {
+	// Who may do what with schedules: step makes the agents' reminders,
+	// the scheduler function deletes only schedules left by deleted jobs,
+	// nobody reads them; only those that make schedules pass the role.
+	var groupName string
+	for _, g := range s.resources("AWS::Scheduler::ScheduleGroup") {
+		groupName, _ = props(g)["Name"].(string)
+	}
+	group := regexp.MustCompile(`^arn:\$\{AWS::Partition\}:scheduler:\$\{AWS::Region\}:\$\{AWS::AccountId\}:schedule/` + regexp.QuoteMeta(groupName) + `/\*$`)
+	for name, want := range map[string][]string{
+		"step":      {"scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:UpdateSchedule"},
+		"scheduler": {"scheduler:DeleteSchedule"},
+		"api":       nil,
+		"ws":        nil,
+	} {
 		acts := s.actionsOf(s.roleOf(t, s.functionID(t, name)))
-		if r := acts["iam:PassRole"]; len(r) != 1 || r[0] != "${"+role+".Arn}" {
-			t.Errorf("%s: iam:PassRole on %v, want the scheduler role", name, r)
+		var got []string
+		for a, resources := range acts {
+			if strings.HasPrefix(a, "scheduler:") {
+				got = append(got, a)
+				for _, r := range resources {
+					if !group.MatchString(r) {
+						t.Errorf("%s: %s on %s, want the check-in group's schedules", name, a, r)
+					}
+				}
+			}
 		}
-		if _, ok := acts["scheduler:CreateSchedule"]; !ok {
-			t.Errorf("%s cannot create schedules", name)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s may %v on schedules, want %v", name, got, want)
 		}
+		r, passes := acts["iam:PassRole"]
+		if passes != slices.Contains(want, "scheduler:CreateSchedule") || (passes && (len(r) != 1 || r[0] != "${"+role+".Arn}")) {
+			t.Errorf("%s: iam:PassRole on %v; want the scheduler role exactly when it makes schedules", name, r)
+		}
+	}
+	for _, o := range []string{"ScheduleGroup", "SchedulerRoleArn", "SchedulerFunctionArn"} {
+		assert(t, "output "+o, func() { s.template.HasOutput(jsii.String(o), m{}) })
 	}
 	for _, st := range s.statements() {
 		if slices.Contains(st.actions, "iam:PassRole") {

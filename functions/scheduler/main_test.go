@@ -1,18 +1,22 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
 	"testing"
 	"time"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ebscheduler"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
-func setup(t *testing.T) (*cloudtest.Env, *checkin.Handler, checkin.Event) {
+func setup(t *testing.T) (*cloudtest.Env, *Handler, checkin.Event) {
 	env := cloudtest.Setup(t)
 	h, err := handler(t.Context())
 	if err != nil {
@@ -23,6 +27,16 @@ func setup(t *testing.T) (*cloudtest.Env, *checkin.Handler, checkin.Event) {
 	return env, h, ev
 }
 
+// handle sends v to the function as its event.
+func handle(t *testing.T, h *Handler, v any) (any, error) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.Handle(t.Context(), b)
+}
+
 // TestCheckIn runs the sample check-in through the state machine (played
 // by the fake with the step handler): the answer goes to the channel, and
 // a repeated delivery of the same schedule run does nothing.
@@ -30,10 +44,11 @@ func TestCheckIn(t *testing.T) {
 	env, h, ev := setup(t)
 	env.PlayStep(t)
 
-	res, err := h.Handle(t.Context(), ev)
+	out, err := handle(t, h, ev)
 	if err != nil {
 		t.Fatal(err)
 	}
+	res := out.(checkin.Result)
 	if _, want := (agent.Identity{}).Session(ev.Agent, ev.Channel, ev.Key, ev.User); res.SessionID != want {
 		t.Errorf("session %s, want %s (the user's)", res.SessionID, want)
 	}
@@ -45,7 +60,7 @@ func TestCheckIn(t *testing.T) {
 		t.Errorf("final frame = %v", final)
 	}
 
-	again, err := h.Handle(t.Context(), ev)
+	again, err := handle(t, h, ev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +87,7 @@ func TestCheckInWaitsForApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	res, err := h.Handle(ctx, ev)
+	res, err := h.CheckIns.Handle(ctx, ev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,5 +99,100 @@ func TestCheckInWaitsForApproval(t *testing.T) {
 	}
 	if started := env.SFN.Started(); len(started) != 1 || started[0] != first.RunID {
 		t.Errorf("executions %v; want only the parked run's", started)
+	}
+}
+
+// TestJobFiring delivers a job's firing as its schedule sends it
+// (events/scheduler/job-firing.json, the scheduled time filled in): the
+// function claims it and starts its run through the state machine, whose
+// end records the answer on the job's run; the same firing delivered
+// again starts nothing.
+func TestJobFiring(t *testing.T) {
+	env, h, _ := setup(t)
+	env.PlayStep(t)
+	ctx := t.Context()
+	// The job was made five minutes ago (by the CLI or the schedule
+	// tool), with its schedule in the group.
+	made := time.Now().UTC().Add(-5 * time.Minute)
+	jobs := env.Store.Schedule(&ebscheduler.Schedules{API: env.Scheduler.Client(), Group: cloudtest.SchedulerGroup,
+		Role: cloudtest.SchedulerRoleARN, Target: cloudtest.SchedulerTargetARN}, func() time.Time { return made })
+	j, err := jobs.Create(ctx, schedule.Job{ID: "job_sample", Owner: "user:alice", Agent: "default", Message: "Daily check-in: how are the parser benchmarks?",
+		Schedule: schedule.Schedule{Cron: "* * * * *"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample, err := os.ReadFile(cloudtest.EventPath(t, "scheduler/job-firing.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in ebscheduler.Delivery
+	if err := json.Unmarshal(sample, &in); err != nil || in.Job != j.ID {
+		t.Fatalf("the sample delivery %s names job %q, want %q (%v)", sample, in.Job, j.ID, err)
+	}
+	if want := env.Scheduler.Input(j.ID, j.Next, 0); string(want) == "" {
+		t.Fatal("no schedule for the job")
+	}
+	// The sample's scheduled time is the job's first firing.
+	in.ScheduledTime = j.Next.Format(time.RFC3339)
+
+	out, err := handle(t, h, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := schedule.Firing{JobID: j.ID, At: j.Next}
+	if got := out.(checkin.Fired); got.Outcome != "started" || got.RunID != f.RunID() {
+		t.Fatalf("delivery = %+v; want the firing's run started", got)
+	}
+	if e := env.SFN.Wait(f.RunID(), 5*time.Second); e.Err != nil {
+		t.Fatalf("execution: %v", e.Err)
+	}
+	cloudtest.Wait(t, 5*time.Second, "the run recorded on the job", func() bool {
+		runs, err := jobs.Runs(ctx, j.Owner, j.ID, 10)
+		return err == nil && len(runs) == 1 && runs[0].Status == schedule.RunDone
+	})
+	runs, _ := jobs.Runs(ctx, j.Owner, j.ID, 10)
+	if runs[0].Reply != "echo: "+j.Message || runs[0].Tokens == 0 {
+		t.Errorf("run = %+v; want the echoed answer and its tokens", runs[0])
+	}
+
+	again, err := handle(t, h, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := again.(checkin.Fired); got.Outcome != "duplicate" || len(env.SFN.Started()) != 1 {
+		t.Errorf("second delivery = %+v, executions %v; want a duplicate, started once", got, env.SFN.Started())
+	}
+}
+
+// TestJobGone delivers the firing of a job that was deleted while its
+// schedule was left behind: nothing runs, and the schedule is deleted.
+func TestJobGone(t *testing.T) {
+	env, h, _ := setup(t)
+	timers := &ebscheduler.Schedules{API: env.Scheduler.Client(), Group: cloudtest.SchedulerGroup, Role: cloudtest.SchedulerRoleARN, Target: cloudtest.SchedulerTargetARN}
+	left := schedule.Job{ID: "job_left", Owner: "user:alice", Agent: "default", Message: "hi", Schedule: schedule.Schedule{Cron: "0 9 * * *"}}
+	if err := timers.Set(t.Context(), left, true); err != nil {
+		t.Fatal(err)
+	}
+	out, err := handle(t, h, json.RawMessage(env.Scheduler.Input(left.ID, time.Now().UTC().Truncate(time.Minute), 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.(checkin.Fired); got.Outcome != "gone" {
+		t.Errorf("delivery = %+v, want gone", got)
+	}
+	if _, ok := env.Scheduler.Schedules()[left.ID]; ok {
+		t.Error("the left schedule is still there")
+	}
+	if started := env.SFN.Started(); len(started) != 0 {
+		t.Errorf("executions %v, want none", started)
+	}
+}
+
+// TestBadDelivery refuses a delivery whose scheduled time was not filled
+// in (a schedule whose input escaped the context attribute).
+func TestBadDelivery(t *testing.T) {
+	_, h, _ := setup(t)
+	if _, err := handle(t, h, ebscheduler.Delivery{Job: "job_x", ScheduledTime: "\u003caws.scheduler.scheduled-time\u003e"}); err == nil {
+		t.Error("a delivery without a scheduled time was taken")
 	}
 }

@@ -47,6 +47,9 @@ type Env struct {
 	SFN    *SFN
 	Lambda *Lambda
 	APIGW  *Management
+	// Scheduler is EventBridge Scheduler (SCHEDULER_ENDPOINT), its group
+	// SchedulerGroup, on the real clock.
+	Scheduler *Scheduler
 	// Files is the workspace bucket (WORKSPACE_BUCKET) in an S3-compatible
 	// server (S3).
 	Files *s3fs.FS
@@ -121,7 +124,7 @@ func Setup(t *testing.T) *Env {
 	}
 
 	e := &Env{Store: table.Store, TableName: table.Name, Key: key, LLM: fakellm.New(), SFN: NewSFN(t), Lambda: NewLambda(t),
-		APIGW: NewManagement(t), table: table}
+		APIGW: NewManagement(t), Scheduler: NewScheduler(t, nil), table: table}
 	t.Cleanup(e.LLM.Close)
 	s3Endpoint, bucket := S3(t)
 	e.Files = s3FS(t, s3Endpoint, bucket, "")
@@ -134,6 +137,8 @@ func Setup(t *testing.T) *Env {
 		"STATE_MACHINE_ARN": StateMachineARN, "STEPFUNCTIONS_ENDPOINT": e.SFN.URL,
 		"WS_ENDPOINT": e.APIGW.URL, "WORKSPACE_BUCKET": bucket, "S3_ENDPOINT": s3Endpoint,
 		"LAMBDA_ENDPOINT": e.Lambda.URL, "RUN_FUNCTION": "",
+		"SCHEDULER_ENDPOINT": e.Scheduler.URL, "SCHEDULE_GROUP": SchedulerGroup,
+		"SCHEDULER_ROLE_ARN": SchedulerRoleARN, "SCHEDULER_TARGET_ARN": SchedulerTargetARN,
 		"DEFAULT_PROVIDER": "openai", "OPENAI_BASE_URL": e.LLM.URL + "/v1", "OPENAI_MODEL": "fake-model",
 		"OPENAI_API_KEY": "sk-fake", "OPENAI_API_KEY_SECRET_ARN": "", "BEDROCK_MODEL": "",
 		"AGENTS_CONFIG": "", "SESSION_SHARING": "", "LOG_LEVEL": "error", "MAX_REPLY_BYTES": "",

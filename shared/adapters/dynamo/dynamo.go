@@ -39,6 +39,9 @@
 //	MEM#<agent>         OWNED#…#<key>         an owner's memory (memory.go) owner, and the same as above
 //	MEM#<agent>         LOG#…#HEAD            head of a memory space        ver, its last version (memory.go)
 //	MEM#<agent>         LOG#…#<ver:020>       change ver of a memory space  keys, expires_at (a day on)
+//	CRON#<owner>        JOB#<id>              a scheduled check-in's job    def (B), paused, next_at, created_at, updated_at (schedule.go)
+//	CRON#<owner>        RUN#<id>#<ms:015>     the run of one of its firings status, lease_until, reply, tokens, …, expires_at
+//	CRONID#<id>         CRONID                the claim of a job id         owner
 //
 // Times are epoch milliseconds (N), read back in UTC.
 //

@@ -32,7 +32,10 @@
 //   - the agent.Router that routes what runs tell by their reply channel:
 //     "ws" to the API Gateway WebSocket connection (WS_ENDPOINT), "http"
 //     to the in-process Hub the api function's requests listen to, "tg"
-//     to the Telegram channel when a bot token is configured (telegram.go).
+//     to the Telegram channel when a bot token is configured (telegram.go),
+//     "cron" to the record of scheduled check-ins (schedule.go);
+//   - scheduled check-ins: jobs in the table, one EventBridge Scheduler
+//     schedule each (schedule.go).
 //
 // # Environment
 //
@@ -62,6 +65,8 @@
 //	                           a longer reply is cut with finish_reason "length"
 //	SESSION_SHARING            shared (default: one session per user and agent
 //	                           across channels) or per_channel
+//	SCHEDULE_GROUP, SCHEDULER_ROLE_ARN, SCHEDULER_TARGET_ARN, SCHEDULER_ENDPOINT
+//	                           the check-ins' EventBridge Scheduler schedules (schedule.go)
 //	OPENSEARCH_ENDPOINT        OpenSearch domain, to search memories there (see NewSearchIndex)
 //	OPENSEARCH_ENGINE, OPENSEARCH_INDEX, EMBED_DIMENSIONS  its k-NN engine, index, vector length
 //	BEDROCK_EMBED_MODEL        Titan embedding model of memory vectors (keyword-only without)
@@ -94,6 +99,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ebscheduler"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/emf"
 	s3fs "github.com/lambdaclaw/lambdaclaw/shared/adapters/s3"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
@@ -150,6 +156,9 @@ type Root struct {
 	// Telegram is the Telegram channel, nil without a bot token in the
 	// environment (telegram.go).
 	Telegram *telegram.Channel
+	// Schedule is the engine of scheduled check-ins (schedule.go).
+	Schedule *dynamo.Schedule
+	timers   *ebscheduler.Schedules
 	secrets  *secrets
 }
 
@@ -269,6 +278,7 @@ func New(ctx context.Context) (*Root, error) {
 	if err := r.newTelegram(ctx, getenv, router); err != nil {
 		return nil, err
 	}
+	r.newSchedule(awsCfg, getenv, router)
 	if len(cfg.Providers) == 0 {
 		log.Debug("no LLM provider configured: this function does not call models")
 	}

@@ -77,7 +77,7 @@ func Run(t *testing.T, newEngine func(t *testing.T, clock *Clock) Harness) {
 		t.Run(c.name, func(t *testing.T) {
 			clock := NewClock(time.Date(2025, 1, 6, 9, 0, 0, 0, time.UTC))
 			h := newEngine(t, clock)
-			c.test(t, &suite{Harness: h, clock: clock, ctx: t.Context()})
+			c.test(t, &suite{Harness: h, clock: clock, ctx: t.Context(), tick: max(10*time.Second, h.MinEvery)})
 		})
 	}
 }
@@ -86,6 +86,9 @@ type suite struct {
 	Harness
 	clock *Clock
 	ctx   context.Context
+	// tick is the interval of the suite's short jobs: 10 s, or the
+	// engine's MinEvery when that is longer.
+	tick time.Duration
 }
 
 const owner = "user:ada"
@@ -196,20 +199,20 @@ func testValidation(t *testing.T, s *suite) {
 
 func testCreateAndFire(t *testing.T, s *suite) {
 	t0 := s.clock.Now()
-	j := s.create(t, job(10*time.Second))
-	if j.ID == "" || !j.Next.Equal(t0.Add(10*time.Second)) || !j.CreatedAt.Equal(t0) {
-		t.Fatalf("created %+v; want an id, created now and next in 10s", j)
+	j := s.create(t, job(s.tick))
+	if j.ID == "" || !j.Next.Equal(t0.Add(s.tick)) || !j.CreatedAt.Equal(t0) {
+		t.Fatalf("created %+v; want an id, created now and next in one tick", j)
 	}
 	if got, err := s.Engine.Get(s.ctx, owner, j.ID); err != nil || got.Message != "check in" {
 		t.Fatalf("Get = %+v, %v", got, err)
 	}
-	s.clock.Advance(5 * time.Second)
+	s.clock.Advance(s.tick / 2)
 	if fs := s.due(t); len(fs) != 0 {
 		t.Fatalf("Due before the firing = %v", fs)
 	}
-	s.clock.Advance(5 * time.Second)
+	s.clock.Advance(s.tick / 2)
 	fs := s.due(t)
-	want := []schedule.Firing{{JobID: j.ID, At: t0.Add(10 * time.Second)}}
+	want := []schedule.Firing{{JobID: j.ID, At: t0.Add(s.tick)}}
 	if diff := cmp.Diff(want, fs); diff != "" {
 		t.Fatalf("Due (-want +got):\n%s", diff)
 	}
@@ -238,8 +241,8 @@ func testCreateAndFire(t *testing.T, s *suite) {
 	if got.Status != schedule.RunDone || got.Tokens != 42 || got.Reply != "all good" || got.Delivered != "telegram:1" || got.FinishedAt.IsZero() {
 		t.Errorf("run = %+v; want done, 42 tokens, the reply and its target", got)
 	}
-	if next := s.get(t, j.ID).Next; !next.Equal(t0.Add(20 * time.Second)) {
-		t.Errorf("next = %v, want %v", next, t0.Add(20*time.Second))
+	if next := s.get(t, j.ID).Next; !next.Equal(t0.Add(2 * s.tick)) {
+		t.Errorf("next = %v, want %v", next, t0.Add(2*s.tick))
 	}
 }
 
@@ -295,35 +298,35 @@ func testLeaseTakeover(t *testing.T, s *suite) {
 
 func testPauseResume(t *testing.T, s *suite) {
 	t0 := s.clock.Now()
-	j := s.create(t, job(10*time.Second))
+	j := s.create(t, job(s.tick))
 	p, err := s.Engine.SetPaused(s.ctx, owner, j.ID, true)
 	if err != nil || !p.Paused {
 		t.Fatalf("SetPaused = %+v, %v", p, err)
 	}
-	s.clock.Advance(35 * time.Second)
+	s.clock.Advance(3*s.tick + s.tick/2)
 	if fs := s.due(t); len(fs) != 0 {
 		t.Errorf("Due while paused = %v", fs)
 	}
-	_, err = s.Engine.Claim(s.ctx, schedule.Firing{JobID: j.ID, At: t0.Add(10 * time.Second)})
+	_, err = s.Engine.Claim(s.ctx, schedule.Firing{JobID: j.ID, At: t0.Add(s.tick)})
 	wantErr(t, "claim while paused", err, schedule.ErrNotDue)
 	r, err := s.Engine.SetPaused(s.ctx, owner, j.ID, false)
 	if err != nil || r.Paused {
 		t.Fatalf("resume = %+v, %v", r, err)
 	}
-	if want := t0.Add(40 * time.Second); !r.Next.Equal(want) {
+	if want := t0.Add(4 * s.tick); !r.Next.Equal(want) {
 		t.Errorf("next after resume = %v, want %v (no catch-up of the pause)", r.Next, want)
 	}
 	if fs := s.due(t); len(fs) != 0 {
 		t.Errorf("Due right after resume = %v", fs)
 	}
-	s.clock.Advance(5 * time.Second)
+	s.clock.Advance(s.tick / 2)
 	if runs := s.fireAll(t); len(runs) != 1 || runs[0].Status != schedule.RunRunning {
 		t.Errorf("fired after resume = %+v, want one run", runs)
 	}
 }
 
 func testDeleteWhileRunning(t *testing.T, s *suite) {
-	j := s.create(t, job(10*time.Second))
+	j := s.create(t, job(s.tick))
 	s.clock.Set(j.Next)
 	f := s.due(t)[0]
 	s.claim(t, f)
@@ -335,7 +338,7 @@ func testDeleteWhileRunning(t *testing.T, s *suite) {
 		t.Errorf("Finish of a deleted job's run: %v", err)
 	}
 	for range 3 {
-		s.clock.Advance(10 * time.Second)
+		s.clock.Advance(s.tick)
 		if fs := s.due(t); len(fs) != 0 {
 			t.Errorf("Due after delete = %v", fs)
 		}
@@ -466,34 +469,34 @@ func testDST(t *testing.T, s *suite) {
 
 func testCatchUpOne(t *testing.T, s *suite) {
 	t0 := s.clock.Now()
-	j := s.create(t, job(10*time.Second))
-	s.clock.Advance(55 * time.Second) // five firings missed
+	j := s.create(t, job(s.tick))
+	s.clock.Advance(5*s.tick + s.tick/2) // five firings missed
 	runs := s.fireAll(t)
-	if len(runs) != 1 || runs[0].Status != schedule.RunRunning || !runs[0].At.Equal(t0.Add(50*time.Second)) {
+	if len(runs) != 1 || runs[0].Status != schedule.RunRunning || !runs[0].At.Equal(t0.Add(5*s.tick)) {
 		t.Fatalf("after five missed firings: %+v; want one catch-up run of the latest", runs)
 	}
 	if runs := s.fireAll(t); len(runs) != 0 {
 		t.Errorf("a second round of catch-up: %+v", runs)
 	}
-	if next := s.get(t, j.ID).Next; !next.Equal(t0.Add(60 * time.Second)) {
+	if next := s.get(t, j.ID).Next; !next.Equal(t0.Add(6 * s.tick)) {
 		t.Errorf("next = %v, want the first firing after now", next)
 	}
 	// A stale delivery of a coalesced firing does not run.
-	_, err := s.Engine.Claim(s.ctx, schedule.Firing{JobID: j.ID, At: t0.Add(20 * time.Second)})
+	_, err := s.Engine.Claim(s.ctx, schedule.Firing{JobID: j.ID, At: t0.Add(2 * s.tick)})
 	wantErr(t, "claim of a coalesced firing", err, schedule.ErrNotDue)
 }
 
 func testCatchUpSkip(t *testing.T, s *suite) {
 	t0 := s.clock.Now()
-	j := job(10 * time.Second)
+	j := job(s.tick)
 	j.CatchUp = schedule.CatchUpSkip
 	j = s.create(t, j)
-	s.clock.Advance(55 * time.Second)
+	s.clock.Advance(5*s.tick + s.tick/2)
 	runs := s.fireAll(t)
 	if len(runs) != 1 || runs[0].Status != schedule.RunSkipped || runs[0].Reason == "" {
 		t.Fatalf("after missed firings with skip: %+v; want one skipped record", runs)
 	}
-	s.clock.Set(t0.Add(60 * time.Second))
+	s.clock.Set(t0.Add(6 * s.tick))
 	if runs := s.fireAll(t); len(runs) != 1 || runs[0].Status != schedule.RunRunning {
 		t.Errorf("the next firing on time: %+v; want it run", runs)
 	}

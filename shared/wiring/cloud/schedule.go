@@ -1,0 +1,52 @@
+package cloud
+
+import (
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ebscheduler"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
+)
+
+// Scheduled check-ins on AWS: jobs and runs in the table
+// (dynamo.Schedule), one EventBridge Scheduler schedule per job in the
+// stack's group (ebscheduler), whose deliveries the scheduler function
+// claims and starts (Root.Jobs); the step function, where runs end,
+// records and delivers their answers (schedule.Replier on the "cron"
+// channel).
+//
+//	SCHEDULE_GROUP        the schedule group of the jobs' schedules
+//	SCHEDULER_ROLE_ARN    the role the schedules invoke their target as
+//	SCHEDULER_TARGET_ARN  the scheduler function, the schedules' target (not
+//	                      set in the scheduler function itself, which makes
+//	                      no schedules and deletes only those left behind)
+//	SCHEDULER_ENDPOINT    EventBridge Scheduler endpoint override (tests)
+
+// newSchedule builds the engine of jobs and adds the replier of check-in
+// runs to router.
+func (r *Root) newSchedule(awsCfg aws.Config, getenv func(string) string, router agent.Router) {
+	client := scheduler.NewFromConfig(awsCfg, func(o *scheduler.Options) {
+		if ep := getenv("SCHEDULER_ENDPOINT"); ep != "" {
+			o.BaseEndpoint = aws.String(ep)
+		}
+	})
+	r.timers = &ebscheduler.Schedules{API: client, Group: getenv("SCHEDULE_GROUP"), Role: getenv("SCHEDULER_ROLE_ARN"), Target: getenv("SCHEDULER_TARGET_ARN")}
+	r.Schedule = r.Store.Schedule(r.timers, nil)
+	replier := &schedule.Replier{Engine: r.Schedule, Jobs: r.Schedule.Job, Deliver: map[string]agent.Replier{}, Log: r.Log}
+	if r.Telegram != nil {
+		replier.Deliver[schedule.DeliverTelegram] = r.Telegram
+	}
+	router[schedule.Channel] = replier
+}
+
+// Jobs returns the handler of the scheduler function's deliveries of
+// jobs' firings.
+func (r *Root) Jobs() *checkin.Jobs {
+	return &checkin.Jobs{Engine: r.Schedule, Runner: &schedule.Runner{Engine: r.Schedule, Loop: r.Loop, Lane: r.Driver},
+		Gone: r.timers.Remove, Log: r.Log}
+}
+
+var _ dynamo.ScheduleTimers = (*ebscheduler.Schedules)(nil)
