@@ -113,9 +113,14 @@ func (s *builder) grantTable(fn awslambda.Function, role string) {
 		// Finished runs may queue jobs (conversations to record).
 		s.grantItems(fn, []string{"dynamodb:PutItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}, jobKeys)
 		// A check-in run that ends records its end on its job's run
-		// (schedule.Replier), reading the job for its delivery target.
-		s.grantItems(fn, readActions, cronIDKeys)
-		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, cronKeys)
+		// (schedule.Replier), reading the job for its delivery target;
+		// the schedule tool lists, makes (the job and its id's claim in
+		// one transaction) and deletes (with its runs) the jobs of the
+		// person an agent talks to, and the heartbeats' jobs follow the
+		// agents' settings (schedule.SyncHeartbeats).
+		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"}, cronIDKeys)
+		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
+			"dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}, cronKeys)
 		if s.cfg.Telegram {
 			// Replies go through the Telegram outbox.
 			s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, outboxKeys)

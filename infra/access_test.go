@@ -119,10 +119,12 @@ func TestTableGrants(t *testing.T) {
 		"scheduler": {describe, items(sessions, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"),
 			items([]string{"CRONID#*"}, "dynamodb:GetItem"),
 			items([]string{"CRON#*"}, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem")},
-		// A check-in run that ends is recorded on its job's run.
+		// A check-in run that ends is recorded on its job's run; the
+		// schedule tool and the heartbeats make, list and delete jobs.
 		"step": {describe, items(sessions, session...), items([]string{"MEM#*"}, memory...),
 			items([]string{"JOB#*"}, "dynamodb:PutItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"),
-			items([]string{"CRONID#*"}, "dynamodb:GetItem"), items([]string{"CRON#*"}, "dynamodb:GetItem", "dynamodb:UpdateItem"),
+			items([]string{"CRONID#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"),
+			items([]string{"CRON#*"}, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"),
 			items([]string{"TGOUT#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 			{Actions: []string{"dynamodb:Query"}, Resource: "index/gsi1", LeadingKeys: []string{"TGOUT#*"}}},
 		// The indexer reads the table's stream only.

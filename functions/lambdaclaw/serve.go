@@ -64,7 +64,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("config: telegram.agent: %w", noAgent(cfg.Telegram.Agent, names))
 		}
 	}
-	beats, err := heartbeats(cfg)
+	beats, err := setup.Heartbeats(cfg, cfg.Telegram.Enabled)
 	if err != nil {
 		return err
 	}
@@ -288,31 +288,4 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 		l = slog.LevelInfo
 	}
 	return slog.New(scrub.NewHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})))
-}
-
-// heartbeats returns the agents' configured heartbeats as the schedule
-// takes them, checked.
-func heartbeats(cfg *config.Config) (map[string]schedule.HeartbeatConfig, error) {
-	out := map[string]schedule.HeartbeatConfig{}
-	for name, a := range cfg.Agents {
-		if a.Heartbeat == nil {
-			continue
-		}
-		h := schedule.Heartbeat{ActiveHours: a.Heartbeat.ActiveHours, TZ: a.Heartbeat.TZ}
-		if err := h.Validate(); err != nil {
-			return nil, fmt.Errorf("config: agent %q: %w", name, err)
-		}
-		to, err := schedule.ParseTarget(a.Heartbeat.Deliver)
-		if err != nil {
-			return nil, fmt.Errorf("config: agent %q: heartbeat: deliver: %w", name, err)
-		}
-		if to.Kind == schedule.DeliverTelegram && !cfg.Telegram.Enabled {
-			return nil, fmt.Errorf("config: agent %q: heartbeat: deliver %s needs the Telegram channel (telegram.enabled)", name, to)
-		}
-		if to.Kind == schedule.DeliverWebhook || to.Kind == schedule.DeliverWS {
-			return nil, fmt.Errorf("config: agent %q: heartbeat: deliver %s: the local server delivers to telegram:<chat id> only", name, to)
-		}
-		out[name] = schedule.HeartbeatConfig{Every: time.Duration(a.Heartbeat.Every), Heartbeat: h, Deliver: to}
-	}
-	return out, nil
 }

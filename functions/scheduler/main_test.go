@@ -3,9 +3,12 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ebscheduler"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
@@ -14,6 +17,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
+	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
 
 func setup(t *testing.T) (*cloudtest.Env, *Handler, checkin.Event) {
@@ -102,6 +106,24 @@ func TestCheckInWaitsForApproval(t *testing.T) {
 	}
 }
 
+// fire delivers the firing of j at j.Next, in, and waits for the run it
+// must start to end.
+func fire(t *testing.T, env *cloudtest.Env, h *Handler, in any, j schedule.Job) schedule.Firing {
+	t.Helper()
+	out, err := handle(t, h, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := schedule.Firing{JobID: j.ID, At: j.Next}
+	if got := out.(checkin.Fired); got.Outcome != "started" || got.RunID != f.RunID() {
+		t.Fatalf("delivery = %+v; want the firing's run started", got)
+	}
+	if e := env.SFN.Wait(f.RunID(), 5*time.Second); e.Err != nil {
+		t.Fatalf("execution: %v", e.Err)
+	}
+	return f
+}
+
 // TestJobFiring delivers a job's firing as its schedule sends it
 // (events/scheduler/job-firing.json, the scheduled time filled in): the
 // function claims it and starts its run through the state machine, whose
@@ -135,17 +157,7 @@ func TestJobFiring(t *testing.T) {
 	// The sample's scheduled time is the job's first firing.
 	in.ScheduledTime = j.Next.Format(time.RFC3339)
 
-	out, err := handle(t, h, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := schedule.Firing{JobID: j.ID, At: j.Next}
-	if got := out.(checkin.Fired); got.Outcome != "started" || got.RunID != f.RunID() {
-		t.Fatalf("delivery = %+v; want the firing's run started", got)
-	}
-	if e := env.SFN.Wait(f.RunID(), 5*time.Second); e.Err != nil {
-		t.Fatalf("execution: %v", e.Err)
-	}
+	fire(t, env, h, in, j)
 	cloudtest.Wait(t, 5*time.Second, "the run recorded on the job", func() bool {
 		runs, err := jobs.Runs(ctx, j.Owner, j.ID, 10)
 		return err == nil && len(runs) == 1 && runs[0].Status == schedule.RunDone
@@ -194,5 +206,76 @@ func TestBadDelivery(t *testing.T) {
 	_, h, _ := setup(t)
 	if _, err := handle(t, h, ebscheduler.Delivery{Job: "job_x", ScheduledTime: "\u003caws.scheduler.scheduled-time\u003e"}); err == nil {
 		t.Error("a delivery without a scheduled time was taken")
+	}
+}
+
+// TestReminderMadeInChat runs the schedule tool where tools run, in the
+// step function: the agent of a stateful session makes a reminder (a
+// tool call of the fake model), which becomes a schedule in the group;
+// that schedule's delivery to this function runs the reminder's turn in
+// the same session, through the state machine.
+func TestReminderMadeInChat(t *testing.T) {
+	env, h, ev := setup(t)
+	env.PlayStep(t)
+	ctx := t.Context()
+	sender := env.Root(t, "ws")
+	owner, sid := agent.Identity{}.Session(ev.Agent, ev.Channel, ev.Key, ev.User)
+	env.LLM.Enqueue(
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_remind", Name: "schedule",
+			Arguments: `{"action":"create","in":"2h","message":"Time to stretch your legs."}`}}},
+		fakellm.Reply{Content: "I will remind you in two hours."},
+	)
+	first, err := sender.Driver.Deliver(ctx, agent.Input{SessionID: sid, Agent: ev.Agent, Owner: owner, Autonomy: tool.Supervised, Interactive: true,
+		Messages: []chat.Message{{Role: chat.User, Content: "remind me to stretch in two hours"}}, Reply: agent.Reply{Channel: "ws", To: ev.To}}, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := env.SFN.Wait(first.RunID, 5*time.Second); e.Err != nil {
+		t.Fatalf("execution: %v", e.Err)
+	}
+	jobs := env.Store.Schedule(nil, nil)
+	made, err := jobs.List(ctx, owner)
+	if err != nil || len(made) != 1 {
+		t.Fatalf("the owner's jobs = %+v, %v; want the reminder", made, err)
+	}
+	j := made[0]
+	if j.SessionID != sid || j.Agent != ev.Agent || j.Message != "Time to stretch your legs." || j.Schedule.At.IsZero() {
+		t.Errorf("job = %+v; want a one-shot in session %s", j, sid)
+	}
+	sched, ok := env.Scheduler.Schedules()[j.ID]
+	if !ok {
+		t.Fatalf("no schedule %s in the fake Scheduler: %v", j.ID, env.Scheduler.Schedules())
+	}
+	if want := "at(" + j.Next.UTC().Format("2006-01-02T15:04:05") + ")"; sched.Expression != want {
+		t.Errorf("schedule expression %q, want %q", sched.Expression, want)
+	}
+
+	// The function at the reminder's time, two hours on: its engine's
+	// clock moved there (the step function, where the run ends, needs
+	// none).
+	db, err := dynamo.New(ctx, dynamo.Config{Table: env.TableName, Endpoint: env.Policed(t, "scheduler")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := db.Schedule(&ebscheduler.Schedules{API: env.Scheduler.Client(), Group: cloudtest.SchedulerGroup},
+		func() time.Time { return j.Next.Add(time.Second) })
+	h.Jobs.Engine, h.Jobs.Runner.Engine = later, later
+	f := fire(t, env, h, json.RawMessage(env.Scheduler.Input(j.ID, j.Next, 0)), j)
+	run, err := env.Store.GetRun(ctx, f.RunID())
+	if err != nil || run.SessionID != sid {
+		t.Errorf("reminder run = %+v, %v; want it in session %s", run, err, sid)
+	}
+	msgs, err := env.Store.Messages(ctx, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, m := range msgs {
+		texts = append(texts, m.Content)
+	}
+	if !slices.ContainsFunc(texts, func(s string) bool {
+		return strings.Contains(s, "Time to stretch your legs.") && strings.HasPrefix(s, "echo: ")
+	}) {
+		t.Errorf("the session's messages %q lack the reminder's answer", texts)
 	}
 }

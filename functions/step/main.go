@@ -30,5 +30,11 @@ func handler(ctx context.Context) (func(context.Context, sfn.Event) (any, error)
 	if err != nil {
 		return nil, err
 	}
+	// The heartbeats' jobs follow the agents' settings, made here, where
+	// schedules may be made. A failure leaves the runs working: it is
+	// logged, and the next cold start tries again.
+	if err := root.SyncHeartbeats(ctx); err != nil {
+		root.Log.Error("heartbeats not synced", "err", err)
+	}
 	return root.Driver.Handle, nil
 }

@@ -13,9 +13,12 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentenv"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
@@ -168,7 +171,7 @@ func TestStepAndCall(t *testing.T) {
 		t.Errorf("deltas streamed %q", streamed)
 	}
 	reqs := f.env.LLM.Requests()
-	wantTools := []string{"list_dir", "load_skill", "memory_forget", "memory_get", "memory_search", "memory_store", "read_file", "web_fetch", "workspace_memory", "write_file"}
+	wantTools := []string{"list_dir", "load_skill", "memory_forget", "memory_get", "memory_search", "memory_store", "read_file", "schedule", "web_fetch", "workspace_memory", "write_file"}
 	if len(reqs) != 2 || reqs[0].Messages[0].Role != "system" || !cmp.Equal(wantTools, reqs[0].Tools) {
 		t.Errorf("model requests: %d, first with tools %v; want 2, the first with %v", len(reqs), reqs[0].Tools, wantTools)
 	}
@@ -305,5 +308,47 @@ func TestFail(t *testing.T) {
 	}
 	if !f.laneFree(t, sample.SessionID) {
 		t.Error("the lane is still held after the failure")
+	}
+}
+
+// TestHeartbeatsSynced starts the function with an agent's heartbeat in
+// AGENTS_CONFIG: its job and schedule are made at the cold start, once
+// however many instances start, and a heartbeat taken out of the
+// settings is deleted with its schedule at the next.
+func TestHeartbeatsSynced(t *testing.T) {
+	env := cloudtest.Setup(t)
+	// Encoded as the CDK app does from the agents file.
+	agents, err := agentenv.Encode(map[string]config.AgentConfig{"default": {Heartbeat: &config.Heartbeat{
+		Every: config.Duration(30 * time.Minute), ActiveHours: "08:00-22:00", TZ: "Europe/Berlin"}}}, []string{agentenv.ProviderOpenAI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(agentenv.Var, agents)
+	id := schedule.HeartbeatID("default")
+	for range 2 {
+		if _, err := handler(t.Context()); err != nil {
+			t.Fatalf("handler: %v", err)
+		}
+	}
+	jobs, err := env.Store.Schedule(nil, nil).List(t.Context(), schedule.HeartbeatOwner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 || jobs[0].ID != id || time.Duration(jobs[0].Schedule.Every) != 30*time.Minute || jobs[0].Heartbeat == nil || jobs[0].Heartbeat.TZ != "Europe/Berlin" {
+		t.Fatalf("heartbeat jobs = %+v; want the default agent's, every 30m", jobs)
+	}
+	if s, ok := env.Scheduler.Schedules()[id]; !ok || s.Expression != "rate(30 minutes)" {
+		t.Fatalf("schedules %v; want %s at rate(30 minutes)", env.Scheduler.Schedules(), id)
+	}
+
+	t.Setenv(agentenv.Var, "")
+	if _, err := handler(t.Context()); err != nil {
+		t.Fatalf("handler: %v", err)
+	}
+	if jobs, err := env.Store.Schedule(nil, nil).List(t.Context(), schedule.HeartbeatOwner); err != nil || len(jobs) != 0 {
+		t.Errorf("heartbeat jobs = %+v, %v; want none", jobs, err)
+	}
+	if _, ok := env.Scheduler.Schedules()[id]; ok {
+		t.Error("the heartbeat's schedule is left")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -46,10 +47,11 @@ const (
 )
 
 // Tools are the names of the tools the functions give their agents:
-// web_fetch, load_skill, the file tools, workspace_memory and the memory
-// tools (shared/wiring/cloud's tests check that they are what it builds).
+// web_fetch, load_skill, schedule, the file tools, workspace_memory and
+// the memory tools (shared/wiring/cloud's tests check that they are what
+// it builds).
 var Tools = []string{
-	"web_fetch", "load_skill",
+	"web_fetch", "load_skill", "schedule",
 	"read_file", "write_file", "list_dir", "workspace_memory",
 	"memory_search", "memory_get", "memory_store", "memory_forget",
 }
@@ -91,13 +93,18 @@ func Parse(data []byte) (map[string]config.AgentConfig, error) {
 }
 
 // Check refuses agents that cannot work on AWS: a name that is not a
-// workspace's, a tool the functions do not have, and what
+// workspace's, a heartbeat more often than once a minute, a tool the
+// functions do not have, and what
 // config.ValidateAgents refuses, among it a provider not in providers,
 // the names of the providers the deployment configures.
 func Check(agents map[string]config.AgentConfig, providers []string) error {
 	for _, name := range slices.Sorted(maps.Keys(agents)) {
 		if err := workspace.ValidName(name); err != nil {
 			return fmt.Errorf("agent %q: %w", name, err)
+		}
+		// EventBridge Scheduler's rate() counts whole minutes.
+		if hb := agents[name].Heartbeat; hb != nil && hb.Every > 0 && time.Duration(hb.Every) < time.Minute {
+			return fmt.Errorf("agent %q: heartbeat: every %s is under a minute, the shortest interval on AWS (EventBridge Scheduler)", name, time.Duration(hb.Every))
 		}
 		for _, t := range agents[name].Tools {
 			if !slices.Contains(Tools, t) {

@@ -3,6 +3,7 @@ package agentenv_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -106,6 +107,8 @@ func TestEncodeRefuses(t *testing.T) {
 			`agent "research" uses unknown provider "openai" (the providers are bedrock)`},
 		{"unknown tool", map[string]config.AgentConfig{"research": {Tools: []string{"exec"}}}, providers,
 			`agent "research": unknown tool "exec" (the tools on AWS are web_fetch, load_skill,`},
+		{"heartbeat under a minute", map[string]config.AgentConfig{"research": {Heartbeat: &config.Heartbeat{Every: config.Duration(30 * time.Second)}}}, providers,
+			`agent "research": heartbeat: every 30s is under a minute, the shortest interval on AWS (EventBridge Scheduler)`},
 		{"bad name", map[string]config.AgentConfig{"../etc": {}}, providers, `agent "../etc": agent name "../etc" is invalid`},
 		{"negative compaction", map[string]config.AgentConfig{"research": {CompactionTarget: -1}}, providers,
 			`agent "research": compaction settings must not be negative`},

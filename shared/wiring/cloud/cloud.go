@@ -13,8 +13,8 @@
 //     from the templates where missing, and every workspace under
 //     agents/ is an agent, each with its provider chain and the tools its
 //     settings select of web_fetch, load_skill (bundled, global skills/
-//     and the agent's own), the file tools, workspace_memory and the
-//     memory tools, and its system prompt built from its workspace
+//     and the agent's own), schedule, the file tools, workspace_memory
+//     and the memory tools, and its system prompt built from its workspace
 //     (prompt.Builder);
 //   - the provider chain: DEFAULT_PROVIDER first (bedrock, the default, or
 //     openai), then the other one when it is configured, each with retries
@@ -35,7 +35,8 @@
 //     to the Telegram channel when a bot token is configured (telegram.go),
 //     "cron" to the record of scheduled check-ins (schedule.go);
 //   - scheduled check-ins: jobs in the table, one EventBridge Scheduler
-//     schedule each (schedule.go).
+//     schedule each (schedule.go), which agents make with the schedule
+//     tool, and the agents' heartbeats.
 //
 // # Environment
 //
@@ -160,6 +161,7 @@ type Root struct {
 	Schedule *dynamo.Schedule
 	timers   *ebscheduler.Schedules
 	secrets  *secrets
+	cfg      *config.Config
 }
 
 // Recheck is how long a function trusts what it read of the agents'
@@ -213,7 +215,10 @@ func New(ctx context.Context) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	tools, err := setup.Tools(cfg, skills, true, nil) // the schedule tool: once the EventBridge engine exists
+	// The engine of check-ins comes before the tools: the schedule tool
+	// makes its jobs.
+	schedules, timers := newSchedule(db, awsCfg, getenv)
+	tools, err := setup.Tools(cfg, skills, true, schedules)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +242,8 @@ func New(ctx context.Context) (*Root, error) {
 		return nil, fmt.Errorf("cloud: SESSION_SHARING=%q: want shared or per_channel", v)
 	}
 
-	r := &Root{Log: log, Store: db, Memory: mem, Embedder: emb, Agents: live, Identity: identity, Hub: agent.NewHub(), Limiter: ratelimit.New(time.Minute)}
+	r := &Root{Log: log, Store: db, Memory: mem, Embedder: emb, Agents: live, Identity: identity, Hub: agent.NewHub(), Limiter: ratelimit.New(time.Minute),
+		Schedule: schedules, timers: timers, cfg: cfg}
 	// Runs of the HTTP API: the hub streams a stateless run to its
 	// request in this function; a durable run's model calls happen in
 	// the step function, which stores what they stream for the api
@@ -278,7 +284,7 @@ func New(ctx context.Context) (*Root, error) {
 	if err := r.newTelegram(ctx, getenv, router); err != nil {
 		return nil, err
 	}
-	r.newSchedule(awsCfg, getenv, router)
+	r.routeCheckIns(router)
 	if len(cfg.Providers) == 0 {
 		log.Debug("no LLM provider configured: this function does not call models")
 	}

@@ -49,7 +49,7 @@ func TestFilesWorkspaces(t *testing.T) {
 	for _, d := range a.Tools.Definitions() {
 		tools = append(tools, d.Name)
 	}
-	want := []string{"list_dir", "load_skill", "memory_forget", "memory_get", "memory_search", "memory_store", "read_file", "web_fetch", "workspace_memory", "write_file"}
+	want := []string{"list_dir", "load_skill", "memory_forget", "memory_get", "memory_search", "memory_store", "read_file", "schedule", "web_fetch", "workspace_memory", "write_file"}
 	if diff := cmp.Diff(want, tools); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}

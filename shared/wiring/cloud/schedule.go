@@ -1,6 +1,9 @@
 package cloud
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
@@ -9,6 +12,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/setup"
 )
 
 // Scheduled check-ins on AWS: jobs and runs in the table
@@ -25,21 +29,42 @@ import (
 //	                      no schedules and deletes only those left behind)
 //	SCHEDULER_ENDPOINT    EventBridge Scheduler endpoint override (tests)
 
-// newSchedule builds the engine of jobs and adds the replier of check-in
-// runs to router.
-func (r *Root) newSchedule(awsCfg aws.Config, getenv func(string) string, router agent.Router) {
+// newSchedule builds the engine of jobs on the table and the stack's
+// schedule group.
+func newSchedule(db *dynamo.Store, awsCfg aws.Config, getenv func(string) string) (*dynamo.Schedule, *ebscheduler.Schedules) {
 	client := scheduler.NewFromConfig(awsCfg, func(o *scheduler.Options) {
 		if ep := getenv("SCHEDULER_ENDPOINT"); ep != "" {
 			o.BaseEndpoint = aws.String(ep)
 		}
 	})
-	r.timers = &ebscheduler.Schedules{API: client, Group: getenv("SCHEDULE_GROUP"), Role: getenv("SCHEDULER_ROLE_ARN"), Target: getenv("SCHEDULER_TARGET_ARN")}
-	r.Schedule = r.Store.Schedule(r.timers, nil)
+	timers := &ebscheduler.Schedules{API: client, Group: getenv("SCHEDULE_GROUP"), Role: getenv("SCHEDULER_ROLE_ARN"), Target: getenv("SCHEDULER_TARGET_ARN")}
+	return db.Schedule(timers, nil), timers
+}
+
+// routeCheckIns adds the replier of check-in runs to router.
+func (r *Root) routeCheckIns(router agent.Router) {
 	replier := &schedule.Replier{Engine: r.Schedule, Jobs: r.Schedule.Job, Deliver: map[string]agent.Replier{}, Log: r.Log}
 	if r.Telegram != nil {
 		replier.Deliver[schedule.DeliverTelegram] = r.Telegram
 	}
 	router[schedule.Channel] = replier
+}
+
+// SyncHeartbeats makes the agents' heartbeats' jobs follow their settings
+// (AGENTS_CONFIG): a job and its schedule for each heartbeat, changed
+// where a setting changed, deleted where the heartbeat is gone. The step
+// function, which may make schedules, calls it when it starts; it is
+// idempotent, and two instances starting at once make one job (the
+// second's create is refused as taken, and its next start finds the job).
+func (r *Root) SyncHeartbeats(ctx context.Context) error {
+	beats, err := setup.Heartbeats(r.cfg, r.Telegram != nil)
+	if err != nil {
+		return fmt.Errorf("cloud: %w", err)
+	}
+	if err := schedule.SyncHeartbeats(ctx, r.Schedule, beats); err != nil {
+		return fmt.Errorf("cloud: %w", err)
+	}
+	return nil
 }
 
 // Jobs returns the handler of the scheduler function's deliveries of

@@ -200,3 +200,32 @@ func selectTools(all []tool.Tool, names []string) (*tool.Registry, error) {
 	}
 	return tool.NewRegistry(picked...)
 }
+
+// Heartbeats returns the agents' configured heartbeats as the schedule
+// takes them (schedule.SyncHeartbeats), checked: their active hours, and
+// a delivery target the deployment has, telegram:<chat id> when telegram
+// (the Telegram channel) is on.
+func Heartbeats(cfg *config.Config, telegram bool) (map[string]schedule.HeartbeatConfig, error) {
+	out := map[string]schedule.HeartbeatConfig{}
+	for name, a := range cfg.Agents {
+		if a.Heartbeat == nil {
+			continue
+		}
+		h := schedule.Heartbeat{ActiveHours: a.Heartbeat.ActiveHours, TZ: a.Heartbeat.TZ}
+		if err := h.Validate(); err != nil {
+			return nil, fmt.Errorf("config: agent %q: %w", name, err)
+		}
+		to, err := schedule.ParseTarget(a.Heartbeat.Deliver)
+		if err != nil {
+			return nil, fmt.Errorf("config: agent %q: heartbeat: deliver: %w", name, err)
+		}
+		if to.Kind == schedule.DeliverTelegram && !telegram {
+			return nil, fmt.Errorf("config: agent %q: heartbeat: deliver %s needs the Telegram channel", name, to)
+		}
+		if to.Kind == schedule.DeliverWebhook || to.Kind == schedule.DeliverWS {
+			return nil, fmt.Errorf("config: agent %q: heartbeat: deliver %s: heartbeats are delivered to telegram:<chat id> only", name, to)
+		}
+		out[name] = schedule.HeartbeatConfig{Every: time.Duration(a.Heartbeat.Every), Heartbeat: h, Deliver: to}
+	}
+	return out, nil
+}

@@ -1,4 +1,4 @@
-package main
+package setup
 
 import (
 	"strings"
@@ -24,14 +24,13 @@ func TestHeartbeats(t *testing.T) {
 		{name: "recorded only", hb: config.Heartbeat{Every: config.Duration(time.Minute)}, want: schedule.HeartbeatConfig{Every: time.Minute}},
 		{name: "bad hours", hb: config.Heartbeat{Every: config.Duration(time.Hour), ActiveHours: "8 to 10"}, wantErr: `agent "a": heartbeat: active hours "8 to 10"`},
 		{name: "bad target", hb: config.Heartbeat{Every: config.Duration(time.Hour), Deliver: "mail:me"}, wantErr: "deliver"},
-		{name: "telegram off", hb: config.Heartbeat{Every: config.Duration(time.Hour), Deliver: "telegram:42"}, wantErr: "telegram.enabled"},
+		{name: "telegram off", hb: config.Heartbeat{Every: config.Duration(time.Hour), Deliver: "telegram:42"}, wantErr: "needs the Telegram channel"},
 		{name: "webhook", hb: config.Heartbeat{Every: config.Duration(time.Hour), Deliver: "webhook:https://example.com/h"}, wantErr: "telegram:<chat id> only"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			hb := tt.hb
 			cfg := &config.Config{Agents: map[string]config.AgentConfig{"a": {Heartbeat: &hb}, "b": {}}}
-			cfg.Telegram.Enabled = tt.telegram
-			got, err := heartbeats(cfg)
+			got, err := Heartbeats(cfg, tt.telegram)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("heartbeats = %v, %v; want an error with %q", got, err, tt.wantErr)
@@ -42,7 +41,7 @@ func TestHeartbeats(t *testing.T) {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(map[string]schedule.HeartbeatConfig{"a": tt.want}, got); diff != "" {
-				t.Errorf("heartbeats (-want +got):\n%s", diff)
+				t.Errorf("Heartbeats (-want +got):\n%s", diff)
 			}
 		})
 	}
