@@ -146,15 +146,7 @@ func TestInlineTurns(t *testing.T) {
 // steps and after it is done, runs nothing twice.
 func TestInlineDuplicate(t *testing.T) {
 	f := newInlineFixture(t)
-	release := make(chan struct{})
-	arrived := make(chan struct{})
-	var once sync.Once
-	f.env.LLM.OnRequest(func(fakellm.Request) {
-		once.Do(func() {
-			close(arrived)
-			<-release
-		})
-	})
+	arrived, release := f.holdFirstModelCall()
 	f.env.LLM.Enqueue(fakellm.Reply{Content: "Once."})
 	st := f.deliver(t, "s-dup", "hi")
 	<-arrived
@@ -195,15 +187,7 @@ func TestInlineDuplicate(t *testing.T) {
 // Nothing is written twice.
 func TestInlineCrash(t *testing.T) {
 	f := newInlineFixture(t)
-	release := make(chan struct{})
-	arrived := make(chan struct{})
-	var once sync.Once
-	f.env.LLM.OnRequest(func(fakellm.Request) {
-		once.Do(func() {
-			close(arrived)
-			<-release
-		})
-	})
+	arrived, release := f.holdFirstModelCall()
 	f.env.LLM.Enqueue(fakellm.Reply{Content: "ignored: the caller is gone"}, fakellm.Reply{Content: "After the crash."})
 	st := f.deliver(t, "s-crash", "hi")
 	<-arrived
@@ -330,4 +314,18 @@ func (f *inlineFixture) handedOverAtBegin(t *testing.T, runID string) {
 	if in.Step != agent.StepBegin {
 		t.Errorf("handed over at %q, want begin (the last committed step)", in.Step)
 	}
+}
+
+// holdFirstModelCall holds the first request to the model until release
+// is closed; arrived is closed when it comes.
+func (f *inlineFixture) holdFirstModelCall() (arrived, release chan struct{}) {
+	arrived, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	f.env.LLM.OnRequest(func(fakellm.Request) {
+		once.Do(func() {
+			close(arrived)
+			<-release
+		})
+	})
+	return arrived, release
 }

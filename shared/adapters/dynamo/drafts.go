@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
@@ -36,8 +34,7 @@ func (s *Store) AppendDraft(ctx context.Context, runID string, n int, text strin
 		return err
 	}
 	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: it, ConditionExpression: aws.String("attribute_not_exists(pk)")})
-	var exists *types.ConditionalCheckFailedException
-	if err != nil && !errors.As(err, &exists) {
+	if _, exists := condFailed(err); err != nil && !exists {
 		return fmt.Errorf("dynamo: draft %d of run %q: %w", n, runID, err)
 	}
 	return nil

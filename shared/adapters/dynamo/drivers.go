@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -62,8 +61,7 @@ func (s *Store) RenewRun(ctx context.Context, runID, holder string, until time.T
 			":holder": attrS(holder),
 		},
 	})
-	var cf *types.ConditionalCheckFailedException
-	if errors.As(err, &cf) {
+	if _, ok := condFailed(err); ok {
 		return false, nil
 	}
 	if err != nil {
