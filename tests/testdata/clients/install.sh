@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# install.sh — the JavaScript clients of the end-to-end tests
-# (tests/clients_test.go): the openai SDK, LangChain JS and the Vercel AI
-# SDK at the exact versions of package-lock.json, installed with npm ci
+# install.sh — the JavaScript programs of the end-to-end tests: the openai
+# SDK, LangChain JS and the Vercel AI SDK (tests/clients_test.go), the MCP
+# TypeScript SDK and the MCP everything server, and playwright-core for the
+# console's browser tests, at the exact versions of package-lock.json,
+# installed with npm ci
 # into node_modules here (git-ignored; under testdata, which go ./...
 # skips). make test runs it; it does nothing when node_modules was
 # installed from this very lock, and reinstalls when the lock changed or a
