@@ -2,6 +2,9 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -9,8 +12,10 @@ import (
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/webhook"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
+	"github.com/lambdaclaw/lambdaclaw/tests/faketelegram"
 )
 
 // jobRuns reads the runs of a job of the local user from the database,
@@ -64,20 +69,42 @@ func asked(fake *fakellm.Server, text string) int {
 }
 
 // TestCronCheckIns runs scheduled jobs in the real server: a job every 2 s
-// fires and its reply is recorded; the server stopped for several periods
-// gives one catch-up run on restart, not a burst; a job deleted while the
+// fires and its reply is delivered through the (fake) Telegram server,
+// another's to a webhook; the server stopped for several periods gives
+// one catch-up run on restart, not a burst; a job deleted while the
 // server runs never fires again.
 func TestCronCheckIns(t *testing.T) {
 	fake := newFake(t)
 	fake.SetDefault(func(r fakellm.Request) fakellm.Reply {
 		return fakellm.Reply{Content: "checked: " + r.Messages[len(r.Messages)-1].Content}
 	})
-	g := startGateway(t, fake, "")
-	id := lastLine(g.cli(t, "cron", "add", "--every", "2s", "--message", "check the build", "--name", "build"))
+	tg := faketelegram.New()
+	t.Cleanup(tg.Close)
+	hooks := make(chan webhook.Payload, 16)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p webhook.Payload
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			t.Errorf("webhook body: %v", err)
+		}
+		select {
+		case hooks <- p:
+		default:
+		}
+	}))
+	t.Cleanup(hook.Close)
+	// The webhook is on this machine: the operator allows it explicitly.
+	g := newGateway(t, fake, "telegram:\n  enabled: true\n  mode: polling\n  allowed_users: [111]\noutbound:\n  allow_networks: [127.0.0.1/32]\n")
+	g.env = append(g.env, "TELEGRAM_BOT_TOKEN="+faketelegram.Token, "TELEGRAM_API_BASE="+tg.URL)
+	g.start()
+	id := lastLine(g.cli(t, "cron", "add", "--every", "2s", "--message", "check the build", "--name", "build", "--deliver", "telegram:111"))
 	if !strings.HasPrefix(id, "job_") {
 		t.Fatalf("cron add printed %q last, want the job id", id)
 	}
+	hooked := lastLine(g.cli(t, "cron", "add", "--at", time.Now().Add(time.Second).Format(time.RFC3339Nano), "--message", "ring the bell", "--deliver", "webhook:"+hook.URL+"/hook"))
 
+	if ms := waitMessages(t, tg, 111, 1); ms[0].Text != "checked: check the build" {
+		t.Errorf("delivered to Telegram: %q; want the model's reply", ms[0].Text)
+	}
 	runs := g.waitRuns(t, id, 1, 20*time.Second)
 	last := runs[0]
 	for _, r := range runs {
@@ -86,11 +113,22 @@ func TestCronCheckIns(t *testing.T) {
 			break
 		}
 	}
-	if last.Status != schedule.RunDone || last.Reply != "checked: check the build" {
-		t.Fatalf("first run = %+v; want done with the model's reply", last)
+	if last.Status != schedule.RunDone || last.Reply != "checked: check the build" || last.Delivered != "telegram:111" {
+		t.Fatalf("first run = %+v; want done with the model's reply, delivered", last)
 	}
 	if out := g.cli(t, "cron", "runs", id); !strings.Contains(out, "checked: check the build") || !strings.Contains(out, "done") {
 		t.Errorf("cron runs = %q; want the reply", out)
+	}
+	select {
+	case p := <-hooks:
+		if p.JobID != hooked || p.Content != "checked: ring the bell" || p.IdempotencyKey == "" {
+			t.Errorf("webhook got %+v; want the one-shot's reply", p)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the one-shot's reply never reached the webhook")
+	}
+	if r := g.waitRuns(t, hooked, 1, 20*time.Second); r[0].Delivered != "webhook:"+hook.URL+"/hook" {
+		t.Errorf("one-shot run = %+v; want it recorded as delivered to the webhook", r[0])
 	}
 
 	// Stopped for several periods, then restarted: one catch-up.

@@ -111,7 +111,7 @@ func cronAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	session := fs.String("session", "", "the session key of the turns (default a session of the job's own)")
 	deliver := fs.String("deliver", "none", "where replies go besides `cron runs`: none, telegram:CHAT_ID, webhook:URL or ws:USER")
 	perDay := fs.Int("max-runs-per-day", 0, "skip firings beyond this many runs a day (0: no cap)")
-	tokens := fs.Int("max-tokens", 0, "cap each model reply of a turn at this many tokens (0: no cap)")
+	tokens := fs.Int("token-budget", 0, "end a turn once its model calls used this many tokens, prompt and completion (0: no budget)")
 	catchUp := fs.String("catch-up", string(schedule.CatchUpOne), "firings missed while the server was stopped: one (a single catch-up turn) or skip")
 	if _, err := fs.parse(args, 0, 0, stdout); err != nil {
 		return err

@@ -119,9 +119,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if tgReplier != nil {
 		replier[telegram.ChannelName] = tgReplier
 	}
-	checkIns := &schedule.Replier{Engine: jobs, Jobs: jobs.Job, Deliver: map[string]agent.Replier{}, Log: log}
+	checkIns, err := setup.CheckIns(cfg, jobs, log)
+	if err != nil {
+		return err
+	}
 	if tgReplier != nil {
-		checkIns.Deliver[schedule.DeliverTelegram] = tgReplier
+		checkIns.Deliver[schedule.DeliverTelegram] = schedule.Via(tgReplier, telegram.ChannelName)
 	}
 	replier[schedule.Channel] = checkIns
 	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompt.New(skills, skill.Env{}), Replier: replier, Events: events, Log: log,

@@ -284,7 +284,9 @@ func New(ctx context.Context) (*Root, error) {
 	if err := r.newTelegram(ctx, getenv, router); err != nil {
 		return nil, err
 	}
-	r.routeCheckIns(router)
+	if err := r.routeCheckIns(router); err != nil {
+		return nil, err
+	}
 	if len(cfg.Providers) == 0 {
 		log.Debug("no LLM provider configured: this function does not call models")
 	}

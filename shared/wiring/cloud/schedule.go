@@ -10,6 +10,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ebscheduler"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/setup"
@@ -42,12 +43,16 @@ func newSchedule(db *dynamo.Store, awsCfg aws.Config, getenv func(string) string
 }
 
 // routeCheckIns adds the replier of check-in runs to router.
-func (r *Root) routeCheckIns(router agent.Router) {
-	replier := &schedule.Replier{Engine: r.Schedule, Jobs: r.Schedule.Job, Deliver: map[string]agent.Replier{}, Log: r.Log}
+func (r *Root) routeCheckIns(router agent.Router) error {
+	replier, err := setup.CheckIns(r.cfg, r.Schedule, r.Log)
+	if err != nil {
+		return err
+	}
 	if r.Telegram != nil {
-		replier.Deliver[schedule.DeliverTelegram] = r.Telegram
+		replier.Deliver[schedule.DeliverTelegram] = schedule.Via(r.Telegram, telegram.ChannelName)
 	}
 	router[schedule.Channel] = replier
+	return nil
 }
 
 // SyncHeartbeats makes the agents' heartbeats' jobs follow their settings
