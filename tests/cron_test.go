@@ -22,25 +22,37 @@ import (
 // newest first, as `lambdaclaw cron runs` does, with exact times.
 func (g *gateway) jobRuns(t *testing.T, id string) []schedule.Run {
 	t.Helper()
+	return g.ownerRuns(t, "user:local", id)
+}
+
+// ownerRuns reads the runs of owner's job id, newest first.
+func (g *gateway) ownerRuns(t *testing.T, owner, id string) []schedule.Run {
+	t.Helper()
 	db, err := sqlite.Open(filepath.Join(g.home, "lambdaclaw.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	runs, err := db.Schedule(nil).Runs(context.Background(), "user:local", id, 1000)
+	runs, err := db.Schedule(nil).Runs(context.Background(), owner, id, 1000)
 	if err != nil {
 		t.Fatalf("runs of %s: %v", id, err)
 	}
 	return runs
 }
 
-// waitRuns waits until a job has at least n finished runs and returns its
-// runs; it fails the test after the deadline.
+// waitRuns waits until a job of the local user has at least n finished
+// runs and returns its runs; it fails the test after the deadline.
 func (g *gateway) waitRuns(t *testing.T, id string, n int, within time.Duration) []schedule.Run {
+	t.Helper()
+	return g.waitOwnerRuns(t, "user:local", id, n, within)
+}
+
+// waitOwnerRuns is waitRuns for a job of owner.
+func (g *gateway) waitOwnerRuns(t *testing.T, owner, id string, n int, within time.Duration) []schedule.Run {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		runs := g.jobRuns(t, id)
+		runs := g.ownerRuns(t, owner, id)
 		done := 0
 		for _, r := range runs {
 			if r.Status != schedule.RunRunning {
@@ -214,5 +226,41 @@ func TestCronResumesAfterKill(t *testing.T) {
 	}
 	if n := asked(fake, "slow"); n != 2 {
 		t.Errorf("the model was asked %d times; want 2 (the killed call and its retry)", n)
+	}
+}
+
+// TestCheckInToWebSocket delivers a check-in to a WebSocket user of the
+// job's owner: a check_in frame on the user's open connection, and none
+// on another key's connection of a user of the same name. A job of
+// another owner cannot target the user.
+func TestCheckInToWebSocket(t *testing.T) {
+	fake := newFake(t)
+	fake.SetDefault(func(r fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Content: "checked: " + r.Messages[len(r.Messages)-1].Content}
+	})
+	g := startGateway(t, fake, "")
+	mine, theirs := g.createKey(t, "--name", "mine"), g.createKey(t, "--name", "theirs")
+	ws, other := g.dialWS(t, mine), g.dialWS(t, theirs)
+	for _, c := range []*wsConn{ws, other} {
+		c.message("m1", "hello")
+		c.reply(c.ack("m1", false))
+	}
+
+	soon := func() string { return time.Now().Add(time.Second).Format(time.RFC3339Nano) }
+	owner := "key:" + g.keyID(t, "mine")
+	id := lastLine(g.cli(t, "cron", "add", "--owner", owner, "--at", soon(), "--message", "ping", "--deliver", "ws:ws-user"))
+	f := ws.read()
+	if f.Type != "check_in" || f.Text != "checked: ping" || f.RunID == "" {
+		t.Fatalf("frame %+v; want the check-in's answer", f)
+	}
+	if r := g.waitOwnerRuns(t, owner, id, 1, 20*time.Second); r[0].Delivered != "ws:ws-user" {
+		t.Errorf("run = %+v; want it delivered to ws:ws-user", r[0])
+	}
+	other.message("m2", "still there?")
+	other.ack("m2", false) // the next frame: no check-in came before it
+
+	local := lastLine(g.cli(t, "cron", "add", "--at", soon(), "--message", "ping", "--deliver", "ws:ws-user"))
+	if r := g.waitRuns(t, local, 1, 20*time.Second); r[0].Delivered != "" || !strings.Contains(r[0].Reason, "names no API key") {
+		t.Errorf("run of user:local's job = %+v; want it not delivered", r[0])
 	}
 }

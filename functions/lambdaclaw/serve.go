@@ -149,6 +149,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}()
 		log.Info("telegram channel started", "mode", cfg.Telegram.Mode, "agent", cfg.Telegram.Agent)
 	}
+	gw, err := gateway.New(gateway.Config{
+		Runner: driver, Events: hub, Keys: db, Runs: db, Limiter: ratelimit.New(time.Minute),
+		Agents: agents.Names, HasAgent: agents.Has, Created: agents.Created, Embedder: emb, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
+		Responses: db, Threads: loop, Metrics: metrics.Handler(),
+		MaxConcurrentPerKey: cfg.Server.MaxConcurrentPerKey, MaxWebSocketsPerKey: cfg.Server.MaxWebSocketsPerKey,
+		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
+	})
+	if err != nil {
+		return err
+	}
+	// The gateway delivers check-ins to WebSocket users; set before any
+	// run can end.
+	checkIns.Deliver[schedule.DeliverWS] = gw.CheckIns()
 	if n, err := driver.Recover(ctx); err != nil {
 		return err
 	} else if n > 0 {
@@ -168,16 +181,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		polling.Wait()
 	}()
 
-	gw, err := gateway.New(gateway.Config{
-		Runner: driver, Events: hub, Keys: db, Runs: db, Limiter: ratelimit.New(time.Minute),
-		Agents: agents.Names, HasAgent: agents.Has, Created: agents.Created, Embedder: emb, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
-		Responses: db, Threads: loop, Metrics: metrics.Handler(),
-		MaxConcurrentPerKey: cfg.Server.MaxConcurrentPerKey, MaxWebSocketsPerKey: cfg.Server.MaxWebSocketsPerKey,
-		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
-	})
-	if err != nil {
-		return err
-	}
 	ln, err := listen(cfg.Addr)
 	if err != nil {
 		return err

@@ -129,6 +129,9 @@ type Gateway struct {
 	wsClosed bool
 	wsStop   chan struct{}
 	wsConns  sync.WaitGroup
+	// wsSessions are the open connections by the sessions they talk in,
+	// for check-ins delivered to WebSocket users (checkin.go).
+	wsSessions map[string]map[*wsConn]bool
 	// ws answers the frames of every connection.
 	ws *wsproto.Server
 
@@ -152,7 +155,7 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.KeepAlive = 15 * time.Second
 	}
 	g := &Gateway{
-		cfg: cfg, mux: http.NewServeMux(), started: time.Now(), wsStop: make(chan struct{}),
+		cfg: cfg, mux: http.NewServeMux(), started: time.Now(), wsStop: make(chan struct{}), wsSessions: map[string]map[*wsConn]bool{},
 		requests: newPerKey(cfg.MaxConcurrentPerKey, "concurrency_limit_exceeded",
 			"this API key already has %d requests in flight, the most allowed; retry when one has finished"),
 		websockets: newPerKey(cfg.MaxWebSocketsPerKey, "websocket_limit_exceeded",

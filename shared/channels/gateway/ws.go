@@ -142,6 +142,9 @@ type wsConn struct {
 
 	mu   sync.Mutex
 	keys map[string]bool // the run keys attached to sub
+	// sessions are the sessions the connection talks in (under
+	// Gateway.wsMu), at most wsMaxSessions.
+	sessions []string
 }
 
 var _ wsproto.Conn = (*wsConn)(nil)
@@ -176,7 +179,11 @@ func (wc *wsConn) Reply() agent.Reply {
 func (wc *wsConn) Deliver(ctx context.Context, in agent.Input) (agent.RunState, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wsDeliverTimeout)
 	defer cancel()
-	return wc.g.cfg.Runner.Deliver(ctx, in, wc.attach)
+	st, err := wc.g.cfg.Runner.Deliver(ctx, in, wc.attach)
+	if err == nil {
+		wc.g.joinSession(wc, st.SessionID)
+	}
+	return st, err
 }
 
 // Start implements wsproto.Conn: frameMu keeps the run's events behind its
@@ -224,6 +231,7 @@ func (wc *wsConn) unsubscribeAll() {
 		wc.g.cfg.Events.Unsubscribe(k, wc.sub)
 	}
 	wc.g.cfg.Events.Unsubscribe(wc.addr, wc.sub)
+	wc.g.leaveSessions(wc)
 }
 
 // pump turns the events of the connection's runs into frames.
