@@ -19,6 +19,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/mcpserver"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/ratelimit"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
@@ -165,12 +166,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		polling.Wait()
 	}()
 
+	identity := agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()}
+	mcpSrv, err := mcpserver.New(mcpserver.Config{
+		Runner: driver, Events: hub, Sessions: db, Agents: agents, Names: agents.Names, Identity: identity,
+		MaxBodyBytes: cfg.MaxBodyBytes, Version: version, Log: log,
+	})
+	if err != nil {
+		return err
+	}
 	gw, err := gateway.New(gateway.Config{
 		Runner: driver, Events: hub, Keys: db, Runs: db, Limiter: ratelimit.New(time.Minute),
 		Agents: agents.Names, HasAgent: agents.Has, Created: agents.Created, Embedder: emb, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
 		Responses: db, Threads: loop, Metrics: metrics.Handler(),
 		MaxConcurrentPerKey: cfg.Server.MaxConcurrentPerKey, MaxWebSocketsPerKey: cfg.Server.MaxWebSocketsPerKey,
-		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
+		Identity: identity, MCP: mcpSrv,
 	})
 	if err != nil {
 		return err
@@ -199,7 +208,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log.Info("shutting down")
 	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	// Upgraded WebSocket connections are not the HTTP server's to close.
+	// Upgraded WebSocket connections are not the HTTP server's to close,
+	// nor are the streams of MCP sessions.
+	mcpSrv.Close()
 	wsDone := make(chan error, 1)
 	go func() { wsDone <- gw.Shutdown(shutCtx) }()
 	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
