@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -333,4 +334,103 @@ func TestMCPServeStdio(t *testing.T) {
 	if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), "the server refused the API key") {
 		t.Errorf("mcp serve with a bad key: %v, stderr %q; want it to exit telling the key was refused", err, stderr.String())
 	}
+}
+
+// TestMCPServerTypeScript drives /mcp with the official TypeScript SDK's
+// client (tests/testdata/clients/mcp.mjs): no key or a bad key is
+// refused, the tools are listed, chat returns the agent's reply with its
+// progress, agents_list honours the key's agents, and an approval is
+// asked with elicitation.
+func TestMCPServerTypeScript(t *testing.T) {
+	t.Parallel()
+	requireClients(t)
+	fake := newFake(t)
+	fake.SetDefault(mcpModel)
+	g := startGateway(t, fake, "")
+	key := g.firstKey()
+	g.cli(t, "agent", "create", "other")
+	otherKey := g.createKey(t, "--name", "other-only", "--agents", "other")
+
+	results := runClients(t, g, key, []string{"mcp/unauthorized", "mcp/listTools", "mcp/chat", "mcp/elicit"})
+	for id, r := range runClients(t, g, otherKey, []string{"mcp/agentsList"}) {
+		results[id] = r
+	}
+	result := func(t *testing.T, id string, v any) clientResult {
+		t.Helper()
+		r, ok := results[id]
+		switch {
+		case !ok:
+			t.Fatalf("no result for %s", id)
+		case !r.OK:
+			t.Fatalf("%s failed in the client:\n%s\nrequests sent:\n%s", id, r.Error, sentSummary(r.Sent))
+		}
+		if err := json.Unmarshal(r.Result, v); err != nil {
+			t.Fatalf("%s result %s: %v", id, r.Result, err)
+		}
+		return r
+	}
+
+	t.Run("unauthorized", func(t *testing.T) {
+		var got struct{ Errors []*string }
+		r := result(t, "mcp/unauthorized", &got)
+		if len(got.Errors) != 2 || got.Errors[0] == nil || got.Errors[1] == nil {
+			t.Fatalf("errors %v: want both connections refused", got.Errors)
+		}
+		for _, s := range r.Sent {
+			if s.Status != http.StatusUnauthorized {
+				t.Errorf("%s %s answered %d, want 401", s.Method, s.Path, s.Status)
+			}
+		}
+	})
+	t.Run("listTools", func(t *testing.T) {
+		var got struct {
+			Tools []struct {
+				Name     string
+				Required []string
+			}
+		}
+		result(t, "mcp/listTools", &got)
+		want := `[{agents_list []} {chat [agent message]} {history [agent]} {memory_search [agent query]}]`
+		if s := fmt.Sprint(got.Tools); s != want {
+			t.Errorf("tools %s, want %s", s, want)
+		}
+	})
+	t.Run("chat", func(t *testing.T) {
+		var got struct {
+			Text     string
+			IsError  bool
+			Progress []string
+		}
+		result(t, "mcp/chat", &got)
+		if got.IsError || got.Text != "echo: hello from TypeScript" {
+			t.Errorf("chat = %q (error %v)", got.Text, got.IsError)
+		}
+		if len(got.Progress) < 2 || strings.Join(got.Progress, "") != got.Text {
+			t.Errorf("progress %q: want the reply in several pieces", got.Progress)
+		}
+	})
+	t.Run("agentsList", func(t *testing.T) {
+		var got struct {
+			Structured json.RawMessage
+			IsError    bool
+		}
+		result(t, "mcp/agentsList", &got)
+		if got.IsError || string(got.Structured) != `{"agents":[{"name":"other"}]}` {
+			t.Errorf("agents_list = %s (error %v), want the one agent of the key", got.Structured, got.IsError)
+		}
+	})
+	t.Run("elicit", func(t *testing.T) {
+		var got struct {
+			Text    string
+			IsError bool
+			Asked   []string
+		}
+		result(t, "mcp/elicit", &got)
+		if got.IsError || got.Text != "The tool ran." || len(got.Asked) != 1 || !strings.Contains(got.Asked[0], "write_file") {
+			t.Errorf("chat = %q (error %v), asked %q: want one elicitation, then the answer", got.Text, got.IsError, got.Asked)
+		}
+		if data, err := os.ReadFile(filepath.Join(g.workspace(), "ts-elicit.txt")); err != nil || string(data) != "written over MCP" {
+			t.Errorf("ts-elicit.txt = %q, %v; want it written once allowed", data, err)
+		}
+	})
 }
