@@ -40,7 +40,7 @@ import (
 func getenv(k string) string { return os.Getenv(k) }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", "", "Run the gateway: the OpenAI-compatible API, the WebSocket endpoint and, when configured,\nthe Telegram channel. On first start it creates the default agent and prints an API key.", stderr)
+	fs := newFlags("serve", "", "Run the gateway: the OpenAI-compatible API, the WebSocket endpoint, the MCP server (/mcp) and,\nwhen configured, the Telegram channel. On first start it creates the default agent and prints an API key.", stderr)
 	addr := fs.String("addr", "", "listen address HOST:PORT (default $LAMBDACLAW_ADDR or 127.0.0.1:8080)")
 	loadConfig := fs.withConfig()
 	if _, err := fs.parse(args, 0, 0, stdout); err != nil {
