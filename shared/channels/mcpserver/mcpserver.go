@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -50,6 +51,9 @@ const (
 	MaxSessionKey = 256
 	// DefaultSessionTimeout is how long an idle MCP session is kept.
 	DefaultSessionTimeout = time.Hour
+	// DefaultMaxSessionsPerKey is how many MCP sessions one key may hold
+	// open.
+	DefaultMaxSessionsPerKey = 32
 	// deliverTimeout bounds handing one message to the loop, which is not
 	// cancelled with the call, so that it never stops halfway.
 	deliverTimeout = 30 * time.Second
@@ -95,6 +99,10 @@ type Config struct {
 	// SessionTimeout closes MCP sessions idle this long; zero means
 	// DefaultSessionTimeout.
 	SessionTimeout time.Duration
+	// MaxSessionsPerKey caps the MCP sessions one key holds open: a new
+	// one over it is refused with 429 until one is closed or times out.
+	// Zero means DefaultMaxSessionsPerKey.
+	MaxSessionsPerKey int
 	// MaxBodyBytes limits request bodies; zero means 1 MiB.
 	MaxBodyBytes int64
 	// Version is the server version told to clients.
@@ -108,6 +116,12 @@ type Handler struct {
 	cfg    Config
 	server *mcp.Server
 	http   http.Handler
+
+	// The key of each MCP session, and the sessions each key is opening,
+	// against MaxSessionsPerKey.
+	mu      sync.Mutex
+	owners  map[string]string
+	opening map[string]int
 }
 
 // New returns the server.
@@ -124,7 +138,10 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
-	h := &Handler{cfg: cfg}
+	if cfg.MaxSessionsPerKey <= 0 {
+		cfg.MaxSessionsPerKey = DefaultMaxSessionsPerKey
+	}
+	h := &Handler{cfg: cfg, owners: map[string]string{}, opening: map[string]int{}}
 	h.server = mcp.NewServer(&mcp.Implementation{Name: "lambdaclaw", Title: "lambdaclaw agents", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: "Talk to lambdaclaw agents. agents_list names the agents you may use; chat sends a message to one and returns its reply. " +
 			"A conversation is kept by the server under its session_key; history reads it back, memory_search searches what the agent remembers of you.",
@@ -147,9 +164,86 @@ func New(cfg Config) (*Handler, error) {
 	return h, nil
 }
 
+// sessionHeader is the streamable HTTP transport's session header.
+const sessionHeader = "Mcp-Session-Id"
+
 // ServeHTTP serves /mcp. The gateway has checked the request's key
 // (gateway.KeyFrom); a request without one is refused.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.http.ServeHTTP(w, r) }
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	k, ok := gateway.KeyFrom(r.Context())
+	if h.cfg.Stateless || !ok || r.Method != http.MethodPost || r.Header.Get(sessionHeader) != "" {
+		h.http.ServeHTTP(w, r)
+		return
+	}
+	// A POST without a session opens one.
+	if !h.reserve(k.ID) {
+		w.Header().Set("Retry-After", "60")
+		http.Error(w, fmt.Sprintf("this API key already has %d MCP sessions open, the most allowed; close one (DELETE /mcp) or wait until one has been idle for %s",
+			h.cfg.MaxSessionsPerKey, h.cfg.SessionTimeout), http.StatusTooManyRequests)
+		return
+	}
+	sw := &sessionWriter{ResponseWriter: w}
+	defer func() { h.opened(k.ID, sw.id) }()
+	h.http.ServeHTTP(sw, r)
+}
+
+// reserve counts a session the key is opening, unless it holds the most
+// allowed already. The sessions closed since are forgotten first.
+func (h *Handler) reserve(keyID string) bool {
+	live := map[string]bool{}
+	for ss := range h.server.Sessions() {
+		live[ss.ID()] = true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.opening[keyID]
+	for id, owner := range h.owners {
+		switch {
+		case !live[id]:
+			delete(h.owners, id)
+		case owner == keyID:
+			n++
+		}
+	}
+	if n >= h.cfg.MaxSessionsPerKey {
+		return false
+	}
+	h.opening[keyID]++
+	return true
+}
+
+// opened records the session a reserved request opened, if any.
+func (h *Handler) opened(keyID, sessionID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.opening[keyID]--; h.opening[keyID] <= 0 {
+		delete(h.opening, keyID)
+	}
+	if sessionID != "" {
+		h.owners[sessionID] = keyID
+	}
+}
+
+// sessionWriter notes the session id a response names.
+type sessionWriter struct {
+	http.ResponseWriter
+	id string
+}
+
+func (w *sessionWriter) WriteHeader(status int) {
+	w.id = w.Header().Get(sessionHeader)
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *sessionWriter) Write(b []byte) (int, error) {
+	if w.id == "" {
+		w.id = w.Header().Get(sessionHeader)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController flush the response.
+func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Close ends the open MCP sessions, and with them their streams. Call it
 // when the server shuts down.
