@@ -66,6 +66,13 @@ type mcpClient struct {
 
 func connectMCP(t *testing.T, transport mcp.Transport, elicit func(*mcp.ElicitRequest) *mcp.ElicitResult) *mcpClient {
 	t.Helper()
+	return connectMCPVersion(t, transport, elicit, "")
+}
+
+// connectMCPVersion is connectMCP asking for a protocol version; "" is
+// the SDK's newest.
+func connectMCPVersion(t *testing.T, transport mcp.Transport, elicit func(*mcp.ElicitRequest) *mcp.ElicitResult, version string) *mcpClient {
+	t.Helper()
 	c := &mcpClient{notify: make(chan struct{}, 1)}
 	opts := &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 		c.mu.Lock()
@@ -84,7 +91,7 @@ func connectMCP(t *testing.T, transport mcp.Transport, elicit func(*mcp.ElicitRe
 			return elicit(r), nil
 		}
 	}
-	s, err := mcp.NewClient(&mcp.Implementation{Name: "lambdaclaw-test", Version: "1"}, opts).Connect(t.Context(), transport, nil)
+	s, err := mcp.NewClient(&mcp.Implementation{Name: "lambdaclaw-test", Version: "1"}, opts).Connect(t.Context(), transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -112,6 +119,13 @@ func (c *mcpClient) call(t *testing.T, name string, args map[string]any) (string
 		}
 	}
 	return b.String(), res.IsError
+}
+
+// asked returns the elicitations' messages so far.
+func (c *mcpClient) asked() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.elicited)
 }
 
 // waitProgress waits until the progress messages received make text,
@@ -292,8 +306,8 @@ func TestMCPServer(t *testing.T) {
 			if isErr || text != "The tool ran." {
 				t.Errorf("%s: chat = %q (error %v), want the answer after the approval", tt.file, text, isErr)
 			}
-			if len(e.elicited) != 1 || !strings.Contains(e.elicited[0], "write_file") {
-				t.Errorf("%s: elicited %q, want the approval question once", tt.file, e.elicited)
+			if asked := e.asked(); len(asked) != 1 || !strings.Contains(asked[0], "write_file") {
+				t.Errorf("%s: elicited %q, want the approval question once", tt.file, asked)
 			}
 			_, err := os.Stat(filepath.Join(g.workspace(), tt.file))
 			if written := err == nil; written != tt.written {
@@ -327,6 +341,23 @@ func TestMCPServeStdio(t *testing.T) {
 		t.Errorf("chat over stdio = %q (error %v)", text, isErr)
 	}
 	c.waitProgress(t, text)
+
+	// Approvals asked over stdio: in the result on the current protocol,
+	// and as the server's own request, relayed both ways, on 2025-11-25.
+	allow := func(*mcp.ElicitRequest) *mcp.ElicitResult {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "yes"}}
+	}
+	for _, version := range []string{"", "2025-11-25"} {
+		e := connectMCPVersion(t, &mcp.CommandTransport{Command: command(key)}, allow, version)
+		file := "stdio" + version + ".txt"
+		text, isErr := e.call(t, "chat", map[string]any{"agent": "default", "message": "write " + file, "session_key": file})
+		if isErr || text != "The tool ran." || len(e.asked()) != 1 {
+			t.Errorf("protocol %q: chat = %q (error %v), elicited %q; want one elicitation, then the answer", version, text, isErr, e.asked())
+		}
+		if _, err := os.Stat(filepath.Join(g.workspace(), file)); err != nil {
+			t.Errorf("protocol %q: %s not written after the approval: %v", version, file, err)
+		}
+	}
 
 	cmd := command("lc_not_a_key")
 	var stderr strings.Builder
@@ -375,6 +406,9 @@ func TestMCPServerTypeScript(t *testing.T) {
 		r := result(t, "mcp/unauthorized", &got)
 		if len(got.Errors) != 2 || got.Errors[0] == nil || got.Errors[1] == nil {
 			t.Fatalf("errors %v: want both connections refused", got.Errors)
+		}
+		if len(r.Sent) < 2 {
+			t.Errorf("requests sent:\n%s\nwant one for each connection", sentSummary(r.Sent))
 		}
 		for _, s := range r.Sent {
 			if s.Status != http.StatusUnauthorized {

@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -121,8 +123,30 @@ func TestMCP(t *testing.T) {
 		}
 	}
 
+	// No MCP session to stream to or to end.
+	for _, method := range []string{http.MethodGet, http.MethodDelete} {
+		req, _ := http.NewRequest(method, url, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := (&http.Client{Transport: bearer(cloudtest.SampleKey)}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("%s /mcp: status %d, want 405", method, resp.StatusCode)
+		}
+	}
+
+	var mu sync.Mutex
 	var elicited []string
+	asked := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(elicited)
+	}
 	s, err := connect(cloudtest.SampleKey, func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
 		elicited = append(elicited, r.Params.Message)
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "yes"}}, nil
 	})
@@ -140,8 +164,8 @@ func TestMCP(t *testing.T) {
 	if text, isErr := callText(t, s, "chat", map[string]any{"agent": "default", "message": "Remember teal."}); isErr || text != "echo: Remember teal." {
 		t.Errorf("chat = %q (error %v)", text, isErr)
 	}
-	if text, isErr := callText(t, s, "chat", map[string]any{"agent": "default", "message": "write it"}); isErr || text != "The tool ran." || len(elicited) != 1 {
-		t.Errorf("chat with an approval = %q (error %v), elicited %q; want one elicitation, then the answer", text, isErr, elicited)
+	if text, isErr := callText(t, s, "chat", map[string]any{"agent": "default", "message": "write it"}); isErr || text != "The tool ran." || len(asked()) != 1 {
+		t.Errorf("chat with an approval = %q (error %v), elicited %q; want one elicitation, then the answer", text, isErr, asked())
 	}
 	if text, _ := callText(t, s, "history", map[string]any{"agent": "default"}); !strings.Contains(text, "Remember teal.") || !strings.Contains(text, "The tool ran.") {
 		t.Errorf("history = %s: want the conversation", text)
