@@ -172,19 +172,33 @@ func (f *follower) close() {
 	}
 }
 
-// follow waits for the run's answer, telling its pieces as progress. An
-// approval ends the call with an elicitation when the client can answer
-// one, else with its question, which the next chat call answers.
+// follow waits for the run's answer, telling its pieces as progress
+// (Progress counts the notifications; an empty one, after KeepAlive of
+// silence, keeps the stream open). An approval ends the call with an
+// elicitation when the client can answer one, else with its question,
+// which the next chat call answers.
 func (h *Handler) follow(ctx context.Context, req *mcp.CallToolRequest, f *follower) (*mcp.CallToolResult, any, error) {
 	token := req.Params.GetProgressToken()
-	streamed := 0
-	for {
-		ev, err := f.sub.Next(ctx)
+	sent := 0
+	progress := func(text string) {
+		sent++
+		err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(sent), Message: text})
 		if err != nil {
-			// The call was cancelled; the run goes on and is kept.
-			return nil, nil, fmt.Errorf("the call ended before the agent answered: %w", err)
+			h.cfg.Log.Debug("progress notification", "error", err)
 		}
+	}
+	for {
+		next, cancel := context.WithTimeout(ctx, h.cfg.KeepAlive)
+		ev, err := f.sub.Next(next)
+		cancel()
 		switch {
+		case err != nil && ctx.Err() != nil:
+			// The call was cancelled; the run goes on and is kept.
+			return nil, nil, fmt.Errorf("the call ended before the agent answered: %w", ctx.Err())
+		case err != nil:
+			if token != nil {
+				progress("")
+			}
 		case ev.Approval != nil:
 			if canElicit(req.Session) {
 				return &mcp.CallToolResult{
@@ -201,11 +215,7 @@ func (h *Handler) follow(ctx context.Context, req *mcp.CallToolRequest, f *follo
 		case ev.Result != nil:
 			return textResult(ev.Result.Content), nil, nil
 		case ev.Delta != "" && token != nil:
-			streamed += len(ev.Delta)
-			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(streamed), Message: ev.Delta})
-			if err != nil {
-				h.cfg.Log.Debug("progress notification", "error", err)
-			}
+			progress(ev.Delta)
 		}
 	}
 }

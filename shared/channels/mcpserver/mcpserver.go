@@ -103,6 +103,11 @@ type Config struct {
 	// one over it is refused with 429 until one is closed or times out.
 	// Zero means DefaultMaxSessionsPerKey.
 	MaxSessionsPerKey int
+	// KeepAlive is how long a chat call may stay silent while its run
+	// works: then an empty progress notification (when the call asked for
+	// progress) keeps proxies from cutting its stream (API Gateway's idle
+	// timeout). Zero means 15 s.
+	KeepAlive time.Duration
 	// MaxBodyBytes limits request bodies; zero means 1 MiB.
 	MaxBodyBytes int64
 	// Version is the server version told to clients.
@@ -137,6 +142,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = 15 * time.Second
 	}
 	if cfg.MaxSessionsPerKey <= 0 {
 		cfg.MaxSessionsPerKey = DefaultMaxSessionsPerKey

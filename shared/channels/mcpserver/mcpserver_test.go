@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,23 +20,37 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
 
-// fakeLoop answers every message at once with "echo: " and the text, and
-// records what it was given.
+// fakeLoop answers every message at once with "echo: " and the text,
+// unless it holds its runs, which release answers; it records what it
+// was given.
 type fakeLoop struct {
-	hub *agent.Hub
-	mu  sync.Mutex
-	in  []agent.Input
+	hub  *agent.Hub
+	mu   sync.Mutex
+	in   []agent.Input
+	hold bool
+	held agent.RunState
 }
 
 func (f *fakeLoop) Deliver(_ context.Context, in agent.Input, subscribe func(string)) (agent.RunState, error) {
-	f.mu.Lock()
-	f.in = append(f.in, in)
-	f.mu.Unlock()
 	st := agent.RunState{RunID: agent.NewID(), SessionID: in.SessionID, Reply: in.Reply}
 	subscribe(st.RunID)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.in = append(f.in, in)
+	if f.hold {
+		f.held = st
+		return st, nil
+	}
 	f.hub.Delta(st, "echo: ")
 	f.hub.Finish(st, agent.Result{Content: "echo: " + in.Messages[0].Content})
 	return st, nil
+}
+
+// release answers the run held last.
+func (f *fakeLoop) release(text string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hub.Finish(f.held, agent.Result{Content: text})
 }
 
 func (f *fakeLoop) Reset(context.Context, string) error { return nil }
@@ -292,5 +307,38 @@ func TestSessionsOfAKey(t *testing.T) {
 	resp.Body.Close()
 	if status, id := post(t, ts.url, keyAll, "", initialize); status != http.StatusOK || id == "" {
 		t.Errorf("a session after one was closed: status %d, session %q", status, id)
+	}
+}
+
+// TestChatKeepAlive: a call whose run stays silent gets empty progress
+// notifications, Progress counting up, until the answer.
+func TestChatKeepAlive(t *testing.T) {
+	ts := newTestServer(t, Config{KeepAlive: time.Millisecond})
+	ts.loop.hold = true
+	var mu sync.Mutex
+	var got []*mcp.ProgressNotificationParams
+	opts := &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		if got = append(got, r.Params); len(got) == 2 {
+			ts.loop.release("done at last") // the answer comes only after two keep-alives
+		}
+	}}
+	transport := &mcp.StreamableClientTransport{Endpoint: ts.url, HTTPClient: &http.Client{Transport: bearer(keyAll)}, MaxRetries: -1}
+	s, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).Connect(t.Context(), transport, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := s.CallTool(t.Context(), &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"agent": "default", "message": "think long"}, Meta: mcp.Meta{"progressToken": "p"}})
+	if err != nil || resultText(res) != "done at last" {
+		t.Fatalf("chat = %v, %v", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, p := range got[:2] {
+		if p.Message != "" || p.Progress != float64(i+1) || p.ProgressToken != "p" {
+			t.Errorf("notification %d = %+v, want an empty one with progress %d", i, p, i+1)
+		}
 	}
 }
