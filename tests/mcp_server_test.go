@@ -342,6 +342,26 @@ func TestMCPServeStdio(t *testing.T) {
 	}
 	c.waitProgress(t, text)
 
+	// The gateway restarts, and loses its MCP sessions: mcp serve opens a
+	// new one, and the client carries on, on both protocols.
+	oldCmd := command(key)
+	var oldStderr syncBuffer
+	oldCmd.Stderr = &oldStderr
+	old := connectMCPVersion(t, &mcp.CommandTransport{Command: oldCmd}, nil, "2025-11-25")
+	old.call(t, "agents_list", nil)
+	g.stop()
+	g.start()
+	for _, client := range []*mcpClient{c, old} {
+		text, isErr := client.call(t, "chat", map[string]any{"agent": "default", "message": "after a restart"})
+		if isErr || text != "echo: after a restart" {
+			t.Errorf("chat after the gateway restarted = %q (error %v)", text, isErr)
+		}
+	}
+	old.Close() // waits for the process, and its stderr
+	if !strings.Contains(oldStderr.String(), "the gateway lost the MCP session; opening a new one") {
+		t.Errorf("mcp serve's stderr %q: want it to tell that it opened a new session", oldStderr.String())
+	}
+
 	// Approvals asked over stdio: in the result on the current protocol,
 	// and as the server's own request, relayed both ways, on 2025-11-25.
 	allow := func(*mcp.ElicitRequest) *mcp.ElicitResult {

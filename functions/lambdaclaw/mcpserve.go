@@ -56,15 +56,12 @@ func mcpServeCommand(ctx context.Context, args []string, stdin io.Reader, stdout
 	if err := checkMCP(ctx, client, endpoint); err != nil {
 		return err
 	}
-	remote, err := (&mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: client}).Connect(ctx)
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", endpoint, err)
-	}
 	local, err := (&mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}).Connect(ctx)
 	if err != nil {
 		return fmt.Errorf("standard input and output: %w", err)
 	}
-	return relayMCP(ctx, local, remote, stderr)
+	transport := &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: client}
+	return relayMCP(ctx, local, transport.Connect, stderr)
 }
 
 // mcpURL turns HOST:PORT or an http or https URL into the URL of the /mcp
@@ -129,28 +126,19 @@ type nopWriteCloser struct{ io.Writer }
 func (nopWriteCloser) Close() error { return nil }
 
 // relayMCP passes messages between the client (local) and the gateway
-// (remote) until the client closes its input or ctx ends. A request the
-// gateway could not be sent gets an error response, also written on
-// stderr.
-func relayMCP(ctx context.Context, local, remote mcp.Connection, stderr io.Writer) error {
+// (remote connections that connect makes) until the client closes its
+// input or ctx ends. A request the gateway could not be sent gets an error
+// response, also written on stderr. When the gateway has lost the MCP
+// session (it restarted, or the session was idle too long), a new one is
+// opened with the client's initialize request again, and the message
+// sent on it: the client does not notice.
+func relayMCP(ctx context.Context, local mcp.Connection, connect func(context.Context) (mcp.Connection, error), stderr io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		defer cancel()
-		for {
-			msg, err := remote.Read(ctx)
-			if err != nil {
-				if ctx.Err() == nil {
-					fmt.Fprintf(stderr, "lambdaclaw mcp serve: the gateway's connection ended: %v\n", err)
-				}
-				return
-			}
-			if err := local.Write(ctx, msg); err != nil {
-				return
-			}
-		}
-	})
+	r := &relay{local: local, connect: connect, stderr: stderr}
+	if err := r.open(ctx); err != nil {
+		return err
+	}
 	var failed error
 	for {
 		msg, err := local.Read(ctx)
@@ -160,9 +148,7 @@ func relayMCP(ctx context.Context, local, remote mcp.Connection, stderr io.Write
 			}
 			break
 		}
-		// The call's context is the relay's: a response stream lives as
-		// long as the call, which the client cancels with a message.
-		if err := remote.Write(ctx, msg); err != nil {
+		if err := r.send(ctx, msg); err != nil {
 			fmt.Fprintf(stderr, "lambdaclaw mcp serve: %v\n", err)
 			if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 				resp := &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "lambdaclaw gateway: " + err.Error()}}
@@ -173,8 +159,93 @@ func relayMCP(ctx context.Context, local, remote mcp.Connection, stderr io.Write
 		}
 	}
 	cancel()
-	remote.Close()
+	r.remote.Close()
 	local.Close()
-	wg.Wait()
+	r.pumps.Wait()
 	return failed
+}
+
+// relay is the state of relayMCP. Only the goroutine that reads the
+// client's messages changes it.
+type relay struct {
+	local   mcp.Connection
+	connect func(context.Context) (mcp.Connection, error)
+	stderr  io.Writer
+	remote  mcp.Connection
+	pumps   sync.WaitGroup
+	// initialize and initialized are the client's opening messages, sent
+	// again on a new session; reopened counts the sessions opened again.
+	initialize  *jsonrpc.Request
+	initialized jsonrpc.Message
+	reopened    int
+}
+
+// reinitPrefix starts the id of an initialize request sent again, whose
+// response is the relay's, not the client's.
+const reinitPrefix = "lambdaclaw-reinitialize-"
+
+// open connects to the gateway and passes what it sends to the client.
+func (r *relay) open(ctx context.Context) error {
+	remote, err := r.connect(ctx)
+	if err != nil {
+		return fmt.Errorf("connect to the gateway: %w", err)
+	}
+	r.remote = remote
+	r.pumps.Go(func() {
+		for {
+			msg, err := remote.Read(ctx)
+			if err != nil {
+				return // closed, or lost: the next message opens a new session
+			}
+			if resp, ok := msg.(*jsonrpc.Response); ok {
+				if id, _ := resp.ID.Raw().(string); strings.HasPrefix(id, reinitPrefix) {
+					continue
+				}
+			}
+			if r.local.Write(ctx, msg) != nil {
+				return
+			}
+		}
+	})
+	return nil
+}
+
+// send sends a client's message to the gateway, on a new session if the
+// gateway lost the one it was in.
+func (r *relay) send(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		switch req.Method {
+		case "initialize":
+			r.initialize = req
+		case "notifications/initialized":
+			r.initialized = req
+		}
+	}
+	// The call's context is the relay's: a response stream lives as long
+	// as the call, which the client cancels with a message.
+	err := r.remote.Write(ctx, msg)
+	if !errors.Is(err, mcp.ErrSessionMissing) {
+		return err
+	}
+	fmt.Fprintln(r.stderr, "lambdaclaw mcp serve: the gateway lost the MCP session; opening a new one")
+	r.remote.Close()
+	if err := r.open(ctx); err != nil {
+		return err
+	}
+	if r.initialize != nil {
+		r.reopened++
+		again := *r.initialize
+		if again.ID, err = jsonrpc.MakeID(fmt.Sprintf("%s%d", reinitPrefix, r.reopened)); err != nil {
+			return err
+		}
+		if err := r.remote.Write(ctx, &again); err != nil {
+			return fmt.Errorf("open a new MCP session: %w", err)
+		}
+		if r.initialized != nil {
+			if err := r.remote.Write(ctx, r.initialized); err != nil {
+				return fmt.Errorf("open a new MCP session: %w", err)
+			}
+		}
+	}
+	return r.remote.Write(ctx, msg)
 }
