@@ -18,7 +18,7 @@ import (
 )
 
 // mcpInput is where `lambdaclaw mcp serve --stdio` reads the client's
-// messages; tests replace it.
+// messages.
 var mcpInput io.Reader = os.Stdin
 
 // mcpServeCommand runs `lambdaclaw mcp serve --stdio`: the gateway's MCP
@@ -66,7 +66,8 @@ func mcpServeCommand(ctx context.Context, args []string, stdin io.Reader, stdout
 
 // mcpURL turns HOST:PORT or an http or https URL into the URL of the /mcp
 // endpoint: /mcp is added to the URL's path (a deployed stack's API URL
-// ends with its stage) unless it ends with it already.
+// ends with its stage) unless it ends with it already, in place of /v1
+// (an OpenAI base URL).
 func mcpURL(addr string) (string, error) {
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr
@@ -79,7 +80,7 @@ func mcpURL(addr string) (string, error) {
 		return "", fmt.Errorf("--addr %q: the scheme must be http or https", addr)
 	}
 	if !strings.HasSuffix(u.Path, "/mcp") {
-		u.Path = strings.TrimSuffix(u.Path, "/") + "/mcp"
+		u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v1") + "/mcp"
 	}
 	u.RawQuery, u.Fragment = "", ""
 	return u.String(), nil

@@ -33,8 +33,9 @@ func TestMCPURL(t *testing.T) {
 		"127.0.0.1:8080":        "http://127.0.0.1:8080/mcp",
 		"http://localhost:9/":   "http://localhost:9/mcp",
 		"https://h.example/mcp": "https://h.example/mcp",
-		"https://abc.execute-api.eu-west-1.amazonaws.com/prod": "https://abc.execute-api.eu-west-1.amazonaws.com/prod/mcp",
-		"https://h.example/base/?q=1#f":                        "https://h.example/base/mcp",
+		"https://abc.execute-api.eu-west-1.amazonaws.com/prod":     "https://abc.execute-api.eu-west-1.amazonaws.com/prod/mcp",
+		"https://h.example/base/?q=1#f":                            "https://h.example/base/mcp",
+		"https://abc.execute-api.eu-west-1.amazonaws.com/prod/v1/": "https://abc.execute-api.eu-west-1.amazonaws.com/prod/mcp",
 	} {
 		if got, err := mcpURL(addr); err != nil || got != want {
 			t.Errorf("mcpURL(%q) = %q, %v; want %q", addr, got, err, want)
