@@ -107,7 +107,7 @@ type testServer struct {
 	store *fakeStore
 }
 
-func newTestServer(t *testing.T, cfg Config) *testServer {
+func newTestServer(t testing.TB, cfg Config) *testServer {
 	t.Helper()
 	hub := agent.NewHub()
 	ts := &testServer{loop: &fakeLoop{hub: hub}, store: &fakeStore{keys: map[string]store.APIKey{
@@ -140,7 +140,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-func (ts *testServer) connect(t *testing.T, key string) *mcp.ClientSession {
+func (ts *testServer) connect(t testing.TB, key string) *mcp.ClientSession {
 	t.Helper()
 	transport := &mcp.StreamableClientTransport{Endpoint: ts.url, HTTPClient: &http.Client{Transport: bearer(key)}, MaxRetries: -1}
 	s, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), transport, nil)
@@ -339,6 +339,21 @@ func TestChatKeepAlive(t *testing.T) {
 	for i, p := range got[:2] {
 		if p.Message != "" || p.Progress != float64(i+1) || p.ProgressToken != "p" {
 			t.Errorf("notification %d = %+v, want an empty one with progress %d", i, p, i+1)
+		}
+	}
+}
+
+// BenchmarkChat measures what a chat call costs on top of its run: the
+// MCP request over HTTP through the gateway, the delivery, and following
+// the run's events (the fake loop answers at once).
+func BenchmarkChat(b *testing.B) {
+	ts := newTestServer(b, Config{})
+	s := ts.connect(b, keyAll)
+	p := &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"agent": "default", "message": "hi"}}
+	for b.Loop() {
+		res, err := s.CallTool(b.Context(), p)
+		if err != nil || res.IsError {
+			b.Fatalf("chat: %v %v", res, err)
 		}
 	}
 }
