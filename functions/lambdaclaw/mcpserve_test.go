@@ -22,7 +22,7 @@ func TestMCPServeRefuses(t *testing.T) {
 	} {
 		checkRun(t, tt.args, runWant{err: tt.err})
 	}
-	checkRun(t, []string{"mcp"}, runWant{usage: true, stderr: "Usage:\n  lambdaclaw mcp serve --stdio"})
+	checkRun(t, []string{"mcp"}, runWant{usage: true, stderr: "\n  lambdaclaw mcp serve --stdio"})
 	checkRun(t, []string{"mcp", "frobnicate"}, runWant{usage: true, stderr: `unknown mcp command "frobnicate"`})
 	checkRun(t, []string{"mcp", "serve", "extra"}, runWant{usage: true, stderr: `unexpected argument "extra"`})
 	checkRun(t, []string{"mcp", "serve", "--help"}, runWant{stdout: "usage: lambdaclaw mcp serve --stdio [flags]"})
