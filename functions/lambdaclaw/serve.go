@@ -19,6 +19,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/mcpserver"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/ratelimit"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
@@ -39,7 +40,7 @@ import (
 func getenv(k string) string { return os.Getenv(k) }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", "", "Run the gateway: the OpenAI-compatible API, the WebSocket endpoint and, when configured,\nthe Telegram channel. On first start it creates the default agent and prints an API key.", stderr)
+	fs := newFlags("serve", "", "Run the gateway: the OpenAI-compatible API, the WebSocket endpoint, the MCP server (/mcp) and,\nwhen configured, the Telegram channel. On first start it creates the default agent and prints an API key.", stderr)
 	addr := fs.String("addr", "", "listen address HOST:PORT (default $LAMBDACLAW_ADDR or 127.0.0.1:8080)")
 	loadConfig := fs.withConfig()
 	if _, err := fs.parse(args, 0, 0, stdout); err != nil {
@@ -149,12 +150,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}()
 		log.Info("telegram channel started", "mode", cfg.Telegram.Mode, "agent", cfg.Telegram.Agent)
 	}
+	identity := agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()}
+	mcpSrv, err := mcpserver.New(mcpserver.Config{
+		Runner: driver, Events: hub, Sessions: db, Agents: agents, Names: agents.Names, Identity: identity,
+		MaxBodyBytes: cfg.MaxBodyBytes, Version: version, Log: log,
+	})
+	if err != nil {
+		return err
+	}
 	gw, err := gateway.New(gateway.Config{
 		Runner: driver, Events: hub, Keys: db, Runs: db, Limiter: ratelimit.New(time.Minute),
 		Agents: agents.Names, HasAgent: agents.Has, Created: agents.Created, Embedder: emb, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
 		Responses: db, Threads: loop, Metrics: metrics.Handler(),
 		MaxConcurrentPerKey: cfg.Server.MaxConcurrentPerKey, MaxWebSocketsPerKey: cfg.Server.MaxWebSocketsPerKey,
-		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
+		Identity: identity, MCP: mcpSrv,
 	})
 	if err != nil {
 		return err
@@ -205,7 +214,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log.Info("shutting down")
 	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	// Upgraded WebSocket connections are not the HTTP server's to close.
+	// Upgraded WebSocket connections are not the HTTP server's to close,
+	// nor are the streams of MCP sessions.
+	mcpSrv.Close()
 	wsDone := make(chan error, 1)
 	go func() { wsDone <- gw.Shutdown(shutCtx) }()
 	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {

@@ -116,6 +116,9 @@ type Config struct {
 	// Created says when an agent was created: the created time of its
 	// entry in /v1/models. Nil, or a zero time, gives 0 (not known).
 	Created func(agent string) time.Time
+	// MCP, when set, serves /mcp (shared/channels/mcpserver) behind the
+	// same key checks and limits as the API; KeyFrom gives it the key.
+	MCP http.Handler
 }
 
 // Gateway serves the HTTP API.
@@ -177,6 +180,9 @@ func New(cfg Config) (*Gateway, error) {
 		g.mux.HandleFunc("POST /v1/responses", g.authed(g.requests, g.responses))
 		g.mux.HandleFunc("GET /v1/responses/{id}", g.authed(g.requests, g.getResponse))
 		g.mux.HandleFunc("DELETE /v1/responses/{id}", g.authed(g.requests, g.deleteResponse))
+	}
+	if cfg.MCP != nil {
+		g.mux.HandleFunc("/mcp", g.authed(g.requests, cfg.MCP.ServeHTTP))
 	}
 	// An upgraded connection counts as a WebSocket, not as a request.
 	g.mux.HandleFunc("GET /ws", g.authed(g.websockets, g.serveWS))
@@ -244,8 +250,15 @@ func (g *Gateway) authed(open *perKey, h http.HandlerFunc) http.HandlerFunc {
 }
 
 func keyOf(r *http.Request) store.APIKey {
-	k, _ := r.Context().Value(ctxKey{}).(store.APIKey)
+	k, _ := KeyFrom(r.Context())
 	return k
+}
+
+// KeyFrom returns the API key the gateway checked for the request whose
+// context ctx is, to a handler it serves (Config.MCP).
+func KeyFrom(ctx context.Context) (store.APIKey, bool) {
+	k, ok := ctx.Value(ctxKey{}).(store.APIKey)
+	return k, ok
 }
 
 // agentFor resolves a model name to an agent the key may use.

@@ -106,6 +106,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/mcpserver"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/ratelimit"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
@@ -418,10 +419,19 @@ func (r *Root) API() (http.Handler, error) {
 		Drafts:  r.Store,
 		Log:     r.Log,
 	}
+	// /mcp is stateless: the next request of a client may reach another
+	// instance, which holds no MCP session.
+	mcpSrv, err := mcpserver.New(mcpserver.Config{
+		Runner: runner, Events: r.Hub, Sessions: r.Store, Agents: r.Agents, Names: r.AgentNames,
+		Identity: r.Identity, Stateless: true, Log: r.Log,
+	})
+	if err != nil {
+		return nil, err
+	}
 	return gateway.New(gateway.Config{
 		Runner: runner, Events: r.Hub, Keys: r.Store, Runs: r.Store, Limiter: r.Limiter,
 		Agents: r.AgentNames, HasAgent: r.Agents.Has, Identity: r.Identity, Log: r.Log, Embedder: r.Embedder,
-		Responses: r.Store, Threads: r.Loop,
+		Responses: r.Store, Threads: r.Loop, MCP: mcpSrv,
 		// The agents are the deployment's: created with its table.
 		Created: func(string) time.Time { return r.Store.Created() },
 	})
