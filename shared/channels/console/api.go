@@ -88,6 +88,10 @@ type Config struct {
 	Memory Memory
 	// Metrics says whether the server serves GET /metrics.
 	Metrics bool
+	// WebSocketURL is where the console chats when it is not /ws of the
+	// console's own origin (on AWS, the WebSocket API's wss:// URL); empty
+	// means /ws.
+	WebSocketURL string
 	// DefaultRate is the rate limit of a key created without one.
 	DefaultRate int
 	Log         *slog.Logger
@@ -216,6 +220,8 @@ type me struct {
 	Owner    string   `json:"owner"`
 	Agents   []string `json:"agents"`
 	Features features `json:"features"`
+	// WebSocket is the chat's URL; empty means /ws of this origin.
+	WebSocket string `json:"websocket,omitempty"`
 }
 
 type features struct {
@@ -227,8 +233,9 @@ type features struct {
 func (c *Console) me(w http.ResponseWriter, _ *http.Request, k store.APIKey) error {
 	writeJSON(w, http.StatusOK, me{
 		ID: k.ID, Name: k.Name, Prefix: k.Prefix, Autonomy: k.Autonomy, Admin: k.Admin, Owner: owner(k),
-		Agents:   c.agentsOf(k),
-		Features: features{Jobs: c.cfg.Jobs != nil, Memory: c.cfg.Memory != nil, Metrics: c.cfg.Metrics},
+		Agents:    c.agentsOf(k),
+		Features:  features{Jobs: c.cfg.Jobs != nil, Memory: c.cfg.Memory != nil, Metrics: c.cfg.Metrics},
+		WebSocket: c.cfg.WebSocketURL,
 	})
 	return nil
 }

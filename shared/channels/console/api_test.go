@@ -340,3 +340,31 @@ func TestCreateKey(t *testing.T) {
 		t.Errorf("stored %+v", stored)
 	}
 }
+
+// TestPages serves the console's files, each with its content type and
+// the headers that keep it to its own origin.
+func TestPages(t *testing.T) {
+	f := newFixture(t)
+	for _, tt := range []struct{ path, contentType, contains string }{
+		{"/", "text/html; charset=utf-8", `<script src="/console/app.js" defer></script>`},
+		{"/console/app.js", "text/javascript; charset=utf-8", `sessionStorage.getItem("lambdaclaw.key")`},
+		{"/console/style.css", "text/css; charset=utf-8", "#chat-log"},
+	} {
+		w := httptest.NewRecorder()
+		f.c.ServeHTTP(w, httptest.NewRequest("GET", tt.path, nil))
+		got := []string{w.Header().Get("Content-Type"), w.Header().Get("Content-Security-Policy")[:18], w.Header().Get("X-Content-Type-Options")}
+		if diff := cmp.Diff([]string{tt.contentType, "default-src 'self'", "nosniff"}, got); w.Code != 200 || diff != "" {
+			t.Errorf("GET %s: %d, headers (-want +got):\n%s", tt.path, w.Code, diff)
+		}
+		if !strings.Contains(w.Body.String(), tt.contains) {
+			t.Errorf("GET %s: body lacks %q", tt.path, tt.contains)
+		}
+	}
+	for _, p := range []string{"/console/nope.js", "/console/"} {
+		w := httptest.NewRecorder()
+		f.c.ServeHTTP(w, httptest.NewRequest("GET", p, nil))
+		if w.Code != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", p, w.Code)
+		}
+	}
+}

@@ -37,6 +37,7 @@ import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"strings"
 )
 
 //go:embed web
@@ -58,8 +59,12 @@ var pages = func() http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-cache")
-		if r.URL.Path == "/" {
+		switch {
+		case r.URL.Path == "/":
 			http.ServeFileFS(w, r, sub, "index.html")
+			return
+		case strings.HasSuffix(r.URL.Path, "/"): // no listings
+			http.NotFound(w, r)
 			return
 		}
 		http.StripPrefix("/console", files).ServeHTTP(w, r)
