@@ -98,6 +98,7 @@ async function signIn(key) {
 
 function signOut(msg) {
   sessionStorage.removeItem("lambdaclaw.key");
+  sessionStorage.removeItem("lambdaclaw.sessions");
   state.key = "";
   state.me = null;
   if (state.ws) state.ws.close();
@@ -218,7 +219,7 @@ function onFrame(f) {
 function addApproval(f) {
   const box = el("div", { class: "approval", "data-approval": f.approval_id },
     el("strong", {}, "Approval needed: " + (f.tools || []).join(", ")),
-    el("div", {}, f.prompt || ""));
+    el("div", { class: "prompt" }, f.prompt || ""));
   const answer = (word) => async () => {
     box.querySelector(".actions").replaceChildren(el("em", {}, "answered " + word));
     await sendMessage(word);
@@ -304,7 +305,7 @@ async function loadApprovals() {
   $("approval-count").hidden = data.approvals.length === 0;
   $("approvals-list").replaceChildren(...data.approvals.map((a) => {
     const box = el("div", { class: "approval" },
-      el("strong", {}, a.agent + ": " + a.tools.join(", ")), el("div", {}, a.prompt), el("div", { class: "muted" }, when(a.created_at)));
+      el("strong", {}, a.agent + ": " + a.tools.join(", ")), el("div", { class: "prompt" }, a.prompt), el("div", { class: "muted" }, when(a.created_at)));
     if (mine[a.agent] === a.session_id) {
       const answer = (word) => async () => {
         $("chat-agent").value = a.agent;
