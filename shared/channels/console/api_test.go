@@ -346,7 +346,7 @@ func TestCreateKey(t *testing.T) {
 func TestPages(t *testing.T) {
 	f := newFixture(t)
 	for _, tt := range []struct{ path, contentType, contains string }{
-		{"/", "text/html; charset=utf-8", `<script src="/console/app.js" defer></script>`},
+		{"/", "text/html; charset=utf-8", `<script src="console/app.js" defer></script>`},
 		{"/console/app.js", "text/javascript; charset=utf-8", `sessionStorage.getItem("lambdaclaw.key")`},
 		{"/console/style.css", "text/css; charset=utf-8", "#chat-log"},
 	} {

@@ -6,7 +6,10 @@
 // HTML.
 "use strict";
 
-const API = "/v1/lambdaclaw";
+// BASE is where the console is served: "/" locally, "/<stage>/" behind
+// API Gateway; every path of the API is relative to it.
+const BASE = new URL(".", location.href).pathname;
+const API = BASE + "v1/lambdaclaw";
 const USER = "console"; // the WebSocket user of the console's chats
 const $ = (id) => document.getElementById(id);
 
@@ -42,7 +45,8 @@ function when(t) {
   return t ? new Date(t).toLocaleString() : "";
 }
 
-// api calls the console's API (or another path of the server) and returns
+// api calls the console's API (or, for a path starting with /, another
+// path of the server, relative to BASE) and returns
 // the decoded JSON, or null for an empty answer.
 async function api(method, path, body) {
   const opts = { method, headers: { Authorization: "Bearer " + state.key } };
@@ -50,7 +54,7 @@ async function api(method, path, body) {
     opts.headers["Content-Type"] = "application/json";
     opts.body = JSON.stringify(body);
   }
-  const resp = await fetch(path.startsWith("/") ? path : API + "/" + path, opts);
+  const resp = await fetch(path.startsWith("/") ? BASE + path.slice(1) : API + "/" + path, opts);
   if (resp.status === 401) {
     signOut("The key was refused: it is unknown or revoked.");
     throw new Error("signed out");
@@ -149,7 +153,7 @@ function rememberSession(agent, id) {
 // connect opens the WebSocket, the key offered as a subprotocol.
 function connect() {
   if (state.ws && state.ws.readyState <= WebSocket.OPEN) return state.wsReady;
-  const url = state.me.websocket || (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws";
+  const url = state.me.websocket || (location.protocol === "https:" ? "wss://" : "ws://") + location.host + BASE + "ws";
   const ws = new WebSocket(url, ["lambdaclaw", "lambdaclaw.key." + state.key]);
   state.ws = ws;
   $("chat-status").textContent = "connecting…";
