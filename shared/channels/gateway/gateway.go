@@ -1,8 +1,9 @@
 // Package gateway is lambdaclaw's HTTP API: the OpenAI-compatible chat
 // completions endpoint (JSON and SSE streaming), embeddings, the model
-// list (one model per agent), the health check and, in the local server,
-// the WebSocket endpoint /ws. The same http.Handler runs in the local
-// server and behind API Gateway.
+// list (one model per agent), the health check, the web console when one
+// is given (Config.Console) and, in the local server, the WebSocket
+// endpoint /ws. The same http.Handler runs in the local server and behind
+// API Gateway.
 package gateway
 
 import (
