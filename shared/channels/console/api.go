@@ -292,10 +292,11 @@ func (c *Console) ownSessions(r *http.Request, k store.APIKey) ([]store.Session,
 	return list, nil
 }
 
-// pending returns the session's pending approval, nil when none.
+// pending returns the session's pending approval, nil when none; a run
+// waiting for an API client's own tools waits for no person.
 func (c *Console) pending(r *http.Request, s store.Session) (*approvalView, error) {
 	a, err := c.cfg.Sessions.PendingApproval(r.Context(), s.ID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && a.Kind == store.ApprovalClientTools) {
 		return nil, nil
 	}
 	if err != nil {

@@ -68,6 +68,11 @@ func newFixture(t *testing.T) *fixture {
 		Tools: []string{"write_file"}, Prompt: "write notes.txt?", Status: store.ApprovalPending, CreatedAt: time.Unix(2, 0)}); err != nil {
 		t.Fatal(err)
 	}
+	// b's run waits for its client's own tools, not for a person.
+	if err := db.CreateApproval(ctx, store.Approval{ID: "ap2", SessionID: "sb", RunID: "run-sb", Kind: store.ApprovalClientTools, Calls: []string{"c2"},
+		Tools: []string{"get_weather"}, Status: store.ApprovalPending, CreatedAt: time.Unix(3, 0)}); err != nil {
+		t.Fatal(err)
+	}
 	jobs := db.Schedule(nil)
 	for _, j := range []schedule.Job{
 		{ID: "job-a", Owner: "key:key_a", Agent: "main", Name: "daily", Message: "check in", Schedule: schedule.Schedule{Every: schedule.Duration(time.Hour)}},
