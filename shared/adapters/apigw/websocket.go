@@ -59,8 +59,8 @@ const ConnectionTTL = 2*time.Hour + 5*time.Minute
 //   - $connect checks the API key, sent as "Authorization: Bearer <key>"
 //     or, since browsers cannot set headers on a WebSocket, as a
 //     subprotocol (wsproto.KeyFromProtocols; the answer selects
-//     wsproto.Subprotocol) or the query parameter key; an unknown or revoked key is refused with 401, a key
-//     over its rate limit with 429. The connection is recorded with its
+//     wsproto.Subprotocol) or the query parameter key; an unknown or
+//     revoked key is refused with 401, a key over its rate limit with 429. The connection is recorded with its
 //     key's hash.
 //   - $default takes one client frame, which a wsproto.Server answers over
 //     the connection (conn): the key recorded at $connect is looked up

@@ -117,8 +117,8 @@ type Config struct {
 	// Created says when an agent was created: the created time of its
 	// entry in /v1/models. Nil, or a zero time, gives 0 (not known).
 	Created func(agent string) time.Time
-	// Console, when set, is the web console: its pages at / and its JSON
-	// API under ConsolePrefix, whose requests are authenticated and
+	// Console, when set, is the web console: its pages at / and under
+	// /console/, and its JSON API under ConsolePrefix, whose requests are authenticated and
 	// limited as every other.
 	Console Console
 }
