@@ -54,6 +54,8 @@ type consoleSeen struct {
 	MemoryText      string   `json:"memoryText"`
 	MemoryForgotten string   `json:"memoryForgotten"`
 	History         []string `json:"history"`
+	Job             []string `json:"job"`
+	JobRuns         string   `json:"jobRuns"`
 	Turns           int      `json:"turns"`
 	TokensIn        bool     `json:"tokensIn"`
 	NewKeyRow       []string `json:"newKeyRow"`
@@ -91,6 +93,15 @@ func TestConsoleInBrowser(t *testing.T) {
 	g := startGateway(t, fake, "")
 	// The first key is the operator's: supervised, and an admin.
 	key := g.firstKey()
+
+	// A job of the key's, made from the command line.
+	var keyID string
+	for l := range strings.Lines(g.cli(t, "keys", "list")) {
+		if f := strings.Fields(l); len(f) > 1 && f[1] == "first" {
+			keyID = f[0]
+		}
+	}
+	g.cli(t, "cron", "add", "--owner", "key:"+keyID, "--agent", "default", "--every", "1h", "--message", "check in", "--name", "hourly")
 
 	dir, err := os.MkdirTemp("", "lambdaclaw-console-")
 	if err != nil {
@@ -142,6 +153,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		Bootstrap:  seen.Bootstrap,
 		MemoryText: "The user likes green tea",
 		History:    []string{"hello console", "remember my tea", "please write notes"},
+		Job:        []string{"hourly", "default", "every 1h0m0s"},
+		JobRuns:    "It has not run yet.",
 		Turns:      3,
 		TokensIn:   true,
 		// name, key prefix (not compared), autonomy, agents, status
@@ -172,5 +185,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	if !strings.Contains(line, "read_only") || !strings.Contains(line, "revoked") {
 		t.Errorf("keys list line of the browser's key %q: want it read_only and revoked\n%s", line, list)
+	}
+	if jobs := g.cli(t, "cron", "list", "--owner", "key:"+keyID); !strings.Contains(jobs, "paused") {
+		t.Errorf("cron list after the browser paused the job:\n%s", jobs)
 	}
 }

@@ -111,6 +111,15 @@ try {
 	await nav(page, 'approvals');
 	await page.locator('#approvals-list', { hasText: 'Nothing waits for an answer.' }).waitFor();
 
+	// Jobs: the key's job (made with lambdaclaw cron add --owner), paused.
+	await nav(page, 'jobs');
+	const job = page.locator('#jobs-table tbody tr', { hasText: 'hourly' });
+	seen.job = (await job.locator('td').allTextContents()).slice(0, 3);
+	await job.getByRole('button', { name: 'Pause' }).click();
+	await job.locator('td', { hasText: 'paused' }).waitFor();
+	await job.getByRole('button', { name: 'Runs' }).click();
+	seen.jobRuns = await page.locator('#job-runs p').textContent();
+
 	// Live metrics: the turns so far.
 	await nav(page, 'metrics');
 	// The counters are updated as the events are handled; the view reads
