@@ -223,6 +223,11 @@ func TestAPI(t *testing.T) {
 		{"pause", keyA, "POST", "/v1/lambdaclaw/jobs/job-a", `{"paused":true}`, 200,
 			`{"id":"job-a","owner":"key:key_a","agent":"main","name":"daily","schedule":{"every":"1h0m0s"},"message":"check in","deliver":{},"paused":true}`},
 		{"delete another key's job", keyB, "DELETE", "/v1/lambdaclaw/jobs/job-a", "", 404, apiErr("not_found")},
+		{"jobs of b", keyB, "GET", "/v1/lambdaclaw/jobs", "", 200,
+			`{"jobs":[{"id":"job-b","owner":"key:key_b","agent":"main","schedule":{"every":"1h0m0s"},"message":"check in","deliver":{}}]}`},
+		{"delete", keyA, "DELETE", "/v1/lambdaclaw/jobs/job-a", "", 204, ""},
+		{"jobs after the delete", keyA, "GET", "/v1/lambdaclaw/jobs", "", 200, `{"jobs":[]}`},
+		{"delete again", keyA, "DELETE", "/v1/lambdaclaw/jobs/job-a", "", 404, apiErr("not_found")},
 		{"agents", keyA, "GET", "/v1/lambdaclaw/agents", "", 200, `{"agents":["main"]}`},
 		{"agent", keyA, "GET", "/v1/lambdaclaw/agents/main", "", 200,
 			`{"name":"main","files":[{"path":"AGENTS.md","size":8},{"path":"SOUL.md","size":4},{"path":"notes/plan.md","size":4}],"truncated":false,"bootstrap":["AGENTS.md","SOUL.md"],"skills":[]}`},
@@ -371,5 +376,43 @@ func TestPages(t *testing.T) {
 		if w.Code != http.StatusNotFound {
 			t.Errorf("GET %s: %d, want 404", p, w.Code)
 		}
+	}
+}
+
+// TestWithoutJobsOrMemory: a server without a scheduler or memory says so.
+func TestWithoutJobsOrMemory(t *testing.T) {
+	f := newFixture(t)
+	c, err := console.New(console.Config{
+		Sessions: f.db, Keys: f.db, Agents: func() []string { return []string{"main"} },
+		Workspace: func(string) (filestore.FS, bool) { return nil, false },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.c = c
+	type answer struct {
+		Status int
+		Body   any
+	}
+	for _, tt := range []struct {
+		path string
+		want answer
+	}{
+		{"/v1/lambdaclaw/jobs", answer{200, js(t, `{"jobs":[]}`)}},
+		{"/v1/lambdaclaw/jobs/job-a/runs", answer{404, js(t, apiErr("not_found"))}},
+		{"/v1/lambdaclaw/agents/main/memory?q=tea", answer{404, js(t, apiErr("not_found"))}},
+		{"/v1/lambdaclaw/agents/main", answer{404, js(t, apiErr("not_found"))}},
+	} {
+		status, got := f.do(t, keyA, "GET", tt.path, "")
+		if status >= 400 {
+			got = onlyCode(got)
+		}
+		if diff := cmp.Diff(tt.want, answer{status, got}); diff != "" {
+			t.Errorf("GET %s (-want +got):\n%s", tt.path, diff)
+		}
+	}
+	_, me := f.do(t, keyA, "GET", "/v1/lambdaclaw/me", "")
+	if diff := cmp.Diff(js(t, `{"jobs":false,"memory":false,"metrics":false}`), me.(map[string]any)["features"]); diff != "" {
+		t.Errorf("features (-want +got):\n%s", diff)
 	}
 }
