@@ -137,7 +137,7 @@ func New(cfg Config) (*Console, error) {
 		"POST " + p + "/keys":                          c.admin(c.createKey),
 		"DELETE " + p + "/keys/{id}":                   c.admin(c.revokeKey),
 	} {
-		c.mux.Handle(pattern, h)
+		c.mux.Handle(pattern, c.serve(h))
 	}
 	c.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("unknown endpoint %s %s", r.Method, r.URL.Path))
@@ -158,7 +158,7 @@ func (c *Console) ServeAPI(w http.ResponseWriter, r *http.Request, k store.APIKe
 type keyCtx struct{}
 
 // handler is an endpoint: it answers for the key, or returns an error
-// that fail turns into an answer.
+// that its ServeHTTP turns into the answer.
 type handler func(w http.ResponseWriter, r *http.Request, k store.APIKey) error
 
 func (c *Console) admin(h handler) handler {
@@ -170,20 +170,23 @@ func (c *Console) admin(h handler) handler {
 	}
 }
 
-// ServeHTTP implements http.Handler for the mux.
-func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	k, _ := r.Context().Value(keyCtx{}).(store.APIKey)
-	err := h(w, r, k)
-	if err == nil {
-		return
-	}
-	var ae *apiError
-	if errors.As(err, &ae) {
-		writeError(w, ae.status, ae.code, ae.msg)
-		return
-	}
-	// c.failed has logged it.
-	writeError(w, http.StatusInternalServerError, "internal_error", "the request failed; the server's log says why")
+// serve makes h a handler of the mux: an apiError becomes its answer,
+// any other error a 500 whose message and log line carry the request id.
+func (c *Console) serve(h handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k, _ := r.Context().Value(keyCtx{}).(store.APIKey)
+		err := h(w, r, k)
+		if err == nil {
+			return
+		}
+		var ae *apiError
+		if errors.As(err, &ae) {
+			writeError(w, ae.status, ae.code, ae.msg)
+			return
+		}
+		c.cfg.Log.Error("console: request failed", "method", r.Method, "path", r.URL.Path, "request_id", w.Header().Get("X-Request-Id"), "key_id", k.ID, "error", err)
+		writeError(w, http.StatusInternalServerError, "internal_error", "the request failed; the server's log says why")
+	})
 }
 
 // apiError is an answer other than 200.
@@ -205,9 +208,8 @@ func badRequest(format string, args ...any) error {
 // owner is the principal a key acts as.
 func owner(k store.APIKey) string { return "key:" + k.ID }
 
-// failed logs an unexpected error and returns it for the 500 answer.
-func (c *Console) failed(r *http.Request, what string, err error) error {
-	c.cfg.Log.Error("console: "+what, "path", r.URL.Path, "error", err)
+// failed wraps an unexpected error, which serve logs and answers 500.
+func failed(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
@@ -287,7 +289,7 @@ func (c *Console) sessions(w http.ResponseWriter, r *http.Request, k store.APIKe
 func (c *Console) ownSessions(r *http.Request, k store.APIKey) ([]store.Session, error) {
 	list, err := c.cfg.Sessions.SessionsOf(r.Context(), owner(k), MaxSessions)
 	if err != nil {
-		return nil, c.failed(r, "list sessions", err)
+		return nil, failed("list sessions", err)
 	}
 	return list, nil
 }
@@ -300,7 +302,7 @@ func (c *Console) pending(r *http.Request, s store.Session) (*approvalView, erro
 		return nil, nil
 	}
 	if err != nil {
-		return nil, c.failed(r, "pending approval", err)
+		return nil, failed("pending approval", err)
 	}
 	return &approvalView{ID: a.ID, SessionID: s.ID, Agent: s.Agent, Tools: a.Tools, Prompt: a.Prompt, CreatedAt: a.CreatedAt}, nil
 }
@@ -331,11 +333,11 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request, k store.APIKey
 	case errors.Is(err, store.ErrNotFound) || (err == nil && (s.Owner != owner(k) || s.Ephemeral)):
 		return notFound("the session " + strconv.Quote(id))
 	case err != nil:
-		return c.failed(r, "get session", err)
+		return failed("get session", err)
 	}
 	msgs, err := c.cfg.Sessions.Messages(r.Context(), id)
 	if err != nil {
-		return c.failed(r, "history", err)
+		return failed("history", err)
 	}
 	truncated := len(msgs) > MaxMessages
 	if truncated {
@@ -361,7 +363,7 @@ func (c *Console) jobs(w http.ResponseWriter, r *http.Request, k store.APIKey) e
 	}
 	list, err := c.cfg.Jobs.List(r.Context(), owner(k))
 	if err != nil {
-		return c.failed(r, "list jobs", err)
+		return failed("list jobs", err)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"jobs": nonNil(list)})
 	return nil
@@ -372,7 +374,7 @@ func (c *Console) jobErr(r *http.Request, id string, err error) error {
 	if errors.Is(err, schedule.ErrNotFound) {
 		return notFound("the job " + strconv.Quote(id))
 	}
-	return c.failed(r, "job "+id, err)
+	return failed("job "+id, err)
 }
 
 func (c *Console) jobRuns(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
@@ -472,7 +474,7 @@ func (c *Console) agent(w http.ResponseWriter, r *http.Request, k store.APIKey) 
 		return nil
 	})
 	if err != nil && !errors.Is(err, errEnough) {
-		return c.failed(r, "list workspace", err)
+		return failed("list workspace", err)
 	}
 	boot := []string{}
 	for _, b := range bootstrapFiles {
@@ -506,7 +508,7 @@ func (c *Console) file(w http.ResponseWriter, r *http.Request, k store.APIKey) e
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid):
 		return notFound("the file " + strconv.Quote(p))
 	case err != nil:
-		return c.failed(r, "read file", err)
+		return failed("read file", err)
 	}
 	text := string(data)
 	if !utf8.ValidString(text) {
@@ -538,7 +540,7 @@ func (c *Console) memErr(r *http.Request, err error) error {
 	case errors.Is(err, memory.ErrInvalid):
 		return badRequest("%s", err.Error())
 	}
-	return c.failed(r, "memory", err)
+	return failed("memory", err)
 }
 
 func (c *Console) searchMemory(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
@@ -624,7 +626,7 @@ func viewKey(k store.APIKey) keyView {
 func (c *Console) listKeys(w http.ResponseWriter, r *http.Request, _ store.APIKey) error {
 	ks, err := c.cfg.Keys.ListKeys(r.Context())
 	if err != nil {
-		return c.failed(r, "list keys", err)
+		return failed("list keys", err)
 	}
 	out := make([]keyView, 0, len(ks))
 	for _, k := range ks {
@@ -687,7 +689,7 @@ func (c *Console) createKey(w http.ResponseWriter, r *http.Request, _ store.APIK
 	}
 	secret, k, err := apikey.Create(r.Context(), c.cfg.Keys, spec)
 	if err != nil {
-		return c.failed(r, "create key", err)
+		return failed("create key", err)
 	}
 	c.cfg.Log.Info("console: key created", "key_id", k.ID, "admin", k.Admin)
 	writeJSON(w, http.StatusCreated, map[string]any{"key": secret, "record": viewKey(k)})
@@ -701,7 +703,7 @@ func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, self store.A
 	}
 	ks, err := c.cfg.Keys.ListKeys(r.Context())
 	if err != nil {
-		return c.failed(r, "list keys", err)
+		return failed("list keys", err)
 	}
 	i := slices.IndexFunc(ks, func(k store.APIKey) bool { return k.ID == id })
 	switch {
@@ -714,7 +716,7 @@ func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, self store.A
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound("the key " + strconv.Quote(id))
 		}
-		return c.failed(r, "revoke key", err)
+		return failed("revoke key", err)
 	}
 	c.cfg.Log.Info("console: key revoked", "key_id", id, "by", self.ID)
 	w.WriteHeader(http.StatusNoContent)
@@ -748,11 +750,16 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// writeError writes the OpenAI error JSON the rest of the API uses.
+// writeError writes the OpenAI error JSON the rest of the API uses; a
+// server error's message ends with the request's id (the gateway's
+// X-Request-Id), which the log line about it carries too.
 func writeError(w http.ResponseWriter, status int, code, msg string) {
 	typ := "invalid_request_error"
 	if status >= 500 {
 		typ = "server_error"
+		if id := w.Header().Get("X-Request-Id"); id != "" {
+			msg += " (request id " + id + ")"
+		}
 	}
 	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}})
 }

@@ -1,11 +1,15 @@
 package console_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -414,5 +418,43 @@ func TestWithoutJobsOrMemory(t *testing.T) {
 	_, me := f.do(t, keyA, "GET", "/v1/lambdaclaw/me", "")
 	if diff := cmp.Diff(js(t, `{"jobs":false,"memory":false,"metrics":false}`), me.(map[string]any)["features"]); diff != "" {
 		t.Errorf("features (-want +got):\n%s", diff)
+	}
+}
+
+// brokenSessions is a store whose listing fails.
+type brokenSessions struct{ *sqlite.DB }
+
+func (brokenSessions) SessionsOf(context.Context, string, int) ([]store.Session, error) {
+	return nil, errors.New("disk on fire")
+}
+
+// TestServerError: a failure the client cannot fix is a 500 that names
+// the request, whose id the log line carries with the cause.
+func TestServerError(t *testing.T) {
+	f := newFixture(t)
+	var log bytes.Buffer
+	c, err := console.New(console.Config{
+		Sessions: brokenSessions{f.db}, Keys: f.db, Agents: func() []string { return nil },
+		Workspace: func(string) (filestore.FS, bool) { return nil, false },
+		Log:       slog.New(slog.NewTextHandler(&log, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	w.Header().Set("X-Request-Id", "req_test")
+	c.ServeAPI(w, httptest.NewRequest("GET", "/v1/lambdaclaw/sessions", nil), keyA)
+	var body struct {
+		Error struct{ Message, Type, Code string }
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"500", "server_error", "internal_error", "the request failed; the server's log says why (request id req_test)"}
+	if diff := cmp.Diff(want, []string{strconv.Itoa(w.Code), body.Error.Type, body.Error.Code, body.Error.Message}); diff != "" {
+		t.Errorf("answer (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(log.String(), "request_id=req_test") || !strings.Contains(log.String(), "disk on fire") {
+		t.Errorf("log %q: want the request id and the cause", log.String())
 	}
 }
