@@ -158,8 +158,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cons, err := newConsole(cfg, db, agents, skills, jobs, mem, log)
+	if err != nil {
+		return err
+	}
 	gw, err := gateway.New(gateway.Config{
-		Runner: driver, Events: hub, Keys: db, Runs: db, Limiter: ratelimit.New(time.Minute),
+		Console: cons,
+		Runner:  driver, Events: hub, Keys: db, Runs: db, Limiter: ratelimit.New(time.Minute),
 		Agents: agents.Names, HasAgent: agents.Has, Created: agents.Created, Embedder: emb, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
 		Responses: db, Threads: loop, Metrics: metrics.Handler(),
 		MaxConcurrentPerKey: cfg.Server.MaxConcurrentPerKey, MaxWebSocketsPerKey: cfg.Server.MaxWebSocketsPerKey,
@@ -249,7 +254,7 @@ func firstKey(ctx context.Context, db *sqlite.DB, cfg *config.Config, stdout io.
 	if err != nil || len(ks) > 0 {
 		return err
 	}
-	key, _, err := apikey.Create(ctx, db, store.APIKey{Name: "first", Autonomy: tool.Supervised.String(), RatePerMinute: cfg.DefaultRatePerMinute})
+	key, _, err := apikey.Create(ctx, db, store.APIKey{Name: "first", Autonomy: tool.Supervised.String(), RatePerMinute: cfg.DefaultRatePerMinute, Admin: true})
 	if err != nil {
 		return err
 	}

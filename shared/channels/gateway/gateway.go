@@ -1,8 +1,9 @@
 // Package gateway is lambdaclaw's HTTP API: the OpenAI-compatible chat
 // completions endpoint (JSON and SSE streaming), embeddings, the model
-// list (one model per agent), the health check and, in the local server,
-// the WebSocket endpoint /ws. The same http.Handler runs in the local
-// server and behind API Gateway.
+// list (one model per agent), the health check, the web console when one
+// is given (Config.Console) and, in the local server, the WebSocket
+// endpoint /ws. The same http.Handler runs in the local server and behind
+// API Gateway.
 package gateway
 
 import (
@@ -119,6 +120,21 @@ type Config struct {
 	// MCP, when set, serves /mcp (shared/channels/mcpserver) behind the
 	// same key checks and limits as the API; KeyFrom gives it the key.
 	MCP http.Handler
+	// Console, when set, is the web console: its pages at / and under
+	// /console/, and its JSON API under ConsolePrefix, whose requests are authenticated and
+	// limited as every other.
+	Console Console
+}
+
+// ConsolePrefix is the path of the web console's JSON API.
+const ConsolePrefix = "/v1/lambdaclaw/"
+
+// Console is the web console (package console).
+type Console interface {
+	// ServeHTTP serves the console's static pages.
+	http.Handler
+	// ServeAPI answers a request of the console's API for the key k.
+	ServeAPI(w http.ResponseWriter, r *http.Request, k store.APIKey)
 }
 
 // Gateway serves the HTTP API.
@@ -186,6 +202,13 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	// An upgraded connection counts as a WebSocket, not as a request.
 	g.mux.HandleFunc("GET /ws", g.authed(g.websockets, g.serveWS))
+	if cfg.Console != nil {
+		g.mux.HandleFunc(ConsolePrefix, g.authed(g.requests, func(w http.ResponseWriter, r *http.Request) {
+			cfg.Console.ServeAPI(w, r, keyOf(r))
+		}))
+		g.mux.Handle("GET /{$}", cfg.Console)
+		g.mux.Handle("GET /console/", cfg.Console)
+	}
 	g.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("unknown endpoint %s %s", r.Method, r.URL.Path))
 	})
@@ -212,8 +235,8 @@ type ctxKey struct{}
 // key's rate limit before h runs.
 func (g *Gateway) authed(open *perKey, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || token == "" {
+		token, ok := bearer(r)
+		if !ok {
 			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "missing API key: send Authorization: Bearer <key> (create one with `lambdaclaw keys create`)")
 			return
 		}
@@ -247,6 +270,19 @@ func (g *Gateway) authed(open *perKey, h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, k)))
 	}
+}
+
+// bearer returns the request's API key: its Authorization header's
+// bearer token or, for a WebSocket upgrade (a browser cannot set headers
+// there), the key a client offers as a subprotocol (wsproto.KeyFromProtocols).
+func bearer(r *http.Request) (string, bool) {
+	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && token != "" {
+		return token, true
+	}
+	if r.URL.Path == "/ws" {
+		return wsproto.KeyFromProtocols(r.Header.Values("Sec-WebSocket-Protocol"))
+	}
+	return "", false
 }
 
 func keyOf(r *http.Request) store.APIKey {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -42,7 +41,7 @@ const (
 // upgrade against its rate limit.
 func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request) {
 	k := keyOf(r)
-	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	token, _ := bearer(r)
 	g.wsMu.Lock()
 	if g.wsClosed {
 		g.wsMu.Unlock()
@@ -53,7 +52,9 @@ func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request) {
 	g.wsMu.Unlock()
 	defer g.wsConns.Done()
 
-	c, err := websocket.Accept(w, r, nil)
+	// A browser that offered its key as a subprotocol gets
+	// wsproto.Subprotocol back (never the key); other clients get none.
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{wsproto.Subprotocol}})
 	if err != nil {
 		return // Accept has answered
 	}
