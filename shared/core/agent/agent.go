@@ -128,6 +128,10 @@ type Agent struct {
 	// Model overrides the provider's model when set.
 	Model             string
 	Tools             *tool.Registry
+	// LiveTools, when set, replaces Tools with a set that follows tools
+	// appearing and going while the process runs (those of MCP servers):
+	// every step resolves it afresh (Agent.Registry).
+	LiveTools         tool.Live
 	MaxToolIterations int
 	// Workspace is the agent's workspace, nil when it has none.
 	Workspace  filestore.FS
@@ -135,6 +139,15 @@ type Agent struct {
 	// ReplaceSystem makes an API client's system messages replace the
 	// agent's system prompt; by default they follow it.
 	ReplaceSystem bool
+}
+
+// Registry returns the agent's tools as they are now: LiveTools' current
+// set when there is one, else Tools.
+func (a *Agent) Registry() *tool.Registry {
+	if a.LiveTools != nil {
+		return a.LiveTools.Current()
+	}
+	return a.Tools
 }
 
 // Compaction says when and how far the loop compacts a session's history
