@@ -126,8 +126,8 @@ type Agent struct {
 	Name     string
 	Provider llm.Provider
 	// Model overrides the provider's model when set.
-	Model             string
-	Tools             *tool.Registry
+	Model string
+	Tools *tool.Registry
 	// LiveTools, when set, replaces Tools with a set that follows tools
 	// appearing and going while the process runs (those of MCP servers):
 	// every step resolves it afresh (Agent.Registry).
