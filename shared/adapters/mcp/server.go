@@ -295,6 +295,9 @@ func (s *server) list(ctx context.Context, sess *sdk.ClientSession) ([]*Tool, er
 // if sess is still the server's session.
 func (s *server) refresh(ctx context.Context, sess *sdk.ClientSession) {
 	tools, err := s.list(ctx, sess)
+	if ctx.Err() != nil {
+		return // stopping
+	}
 	if err != nil {
 		s.reg.cfg.Log.Warn("MCP server's tools could not be read again", "mcp_server", s.cfg.Name, "err", scrub.Scrub(err.Error()))
 		return
