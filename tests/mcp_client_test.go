@@ -109,4 +109,21 @@ func TestMCPClientTurn(t *testing.T) {
 	if strings.Contains(g.stderr.String(), "token-for-the-server") {
 		t.Error("the server's secret is in the gateway's log")
 	}
+
+	// In a stateful conversation under supervised autonomy, the untrusted
+	// server's tool asks a person first; /yes runs it.
+	fake.Reset()
+	s := session("mcp-approval")
+	fake.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_ask", Name: "untrusted__echo", Arguments: `{"message":"approved"}`}}},
+		fakellm.Reply{Content: "echoed"})
+	if got := ask(t, c, "echo it", s); !strings.Contains(got, "untrusted__echo") || !strings.Contains(got, "/yes") {
+		t.Fatalf("reply = %q, want the approval prompt for untrusted__echo", got)
+	}
+	if got := ask(t, c, "/yes", s); got != "echoed" {
+		t.Errorf("reply to /yes = %q, want the model's answer", got)
+	}
+	reqs = fake.Requests()
+	if res, ok := toolResult(reqs[len(reqs)-1], "call_ask"); !ok || res != "Echo: approved" {
+		t.Errorf("untrusted__echo after /yes = %q (present %v), want Echo: approved", res, ok)
+	}
 }

@@ -471,7 +471,7 @@ func TestToolset(t *testing.T) {
 			if diff := cmp.Diff(tt.want, names(ts)); diff != "" {
 				t.Errorf("tools (-want +got):\n%s", diff)
 			}
-			if ts.Current() != ts.Current() {
+			if first := ts.Current(); ts.Current() != first {
 				t.Error("an unchanged toolset makes a new registry")
 			}
 		})
