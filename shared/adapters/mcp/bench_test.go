@@ -63,3 +63,36 @@ func BenchmarkCallStdioSDK(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCallInMemorySDK is the SDK's client and server of the same
+// tool connected in memory: their own work, without pipes or a second
+// process.
+func BenchmarkCallInMemorySDK(b *testing.B) {
+	s := sdk.NewServer(&sdk.Implementation{Name: "bench", Version: "1"}, nil)
+	type addIn struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}
+	sdk.AddTool(s, &sdk.Tool{Name: "add"}, func(_ context.Context, _ *sdk.CallToolRequest, in addIn) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "5"}}}, nil, nil
+	})
+	ct, st := sdk.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := s.Connect(ctx, st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ss.Close()
+	sess, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sess.Close()
+	args := json.RawMessage(`{"a":2,"b":3}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: "add", Arguments: args}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
