@@ -126,13 +126,13 @@ type Agent struct {
 	Name     string
 	Provider llm.Provider
 	// Model overrides the provider's model when set.
-	Model string
-	Tools *tool.Registry
+	Model             string
+	Tools             *tool.Registry
+	MaxToolIterations int
 	// LiveTools, when set, replaces Tools with a set that follows tools
 	// appearing and going while the process runs (those of MCP servers):
 	// every step resolves it afresh (Agent.Registry).
-	LiveTools         tool.Live
-	MaxToolIterations int
+	LiveTools tool.Live
 	// Workspace is the agent's workspace, nil when it has none.
 	Workspace  filestore.FS
 	Compaction Compaction

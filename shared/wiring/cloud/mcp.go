@@ -11,9 +11,10 @@ import (
 )
 
 // MCPVar is the environment variable holding the deployment's MCP servers:
-// the mcp section of a config file as JSON (config.MCP). Only HTTP servers
-// (url) work in a Lambda function; a stdio server (command) is refused.
-// ${VAR} in headers is read from the function's environment.
+// the mcp section of a config file as encoding/json writes a config.MCP
+// (durations in nanoseconds). Only HTTP servers (url) work in a Lambda
+// function; a stdio server (command) is refused. ${VAR} in headers is
+// read from the function's environment.
 const MCPVar = "MCP_CONFIG"
 
 // mcpFromEnv reads MCPVar strictly; unset, there are no servers.
