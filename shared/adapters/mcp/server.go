@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
@@ -25,6 +24,10 @@ var inherited = []string{"PATH", "HOME", "LANG"}
 
 // maxTools bounds the tools read of one server.
 const maxTools = 1000
+
+// probeTimeout bounds the ping that tells whether a session whose call
+// failed still works.
+const probeTimeout = 5 * time.Second
 
 // maxStderr is how much of a stdio server's standard error is kept to
 // tell why it failed.
@@ -329,12 +332,15 @@ func (s *server) session() (*sdk.ClientSession, error) {
 	return nil, fmt.Errorf("MCP server %s is not running (%s)", s.cfg.Name, why)
 }
 
-// drop closes sess after a call failed on its connection, so that run
-// connects again.
-func (s *server) drop(sess *sdk.ClientSession, err error) {
-	var rpc *jsonrpc.Error
-	if errors.As(err, &rpc) {
-		return // the server answered: the connection is fine
+// probe checks sess after a call on it failed: a session the server no
+// longer answers (it crashed, or restarted and forgot the session, which
+// an HTTP server may tell with a JSON-RPC error) is closed, so that run
+// connects again. A server that answers the ping keeps its session.
+func (s *server) probe(sess *sdk.ClientSession) {
+	ctx, cancel := context.WithTimeout(s.reg.ctx, probeTimeout)
+	defer cancel()
+	if err := sess.Ping(ctx, nil); err == nil || s.reg.ctx.Err() != nil {
+		return
 	}
 	s.mu.Lock()
 	current := s.sess == sess

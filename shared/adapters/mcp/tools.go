@@ -134,11 +134,13 @@ func (s *server) call(ctx context.Context, remote string, args json.RawMessage) 
 	defer cancel()
 	res, err := sess.CallTool(cctx, &sdk.CallToolParams{Name: remote, Arguments: args})
 	if err != nil {
-		if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			return "", fmt.Errorf("%s%s%s did not answer within %s", s.cfg.Name, Separator, remote, s.reg.cfg.CallTimeout)
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("MCP server %s: %w", s.cfg.Name, ctx.Err())
 		}
-		if ctx.Err() == nil {
-			s.drop(sess, err)
+		// The call failed or timed out: is the server still there?
+		go s.probe(sess)
+		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			return "", fmt.Errorf("%s%s%s did not answer within %s", s.cfg.Name, Separator, remote, s.reg.cfg.CallTimeout)
 		}
 		return "", fmt.Errorf("MCP server %s: %w", s.cfg.Name, err)
 	}
