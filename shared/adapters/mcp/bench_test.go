@@ -96,3 +96,30 @@ func BenchmarkCallInMemorySDK(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCallOverhead is what Tool.Call does besides the SDK's
+// CallTool: look up the session, bound the call, make the result's text.
+// It is the registry's share of BenchmarkCallStdio, measured without the
+// noise of a round trip to another process.
+func BenchmarkCallOverhead(b *testing.B) {
+	r, err := New(Config{Servers: []Server{goServer(b, "test")}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	r.Start()
+	s := r.servers["test"]
+	res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "5"}}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.session(); err != nil {
+			b.Fatal(err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
+		if render(res, r.cfg.MaxResultBytes) != "5" || cctx.Err() != nil {
+			b.Fatal("render")
+		}
+		cancel()
+	}
+}

@@ -63,9 +63,9 @@ type AgentMCP struct {
 	MCPDeny  []string `yaml:"mcp_deny" json:"mcp_deny,omitempty"`
 }
 
-// MCPServerName is the form of a server's name: the prefix of its tools'
+// mcpServerName is the form of a server's name: the prefix of its tools'
 // names, without the separator "__".
-var MCPServerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_-]{0,31}$`)
+var mcpServerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_-]{0,31}$`)
 
 // envRef is a ${VAR} reference in an MCP server's env or headers.
 var envRef = regexp.MustCompile(`\$\{([^}]*)\}`)
@@ -108,7 +108,7 @@ func (m *MCP) validate() error {
 
 func (s MCPServer) check(name string) error {
 	at := "config: mcp.servers." + name
-	if !MCPServerName.MatchString(name) || strings.Contains(name, "__") {
+	if !mcpServerName.MatchString(name) || strings.Contains(name, "__") {
 		return fmt.Errorf("%s: the name must be 1 to 32 letters, digits, _ or -, starting with a letter or digit, without \"__\" (the separator of <server>__<tool>)", at)
 	}
 	switch {
