@@ -55,7 +55,7 @@ func (s MCPServer) Stdio() bool { return s.Command != "" }
 // AgentMCP is an agent's share of the MCP servers' tools.
 type AgentMCP struct {
 	// MCP names the servers whose tools the agent gets; empty: all.
-	MCP []string `yaml:"mcp" json:"mcp,omitempty"`
+	MCP []string `yaml:"mcp" json:"mcp,omitzero"`
 	// MCPAllow, when set, keeps only the MCP tools whose names
 	// (<server>__<tool>) match one of its patterns (path.Match: * and ?);
 	// MCPDeny then drops those matching one of its patterns.

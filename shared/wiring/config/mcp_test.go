@@ -87,3 +87,29 @@ func TestLoadMCPErrors(t *testing.T) {
 		})
 	}
 }
+
+// An agent with mcp: [] has no MCP servers, also once its settings went
+// through JSON to AWS; one without the setting has them all (nil).
+func TestAgentMCPNone(t *testing.T) {
+	dir, path := writeConfig(t, "agents:\n  none:\n    mcp: []\n  all:\n    model: m\n")
+	c, err := config.Load(path, env(map[string]string{"LAMBDACLAW_HOME": dir}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(c.Agents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]config.AgentConfig
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	for _, agents := range []map[string]config.AgentConfig{c.Agents, back} {
+		if none := agents["none"].MCP; none == nil || len(none) != 0 {
+			t.Errorf("mcp: [] became %#v (JSON %s)", none, b)
+		}
+		if all := agents["all"].MCP; all != nil {
+			t.Errorf("no mcp setting became %#v (JSON %s)", all, b)
+		}
+	}
+}
