@@ -1,6 +1,6 @@
 // Command lambdaclaw is the local lambdaclaw: the gateway server with
 // embedded storage (`serve`), a terminal chat client for it (`chat`) and
-// the commands that manage it (`agent`, `keys`, `cron`, `status`, `telegram`),
+// the commands that manage it (`agent`, `keys`, `cron`, `mcp`, `status`, `telegram`),
 // which also manage a deployed stack (--stack, stack.go).
 package main
 
@@ -38,6 +38,9 @@ Usage:
   lambdaclaw cron list                                  list your scheduled jobs
   lambdaclaw cron rm|run|pause|resume ID                delete, fire now, pause or resume a job
   lambdaclaw cron runs ID                               a job's runs: time, outcome, tokens, delivered
+  lambdaclaw mcp list                                   start the configured MCP servers; status, tool count
+  lambdaclaw mcp tools NAME                             an MCP server's tools as agents see them
+  lambdaclaw mcp call NAME TOOL JSON                    call an MCP server's tool; print the result
   lambdaclaw status [--stack NAME]                      agents, keys, busy sessions, Telegram outbox
   lambdaclaw telegram setup|remove [--stack NAME]       register or remove the Telegram webhook
   lambdaclaw version
@@ -105,12 +108,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cronCommand(ctx, args[1:], stdout, stderr)
 	case "telegram":
 		return telegramCommand(ctx, args[1:], stdout, stderr)
+	case "mcp":
+		return mcpCommand(ctx, args[1:], stdout, stderr)
 	case "status":
 		return statusCommand(ctx, args[1:], stdout, stderr)
 	case "chat":
 		return chatCommand(ctx, args[1:], chatInput, stdout, stderr)
-	case "mcp":
-		return mcpCommand(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		if _, err := newFlags("version", "", "Print the version.", stderr).parse(args[1:], 0, 0, stdout); err != nil {
 			return err

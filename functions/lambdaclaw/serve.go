@@ -102,6 +102,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stopMCP, err := serveMCPServers(cfg, builder, log)
+	if err != nil {
+		return err
+	}
+	defer stopMCP()
 	created := func(name string) (time.Time, error) { return workspace.Created(cfg.Home, name) }
 	agents, err := builder.Live(ctx, created, log, config.DefaultAgent)
 	if err != nil {

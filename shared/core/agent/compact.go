@@ -130,7 +130,7 @@ func summaryKey(firstKept string) string {
 func (l *Loop) flush(ctx context.Context, a *Agent, st RunState, hist []store.Message) {
 	var defs []chat.ToolDef
 	for _, n := range memoryTools {
-		if t, ok := a.Tools.Get(n); ok {
+		if t, ok := a.Registry().Get(n); ok {
 			defs = append(defs, t.Definition())
 		}
 	}

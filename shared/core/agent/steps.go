@@ -173,8 +173,8 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 func (l *Loop) request(a *Agent, st RunState, msgs []chat.Message, opts Options) llm.Request {
 	req := llm.Request{Model: a.Model, Messages: msgs, Params: opts.Params}
 	if !st.NoTools {
-		if a.Tools != nil {
-			req.Tools = a.Tools.Definitions()
+		if reg := a.Registry(); reg != nil {
+			req.Tools = reg.Definitions()
 		}
 		if len(opts.Tools) > 0 {
 			req.Tools = slices.Concat(req.Tools, opts.Tools)
@@ -367,7 +367,11 @@ func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, c chat.ToolC
 	if refusal != "" {
 		return refusal
 	}
-	t, _ := a.Tools.Get(c.Name)
+	t, ok := a.Registry().Get(c.Name)
+	if !ok {
+		// A live tool (an MCP server's) gone since the call was judged.
+		return fmt.Sprintf("error: the tool %q is no longer available", c.Name)
+	}
 	args := strings.TrimSpace(c.Arguments)
 	if args == "" {
 		args = "{}"

@@ -114,6 +114,14 @@ func (r *Registry) Get(name string) (Tool, bool) {
 	return t, ok
 }
 
+// Live is a set of tools that changes while the process runs, such as
+// the tools of MCP servers, which come and go with their servers. Current
+// returns the set as it is now: an immutable Registry, the same one until
+// the set changes, which the loop resolves afresh at every step.
+type Live interface {
+	Current() *Registry
+}
+
 // Definitions returns every tool's definition, sorted by name so that the
 // request sent to the model is stable. It is the same slice on every call,
 // which providers may cache the encoding of: callers must not change it.

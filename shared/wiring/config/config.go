@@ -58,6 +58,9 @@ type Config struct {
 	// Outbound widens where web_fetch and webhooks may connect
 	// (outbound.go).
 	Outbound Outbound `yaml:"outbound"`
+
+	// MCP lists the MCP servers whose tools agents use (mcp.go).
+	MCP MCP `yaml:"mcp"`
 }
 
 // Telegram configures the Telegram channel. The bot token is
@@ -138,6 +141,8 @@ type AgentConfig struct {
 	// Heartbeat, when set, runs the agent's HEARTBEAT.md checklist
 	// periodically (see schedule.Heartbeat).
 	Heartbeat *Heartbeat `yaml:"heartbeat" json:"heartbeat,omitempty"`
+	// AgentMCP selects the agent's MCP tools (mcp.go).
+	AgentMCP `yaml:",inline"`
 }
 
 // Heartbeat is an agent's periodic check-in: a turn with its HEARTBEAT.md
@@ -382,7 +387,13 @@ func (c *Config) Validate() error {
 			linked[id] = person
 		}
 	}
-	return ValidateAgents(c.Agents, c.ProviderNames())
+	if err := c.MCP.validate(); err != nil {
+		return err
+	}
+	if err := ValidateAgents(c.Agents, c.ProviderNames()); err != nil {
+		return err
+	}
+	return validateAgentsMCP(c.Agents, c.MCP.Servers)
 }
 
 // ProviderNames lists the names of the providers, in order.
