@@ -68,7 +68,8 @@ type Bridge interface {
 // Limits bound one command. Zero fields take DefaultLimits' values when
 // passed through WithDefaults.
 type Limits struct {
-	// Memory is the address space of each process, in bytes.
+	// Memory is the memory each process may write (its heap and private
+	// mappings; RLIMIT_DATA locally), in bytes.
 	Memory int64 `json:"memory,omitempty"`
 	// CPUs is how many CPUs the command's processes may run on.
 	CPUs int `json:"cpus,omitempty"`
@@ -84,9 +85,9 @@ type Limits struct {
 }
 
 // DefaultLimits are seed 004's: 512 MB, 1 CPU, 256 processes; a 64 MB
-// file, 1 MB of output and two minutes.
+// file, 1 MB of output and 30 seconds (under the loop's 60 s per tool call).
 func DefaultLimits() Limits {
-	return Limits{Memory: 512 << 20, CPUs: 1, Pids: 256, FileSize: 64 << 20, Output: 1 << 20, WallTime: 2 * time.Minute}
+	return Limits{Memory: 512 << 20, CPUs: 1, Pids: 256, FileSize: 64 << 20, Output: 1 << 20, WallTime: 30 * time.Second}
 }
 
 // WithDefaults returns l with its zero fields set from DefaultLimits.

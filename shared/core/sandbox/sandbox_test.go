@@ -15,7 +15,7 @@ func TestWithDefaults(t *testing.T) {
 	}{
 		{"zero is the defaults", Limits{}, DefaultLimits()},
 		{"set fields stay", Limits{Memory: 1 << 30, Pids: 32},
-			Limits{Memory: 1 << 30, CPUs: 1, Pids: 32, FileSize: 64 << 20, Output: 1 << 20, WallTime: 2 * time.Minute}},
+			Limits{Memory: 1 << 30, CPUs: 1, Pids: 32, FileSize: 64 << 20, Output: 1 << 20, WallTime: 30 * time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

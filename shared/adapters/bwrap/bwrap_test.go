@@ -1,0 +1,347 @@
+package bwrap
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
+)
+
+// TestMain makes the test binary the helper too: bwrap starts it as
+// "sandbox-init", and scripts call it as lambdaclaw-tool.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == InitCommand {
+		if err := Init(os.Args[2:], os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(127)
+		}
+	}
+	if filepath.Base(os.Args[0]) == ClientName {
+		os.Exit(sandbox.Client(sandbox.SocketPath, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+type fixture struct {
+	b    *Backend
+	home string
+	ws   string
+	now  time.Time
+	mu   sync.Mutex
+}
+
+func (f *fixture) clock() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+func (f *fixture) advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
+		t.Skip("bubblewrap is not installed (make test installs it)")
+	}
+	f := &fixture{home: t.TempDir(), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	f.ws = filepath.Join(f.home, "agents", "a")
+	if err := os.MkdirAll(f.ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Config{Home: f.home, Idle: time.Minute, Now: f.clock,
+		Workspace: func(agent string) (string, error) { return filepath.Join(f.home, "agents", agent), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if err := b.Probe(context.Background()); err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	f.b = b
+	return f
+}
+
+func (f *fixture) exec(t *testing.T, req sandbox.Request) sandbox.Result {
+	t.Helper()
+	if req.Owner == "" {
+		req.Owner = "key:1"
+	}
+	if req.Agent == "" {
+		req.Agent = "a"
+	}
+	if req.SessionID == "" {
+		req.SessionID = "s1"
+	}
+	res, err := f.b.Exec(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Exec(%q): %v", req.Command, err)
+	}
+	return res
+}
+
+func TestExec(t *testing.T) {
+	f := newFixture(t)
+	secret := filepath.Join(f.home, "secret.txt")
+	if err := os.WriteFile(secret, []byte("TOPSECRET"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LAMBDACLAW_TEST_SECRET", "sk-proj-server-environment")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	small := sandbox.Limits{WallTime: 3 * time.Second, Output: 64 << 10}
+	tests := []struct {
+		name    string
+		command string
+		limits  sandbox.Limits
+		want    sandbox.Result
+		// stderr, when set, must be in the result's stderr.
+		stderr string
+	}{
+		{name: "output and exit code", command: "echo out; echo err >&2; exit 3",
+			want: sandbox.Result{Stdout: "out\n", Stderr: "err\n", ExitCode: 3}},
+		{name: "in the workspace with a clean environment", command: "pwd; env | sort",
+			want: sandbox.Result{Stdout: "/workspace\nHOME=/workspace\nLANG=C.UTF-8\nPATH=" + sandboxPath + "\nPWD=/workspace\n"}},
+		// A listener on the host's loopback refuses: the sandbox has a
+		// loopback of its own and no other interface.
+		{name: "no network, not even loopback", command: "bash -c 'echo > /dev/tcp/127.0.0.1/" + port + "' 2>&1; cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '",
+			want: sandbox.Result{Stdout: "bash: connect: Connection refused\nbash: line 1: /dev/tcp/127.0.0.1/" + port + ": Connection refused\nlo\n"}},
+		{name: "cannot write /usr", command: "touch /usr/x 2>&1; echo $?",
+			want: sandbox.Result{Stdout: "touch: cannot touch '/usr/x': Read-only file system\n1\n"}},
+		{name: "the data directory is not there", command: "cat " + secret + " 2>&1; ls " + f.home + " 2>&1; grep -rs TOPSECRET /workspace /tmp /tools /run /etc; echo done",
+			want: sandbox.Result{Stdout: fmt.Sprintf("cat: %s: No such file or directory\nls: cannot access '%s': No such file or directory\ndone\n", secret, f.home)}},
+		{name: "none of the server's environment", command: "cat /proc/1/environ | tr '\\0' '\\n' | grep -c LAMBDACLAW_TEST_SECRET; true",
+			want: sandbox.Result{Stdout: "0\n"}},
+		{name: "infinite loop cut at the wall time", command: "while :; do :; done", limits: small,
+			want: sandbox.Result{ExitCode: 137, Cut: sandbox.WallTime}},
+		{name: "100 MB of output cut while reading", command: "head -c 100000000 /dev/zero | tr '\\0' x", limits: small,
+			want: sandbox.Result{Stdout: strings.Repeat("x", 64<<10), ExitCode: 137, Cut: sandbox.Output}},
+		{name: "2 GB allocation fails", command: "dd if=/dev/zero of=/dev/null bs=2G count=1", limits: small,
+			want: sandbox.Result{ExitCode: 1}, stderr: "memory exhausted"},
+		{name: "file size", command: "head -c 2000000 /dev/zero > big", limits: sandbox.Limits{FileSize: 1 << 20, WallTime: 3 * time.Second},
+			want: sandbox.Result{Stderr: "File size limit exceeded\n", ExitCode: 128 + 25, Cut: sandbox.FileSize}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := f.exec(t, sandbox.Request{Command: tt.command, Limits: tt.limits})
+			if tt.stderr != "" {
+				if !strings.Contains(got.Stderr, tt.stderr) {
+					t.Errorf("stderr %q does not say %q", got.Stderr, tt.stderr)
+				}
+				got.Stderr = ""
+			}
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(sandbox.Result{}, "Duration")); diff != "" {
+				t.Errorf("Exec(%q) (-want +got):\n%s", tt.command, diff)
+			}
+		})
+	}
+}
+
+func TestForkBomb(t *testing.T) {
+	f := newFixture(t)
+	res := f.exec(t, sandbox.Request{Command: "b() { b | b & }; b; sleep 10", Limits: sandbox.Limits{Pids: 64, WallTime: 3 * time.Second}})
+	if res.Cut != sandbox.Pids && res.Cut != sandbox.WallTime {
+		t.Errorf("a fork bomb ended %+v, want cut by the process limit or the wall time", res)
+	}
+	// The sandbox still works afterwards.
+	if got := f.exec(t, sandbox.Request{Command: "echo alive"}); got.Stdout != "alive\n" {
+		t.Errorf("after the fork bomb: %+v", got)
+	}
+}
+
+func TestCannotWriteOutsideWorkspace(t *testing.T) {
+	f := newFixture(t)
+	res := f.exec(t, sandbox.Request{Command: "echo hi > note.txt && echo ok; echo x > /etc/x 2>/dev/null || echo no-etc"})
+	if diff := cmp.Diff("ok\nno-etc\n", res.Stdout); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	b, err := os.ReadFile(filepath.Join(f.ws, "note.txt"))
+	if err != nil || string(b) != "hi\n" {
+		t.Errorf("the workspace file is %q, %v", b, err)
+	}
+}
+
+func TestSessions(t *testing.T) {
+	f := newFixture(t)
+	f.exec(t, sandbox.Request{Owner: "key:1", SessionID: "s1", Command: "echo mine > /tmp/state"})
+	tests := []struct {
+		name, owner, session, want string
+	}{
+		{"the same session reuses its /tmp", "key:1", "s1", "mine\n"},
+		{"another owner's session of the same id does not", "key:2", "s1", "none\n"},
+		{"another session of the owner does not", "key:1", "s2", "none\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := f.exec(t, sandbox.Request{Owner: tt.owner, SessionID: tt.session, Command: "cat /tmp/state 2>/dev/null || echo none"})
+			if got.Stdout != tt.want {
+				t.Errorf("got %q, want %q", got.Stdout, tt.want)
+			}
+		})
+	}
+	// Idle sandboxes are reaped; the session then starts afresh.
+	if n := f.b.Reap(); n != 0 {
+		t.Errorf("reaped %d sandboxes in use a moment ago", n)
+	}
+	f.advance(2 * time.Minute)
+	if n := f.b.Reap(); n != 3 {
+		t.Errorf("reaped %d idle sandboxes, want 3", n)
+	}
+	if got := f.exec(t, sandbox.Request{Command: "cat /tmp/state 2>/dev/null || echo none"}); got.Stdout != "none\n" {
+		t.Errorf("after the reaper: %q", got.Stdout)
+	}
+}
+
+func TestOrphansRemoved(t *testing.T) {
+	home := t.TempDir()
+	orphan := filepath.Join(home, "sandbox", "deadbeef", "tmp")
+	if err := os.MkdirAll(orphan, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Config{Home: home, Workspace: func(string) (string, error) { return home, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := os.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a crashed server's sandbox is still there: %v", err)
+	}
+}
+
+// bridge is a Bridge of two tools that records its calls.
+type bridge struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (b *bridge) Tools() []chat.ToolDef {
+	return []chat.ToolDef{
+		{Name: "upper", Description: "Upper-cases text.\nMore.", Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)},
+		{Name: "count", Description: "Counts calls."},
+	}
+}
+
+func (b *bridge) Call(_ context.Context, name string, args json.RawMessage) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.calls = append(b.calls, name+" "+string(args))
+	switch name {
+	case "upper":
+		var a struct{ Text string }
+		if err := json.Unmarshal(args, &a); err != nil {
+			return "", err
+		}
+		return strings.ToUpper(a.Text), nil
+	case "count":
+		return fmt.Sprint(len(b.calls)), nil
+	}
+	return "", fmt.Errorf("refused: no tool %s", name)
+}
+
+func TestBridge(t *testing.T) {
+	f := newFixture(t)
+	br := &bridge{}
+	script := `cat /tools/index.txt; cat /tools/upper/schema.json
+lambdaclaw-tool upper '{"text":"hi"}'
+echo '{"text":"there"}' | lambdaclaw-tool upper -
+lambdaclaw-tool count
+lambdaclaw-tool nope || echo "exit $?"`
+	res := f.exec(t, sandbox.Request{Command: script, Bridge: br})
+	want := sandbox.Result{
+		Stdout: "count\tCounts calls.\nupper\tUpper-cases text.\n" +
+			`{"type":"object","properties":{"text":{"type":"string"}}}` + "\nHI\nTHERE\n3\nexit 1\n",
+		Stderr: "lambdaclaw-tool: refused: no tool nope\n",
+	}
+	if diff := cmp.Diff(want, res, cmpopts.IgnoreFields(sandbox.Result{}, "Duration")); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{`upper {"text":"hi"}`, `upper {"text":"there"}`, "count {}", "nope {}"}, br.calls); diff != "" {
+		t.Errorf("bridge calls (-want +got):\n%s", diff)
+	}
+}
+
+func TestNoBridge(t *testing.T) {
+	f := newFixture(t)
+	res := f.exec(t, sandbox.Request{Command: "cat /tools/index.txt; lambdaclaw-tool upper; echo $?"})
+	if res.Stdout != "1\n" || !strings.Contains(res.Stderr, "not reachable") {
+		t.Errorf("without a bridge: %+v", res)
+	}
+}
+
+func TestBridgeProtocolLimits(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "s")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { sandbox.ServeBridge(ctx, ln, &bridge{}); close(done) }()
+	defer func() { cancel(); <-done }()
+	tests := []struct {
+		name, tool string
+		args       json.RawMessage
+		want       string
+		wantErr    string
+	}{
+		{"a call", "upper", json.RawMessage(`{"text":"a"}`), "A", ""},
+		{"a refusal", "x", json.RawMessage(`{}`), "", "refused: no tool x"},
+		{"too large", "upper", json.RawMessage(`{"text":"` + strings.Repeat("a", sandbox.MaxBridgeRequest) + `"}`), "", "the request is over"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := sandbox.CallBridge(context.Background(), sock, tt.tool, tt.args)
+			if got != tt.want || (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("CallBridge = %q, %v; want %q, %q", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func BenchmarkExec(b *testing.B) {
+	home := b.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "agents", "a"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	be, err := New(Config{Home: home, Workspace: func(agent string) (string, error) { return filepath.Join(home, "agents", agent), nil }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer be.Close()
+	ctx := context.Background()
+	b.Run("cold", func(b *testing.B) {
+		for i := range b.N {
+			if _, err := be.Exec(ctx, sandbox.Request{Owner: "o", Agent: "a", SessionID: fmt.Sprint("cold", i), Command: "true"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("warm", func(b *testing.B) {
+		for range b.N {
+			if _, err := be.Exec(ctx, sandbox.Request{Owner: "o", Agent: "a", SessionID: "warm", Command: "true"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
