@@ -55,6 +55,8 @@ type Config struct {
 	// server (limits.go).
 	Limits Limits `yaml:"limits"`
 	Server Server `yaml:"server"`
+	// Sandbox configures the exec tool's sandboxes (sandbox.go).
+	Sandbox Sandbox `yaml:"sandbox"`
 }
 
 // Telegram configures the Telegram channel. The bot token is
@@ -135,6 +137,8 @@ type AgentConfig struct {
 	// Heartbeat, when set, runs the agent's HEARTBEAT.md checklist
 	// periodically (see schedule.Heartbeat).
 	Heartbeat *Heartbeat `yaml:"heartbeat" json:"heartbeat,omitempty"`
+	// Sandbox overrides the sandbox section for this agent (sandbox.go).
+	Sandbox *AgentSandbox `yaml:"sandbox" json:"sandbox,omitempty"`
 }
 
 // Heartbeat is an agent's periodic check-in: a turn with its HEARTBEAT.md
@@ -356,6 +360,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Server.fill(); err != nil {
+		return err
+	}
+	if err := c.validateSandbox(); err != nil {
 		return err
 	}
 	linked := map[string]string{}
