@@ -17,8 +17,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox/sandboxtest"
 )
 
 // TestMain makes the test binary the helper too: bwrap starts it as
@@ -119,8 +120,6 @@ func TestExec(t *testing.T) {
 		// stderr, when set, must be in the result's stderr.
 		stderr string
 	}{
-		{name: "output and exit code", command: "echo out; echo err >&2; exit 3",
-			want: sandbox.Result{Stdout: "out\n", Stderr: "err\n", ExitCode: 3}},
 		{name: "in the workspace with a clean environment", command: "pwd; env | sort",
 			want: sandbox.Result{Stdout: "/workspace\nHOME=/workspace\nLANG=C.UTF-8\nPATH=" + sandboxPath + "\nPWD=/workspace\n"}},
 		// A listener on the host's loopback refuses: the sandbox has a
@@ -158,6 +157,11 @@ func TestExec(t *testing.T) {
 	}
 }
 
+func TestConformance(t *testing.T) {
+	f := newFixture(t)
+	sandboxtest.Run(t, sandboxtest.Target{Backend: f.b, Agent: "a", Workspace: osroot.New(f.ws)})
+}
+
 func TestForkBomb(t *testing.T) {
 	f := newFixture(t)
 	res := f.exec(t, sandbox.Request{Command: "b() { b | b & }; b; sleep 10", Limits: sandbox.Limits{Pids: 64, WallTime: 3 * time.Second}})
@@ -182,33 +186,20 @@ func TestCannotWriteOutsideWorkspace(t *testing.T) {
 	}
 }
 
-func TestSessions(t *testing.T) {
+// Idle sandboxes are reaped; the session then starts afresh.
+func TestReaper(t *testing.T) {
 	f := newFixture(t)
-	f.exec(t, sandbox.Request{Owner: "key:1", SessionID: "s1", Command: "echo mine > /tmp/state"})
-	tests := []struct {
-		name, owner, session, want string
-	}{
-		{"the same session reuses its /tmp", "key:1", "s1", "mine\n"},
-		{"another owner's session of the same id does not", "key:2", "s1", "none\n"},
-		{"another session of the owner does not", "key:1", "s2", "none\n"},
+	for _, owner := range []string{"key:1", "key:2"} {
+		f.exec(t, sandbox.Request{Owner: owner, Command: "echo mine > /tmp/state"})
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := f.exec(t, sandbox.Request{Owner: tt.owner, SessionID: tt.session, Command: "cat /tmp/state 2>/dev/null || echo none"})
-			if got.Stdout != tt.want {
-				t.Errorf("got %q, want %q", got.Stdout, tt.want)
-			}
-		})
-	}
-	// Idle sandboxes are reaped; the session then starts afresh.
 	if n := f.b.Reap(); n != 0 {
 		t.Errorf("reaped %d sandboxes in use a moment ago", n)
 	}
 	f.advance(2 * time.Minute)
-	if n := f.b.Reap(); n != 3 {
-		t.Errorf("reaped %d idle sandboxes, want 3", n)
+	if n := f.b.Reap(); n != 2 {
+		t.Errorf("reaped %d idle sandboxes, want 2", n)
 	}
-	if got := f.exec(t, sandbox.Request{Command: "cat /tmp/state 2>/dev/null || echo none"}); got.Stdout != "none\n" {
+	if got := f.exec(t, sandbox.Request{Owner: "key:1", Command: "cat /tmp/state 2>/dev/null || echo none"}); got.Stdout != "none\n" {
 		t.Errorf("after the reaper: %q", got.Stdout)
 	}
 }
@@ -229,54 +220,23 @@ func TestOrphansRemoved(t *testing.T) {
 	}
 }
 
-// bridge is a Bridge of two tools that records its calls.
-type bridge struct {
-	mu    sync.Mutex
-	calls []string
-}
-
-func (b *bridge) Tools() []chat.ToolDef {
-	return []chat.ToolDef{
-		{Name: "upper", Description: "Upper-cases text.\nMore.", Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)},
-		{Name: "count", Description: "Counts calls."},
-	}
-}
-
-func (b *bridge) Call(_ context.Context, name string, args json.RawMessage) (string, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.calls = append(b.calls, name+" "+string(args))
-	switch name {
-	case "upper":
-		var a struct{ Text string }
-		if err := json.Unmarshal(args, &a); err != nil {
-			return "", err
-		}
-		return strings.ToUpper(a.Text), nil
-	case "count":
-		return fmt.Sprint(len(b.calls)), nil
-	}
-	return "", fmt.Errorf("refused: no tool %s", name)
-}
-
 func TestBridge(t *testing.T) {
 	f := newFixture(t)
-	br := &bridge{}
-	script := `cat /tools/index.txt; cat /tools/upper/schema.json
-lambdaclaw-tool upper '{"text":"hi"}'
+	br := &sandboxtest.Bridge{}
+	script := `cat /tools/index.txt /tools/upper/description.txt /tools/upper/schema.json /tools/nope/schema.json
 echo '{"text":"there"}' | lambdaclaw-tool upper -
-lambdaclaw-tool count
-lambdaclaw-tool nope || echo "exit $?"`
+lambdaclaw-tool upper not-json || echo "exit $?"
+lambdaclaw-tool || echo "exit $?"`
 	res := f.exec(t, sandbox.Request{Command: script, Bridge: br})
 	want := sandbox.Result{
-		Stdout: "count\tCounts calls.\nupper\tUpper-cases text.\n" +
-			`{"type":"object","properties":{"text":{"type":"string"}}}` + "\nHI\nTHERE\n3\nexit 1\n",
-		Stderr: "lambdaclaw-tool: refused: no tool nope\n",
+		Stdout: "nope\tRefuses.\nupper\tUpper-cases text.\nUpper-cases text.\n" +
+			`{"type":"object","properties":{"text":{"type":"string"}}}` + "\n" + `{"type":"object","properties":{}}` + "\nTHERE\nexit 2\nexit 2\n",
+		Stderr: "lambdaclaw-tool: the arguments are not valid JSON\n" + sandbox.ClientUsage,
 	}
 	if diff := cmp.Diff(want, res, cmpopts.IgnoreFields(sandbox.Result{}, "Duration")); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{`upper {"text":"hi"}`, `upper {"text":"there"}`, "count {}", "nope {}"}, br.calls); diff != "" {
+	if diff := cmp.Diff([]string{`upper {"text":"there"}`}, br.Calls()); diff != "" {
 		t.Errorf("bridge calls (-want +got):\n%s", diff)
 	}
 }
@@ -298,7 +258,7 @@ func TestBridgeProtocolLimits(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { sandbox.ServeBridge(ctx, ln, &bridge{}); close(done) }()
+	go func() { sandbox.ServeBridge(ctx, ln, &sandboxtest.Bridge{}); close(done) }()
 	defer func() { cancel(); <-done }()
 	tests := []struct {
 		name, tool string
@@ -307,7 +267,7 @@ func TestBridgeProtocolLimits(t *testing.T) {
 		wantErr    string
 	}{
 		{"a call", "upper", json.RawMessage(`{"text":"a"}`), "A", ""},
-		{"a refusal", "x", json.RawMessage(`{}`), "", "refused: no tool x"},
+		{"a refusal", "nope", json.RawMessage(`{}`), "", "refused: no tool nope"},
 		{"too large", "upper", json.RawMessage(`{"text":"` + strings.Repeat("a", sandbox.MaxBridgeRequest) + `"}`), "", "the request is over"},
 	}
 	for _, tt := range tests {
