@@ -1,6 +1,8 @@
 // Package bwrap is the local sandbox backend (sandbox.Backend) on
 // bubblewrap: each command runs in new user, pid, ipc, network, uts and
-// cgroup namespaces, dies with the server, sees an empty environment but
+// cgroup namespaces, without capabilities, under a seccomp filter
+// (seccomp.go) and unable to make further user namespaces, dies with the
+// server, sees an empty environment but
 // PATH, HOME=/workspace and LANG, the host's /usr and /bin, /lib* read-only,
 // the agent's workspace read-write at /workspace, a /tmp of its own session
 // and no network at all.
@@ -83,6 +85,8 @@ type Backend struct {
 	cfg    Config
 	dir    string
 	pids   *cgroup // nil when the server is not root
+	// filter is the seccomp program; nil on an architecture without one.
+	filter []byte
 	mu     sync.Mutex
 	boxes  map[string]*box
 	stop   chan struct{}
@@ -126,6 +130,11 @@ func New(cfg Config) (*Backend, error) {
 		cfg.Now = time.Now
 	}
 	b := &Backend{cfg: cfg, dir: filepath.Join(cfg.Home, "sandbox"), boxes: map[string]*box{}, stop: make(chan struct{})}
+	if f, err := seccompFilter(); err == nil {
+		b.filter = f
+	} else {
+		cfg.Log.Warn("sandbox: no seccomp filter", "err", err.Error())
+	}
 	if err := os.RemoveAll(b.dir); err != nil {
 		return nil, fmt.Errorf("bwrap: removing orphaned sandboxes: %w", err)
 	}
@@ -301,6 +310,16 @@ func (b *Backend) run(ctx context.Context, req sandbox.Request, workspace string
 		}()
 	}
 	args := b.args(req, workspace, filepath.Join(dir, "tmp"), run, sock)
+	var extra []*os.File
+	if b.filter != nil {
+		f, err := seccompFile(run, b.filter)
+		if err != nil {
+			return sandbox.Result{}, err
+		}
+		defer f.Close()
+		extra = append(extra, f) // fd 3
+		args = append([]string{"--seccomp", "3"}, args...)
+	}
 	var cg *execCgroup
 	if b.pids != nil {
 		cg, err = b.pids.make(fmt.Sprintf("%d-%d", os.Getpid(), execSeq.Add(1)), req.Limits.Pids)
@@ -311,16 +330,16 @@ func (b *Backend) run(ctx context.Context, req sandbox.Request, workspace string
 		// The shell joins the cgroup, then becomes bwrap: every process of
 		// the sandbox is born in it.
 		args = append([]string{"-c", `echo $$ >"$1" && shift && exec "$@"`, "sh", cg.procs, b.cfg.Bwrap}, args...)
-		return b.start(ctx, req, "/bin/sh", args, cg)
+		return b.start(ctx, req, "/bin/sh", args, extra, cg)
 	}
-	return b.start(ctx, req, b.cfg.Bwrap, args, nil)
+	return b.start(ctx, req, b.cfg.Bwrap, args, extra, nil)
 }
 
 // args are bubblewrap's arguments for req.
 func (b *Backend) args(req sandbox.Request, workspace, tmp, run, sock string) []string {
 	l := req.Limits
 	a := []string{
-		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+		"--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		"--uid", "1000", "--gid", "1000", "--hostname", "sandbox",
 		"--clearenv", "--setenv", "PATH", sandboxPath, "--setenv", "HOME", "/workspace", "--setenv", "LANG", "C.UTF-8",
@@ -365,6 +384,20 @@ var etcFiles = []string{
 	"/etc/localtime", "/etc/nsswitch.conf", "/etc/mime.types",
 }
 
+// seccompFile is the seccomp program in a file of dir, open for bwrap to
+// read.
+func seccompFile(dir string, filter []byte) (*os.File, error) {
+	p := filepath.Join(dir, "seccomp.bpf")
+	if err := os.WriteFile(p, filter, 0o600); err != nil {
+		return nil, fmt.Errorf("seccomp filter: %w", err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp filter: %w", err)
+	}
+	return f, nil
+}
+
 // writeTools writes the descriptions of the bridge's tools into dir.
 func writeTools(dir string, br sandbox.Bridge) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -390,9 +423,10 @@ func writeTools(dir string, br sandbox.Bridge) error {
 
 // start runs the sandbox's process and collects its result, cutting it at
 // the wall time and the output limit.
-func (b *Backend) start(ctx context.Context, req sandbox.Request, prog string, args []string, cg *execCgroup) (sandbox.Result, error) {
+func (b *Backend) start(ctx context.Context, req sandbox.Request, prog string, args []string, extra []*os.File, cg *execCgroup) (sandbox.Result, error) {
 	cmd := exec.Command(prog, args...)
 	cmd.Env = []string{}
+	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	outR, outW, err := os.Pipe()
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"golang.org/x/sys/unix"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
@@ -126,6 +127,8 @@ func TestExec(t *testing.T) {
 		// loopback of its own and no other interface.
 		{name: "no network, not even loopback", command: "bash -c 'echo > /dev/tcp/127.0.0.1/" + port + "' 2>&1; cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '",
 			want: sandbox.Result{Stdout: "bash: connect: Connection refused\nbash: line 1: /dev/tcp/127.0.0.1/" + port + ": Connection refused\nlo\n"}},
+		{name: "no nested user namespaces", command: "unshare -U true 2>/dev/null; echo rc=$?",
+			want: sandbox.Result{Stdout: "rc=1\n"}},
 		{name: "cannot write /usr", command: "touch /usr/x 2>&1; echo $?",
 			want: sandbox.Result{Stdout: "touch: cannot touch '/usr/x': Read-only file system\n1\n"}},
 		{name: "the data directory is not there", command: "cat " + secret + " 2>&1; ls " + f.home + " 2>&1; grep -rs TOPSECRET /workspace /tmp /tools /run /etc; echo done",
@@ -160,6 +163,34 @@ func TestExec(t *testing.T) {
 func TestConformance(t *testing.T) {
 	f := newFixture(t)
 	sandboxtest.Run(t, sandboxtest.Target{Backend: f.b, Agent: "a", Workspace: osroot.New(f.ws)})
+}
+
+// The seccomp filter refuses the syscalls it names with EPERM and lets the
+// others through.
+func TestSeccomp(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3 to make raw syscalls with")
+	}
+	f := newFixture(t)
+	tests := []struct {
+		name  string
+		nr    uintptr
+		errno int
+	}{
+		{"keyctl", unix.SYS_KEYCTL, 1},
+		{"bpf", unix.SYS_BPF, 1},
+		{"userfaultfd", unix.SYS_USERFAULTFD, 1},
+		{"io_uring_setup", unix.SYS_IO_URING_SETUP, 1},
+		{"getppid", unix.SYS_GETPPID, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := fmt.Sprintf(`python3 -c "import ctypes; l=ctypes.CDLL(None, use_errno=True); l.syscall(%d,0,0,0,0,0); print(ctypes.get_errno())"`, tt.nr)
+			if got := f.exec(t, sandbox.Request{Command: cmd}); got.Stdout != fmt.Sprintln(tt.errno) {
+				t.Errorf("errno of %s: %+v, want %d", tt.name, got, tt.errno)
+			}
+		})
+	}
 }
 
 func TestForkBomb(t *testing.T) {
