@@ -82,9 +82,9 @@ type Config struct {
 
 // Backend runs commands under bubblewrap. It is safe for concurrent use.
 type Backend struct {
-	cfg    Config
-	dir    string
-	pids   *cgroup // nil when the server is not root
+	cfg  Config
+	dir  string
+	pids *cgroup // nil when the server is not root
 	// filter is the seccomp program; nil on an architecture without one.
 	filter []byte
 	mu     sync.Mutex
