@@ -183,7 +183,14 @@ func (b *Backend) Reap() int {
 	var dirs []string
 	for k, bx := range b.boxes {
 		if bx.running == 0 && now.Sub(bx.lastUsed) > b.cfg.Idle {
-			dirs = append(dirs, bx.dir)
+			// Renamed while locked: the session's next exec makes a new
+			// directory, which the removal below cannot reach.
+			gone := bx.dir + ".reaped"
+			if err := os.Rename(bx.dir, gone); err != nil {
+				b.cfg.Log.Warn("sandbox: removing an idle sandbox", "err", err)
+				continue
+			}
+			dirs = append(dirs, gone)
 			delete(b.boxes, k)
 		}
 	}
