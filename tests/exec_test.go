@@ -234,3 +234,39 @@ func TestExecNotOffered(t *testing.T) {
 		})
 	}
 }
+
+// A script that succeeded is saved as a sandbox_script skill and run again
+// by name.
+func TestExecSavedScript(t *testing.T) {
+	t.Parallel()
+	bwrapInstalled(t)
+	fake := newFake(t)
+	g := startGateway(t, fake, "")
+	c := g.client(g.createKey(t, "--name", "full", "--autonomy", "full"))
+	s := session("saved")
+	fake.Enqueue(
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_save", Name: "exec",
+			Arguments: `{"command":"ls /workspace | wc -l","save_as":{"name":"count_files","description":"Counts the workspace's files."}}`}}},
+		fakellm.Reply{Content: "saved"},
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_run", Name: "exec", Arguments: `{"script":"count_files"}`}}},
+		fakellm.Reply{Content: "ran"})
+	ask(t, c, "count and save", s)
+	ask(t, c, "run it again", s)
+	reqs := fake.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d model requests, want 4", len(reqs))
+	}
+	saved, _ := toolResult(reqs[1], "call_save")
+	ran, _ := toolResult(reqs[3], "call_run")
+	if !strings.Contains(saved, `saved as the skill count_files`) {
+		t.Errorf("save: %s", saved)
+	}
+	first, _, _ := strings.Cut(strings.TrimPrefix(saved, "exit code: 0\nstdout:\n"), "\n")
+	if !strings.HasPrefix(ran, "exit code: 0\nstdout:\n") || first == "" || !strings.Contains(ran, first) {
+		t.Errorf("the saved script ran %q; the first run printed %q", ran, first)
+	}
+	md, ok := fileContent(g, "skills/count_files/SKILL.md")
+	if !ok || !strings.Contains(md, "sandbox_script") {
+		t.Errorf("SKILL.md = %q", md)
+	}
+}
