@@ -424,6 +424,9 @@ func ValidateAgents(agents map[string]AgentConfig, providers []string) error {
 				return fmt.Errorf("config: agent %q: %w", name, err)
 			}
 		}
+		if err := a.Sandbox.check(); err != nil {
+			return fmt.Errorf("config: agent %q: sandbox: %w", name, err)
+		}
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -147,8 +146,8 @@ func checkRules(allow, deny []string) error {
 	return nil
 }
 
-// validateSandbox checks the sandbox section and the agents' sandbox
-// settings.
+// validateSandbox checks the sandbox section; ValidateAgents checks the
+// agents' own settings.
 func (c *Config) validateSandbox() error {
 	s := &c.Sandbox
 	switch s.Backend {
@@ -165,19 +164,20 @@ func (c *Config) validateSandbox() error {
 	if err := checkRules(s.Allow, s.Deny); err != nil {
 		return fmt.Errorf("config: sandbox: %w", err)
 	}
-	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
-		a := c.Agents[name].Sandbox
-		if a == nil {
-			continue
-		}
-		if err := s.Limits.over(a.Limits).check(); err != nil {
-			return fmt.Errorf("config: agent %q: sandbox: %w", name, err)
-		}
-		if err := checkRules(a.Allow, a.Deny); err != nil {
-			return fmt.Errorf("config: agent %q: sandbox: %w", name, err)
-		}
-	}
 	return nil
+}
+
+// check validates an agent's sandbox settings (ValidateAgents calls it, so
+// the agents of an AWS deployment are checked too). Limits are checked
+// field by field, so an agent's valid over the global valid ones are.
+func (a *AgentSandbox) check() error {
+	if a == nil {
+		return nil
+	}
+	if err := a.Limits.check(); err != nil {
+		return err
+	}
+	return checkRules(a.Allow, a.Deny)
 }
 
 // SandboxSettings returns the agent's sandbox limits (defaults filled in)
