@@ -49,7 +49,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'HugeReply' -benchtime 3x -count 1 ./tests/bench/
 	$(GO) test -run '^$$' -bench 'MemorySearch' -benchtime 1000x -count 1 ./shared/adapters/sqlite/
 	$(GO) test -run '^$$' -bench 'MemoryIndex' -benchtime 2s -count 1 ./shared/adapters/sqlite/
-	$(GO) test -run '^$$' -bench 'Exec' -benchtime 200x -count 1 ./shared/adapters/bwrap/
+	$(GO) test -run '^$$' -bench 'SandboxExec' -benchtime 100x -count 1 ./tests/bench/
 	for c in 1k 10k 10k_owners; do \
 		bash tests/dynamodb-local.sh run $(GO) test -run '^$$' -bench "MemorySearch/$$c\$$" -benchtime 1000x -count 1 ./shared/adapters/dynamo/ || exit 1; \
 	done

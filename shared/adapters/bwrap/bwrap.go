@@ -13,10 +13,11 @@
 // after its last exec and then removed by the reaper; New removes whatever
 // a crashed server left there.
 //
-// Limits are set by a small helper that bwrap starts first: this program
-// itself, re-executed as "sandbox-init" (Init), which sets the rlimits
-// (address space, processes, file size, CPU time) and the CPU affinity
-// and then execs /bin/sh. The kernel does not apply RLIMIT_NPROC to root,
+// Limits are set inside the sandbox before the shell starts: by
+// util-linux's prlimit and taskset where they are installed, else by a
+// small helper, this program itself re-executed as "sandbox-init" (Init);
+// either sets the rlimits (data, processes, file size, CPU time) and the
+// CPU affinity, then execs /bin/sh. The kernel does not apply RLIMIT_NPROC to root,
 // so a server running as root puts each command in a pids cgroup of its
 // own as well, and refuses to run anything when it cannot make one. The
 // wall time and the output limit are enforced here: the whole process tree
@@ -42,6 +43,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 )
@@ -78,6 +81,9 @@ type Config struct {
 	Log  *slog.Logger
 	// Now is the clock of the reaper; default time.Now.
 	Now func() time.Time
+	// UseHelper sets the limits with the helper (Init) even where
+	// util-linux's prlimit and taskset are installed, which start faster.
+	UseHelper bool
 }
 
 // Backend runs commands under bubblewrap. It is safe for concurrent use.
@@ -87,6 +93,9 @@ type Backend struct {
 	pids *cgroup // nil when the server is not root
 	// filter is the seccomp program; nil on an architecture without one.
 	filter []byte
+	// prlimit and taskset are util-linux's programs under /usr (so the
+	// same inside the sandbox), empty to use the helper instead.
+	prlimit, taskset string
 	mu     sync.Mutex
 	boxes  map[string]*box
 	stop   chan struct{}
@@ -134,6 +143,12 @@ func New(cfg Config) (*Backend, error) {
 		b.filter = f
 	} else {
 		cfg.Log.Warn("sandbox: no seccomp filter", "err", err.Error())
+	}
+	if !cfg.UseHelper {
+		b.prlimit, b.taskset = usrProgram("prlimit"), usrProgram("taskset")
+		if b.prlimit == "" || b.taskset == "" {
+			b.prlimit, b.taskset = "", ""
+		}
 	}
 	if err := os.RemoveAll(b.dir); err != nil {
 		return nil, fmt.Errorf("bwrap: removing orphaned sandboxes: %w", err)
@@ -301,7 +316,14 @@ func (b *Backend) run(ctx context.Context, req sandbox.Request, workspace string
 		return sandbox.Result{}, fmt.Errorf("sandbox: %w", err)
 	}
 	if req.Bridge != nil {
-		ln, err := net.Listen("unix", filepath.Join(sock, filepath.Base(sandbox.SocketPath)))
+		// A socket's path has at most 107 bytes: it is bound through a
+		// descriptor of its directory, however deep the data directory.
+		d, err := os.Open(sock)
+		if err != nil {
+			return sandbox.Result{}, fmt.Errorf("tool bridge: %w", err)
+		}
+		defer d.Close()
+		ln, err := net.Listen("unix", fmt.Sprintf("/proc/self/fd/%d/%s", d.Fd(), filepath.Base(sandbox.SocketPath)))
 		if err != nil {
 			return sandbox.Result{}, fmt.Errorf("tool bridge: %w", err)
 		}
@@ -372,15 +394,71 @@ func (b *Backend) args(req sandbox.Request, workspace, tmp, run, sock string) []
 		"--symlink", helperPath, clientDir+"/"+ClientName,
 		"--remount-ro", "/",
 		"--chdir", "/workspace",
-		"--", helperPath, InitCommand,
-		"--memory", strconv.FormatInt(l.Memory, 10),
-		"--pids", strconv.Itoa(l.Pids),
-		"--file-size", strconv.FormatInt(l.FileSize, 10),
-		"--cpu-seconds", strconv.Itoa(int(req.Wall().Seconds())+1),
-		"--cpus", strconv.Itoa(l.CPUs),
-		"--", "/bin/sh", "-c", req.Command,
+		"--",
 	)
-	return a
+	cpuSeconds := strconv.Itoa(int(req.Wall().Seconds()) + 1)
+	if b.prlimit == "" {
+		return append(a, helperPath, InitCommand,
+			"--memory", strconv.FormatInt(l.Memory, 10),
+			"--pids", strconv.Itoa(l.Pids),
+			"--file-size", strconv.FormatInt(l.FileSize, 10),
+			"--cpu-seconds", cpuSeconds,
+			"--cpus", strconv.Itoa(l.CPUs),
+			"--", "/bin/sh", "-c", req.Command)
+	}
+	// The same limits as Init's, set by prlimit on itself before it runs
+	// taskset, which runs the shell.
+	return append(a, b.prlimit,
+		"--data="+strconv.FormatInt(l.Memory, 10),
+		"--nproc="+strconv.Itoa(l.Pids),
+		"--fsize="+strconv.FormatInt(l.FileSize, 10),
+		"--cpu="+cpuSeconds,
+		"--core=0", "--nofile=1024",
+		"--", b.taskset, "--cpu-list", cpuList(l.CPUs),
+		"/bin/sh", "-c", req.Command)
+}
+
+// usrProgram is the path of a program found on PATH under /usr (or /bin,
+// a link to /usr/bin), which the sandbox sees at the same path; "" if
+// there is none.
+func usrProgram(name string) string {
+	p, err := exec.LookPath(name)
+	if err != nil || !filepath.IsAbs(p) {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(p); err == nil && strings.HasPrefix(real, "/usr/") {
+		return real
+	}
+	return ""
+}
+
+// cpuList names the first n CPUs this process may run on, for taskset.
+func cpuList(n int) string {
+	set, err := firstCPUs(n)
+	if err != nil {
+		return "0"
+	}
+	var cpus []string
+	for i := range 1024 {
+		if set.IsSet(i) {
+			cpus = append(cpus, strconv.Itoa(i))
+		}
+	}
+	return strings.Join(cpus, ",")
+}
+
+// firstCPUs is the set of the first n CPUs this process may run on.
+func firstCPUs(n int) (unix.CPUSet, error) {
+	var have, want unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &have); err != nil {
+		return want, fmt.Errorf("CPU affinity: %w", err)
+	}
+	for i := 0; i < 1024 && want.Count() < n; i++ {
+		if have.IsSet(i) {
+			want.Set(i)
+		}
+	}
+	return want, nil
 }
 
 // etcFiles are the files of /etc that programs need to start (the dynamic

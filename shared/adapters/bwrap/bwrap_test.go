@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -60,6 +59,13 @@ func (f *fixture) advance(d time.Duration) {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureWith(t, false)
+}
+
+// newFixtureWith is newFixture, setting limits with the helper when
+// useHelper is set.
+func newFixtureWith(t *testing.T, useHelper bool) *fixture {
+	t.Helper()
 	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
 		t.Skip("bubblewrap is not installed (make test installs it)")
 	}
@@ -68,7 +74,7 @@ func newFixture(t *testing.T) *fixture {
 	if err := os.MkdirAll(f.ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(Config{Home: f.home, Idle: time.Minute, Now: f.clock,
+	b, err := New(Config{Home: f.home, Idle: time.Minute, Now: f.clock, UseHelper: useHelper,
 		Workspace: func(agent string) (string, error) { return filepath.Join(f.home, "agents", agent), nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -160,9 +166,25 @@ func TestExec(t *testing.T) {
 	}
 }
 
+// The limits are set with prlimit and taskset, or with the helper where
+// they are missing: both pass the suite and set the same limits.
 func TestConformance(t *testing.T) {
-	f := newFixture(t)
-	sandboxtest.Run(t, sandboxtest.Target{Backend: f.b, Agent: "a", Workspace: osroot.New(f.ws)})
+	for _, useHelper := range []bool{false, true} {
+		t.Run(fmt.Sprintf("helper=%v", useHelper), func(t *testing.T) {
+			f := newFixtureWith(t, useHelper)
+			if !useHelper && f.b.prlimit == "" {
+				t.Skip("no prlimit and taskset under /usr")
+			}
+			sandboxtest.Run(t, sandboxtest.Target{Backend: f.b, Agent: "a", Workspace: osroot.New(f.ws)})
+			got := f.exec(t, sandbox.Request{Command: "grep -E 'Max (data size|processes|file size|cpu time|core file size|open files)' /proc/self/limits | tr -s ' '; grep Cpus_allowed_list /proc/self/status",
+				Limits: sandbox.Limits{Memory: 100 << 20, Pids: 40, FileSize: 1 << 20, WallTime: 9 * time.Second}})
+			want := "Max cpu time 10 10 seconds \nMax file size 1048576 1048576 bytes \nMax data size 104857600 104857600 bytes \n" +
+				"Max core file size 0 0 bytes \nMax processes 40 40 processes \nMax open files 1024 1024 files \nCpus_allowed_list:\t" + cpuList(1) + "\n"
+			if diff := cmp.Diff(want, got.Stdout); diff != "" {
+				t.Errorf("limits (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
 
 // The seccomp filter refuses the syscalls it names with EPERM and lets the
@@ -307,43 +329,6 @@ func TestBridgeProtocolLimits(t *testing.T) {
 			if got != tt.want || (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Errorf("CallBridge = %q, %v; want %q, %q", got, err, tt.want, tt.wantErr)
 			}
-		})
-	}
-}
-
-// BenchmarkExec measures an exec of "true" from request to result: cold is
-// a session's first (its sandbox made), warm a later one. It reports the
-// median as p50-ms.
-func BenchmarkExec(b *testing.B) {
-	home := b.TempDir()
-	if err := os.MkdirAll(filepath.Join(home, "agents", "a"), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	be, err := New(Config{Home: home, Workspace: func(agent string) (string, error) { return filepath.Join(home, "agents", agent), nil }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer be.Close()
-	ctx := context.Background()
-	for _, c := range []struct {
-		name    string
-		session func(i int) string
-	}{
-		{"cold", func(i int) string { return fmt.Sprint("cold", i) }},
-		{"warm", func(int) string { return "warm" }},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			var took []time.Duration
-			for i := range b.N {
-				start := time.Now()
-				res, err := be.Exec(ctx, sandbox.Request{Owner: "o", Agent: "a", SessionID: c.session(i), Command: "true"})
-				if err != nil || res.ExitCode != 0 {
-					b.Fatalf("exec: %+v, %v", res, err)
-				}
-				took = append(took, time.Since(start))
-			}
-			slices.Sort(took)
-			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
 		})
 	}
 }

@@ -61,16 +61,11 @@ func Init(args []string, stderr io.Writer) error {
 
 // pinCPUs keeps the process on the first n CPUs it may use.
 func pinCPUs(n int) error {
-	var have, want unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &have); err != nil {
-		return fmt.Errorf("sandbox-init: CPU affinity: %w", err)
+	want, err := firstCPUs(n)
+	if err == nil {
+		err = unix.SchedSetaffinity(0, &want)
 	}
-	for i := 0; i < 1024 && want.Count() < n; i++ {
-		if have.IsSet(i) {
-			want.Set(i)
-		}
-	}
-	if err := unix.SchedSetaffinity(0, &want); err != nil {
+	if err != nil {
 		return fmt.Errorf("sandbox-init: CPU affinity: %w", err)
 	}
 	return nil
