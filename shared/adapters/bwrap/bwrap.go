@@ -96,10 +96,10 @@ type Backend struct {
 	// prlimit and taskset are util-linux's programs under /usr (so the
 	// same inside the sandbox), empty to use the helper instead.
 	prlimit, taskset string
-	mu     sync.Mutex
-	boxes  map[string]*box
-	stop   chan struct{}
-	reaped sync.WaitGroup
+	mu               sync.Mutex
+	boxes            map[string]*box
+	stop             chan struct{}
+	reaped           sync.WaitGroup
 }
 
 // execSeq numbers the commands of this process, for their cgroups' names.
