@@ -129,6 +129,9 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Bwrap == "" {
 		cfg.Bwrap = "bwrap"
 	}
+	if p, err := exec.LookPath(cfg.Bwrap); err == nil {
+		cfg.Bwrap = p // run with an empty environment, so without PATH
+	}
 	if cfg.Idle <= 0 {
 		cfg.Idle = DefaultIdle
 	}
