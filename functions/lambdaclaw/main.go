@@ -11,7 +11,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bwrap"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -67,6 +71,11 @@ Environment:
 `
 
 func main() {
+	if filepath.Base(os.Args[0]) == bwrap.ClientName {
+		// The tool bridge's client, in a sandbox (bwrap mounts this
+		// program there under that name).
+		os.Exit(sandbox.Client(sandbox.SocketPath, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -114,6 +123,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return statusCommand(ctx, args[1:], stdout, stderr)
 	case "chat":
 		return chatCommand(ctx, args[1:], chatInput, stdout, stderr)
+	case bwrap.InitCommand:
+		// Not for people: the first program of a sandbox, which sets its
+		// limits and runs the command (shared/adapters/bwrap).
+		return bwrap.Init(args[1:], stderr)
 	case "version", "--version", "-v":
 		if _, err := newFlags("version", "", "Print the version.", stderr).parse(args[1:], 0, 0, stdout); err != nil {
 			return err

@@ -98,6 +98,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if exec, stopSandbox := localExec(ctx, cfg, log); exec != nil {
+		defer stopSandbox()
+		tools = append(tools, exec)
+	}
 	builder, err := setup.NewBuilder(ctx, cfg, osroot.New(cfg.Home), append(tools, mem.Tools()...))
 	if err != nil {
 		return err

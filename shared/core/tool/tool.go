@@ -75,6 +75,20 @@ type Env struct {
 	// agent.Reply): "tg" and the chat id for a Telegram chat.
 	Channel string
 	ReplyTo string
+	// Tools runs the agent's other tools for this call (the sandbox's tool
+	// bridge), through the same policy, events and scrubbing as the
+	// model's calls; nil where there is none.
+	Tools Caller
+}
+
+// Caller runs an agent's tools on behalf of one of its tools. It is what a
+// sandbox's tool bridge calls (sandbox.Bridge).
+type Caller interface {
+	// Tools describes the tools that may be called, sorted by name: those
+	// the policy lets run without asking a person.
+	Tools() []chat.ToolDef
+	// Call runs the tool name; an error is the refusal to show the caller.
+	Call(ctx context.Context, name string, args json.RawMessage) (string, error)
 }
 
 // Tool is one capability an agent can call.

@@ -61,6 +61,8 @@ type Config struct {
 
 	// MCP lists the MCP servers whose tools agents use (mcp.go).
 	MCP MCP `yaml:"mcp"`
+	// Sandbox configures the exec tool's sandboxes (sandbox.go).
+	Sandbox Sandbox `yaml:"sandbox"`
 }
 
 // Telegram configures the Telegram channel. The bot token is
@@ -143,6 +145,8 @@ type AgentConfig struct {
 	Heartbeat *Heartbeat `yaml:"heartbeat" json:"heartbeat,omitempty"`
 	// AgentMCP selects the agent's MCP tools (mcp.go).
 	AgentMCP `yaml:",inline"`
+	// Sandbox overrides the sandbox section for this agent (sandbox.go).
+	Sandbox *AgentSandbox `yaml:"sandbox" json:"sandbox,omitempty"`
 }
 
 // Heartbeat is an agent's periodic check-in: a turn with its HEARTBEAT.md
@@ -369,6 +373,9 @@ func (c *Config) Validate() error {
 	if _, err := c.Outbound.Networks(); err != nil {
 		return err
 	}
+	if err := c.validateSandbox(); err != nil {
+		return err
+	}
 	linked := map[string]string{}
 	for person, ids := range c.Sessions.Users {
 		for _, id := range ids {
@@ -433,6 +440,9 @@ func ValidateAgents(agents map[string]AgentConfig, providers []string) error {
 			if err := a.Heartbeat.check(); err != nil {
 				return fmt.Errorf("config: agent %q: %w", name, err)
 			}
+		}
+		if err := a.Sandbox.check(); err != nil {
+			return fmt.Errorf("config: agent %q: sandbox: %w", name, err)
 		}
 	}
 	return nil
