@@ -2,15 +2,19 @@ package ecs_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/google/go-cmp/cmp"
 
@@ -361,3 +365,40 @@ func TestBadRequests(t *testing.T) {
 
 // filestoreOnly hides the adapter's Bucket method.
 type filestoreOnly struct{ filestore.FS }
+
+// TestFromEnv: the step function's environment (infra/sandbox.go) makes a
+// working backend; without the sandbox it is unavailable.
+func TestFromEnv(t *testing.T) {
+	r := newRig(t, time.Minute, nil)
+	env := map[string]string{
+		ecs.EnvBackend: "fargate", ecs.EnvCluster: cloudtest.ECSCluster, ecs.EnvTaskDefinition: cloudtest.ECSTaskDefinition,
+		ecs.EnvContainer: cloudtest.ECSContainer, ecs.EnvSubnets: "subnet-1, subnet-2", ecs.EnvSecurityGroups: "sg-1",
+		ecs.EnvEndpoint: r.ecs.URL, ecs.EnvIdle: "1m",
+	}
+	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")}
+	b, err := ecs.FromEnv(cfg, func(k string) string { return env[k] }, r.bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Exec(t.Context(), sandbox.Request{Owner: "key:a", SessionID: "s", Command: "echo hi", Workspace: r.workspace})
+	if err != nil || got.Stdout != "hi\n" {
+		t.Errorf("Exec: %+v, %v", got, err)
+	}
+	var sent struct {
+		NetworkConfiguration struct {
+			AwsvpcConfiguration struct{ Subnets []string } `json:"awsvpcConfiguration"`
+		} `json:"networkConfiguration"`
+	}
+	if err := json.Unmarshal(r.ecs.Tasks()[0].Input, &sent); err != nil || !slices.Equal(sent.NetworkConfiguration.AwsvpcConfiguration.Subnets, []string{"subnet-1", "subnet-2"}) {
+		t.Errorf("RunTask's subnets %v (%v)", sent.NetworkConfiguration.AwsvpcConfiguration.Subnets, err)
+	}
+	for k, v := range map[string]string{ecs.EnvBackend: "", ecs.EnvCluster: "", ecs.EnvIdle: "soon"} {
+		bad := maps.Clone(env)
+		bad[k] = v
+		if _, err := ecs.FromEnv(cfg, func(k string) string { return bad[k] }, r.bucket); err == nil {
+			t.Errorf("%s=%q: no error", k, v)
+		} else if v == "" && !errors.Is(err, sandbox.ErrUnavailable) {
+			t.Errorf("%s unset: %v, want ErrUnavailable", k, err)
+		}
+	}
+}

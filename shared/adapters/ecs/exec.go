@@ -82,6 +82,7 @@ func run(ctx context.Context, dir, command string, wall time.Duration, l sandbox
 	syscall.Kill(-pid, syscall.SIGKILL) // what it left behind
 	pid, res.Cut = 0, cut
 	mu.Unlock()
+	sweep()
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

@@ -1,7 +1,9 @@
 package ecs
 
 import (
+	"errors"
 	"fmt"
+	"os"
 
 	"golang.org/x/sys/unix"
 
@@ -30,4 +32,27 @@ func limit(pid int, l sandbox.Limits) error {
 		}
 	}
 	return nil
+}
+
+// sweep kills what the commands left running, even what left their
+// process group, and reaps it, when the runner is its container's init
+// (PID 1, as in the sandbox task, which has no other init: an init
+// process's /proc/1/environ would show the commands the task's credentials
+// endpoint, where the non-dumpable runner's does not). There every process
+// the runner may signal is a command's; kill(-1) spares the runner itself.
+// Elsewhere (tests) the process group's kill is all there is.
+func sweep() {
+	if os.Getpid() != 1 {
+		return
+	}
+	unix.Kill(-1, unix.SIGKILL)
+	for {
+		_, err := unix.Wait4(-1, nil, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil { // ECHILD: none left
+			return
+		}
+	}
 }
