@@ -347,7 +347,8 @@ func (b *Backend) runTask(ctx context.Context, gen, control string) (string, err
 		}
 		return "", fmt.Errorf("ecs sandbox: RunTask: %w", err)
 	}
-	for _, f := range out.Failures {
+	if len(out.Failures) > 0 {
+		f := out.Failures[0] // one task asked for: one failure at most
 		reason := aws.ToString(f.Reason)
 		if strings.HasPrefix(reason, "RESOURCE:") || strings.Contains(strings.ToLower(reason), "capacity") {
 			return "", fmt.Errorf("ecs sandbox: %w (%s)", ErrCapacity, reason)
@@ -398,15 +399,17 @@ func (b *Backend) await(ctx context.Context, p pointer, n int, wait time.Duratio
 // result reads and removes the n-th result, if it is there.
 func (b *Backend) result(ctx context.Context, control string, n int, output int64) (result, bool, error) {
 	name := resName(control, n)
-	limit := 2*output + 1<<20 // both streams, JSON escapes aside, and the rest
-	data, _, err := b.cfg.Bucket.ReadFile(ctx, name, limit*6+1)
+	// Both streams and the rest, six times over: JSON may write a byte
+	// as \u00XX.
+	limit := (2*output + 1<<20) * 6
+	data, _, err := b.cfg.Bucket.ReadFile(ctx, name, limit+1)
 	if errors.Is(err, fs.ErrNotExist) {
 		return result{}, false, nil
 	}
 	if err != nil {
 		return result{}, false, fmt.Errorf("ecs sandbox: read the result: %w", err)
 	}
-	if int64(len(data)) > limit*6 {
+	if int64(len(data)) > limit {
 		return result{}, false, errors.New("ecs sandbox: the result is over its limit")
 	}
 	var res result
