@@ -39,7 +39,7 @@ type TaskFunc func(ctx context.Context, env map[string]string) int
 type ECS struct {
 	URL string
 
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -73,7 +73,7 @@ type ECSTask struct {
 
 // NewECS starts the fake; it stops its tasks and waits for them when the
 // test ends.
-func NewECS(t *testing.T) *ECS {
+func NewECS(t testing.TB) *ECS {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &ECS{t: t, ctx: ctx, tasks: map[string]*ECSTask{}, tokens: map[string]string{}}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))

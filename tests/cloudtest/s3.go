@@ -24,7 +24,7 @@ const S3Bucket = "lambdaclaw-workspaces"
 // signed with SigV4 for the s3 service is refused with 403, so a client
 // that would not work against S3 does not pass here. The server stops
 // when the test ends.
-func S3(t *testing.T) (endpoint, bucket string) {
+func S3(t testing.TB) (endpoint, bucket string) {
 	t.Helper()
 	backend := s3mem.New()
 	if err := backend.CreateBucket(S3Bucket); err != nil {

@@ -34,8 +34,14 @@ type rig struct {
 	workspace filestore.FS
 }
 
-// newRig starts the fakes; tasks close after idle.
-func newRig(t *testing.T, idle time.Duration, adjust func(*ecs.Config)) *rig {
+// newRig starts the fakes; tasks close after idle and look for commands
+// every 5 ms.
+func newRig(t testing.TB, idle time.Duration, adjust func(*ecs.Config)) *rig {
+	return newRigPolling(t, idle, 5*time.Millisecond, adjust)
+}
+
+// newRigPolling is newRig whose tasks look for commands every poll.
+func newRigPolling(t testing.TB, idle, poll time.Duration, adjust func(*ecs.Config)) *rig {
 	t.Helper()
 	endpoint, name := cloudtest.S3(t)
 	bucket, err := s3fs.New(cloudtest.S3Client(endpoint), name, "")
@@ -64,7 +70,7 @@ func newRig(t *testing.T, idle time.Duration, adjust func(*ecs.Config)) *rig {
 			t.Errorf("task dir: %v", err)
 			return 2
 		}
-		r := &ecs.Runner{Bucket: root, Control: te.Control, Dir: dir, Idle: te.Idle, Poll: 5 * time.Millisecond, Logf: t.Logf}
+		r := &ecs.Runner{Bucket: root, Control: te.Control, Dir: dir, Idle: te.Idle, Poll: poll}
 		if err := r.Serve(ctx); err != nil {
 			return 1
 		}
@@ -94,7 +100,7 @@ func (r *rig) exec(t *testing.T, owner, session, command string, limits sandbox.
 	})
 }
 
-func (r *rig) write(t *testing.T, name, data string) {
+func (r *rig) write(t testing.TB, name, data string) {
 	t.Helper()
 	if _, err := r.workspace.WriteFile(t.Context(), name, []byte(data), filestore.Any); err != nil {
 		t.Fatal(err)
@@ -401,4 +407,27 @@ func TestFromEnv(t *testing.T) {
 			t.Errorf("%s unset: %v, want ErrUnavailable", k, err)
 		}
 	}
+}
+
+// BenchmarkWarmExec measures a command in a warm task with the
+// production's polling (the task every 200 ms, the backend every 250 ms),
+// against the fakes: what the protocol adds to a command, S3's own
+// latency aside. It reports the median.
+func BenchmarkWarmExec(b *testing.B) {
+	r := newRigPolling(b, time.Minute, 200*time.Millisecond, func(c *ecs.Config) { c.Poll, c.Describe = 0, 0 })
+	r.write(b, "notes.md", "hello\n")
+	run := func() {
+		if _, err := r.backend.Exec(b.Context(), sandbox.Request{Owner: "key:a", SessionID: "s", Command: "cat notes.md", Workspace: r.workspace}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	run() // the cold start
+	var took []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		run()
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Milliseconds()), "p50-ms")
 }
