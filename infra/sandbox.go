@@ -220,6 +220,7 @@ func (s *builder) sandbox() {
 		Environment: &map[string]*string{
 			"RUNNER_URL": runnerAsset.S3ObjectUrl(),
 			"HOME":       jsii.String("/scratch"),
+			"AWS_REGION": stack.Region(),
 		},
 		Logging: logging("init"),
 	})
@@ -238,7 +239,7 @@ func (s *builder) sandbox() {
 		LinuxParameters:        linux,
 		EntryPoint:             jsii.Strings("/runner/sandbox"),
 		WorkingDirectory:       jsii.String("/workspace"),
-		Environment:            &map[string]*string{"SANDBOX_DIR": jsii.String("/workspace"), "HOME": jsii.String("/workspace")},
+		Environment:            &map[string]*string{"SANDBOX_DIR": jsii.String("/workspace"), "HOME": jsii.String("/workspace"), "AWS_REGION": stack.Region()},
 		Logging:                logging("runner"),
 		StopTimeout:            awscdk.Duration_Seconds(jsii.Number(10)),
 	})
