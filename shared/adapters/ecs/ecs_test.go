@@ -431,3 +431,65 @@ func BenchmarkWarmExec(b *testing.B) {
 	slices.Sort(took)
 	b.ReportMetric(float64(took[len(took)/2].Milliseconds()), "p50-ms")
 }
+
+// TestConcurrentCommands: two commands of one session at once both run,
+// one after the other, in the one warm task.
+func TestConcurrentCommands(t *testing.T) {
+	r := newRig(t, time.Minute, nil)
+	if _, err := r.exec(t, "key:a", "s1", "true", sandbox.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	outs := make(chan string, 2)
+	errs := make(chan error, 2)
+	for _, word := range []string{"one", "two"} {
+		go func() {
+			res, err := r.backend.Exec(t.Context(), sandbox.Request{Owner: "key:a", SessionID: "s1", Command: "echo " + word, Workspace: r.workspace})
+			errs <- err
+			outs <- res.Stdout
+		}()
+	}
+	var got []string
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, <-outs)
+	}
+	slices.Sort(got)
+	if diff := cmp.Diff([]string{"one\n", "two\n"}, got); diff != "" {
+		t.Errorf("outputs (-want +got):\n%s", diff)
+	}
+	if n := len(r.ecs.Tasks()); n != 1 {
+		t.Errorf("%d tasks, want the one warm task", n)
+	}
+}
+
+// TestWorkspaceLimitsAndLinks: a workspace file over the file size limit
+// is an error, nothing run; a link a command makes is not written back
+// and does not disturb the next sync.
+func TestWorkspaceLimitsAndLinks(t *testing.T) {
+	r := newRig(t, time.Minute, nil)
+	r.write(t, "big.bin", strings.Repeat("x", 2048))
+	_, err := r.exec(t, "key:a", "s1", "touch ran", sandbox.Limits{FileSize: 1024})
+	if err == nil || !strings.Contains(err.Error(), "big.bin") {
+		t.Errorf("a file over the limit: %v, want an error naming it", err)
+	}
+	if _, ok := r.files(t)["ran"]; ok {
+		t.Error("the command ran")
+	}
+	if err := r.workspace.Remove(t.Context(), "big.bin"); err != nil {
+		t.Fatal(err)
+	}
+	r.write(t, "a.txt", "a\n")
+	if _, err := r.exec(t, "key:a", "s1", "ln -s /etc/passwd link && ln -s a.txt b.txt", sandbox.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"a.txt": "a\n"}, r.files(t)); diff != "" {
+		t.Errorf("workspace (-want +got):\n%s", diff)
+	}
+	r.write(t, "b.txt", "bucket's b\n")
+	got, err := r.exec(t, "key:a", "s1", "cat a.txt b.txt", sandbox.Limits{})
+	if err != nil || got.Stdout != "a\nbucket's b\n" {
+		t.Errorf("after the links: %+v, %v; want the bucket's files", got, err)
+	}
+}
