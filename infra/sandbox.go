@@ -80,11 +80,13 @@ const (
 // workspace to 1 GB). The runner's container runs as nobody with a
 // read-only root filesystem and all Linux capabilities dropped, as PID 1
 // (no init process: the runner kills and reaps what commands leave);
-// /workspace and /tmp are task volumes. Its task role reads and writes the
-// workspaces and the control objects; the commands never see its
-// credentials: the runner clears their environment and is not dumpable,
-// so its /proc/1/environ, which names the credentials endpoint, is not
-// theirs to read.
+// /workspace and /tmp are task volumes, and so are the tool bridge's
+// socket directory and /tools, which the runner fills for a command that
+// may call the agent's tools (shared/adapters/ecs/bridge.go). Its task
+// role reads and writes the workspaces and the control objects; the
+// commands never see its credentials: the runner clears their environment
+// and is not dumpable, so its /proc/1/environ, which names the
+// credentials endpoint, is not theirs to read.
 func (s *builder) sandbox() {
 	stack := s.stack
 	vpc := awsec2.NewVpc(stack, jsii.String("SandboxVpc"), &awsec2.VpcProps{
@@ -191,7 +193,7 @@ func (s *builder) sandbox() {
 			OperatingSystemFamily: awsecs.OperatingSystemFamily_LINUX(),
 		},
 	})
-	for _, v := range []string{"runner", "workspace", "scratch"} {
+	for _, v := range []string{"runner", "workspace", "scratch", "bridge", "tools"} {
 		taskDef.AddVolume(&awsecs.Volume{Name: jsii.String(v)})
 	}
 	logs := awslogs.NewLogGroup(stack, jsii.String("SandboxLogs"), &awslogs.LogGroupProps{
@@ -208,8 +210,11 @@ func (s *builder) sandbox() {
 	}
 
 	// init: as root, copy the runner in and hand the volumes to nobody.
+	// The runner is also the bridge's client, lambdaclaw-tool, by the
+	// name it is called by.
 	initScript := "set -e; aws s3 cp --no-progress \"$RUNNER_URL\" /runner/sandbox; chmod 0555 /runner/sandbox; " +
-		"chown 65534:65534 /work; chmod 0700 /work; chmod 1777 /scratch"
+		"ln -s sandbox /runner/lambdaclaw-tool; " +
+		"chown 65534:65534 /work /bridge /tools; chmod 0700 /work; chmod 0755 /bridge /tools; chmod 1777 /scratch"
 	initC := taskDef.AddContainer(jsii.String("init"), &awsecs.ContainerDefinitionOptions{
 		Image:                  image(sandboxInitImage),
 		Essential:              jsii.Bool(false),
@@ -224,7 +229,7 @@ func (s *builder) sandbox() {
 		},
 		Logging: logging("init"),
 	})
-	mounts(initC, false, map[string]string{"runner": "/runner", "workspace": "/work", "scratch": "/scratch"})
+	mounts(initC, false, map[string]string{"runner": "/runner", "workspace": "/work", "scratch": "/scratch", "bridge": "/bridge", "tools": "/tools"})
 
 	// No init process: the runner is PID 1, so /proc/1 is the
 	// non-dumpable runner's, and it kills and reaps what commands leave.
@@ -239,11 +244,16 @@ func (s *builder) sandbox() {
 		LinuxParameters:        linux,
 		EntryPoint:             jsii.Strings("/runner/sandbox"),
 		WorkingDirectory:       jsii.String("/workspace"),
-		Environment:            &map[string]*string{"SANDBOX_DIR": jsii.String("/workspace"), "HOME": jsii.String("/workspace"), "AWS_REGION": stack.Region()},
-		Logging:                logging("runner"),
-		StopTimeout:            awscdk.Duration_Seconds(jsii.Number(10)),
+		Environment: &map[string]*string{
+			"SANDBOX_DIR": jsii.String("/workspace"), "HOME": jsii.String("/workspace"), "AWS_REGION": stack.Region(),
+			// The tool bridge: sandbox.SocketPath and sandbox.ToolsDir.
+			"SANDBOX_SOCKET": jsii.String("/run/lambdaclaw/bridge.sock"), "SANDBOX_TOOLS": jsii.String("/tools"),
+			"SANDBOX_PATH": jsii.String("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/runner"),
+		},
+		Logging:     logging("runner"),
+		StopTimeout: awscdk.Duration_Seconds(jsii.Number(10)),
 	})
-	mounts(runner, true, map[string]string{"runner": "/runner", "workspace": "/workspace", "scratch": "/tmp"})
+	mounts(runner, true, map[string]string{"runner": "/runner", "workspace": "/workspace", "scratch": "/tmp", "bridge": "/run/lambdaclaw", "tools": "/tools"})
 	runner.AddContainerDependencies(&awsecs.ContainerDependency{Container: initC, Condition: awsecs.ContainerDependencyCondition_SUCCESS})
 
 	// The execution role pulls through the cache (ECR creates a cached

@@ -43,7 +43,7 @@ func TestSandboxTask(t *testing.T) {
 	if got := def["Family"]; got != StackName+"-sandbox" {
 		t.Errorf("family %v", got)
 	}
-	want := map[string]any{
+	wantDef := map[string]any{
 		"RequiresCompatibilities": []any{"FARGATE"},
 		"NetworkMode":             "awsvpc",
 		"Cpu":                     "1024",
@@ -51,7 +51,7 @@ func TestSandboxTask(t *testing.T) {
 		"EphemeralStorage":        map[string]any{"SizeInGiB": float64(21)},
 		"RuntimePlatform":         map[string]any{"CpuArchitecture": "ARM64", "OperatingSystemFamily": "LINUX"},
 	}
-	for k, v := range want {
+	for k, v := range wantDef {
 		if diff := gocmp.Diff(v, def[k]); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", k, diff)
 		}
@@ -94,7 +94,8 @@ func TestSandboxTask(t *testing.T) {
 			t.Errorf("mount %v: read-only %v", mp["ContainerPath"], ro)
 		}
 	}
-	if diff := gocmp.Diff(map[string]string{"/runner": "runner", "/workspace": "workspace", "/tmp": "scratch"}, mounts); diff != "" {
+	want := map[string]string{"/runner": "runner", "/workspace": "workspace", "/tmp": "scratch", "/run/lambdaclaw": "bridge", "/tools": "tools"}
+	if diff := gocmp.Diff(want, mounts); diff != "" {
 		t.Errorf("runner mounts (-want +got):\n%s", diff)
 	}
 	for _, c := range containers {

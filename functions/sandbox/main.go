@@ -12,6 +12,9 @@
 //	SANDBOX_CONTROL  the task's control directory, sandbox/<sid>/<gen>
 //	SANDBOX_IDLE     how long to wait for a command, e.g. 5m
 //	SANDBOX_DIR      where the workspace is synced to (default /workspace)
+//	SANDBOX_SOCKET   where the tool bridge listens during a command that offers it (none if unset)
+//	SANDBOX_TOOLS    where the tools are described for it (/tools in the task)
+//	SANDBOX_PATH     the commands' PATH (the usual directories if unset)
 //	S3_ENDPOINT      S3 endpoint override (tests)
 package main
 
@@ -78,6 +81,7 @@ func serve(ctx context.Context, getenv func(string) string, log *slog.Logger) er
 	}
 	log.Info("sandbox runner", "control", te.Control, "idle", te.Idle.String())
 	r := &ecs.Runner{Bucket: bucket, Control: te.Control, Dir: dir, Idle: te.Idle,
+		Socket: getenv("SANDBOX_SOCKET"), ToolsDir: getenv("SANDBOX_TOOLS"), Path: getenv("SANDBOX_PATH"),
 		Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }}
 	return r.Serve(ctx)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 )
@@ -84,6 +85,12 @@ type Config struct {
 	// Poll is how often the result is looked for (250 ms if zero);
 	// Describe how often the task's state is (2 s if zero).
 	Poll, Describe time.Duration
+	// ServeBridge serves a command's tool calls with the request's
+	// Bridge (sandbox.ServeBridge); ToolFiles describes the tools to the
+	// script (sandbox.ToolFiles). Without ServeBridge no command is
+	// offered the bridge.
+	ServeBridge ServeFunc
+	ToolFiles   func([]chat.ToolDef) map[string][]byte
 }
 
 // Backend runs commands in Fargate tasks (sandbox.Backend).
@@ -160,7 +167,16 @@ func (b *Backend) Exec(ctx context.Context, req sandbox.Request) (sandbox.Result
 		return sandbox.Result{}, err
 	}
 	c := command{Command: req.Command, Workspace: prefix, Wall: req.Wall(), Limits: req.Limits}
-	res, err := b.exec(ctx, req.Owner, req.SessionID, c)
+	if req.Bridge != nil && b.cfg.ServeBridge != nil {
+		c.Bridge = true
+		if b.cfg.ToolFiles != nil {
+			c.Tools = map[string]string{}
+			for name, data := range b.cfg.ToolFiles(req.Bridge.Tools()) {
+				c.Tools[name] = string(data)
+			}
+		}
+	}
+	res, err := b.exec(ctx, req.Owner, req.SessionID, c, req.Bridge)
 	if err != nil {
 		return sandbox.Result{}, err
 	}
@@ -180,7 +196,7 @@ func (b *Backend) Exec(ctx context.Context, req sandbox.Request) (sandbox.Result
 // exec sends c and waits for its result. A warm task found stopped before
 // the command was sent (it crashed, or was stopped from outside) is
 // forgotten and the command sent again, to a new task.
-func (b *Backend) exec(ctx context.Context, owner, session string, c command) (result, error) {
+func (b *Backend) exec(ctx context.Context, owner, session string, c command, bridge sandbox.Bridge) (result, error) {
 	for try := 0; ; try++ {
 		sent := time.Now()
 		ptr, n, cold, err := b.send(ctx, owner, session, c)
@@ -191,7 +207,7 @@ func (b *Backend) exec(ctx context.Context, owner, session string, c command) (r
 		if cold {
 			wait += b.cfg.Start
 		}
-		res, err := b.await(ctx, ptr, n, wait, c.Limits.Output)
+		res, err := b.await(ctx, ptr, n, wait, c.Limits.Output, bridge)
 		var se *StoppedError
 		if !errors.As(err, &se) {
 			return res, err
@@ -362,12 +378,18 @@ func (b *Backend) runTask(ctx context.Context, gen, control string) (string, err
 }
 
 // await waits for the n-th result of the task, at most wait, looking at
-// the task's state as it goes: a task that stopped has no more results.
-func (b *Backend) await(ctx context.Context, p pointer, n int, wait time.Duration, output int64) (result, error) {
+// the task's state as it goes (a task that stopped has no more results)
+// and serving the command's tool calls with bridge.
+func (b *Backend) await(ctx context.Context, p pointer, n int, wait time.Duration, output int64, bridge sandbox.Bridge) (result, error) {
 	control := path.Join(ControlRoot, sessionID(p.Owner, p.Session), p.Gen)
 	deadline := time.Now().Add(wait)
 	nextDescribe := time.Now().Add(b.cfg.Describe)
+	calls := b.newCalls(ctx, control, n, bridge)
+	defer calls.close()
 	for {
+		if err := calls.poll(); err != nil {
+			return result{}, err
+		}
 		res, ok, err := b.result(ctx, control, n, output)
 		if err != nil || ok {
 			return res, err

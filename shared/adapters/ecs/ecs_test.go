@@ -1,14 +1,19 @@
 package ecs_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +25,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ecs"
 	s3fs "github.com/lambdaclaw/lambdaclaw/shared/adapters/s3"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
@@ -32,6 +38,9 @@ type rig struct {
 	ecs       *cloudtest.ECS
 	bucket    *s3fs.FS
 	workspace filestore.FS
+	// socket and tools are where the tasks' bridge listens and describes
+	// the tools.
+	socket, tools string
 }
 
 // newRig starts the fakes; tasks close after idle and look for commands
@@ -53,6 +62,8 @@ func newRigPolling(t testing.TB, idle, poll time.Duration, adjust func(*ecs.Conf
 		t.Fatal(err)
 	}
 	fake := cloudtest.NewECS(t)
+	shared := t.TempDir()
+	socket, tools := filepath.Join(shared, "b.sock"), filepath.Join(shared, "tools")
 	fake.Play(func(ctx context.Context, env map[string]string) int {
 		te, err := ecs.ParseTaskEnv(func(k string) string { return env[k] })
 		if err != nil {
@@ -70,7 +81,7 @@ func newRigPolling(t testing.TB, idle, poll time.Duration, adjust func(*ecs.Conf
 			t.Errorf("task dir: %v", err)
 			return 2
 		}
-		r := &ecs.Runner{Bucket: root, Control: te.Control, Dir: dir, Idle: te.Idle, Poll: poll}
+		r := &ecs.Runner{Bucket: root, Control: te.Control, Dir: dir, Idle: te.Idle, Poll: poll, Socket: socket, ToolsDir: tools}
 		if err := r.Serve(ctx); err != nil {
 			return 1
 		}
@@ -89,7 +100,7 @@ func newRigPolling(t testing.TB, idle, poll time.Duration, adjust func(*ecs.Conf
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{backend: b, ecs: fake, bucket: bucket, workspace: ws}
+	return &rig{backend: b, ecs: fake, bucket: bucket, workspace: ws, socket: socket, tools: tools}
 }
 
 func (r *rig) exec(t *testing.T, owner, session, command string, limits sandbox.Limits) (sandbox.Result, error) {
@@ -382,7 +393,7 @@ func TestFromEnv(t *testing.T) {
 		ecs.EnvEndpoint: r.ecs.URL, ecs.EnvIdle: "1m",
 	}
 	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")}
-	b, err := ecs.FromEnv(cfg, func(k string) string { return env[k] }, r.bucket)
+	b, err := ecs.FromEnv(cfg, func(k string) string { return env[k] }, r.bucket, ecs.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +412,7 @@ func TestFromEnv(t *testing.T) {
 	for k, v := range map[string]string{ecs.EnvBackend: "", ecs.EnvCluster: "", ecs.EnvIdle: "soon"} {
 		bad := maps.Clone(env)
 		bad[k] = v
-		if _, err := ecs.FromEnv(cfg, func(k string) string { return bad[k] }, r.bucket); err == nil {
+		if _, err := ecs.FromEnv(cfg, func(k string) string { return bad[k] }, r.bucket, ecs.Config{}); err == nil {
 			t.Errorf("%s=%q: no error", k, v)
 		} else if v == "" && !errors.Is(err, sandbox.ErrUnavailable) {
 			t.Errorf("%s unset: %v, want ErrUnavailable", k, err)
@@ -492,4 +503,113 @@ func TestWorkspaceLimitsAndLinks(t *testing.T) {
 	if err != nil || got.Stdout != "a\nbucket's b\n" {
 		t.Errorf("after the links: %+v, %v; want the bucket's files", got, err)
 	}
+}
+
+// TestMain makes the test binary also the bridge's client in the tests'
+// commands: "bridge-client SOCKET LINE" sends LINE and prints the reply.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 4 && os.Args[1] == "bridge-client" {
+		conn, err := net.Dial("unix", os.Args[2])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		conn.Write([]byte(os.Args[3] + "\n"))
+		io.Copy(os.Stdout, conn)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestBridge: a script's tool calls reach the request's Bridge through
+// the bucket and the step function, in order, with the tools described
+// in the tools directory; a command without a bridge has no socket.
+func TestBridge(t *testing.T) {
+	r := newRig(t, time.Minute, func(c *ecs.Config) {
+		c.ServeBridge = serveLines
+		c.ToolFiles = func(defs []chat.ToolDef) map[string][]byte {
+			files := map[string][]byte{}
+			for _, d := range defs {
+				files["index.txt"] = append(files["index.txt"], d.Name+"\n"...)
+				files[d.Name+"/description.txt"] = []byte(d.Description)
+			}
+			return files
+		}
+	})
+	br := &recorder{}
+	client := os.Args[0] + " bridge-client " + r.socket
+	command := "cat " + r.tools + "/index.txt " + r.tools + "/upper/description.txt; " +
+		client + ` '{"tool":"upper","args":{"text":"hi"}}'; ` + client + ` '{"tool":"nope","args":{}}'`
+	got, err := r.backend.Exec(t.Context(), sandbox.Request{Owner: "key:a", SessionID: "s1", Command: command, Workspace: r.workspace, Bridge: br})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "nope\nupper\nUpper-cases text.\n" + `{"output":"HI"}` + "\n" + `{"error":"refused: no tool nope"}` + "\n"
+	if got.Stdout != want {
+		t.Errorf("stdout %q, want %q (stderr %q)", got.Stdout, want, got.Stderr)
+	}
+	if diff := cmp.Diff([]string{`upper {"text":"hi"}`, "nope {}"}, br.calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	got, err = r.exec(t, "key:a", "s1", "test -S "+r.socket+" || echo no bridge", sandbox.Limits{})
+	if err != nil || got.Stdout != "no bridge\n" {
+		t.Errorf("without a bridge: %+v, %v", got, err)
+	}
+}
+
+// serveLines serves the bridge's wire format, one JSON line each way per
+// connection, as sandbox.ServeBridge does.
+func serveLines(ctx context.Context, ln net.Listener, b sandbox.Bridge) {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer conn.Close()
+			line, _ := bufio.NewReader(conn).ReadBytes('\n')
+			var req struct {
+				Tool string          `json:"tool"`
+				Args json.RawMessage `json:"args"`
+			}
+			var reply struct {
+				Output string `json:"output,omitempty"`
+				Error  string `json:"error,omitempty"`
+			}
+			if err := json.Unmarshal(line, &req); err != nil {
+				reply.Error = err.Error()
+			} else if out, err := b.Call(ctx, req.Tool, req.Args); err != nil {
+				reply.Error = err.Error()
+			} else {
+				reply.Output = out
+			}
+			data, _ := json.Marshal(reply)
+			conn.Write(append(data, '\n'))
+		}()
+	}
+}
+
+// recorder is a Bridge of upper and nope (which refuses) that keeps the
+// calls, one at a time as the test's script makes them.
+type recorder struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (b *recorder) Tools() []chat.ToolDef {
+	return []chat.ToolDef{{Name: "nope", Description: "Refuses."}, {Name: "upper", Description: "Upper-cases text.\n"}}
+}
+
+func (b *recorder) Call(_ context.Context, name string, args json.RawMessage) (string, error) {
+	b.mu.Lock()
+	b.calls = append(b.calls, name+" "+string(args))
+	b.mu.Unlock()
+	if name != "upper" {
+		return "", fmt.Errorf("refused: no tool %s", name)
+	}
+	var a struct{ Text string }
+	if err := json.Unmarshal(args, &a); err != nil {
+		return "", err
+	}
+	return strings.ToUpper(a.Text), nil
 }

@@ -30,9 +30,11 @@ const (
 )
 
 // FromEnv returns the Backend the environment configures, over bucket, the
-// root of the workspace bucket (cloud.New's files). An environment
-// without the sandbox fails with sandbox.ErrUnavailable.
-func FromEnv(cfg aws.Config, getenv func(string) string, bucket *s3fs.FS) (*Backend, error) {
+// root of the workspace bucket (cloud.New's files), with what base sets
+// and the environment does not say (the bridge: ServeBridge and
+// ToolFiles). An environment without the sandbox fails with
+// sandbox.ErrUnavailable.
+func FromEnv(cfg aws.Config, getenv func(string) string, bucket *s3fs.FS, base Config) (*Backend, error) {
 	if b := getenv(EnvBackend); b != "fargate" {
 		return nil, fmt.Errorf("ecs sandbox: %w: %s=%q, want \"fargate\"", sandbox.ErrUnavailable, EnvBackend, b)
 	}
@@ -47,16 +49,10 @@ func FromEnv(cfg aws.Config, getenv func(string) string, bucket *s3fs.FS) (*Back
 			return nil, fmt.Errorf("ecs sandbox: %s=%q is not a positive duration", EnvIdle, v)
 		}
 	}
-	return New(NewClient(cfg, getenv(EnvEndpoint)), Config{
-		Cluster:        getenv(EnvCluster),
-		TaskDefinition: getenv(EnvTaskDefinition),
-		Container:      getenv(EnvContainer),
-		Subnets:        split(getenv(EnvSubnets)),
-		SecurityGroups: split(getenv(EnvSecurityGroups)),
-		Bucket:         bucket,
-		BucketName:     name,
-		Idle:           idle,
-	})
+	base.Cluster, base.TaskDefinition, base.Container = getenv(EnvCluster), getenv(EnvTaskDefinition), getenv(EnvContainer)
+	base.Subnets, base.SecurityGroups = split(getenv(EnvSubnets)), split(getenv(EnvSecurityGroups))
+	base.Bucket, base.BucketName, base.Idle = bucket, name, idle
+	return New(NewClient(cfg, getenv(EnvEndpoint)), base)
 }
 
 // split returns the non-empty comma-separated fields of v.

@@ -13,21 +13,28 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 )
 
+// defaultPath is the commands' PATH unless the runner names another.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
 // commandEnv is the whole environment of a command: nothing of the
 // task's (its credentials endpoint, the bucket) reaches it.
-func commandEnv(home string) []string {
-	return []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + home, "LANG=C.UTF-8"}
+func commandEnv(home, pathVar string) []string {
+	if pathVar == "" {
+		pathVar = defaultPath
+	}
+	return []string{"PATH=" + pathVar, "HOME=" + home, "LANG=C.UTF-8"}
 }
 
 // waitDelay is how long a command's output is still read after it ended,
 // for processes it left that hold its pipes.
 const waitDelay = 2 * time.Second
 
-// run runs command with /bin/sh -c in dir, in a process group of its own,
+// run runs command with /bin/sh -c in dir, with PATH pathVar, in a
+// process group of its own,
 // under the limits: it stops the group at the wall time or when stdout or
 // stderr is over the output limit, and kills what the command left
 // running when it ends.
-func run(ctx context.Context, dir, command string, wall time.Duration, l sandbox.Limits) result {
+func run(ctx context.Context, dir, command string, wall time.Duration, l sandbox.Limits, pathVar string) result {
 	var (
 		mu  sync.Mutex
 		cut sandbox.Cut
@@ -46,7 +53,7 @@ func run(ctx context.Context, dir, command string, wall time.Duration, l sandbox
 	stdout := &capped{limit: l.Output, over: func() { stop(sandbox.Output) }}
 	stderr := &capped{limit: l.Output, over: func() { stop(sandbox.Output) }}
 	cmd := exec.Command("/bin/sh", "-c", command)
-	cmd.Dir, cmd.Env = dir, commandEnv(dir)
+	cmd.Dir, cmd.Env = dir, commandEnv(dir, pathVar)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = waitDelay

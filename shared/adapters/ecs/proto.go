@@ -11,6 +11,7 @@
 //	sandbox/<sid>/task.json            the session's warm task: generation, task ARN, owner, session
 //	sandbox/<sid>/<gen>/req/<n>.json   the n-th command for the task of generation gen (n from 1)
 //	sandbox/<sid>/<gen>/res/<n>.json   its result, written by the task
+//	sandbox/<sid>/<gen>/call/<n>/<k>.json, ret/<n>/<k>.json  the k-th tool call of command n through the bridge, and its answer (bridge.go)
 //
 // sid is a hash of the owner and the session id, so no other owner's
 // session reaches the task. The orchestrator writes req/<n> only if it is
@@ -66,6 +67,10 @@ type command struct {
 	Wall time.Duration `json:"wall,omitempty"`
 	// Limits are the command's limits; memory and CPU are also the task's.
 	Limits sandbox.Limits `json:"limits"`
+	// Bridge offers the tool bridge during the command, whose tools
+	// Tools describes (files by name under the tools directory).
+	Bridge bool              `json:"bridge,omitempty"`
+	Tools  map[string]string `json:"tools,omitempty"`
 }
 
 // result is one res/<n> object.

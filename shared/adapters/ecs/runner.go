@@ -44,6 +44,13 @@ type Runner struct {
 	Idle time.Duration
 	// Poll is how often it looks for the next command (200 ms if zero).
 	Poll time.Duration
+	// Socket is where the tool bridge listens during a command that
+	// offers it (sandbox.SocketPath in the task); empty offers none.
+	// ToolsDir is where the tools' descriptions are written for it
+	// (sandbox.ToolsDir).
+	Socket, ToolsDir string
+	// Path is the commands' PATH (the usual directories if empty).
+	Path string
 	// Logf, if set, tells what the runner does (never a command's
 	// output).
 	Logf func(format string, args ...any)
@@ -66,10 +73,7 @@ func (r *Runner) Serve(ctx context.Context) error {
 	if r.Bucket == nil || r.Control == "" || r.Dir == "" || r.Idle <= 0 {
 		return errors.New("sandbox runner: bucket, control directory, local directory and idle time are required")
 	}
-	poll := r.Poll
-	if poll <= 0 {
-		poll = defaultPoll
-	}
+	poll := r.poll()
 	last := time.Now()
 	for n := 1; ; {
 		cmd, err := r.next(ctx, n)
@@ -97,7 +101,7 @@ func (r *Runner) Serve(ctx context.Context) error {
 			return nil
 		}
 		r.logf("command %d", n)
-		res := r.handle(ctx, cmd)
+		res := r.handle(ctx, n, cmd)
 		data, err := json.Marshal(res)
 		if err != nil {
 			return fmt.Errorf("sandbox runner: result %d: %w", n, err)
@@ -129,9 +133,17 @@ func (r *Runner) next(ctx context.Context, n int) (command, error) {
 	return c, nil
 }
 
-// handle syncs the workspace in, runs the command and writes back what it
-// changed.
-func (r *Runner) handle(ctx context.Context, c command) result {
+// poll is how often the runner looks for commands and bridge replies.
+func (r *Runner) poll() time.Duration {
+	if r.Poll <= 0 {
+		return defaultPoll
+	}
+	return r.Poll
+}
+
+// handle syncs the workspace in, runs the n-th command, with the tool
+// bridge if it offers it, and writes back what it changed.
+func (r *Runner) handle(ctx context.Context, n int, c command) result {
 	if c.Workspace == "" || c.Command == "" || c.Wall <= 0 {
 		return result{ExitCode: -1, Error: "the command, its workspace and its wall time are required"}
 	}
@@ -153,7 +165,19 @@ func (r *Runner) handle(ctx context.Context, c command) result {
 	if err := r.syncIn(ctx, remote, local, limits.FileSize); err != nil {
 		return result{ExitCode: -1, Error: fmt.Sprintf("sync the workspace in: %v", err)}
 	}
-	res := run(ctx, r.Dir, c.Command, c.Wall, limits)
+	if c.Bridge && r.Socket != "" {
+		if r.ToolsDir != "" {
+			if err := writeTools(r.ToolsDir, c.Tools); err != nil {
+				return result{ExitCode: -1, Error: fmt.Sprintf("the tools' descriptions: %v", err)}
+			}
+		}
+		stop, err := r.relay(ctx, n)
+		if err != nil {
+			return result{ExitCode: -1, Error: fmt.Sprintf("the tool bridge: %v", err)}
+		}
+		defer stop()
+	}
+	res := run(ctx, r.Dir, c.Command, c.Wall, limits, r.Path)
 	if res.Error != "" {
 		return res
 	}
