@@ -18,7 +18,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ecs"
-	s3fs "github.com/lambdaclaw/lambdaclaw/shared/adapters/s3"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
@@ -31,15 +30,8 @@ import (
 // exits 0, and StopTask's SIGTERM ends it with 0.
 func TestRunnerBinary(t *testing.T) {
 	bin := buildRunner(t)
-	endpoint, name := cloudtest.S3(t)
-	bucket, err := s3fs.New(cloudtest.S3Client(endpoint), name, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := bucket.Sub("agents/main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	endpoint, bucket, ws := cloudtest.S3Workspace(t, "main")
+	name, _ := bucket.Bucket()
 	if _, err := ws.WriteFile(t.Context(), "in.txt", []byte("from the bucket\n"), filestore.Absent); err != nil {
 		t.Fatal(err)
 	}
@@ -99,15 +91,8 @@ func TestRunnerAsInit(t *testing.T) {
 		}
 	}
 	bin := buildRunner(t)
-	endpoint, name := cloudtest.S3(t)
-	bucket, err := s3fs.New(cloudtest.S3Client(endpoint), name, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := bucket.Sub("agents/main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	endpoint, bucket, ws := cloudtest.S3Workspace(t, "main")
+	name, _ := bucket.Bucket()
 	// Where nobody may make the workspace (t.TempDir's parent is root's
 	// alone).
 	dir, err := os.MkdirTemp("", "lambdaclaw-sandbox-init-")

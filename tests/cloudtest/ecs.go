@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -74,15 +73,8 @@ type ECSTask struct {
 // NewECS starts the fake; it stops its tasks and waits for them when the
 // test ends.
 func NewECS(t testing.TB) *ECS {
-	ctx, cancel := context.WithCancel(context.Background())
-	f := &ECS{t: t, ctx: ctx, tasks: map[string]*ECSTask{}, tokens: map[string]string{}}
-	srv := httptest.NewServer(http.HandlerFunc(f.serve))
-	f.URL = srv.URL
-	t.Cleanup(func() {
-		cancel()
-		f.wg.Wait()
-		srv.Close()
-	})
+	f := &ECS{t: t, tasks: map[string]*ECSTask{}, tokens: map[string]string{}}
+	f.ctx, f.URL = startFake(t, f.serve, &f.wg)
 	return f
 }
 
@@ -158,16 +150,8 @@ type awsVpc struct {
 
 func (f *ECS) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	fail := func(status int, typ, msg string) {
-		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-		w.Header().Set("X-Amzn-Errortype", typ)
-		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(map[string]string{"__type": typ, "message": msg})
-	}
-	ok := func(v any) {
-		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-		json.NewEncoder(w).Encode(v)
-	}
+	reply := awsJSON{w, "application/x-amz-json-1.1"}
+	fail, ok := reply.fail, reply.ok
 	if m := credentialScope.FindStringSubmatch(r.Header.Get("Authorization")); m == nil || m[2] != "ecs" {
 		fail(http.StatusForbidden, "AccessDeniedException", "want a SigV4 signature for ecs")
 		return

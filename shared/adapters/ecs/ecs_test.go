@@ -52,15 +52,8 @@ func newRig(t testing.TB, idle time.Duration, adjust func(*ecs.Config)) *rig {
 // newRigPolling is newRig whose tasks look for commands every poll.
 func newRigPolling(t testing.TB, idle, poll time.Duration, adjust func(*ecs.Config)) *rig {
 	t.Helper()
-	endpoint, name := cloudtest.S3(t)
-	bucket, err := s3fs.New(cloudtest.S3Client(endpoint), name, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := bucket.Sub("agents/main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	endpoint, bucket, ws := cloudtest.S3Workspace(t, "main")
+	name, _ := bucket.Bucket()
 	fake := cloudtest.NewECS(t)
 	shared := t.TempDir()
 	socket, tools := filepath.Join(shared, "b.sock"), filepath.Join(shared, "tools")
