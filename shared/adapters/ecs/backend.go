@@ -410,6 +410,7 @@ func (b *Backend) await(ctx context.Context, p pointer, n int, wait time.Duratio
 		}
 		if time.Now().After(deadline) {
 			b.api.StopTask(ctx, &awsecs.StopTaskInput{Cluster: aws.String(b.cfg.Cluster), Task: aws.String(p.TaskARN), Reason: aws.String("lambdaclaw: no result in time")})
+			b.cfg.Bucket.Remove(ctx, path.Join(ControlRoot, sessionID(p.Owner, p.Session), "task.json"))
 			return result{}, fmt.Errorf("ecs sandbox: no result within %s; the task was stopped", wait)
 		}
 		if err := sleep(ctx, b.cfg.Poll); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"io"
 	"maps"
 	"net"
@@ -295,6 +296,16 @@ func TestNoResultInTime(t *testing.T) {
 	}
 	if status, _ := r.ecs.Wait(r.ecs.Tasks()[0], 10*time.Second); status != "STOPPED" {
 		t.Errorf("task %s, want STOPPED", status)
+	}
+	// The session's next command goes to a new task at once.
+	r.ecs.Play(func(context.Context, map[string]string) int { return 0 })
+	r.exec(t, "key:a", "s1", "true", sandbox.Limits{WallTime: time.Second})
+	tasks := r.ecs.Tasks()
+	if len(tasks) != 2 {
+		t.Fatalf("%d tasks, want a new one after the stopped one", len(tasks))
+	}
+	if _, err := r.bucket.Stat(t.Context(), tasks[0].Env[ecs.EnvControl]+"/req/0000000002.json"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a command was sent to the stopped task: %v", err)
 	}
 }
 
