@@ -4,7 +4,8 @@ BIN       := bin
 DIST      := dist
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
-# Every directory under functions/ except the local binary is a Lambda function.
+# Every directory under functions/ except the local binary is a Lambda function,
+# or, for sandbox, the Fargate sandbox task's runner, built the same way.
 LAMBDAS   := $(filter-out lambdaclaw,$(notdir $(wildcard functions/*)))
 
 .PHONY: run test build bench lint clean

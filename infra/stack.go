@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
@@ -108,6 +109,9 @@ func NewStack(scope constructs.Construct, id string, cfg Config, props *awscdk.S
 	if cfg.Search == SearchOpenSearch {
 		functions = append(functions, "indexer")
 	}
+	if cfg.Sandbox == SandboxFargate {
+		functions = append(functions, "sandbox") // the runner, a task's program
+	}
 	if err := cfg.checkAssets(functions); err != nil {
 		return nil, err
 	}
@@ -140,6 +144,9 @@ func NewStack(scope constructs.Construct, id string, cfg Config, props *awscdk.S
 	if cfg.Search == SearchOpenSearch {
 		s.search()
 	}
+	if cfg.Sandbox == SandboxFargate {
+		s.sandbox()
+	}
 	s.loop()
 	s.alarms()
 	s.restAPI()
@@ -169,6 +176,7 @@ type builder struct {
 	addWebSocketRoutes func()
 	searchEndpoint     *string // https URL of the OpenSearch domain, or nil
 	searchGrant        func(awsiam.IGrantable)
+	sandboxCluster     awsecs.Cluster // nil without sandbox=fargate
 	fns                map[string]awslambda.Function
 	deadLetters        []deadLetter
 	stateMachine       awsstepfunctions.StateMachine
@@ -634,5 +642,8 @@ func (s *builder) outputs() {
 	}
 	if s.searchEndpoint != nil {
 		out("OpenSearchEndpoint", s.searchEndpoint, "OpenSearch domain endpoint")
+	}
+	if s.sandboxCluster != nil {
+		out("SandboxClusterName", s.sandboxCluster.ClusterName(), "the ECS cluster of the exec tool's Fargate tasks")
 	}
 }
