@@ -47,7 +47,7 @@ func localExec(ctx context.Context, cfg *config.Config, log *slog.Logger) (tool.
 		log.Warn("exec tool not offered", "reason", err.Error())
 		return nil, none
 	}
-	t, err := setup.ExecTool(cfg, backend)
+	t, err := setup.ExecTool(cfg, backend, 0)
 	if err != nil {
 		backend.Close()
 		log.Warn("exec tool not offered", "reason", err.Error())

@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -31,9 +32,15 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ecs"
 	s3fs "github.com/lambdaclaw/lambdaclaw/shared/adapters/s3"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 )
 
 func main() {
+	// The task links /runner/lambdaclaw-tool to this binary: invoked by
+	// that name, it is the tool bridge's client of a command's script.
+	if filepath.Base(os.Args[0]) == "lambdaclaw-tool" {
+		os.Exit(sandbox.Client(sandbox.SocketPath, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	os.Exit(run(ctx, os.Getenv))

@@ -407,10 +407,7 @@ func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, sess store.S
 	}
 	l.emit(obs.Event{Type: obs.ToolCallStart, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
 		slog.String("tool_name", c.Name), slog.String("args", truncate(shown, maxEventArgs))}})
-	timeout := l.ToolTimeout
-	if timeout <= 0 {
-		timeout = 60 * time.Second
-	}
+	timeout := cmp.Or(t.Policy().Timeout, l.ToolTimeout, 60*time.Second)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := l.now()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
@@ -60,6 +61,10 @@ type Policy struct {
 	RequiresApproval bool
 	// MinAutonomy is the lowest autonomy level that may use the tool.
 	MinAutonomy Autonomy
+	// Timeout bounds one call when positive, instead of the loop's
+	// (agent.Loop.ToolTimeout): a tool that waits for a remote worker
+	// to start, such as exec on Fargate.
+	Timeout time.Duration
 }
 
 // Env is the context a tool call runs in.

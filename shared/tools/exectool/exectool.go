@@ -95,6 +95,10 @@ type Config struct {
 	// Settings returns an agent's settings; nil gives every agent the
 	// default limits and no rules.
 	Settings func(agent string) Settings
+	// CallTimeout bounds one call, when positive, instead of the loop's
+	// limit of a tool call: a backend that starts a remote worker first
+	// (Fargate) needs longer than the command's wall time.
+	CallTimeout time.Duration
 }
 
 // New returns the exec tool on backend.
@@ -132,7 +136,7 @@ func (t *execTool) Definition() chat.ToolDef { return definition }
 // Policy asks before each command unless autonomy is full, and keeps the
 // tool from read-only runs.
 func (t *execTool) Policy() tool.Policy {
-	return tool.Policy{RequiresApproval: true, MinAutonomy: tool.Supervised}
+	return tool.Policy{RequiresApproval: true, MinAutonomy: tool.Supervised, Timeout: t.cfg.CallTimeout}
 }
 
 type saveAs struct {

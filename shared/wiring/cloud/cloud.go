@@ -227,6 +227,9 @@ func New(ctx context.Context) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
+	if exec := newExec(ctx, cfg, awsCfg, getenv, files, log); exec != nil {
+		tools = append(tools, exec)
+	}
 	builder, err := setup.NewBuilder(ctx, cfg, files, append(tools, memTools...))
 	if err != nil {
 		return nil, fmt.Errorf("cloud: %s: %w", agentenv.Var, err)
