@@ -738,7 +738,7 @@ func TestStatesGrants(t *testing.T) {
 
 func TestOutputs(t *testing.T) {
 	s := stack(t, variantDefault)
-	for _, o := range []string{"ApiUrl", "OpenAIBaseUrl", "ChatCompletionsUrl", "WebSocketUrl", "StateMachineArn", "TableName", "Agents"} {
+	for _, o := range []string{"ApiUrl", "ConsoleUrl", "McpUrl", "OpenAIBaseUrl", "ChatCompletionsUrl", "WebSocketUrl", "StateMachineArn", "TableName", "Agents"} {
 		assert(t, "output "+o, func() { s.template.HasOutput(jsii.String(o), m{"Value": assertions.Match_AnyValue()}) })
 	}
 	outputs := s.json["Outputs"].(map[string]any)
@@ -753,6 +753,12 @@ func TestOutputs(t *testing.T) {
 	}
 	if got := render(outputs["ChatCompletionsUrl"].(map[string]any)["Value"]); !regexp.MustCompile(`^https://\$\{Api[0-9A-F]+\}\.execute-api\.\$\{AWS::Region\}\.\$\{AWS::URLSuffix\}/\$\{ApiDeploymentStageprod[0-9A-F]+\}/v1/chat/completions$`).MatchString(got) {
 		t.Errorf("ChatCompletionsUrl = %s", got)
+	}
+	stage := `^https://\$\{Api[0-9A-F]+\}\.execute-api\.\$\{AWS::Region\}\.\$\{AWS::URLSuffix\}/\$\{ApiDeploymentStageprod[0-9A-F]+\}/`
+	for o, want := range map[string]string{"ConsoleUrl": stage + "$", "McpUrl": stage + "mcp$"} {
+		if got := render(outputs[o].(map[string]any)["Value"]); !regexp.MustCompile(want).MatchString(got) {
+			t.Errorf("%s = %s", o, got)
+		}
 	}
 	if got := render(outputs["WebSocketUrl"].(map[string]any)["Value"]); !strings.HasPrefix(got, "wss://") {
 		t.Errorf("WebSocketUrl = %s", got)
