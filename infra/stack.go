@@ -506,12 +506,17 @@ func (s *builder) lambdas() {
 	makers := merge(schedules, map[string]*string{"SCHEDULER_ROLE_ARN": s.schedulerRole.RoleArn(), "SCHEDULER_TARGET_ARN": sched.FunctionArn()})
 	s.schedulerFunction = sched
 
-	// api: the OpenAI-compatible API and health, streamed.
-	api := s.function("api", "OpenAI-compatible API and health (response streaming)", float64(s.cfg.RunMemory), 900,
-		common(llm))
+	// api: the OpenAI-compatible API, health, the MCP server and the
+	// web console, streamed. The console's chat connects to the
+	// WebSocket API, whose client URL the function derives from
+	// WS_ENDPOINT; its jobs view pauses, resumes and deletes the jobs'
+	// schedules (an update names the schedule's target and role).
+	api := s.function("api", "OpenAI-compatible API, MCP server, web console and health (response streaming)", float64(s.cfg.RunMemory), 900,
+		common(merge(llm, makers, map[string]*string{"WS_ENDPOINT": s.wsEndpoint})))
 	s.grantTable(api, "api")
 	s.grantWorkspace(api)
 	s.grantStates(api, true)
+	s.grantSchedules(api, "scheduler:UpdateSchedule", "scheduler:DeleteSchedule")
 	s.grantBedrock(api, true, true)
 	if s.providerKey != nil {
 		s.providerKey.GrantRead(api, nil)
@@ -616,7 +621,9 @@ func (s *builder) outputs() {
 			Description: jsii.String(description),
 		})
 	}
-	out("ApiUrl", s.apiURL, "REST API base URL (GET health, /v1/...)")
+	out("ApiUrl", s.apiURL, "REST API base URL (GET health, /v1/..., /mcp, the web console)")
+	out("ConsoleUrl", s.apiURL, "the web console: open it in a browser and sign in with an API key")
+	out("McpUrl", s.urlFor("/mcp"), "the MCP server (streamable HTTP, stateless; Authorization: Bearer <API key>)")
 	out("OpenAIBaseUrl", s.urlFor("/v1"), "base_url for OpenAI clients")
 	out("ChatCompletionsUrl", s.urlFor("/v1/chat/completions"), "OpenAI-compatible chat completions (JSON and SSE)")
 	out("WebSocketUrl", s.wsURL, "WebSocket endpoint")
