@@ -43,7 +43,9 @@ build:
 ##        (also the peak under a 64 MB model reply);
 ##        memory search latency (p50/p99 at 1k, 10k, 100k) and indexing throughput;
 ##        the AWS memory search on DynamoDB Local (1k, 10k), an engine per case;
-##        exec latency in a bubblewrap sandbox, cold and warm (p50)
+##        exec latency in a bubblewrap sandbox, cold and warm (p50);
+##        an MCP tool call over stdio, through the adapter and the SDK alone,
+##        and the adapter's own work per call; a chat call of the MCP server
 bench:
 	$(GO) test -run '^$$' -bench 'Completion|StreamTTFB' -benchtime 2000x -count 1 ./tests/bench/
 	$(GO) test -run '^$$' -bench 'Throughput' -benchtime 3000x -count 1 ./tests/bench/
@@ -53,6 +55,8 @@ bench:
 	$(GO) test -run '^$$' -bench 'MemorySearch' -benchtime 1000x -count 1 ./shared/adapters/sqlite/
 	$(GO) test -run '^$$' -bench 'MemoryIndex' -benchtime 2s -count 1 ./shared/adapters/sqlite/
 	$(GO) test -run '^$$' -bench 'SandboxExec' -benchtime 100x -count 1 ./tests/bench/
+	$(GO) test -run '^$$' -bench 'Call' -benchtime 3000x -count 1 ./shared/adapters/mcp/
+	$(GO) test -run '^$$' -bench 'Chat' -benchtime 200x -count 1 ./shared/channels/mcpserver/
 	for c in 1k 10k 10k_owners; do \
 		bash tests/dynamodb-local.sh run $(GO) test -run '^$$' -bench "MemorySearch/$$c\$$" -benchtime 1000x -count 1 ./shared/adapters/dynamo/ || exit 1; \
 	done
