@@ -50,8 +50,8 @@ func TestMCPCommands(t *testing.T) {
 		args []string
 		want runWant
 	}{
-		{[]string{"mcp", "--help"}, runWant{stdout: "Usage:\n  lambdaclaw mcp list"}},
-		{[]string{"mcp"}, runWant{stderr: "Usage:\n  lambdaclaw mcp list", usage: true}},
+		{[]string{"mcp", "--help"}, runWant{stdout: "Usage:\n  lambdaclaw mcp serve --stdio"}},
+		{[]string{"mcp"}, runWant{stderr: "Usage:\n  lambdaclaw mcp serve --stdio", usage: true}},
 		{[]string{"mcp", "nope"}, runWant{stderr: `unknown mcp command "nope"`, usage: true}},
 		{[]string{"mcp", "tools"}, runWant{stderr: "missing arguments", usage: true}},
 		{[]string{"mcp", "call", "everything", "echo"}, runWant{stderr: "missing arguments", usage: true}},

@@ -85,6 +85,7 @@ try {
 	await page.locator('#agent-files li', { hasText: 'notes.txt' }).click();
 	await page.locator('#file-title', { hasText: 'notes.txt' }).waitFor();
 	seen.file = await page.locator('#file-view').textContent();
+	await page.locator('#agent-bootstrap li').first().waitFor();
 	seen.bootstrap = await page.locator('#agent-bootstrap li').allTextContents();
 
 	// Memory: search, view, forget.
@@ -114,6 +115,7 @@ try {
 	// Jobs: the key's job (made with lambdaclaw cron add --owner), paused.
 	await nav(page, 'jobs');
 	const job = page.locator('#jobs-table tbody tr', { hasText: 'hourly' });
+	await job.waitFor(); // the table is filled once the jobs are read
 	seen.job = (await job.locator('td').allTextContents()).slice(0, 3);
 	await job.getByRole('button', { name: 'Pause' }).click();
 	await job.locator('td', { hasText: 'paused' }).waitFor();
@@ -136,6 +138,7 @@ try {
 	await page.click('#key-form button');
 	const secret = (await page.locator('#key-secret').filter({ hasText: 'lc_' }).textContent()).match(/lc_\w+/)[0];
 	const row = page.locator('#keys-table tbody tr', { hasText: 'browser-made' });
+	await row.waitFor();
 	seen.newKeyRow = (await row.locator('td').allTextContents()).slice(1, 6);
 	await page.click('#signout');
 	await signIn(page, secret);
