@@ -187,7 +187,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(cfg.Providers) == 0 {
 		log.Warn("no LLM provider configured: chat requests will fail until you set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server) or add providers to the config file")
 	}
-	log.Info("lambdaclaw listening", "addr", "http://"+ln.Addr().String(), "home", cfg.Home, "agents", agents.Names(), "version", version)
+	log.Info("lambdaclaw listening", "addr", "http://"+ln.Addr().String(), "home", cfg.Home, "agents", agents.Names(), "version", currentBuild().Version)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
