@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -153,12 +152,7 @@ func (d *doctor) checks() (first []check, last check) {
 }
 
 // configPath is the config file doctor read, for fixes to name.
-func (d *doctor) configPath() string {
-	if p := getenv("LAMBDACLAW_CONFIG"); p != "" {
-		return p
-	}
-	return d.cfg.Home + string(os.PathSeparator) + "config.yaml"
-}
+func (d *doctor) configPath() string { return or(d.cfg.Path, "the config file") }
 
 // run runs the checks concurrently, then last, and returns the findings
 // in order, each scrubbed of the configured secrets.

@@ -188,13 +188,13 @@ func (d *doctor) checkProvider(ctx context.Context, p config.Provider) finding {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxModelsBytes))
 	keyName := "the key"
-	if p.APIKey.Env != "" {
-		keyName = "the key in " + p.APIKey.Env
+	if p.APIKey.Set() {
+		keyName = "the key in " + p.APIKey.Source()
 	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return finding{Verdict: fail, Detail: fmt.Sprintf("%s refused %s (%s)", u.Host, keyName, resp.Status),
-			Fix: "check the key, or make a new one at the provider, and set " + or(p.APIKey.Env, "api_key: {env: VARIABLE}")}
+			Fix: "check the key, or make a new one at the provider, and put it in " + or(p.APIKey.Source(), "an api_key reference (README: Configuration)")}
 	case resp.StatusCode == http.StatusNotFound:
 		return finding{Verdict: fail, Detail: fmt.Sprintf("%s/models not found (404)", base),
 			Fix: where + " must be the API root, which usually ends in /v1"}

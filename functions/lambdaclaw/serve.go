@@ -39,7 +39,7 @@ import (
 func getenv(k string) string { return os.Getenv(k) }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", "", "Run the gateway: the OpenAI-compatible API, the WebSocket endpoint and, when configured,\nthe Telegram channel. On first start it creates the default agent and prints an API key.", stderr)
+	fs := newFlags("serve", "", "Run the gateway: the OpenAI-compatible API, the WebSocket endpoint and, when configured,\nthe Telegram channel. On first start it creates the default agent and prints an API key; at a\nterminal, with no provider and no config file, it first asks for a provider, a model and a key.", stderr)
 	addr := fs.String("addr", "", "listen address HOST:PORT (default $LAMBDACLAW_ADDR or 127.0.0.1:8080)")
 	loadConfig := fs.withConfig()
 	if _, err := fs.parse(args, 0, 0, stdout); err != nil {
@@ -48,6 +48,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := loadConfig()
 	if err != nil {
 		return err
+	}
+	if needsSetup(cfg) {
+		if cfg, err = firstRun(ctx, cfg, confirmInput, stdout, loadConfig); err != nil {
+			return err
+		}
 	}
 	if *addr != "" {
 		cfg.Addr = *addr
