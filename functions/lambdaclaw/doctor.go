@@ -245,6 +245,9 @@ func doctorCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var findings []finding
 	if st.remote() {
 		findings = stackDoctor(ctx, st, *timeout)
+		for i := range findings {
+			findings[i].Detail, findings[i].Fix = scrub.Scrub(findings[i].Detail), scrub.Scrub(findings[i].Fix)
+		}
 	} else {
 		cfg, err := loadConfig()
 		if err != nil {
