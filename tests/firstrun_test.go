@@ -153,6 +153,7 @@ func TestFirstRunAtTerminal(t *testing.T) {
 // provider as before and writes no config file.
 func TestFirstRunNotATerminal(t *testing.T) {
 	g := startGateway(t, nil, "")
+	g.stop() // all its output is read once it exited
 	if _, err := os.Stat(filepath.Join(g.home, "config.yaml")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("serve wrote config.yaml: %v", err)
 	}
