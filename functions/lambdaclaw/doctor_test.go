@@ -364,3 +364,42 @@ func TestHealthURL(t *testing.T) {
 		t.Error("healthURL(no-port) succeeded")
 	}
 }
+
+func TestDoctorCommandFlags(t *testing.T) {
+	t.Setenv("LAMBDACLAW_HOME", t.TempDir())
+	healthy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/health" {
+			http.NotFound(w, r)
+		}
+	}))
+	defer healthy.Close()
+	tests := []struct {
+		name    string
+		addr    string
+		args    []string
+		wantErr string // "": success
+		wantOut string
+	}{
+		{"health of a running server", strings.TrimPrefix(healthy.URL, "http://"), []string{"--health"}, "", "/health: 200 OK"},
+		{"health of a stopped server", strings.TrimPrefix(nettest.RefusedURL(t), "http://"), []string{"--health"}, "connection refused", ""},
+		{"health of a stack", "127.0.0.1:1", []string{"--health", "--stack", "s"}, "--health checks the local server", ""},
+		{"no timeout", "127.0.0.1:1", []string{"--timeout", "0s"}, "--timeout must be positive", ""},
+		{"region without stack", "127.0.0.1:1", []string{"--region", "eu-west-1"}, "--region applies to --stack", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("LAMBDACLAW_ADDR", tt.addr)
+			var out, errOut bytes.Buffer
+			err := run(context.Background(), append([]string{"doctor"}, tt.args...), &out, &errOut)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("doctor %v: %v", tt.args, err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("doctor %v: error %v, want one with %q", tt.args, err, tt.wantErr)
+			}
+			if !strings.Contains(out.String(), tt.wantOut) {
+				t.Errorf("output %q, want %q in it", out.String(), tt.wantOut)
+			}
+		})
+	}
+}
