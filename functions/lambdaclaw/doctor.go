@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -94,9 +95,11 @@ func newDoctor(cfg *config.Config, timeout time.Duration) *doctor {
 		minFree: defaultMinFree, maxSkew: defaultMaxSkew,
 	}
 	d.runProbe = func(ctx context.Context, name string, args ...string) error {
-		out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
-		if err != nil {
-			if msg := strings.TrimSpace(string(out)); msg != "" {
+		cmd := exec.CommandContext(ctx, name, args...)
+		var out cappedBuffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			if msg := strings.TrimSpace(out.String()); msg != "" {
 				return fmt.Errorf("%w: %s", err, firstLine(msg))
 			}
 			return err
@@ -105,6 +108,19 @@ func newDoctor(cfg *config.Config, timeout time.Duration) *doctor {
 	}
 	d.http = &http.Client{Timeout: timeout, Transport: &dateRecorder{next: http.DefaultTransport, d: d}}
 	return d
+}
+
+// cappedBuffer keeps the first maxProbeOutput bytes written to it.
+type cappedBuffer struct{ bytes.Buffer }
+
+// maxProbeOutput bounds what doctor keeps of a probe's output.
+const maxProbeOutput = 4 << 10
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if room := maxProbeOutput - b.Len(); room > 0 {
+		b.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
 }
 
 // dateRecorder is a transport that records the Date header of every answer.

@@ -403,3 +403,17 @@ func TestDoctorCommandFlags(t *testing.T) {
 		})
 	}
 }
+
+func TestDoctorProbeOutput(t *testing.T) {
+	d := testDoctor(t, t.TempDir())
+	err := d.runProbe(context.Background(), "/bin/sh", "-c", "echo 'bwrap: no namespaces' >&2; head -c 100000 /dev/zero | tr '\\0' x; exit 3")
+	if err == nil || !strings.Contains(err.Error(), "exit status 3: bwrap: no namespaces") {
+		t.Fatalf("probe error = %v, want the exit status and the first line", err)
+	}
+	if len(err.Error()) > 300 {
+		t.Errorf("probe error is %d bytes long, want the first line, cut", len(err.Error()))
+	}
+	if err := d.runProbe(context.Background(), "/bin/sh", "-c", "exit 0"); err != nil {
+		t.Errorf("probe of a working command: %v", err)
+	}
+}
