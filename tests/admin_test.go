@@ -8,11 +8,13 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
@@ -137,5 +139,88 @@ func TestStackAdminErrors(t *testing.T) {
 		if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.HasPrefix(stderr.String(), tc.want) || stdout.Len() > 0 {
 			t.Errorf("lambdaclaw %s: exit %d (%v), stdout %q, stderr %q; want 1 and %q", strings.Join(tc.args, " "), code, err, stdout.String(), stderr.String(), tc.want)
 		}
+	}
+}
+
+// TestStackCron manages a deployed stack's jobs from the command line:
+// the real binary makes a job with `cron add --stack` (a schedule in the
+// stack's group, the job in DynamoDB Local), lists, pauses and resumes
+// it; `cron run --stack` asks the scheduler function (played by the fake
+// Lambda with its handler, as built in Lambda) to fire it, and the turn
+// runs through the state machine; `cron rm --stack` deletes the job and
+// its schedule. Intervals under a minute and other owners' ids are
+// refused.
+func TestStackCron(t *testing.T) {
+	env := cloudtest.Setup(t)
+	env.PlayStep(t)
+	env.Lambda.Serve(cloudtest.SchedulerTargetARN, env.Root(t, "scheduler").Scheduler())
+	cfn := cloudtest.NewCloudFormation(t)
+	bucket, _ := env.Files.Bucket()
+	cfn.Put("test", cloudtest.Stack{Outputs: map[string]string{"TableName": env.TableName, "Agents": "default", "WorkspaceBucket": bucket,
+		"ScheduleGroup": cloudtest.SchedulerGroup, "SchedulerRoleArn": cloudtest.SchedulerRoleARN, "SchedulerFunctionArn": cloudtest.SchedulerTargetARN}})
+	cliEnv := append(os.Environ(), "LAMBDACLAW_HOME="+t.TempDir(), "CLOUDFORMATION_ENDPOINT="+cfn.URL)
+	lambdaclaw := func(args ...string) (string, string, error) {
+		t.Helper()
+		cmd := exec.Command(binary, append(args, "--stack", "test")...)
+		cmd.Env = cliEnv
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		return string(out), stderr.String(), err
+	}
+	must := func(args ...string) string {
+		t.Helper()
+		out, stderr, err := lambdaclaw(args...)
+		if err != nil {
+			t.Fatalf("lambdaclaw %s: %v\n%s", strings.Join(args, " "), err, stderr)
+		}
+		return out
+	}
+
+	if _, stderr, err := lambdaclaw("cron", "add", "--every", "30s", "--message", "too often"); err == nil || !strings.Contains(stderr, "shorter than 1m0s") {
+		t.Errorf("every 30s on a stack: %v, %q; want it refused", err, stderr)
+	}
+	id := lastLine(must("cron", "add", "--every", "5m", "--message", "What is a lambda?", "--name", "quiz"))
+	if s, ok := env.Scheduler.Schedules()[id]; !ok || s.Expression != "rate(5 minutes)" || s.State != "ENABLED" || s.TargetArn != cloudtest.SchedulerTargetARN {
+		t.Fatalf("schedule of %s = %+v, %v; want rate(5 minutes) targeting the scheduler function", id, s, ok)
+	}
+	if list := must("cron", "list"); !strings.Contains(list, id) || !strings.Contains(list, "quiz") {
+		t.Errorf("cron list --stack = %q; want the job", list)
+	}
+	must("cron", "pause", id)
+	if s := env.Scheduler.Schedules()[id]; s.State != "DISABLED" {
+		t.Errorf("paused job's schedule is %s", s.State)
+	}
+	must("cron", "resume", id)
+	if _, stderr, err := lambdaclaw("cron", "run", id, "--owner", "key:someone-else"); err == nil || !strings.Contains(stderr, "no job") {
+		t.Errorf("another owner's cron run: %v, %q; want no job", err, stderr)
+	}
+
+	out := must("cron", "run", id)
+	if !strings.Contains(out, "started") {
+		t.Fatalf("cron run --stack = %q", out)
+	}
+	run := schedule.Run{}
+	waitFor(t, "the run of cron run --stack", 20*time.Second, func() bool {
+		runs, err := env.Store.Schedule(nil, nil).Runs(t.Context(), "user:local", id, 10)
+		if err == nil && len(runs) == 1 && runs[0].Status != schedule.RunRunning {
+			run = runs[0]
+			return true
+		}
+		return false
+	})
+	if run.Status != schedule.RunDone || !run.Manual || !strings.Contains(run.Reply, "echo: What is a lambda?") {
+		t.Errorf("run = %+v; want a done manual run with the model's answer", run)
+	}
+	if runs := must("cron", "runs", id); !strings.Contains(runs, "done (manual)") {
+		t.Errorf("cron runs --stack = %q", runs)
+	}
+
+	must("cron", "rm", id)
+	if _, ok := env.Scheduler.Schedules()[id]; ok {
+		t.Error("the deleted job's schedule is still there")
+	}
+	if _, stderr, err := lambdaclaw("cron", "run", id); err == nil || !strings.Contains(stderr, "no job") {
+		t.Errorf("cron run --stack of a deleted job: %v, %q", err, stderr)
 	}
 }

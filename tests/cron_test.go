@@ -2,6 +2,9 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -9,33 +12,47 @@ import (
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/webhook"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
+	"github.com/lambdaclaw/lambdaclaw/tests/faketelegram"
 )
 
 // jobRuns reads the runs of a job of the local user from the database,
 // newest first, as `lambdaclaw cron runs` does, with exact times.
 func (g *gateway) jobRuns(t *testing.T, id string) []schedule.Run {
 	t.Helper()
+	return g.ownerRuns(t, "user:local", id)
+}
+
+// ownerRuns reads the runs of owner's job id, newest first.
+func (g *gateway) ownerRuns(t *testing.T, owner, id string) []schedule.Run {
+	t.Helper()
 	db, err := sqlite.Open(filepath.Join(g.home, "lambdaclaw.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	runs, err := db.Schedule(nil).Runs(context.Background(), "user:local", id, 1000)
+	runs, err := db.Schedule(nil).Runs(context.Background(), owner, id, 1000)
 	if err != nil {
 		t.Fatalf("runs of %s: %v", id, err)
 	}
 	return runs
 }
 
-// waitRuns waits until a job has at least n finished runs and returns its
-// runs; it fails the test after the deadline.
+// waitRuns waits until a job of the local user has at least n finished
+// runs and returns its runs; it fails the test after the deadline.
 func (g *gateway) waitRuns(t *testing.T, id string, n int, within time.Duration) []schedule.Run {
+	t.Helper()
+	return g.waitOwnerRuns(t, "user:local", id, n, within)
+}
+
+// waitOwnerRuns is waitRuns for a job of owner.
+func (g *gateway) waitOwnerRuns(t *testing.T, owner, id string, n int, within time.Duration) []schedule.Run {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		runs := g.jobRuns(t, id)
+		runs := g.ownerRuns(t, owner, id)
 		done := 0
 		for _, r := range runs {
 			if r.Status != schedule.RunRunning {
@@ -64,20 +81,42 @@ func asked(fake *fakellm.Server, text string) int {
 }
 
 // TestCronCheckIns runs scheduled jobs in the real server: a job every 2 s
-// fires and its reply is recorded; the server stopped for several periods
-// gives one catch-up run on restart, not a burst; a job deleted while the
+// fires and its reply is delivered through the (fake) Telegram server,
+// another's to a webhook; the server stopped for several periods gives
+// one catch-up run on restart, not a burst; a job deleted while the
 // server runs never fires again.
 func TestCronCheckIns(t *testing.T) {
 	fake := newFake(t)
 	fake.SetDefault(func(r fakellm.Request) fakellm.Reply {
 		return fakellm.Reply{Content: "checked: " + r.Messages[len(r.Messages)-1].Content}
 	})
-	g := startGateway(t, fake, "")
-	id := lastLine(g.cli(t, "cron", "add", "--every", "2s", "--message", "check the build", "--name", "build"))
+	tg := faketelegram.New()
+	t.Cleanup(tg.Close)
+	hooks := make(chan webhook.Payload, 16)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p webhook.Payload
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			t.Errorf("webhook body: %v", err)
+		}
+		select {
+		case hooks <- p:
+		default:
+		}
+	}))
+	t.Cleanup(hook.Close)
+	// The webhook is on this machine: the operator allows it explicitly.
+	g := newGateway(t, fake, "telegram:\n  enabled: true\n  mode: polling\n  allowed_users: [111]\noutbound:\n  allow_networks: [127.0.0.1/32]\n")
+	g.env = append(g.env, "TELEGRAM_BOT_TOKEN="+faketelegram.Token, "TELEGRAM_API_BASE="+tg.URL)
+	g.start()
+	id := lastLine(g.cli(t, "cron", "add", "--every", "2s", "--message", "check the build", "--name", "build", "--deliver", "telegram:111"))
 	if !strings.HasPrefix(id, "job_") {
 		t.Fatalf("cron add printed %q last, want the job id", id)
 	}
+	hooked := lastLine(g.cli(t, "cron", "add", "--at", time.Now().Add(time.Second).Format(time.RFC3339Nano), "--message", "ring the bell", "--deliver", "webhook:"+hook.URL+"/hook"))
 
+	if ms := waitMessages(t, tg, 111, 1); ms[0].Text != "checked: check the build" {
+		t.Errorf("delivered to Telegram: %q; want the model's reply", ms[0].Text)
+	}
 	runs := g.waitRuns(t, id, 1, 20*time.Second)
 	last := runs[0]
 	for _, r := range runs {
@@ -86,11 +125,22 @@ func TestCronCheckIns(t *testing.T) {
 			break
 		}
 	}
-	if last.Status != schedule.RunDone || last.Reply != "checked: check the build" {
-		t.Fatalf("first run = %+v; want done with the model's reply", last)
+	if last.Status != schedule.RunDone || last.Reply != "checked: check the build" || last.Delivered != "telegram:111" {
+		t.Fatalf("first run = %+v; want done with the model's reply, delivered", last)
 	}
 	if out := g.cli(t, "cron", "runs", id); !strings.Contains(out, "checked: check the build") || !strings.Contains(out, "done") {
 		t.Errorf("cron runs = %q; want the reply", out)
+	}
+	select {
+	case p := <-hooks:
+		if p.JobID != hooked || p.Content != "checked: ring the bell" || p.IdempotencyKey == "" {
+			t.Errorf("webhook got %+v; want the one-shot's reply", p)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the one-shot's reply never reached the webhook")
+	}
+	if r := g.waitRuns(t, hooked, 1, 20*time.Second); r[0].Delivered != "webhook:"+hook.URL+"/hook" {
+		t.Errorf("one-shot run = %+v; want it recorded as delivered to the webhook", r[0])
 	}
 
 	// Stopped for several periods, then restarted: one catch-up.
@@ -176,5 +226,41 @@ func TestCronResumesAfterKill(t *testing.T) {
 	}
 	if n := asked(fake, "slow"); n != 2 {
 		t.Errorf("the model was asked %d times; want 2 (the killed call and its retry)", n)
+	}
+}
+
+// TestCheckInToWebSocket delivers a check-in to a WebSocket user of the
+// job's owner: a check_in frame on the user's open connection, and none
+// on another key's connection of a user of the same name. A job of
+// another owner cannot target the user.
+func TestCheckInToWebSocket(t *testing.T) {
+	fake := newFake(t)
+	fake.SetDefault(func(r fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Content: "checked: " + r.Messages[len(r.Messages)-1].Content}
+	})
+	g := startGateway(t, fake, "")
+	mine, theirs := g.createKey(t, "--name", "mine"), g.createKey(t, "--name", "theirs")
+	ws, other := g.dialWS(t, mine), g.dialWS(t, theirs)
+	for _, c := range []*wsConn{ws, other} {
+		c.message("m1", "hello")
+		c.reply(c.ack("m1", false))
+	}
+
+	soon := func() string { return time.Now().Add(time.Second).Format(time.RFC3339Nano) }
+	owner := "key:" + g.keyID(t, "mine")
+	id := lastLine(g.cli(t, "cron", "add", "--owner", owner, "--at", soon(), "--message", "ping", "--deliver", "ws:ws-user"))
+	f := ws.read()
+	if f.Type != "check_in" || f.Text != "checked: ping" || f.RunID == "" {
+		t.Fatalf("frame %+v; want the check-in's answer", f)
+	}
+	if r := g.waitOwnerRuns(t, owner, id, 1, 20*time.Second); r[0].Delivered != "ws:ws-user" {
+		t.Errorf("run = %+v; want it delivered to ws:ws-user", r[0])
+	}
+	other.message("m2", "still there?")
+	other.ack("m2", false) // the next frame: no check-in came before it
+
+	local := lastLine(g.cli(t, "cron", "add", "--at", soon(), "--message", "ping", "--deliver", "ws:ws-user"))
+	if r := g.waitRuns(t, local, 1, 20*time.Second); r[0].Delivered != "" || !strings.Contains(r[0].Reason, "names no API key") {
+		t.Errorf("run of user:local's job = %+v; want it not delivered", r[0])
 	}
 }

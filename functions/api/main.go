@@ -1,6 +1,7 @@
 // Command api is the Lambda function behind the REST API: the
 // OpenAI-compatible chat completions (JSON and SSE), embeddings, the model
-// list and the health check, served by the same http.Handler as the local server
+// list, the MCP server (/mcp, stateless) and the health check, served by the
+// same http.Handler as the local server
 // with responses streamed (the integration's STREAM mode). Stateless
 // requests run inline; stateful ones go through the state machine. See
 // shared/wiring/cloud and shared/adapters/apigw.

@@ -117,7 +117,7 @@ func TestHelpListsFlags(t *testing.T) {
 	for cmd, flags := range map[string][]string{
 		"serve":        {"-addr", "-config"},
 		"chat":         {"-addr", "-agent", "-user", "-key"},
-		"keys create":  {"-name", "-agents", "-autonomy", "-rate", "-config"},
+		"keys create":  {"-name", "-agents", "-autonomy", "-rate", "-admin", "-config"},
 		"agent delete": {"-yes", "-config"},
 	} {
 		var stdout bytes.Buffer
@@ -258,6 +258,7 @@ func TestKeys(t *testing.T) {
 	}
 	// The default agent is one before `serve` first makes its workspace.
 	create("--name", "ci", "--agents", "writer, writer,default", "--rate", "5", "--autonomy", "read_only")
+	create("--name", "ops", "--admin")
 	create()
 	var stderr bytes.Buffer
 	if err := run(context.Background(), []string{"keys", "create", "--rate", "-1"}, &bytes.Buffer{}, &stderr); err == nil {
@@ -277,13 +278,14 @@ func TestKeys(t *testing.T) {
 		Name, Autonomy string
 		Agents         []string
 		Rate           int
+		Admin          bool
 	}
 	var got []key
 	for _, k := range ks {
-		got = append(got, key{k.Name, k.Autonomy, k.Agents, k.RatePerMinute})
+		got = append(got, key{k.Name, k.Autonomy, k.Agents, k.RatePerMinute, k.Admin})
 	}
 	slices.SortFunc(got, func(a, b key) int { return strings.Compare(a.Name, b.Name) })
-	want := []key{{"", "supervised", nil, 120}, {"ci", "read_only", []string{"writer", "default"}, 5}}
+	want := []key{{"", "supervised", nil, 120, false}, {"ci", "read_only", []string{"writer", "default"}, 5, false}, {"ops", "supervised", nil, 120, true}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("keys (-want +got):\n%s", diff)
 	}

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
@@ -24,7 +25,8 @@ const cronRunsShown = 50
 
 // cronCommand runs `lambdaclaw cron add|list|rm|runs|run|pause|resume` on
 // the local database, whether or not the server runs: a running server
-// sees the changes within a second. Every flag and argument is checked
+// sees the changes within a second; or, with --stack, on a deployed
+// stack's table and schedule group. Every flag and argument is checked
 // before the database is opened, so bad input changes nothing.
 func cronCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sub, err := subcommand("cron", []string{"add", "list", "rm", "runs", "run", "pause", "resume"}, args, stdout, stderr)
@@ -47,24 +49,24 @@ func cronCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fs, want = newFlags("cron list", "", about[sub], stderr), 0
 	}
 	loadConfig := fs.withConfig()
+	st := fs.withStack()
 	owner := ownerFlag(fs)
 	pos, err := fs.parse(args[1:], want, want, stdout)
 	if err != nil {
 		return err
 	}
+	if err := st.check(fs); err != nil {
+		return err
+	}
 	if err := checkOwner(*owner); err != nil {
 		return err
 	}
-	cfg, err := loadConfig()
+	dest, err := openJobs(ctx, st, loadConfig, "")
 	if err != nil {
 		return err
 	}
-	db, err := openExistingDB(cfg)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	jobs := db.Schedule(nil)
+	defer dest.close()
+	jobs := dest.engine
 	switch sub {
 	case "list":
 		return listJobs(ctx, jobs, *owner, stdout)
@@ -77,14 +79,11 @@ func cronCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	case "runs":
 		return listJobRuns(ctx, jobs, *owner, pos[0], stdout)
 	case "run":
-		r, err := jobs.Trigger(ctx, *owner, pos[0])
+		msg, err := dest.runNow(ctx, *owner, pos[0])
 		if err != nil {
-			return jobError(err, pos[0], *owner)
+			return err
 		}
-		if r.Status == schedule.RunSkipped {
-			return fmt.Errorf("job %s not fired: %s", pos[0], r.Reason)
-		}
-		fmt.Fprintf(stdout, "fired %s at %s: a running server starts the turn within a second (`lambdaclaw cron runs %s` shows it)\n", pos[0], r.At.Local().Format(time.DateTime), pos[0])
+		fmt.Fprintln(stdout, msg)
 		return nil
 	default:
 		j, err := jobs.SetPaused(ctx, *owner, pos[0], sub == "pause")
@@ -100,6 +99,7 @@ func cronCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 func cronAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("cron add", "", "Schedule a check-in: at each firing the agent gets the message as a user message, in a session of\nthe job (or --session), with its tools and memory; the reply is recorded (`cron runs`) and delivered to --deliver.\nGive one of --every, --cron and --at. The job's id is printed on the last line.", stderr)
 	loadConfig := fs.withConfig()
+	st := fs.withStack()
 	owner := ownerFlag(fs)
 	agentName := fs.String("agent", config.DefaultAgent, "the agent that answers")
 	every := fs.Duration("every", 0, "fire every interval (at least 1s), as 30s, 15m, 2h")
@@ -111,9 +111,12 @@ func cronAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	session := fs.String("session", "", "the session key of the turns (default a session of the job's own)")
 	deliver := fs.String("deliver", "none", "where replies go besides `cron runs`: none, telegram:CHAT_ID, webhook:URL or ws:USER")
 	perDay := fs.Int("max-runs-per-day", 0, "skip firings beyond this many runs a day (0: no cap)")
-	tokens := fs.Int("max-tokens", 0, "cap each model reply of a turn at this many tokens (0: no cap)")
+	tokens := fs.Int("token-budget", 0, "end a turn once its model calls used this many tokens, prompt and completion (0: no budget)")
 	catchUp := fs.String("catch-up", string(schedule.CatchUpOne), "firings missed while the server was stopped: one (a single catch-up turn) or skip")
 	if _, err := fs.parse(args, 0, 0, stdout); err != nil {
+		return err
+	}
+	if err := st.check(fs); err != nil {
 		return err
 	}
 	if err := checkOwner(*owner); err != nil {
@@ -139,26 +142,19 @@ func cronAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	// The engine validates again; checking here keeps bad input from
 	// creating the database.
-	if err := j.Validate(time.Now(), sqlite.MinEvery); err != nil {
+	minEvery := sqlite.MinEvery
+	if st.remote() {
+		minEvery = dynamo.ScheduleMinEvery
+	}
+	if err := j.Validate(time.Now(), minEvery); err != nil {
 		return err
 	}
-	cfg, err := loadConfig()
+	dest, err := openJobs(ctx, st, loadConfig, j.Agent)
 	if err != nil {
 		return err
 	}
-	known, err := buildAgentNames(cfg)
-	if err != nil {
-		return err
-	}
-	if !slices.Contains(known, j.Agent) {
-		return fmt.Errorf("--agent: %w", noAgent(j.Agent, known))
-	}
-	db, err := sqlite.Open(cfg.DBPath())
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	j, err = db.Schedule(nil).Create(ctx, j)
+	defer dest.close()
+	j, err = dest.engine.Create(ctx, j)
 	if err != nil {
 		return err
 	}

@@ -64,6 +64,7 @@ func createKeyCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	agents := fs.String("agents", "", "comma-separated agents the key may use (default all)")
 	autonomy := fs.String("autonomy", tool.Supervised.String(), "autonomy level: read_only, supervised or full")
 	rate := fs.Int("rate", 0, "requests per minute, at least 1 (default from the config file, 120 without one or with --stack)")
+	admin := fs.Bool("admin", false, "an admin key: it may also list, create and revoke keys in the web console")
 	if _, err := fs.parse(args, 0, 0, stdout); err != nil {
 		return err
 	}
@@ -106,7 +107,7 @@ func createKeyCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	defer db.Close()
-	key, _, err := apikey.Create(ctx, db, store.APIKey{Name: *name, Agents: list, Autonomy: *autonomy, RatePerMinute: r})
+	key, _, err := apikey.Create(ctx, db, store.APIKey{Name: *name, Agents: list, Autonomy: *autonomy, RatePerMinute: r, Admin: *admin})
 	if err != nil {
 		return err
 	}
@@ -159,6 +160,9 @@ func listKeys(ctx context.Context, db store.Keys, stdout io.Writer) error {
 	fmt.Fprintln(tw, "ID\tNAME\tKEY\tAUTONOMY\tRATE/MIN\tAGENTS\tCREATED\tSTATUS")
 	for _, k := range ks {
 		status := "active"
+		if k.Admin {
+			status = "active, admin"
+		}
 		if k.RevokedAt != nil {
 			status = "revoked " + k.RevokedAt.Format(time.DateTime)
 		}

@@ -20,6 +20,8 @@ Usage:
   lambdaclaw serve [--addr HOST:PORT] [--config FILE]   run the gateway
   lambdaclaw chat [--addr HOST:PORT|URL] [--agent NAME] [--user NAME] [--key KEY]
                                                         chat with an agent of the running gateway
+  lambdaclaw mcp serve --stdio [--addr HOST:PORT|URL] [--key KEY]
+                                                        serve the gateway's MCP tools to a desktop client
   lambdaclaw agent create NAME                          create a workspace; print its directory
   lambdaclaw agent list [--stack NAME]                  list the agents
   lambdaclaw agent show NAME                            print its bootstrap files and daily logs
@@ -47,7 +49,7 @@ with your AWS credentials; the table, bucket and secrets come from the stack's o
 Environment:
   LAMBDACLAW_HOME    data directory (default ~/.lambdaclaw)
   LAMBDACLAW_ADDR    listen address, and the address chat connects to (default 127.0.0.1:8080)
-  LAMBDACLAW_API_KEY the API key chat uses
+  LAMBDACLAW_API_KEY the API key chat and mcp serve use
   LAMBDACLAW_CONFIG  config file (default $LAMBDACLAW_HOME/config.yaml)
   TELEGRAM_BOT_TOKEN, TELEGRAM_API_BASE
                      the Telegram bot token and Bot API server
@@ -107,6 +109,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return doctorCommand(ctx, args[1:], stdout, stderr)
 	case "chat":
 		return chatCommand(ctx, args[1:], chatInput, stdout, stderr)
+	case "mcp":
+		return mcpCommand(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		if _, err := newFlags("version", "", "Print the version, the commit it was built from and the build date.", stderr).parse(args[1:], 0, 0, stdout); err != nil {
 			return err

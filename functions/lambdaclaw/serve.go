@@ -19,6 +19,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/mcpserver"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/ratelimit"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
@@ -39,7 +40,7 @@ import (
 func getenv(k string) string { return os.Getenv(k) }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", "", "Run the gateway: the OpenAI-compatible API, the WebSocket endpoint and, when configured,\nthe Telegram channel. On first start it creates the default agent and prints an API key; at a\nterminal, with no provider and no config file, it first asks for a provider, a model and a key.", stderr)
+	fs := newFlags("serve", "", "Run the gateway: the OpenAI-compatible API, the WebSocket endpoint, the MCP server (/mcp) and,\nwhen configured, the Telegram channel. On first start it creates the default agent and prints an API key;\nat a terminal, with no provider and no config file, it first asks for a provider, a model and a key.", stderr)
 	addr := fs.String("addr", "", "listen address HOST:PORT (default $LAMBDACLAW_ADDR or 127.0.0.1:8080)")
 	loadConfig := fs.withConfig()
 	if _, err := fs.parse(args, 0, 0, stdout); err != nil {
@@ -124,9 +125,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if tgReplier != nil {
 		replier[telegram.ChannelName] = tgReplier
 	}
-	checkIns := &schedule.Replier{Engine: jobs, Jobs: jobs.Job, Deliver: map[string]agent.Replier{}, Log: log}
+	checkIns, err := setup.CheckIns(cfg, jobs, log)
+	if err != nil {
+		return err
+	}
 	if tgReplier != nil {
-		checkIns.Deliver[schedule.DeliverTelegram] = tgReplier
+		checkIns.Deliver[schedule.DeliverTelegram] = schedule.Via(tgReplier, telegram.ChannelName)
 	}
 	replier[schedule.Channel] = checkIns
 	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompt.New(skills, skill.Env{}), Replier: replier, Events: events, Log: log,
@@ -151,6 +155,32 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}()
 		log.Info("telegram channel started", "mode", cfg.Telegram.Mode, "agent", cfg.Telegram.Agent)
 	}
+	identity := agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()}
+	mcpSrv, err := mcpserver.New(mcpserver.Config{
+		Runner: driver, Events: hub, Sessions: db, Agents: agents, Names: agents.Names, Identity: identity,
+		MaxBodyBytes: cfg.MaxBodyBytes, Version: currentBuild().Version, Log: log,
+	})
+	if err != nil {
+		return err
+	}
+	cons, err := newConsole(cfg, db, agents, skills, jobs, mem, log)
+	if err != nil {
+		return err
+	}
+	gw, err := gateway.New(gateway.Config{
+		Console: cons,
+		Runner:  driver, Events: hub, Keys: db, Runs: db, Limiter: ratelimit.New(time.Minute),
+		Agents: agents.Names, HasAgent: agents.Has, Created: agents.Created, Embedder: emb, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
+		Responses: db, Threads: loop, Metrics: metrics.Handler(),
+		MaxConcurrentPerKey: cfg.Server.MaxConcurrentPerKey, MaxWebSocketsPerKey: cfg.Server.MaxWebSocketsPerKey,
+		Identity: identity, MCP: mcpSrv,
+	})
+	if err != nil {
+		return err
+	}
+	// The gateway delivers check-ins to WebSocket users; set before any
+	// run can end.
+	checkIns.Deliver[schedule.DeliverWS] = gw.CheckIns()
 	if n, err := driver.Recover(ctx); err != nil {
 		return err
 	} else if n > 0 {
@@ -170,16 +200,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		polling.Wait()
 	}()
 
-	gw, err := gateway.New(gateway.Config{
-		Runner: driver, Events: hub, Keys: db, Runs: db, Limiter: ratelimit.New(time.Minute),
-		Agents: agents.Names, HasAgent: agents.Has, Created: agents.Created, Embedder: emb, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
-		Responses: db, Threads: loop, Metrics: metrics.Handler(),
-		MaxConcurrentPerKey: cfg.Server.MaxConcurrentPerKey, MaxWebSocketsPerKey: cfg.Server.MaxWebSocketsPerKey,
-		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
-	})
-	if err != nil {
-		return err
-	}
 	ln, err := listen(cfg.Addr)
 	if err != nil {
 		return err
@@ -204,7 +224,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log.Info("shutting down")
 	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	// Upgraded WebSocket connections are not the HTTP server's to close.
+	// Upgraded WebSocket connections are not the HTTP server's to close,
+	// nor are the streams of MCP sessions.
+	mcpSrv.Close()
 	wsDone := make(chan error, 1)
 	go func() { wsDone <- gw.Shutdown(shutCtx) }()
 	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
@@ -237,7 +259,7 @@ func firstKey(ctx context.Context, db *sqlite.DB, cfg *config.Config, stdout io.
 	if err != nil || len(ks) > 0 {
 		return err
 	}
-	key, _, err := apikey.Create(ctx, db, store.APIKey{Name: "first", Autonomy: tool.Supervised.String(), RatePerMinute: cfg.DefaultRatePerMinute})
+	key, _, err := apikey.Create(ctx, db, store.APIKey{Name: "first", Autonomy: tool.Supervised.String(), RatePerMinute: cfg.DefaultRatePerMinute, Admin: true})
 	if err != nil {
 		return err
 	}

@@ -16,29 +16,33 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
 
-func setup(t *testing.T) (*cloudtest.Env, *Handler, checkin.Event) {
+func setup(t *testing.T) (*cloudtest.Env, *cloud.Root, checkin.Event) {
 	env := cloudtest.Setup(t)
-	h, err := handler(t.Context())
-	if err != nil {
+	if _, err := handler(t.Context()); err != nil {
 		t.Fatalf("handler: %v", err)
+	}
+	h, err := cloud.New(t.Context())
+	if err != nil {
+		t.Fatal(err)
 	}
 	var ev checkin.Event
 	cloudtest.LoadEvent(t, "scheduler/check-in.json", &ev)
 	return env, h, ev
 }
 
-// handle sends v to the function as its event.
-func handle(t *testing.T, h *Handler, v any) (any, error) {
+// handle sends v to the function's handler, as h builds it, as its event.
+func handle(t *testing.T, h *cloud.Root, v any) (any, error) {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h.Handle(t.Context(), b)
+	return h.Scheduler()(t.Context(), b)
 }
 
 // TestCheckIn runs the sample check-in through the state machine (played
@@ -91,10 +95,11 @@ func TestCheckInWaitsForApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	res, err := h.CheckIns.Handle(ctx, ev)
+	out, err := handle(t, h, ev)
 	if err != nil {
 		t.Fatal(err)
 	}
+	res := out.(checkin.Result)
 	if got, _ := env.Store.GetApproval(ctx, ap.ID); got.Status != store.ApprovalPending {
 		t.Errorf("the check-in answered the approval: %s", got.Status)
 	}
@@ -108,7 +113,7 @@ func TestCheckInWaitsForApproval(t *testing.T) {
 
 // fire delivers the firing of j at j.Next, in, and waits for the run it
 // must start to end.
-func fire(t *testing.T, env *cloudtest.Env, h *Handler, in any, j schedule.Job) schedule.Firing {
+func fire(t *testing.T, env *cloudtest.Env, h *cloud.Root, in any, j schedule.Job) schedule.Firing {
 	t.Helper()
 	out, err := handle(t, h, in)
 	if err != nil {
@@ -259,7 +264,7 @@ func TestReminderMadeInChat(t *testing.T) {
 	}
 	later := db.Schedule(&ebscheduler.Schedules{API: env.Scheduler.Client(), Group: cloudtest.SchedulerGroup},
 		func() time.Time { return j.Next.Add(time.Second) })
-	h.Jobs.Engine, h.Jobs.Runner.Engine = later, later
+	h.Schedule = later
 	f := fire(t, env, h, json.RawMessage(env.Scheduler.Input(j.ID, j.Next, 0)), j)
 	run, err := env.Store.GetRun(ctx, f.RunID())
 	if err != nil || run.SessionID != sid {

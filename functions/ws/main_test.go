@@ -74,6 +74,20 @@ func TestConnect(t *testing.T) {
 			t.Errorf("%s: connection recorded with %q, %v", name, hash, err)
 		}
 	}
+	// A browser offers the key as a subprotocol; the answer selects
+	// "lambdaclaw", never the key.
+	browser := sample(t, "connect.json")
+	delete(browser.Headers, "Authorization")
+	delete(browser.MultiValueHeaders, "Authorization")
+	browser.Headers["Sec-WebSocket-Protocol"] = "lambdaclaw, lambdaclaw.key." + cloudtest.SampleKey
+	browser.RequestContext.ConnectionID = "browser="
+	resp, err := f.ws.Handle(ctx, browser)
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Headers["Sec-WebSocket-Protocol"] != "lambdaclaw" {
+		t.Errorf("subprotocol key: %+v, %v; want 200 selecting lambdaclaw", resp, err)
+	}
+	if hash, err := f.env.Store.ConnectionKey(ctx, "browser="); err != nil || hash != f.env.Key.Hash {
+		t.Errorf("subprotocol key: connection recorded with %q, %v", hash, err)
+	}
 	noKey := sample(t, "connect.json")
 	delete(noKey.Headers, "Authorization")
 	delete(noKey.MultiValueHeaders, "Authorization")

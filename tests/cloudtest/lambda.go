@@ -22,6 +22,10 @@ const RunFunction = "Lambdaclaw-step"
 // payload (256 KB).
 const maxEventPayload = 256 * 1024
 
+// maxSyncPayload is Lambda's limit of a synchronous invocation's payload
+// (6 MB).
+const maxSyncPayload = 6 * 1024 * 1024
+
 // Lambda is a fake of the Lambda Invoke API (REST JSON: POST
 // /2015-03-31/functions/<name>/invocations) for asynchronous invocations
 // (X-Amz-Invocation-Type: Event) of RunFunction: 202 with no body, or the
@@ -31,6 +35,10 @@ const maxEventPayload = 256 * 1024
 // InvalidParameterValueException 400 for another invocation type). Like
 // Lambda, it runs a queued event with the handler Play set, and runs it
 // again after an error, twice at most (the attempts of one delivery).
+// It also runs synchronous invocations (RequestResponse, the default) of
+// the functions Serve names: 200 with the handler's JSON result, or with
+// X-Amz-Function-Error: Unhandled and {"errorMessage","errorType"} when
+// it fails.
 type Lambda struct {
 	URL string
 
@@ -43,6 +51,15 @@ type Lambda struct {
 	beforeRetry func()
 	deliveries  []*Delivery
 	cancels     map[*Delivery]context.CancelFunc
+	functions   map[string]func(context.Context, json.RawMessage) (any, error)
+}
+
+// Serve makes the fake answer synchronous invocations of the function
+// name (a name or an ARN, as the caller names it) with handler.
+func (f *Lambda) Serve(name string, handler func(context.Context, json.RawMessage) (any, error)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.functions[name] = handler
 }
 
 // Delivery is one event Lambda queued, with its attempts.
@@ -60,7 +77,7 @@ func (d *Delivery) Wait() { <-d.done }
 // runs, when the test ends.
 func NewLambda(t *testing.T) *Lambda {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &Lambda{t: t, ctx: ctx, cancels: map[*Delivery]context.CancelFunc{}}
+	f := &Lambda{t: t, ctx: ctx, cancels: map[*Delivery]context.CancelFunc{}, functions: map[string]func(context.Context, json.RawMessage) (any, error){}}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = srv.URL
 	t.Cleanup(func() {
@@ -170,6 +187,13 @@ func (f *Lambda) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name, _ = url.PathUnescape(name)
+	f.mu.Lock()
+	handler := f.functions[name]
+	f.mu.Unlock()
+	if typ := r.Header.Get("X-Amz-Invocation-Type"); handler != nil && (typ == "" || typ == "RequestResponse") {
+		f.invoke(w, r, handler)
+		return
+	}
 	if name != RunFunction {
 		fail(http.StatusNotFound, "ResourceNotFoundException", "Function not found: arn:aws:lambda:us-east-1:123456789012:function:"+name)
 		return
@@ -194,4 +218,32 @@ func (f *Lambda) serve(w http.ResponseWriter, r *http.Request) {
 	f.Deliver(json.RawMessage(body))
 	w.Header().Set("X-Amzn-Requestid", "fake-request")
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// invoke runs a synchronous invocation with handler.
+func (f *Lambda) invoke(w http.ResponseWriter, r *http.Request, handler func(context.Context, json.RawMessage) (any, error)) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxSyncPayload+1))
+	w.Header().Set("X-Amzn-Requestid", "fake-request")
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case err != nil || !json.Valid(body):
+		w.Header().Set("X-Amzn-Errortype", "InvalidRequestContentException")
+		w.WriteHeader(http.StatusBadRequest)
+		json.NewEncoder(w).Encode(map[string]string{"Type": "User", "message": "Could not parse request body into json"})
+		return
+	case len(body) > maxSyncPayload:
+		w.Header().Set("X-Amzn-Errortype", "RequestTooLargeException")
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+		json.NewEncoder(w).Encode(map[string]string{"Type": "User", "message": "Request must be smaller than 6291456 bytes for the InvokeFunction operation"})
+		return
+	}
+	out, err := handler(r.Context(), body)
+	if err != nil {
+		w.Header().Set("X-Amz-Function-Error", "Unhandled")
+		w.WriteHeader(http.StatusOK)
+		json.NewEncoder(w).Encode(map[string]string{"errorMessage": err.Error(), "errorType": "errorString"})
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	json.NewEncoder(w).Encode(out)
 }

@@ -45,6 +45,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/prompt"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
@@ -73,7 +74,12 @@ const (
 	gbWS         = 0.25
 	gbTelegram   = 0.25
 	gbStep       = 0.25 // run_memory
+	gbScheduler  = 0.25
 )
+
+// pricePerSchedulerInvocation is EventBridge Scheduler's price of a
+// firing, past the free 14 million a month.
+const pricePerSchedulerInvocation = 1.00 / 1e6
 
 // reads are the DynamoDB operations whose capacity is read capacity.
 var reads = map[string]bool{"GetItem": true, "Query": true, "Scan": true, "BatchGetItem": true, "TransactGetItems": true}
@@ -402,6 +408,8 @@ type usage struct {
 	// s3Reads are GET and HEAD requests to the workspace bucket, s3Writes
 	// PUT, POST and LIST requests (S3 prices them alike).
 	s3Reads, s3Writes int
+	// schedulerInvocations are EventBridge Scheduler's firings.
+	schedulerInvocations int
 }
 
 func (u usage) dynamoRequests() int {
@@ -431,6 +439,7 @@ func (u usage) cost() map[string]float64 {
 		"Step Functions":  1000 * float64(u.transitions) * pricePerTransition,
 		"DynamoDB":        1000 * (u.wru*pricePerWRU + u.rru*pricePerRRU),
 		"S3":              1000 * (float64(u.s3Reads)*pricePerS3Read + float64(u.s3Writes)*pricePerS3Write),
+		"Scheduler":       1000 * float64(u.schedulerInvocations) * pricePerSchedulerInvocation,
 	}
 }
 
@@ -498,6 +507,9 @@ type harness struct {
 	// tg is the telegram function's channel, bot the fake Bot API.
 	tg  *telegram.Channel
 	bot *faketelegram.Server
+	// scheduler is the scheduler function, which EventBridge Scheduler
+	// invokes with a job's firing.
+	scheduler *cloud.Root
 
 	mu    sync.Mutex
 	tasks int // step invocations by the state machine
@@ -548,6 +560,7 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h.wsRoot = build("ws")
+	h.scheduler = build("scheduler")
 	tgRoot := build("telegram")
 	h.tg = tgRoot.Telegram
 	clock := func() time.Time { return time.Now().Add(time.Duration(h.clock.Load())) }
@@ -613,6 +626,9 @@ func (h *harness) measure(t *testing.T, name, front string, turn func()) usage {
 	case "telegram":
 		u.rest = 1 // the webhook
 		u.gbs = gbTelegram*otherSeconds + gbStep*busy
+	case "scheduler":
+		u.schedulerInvocations = 1
+		u.gbs = gbScheduler*otherSeconds + gbStep*busy
 	}
 	u.botCalls = h.botCalls() - bot0
 	if u.executions > 0 {
@@ -620,6 +636,36 @@ func (h *harness) measure(t *testing.T, name, front string, turn func()) usage {
 		u.transitions = 2*h.tasks + 1
 	}
 	return u
+}
+
+// noTimers keeps no timers: the jobs measured are fired by hand, as
+// their schedules would.
+type noTimers struct{}
+
+func (noTimers) Check(schedule.Job) error                      { return nil }
+func (noTimers) Set(context.Context, schedule.Job, bool) error { return nil }
+func (noTimers) Remove(context.Context, string) error          { return nil }
+
+// job creates j, firing every minute, on a clock two minutes back: its
+// first firing is due now.
+func (h *harness) job(t *testing.T, j schedule.Job) schedule.Job {
+	t.Helper()
+	j.Schedule = schedule.Schedule{Every: schedule.Duration(time.Minute)}
+	created, err := h.step.Store.Schedule(noTimers{}, func() time.Time { return time.Now().Add(-2 * time.Minute) }).Create(t.Context(), j)
+	if err != nil {
+		t.Fatalf("create job: %v", err)
+	}
+	return created
+}
+
+// fire hands the scheduler function j's first firing, as its schedule
+// does, and checks the outcome.
+func (h *harness) fire(t *testing.T, j schedule.Job, want string) {
+	t.Helper()
+	got, err := h.scheduler.Jobs().Fire(t.Context(), schedule.Firing{JobID: j.ID, At: j.Next})
+	if err != nil || got.Outcome != want {
+		t.Fatalf("fire %s: %+v, %v; want %s", j.ID, got, err, want)
+	}
 }
 
 // botCalls counts the requests to the fake Bot API.
@@ -746,6 +792,18 @@ func TestCost(t *testing.T) {
 	turns = append(turns, h.measure(t, "stateful (Telegram)", "telegram", func() { h.update(t, 700000002, "hi") }))
 	turns = append(turns, h.measure(t, "Telegram delivers the update again", "telegram", func() { h.update(t, 700000002, "hi") }))
 
+	// Check-ins: a job's firing as EventBridge Scheduler delivers it, its
+	// answer sent to the Telegram chat; the same firing delivered again
+	// (de-duplicated); an idle heartbeat's (no HEARTBEAT.md: skipped
+	// without calling the model).
+	job := h.job(t, schedule.Job{Owner: "tg:" + strconv.Itoa(chatID), Agent: "default", Message: "Anything new?",
+		Deliver: schedule.Target{Kind: schedule.DeliverTelegram, To: strconv.Itoa(chatID)}})
+	h.env.LLM.Enqueue(reply())
+	turns = append(turns, h.measure(t, "check-in (a job's firing, to Telegram)", "scheduler", func() { h.fire(t, job, "started") }))
+	turns = append(turns, h.measure(t, "the firing delivered again", "scheduler", func() { h.fire(t, job, "duplicate") }))
+	beat := h.job(t, schedule.Job{ID: schedule.HeartbeatID("default"), Owner: schedule.HeartbeatOwner, Agent: "default", Heartbeat: &schedule.Heartbeat{}})
+	turns = append(turns, h.measure(t, "idle heartbeat (skipped)", "scheduler", func() { h.fire(t, beat, "started") }))
+
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n| turn | Lambda invocations | state machine executions / transitions | DynamoDB requests | read / write units | bytes written | S3 GET+HEAD / PUT+LIST | API Gateway requests / WebSocket messages | model calls | Bot API calls |\n")
 	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
@@ -753,12 +811,12 @@ func TestCost(t *testing.T) {
 		fmt.Fprintf(&b, "| %s | %d %s | %d / %d | %d %s | %.1f / %.1f | %d | %d / %d | %d / %d | %d | %d |\n", u.name, u.lambdaInvocations(), ops(u.invocations),
 			u.executions, u.transitions, u.dynamoRequests(), ops(u.requests), u.rru, u.wru, u.writeBytes, u.s3Reads, u.s3Writes, u.rest, u.wsMessages, u.modelCalls, u.botCalls)
 	}
-	fmt.Fprintf(&b, "\n| cost per 1,000 turns (%.0f s per model call, %.1f s else) | Lambda GB-s | Lambda compute | Lambda requests | Step Functions | DynamoDB | S3 | API Gateway | **total** |\n", modelSeconds, otherSeconds)
-	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(&b, "\n| cost per 1,000 turns (%.0f s per model call, %.1f s else) | Lambda GB-s | Lambda compute | Lambda requests | Step Functions | DynamoDB | S3 | API Gateway | EventBridge Scheduler | **total** |\n", modelSeconds, otherSeconds)
+	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, u := range turns {
 		c := u.cost()
-		fmt.Fprintf(&b, "| %s | %.2f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | **$%.4f** |\n", u.name, u.gbs,
-			c["Lambda compute"], c["Lambda requests"], c["Step Functions"], c["DynamoDB"], c["S3"], c["API Gateway"], u.total())
+		fmt.Fprintf(&b, "| %s | %.2f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | **$%.4f** |\n", u.name, u.gbs,
+			c["Lambda compute"], c["Lambda requests"], c["Step Functions"], c["DynamoDB"], c["S3"], c["API Gateway"], c["Scheduler"], u.total())
 	}
 	fmt.Fprintf(&b, "\n| turn | write request: items written (table.go's pk/sk) | requests | bytes | write units |\n")
 	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- |\n")
@@ -801,6 +859,13 @@ func TestCost(t *testing.T) {
 		// one (the harness's clock moved on a minute above).
 		"stateful (Telegram)":                {0, 32, 2, 54, 13, 0.060},
 		"Telegram delivers the update again": {0, 3, 0, 0, 2, 0.006},
+		// The firing's claim and record, the turn, memory's record of
+		// it, and the reply's outbox item.
+		"check-in (a job's firing, to Telegram)": {0, 40, 0, 60, 18, 0.056},
+		// Refused at the claim: the run is done.
+		"the firing delivered again": {0, 4, 0, 0, 4, 0.004},
+		// HEARTBEAT.md is looked for (a HEAD) after the agents are listed.
+		"idle heartbeat (skipped)": {0, 10, 3, 6, 6, 0.013},
 	}
 	for _, u := range turns {
 		b := bounds[u.name]

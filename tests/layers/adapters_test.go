@@ -18,10 +18,11 @@ import (
 const module = "github.com/lambdaclaw/lambdaclaw/"
 
 // channels are the packages that talk to users: the HTTP and WebSocket
-// gateway, the API Gateway WebSocket transport and its protocol, and
-// Telegram.
+// gateway, the API Gateway WebSocket transport and its protocol, the MCP
+// server, and Telegram.
 var channels = []string{
 	module + "shared/channels/gateway",
+	module + "shared/channels/mcpserver",
 	module + "shared/adapters/apigw",
 	module + "shared/channels/wsproto",
 	module + "shared/channels/telegram",

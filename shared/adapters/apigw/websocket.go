@@ -57,9 +57,10 @@ const ConnectionTTL = 2*time.Hour + 5*time.Minute
 // the protocol of the local /ws endpoint (package wsproto):
 //
 //   - $connect checks the API key, sent as "Authorization: Bearer <key>"
-//     or, since browsers cannot set headers on a WebSocket, as the query
-//     parameter key; an unknown or revoked key is refused with 401, a key
-//     over its rate limit with 429. The connection is recorded with its
+//     or, since browsers cannot set headers on a WebSocket, as a
+//     subprotocol (wsproto.KeyFromProtocols; the answer selects
+//     wsproto.Subprotocol) or the query parameter key; an unknown or
+//     revoked key is refused with 401, a key over its rate limit with 429. The connection is recorded with its
 //     key's hash.
 //   - $default takes one client frame, which a wsproto.Server answers over
 //     the connection (conn): the key recorded at $connect is looked up
@@ -139,8 +140,13 @@ func Header(single map[string]string, multi map[string][]string, name string) st
 // connect authenticates a new connection.
 func (ws *WebSocket) connect(ctx context.Context, id string, ev events.APIGatewayWebsocketProxyRequest) events.APIGatewayProxyResponse {
 	token, ok := strings.CutPrefix(Header(ev.Headers, ev.MultiValueHeaders, "Authorization"), "Bearer ")
+	var protocol map[string]string
 	if !ok || token == "" {
-		token = ev.QueryStringParameters["key"]
+		if k, found := wsproto.KeyFromProtocols([]string{Header(ev.Headers, ev.MultiValueHeaders, "Sec-WebSocket-Protocol")}); found {
+			token, protocol = k, map[string]string{"Sec-WebSocket-Protocol": wsproto.Subprotocol}
+		} else {
+			token = ev.QueryStringParameters["key"]
+		}
 	}
 	if token == "" {
 		return status(http.StatusUnauthorized, "missing API key: send Authorization: Bearer <key>, or the query parameter key")
@@ -164,7 +170,9 @@ func (ws *WebSocket) connect(ctx context.Context, id string, ev events.APIGatewa
 		return status(http.StatusInternalServerError, "could not open the connection")
 	}
 	ws.log().Debug("websocket connected", "conn_id", id, "key_id", k.ID)
-	return status(http.StatusOK, "")
+	ok200 := status(http.StatusOK, "")
+	ok200.Headers = protocol
+	return ok200
 }
 
 // key returns the live key with hash; store.ErrNotFound for an unknown or

@@ -16,7 +16,7 @@
 // # Items
 //
 //	pk                  sk                    what                          other attributes
-//	SESSION#<sid>       SESSION               the session                   agent, ephemeral, allowlist (SS), next_seq, expires_at
+//	SESSION#<sid>       SESSION               the session                   agent, owner, ephemeral, allowlist (SS), next_seq, expires_at; gsi1pk OWNER#<owner>, gsi1sk <created ms:015>#<sid> (not for ephemeral sessions)
 //	SESSION#<sid>       MSG#<key>             a history message             run_id, role, content, tool_calls (JSON), …, expires_at
 //	SESSION#<sid>       RUN#<seq:020>         index of a run                run_id, expires_at
 //	SESSION#<sid>       QUEUE#<seq:020>       marker of an unfinished run   run_id, expires_at; gsi1pk UNFINISHED#<0-7>, gsi1sk <sid>#<seq:020>
@@ -52,10 +52,11 @@
 // items because the port addresses them by id alone; their ids are unique
 // table-wide by conditional put, and their index items in the session's
 // partition (RUN#, APPR#, RESP#) let DeleteSession find them. The QUEUE#
-// markers are the only items in gsi1 besides keys: a sparse index of
+// markers are in gsi1 besides keys and sessions: a sparse index of
 // unfinished runs, spread over eight partitions, that UnfinishedSessions
 // reads (eventually consistent, as the recovery after a restart can be).
-// ListKeys reads gsi1 too.
+// ListKeys reads gsi1 too, and SessionsOf lists an owner's sessions there
+// (the web console).
 //
 // A marker is removed after its run finishes or its approval is answered;
 // a crash between the two writes leaves a stale marker, which NextRun and
@@ -353,6 +354,8 @@ const (
 	pfxKeyID    = "KEYID#"
 	pfxJob      = "JOB#"
 	pfxJobID    = "J#"
+	// pfxOwner is the gsi1 partition of an owner's sessions.
+	pfxOwner = "OWNER#"
 
 	skSession  = "SESSION"
 	skLane     = "LANE"

@@ -82,6 +82,11 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return newStore(t) })
 }
 
+func TestOwnerSessions(t *testing.T) {
+	endpoint(t)
+	storetest.RunOwnerSessions(t, func(t *testing.T) storetest.OwnerStore { return newStore(t) })
+}
+
 func TestTableSchema(t *testing.T) {
 	client := testClient(t)
 	name := newTable(t, client)

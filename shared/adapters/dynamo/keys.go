@@ -46,6 +46,9 @@ func keyItem(k store.APIKey) item {
 	it["agents"] = attrList(k.Agents)
 	it["autonomy"] = attrS(k.Autonomy)
 	it["rate_per_minute"] = attrN(int64(k.RatePerMinute))
+	if k.Admin {
+		it["admin"] = attrBool(true)
+	}
 	it["created_at"] = attrTime(k.CreatedAt)
 	if k.RevokedAt != nil {
 		it["revoked_at"] = attrTime(*k.RevokedAt)
@@ -65,6 +68,7 @@ func decodeKey(it item) store.APIKey {
 		Agents:        getList(it, "agents"),
 		Autonomy:      getS(it, "autonomy"),
 		RatePerMinute: int(getN(it, "rate_per_minute")),
+		Admin:         getBool(it, "admin"),
 		CreatedAt:     getTime(it, "created_at"),
 		RevokedAt:     getTimePtr(it, "revoked_at"),
 	}

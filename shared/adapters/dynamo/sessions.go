@@ -35,6 +35,10 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 	if allow := dedupe(sess.Allowlist); len(allow) > 0 {
 		it["allowlist"] = attrSS(allow)
 	}
+	if sess.Owner != "" && !sess.Ephemeral {
+		it[attrGSI1PK] = attrS(pfxOwner + sess.Owner)
+		it[attrGSI1SK] = attrS(msKey(created) + "#" + sess.ID)
+	}
 	s.stamp(it, now)
 	if err := checkSize(fmt.Sprintf("session %q", sess.ID), it); err != nil {
 		return err
@@ -149,6 +153,11 @@ func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error
 	if it == nil {
 		return store.Session{}, fmt.Errorf("dynamo: get session %q: %w", id, store.ErrNotFound)
 	}
+	return decodeSession(it), nil
+}
+
+// decodeSession reads a SESSION item.
+func decodeSession(it item) store.Session {
 	return store.Session{
 		ID:        getS(it, "id"),
 		Agent:     getS(it, "agent"),
@@ -157,7 +166,33 @@ func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error
 		Allowlist: getList(it, "allowlist"),
 		CreatedAt: getTime(it, "created_at"),
 		UpdatedAt: getTime(it, "updated_at"),
-	}, nil
+	}
+}
+
+// SessionsOf implements store.OwnerSessions from gsi1, where every
+// SESSION item of an owner (not ephemeral) is listed under OWNER#<owner>
+// by creation time. Sessions stored before that index existed are not
+// listed until they are created again.
+func (s *Store) SessionsOf(ctx context.Context, owner string, limit int) ([]store.Session, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 s.table,
+		IndexName:                 aws.String(indexGSI1),
+		KeyConditionExpression:    aws.String("gsi1pk = :p"),
+		ExpressionAttributeValues: item{":p": attrS(pfxOwner + owner)},
+		ScanIndexForward:          aws.Bool(false),
+		Limit:                     aws.Int32(int32(min(limit, 1000))),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: sessions of %q: %w", owner, err)
+	}
+	list := make([]store.Session, 0, len(out.Items))
+	for _, it := range out.Items {
+		list = append(list, decodeSession(it))
+	}
+	return list, nil
 }
 
 // DeleteSession removes the session with its history, runs, approvals,

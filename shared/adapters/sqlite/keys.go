@@ -17,7 +17,7 @@ func scanKey(sc scanner) (store.APIKey, error) {
 	var agents sql.NullString
 	var created int64
 	var revoked sql.NullInt64
-	if err := sc.Scan(&k.ID, &k.Name, &k.Hash, &k.Prefix, &agents, &k.Autonomy, &k.RatePerMinute, &created, &revoked); err != nil {
+	if err := sc.Scan(&k.ID, &k.Name, &k.Hash, &k.Prefix, &agents, &k.Autonomy, &k.RatePerMinute, &k.Admin, &created, &revoked); err != nil {
 		return store.APIKey{}, err
 	}
 	if agents.Valid {
@@ -50,7 +50,7 @@ func (db *DB) CreateKey(ctx context.Context, k store.APIKey) error {
 	}
 	created := orNow(k.CreatedAt, time.Now())
 	err := changeOne(ctx, db.st.createKey, store.ErrExists, k.ID, k.Name, k.Hash, k.Prefix, agents, k.Autonomy,
-		k.RatePerMinute, toMillis(created), revoked)
+		k.RatePerMinute, k.Admin, toMillis(created), revoked)
 	if errors.Is(err, store.ErrExists) {
 		return fmt.Errorf("sqlite: create key %q: id or hash: %w", k.ID, err)
 	}

@@ -305,6 +305,12 @@ CREATE TABLE cron_runs (
 ) STRICT;
 CREATE INDEX cron_runs_running ON cron_runs (at) WHERE status = 'running';
 `,
+	// 10: admin keys (the web console's key management), and the index
+	// that lists an owner's sessions (store.OwnerSessions).
+	`
+ALTER TABLE api_keys ADD COLUMN admin INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX sessions_owner ON sessions (owner, created_at) WHERE ephemeral = 0;
+`,
 }
 
 // migrate applies the migrations the database has not seen, in one

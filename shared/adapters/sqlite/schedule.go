@@ -342,6 +342,9 @@ func (s *Schedule) claim(ctx context.Context, owner string, f schedule.Firing, m
 			f.JobID, toMillis(f.At), boolInt(manual), string(out.Status), out.Reason, toMillis(now), zeroMillis(out.LeaseUntil), zeroMillis(out.FinishedAt)); err != nil {
 			return err
 		}
+		if err := pruneRuns(ctx, tx, f.JobID, now); err != nil {
+			return err
+		}
 		if manual {
 			return nil
 		}
@@ -349,6 +352,28 @@ func (s *Schedule) claim(ctx context.Context, owner string, f schedule.Firing, m
 		return saveJob(ctx, tx, j)
 	})
 	return out, err
+}
+
+// What pruneRuns keeps of a job's finished runs: the latest keepRuns, and
+// all of the last keepRunsFor, which the daily limit counts (a day of a
+// time zone lies within two UTC days).
+const (
+	keepRuns    = 100
+	keepRunsFor = 48 * time.Hour
+)
+
+// pruneRuns deletes the job's finished runs that are neither among its
+// latest keepRuns nor younger than keepRunsFor, so that a job firing every
+// second keeps a bounded record. A pruned firing is never claimed again:
+// it is before the job's next firing.
+func pruneRuns(ctx context.Context, tx *sql.Tx, jobID string, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM cron_runs WHERE job_id = ? AND status != 'running' AND at < ?
+		AND at < (SELECT at FROM cron_runs WHERE job_id = ? ORDER BY at DESC LIMIT 1 OFFSET ?)`,
+		jobID, toMillis(now.Add(-keepRunsFor)), jobID, keepRuns-1)
+	if err != nil {
+		return fmt.Errorf("prune runs: %w", err)
+	}
+	return nil
 }
 
 // takeOver is a claim of a firing that has a run: refused while the run

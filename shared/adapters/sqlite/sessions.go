@@ -35,14 +35,50 @@ func (db *DB) GetSession(ctx context.Context, id string) (store.Session, error) 
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Session{}, fmt.Errorf("sqlite: get session %q: %w", id, store.ErrNotFound)
 	}
+	if err == nil {
+		err = finishSession(&s, allow, created, updated)
+	}
 	if err != nil {
 		return store.Session{}, fmt.Errorf("sqlite: get session %q: %w", id, err)
 	}
+	return s, nil
+}
+
+// finishSession decodes the allowlist and times of a session row.
+func finishSession(s *store.Session, allow sql.NullString, created, updated int64) error {
+	var err error
 	if s.Allowlist, err = decodeList(allow); err != nil {
-		return store.Session{}, fmt.Errorf("sqlite: get session %q: decode allowlist: %w", id, err)
+		return fmt.Errorf("decode allowlist: %w", err)
 	}
 	s.CreatedAt, s.UpdatedAt = fromMillis(created), fromMillis(updated)
-	return s, nil
+	return nil
+}
+
+// SessionsOf implements store.OwnerSessions.
+func (db *DB) SessionsOf(ctx context.Context, owner string, limit int) ([]store.Session, error) {
+	rows, err := db.st.sessionsOf.QueryContext(ctx, owner, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: sessions of %q: %w", owner, err)
+	}
+	defer rows.Close()
+	var list []store.Session
+	for rows.Next() {
+		var s store.Session
+		var allow sql.NullString
+		var created, updated int64
+		err := rows.Scan(&s.ID, &s.Agent, &s.Owner, &s.Ephemeral, &allow, &created, &updated)
+		if err == nil {
+			err = finishSession(&s, allow, created, updated)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: sessions of %q: %w", owner, err)
+		}
+		list = append(list, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: sessions of %q: %w", owner, err)
+	}
+	return list, nil
 }
 
 // DeleteSession removes the session with its history, runs, approvals and

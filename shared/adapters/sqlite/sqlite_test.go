@@ -30,6 +30,16 @@ func TestStore(t *testing.T) {
 	})
 }
 
+func TestOwnerSessions(t *testing.T) {
+	storetest.RunOwnerSessions(t, func(t *testing.T) storetest.OwnerStore {
+		db, err := Open(filepath.Join(t.TempDir(), "lambdaclaw.db"))
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return db
+	})
+}
+
 // open opens a database in a temporary directory, closed when t ends.
 func open(t testing.TB, path string) *DB {
 	t.Helper()

@@ -10,7 +10,7 @@ import (
 // Column lists shared by the queries that scan whole records.
 const (
 	runColumns      = `id, session_id, seq, status, state, options, created_at, updated_at`
-	keyColumns      = `id, name, hash, prefix, agents, autonomy, rate_per_minute, created_at, revoked_at`
+	keyColumns      = `id, name, hash, prefix, agents, autonomy, rate_per_minute, admin, created_at, revoked_at`
 	approvalColumns = `id, session_id, run_id, kind, calls, tools, prompt, status, decision, token, created_at, resolved_at`
 	responseColumns = `id, owner, agent, session_id, run_id, seq, previous_id, request, created_at`
 )
@@ -60,6 +60,7 @@ type statements struct {
 	keyByHash   *sql.Stmt
 	listKeys    *sql.Stmt
 	getResponse *sql.Stmt
+	sessionsOf  *sql.Stmt
 	all         []*sql.Stmt
 }
 
@@ -106,7 +107,7 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 		{w, &s.approvalForRes, `SELECT ` + approvalColumns + ` FROM approvals WHERE id = ?`},
 		{w, &s.setApprToken, `UPDATE approvals SET token = ? WHERE id = ?`},
 		{w, &s.createKey, `INSERT INTO api_keys (` + keyColumns + `)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{w, &s.revokeKey, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`},
 		{w, &s.createResponse, `INSERT INTO responses (` + responseColumns + `)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
@@ -133,6 +134,10 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 		{r, &s.keyByHash, `SELECT ` + keyColumns + ` FROM api_keys WHERE hash = ?`},
 		{r, &s.listKeys, `SELECT ` + keyColumns + ` FROM api_keys ORDER BY created_at, id`},
 		{r, &s.getResponse, `SELECT ` + responseColumns + ` FROM responses WHERE id = ?`},
+		// The ephemeral test must match the sessions_owner index's WHERE
+		// clause for SQLite to use that index.
+		{r, &s.sessionsOf, `SELECT id, agent, owner, ephemeral, allowlist, created_at, updated_at FROM sessions
+			WHERE owner = ? AND ephemeral = 0 ORDER BY created_at DESC, id DESC LIMIT ?`},
 	}
 	for _, p := range list {
 		st, err := p.db.PrepareContext(ctx, p.query)

@@ -107,7 +107,7 @@ func (r *keyRecorder) CreateKey(_ context.Context, k store.APIKey) error {
 
 func TestCreate(t *testing.T) {
 	var r keyRecorder
-	spec := store.APIKey{Name: "ci", Agents: []string{"writer"}, Autonomy: "full", RatePerMinute: 5,
+	spec := store.APIKey{Name: "ci", Agents: []string{"writer"}, Autonomy: "full", RatePerMinute: 5, Admin: true,
 		// Create sets these itself.
 		ID: "key_mine", Hash: "h", Prefix: "p", CreatedAt: time.Unix(1, 0)}
 	before := time.Now().UTC()
@@ -125,7 +125,7 @@ func TestCreate(t *testing.T) {
 		t.Errorf("returned and stored records differ (-returned +stored):\n%s", diff)
 	}
 	want := store.APIKey{ID: k.ID, Name: "ci", Hash: Hash(secret), Prefix: secret[:9], Agents: []string{"writer"},
-		Autonomy: "full", RatePerMinute: 5, CreatedAt: k.CreatedAt}
+		Autonomy: "full", RatePerMinute: 5, Admin: true, CreatedAt: k.CreatedAt}
 	if diff := cmp.Diff(want, k); diff != "" {
 		t.Errorf("record (-want +got):\n%s", diff)
 	}

@@ -27,7 +27,8 @@ type Fired struct {
 	// Outcome is "started", "resumed" (a claim whose run died, started
 	// again), "skipped" (over the daily limit, or missed), "duplicate"
 	// (claimed or run already), "not due" (paused, or coalesced) or
-	// "gone" (the job was deleted).
+	// "gone" (the job was deleted); for a RunNow, "not found" (no such
+	// job of the owner).
 	Outcome string `json:"outcome"`
 	RunID   string `json:"run_id,omitempty"`
 	Reason  string `json:"reason,omitempty"`
@@ -53,8 +54,14 @@ func (h *Jobs) Fire(ctx context.Context, f schedule.Firing) (Fired, error) {
 		return Fired{Outcome: "gone"}, nil
 	case err != nil:
 		return Fired{}, fmt.Errorf("check-in %s: %w", f, err)
-	case run.Status == schedule.RunSkipped:
-		h.Log.Info("check-in skipped", "job", f.JobID, "at", run.At, "reason", run.Reason)
+	}
+	return h.start(ctx, run)
+}
+
+// start starts a claimed firing's run, unless the claim skipped it.
+func (h *Jobs) start(ctx context.Context, run schedule.Run) (Fired, error) {
+	if run.Status == schedule.RunSkipped {
+		h.Log.Info("check-in skipped", "job", run.JobID, "at", run.At, "reason", run.Reason)
 		return Fired{Outcome: "skipped", Reason: run.Reason}, nil
 	}
 	if err := h.Runner.Start(ctx, run); err != nil {
@@ -64,6 +71,26 @@ func (h *Jobs) Fire(ctx context.Context, f schedule.Firing) (Fired, error) {
 	if run.Resumed {
 		out.Outcome = "resumed"
 	}
-	h.Log.Info("check-in started", "job", run.JobID, "at", run.At, "run_id", out.RunID, "resumed", run.Resumed)
+	h.Log.Info("check-in started", "job", run.JobID, "at", run.At, "run_id", out.RunID, "resumed", run.Resumed, "manual", run.Manual)
 	return out, nil
+}
+
+// RunNow is the event of `lambdaclaw cron run --stack`: fire the owner's
+// job now, whatever its schedule.
+type RunNow struct {
+	Owner string `json:"owner"`
+	Job   string `json:"job"`
+}
+
+// Trigger fires the owner's job now (Engine.Trigger) and starts its run.
+// An unknown job, or another owner's, is the outcome "not found".
+func (h *Jobs) Trigger(ctx context.Context, r RunNow) (Fired, error) {
+	run, err := h.Engine.Trigger(ctx, r.Owner, r.Job)
+	if errors.Is(err, schedule.ErrNotFound) {
+		return Fired{Outcome: "not found", Reason: fmt.Sprintf("%s has no job %s", r.Owner, r.Job)}, nil
+	}
+	if err != nil {
+		return Fired{}, fmt.Errorf("run job %s of %s now: %w", r.Job, r.Owner, err)
+	}
+	return h.start(ctx, run)
 }

@@ -1,8 +1,9 @@
 // Package gateway is lambdaclaw's HTTP API: the OpenAI-compatible chat
 // completions endpoint (JSON and SSE streaming), embeddings, the model
-// list (one model per agent), the health check and, in the local server,
-// the WebSocket endpoint /ws. The same http.Handler runs in the local
-// server and behind API Gateway.
+// list (one model per agent), the health check, the web console when one
+// is given (Config.Console) and, in the local server, the WebSocket
+// endpoint /ws. The same http.Handler runs in the local server and behind
+// API Gateway.
 package gateway
 
 import (
@@ -116,6 +117,24 @@ type Config struct {
 	// Created says when an agent was created: the created time of its
 	// entry in /v1/models. Nil, or a zero time, gives 0 (not known).
 	Created func(agent string) time.Time
+	// MCP, when set, serves /mcp (shared/channels/mcpserver) behind the
+	// same key checks and limits as the API; KeyFrom gives it the key.
+	MCP http.Handler
+	// Console, when set, is the web console: its pages at / and under
+	// /console/, and its JSON API under ConsolePrefix, whose requests are authenticated and
+	// limited as every other.
+	Console Console
+}
+
+// ConsolePrefix is the path of the web console's JSON API.
+const ConsolePrefix = "/v1/lambdaclaw/"
+
+// Console is the web console (package console).
+type Console interface {
+	// ServeHTTP serves the console's static pages.
+	http.Handler
+	// ServeAPI answers a request of the console's API for the key k.
+	ServeAPI(w http.ResponseWriter, r *http.Request, k store.APIKey)
 }
 
 // Gateway serves the HTTP API.
@@ -129,6 +148,9 @@ type Gateway struct {
 	wsClosed bool
 	wsStop   chan struct{}
 	wsConns  sync.WaitGroup
+	// wsSessions are the open connections by the sessions they talk in,
+	// for check-ins delivered to WebSocket users (checkin.go).
+	wsSessions map[string]map[*wsConn]bool
 	// ws answers the frames of every connection.
 	ws *wsproto.Server
 
@@ -152,7 +174,7 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.KeepAlive = 15 * time.Second
 	}
 	g := &Gateway{
-		cfg: cfg, mux: http.NewServeMux(), started: time.Now(), wsStop: make(chan struct{}),
+		cfg: cfg, mux: http.NewServeMux(), started: time.Now(), wsStop: make(chan struct{}), wsSessions: map[string]map[*wsConn]bool{},
 		requests: newPerKey(cfg.MaxConcurrentPerKey, "concurrency_limit_exceeded",
 			"this API key already has %d requests in flight, the most allowed; retry when one has finished"),
 		websockets: newPerKey(cfg.MaxWebSocketsPerKey, "websocket_limit_exceeded",
@@ -175,8 +197,18 @@ func New(cfg Config) (*Gateway, error) {
 		g.mux.HandleFunc("GET /v1/responses/{id}", g.authed(g.requests, g.getResponse))
 		g.mux.HandleFunc("DELETE /v1/responses/{id}", g.authed(g.requests, g.deleteResponse))
 	}
+	if cfg.MCP != nil {
+		g.mux.HandleFunc("/mcp", g.authed(g.requests, cfg.MCP.ServeHTTP))
+	}
 	// An upgraded connection counts as a WebSocket, not as a request.
 	g.mux.HandleFunc("GET /ws", g.authed(g.websockets, g.serveWS))
+	if cfg.Console != nil {
+		g.mux.HandleFunc(ConsolePrefix, g.authed(g.requests, func(w http.ResponseWriter, r *http.Request) {
+			cfg.Console.ServeAPI(w, r, keyOf(r))
+		}))
+		g.mux.Handle("GET /{$}", cfg.Console)
+		g.mux.Handle("GET /console/", cfg.Console)
+	}
 	g.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("unknown endpoint %s %s", r.Method, r.URL.Path))
 	})
@@ -203,8 +235,8 @@ type ctxKey struct{}
 // key's rate limit before h runs.
 func (g *Gateway) authed(open *perKey, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || token == "" {
+		token, ok := bearer(r)
+		if !ok {
 			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "missing API key: send Authorization: Bearer <key> (create one with `lambdaclaw keys create`)")
 			return
 		}
@@ -240,9 +272,29 @@ func (g *Gateway) authed(open *perKey, h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// bearer returns the request's API key: its Authorization header's
+// bearer token or, for a WebSocket upgrade (a browser cannot set headers
+// there), the key a client offers as a subprotocol (wsproto.KeyFromProtocols).
+func bearer(r *http.Request) (string, bool) {
+	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && token != "" {
+		return token, true
+	}
+	if r.URL.Path == "/ws" {
+		return wsproto.KeyFromProtocols(r.Header.Values("Sec-WebSocket-Protocol"))
+	}
+	return "", false
+}
+
 func keyOf(r *http.Request) store.APIKey {
-	k, _ := r.Context().Value(ctxKey{}).(store.APIKey)
+	k, _ := KeyFrom(r.Context())
 	return k
+}
+
+// KeyFrom returns the API key the gateway checked for the request whose
+// context ctx is, to a handler it serves (Config.MCP).
+func KeyFrom(ctx context.Context) (store.APIKey, bool) {
+	k, ok := ctx.Value(ctxKey{}).(store.APIKey)
+	return k, ok
 }
 
 // agentFor resolves a model name to an agent the key may use.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -42,7 +41,7 @@ const (
 // upgrade against its rate limit.
 func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request) {
 	k := keyOf(r)
-	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	token, _ := bearer(r)
 	g.wsMu.Lock()
 	if g.wsClosed {
 		g.wsMu.Unlock()
@@ -53,7 +52,9 @@ func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request) {
 	g.wsMu.Unlock()
 	defer g.wsConns.Done()
 
-	c, err := websocket.Accept(w, r, nil)
+	// A browser that offered its key as a subprotocol gets
+	// wsproto.Subprotocol back (never the key); other clients get none.
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{wsproto.Subprotocol}})
 	if err != nil {
 		return // Accept has answered
 	}
@@ -142,6 +143,9 @@ type wsConn struct {
 
 	mu   sync.Mutex
 	keys map[string]bool // the run keys attached to sub
+	// sessions are the sessions the connection talks in (under
+	// Gateway.wsMu), at most wsMaxSessions.
+	sessions []string
 }
 
 var _ wsproto.Conn = (*wsConn)(nil)
@@ -176,7 +180,11 @@ func (wc *wsConn) Reply() agent.Reply {
 func (wc *wsConn) Deliver(ctx context.Context, in agent.Input) (agent.RunState, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wsDeliverTimeout)
 	defer cancel()
-	return wc.g.cfg.Runner.Deliver(ctx, in, wc.attach)
+	st, err := wc.g.cfg.Runner.Deliver(ctx, in, wc.attach)
+	if err == nil {
+		wc.g.joinSession(wc, st.SessionID)
+	}
+	return st, err
 }
 
 // Start implements wsproto.Conn: frameMu keeps the run's events behind its
@@ -224,6 +232,7 @@ func (wc *wsConn) unsubscribeAll() {
 		wc.g.cfg.Events.Unsubscribe(k, wc.sub)
 	}
 	wc.g.cfg.Events.Unsubscribe(wc.addr, wc.sub)
+	wc.g.leaveSessions(wc)
 }
 
 // pump turns the events of the connection's runs into frames.

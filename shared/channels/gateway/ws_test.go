@@ -521,3 +521,48 @@ func wsSession(agentName, keyID, user string) string {
 	_, s := agent.Identity{}.Session(agentName, "ws", keyID, user)
 	return s
 }
+
+// TestWSKeyAsSubprotocol connects as a browser does: the key offered as a
+// subprotocol, which the server answers with "lambdaclaw", never the key.
+func TestWSKeyAsSubprotocol(t *testing.T) {
+	f := newFixture(t)
+	url := f.wsServer()
+	dialWith := func(protocols ...string) (*websocket.Conn, *http.Response, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: protocols})
+	}
+	c, resp, err := dialWith("lambdaclaw", "lambdaclaw.key."+f.token)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer c.CloseNow()
+	if got := resp.Header.Get("Sec-WebSocket-Protocol"); got != "lambdaclaw" {
+		t.Errorf("selected subprotocol %q, want lambdaclaw", got)
+	}
+	if c.Subprotocol() != "lambdaclaw" {
+		t.Errorf("Subprotocol() = %q", c.Subprotocol())
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+
+	for name, protocols := range map[string][]string{
+		"key without the protocol": {"lambdaclaw.key." + f.token},
+		"unknown key":              {"lambdaclaw", "lambdaclaw.key.lc_nope"},
+		"protocol only":            {"lambdaclaw"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, resp, err := dialWith(protocols...)
+			if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("dial: %v, response %+v; want 401", err, resp)
+			}
+		})
+	}
+	// Only /ws reads a key from the subprotocol header.
+	r := httptest.NewRequest("GET", "/v1/models", nil)
+	r.Header.Set("Sec-WebSocket-Protocol", "lambdaclaw, lambdaclaw.key."+f.token)
+	w := httptest.NewRecorder()
+	f.g.ServeHTTP(w, r)
+	if w.Code != http.StatusUnauthorized {
+		t.Errorf("GET /v1/models with the key as a subprotocol: %d, want 401", w.Code)
+	}
+}

@@ -18,6 +18,11 @@
 //	{"type":"final","run_id":"…","text":"Hello","usage":{…}}
 //	{"type":"error","id":"c1","run_id":"…","code":"…","message":"…"}
 //
+// and, unasked, the answers of scheduled check-ins delivered to the user
+// (local server only):
+//
+//	{"type":"check_in","job_id":"…","run_id":"…","session_id":"…","text":"…"}
+//
 // An approval is answered in-band: the next message of the session, "/yes",
 // "/no" or "/always", resumes the parked run, whose frames follow the ack.
 package wsproto
@@ -42,6 +47,7 @@ const (
 	TypeApproval = "approval"
 	TypeFinal    = "final"
 	TypeError    = "error"
+	TypeCheckIn  = "check_in"
 )
 
 const (
@@ -94,6 +100,18 @@ type Final struct {
 	RunID string `json:"run_id"`
 	Text  string `json:"text"`
 	Usage *Usage `json:"usage"`
+}
+
+// CheckIn is the answer of a scheduled check-in delivered to a WebSocket
+// user (delivery target ws:<user>): it comes unasked, to every open
+// connection of the session the user talks in.
+type CheckIn struct {
+	Type      string `json:"type"`
+	JobID     string `json:"job_id"`
+	RunID     string `json:"run_id"`
+	SessionID string `json:"session_id"`
+	Text      string `json:"text"`
+	Error     string `json:"error,omitempty"`
 }
 
 // Error reports a bad client frame (ID names it) or a failed run (RunID).

@@ -53,6 +53,8 @@ const (
 	// CodeApprovalExpired ends a run whose approval (or client tool
 	// results) did not come before the driver's deadline.
 	CodeApprovalExpired = "approval_expired"
+	// CodeBudget ends a run that spent its token budget (Options).
+	CodeBudget = "token_budget_exhausted"
 )
 
 // RunState is the small, serializable state of one run. It never holds

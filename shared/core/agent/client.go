@@ -36,6 +36,11 @@ type Options struct {
 	// its tools, instead of waiting for their results: the results come
 	// as the input of the session's next run (the Responses API).
 	EndWithClientCalls bool `json:"end_with_client_calls,omitempty"`
+	// TokenBudget caps the tokens (prompt and completion) of all the
+	// run's model calls when positive: each reply's completion is capped
+	// to what is left, and a run that has spent its budget ends with an
+	// error instead of calling the model again.
+	TokenBudget int `json:"token_budget,omitempty"`
 }
 
 // encode validates o for agent a and returns it as stored with a run: nil
@@ -72,6 +77,9 @@ func inputErrorf(format string, args ...any) error {
 // checkOptions validates o for agent a: client tools have names of their
 // own, a forced tool exists, and the provider can honour the parameters.
 func checkOptions(a *Agent, o Options) error {
+	if o.TokenBudget < 0 {
+		return inputErrorf("token budget is %d; want 0 (none) or more", o.TokenBudget)
+	}
 	seen := map[string]bool{}
 	for i, t := range o.Tools {
 		switch {

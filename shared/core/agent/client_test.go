@@ -508,3 +508,41 @@ func TestCloseOpenCalls(t *testing.T) {
 }
 
 func say0(text string) chat.Message { return chat.Message{Role: chat.Assistant, Content: text} }
+
+// A run's token budget caps each reply at what is left, and ends the run
+// with an error once it is spent, instead of calling the model again.
+func TestTokenBudget(t *testing.T) {
+	callEcho := func(llm.Request) (llm.Response, error) {
+		return llm.Response{Message: chat.Message{Role: chat.Assistant, ToolCalls: []chat.ToolCall{{ID: "c1", Name: "echo", Arguments: `{"text":"pong"}`}}},
+			Usage: chat.Usage{PromptTokens: 20, CompletionTokens: 5, TotalTokens: 25}}, nil
+	}
+	f := newFixture(t, 5)
+	f.llm.script = append(f.llm.script, callEcho, callEcho, say("never asked"))
+	in := Input{SessionID: "s", Agent: "a", Owner: "key:k1", Messages: []chat.Message{user("loop")}, Autonomy: tool.Supervised,
+		Options: Options{TokenBudget: 40, Params: llm.Params{MaxTokens: 30}}}
+	sub := f.hub.Subscribe("all")
+	in.Reply.To = "all"
+	st, err := f.loop.Enqueue(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.runToEnd(t, st)
+	var caps []int
+	for _, r := range f.llm.seen {
+		caps = append(caps, r.MaxTokens)
+	}
+	if diff := cmp.Diff([]int{30, 15}, caps); diff != "" {
+		t.Errorf("max_tokens of the model calls (-want +got):\n%s", diff)
+	}
+	ev := next(t, sub)
+	if ev.Result == nil || ev.Result.Error != "this run has spent its budget of 40 tokens (50 used)" || ev.Result.ErrorCode != CodeBudget {
+		t.Errorf("result = %+v; want the budget error", ev.Result)
+	}
+
+	bad := in
+	bad.Options.TokenBudget = -1
+	var inputErr *InputError
+	if _, err := f.loop.Enqueue(t.Context(), bad); !errors.As(err, &inputErr) {
+		t.Errorf("a negative budget: %v; want an input error", err)
+	}
+}

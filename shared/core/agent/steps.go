@@ -66,6 +66,9 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 		st.Step = StepCompact
 		return st, nil
 	}
+	if b := opts.TokenBudget; b > 0 && st.Usage.TotalTokens >= b {
+		return l.fail(st, CodeBudget, &publicError{fmt.Sprintf("this run has spent its budget of %d tokens (%d used)", b, st.Usage.TotalTokens)}), nil
+	}
 	stateless := strings.HasPrefix(st.SessionID, EphemeralPrefix)
 	var msgs []chat.Message
 	if !a.ReplaceSystem || !clientSystem(opts, hist, stateless) {
@@ -175,6 +178,11 @@ func (l *Loop) request(a *Agent, st RunState, msgs []chat.Message, opts Options)
 		}
 		if len(opts.Tools) > 0 {
 			req.Tools = slices.Concat(req.Tools, opts.Tools)
+		}
+	}
+	if b := opts.TokenBudget; b > 0 {
+		if left := b - st.Usage.TotalTokens; req.MaxTokens == 0 || left < req.MaxTokens {
+			req.MaxTokens = left
 		}
 	}
 	if forcing(req.ToolChoice) && !st.Forced {

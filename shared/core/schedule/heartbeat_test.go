@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"log/slog"
 	"strings"
@@ -197,7 +198,7 @@ func TestReplierHeartbeatOK(t *testing.T) {
 	e := &finishes{got: map[Firing]Result{}}
 	tg := &sink{}
 	p := &Replier{Engine: e, Jobs: func(context.Context, string) (Job, error) { return j, nil },
-		Deliver: map[string]agent.Replier{DeliverTelegram: tg}, Log: slog.New(slog.DiscardHandler)}
+		Deliver: map[string]Delivery{DeliverTelegram: Via(tg, "tg")}, Log: slog.New(slog.DiscardHandler)}
 	at := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 	for i, reply := range []string{"HEARTBEAT_OK", "  HEARTBEAT_OK — all quiet", "The build is red."} {
 		f := Firing{JobID: j.ID, At: at.Add(time.Duration(i) * time.Minute)}
@@ -213,6 +214,40 @@ func TestReplierHeartbeatOK(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"tg 111: The build is red."}, tg.got); diff != "" {
 		t.Errorf("delivered (-want +got):\n%s", diff)
+	}
+}
+
+// A delivery that fails, or a target this process cannot deliver to, is
+// recorded on the run with the reason, and the run stays done.
+func TestReplierUndelivered(t *testing.T) {
+	at := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		target Target
+		want   Result
+	}{
+		{"failing webhook", Target{Kind: DeliverWebhook, To: "https://example.com/hook"},
+			Result{Status: RunDone, Reply: "hi", Reason: "not delivered: the webhook answered 503 Service Unavailable"}},
+		{"no WebSocket delivery here", Target{Kind: DeliverWS, To: "alice"},
+			Result{Status: RunDone, Reply: "hi", Reason: "delivery to ws is not available here"}},
+		{"delivered", Target{Kind: DeliverTelegram, To: "111"},
+			Result{Status: RunDone, Reply: "hi", Delivered: "telegram:111"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := Job{ID: "job_1", Owner: "user:a", Agent: "default", Deliver: tt.target}
+			e := &finishes{got: map[Firing]Result{}}
+			p := &Replier{Engine: e, Jobs: func(context.Context, string) (Job, error) { return j, nil }, Log: slog.New(slog.DiscardHandler),
+				Deliver: map[string]Delivery{
+					DeliverWebhook:  func(context.Context, Answer) error { return errors.New("the webhook answered 503 Service Unavailable") },
+					DeliverTelegram: Via(&sink{}, "tg"),
+				}}
+			f := Firing{JobID: j.ID, At: at}
+			p.Finish(agent.RunState{RunID: f.RunID(), Reply: agent.Reply{Channel: Channel, To: f.String()}}, agent.Result{Content: "hi"})
+			if diff := cmp.Diff(map[Firing]Result{f: tt.want}, e.got); diff != "" {
+				t.Errorf("recorded (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

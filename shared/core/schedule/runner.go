@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
@@ -58,9 +59,7 @@ func (r *Runner) Start(ctx context.Context, run Run) error {
 		Interactive: false,
 		Reply:       agent.Reply{Channel: Channel, To: run.Firing.String()},
 	}
-	if n := j.Limits.TokensPerRun; n > 0 {
-		in.Options.Params.MaxTokens = n
-	}
+	in.Options.TokenBudget = j.Limits.TokensPerRun
 	if j.Heartbeat != nil {
 		msg, skip, err := r.heartbeat(ctx, run)
 		if err != nil {
@@ -143,6 +142,28 @@ func result(st agent.RunState, res agent.Result, delivered string) Result {
 	return out
 }
 
+// Answer is a check-in's answer on its way to the job's target.
+type Answer struct {
+	Job    Job
+	Firing Firing
+	Run    agent.RunState
+	Result agent.Result
+}
+
+// Delivery sends answers to the targets of one kind (Target.Kind).
+type Delivery func(ctx context.Context, a Answer) error
+
+// Via delivers through a channel's replier, as if the run had come from
+// the target's address on that channel: a Telegram chat.
+func Via(r agent.Replier, channel string) Delivery {
+	return func(_ context.Context, a Answer) error {
+		st := a.Run
+		st.Reply = agent.Reply{Channel: channel, To: a.Job.Deliver.To}
+		r.Finish(st, a.Result)
+		return nil
+	}
+}
+
 // Replier is the agent.Replier of Channel: it delivers a run's answer to
 // the job's target and records how the run ended. Nothing streams, and
 // check-in runs never ask for approvals.
@@ -150,10 +171,10 @@ type Replier struct {
 	Engine Engine
 	// Jobs reads a job by id for any owner (the engine's own lookup).
 	Jobs func(ctx context.Context, id string) (Job, error)
-	// Deliver holds the repliers of the delivery kinds this process can
-	// deliver to (DeliverTelegram: the Telegram channel's); a target
-	// without one is recorded as not delivered.
-	Deliver map[string]agent.Replier
+	// Deliver holds the deliveries of the kinds this process can deliver
+	// to (DeliverTelegram, DeliverWebhook); a target without one is
+	// recorded as not delivered.
+	Deliver map[string]Delivery
 	Log     *slog.Logger
 }
 
@@ -167,41 +188,37 @@ func (*Replier) Approval(agent.RunState, store.Approval) {}
 
 // Finish implements agent.Replier.
 func (p *Replier) Finish(st agent.RunState, res agent.Result) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	f, err := ParseFiring(st.Reply.To)
 	if err != nil {
 		p.Log.Error("check-in reply", "run_id", st.RunID, "error", err)
 		return
 	}
-	delivered := ""
 	j, err := p.Jobs(ctx, f.JobID)
 	quietBeat := err == nil && j.Heartbeat != nil && quiet(res.Content) && res.Error == ""
+	delivered, undelivered := "", ""
 	if err == nil && !quietBeat && j.Deliver.Kind != "" && j.Deliver.Kind != DeliverNone {
-		if d, ok := p.Deliver[j.Deliver.Kind]; ok {
-			to := st
-			to.Reply = agent.Reply{Channel: deliveryChannel(j.Deliver.Kind), To: j.Deliver.To}
-			d.Finish(to, res)
-			delivered = j.Deliver.String()
+		d, ok := p.Deliver[j.Deliver.Kind]
+		if !ok {
+			undelivered = "delivery to " + j.Deliver.Kind + " is not available here"
+		} else if err := d(ctx, Answer{Job: j, Firing: f, Run: st, Result: res}); err != nil {
+			undelivered = "not delivered: " + err.Error()
 		} else {
-			p.Log.Warn("check-in delivery not available here", "job", f.JobID, "target", j.Deliver.Kind)
+			delivered = j.Deliver.String()
 		}
 	}
 	out := result(st, res, delivered)
-	if quietBeat {
+	switch {
+	case quietBeat:
 		out.Reason = HeartbeatOK + ": not delivered"
+	case undelivered != "":
+		p.Log.Warn("check-in not delivered", "firing", f.String(), "target", j.Deliver.Kind, "reason", undelivered)
+		out.Reason = strings.TrimPrefix(out.Reason+"; "+undelivered, "; ")
 	}
 	if err := p.Engine.Finish(ctx, f, out); err != nil && !errors.Is(err, ErrNotFound) {
 		p.Log.Error("record check-in run", "firing", f.String(), "error", err)
 	}
-}
-
-// deliveryChannel is the reply channel of a delivery kind.
-func deliveryChannel(kind string) string {
-	if kind == DeliverTelegram {
-		return "tg" // telegram.ChannelName; the core does not import channels
-	}
-	return kind
 }
 
 // Poller fires the jobs of an engine that keeps its own timers (the local

@@ -107,8 +107,9 @@ type Limits struct {
 	// time zone, UTC for every and at); later ones are skipped. Zero: no
 	// cap.
 	RunsPerDay int `json:"runs_per_day,omitempty"`
-	// TokensPerRun caps the tokens of each model reply of a run (the
-	// model's max_tokens). Zero: no cap.
+	// TokensPerRun is the token budget of each run: prompt and
+	// completion tokens of all its model calls (agent.Options.TokenBudget).
+	// Zero: no budget.
 	TokensPerRun int `json:"tokens_per_run,omitempty"`
 }
 

@@ -196,9 +196,12 @@ type APIKey struct {
 	// Autonomy is the key's autonomy level name (read_only, supervised, full).
 	Autonomy string `json:"autonomy"`
 	// RatePerMinute limits requests in any sliding minute; 0 means no limit.
-	RatePerMinute int        `json:"rate_per_minute"`
-	CreatedAt     time.Time  `json:"created_at"`
-	RevokedAt     *time.Time `json:"revoked_at,omitempty"`
+	RatePerMinute int `json:"rate_per_minute"`
+	// Admin keys may also list, create and revoke keys through the API
+	// (the web console); every other right is the same as any key's.
+	Admin     bool       `json:"admin,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 }
 
 // Allows reports whether the key may use the named agent.
@@ -217,6 +220,16 @@ type Sessions interface {
 	// AllowTool adds a tool to the session's allowlist; adding one twice
 	// keeps one. It is ErrNotFound for an unknown session.
 	AllowTool(ctx context.Context, sessionID, tool string) error
+}
+
+// OwnerSessions lists the sessions of an owner, for the web console. It
+// is not part of Store: stateless requests' stores have no use for it.
+type OwnerSessions interface {
+	// SessionsOf returns up to limit sessions of owner, ephemeral ones
+	// excluded, most recently created first (ties by id). An index may
+	// be eventually consistent: a session created a moment ago may be
+	// missing.
+	SessionsOf(ctx context.Context, owner string, limit int) ([]Session, error)
 }
 
 // History stores the messages of sessions.

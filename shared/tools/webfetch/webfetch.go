@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -53,6 +54,20 @@ type fetcher struct {
 
 // New returns the web_fetch tool with cfg's limits.
 func New(cfg Config) (tool.Tool, error) {
+	client, err := Client(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &fetcher{cfg: cfg, client: client}, nil
+}
+
+// Client returns an HTTP client with web_fetch's protection against
+// server-side request forgery: it connects only to addresses cfg.Allow
+// accepts (public internet addresses by default), checked after DNS
+// resolution on every connection, uses no proxy, follows at most
+// MaxRedirects redirects to http(s) URLs, and gives up after cfg.Timeout.
+// It fills in cfg's defaults. Webhook deliveries use it too.
+func Client(cfg *Config) (*http.Client, error) {
 	if cfg.MaxBytes < 0 {
 		return nil, fmt.Errorf("webfetch: MaxBytes must not be negative, got %d", cfg.MaxBytes)
 	}
@@ -68,8 +83,8 @@ func New(cfg Config) (tool.Tool, error) {
 	if cfg.Allow == nil {
 		cfg.Allow = Public
 	}
-	f := &fetcher{cfg: cfg}
-	dialer := &net.Dialer{Timeout: cfg.Timeout, Control: f.control}
+	guard := guard{allow: cfg.Allow}
+	dialer := &net.Dialer{Timeout: cfg.Timeout, Control: guard.control}
 	transport := &http.Transport{
 		Proxy:                  nil, // never a proxy from the environment: it would bypass the address check
 		DialContext:            dialer.DialContext,
@@ -80,12 +95,23 @@ func New(cfg Config) (tool.Tool, error) {
 		MaxIdleConns:           16,
 		IdleConnTimeout:        30 * time.Second,
 	}
-	f.client = &http.Client{
+	return &http.Client{
 		Transport:     transport,
 		Timeout:       cfg.Timeout,
 		CheckRedirect: checkRedirect,
+	}, nil
+}
+
+// AllowNetworks returns an address policy for Config.Allow: public
+// internet addresses, and the addresses of the given networks, which an
+// operator trusts (a LAN host, a service on this machine).
+func AllowNetworks(nets []netip.Prefix) func(netip.Addr) bool {
+	if len(nets) == 0 {
+		return Public
 	}
-	return f, nil
+	return func(a netip.Addr) bool {
+		return Public(a) || slices.ContainsFunc(nets, func(p netip.Prefix) bool { return p.Contains(a) })
+	}
 }
 
 // refusedError is a connection refused by the address policy.
@@ -95,7 +121,7 @@ type refusedError struct {
 }
 
 func (e *refusedError) Error() string {
-	return fmt.Sprintf("refused: %s is %s; web_fetch only reaches public internet addresses", e.addr, e.reason)
+	return fmt.Sprintf("refused: %s is %s; only public internet addresses are reached", e.addr, e.reason)
 }
 
 // urlError is a URL web_fetch will not fetch, first or after a redirect.
@@ -103,9 +129,12 @@ type urlError struct{ msg string }
 
 func (e *urlError) Error() string { return e.msg }
 
+// guard is the address check of a Client's connections.
+type guard struct{ allow func(netip.Addr) bool }
+
 // control runs after DNS resolution, just before each connection, with the
 // IP address about to be dialled.
-func (f *fetcher) control(network, address string, _ syscall.RawConn) error {
+func (g guard) control(network, address string, _ syscall.RawConn) error {
 	if network != "tcp4" && network != "tcp6" {
 		return &urlError{fmt.Sprintf("refused: network %s is not allowed", network)}
 	}
@@ -114,7 +143,7 @@ func (f *fetcher) control(network, address string, _ syscall.RawConn) error {
 		return &urlError{fmt.Sprintf("refused: cannot check address %q", address)}
 	}
 	addr := ap.Addr().Unmap().WithZone("")
-	if f.cfg.Allow(addr) {
+	if g.allow(addr) {
 		return nil
 	}
 	reason := Classify(ap.Addr())
@@ -128,13 +157,15 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) > MaxRedirects {
 		return &urlError{fmt.Sprintf("stopped after %d redirects (last to %s)", MaxRedirects, req.URL.Redacted())}
 	}
-	if err := checkURL(req.URL); err != nil {
+	if err := CheckURL(req.URL); err != nil {
 		return &urlError{"refused redirect: " + err.Error()}
 	}
 	return nil
 }
 
-func checkURL(u *url.URL) error {
+// CheckURL reports why u is not a URL a Client may be sent to: not
+// http(s), with a user name or password, or without a host.
+func CheckURL(u *url.URL) error {
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
 		if u.Scheme == "" {
@@ -189,7 +220,7 @@ func (f *fetcher) Call(ctx context.Context, env tool.Env, args json.RawMessage) 
 	if err != nil {
 		return "", fmt.Errorf("invalid URL: %v", errors.Unwrap(err))
 	}
-	if err := checkURL(u); err != nil {
+	if err := CheckURL(u); err != nil {
 		return "", fmt.Errorf("cannot fetch: %w", err)
 	}
 	u.Fragment, u.RawFragment = "", ""

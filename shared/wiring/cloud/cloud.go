@@ -105,7 +105,9 @@ import (
 	s3fs "github.com/lambdaclaw/lambdaclaw/shared/adapters/s3"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/console"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/mcpserver"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/ratelimit"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
@@ -160,6 +162,7 @@ type Root struct {
 	// Schedule is the engine of scheduled check-ins (schedule.go).
 	Schedule *dynamo.Schedule
 	timers   *ebscheduler.Schedules
+	skills   *skill.Catalog
 	secrets  *secrets
 	cfg      *config.Config
 }
@@ -243,7 +246,7 @@ func New(ctx context.Context) (*Root, error) {
 	}
 
 	r := &Root{Log: log, Store: db, Memory: mem, Embedder: emb, Agents: live, Identity: identity, Hub: agent.NewHub(), Limiter: ratelimit.New(time.Minute),
-		Schedule: schedules, timers: timers, cfg: cfg}
+		Schedule: schedules, timers: timers, skills: skills, cfg: cfg}
 	// Runs of the HTTP API: the hub streams a stateless run to its
 	// request in this function; a durable run's model calls happen in
 	// the step function, which stores what they stream for the api
@@ -284,7 +287,9 @@ func New(ctx context.Context) (*Root, error) {
 	if err := r.newTelegram(ctx, getenv, router); err != nil {
 		return nil, err
 	}
-	r.routeCheckIns(router)
+	if err := r.routeCheckIns(router); err != nil {
+		return nil, err
+	}
 	if len(cfg.Providers) == 0 {
 		log.Debug("no LLM provider configured: this function does not call models")
 	}
@@ -416,13 +421,58 @@ func (r *Root) API() (http.Handler, error) {
 		Drafts:  r.Store,
 		Log:     r.Log,
 	}
+	// /mcp is stateless: the next request of a client may reach another
+	// instance, which holds no MCP session.
+	mcpSrv, err := mcpserver.New(mcpserver.Config{
+		Runner: runner, Events: r.Hub, Sessions: r.Store, Agents: r.Agents, Names: r.AgentNames,
+		Identity: r.Identity, Stateless: true, Log: r.Log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	cons, err := r.console()
+	if err != nil {
+		return nil, err
+	}
 	return gateway.New(gateway.Config{
-		Runner: runner, Events: r.Hub, Keys: r.Store, Runs: r.Store, Limiter: r.Limiter,
+		Console: cons,
+		Runner:  runner, Events: r.Hub, Keys: r.Store, Runs: r.Store, Limiter: r.Limiter,
 		Agents: r.AgentNames, HasAgent: r.Agents.Has, Identity: r.Identity, Log: r.Log, Embedder: r.Embedder,
-		Responses: r.Store, Threads: r.Loop,
+		Responses: r.Store, Threads: r.Loop, MCP: mcpSrv,
 		// The agents are the deployment's: created with its table.
 		Created: func(string) time.Time { return r.Store.Created() },
 	})
+}
+
+// console is the web console of the api function: the same as the local
+// server's, over the table, the bucket and the scheduler; metrics are in
+// CloudWatch, not at /metrics.
+func (r *Root) console() (*console.Console, error) {
+	c := console.Config{
+		Sessions: r.Store, Keys: r.Store, Jobs: r.Schedule, Agents: r.AgentNames,
+		DefaultRate: config.DefaultKeyRate, Log: r.Log,
+		// The WebSocket API's management endpoint (https://…/stage) is
+		// also its clients' URL, with wss://.
+		WebSocketURL: wsURL(os.Getenv("WS_ENDPOINT")),
+		Workspace:    setup.WorkspaceOf(r.Agents),
+		Skills: func(ctx context.Context, agent string, ws filestore.FS) []skill.Skill {
+			list, _ := r.skills.For(ctx, agent, ws)
+			return list
+		},
+	}
+	if r.Memory != nil {
+		c.Memory = r.Memory
+	}
+	return console.New(c)
+}
+
+// wsURL is the client URL of the WebSocket API whose management
+// endpoint is ep; "" for none.
+func wsURL(ep string) string {
+	if rest, ok := strings.CutPrefix(ep, "https://"); ok {
+		return "wss://" + rest
+	}
+	return ""
 }
 
 // AgentNames lists the agents served, sorted.

@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -10,6 +11,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ebscheduler"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/setup"
@@ -42,12 +44,16 @@ func newSchedule(db *dynamo.Store, awsCfg aws.Config, getenv func(string) string
 }
 
 // routeCheckIns adds the replier of check-in runs to router.
-func (r *Root) routeCheckIns(router agent.Router) {
-	replier := &schedule.Replier{Engine: r.Schedule, Jobs: r.Schedule.Job, Deliver: map[string]agent.Replier{}, Log: r.Log}
+func (r *Root) routeCheckIns(router agent.Router) error {
+	replier, err := setup.CheckIns(r.cfg, r.Schedule, r.Log)
+	if err != nil {
+		return err
+	}
 	if r.Telegram != nil {
-		replier.Deliver[schedule.DeliverTelegram] = r.Telegram
+		replier.Deliver[schedule.DeliverTelegram] = schedule.Via(r.Telegram, telegram.ChannelName)
 	}
 	router[schedule.Channel] = replier
+	return nil
 }
 
 // SyncHeartbeats makes the agents' heartbeats' jobs follow their settings
@@ -75,3 +81,44 @@ func (r *Root) Jobs() *checkin.Jobs {
 }
 
 var _ dynamo.ScheduleTimers = (*ebscheduler.Schedules)(nil)
+
+// Scheduler returns the handler of the scheduler function, the target of
+// EventBridge Scheduler. It takes three kinds of event:
+//
+//   - the delivery of a job's firing, {"job","scheduled_time"}, which the
+//     schedule of each job (ebscheduler) sends, its scheduled time from
+//     <aws.scheduler.scheduled-time>: the firing is claimed (a second
+//     delivery of it starts nothing) and its run started through the
+//     loop's driver (checkin.Jobs.Fire);
+//   - {"run_now":{"owner","job"}} from `lambdaclaw cron run --stack`: the
+//     owner's job fires now (checkin.Jobs.Trigger);
+//   - a free-form check-in ({"agent","user","channel","text"}), which
+//     becomes a run in that user's session whose replies go to the
+//     channel (checkin.Handler).
+func (r *Root) Scheduler() func(ctx context.Context, event json.RawMessage) (any, error) {
+	checkIns, jobs := r.CheckIn(), r.Jobs()
+	return func(ctx context.Context, event json.RawMessage) (any, error) {
+		var d struct {
+			ebscheduler.Delivery
+			RunNow *checkin.RunNow `json:"run_now"`
+		}
+		if err := json.Unmarshal(event, &d); err != nil {
+			return nil, fmt.Errorf("scheduler: event: %w", err)
+		}
+		switch {
+		case d.RunNow != nil:
+			return jobs.Trigger(ctx, *d.RunNow)
+		case d.Job != "":
+			f, err := d.Firing()
+			if err != nil {
+				return nil, err
+			}
+			return jobs.Fire(ctx, f)
+		}
+		var ev checkin.Event
+		if err := json.Unmarshal(event, &ev); err != nil {
+			return nil, fmt.Errorf("scheduler: check-in: %w", err)
+		}
+		return checkIns.Handle(ctx, ev)
+	}
+}

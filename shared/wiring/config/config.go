@@ -59,6 +59,9 @@ type Config struct {
 	// server (limits.go).
 	Limits Limits `yaml:"limits"`
 	Server Server `yaml:"server"`
+	// Outbound widens where web_fetch and webhooks may connect
+	// (outbound.go).
+	Outbound Outbound `yaml:"outbound"`
 }
 
 // Telegram configures the Telegram channel. The bot token is
@@ -379,6 +382,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Server.fill(); err != nil {
+		return err
+	}
+	if _, err := c.Outbound.Networks(); err != nil {
 		return err
 	}
 	linked := map[string]string{}

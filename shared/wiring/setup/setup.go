@@ -10,6 +10,7 @@ package setup
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bedrock"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/openai"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/webhook"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
@@ -56,7 +58,11 @@ func Provider(ctx context.Context, p config.Provider, maxReply int) (llm.Provide
 // where agents have workspaces (withFiles), read_file, write_file,
 // list_dir and workspace_memory, within the configured file limits.
 func Tools(cfg *config.Config, skills *skill.Catalog, withFiles bool, jobs schedule.Engine) ([]tool.Tool, error) {
-	fetch, err := webfetch.New(webfetch.Config{})
+	nets, err := cfg.Outbound.Networks()
+	if err != nil {
+		return nil, err
+	}
+	fetch, err := webfetch.New(webfetch.Config{Allow: webfetch.AllowNetworks(nets)})
 	if err != nil {
 		return nil, err
 	}
@@ -228,4 +234,26 @@ func Heartbeats(cfg *config.Config, telegram bool) (map[string]schedule.Heartbea
 		out[name] = schedule.HeartbeatConfig{Every: time.Duration(a.Heartbeat.Every), Heartbeat: h, Deliver: to}
 	}
 	return out, nil
+}
+
+// JobEngine is a schedule engine that also reads any owner's job by id.
+type JobEngine interface {
+	schedule.Engine
+	Job(ctx context.Context, id string) (schedule.Job, error)
+}
+
+// CheckIns returns the replier of check-in runs of jobs, with the
+// deliveries every deployment has: webhooks, through web_fetch's address
+// rules and cfg's outbound networks. Channels add theirs (Telegram).
+func CheckIns(cfg *config.Config, jobs JobEngine, log *slog.Logger) (*schedule.Replier, error) {
+	nets, err := cfg.Outbound.Networks()
+	if err != nil {
+		return nil, err
+	}
+	client, err := webfetch.Client(&webfetch.Config{Allow: webfetch.AllowNetworks(nets), Timeout: 20 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	return &schedule.Replier{Engine: jobs, Jobs: jobs.Job, Log: log,
+		Deliver: map[string]schedule.Delivery{schedule.DeliverWebhook: webhook.Delivery(client)}}, nil
 }

@@ -204,3 +204,15 @@ func (r *Workspaces) scan() (*agentSet, error) {
 	r.set.Store(s)
 	return s, errors.Join(errs...)
 }
+
+// WorkspaceOf returns a function that gives an agent's workspace, as the
+// web console asks for it (console.Config.Workspace).
+func WorkspaceOf(r *Workspaces) func(name string) (filestore.FS, bool) {
+	return func(name string) (filestore.FS, bool) {
+		a, ok := r.Agent(name)
+		if !ok || a.Workspace == nil {
+			return nil, false
+		}
+		return a.Workspace, true
+	}
+}

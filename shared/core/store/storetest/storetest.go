@@ -1297,6 +1297,7 @@ func testCreateKey(t *testing.T, s store.Store) {
 	k1 := key("k1", at(0), "main", "helper")
 	k1.Autonomy = "full"
 	k1.RatePerMinute = 0
+	k1.Admin = true
 	k2 := key("k2", at(1))
 	must(t, "CreateKey k1", s.CreateKey(ctx, k1))
 	must(t, "CreateKey k2", s.CreateKey(ctx, k2))

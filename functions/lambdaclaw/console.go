@@ -1,0 +1,32 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/console"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/setup"
+)
+
+// newConsole builds the web console of the local server: everything it
+// shows is in the database, the agents' workspaces and memory; /metrics
+// is served.
+func newConsole(cfg *config.Config, db *sqlite.DB, agents *setup.Workspaces, skills *skill.Catalog, jobs console.Jobs, mem *localMemory, log *slog.Logger) (*console.Console, error) {
+	c := console.Config{
+		Sessions: db, Keys: db, Jobs: jobs, Agents: agents.Names, Metrics: true,
+		DefaultRate: cfg.DefaultRatePerMinute, Log: log,
+		Workspace: setup.WorkspaceOf(agents),
+		Skills: func(ctx context.Context, agent string, ws filestore.FS) []skill.Skill {
+			list, _ := skills.For(ctx, agent, ws)
+			return list
+		},
+	}
+	if mem.mem != nil {
+		c.Memory = mem.mem
+	}
+	return console.New(c)
+}

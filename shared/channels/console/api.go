@@ -1,0 +1,775 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+)
+
+// Limits of the API.
+const (
+	// MaxBody is the largest request body, in bytes.
+	MaxBody = 16 << 10
+	// MaxSessions is the most sessions listed, and looked through for
+	// pending approvals.
+	MaxSessions = 100
+	// MaxMessages is the most history messages a session's view shows:
+	// its latest.
+	MaxMessages = 500
+	// MaxFiles is the most workspace files an agent's view lists.
+	MaxFiles = 1000
+	// MaxFileBytes is the most of a file's text shown.
+	MaxFileBytes = 256 << 10
+	// MaxRuns is the most runs of a job shown.
+	MaxRuns = 50
+	// MaxKeyName bounds a key's name, in characters.
+	MaxKeyName = 64
+	// MaxQuery bounds a memory search, in bytes.
+	MaxQuery = 1000
+)
+
+// Sessions reads owners' sessions and what they hold: store.Store of
+// either adapter.
+type Sessions interface {
+	store.OwnerSessions
+	GetSession(ctx context.Context, id string) (store.Session, error)
+	Messages(ctx context.Context, sessionID string) ([]store.Message, error)
+	PendingApproval(ctx context.Context, sessionID string) (store.Approval, error)
+}
+
+// Jobs is the part of schedule.Engine the console uses.
+type Jobs interface {
+	List(ctx context.Context, owner string) ([]schedule.Job, error)
+	Runs(ctx context.Context, owner, id string, limit int) ([]schedule.Run, error)
+	SetPaused(ctx context.Context, owner, id string, paused bool) (schedule.Job, error)
+	Delete(ctx context.Context, owner, id string) error
+}
+
+// Memory is agent memory (*memory.Memory).
+type Memory interface {
+	Search(ctx context.Context, agent, owner, query string, o memory.SearchOptions) (memory.Results, error)
+	Get(ctx context.Context, agent, owner, key string) (memory.Entry, error)
+	Forget(ctx context.Context, agent, owner, key string) error
+}
+
+// Config wires the console.
+type Config struct {
+	Sessions Sessions
+	Keys     store.Keys
+	// Agents lists the agents served.
+	Agents func() []string
+	// Workspace returns an agent's workspace; ok is false for an unknown
+	// agent or one without a workspace.
+	Workspace func(agent string) (ws filestore.FS, ok bool)
+	// Skills, when set, lists the skills an agent sees (skill.Catalog.For).
+	Skills func(ctx context.Context, agent string, ws filestore.FS) []skill.Skill
+	// Jobs and Memory are optional: without them the console says there
+	// are none.
+	Jobs   Jobs
+	Memory Memory
+	// Metrics says whether the server serves GET /metrics.
+	Metrics bool
+	// WebSocketURL is where the console chats when it is not /ws of the
+	// console's own origin (on AWS, the WebSocket API's wss:// URL); empty
+	// means /ws.
+	WebSocketURL string
+	// DefaultRate is the rate limit of a key created without one.
+	DefaultRate int
+	Log         *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Console serves the pages and the API.
+type Console struct {
+	cfg Config
+	mux *http.ServeMux
+}
+
+// New returns the console.
+func New(cfg Config) (*Console, error) {
+	if cfg.Sessions == nil || cfg.Keys == nil || cfg.Agents == nil || cfg.Workspace == nil {
+		return nil, errors.New("console: Sessions, Keys, Agents and Workspace are required")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	c := &Console{cfg: cfg, mux: http.NewServeMux()}
+	const p = "/v1/lambdaclaw"
+	for pattern, h := range map[string]handler{
+		"GET " + p + "/me":                             c.me,
+		"GET " + p + "/sessions":                       c.sessions,
+		"GET " + p + "/sessions/{id}":                  c.session,
+		"GET " + p + "/approvals":                      c.approvals,
+		"GET " + p + "/jobs":                           c.jobs,
+		"GET " + p + "/jobs/{id}/runs":                 c.jobRuns,
+		"POST " + p + "/jobs/{id}":                     c.pauseJob,
+		"DELETE " + p + "/jobs/{id}":                   c.deleteJob,
+		"GET " + p + "/agents":                         c.agents,
+		"GET " + p + "/agents/{agent}":                 c.agent,
+		"GET " + p + "/agents/{agent}/files/{path...}": c.file,
+		"GET " + p + "/agents/{agent}/memory":          c.searchMemory,
+		"GET " + p + "/agents/{agent}/memory/{key}":    c.getMemory,
+		"DELETE " + p + "/agents/{agent}/memory/{key}": c.forget,
+		"GET " + p + "/keys":                           c.admin(c.listKeys),
+		"POST " + p + "/keys":                          c.admin(c.createKey),
+		"DELETE " + p + "/keys/{id}":                   c.admin(c.revokeKey),
+	} {
+		c.mux.Handle(pattern, c.serve(h))
+	}
+	c.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("unknown endpoint %s %s", r.Method, r.URL.Path))
+	})
+	return c, nil
+}
+
+// ServeHTTP serves the console's pages.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) { pages.ServeHTTP(w, r) }
+
+// ServeAPI answers a request of the API for the key k, which the caller
+// has authenticated.
+func (c *Console) ServeAPI(w http.ResponseWriter, r *http.Request, k store.APIKey) {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+	c.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyCtx{}, k)))
+}
+
+type keyCtx struct{}
+
+// handler is an endpoint: it answers for the key, or returns an error
+// that its ServeHTTP turns into the answer.
+type handler func(w http.ResponseWriter, r *http.Request, k store.APIKey) error
+
+func (c *Console) admin(h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+		if !k.Admin {
+			return &apiError{http.StatusForbidden, "admin_required", "only an admin key manages keys (`lambdaclaw keys create --admin`)"}
+		}
+		return h(w, r, k)
+	}
+}
+
+// serve makes h a handler of the mux: an apiError becomes its answer,
+// any other error a 500 whose message and log line carry the request id.
+func (c *Console) serve(h handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k, _ := r.Context().Value(keyCtx{}).(store.APIKey)
+		err := h(w, r, k)
+		if err == nil {
+			return
+		}
+		var ae *apiError
+		if errors.As(err, &ae) {
+			writeError(w, ae.status, ae.code, ae.msg)
+			return
+		}
+		c.cfg.Log.Error("console: request failed", "method", r.Method, "path", r.URL.Path, "request_id", w.Header().Get("X-Request-Id"), "key_id", k.ID, "error", err)
+		writeError(w, http.StatusInternalServerError, "internal_error", "the request failed; the server's log says why")
+	})
+}
+
+// apiError is an answer other than 200.
+type apiError struct {
+	status    int
+	code, msg string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func notFound(what string) error {
+	return &apiError{http.StatusNotFound, "not_found", what + " does not exist or belongs to another key"}
+}
+
+func badRequest(format string, args ...any) error {
+	return &apiError{http.StatusBadRequest, "invalid_request", fmt.Sprintf(format, args...)}
+}
+
+// owner is the principal a key acts as.
+func owner(k store.APIKey) string { return "key:" + k.ID }
+
+// failed wraps an unexpected error, which serve logs and answers 500.
+func failed(what string, err error) error {
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+type me struct {
+	ID       string   `json:"id"`
+	Name     string   `json:"name"`
+	Prefix   string   `json:"prefix"`
+	Autonomy string   `json:"autonomy"`
+	Admin    bool     `json:"admin"`
+	Owner    string   `json:"owner"`
+	Agents   []string `json:"agents"`
+	Features features `json:"features"`
+	// WebSocket is the chat's URL; empty means /ws of this origin.
+	WebSocket string `json:"websocket,omitempty"`
+}
+
+type features struct {
+	Jobs    bool `json:"jobs"`
+	Memory  bool `json:"memory"`
+	Metrics bool `json:"metrics"`
+}
+
+func (c *Console) me(w http.ResponseWriter, _ *http.Request, k store.APIKey) error {
+	writeJSON(w, http.StatusOK, me{
+		ID: k.ID, Name: k.Name, Prefix: k.Prefix, Autonomy: k.Autonomy, Admin: k.Admin, Owner: owner(k),
+		Agents:    c.agentsOf(k),
+		Features:  features{Jobs: c.cfg.Jobs != nil, Memory: c.cfg.Memory != nil, Metrics: c.cfg.Metrics},
+		WebSocket: c.cfg.WebSocketURL,
+	})
+	return nil
+}
+
+// agentsOf returns the agents k may use.
+func (c *Console) agentsOf(k store.APIKey) []string {
+	out := []string{}
+	for _, a := range c.cfg.Agents() {
+		if k.Allows(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// sessionView is a session as the console shows it.
+type sessionView struct {
+	store.Session
+	Pending *approvalView `json:"pending_approval,omitempty"`
+}
+
+type approvalView struct {
+	ID        string    `json:"id"`
+	SessionID string    `json:"session_id"`
+	Agent     string    `json:"agent"`
+	Tools     []string  `json:"tools"`
+	Prompt    string    `json:"prompt"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func (c *Console) sessions(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	list, err := c.ownSessions(r, k)
+	if err != nil {
+		return err
+	}
+	out := make([]sessionView, 0, len(list))
+	for _, s := range list {
+		ap, err := c.pending(r, s)
+		if err != nil {
+			return err
+		}
+		s.Allowlist = nil
+		out = append(out, sessionView{Session: s, Pending: ap})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
+	return nil
+}
+
+func (c *Console) ownSessions(r *http.Request, k store.APIKey) ([]store.Session, error) {
+	list, err := c.cfg.Sessions.SessionsOf(r.Context(), owner(k), MaxSessions)
+	if err != nil {
+		return nil, failed("list sessions", err)
+	}
+	return list, nil
+}
+
+// pending returns the session's pending approval, nil when none; a run
+// waiting for an API client's own tools waits for no person.
+func (c *Console) pending(r *http.Request, s store.Session) (*approvalView, error) {
+	a, err := c.cfg.Sessions.PendingApproval(r.Context(), s.ID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && a.Kind == store.ApprovalClientTools) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, failed("pending approval", err)
+	}
+	return &approvalView{ID: a.ID, SessionID: s.ID, Agent: s.Agent, Tools: a.Tools, Prompt: a.Prompt, CreatedAt: a.CreatedAt}, nil
+}
+
+func (c *Console) approvals(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	list, err := c.ownSessions(r, k)
+	if err != nil {
+		return err
+	}
+	out := []approvalView{}
+	for _, s := range list {
+		ap, err := c.pending(r, s)
+		if err != nil {
+			return err
+		}
+		if ap != nil {
+			out = append(out, *ap)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"approvals": out})
+	return nil
+}
+
+func (c *Console) session(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	id := r.PathValue("id")
+	s, err := c.cfg.Sessions.GetSession(r.Context(), id)
+	switch {
+	case errors.Is(err, store.ErrNotFound) || (err == nil && (s.Owner != owner(k) || s.Ephemeral)):
+		return notFound("the session " + strconv.Quote(id))
+	case err != nil:
+		return failed("get session", err)
+	}
+	msgs, err := c.cfg.Sessions.Messages(r.Context(), id)
+	if err != nil {
+		return failed("history", err)
+	}
+	truncated := len(msgs) > MaxMessages
+	if truncated {
+		msgs = msgs[len(msgs)-MaxMessages:]
+	}
+	ap, err := c.pending(r, s)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"session": sessionView{Session: s, Pending: ap}, "messages": msgs, "truncated": truncated,
+	})
+	return nil
+}
+
+// noJobs answers when there is no scheduler.
+var noJobs = &apiError{http.StatusNotFound, "not_found", "this server has no scheduler"}
+
+func (c *Console) jobs(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	if c.cfg.Jobs == nil {
+		writeJSON(w, http.StatusOK, map[string]any{"jobs": []schedule.Job{}})
+		return nil
+	}
+	list, err := c.cfg.Jobs.List(r.Context(), owner(k))
+	if err != nil {
+		return failed("list jobs", err)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": nonNil(list)})
+	return nil
+}
+
+// jobErr turns an engine's error into an answer.
+func (c *Console) jobErr(r *http.Request, id string, err error) error {
+	if errors.Is(err, schedule.ErrNotFound) {
+		return notFound("the job " + strconv.Quote(id))
+	}
+	return failed("job "+id, err)
+}
+
+func (c *Console) jobRuns(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	if c.cfg.Jobs == nil {
+		return noJobs
+	}
+	id := r.PathValue("id")
+	runs, err := c.cfg.Jobs.Runs(r.Context(), owner(k), id, MaxRuns)
+	if err != nil {
+		return c.jobErr(r, id, err)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": nonNil(runs)})
+	return nil
+}
+
+func (c *Console) pauseJob(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	if c.cfg.Jobs == nil {
+		return noJobs
+	}
+	var in struct {
+		Paused *bool `json:"paused"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	if in.Paused == nil {
+		return badRequest(`the body must say {"paused": true} or {"paused": false}`)
+	}
+	id := r.PathValue("id")
+	j, err := c.cfg.Jobs.SetPaused(r.Context(), owner(k), id, *in.Paused)
+	if err != nil {
+		return c.jobErr(r, id, err)
+	}
+	writeJSON(w, http.StatusOK, j)
+	return nil
+}
+
+func (c *Console) deleteJob(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	if c.cfg.Jobs == nil {
+		return noJobs
+	}
+	id := r.PathValue("id")
+	if err := c.cfg.Jobs.Delete(r.Context(), owner(k), id); err != nil {
+		return c.jobErr(r, id, err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (c *Console) agents(w http.ResponseWriter, _ *http.Request, k store.APIKey) error {
+	writeJSON(w, http.StatusOK, map[string]any{"agents": c.agentsOf(k)})
+	return nil
+}
+
+// workspace returns the workspace of the request's agent, if k may use it.
+func (c *Console) workspace(r *http.Request, k store.APIKey) (string, filestore.FS, error) {
+	name := r.PathValue("agent")
+	if !k.Allows(name) || !slices.Contains(c.cfg.Agents(), name) {
+		return "", nil, notFound("the agent " + strconv.Quote(name))
+	}
+	ws, ok := c.cfg.Workspace(name)
+	if !ok {
+		return "", nil, notFound("the workspace of agent " + strconv.Quote(name))
+	}
+	return name, ws, nil
+}
+
+type fileView struct {
+	Path     string    `json:"path"`
+	Size     int64     `json:"size"`
+	Modified time.Time `json:"modified"`
+}
+
+type skillView struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Source      string `json:"source"`
+}
+
+// bootstrapFiles are the workspace files that make an agent's system
+// prompt, in the order the console shows them.
+var bootstrapFiles = []string{"AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "TOOLS.md", "MEMORY.md", "HEARTBEAT.md", "BOOTSTRAP.md"}
+
+var errEnough = errors.New("enough files")
+
+func (c *Console) agent(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	name, ws, err := c.workspace(r, k)
+	if err != nil {
+		return err
+	}
+	files := []fileView{}
+	err = ws.Walk(r.Context(), ".", func(p string, e filestore.Entry) error {
+		if len(files) == MaxFiles {
+			return errEnough
+		}
+		files = append(files, fileView{Path: p, Size: e.Size, Modified: e.ModTime})
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return failed("list workspace", err)
+	}
+	boot := []string{}
+	for _, b := range bootstrapFiles {
+		if slices.ContainsFunc(files, func(f fileView) bool { return f.Path == b }) {
+			boot = append(boot, b)
+		}
+	}
+	skills := []skillView{}
+	if c.cfg.Skills != nil {
+		for _, s := range c.cfg.Skills(r.Context(), name, ws) {
+			skills = append(skills, skillView{Name: s.Name, Description: s.Description, Source: s.Source.String()})
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"name": name, "files": files, "truncated": errors.Is(err, errEnough), "bootstrap": boot, "skills": skills,
+	})
+	return nil
+}
+
+func (c *Console) file(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	_, ws, err := c.workspace(r, k)
+	if err != nil {
+		return err
+	}
+	p := r.PathValue("path")
+	if !fs.ValidPath(p) || p == "." {
+		return badRequest("%q is not a file path inside the workspace", p)
+	}
+	data, e, err := ws.ReadFile(r.Context(), p, MaxFileBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid):
+		return notFound("the file " + strconv.Quote(p))
+	case err != nil:
+		return failed("read file", err)
+	}
+	text := string(data)
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"path": p, "size": e.Size, "modified": e.ModTime, "text": text, "truncated": e.Size > int64(len(data)),
+	})
+	return nil
+}
+
+// memoryOf checks the memory request's agent and that there is memory.
+func (c *Console) memoryOf(r *http.Request, k store.APIKey) (string, error) {
+	name := r.PathValue("agent")
+	if !k.Allows(name) || !slices.Contains(c.cfg.Agents(), name) {
+		return "", notFound("the agent " + strconv.Quote(name))
+	}
+	if c.cfg.Memory == nil {
+		return "", &apiError{http.StatusNotFound, "not_found", "agent memory is off on this server"}
+	}
+	return name, nil
+}
+
+// memErr turns memory's error into an answer.
+func (c *Console) memErr(r *http.Request, err error) error {
+	switch {
+	case errors.Is(err, memory.ErrNotFound):
+		return notFound("the memory " + strconv.Quote(r.PathValue("key")))
+	case errors.Is(err, memory.ErrInvalid):
+		return badRequest("%s", err.Error())
+	}
+	return failed("memory", err)
+}
+
+func (c *Console) searchMemory(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	name, err := c.memoryOf(r, k)
+	if err != nil {
+		return err
+	}
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	switch {
+	case q == "":
+		return badRequest("say what to search for with the query parameter q")
+	case len(q) > MaxQuery:
+		return badRequest("the query is longer than %d bytes", MaxQuery)
+	}
+	limit := 0
+	if v := r.URL.Query().Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > memory.MaxLimit {
+			return badRequest("limit %q: want a number from 1 to %d", v, memory.MaxLimit)
+		}
+	}
+	res, err := c.cfg.Memory.Search(r.Context(), name, owner(k), q, memory.SearchOptions{Limit: limit})
+	if err != nil {
+		return c.memErr(r, err)
+	}
+	res.Hits = nonNil(res.Hits)
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (c *Console) getMemory(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	name, err := c.memoryOf(r, k)
+	if err != nil {
+		return err
+	}
+	e, err := c.cfg.Memory.Get(r.Context(), name, owner(k), r.PathValue("key"))
+	if err != nil {
+		return c.memErr(r, err)
+	}
+	writeJSON(w, http.StatusOK, e)
+	return nil
+}
+
+// forget forgets one of the owner's own memories; an agent-wide one, or
+// another owner's, is 404.
+func (c *Console) forget(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	name, err := c.memoryOf(r, k)
+	if err != nil {
+		return err
+	}
+	key := r.PathValue("key")
+	e, err := c.cfg.Memory.Get(r.Context(), name, owner(k), key)
+	if err == nil && e.Owner != owner(k) {
+		return &apiError{http.StatusForbidden, "agent_wide", "the memory " + strconv.Quote(key) + " is the agent's, shared by all its users; edit its source (" + e.Source + ") instead"}
+	}
+	if err != nil {
+		return c.memErr(r, err)
+	}
+	if err := c.cfg.Memory.Forget(r.Context(), name, owner(k), key); err != nil {
+		return c.memErr(r, err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// keyView is a key as the console shows it: never its hash.
+type keyView struct {
+	ID            string     `json:"id"`
+	Name          string     `json:"name"`
+	Prefix        string     `json:"prefix"`
+	Agents        []string   `json:"agents"`
+	Autonomy      string     `json:"autonomy"`
+	RatePerMinute int        `json:"rate_per_minute"`
+	Admin         bool       `json:"admin"`
+	CreatedAt     time.Time  `json:"created_at"`
+	RevokedAt     *time.Time `json:"revoked_at,omitempty"`
+}
+
+func viewKey(k store.APIKey) keyView {
+	return keyView{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Agents: nonNil(k.Agents), Autonomy: k.Autonomy,
+		RatePerMinute: k.RatePerMinute, Admin: k.Admin, CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt}
+}
+
+func (c *Console) listKeys(w http.ResponseWriter, r *http.Request, _ store.APIKey) error {
+	ks, err := c.cfg.Keys.ListKeys(r.Context())
+	if err != nil {
+		return failed("list keys", err)
+	}
+	out := make([]keyView, 0, len(ks))
+	for _, k := range ks {
+		out = append(out, viewKey(k))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"keys": out})
+	return nil
+}
+
+// newKey is the body of POST /keys.
+type newKey struct {
+	Name          string   `json:"name"`
+	Agents        []string `json:"agents"`
+	Autonomy      string   `json:"autonomy"`
+	RatePerMinute *int     `json:"rate_per_minute"`
+	Admin         bool     `json:"admin"`
+}
+
+// check validates a new key as `lambdaclaw keys create` does.
+func (c *Console) check(in newKey) (store.APIKey, error) {
+	if n := utf8.RuneCountInString(in.Name); n > MaxKeyName {
+		return store.APIKey{}, badRequest("name is %d characters long; at most %d are allowed", n, MaxKeyName)
+	}
+	if strings.ContainsFunc(in.Name, unicode.IsControl) {
+		return store.APIKey{}, badRequest("name %q has control characters", in.Name)
+	}
+	if in.Autonomy == "" {
+		in.Autonomy = tool.Supervised.String()
+	}
+	if _, err := tool.ParseAutonomy(in.Autonomy); err != nil {
+		return store.APIKey{}, badRequest("autonomy: %v", err)
+	}
+	known := c.cfg.Agents()
+	var agents []string
+	for _, a := range in.Agents {
+		if !slices.Contains(known, a) {
+			return store.APIKey{}, badRequest("agents: there is no agent %q", a)
+		}
+		if !slices.Contains(agents, a) {
+			agents = append(agents, a)
+		}
+	}
+	rate := c.cfg.DefaultRate
+	if in.RatePerMinute != nil {
+		if rate = *in.RatePerMinute; rate < 1 {
+			return store.APIKey{}, badRequest("rate_per_minute %d: a key's rate limit is a number of requests per minute, at least 1", rate)
+		}
+	}
+	return store.APIKey{Name: in.Name, Agents: agents, Autonomy: in.Autonomy, RatePerMinute: rate, Admin: in.Admin}, nil
+}
+
+func (c *Console) createKey(w http.ResponseWriter, r *http.Request, _ store.APIKey) error {
+	var in newKey
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	spec, err := c.check(in)
+	if err != nil {
+		return err
+	}
+	secret, k, err := apikey.Create(r.Context(), c.cfg.Keys, spec)
+	if err != nil {
+		return failed("create key", err)
+	}
+	c.cfg.Log.Info("console: key created", "key_id", k.ID, "admin", k.Admin)
+	writeJSON(w, http.StatusCreated, map[string]any{"key": secret, "record": viewKey(k)})
+	return nil
+}
+
+func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, self store.APIKey) error {
+	id := r.PathValue("id")
+	if id == self.ID {
+		return &apiError{http.StatusConflict, "own_key", "this is the key you are signed in with; revoke it with another admin key or `lambdaclaw keys revoke`"}
+	}
+	ks, err := c.cfg.Keys.ListKeys(r.Context())
+	if err != nil {
+		return failed("list keys", err)
+	}
+	i := slices.IndexFunc(ks, func(k store.APIKey) bool { return k.ID == id })
+	switch {
+	case i < 0:
+		return notFound("the key " + strconv.Quote(id))
+	case ks[i].RevokedAt != nil:
+		return &apiError{http.StatusConflict, "revoked", "the key " + strconv.Quote(id) + " was revoked already"}
+	}
+	if err := c.cfg.Keys.RevokeKey(r.Context(), id, c.cfg.Now().UTC()); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound("the key " + strconv.Quote(id))
+		}
+		return failed("revoke key", err)
+	}
+	c.cfg.Log.Info("console: key revoked", "key_id", id, "by", self.ID)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// decode reads a JSON object body into v; unknown fields are refused.
+func decode(r *http.Request, v any) error {
+	d := json.NewDecoder(r.Body)
+	d.DisallowUnknownFields()
+	err := d.Decode(v)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return &apiError{http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("the body is larger than %d bytes", MaxBody)}
+	case errors.Is(err, io.EOF):
+		return badRequest("the body is empty; send a JSON object")
+	case err != nil:
+		return badRequest("the body is not the JSON object expected: %v", err)
+	}
+	if d.More() {
+		return badRequest("the body holds more than one JSON value")
+	}
+	return nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// writeError writes the OpenAI error JSON the rest of the API uses; a
+// server error's message ends with the request's id (the gateway's
+// X-Request-Id), which the log line about it carries too.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	typ := "invalid_request_error"
+	if status >= 500 {
+		typ = "server_error"
+		if id := w.Header().Get("X-Request-Id"); id != "" {
+			msg += " (request id " + id + ")"
+		}
+	}
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"encoding failed","type":"server_error","param":null,"code":"internal_error"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}

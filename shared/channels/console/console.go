@@ -1,0 +1,72 @@
+// Package console is lambdaclaw's web console: a few hand-written pages
+// (web/, embedded, no build step, nothing fetched from elsewhere) and the
+// small JSON API they read and write through, served by the gateway (see
+// gateway.Config.Console) under gateway.ConsolePrefix, /v1/lambdaclaw/.
+//
+// Every endpoint acts for the API key of the request (its owner,
+// "key:<id>"): a key sees only its own sessions, approvals, jobs and
+// memories, and another owner's are answered 404 as if they did not
+// exist; it sees only the agents it may use. Keys are listed, created
+// and revoked by admin keys only (403 for others). Bodies are limited to
+// MaxBody bytes; bad input is a 4xx with the OpenAI error JSON the rest
+// of the API uses.
+//
+//	GET    /v1/lambdaclaw/me                          the key, its owner, its agents, what the console can show
+//	GET    /v1/lambdaclaw/sessions                    the owner's sessions, newest first (each with its pending approval)
+//	GET    /v1/lambdaclaw/sessions/{id}               a session and its history
+//	GET    /v1/lambdaclaw/approvals                   the pending approvals of the owner's sessions
+//	GET    /v1/lambdaclaw/jobs                        the owner's scheduled jobs
+//	GET    /v1/lambdaclaw/jobs/{id}/runs              a job's latest runs
+//	POST   /v1/lambdaclaw/jobs/{id}                   {"paused": bool}: pause or resume a job
+//	DELETE /v1/lambdaclaw/jobs/{id}                   delete a job
+//	GET    /v1/lambdaclaw/agents                      the agents the key may use
+//	GET    /v1/lambdaclaw/agents/{agent}              an agent's workspace files, bootstrap files and skills
+//	GET    /v1/lambdaclaw/agents/{agent}/files/{path} a workspace file's text
+//	GET    /v1/lambdaclaw/agents/{agent}/memory?q=    search the memories the owner sees
+//	GET    /v1/lambdaclaw/agents/{agent}/memory/{key} one memory
+//	DELETE /v1/lambdaclaw/agents/{agent}/memory/{key} forget one of the owner's memories
+//	GET    /v1/lambdaclaw/keys                        (admin) every key
+//	POST   /v1/lambdaclaw/keys                        (admin) create a key; its secret is in the answer, once
+//	DELETE /v1/lambdaclaw/keys/{id}                   (admin) revoke a key
+//
+// Chat goes over the WebSocket (/ws, package wsproto), the key offered as
+// a subprotocol; metrics are GET /metrics, when the server has it.
+package console
+
+import (
+	"embed"
+	"io/fs"
+	"net/http"
+	"strings"
+)
+
+//go:embed web
+var web embed.FS
+
+// pages serves the files of web/: index.html at /, the rest under
+// /console/.
+var pages = func() http.Handler {
+	sub, err := fs.Sub(web, "web")
+	if err != nil {
+		panic(err)
+	}
+	files := http.FileServerFS(sub)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		// Everything is the console's own: no inline scripts, no other
+		// origin, no framing.
+		h.Set("Content-Security-Policy", "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-cache")
+		switch {
+		case r.URL.Path == "/":
+			http.ServeFileFS(w, r, sub, "index.html")
+			return
+		case strings.HasSuffix(r.URL.Path, "/"): // no listings
+			http.NotFound(w, r)
+			return
+		}
+		http.StripPrefix("/console", files).ServeHTTP(w, r)
+	})
+}()

@@ -1,0 +1,64 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+)
+
+// OwnerStore is a store that lists owners' sessions.
+type OwnerStore interface {
+	store.Store
+	store.OwnerSessions
+}
+
+// RunOwnerSessions runs the suite of store.OwnerSessions: sessions made
+// by CreateSession and by EnqueueRun are listed for their owner only,
+// newest first, within the limit, without ephemeral or deleted ones.
+func RunOwnerSessions(t *testing.T, newStore func(t *testing.T) OwnerStore) {
+	s := newStore(t)
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	ctx := t.Context()
+	mk := func(id, owner string, n int, ephemeral bool) store.Session {
+		sess := store.Session{ID: id, Agent: "main", Owner: owner, Ephemeral: ephemeral, CreatedAt: at(n), UpdatedAt: at(n)}
+		must(t, "CreateSession "+id, s.CreateSession(ctx, sess))
+		return sess
+	}
+	a1 := mk("a1", "key:a", 1, false)
+	a3 := mk("a3", "key:a", 3, false)
+	mk("b2", "key:b", 2, false)
+	mk("a4", "key:a", 4, true)
+	a5 := mk("a5", "key:a", 5, false)
+	mk("gone", "key:a", 6, false)
+	must(t, "DeleteSession gone", s.DeleteSession(ctx, "gone"))
+	n := store.NewRun{Session: store.Session{ID: "a7", Agent: "helper", Owner: "key:a", CreatedAt: at(7)},
+		Run: store.Run{ID: "r7", SessionID: "a7", State: []byte(`{}`), CreatedAt: at(7)}}
+	if _, _, err := s.EnqueueRun(ctx, n); err != nil {
+		t.Fatalf("EnqueueRun: %v", err)
+	}
+	a7, err := s.GetSession(ctx, "a7")
+	must(t, "GetSession a7", err)
+
+	ignoreUpdated := cmpopts.IgnoreFields(store.Session{}, "UpdatedAt")
+	tests := []struct {
+		owner string
+		limit int
+		want  []store.Session
+	}{
+		{"key:a", 10, []store.Session{a7, a5, a3, a1}},
+		{"key:a", 2, []store.Session{a7, a5}},
+		{"key:b", 10, []store.Session{{ID: "b2", Agent: "main", Owner: "key:b", CreatedAt: at(2)}}},
+		{"key:nobody", 10, nil},
+	}
+	for _, tt := range tests {
+		got, err := s.SessionsOf(ctx, tt.owner, tt.limit)
+		must(t, "SessionsOf "+tt.owner, err)
+		diff(t, "SessionsOf "+tt.owner, tt.want, got, ignoreUpdated)
+	}
+}
