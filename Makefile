@@ -8,7 +8,8 @@ BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(BUILD_DATE)
 # The platforms make release builds lambdaclaw for, as GOOS/GOARCH.
 RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
-# Every directory under functions/ except the local binary is a Lambda function.
+# Every directory under functions/ except the local binary is a Lambda function,
+# or, for sandbox, the Fargate sandbox task's runner, built the same way.
 LAMBDAS   := $(filter-out lambdaclaw,$(notdir $(wildcard functions/*)))
 
 .PHONY: run test build release bench lint clean
@@ -22,11 +23,14 @@ run:
 ## started on a free port for this run and always stopped after it; the client
 ## tests use the JavaScript clients pinned in tests/testdata/clients, installed
 ## with npm ci when missing or when their lock changed; the console's browser
-## test needs Chromium (tests/install-chromium.sh: apt-get as root, else how)
+## test needs Chromium (tests/install-chromium.sh: apt-get as root, else how);
+## bubblewrap, the exec tool's sandbox, is installed with apt-get when missing
+## and run as root (tests/install-bubblewrap.sh)
 test:
 	$(GO) vet ./...
 	bash tests/testdata/clients/install.sh
 	bash tests/install-chromium.sh
+	bash tests/install-bubblewrap.sh
 	bash tests/dynamodb-local.sh run $(GO) test -count=1 ./...
 	cd infra && $(GO) vet ./... && JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 $(GO) test -count=1 ./...
 
@@ -55,7 +59,10 @@ release:
 ##        (stateless and stateful, 16 in flight), startup and memory figures
 ##        (also the peak under a 64 MB model reply);
 ##        memory search latency (p50/p99 at 1k, 10k, 100k) and indexing throughput;
-##        the AWS memory search on DynamoDB Local (1k, 10k), an engine per case
+##        the AWS memory search on DynamoDB Local (1k, 10k), an engine per case;
+##        exec latency in a bubblewrap sandbox, cold and warm (p50);
+##        an MCP tool call over stdio, through the adapter and the SDK alone,
+##        and the adapter's own work per call; a chat call of the MCP server
 bench:
 	$(GO) test -run '^$$' -bench 'Completion|StreamTTFB' -benchtime 2000x -count 1 ./tests/bench/
 	$(GO) test -run '^$$' -bench 'Throughput' -benchtime 3000x -count 1 ./tests/bench/
@@ -64,6 +71,9 @@ bench:
 	$(GO) test -run '^$$' -bench 'HugeReply' -benchtime 3x -count 1 ./tests/bench/
 	$(GO) test -run '^$$' -bench 'MemorySearch' -benchtime 1000x -count 1 ./shared/adapters/sqlite/
 	$(GO) test -run '^$$' -bench 'MemoryIndex' -benchtime 2s -count 1 ./shared/adapters/sqlite/
+	$(GO) test -run '^$$' -bench 'SandboxExec' -benchtime 100x -count 1 ./tests/bench/
+	$(GO) test -run '^$$' -bench 'Call' -benchtime 3000x -count 1 ./shared/adapters/mcp/
+	$(GO) test -run '^$$' -bench 'Chat' -benchtime 200x -count 1 ./shared/channels/mcpserver/
 	for c in 1k 10k 10k_owners; do \
 		bash tests/dynamodb-local.sh run $(GO) test -run '^$$' -bench "MemorySearch/$$c\$$" -benchtime 1000x -count 1 ./shared/adapters/dynamo/ || exit 1; \
 	done

@@ -26,9 +26,11 @@ var (
 	// lane, indexes) and the runs, approvals and responses it indexes.
 	sessionKeys = []string{"SESSION#*", "RUN#*", "APPROVAL#*", "RESPONSE#*"}
 	keyKeys     = []string{"KEY#*"}
-	connKeys    = []string{"CONN#*"}
-	memoryKeys  = []string{"MEM#*"}
-	jobKeys     = []string{"JOB#*"}
+	// keyIDKeys are the claims of key ids, naming their key's hash.
+	keyIDKeys  = []string{"KEYID#*"}
+	connKeys   = []string{"CONN#*"}
+	memoryKeys = []string{"MEM#*"}
+	jobKeys    = []string{"JOB#*"}
 	// telegramKeys are the Telegram channel's: handled updates, users let
 	// in by a code, used codes, the outbox.
 	telegramKeys = []string{"TGSEEN#*", "TGUSER#*", "TGCODE#*", "TGOUT#*"}
@@ -85,11 +87,25 @@ func (s *builder) grantTable(fn awslambda.Function, role string) {
 	}))
 	switch role {
 	case "api":
-		// Keys are checked, never written (the CLI writes them); inline
-		// runs of stateless requests use the memory tools.
+		// Inline runs of stateless requests use the memory tools, as
+		// does the web console's memory view.
 		s.grantItems(fn, sessionActions, sessionKeys)
-		s.grantItems(fn, readActions, keyKeys)
 		s.grantItems(fn, memoryActions, memoryKeys)
+		// Every request checks its key (GetItem). The web console
+		// (shared/channels/console) lists an owner's sessions from the
+		// index (OWNER#<owner>); its admin keys list the keys (KEYS),
+		// create one (its item and its id's claim, put in one
+		// transaction) and revoke one (the claim read, the key updated).
+		s.grantIndex(fn, "OWNER#*", "KEYS")
+		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, keyKeys)
+		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem"}, keyIDKeys)
+		// Its jobs view lists the owner's jobs and a job's runs, pauses
+		// and resumes a job (its item replaced) and deletes one (the job
+		// and its id's claim in one transaction, then its runs in
+		// batches); the schedules follow (grantSchedules).
+		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem",
+			"dynamodb:BatchWriteItem"}, cronKeys)
+		s.grantItems(fn, []string{"dynamodb:DeleteItem"}, cronIDKeys)
 	case "ws":
 		s.grantItems(fn, sessionActions, sessionKeys)
 		s.grantItems(fn, readActions, keyKeys)

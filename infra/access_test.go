@@ -109,7 +109,15 @@ func TestTableGrants(t *testing.T) {
 	memory := []string{"dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	sessions := []string{"SESSION#*", "RUN#*", "APPROVAL#*", "RESPONSE#*"}
 	want := map[string][]tableGrant{
-		"api": {describe, items(sessions, session...), items([]string{"KEY#*"}, "dynamodb:GetItem"), items([]string{"MEM#*"}, memory...)},
+		// The web console lists an owner's sessions and the keys from
+		// the index, creates and revokes keys, and lists, pauses and
+		// deletes jobs.
+		"api": {describe, items(sessions, session...), items([]string{"MEM#*"}, memory...),
+			{Actions: []string{"dynamodb:Query"}, Resource: "index/gsi1", LeadingKeys: []string{"OWNER#*", "KEYS"}},
+			items([]string{"KEY#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+			items([]string{"KEYID#*"}, "dynamodb:GetItem", "dynamodb:PutItem"),
+			items([]string{"CRON#*"}, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"),
+			items([]string{"CRONID#*"}, "dynamodb:DeleteItem")},
 		"ws": {describe, items(sessions, session...), items([]string{"KEY#*"}, "dynamodb:GetItem"),
 			items([]string{"CONN#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem")},
 		"telegram": {describe, items(sessions, session...),

@@ -62,15 +62,16 @@ func routeID(route string) string {
 
 // restAPI creates the REST API, the front door for HTTP.
 //
-// Every route of the api function is a Lambda proxy integration in STREAM
-// mode (see NewStack for why, and for the payload format it implies);
-// the Telegram webhook (telegram=on only) is a BUFFERED proxy integration
+// The api function's routes (the OpenAI-compatible API's, /health, /mcp
+// and the web console's) are Lambda proxy integrations in STREAM mode
+// (see NewStack for why, and for the payload format it implies); the
+// Telegram webhook (telegram=on only) is a BUFFERED proxy integration
 // of the telegram function.
 func (s *builder) restAPI() {
 	s.addWebSocketRoutes()
 	api := awsapigateway.NewRestApi(s.stack, jsii.String("Api"), &awsapigateway.RestApiProps{
 		RestApiName: jsii.String(*s.stack.StackName() + "-api"),
-		Description: jsii.String("lambdaclaw: OpenAI-compatible API (streamed), health, Telegram webhook (optional)"),
+		Description: jsii.String("lambdaclaw: OpenAI-compatible API (streamed), MCP server, web console, health, Telegram webhook (optional)"),
 		EndpointConfiguration: &awsapigateway.EndpointConfiguration{
 			Types: &[]awsapigateway.EndpointType{awsapigateway.EndpointType_REGIONAL},
 		},
@@ -90,6 +91,20 @@ func (s *builder) restAPI() {
 	})
 	root := api.Root()
 	root.AddResource(jsii.String("health"), nil).AddMethod(jsii.String("GET"), stream, nil)
+	// The MCP server (shared/channels/mcpserver): POST carries the
+	// messages; it is stateless here, so GET and DELETE, which only an
+	// MCP session has, are the function's 405.
+	mcp := root.AddResource(jsii.String("mcp"), nil)
+	for _, method := range []string{"POST", "GET", "DELETE"} {
+		mcp.AddMethod(jsii.String(method), stream, nil)
+	}
+	// The web console (shared/channels/console): its page at the
+	// stage's root, its other files beside it under console/, and its
+	// JSON API under /v1/lambdaclaw/.
+	root.AddMethod(jsii.String("GET"), stream, nil)
+	root.AddResource(jsii.String("console"), nil).
+		AddResource(jsii.String("{file}"), nil).
+		AddMethod(jsii.String("GET"), stream, nil)
 
 	v1 := root.AddResource(jsii.String("v1"), nil)
 	models := v1.AddResource(jsii.String("models"), nil)
@@ -104,6 +119,9 @@ func (s *builder) restAPI() {
 	response := responses.AddResource(jsii.String("{id}"), nil)
 	response.AddMethod(jsii.String("GET"), stream, nil)
 	response.AddMethod(jsii.String("DELETE"), stream, nil)
+	v1.AddResource(jsii.String("lambdaclaw"), nil).
+		AddResource(jsii.String("{proxy+}"), nil).
+		AddMethod(jsii.String("ANY"), stream, nil)
 
 	if s.cfg.Telegram {
 		telegram := awsapigateway.NewLambdaIntegration(s.fns["telegram"], &awsapigateway.LambdaIntegrationOptions{

@@ -35,6 +35,7 @@ const (
 	ctxRunMemory      = "run_memory"             // MB of the functions that run the loop (api, step)
 	ctxEmbedDims      = "embed_dimensions"       // length of the memory vectors: 256, 512 or 1024
 	ctxAgentsFile     = "agents_file"            // YAML file whose agents: section defines the agents (agents.go)
+	ctxSandbox        = "sandbox"                // none (default) or fargate: the exec tool's ECS Fargate tasks (sandbox.go)
 )
 
 // Defaults for the context keys.
@@ -81,6 +82,9 @@ const (
 	// small loss of retrieval quality.
 	DefaultEmbedDimensions = 512
 
+	SandboxNone    = "none"
+	SandboxFargate = "fargate"
+
 	TelegramOff = "off"
 	TelegramOn  = "on"
 	// DefaultTelegramTokenSecret is the name of the secret the operator
@@ -118,6 +122,9 @@ type Config struct {
 	// secret that holds the bot token: the stack imports it, it does not
 	// create it (README: Telegram on AWS).
 	TelegramTokenSecret string
+	// Sandbox is SandboxNone or SandboxFargate: the cluster, task
+	// definition and network of the exec tool's tasks (sandbox.go).
+	Sandbox string
 	// SearchInstance is the OpenSearch data node instance type.
 	SearchInstance string
 	// Alarms adds the CloudWatch alarms and their SNS topic (on by
@@ -161,6 +168,7 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	}
 	c := Config{
 		Search:         get(ctxSearch, SearchNone),
+		Sandbox:        get(ctxSandbox, SandboxNone),
 		Model:          get(ctxModel, DefaultModel),
 		EmbedModel:     get(ctxEmbedModel, DefaultEmbedModel),
 		Assets:         get(ctxAssets, defaultAssets()),
@@ -201,6 +209,9 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	}
 	if c.Search != SearchNone && c.Search != SearchOpenSearch {
 		return Config{}, fmt.Errorf("context %s=%q: want %q or %q", ctxSearch, c.Search, SearchNone, SearchOpenSearch)
+	}
+	if c.Sandbox != SandboxNone && c.Sandbox != SandboxFargate {
+		return Config{}, fmt.Errorf("context %s=%q: want %q or %q", ctxSandbox, c.Sandbox, SandboxNone, SandboxFargate)
 	}
 	switch tg := get(ctxTelegram, TelegramOff); tg {
 	case TelegramOff:

@@ -40,7 +40,7 @@ var assetsDir = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, f := range []string{"api", "ws", "telegram", "step", "scheduler", "indexer"} {
+	for _, f := range []string{"api", "ws", "telegram", "step", "scheduler", "indexer", "sandbox"} {
 		if err := os.MkdirAll(filepath.Join(dir, f), 0o755); err != nil {
 			return "", err
 		}
@@ -57,6 +57,8 @@ const (
 	// variantShortApproval is the default with approval_timeout=2s, whose
 	// definition the offline test of an expiring approval runs.
 	variantShortApproval = "short-approval"
+	// variantSandbox is the default with the Fargate sandbox.
+	variantSandbox = "sandbox"
 )
 
 // agentsFile defines the agents of the opensearch variant.
@@ -76,6 +78,7 @@ var variantContext = map[string]map[string]string{
 		ctxModel:         "eu.anthropic.claude-sonnet-4-5-20250929-v1:0",
 		ctxAgentsFile:    agentsFile,
 	},
+	variantSandbox:       {ctxSandbox: SandboxFargate},
 	variantShortApproval: {ctxApproval: "2s", ctxRetention: "30", ctxVersionDays: "7", ctxRunMemory: "1024", ctxEmbedDims: "1024"},
 }
 

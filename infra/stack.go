@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
@@ -108,6 +109,9 @@ func NewStack(scope constructs.Construct, id string, cfg Config, props *awscdk.S
 	if cfg.Search == SearchOpenSearch {
 		functions = append(functions, "indexer")
 	}
+	if cfg.Sandbox == SandboxFargate {
+		functions = append(functions, "sandbox") // the runner, a task's program
+	}
 	if err := cfg.checkAssets(functions); err != nil {
 		return nil, err
 	}
@@ -140,6 +144,9 @@ func NewStack(scope constructs.Construct, id string, cfg Config, props *awscdk.S
 	if cfg.Search == SearchOpenSearch {
 		s.search()
 	}
+	if cfg.Sandbox == SandboxFargate {
+		s.sandbox()
+	}
 	s.loop()
 	s.alarms()
 	s.restAPI()
@@ -169,6 +176,7 @@ type builder struct {
 	addWebSocketRoutes func()
 	searchEndpoint     *string // https URL of the OpenSearch domain, or nil
 	searchGrant        func(awsiam.IGrantable)
+	sandboxCluster     awsecs.Cluster // nil without sandbox=fargate
 	fns                map[string]awslambda.Function
 	deadLetters        []deadLetter
 	stateMachine       awsstepfunctions.StateMachine
@@ -498,12 +506,17 @@ func (s *builder) lambdas() {
 	makers := merge(schedules, map[string]*string{"SCHEDULER_ROLE_ARN": s.schedulerRole.RoleArn(), "SCHEDULER_TARGET_ARN": sched.FunctionArn()})
 	s.schedulerFunction = sched
 
-	// api: the OpenAI-compatible API and health, streamed.
-	api := s.function("api", "OpenAI-compatible API and health (response streaming)", float64(s.cfg.RunMemory), 900,
-		common(llm))
+	// api: the OpenAI-compatible API, health, the MCP server and the
+	// web console, streamed. The console's chat connects to the
+	// WebSocket API, whose client URL the function derives from
+	// WS_ENDPOINT; its jobs view pauses, resumes and deletes the jobs'
+	// schedules (an update names the schedule's target and role).
+	api := s.function("api", "OpenAI-compatible API, MCP server, web console and health (response streaming)", float64(s.cfg.RunMemory), 900,
+		common(merge(llm, makers, map[string]*string{"WS_ENDPOINT": s.wsEndpoint})))
 	s.grantTable(api, "api")
 	s.grantWorkspace(api)
 	s.grantStates(api, true)
+	s.grantSchedules(api, "scheduler:UpdateSchedule", "scheduler:DeleteSchedule")
 	s.grantBedrock(api, true, true)
 	if s.providerKey != nil {
 		s.providerKey.GrantRead(api, nil)
@@ -608,7 +621,9 @@ func (s *builder) outputs() {
 			Description: jsii.String(description),
 		})
 	}
-	out("ApiUrl", s.apiURL, "REST API base URL (GET health, /v1/...)")
+	out("ApiUrl", s.apiURL, "REST API base URL (GET health, /v1/..., /mcp, the web console)")
+	out("ConsoleUrl", s.apiURL, "the web console: open it in a browser and sign in with an API key")
+	out("McpUrl", s.urlFor("/mcp"), "the MCP server (streamable HTTP, stateless; Authorization: Bearer <API key>)")
 	out("OpenAIBaseUrl", s.urlFor("/v1"), "base_url for OpenAI clients")
 	out("ChatCompletionsUrl", s.urlFor("/v1/chat/completions"), "OpenAI-compatible chat completions (JSON and SSE)")
 	out("WebSocketUrl", s.wsURL, "WebSocket endpoint")
@@ -634,5 +649,8 @@ func (s *builder) outputs() {
 	}
 	if s.searchEndpoint != nil {
 		out("OpenSearchEndpoint", s.searchEndpoint, "OpenSearch domain endpoint")
+	}
+	if s.sandboxCluster != nil {
+		out("SandboxClusterName", s.sandboxCluster.ClusterName(), "the ECS cluster of the exec tool's Fargate tasks")
 	}
 }

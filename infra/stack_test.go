@@ -132,7 +132,7 @@ func TestFunctions(t *testing.T) {
 			}
 			// Who gets which endpoint.
 			vars := map[string][]string{
-				"api":       {"STATE_MACHINE_ARN"},
+				"api":       {"STATE_MACHINE_ARN", "WS_ENDPOINT", "SCHEDULE_GROUP", "SCHEDULER_ROLE_ARN", "SCHEDULER_TARGET_ARN"},
 				"ws":        {"STATE_MACHINE_ARN", "WS_ENDPOINT"},
 				"step":      {"STATE_MACHINE_ARN", "WS_ENDPOINT", "SCHEDULE_GROUP", "SCHEDULER_ROLE_ARN", "SCHEDULER_TARGET_ARN"},
 				"scheduler": {"STATE_MACHINE_ARN", "SCHEDULE_GROUP"},
@@ -157,9 +157,22 @@ func TestFunctions(t *testing.T) {
 					}
 				}
 			}
-			ws := props(fns[s.functionID(t, "ws")])["Environment"].(map[string]any)["Variables"].(map[string]any)
-			if got := render(ws["WS_ENDPOINT"]); !regexp.MustCompile(`^https://\$\{WebSocket[0-9A-F]+\}\.execute-api\.\$\{AWS::Region\}\.\$\{AWS::URLSuffix\}/prod$`).MatchString(got) {
-				t.Errorf("WS_ENDPOINT = %s, want the stage's https management endpoint", got)
+			// The console's chat (api) connects where ws posts and step
+			// replies: the one WebSocket API's stage.
+			for _, name := range []string{"ws", "step", "api"} {
+				env := props(fns[s.functionID(t, name)])["Environment"].(map[string]any)["Variables"].(map[string]any)
+				if got := render(env["WS_ENDPOINT"]); !regexp.MustCompile(`^https://\$\{WebSocket[0-9A-F]+\}\.execute-api\.\$\{AWS::Region\}\.\$\{AWS::URLSuffix\}/prod$`).MatchString(got) {
+					t.Errorf("%s: WS_ENDPOINT = %s, want the stage's https management endpoint", name, got)
+				}
+			}
+			// The functions that make or change schedules name the same
+			// group, role and target.
+			step := props(fns[s.functionID(t, "step")])["Environment"].(map[string]any)["Variables"].(map[string]any)
+			api := props(fns[s.functionID(t, "api")])["Environment"].(map[string]any)["Variables"].(map[string]any)
+			for _, v := range []string{"SCHEDULE_GROUP", "SCHEDULER_ROLE_ARN", "SCHEDULER_TARGET_ARN"} {
+				if render(api[v]) != render(step[v]) {
+					t.Errorf("api: %s = %s, want the step function's %s", v, render(api[v]), render(step[v]))
+				}
 			}
 			sm := props(fns[s.functionID(t, "step")])["Environment"].(map[string]any)["Variables"].(map[string]any)["STATE_MACHINE_ARN"]
 			if got := render(sm); !strings.HasSuffix(got, ":stateMachine:"+StackName+"-loop") {
@@ -221,7 +234,11 @@ func testRestAPIStreaming(t *testing.T, s *synthesized) {
 	routes := restPaths(s)
 	apiFn := s.functionID(t, "api")
 	apiRoutes := []string{"GET /health", "GET /v1/models", "GET /v1/models/{model}", "POST /v1/chat/completions", "POST /v1/embeddings",
-		"POST /v1/responses", "GET /v1/responses/{id}", "DELETE /v1/responses/{id}"}
+		"POST /v1/responses", "GET /v1/responses/{id}", "DELETE /v1/responses/{id}",
+		// The MCP server: GET and DELETE are the function's 405.
+		"POST /mcp", "GET /mcp", "DELETE /mcp",
+		// The web console: its page, its files, its API.
+		"GET /", "GET /console/{file}", "ANY /v1/lambdaclaw/{proxy+}"}
 	for _, route := range apiRoutes {
 		p, ok := routes[route]
 		if !ok {
@@ -340,8 +357,10 @@ func TestScheduler(t *testing.T) {
 		t.Errorf("scheduler role may %v, want lambda:InvokeFunction on the scheduler function only", got)
 	}
 	// Who may do what with schedules: step makes the agents' reminders,
-	// the scheduler function deletes only schedules left by deleted jobs,
-	// nobody reads them; only those that make schedules pass the role.
+	// api (the web console) pauses, resumes and deletes them, the
+	// scheduler function deletes only schedules left by deleted jobs,
+	// nobody reads them; only those that make or change schedules pass
+	// the role.
 	var groupName string
 	for _, g := range s.resources("AWS::Scheduler::ScheduleGroup") {
 		groupName, _ = props(g)["Name"].(string)
@@ -350,7 +369,7 @@ func TestScheduler(t *testing.T) {
 	for name, want := range map[string][]string{
 		"step":      {"scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:UpdateSchedule"},
 		"scheduler": {"scheduler:DeleteSchedule"},
-		"api":       nil,
+		"api":       {"scheduler:DeleteSchedule", "scheduler:UpdateSchedule"},
 		"ws":        nil,
 	} {
 		acts := s.actionsOf(s.roleOf(t, s.functionID(t, name)))
@@ -370,8 +389,9 @@ func TestScheduler(t *testing.T) {
 			t.Errorf("%s may %v on schedules, want %v", name, got, want)
 		}
 		r, passes := acts["iam:PassRole"]
-		if passes != slices.Contains(want, "scheduler:CreateSchedule") || (passes && (len(r) != 1 || r[0] != "${"+role+".Arn}")) {
-			t.Errorf("%s: iam:PassRole on %v; want the scheduler role exactly when it makes schedules", name, r)
+		changes := slices.Contains(want, "scheduler:CreateSchedule") || slices.Contains(want, "scheduler:UpdateSchedule")
+		if passes != changes || (passes && (len(r) != 1 || r[0] != "${"+role+".Arn}")) {
+			t.Errorf("%s: iam:PassRole on %v; want the scheduler role exactly when it makes or changes schedules", name, r)
 		}
 	}
 	for _, o := range []string{"ScheduleGroup", "SchedulerRoleArn", "SchedulerFunctionArn"} {
@@ -449,17 +469,23 @@ var starAllowed = map[string]bool{
 	"aws-marketplace:ViewSubscriptions": true, "aws-marketplace:Subscribe": true,
 	"xray:PutTraceSegments": true, "xray:PutTelemetryRecords": true,
 	"xray:GetSamplingRules": true, "xray:GetSamplingTargets": true,
+	// The sandbox (sandbox.go): the image pull's registry login, and the
+	// deploy-time lookup of S3's prefix list, which names no resource.
+	"ecr:GetAuthorizationToken": true, "ec2:DescribeManagedPrefixLists": true,
 }
 
+// runnerAsset is the sandbox runner's object in the CDK's asset bucket.
+var runnerAsset = regexp.MustCompile(`cdk-hnb659fds-assets-\$\{AWS::AccountId\}-\$\{AWS::Region\}"\}/[0-9a-f]{64}`)
+
 func TestIAMScopedToTheStack(t *testing.T) {
-	for _, variant := range []string{variantDefault, variantOpenSearch} {
+	for _, variant := range []string{variantDefault, variantOpenSearch, variantSandbox} {
 		t.Run(variant, func(t *testing.T) {
 			s := stack(t, variant)
 			// The names this stack gives its own resources.
 			owned := map[string]bool{}
 			for id, r := range s.resources("") {
 				owned["${"+id+"}"] = true
-				for _, k := range []string{"Name", "StateMachineName", "FunctionName"} {
+				for _, k := range []string{"Name", "StateMachineName", "FunctionName", "Family", "EcrRepositoryPrefix"} {
 					if n, ok := props(r)[k].(string); ok {
 						owned[n] = true
 					}
@@ -470,6 +496,10 @@ func TestIAMScopedToTheStack(t *testing.T) {
 				owned[":secret:"+s.cfg.TelegramTokenSecret+"-??????"] = true
 			}
 			ownsOne := func(rendered string) bool {
+				// The sandbox's runner, one object of the CDK's asset bucket.
+				if runnerAsset.MatchString(rendered) {
+					return true
+				}
 				for o := range owned {
 					if strings.Contains(rendered, o) || strings.Contains(rendered, strings.TrimSuffix(o, "}")+".") {
 						return true
@@ -718,7 +748,7 @@ func TestStatesGrants(t *testing.T) {
 
 func TestOutputs(t *testing.T) {
 	s := stack(t, variantDefault)
-	for _, o := range []string{"ApiUrl", "OpenAIBaseUrl", "ChatCompletionsUrl", "WebSocketUrl", "StateMachineArn", "TableName", "Agents"} {
+	for _, o := range []string{"ApiUrl", "ConsoleUrl", "McpUrl", "OpenAIBaseUrl", "ChatCompletionsUrl", "WebSocketUrl", "StateMachineArn", "TableName", "Agents"} {
 		assert(t, "output "+o, func() { s.template.HasOutput(jsii.String(o), m{"Value": assertions.Match_AnyValue()}) })
 	}
 	outputs := s.json["Outputs"].(map[string]any)
@@ -733,6 +763,12 @@ func TestOutputs(t *testing.T) {
 	}
 	if got := render(outputs["ChatCompletionsUrl"].(map[string]any)["Value"]); !regexp.MustCompile(`^https://\$\{Api[0-9A-F]+\}\.execute-api\.\$\{AWS::Region\}\.\$\{AWS::URLSuffix\}/\$\{ApiDeploymentStageprod[0-9A-F]+\}/v1/chat/completions$`).MatchString(got) {
 		t.Errorf("ChatCompletionsUrl = %s", got)
+	}
+	stage := `^https://\$\{Api[0-9A-F]+\}\.execute-api\.\$\{AWS::Region\}\.\$\{AWS::URLSuffix\}/\$\{ApiDeploymentStageprod[0-9A-F]+\}/`
+	for o, want := range map[string]string{"ConsoleUrl": stage + "$", "McpUrl": stage + "mcp$"} {
+		if got := render(outputs[o].(map[string]any)["Value"]); !regexp.MustCompile(want).MatchString(got) {
+			t.Errorf("%s = %s", o, got)
+		}
 	}
 	if got := render(outputs["WebSocketUrl"].(map[string]any)["Value"]); !strings.HasPrefix(got, "wss://") {
 		t.Errorf("WebSocketUrl = %s", got)

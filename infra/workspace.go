@@ -1,6 +1,8 @@
 package main
 
 import (
+	"slices"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -23,19 +25,30 @@ var workspacePrefixes = []string{"agents/", "skills/"}
 // retained when the stack is deleted, like the table. S3 bills per
 // request and GB stored: an idle bucket of a few workspaces costs cents.
 func (s *builder) workspaceBucket() {
+	rules := []*awss3.LifecycleRule{{
+		Id:                                  jsii.String("ExpireOldVersions"),
+		NoncurrentVersionExpiration:         awscdk.Duration_Days(jsii.Number(float64(s.cfg.WorkspaceVersionDays))),
+		ExpiredObjectDeleteMarker:           jsii.Bool(true),
+		AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
+	}}
+	if s.cfg.Sandbox == SandboxFargate {
+		// What the sandbox's tasks and the step function leave of their
+		// commands and results (sandbox.go) goes after a day.
+		rules = append(rules, &awss3.LifecycleRule{
+			Id:                          jsii.String("ExpireSandboxControl"),
+			Prefix:                      jsii.String(controlPrefix),
+			Expiration:                  awscdk.Duration_Days(jsii.Number(1)),
+			NoncurrentVersionExpiration: awscdk.Duration_Days(jsii.Number(1)),
+		})
+	}
 	s.workspaces = awss3.NewBucket(s.stack, jsii.String("Workspaces"), &awss3.BucketProps{
 		Encryption:        awss3.BucketEncryption_S3_MANAGED,
 		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
 		EnforceSSL:        jsii.Bool(true),
 		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
 		Versioned:         jsii.Bool(true),
-		LifecycleRules: &[]*awss3.LifecycleRule{{
-			Id:                                  jsii.String("ExpireOldVersions"),
-			NoncurrentVersionExpiration:         awscdk.Duration_Days(jsii.Number(float64(s.cfg.WorkspaceVersionDays))),
-			ExpiredObjectDeleteMarker:           jsii.Bool(true),
-			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
-		}},
-		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+		LifecycleRules:    &rules,
+		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
 	})
 }
 
@@ -49,15 +62,22 @@ func (s *builder) workspaceBucket() {
 // ListObjectsV2 ($0.005 per 1,000, twelve times a HEAD) for every
 // missing file an agent's prompt looks for, on every turn.
 func (s *builder) grantWorkspace(fn awslambda.Function) {
+	s.grantWorkspaceTo(fn.Role())
+}
+
+// grantWorkspaceTo grants role what grantWorkspace grants a function, on
+// the workspace prefixes and the extra ones (the sandbox's control
+// objects, sandbox.go).
+func (s *builder) grantWorkspaceTo(role awsiam.IRole, extra ...string) {
 	var objects []*string
-	for _, p := range workspacePrefixes {
+	for _, p := range append(slices.Clone(workspacePrefixes), extra...) {
 		objects = append(objects, s.workspaces.ArnForObjects(jsii.String(p+"*")))
 	}
-	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
 		Resources: &objects,
 	}))
-	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("s3:ListBucket"),
 		Resources: &[]*string{s.workspaces.BucketArn()},
 	}))

@@ -3,6 +3,8 @@ package tests
 import (
 	"encoding/json"
 	"io"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,27 +12,25 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ebscheduler"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
-	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
 // TestConsoleOnAWS serves the web console from the api function's handler,
-// built as in Lambda, over DynamoDB Local and the S3-compatible bucket:
-// the pages, and the API's endpoints over the DynamoDB adapters (an
-// owner's sessions from the index, keys), key-scoped as locally. The
-// root is not policed by the api function's table grants (env.Root): the
-// console needs more of them than infra/access.go gives the api function
-// today (gsi1 OWNER#* and KEYS, KEY#/KEYID# writes, CRON#), which the
-// deployment's grants must add before the console works on AWS.
+// built as in Lambda with the api function's grants on the table
+// (env.Root, infra/testdata/table-access.json), over DynamoDB Local, the
+// S3-compatible bucket and the fake EventBridge Scheduler: the pages, and
+// the API's endpoints over the DynamoDB adapters (an owner's sessions
+// from the index, jobs paused, resumed and deleted with their schedules,
+// memories, keys created and revoked), key-scoped as locally.
 func TestConsoleOnAWS(t *testing.T) {
 	env := cloudtest.Setup(t)
-	root, err := cloud.New(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := env.Root(t, "api")
 	h, err := root.API()
 	if err != nil {
 		t.Fatal(err)
@@ -54,10 +54,36 @@ func TestConsoleOnAWS(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The key's job, with its schedule, made as the schedule tool makes
+	// it, and one run of it.
+	jobs := env.Store.Schedule(&ebscheduler.Schedules{API: env.Scheduler.Client(), Group: cloudtest.SchedulerGroup,
+		Role: cloudtest.SchedulerRoleARN, Target: cloudtest.SchedulerTargetARN}, nil)
+	job, err := jobs.Create(ctx, schedule.Job{ID: "job_console", Owner: owner, Agent: "default", Message: "stand-up notes?",
+		Schedule: schedule.Schedule{Cron: "0 9 * * *"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jobs.Trigger(ctx, owner, job.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The key's memory, stored by the api function (its memory tools).
+	if err := root.Memory.Store(ctx, memory.Entry{Agent: "default", Owner: owner, Key: "editor", Text: "prefers vim over emacs",
+		Category: memory.Core}); err != nil {
+		t.Fatal(err)
+	}
+
 	call := func(method, path, key, body string) (int, string, string) {
 		t.Helper()
 		var ev events.APIGatewayProxyRequest
 		cloudtest.LoadEvent(t, "api/models.json", &ev)
+		path, query, _ := strings.Cut(path, "?")
+		if query != "" {
+			q, err := url.ParseQuery(query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev.MultiValueQueryStringParameters = q
+		}
 		ev.HTTPMethod, ev.Path, ev.Body = method, path, body
 		ev.Headers["Authorization"] = "Bearer " + key
 		ev.MultiValueHeaders["Authorization"] = []string{"Bearer " + key}
@@ -86,34 +112,81 @@ func TestConsoleOnAWS(t *testing.T) {
 		return ids
 	}
 	errorCode := func(v map[string]any) any { return v["error"].(map[string]any)["code"] }
+	jobIDs := func(v map[string]any) any {
+		var ids []string
+		for _, j := range v["jobs"].([]any) {
+			ids = append(ids, j.(map[string]any)["id"].(string))
+		}
+		return ids
+	}
+	jobPath := "/v1/lambdaclaw/jobs/" + job.ID
 	tests := []struct {
 		name, method, path, key, body string
 		status                        int
 		pick                          func(map[string]any) any
 		want                          any
+		// schedule is the state of the job's schedule after the call:
+		// ENABLED, DISABLED, or gone; "" is not checked.
+		schedule string
 	}{
 		{"me", "GET", "/v1/lambdaclaw/me", cloudtest.SampleKey, "", 200,
-			func(v map[string]any) any { return []any{v["owner"], v["admin"], v["agents"]} }, []any{owner, false, []any{"default"}}},
-		{"sessions", "GET", "/v1/lambdaclaw/sessions", cloudtest.SampleKey, "", 200, sessionIDs, []string{"console-aws"}},
-		{"sessions of another key", "GET", "/v1/lambdaclaw/sessions", other, "", 200, sessionIDs, []string(nil)},
+			func(v map[string]any) any { return []any{v["owner"], v["admin"], v["agents"]} }, []any{owner, false, []any{"default"}}, ""},
+		{"sessions", "GET", "/v1/lambdaclaw/sessions", cloudtest.SampleKey, "", 200, sessionIDs, []string{"console-aws"}, ""},
+		{"sessions of another key", "GET", "/v1/lambdaclaw/sessions", other, "", 200, sessionIDs, []string(nil), ""},
 		{"session", "GET", "/v1/lambdaclaw/sessions/console-aws", cloudtest.SampleKey, "", 200,
-			func(v map[string]any) any { return v["messages"].([]any)[0].(map[string]any)["content"] }, "hello from aws"},
-		{"session of another key", "GET", "/v1/lambdaclaw/sessions/console-aws", other, "", 404, errorCode, "not_found"},
-		{"jobs", "GET", "/v1/lambdaclaw/jobs", cloudtest.SampleKey, "", 200, func(v map[string]any) any { return v["jobs"] }, []any{}},
+			func(v map[string]any) any { return v["messages"].([]any)[0].(map[string]any)["content"] }, "hello from aws", ""},
+		{"session of another key", "GET", "/v1/lambdaclaw/sessions/console-aws", other, "", 404, errorCode, "not_found", ""},
+		{"jobs", "GET", "/v1/lambdaclaw/jobs", cloudtest.SampleKey, "", 200, jobIDs, []string{job.ID}, "ENABLED"},
+		{"jobs of another key", "GET", "/v1/lambdaclaw/jobs", other, "", 200, jobIDs, []string(nil), ""},
+		{"job runs", "GET", jobPath + "/runs", cloudtest.SampleKey, "", 200,
+			func(v map[string]any) any { return len(v["runs"].([]any)) }, 1, ""},
+		{"pause job of another key", "POST", jobPath, other, `{"paused":true}`, 404, errorCode, "not_found", "ENABLED"},
+		{"pause job", "POST", jobPath, cloudtest.SampleKey, `{"paused":true}`, 200,
+			func(v map[string]any) any { return v["paused"] }, true, "DISABLED"},
+		{"resume job", "POST", jobPath, cloudtest.SampleKey, `{"paused":false}`, 200,
+			func(v map[string]any) any { return v["paused"] }, nil, "ENABLED"},
+		{"delete job of another key", "DELETE", jobPath, other, "", 404, errorCode, "not_found", "ENABLED"},
+		{"delete job", "DELETE", jobPath, cloudtest.SampleKey, "", 204, nil, nil, "gone"},
+		{"jobs after delete", "GET", "/v1/lambdaclaw/jobs", cloudtest.SampleKey, "", 200, jobIDs, []string(nil), ""},
+		{"search memory", "GET", "/v1/lambdaclaw/agents/default/memory?q=vim", cloudtest.SampleKey, "", 200,
+			func(v map[string]any) any {
+				return v["hits"].([]any)[0].(map[string]any)["entry"].(map[string]any)["key"]
+			}, "editor", ""},
+		{"forget memory", "DELETE", "/v1/lambdaclaw/agents/default/memory/editor", cloudtest.SampleKey, "", 204, nil, nil, ""},
+		{"forgotten memory", "GET", "/v1/lambdaclaw/agents/default/memory/editor", cloudtest.SampleKey, "", 404, errorCode, "not_found", ""},
+		{"approvals", "GET", "/v1/lambdaclaw/approvals", cloudtest.SampleKey, "", 200,
+			func(v map[string]any) any { return v["approvals"] }, []any{}, ""},
 		{"agent", "GET", "/v1/lambdaclaw/agents/default", cloudtest.SampleKey, "", 200,
-			func(v map[string]any) any { return v["bootstrap"].([]any)[0] }, "AGENTS.md"},
-		{"keys not admin", "GET", "/v1/lambdaclaw/keys", cloudtest.SampleKey, "", 403, errorCode, "admin_required"},
+			func(v map[string]any) any { return v["bootstrap"].([]any)[0] }, "AGENTS.md", ""},
+		{"keys not admin", "GET", "/v1/lambdaclaw/keys", cloudtest.SampleKey, "", 403, errorCode, "admin_required", ""},
 		{"create key", "POST", "/v1/lambdaclaw/keys", admin, `{"name":"from the console"}`, 201,
-			func(v map[string]any) any { return v["record"].(map[string]any)["name"] }, "from the console"},
-		{"revoke key", "DELETE", "/v1/lambdaclaw/keys/" + env.Key.ID, admin, "", 204, nil, nil},
-		{"revoked key", "GET", "/v1/lambdaclaw/me", cloudtest.SampleKey, "", 401, errorCode, "invalid_api_key"},
-		{"revoke own key", "DELETE", "/v1/lambdaclaw/keys/" + adminRec.ID, admin, "", 409, errorCode, "own_key"},
+			func(v map[string]any) any { return v["record"].(map[string]any)["name"] }, "from the console", ""},
+		{"list keys", "GET", "/v1/lambdaclaw/keys", admin, "", 200, func(v map[string]any) any {
+			var names []string
+			for _, k := range v["keys"].([]any) {
+				names = append(names, k.(map[string]any)["name"].(string))
+			}
+			slices.Sort(names)
+			return names
+		}, []string{"events", "from the console", "ops", "other"}, ""},
+		{"revoke key", "DELETE", "/v1/lambdaclaw/keys/" + env.Key.ID, admin, "", 204, nil, nil, ""},
+		{"revoked key", "GET", "/v1/lambdaclaw/me", cloudtest.SampleKey, "", 401, errorCode, "invalid_api_key", ""},
+		{"revoke own key", "DELETE", "/v1/lambdaclaw/keys/" + adminRec.ID, admin, "", 409, errorCode, "own_key", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, body := call(tt.method, tt.path, tt.key, tt.body)
 			if code != tt.status {
 				t.Fatalf("%d %s, want %d", code, body, tt.status)
+			}
+			if tt.schedule != "" {
+				state := "gone"
+				if s, ok := env.Scheduler.Schedules()[job.ID]; ok {
+					state = s.State
+				}
+				if state != tt.schedule {
+					t.Errorf("the job's schedule is %s, want %s", state, tt.schedule)
+				}
 			}
 			if tt.pick == nil {
 				return

@@ -1,6 +1,6 @@
 // Command lambdaclaw is the local lambdaclaw: the gateway server with
 // embedded storage (`serve`), a terminal chat client for it (`chat`) and
-// the commands that manage it (`agent`, `keys`, `cron`, `status`, `telegram`),
+// the commands that manage it (`agent`, `keys`, `cron`, `mcp`, `status`, `telegram`),
 // which also manage a deployed stack (--stack, stack.go).
 package main
 
@@ -11,7 +11,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bwrap"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 )
 
 const usage = `lambdaclaw — an AI agent gateway
@@ -35,6 +39,9 @@ Usage:
   lambdaclaw cron list                                  list your scheduled jobs
   lambdaclaw cron rm|run|pause|resume ID                delete, fire now, pause or resume a job
   lambdaclaw cron runs ID                               a job's runs: time, outcome, tokens, delivered
+  lambdaclaw mcp list                                   start the configured MCP servers; status, tool count
+  lambdaclaw mcp tools NAME                             an MCP server's tools as agents see them
+  lambdaclaw mcp call NAME TOOL JSON                    call an MCP server's tool; print the result
   lambdaclaw status [--stack NAME]                      agents, keys, busy sessions, Telegram outbox
   lambdaclaw telegram setup|remove [--stack NAME]       register or remove the Telegram webhook
   lambdaclaw doctor [--stack NAME] [--health]           check the setup; say how to fix what fails
@@ -62,6 +69,11 @@ Environment:
 `
 
 func main() {
+	if filepath.Base(os.Args[0]) == bwrap.ClientName {
+		// The tool bridge's client, in a sandbox (bwrap mounts this
+		// program there under that name).
+		os.Exit(sandbox.Client(sandbox.SocketPath, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -103,14 +115,18 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cronCommand(ctx, args[1:], stdout, stderr)
 	case "telegram":
 		return telegramCommand(ctx, args[1:], stdout, stderr)
+	case "mcp":
+		return mcpCommand(ctx, args[1:], stdout, stderr)
 	case "status":
 		return statusCommand(ctx, args[1:], stdout, stderr)
 	case "doctor":
 		return doctorCommand(ctx, args[1:], stdout, stderr)
 	case "chat":
 		return chatCommand(ctx, args[1:], chatInput, stdout, stderr)
-	case "mcp":
-		return mcpCommand(ctx, args[1:], stdout, stderr)
+	case bwrap.InitCommand:
+		// Not for people: the first program of a sandbox, which sets its
+		// limits and runs the command (shared/adapters/bwrap).
+		return bwrap.Init(args[1:], stderr)
 	case "version", "--version", "-v":
 		if _, err := newFlags("version", "", "Print the version, the commit it was built from and the build date.", stderr).parse(args[1:], 0, 0, stdout); err != nil {
 			return err

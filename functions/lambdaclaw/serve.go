@@ -103,10 +103,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if exec, stopSandbox := localExec(ctx, cfg, log); exec != nil {
+		defer stopSandbox()
+		tools = append(tools, exec)
+	}
 	builder, err := setup.NewBuilder(ctx, cfg, osroot.New(cfg.Home), append(tools, mem.Tools()...))
 	if err != nil {
 		return err
 	}
+	stopMCP, err := serveMCPServers(cfg, builder, log)
+	if err != nil {
+		return err
+	}
+	defer stopMCP()
 	created := func(name string) (time.Time, error) { return workspace.Created(cfg.Home, name) }
 	agents, err := builder.Live(ctx, created, log, config.DefaultAgent)
 	if err != nil {

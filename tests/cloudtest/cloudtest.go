@@ -8,7 +8,8 @@
 //
 // The fake Step Functions can also play the loop's state machine
 // (infra/statemachine.go) for the executions it starts, invoking a step
-// handler the way the definition's tasks do.
+// handler the way the definition's tasks do. The fake ECS (ecs.go) plays
+// the sandbox's Fargate tasks, with the runner, for the ecs backend.
 //
 // Like every package under tests/, cloudtest is test support: only tests
 // import it (tests/lambdadeps checks that no production package does).

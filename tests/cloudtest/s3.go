@@ -11,6 +11,7 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	s3fs "github.com/lambdaclaw/lambdaclaw/shared/adapters/s3"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 )
 
 // S3Bucket is the bucket S3 creates.
@@ -24,7 +25,7 @@ const S3Bucket = "lambdaclaw-workspaces"
 // signed with SigV4 for the s3 service is refused with 403, so a client
 // that would not work against S3 does not pass here. The server stops
 // when the test ends.
-func S3(t *testing.T) (endpoint, bucket string) {
+func S3(t testing.TB) (endpoint, bucket string) {
 	t.Helper()
 	backend := s3mem.New()
 	if err := backend.CreateBucket(S3Bucket); err != nil {
@@ -62,11 +63,25 @@ func S3FS(t *testing.T, prefix string) *s3fs.FS {
 	return s3FS(t, endpoint, bucket, prefix)
 }
 
-func s3FS(t *testing.T, endpoint, bucket, prefix string) *s3fs.FS {
+func s3FS(t testing.TB, endpoint, bucket, prefix string) *s3fs.FS {
 	t.Helper()
 	f, err := s3fs.New(S3Client(endpoint), bucket, prefix)
 	if err != nil {
 		t.Fatalf("s3 adapter: %v", err)
 	}
 	return f
+}
+
+// S3Workspace starts S3 and returns its endpoint, its bucket's root and
+// the workspace of agent in it (agents/<agent>/), as the sandbox's tests
+// use them.
+func S3Workspace(t testing.TB, agent string) (endpoint string, root *s3fs.FS, workspace filestore.FS) {
+	t.Helper()
+	endpoint, bucket := S3(t)
+	root = s3FS(t, endpoint, bucket, "")
+	workspace, err := root.Sub("agents/" + agent)
+	if err != nil {
+		t.Fatalf("s3 adapter: %v", err)
+	}
+	return endpoint, root, workspace
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -48,15 +47,8 @@ type Execution struct {
 // NewSFN starts the fake; it stops, and waits for the executions it
 // plays, when the test ends.
 func NewSFN(t *testing.T) *SFN {
-	ctx, cancel := context.WithCancel(context.Background())
-	f := &SFN{t: t, ctx: ctx, exec: map[string]*Execution{}, tokens: map[string]chan string{}}
-	srv := httptest.NewServer(http.HandlerFunc(f.serve))
-	f.URL = srv.URL
-	t.Cleanup(func() {
-		cancel()
-		f.wg.Wait()
-		srv.Close()
-	})
+	f := &SFN{t: t, exec: map[string]*Execution{}, tokens: map[string]chan string{}}
+	f.ctx, f.URL = startFake(t, f.serve, &f.wg)
 	return f
 }
 
@@ -117,16 +109,9 @@ func (f *SFN) TokenLive(token string) bool {
 
 func (f *SFN) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	fail := func(typ, msg string) {
-		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-		w.Header().Set("X-Amzn-Errortype", typ)
-		w.WriteHeader(http.StatusBadRequest)
-		json.NewEncoder(w).Encode(map[string]string{"__type": typ, "message": msg})
-	}
-	ok := func(v any) {
-		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-		json.NewEncoder(w).Encode(v)
-	}
+	reply := awsJSON{w, "application/x-amz-json-1.0"}
+	fail := func(typ, msg string) { reply.fail(http.StatusBadRequest, typ, msg) }
+	ok := reply.ok
 	switch target := r.Header.Get("X-Amz-Target"); target {
 	case "AWSStepFunctions.StartExecution":
 		var in struct {

@@ -131,12 +131,25 @@ type Agent struct {
 	Model             string
 	Tools             *tool.Registry
 	MaxToolIterations int
+	// LiveTools, when set, replaces Tools with a set that follows tools
+	// appearing and going while the process runs (those of MCP servers):
+	// every step resolves it afresh (Agent.Registry).
+	LiveTools tool.Live
 	// Workspace is the agent's workspace, nil when it has none.
 	Workspace  filestore.FS
 	Compaction Compaction
 	// ReplaceSystem makes an API client's system messages replace the
 	// agent's system prompt; by default they follow it.
 	ReplaceSystem bool
+}
+
+// Registry returns the agent's tools as they are now: LiveTools' current
+// set when there is one, else Tools.
+func (a *Agent) Registry() *tool.Registry {
+	if a.LiveTools != nil {
+		return a.LiveTools.Current()
+	}
+	return a.Tools
 }
 
 // Compaction says when and how far the loop compacts a session's history

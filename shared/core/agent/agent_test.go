@@ -242,7 +242,6 @@ func TestPolicy(t *testing.T) {
 		want     string
 	}{
 		{"allowed", tool.Policy{MinAutonomy: tool.ReadOnly}, tool.ReadOnly, "hi"},
-		{"autonomy too low", tool.Policy{MinAutonomy: tool.Supervised}, tool.ReadOnly, "refused: echo needs autonomy supervised or higher, and this conversation runs at read_only"},
 		{"approval needed", tool.Policy{RequiresApproval: true, MinAutonomy: tool.Supervised}, tool.Supervised, "refused: echo needs a person's approval"},
 		{"full allows all", tool.Policy{RequiresApproval: true, MinAutonomy: tool.Full}, tool.Full, "hi"},
 	}
@@ -258,6 +257,22 @@ func TestPolicy(t *testing.T) {
 				t.Errorf("tool result = %q, want prefix %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// A tool needing more autonomy than the run's is not offered to the model,
+// and a call of it anyway is not taken.
+func TestNotOfferedBelowMinAutonomy(t *testing.T) {
+	f := newFixture(t, 5)
+	f.echo.policy = tool.Policy{MinAutonomy: tool.Supervised}
+	f.llm.script = append(f.llm.script, callTool("echo", `{"text":"hi"}`), say("ok"))
+	st, _ := f.loop.Enqueue(context.Background(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("x")}, Autonomy: tool.ReadOnly})
+	f.runToEnd(t, st)
+	if n := len(f.llm.seen[0].Tools); n != 0 {
+		t.Errorf("a read-only run was offered %d tools, want none", n)
+	}
+	if h := f.history(t, "s"); len(h) != 2 || len(h[1].ToolCalls) != 0 {
+		t.Errorf("history %+v, want the question and an answer without calls", h)
 	}
 }
 

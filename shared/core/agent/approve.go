@@ -63,7 +63,7 @@ const (
 // otherwise a person is asked. Calls to unknown tools or with too little
 // autonomy are denied with the reason.
 func judge(a *Agent, st RunState, sess store.Session, c chat.ToolCall) (verdict, string) {
-	t, ok := a.Tools.Get(c.Name)
+	t, ok := a.Registry().Get(c.Name)
 	if !ok {
 		return deny, fmt.Sprintf("error: there is no tool named %q", c.Name)
 	}
@@ -249,7 +249,7 @@ func (l *Loop) mayApprove(ap store.Approval, in Input) error {
 		return fmt.Errorf("%w %q", ErrUnknownAgent, in.Agent)
 	}
 	for _, name := range ap.Tools {
-		if t, ok := a.Tools.Get(name); ok && in.Autonomy < t.Policy().MinAutonomy {
+		if t, ok := a.Registry().Get(name); ok && in.Autonomy < t.Policy().MinAutonomy {
 			return fmt.Errorf("%w: %s needs autonomy %s, and yours is %s", ErrMayNotApprove, name, t.Policy().MinAutonomy, in.Autonomy)
 		}
 	}

@@ -88,16 +88,16 @@ func checkOptions(a *Agent, o Options) error {
 		case seen[t.Name]:
 			return inputErrorf("tools[%d]: the tool name %q is used twice", i, t.Name)
 		}
-		if a.Tools != nil {
-			if _, ok := a.Tools.Get(t.Name); ok {
+		if reg := a.Registry(); reg != nil {
+			if _, ok := reg.Get(t.Name); ok {
 				return inputErrorf("tools[%d]: %q is the name of a tool of agent %q; give your tool another name", i, t.Name, a.Name)
 			}
 		}
 		seen[t.Name] = true
 	}
 	var offered []chat.ToolDef
-	if a.Tools != nil {
-		offered = a.Tools.Definitions()
+	if reg := a.Registry(); reg != nil {
+		offered = reg.Definitions()
 	}
 	if err := o.Params.ToolChoice.Check(slices.Concat(offered, o.Tools)); err != nil {
 		return &InputError{err.Error()}

@@ -130,7 +130,7 @@ func summaryKey(firstKept string) string {
 func (l *Loop) flush(ctx context.Context, a *Agent, st RunState, hist []store.Message) {
 	var defs []chat.ToolDef
 	for _, n := range memoryTools {
-		if t, ok := a.Tools.Get(n); ok {
+		if t, ok := a.Registry().Get(n); ok {
 			defs = append(defs, t.Definition())
 		}
 	}
@@ -153,7 +153,7 @@ func (l *Loop) flush(ctx context.Context, a *Agent, st RunState, hist []store.Me
 			if !isMemoryTool(c.Name) {
 				continue
 			}
-			l.callTool(ctx, a, st, c, scrub.Scrub(c.Arguments), decide(a, st, sess, store.Approval{}, c))
+			l.callTool(ctx, a, st, sess, c, scrub.Scrub(c.Arguments), decide(a, st, sess, store.Approval{}, c))
 			l.promptStale(a)
 			saved++
 		}

@@ -173,8 +173,8 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 func (l *Loop) request(a *Agent, st RunState, msgs []chat.Message, opts Options) llm.Request {
 	req := llm.Request{Model: a.Model, Messages: msgs, Params: opts.Params}
 	if !st.NoTools {
-		if a.Tools != nil {
-			req.Tools = a.Tools.Definitions()
+		if reg := a.Registry(); reg != nil {
+			req.Tools = offered(reg, st.Autonomy)
 		}
 		if len(opts.Tools) > 0 {
 			req.Tools = slices.Concat(req.Tools, opts.Tools)
@@ -192,6 +192,29 @@ func (l *Loop) request(a *Agent, st RunState, msgs []chat.Message, opts Options)
 		req.ToolChoice, req.ParallelToolCalls = nil, nil
 	}
 	return req
+}
+
+// offered returns the definitions of the tools a run at autonomy may use:
+// a tool needing more autonomy is not offered (and refused if called
+// anyway). It is the registry's own slice when all are offered.
+func offered(r *tool.Registry, autonomy tool.Autonomy) []chat.ToolDef {
+	defs := r.Definitions()
+	keep := func(d chat.ToolDef) bool {
+		t, ok := r.Get(d.Name)
+		return ok && t.Policy().MinAutonomy <= autonomy
+	}
+	for i, d := range defs {
+		if !keep(d) {
+			out := slices.Clone(defs[:i])
+			for _, d := range defs[i+1:] {
+				if keep(d) {
+					out = append(out, d)
+				}
+			}
+			return out
+		}
+	}
+	return defs
 }
 
 // quotable returns the texts the model was shown and could quote: what
@@ -323,7 +346,7 @@ func (l *Loop) runCalls(ctx context.Context, a *Agent, st RunState, only string)
 			call = pending[i]
 		}
 		wg.Go(func() {
-			out := l.callTool(ctx, a, st, call, shown.Arguments, decide(a, st, sess, ap, shown))
+			out := l.callTool(ctx, a, st, sess, call, shown.Arguments, decide(a, st, sess, ap, shown))
 			if ctx.Err() != nil {
 				return // shutting down: the call runs again after the restart
 			}
@@ -363,11 +386,15 @@ func decide(a *Agent, st RunState, sess store.Session, ap store.Approval, c chat
 // the model sees: the tool's output, or why it did not run. c carries the
 // arguments exactly as the model sent them, which the tool receives;
 // shown is their scrubbed form, the only one events carry.
-func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, c chat.ToolCall, shown, refusal string) string {
+func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, sess store.Session, c chat.ToolCall, shown, refusal string) string {
 	if refusal != "" {
 		return refusal
 	}
-	t, _ := a.Tools.Get(c.Name)
+	t, ok := a.Registry().Get(c.Name)
+	if !ok {
+		// A live tool (an MCP server's) gone since the call was judged.
+		return fmt.Sprintf("error: the tool %q is no longer available", c.Name)
+	}
 	args := strings.TrimSpace(c.Arguments)
 	if args == "" {
 		args = "{}"
@@ -380,14 +407,13 @@ func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, c chat.ToolC
 	}
 	l.emit(obs.Event{Type: obs.ToolCallStart, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
 		slog.String("tool_name", c.Name), slog.String("args", truncate(shown, maxEventArgs))}})
-	timeout := l.ToolTimeout
-	if timeout <= 0 {
-		timeout = 60 * time.Second
-	}
+	timeout := cmp.Or(t.Policy().Timeout, l.ToolTimeout, 60*time.Second)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := l.now()
-	out, err := t.Call(cctx, tool.Env{Agent: a.Name, SessionID: st.SessionID, Owner: st.Owner, Workspace: a.Workspace, Channel: st.Reply.Channel, ReplyTo: st.Reply.To}, json.RawMessage(args))
+	env := tool.Env{Agent: a.Name, SessionID: st.SessionID, Owner: st.Owner, Workspace: a.Workspace, Channel: st.Reply.Channel, ReplyTo: st.Reply.To,
+		Tools: &bridge{l: l, a: a, st: st, sess: sess, from: c.Name}}
+	out, err := t.Call(cctx, env, json.RawMessage(args))
 	l.emit(obs.Event{Type: obs.ToolCallResult, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
 		slog.String("tool_name", c.Name), slog.Int64("duration_ms", l.now().Sub(start).Milliseconds()), slog.Bool("success", err == nil)}})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
@@ -60,6 +61,10 @@ type Policy struct {
 	RequiresApproval bool
 	// MinAutonomy is the lowest autonomy level that may use the tool.
 	MinAutonomy Autonomy
+	// Timeout bounds one call when positive, instead of the loop's
+	// (agent.Loop.ToolTimeout): a tool that waits for a remote worker
+	// to start, such as exec on Fargate.
+	Timeout time.Duration
 }
 
 // Env is the context a tool call runs in.
@@ -75,6 +80,20 @@ type Env struct {
 	// agent.Reply): "tg" and the chat id for a Telegram chat.
 	Channel string
 	ReplyTo string
+	// Tools runs the agent's other tools for this call (the sandbox's tool
+	// bridge), through the same policy, events and scrubbing as the
+	// model's calls; nil where there is none.
+	Tools Caller
+}
+
+// Caller runs an agent's tools on behalf of one of its tools. It is what a
+// sandbox's tool bridge calls (sandbox.Bridge).
+type Caller interface {
+	// Tools describes the tools that may be called, sorted by name: those
+	// the policy lets run without asking a person.
+	Tools() []chat.ToolDef
+	// Call runs the tool name; an error is the refusal to show the caller.
+	Call(ctx context.Context, name string, args json.RawMessage) (string, error)
 }
 
 // Tool is one capability an agent can call.
@@ -112,6 +131,14 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 func (r *Registry) Get(name string) (Tool, bool) {
 	t, ok := r.tools[name]
 	return t, ok
+}
+
+// Live is a set of tools that changes while the process runs, such as
+// the tools of MCP servers, which come and go with their servers. Current
+// returns the set as it is now: an immutable Registry, the same one until
+// the set changes, which the loop resolves afresh at every step.
+type Live interface {
+	Current() *Registry
 }
 
 // Definitions returns every tool's definition, sorted by name so that the

@@ -52,6 +52,8 @@
 //	AGENTS_CONFIG              the agents' definitions: a JSON object of config.AgentConfig
 //	                           by name, as the CDK app encodes them (wiring/agentenv);
 //	                           unknown settings are refused
+//	MCP_CONFIG                 the MCP servers whose tools agents use: the mcp section of a
+//	                           config file as JSON (mcp.go); HTTP servers only
 //	WORKSPACE_BUCKET           S3 bucket of the agents' workspaces and skills (required)
 //	S3_ENDPOINT                S3 endpoint override (path-style)
 //	DEFAULT_PROVIDER           bedrock (default) or openai
@@ -225,9 +227,22 @@ func New(ctx context.Context) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
+	if exec := newExec(ctx, cfg, awsCfg, getenv, files, log); exec != nil {
+		tools = append(tools, exec)
+	}
 	builder, err := setup.NewBuilder(ctx, cfg, files, append(tools, memTools...))
 	if err != nil {
 		return nil, fmt.Errorf("cloud: %s: %w", agentenv.Var, err)
+	}
+	servers, err := setup.MCP(cfg.MCP, getenv, log)
+	if err != nil {
+		return nil, fmt.Errorf("cloud: %s: %w", MCPVar, err)
+	}
+	if servers != nil {
+		builder.UseMCP(servers) // eager: started at cold start; lazy: by the first run that needs them
+		if cfg.MCP.Eager() {
+			servers.Start()
+		}
 	}
 	live, err := builder.Live(ctx, nil, log, names...)
 	if err != nil {
@@ -377,6 +392,9 @@ func configFromEnv(ctx context.Context, awsCfg aws.Config, getenv func(string) s
 		}
 	}
 	cfg.Agents = agents
+	if cfg.MCP, err = mcpFromEnv(getenv); err != nil {
+		return nil, nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("cloud: %w", err)
 	}

@@ -62,6 +62,11 @@ type Config struct {
 	// Outbound widens where web_fetch and webhooks may connect
 	// (outbound.go).
 	Outbound Outbound `yaml:"outbound"`
+
+	// MCP lists the MCP servers whose tools agents use (mcp.go).
+	MCP MCP `yaml:"mcp"`
+	// Sandbox configures the exec tool's sandboxes (sandbox.go).
+	Sandbox Sandbox `yaml:"sandbox"`
 }
 
 // Telegram configures the Telegram channel. The bot token is
@@ -142,6 +147,10 @@ type AgentConfig struct {
 	// Heartbeat, when set, runs the agent's HEARTBEAT.md checklist
 	// periodically (see schedule.Heartbeat).
 	Heartbeat *Heartbeat `yaml:"heartbeat" json:"heartbeat,omitempty"`
+	// AgentMCP selects the agent's MCP tools (mcp.go).
+	AgentMCP `yaml:",inline"`
+	// Sandbox overrides the sandbox section for this agent (sandbox.go).
+	Sandbox *AgentSandbox `yaml:"sandbox" json:"sandbox,omitempty"`
 }
 
 // Heartbeat is an agent's periodic check-in: a turn with its HEARTBEAT.md
@@ -387,6 +396,9 @@ func (c *Config) Validate() error {
 	if _, err := c.Outbound.Networks(); err != nil {
 		return err
 	}
+	if err := c.validateSandbox(); err != nil {
+		return err
+	}
 	linked := map[string]string{}
 	for person, ids := range c.Sessions.Users {
 		for _, id := range ids {
@@ -405,7 +417,13 @@ func (c *Config) Validate() error {
 			linked[id] = person
 		}
 	}
-	return ValidateAgents(c.Agents, c.ProviderNames())
+	if err := c.MCP.validate(); err != nil {
+		return err
+	}
+	if err := ValidateAgents(c.Agents, c.ProviderNames()); err != nil {
+		return err
+	}
+	return validateAgentsMCP(c.Agents, c.MCP.Servers)
 }
 
 // ProviderNames lists the names of the providers, in order.
@@ -445,6 +463,9 @@ func ValidateAgents(agents map[string]AgentConfig, providers []string) error {
 			if err := a.Heartbeat.check(); err != nil {
 				return fmt.Errorf("config: agent %q: %w", name, err)
 			}
+		}
+		if err := a.Sandbox.check(); err != nil {
+			return fmt.Errorf("config: agent %q: sandbox: %w", name, err)
 		}
 	}
 	return nil

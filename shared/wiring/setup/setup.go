@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bedrock"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/mcp"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/openai"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/webhook"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
@@ -95,6 +96,8 @@ type Builder struct {
 	tools     []tool.Tool
 	// home holds the workspaces; nil when agents have none.
 	home filestore.FS
+	// mcp holds the MCP servers (mcp.go); nil without.
+	mcp *mcp.Registry
 }
 
 // NewBuilder builds the configured providers, each with retries and a
@@ -145,6 +148,9 @@ func (b *Builder) Build(name string) (*agent.Agent, error) {
 		MaxToolIterations: ac.MaxToolIterations,
 		ReplaceSystem:     ac.ClientSystem == "replace",
 		Compaction:        agent.Compaction{Threshold: threshold, Target: target, Flush: flush},
+	}
+	if b.mcp != nil {
+		a.LiveTools = b.mcp.Toolset(tools, mcpFilter(ac))
 	}
 	if b.home != nil {
 		ws, err := workspace.Of(b.home, name)

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsecr"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3assets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/customresources"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// The sandbox's images, pulled through the stack's ECR pull-through cache
+// rule from ECR Public (tasks in isolated subnets reach no other
+// registry). Both are multi-architecture (arm64 among them) and pinned.
+const (
+	// sandboxImage is what commands run in: Debian with a shell, the
+	// coreutils and Python.
+	sandboxImage = "docker/library/python:3.13-slim-bookworm"
+	// sandboxInitImage copies the runner from the stack's asset into the
+	// task at its start (the AWS CLI's s3 cp).
+	sandboxInitImage = "aws-cli/aws-cli:2.15.0"
+	// sandboxContainer is the runner's container, which RunTask's
+	// overrides name (shared/adapters/ecs).
+	sandboxContainer = "runner"
+	// sandboxUser is the unprivileged user commands run as (nobody).
+	sandboxUser = "65534:65534"
+	// controlPrefix holds the objects the step function and the tasks
+	// exchange (shared/adapters/ecs.ControlRoot).
+	controlPrefix = "sandbox/"
+)
+
+// sandbox adds the AWS backend of the exec tool (-c sandbox=fargate): an
+// ECS cluster whose Fargate tasks run the runner (functions/sandbox), one
+// per owner's session, started by the step function with RunTask.
+//
+// # Network: no internet
+//
+// The tasks run in a VPC of its own with isolated subnets in two
+// Availability Zones (no internet or NAT gateway, no public IP), behind a
+// security group whose only egress is HTTPS to S3 (the gateway endpoint's
+// prefix list) and to the interface endpoints in the VPC. The task needs
+// exactly: S3 (the workspace and control objects, the runner's asset, and
+// the image layers ECR keeps in S3) through the gateway endpoint, which
+// costs nothing, and ECR's API and registry (the image pull) and
+// CloudWatch Logs (the runner's log) through interface endpoints. The
+// gateway endpoint's policy admits only the workspace bucket, the asset
+// bucket and ECR's layer bucket, so a command cannot send data to another
+// bucket either.
+//
+// # What it costs idle
+//
+// Interface endpoints bill by the hour in each Availability Zone: the
+// three are placed in one zone (tasks in the other reach them across
+// zones, $0.01/GB), 3 × $0.01/h × 730 h ≈ $21.90 a month in us-east-1, plus
+// $0.01 per GB through them. That is why the sandbox is off unless asked
+// for. The cluster, the task definition, the VPC, the gateway endpoint
+// and the pull-through cache rule cost nothing; a task bills per second
+// while it runs (README: Fargate sandbox).
+//
+// # The image, without Docker
+//
+// `cdk deploy` users have Go, make and npm, not necessarily Docker, so
+// nothing is built into an image: the task's init container (the AWS CLI
+// image) copies the runner, which `make build` compiles for linux/arm64
+// into dist/sandbox/bootstrap and the CDK uploads as a file asset, into a
+// volume shared with the runner's container (a stock Python image), and
+// prepares the volumes for the unprivileged user. Both images come through
+// the pull-through cache rule; ECR creates their repositories on the first
+// pull.
+//
+// # The task
+//
+// ARM64, 1 vCPU and 2 GB (Fargate's smallest with a whole vCPU), 21 GiB of
+// ephemeral storage (the least that can be set; the runner bounds a
+// workspace to 1 GB). The runner's container runs as nobody with a
+// read-only root filesystem and all Linux capabilities dropped, as PID 1
+// (no init process: the runner kills and reaps what commands leave);
+// /workspace and /tmp are task volumes, and so are the tool bridge's
+// socket directory and /tools, which the runner fills for a command that
+// may call the agent's tools (shared/adapters/ecs/bridge.go). Its task
+// role reads and writes the workspaces and the control objects; the
+// commands never see its credentials: the runner clears their environment
+// and is not dumpable, so its /proc/1/environ, which names the
+// credentials endpoint, is not theirs to read.
+func (s *builder) sandbox() {
+	stack := s.stack
+	vpc := awsec2.NewVpc(stack, jsii.String("SandboxVpc"), &awsec2.VpcProps{
+		MaxAzs:                       jsii.Number(2),
+		NatGateways:                  jsii.Number(0),
+		CreateInternetGateway:        jsii.Bool(false),
+		RestrictDefaultSecurityGroup: jsii.Bool(false), // unused: the tasks have their own
+		SubnetConfiguration: &[]*awsec2.SubnetConfiguration{{
+			Name:       jsii.String("sandbox"),
+			SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED,
+			CidrMask:   jsii.Number(24),
+		}},
+	})
+	subnets := &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}
+
+	runnerAsset := awss3assets.NewAsset(stack, jsii.String("SandboxRunner"), &awss3assets.AssetProps{
+		Path: jsii.String(s.cfg.Assets + "/sandbox/bootstrap"),
+	})
+
+	layerBucket := awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("arn:aws:s3:::prod-"), stack.Region(), jsii.String("-starport-layer-bucket/*")})
+	s3Endpoint := vpc.AddGatewayEndpoint(jsii.String("S3"), &awsec2.GatewayVpcEndpointOptions{
+		Service: awsec2.GatewayVpcEndpointAwsService_S3(),
+		Subnets: &[]*awsec2.SubnetSelection{subnets},
+	})
+	s3Endpoint.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListBucket"),
+		Resources: &[]*string{
+			s.workspaces.BucketArn(), s.workspaces.ArnForObjects(jsii.String("*")),
+			runnerAsset.Bucket().ArnForObjects(runnerAsset.S3ObjectKey()),
+			layerBucket,
+		},
+	}))
+
+	// The tasks' egress: HTTPS to S3's prefix list, which CloudFormation
+	// cannot name, so a lookup at deploy time reads its id.
+	prefixList := customresources.NewAwsCustomResource(stack, jsii.String("S3PrefixList"), &customresources.AwsCustomResourceProps{
+		OnUpdate: &customresources.AwsSdkCall{
+			Service: jsii.String("EC2"),
+			Action:  jsii.String("describeManagedPrefixLists"),
+			Parameters: map[string]any{"Filters": []any{map[string]any{
+				"Name":   "prefix-list-name",
+				"Values": []any{awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("com.amazonaws."), stack.Region(), jsii.String(".s3")})},
+			}}},
+			PhysicalResourceId: customresources.PhysicalResourceId_FromResponse(jsii.String("PrefixLists.0.PrefixListId")),
+			OutputPaths:        jsii.Strings("PrefixLists.0.PrefixListId"),
+		},
+		Policy: customresources.AwsCustomResourcePolicy_FromSdkCalls(&customresources.SdkCallsPolicyOptions{Resources: customresources.AwsCustomResourcePolicy_ANY_RESOURCE()}),
+		LogGroup: awslogs.NewLogGroup(stack, jsii.String("S3PrefixListLogs"), &awslogs.LogGroupProps{
+			Retention:     awslogs.RetentionDays_ONE_MONTH,
+			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		}),
+		InstallLatestAwsSdk: jsii.Bool(false),
+	})
+	tasksSG := awsec2.NewSecurityGroup(stack, jsii.String("SandboxTasks"), &awsec2.SecurityGroupProps{
+		Vpc:              vpc,
+		Description:      jsii.String("lambdaclaw sandbox tasks: HTTPS to S3 and the VPC's endpoints only"),
+		AllowAllOutbound: jsii.Bool(false),
+	})
+	tasksSG.AddEgressRule(awsec2.Peer_PrefixList(prefixList.GetResponseField(jsii.String("PrefixLists.0.PrefixListId"))), awsec2.Port_Tcp(jsii.Number(443)), jsii.String("S3 through the gateway endpoint"), nil)
+	endpointsSG := awsec2.NewSecurityGroup(stack, jsii.String("SandboxEndpoints"), &awsec2.SecurityGroupProps{
+		Vpc:              vpc,
+		Description:      jsii.String("lambdaclaw sandbox: the interface endpoints, reached by the tasks"),
+		AllowAllOutbound: jsii.Bool(false),
+	})
+	endpointsSG.AddIngressRule(tasksSG, awsec2.Port_Tcp(jsii.Number(443)), jsii.String("the sandbox tasks"), nil)
+	tasksSG.AddEgressRule(endpointsSG, awsec2.Port_Tcp(jsii.Number(443)), jsii.String("ECR and CloudWatch Logs endpoints"), nil)
+	oneZone := &awsec2.SubnetSelection{Subnets: &[]awsec2.ISubnet{(*vpc.IsolatedSubnets())[0]}}
+	for id, svc := range map[string]awsec2.InterfaceVpcEndpointAwsService{
+		"EcrApi":    awsec2.InterfaceVpcEndpointAwsService_ECR(),
+		"EcrDocker": awsec2.InterfaceVpcEndpointAwsService_ECR_DOCKER(),
+		"Logs":      awsec2.InterfaceVpcEndpointAwsService_CLOUDWATCH_LOGS(),
+	} {
+		vpc.AddInterfaceEndpoint(jsii.String(id), &awsec2.InterfaceVpcEndpointOptions{
+			Service:           svc,
+			Subnets:           oneZone,
+			SecurityGroups:    &[]awsec2.ISecurityGroup{endpointsSG},
+			PrivateDnsEnabled: jsii.Bool(true),
+			Open:              jsii.Bool(false),
+		})
+	}
+
+	// ECR Public through a pull-through cache rule of this stack.
+	cachePrefix := strings.ToLower(*stack.StackName()) + "-ecr-public"
+	awsecr.NewCfnPullThroughCacheRule(stack, jsii.String("SandboxImages"), &awsecr.CfnPullThroughCacheRuleProps{
+		EcrRepositoryPrefix: jsii.String(cachePrefix),
+		UpstreamRegistry:    jsii.String("ecr-public"),
+		UpstreamRegistryUrl: jsii.String("public.ecr.aws"),
+	})
+	image := func(name string) awsecs.ContainerImage {
+		return awsecs.ContainerImage_FromRegistry(awscdk.Fn_Join(jsii.String(""), &[]*string{
+			stack.Account(), jsii.String(".dkr.ecr."), stack.Region(), jsii.String("."), stack.UrlSuffix(), jsii.String("/" + cachePrefix + "/" + name),
+		}), nil)
+	}
+
+	cluster := awsecs.NewCluster(stack, jsii.String("SandboxCluster"), &awsecs.ClusterProps{Vpc: vpc})
+	taskDef := awsecs.NewFargateTaskDefinition(stack, jsii.String("SandboxTask"), &awsecs.FargateTaskDefinitionProps{
+		Family:              jsii.String(*stack.StackName() + "-sandbox"),
+		Cpu:                 jsii.Number(1024),
+		MemoryLimitMiB:      jsii.Number(2048),
+		EphemeralStorageGiB: jsii.Number(21),
+		RuntimePlatform: &awsecs.RuntimePlatform{
+			CpuArchitecture:       awsecs.CpuArchitecture_ARM64(),
+			OperatingSystemFamily: awsecs.OperatingSystemFamily_LINUX(),
+		},
+	})
+	for _, v := range []string{"runner", "workspace", "scratch", "bridge", "tools"} {
+		taskDef.AddVolume(&awsecs.Volume{Name: jsii.String(v)})
+	}
+	logs := awslogs.NewLogGroup(stack, jsii.String("SandboxLogs"), &awslogs.LogGroupProps{
+		Retention:     awslogs.RetentionDays_ONE_MONTH,
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	logging := func(prefix string) awsecs.LogDriver {
+		return awsecs.LogDriver_AwsLogs(&awsecs.AwsLogDriverProps{LogGroup: logs, StreamPrefix: jsii.String(prefix)})
+	}
+	mounts := func(c awsecs.ContainerDefinition, runnerReadOnly bool, paths map[string]string) {
+		for v, p := range paths {
+			c.AddMountPoints(&awsecs.MountPoint{SourceVolume: jsii.String(v), ContainerPath: jsii.String(p), ReadOnly: jsii.Bool(v == "runner" && runnerReadOnly)})
+		}
+	}
+
+	// init: as root, copy the runner in and hand the volumes to nobody.
+	// The runner is also the bridge's client, lambdaclaw-tool, by the
+	// name it is called by.
+	initScript := "set -e; aws s3 cp --no-progress \"$RUNNER_URL\" /runner/sandbox; chmod 0555 /runner/sandbox; " +
+		"ln -s sandbox /runner/lambdaclaw-tool; " +
+		"chown 65534:65534 /work /bridge /tools; chmod 0700 /work; chmod 0755 /bridge /tools; chmod 1777 /scratch"
+	initC := taskDef.AddContainer(jsii.String("init"), &awsecs.ContainerDefinitionOptions{
+		Image:                  image(sandboxInitImage),
+		Essential:              jsii.Bool(false),
+		User:                   jsii.String("0"),
+		ReadonlyRootFilesystem: jsii.Bool(true),
+		EntryPoint:             jsii.Strings("/bin/sh", "-c"),
+		Command:                jsii.Strings(initScript),
+		Environment: &map[string]*string{
+			"RUNNER_URL": runnerAsset.S3ObjectUrl(),
+			"HOME":       jsii.String("/scratch"),
+			"AWS_REGION": stack.Region(),
+		},
+		Logging: logging("init"),
+	})
+	mounts(initC, false, map[string]string{"runner": "/runner", "workspace": "/work", "scratch": "/scratch", "bridge": "/bridge", "tools": "/tools"})
+
+	// No init process: the runner is PID 1, so /proc/1 is the
+	// non-dumpable runner's, and it kills and reaps what commands leave.
+	linux := awsecs.NewLinuxParameters(stack, jsii.String("SandboxLinux"), &awsecs.LinuxParametersProps{InitProcessEnabled: jsii.Bool(false)})
+	linux.DropCapabilities(awsecs.Capability_ALL)
+	runner := taskDef.AddContainer(jsii.String(sandboxContainer), &awsecs.ContainerDefinitionOptions{
+		ContainerName:          jsii.String(sandboxContainer),
+		Image:                  image(sandboxImage),
+		Essential:              jsii.Bool(true),
+		User:                   jsii.String(sandboxUser),
+		ReadonlyRootFilesystem: jsii.Bool(true),
+		LinuxParameters:        linux,
+		EntryPoint:             jsii.Strings("/runner/sandbox"),
+		WorkingDirectory:       jsii.String("/workspace"),
+		Environment: &map[string]*string{
+			"SANDBOX_DIR": jsii.String("/workspace"), "HOME": jsii.String("/workspace"), "AWS_REGION": stack.Region(),
+			// The tool bridge: sandbox.SocketPath and sandbox.ToolsDir.
+			"SANDBOX_SOCKET": jsii.String("/run/lambdaclaw/bridge.sock"), "SANDBOX_TOOLS": jsii.String("/tools"),
+			"SANDBOX_PATH": jsii.String("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/runner"),
+		},
+		Logging:     logging("runner"),
+		StopTimeout: awscdk.Duration_Seconds(jsii.Number(10)),
+	})
+	mounts(runner, true, map[string]string{"runner": "/runner", "workspace": "/workspace", "scratch": "/tmp", "bridge": "/run/lambdaclaw", "tools": "/tools"})
+	runner.AddContainerDependencies(&awsecs.ContainerDependency{Container: initC, Condition: awsecs.ContainerDependencyCondition_SUCCESS})
+
+	// The execution role pulls through the cache (ECR creates a cached
+	// repository on its first pull).
+	taskDef.ObtainExecutionRole().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions: jsii.Strings("ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability", "ecr:BatchImportUpstreamImage", "ecr:CreateRepository"),
+		Resources: &[]*string{stack.FormatArn(&awscdk.ArnComponents{
+			Service: jsii.String("ecr"), Resource: jsii.String("repository"), ResourceName: jsii.String(cachePrefix + "/*"),
+		})},
+	}))
+	taskDef.ObtainExecutionRole().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("ecr:GetAuthorizationToken"),
+		Resources: jsii.Strings("*"), // IAM takes this action on "*" only
+	}))
+	// The task role: the runner's asset, the workspaces and the control
+	// objects.
+	taskDef.TaskRole().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("s3:GetObject"),
+		Resources: &[]*string{runnerAsset.Bucket().ArnForObjects(runnerAsset.S3ObjectKey())},
+	}))
+	s.grantWorkspaceTo(taskDef.TaskRole(), controlPrefix)
+
+	// The step function runs the tools: it starts, watches and stops the
+	// tasks, and passes their roles to ECS only.
+	step := s.fns["step"]
+	step.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:    jsii.Strings("ecs:RunTask"),
+		Resources:  &[]*string{stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("ecs"), Resource: jsii.String("task-definition"), ResourceName: jsii.String(*stack.StackName() + "-sandbox:*")})},
+		Conditions: &map[string]any{"ArnEquals": map[string]any{"ecs:cluster": cluster.ClusterArn()}},
+	}))
+	step.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions: jsii.Strings("ecs:DescribeTasks", "ecs:StopTask"),
+		Resources: &[]*string{stack.FormatArn(&awscdk.ArnComponents{
+			Service: jsii.String("ecs"), Resource: jsii.String("task"),
+			ResourceName: awscdk.Fn_Join(jsii.String(""), &[]*string{cluster.ClusterName(), jsii.String("/*")}),
+		})},
+	}))
+	step.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:    jsii.Strings("iam:PassRole"),
+		Resources:  &[]*string{taskDef.TaskRole().RoleArn(), taskDef.ObtainExecutionRole().RoleArn()},
+		Conditions: &map[string]any{"StringEquals": map[string]any{"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
+	}))
+	s.grantWorkspaceTo(step.Role(), controlPrefix)
+	var subnetIDs []*string
+	for _, sn := range *vpc.IsolatedSubnets() {
+		subnetIDs = append(subnetIDs, sn.SubnetId())
+	}
+	for k, v := range map[string]*string{
+		"SANDBOX_BACKEND":         jsii.String("fargate"),
+		"SANDBOX_CLUSTER":         cluster.ClusterName(),
+		"SANDBOX_TASK_DEFINITION": jsii.String(*stack.StackName() + "-sandbox"),
+		"SANDBOX_CONTAINER":       jsii.String(sandboxContainer),
+		"SANDBOX_SUBNETS":         awscdk.Fn_Join(jsii.String(","), &subnetIDs),
+		"SANDBOX_SECURITY_GROUPS": tasksSG.SecurityGroupId(),
+	} {
+		step.AddEnvironment(jsii.String(k), v, nil)
+	}
+	s.sandboxCluster = cluster
+}

@@ -1,0 +1,183 @@
+// Package sandbox is the port of sandboxed code execution (seed 004,
+// "Sandbox Execution"): a Backend runs one shell command in an isolated
+// environment that belongs to an owner's session, under Limits, with the
+// agent's workspace at /workspace and a Bridge through which a script calls
+// the agent's tools.
+//
+// A sandbox belongs to one owner and session: a backend never lets another
+// owner's session reuse or see it (its /tmp, its processes), even under the
+// same session id. Backends: adapters/bwrap (bubblewrap, local) and the
+// Fargate backend of functions/sandbox (AWS).
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
+)
+
+// Backend runs commands in sandboxes.
+type Backend interface {
+	// Exec runs req.Command with /bin/sh -c in the sandbox of req's owner
+	// and session, creating it or reusing a warm one. A command that runs
+	// and ends, even cut by a limit, is a Result with a nil error; an error
+	// means the sandbox itself failed and nothing (more) ran.
+	Exec(ctx context.Context, req Request) (Result, error)
+	// Probe checks that the backend can run a command at all, at startup;
+	// an error (wrapping ErrUnavailable) says why not, and exec is then
+	// not offered.
+	Probe(ctx context.Context) error
+}
+
+// Request is one command to run.
+type Request struct {
+	// Owner, Agent and SessionID name the sandbox: one per owner and
+	// session, whose workspace is Agent's.
+	Owner     string
+	Agent     string
+	SessionID string
+	// Command is run as /bin/sh -c Command, in /workspace.
+	Command string
+	// Timeout bounds this command's wall time; zero or more than
+	// Limits.WallTime means Limits.WallTime.
+	Timeout time.Duration
+	Limits  Limits
+	// Workspace is the agent's workspace, mounted read-write at
+	// /workspace. A backend that runs elsewhere syncs it in and back.
+	Workspace filestore.FS
+	// Bridge serves the script's tool calls; nil offers none.
+	Bridge Bridge
+}
+
+// Bridge is how a script in the sandbox reaches the agent's tools. Calls go
+// through the same policy and scrubbing as the model's, and are evented in
+// the run.
+type Bridge interface {
+	// Tools describes the tools a script may call, sorted by name.
+	Tools() []chat.ToolDef
+	// Call runs one tool with JSON arguments and returns its (scrubbed)
+	// output; an error is the refusal or failure to show the script.
+	Call(ctx context.Context, name string, args json.RawMessage) (string, error)
+}
+
+// Limits bound one command. Zero fields take DefaultLimits' values when
+// passed through WithDefaults.
+type Limits struct {
+	// Memory is the memory each process may write (its heap and private
+	// mappings; RLIMIT_DATA locally), in bytes.
+	Memory int64 `json:"memory,omitempty"`
+	// CPUs is how many CPUs the command's processes may run on.
+	CPUs int `json:"cpus,omitempty"`
+	// Pids is how many processes (and threads) may exist at once.
+	Pids int `json:"pids,omitempty"`
+	// FileSize is the largest file a process may write, in bytes.
+	FileSize int64 `json:"file_size,omitempty"`
+	// Output is how much of stdout and of stderr is kept, each, in bytes;
+	// a command writing more is stopped.
+	Output int64 `json:"output,omitempty"`
+	// WallTime is the longest a command may run.
+	WallTime time.Duration `json:"wall_time,omitempty"`
+}
+
+// DefaultLimits are seed 004's: 512 MB, 1 CPU, 256 processes; a 64 MB
+// file, 1 MB of output and 30 seconds (under the loop's 60 s per tool call).
+func DefaultLimits() Limits {
+	return Limits{Memory: 512 << 20, CPUs: 1, Pids: 256, FileSize: 64 << 20, Output: 1 << 20, WallTime: 30 * time.Second}
+}
+
+// WithDefaults returns l with its zero fields set from DefaultLimits.
+func (l Limits) WithDefaults() Limits {
+	d := DefaultLimits()
+	if l.Memory == 0 {
+		l.Memory = d.Memory
+	}
+	if l.CPUs == 0 {
+		l.CPUs = d.CPUs
+	}
+	if l.Pids == 0 {
+		l.Pids = d.Pids
+	}
+	if l.FileSize == 0 {
+		l.FileSize = d.FileSize
+	}
+	if l.Output == 0 {
+		l.Output = d.Output
+	}
+	if l.WallTime == 0 {
+		l.WallTime = d.WallTime
+	}
+	return l
+}
+
+// Check says what is wrong with l, after WithDefaults.
+func (l Limits) Check() error {
+	var errs []error
+	if l.Memory < 16<<20 {
+		errs = append(errs, fmt.Errorf("memory %d is under 16 MB", l.Memory))
+	}
+	if l.CPUs < 1 {
+		errs = append(errs, fmt.Errorf("cpus %d is under 1", l.CPUs))
+	}
+	if l.Pids < 8 {
+		errs = append(errs, fmt.Errorf("pids %d is under 8", l.Pids))
+	}
+	if l.FileSize < 1 {
+		errs = append(errs, fmt.Errorf("file_size %d is under 1", l.FileSize))
+	}
+	if l.Output < 1<<10 {
+		errs = append(errs, fmt.Errorf("output %d is under 1 KB", l.Output))
+	}
+	if l.WallTime < time.Second {
+		errs = append(errs, fmt.Errorf("wall_time %s is under a second", l.WallTime))
+	}
+	return errors.Join(errs...)
+}
+
+// Wall is the wall time req may run: its Timeout within its limit.
+func (req Request) Wall() time.Duration {
+	if req.Timeout > 0 && req.Timeout < req.Limits.WallTime {
+		return req.Timeout
+	}
+	return req.Limits.WallTime
+}
+
+// Cut names the limit that stopped a command.
+type Cut string
+
+// The limits a backend tells apart. A process that hits the memory or
+// process limit usually fails on its own (an allocation or a fork
+// refused) and exits, which a backend reports as Memory or Pids when it can
+// tell, and otherwise as the plain exit it was.
+const (
+	NotCut   Cut = ""
+	WallTime Cut = "wall_time"
+	Output   Cut = "output"
+	CPUTime  Cut = "cpu_time"
+	FileSize Cut = "file_size"
+	Memory   Cut = "memory"
+	Pids     Cut = "pids"
+)
+
+// Result is what a command did.
+type Result struct {
+	// Stdout and Stderr are what it wrote, each at most Limits.Output
+	// bytes. Stderr is not yet scrubbed: the exec tool scrubs it.
+	Stdout string
+	Stderr string
+	// ExitCode is the shell's exit status; 128+n for a signal n, -1 when
+	// the sandbox stopped it without one.
+	ExitCode int
+	// Cut is the limit that stopped it, NotCut if none did.
+	Cut Cut
+	// Duration is how long the command ran.
+	Duration time.Duration
+}
+
+// ErrUnavailable wraps why a backend cannot run anything (not installed,
+// failing its probe); the exec tool is then not offered.
+var ErrUnavailable = errors.New("sandbox unavailable")

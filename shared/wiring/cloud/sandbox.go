@@ -1,0 +1,46 @@
+package cloud
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ecs"
+	s3fs "github.com/lambdaclaw/lambdaclaw/shared/adapters/s3"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/setup"
+)
+
+// fargateCallTimeout bounds one exec call on Fargate: a cold task takes
+// 30 to 60 s to start (README: the Fargate sandbox), then the command its
+// wall time (at most 50 s), then the workspace is written back.
+const fargateCallTimeout = 4 * time.Minute
+
+// newExec returns the exec tool on the Fargate sandbox of the stack
+// (SANDBOX_BACKEND=fargate and the task's settings, which the stack gives
+// the step function with -c sandbox=fargate), or nil when there is none:
+// exec is not offered then, never run unsandboxed. files is the
+// workspaces' bucket, where the sandbox's commands, results and workspace
+// copies go.
+func newExec(ctx context.Context, cfg *config.Config, awsCfg aws.Config, getenv func(string) string, files *s3fs.FS, log *slog.Logger) tool.Tool {
+	if getenv(ecs.EnvBackend) == "" {
+		return nil // no sandbox in this function
+	}
+	backend, err := ecs.FromEnv(awsCfg, getenv, files, ecs.Config{ServeBridge: sandbox.ServeBridge, ToolFiles: sandbox.ToolFiles})
+	if err == nil {
+		err = backend.Probe(ctx)
+	}
+	var t tool.Tool
+	if err == nil {
+		t, err = setup.ExecTool(cfg, backend, fargateCallTimeout)
+	}
+	if err != nil {
+		log.Warn("exec tool not offered", "reason", err.Error())
+		return nil
+	}
+	return t
+}
