@@ -1,18 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
-	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/mcp"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
@@ -59,10 +60,8 @@ type doctor struct {
 	http *http.Client
 	// now is the local clock.
 	now func() time.Time
-	// lookPath finds a program on the PATH; runProbe runs one with
-	// arguments and says why it failed.
-	lookPath func(string) (string, error)
-	runProbe func(ctx context.Context, name string, args ...string) error
+	// probeSandbox checks that the local sandbox backend works.
+	probeSandbox func(ctx context.Context) error
 	// freeBytes is the space free for the user on path's file system.
 	freeBytes func(path string) (uint64, error)
 	// minFree is the free space below which the disk check fails;
@@ -72,6 +71,19 @@ type doctor struct {
 
 	mu    sync.Mutex
 	dates []dateSample
+
+	// mcp is the registry of the configured MCP servers, made once by
+	// the first MCP check; close stops them.
+	mcpOnce sync.Once
+	mcp     *mcp.Registry
+	mcpErr  error
+}
+
+// close stops what the checks started.
+func (d *doctor) close() {
+	if d.mcp != nil {
+		d.mcp.Close()
+	}
 }
 
 // dateSample is the Date header of an answer and the local time it came.
@@ -91,36 +103,11 @@ const (
 // network call bounded by timeout.
 func newDoctor(cfg *config.Config, timeout time.Duration) *doctor {
 	d := &doctor{
-		cfg: cfg, now: time.Now, lookPath: exec.LookPath, freeBytes: freeBytes,
+		cfg: cfg, now: time.Now, probeSandbox: probeBubblewrap, freeBytes: freeBytes,
 		minFree: defaultMinFree, maxSkew: defaultMaxSkew,
-	}
-	d.runProbe = func(ctx context.Context, name string, args ...string) error {
-		cmd := exec.CommandContext(ctx, name, args...)
-		var out cappedBuffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			if msg := strings.TrimSpace(out.String()); msg != "" {
-				return fmt.Errorf("%w: %s", err, firstLine(msg))
-			}
-			return err
-		}
-		return nil
 	}
 	d.http = &http.Client{Timeout: timeout, Transport: &dateRecorder{next: http.DefaultTransport, d: d}}
 	return d
-}
-
-// cappedBuffer keeps the first maxProbeOutput bytes written to it.
-type cappedBuffer struct{ bytes.Buffer }
-
-// maxProbeOutput bounds what doctor keeps of a probe's output.
-const maxProbeOutput = 4 << 10
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := maxProbeOutput - b.Len(); room > 0 {
-		b.Buffer.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
 }
 
 // dateRecorder is a transport that records the Date header of every answer.
@@ -161,6 +148,9 @@ func (d *doctor) checks() (first []check, last check) {
 		first = append(first, check{"provider " + p.Name, func(ctx context.Context) finding { return d.checkProvider(ctx, p) }})
 	}
 	first = append(first, check{"embeddings", d.checkEmbedder}, check{"sandbox", d.checkSandbox})
+	for _, name := range slices.Sorted(maps.Keys(d.cfg.MCP.Servers)) {
+		first = append(first, check{"mcp " + name, func(context.Context) finding { return d.checkMCP(name) }})
+	}
 	if d.cfg.Telegram.Enabled || d.cfg.Telegram.Token != "" {
 		first = append(first, check{"telegram", d.checkTelegram}, check{"telegram webhook", d.checkWebhook})
 	}
@@ -271,6 +261,7 @@ func doctorCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return errors.New("doctor: the configuration does not load")
 		}
 		d := newDoctor(cfg, *timeout)
+		defer d.close()
 		checks, last := d.checks()
 		findings = d.run(ctx, checks, last)
 	}

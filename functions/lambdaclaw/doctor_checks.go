@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bwrap"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
@@ -277,19 +279,66 @@ func (d *doctor) checkEmbedder(ctx context.Context) finding {
 	return finding{Verdict: pass, Detail: fmt.Sprintf("%s made a vector of %d dimensions", emb.Model(), len(vs[0]))}
 }
 
-// checkSandbox looks for bubblewrap and runs it once. It is informational:
-// the configuration has no sandbox setting yet, so nothing depends on it.
+// checkSandbox checks the exec tool's sandbox backend as serve sets it up
+// (localExec): bubblewrap must make a sandbox. An explicit
+// sandbox.backend: bubblewrap that does not work fails; the default one
+// is reported for information (on macOS, say, there is none), since serve
+// then only leaves the exec tool out.
 func (d *doctor) checkSandbox(ctx context.Context) finding {
-	path, err := d.lookPath("bwrap")
-	if err != nil {
-		return finding{Verdict: info, Detail: "bubblewrap (bwrap) is not installed; a sandbox for commands would need it (apt-get install bubblewrap)"}
+	switch d.cfg.Sandbox.Backend {
+	case config.SandboxNone:
+		return finding{Verdict: info, Detail: "sandbox.backend is none: agents have no exec tool"}
+	case config.SandboxFargate:
+		return finding{Verdict: fail, Detail: "sandbox.backend fargate runs on AWS only: serve offers no exec tool",
+			Fix: "set sandbox.backend to bubblewrap (or none) in " + d.configPath()}
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.http.Timeout)
 	defer cancel()
-	if err := d.runProbe(ctx, path, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-all", "--die-with-parent", "true"); err != nil {
-		return finding{Verdict: info, Detail: fmt.Sprintf("%s is installed but cannot make a sandbox here (user namespaces off, or in a container?): %v", path, err)}
+	if err := d.probeSandbox(ctx); err != nil {
+		f := finding{Verdict: info, Detail: "bubblewrap cannot make a sandbox here, so serve offers no exec tool: " + err.Error()}
+		if d.cfg.Sandbox.Backend == config.SandboxBubblewrap {
+			f.Verdict = fail
+			f.Fix = "install bubblewrap (apt-get install bubblewrap), allow unprivileged user namespaces, run serve as an ordinary user, or set sandbox.backend: none"
+		}
+		return f
 	}
-	return finding{Verdict: info, Detail: path + " makes sandboxes here"}
+	return finding{Verdict: pass, Detail: "bubblewrap makes sandboxes here: agents have the exec tool"}
+}
+
+// probeBubblewrap runs the bubblewrap backend's probe, as serve does, in a
+// throwaway data directory: a backend on the real one would remove the
+// sandboxes of a running server (it reaps what it takes for orphans).
+func probeBubblewrap(ctx context.Context) error {
+	tmp, err := os.MkdirTemp("", "lambdaclaw-doctor-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	b, err := bwrap.New(bwrap.Config{Home: tmp, Workspace: func(string) (string, error) {
+		return "", errors.New("doctor runs no agent's commands")
+	}})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	return b.Probe(ctx)
+}
+
+// checkMCP starts the configured MCP server name and lists its tools, as
+// `lambdaclaw mcp tools` does.
+func (d *doctor) checkMCP(name string) finding {
+	d.mcpOnce.Do(func() {
+		d.mcp, d.mcpErr = setup.MCP(d.cfg.MCP, getenv, slog.New(slog.DiscardHandler))
+	})
+	if d.mcpErr != nil {
+		return finding{Verdict: fail, Detail: d.mcpErr.Error(), Fix: "check the mcp section of " + d.configPath()}
+	}
+	tools, err := mcpServer(d.mcp, name)
+	if err != nil {
+		return finding{Verdict: fail, Detail: err.Error(),
+			Fix: "check mcp.servers." + name + " in " + d.configPath() + " (lambdaclaw mcp list shows every server)"}
+	}
+	return finding{Verdict: pass, Detail: fmt.Sprintf("started, %d tools", len(tools))}
 }
 
 // telegramClient is the Bot API client of the configured token.

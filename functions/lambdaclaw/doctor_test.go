@@ -252,35 +252,65 @@ func TestDoctorClock(t *testing.T) {
 }
 
 func TestDoctorSandbox(t *testing.T) {
-	found := func(string) (string, error) { return "/usr/bin/bwrap", nil }
+	refused := errors.New("sandbox unavailable: bubblewrap is not installed")
 	tests := []struct {
-		name     string
-		lookPath func(string) (string, error)
-		probe    error
-		detail   string
+		name, backend string
+		probe         error
+		want, detail  string
 	}{
-		{"missing", func(string) (string, error) { return "", errors.New("not found") }, nil, "bubblewrap (bwrap) is not installed"},
-		{"works", found, nil, "/usr/bin/bwrap makes sandboxes here"},
-		{"refused", found, errors.New("bwrap: No permissions to create new namespace"), "cannot make a sandbox here"},
+		{"default, working", "", nil, "ok", "bubblewrap makes sandboxes here"},
+		{"default, not working", "", refused, "info", "serve offers no exec tool: sandbox unavailable"},
+		{"bubblewrap, not working", config.SandboxBubblewrap, refused, "FAIL", "bubblewrap is not installed"},
+		{"bubblewrap, working", config.SandboxBubblewrap, nil, "ok", "agents have the exec tool"},
+		{"none", config.SandboxNone, refused, "info", "sandbox.backend is none"},
+		{"fargate", config.SandboxFargate, nil, "FAIL", "runs on AWS only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := testDoctor(t, t.TempDir())
-			var ran []string
-			d.lookPath = tt.lookPath
-			d.runProbe = func(_ context.Context, name string, args ...string) error {
-				ran = append([]string{name}, args...)
-				return tt.probe
-			}
+			d.cfg.Sandbox.Backend = tt.backend
+			d.probeSandbox = func(context.Context) error { return tt.probe }
 			f := d.checkSandbox(context.Background())
-			// Informational until the configuration has a sandbox setting.
-			if got := verdictOf(f, tt.detail); got != "info" {
-				t.Errorf("finding %+v: got %s, want info", f, got)
-			}
-			if tt.name != "missing" && (len(ran) == 0 || ran[len(ran)-1] != "true") {
-				t.Errorf("probe ran %q, want bwrap … true", ran)
+			if got := verdictOf(f, tt.detail); got != tt.want {
+				t.Errorf("finding %+v: got %s, want %s", f, got, tt.want)
 			}
 		})
+	}
+}
+
+// The real probe runs in a throwaway directory, never in the home of a
+// server whose sandboxes it would reap.
+func TestDoctorProbeLeavesHomeAlone(t *testing.T) {
+	home := t.TempDir()
+	d := testDoctor(t, home)
+	d.checkSandbox(context.Background())
+	if entries, _ := os.ReadDir(home); len(entries) != 0 {
+		t.Errorf("the sandbox check wrote into the home: %v", entries)
+	}
+}
+
+func TestDoctorMCP(t *testing.T) {
+	d := testDoctor(t, t.TempDir())
+	d.cfg.MCP = config.MCP{Servers: map[string]config.MCPServer{"broken": {Command: "/bin/false"}}}
+	checks, _ := d.checks()
+	fs := d.run(context.Background(), checks)
+	d.close()
+	var got []finding
+	for _, f := range fs {
+		if strings.HasPrefix(f.Check, "mcp") {
+			got = append(got, f)
+		}
+	}
+	if len(got) != 1 || got[0].Check != "mcp broken" || got[0].Verdict != fail || !strings.Contains(got[0].Fix, "mcp.servers.broken") {
+		t.Errorf("MCP findings = %+v, want one failure of mcp broken", got)
+	}
+	// Without servers there is no MCP line.
+	d = testDoctor(t, t.TempDir())
+	checks, _ = d.checks()
+	for _, c := range checks {
+		if strings.HasPrefix(c.name, "mcp") {
+			t.Errorf("check %q without MCP servers", c.name)
+		}
 	}
 }
 
@@ -401,19 +431,5 @@ func TestDoctorCommandFlags(t *testing.T) {
 				t.Errorf("output %q, want %q in it", out.String(), tt.wantOut)
 			}
 		})
-	}
-}
-
-func TestDoctorProbeOutput(t *testing.T) {
-	d := testDoctor(t, t.TempDir())
-	err := d.runProbe(context.Background(), "/bin/sh", "-c", "echo 'bwrap: no namespaces' >&2; head -c 100000 /dev/zero | tr '\\0' x; exit 3")
-	if err == nil || !strings.Contains(err.Error(), "exit status 3: bwrap: no namespaces") {
-		t.Fatalf("probe error = %v, want the exit status and the first line", err)
-	}
-	if len(err.Error()) > 300 {
-		t.Errorf("probe error is %d bytes long, want the first line, cut", len(err.Error()))
-	}
-	if err := d.runProbe(context.Background(), "/bin/sh", "-c", "exit 0"); err != nil {
-		t.Errorf("probe of a working command: %v", err)
 	}
 }
