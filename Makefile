@@ -3,12 +3,16 @@ GO        ?= go
 BIN       := bin
 DIST      := dist
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -s -w -X main.version=$(VERSION)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(BUILD_DATE)
+# The platforms make release builds lambdaclaw for, as GOOS/GOARCH.
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 # Every directory under functions/ except the local binary is a Lambda function,
 # or, for sandbox, the Fargate sandbox task's runner, built the same way.
 LAMBDAS   := $(filter-out lambdaclaw,$(notdir $(wildcard functions/*)))
 
-.PHONY: run test build bench lint clean
+.PHONY: run test build release bench lint clean
 
 ## run: start the local gateway with embedded defaults (data in ~/.lambdaclaw)
 run:
@@ -37,6 +41,19 @@ build:
 		echo "build $(DIST)/$$f/bootstrap"; \
 		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -tags lambda.norpc -ldflags '$(LDFLAGS)' -o $(DIST)/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
+
+## release: static lambdaclaw binaries (CGO_ENABLED=0; the SQLite driver is pure Go)
+##          for every RELEASE_PLATFORMS, as dist/release/lambdaclaw-<os>-<arch>,
+##          with their SHA-256 checksums in dist/release/SHA256SUMS
+release:
+	rm -rf $(DIST)/release
+	mkdir -p $(DIST)/release
+	@for p in $(RELEASE_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; \
+		echo "build $(DIST)/release/lambdaclaw-$$os-$$arch"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/release/lambdaclaw-$$os-$$arch ./functions/lambdaclaw || exit 1; \
+	done
+	cd $(DIST)/release && if command -v sha256sum >/dev/null; then sha256sum lambdaclaw-*; else shasum -a 256 lambdaclaw-*; fi > SHA256SUMS
 
 ## bench: gateway overhead, time to first byte, throughput and CPU per turn
 ##        (stateless and stateful, 16 in flight), startup and memory figures

@@ -18,9 +18,6 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 const usage = `lambdaclaw — an AI agent gateway
 
 Usage:
@@ -47,7 +44,8 @@ Usage:
   lambdaclaw mcp call NAME TOOL JSON                    call an MCP server's tool; print the result
   lambdaclaw status [--stack NAME]                      agents, keys, busy sessions, Telegram outbox
   lambdaclaw telegram setup|remove [--stack NAME]       register or remove the Telegram webhook
-  lambdaclaw version
+  lambdaclaw doctor [--stack NAME] [--health]           check the setup; say how to fix what fails
+  lambdaclaw version                                    print the version, commit and build date
 
 Every command takes --help; "lambdaclaw help COMMAND" is the same.
 
@@ -121,6 +119,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return mcpCommand(ctx, args[1:], stdout, stderr)
 	case "status":
 		return statusCommand(ctx, args[1:], stdout, stderr)
+	case "doctor":
+		return doctorCommand(ctx, args[1:], stdout, stderr)
 	case "chat":
 		return chatCommand(ctx, args[1:], chatInput, stdout, stderr)
 	case bwrap.InitCommand:
@@ -128,10 +128,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// limits and runs the command (shared/adapters/bwrap).
 		return bwrap.Init(args[1:], stderr)
 	case "version", "--version", "-v":
-		if _, err := newFlags("version", "", "Print the version.", stderr).parse(args[1:], 0, 0, stdout); err != nil {
+		if _, err := newFlags("version", "", "Print the version, the commit it was built from and the build date.", stderr).parse(args[1:], 0, 0, stdout); err != nil {
 			return err
 		}
-		fmt.Fprintln(stdout, "lambdaclaw", version)
+		printVersion(stdout, currentBuild())
 		return nil
 	case "help", "--help", "-help", "-h":
 		if len(args) > 1 && args[1] != "help" && args[1][0] != '-' {

@@ -40,7 +40,7 @@ import (
 func getenv(k string) string { return os.Getenv(k) }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", "", "Run the gateway: the OpenAI-compatible API, the WebSocket endpoint, the MCP server (/mcp) and,\nwhen configured, the Telegram channel. On first start it creates the default agent and prints an API key.", stderr)
+	fs := newFlags("serve", "", "Run the gateway: the OpenAI-compatible API, the WebSocket endpoint, the MCP server (/mcp) and,\nwhen configured, the Telegram channel. On first start it creates the default agent and prints an API key;\nat a terminal, with no provider and no config file, it first asks for a provider, a model and a key.", stderr)
 	addr := fs.String("addr", "", "listen address HOST:PORT (default $LAMBDACLAW_ADDR or 127.0.0.1:8080)")
 	loadConfig := fs.withConfig()
 	if _, err := fs.parse(args, 0, 0, stdout); err != nil {
@@ -49,6 +49,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := loadConfig()
 	if err != nil {
 		return err
+	}
+	if needsSetup(cfg) {
+		if cfg, err = firstRun(ctx, cfg, confirmInput, stdout, loadConfig); err != nil {
+			return err
+		}
 	}
 	if *addr != "" {
 		cfg.Addr = *addr
@@ -162,7 +167,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	identity := agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()}
 	mcpSrv, err := mcpserver.New(mcpserver.Config{
 		Runner: driver, Events: hub, Sessions: db, Agents: agents, Names: agents.Names, Identity: identity,
-		MaxBodyBytes: cfg.MaxBodyBytes, Version: version, Log: log,
+		MaxBodyBytes: cfg.MaxBodyBytes, Version: currentBuild().Version, Log: log,
 	})
 	if err != nil {
 		return err
@@ -216,7 +221,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(cfg.Providers) == 0 {
 		log.Warn("no LLM provider configured: chat requests will fail until you set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server) or add providers to the config file")
 	}
-	log.Info("lambdaclaw listening", "addr", "http://"+ln.Addr().String(), "home", cfg.Home, "agents", agents.Names(), "version", version)
+	log.Info("lambdaclaw listening", "addr", "http://"+ln.Addr().String(), "home", cfg.Home, "agents", agents.Names(), "version", currentBuild().Version)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -2,7 +2,8 @@
 // ok/result envelope, error codes and descriptions, 429 with retry_after,
 // getUpdates long polling with offset semantics, webhook calls with or
 // without the secret header, "message is not modified", and
-// sendMessageDraft (private chats only; or unknown, as on an older server).
+// sendMessageDraft (private chats only; or unknown, as on an older server),
+// and the webhook calls setWebhook, deleteWebhook and getWebhookInfo.
 package faketelegram
 
 import (
@@ -325,6 +326,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.secret, _ = p["secret_token"].(string)
 		s.mu.Unlock()
 		writeOK(w, true)
+	case "getWebhookInfo":
+		s.mu.Lock()
+		info := map[string]any{"url": s.webhook, "has_custom_certificate": false, "pending_update_count": len(s.ids)}
+		s.mu.Unlock()
+		writeOK(w, info)
 	case "deleteWebhook":
 		s.mu.Lock()
 		s.webhook, s.secret = "", ""

@@ -1,7 +1,8 @@
 // Package config reads lambdaclaw's configuration: an optional YAML file
 // plus environment variables. Secrets are never written in the file: a
-// secret field holds a reference such as `{env: OPENAI_API_KEY}` that is
-// resolved from the environment when the server starts.
+// secret field holds a reference such as `{env: OPENAI_API_KEY}`, resolved
+// from the environment when the server starts, or `{file: secrets/x.key}`,
+// a file only its owner may read (secret.go).
 package config
 
 import (
@@ -34,6 +35,9 @@ const (
 type Config struct {
 	// Home is the data directory ($LAMBDACLAW_HOME, default ~/.lambdaclaw).
 	Home string `yaml:"-"`
+	// Path is the config file Load read, or would have read: the file is
+	// optional unless named explicitly.
+	Path string `yaml:"-"`
 	// Addr is the listen address ($LAMBDACLAW_ADDR).
 	Addr     string `yaml:"addr"`
 	LogLevel string `yaml:"log_level"`
@@ -187,10 +191,14 @@ type Sessions struct {
 	Users map[string][]string `yaml:"users"`
 }
 
-// Secret is a reference to a secret kept outside the config file.
+// Secret is a reference to a secret kept outside the config file: an
+// environment variable (Env) or a file (File, secret.go).
 type Secret struct {
 	Env string `yaml:"env"`
-	// value is Env as resolved by Load's getenv; resolved says it was.
+	// File is a file holding the secret, relative to the data directory
+	// unless absolute; only its owner may read it.
+	File string `yaml:"file"`
+	// value is the secret as resolved by Load; resolved says it was.
 	value    string
 	resolved bool
 }
@@ -198,18 +206,30 @@ type Secret struct {
 // UnmarshalYAML accepts only a reference, never a literal secret.
 func (s *Secret) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: secrets are not written in config files; use a reference such as {env: OPENAI_API_KEY}", n.Line)
+		return fmt.Errorf("line %d: secrets are not written in config files; use a reference such as {env: OPENAI_API_KEY} or {file: secrets/openai.key}", n.Line)
 	}
 	type plain Secret
 	var p plain
 	if err := n.Decode(&p); err != nil {
 		return err
 	}
-	if p.Env == "" {
-		return fmt.Errorf("line %d: secret reference needs env: VARIABLE_NAME", n.Line)
+	if (p.Env == "") == (p.File == "") {
+		return fmt.Errorf("line %d: a secret reference needs env: VARIABLE_NAME or file: PATH (one of them)", n.Line)
 	}
 	*s = Secret(p)
 	return nil
+}
+
+// Set reports whether the secret refers to something.
+func (s Secret) Set() bool { return s.Env != "" || s.File != "" }
+
+// Source says where the secret is read from, for messages: the variable's
+// name, or "file PATH".
+func (s Secret) Source() string {
+	if s.File != "" {
+		return "file " + s.File
+	}
+	return s.Env
 }
 
 // ResolvedSecret is a secret whose value is known already, read from env
@@ -219,7 +239,8 @@ func ResolvedSecret(env, value string) Secret {
 }
 
 // Value resolves the reference; an unset reference resolves to "".
-// Secrets read by Load resolve with Load's getenv; others with os.Getenv.
+// Secrets read by Load resolve with Load's getenv (and files when Load
+// read them); others with os.Getenv.
 func (s Secret) Value() string {
 	if s.resolved {
 		return s.value
@@ -263,6 +284,7 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	if !explicit {
 		path = filepath.Join(c.Home, "config.yaml")
 	}
+	c.Path = path
 	b, err := os.ReadFile(path)
 	switch {
 	case err == nil:
@@ -295,16 +317,17 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 		c.Providers = append(c.Providers, p)
 	}
 	for i := range c.Providers {
-		if k := &c.Providers[i].APIKey; k.Env != "" {
-			k.value, k.resolved = getenv(k.Env), true
+		if err := c.Providers[i].APIKey.resolve(c.Home, getenv); err != nil {
+			return nil, fmt.Errorf("config: provider %q: api_key: %w", c.Providers[i].Name, err)
 		}
 		if p := &c.Providers[i]; p.Type == ProviderBedrock && p.Region == "" {
 			p.Region = getenv("AWS_REGION")
 		}
 	}
 	for i := range c.Telegram.AccessCodes {
-		k := &c.Telegram.AccessCodes[i]
-		k.value, k.resolved = getenv(k.Env), true
+		if err := c.Telegram.AccessCodes[i].resolve(c.Home, getenv); err != nil {
+			return nil, fmt.Errorf("config: telegram.access_codes: %w", err)
+		}
 	}
 	c.Telegram.Token, c.Telegram.APIBase = getenv("TELEGRAM_BOT_TOKEN"), getenv("TELEGRAM_API_BASE")
 	if err := c.loadMemory(getenv); err != nil {
@@ -337,7 +360,7 @@ func (c *Config) Validate() error {
 				return fmt.Errorf("config: provider %q: bedrock needs a model (a Bedrock model or inference profile id)", p.Name)
 			case p.Region == "":
 				return fmt.Errorf("config: provider %q: bedrock needs a region (region in the config, or AWS_REGION)", p.Name)
-			case p.APIKey.Env != "":
+			case p.APIKey.Set():
 				return fmt.Errorf("config: provider %q: bedrock signs with IAM credentials and takes no api_key", p.Name)
 			}
 		default:
@@ -506,7 +529,7 @@ func (t *Telegram) validate() error {
 	}
 	for _, c := range t.AccessCodes {
 		if v := c.Value(); v != "" && len(v) < 8 {
-			return fmt.Errorf("config: telegram.access_codes: the code in %s is shorter than 8 characters", c.Env)
+			return fmt.Errorf("config: telegram.access_codes: the code in %s is shorter than 8 characters", c.Source())
 		}
 	}
 	if t.Enabled && t.Token == "" {

@@ -178,7 +178,7 @@ sessions:
 				t.Fatalf("Load: %v", err)
 			}
 			want := tt.want
-			want.Home = home
+			want.Home, want.Path = home, filepath.Join(home, "config.yaml")
 			// TestLoadLimits covers the limits and server settings.
 			if diff := cmp.Diff(&want, got, cmpopts.IgnoreUnexported(config.Secret{}), cmpopts.IgnoreFields(config.Config{}, "Limits", "Server")); diff != "" {
 				t.Errorf("Load (-want +got):\n%s", diff)

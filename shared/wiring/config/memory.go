@@ -130,8 +130,8 @@ func (c *Config) loadMemory(getenv func(string) string) error {
 	if e == nil {
 		return nil
 	}
-	if e.APIKey.Env != "" {
-		e.APIKey.value, e.APIKey.resolved = getenv(e.APIKey.Env), true
+	if err := e.APIKey.resolve(c.Home, getenv); err != nil {
+		return fmt.Errorf("config: embeddings: api_key: %w", err)
 	}
 	if e.Dimensions < 0 || e.Timeout < 0 {
 		return fmt.Errorf("config: embeddings: dimensions and timeout must not be negative")
@@ -149,7 +149,7 @@ func (c *Config) loadMemory(getenv func(string) string) error {
 		switch {
 		case e.Region == "":
 			return fmt.Errorf("config: embeddings: bedrock needs a region (region in the config, or AWS_REGION)")
-		case e.APIKey.Env != "":
+		case e.APIKey.Set():
 			return fmt.Errorf("config: embeddings: bedrock signs with IAM credentials and takes no api_key")
 		}
 	default:
