@@ -17,7 +17,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bwrap"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
@@ -314,9 +313,9 @@ func probeBubblewrap(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	b, err := bwrap.New(bwrap.Config{Home: tmp, Workspace: func(string) (string, error) {
+	b, err := newBubblewrap(tmp, 0, slog.New(slog.DiscardHandler), func(string) (string, error) {
 		return "", errors.New("doctor runs no agent's commands")
-	}})
+	})
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bwrap"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 )
 
@@ -69,7 +68,7 @@ Environment:
 `
 
 func main() {
-	if filepath.Base(os.Args[0]) == bwrap.ClientName {
+	if filepath.Base(os.Args[0]) == bridgeClient {
 		// The tool bridge's client, in a sandbox (bwrap mounts this
 		// program there under that name).
 		os.Exit(sandbox.Client(sandbox.SocketPath, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -123,10 +122,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return doctorCommand(ctx, args[1:], stdout, stderr)
 	case "chat":
 		return chatCommand(ctx, args[1:], chatInput, stdout, stderr)
-	case bwrap.InitCommand:
+	case sandboxInit:
 		// Not for people: the first program of a sandbox, which sets its
 		// limits and runs the command (shared/adapters/bwrap).
-		return bwrap.Init(args[1:], stderr)
+		return runSandboxInit(args[1:], stderr)
 	case "version", "--version", "-v":
 		if _, err := newFlags("version", "", "Print the version, the commit it was built from and the build date.", stderr).parse(args[1:], 0, 0, stdout); err != nil {
 			return err

@@ -6,12 +6,19 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bwrap"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/setup"
 )
+
+// bubblewrap is the local sandbox backend (shared/adapters/bwrap on
+// Linux; newBubblewrap says why not elsewhere).
+type bubblewrap interface {
+	sandbox.Backend
+	Close() error
+}
 
 // localExec returns the exec tool on the configured local sandbox backend
 // (bubblewrap unless sandbox.backend says otherwise) and the function that
@@ -27,14 +34,11 @@ func localExec(ctx context.Context, cfg *config.Config, log *slog.Logger) (tool.
 		log.Warn("exec tool not offered: sandbox.backend fargate runs on AWS only; use bubblewrap locally")
 		return nil, none
 	}
-	backend, err := bwrap.New(bwrap.Config{
-		Home: cfg.Home, Idle: time.Duration(cfg.Sandbox.Idle), Log: log,
-		Workspace: func(agent string) (string, error) {
-			if err := workspace.ValidName(agent); err != nil {
-				return "", err
-			}
-			return filepath.Join(cfg.Home, "agents", agent), nil
-		},
+	backend, err := newBubblewrap(cfg.Home, time.Duration(cfg.Sandbox.Idle), log, func(agent string) (string, error) {
+		if err := workspace.ValidName(agent); err != nil {
+			return "", err
+		}
+		return filepath.Join(cfg.Home, "agents", agent), nil
 	})
 	if err != nil {
 		log.Warn("exec tool not offered", "reason", err.Error())

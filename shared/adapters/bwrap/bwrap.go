@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package bwrap is the local sandbox backend (sandbox.Backend) on
 // bubblewrap: each command runs in new user, pid, ipc, network, uts and
 // cgroup namespaces, without capabilities, under a seccomp filter
