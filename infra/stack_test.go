@@ -409,8 +409,9 @@ func TestScheduler(t *testing.T) {
 
 func TestSecrets(t *testing.T) {
 	// With telegram=on the stack creates the webhook secret; the bot token
-	// secret is imported (TestTelegramWebhookRegistration).
-	for variant, want := range map[string]int{variantDefault: 0, variantOpenSearch: 2} {
+	// secret is imported (TestTelegramWebhookRegistration). The MCP
+	// header secrets are created without a value (TestMCP).
+	for variant, want := range map[string]int{variantDefault: 0, variantOpenSearch: 4} {
 		t.Run(variant, func(t *testing.T) {
 			s := stack(t, variant)
 			secrets := s.resources("AWS::SecretsManager::Secret")
@@ -421,7 +422,7 @@ func TestSecrets(t *testing.T) {
 				if v, ok := props(r)["SecretString"]; ok {
 					t.Errorf("secret %s has a value in the template: %v", id, v)
 				}
-				if _, ok := props(r)["GenerateSecretString"]; !ok {
+				if _, ok := props(r)["GenerateSecretString"]; !ok && !strings.HasPrefix(id, "McpSecret") {
 					t.Errorf("secret %s: no generated placeholder", id)
 				}
 			}
@@ -442,8 +443,8 @@ func TestSecrets(t *testing.T) {
 			wantReads := map[string][]string{}
 			if variant == variantOpenSearch {
 				wantReads["telegram"] = []string{"TelegramBotToken(imported)", "TelegramWebhookSecret"}
-				wantReads["api"] = []string{"ProviderKey"}
-				wantReads["step"] = []string{"ProviderKey", "TelegramBotToken(imported)"}
+				wantReads["api"] = []string{"McpSecretDOCSKEY", "McpSecretREMOTETOKEN", "ProviderKey"}
+				wantReads["step"] = []string{"McpSecretDOCSKEY", "McpSecretREMOTETOKEN", "ProviderKey", "TelegramBotToken(imported)"}
 			}
 			for _, name := range names {
 				if !slices.Equal(reads[name], wantReads[name]) {
