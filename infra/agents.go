@@ -13,7 +13,8 @@ import (
 
 // The agents of a deployment are those a file defines, with their
 // settings (-c agents_file=PATH): the agents: section of a lambdaclaw
-// configuration file, as locally. The app checks them with the
+// configuration file, as locally, and its mcp: section, the MCP servers
+// (mcp.go). The app checks them with the
 // functions' own code (shared/wiring/agentenv, through the replace
 // directive of go.mod) and passes them on in AGENTS_CONFIG, so an agent
 // the functions could not serve fails the synthesis, not their cold
@@ -30,7 +31,7 @@ func (c Config) providers() []string {
 }
 
 // readAgents reads and checks the agents file (Config.AgentsFile) into
-// c.Agents and c.AgentsConfig. A path starting with ~/ is in the home
+// c.Agents and c.AgentsConfig, and c.MCP and c.MCPConfig. A path starting with ~/ is in the home
 // directory; a relative one is taken from the working directory (the top
 // of the repository under make deploy).
 func (c *Config) readAgents() error {
@@ -49,10 +50,15 @@ func (c *Config) readAgents() error {
 	if err != nil {
 		return fmt.Errorf("context %s: %w", ctxAgentsFile, err)
 	}
-	if c.Agents, err = agentenv.Parse(b); err != nil {
+	f, err := agentenv.Parse(b)
+	if err != nil {
 		return fmt.Errorf("context %s: %s: %w", ctxAgentsFile, path, err)
 	}
+	c.Agents, c.MCP = f.Agents, f.MCP
 	if c.AgentsConfig, err = agentenv.Encode(c.Agents, c.providers()); err != nil {
+		return fmt.Errorf("context %s: %s: %w", ctxAgentsFile, path, err)
+	}
+	if c.MCPConfig, err = agentenv.EncodeMCP(c.MCP, c.Agents); err != nil {
 		return fmt.Errorf("context %s: %s: %w", ctxAgentsFile, path, err)
 	}
 	return nil

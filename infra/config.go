@@ -34,7 +34,7 @@ const (
 	ctxVersionDays    = "workspace_version_days" // days a workspace file's old versions are kept
 	ctxRunMemory      = "run_memory"             // MB of the functions that run the loop (api, step)
 	ctxEmbedDims      = "embed_dimensions"       // length of the memory vectors: 256, 512 or 1024
-	ctxAgentsFile     = "agents_file"            // YAML file whose agents: section defines the agents (agents.go)
+	ctxAgentsFile     = "agents_file"            // YAML file whose agents: and mcp: sections define the agents and MCP servers (agents.go, mcp.go)
 	ctxSandbox        = "sandbox"                // none (default) or fargate: the exec tool's ECS Fargate tasks (sandbox.go)
 )
 
@@ -153,6 +153,11 @@ type Config struct {
 	AgentsFile   string
 	Agents       map[string]config.AgentConfig
 	AgentsConfig string
+	// MCP are the MCP servers of the agents file's mcp: section, and
+	// MCPConfig their definitions as the functions' MCP_CONFIG, checked
+	// (mcp.go).
+	MCP       config.MCP
+	MCPConfig string
 }
 
 // ConfigFromContext reads the Config from the construct tree's context,

@@ -121,11 +121,19 @@ func NewStack(scope constructs.Construct, id string, cfg Config, props *awscdk.S
 	if props.Description == nil {
 		props.Description = jsii.String("lambdaclaw: AI agent gateway (API Gateway, Lambda, Step Functions, DynamoDB)")
 	}
+	name := id
+	if props.StackName != nil {
+		name = *props.StackName
+	}
+	if err := cfg.checkEnvironment(name); err != nil {
+		return nil, err
+	}
 	stack := awscdk.NewStack(scope, jsii.String(id), props)
 	s := &builder{stack: stack, cfg: cfg, fns: map[string]awslambda.Function{}}
 	s.table()
 	s.workspaceBucket()
 	s.secrets()
+	s.mcpSecrets()
 	s.stateMachineArn = stack.FormatArn(&awscdk.ArnComponents{
 		Service:      jsii.String("states"),
 		Resource:     jsii.String("stateMachine"),
@@ -162,9 +170,10 @@ type builder struct {
 
 	table_             awsdynamodb.Table
 	workspaces         awss3.Bucket
-	botToken           awssecretsmanager.ISecret // imported; nil without telegram=on
-	webhookSecret      awssecretsmanager.Secret  // nil without telegram=on
-	providerKey        awssecretsmanager.Secret  // nil without openai_base_url
+	botToken           awssecretsmanager.ISecret           // imported; nil without telegram=on
+	webhookSecret      awssecretsmanager.Secret            // nil without telegram=on
+	providerKey        awssecretsmanager.Secret            // nil without openai_base_url
+	mcpSecret          map[string]awssecretsmanager.Secret // by header variable (mcp.go)
 	stateMachineArn    *string
 	stepFunctionArn    *string
 	scheduleGroup      awsscheduler.ScheduleGroup
@@ -459,6 +468,10 @@ func (s *builder) lambdas() {
 		if s.cfg.AgentsConfig != "" {
 			env[agentenv.Var] = jsii.String(s.cfg.AgentsConfig)
 		}
+		// And the MCP servers the agents' settings name (mcp.go).
+		if s.cfg.MCPConfig != "" {
+			env[agentenv.MCPVar] = jsii.String(s.cfg.MCPConfig)
+		}
 		for k, v := range extra {
 			env[k] = v
 		}
@@ -474,6 +487,11 @@ func (s *builder) lambdas() {
 		llm["OPENAI_BASE_URL"] = jsii.String(s.cfg.OpenAIBaseURL)
 		llm["OPENAI_MODEL"] = jsii.String(s.cfg.OpenAIModel)
 		llm["OPENAI_API_KEY_SECRET_ARN"] = s.providerKey.SecretArn()
+	}
+	// The functions that run turns call the MCP servers' tools, with
+	// their header secrets (mcp.go).
+	for k, v := range s.mcpEnv() {
+		llm[k] = v
 	}
 	schedules := map[string]*string{"SCHEDULE_GROUP": s.scheduleGroup.ScheduleGroupName()}
 	merge := func(ms ...map[string]*string) map[string]*string {
@@ -521,6 +539,7 @@ func (s *builder) lambdas() {
 	if s.providerKey != nil {
 		s.providerKey.GrantRead(api, nil)
 	}
+	s.grantMCPSecrets(api)
 
 	// ws: WebSocket $connect/$disconnect/$default.
 	ws := s.function("ws", "WebSocket connections and messages", 256, 30,
@@ -580,6 +599,7 @@ func (s *builder) lambdas() {
 	if s.providerKey != nil {
 		s.providerKey.GrantRead(step, nil)
 	}
+	s.grantMCPSecrets(step)
 }
 
 // botTokenID is how the functions name the imported bot token secret to
@@ -643,6 +663,13 @@ func (s *builder) outputs() {
 		out("TelegramWebhookUrl", s.urlFor("/telegram/webhook"), "url for Telegram's setWebhook")
 		out("TelegramBotTokenSecretArn", s.botToken.SecretArn(), "the imported bot token secret (partial ARN)")
 		out("TelegramWebhookSecretArn", s.webhookSecret.SecretArn(), "secret_token for setWebhook")
+	}
+	if vars := s.cfg.MCP.HeaderVars(); len(vars) > 0 {
+		var names []string
+		for _, v := range vars {
+			names = append(names, mcpSecretName(*s.stack.StackName(), v))
+		}
+		out("McpSecrets", jsii.String(strings.Join(names, ",")), "the secrets holding the MCP servers' header variables (<stack>/mcp/<VAR>): put each value with aws secretsmanager put-secret-value --secret-id NAME --secret-string VALUE")
 	}
 	if s.providerKey != nil {
 		out("ProviderKeySecretArn", s.providerKey.SecretArn(), "put the OpenAI-compatible provider's API key here")

@@ -409,8 +409,9 @@ func TestScheduler(t *testing.T) {
 
 func TestSecrets(t *testing.T) {
 	// With telegram=on the stack creates the webhook secret; the bot token
-	// secret is imported (TestTelegramWebhookRegistration).
-	for variant, want := range map[string]int{variantDefault: 0, variantOpenSearch: 2} {
+	// secret is imported (TestTelegramWebhookRegistration). The MCP
+	// header secrets are created without a value (TestMCP).
+	for variant, want := range map[string]int{variantDefault: 0, variantOpenSearch: 4} {
 		t.Run(variant, func(t *testing.T) {
 			s := stack(t, variant)
 			secrets := s.resources("AWS::SecretsManager::Secret")
@@ -421,7 +422,7 @@ func TestSecrets(t *testing.T) {
 				if v, ok := props(r)["SecretString"]; ok {
 					t.Errorf("secret %s has a value in the template: %v", id, v)
 				}
-				if _, ok := props(r)["GenerateSecretString"]; !ok {
+				if _, ok := props(r)["GenerateSecretString"]; !ok && !strings.HasPrefix(id, "McpSecret") {
 					t.Errorf("secret %s: no generated placeholder", id)
 				}
 			}
@@ -442,8 +443,8 @@ func TestSecrets(t *testing.T) {
 			wantReads := map[string][]string{}
 			if variant == variantOpenSearch {
 				wantReads["telegram"] = []string{"TelegramBotToken(imported)", "TelegramWebhookSecret"}
-				wantReads["api"] = []string{"ProviderKey"}
-				wantReads["step"] = []string{"ProviderKey", "TelegramBotToken(imported)"}
+				wantReads["api"] = []string{"McpSecretDOCSKEY", "McpSecretREMOTETOKEN", "ProviderKey"}
+				wantReads["step"] = []string{"McpSecretDOCSKEY", "McpSecretREMOTETOKEN", "ProviderKey", "TelegramBotToken(imported)"}
 			}
 			for _, name := range names {
 				if !slices.Equal(reads[name], wantReads[name]) {
@@ -823,10 +824,11 @@ func TestAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fileAgents, err := agentenv.Parse(b)
+	f, err := agentenv.Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}
+	fileAgents := f.Agents
 	eighty, no := 80, false
 	if diff := gocmp.Diff(map[string]config.AgentConfig{
 		"default":  {CompactionThreshold: &eighty},
@@ -903,10 +905,11 @@ func TestMemoryAndDimensions(t *testing.T) {
 }
 
 // TestEnvironmentSize: Lambda refuses a function whose environment
-// (keys and values) exceeds 4 KB. With AGENTS_CONFIG as long as the app
-// allows (agentenv.MaxBytes) and every reference at its longest (a
-// resource's name, ARN or endpoint at 128 bytes, more than any of these
-// takes), every function's environment fits.
+// (keys and values) exceeds 4 KB. With the user's definitions
+// (AGENTS_CONFIG, MCP_CONFIG and MCP_SECRET_<VAR>) as long as the app
+// allows (agentenv.MaxBytes, all together) and every reference at its
+// longest (a resource's name, ARN or endpoint at 128 bytes, more than any
+// of these takes), every function's environment fits.
 func TestEnvironmentSize(t *testing.T) {
 	longest := map[string]int{"AWS::Partition": len("aws-us-gov"), "AWS::Region": len("ap-southeast-2"), "AWS::AccountId": 12, "AWS::URLSuffix": len("amazonaws.com.cn")}
 	refs := regexp.MustCompile(`\$\{([^}]*)\}`)
@@ -916,7 +919,7 @@ func TestEnvironmentSize(t *testing.T) {
 			vars, _ := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
 			size := len(agentenv.Var) + agentenv.MaxBytes
 			for k, v := range vars {
-				if k == agentenv.Var {
+				if k == agentenv.Var || k == agentenv.MCPVar || strings.HasPrefix(k, agentenv.MCPSecretPrefix) {
 					continue
 				}
 				size += len(k) + len(refs.ReplaceAllStringFunc(render(v), func(ref string) string {
@@ -957,7 +960,7 @@ func TestAgentsRefused(t *testing.T) {
 		"unknown setting": {file: "agents:\n  research:\n    tool: [web_fetch]\n",
 			want: "line 3: field tool not found"},
 		"another section": {file: "providers:\n  - name: local\nagents:\n  research: {}\n",
-			want: "line 1: providers: only agents: is read on AWS"},
+			want: "line 1: providers: only agents: and mcp: are read on AWS"},
 		"bad name": {file: "agents:\n  Research: {}\n", want: `agent "Research": agent name "Research" is invalid`},
 		"bad setting": {file: "agents:\n  research:\n    client_system: merge\n",
 			want: `agent "research": client_system must be append or replace`},

@@ -6,7 +6,10 @@
 // validates and builds them exactly as locally (config.Validate,
 // setup.Builder). An agent that cannot work on AWS is thus refused
 // before anything is deployed, with the same message the functions would
-// give.
+// give. The file's mcp: section, the MCP servers, goes the same way
+// (EncodeMCP, DecodeMCP, into MCPVar), with the cloud's rule that only
+// HTTP servers work in a Lambda function; the ${VAR}s of their headers
+// are secrets the stack creates and names in MCPSecretPrefix variables.
 //
 // It imports only the configuration and the workspace's naming rule, so
 // that the CDK app, a module of its own, can use it without the AWS SDK.
@@ -33,9 +36,22 @@ import (
 // JSON object of config.AgentConfig by agent name.
 const Var = "AGENTS_CONFIG"
 
-// MaxBytes bounds Var's value. Lambda allows 4 KB of environment per
-// function, keys and values together; the functions' other variables
-// take less than the rest (infra's tests check the largest).
+// MCPVar is the environment variable holding the deployment's MCP
+// servers: the mcp section of a config file as encoding/json writes a
+// config.MCP (durations in nanoseconds).
+const MCPVar = "MCP_CONFIG"
+
+// MCPSecretPrefix starts the environment variables naming the Secrets
+// Manager secret that holds the value of a ${VAR} of the MCP servers'
+// headers: MCP_SECRET_<VAR>=<secret name or ARN>.
+const MCPSecretPrefix = "MCP_SECRET_"
+
+// MaxBytes bounds what the user defines in the functions' environment:
+// Var, MCPVar and the MCPSecretPrefix variables, keys and values
+// together (the CDK app checks their sum; Decode and DecodeMCP each
+// value). Lambda allows 4 KB of environment per function; the functions'
+// other variables take less than the rest (infra's tests check the
+// largest).
 const MaxBytes = 2048
 
 // Provider names of the AWS deployment: the functions configure these two
@@ -56,40 +72,48 @@ var Tools = []string{
 	"memory_search", "memory_get", "memory_store", "memory_forget",
 }
 
-// Parse reads an agents file: YAML with one top-level key, agents:,
-// exactly as in the local configuration file, so that section can be
-// copied as it is. Unknown settings are refused; so are the file's other
-// sections, which the deployment sets through its own options.
-func Parse(data []byte) (map[string]config.AgentConfig, error) {
+// File is what an agents file defines: the agents with their settings,
+// and the MCP servers whose tools they use.
+type File struct {
+	Agents map[string]config.AgentConfig
+	MCP    config.MCP
+}
+
+// Parse reads an agents file: YAML with the top-level keys agents: and
+// mcp:, exactly as in the local configuration file, so those sections can
+// be copied as they are. Unknown settings are refused; so are the file's
+// other sections, which the deployment sets through its own options.
+func Parse(data []byte) (File, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, err
+		return File{}, err
 	}
 	if len(doc.Content) == 0 {
-		return map[string]config.AgentConfig{}, nil
+		return File{Agents: map[string]config.AgentConfig{}}, nil
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("line %d: want a mapping with the key \"agents\"", root.Line)
+		return File{}, fmt.Errorf("line %d: want a mapping with the keys \"agents\" and \"mcp\"", root.Line)
 	}
 	for i := 0; i < len(root.Content); i += 2 {
-		if k := root.Content[i]; k.Value != "agents" {
-			return nil, fmt.Errorf("line %d: %s: only agents: is read on AWS; the deployment's providers (%s, %s), limits and channels are its context options",
+		if k := root.Content[i]; k.Value != "agents" && k.Value != "mcp" {
+			return File{}, fmt.Errorf("line %d: %s: only agents: and mcp: are read on AWS; the deployment's providers (%s, %s), limits and channels are its context options",
 				k.Line, k.Value, ProviderBedrock, ProviderOpenAI)
 		}
 	}
 	var f struct {
 		Agents map[string]config.AgentConfig `yaml:"agents"`
+		MCP    config.MCP                    `yaml:"mcp"`
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
-		return nil, err
+		return File{}, err
 	}
 	if f.Agents == nil {
 		f.Agents = map[string]config.AgentConfig{}
 	}
-	return f.Agents, nil
+	return File{Agents: f.Agents, MCP: f.MCP}, nil
 }
 
 // Check refuses agents that cannot work on AWS: a name that is not a
@@ -160,6 +184,58 @@ func Decode(value string, providers []string) (map[string]config.AgentConfig, er
 		return nil, fmt.Errorf("%s: %w", Var, err)
 	}
 	return agents, nil
+}
+
+// CheckMCP refuses MCP servers the functions could not use: what
+// config.ValidateMCP refuses (against the agents' mcp settings) and stdio
+// servers (config.MCP.CheckCloud), which would be processes in a Lambda
+// function.
+func CheckMCP(m config.MCP, agents map[string]config.AgentConfig) error {
+	if err := m.CheckCloud(); err != nil {
+		return err
+	}
+	return config.ValidateMCP(m, agents)
+}
+
+// EncodeMCP checks m (CheckMCP) and returns MCPVar's value, "" for no
+// servers.
+func EncodeMCP(m config.MCP, agents map[string]config.AgentConfig) (string, error) {
+	if err := CheckMCP(m, agents); err != nil {
+		return "", err
+	}
+	if len(m.Servers) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("mcp: %w", err)
+	}
+	return string(b), nil
+}
+
+// DecodeMCP reads MCPVar's value strictly, as Decode reads Var's, and
+// checks the servers (CheckMCP) against the agents. An empty value
+// defines no servers.
+func DecodeMCP(value string, agents map[string]config.AgentConfig) (config.MCP, error) {
+	var m config.MCP
+	if strings.TrimSpace(value) == "" {
+		return m, nil
+	}
+	if len(value) > MaxBytes {
+		return m, fmt.Errorf("%s: %d bytes, more than %d", MCPVar, len(value), MaxBytes)
+	}
+	dec := json.NewDecoder(strings.NewReader(value))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return config.MCP{}, fmt.Errorf("%s: %w", MCPVar, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return config.MCP{}, fmt.Errorf("%s: more than one JSON value", MCPVar)
+	}
+	if err := CheckMCP(m, agents); err != nil {
+		return config.MCP{}, fmt.Errorf("%s: %w", MCPVar, err)
+	}
+	return m, nil
 }
 
 // Names returns the agents the functions serve by configuration: the

@@ -47,10 +47,11 @@ agents:
 		}, names: []string{"default", "zed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			agents, err := agentenv.Parse([]byte(tc.file))
+			f, err := agentenv.Parse([]byte(tc.file))
 			if err != nil {
 				t.Fatal(err)
 			}
+			agents := f.Agents
 			if diff := cmp.Diff(tc.want, agents); diff != "" {
 				t.Errorf("Parse (-want +got):\n%s", diff)
 			}
@@ -79,8 +80,9 @@ func TestParseRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name, file, want string
 	}{
-		{"not a mapping", "- agents\n", `line 1: want a mapping with the key "agents"`},
-		{"another section", "agents: {}\ntelegram:\n  enabled: true\n", "line 2: telegram: only agents: is read on AWS"},
+		{"not a mapping", "- agents\n", `line 1: want a mapping with the keys "agents" and "mcp"`},
+		{"another section", "agents: {}\ntelegram:\n  enabled: true\n", "line 2: telegram: only agents: and mcp: are read on AWS"},
+		{"unknown MCP setting", "mcp:\n  servers:\n    remote:\n      uri: https://x\n", "line 4: field uri not found"},
 		{"unknown setting", "agents:\n  research:\n    max_iterations: 3\n", "line 3: field max_iterations not found"},
 		{"wrong type", "agents:\n  research:\n    tools: web_fetch\n", "cannot unmarshal !!str `web_fetch` into []string"},
 		{"not YAML", "agents: [\n", "did not find expected node content"},
@@ -119,6 +121,124 @@ func TestEncodeRefuses(t *testing.T) {
 			v, err := agentenv.Encode(tc.agents, tc.providers)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Encode = %q, %v, want an error with %q", v, err, tc.want)
+			}
+		})
+	}
+}
+
+// The mcp: section of an agents file reaches the functions unchanged:
+// Parse, EncodeMCP and DecodeMCP keep every setting (durations too), and
+// HeaderVars names the variables of its headers, which become secrets.
+func TestMCPRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		file string
+		want config.MCP
+		vars []string
+	}{
+		{name: "no section", file: "agents:\n  research: {}\n"},
+		{name: "every setting", file: `
+mcp:
+  start: eager
+  start_timeout: 5s
+  call_timeout: 2m
+  servers:
+    remote:
+      url: https://mcp.example.com/mcp
+      headers: {Authorization: "Bearer ${REMOTE_TOKEN}", X-Team: "${TEAM}-${REMOTE_TOKEN}"}
+      trust_read_only_hints: true
+    docs:
+      url: http://docs.internal/mcp
+agents:
+  research:
+    mcp: [docs]
+    mcp_allow: ["docs__*"]
+    mcp_deny: [docs__delete]
+`, want: config.MCP{Start: "eager", StartTimeout: config.Duration(5 * time.Second), CallTimeout: config.Duration(2 * time.Minute),
+			Servers: map[string]config.MCPServer{
+				"remote": {URL: "https://mcp.example.com/mcp", TrustReadOnlyHints: true,
+					Headers: map[string]string{"Authorization": "Bearer ${REMOTE_TOKEN}", "X-Team": "${TEAM}-${REMOTE_TOKEN}"}},
+				"docs": {URL: "http://docs.internal/mcp"},
+			}}, vars: []string{"REMOTE_TOKEN", "TEAM"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := agentenv.Parse([]byte(tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, f.MCP); diff != "" {
+				t.Errorf("Parse (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.vars, f.MCP.HeaderVars()); diff != "" {
+				t.Errorf("HeaderVars (-want +got):\n%s", diff)
+			}
+			v, err := agentenv.EncodeMCP(f.MCP, f.Agents)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tc.want.Servers) == 0 && v != "" {
+				t.Errorf("EncodeMCP of no servers = %q, want none", v)
+			}
+			if strings.Contains(v, "s3cret") {
+				t.Errorf("EncodeMCP = %q holds a value", v)
+			}
+			got, err := agentenv.DecodeMCP(v, f.Agents)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("DecodeMCP(EncodeMCP) (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// CheckMCP refuses at synth, through EncodeMCP, what the functions would
+// refuse at cold start: stdio servers (the cloud's rule) and what the
+// local configuration refuses.
+func TestEncodeMCPRefuses(t *testing.T) {
+	remote := map[string]config.MCPServer{"remote": {URL: "https://x/mcp"}}
+	for _, tc := range []struct {
+		name   string
+		mcp    config.MCP
+		agents map[string]config.AgentConfig
+		want   string
+	}{
+		{"stdio", config.MCP{Servers: map[string]config.MCPServer{"local": {Command: "node", Args: []string{"server.js"}}}}, nil,
+			"config: mcp.servers.local: stdio servers (command) run only in the local server; on AWS use an HTTP server (url)"},
+		{"not a URL", config.MCP{Servers: map[string]config.MCPServer{"remote": {URL: "ftp://x"}}}, nil,
+			`config: mcp.servers.remote: url "ftp://x" is not an http:// or https:// URL`},
+		{"bad name", config.MCP{Servers: map[string]config.MCPServer{"a__b": {URL: "https://x"}}}, nil, "config: mcp.servers.a__b: the name must be"},
+		{"bad reference", config.MCP{Servers: map[string]config.MCPServer{"remote": {URL: "https://x", Headers: map[string]string{"Authorization": "${1X}"}}}}, nil,
+			"config: mcp.servers.remote: headers.Authorization: ${1X} does not name an environment variable"},
+		{"bad start", config.MCP{Servers: remote, Start: "soon"}, nil, `config: mcp.start is "soon"; want lazy or eager`},
+		{"unknown server", config.MCP{Servers: remote}, map[string]config.AgentConfig{"research": {AgentMCP: config.AgentMCP{MCP: []string{"docs"}}}},
+			`config: agent "research": mcp: unknown MCP server "docs" (the servers are remote)`},
+		{"no servers", config.MCP{}, map[string]config.AgentConfig{"research": {AgentMCP: config.AgentMCP{MCP: []string{"docs"}}}},
+			`config: agent "research": mcp: unknown MCP server "docs" (none are configured)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := agentenv.EncodeMCP(tc.mcp, tc.agents)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("EncodeMCP = %q, %v, want an error with %q", v, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecodeMCPRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name, value, want string
+	}{
+		{"unknown setting", `{"servers":{"remote":{"uri":"https://x"}}}`, `MCP_CONFIG: json: unknown field "uri"`},
+		{"two values", `{"servers":{}} {}`, "MCP_CONFIG: more than one JSON value"},
+		{"stdio", `{"servers":{"local":{"command":"node"}}}`, "MCP_CONFIG: config: mcp.servers.local: stdio servers (command) run only in the local server"},
+		{"too long", `{"servers":{"remote":{"url":"https://x/` + strings.Repeat("p", agentenv.MaxBytes) + `"}}}`, "MCP_CONFIG: 2091 bytes, more than 2048"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := agentenv.DecodeMCP(tc.value, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("DecodeMCP = %+v, %v, want an error with %q", m, err, tc.want)
 			}
 		})
 	}

@@ -54,6 +54,8 @@
 //	                           unknown settings are refused
 //	MCP_CONFIG                 the MCP servers whose tools agents use: the mcp section of a
 //	                           config file as JSON (mcp.go); HTTP servers only
+//	MCP_SECRET_<VAR>           the Secrets Manager secret (name or ARN) holding the value
+//	                           of ${VAR} in the MCP servers' headers (mcp.go)
 //	WORKSPACE_BUCKET           S3 bucket of the agents' workspaces and skills (required)
 //	S3_ENDPOINT                S3 endpoint override (path-style)
 //	DEFAULT_PROVIDER           bedrock (default) or openai
@@ -234,13 +236,18 @@ func New(ctx context.Context) (*Root, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cloud: %s: %w", agentenv.Var, err)
 	}
-	servers, err := setup.MCP(cfg.MCP, getenv, log)
+	// The MCP servers' header secrets are read when a server starts.
+	secrets := newSecrets(awsCfg, getenv("SECRETSMANAGER_ENDPOINT"))
+	servers, err := setup.MCP(cfg.MCP, mcpGetenv(secrets, getenv, log), log)
 	if err != nil {
 		return nil, fmt.Errorf("cloud: %s: %w", MCPVar, err)
 	}
 	if servers != nil {
-		builder.UseMCP(servers) // eager: started at cold start; lazy: by the first run that needs them
-		if cfg.MCP.Eager() {
+		// eager: started at cold start; lazy: by the first run that
+		// needs them. A function that calls no model (ws, telegram,
+		// scheduler) runs no turn, so it starts none.
+		builder.UseMCP(servers)
+		if cfg.MCP.Eager() && len(cfg.Providers) > 0 {
 			servers.Start()
 		}
 	}
@@ -298,7 +305,7 @@ func New(ctx context.Context) (*Root, error) {
 	})
 	r.Driver = &sfn.Driver{Loop: r.Loop, Lanes: db, Client: client, StateMachine: arn, Log: log,
 		Inline: newInline(awsCfg, getenv, db)}
-	r.secrets = newSecrets(awsCfg, getenv("SECRETSMANAGER_ENDPOINT"))
+	r.secrets = secrets
 	if err := r.newTelegram(ctx, getenv, router); err != nil {
 		return nil, err
 	}
@@ -392,8 +399,8 @@ func configFromEnv(ctx context.Context, awsCfg aws.Config, getenv func(string) s
 		}
 	}
 	cfg.Agents = agents
-	if cfg.MCP, err = mcpFromEnv(getenv); err != nil {
-		return nil, nil, err
+	if cfg.MCP, err = agentenv.DecodeMCP(getenv(MCPVar), agents); err != nil {
+		return nil, nil, fmt.Errorf("cloud: %w", err)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("cloud: %w", err)

@@ -83,4 +83,61 @@ func TestMCPServers(t *testing.T) {
 			t.Error("the agent with mcp: [] has the MCP tools")
 		}
 	})
+	// On AWS a header's ${VAR} is the secret MCP_SECRET_<VAR> names (the
+	// stack creates <stack>/mcp/<VAR>), read once per container, ahead
+	// of a variable of the same name; a secret without a value fails its
+	// server only.
+	t.Run("secret", func(t *testing.T) {
+		cloudtest.Setup(t)
+		sm := cloudtest.NewSecrets(t, map[string]string{"Lambdaclaw/mcp/REMOTE_TOKEN": "s3cret-token\n"})
+		t.Setenv("SECRETSMANAGER_ENDPOINT", sm.URL)
+		t.Setenv("REMOTE_TOKEN", "not-the-secret")
+		t.Setenv("MCP_SECRET_REMOTE_TOKEN", "Lambdaclaw/mcp/REMOTE_TOKEN")
+		t.Setenv("MCP_SECRET_UNSET_TOKEN", "Lambdaclaw/mcp/UNSET_TOKEN") // created without a value
+		t.Setenv(cloud.MCPVar, `{"start":"eager","servers":{`+
+			`"remote":{"url":"`+remoteMCP(t, "s3cret-token")+`","headers":{"Authorization":"Bearer ${REMOTE_TOKEN}"}},`+
+			`"other":{"url":"`+remoteMCP(t, "other-token")+`","headers":{"Authorization":"Bearer ${UNSET_TOKEN}"}}}}`)
+		r, err := cloud.New(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		def, _ := r.Agents.Agent("default")
+		echo, ok := def.Registry().Get("remote__echo")
+		if !ok {
+			t.Fatalf("the default agent has no remote__echo: %v", def.Registry().Definitions())
+		}
+		for range 2 {
+			if got, err := echo.Call(t.Context(), tool.Env{}, []byte(`{"message":"hi"}`)); err != nil || got != "remote: hi" {
+				t.Errorf("remote__echo = %q, %v", got, err)
+			}
+		}
+		if _, ok := def.Registry().Get("other__echo"); ok {
+			t.Error("the server whose secret has no value has tools")
+		}
+		if n := sm.Calls("Lambdaclaw/mcp/REMOTE_TOKEN"); n != 1 {
+			t.Errorf("the secret was read %d times, want once", n)
+		}
+		if n := sm.Calls("Lambdaclaw/mcp/UNSET_TOKEN"); n == 0 {
+			t.Error("the secret without a value was never read")
+		}
+	})
+
+	// A function that calls no model (ws, telegram, scheduler) runs no
+	// turn: it starts no server and reads no secret, even eager.
+	t.Run("no model", func(t *testing.T) {
+		cloudtest.Setup(t)
+		sm := cloudtest.NewSecrets(t, map[string]string{"Lambdaclaw/mcp/REMOTE_TOKEN": "s3cret-token"})
+		for k, v := range map[string]string{"SECRETSMANAGER_ENDPOINT": sm.URL, "MCP_SECRET_REMOTE_TOKEN": "Lambdaclaw/mcp/REMOTE_TOKEN",
+			"DEFAULT_PROVIDER": "", "OPENAI_BASE_URL": "", "OPENAI_MODEL": "", "OPENAI_API_KEY": ""} {
+			t.Setenv(k, v)
+		}
+		t.Setenv(cloud.MCPVar, `{"start":"eager","servers":{"remote":{"url":"`+remoteMCP(t, "s3cret-token")+`","headers":{"Authorization":"Bearer ${REMOTE_TOKEN}"}}}}`)
+		t.Setenv("AGENTS_CONFIG", `{"research":{"mcp":["remote"]}}`)
+		if _, err := cloud.New(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if n := sm.Calls("Lambdaclaw/mcp/REMOTE_TOKEN"); n != 0 {
+			t.Errorf("a function without a model read the secret %d times", n)
+		}
+	})
 }

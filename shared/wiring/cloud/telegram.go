@@ -111,17 +111,25 @@ func newSecrets(awsCfg aws.Config, endpoint string) *secrets {
 // first use and cached for the container's life; a failed read is not
 // cached.
 func (r *Root) Secret(ctx context.Context, arn string) (string, error) {
-	s := r.secrets
+	return r.secrets.get(ctx, arn)
+}
+
+// get returns the value of the secret id (an ARN or a name), cached once
+// read; a failed read or an empty value is not cached, so that a value
+// the operator puts later is read then.
+func (s *secrets) get(ctx context.Context, id string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if v, ok := s.cache[arn]; ok {
+	if v, ok := s.cache[id]; ok {
 		return v, nil
 	}
-	out, err := s.client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+	out, err := s.client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
 	if err != nil {
 		return "", fmt.Errorf("read secret: %w", err)
 	}
 	v := strings.TrimSpace(aws.ToString(out.SecretString))
-	s.cache[arn] = v
+	if v != "" {
+		s.cache[id] = v
+	}
 	return v, nil
 }

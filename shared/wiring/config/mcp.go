@@ -164,6 +164,33 @@ func (m MCP) CheckCloud() error {
 	return nil
 }
 
+// ValidateMCP checks m and the agents' MCP settings against its servers,
+// as Validate does. The AWS deployment checks its servers with it before
+// they are deployed (wiring/agentenv).
+func ValidateMCP(m MCP, agents map[string]AgentConfig) error {
+	if err := m.validate(); err != nil {
+		return err
+	}
+	return validateAgentsMCP(agents, m.Servers)
+}
+
+// HeaderVars returns the names of the variables the HTTP servers' headers
+// name as ${VAR}, sorted, each once.
+func (m MCP) HeaderVars() []string {
+	var names []string
+	for _, s := range m.Servers {
+		for _, v := range s.Headers {
+			for _, ref := range envRef.FindAllStringSubmatch(v, -1) {
+				if !slices.Contains(names, ref[1]) {
+					names = append(names, ref[1])
+				}
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 // validateAgentsMCP checks the agents' MCP settings against the servers.
 func validateAgentsMCP(agents map[string]AgentConfig, servers map[string]MCPServer) error {
 	for _, name := range slices.Sorted(maps.Keys(agents)) {
