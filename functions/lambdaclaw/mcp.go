@@ -96,6 +96,21 @@ func mcpList(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	return tw.Flush()
 }
 
+// mcpServerTools builds the configured MCP servers' registry, starts the
+// server name and returns its tools and what stops the servers.
+func mcpServerTools(load func() (*config.Config, error), name string, stderr io.Writer) ([]*mcp.Tool, func(), error) {
+	reg, err := mcpRegistry(load, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	tools, err := mcpServer(reg, name)
+	if err != nil {
+		reg.Close()
+		return nil, nil, err
+	}
+	return tools, func() { reg.Close() }, nil
+}
+
 // mcpServer starts the registry's server name and returns its tools.
 func mcpServer(reg *mcp.Registry, name string) ([]*mcp.Tool, error) {
 	if !slices.Contains(reg.Names(), name) {
@@ -118,15 +133,11 @@ func mcpTools(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	reg, err := mcpRegistry(load, stderr)
+	tools, stop, err := mcpServerTools(load, pos[0], stderr)
 	if err != nil {
 		return err
 	}
-	defer reg.Close()
-	tools, err := mcpServer(reg, pos[0])
-	if err != nil {
-		return err
-	}
+	defer stop()
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOOL\tAPPROVAL\tDESCRIPTION")
 	for _, t := range tools {
@@ -150,15 +161,11 @@ func mcpCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := json.Unmarshal([]byte(pos[2]), &obj); err != nil || obj == nil {
 		return fmt.Errorf("the arguments %q are not a JSON object such as '{\"message\":\"hi\"}'", oneLine(pos[2], 80))
 	}
-	reg, err := mcpRegistry(load, stderr)
+	tools, stop, err := mcpServerTools(load, pos[0], stderr)
 	if err != nil {
 		return err
 	}
-	defer reg.Close()
-	tools, err := mcpServer(reg, pos[0])
-	if err != nil {
-		return err
-	}
+	defer stop()
 	i := slices.IndexFunc(tools, func(t *mcp.Tool) bool { return t.Remote() == pos[1] || t.Definition().Name == pos[1] })
 	if i < 0 {
 		return fmt.Errorf("MCP server %s has no tool %q (lambdaclaw mcp tools %s lists them)", pos[0], pos[1], pos[0])
