@@ -93,9 +93,9 @@ func TestDecideActiveHours(t *testing.T) {
 
 func TestChecklist(t *testing.T) {
 	for in, want := range map[string]string{
-		"":                         "",
-		"\n  \n":                   "",
-		"# Heartbeat\n\n## Todo\n": "",
+		"":                           "",
+		"\n  \n":                     "",
+		"# Heartbeat\n\n## Checks\n": "",
 		"# Heartbeat\n<!-- what to check,\none per line -->\n": "",
 		"# Heartbeat\n- check the build\n":                     "# Heartbeat\n- check the build",
 		"<!-- c --> check mail":                                "<!-- c --> check mail",
