@@ -142,7 +142,7 @@ func mcpTools(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprintln(tw, "TOOL\tAPPROVAL\tDESCRIPTION")
 	for _, t := range tools {
 		approval := "asks"
-		if !t.Policy().RequiresApproval {
+		if tool.Judge(t.Policy().Effect, tool.Supervised) == tool.Allow {
 			approval = "no (trusted read-only)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Definition().Name, approval, oneLine(t.Definition().Description, 100))

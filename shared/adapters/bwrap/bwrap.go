@@ -585,7 +585,10 @@ func (b *Backend) start(ctx context.Context, req sandbox.Request, prog string, a
 			res.Cut = sandbox.FileSize
 		}
 	}
-	if cg != nil && cg.hitMax() && (res.Cut == sandbox.NotCut || res.Cut == sandbox.WallTime) {
+	// A refused fork is the cause of whatever followed it (its error
+	// lines flooding the output, a shell waiting past the wall time), so
+	// it is the reason given, whichever limit noticed first.
+	if cg != nil && cg.hitMax() {
 		res.Cut = sandbox.Pids
 	}
 	if ctx.Err() != nil {

@@ -483,12 +483,12 @@ func TestToolset(t *testing.T) {
 	// Policies: approval unless read-only and trusted.
 	ts := r.Toolset(nil, Filter{})
 	for name, want := range map[string]tool.Policy{
-		"test__add":     {RequiresApproval: true, MinAutonomy: tool.Supervised},
-		"trusted__add":  {MinAutonomy: tool.ReadOnly},
-		"trusted__fail": {RequiresApproval: true, MinAutonomy: tool.Supervised},
+		"test__add":     {Effect: tool.External},
+		"trusted__add":  {Effect: tool.Read},
+		"trusted__fail": {Effect: tool.External},
 	} {
-		if got := mustGet(t, ts, name).Policy(); got != want {
-			t.Errorf("%s policy = %+v, want %+v", name, got, want)
+		if diff := cmp.Diff(want, mustGet(t, ts, name).Policy()); diff != "" {
+			t.Errorf("%s policy (-want +got):\n%s", name, diff)
 		}
 	}
 }

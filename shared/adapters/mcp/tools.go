@@ -112,9 +112,14 @@ func (s *server) wrap(remote []*sdk.Tool) []*Tool {
 		}
 		t := &Tool{srv: s, remote: rt.Name, def: chat.ToolDef{Name: name, Description: cut(desc, maxDescription), Parameters: schema}}
 		t.ReadOnly = rt.Annotations != nil && rt.Annotations.ReadOnlyHint
-		t.policy = tool.Policy{RequiresApproval: true, MinAutonomy: tool.Supervised}
-		if t.ReadOnly && s.cfg.TrustReadOnlyHints {
-			t.policy = tool.Policy{MinAutonomy: tool.ReadOnly}
+		// A server's hints are believed only where the operator trusts
+		// them; otherwise every call is an external side effect.
+		t.policy = tool.Policy{Effect: tool.External}
+		if s.cfg.TrustReadOnlyHints && rt.Annotations != nil {
+			if t.ReadOnly {
+				t.policy.Effect = tool.Read
+			}
+			t.policy.Idempotent = rt.Annotations.IdempotentHint
 		}
 		out = append(out, t)
 	}

@@ -105,7 +105,7 @@ func (w *writeTool) Definition() chat.ToolDef {
 	return chat.ToolDef{Name: "write", Parameters: json.RawMessage(`{"type":"object"}`)}
 }
 func (w *writeTool) Policy() tool.Policy {
-	return tool.Policy{RequiresApproval: true, MinAutonomy: tool.Supervised}
+	return tool.Policy{Effect: tool.External}
 }
 func (w *writeTool) Call(context.Context, tool.Env, json.RawMessage) (string, error) {
 	w.n++

@@ -241,9 +241,9 @@ func TestPolicy(t *testing.T) {
 		autonomy tool.Autonomy
 		want     string
 	}{
-		{"allowed", tool.Policy{MinAutonomy: tool.ReadOnly}, tool.ReadOnly, "hi"},
-		{"approval needed", tool.Policy{RequiresApproval: true, MinAutonomy: tool.Supervised}, tool.Supervised, "refused: echo needs a person's approval"},
-		{"full allows all", tool.Policy{RequiresApproval: true, MinAutonomy: tool.Full}, tool.Full, "hi"},
+		{"allowed", tool.Policy{Effect: tool.Read}, tool.ReadOnly, "hi"},
+		{"approval needed", tool.Policy{Effect: tool.External}, tool.Supervised, "refused: echo needs a person's approval"},
+		{"full allows all", tool.Policy{Effect: tool.External}, tool.Full, "hi"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -264,7 +264,7 @@ func TestPolicy(t *testing.T) {
 // and a call of it anyway is not taken.
 func TestNotOfferedBelowMinAutonomy(t *testing.T) {
 	f := newFixture(t, 5)
-	f.echo.policy = tool.Policy{MinAutonomy: tool.Supervised}
+	f.echo.policy = tool.Policy{Effect: tool.WriteOwn}
 	f.llm.script = append(f.llm.script, callTool("echo", `{"text":"hi"}`), say("ok"))
 	st, _ := f.loop.Enqueue(context.Background(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("x")}, Autonomy: tool.ReadOnly})
 	f.runToEnd(t, st)

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -49,38 +50,51 @@ var ErrMayNotApprove = errors.New("your autonomy level does not allow approving 
 
 func approvalID(st RunState) string { return fmt.Sprintf("%s-%d", st.RunID, st.Iteration) }
 
-// verdict is what the policy says about one tool call before it runs.
-type verdict int
-
+// Verdicts of the policy, as the loop names them.
 const (
-	allow verdict = iota
-	deny
-	ask
+	allow = tool.Allow
+	deny  = tool.Deny
+	ask   = tool.Ask
 )
 
-// judge applies the approval workflow of seed 001 to one call: the
-// session's allowlist approves, full autonomy approves, read_only denies,
-// otherwise a person is asked. Calls to unknown tools or with too little
-// autonomy are denied with the reason.
-func judge(a *Agent, st RunState, sess store.Session, c chat.ToolCall) (verdict, string) {
+// judge applies the approval workflow of seed 001 to one call, by the
+// effect its tool declares for it (tool.Judge): what the run's autonomy
+// allows runs, what it forbids is refused, and the rest is approved by
+// the session's allowlist or asked of a person. Calls to unknown tools
+// are denied with the reason.
+func judge(a *Agent, st RunState, sess store.Session, c chat.ToolCall) (tool.Verdict, string) {
 	t, ok := a.Registry().Get(c.Name)
 	if !ok {
 		return deny, fmt.Sprintf("error: there is no tool named %q", c.Name)
 	}
-	p := t.Policy()
-	if st.Autonomy < p.MinAutonomy {
-		return deny, fmt.Sprintf("refused: %s needs autonomy %s or higher, and this conversation runs at %s", c.Name, p.MinAutonomy, st.Autonomy)
+	effect := t.Policy().EffectOf(json.RawMessage(c.Arguments))
+	switch tool.Judge(effect, st.Autonomy) {
+	case allow:
+		return allow, ""
+	case deny:
+		return deny, fmt.Sprintf("refused: this %s call is a %s, which a conversation at autonomy %s may not make", c.Name, effectPhrase(effect), st.Autonomy)
 	}
 	switch {
-	case !p.RequiresApproval, st.Autonomy == tool.Full, slices.Contains(sess.Allowlist, c.Name):
+	case slices.Contains(sess.Allowlist, c.Name):
 		return allow, ""
-	case st.Autonomy == tool.ReadOnly:
-		return deny, fmt.Sprintf("refused: %s needs approval and this conversation is read-only", c.Name)
 	case !st.Interactive:
 		return deny, fmt.Sprintf("refused: %s needs a person's approval, and nobody can be asked in this run (a stateless API request or a scheduled check-in); "+
 			"tell the user, who can use a stateful session (header X-Lambdaclaw-Session-Key) to be asked, or autonomy full", c.Name)
 	}
 	return ask, ""
+}
+
+// effectPhrase names an effect for the model and the person.
+func effectPhrase(e tool.Effect) string {
+	switch e {
+	case tool.WriteShared:
+		return "write to the agent's shared workspace"
+	case tool.WriteOwn:
+		return "write to the owner's own records"
+	case tool.Read:
+		return "read"
+	}
+	return "side effect outside lambdaclaw"
 }
 
 // approve asks a person about the calls that need it, parking the run, or
@@ -249,8 +263,8 @@ func (l *Loop) mayApprove(ap store.Approval, in Input) error {
 		return fmt.Errorf("%w %q", ErrUnknownAgent, in.Agent)
 	}
 	for _, name := range ap.Tools {
-		if t, ok := a.Registry().Get(name); ok && in.Autonomy < t.Policy().MinAutonomy {
-			return fmt.Errorf("%w: %s needs autonomy %s, and yours is %s", ErrMayNotApprove, name, t.Policy().MinAutonomy, in.Autonomy)
+		if t, ok := a.Registry().Get(name); ok && tool.Judge(t.Policy().Effect, in.Autonomy) == deny {
+			return fmt.Errorf("%w: %s is a %s, and your autonomy is %s", ErrMayNotApprove, name, effectPhrase(t.Policy().Effect), in.Autonomy)
 		}
 	}
 	return nil

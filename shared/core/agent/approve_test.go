@@ -39,7 +39,7 @@ func TestParseDecision(t *testing.T) {
 // for a tool that needs approval, and returns the parked state.
 func parkedRun(t *testing.T, f *fixture) RunState {
 	t.Helper()
-	f.echo.policy = tool.Policy{RequiresApproval: true, MinAutonomy: tool.Supervised}
+	f.echo.policy = tool.Policy{Effect: tool.External}
 	f.llm.script = append(f.llm.script, callTool("echo", `{"text":"hi"}`), say("done"))
 	st, err := f.loop.Enqueue(context.Background(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("x")}, Autonomy: tool.Supervised, Interactive: true})
 	if err != nil {
@@ -155,7 +155,7 @@ func TestDeliverAnswers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
 			f := newFixture(t, 5)
-			f.echo.policy = tool.Policy{RequiresApproval: true, MinAutonomy: tool.Supervised}
+			f.echo.policy = tool.Policy{Effect: tool.External}
 			f.llm.script = append(f.llm.script, callTool("echo", `{"text":"hi"}`), say("done"))
 			f.llm.onEmpty = func(req llm.Request) (llm.Response, error) {
 				return say("echo: " + req.Messages[len(req.Messages)-1].Content)(req)

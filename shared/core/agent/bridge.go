@@ -10,6 +10,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 )
 
 // bridge is the tool.Caller a tool call gets (tool.Env.Tools): a script in
@@ -38,7 +39,8 @@ func (b *bridge) Tools() []chat.ToolDef {
 		return nil
 	}
 	for _, d := range offered(reg, b.st.Autonomy) {
-		if v, _ := judge(b.a, b.st, b.sess, chat.ToolCall{Name: d.Name}); v == allow && d.Name != b.from {
+		t, _ := reg.Get(d.Name)
+		if tool.Judge(t.Policy().Least(), b.st.Autonomy) == allow && d.Name != b.from {
 			out = append(out, d)
 		}
 	}

@@ -21,7 +21,7 @@ type scriptTool struct{}
 func (scriptTool) Definition() chat.ToolDef {
 	return chat.ToolDef{Name: "script", Description: "runs a script", Parameters: json.RawMessage(`{"type":"object"}`)}
 }
-func (scriptTool) Policy() tool.Policy { return tool.Policy{MinAutonomy: tool.Supervised} }
+func (scriptTool) Policy() tool.Policy { return tool.Policy{Effect: tool.WriteOwn} }
 func (scriptTool) Call(ctx context.Context, env tool.Env, _ json.RawMessage) (string, error) {
 	var names []string
 	for _, d := range env.Tools.Tools() {
@@ -67,7 +67,7 @@ func TestBridge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, 5)
-			danger := &dangerTool{echoTool{policy: tool.Policy{RequiresApproval: true, MinAutonomy: tool.Supervised}}}
+			danger := &dangerTool{echoTool{policy: tool.Policy{Effect: tool.External}}}
 			reg, err := tool.NewRegistry(f.echo, danger, scriptTool{})
 			if err != nil {
 				t.Fatal(err)

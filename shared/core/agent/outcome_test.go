@@ -118,7 +118,7 @@ func TestResponsesOutcomeFailedAndParked(t *testing.T) {
 		t.Errorf("outcome of a failed run = %+v, %v; want its upstream error", res, err)
 	}
 
-	f.echo.policy = tool.Policy{RequiresApproval: true}
+	f.echo.policy = tool.Policy{Effect: tool.External}
 	f.llm.script = append(f.llm.script, callTool("echo", `{"text":"x"}`))
 	in := responsesInput("s2", user("echo x"))
 	in.Autonomy = tool.Supervised

@@ -174,7 +174,7 @@ func TestLimits(t *testing.T) {
 // always allowed.
 func TestApproveNeedsAutonomy(t *testing.T) {
 	f := newFixture(t, 5)
-	f.echo.policy = tool.Policy{RequiresApproval: true, MinAutonomy: tool.Supervised}
+	f.echo.policy = tool.Policy{Effect: tool.External}
 	f.llm.script = append(f.llm.script, callTool("echo", `{"text":"hi"}`), say("done"))
 	ctx := t.Context()
 	in := Input{RunID: "r1", SessionID: "s", Agent: "a", Messages: []chat.Message{user("go")}, Autonomy: tool.Supervised, Interactive: true}

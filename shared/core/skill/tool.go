@@ -43,7 +43,7 @@ func (loadTool) Definition() chat.ToolDef {
 }
 
 func (loadTool) Policy() tool.Policy {
-	return tool.Policy{RequiresApproval: false, MinAutonomy: tool.ReadOnly}
+	return tool.Policy{Effect: tool.Read}
 }
 
 func (t loadTool) Call(ctx context.Context, env tool.Env, args json.RawMessage) (string, error) {

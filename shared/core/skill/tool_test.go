@@ -100,7 +100,7 @@ func TestLoadToolWithoutSkills(t *testing.T) {
 
 func TestLoadToolDefinition(t *testing.T) {
 	lt := LoadTool(NewCatalog(""), Env{})
-	if diff := cmp.Diff(tool.Policy{RequiresApproval: false, MinAutonomy: tool.ReadOnly}, lt.Policy()); diff != "" {
+	if diff := cmp.Diff(tool.Policy{Effect: tool.Read}, lt.Policy()); diff != "" {
 		t.Errorf("Policy (-want +got):\n%s", diff)
 	}
 	def := lt.Definition()

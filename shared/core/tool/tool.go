@@ -55,12 +55,20 @@ func (a *Autonomy) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Policy is what a tool needs before it may run.
+// Policy is a tool's declaration of what it does, from which the loop
+// derives who may call it and what a restart does to an unfinished call.
 type Policy struct {
-	// RequiresApproval asks a person before each call unless autonomy is full.
-	RequiresApproval bool
-	// MinAutonomy is the lowest autonomy level that may use the tool.
-	MinAutonomy Autonomy
+	// Effect is what a call does (External when left unset).
+	Effect Effect
+	// ActionArg names the argument that chooses a tool's action, and
+	// Actions the effect of each action, for a tool whose actions differ
+	// (read or write MEMORY.md): each call is judged by its action's
+	// effect, an unknown action by Effect.
+	ActionArg string
+	Actions   map[string]Effect
+	// Idempotent says that running a call twice does what running it once
+	// does: a call interrupted by a restart may run again.
+	Idempotent bool
 	// Timeout bounds one call when positive, instead of the loop's
 	// (agent.Loop.ToolTimeout): a tool that waits for a remote worker
 	// to start, such as exec on Fargate.

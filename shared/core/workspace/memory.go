@@ -89,7 +89,13 @@ func (memoryTool) Definition() chat.ToolDef {
 }
 
 func (memoryTool) Policy() tool.Policy {
-	return tool.Policy{RequiresApproval: false, MinAutonomy: tool.ReadOnly}
+	// Every write is seen by every key of the agent: MEMORY.md and the
+	// bootstrap files shape each one's system prompt.
+	return tool.Policy{Effect: tool.WriteShared, ActionArg: "action", Actions: map[string]tool.Effect{
+		"read": tool.Read, "read_daily": tool.Read, "list_daily": tool.Read, "read_bootstrap": tool.Read,
+		"append": tool.WriteShared, "replace": tool.WriteShared, "append_daily": tool.WriteShared,
+		"update_bootstrap": tool.WriteShared, "complete_bootstrap": tool.WriteShared,
+	}}
 }
 
 func (m memoryTool) Call(ctx context.Context, env tool.Env, args json.RawMessage) (string, error) {

@@ -274,8 +274,12 @@ func TestMemoryToolListCap(t *testing.T) {
 
 func TestMemoryToolDefinition(t *testing.T) {
 	tl := MemoryTool(defaultQuota(t))
-	if diff := cmp.Diff(tool.Policy{MinAutonomy: tool.ReadOnly}, tl.Policy()); diff != "" {
-		t.Errorf("policy mismatch (-want +got):\n%s", diff)
+	p := tl.Policy()
+	for action, want := range map[string]tool.Effect{"read": tool.Read, "read_bootstrap": tool.Read, "append": tool.WriteShared,
+		"update_bootstrap": tool.WriteShared, "complete_bootstrap": tool.WriteShared, "bogus": tool.WriteShared} {
+		if got := p.EffectOf(json.RawMessage(`{"action":"` + action + `"}`)); got != want {
+			t.Errorf("%s: effect %s, want %s", action, got, want)
+		}
 	}
 	d := tl.Definition()
 	var schema struct {

@@ -136,7 +136,7 @@ func (t *execTool) Definition() chat.ToolDef { return definition }
 // Policy asks before each command unless autonomy is full, and keeps the
 // tool from read-only runs.
 func (t *execTool) Policy() tool.Policy {
-	return tool.Policy{RequiresApproval: true, MinAutonomy: tool.Supervised, Timeout: t.cfg.CallTimeout}
+	return tool.Policy{Effect: tool.External, Timeout: t.cfg.CallTimeout}
 }
 
 type saveAs struct {

@@ -114,7 +114,7 @@ func TestCall(t *testing.T) {
 
 func TestPolicy(t *testing.T) {
 	et, _ := New(Config{Backend: &fakeBackend{}})
-	want := tool.Policy{RequiresApproval: true, MinAutonomy: tool.Supervised}
+	want := tool.Policy{Effect: tool.External}
 	if diff := cmp.Diff(want, et.Policy()); diff != "" {
 		t.Errorf("policy (-want +got):\n%s", diff)
 	}

@@ -66,7 +66,7 @@ func (readFile) Definition() chat.ToolDef {
 }
 
 func (readFile) Policy() tool.Policy {
-	return tool.Policy{RequiresApproval: false, MinAutonomy: tool.ReadOnly}
+	return tool.Policy{Effect: tool.Read}
 }
 
 func (readFile) Call(ctx context.Context, env tool.Env, args json.RawMessage) (string, error) {
@@ -214,7 +214,7 @@ func (w writeFile) Definition() chat.ToolDef {
 }
 
 func (writeFile) Policy() tool.Policy {
-	return tool.Policy{RequiresApproval: true, MinAutonomy: tool.Supervised}
+	return tool.Policy{Effect: tool.WriteShared, Idempotent: true}
 }
 
 func (w writeFile) Call(ctx context.Context, env tool.Env, args json.RawMessage) (string, error) {
@@ -330,7 +330,7 @@ func (listDir) Definition() chat.ToolDef {
 }
 
 func (listDir) Policy() tool.Policy {
-	return tool.Policy{RequiresApproval: false, MinAutonomy: tool.ReadOnly}
+	return tool.Policy{Effect: tool.Read}
 }
 
 func (listDir) Call(ctx context.Context, env tool.Env, args json.RawMessage) (string, error) {

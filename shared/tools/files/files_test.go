@@ -368,9 +368,9 @@ func TestDefinitionsAndPolicies(t *testing.T) {
 		got = append(got, summary{d.Name, tl.Policy(), map[string]any{"type": schema["type"], "required": schema["required"]}})
 	}
 	want := []summary{
-		{"read_file", tool.Policy{MinAutonomy: tool.ReadOnly}, map[string]any{"type": "object", "required": []any{"path"}}},
-		{"write_file", tool.Policy{RequiresApproval: true, MinAutonomy: tool.Supervised}, map[string]any{"type": "object", "required": []any{"path", "content"}}},
-		{"list_dir", tool.Policy{MinAutonomy: tool.ReadOnly}, map[string]any{"type": "object", "required": nil}},
+		{"read_file", tool.Policy{Effect: tool.Read}, map[string]any{"type": "object", "required": []any{"path"}}},
+		{"write_file", tool.Policy{Effect: tool.WriteShared, Idempotent: true}, map[string]any{"type": "object", "required": []any{"path", "content"}}},
+		{"list_dir", tool.Policy{Effect: tool.Read}, map[string]any{"type": "object", "required": nil}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("definitions mismatch (-want +got):\n%s", diff)

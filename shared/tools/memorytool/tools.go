@@ -183,7 +183,7 @@ func (searchTool) Definition() chat.ToolDef {
 }
 
 func (searchTool) Policy() tool.Policy {
-	return tool.Policy{RequiresApproval: false, MinAutonomy: tool.ReadOnly}
+	return tool.Policy{Effect: tool.Read}
 }
 
 func (s searchTool) Call(ctx context.Context, env tool.Env, args json.RawMessage) (string, error) {
@@ -273,7 +273,7 @@ func (getTool) Definition() chat.ToolDef {
 }
 
 func (getTool) Policy() tool.Policy {
-	return tool.Policy{RequiresApproval: false, MinAutonomy: tool.ReadOnly}
+	return tool.Policy{Effect: tool.Read}
 }
 
 func (g getTool) Call(ctx context.Context, env tool.Env, args json.RawMessage) (string, error) {
@@ -342,7 +342,7 @@ func (storeTool) Definition() chat.ToolDef {
 }
 
 func (storeTool) Policy() tool.Policy {
-	return tool.Policy{RequiresApproval: false, MinAutonomy: tool.Supervised}
+	return tool.Policy{Effect: tool.WriteOwn}
 }
 
 func (s storeTool) Call(ctx context.Context, env tool.Env, args json.RawMessage) (string, error) {
@@ -458,7 +458,7 @@ func (forgetTool) Definition() chat.ToolDef {
 }
 
 func (forgetTool) Policy() tool.Policy {
-	return tool.Policy{RequiresApproval: false, MinAutonomy: tool.Supervised}
+	return tool.Policy{Effect: tool.WriteOwn}
 }
 
 func (f forgetTool) Call(ctx context.Context, env tool.Env, args json.RawMessage) (string, error) {

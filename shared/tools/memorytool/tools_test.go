@@ -236,10 +236,10 @@ func TestToolPolicies(t *testing.T) {
 		}
 	}
 	want := map[string]tool.Policy{
-		"memory_search": {MinAutonomy: tool.ReadOnly},
-		"memory_get":    {MinAutonomy: tool.ReadOnly},
-		"memory_store":  {MinAutonomy: tool.Supervised},
-		"memory_forget": {MinAutonomy: tool.Supervised},
+		"memory_search": {Effect: tool.Read},
+		"memory_get":    {Effect: tool.Read},
+		"memory_store":  {Effect: tool.WriteOwn},
+		"memory_forget": {Effect: tool.WriteOwn},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("policies (-want +got):\n%s", diff)

@@ -135,7 +135,7 @@ func (scheduleTool) Definition() chat.ToolDef {
 // write of the agent's own state like memory_store, which needs autonomy
 // supervised but no approval.
 func (scheduleTool) Policy() tool.Policy {
-	return tool.Policy{RequiresApproval: false, MinAutonomy: tool.Supervised}
+	return tool.Policy{Effect: tool.WriteOwn}
 }
 
 func (s scheduleTool) Call(ctx context.Context, env tool.Env, raw json.RawMessage) (string, error) {

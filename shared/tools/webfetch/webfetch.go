@@ -199,7 +199,7 @@ func (f *fetcher) Definition() chat.ToolDef {
 }
 
 func (f *fetcher) Policy() tool.Policy {
-	return tool.Policy{RequiresApproval: false, MinAutonomy: tool.Supervised}
+	return tool.Policy{Effect: tool.Read}
 }
 
 func (f *fetcher) Call(ctx context.Context, env tool.Env, args json.RawMessage) (string, error) {

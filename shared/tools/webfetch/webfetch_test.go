@@ -319,7 +319,7 @@ func TestNew(t *testing.T) {
 	if !ok || tr.Proxy != nil {
 		t.Errorf("transport %T uses a proxy; web_fetch must dial directly", f.client.Transport)
 	}
-	if diff := cmp.Diff(tool.Policy{MinAutonomy: tool.Supervised}, tl.Policy()); diff != "" {
+	if diff := cmp.Diff(tool.Policy{Effect: tool.Read}, tl.Policy()); diff != "" {
 		t.Errorf("policy mismatch (-want +got):\n%s", diff)
 	}
 	d := tl.Definition()

@@ -193,7 +193,7 @@ func (crash) Definition() chat.ToolDef {
 	}
 }
 
-func (crash) Policy() tool.Policy { return tool.Policy{MinAutonomy: tool.ReadOnly} }
+func (crash) Policy() tool.Policy { return tool.Policy{Effect: tool.Read} }
 
 func (crash) Call(context.Context, tool.Env, json.RawMessage) (string, error) {
 	panic("crash tool called")
