@@ -44,8 +44,11 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/prompt"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
@@ -542,6 +545,7 @@ func newHarness(t *testing.T) *harness {
 		return r
 	}
 	step := build("step")
+	pace(t, step)
 	h.step = step
 	env.Lambda.Play(func(ctx context.Context, ev sfn.Event) (any, error) {
 		h.mu.Lock()
@@ -719,10 +723,52 @@ func (h *harness) expired(turn func()) func() {
 // conn is the WebSocket connection of the events/ws samples.
 const conn = "Yw8hJdCKoAMCL1A="
 
-// reply is a model answer of about 300 tokens, streamed at about 100
-// tokens a second.
+// reply is a model answer of about 300 tokens in 75 pieces, which the
+// step function's repliers take as streamed at about 100 tokens a second
+// (paced).
 func reply() fakellm.Reply {
-	return fakellm.Reply{Content: strings.Repeat("word ", 240), ChunkSize: 16, ChunkEvery: 40 * time.Millisecond}
+	return fakellm.Reply{Content: strings.Repeat("word ", 240), ChunkSize: 16}
+}
+
+// pieceEvery is the time between two streamed pieces of a reply: 16 bytes
+// (about 4 tokens) at 100 tokens a second.
+const pieceEvery = 40 * time.Millisecond
+
+// paced passes a run's streamed pieces to r as if they came pieceEvery
+// apart, on the clock r holds text back by: what reaches WebSocket
+// clients and the drafts then depends on the text alone, not on how
+// busy the machine is.
+type paced struct {
+	r     agent.Replier
+	clock *agent.ManualClock
+}
+
+func (p paced) Delta(st agent.RunState, text string) {
+	p.clock.Advance(pieceEvery)
+	p.r.Delta(st, text)
+}
+
+func (p paced) FlushDeltas(st agent.RunState) {
+	if f, ok := p.r.(interface{ FlushDeltas(agent.RunState) }); ok {
+		f.FlushDeltas(st)
+	}
+}
+
+func (p paced) Approval(st agent.RunState, a store.Approval) { p.r.Approval(st, a) }
+func (p paced) Finish(st agent.RunState, res agent.Result)   { p.r.Finish(st, res) }
+
+// pace gives the step function's repliers that hold streamed text back
+// (cloud.New's: drafts of API runs, WebSocket posts) a manual clock that
+// the pieces of a reply move on.
+func pace(t *testing.T, step *cloud.Root) {
+	t.Helper()
+	router, ok := step.Loop.Replier.(agent.Router)
+	if !ok || router[gateway.Channel] == nil || router[wsproto.Channel] == nil {
+		t.Fatalf("the step function's repliers are %T %v; the harness paces its router's http and ws repliers", step.Loop.Replier, step.Loop.Replier)
+	}
+	clock := agent.NewManualClock(time.Unix(0, 0))
+	router[gateway.Channel] = agent.Tee{step.Hub, paced{&agent.DraftWriter{Store: step.Store, Every: cloud.BatchInterval, Clock: clock}, clock}}
+	router[wsproto.Channel] = paced{agent.BatchDeltas(apigw.Replier{Conns: step.Conns}, cloud.BatchInterval, clock), clock}
 }
 
 func (h *harness) post(t *testing.T, body string, session string) {

@@ -433,7 +433,7 @@ func TestCallTimeout(t *testing.T) {
 type fixedTool struct{ name string }
 
 func (f fixedTool) Definition() chat.ToolDef { return chat.ToolDef{Name: f.name} }
-func (f fixedTool) Policy() tool.Policy      { return tool.Policy{} }
+func (f fixedTool) Policy() tool.Policy      { return tool.Policy{Effect: tool.Read} }
 func (f fixedTool) Call(context.Context, tool.Env, json.RawMessage) (string, error) {
 	return "fixed", nil
 }

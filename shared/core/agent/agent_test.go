@@ -110,7 +110,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, maxIter int) *fixture {
 	t.Helper()
-	f := &fixture{store: memstore.New(), llm: &provider{}, echo: &echoTool{}, hub: NewHub()}
+	f := &fixture{store: memstore.New(), llm: &provider{}, echo: &echoTool{policy: tool.Policy{Effect: tool.Read}}, hub: NewHub()}
 	reg, err := tool.NewRegistry(f.echo)
 	if err != nil {
 		t.Fatal(err)

@@ -12,23 +12,28 @@ import (
 // channels that pay per message (API Gateway WebSocket posts). Text still
 // pending goes out when the interval ends, and before an approval or the
 // result.
-func BatchDeltas(r Replier, interval time.Duration) Replier {
-	return &batcher{r: r, interval: interval, runs: map[string]*batch{}}
+// clock is the time it batches by; nil is the wall clock.
+func BatchDeltas(r Replier, interval time.Duration, clock Clock) Replier {
+	if clock == nil {
+		clock = wallClock{}
+	}
+	return &batcher{r: r, interval: interval, clock: clock, runs: map[string]*batch{}}
 }
 
 type batcher struct {
 	r        Replier
 	interval time.Duration
+	clock    Clock
 	mu       sync.Mutex
 	runs     map[string]*batch
 }
 
 // batch is a run's text not yet passed on.
 type batch struct {
-	st    RunState
-	text  string
-	timer *time.Timer
-	last  time.Time
+	st   RunState
+	text string
+	stop func() bool // the pending flush's, nil when none is
+	last time.Time
 }
 
 func (b *batcher) Delta(st RunState, text string) {
@@ -40,12 +45,13 @@ func (b *batcher) Delta(st RunState, text string) {
 		b.runs[st.RunID] = p
 	}
 	p.st, p.text = st, p.text+text
-	if time.Since(p.last) >= b.interval {
+	since := b.clock.Now().Sub(p.last)
+	if since >= b.interval {
 		b.flushLocked(st.RunID)
 		return
 	}
-	if p.timer == nil {
-		p.timer = time.AfterFunc(b.interval-time.Since(p.last), func() {
+	if p.stop == nil {
+		p.stop = b.clock.AfterFunc(b.interval-since, func() {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			b.flushLocked(st.RunID)
@@ -60,14 +66,14 @@ func (b *batcher) flushLocked(runID string) {
 	if p == nil {
 		return
 	}
-	if p.timer != nil {
-		p.timer.Stop()
-		p.timer = nil
+	if p.stop != nil {
+		p.stop()
+		p.stop = nil
 	}
 	if p.text != "" {
 		b.r.Delta(p.st, p.text)
 		p.text = ""
-		p.last = time.Now()
+		p.last = b.clock.Now()
 	}
 }
 

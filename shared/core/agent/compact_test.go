@@ -51,7 +51,7 @@ type memoryTool struct{ saved []string }
 func (m *memoryTool) Definition() chat.ToolDef {
 	return chat.ToolDef{Name: "workspace_memory", Parameters: []byte(`{"type":"object"}`)}
 }
-func (m *memoryTool) Policy() tool.Policy { return tool.Policy{} }
+func (m *memoryTool) Policy() tool.Policy { return tool.Policy{Effect: tool.Read} }
 func (m *memoryTool) Call(_ context.Context, _ tool.Env, args json.RawMessage) (string, error) {
 	m.saved = append(m.saved, string(args))
 	return "saved", nil

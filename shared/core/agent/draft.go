@@ -25,8 +25,8 @@ type DraftWriter struct {
 	Store store.Drafts
 	Every time.Duration
 	Log   *slog.Logger
-	// now returns the time; nil means time.Now.
-	now func() time.Time
+	// Clock is the time Every is measured by; nil is the wall clock.
+	Clock Clock
 
 	mu   sync.Mutex
 	runs map[string]*draft
@@ -67,8 +67,8 @@ func (w *DraftWriter) Delta(st RunState, text string) {
 }
 
 func (w *DraftWriter) clock() time.Time {
-	if w.now != nil {
-		return w.now()
+	if w.Clock != nil {
+		return w.Clock.Now()
 	}
 	return time.Now()
 }

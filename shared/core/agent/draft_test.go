@@ -13,14 +13,14 @@ import (
 
 func TestDraftWriter(t *testing.T) {
 	db := memstore.New()
-	now := time.Unix(1000, 0)
-	w := &DraftWriter{Store: db, Every: 250 * time.Millisecond, now: func() time.Time { return now }}
+	clock := NewManualClock(time.Unix(1000, 0))
+	w := &DraftWriter{Store: db, Every: 250 * time.Millisecond, Clock: clock}
 	st := RunState{RunID: "r1", SessionID: "s1"}
 	w.Delta(st, "He") // the first piece goes at once
 	w.Delta(st, "llo")
-	now = now.Add(100 * time.Millisecond)
+	clock.Advance(100 * time.Millisecond)
 	w.Delta(st, " wor")
-	now = now.Add(200 * time.Millisecond)
+	clock.Advance(200 * time.Millisecond)
 	w.Delta(st, "ld") // 300 ms after the last piece
 	w.Delta(st, "!")
 	w.FlushDeltas(st) // the model's reply ended

@@ -273,16 +273,12 @@ func New(ctx context.Context) (*Root, error) {
 	// request in this function; a durable run's model calls happen in
 	// the step function, which stores what they stream for the api
 	// function's request to follow (sfn.Runner).
-	router := agent.Router{gateway.Channel: agent.Tee{r.Hub, &agent.DraftWriter{Store: db, Every: 250 * time.Millisecond, Log: log}}}
+	router := agent.Router{gateway.Channel: agent.Tee{r.Hub, &agent.DraftWriter{Store: db, Every: BatchInterval, Log: log}}}
 	if ep := getenv("WS_ENDPOINT"); ep != "" {
 		r.Conns = apigw.Conns{Log: log, API: apigatewaymanagementapi.NewFromConfig(awsCfg, func(o *apigatewaymanagementapi.Options) {
 			o.BaseEndpoint = aws.String(ep)
 		})}
-		// One post per 250 ms of streamed text, not one per token: each
-		// PostToConnection is a paid message. A quarter second still
-		// reads as live, and a 300-token answer takes 16 messages, not
-		// 34 as at 100 ms (tests/cost).
-		router[wsproto.Channel] = agent.BatchDeltas(apigw.Replier{Conns: r.Conns}, 250*time.Millisecond)
+		router[wsproto.Channel] = agent.BatchDeltas(apigw.Replier{Conns: r.Conns}, BatchInterval, nil)
 	}
 	r.Loop = &agent.Loop{
 		Store:    agent.WithEphemeral(db, memstore.New()),
@@ -502,3 +498,10 @@ func wsURL(ep string) string {
 
 // AgentNames lists the agents served, sorted.
 func (r *Root) AgentNames() []string { return r.Agents.Names() }
+
+// BatchInterval is how long the functions hold streamed text back: one
+// WebSocket post, or one stored draft piece, per interval rather than one
+// per token. Each PostToConnection is a paid message; a quarter second
+// still reads as live, and a 300-token answer takes 16 messages, not 34
+// as at 100 ms (tests/cost).
+const BatchInterval = 250 * time.Millisecond
