@@ -113,8 +113,6 @@ type requestCall struct {
 	} `json:"function"`
 }
 
-const maxSessionKey = 256
-
 func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 	k := keyOf(r)
 	var req completionRequest
@@ -134,8 +132,8 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 	}
 	in := agent.Input{Agent: name, Owner: "key:" + k.ID, Autonomy: autonomyOf(k), Stream: req.Stream, Reply: agent.Reply{Channel: Channel}, Options: opts}
 	if sk := r.Header.Get(SessionHeader); sk != "" {
-		if len(sk) > maxSessionKey {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_session_key", fmt.Sprintf("%s is longer than %d bytes", SessionHeader, maxSessionKey))
+		if err := agent.CheckSessionKey(SessionHeader, sk); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_session_key", err.Error())
 			return
 		}
 		if in.Messages, err = sessionInput(msgs); err != nil {

@@ -55,6 +55,12 @@ func TestBadRequests(t *testing.T) {
 			[]string{gateway.SessionHeader, "u1"}, badRequest("invalid_messages")},
 		{"stateful, session key too long", helloBody,
 			[]string{gateway.SessionHeader, strings.Repeat("k", 257)}, badRequest("invalid_session_key")},
+		{"stateful, a tab in the session key", helloBody,
+			[]string{gateway.SessionHeader, "user\t1"}, badRequest("invalid_session_key")},
+		{"stateful, a control character in the session key", helloBody,
+			[]string{gateway.SessionHeader, "user\x001"}, badRequest("invalid_session_key")},
+		{"stateful, invalid UTF-8 in the session key", helloBody,
+			[]string{gateway.SessionHeader, "user\xff1"}, badRequest("invalid_session_key")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

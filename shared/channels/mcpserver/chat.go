@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -59,11 +58,8 @@ func (h *Handler) target(k store.APIKey, name, sessionKey string) (target, error
 		return target{}, fmt.Errorf("the agent %q does not exist or this key may not use it: agents_list names the agents you may use", name)
 	}
 	sk := cmp.Or(sessionKey, DefaultSessionKey)
-	switch {
-	case len(sk) > MaxSessionKey:
-		return target{}, fmt.Errorf(`"session_key" is longer than %d bytes`, MaxSessionKey)
-	case strings.ContainsFunc(sk, unicode.IsControl):
-		return target{}, errors.New(`"session_key" has control characters`)
+	if err := agent.CheckSessionKey(`"session_key"`, sk); err != nil {
+		return target{}, err
 	}
 	t := target{agent: name}
 	t.owner, t.sessionID = h.cfg.Identity.Session(name, Channel, k.ID, sk)

@@ -56,7 +56,7 @@ const (
 	Channel = "ws"
 	// DefaultAgent answers frames that name no agent.
 	DefaultAgent = "default"
-	// MaxField bounds client message ids and user names, in bytes.
+	// MaxField bounds client message ids, in bytes.
 	MaxField = 256
 )
 
@@ -166,8 +166,9 @@ func Decode(data []byte) (ClientFrame, *Error) {
 	switch {
 	case len(f.ID) > MaxField:
 		return fail("", "invalid_message", fmt.Sprintf("id is longer than %d bytes", MaxField))
-	case len(f.User) > MaxField:
-		return fail(f.ID, "invalid_message", fmt.Sprintf("user is longer than %d bytes", MaxField))
+	}
+	if err := agent.CheckSessionKey("user", f.User); err != nil {
+		return fail(f.ID, "invalid_message", err.Error())
 	}
 	switch f.Type {
 	case TypeMessage:
