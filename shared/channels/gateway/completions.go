@@ -13,6 +13,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
 
 // completionRequest is OpenAI's chat completion request. Fields it does
@@ -238,6 +239,9 @@ func (g *Gateway) deliverFailed(w http.ResponseWriter, r *http.Request, err erro
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", err.Error())
 	case errors.Is(err, agent.ErrMayNotApprove):
 		writeError(w, http.StatusForbidden, "permission_error", "permission_denied", err.Error())
+	case errors.Is(err, store.ErrStorageFull):
+		g.log(r).Error("deliver message: storage full", "error", err)
+		writeError(w, http.StatusInsufficientStorage, "server_error", agent.CodeStorageFull, agent.StorageFullMessage)
 	default:
 		g.log(r).Error("deliver message", "error", err)
 		writeError(w, http.StatusInternalServerError, "server_error", "internal_error", "could not start the run")

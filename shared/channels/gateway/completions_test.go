@@ -286,6 +286,8 @@ func TestRunErrors(t *testing.T) {
 			apiErr{http.StatusNotFound, "invalid_request_error", "model_not_found"}, "unknown agent"},
 		{"start fails", errors.New("store down"), nil,
 			apiErr{http.StatusInternalServerError, "server_error", "internal_error"}, "could not start the run"},
+		{"storage full", fmt.Errorf("enqueue: sqlite: enqueue run %q: write input 0: %w", "r1", store.ErrStorageFull), nil,
+			apiErr{http.StatusInsufficientStorage, "server_error", "storage_full"}, "the server's storage is full: the message was not saved"},
 	}
 	for _, tt := range tests {
 		for _, stream := range []bool{false, true} {

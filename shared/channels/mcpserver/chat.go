@@ -105,6 +105,9 @@ func (h *Handler) chat(ctx context.Context, req *mcp.CallToolRequest, in chatArg
 	switch {
 	case errors.Is(err, agent.ErrMayNotApprove), errors.Is(err, agent.ErrUnknownAgent), errors.As(err, &ie):
 		return nil, nil, err
+	case errors.Is(err, store.ErrStorageFull):
+		h.cfg.Log.Error("deliver message: storage full", "session_id", t.sessionID, "error", err)
+		return nil, nil, errors.New(agent.StorageFullMessage)
 	case err != nil:
 		h.cfg.Log.Error("deliver message", "session_id", t.sessionID, "error", err)
 		return nil, nil, errors.New("could not start the run; try again")

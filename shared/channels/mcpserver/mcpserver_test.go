@@ -21,17 +21,21 @@ import (
 )
 
 // fakeLoop answers every message at once with "echo: " and the text,
-// unless it holds its runs, which release answers; it records what it
-// was given.
+// unless it holds its runs, which release answers, or refuses them with
+// err; it records what it was given.
 type fakeLoop struct {
 	hub  *agent.Hub
 	mu   sync.Mutex
 	in   []agent.Input
 	hold bool
 	held agent.RunState
+	err  error
 }
 
 func (f *fakeLoop) Deliver(_ context.Context, in agent.Input, subscribe func(string)) (agent.RunState, error) {
+	if f.err != nil {
+		return agent.RunState{}, f.err
+	}
 	st := agent.RunState{RunID: agent.NewID(), SessionID: in.SessionID, Reply: in.Reply}
 	subscribe(st.RunID)
 	f.mu.Lock()
@@ -200,6 +204,21 @@ func TestChatRefuses(t *testing.T) {
 	}
 	if in := ts.loop.inputs(); len(in) != 0 {
 		t.Errorf("the refused calls delivered %d messages", len(in))
+	}
+}
+
+// TestChatStorageFull: a message the store has no room for is an error
+// result that says so.
+func TestChatStorageFull(t *testing.T) {
+	ts := newTestServer(t, Config{})
+	ts.loop.err = fmt.Errorf("enqueue: %w", store.ErrStorageFull)
+	s := ts.connect(t, keyOther)
+	res, err := s.CallTool(t.Context(), &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"agent": "other", "message": "hi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := resultText(res); !res.IsError || text != agent.StorageFullMessage {
+		t.Errorf("result %q (error %v), want the error %q", text, res.IsError, agent.StorageFullMessage)
 	}
 }
 
