@@ -152,8 +152,9 @@ func RunID(keyID, user, agentName, clientID string) string {
 }
 
 // Decode parses and checks a client's text frame. It returns the frame, or
-// the error frame to answer with: the frame is not JSON, a field is too
-// long, the type is missing or unknown, or a message has no text.
+// the error frame to answer with: the frame is not JSON, the id is too
+// long, the user cannot name a conversation (agent.CheckSessionKey), the
+// type is missing or unknown, or a message has no text.
 func Decode(data []byte) (ClientFrame, *Error) {
 	var f ClientFrame
 	fail := func(id, code, msg string) (ClientFrame, *Error) {
@@ -163,8 +164,7 @@ func Decode(data []byte) (ClientFrame, *Error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return fail("", "invalid_json", "the frame is not a JSON object: "+err.Error())
 	}
-	switch {
-	case len(f.ID) > MaxField:
+	if len(f.ID) > MaxField {
 		return fail("", "invalid_message", fmt.Sprintf("id is longer than %d bytes", MaxField))
 	}
 	if err := agent.CheckSessionKey("user", f.User); err != nil {
