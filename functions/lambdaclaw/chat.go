@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/coder/websocket"
 
@@ -84,11 +83,8 @@ func chatWith(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return fmt.Errorf("--agent: %w", err)
 	}
 	who := cmp.Or(*user, getenv("USER"), "local")
-	switch {
-	case len(who) > wsproto.MaxField:
-		return fmt.Errorf("--user is %d bytes long; at most %d are allowed", len(who), wsproto.MaxField)
-	case strings.ContainsFunc(who, unicode.IsControl):
-		return fmt.Errorf("--user %q has control characters", who)
+	if err := agent.CheckSessionKey("--user", who); err != nil {
+		return err
 	}
 	token := cmp.Or(*key, getenv("LAMBDACLAW_API_KEY"))
 	if token == "" {

@@ -216,8 +216,9 @@ func TestBadValuesChangeNothing(t *testing.T) {
 		{[]string{"agent", "create", ""}, "agent name is empty"},
 		{[]string{"agent", "show", ""}, "agent name is empty"},
 		{[]string{"chat", "--agent", "Bad/Name", "--key", "lc_x"}, `--agent: agent name "Bad/Name" is invalid`},
-		{[]string{"chat", "--user", strings.Repeat("u", 257), "--key", "lc_x"}, "--user is 257 bytes long; at most 256 are allowed"},
-		{[]string{"chat", "--user", "a\tb", "--key", "lc_x"}, "has control characters"},
+		{[]string{"chat", "--user", strings.Repeat("u", 257), "--key", "lc_x"}, "--user is longer than 256 bytes"},
+		{[]string{"chat", "--user", "a\xffb", "--key", "lc_x"}, "--user is not valid UTF-8"},
+		{[]string{"chat", "--user", "a\tb", "--key", "lc_x"}, "--user has a control character (U+0009 at byte 1)"},
 	}
 	for _, tt := range tests {
 		checkRun(t, tt.args, runWant{err: tt.wantErr})

@@ -73,6 +73,7 @@ func TestCronBadInputChangesNothing(t *testing.T) {
 		{[]string{"cron", "add", "--message", "hi", "--every", "500ms"}, runWant{err: "shorter than 1s"}},
 		{[]string{"cron", "add", "--message", "hi", "--cron", "0 9 * *"}, runWant{err: "want 5 fields"}},
 		{[]string{"cron", "add", "--message", "hi", "--cron", "0 9 * * *", "--tz", "Moon/Base"}, runWant{err: "not an IANA time zone"}},
+		{[]string{"cron", "add", "--message", "hi", "--cron", "0 0 31 2 *"}, runWant{err: `cron "0 0 31 2 *" never fires`}},
 		{[]string{"cron", "add", "--message", "hi", "--at", "tomorrow"}, runWant{err: "RFC 3339"}},
 		{[]string{"cron", "add", "--message", "hi", "--at", "2001-01-01T00:00:00Z"}, runWant{err: "in the past"}},
 		{[]string{"cron", "add", "--message", "hi", "--every", "1m", "--deliver", "sms:1"}, runWant{err: "unknown kind"}},

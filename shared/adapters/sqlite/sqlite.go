@@ -71,7 +71,7 @@ func Open(path string) (*DB, error) {
 		"foreign_keys(ON)",
 		"synchronous(NORMAL)",
 	}
-	db.w, err = sql.Open("sqlite", dsn(abs, append(pragmas, "journal_mode(WAL)"), url.Values{"_txlock": {"immediate"}}))
+	db.w, err = openDB(dsn(abs, append(pragmas, "journal_mode(WAL)"), url.Values{"_txlock": {"immediate"}}))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
 	}
@@ -86,7 +86,7 @@ func Open(path string) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
 	}
 
-	db.r, err = sql.Open("sqlite", dsn(abs, append(pragmas, "query_only(1)"), nil))
+	db.r, err = openDB(dsn(abs, append(pragmas, "query_only(1)"), nil))
 	if err != nil {
 		db.w.Close()
 		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)

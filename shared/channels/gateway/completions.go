@@ -13,6 +13,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
 
 // completionRequest is OpenAI's chat completion request. Fields it does
@@ -113,8 +114,6 @@ type requestCall struct {
 	} `json:"function"`
 }
 
-const maxSessionKey = 256
-
 func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 	k := keyOf(r)
 	var req completionRequest
@@ -134,8 +133,8 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 	}
 	in := agent.Input{Agent: name, Owner: "key:" + k.ID, Autonomy: autonomyOf(k), Stream: req.Stream, Reply: agent.Reply{Channel: Channel}, Options: opts}
 	if sk := r.Header.Get(SessionHeader); sk != "" {
-		if len(sk) > maxSessionKey {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_session_key", fmt.Sprintf("%s is longer than %d bytes", SessionHeader, maxSessionKey))
+		if err := agent.CheckSessionKey(SessionHeader, sk); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_session_key", err.Error())
 			return
 		}
 		if in.Messages, err = sessionInput(msgs); err != nil {
@@ -240,6 +239,9 @@ func (g *Gateway) deliverFailed(w http.ResponseWriter, r *http.Request, err erro
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", err.Error())
 	case errors.Is(err, agent.ErrMayNotApprove):
 		writeError(w, http.StatusForbidden, "permission_error", "permission_denied", err.Error())
+	case errors.Is(err, store.ErrStorageFull):
+		g.log(r).Error("deliver message: storage full", "error", err)
+		writeError(w, http.StatusInsufficientStorage, "server_error", agent.CodeStorageFull, agent.StorageFullMessage)
 	default:
 		g.log(r).Error("deliver message", "error", err)
 		writeError(w, http.StatusInternalServerError, "server_error", "internal_error", "could not start the run")

@@ -55,6 +55,12 @@ func TestBadRequests(t *testing.T) {
 			[]string{gateway.SessionHeader, "u1"}, badRequest("invalid_messages")},
 		{"stateful, session key too long", helloBody,
 			[]string{gateway.SessionHeader, strings.Repeat("k", 257)}, badRequest("invalid_session_key")},
+		{"stateful, a tab in the session key", helloBody,
+			[]string{gateway.SessionHeader, "user\t1"}, badRequest("invalid_session_key")},
+		{"stateful, a control character in the session key", helloBody,
+			[]string{gateway.SessionHeader, "user\x001"}, badRequest("invalid_session_key")},
+		{"stateful, invalid UTF-8 in the session key", helloBody,
+			[]string{gateway.SessionHeader, "user\xff1"}, badRequest("invalid_session_key")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -280,6 +286,8 @@ func TestRunErrors(t *testing.T) {
 			apiErr{http.StatusNotFound, "invalid_request_error", "model_not_found"}, "unknown agent"},
 		{"start fails", errors.New("store down"), nil,
 			apiErr{http.StatusInternalServerError, "server_error", "internal_error"}, "could not start the run"},
+		{"storage full", fmt.Errorf("enqueue: sqlite: enqueue run %q: write input 0: %w", "r1", store.ErrStorageFull), nil,
+			apiErr{http.StatusInsufficientStorage, "server_error", "storage_full"}, "the server's storage is full: the message was not saved"},
 	}
 	for _, tt := range tests {
 		for _, stream := range []bool{false, true} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -436,6 +437,13 @@ func TestWSRunFails(t *testing.T) {
 	c.message("m2", "", "", "hi")
 	if diff := cmp.Diff(frame{Type: "error", ID: "m2", Code: "internal_error"}, c.read(), ignoreMessage); diff != "" {
 		t.Errorf("delivery fails (-want +got):\n%s", diff)
+	}
+	f.runner.mu.Lock()
+	f.runner.err = fmt.Errorf("enqueue: %w", store.ErrStorageFull)
+	f.runner.mu.Unlock()
+	c.message("m3", "", "", "hi")
+	if diff := cmp.Diff(frame{Type: "error", ID: "m3", Code: "storage_full", Message: agent.StorageFullMessage}, c.read()); diff != "" {
+		t.Errorf("storage full (-want +got):\n%s", diff)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -59,11 +58,8 @@ func (h *Handler) target(k store.APIKey, name, sessionKey string) (target, error
 		return target{}, fmt.Errorf("the agent %q does not exist or this key may not use it: agents_list names the agents you may use", name)
 	}
 	sk := cmp.Or(sessionKey, DefaultSessionKey)
-	switch {
-	case len(sk) > MaxSessionKey:
-		return target{}, fmt.Errorf(`"session_key" is longer than %d bytes`, MaxSessionKey)
-	case strings.ContainsFunc(sk, unicode.IsControl):
-		return target{}, errors.New(`"session_key" has control characters`)
+	if err := agent.CheckSessionKey(`"session_key"`, sk); err != nil {
+		return target{}, err
 	}
 	t := target{agent: name}
 	t.owner, t.sessionID = h.cfg.Identity.Session(name, Channel, k.ID, sk)
@@ -109,6 +105,9 @@ func (h *Handler) chat(ctx context.Context, req *mcp.CallToolRequest, in chatArg
 	switch {
 	case errors.Is(err, agent.ErrMayNotApprove), errors.Is(err, agent.ErrUnknownAgent), errors.As(err, &ie):
 		return nil, nil, err
+	case errors.Is(err, store.ErrStorageFull):
+		h.cfg.Log.Error("deliver message: storage full", "session_id", t.sessionID, "error", err)
+		return nil, nil, errors.New(agent.StorageFullMessage)
 	case err != nil:
 		h.cfg.Log.Error("deliver message", "session_id", t.sessionID, "error", err)
 		return nil, nil, errors.New("could not start the run; try again")

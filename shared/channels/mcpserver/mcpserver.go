@@ -47,8 +47,6 @@ const (
 	Channel = "mcp"
 	// DefaultSessionKey names the conversation of the calls that name none.
 	DefaultSessionKey = "mcp"
-	// MaxSessionKey bounds session_key, in bytes.
-	MaxSessionKey = 256
 	// DefaultSessionTimeout is how long an idle MCP session is kept.
 	DefaultSessionTimeout = time.Hour
 	// DefaultMaxSessionsPerKey is how many MCP sessions one key may hold

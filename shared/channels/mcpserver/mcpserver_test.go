@@ -21,17 +21,21 @@ import (
 )
 
 // fakeLoop answers every message at once with "echo: " and the text,
-// unless it holds its runs, which release answers; it records what it
-// was given.
+// unless it holds its runs, which release answers, or refuses them with
+// err; it records what it was given.
 type fakeLoop struct {
 	hub  *agent.Hub
 	mu   sync.Mutex
 	in   []agent.Input
 	hold bool
 	held agent.RunState
+	err  error
 }
 
 func (f *fakeLoop) Deliver(_ context.Context, in agent.Input, subscribe func(string)) (agent.RunState, error) {
+	if f.err != nil {
+		return agent.RunState{}, f.err
+	}
 	st := agent.RunState{RunID: agent.NewID(), SessionID: in.SessionID, Reply: in.Reply}
 	subscribe(st.RunID)
 	f.mu.Lock()
@@ -178,8 +182,9 @@ func TestChatRefuses(t *testing.T) {
 		{"unknown agent", mcp.CallToolParams{Arguments: map[string]any{"agent": "nobody", "message": "hi"}}, `the agent "nobody" does not exist or this key may not use it`},
 		{"agent of another key", mcp.CallToolParams{Arguments: map[string]any{"agent": "default", "message": "hi"}}, `the agent "default" does not exist or this key may not use it`},
 		{"no message", mcp.CallToolParams{Arguments: map[string]any{"agent": "other", "message": " "}}, `"message" is required`},
-		{"long session key", mcp.CallToolParams{Arguments: map[string]any{"agent": "other", "message": "hi", "session_key": strings.Repeat("k", MaxSessionKey+1)}}, `"session_key" is longer than 256 bytes`},
-		{"control characters", mcp.CallToolParams{Arguments: map[string]any{"agent": "other", "message": "hi", "session_key": "a\nb"}}, `"session_key" has control characters`},
+		{"long session key", mcp.CallToolParams{Arguments: map[string]any{"agent": "other", "message": "hi", "session_key": strings.Repeat("k", agent.MaxSessionKey+1)}}, `"session_key" is longer than 256 bytes`},
+		{"control characters", mcp.CallToolParams{Arguments: map[string]any{"agent": "other", "message": "hi", "session_key": "a\nb"}}, `"session_key" has a control character (U+000A at byte 1)`},
+		{"a tab", mcp.CallToolParams{Arguments: map[string]any{"agent": "other", "message": "hi", "session_key": "a\tb"}}, `"session_key" has a control character (U+0009 at byte 1)`},
 		{"unknown argument", mcp.CallToolParams{Arguments: map[string]any{"agent": "other", "message": "hi", "model": "x"}}, `unexpected additional properties ["model"]`},
 		{"foreign request state", mcp.CallToolParams{Arguments: map[string]any{"agent": "other", "message": "hi"}, RequestState: "forged", InputResponses: yes}, "requestState is not one this server made"},
 		{"no answer", mcp.CallToolParams{Arguments: map[string]any{"agent": "other", "message": "hi"}, RequestState: "approval:run1-1"}, "the call carries no answer to the approval question"},
@@ -199,6 +204,21 @@ func TestChatRefuses(t *testing.T) {
 	}
 	if in := ts.loop.inputs(); len(in) != 0 {
 		t.Errorf("the refused calls delivered %d messages", len(in))
+	}
+}
+
+// TestChatStorageFull: a message the store has no room for is an error
+// result that says so.
+func TestChatStorageFull(t *testing.T) {
+	ts := newTestServer(t, Config{})
+	ts.loop.err = fmt.Errorf("enqueue: %w", store.ErrStorageFull)
+	s := ts.connect(t, keyOther)
+	res, err := s.CallTool(t.Context(), &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"agent": "other", "message": "hi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := resultText(res); !res.IsError || text != agent.StorageFullMessage {
+		t.Errorf("result %q (error %v), want the error %q", text, res.IsError, agent.StorageFullMessage)
 	}
 }
 

@@ -184,6 +184,10 @@ func (s *Server) message(ctx context.Context, c Conn, k store.APIKey, f ClientFr
 	case errors.Is(err, agent.ErrMayNotApprove):
 		c.Send(NewError(f.ID, "", "permission_denied", err.Error()))
 		return
+	case errors.Is(err, store.ErrStorageFull):
+		s.log().Error("deliver message: storage full", "conn_id", c.ID(), "error", err)
+		c.Send(NewError(f.ID, "", agent.CodeStorageFull, agent.StorageFullMessage))
+		return
 	case err != nil:
 		s.log().Error("deliver message", "conn_id", c.ID(), "error", err)
 		c.Send(NewError(f.ID, "", "internal_error", "could not start the run"))

@@ -56,7 +56,7 @@ const (
 	Channel = "ws"
 	// DefaultAgent answers frames that name no agent.
 	DefaultAgent = "default"
-	// MaxField bounds client message ids and user names, in bytes.
+	// MaxField bounds client message ids, in bytes.
 	MaxField = 256
 )
 
@@ -152,8 +152,9 @@ func RunID(keyID, user, agentName, clientID string) string {
 }
 
 // Decode parses and checks a client's text frame. It returns the frame, or
-// the error frame to answer with: the frame is not JSON, a field is too
-// long, the type is missing or unknown, or a message has no text.
+// the error frame to answer with: the frame is not JSON, the id is too
+// long, the user cannot name a conversation (agent.CheckSessionKey), the
+// type is missing or unknown, or a message has no text.
 func Decode(data []byte) (ClientFrame, *Error) {
 	var f ClientFrame
 	fail := func(id, code, msg string) (ClientFrame, *Error) {
@@ -163,11 +164,11 @@ func Decode(data []byte) (ClientFrame, *Error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return fail("", "invalid_json", "the frame is not a JSON object: "+err.Error())
 	}
-	switch {
-	case len(f.ID) > MaxField:
+	if len(f.ID) > MaxField {
 		return fail("", "invalid_message", fmt.Sprintf("id is longer than %d bytes", MaxField))
-	case len(f.User) > MaxField:
-		return fail(f.ID, "invalid_message", fmt.Sprintf("user is longer than %d bytes", MaxField))
+	}
+	if err := agent.CheckSessionKey("user", f.User); err != nil {
+		return fail(f.ID, "invalid_message", err.Error())
 	}
 	switch f.Type {
 	case TypeMessage:

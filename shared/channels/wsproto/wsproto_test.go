@@ -23,6 +23,9 @@ func TestDecode(t *testing.T) {
 		{in: `{"type":"message","id":"` + long + `","text":"hi"}`, code: "invalid_message"},
 		{in: `{"type":"message","id":"c3","user":"` + long + `","text":"hi"}`, code: "invalid_message", id: "c3"},
 		{in: `{"type":"message","id":"c4","text":" "}`, code: "invalid_message", id: "c4"},
+		{in: `{"type":"message","id":"c7","user":"a\tb","text":"hi"}`, code: "invalid_message", id: "c7"},
+		{in: `{"type":"reset","id":"c8","user":"a\u0000b"}`, code: "invalid_message", id: "c8"},
+		{in: `{"type":"message","id":"c9","user":"Zoë 日本","text":"hi"}`},
 		{in: `{"id":"c5"}`, code: "unknown_type", id: "c5"},
 		{in: `{"type":"dance","id":"c6"}`, code: "unknown_type", id: "c6"},
 	} {

@@ -55,7 +55,14 @@ const (
 	CodeApprovalExpired = "approval_expired"
 	// CodeBudget ends a run that spent its token budget (Options).
 	CodeBudget = "token_budget_exhausted"
+	// CodeStorageFull refuses a message the store had no room for
+	// (store.ErrStorageFull): no run started and nothing of it was kept.
+	CodeStorageFull = "storage_full"
 )
+
+// StorageFullMessage tells a client why its message was refused with
+// CodeStorageFull.
+const StorageFullMessage = "the server's storage is full: the message was not saved and no run started; try again once disk space has been freed"
 
 // RunState is the small, serializable state of one run. It never holds
 // history or tool output: those live in the store.

@@ -1,5 +1,11 @@
 package agent
 
+import (
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+)
+
 // Identity derives the owner and the session of whoever talks to an agent
 // (seed 004 "Cross-channel session sharing"), so that a session belongs to
 // its owner and nobody else can reach it.
@@ -47,4 +53,29 @@ func (id Identity) Session(agent, channel, authority, user string) (owner, sessi
 		uid = channel + "/" + uid
 	}
 	return owner, SessionID(agent, uid)
+}
+
+// MaxSessionKey bounds, in bytes, the name a client gives its conversation.
+const MaxSessionKey = 256
+
+// CheckSessionKey tells why sk, the name a client chose for its
+// conversation (the HTTP API's session header, a WebSocket frame's user,
+// the MCP tools' session_key), cannot be one: it is longer than
+// MaxSessionKey bytes, not valid UTF-8, or holds a control character (a
+// tab, a line break, NUL, DEL or a C1 control), which would read as another
+// name in logs, the console and the delivery targets built from it. field
+// names sk in the error.
+func CheckSessionKey(field, sk string) error {
+	switch {
+	case len(sk) > MaxSessionKey:
+		return fmt.Errorf("%s is longer than %d bytes", field, MaxSessionKey)
+	case !utf8.ValidString(sk):
+		return fmt.Errorf("%s is not valid UTF-8", field)
+	}
+	for i, r := range sk {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%s has a control character (%U at byte %d)", field, r, i)
+		}
+	}
+	return nil
 }

@@ -52,9 +52,14 @@ func (s Schedule) String() string {
 	return "never"
 }
 
+// horizon is how many years ahead a cron expression must fire at least
+// once: "0 0 31 2 *" (February 31st) never does.
+const horizon = 5
+
 // Validate checks the schedule at now: exactly one kind, an interval of at
-// least minEvery, a valid cron expression and time zone, a one-shot in the
-// future.
+// least minEvery, a valid cron expression and time zone that fires within
+// horizon years (as Next computes firings, on the zone's clock), a one-shot
+// in the future.
 func (s Schedule) Validate(now time.Time, minEvery time.Duration) error {
 	kinds := 0
 	for _, set := range []bool{s.Every != 0, s.Cron != "", !s.At.IsZero()} {
@@ -88,6 +93,10 @@ func (s Schedule) Validate(now time.Time, minEvery time.Duration) error {
 		}
 		if _, err := time.LoadLocation(s.TZ); err != nil {
 			return fmt.Errorf("schedule: time zone %q: not an IANA time zone (such as Europe/Berlin): %w", s.TZ, err)
+		}
+		if next := s.Next(now); next.IsZero() || next.After(now.AddDate(horizon, 0, 0)) {
+			return fmt.Errorf("schedule: cron %q never fires: no time in the %d years after %s matches it in %s",
+				s.Cron, horizon, now.In(s.Location()).Format(time.DateOnly), s.Location())
 		}
 	default:
 		if !s.At.After(now) {

@@ -155,6 +155,12 @@ func pickAssignment(p *pattern, s string, m []int, kind keyKind) []span {
 		if bare && (!isAlnum(v[0]) && strings.IndexByte("_./+~", v[0]) < 0 || !flag && !secretish(v)) {
 			return nil // a flag, an operator (&&, |), or a word of prose
 		}
+		if bare && !flag && plain && !netrcValue(s, is) && !generatedKey(v) {
+			// A plain "secret", "password" or "token" before a word is
+			// prose ("the secret MANGO-13") unless it is netrc's key, or
+			// the word is a generated key.
+			return nil
+		}
 	case sep == ":" && bare && plain:
 		// `password: x` may be prose; `pass: TestX` is a test result.
 		if kind != longKey || !secretish(v) {
@@ -188,6 +194,38 @@ func publicKey(ident, v string) bool {
 // environment files (X=y).
 func spacedAssignment(s string, ks, vs int) bool {
 	return s[vs-1] == ' ' || s[vs-1] == '\t' || strings.Contains(s[ks:vs], " =") || strings.Contains(s[ks:vs], "\t=")
+}
+
+// netrcKeywords are the tokens of a .netrc file that take a value.
+var netrcKeywords = map[string]bool{"machine": true, "login": true, "account": true}
+
+// netrcValue reports whether the key word at ks is one of a .netrc entry
+// (machine host login deploy password X, on one line or several): the word
+// before it is "default", or the two words before it are another netrc
+// keyword and its value. Those words must start within contextLen bytes
+// before the key, the context a Stream keeps.
+func netrcValue(s string, ks int) bool {
+	blank := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+	prev := func(e int) (string, int) {
+		for e > 0 && blank(s[e-1]) {
+			e--
+		}
+		b := e
+		for b > 0 && !blank(s[b-1]) {
+			b--
+		}
+		return s[b:e], b
+	}
+	lo := ks - contextLen
+	value, at := prev(ks)
+	if value == "" || at <= lo {
+		return false
+	}
+	if strings.EqualFold(value, "default") {
+		return true
+	}
+	keyword, at := prev(at)
+	return at > lo && netrcKeywords[strings.ToLower(keyword)]
 }
 
 // blankSeparated reports whether a key may be followed by its value after

@@ -788,7 +788,7 @@ func negatives() []string {
 		"already [REDACTED] here",
 		"password=[REDACTED]",
 	}
-	return ns
+	return append(ns, prose()...)
 }
 
 func TestCorpusFalsePositives(t *testing.T) {

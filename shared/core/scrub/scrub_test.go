@@ -104,6 +104,21 @@ var patternCases = []struct {
 	{"several on a line", "user=bob password=a1 token=b2", "user=bob password=[REDACTED] token=[REDACTED]"},
 	{"value that is a key", "OPENAI_API_KEY=" + projectKey, "OPENAI_API_KEY=[REDACTED]"},
 	{"unicode around", "🔑 password=pässwörd ✓", "🔑 password=[REDACTED] ✓"},
+
+	// A key and its value separated by blanks alone: flags, netrc, SQL,
+	// compound names, and plain words before a generated key.
+	{"password flag", "psql --password Xy9zQ2wE -h db", "psql --password [REDACTED] -h db"},
+	{"token flag", "kubectl --token MANGO-13 get pods", "kubectl --token [REDACTED] get pods"},
+	{"netrc one line", "machine api.example.com login deploy password Xy9zQ2wE", "machine api.example.com login deploy password [REDACTED]"},
+	{"netrc lines", "machine api.example.com\n  login deploy\n  password MANGO-13\n", "machine api.example.com\n  login deploy\n  password [REDACTED]\n"},
+	{"netrc password first", "machine git.example.com password Xy9zQ2wE login ci", "machine git.example.com password [REDACTED] login ci"},
+	{"netrc default", "default password Xy9zQ2wE", "default password [REDACTED]"},
+	{"sql password", "CREATE ROLE app LOGIN PASSWORD 'MANGO-13';", "CREATE ROLE app LOGIN PASSWORD '[REDACTED]';"},
+	{"aws configure set", "aws configure set aws_secret_access_key Xy9zQ2wE", "aws configure set aws_secret_access_key [REDACTED]"},
+	{"compound name", "DB_PASSWORD MANGO-13", "DB_PASSWORD [REDACTED]"},
+	{"plain word before a generated key", "use the token 9f8e7d6c5b4a39281706f5e4d3c2b1a0 for the deploy",
+		"use the token [REDACTED] for the deploy"},
+	{"plain word before a generated secret", "secret Ab3dEf6hIj9kLm2nOp5q", "secret [REDACTED]"},
 }
 
 func TestScrubPatterns(t *testing.T) {

@@ -32,6 +32,10 @@ func streamInputs() []string {
 		"token := \"abc\" // go\n:secret => 'x y' # ruby",
 		"unterminated password=\"abc def",
 		"ünïcödé 🔑 password=pässwörd ✓ 日本語 テキスト",
+		// netrc's words before a password, further back than a Stream's
+		// context: Scrub decides as the Stream must.
+		"machine " + strings.Repeat("h", 60) + ".example.com password Xy9zQ2wE\nmachine " +
+			strings.Repeat("h", 40) + " login " + strings.Repeat("u", 30) + " password Xy9zQ2wE",
 		"",
 		" ",
 		"\n\n",

@@ -34,6 +34,11 @@ var ErrConflict = errors.New("conflict")
 // session.
 var ErrForbidden = errors.New("belongs to another owner")
 
+// ErrStorageFull is returned when a write fails for want of room: the disk
+// is full, or the database has reached its size limit. The write that
+// failed changed nothing.
+var ErrStorageFull = errors.New("storage is full")
+
 // Session is one conversation between a user and an agent: the lane that
 // runs one run at a time, in order.
 type Session struct {

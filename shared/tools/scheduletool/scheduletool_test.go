@@ -79,6 +79,7 @@ func TestCreate(t *testing.T) {
 		{name: "in negative", env: bob, args: `{"action":"create","in":"-5m","message":"x"}`, wantErr: "positive duration"},
 		{name: "every too short", env: bob, args: `{"action":"create","every":"5s","message":"x"}`, wantErr: "shorter than 1m0s"},
 		{name: "bad cron", env: bob, args: `{"action":"create","cron":"61 * * * *","message":"x"}`, wantErr: "cron"},
+		{name: "cron that never fires", env: bob, args: `{"action":"create","cron":"0 0 31 2 *","message":"x"}`, wantErr: "never fires"},
 		{name: "unknown tz", env: bob, args: `{"action":"create","cron":"0 9 * * *","tz":"Mars/Olympus","message":"x"}`, wantErr: "not an IANA time zone"},
 		{name: "tz with every", env: bob, args: `{"action":"create","every":"1h","tz":"Europe/Berlin","message":"x"}`, wantErr: `"tz" goes with "at" or "cron" only`},
 		{name: "two times", env: bob, args: `{"action":"create","at":"2026-05-02T09:00:00Z","in":"1h","message":"x"}`, wantErr: "exactly one of"},
