@@ -60,11 +60,15 @@ type consoleSeen struct {
 	TokensIn        bool     `json:"tokensIn"`
 	NewKeyRow       []string `json:"newKeyRow"`
 	NewKeyKeysTab   bool     `json:"newKeyKeysTab"`
-	Revoked         bool     `json:"revoked"`
-	RevokedSignIn   string   `json:"revokedSignIn"`
-	KeyInURL        bool     `json:"keyInURL"`
-	WSURLs          []string `json:"wsURLs"`
-	PageErrors      []string `json:"pageErrors"`
+	// NewKeyMetrics is whether the read_only key sees the metrics view,
+	// and what /metrics answers it.
+	NewKeyMetricsTab bool     `json:"newKeyMetricsTab"`
+	NewKeyMetrics    string   `json:"newKeyMetrics"`
+	Revoked          bool     `json:"revoked"`
+	RevokedSignIn    string   `json:"revokedSignIn"`
+	KeyInURL         bool     `json:"keyInURL"`
+	WSURLs           []string `json:"wsURLs"`
+	PageErrors       []string `json:"pageErrors"`
 }
 
 func TestConsoleInBrowser(t *testing.T) {
@@ -160,10 +164,13 @@ func TestConsoleInBrowser(t *testing.T) {
 		// name, key prefix (not compared), autonomy, agents, status
 		NewKeyRow:     []string{"browser-made", seen.NewKeyRow[1], "read_only", "all", "active"},
 		NewKeyKeysTab: false,
-		Revoked:       true,
-		RevokedSignIn: "The key was refused: it is unknown or revoked.",
-		KeyInURL:      false,
-		WSURLs:        []string{"/ws"},
+		// /metrics is the admin's: 403 to the read_only key.
+		NewKeyMetricsTab: false,
+		NewKeyMetrics:    "403 admin_required",
+		Revoked:          true,
+		RevokedSignIn:    "The key was refused: it is unknown or revoked.",
+		KeyInURL:         false,
+		WSURLs:           []string{"/ws"},
 	}
 	if diff := cmp.Diff(want, seen, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("what the browser saw (-want +got):\n%s", diff)

@@ -86,7 +86,8 @@ type Config struct {
 	// are none.
 	Jobs   Jobs
 	Memory Memory
-	// Metrics says whether the server serves GET /metrics.
+	// Metrics says whether the server serves GET /metrics, which admin
+	// keys read (the gateway refuses the others).
 	Metrics bool
 	// WebSocketURL is where the console chats when it is not /ws of the
 	// console's own origin (on AWS, the WebSocket API's wss:// URL); empty
@@ -226,6 +227,8 @@ type me struct {
 	WebSocket string `json:"websocket,omitempty"`
 }
 
+// features are the views the console shows the key: metrics only to an
+// admin key, the only one /metrics answers.
 type features struct {
 	Jobs    bool `json:"jobs"`
 	Memory  bool `json:"memory"`
@@ -236,7 +239,7 @@ func (c *Console) me(w http.ResponseWriter, _ *http.Request, k store.APIKey) err
 	writeJSON(w, http.StatusOK, me{
 		ID: k.ID, Name: k.Name, Prefix: k.Prefix, Autonomy: k.Autonomy, Admin: k.Admin, Owner: owner(k),
 		Agents:    c.agentsOf(k),
-		Features:  features{Jobs: c.cfg.Jobs != nil, Memory: c.cfg.Memory != nil, Metrics: c.cfg.Metrics},
+		Features:  features{Jobs: c.cfg.Jobs != nil, Memory: c.cfg.Memory != nil, Metrics: c.cfg.Metrics && k.Admin},
 		WebSocket: c.cfg.WebSocketURL,
 	})
 	return nil

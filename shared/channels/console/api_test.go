@@ -203,7 +203,7 @@ func TestAPI(t *testing.T) {
 		want         string
 	}{
 		{"me", keyA, "GET", "/v1/lambdaclaw/me", "", 200,
-			`{"id":"key_a","name":"alice","prefix":"lc_aaaaaa","autonomy":"supervised","admin":false,"owner":"key:key_a","agents":["main"],"features":{"jobs":true,"memory":true,"metrics":true}}`},
+			`{"id":"key_a","name":"alice","prefix":"lc_aaaaaa","autonomy":"supervised","admin":false,"owner":"key:key_a","agents":["main"],"features":{"jobs":true,"memory":true,"metrics":false}}`},
 		{"me admin", keyAdmin, "GET", "/v1/lambdaclaw/me", "", 200,
 			`{"id":"key_admin","name":"ops","prefix":"lc_cccccc","autonomy":"supervised","admin":true,"owner":"key:key_admin","agents":["main","secret"],"features":{"jobs":true,"memory":true,"metrics":true}}`},
 		{"sessions", keyA, "GET", "/v1/lambdaclaw/sessions", "", 200, `{"sessions":[` + sessionA + `]}`},

@@ -30,7 +30,8 @@
 //	DELETE /v1/lambdaclaw/keys/{id}                   (admin) revoke a key
 //
 // Chat goes over the WebSocket (/ws, package wsproto), the key offered as
-// a subprotocol; metrics are GET /metrics, when the server has it.
+// a subprotocol; metrics are GET /metrics, when the server has it, for
+// admin keys.
 package console
 
 import (

@@ -143,6 +143,11 @@ try {
 	await page.click('#signout');
 	await signIn(page, secret);
 	seen.newKeyKeysTab = await page.locator('#nav-keys').isVisible();
+	seen.newKeyMetricsTab = await page.locator('#nav-metrics').isVisible();
+	seen.newKeyMetrics = await page.evaluate(async (k) => {
+		const r = await fetch('/metrics', { headers: { authorization: 'Bearer ' + k } });
+		return r.status + ' ' + (await r.json()).error.code;
+	}, secret);
 	await page.click('#signout');
 	await signIn(page, key);
 	await nav(page, 'keys');
