@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,10 +57,14 @@ type consoleSeen struct {
 	History         []string `json:"history"`
 	Job             []string `json:"job"`
 	JobRuns         string   `json:"jobRuns"`
-	Turns           int      `json:"turns"`
-	TokensIn        bool     `json:"tokensIn"`
-	NewKeyRow       []string `json:"newKeyRow"`
-	NewKeyKeysTab   bool     `json:"newKeyKeysTab"`
+	// JobRows are the jobs view's rows before and after More, and
+	// MoreAfter whether More still shows after the last page.
+	JobRows       []int    `json:"jobRows"`
+	MoreAfter     bool     `json:"moreAfter"`
+	Turns         int      `json:"turns"`
+	TokensIn      bool     `json:"tokensIn"`
+	NewKeyRow     []string `json:"newKeyRow"`
+	NewKeyKeysTab bool     `json:"newKeyKeysTab"`
 	// NewKeyMetrics is whether the read_only key sees the metrics view,
 	// and what /metrics answers it.
 	NewKeyMetricsTab bool     `json:"newKeyMetricsTab"`
@@ -106,6 +111,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 	g.cli(t, "cron", "add", "--owner", "key:"+keyID, "--agent", "default", "--every", "1h", "--message", "check in", "--name", "hourly")
+	// And 50 more, so that the jobs view has a second page.
+	for i := range 50 {
+		g.cli(t, "cron", "add", "--owner", "key:"+keyID, "--agent", "default", "--every", "1h", "--message", "check in", "--name", fmt.Sprintf("later-%d", i))
+	}
 
 	dir, err := os.MkdirTemp("", "lambdaclaw-console-")
 	if err != nil {
@@ -159,6 +168,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		History:    []string{"hello console", "remember my tea", "please write notes"},
 		Job:        []string{"hourly", "default", "every 1h0m0s"},
 		JobRuns:    "It has not run yet.",
+		JobRows:    []int{50, 51},
+		MoreAfter:  false,
 		Turns:      3,
 		TokensIn:   true,
 		// name, key prefix (not compared), autonomy, agents, status
