@@ -27,8 +27,10 @@ const (
 )
 
 // maxTryConflicts bounds how often counting a try is retried when
-// another process counted one of the same chat meanwhile.
-const maxTryConflicts = 10
+// another process counted one of the same chat meanwhile. Each conflict
+// is a try counted elsewhere, and a lockout begins after MaxCodeTries of
+// them, which ends the retries: more than that is a store that misbehaves.
+const maxTryConflicts = 2 * MaxCodeTries
 
 // notCode reports whether text is a command a Telegram client sends on
 // its own (/start when a chat is opened, /help), which is never a code
@@ -46,7 +48,9 @@ func notCode(text string) bool {
 // returns the reply: access granted, DeniedText, or when the chat may try
 // again. The try is counted before the code is compared, so that
 // messages handled at once, in several processes, compare at most
-// MaxCodeTries codes before a lockout.
+// MaxCodeTries codes before a lockout. An update handled again (when
+// marking it handled failed) counts again: a retry errs towards the
+// lockout, never past it.
 func (c *Channel) tryCode(ctx context.Context, text string, chatID, userID int64) (string, error) {
 	now := c.cfg.Now().UTC()
 	lockedUntil, compare, err := c.countTry(ctx, chatID, now)

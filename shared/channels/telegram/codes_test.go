@@ -247,3 +247,20 @@ func TestAccessCodeTriesAtOnce(t *testing.T) {
 		t.Errorf("%d replies denied, %d locked out; want %d compared and denied, the rest locked out", denied, lockedOut, MaxCodeTries-1)
 	}
 }
+
+// Without access codes there is nothing to try: every message gets the
+// generic reply, however many, and no try is counted.
+func TestNoAccessCodesNoLockout(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	s := newCodeStore()
+	b := newCodeBot(t, s, &now)
+	b.c.cfg.AccessCodes = nil
+	for i := range 3 * MaxCodeTries {
+		if r := b.send(888, fmt.Sprintf("hello %d", i)); r != DeniedText {
+			t.Fatalf("message %d: %q, want %q", i, r, DeniedText)
+		}
+	}
+	if got, _ := s.CodeTries(t.Context(), 888); got != (store.CodeTries{}) {
+		t.Errorf("tries counted without codes: %+v", got)
+	}
+}
