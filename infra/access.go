@@ -32,8 +32,8 @@ var (
 	memoryKeys = []string{"MEM#*"}
 	jobKeys    = []string{"JOB#*"}
 	// telegramKeys are the Telegram channel's: handled updates, users let
-	// in by a code, used codes, the outbox.
-	telegramKeys = []string{"TGSEEN#*", "TGUSER#*", "TGCODE#*", "TGOUT#*"}
+	// in by a code, used codes, chats' tries of codes, the outbox.
+	telegramKeys = []string{"TGSEEN#*", "TGUSER#*", "TGCODE#*", "TGTRY#*", "TGOUT#*"}
 	outboxKeys   = []string{"TGOUT#*"}
 	// cronKeys are the scheduled check-ins': jobs and runs in the owner's
 	// partition; cronIDKeys the claims of job ids, naming their owner.

@@ -121,7 +121,7 @@ func TestTableGrants(t *testing.T) {
 		"ws": {describe, items(sessions, session...), items([]string{"KEY#*"}, "dynamodb:GetItem"),
 			items([]string{"CONN#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem")},
 		"telegram": {describe, items(sessions, session...),
-			items([]string{"TGSEEN#*", "TGUSER#*", "TGCODE#*", "TGOUT#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem"),
+			items([]string{"TGSEEN#*", "TGUSER#*", "TGCODE#*", "TGTRY#*", "TGOUT#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem"),
 			{Actions: []string{"dynamodb:Query"}, Resource: "index/gsi1", LeadingKeys: []string{"TGOUT#*", "TGSEEN"}}},
 		// A delivery of a job's firing claims it in one transaction.
 		"scheduler": {describe, items(sessions, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"),

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,15 +57,23 @@ type consoleSeen struct {
 	History         []string `json:"history"`
 	Job             []string `json:"job"`
 	JobRuns         string   `json:"jobRuns"`
-	Turns           int      `json:"turns"`
-	TokensIn        bool     `json:"tokensIn"`
-	NewKeyRow       []string `json:"newKeyRow"`
-	NewKeyKeysTab   bool     `json:"newKeyKeysTab"`
-	Revoked         bool     `json:"revoked"`
-	RevokedSignIn   string   `json:"revokedSignIn"`
-	KeyInURL        bool     `json:"keyInURL"`
-	WSURLs          []string `json:"wsURLs"`
-	PageErrors      []string `json:"pageErrors"`
+	// JobRows are the jobs view's rows before and after More, and
+	// MoreAfter whether More still shows after the last page.
+	JobRows       []int    `json:"jobRows"`
+	MoreAfter     bool     `json:"moreAfter"`
+	Turns         int      `json:"turns"`
+	TokensIn      bool     `json:"tokensIn"`
+	NewKeyRow     []string `json:"newKeyRow"`
+	NewKeyKeysTab bool     `json:"newKeyKeysTab"`
+	// NewKeyMetrics is whether the read_only key sees the metrics view,
+	// and what /metrics answers it.
+	NewKeyMetricsTab bool     `json:"newKeyMetricsTab"`
+	NewKeyMetrics    string   `json:"newKeyMetrics"`
+	Revoked          bool     `json:"revoked"`
+	RevokedSignIn    string   `json:"revokedSignIn"`
+	KeyInURL         bool     `json:"keyInURL"`
+	WSURLs           []string `json:"wsURLs"`
+	PageErrors       []string `json:"pageErrors"`
 }
 
 func TestConsoleInBrowser(t *testing.T) {
@@ -102,6 +111,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 	g.cli(t, "cron", "add", "--owner", "key:"+keyID, "--agent", "default", "--every", "1h", "--message", "check in", "--name", "hourly")
+	// And 50 more, so that the jobs view has a second page.
+	for i := range 50 {
+		g.cli(t, "cron", "add", "--owner", "key:"+keyID, "--agent", "default", "--every", "1h", "--message", "check in", "--name", fmt.Sprintf("later-%d", i))
+	}
 
 	dir, err := os.MkdirTemp("", "lambdaclaw-console-")
 	if err != nil {
@@ -155,15 +168,20 @@ func TestConsoleInBrowser(t *testing.T) {
 		History:    []string{"hello console", "remember my tea", "please write notes"},
 		Job:        []string{"hourly", "default", "every 1h0m0s"},
 		JobRuns:    "It has not run yet.",
+		JobRows:    []int{50, 51},
+		MoreAfter:  false,
 		Turns:      3,
 		TokensIn:   true,
 		// name, key prefix (not compared), autonomy, agents, status
 		NewKeyRow:     []string{"browser-made", seen.NewKeyRow[1], "read_only", "all", "active"},
 		NewKeyKeysTab: false,
-		Revoked:       true,
-		RevokedSignIn: "The key was refused: it is unknown or revoked.",
-		KeyInURL:      false,
-		WSURLs:        []string{"/ws"},
+		// /metrics is the admin's: 403 to the read_only key.
+		NewKeyMetricsTab: false,
+		NewKeyMetrics:    "403 admin_required",
+		Revoked:          true,
+		RevokedSignIn:    "The key was refused: it is unknown or revoked.",
+		KeyInURL:         false,
+		WSURLs:           []string{"/ws"},
 	}
 	if diff := cmp.Diff(want, seen, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("what the browser saw (-want +got):\n%s", diff)

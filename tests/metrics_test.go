@@ -11,7 +11,7 @@ import (
 )
 
 // GET /metrics serves the turn, token and tool metrics in Prometheus's
-// text format, to API keys only.
+// text format, to admin keys only: no key is 401, another key 403.
 func TestMetrics(t *testing.T) {
 	t.Parallel()
 	fake := newFake(t)
@@ -36,6 +36,12 @@ func TestMetrics(t *testing.T) {
 	}
 	if code, _ := get(""); code != http.StatusUnauthorized {
 		t.Errorf("GET /metrics without a key: %d, want 401", code)
+	}
+	for _, autonomy := range []string{"read_only", "full"} {
+		key := g.createKey(t, "--name", autonomy, "--autonomy", autonomy)
+		if code, body := get(key); code != http.StatusForbidden || !strings.Contains(body, `"admin_required"`) || strings.Contains(body, "lambdaclaw_") {
+			t.Errorf("GET /metrics with a %s key that is no admin: %d %s, want 403 admin_required", autonomy, code, body)
+		}
 	}
 	want := []string{`lambdaclaw_turns_total{outcome="ok"} 1`, `lambdaclaw_tool_calls_total{outcome="ok",tool="read_file"} 1`,
 		`lambdaclaw_tokens_total{direction="in"}`, "lambdaclaw_turn_seconds_count 1", "lambdaclaw_llm_seconds_count 2"}

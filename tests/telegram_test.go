@@ -187,3 +187,45 @@ func TestTelegramRestartMidPoll(t *testing.T) {
 		t.Fatalf("messages = %+v, llm requests %d", ms, len(llm.Requests()))
 	}
 }
+
+// Five wrong access codes lock a chat out (issue 23: 60 wrong codes, then
+// the right one, let an attacker in): it is told until when, the right
+// code is then refused unchecked, and a restart keeps the lockout.
+func TestTelegramAccessCodeLockout(t *testing.T) {
+	llm := newFake(t)
+	g, tg := startTelegram(t, llm, "polling")
+	const chat = 555
+	for i := range 5 {
+		tg.Push(faketelegram.Message(int64(i+1), chat, chat, "private", fmt.Sprintf("guess-%d-xyz", i)))
+		waitMessages(t, tg, chat, i+1)
+	}
+	tg.Push(faketelegram.Message(6, chat, chat, "private", "code-5ecret-42"))
+	ms := waitMessages(t, tg, chat, 6)
+	for i, m := range ms[:4] {
+		if m.Text != "Send the access code to use this bot." {
+			t.Errorf("reply to wrong code %d = %q", i+1, m.Text)
+		}
+	}
+	for _, m := range ms[4:] {
+		if !strings.HasPrefix(m.Text, "Too many wrong access codes: this chat is locked out. Try again after ") ||
+			!strings.Contains(m.Text, "(in 15 minutes)") {
+			t.Errorf("reply while locked out = %q, want when to try again", m.Text)
+		}
+	}
+	g.stop()
+	g.start()
+	tg.Push(faketelegram.Message(7, chat, chat, "private", "code-5ecret-42"))
+	if ms = waitMessages(t, tg, chat, 7); !strings.HasPrefix(ms[6].Text, "Too many wrong access codes") {
+		t.Errorf("the right code after a restart = %q, want the lockout", ms[6].Text)
+	}
+	tg.Push(faketelegram.Message(8, chat, chat, "private", "let me talk"))
+	waitMessages(t, tg, chat, 8)
+	if n := len(llm.Requests()); n != 0 {
+		t.Errorf("a locked-out chat reached the model: %d requests", n)
+	}
+	// The code was never used: another chat may still redeem it.
+	tg.Push(faketelegram.Message(9, 666, 666, "private", "code-5ecret-42"))
+	if ms := waitMessages(t, tg, 666, 1); !strings.HasPrefix(ms[0].Text, "Access granted") {
+		t.Errorf("the unused code in another chat = %q", ms[0].Text)
+	}
+}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -168,5 +170,47 @@ func TestDeniedAndRetried(t *testing.T) {
 		if strings.Contains(m.LastUser(), "Hello, agent") {
 			t.Error("the unauthenticated text reached the model")
 		}
+	}
+}
+
+// Wrong access codes lock a chat out on AWS too, with the function's own
+// grants on the table: the fifth wrong code begins the lockout, and the
+// right one is refused after it, by another function instance too.
+func TestAccessCodeLockout(t *testing.T) {
+	f := newFixture(t, "")
+	t.Setenv("TELEGRAM_ACCESS_CODES", "code-5ecret-42")
+	t.Setenv("DYNAMODB_ENDPOINT", f.env.Policed(t, "telegram"))
+	send := func(id int64, text string) {
+		t.Helper()
+		// Each message is handled by a fresh instance of the function.
+		h, err := handler(t.Context())
+		if err != nil {
+			t.Fatalf("handler: %v", err)
+		}
+		var ev events.APIGatewayProxyRequest
+		cloudtest.LoadEvent(t, "telegram/webhook.json", &ev)
+		b, _ := json.Marshal(faketelegram.Message(id, 777, 777, "private", text))
+		ev.Body = string(b)
+		resp, err := h.Handle(t.Context(), ev)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("webhook %q: %d %v", text, resp.StatusCode, err)
+		}
+	}
+	for i := range 5 {
+		send(int64(i+1), fmt.Sprintf("guess-%d-xyz", i))
+	}
+	send(6, "code-5ecret-42")
+	got := texts(f.tg.Messages(777))
+	if len(got) != 6 {
+		t.Fatalf("replies = %q, want 6", got)
+	}
+	for i, text := range got {
+		locked := strings.HasPrefix(text, "Too many wrong access codes") && strings.Contains(text, "(in 15 minutes)")
+		if (i < 4 && text != telegram.DeniedText) || (i >= 4 && !locked) {
+			t.Errorf("reply %d = %q", i+1, text)
+		}
+	}
+	if ok, err := f.env.Store.Telegram().AllowedUser(t.Context(), 777); err != nil || ok {
+		t.Errorf("the locked-out chat's user was let in: %v, %v", ok, err)
 	}
 }

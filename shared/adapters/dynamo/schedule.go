@@ -369,6 +369,22 @@ func (e *Schedule) List(ctx context.Context, owner string) ([]schedule.Job, erro
 	return out, nil
 }
 
+// Page implements schedule.Engine. It reads the owner's jobs, as List
+// does (one partition, strongly consistent), to page them in List's order.
+func (e *Schedule) Page(ctx context.Context, owner, cursor string, limit int) ([]schedule.Job, string, error) {
+	if err := schedule.CheckLimit(limit); err != nil {
+		return nil, "", err
+	}
+	if _, _, err := schedule.ParseCursor(cursor); err != nil {
+		return nil, "", err
+	}
+	all, err := e.List(ctx, owner)
+	if err != nil {
+		return nil, "", err
+	}
+	return schedule.PageOf(all, cursor, limit)
+}
+
 // Runs implements schedule.Engine.
 func (e *Schedule) Runs(ctx context.Context, owner, id string, limit int) ([]schedule.Run, error) {
 	if _, err := e.getJob(ctx, owner, id); err != nil {

@@ -23,6 +23,7 @@ import (
 //	TGSEEN#<update_id>  TGSEEN    a handled update              seen_at, expires_at; gsi1pk TGSEEN, gsi1sk <ms:015>#<id>
 //	TGUSER#<user_id>    TGUSER    a user let in by a code       code_hash, added_at
 //	TGCODE#<hash>       TGCODE    claim of a used access code   user_id
+//	TGTRY#<chat_id>     TGTRY     a chat's tries of codes       tries, lockouts, locked_until (absent: none), version
 //	TGOUT#<id>          TGOUT     a reply chunk in the outbox   chat_id, text, status, attempts, next_at, last_error,
 //	                                                            message_id, lease_owner, lease_until, expires_at;
 //	                                                            gsi1pk TGOUT#<status>, gsi1sk <order:020>
@@ -38,11 +39,13 @@ const (
 	pfxTGSeen  = "TGSEEN#"
 	pfxTGUser  = "TGUSER#"
 	pfxTGCode  = "TGCODE#"
+	pfxTGTry   = "TGTRY#"
 	pfxTGOut   = "TGOUT#"
 	skTGState  = "TGSTATE"
 	skTGSeen   = "TGSEEN"
 	skTGUser   = "TGUSER"
 	skTGCode   = "TGCODE"
+	skTGTry    = "TGTRY"
 	skTGOut    = "TGOUT"
 	gsiTGSeen  = "TGSEEN"
 
@@ -182,6 +185,44 @@ func (t TelegramStore) RedeemCode(ctx context.Context, codeHash string, userID i
 	}
 	if err != nil {
 		return false, fmt.Errorf("dynamo: telegram redeem code: %w", err)
+	}
+	return true, nil
+}
+
+// CodeTries implements store.Telegram.
+func (t TelegramStore) CodeTries(ctx context.Context, chatID int64) (store.CodeTries, error) {
+	it, err := t.s.getItem(ctx, key(pfxTGTry+strconv.FormatInt(chatID, 10), skTGTry))
+	if err != nil {
+		return store.CodeTries{}, fmt.Errorf("dynamo: telegram code tries: %w", err)
+	}
+	if it == nil {
+		return store.CodeTries{}, nil
+	}
+	c := store.CodeTries{Tries: int(getN(it, "tries")), Lockouts: int(getN(it, "lockouts")), Version: getN(it, "version")}
+	if _, ok := it["locked_until"]; ok {
+		c.LockedUntil = getTime(it, "locked_until")
+	}
+	return c, nil
+}
+
+// SetCodeTries implements store.Telegram with a conditional put.
+func (t TelegramStore) SetCodeTries(ctx context.Context, chatID int64, prev int64, next store.CodeTries) (bool, error) {
+	it := key(pfxTGTry+strconv.FormatInt(chatID, 10), skTGTry)
+	it["tries"], it["lockouts"], it["version"] = attrN(int64(next.Tries)), attrN(int64(next.Lockouts)), attrN(prev+1)
+	if !next.LockedUntil.IsZero() {
+		it["locked_until"] = attrTime(next.LockedUntil)
+	}
+	in := &dynamodb.PutItemInput{TableName: t.s.table, Item: it, ConditionExpression: aws.String("attribute_not_exists(pk)")}
+	if prev != 0 {
+		in.ConditionExpression = aws.String("version = :v")
+		in.ExpressionAttributeValues = item{":v": attrN(prev)}
+	}
+	_, err := t.s.db.PutItem(ctx, in)
+	if _, ok := condFailed(err); ok {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("dynamo: set telegram code tries: %w", err)
 	}
 	return true, nil
 }

@@ -311,6 +311,17 @@ CREATE INDEX cron_runs_running ON cron_runs (at) WHERE status = 'running';
 ALTER TABLE api_keys ADD COLUMN admin INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX sessions_owner ON sessions (owner, created_at) WHERE ephemeral = 0;
 `,
+	// 11: the Telegram chats' tries of access codes (store.CodeTries),
+	// locked_until 0 when no lockout began.
+	`
+CREATE TABLE telegram_code_tries (
+	chat_id      INTEGER NOT NULL PRIMARY KEY,
+	tries        INTEGER NOT NULL,
+	lockouts     INTEGER NOT NULL,
+	locked_until INTEGER NOT NULL,
+	version      INTEGER NOT NULL
+) STRICT;
+`,
 }
 
 // migrate applies the migrations the database has not seen, in one

@@ -246,6 +246,45 @@ func (s *Schedule) List(ctx context.Context, owner string) ([]schedule.Job, erro
 	return out, nil
 }
 
+// Page implements schedule.Engine on the index cron_jobs_owner.
+func (s *Schedule) Page(ctx context.Context, owner, cursor string, limit int) ([]schedule.Job, string, error) {
+	if err := schedule.CheckLimit(limit); err != nil {
+		return nil, "", err
+	}
+	created, id, err := schedule.ParseCursor(cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	q := `SELECT ` + cronJobColumns + ` FROM cron_jobs WHERE owner = ? ORDER BY created_at, id LIMIT ?`
+	args := []any{owner, limit + 1}
+	if cursor != "" {
+		ms := toMillis(created)
+		q = `SELECT ` + cronJobColumns + ` FROM cron_jobs WHERE owner = ? AND (created_at > ? OR (created_at = ? AND id > ?))
+			ORDER BY created_at, id LIMIT ?`
+		args = []any{owner, ms, ms, id, limit + 1}
+	}
+	rows, err := s.db.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("sqlite: page of jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []schedule.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("sqlite: page of jobs: %w", err)
+		}
+		out = append(out, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("sqlite: page of jobs: %w", err)
+	}
+	if len(out) <= limit {
+		return out, "", nil
+	}
+	return out[:limit], schedule.CursorAfter(out[limit-1]), nil
+}
+
 const cronRunColumns = `job_id, at, manual, status, reason, claimed_at, lease_until, finished_at, tokens, reply, delivered`
 
 func scanCronRun(sc scanner) (schedule.Run, error) {

@@ -91,6 +91,49 @@ func (s TelegramStore) RedeemCode(ctx context.Context, codeHash string, userID i
 	return n == 1, nil
 }
 
+// CodeTries implements store.Telegram.
+func (s TelegramStore) CodeTries(ctx context.Context, chatID int64) (store.CodeTries, error) {
+	var c store.CodeTries
+	var until int64
+	err := s.db.r.QueryRowContext(ctx, `SELECT tries, lockouts, locked_until, version FROM telegram_code_tries WHERE chat_id = ?`, chatID).
+		Scan(&c.Tries, &c.Lockouts, &until, &c.Version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.CodeTries{}, nil
+	}
+	if err != nil {
+		return store.CodeTries{}, fmt.Errorf("sqlite: telegram code tries: %w", err)
+	}
+	if until != 0 {
+		c.LockedUntil = fromMillis(until)
+	}
+	return c, nil
+}
+
+// SetCodeTries implements store.Telegram.
+func (s TelegramStore) SetCodeTries(ctx context.Context, chatID int64, prev int64, next store.CodeTries) (bool, error) {
+	var until int64
+	if !next.LockedUntil.IsZero() {
+		until = toMillis(next.LockedUntil)
+	}
+	var res sql.Result
+	var err error
+	if prev == 0 {
+		res, err = s.db.w.ExecContext(ctx, `INSERT INTO telegram_code_tries (chat_id, tries, lockouts, locked_until, version)
+			VALUES (?, ?, ?, ?, 1) ON CONFLICT DO NOTHING`, chatID, next.Tries, next.Lockouts, until)
+	} else {
+		res, err = s.db.w.ExecContext(ctx, `UPDATE telegram_code_tries SET tries = ?, lockouts = ?, locked_until = ?, version = version + 1
+			WHERE chat_id = ? AND version = ?`, next.Tries, next.Lockouts, until, chatID, prev)
+	}
+	if err != nil {
+		return false, fmt.Errorf("sqlite: set telegram code tries: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("sqlite: set telegram code tries: %w", err)
+	}
+	return n == 1, nil
+}
+
 // AddOutbox implements store.Telegram.
 func (s TelegramStore) AddOutbox(ctx context.Context, msgs []store.OutboxMessage) error {
 	tx, err := s.db.w.BeginTx(ctx, nil)

@@ -39,6 +39,10 @@ const (
 	MaxFiles = 1000
 	// MaxFileBytes is the most of a file's text shown.
 	MaxFileBytes = 256 << 10
+	// DefaultJobs and MaxJobs are the jobs a page of the jobs list holds
+	// by default and at most (?limit=).
+	DefaultJobs = 50
+	MaxJobs     = 200
 	// MaxRuns is the most runs of a job shown.
 	MaxRuns = 50
 	// MaxKeyName bounds a key's name, in characters.
@@ -58,7 +62,7 @@ type Sessions interface {
 
 // Jobs is the part of schedule.Engine the console uses.
 type Jobs interface {
-	List(ctx context.Context, owner string) ([]schedule.Job, error)
+	Page(ctx context.Context, owner, cursor string, limit int) ([]schedule.Job, string, error)
 	Runs(ctx context.Context, owner, id string, limit int) ([]schedule.Run, error)
 	SetPaused(ctx context.Context, owner, id string, paused bool) (schedule.Job, error)
 	Delete(ctx context.Context, owner, id string) error
@@ -86,7 +90,8 @@ type Config struct {
 	// are none.
 	Jobs   Jobs
 	Memory Memory
-	// Metrics says whether the server serves GET /metrics.
+	// Metrics says whether the server serves GET /metrics, which admin
+	// keys read (the gateway refuses the others).
 	Metrics bool
 	// WebSocketURL is where the console chats when it is not /ws of the
 	// console's own origin (on AWS, the WebSocket API's wss:// URL); empty
@@ -226,6 +231,8 @@ type me struct {
 	WebSocket string `json:"websocket,omitempty"`
 }
 
+// features are the views the console shows the key: metrics only to an
+// admin key, the only one /metrics answers.
 type features struct {
 	Jobs    bool `json:"jobs"`
 	Memory  bool `json:"memory"`
@@ -236,7 +243,7 @@ func (c *Console) me(w http.ResponseWriter, _ *http.Request, k store.APIKey) err
 	writeJSON(w, http.StatusOK, me{
 		ID: k.ID, Name: k.Name, Prefix: k.Prefix, Autonomy: k.Autonomy, Admin: k.Admin, Owner: owner(k),
 		Agents:    c.agentsOf(k),
-		Features:  features{Jobs: c.cfg.Jobs != nil, Memory: c.cfg.Memory != nil, Metrics: c.cfg.Metrics},
+		Features:  features{Jobs: c.cfg.Jobs != nil, Memory: c.cfg.Memory != nil, Metrics: c.cfg.Metrics && k.Admin},
 		WebSocket: c.cfg.WebSocketURL,
 	})
 	return nil
@@ -356,16 +363,37 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request, k store.APIKey
 // noJobs answers when there is no scheduler.
 var noJobs = &apiError{http.StatusNotFound, "not_found", "this server has no scheduler"}
 
+// jobPage is a page of the owner's jobs, oldest first; NextCursor, when
+// set, is the ?cursor= of the page after it.
+type jobPage struct {
+	Jobs       []schedule.Job `json:"jobs"`
+	NextCursor string         `json:"next_cursor,omitempty"`
+}
+
+// jobs answers a page of the owner's jobs: ?limit= of them (DefaultJobs,
+// at most MaxJobs) after ?cursor= (the next_cursor of the page before).
 func (c *Console) jobs(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	q := r.URL.Query()
+	limit := DefaultJobs
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxJobs {
+			return badRequest("limit %q: want a number from 1 to %d", v, MaxJobs)
+		}
+		limit = n
+	}
 	if c.cfg.Jobs == nil {
-		writeJSON(w, http.StatusOK, map[string]any{"jobs": []schedule.Job{}})
+		writeJSON(w, http.StatusOK, jobPage{Jobs: []schedule.Job{}})
 		return nil
 	}
-	list, err := c.cfg.Jobs.List(r.Context(), owner(k))
+	list, next, err := c.cfg.Jobs.Page(r.Context(), owner(k), q.Get("cursor"), limit)
+	if errors.Is(err, schedule.ErrCursor) {
+		return badRequest("cursor %q: pass the next_cursor of the page before, or none for the first page", q.Get("cursor"))
+	}
 	if err != nil {
 		return failed("list jobs", err)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"jobs": nonNil(list)})
+	writeJSON(w, http.StatusOK, jobPage{Jobs: nonNil(list), NextCursor: next})
 	return nil
 }
 

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -203,7 +205,7 @@ func TestAPI(t *testing.T) {
 		want         string
 	}{
 		{"me", keyA, "GET", "/v1/lambdaclaw/me", "", 200,
-			`{"id":"key_a","name":"alice","prefix":"lc_aaaaaa","autonomy":"supervised","admin":false,"owner":"key:key_a","agents":["main"],"features":{"jobs":true,"memory":true,"metrics":true}}`},
+			`{"id":"key_a","name":"alice","prefix":"lc_aaaaaa","autonomy":"supervised","admin":false,"owner":"key:key_a","agents":["main"],"features":{"jobs":true,"memory":true,"metrics":false}}`},
 		{"me admin", keyAdmin, "GET", "/v1/lambdaclaw/me", "", 200,
 			`{"id":"key_admin","name":"ops","prefix":"lc_cccccc","autonomy":"supervised","admin":true,"owner":"key:key_admin","agents":["main","secret"],"features":{"jobs":true,"memory":true,"metrics":true}}`},
 		{"sessions", keyA, "GET", "/v1/lambdaclaw/sessions", "", 200, `{"sessions":[` + sessionA + `]}`},
@@ -218,6 +220,10 @@ func TestAPI(t *testing.T) {
 		{"approvals of another key", keyB, "GET", "/v1/lambdaclaw/approvals", "", 200, `{"approvals":[]}`},
 		{"jobs", keyA, "GET", "/v1/lambdaclaw/jobs", "", 200,
 			`{"jobs":[{"id":"job-a","owner":"key:key_a","agent":"main","name":"daily","schedule":{"every":"1h0m0s"},"message":"check in","deliver":{}}]}`},
+		{"jobs limit 0", keyA, "GET", "/v1/lambdaclaw/jobs?limit=0", "", 400, apiErr("invalid_request")},
+		{"jobs limit over the most", keyA, "GET", "/v1/lambdaclaw/jobs?limit=201", "", 400, apiErr("invalid_request")},
+		{"jobs limit not a number", keyA, "GET", "/v1/lambdaclaw/jobs?limit=ten", "", 400, apiErr("invalid_request")},
+		{"jobs bad cursor", keyA, "GET", "/v1/lambdaclaw/jobs?cursor=nope", "", 400, apiErr("invalid_request")},
 		{"job runs", keyA, "GET", "/v1/lambdaclaw/jobs/job-a/runs", "", 200, `{"runs":[]}`},
 		{"job runs of another key", keyB, "GET", "/v1/lambdaclaw/jobs/job-a/runs", "", 404, apiErr("not_found")},
 		{"pause another key's job", keyB, "POST", "/v1/lambdaclaw/jobs/job-a", `{"paused":true}`, 404, apiErr("not_found")},
@@ -456,5 +462,81 @@ func TestServerError(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "request_id=req_test") || !strings.Contains(log.String(), "disk on fire") {
 		t.Errorf("log %q: want the request id and the cause", log.String())
+	}
+}
+
+// TestJobsPages: the jobs list comes a page at a time (issue 23: 3,021
+// jobs were one answer of 985 KB): DefaultJobs a page, next_cursor to the
+// end, every job once, in the engine's order; ?limit= up to MaxJobs.
+func TestJobsPages(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	jobs := f.db.Schedule(nil)
+	for i := range 250 {
+		j := schedule.Job{Owner: "key:key_admin", Agent: "main", Name: fmt.Sprintf("job %d", i), Message: "check in",
+			Schedule: schedule.Schedule{Every: schedule.Duration(time.Hour)}}
+		if _, err := jobs.Create(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := jobs.List(ctx, "key:key_admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, j := range all {
+		want = append(want, j.ID)
+	}
+	walk := func(limit string) (ids []string, sizes []int) {
+		t.Helper()
+		cursor := ""
+		for range 300 {
+			q := url.Values{}
+			if limit != "" {
+				q.Set("limit", limit)
+			}
+			if cursor != "" {
+				q.Set("cursor", cursor)
+			}
+			r := httptest.NewRequest("GET", "/v1/lambdaclaw/jobs?"+q.Encode(), nil)
+			w := httptest.NewRecorder()
+			f.c.ServeAPI(w, r, keyAdmin)
+			if w.Code != http.StatusOK {
+				t.Fatalf("GET %s: %d %s", r.URL, w.Code, w.Body)
+			}
+			var page struct {
+				Jobs       []schedule.Job `json:"jobs"`
+				NextCursor *string        `json:"next_cursor"`
+			}
+			if err := json.Unmarshal(w.Body.Bytes(), &page); err != nil {
+				t.Fatal(err)
+			}
+			sizes = append(sizes, len(page.Jobs))
+			for _, j := range page.Jobs {
+				ids = append(ids, j.ID)
+			}
+			if page.NextCursor == nil {
+				return ids, sizes
+			}
+			cursor = *page.NextCursor
+		}
+		t.Fatal("the pages never ended")
+		return nil, nil
+	}
+	for _, tc := range []struct {
+		limit string
+		sizes []int
+	}{
+		{"", []int{50, 50, 50, 50, 50}},
+		{"200", []int{200, 50}},
+		{"120", []int{120, 120, 10}},
+	} {
+		ids, sizes := walk(tc.limit)
+		if d := cmp.Diff(want, ids); d != "" {
+			t.Errorf("limit %q: jobs paged (-want +got):\n%s", tc.limit, d)
+		}
+		if d := cmp.Diff(tc.sizes, sizes); d != "" {
+			t.Errorf("limit %q: page sizes (-want +got):\n%s", tc.limit, d)
+		}
 	}
 }

@@ -15,7 +15,7 @@
 //	GET    /v1/lambdaclaw/sessions                    the owner's sessions, newest first (each with its pending approval)
 //	GET    /v1/lambdaclaw/sessions/{id}               a session and its history
 //	GET    /v1/lambdaclaw/approvals                   the pending approvals of the owner's sessions
-//	GET    /v1/lambdaclaw/jobs                        the owner's scheduled jobs
+//	GET    /v1/lambdaclaw/jobs?limit=&cursor=         a page of the owner's scheduled jobs, oldest first
 //	GET    /v1/lambdaclaw/jobs/{id}/runs              a job's latest runs
 //	POST   /v1/lambdaclaw/jobs/{id}                   {"paused": bool}: pause or resume a job
 //	DELETE /v1/lambdaclaw/jobs/{id}                   delete a job
@@ -30,7 +30,8 @@
 //	DELETE /v1/lambdaclaw/keys/{id}                   (admin) revoke a key
 //
 // Chat goes over the WebSocket (/ws, package wsproto), the key offered as
-// a subprotocol; metrics are GET /metrics, when the server has it.
+// a subprotocol; metrics are GET /metrics, when the server has it, for
+// admin keys.
 package console
 
 import (

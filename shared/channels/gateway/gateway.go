@@ -91,7 +91,7 @@ type Config struct {
 	// cutting it. Zero means 15 s.
 	KeepAlive time.Duration
 	// Metrics, when set, serves GET /metrics (Prometheus's text format)
-	// to any valid API key.
+	// to admin keys (store.APIKey.Admin); other keys get 403.
 	Metrics http.Handler
 	// Responses stores the responses of the Responses API, and Threads
 	// reads the runs they point at; /v1/responses is served when both
@@ -190,7 +190,7 @@ func New(cfg Config) (*Gateway, error) {
 	g.mux.HandleFunc("POST /v1/chat/completions", g.authed(g.requests, g.completions))
 	g.mux.HandleFunc("POST /v1/embeddings", g.authed(g.requests, g.embeddings))
 	if cfg.Metrics != nil {
-		g.mux.HandleFunc("GET /metrics", g.authed(g.requests, cfg.Metrics.ServeHTTP))
+		g.mux.HandleFunc("GET /metrics", g.authed(g.requests, adminOnly(cfg.Metrics.ServeHTTP)))
 	}
 	if cfg.Responses != nil && cfg.Threads != nil {
 		g.mux.HandleFunc("POST /v1/responses", g.authed(g.requests, g.responses))
@@ -269,6 +269,19 @@ func (g *Gateway) authed(open *perKey, h http.HandlerFunc) http.HandlerFunc {
 			}
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, k)))
+	}
+}
+
+// adminOnly serves h to admin keys only: the metrics of every key's
+// turns, tools and tokens are the operator's, not a user's.
+func adminOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !keyOf(r).Admin {
+			writeError(w, http.StatusForbidden, "permission_error", "admin_required",
+				"only an admin key may read "+r.URL.Path+" (create one with `lambdaclaw keys create --admin`)")
+			return
+		}
+		h(w, r)
 	}
 }
 

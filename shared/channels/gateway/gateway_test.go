@@ -790,3 +790,37 @@ func TestRunFailureQuotesTheRequestID(t *testing.T) {
 		})
 	}
 }
+
+// GET /metrics is the operator's: admin keys read it; any other key,
+// read_only or full, gets 403; no key 401.
+func TestMetricsAdminOnly(t *testing.T) {
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "lambdaclaw_turns_total 3\n") })
+	f := newFixture(t, func(c *gateway.Config) { c.Metrics = metrics })
+	admin := f.addKey(store.APIKey{ID: "k-admin", Autonomy: "supervised", RatePerMinute: 60, Admin: true})
+	readOnly := f.addKey(store.APIKey{ID: "k-ro", Autonomy: "read_only", RatePerMinute: 60})
+	for _, tc := range []struct {
+		name, token string
+		want        apiErr
+	}{
+		{"no key", "", apiErr{http.StatusUnauthorized, "invalid_request_error", "invalid_api_key"}},
+		{"read_only key", readOnly, apiErr{http.StatusForbidden, "permission_error", "admin_required"}},
+		{"full key, not admin", f.token, apiErr{http.StatusForbidden, "permission_error", "admin_required"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := f.do("GET", "/metrics", tc.token, "")
+			got, msg := decodeError(t, w)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("GET /metrics (-want +got):\n%s", diff)
+			}
+			if strings.Contains(w.Body.String(), "lambdaclaw_turns_total") {
+				t.Errorf("the metrics leaked: %s", w.Body)
+			}
+			if tc.want.Status == http.StatusForbidden && !strings.Contains(msg, "admin key") {
+				t.Errorf("message %q does not say an admin key is needed", msg)
+			}
+		})
+	}
+	if w := f.do("GET", "/metrics", admin, ""); w.Code != http.StatusOK || w.Body.String() != "lambdaclaw_turns_total 3\n" {
+		t.Errorf("GET /metrics with an admin key: %d %q", w.Code, w.Body)
+	}
+}

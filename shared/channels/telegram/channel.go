@@ -2,9 +2,6 @@ package telegram
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -19,7 +16,8 @@ import (
 )
 
 // DeniedText is the one reply every unauthenticated message gets, a wrong
-// access code included, so that it tells nothing about codes (seed 002).
+// access code included, so that it tells nothing about codes (seed 002);
+// only a chat locked out for too many wrong codes is told so (codes.go).
 const DeniedText = "Send the access code to use this bot."
 
 const helpText = `I am an AI agent. Write to me and I answer.
@@ -174,15 +172,12 @@ func (c *Channel) process(ctx context.Context, u Update) error {
 	replyID := fmt.Sprintf("m%d-%d", m.Chat.ID, m.MessageID)
 	if !ok {
 		// Nothing of the text is logged, stored or sent on (seed 002).
-		if private {
-			granted, err := c.redeem(ctx, strings.TrimSpace(text), m.From.ID)
+		if private && len(c.cfg.AccessCodes) > 0 && !notCode(text) {
+			msg, err := c.tryCode(ctx, strings.TrimSpace(text), m.Chat.ID, m.From.ID)
 			if err != nil {
 				return err
 			}
-			if granted {
-				c.log.Info("auth code accepted", "user_id", m.From.ID)
-				return c.reply(ctx, replyID, m.Chat.ID, "Access granted. "+helpText)
-			}
+			return c.reply(ctx, replyID, m.Chat.ID, msg)
 		}
 		c.log.Info("not authenticated", "user_id", m.From.ID, "chat_id", m.Chat.ID)
 		return c.reply(ctx, replyID, m.Chat.ID, DeniedText)
@@ -255,21 +250,4 @@ func (c *Channel) authorized(ctx context.Context, userID int64) (bool, error) {
 		return true, nil
 	}
 	return c.cfg.Store.AllowedUser(ctx, userID)
-}
-
-// redeem lets userID in when text is an unused access code. Every code is
-// compared, in constant time, whatever matches.
-func (c *Channel) redeem(ctx context.Context, text string, userID int64) (bool, error) {
-	got := sha256.Sum256([]byte(text))
-	match := ""
-	for _, code := range c.cfg.AccessCodes {
-		want := sha256.Sum256([]byte(code))
-		if subtle.ConstantTimeCompare(got[:], want[:]) == 1 && code != "" {
-			match = hex.EncodeToString(want[:])
-		}
-	}
-	if match == "" {
-		return false, nil
-	}
-	return c.cfg.Store.RedeemCode(ctx, match, userID, time.Now().UTC())
 }

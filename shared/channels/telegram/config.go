@@ -51,4 +51,6 @@ type Config struct {
 	Serverless bool
 	// FlushWait bounds the retries of a serverless Flush (default 10 s).
 	FlushWait time.Duration
+	// Now is the clock of access code lockouts; nil means time.Now.
+	Now func() time.Time
 }

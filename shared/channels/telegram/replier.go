@@ -50,6 +50,9 @@ func NewReplier(cfg Config) (*Replier, error) {
 	if cfg.FlushWait <= 0 {
 		cfg.FlushWait = 10 * time.Second
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	log := cfg.Log.With("channel", ChannelName)
 	return &Replier{cfg: cfg, log: log, outbox: newOutbox(cfg.Store, cfg.Client, log),
 		drafts: newDrafts(cfg.Client, cfg.DraftInterval, log), typing: map[string]context.CancelFunc{}}, nil

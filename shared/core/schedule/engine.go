@@ -31,6 +31,12 @@ type Engine interface {
 	Get(ctx context.Context, owner, id string) (Job, error)
 	// List returns the owner's jobs, oldest first.
 	List(ctx context.Context, owner string) ([]Job, error)
+	// Page returns up to limit (at least 1) of the owner's jobs in List's
+	// order, from the first after cursor ("" for the first of all), and
+	// the cursor of the page after it ("" when this page ends the list).
+	// A cursor holds its place when jobs are made or deleted meanwhile;
+	// one Page did not return is ErrCursor.
+	Page(ctx context.Context, owner, cursor string, limit int) ([]Job, string, error)
 	// Runs returns the job's latest runs, newest first, at most limit.
 	Runs(ctx context.Context, owner, id string, limit int) ([]Run, error)
 	// Claim claims the firing before it runs, atomically. It returns the

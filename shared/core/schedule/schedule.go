@@ -36,6 +36,8 @@ var (
 	ErrNotFound = errors.New("no such job")
 	// ErrInvalid wraps every validation error of a job.
 	ErrInvalid = errors.New("invalid job")
+	// ErrCursor: a page's cursor or limit that Page cannot take.
+	ErrCursor = errors.New("invalid page of jobs")
 	// ErrClaimed: the firing is claimed by a run that is still within its
 	// lease.
 	ErrClaimed = errors.New("firing already claimed")

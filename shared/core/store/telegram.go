@@ -32,9 +32,23 @@ type OutboxStats struct {
 	Pending, Sent, Failed int
 }
 
+// CodeTries is a chat's record of the access codes it tried, which the
+// Telegram channel keeps to lock a chat out after too many wrong codes.
+type CodeTries struct {
+	// Tries counts the codes tried since the last lockout.
+	Tries int
+	// Lockouts counts the chat's lockouts so far; each lasts longer.
+	Lockouts int
+	// LockedUntil is when the current lockout ends; zero if none began.
+	LockedUntil time.Time
+	// Version is the stored record's version, which SetCodeTries
+	// compares; 0 means none is stored.
+	Version int64
+}
+
 // Telegram stores the durable state of the Telegram channel (shared/channels/telegram):
-// small values, the updates it handled, the users access codes let in and
-// the outbox of replies. The sqlite and dynamo adapters implement it and
+// small values, the updates it handled, the users access codes let in,
+// the chats' tries of codes and the outbox of replies. The sqlite and dynamo adapters implement it and
 // pass the conformance suite storetest.RunTelegram.
 type Telegram interface {
 	// State and SetState keep small values, such as the polling offset
@@ -51,6 +65,13 @@ type Telegram interface {
 	// that code was used already (then it reports false).
 	AllowedUser(ctx context.Context, userID int64) (bool, error)
 	RedeemCode(ctx context.Context, codeHash string, userID int64, at time.Time) (bool, error)
+	// CodeTries returns the chat's record of codes tried (Version 0 when
+	// there is none). SetCodeTries stores next as the chat's record, with
+	// the version after prev's, only if the stored record is still at
+	// version prev (none stored, for 0), and reports whether it did: two
+	// processes counting a try at once cannot both win.
+	CodeTries(ctx context.Context, chatID int64) (CodeTries, error)
+	SetCodeTries(ctx context.Context, chatID int64, prev int64, next CodeTries) (bool, error)
 	// AddOutbox stores messages as pending, keeping existing ids as they are.
 	AddOutbox(ctx context.Context, msgs []OutboxMessage) error
 	// UnsentOutbox returns the pending messages, oldest first.

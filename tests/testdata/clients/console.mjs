@@ -117,6 +117,13 @@ try {
 	const job = page.locator('#jobs-table tbody tr', { hasText: 'hourly' });
 	await job.waitFor(); // the table is filled once the jobs are read
 	seen.job = (await job.locator('td').allTextContents()).slice(0, 3);
+	// The jobs come 50 at a time; More shows the rest.
+	const rows = page.locator('#jobs-table tbody tr');
+	seen.jobRows = [await rows.count()];
+	await page.click('#jobs-more');
+	await page.locator('#jobs-table tbody tr', { hasText: 'later-49' }).waitFor();
+	seen.jobRows.push(await rows.count());
+	seen.moreAfter = await page.locator('#jobs-more').isVisible();
 	await job.getByRole('button', { name: 'Pause' }).click();
 	await job.locator('td', { hasText: 'paused' }).waitFor();
 	await job.getByRole('button', { name: 'Runs' }).click();
@@ -143,6 +150,11 @@ try {
 	await page.click('#signout');
 	await signIn(page, secret);
 	seen.newKeyKeysTab = await page.locator('#nav-keys').isVisible();
+	seen.newKeyMetricsTab = await page.locator('#nav-metrics').isVisible();
+	seen.newKeyMetrics = await page.evaluate(async (k) => {
+		const r = await fetch('/metrics', { headers: { authorization: 'Bearer ' + k } });
+		return r.status + ' ' + (await r.json()).error.code;
+	}, secret);
 	await page.click('#signout');
 	await signIn(page, key);
 	await nav(page, 'keys');

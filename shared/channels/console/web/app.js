@@ -336,17 +336,30 @@ function scheduleText(s) {
   return "";
 }
 
+// loadJobs shows the first page of the key's jobs; "More" adds the next
+// (the API answers a page at a time, next_cursor naming the one after).
 async function loadJobs() {
-  const data = await api("GET", "jobs");
   $("job-runs").replaceChildren();
-  $("jobs-table").tBodies[0].replaceChildren(...data.jobs.map((j) => el("tr", {},
+  $("jobs-table").tBodies[0].replaceChildren();
+  const shown = await moreJobs("");
+  if (!shown) $("job-runs").append(el("p", { class: "muted" }, "No scheduled jobs. Ask an agent to remind you of something, or use `lambdaclaw cron add`."));
+}
+
+// moreJobs appends the page of jobs after cursor and returns how many it
+// added.
+async function moreJobs(cursor) {
+  const data = await api("GET", "jobs" + (cursor ? "?cursor=" + encodeURIComponent(cursor) : ""));
+  $("jobs-table").tBodies[0].append(...data.jobs.map((j) => el("tr", {},
     el("td", {}, j.name || j.id), el("td", {}, j.agent), el("td", {}, scheduleText(j.schedule)),
     el("td", {}, when(j.next)), el("td", {}, j.paused ? "paused" : "active"),
     el("td", {},
       el("button", { onclick: () => jobRuns(j).catch(showError) }, "Runs"), " ",
       el("button", { onclick: () => api("POST", "jobs/" + encodeURIComponent(j.id), { paused: !j.paused }).then(loadJobs).catch(showError) }, j.paused ? "Resume" : "Pause"), " ",
       el("button", { onclick: () => confirm("Delete job " + (j.name || j.id) + "?") && api("DELETE", "jobs/" + encodeURIComponent(j.id)).then(loadJobs).catch(showError) }, "Delete")))));
-  if (!data.jobs.length) $("job-runs").append(el("p", { class: "muted" }, "No scheduled jobs. Ask an agent to remind you of something, or use `lambdaclaw cron add`."));
+  const more = $("jobs-more");
+  more.hidden = !data.next_cursor;
+  more.onclick = data.next_cursor ? () => moreJobs(data.next_cursor).catch(showError) : null;
+  return data.jobs.length;
 }
 
 async function jobRuns(j) {

@@ -73,6 +73,7 @@ func Run(t *testing.T, newEngine func(t *testing.T, clock *Clock) Harness) {
 		{"CatchUpSkip", testCatchUpSkip},
 		{"DailyLimit", testDailyLimit},
 		{"Ownership", testOwnership},
+		{"Page", testPage},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clock := NewClock(time.Date(2025, 1, 6, 9, 0, 0, 0, time.UTC))
@@ -562,5 +563,85 @@ func testOwnership(t *testing.T, s *suite) {
 	dup.ID, dup.Owner = j.ID, other
 	if _, err := s.Engine.Create(s.ctx, dup); err == nil {
 		t.Error("Create with another owner's job id succeeded")
+	}
+}
+
+// Page walks the owner's jobs in List's order, a page at a time: nothing
+// repeated or missed, ties of creation time ordered by id, a job deleted
+// or made between pages neither shifting the pages nor lost, another
+// owner's jobs never in them.
+func testPage(t *testing.T, s *suite) {
+	var made []string
+	for i := range 12 {
+		made = append(made, s.create(t, job(time.Hour)).ID)
+		if i%3 == 2 { // three jobs per millisecond, then the clock moves
+			s.clock.Advance(time.Second)
+		}
+	}
+	other := job(time.Hour)
+	other.Owner = "user:bob"
+	s.create(t, other)
+	all, err := s.Engine.List(s.ctx, owner)
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	var want []string
+	for _, j := range all {
+		want = append(want, j.ID)
+	}
+	if len(want) != len(made) {
+		t.Fatalf("List = %d jobs, want %d", len(want), len(made))
+	}
+
+	var got []string
+	var sizes []int
+	cursor := ""
+	for page := 0; ; page++ {
+		if page > len(made) {
+			t.Fatalf("no end after %d pages", page)
+		}
+		js, next, err := s.Engine.Page(s.ctx, owner, cursor, 5)
+		if err != nil {
+			t.Fatalf("Page(%q): %v", cursor, err)
+		}
+		sizes = append(sizes, len(js))
+		for _, j := range js {
+			got = append(got, j.ID)
+		}
+		if page == 0 {
+			// Between pages: one of the next page's jobs is deleted, and
+			// a job is made, which comes last.
+			if err := s.Engine.Delete(s.ctx, owner, want[6]); err != nil {
+				t.Fatalf("Delete: %v", err)
+			}
+			want = append(want[:6], want[7:]...)
+			s.clock.Advance(time.Second)
+			want = append(want, s.create(t, job(time.Hour)).ID)
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("jobs paged (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]int{5, 5, 2}, sizes); d != "" {
+		t.Errorf("page sizes (-want +got):\n%s", d)
+	}
+	// A page that fills exactly ends the list with no cursor after it.
+	if js, next, err := s.Engine.Page(s.ctx, owner, "", len(want)); err != nil || len(js) != len(want) || next != "" {
+		t.Errorf("Page of all %d: %d jobs, next %q, %v; want all, no next", len(want), len(js), next, err)
+	}
+	if js, next, err := s.Engine.Page(s.ctx, "user:nobody", "", 5); err != nil || len(js) != 0 || next != "" {
+		t.Errorf("Page of an owner without jobs = %v, %q, %v", js, next, err)
+	}
+	for _, bad := range []struct {
+		cursor string
+		limit  int
+	}{{"not-a-cursor!", 5}, {"bm9zbGFzaA", 5}, {"", 0}} {
+		if _, _, err := s.Engine.Page(s.ctx, owner, bad.cursor, bad.limit); !errors.Is(err, schedule.ErrCursor) {
+			t.Errorf("Page(%q, %d): %v, want ErrCursor", bad.cursor, bad.limit, err)
+		}
 	}
 }

@@ -14,6 +14,7 @@ func RunTelegram(t *testing.T, newStore func(t *testing.T) store.Telegram) {
 	t.Run("State", func(t *testing.T) { testTelegramState(t, newStore(t)) })
 	t.Run("Seen", func(t *testing.T) { testTelegramSeen(t, newStore(t)) })
 	t.Run("Codes", func(t *testing.T) { testTelegramCodes(t, newStore(t)) })
+	t.Run("CodeTries", func(t *testing.T) { testTelegramCodeTries(t, newStore(t)) })
 	t.Run("Outbox", func(t *testing.T) { testTelegramOutbox(t, newStore(t)) })
 }
 
@@ -79,6 +80,48 @@ func testTelegramCodes(t *testing.T, s store.Telegram) {
 	if ok, err := s.RedeemCode(ctx, "h2", 44, now); err != nil || !ok {
 		t.Errorf("another code = %v, %v; want true", ok, err)
 	}
+}
+
+func testTelegramCodeTries(t *testing.T, s store.Telegram) {
+	ctx := t.Context()
+	until := time.Date(2026, 12, 7, 12, 15, 0, 0, time.UTC)
+	if got, err := s.CodeTries(ctx, 42); err != nil || got != (store.CodeTries{}) {
+		t.Fatalf("CodeTries before any = %+v, %v; want the zero record", got, err)
+	}
+	set := func(prev int64, next store.CodeTries) bool {
+		t.Helper()
+		ok, err := s.SetCodeTries(ctx, 42, prev, next)
+		must(t, "SetCodeTries", err)
+		return ok
+	}
+	if set(1, store.CodeTries{Tries: 9}) {
+		t.Error("SetCodeTries at version 1 of a chat with no record stored")
+	}
+	if !set(0, store.CodeTries{Tries: 1}) {
+		t.Fatal("SetCodeTries of a new record refused")
+	}
+	if set(0, store.CodeTries{Tries: 9}) {
+		t.Error("a second new record replaced the first")
+	}
+	if !set(1, store.CodeTries{Tries: 0, Lockouts: 1, LockedUntil: until}) {
+		t.Fatal("SetCodeTries at the stored version refused")
+	}
+	if set(1, store.CodeTries{Tries: 9}) {
+		t.Error("SetCodeTries at a stale version replaced the record")
+	}
+	got, err := s.CodeTries(ctx, 42)
+	must(t, "CodeTries", err)
+	diff(t, "CodeTries", store.CodeTries{Lockouts: 1, LockedUntil: until, Version: 2}, got)
+	// Another chat's record is its own.
+	if got, err := s.CodeTries(ctx, 43); err != nil || got != (store.CodeTries{}) {
+		t.Errorf("CodeTries of another chat = %+v, %v; want the zero record", got, err)
+	}
+	if ok, err := s.SetCodeTries(ctx, 43, 0, store.CodeTries{Tries: 2}); err != nil || !ok {
+		t.Errorf("the first record of another chat: %v, %v", ok, err)
+	}
+	got, err = s.CodeTries(ctx, 42)
+	must(t, "CodeTries", err)
+	diff(t, "CodeTries after another chat's", store.CodeTries{Lockouts: 1, LockedUntil: until, Version: 2}, got)
 }
 
 func testTelegramOutbox(t *testing.T, s store.Telegram) {

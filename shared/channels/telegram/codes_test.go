@@ -1,0 +1,266 @@
+package telegram
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+)
+
+// codeStore keeps in memory what the access codes' path of Handle uses
+// of store.Telegram; other methods are not called.
+type codeStore struct {
+	store.Telegram
+	mu      sync.Mutex
+	seen    map[int64]bool
+	users   map[int64]string
+	codes   map[string]bool
+	tries   map[int64]store.CodeTries
+	replies map[string]string
+}
+
+func newCodeStore() *codeStore {
+	return &codeStore{seen: map[int64]bool{}, users: map[int64]string{}, codes: map[string]bool{},
+		tries: map[int64]store.CodeTries{}, replies: map[string]string{}}
+}
+
+func (s *codeStore) Seen(_ context.Context, id int64) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen[id], nil
+}
+
+func (s *codeStore) MarkSeen(_ context.Context, id int64, _ time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen[id] = true
+	return nil
+}
+
+func (s *codeStore) AllowedUser(_ context.Context, id int64) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.users[id]
+	return ok, nil
+}
+
+func (s *codeStore) RedeemCode(_ context.Context, hash string, id int64, _ time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.users[id]; ok || s.codes[hash] {
+		return false, nil
+	}
+	s.codes[hash], s.users[id] = true, hash
+	return true, nil
+}
+
+func (s *codeStore) CodeTries(_ context.Context, chat int64) (store.CodeTries, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tries[chat], nil
+}
+
+func (s *codeStore) SetCodeTries(_ context.Context, chat int64, prev int64, next store.CodeTries) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tries[chat].Version != prev {
+		return false, nil
+	}
+	next.Version = prev + 1
+	s.tries[chat] = next
+	return true, nil
+}
+
+func (s *codeStore) AddOutbox(_ context.Context, msgs []store.OutboxMessage) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range msgs {
+		if _, ok := s.replies[m.ID]; !ok {
+			s.replies[m.ID] = m.Text
+		}
+	}
+	return nil
+}
+
+// noRuns is a Runner no test message may reach.
+type noRuns struct{ t *testing.T }
+
+func (r noRuns) Deliver(context.Context, agent.Input, func(string)) (agent.RunState, error) {
+	r.t.Error("a message reached the agent")
+	return agent.RunState{}, nil
+}
+
+func (r noRuns) Reset(context.Context, string) error { return nil }
+
+// codeBot is a channel whose one access code is rightCode, on s, at the
+// clock *now.
+type codeBot struct {
+	t    *testing.T
+	s    *codeStore
+	c    *Channel
+	now  *time.Time
+	next int64
+}
+
+const rightCode = "code-5ecret-42"
+
+func newCodeBot(t *testing.T, s *codeStore, now *time.Time) *codeBot {
+	t.Helper()
+	c, err := New(Config{Client: NewClient("http://127.0.0.1:1", "token"), Store: s, Runner: noRuns{t}, Agent: "main",
+		AccessCodes: []string{rightCode}, Now: func() time.Time { return *now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &codeBot{t: t, s: s, c: c, now: now, next: 1}
+}
+
+// send hands the bot a private message of chat and returns its reply.
+func (b *codeBot) send(chat int64, text string) string {
+	b.t.Helper()
+	id := b.next
+	b.next++
+	u := Update{UpdateID: chat*1000 + id, Message: &Message{MessageID: id, From: &User{ID: chat}, Chat: Chat{ID: chat, Type: "private"}, Text: text}}
+	if err := b.c.Handle(b.t.Context(), u); err != nil {
+		b.t.Fatalf("Handle(%q): %v", text, err)
+	}
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	return b.s.replies[fmt.Sprintf("m%d-%d#0", chat, id)]
+}
+
+// A chat that sends MaxCodeTries wrong codes is locked out for
+// CodeLockout, told until when, and no code it sends meanwhile is
+// checked, not even the right one; then it may try again, and the next
+// lockout lasts twice as long. The lockout is the store's: a new channel
+// on the same store (a restart, another instance) keeps it.
+func TestAccessCodeLockout(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	s := newCodeStore()
+	b := newCodeBot(t, s, &now)
+	const chat = 222
+	locked := func(at, in string) string {
+		return "Too many wrong access codes: this chat is locked out. Try again after 2026-12-07 " + at +
+			" UTC (in " + in + "); until then no code is checked."
+	}
+	var got, want []string
+	step := func(text, reply string) {
+		t.Helper()
+		got, want = append(got, text+" → "+b.send(chat, text)), append(want, text+" → "+reply)
+	}
+	// /start, sent by the client when a chat opens, is no try.
+	step("/start", DeniedText)
+	for i := range MaxCodeTries - 1 {
+		step(fmt.Sprintf("wrong-%d", i), DeniedText)
+	}
+	step("wrong-last", locked("12:15", "15 minutes"))
+	now = now.Add(5 * time.Minute)
+	step(rightCode, locked("12:15", "10 minutes"))
+
+	// A restart: the lockout holds.
+	b = newCodeBot(t, s, &now)
+	b.next = 100
+	now = now.Add(10*time.Minute - time.Second)
+	step(rightCode, locked("12:15", "1 minute"))
+	if ok, _ := s.AllowedUser(t.Context(), chat); ok {
+		t.Fatal("the right code let a locked-out chat in")
+	}
+
+	// Another chat is not locked out by this one.
+	if r := b.send(333, "wrong-elsewhere"); r != DeniedText {
+		t.Errorf("another chat's wrong code: %q, want %q", r, DeniedText)
+	}
+
+	// At the end of the lockout, tries are counted afresh; the second
+	// lockout lasts 30 minutes.
+	now = time.Date(2026, 12, 7, 12, 15, 0, 0, time.UTC)
+	for i := range MaxCodeTries - 1 {
+		step(fmt.Sprintf("again-%d", i), DeniedText)
+	}
+	step("again-last", locked("12:45", "30 minutes"))
+	now = now.Add(30 * time.Minute)
+	step(rightCode, "Access granted. "+helpText)
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("replies (-want +got):\n%s", d)
+	}
+	if ok, _ := s.AllowedUser(t.Context(), chat); !ok {
+		t.Error("the right code after the lockout did not let the chat in")
+	}
+}
+
+// Lockouts double up to MaxCodeLockout.
+func TestCodeLockoutDoubles(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	var got []time.Duration
+	cur := store.CodeTries{}
+	for range 10 * MaxCodeTries {
+		prev := cur
+		cur = nextTry(cur, now)
+		if cur.Lockouts > prev.Lockouts {
+			got = append(got, cur.LockedUntil.Sub(now))
+		}
+	}
+	want := []time.Duration{15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour,
+		16 * time.Hour, 24 * time.Hour, 24 * time.Hour, 24 * time.Hour}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("lockouts (-want +got):\n%s", d)
+	}
+}
+
+// Messages handled at once (the webhook's concurrent deliveries, several
+// function instances) compare at most MaxCodeTries codes: every try is
+// counted before its code is compared.
+func TestAccessCodeTriesAtOnce(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	s := newCodeStore()
+	b := newCodeBot(t, s, &now)
+	const n = 40
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			u := Update{UpdateID: int64(i + 1), Message: &Message{MessageID: int64(i + 1), From: &User{ID: 444},
+				Chat: Chat{ID: 444, Type: "private"}, Text: fmt.Sprintf("guess-%d", i)}}
+			if err := b.c.Handle(t.Context(), u); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	denied, lockedOut := 0, 0
+	for _, r := range s.replies {
+		switch {
+		case r == DeniedText:
+			denied++
+		case strings.HasPrefix(r, "Too many wrong access codes"):
+			lockedOut++
+		default:
+			t.Errorf("reply %q", r)
+		}
+	}
+	if denied != MaxCodeTries-1 || lockedOut != n-denied {
+		t.Errorf("%d replies denied, %d locked out; want %d compared and denied, the rest locked out", denied, lockedOut, MaxCodeTries-1)
+	}
+}
+
+// Without access codes there is nothing to try: every message gets the
+// generic reply, however many, and no try is counted.
+func TestNoAccessCodesNoLockout(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	s := newCodeStore()
+	b := newCodeBot(t, s, &now)
+	b.c.cfg.AccessCodes = nil
+	for i := range 3 * MaxCodeTries {
+		if r := b.send(888, fmt.Sprintf("hello %d", i)); r != DeniedText {
+			t.Fatalf("message %d: %q, want %q", i, r, DeniedText)
+		}
+	}
+	if got, _ := s.CodeTries(t.Context(), 888); got != (store.CodeTries{}) {
+		t.Errorf("tries counted without codes: %+v", got)
+	}
+}
