@@ -74,7 +74,8 @@ func fail(err error) func(llm.Request) (llm.Response, error) {
 }
 
 // echoTool returns its "text" argument, counts its calls and keeps the
-// arguments and environment it got.
+// arguments and environment it got. The fixture's is a read, which runs
+// at every autonomy.
 type echoTool struct {
 	policy tool.Policy
 	mu     sync.Mutex
@@ -110,7 +111,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, maxIter int) *fixture {
 	t.Helper()
-	f := &fixture{store: memstore.New(), llm: &provider{}, echo: &echoTool{}, hub: NewHub()}
+	f := &fixture{store: memstore.New(), llm: &provider{}, echo: &echoTool{policy: tool.Policy{Effect: tool.Read}}, hub: NewHub()}
 	reg, err := tool.NewRegistry(f.echo)
 	if err != nil {
 		t.Fatal(err)

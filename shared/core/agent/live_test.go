@@ -23,7 +23,7 @@ type namedTool struct{ name string }
 func (n namedTool) Definition() chat.ToolDef {
 	return chat.ToolDef{Name: n.name, Parameters: json.RawMessage(`{"type":"object"}`)}
 }
-func (n namedTool) Policy() tool.Policy { return tool.Policy{} }
+func (n namedTool) Policy() tool.Policy { return tool.Policy{Effect: tool.Read} }
 func (n namedTool) Call(context.Context, tool.Env, json.RawMessage) (string, error) {
 	return n.name + " ran", nil
 }
