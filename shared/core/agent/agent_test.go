@@ -263,7 +263,7 @@ func TestPolicy(t *testing.T) {
 
 // A tool needing more autonomy than the run's is not offered to the model,
 // and a call of it anyway is not taken.
-func TestNotOfferedBelowMinAutonomy(t *testing.T) {
+func TestNotOfferedWhenDenied(t *testing.T) {
 	f := newFixture(t, 5)
 	f.echo.policy = tool.Policy{Effect: tool.WriteOwn}
 	f.llm.script = append(f.llm.script, callTool("echo", `{"text":"hi"}`), say("ok"))
