@@ -154,3 +154,34 @@ func TestWorkspaceMemoryFollowsAutonomy(t *testing.T) {
 		}
 	})
 }
+
+// A command that rewrites a bootstrap file in the sandbox writes the
+// workspace's directory itself, and a script's bridge call writes it
+// through workspace_memory: both are bootstrap_changed events of the exec
+// call, naming the key.
+func TestExecBootstrapChanged(t *testing.T) {
+	t.Parallel()
+	bwrapInstalled(t)
+	fake := newFake(t)
+	g := startGateway(t, fake, "")
+	full := g.createKey(t, "--name", "full", "--autonomy", "full")
+	waitEvent(t, g, "exec tool offered", nil)
+	script := `echo 'You are curt.' > /workspace/SOUL.md
+lambdaclaw-tool workspace_memory '{"action":"update_bootstrap","file":"USER.md","content":"The user is Ann."}'`
+	got := runExec(t, g, fake, full, "exec-bootstrap", script, 0)
+	if !strings.Contains(got, "exit code: 0") || !strings.Contains(got, "replaced USER.md") {
+		t.Errorf("exec result:\n%s", got)
+	}
+	for _, f := range []string{"SOUL.md", "USER.md"} {
+		events := waitEvent(t, g, "bootstrap_changed", map[string]string{"agent": "default", "file": f, "change": "changed",
+			"autonomy": "full", "tool_name": "exec"})
+		for _, e := range events {
+			if owner, _ := e["owner"].(string); e["event"] == "bootstrap_changed" && !strings.HasPrefix(owner, "key:") {
+				t.Errorf("bootstrap_changed names owner %q, want the key", owner)
+			}
+		}
+	}
+	if now := workspaceFiles(t, g, "SOUL.md", "USER.md"); now["SOUL.md"] != "You are curt.\n" || now["USER.md"] != "The user is Ann." {
+		t.Errorf("files after exec: %v", now)
+	}
+}
