@@ -108,3 +108,44 @@ func TestBootstrapChangedEvents(t *testing.T) {
 		t.Errorf("bootstrap_changed events (-want +got):\n%s", diff)
 	}
 }
+
+// The memory flush's writes of MEMORY.md are events too.
+func TestFlushBootstrapChanged(t *testing.T) {
+	dir := t.TempDir()
+	quota, err := workspace.NewQuota(workspace.Limits{MaxFileBytes: 1 << 20, WorkspaceQuotaBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, 5)
+	reg, err := tool.NewRegistry(workspace.MemoryTool(quota))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.loop.Agents = Registry{"a": {Name: "a", Provider: f.llm, Tools: reg, MaxToolIterations: 5, Workspace: osroot.New(dir),
+		Compaction: Compaction{Threshold: 6, Target: 3, Flush: true}}}
+	ev := &events{}
+	f.loop.Events = ev
+	f.llm.onEmpty = func(req llm.Request) (llm.Response, error) {
+		switch {
+		case isFlush(req):
+			return callTool("workspace_memory", `{"action":"append","content":"likes tea"}`)(req)
+		case isSummary(req):
+			return say("summary")(req)
+		}
+		return say("a")(req)
+	}
+	turns(t, f, 4)
+	var got []string
+	for _, e := range ev.got {
+		if e.Type == obs.BootstrapChanged {
+			for _, a := range e.Attrs {
+				if a.Key == "file" || a.Key == "change" || a.Key == "tool_name" {
+					got = append(got, a.Value.String())
+				}
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"MEMORY.md", "created", "workspace_memory"}, got); diff != "" {
+		t.Errorf("events of the flush (-want +got):\n%s", diff)
+	}
+}

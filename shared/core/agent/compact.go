@@ -156,8 +156,11 @@ func (l *Loop) flush(ctx context.Context, a *Agent, st RunState, hist []store.Me
 		var calls []chat.ToolCall
 		var writers []string
 		for _, c := range toolparse.Parse(resp.Message, fmt.Sprintf("flush_%.8s", st.RunID)) {
-			if slices.ContainsFunc(defs, func(d chat.ToolDef) bool { return d.Name == c.Name }) {
-				calls = append(calls, c)
+			if !slices.ContainsFunc(defs, func(d chat.ToolDef) bool { return d.Name == c.Name }) {
+				continue
+			}
+			calls = append(calls, c)
+			if mayWriteWorkspace(a, c) {
 				writers = append(writers, c.Name)
 			}
 		}

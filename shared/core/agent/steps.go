@@ -466,9 +466,9 @@ func mayWriteWorkspace(a *Agent, call chat.ToolCall) bool {
 // whose run made the change) and the tools that may have made it. Being
 // around every call the loop runs, whichever the tool, it also sees what
 // a command writes behind the file store's back. A file that another run
-// changed at the same moment is reported by both.
+// changed at the same moment is reported here too, as if these calls had.
 func (l *Loop) watchBootstrap(ctx context.Context, a *Agent, st RunState, writers []string) func() {
-	if l.Events == nil || len(writers) == 0 {
+	if l.Events == nil || a.Workspace == nil || len(writers) == 0 {
 		return func() {}
 	}
 	before, err := workspace.FileVersions(ctx, a.Workspace)
