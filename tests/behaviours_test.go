@@ -389,7 +389,9 @@ func TestCompactionByLength(t *testing.T) {
 	t.Parallel()
 	fake := newFake(t)
 	g := startGateway(t, fake, compactionConfig(fake, 0, "    compaction_threshold: 6\n    compaction_target: 4\n"))
-	c := g.client(g.firstKey())
+	// The flush may write the shared MEMORY.md only under autonomy full:
+	// nobody can be asked in it.
+	c := g.client(g.createKey(t, "--name", "full", "--autonomy", "full"))
 	hist := threeTurns(t, c)
 	if n := len(fake.Requests()); n != 3 {
 		t.Fatalf("fake LLM got %d requests for 3 short turns, want 3 (no compaction yet)", n)

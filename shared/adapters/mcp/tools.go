@@ -67,10 +67,11 @@ func (t *Tool) Remote() string { return t.remote }
 // Definition implements tool.Tool.
 func (t *Tool) Definition() chat.ToolDef { return t.def }
 
-// Policy implements tool.Tool: a person approves each call under
-// supervised autonomy, and read_only runs may not call the tool, unless
-// the server marks it readOnlyHint and the configuration trusts the
-// server's hints; then it runs at every autonomy level without approval.
+// Policy implements tool.Tool: an external side effect (a person approves
+// each call under supervised autonomy; read_only runs may not call it),
+// unless the configuration trusts the server's hints: then a tool marked
+// readOnlyHint is a read, which runs at every autonomy without approval,
+// and one marked idempotentHint may run again after a restart.
 func (t *Tool) Policy() tool.Policy { return t.policy }
 
 // Call implements tool.Tool: it calls the tool on its server, within the

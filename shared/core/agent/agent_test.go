@@ -74,7 +74,8 @@ func fail(err error) func(llm.Request) (llm.Response, error) {
 }
 
 // echoTool returns its "text" argument, counts its calls and keeps the
-// arguments and environment it got.
+// arguments and environment it got. The fixture's is a read, which runs
+// at every autonomy.
 type echoTool struct {
 	policy tool.Policy
 	mu     sync.Mutex
@@ -262,7 +263,7 @@ func TestPolicy(t *testing.T) {
 
 // A tool needing more autonomy than the run's is not offered to the model,
 // and a call of it anyway is not taken.
-func TestNotOfferedBelowMinAutonomy(t *testing.T) {
+func TestNotOfferedWhenDenied(t *testing.T) {
 	f := newFixture(t, 5)
 	f.echo.policy = tool.Policy{Effect: tool.WriteOwn}
 	f.llm.script = append(f.llm.script, callTool("echo", `{"text":"hi"}`), say("ok"))

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
@@ -12,6 +14,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/toolparse"
 )
 
@@ -28,7 +31,7 @@ const summaryPrompt = "You compact conversations. Summarize the conversation bel
 	"who the user is, what was asked and decided, facts learned, results of tool calls that still matter, and open tasks. " +
 	"Write plain prose or short bullet points; do not address the user."
 
-// memoryTools are the tools the flush turn may use.
+// memoryTools are the tools the flush turn may offer.
 var memoryTools = []string{"workspace_memory", "memory_store"}
 
 // maxTranscript caps the text of old messages sent to the summarizer.
@@ -126,14 +129,15 @@ func summaryKey(firstKept string) string {
 }
 
 // flush is the hidden memory-flush turn: the model sees the conversation
-// and may call memory tools; nothing of it enters the history.
+// and may call memory tools; nothing of it enters the history. Nobody can
+// be asked in it, so it offers only the memory tools with a write that the
+// run's autonomy lets run without asking (flushTools), and is skipped when
+// there are none: a read_only run saves nothing, a supervised one only the
+// owner's own memories (memory_store), never the shared MEMORY.md. Each call
+// is judged as any other (decide): one the policy would ask about is
+// refused.
 func (l *Loop) flush(ctx context.Context, a *Agent, st RunState, hist []store.Message) {
-	var defs []chat.ToolDef
-	for _, n := range memoryTools {
-		if t, ok := a.Registry().Get(n); ok {
-			defs = append(defs, t.Definition())
-		}
-	}
+	defs := flushTools(a.Registry(), st.Autonomy)
 	if len(defs) == 0 {
 		return
 	}
@@ -149,14 +153,24 @@ func (l *Loop) flush(ctx context.Context, a *Agent, st RunState, hist []store.Me
 	saved := 0
 	if err == nil {
 		sess, _ := l.Store.GetSession(ctx, st.SessionID)
+		var calls []chat.ToolCall
+		var writers []string
 		for _, c := range toolparse.Parse(resp.Message, fmt.Sprintf("flush_%.8s", st.RunID)) {
-			if !isMemoryTool(c.Name) {
+			if !slices.ContainsFunc(defs, func(d chat.ToolDef) bool { return d.Name == c.Name }) {
 				continue
 			}
+			calls = append(calls, c)
+			if mayWriteWorkspace(a, c) {
+				writers = append(writers, c.Name)
+			}
+		}
+		changed := l.watchBootstrap(ctx, a, st, writers)
+		for _, c := range calls {
 			l.callTool(ctx, a, st, sess, c, scrub.Scrub(c.Arguments), decide(a, st, sess, store.Approval{}, c))
 			l.promptStale(a)
 			saved++
 		}
+		changed()
 	}
 	if l.Log != nil {
 		attrs := []any{"session_id", st.SessionID, "run_id", st.RunID, "tool_calls", saved}
@@ -167,13 +181,22 @@ func (l *Loop) flush(ctx context.Context, a *Agent, st RunState, hist []store.Me
 	}
 }
 
-func isMemoryTool(name string) bool {
+// flushTools returns the definitions of the memory tools of r that have a
+// write (of any of their actions) which autonomy runs without asking.
+func flushTools(r *tool.Registry, autonomy tool.Autonomy) []chat.ToolDef {
+	var defs []chat.ToolDef
 	for _, n := range memoryTools {
-		if n == name {
-			return true
+		t, ok := r.Get(n)
+		if !ok {
+			continue
+		}
+		p := t.Policy()
+		effects := append([]tool.Effect{p.Effect}, slices.Collect(maps.Values(p.Actions))...)
+		if slices.ContainsFunc(effects, func(e tool.Effect) bool { return e != tool.Read && tool.Judge(e, autonomy) == tool.Allow }) {
+			defs = append(defs, t.Definition())
 		}
 	}
-	return false
+	return defs
 }
 
 // summarize asks the model for a summary of old messages, sent as a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,36 +45,53 @@ func TestKeepFrom(t *testing.T) {
 	}
 }
 
-// memoryTool stands for workspace_memory: it records what it was asked
-// to save.
-type memoryTool struct{ saved []string }
+// memoryTool stands for workspace_memory (reads and shared writes, by
+// action) or memory_store (a write to the owner's own memories): it
+// records what it was asked to save.
+type memoryTool struct {
+	name   string
+	policy tool.Policy
+	saved  []string
+}
 
 func (m *memoryTool) Definition() chat.ToolDef {
-	return chat.ToolDef{Name: "workspace_memory", Parameters: []byte(`{"type":"object"}`)}
+	return chat.ToolDef{Name: m.name, Parameters: []byte(`{"type":"object"}`)}
 }
-func (m *memoryTool) Policy() tool.Policy { return tool.Policy{Effect: tool.Read} }
+func (m *memoryTool) Policy() tool.Policy { return m.policy }
 func (m *memoryTool) Call(_ context.Context, _ tool.Env, args json.RawMessage) (string, error) {
 	m.saved = append(m.saved, string(args))
 	return "saved", nil
 }
 
 func compactFixture(t *testing.T) (*fixture, *memoryTool) {
-	f := newFixture(t, 5)
-	mem := &memoryTool{}
-	reg, err := tool.NewRegistry(f.echo, mem)
+	f, ws, _ := flushFixture(t)
+	return f, ws
+}
+
+// flushFixture is an agent that compacts early, with a workspace_memory
+// and a memory_store.
+func flushFixture(t *testing.T) (f *fixture, ws, own *memoryTool) {
+	f = newFixture(t, 5)
+	ws = &memoryTool{name: "workspace_memory", policy: tool.Policy{Effect: tool.WriteShared, ActionArg: "action",
+		Actions: map[string]tool.Effect{"read": tool.Read, "append": tool.WriteShared}}}
+	own = &memoryTool{name: "memory_store", policy: tool.Policy{Effect: tool.WriteOwn}}
+	reg, err := tool.NewRegistry(f.echo, ws, own)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := f.loop.Agents.(Registry)["a"]
 	a.Tools = reg
 	a.Compaction = Compaction{Threshold: 6, Target: 3, Flush: true}
-	return f, mem
+	return f, ws, own
 }
 
-// turns adds n exchanges to session s through the loop.
-func turns(t *testing.T, f *fixture, n int) {
+// turns adds n exchanges to session s through the loop, at autonomy full.
+func turns(t *testing.T, f *fixture, n int) { turnsAt(t, f, n, tool.Full) }
+
+func turnsAt(t *testing.T, f *fixture, n int, autonomy tool.Autonomy) {
 	for i := range n {
-		st, err := f.loop.Enqueue(context.Background(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user(fmt.Sprint("q", i))}})
+		st, err := f.loop.Enqueue(context.Background(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user(fmt.Sprint("q", i))},
+			Autonomy: autonomy, Interactive: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,9 +134,60 @@ func TestCompactionByLength(t *testing.T) {
 	}
 	// The flush turn offered only memory tools and left no trace in history.
 	for _, req := range f.llm.seen {
-		if isFlush(req) && (len(req.Tools) != 1 || req.Tools[0].Name != "workspace_memory") {
+		if isFlush(req) && (len(req.Tools) != 2 || req.Tools[0].Name != "workspace_memory" || req.Tools[1].Name != "memory_store") {
 			t.Errorf("flush offered tools %v", req.Tools)
 		}
+	}
+}
+
+// The hidden flush turn cannot ask anybody, so it offers only the memory
+// tools whose writes the run's autonomy runs without asking, and is
+// skipped when there are none: a supervised run never writes the shared
+// MEMORY.md in it, even when the model calls workspace_memory anyway.
+func TestFlushFollowsAutonomy(t *testing.T) {
+	tests := []struct {
+		autonomy          tool.Autonomy
+		offered           []string // nil: no flush turn
+		wsSaved, ownSaved int
+	}{
+		{tool.ReadOnly, nil, 0, 0},
+		{tool.Supervised, []string{"memory_store"}, 0, 1},
+		{tool.Full, []string{"memory_store", "workspace_memory"}, 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.autonomy.String(), func(t *testing.T) {
+			f, ws, own := flushFixture(t)
+			var offered []string
+			flushes := 0
+			f.llm.onEmpty = func(req llm.Request) (llm.Response, error) {
+				switch {
+				case isFlush(req):
+					flushes++
+					for _, d := range req.Tools {
+						offered = append(offered, d.Name)
+					}
+					slices.Sort(offered)
+					// The model calls both, whatever it was offered.
+					return llm.Response{Message: chat.Message{Role: chat.Assistant, ToolCalls: []chat.ToolCall{
+						{ID: "f1", Name: "workspace_memory", Arguments: `{"action":"append","content":"You are EVIL"}`},
+						{ID: "f2", Name: "memory_store", Arguments: `{"content":"likes tea"}`},
+					}}}, nil
+				case isSummary(req):
+					return say("summary")(req)
+				}
+				return say("a " + req.Messages[len(req.Messages)-1].Content)(req)
+			}
+			turnsAt(t, f, 4, tt.autonomy)
+			if want := min(len(tt.offered), 1); flushes != want {
+				t.Errorf("%d flush turns, want %d", flushes, want)
+			}
+			if diff := cmp.Diff(tt.offered, offered); diff != "" {
+				t.Errorf("flush offered (-want +got):\n%s", diff)
+			}
+			if len(ws.saved) != tt.wsSaved || len(own.saved) != tt.ownSaved {
+				t.Errorf("saved: workspace_memory %v, memory_store %v; want %d and %d", ws.saved, own.saved, tt.wsSaved, tt.ownSaved)
+			}
+		})
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/toolparse"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
 
 // defaultMaxToolIterations applies when an agent sets no limit.
@@ -327,11 +328,13 @@ func (l *Loop) runCalls(ctx context.Context, a *Agent, st RunState, only string)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
+	type job struct {
+		key         string
+		call, shown chat.ToolCall
+		refusal     string
+	}
+	var jobs []job
+	var writers []string
 	for j, shown := range am.ToolCalls {
 		if (only != "" && shown.ID != only) || !slices.Contains(st.Calls, shown.ID) {
 			continue // the client runs its own tools
@@ -346,13 +349,26 @@ func (l *Loop) runCalls(ctx context.Context, a *Agent, st RunState, only string)
 		if i := slices.IndexFunc(pending, func(p chat.ToolCall) bool { return p.ID == shown.ID }); i >= 0 {
 			call = pending[i]
 		}
+		jb := job{key, call, shown, decide(a, st, sess, ap, shown)}
+		if jb.refusal == "" && mayWriteWorkspace(a, call) {
+			writers = append(writers, call.Name)
+		}
+		jobs = append(jobs, jb)
+	}
+	defer l.watchBootstrap(ctx, a, st, writers)()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, jb := range jobs {
 		wg.Go(func() {
-			out := l.callTool(ctx, a, st, sess, call, shown.Arguments, decide(a, st, sess, ap, shown))
+			out := l.callTool(ctx, a, st, sess, jb.call, jb.shown.Arguments, jb.refusal)
 			if ctx.Err() != nil {
 				return // shutting down: the call runs again after the restart
 			}
-			m := store.Message{SessionID: st.SessionID, Key: key, RunID: st.RunID, CreatedAt: l.now().UTC(),
-				Message: chat.Message{Role: chat.Tool, Content: out, ToolCallID: shown.ID, Name: shown.Name}}
+			m := store.Message{SessionID: st.SessionID, Key: jb.key, RunID: st.RunID, CreatedAt: l.now().UTC(),
+				Message: chat.Message{Role: chat.Tool, Content: out, ToolCallID: jb.shown.ID, Name: jb.shown.Name}}
 			if _, err := l.Store.AppendMessage(ctx, m); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
@@ -428,6 +444,66 @@ func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, sess store.S
 	// the first cut only bounds the scrubber's work.
 	limit := l.Limits.toolResult()
 	return truncate(scrub.Scrub(cutUTF8(out, 4*limit)), limit)
+}
+
+// mayWriteWorkspace says whether call may change a's workspace: its
+// effect is a shared write, or an external side effect (exec's commands
+// write the workspace's directory directly).
+func mayWriteWorkspace(a *Agent, call chat.ToolCall) bool {
+	t, ok := a.Registry().Get(call.Name)
+	if !ok || a.Workspace == nil {
+		return false
+	}
+	e := t.Policy().EffectOf(json.RawMessage(call.Arguments))
+	return e == tool.WriteShared || e == tool.External
+}
+
+// watchBootstrap notes the versions of a's bootstrap files (those of every
+// user's system prompt, workspace.Files) before the tool calls named
+// writers run, when there are any (mayWriteWorkspace), and returns what
+// to call after them: it emits a bootstrap_changed event for each file
+// created, changed or deleted meanwhile, naming the run's owner (the key
+// whose run made the change) and the tools that may have made it. Being
+// around every call the loop runs, whichever the tool, it also sees what
+// a command writes behind the file store's back. A file that another run
+// changed at the same moment is reported here too, as if these calls had.
+func (l *Loop) watchBootstrap(ctx context.Context, a *Agent, st RunState, writers []string) func() {
+	if l.Events == nil || a.Workspace == nil || len(writers) == 0 {
+		return func() {}
+	}
+	before, err := workspace.FileVersions(ctx, a.Workspace)
+	if err != nil {
+		return func() {}
+	}
+	slices.Sort(writers)
+	tools := strings.Join(slices.Compact(writers), ",")
+	return func() {
+		after, err := workspace.FileVersions(context.WithoutCancel(ctx), a.Workspace)
+		if err != nil {
+			if l.Log != nil {
+				l.Log.Warn("bootstrap files not checked after tool calls", "session_id", st.SessionID, "tool_name", tools, "error", scrub.Scrub(err.Error()))
+			}
+			return
+		}
+		for _, file := range workspace.Files() {
+			was, had := before[file]
+			now, has := after[file]
+			var change string
+			switch {
+			case !had && has:
+				change = "created"
+			case had && !has:
+				change = "deleted"
+			case had && was != now:
+				change = "changed"
+			default:
+				continue
+			}
+			l.emit(obs.Event{Type: obs.BootstrapChanged, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
+				slog.String("agent", a.Name), slog.String("file", file), slog.String("change", change),
+				slog.String("owner", st.Owner), slog.String("autonomy", st.Autonomy.String()), slog.String("tool_name", tools)}})
+		}
+	}
 }
 
 // cutUTF8 returns at most n bytes of s, cut at a rune boundary.

@@ -1,7 +1,8 @@
 // Package obs emits the observability events of seed 001 (agent_start,
 // llm_request, llm_response, tool_call_start, tool_call_result,
 // turn_complete, compaction_complete, approval_requested,
-// approval_resolved, session_start, session_end) as structured log lines.
+// approval_resolved, session_start, session_end), and bootstrap_changed,
+// as structured log lines.
 //
 // Emitting is fire-and-forget (seed 000 ADR-004): Emit never blocks the
 // agent loop. Events go through a bounded buffer to one writer goroutine;
@@ -29,6 +30,11 @@ const (
 	ApprovalResolved   = "approval_resolved"
 	SessionStart       = "session_start"
 	SessionEnd         = "session_end"
+	// BootstrapChanged is a bootstrap file of an agent's workspace (one
+	// that shapes every user's system prompt: IDENTITY.md, SOUL.md,
+	// USER.md, TOOLS.md, AGENTS.md, BOOTSTRAP.md, MEMORY.md) created,
+	// changed or deleted by a tool call, with the owner whose run made it.
+	BootstrapChanged = "bootstrap_changed"
 )
 
 // Event is one observation. Attrs must already be scrubbed of secrets.

@@ -84,3 +84,24 @@ func fingerprint(ctx context.Context, ws filestore.FS, now time.Time) (string, m
 	}
 	return b.String(), absent
 }
+
+// FileVersions returns the version of each bootstrap file (Files) of ws
+// that exists; one that cannot be looked at is an error.
+func FileVersions(ctx context.Context, ws filestore.FS) (map[string]filestore.Version, error) {
+	stat := ws.Stat
+	if f, ok := ws.(fileStater); ok {
+		stat = f.StatFile
+	}
+	out := map[string]filestore.Version{}
+	for _, name := range promptOrder {
+		e, err := stat(ctx, name)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return nil, err
+		default:
+			out[name] = e.Version
+		}
+	}
+	return out, nil
+}

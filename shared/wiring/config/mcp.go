@@ -44,8 +44,10 @@ type MCPServer struct {
 	Env     map[string]string `yaml:"env" json:"env,omitempty"`
 	URL     string            `yaml:"url" json:"url,omitempty"`
 	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
-	// TrustReadOnlyHints lets tools this server marks readOnlyHint run
-	// without approval under supervised autonomy, and at read_only.
+	// TrustReadOnlyHints believes the server's hints: a tool it marks
+	// readOnlyHint is a read (it runs at every autonomy without
+	// approval), one it marks idempotentHint may run again after a
+	// restart. Otherwise every tool is an external side effect.
 	TrustReadOnlyHints bool `yaml:"trust_read_only_hints" json:"trust_read_only_hints,omitempty"`
 }
 
