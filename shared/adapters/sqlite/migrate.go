@@ -311,6 +311,12 @@ CREATE INDEX cron_runs_running ON cron_runs (at) WHERE status = 'running';
 ALTER TABLE api_keys ADD COLUMN admin INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX sessions_owner ON sessions (owner, created_at) WHERE ephemeral = 0;
 `,
+	// 11: the pending calls that started (store.Runs.StartCall), a JSON
+	// array of call ids; NULL when none did. Replacing or clearing the
+	// pending calls clears it.
+	`
+ALTER TABLE runs ADD COLUMN started TEXT;
+`,
 }
 
 // migrate applies the migrations the database has not seen, in one
