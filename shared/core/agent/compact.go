@@ -153,7 +153,7 @@ func (l *Loop) flush(ctx context.Context, a *Agent, st RunState, hist []store.Me
 			if !isMemoryTool(c.Name) {
 				continue
 			}
-			l.callTool(ctx, a, st, sess, c, scrub.Scrub(c.Arguments), decide(a, st, sess, store.Approval{}, c))
+			l.callTool(ctx, a, st, sess, c, scrub.Scrub(c.Arguments), decide(a, st, sess, store.Approval{}, c), nil)
 			l.promptStale(a)
 			saved++
 		}
