@@ -178,4 +178,3 @@ func attrStrings(attrs []slog.Attr) map[string]string {
 	}
 	return out
 }
-
