@@ -523,10 +523,6 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunSta
 			return st, fmt.Errorf("finish: %w", err)
 		}
 	}
-	l.emit(obs.Event{Type: obs.TurnComplete, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
-		slog.Int64("total_duration_ms", l.now().Sub(st.StartedAt).Milliseconds()),
-		slog.Int("iterations", st.Iteration), slog.Bool("success", !st.Failed()),
-		slog.Int("prompt_tokens", st.Usage.PromptTokens), slog.Int("completion_tokens", st.Usage.CompletionTokens)}})
 	// The answer is given before the run is saved as done: a crash in
 	// between gives it again (channels de-duplicate by run id), never not
 	// at all.
@@ -540,6 +536,16 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunSta
 	}
 	st.Step = StepDone
 	return st, nil
+}
+
+// turnComplete emits the end of the run st, once the commit that
+// finishes it succeeded (Step): a finish retried after its commit failed
+// counts the turn once.
+func (l *Loop) turnComplete(st RunState) {
+	l.emit(obs.Event{Type: obs.TurnComplete, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
+		slog.Int64("total_duration_ms", l.now().Sub(st.StartedAt).Milliseconds()),
+		slog.Int("iterations", st.Iteration), slog.Bool("success", !st.Failed()),
+		slog.Int("prompt_tokens", st.Usage.PromptTokens), slog.Int("completion_tokens", st.Usage.CompletionTokens)}})
 }
 
 // Result is the outcome of a run that reached its finish step, as the

@@ -178,3 +178,63 @@ func attrStrings(attrs []slog.Attr) map[string]string {
 	}
 	return out
 }
+
+// failFinish is a store whose commits that finish a run fail n times
+// (a full disk), then succeed.
+type failFinish struct {
+	store.Store
+	n int
+}
+
+func (s *failFinish) CommitRun(ctx context.Context, c store.Commit) error {
+	if c.Run.Status.Finished() && s.n > 0 {
+		s.n--
+		return errors.New("disk full")
+	}
+	return s.Store.CommitRun(ctx, c)
+}
+
+// A finish whose commit is retried counts the turn once, after the commit
+// that finishes the run.
+func TestTurnCompleteOnce(t *testing.T) {
+	for _, fails := range []int{0, 1, 8} {
+		f := newFixture(t, 5)
+		s := &failFinish{Store: f.store, n: fails}
+		f.loop.Store = s
+		ev := &events{}
+		f.loop.Events = ev
+		f.llm.script = append(f.llm.script, say("hello"))
+		st, err := f.loop.Enqueue(t.Context(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("hi")}, Autonomy: tool.Full})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for st.Step != StepFinish {
+			if st, err = f.loop.Step(t.Context(), st); err != nil {
+				t.Fatal(err)
+			}
+		}
+		count := func() int {
+			n := 0
+			for _, e := range ev.got {
+				if e.Type == obs.TurnComplete {
+					n++
+				}
+			}
+			return n
+		}
+		for i := range fails {
+			if _, err := f.loop.Step(t.Context(), st); err == nil {
+				t.Fatalf("%d failing commits: finish %d succeeded", fails, i+1)
+			}
+			if n := count(); n != 0 {
+				t.Errorf("%d failing commits: %d %s events after failed finish %d, want none", fails, n, obs.TurnComplete, i+1)
+			}
+		}
+		if st, err = f.loop.Step(t.Context(), st); err != nil || st.Step != StepDone {
+			t.Fatalf("%d failing commits: finish: %v at %s", fails, err, st.Step)
+		}
+		if n := count(); n != 1 {
+			t.Errorf("%d failing commits: %d %s events, want 1", fails, n, obs.TurnComplete)
+		}
+	}
+}
