@@ -125,6 +125,10 @@ func summaryKey(firstKept string) string {
 	return run + "#0s" + firstKept
 }
 
+// flushCall is the id under which a run marks its memory flush started
+// (store.Runs.StartCall); a run compacts at most once.
+const flushCall = "memory-flush"
+
 // flush is the hidden memory-flush turn: the model sees the conversation
 // and may call memory tools; nothing of it enters the history.
 func (l *Loop) flush(ctx context.Context, a *Agent, st RunState, hist []store.Message) {
@@ -135,6 +139,16 @@ func (l *Loop) flush(ctx context.Context, a *Agent, st RunState, hist []store.Me
 		}
 	}
 	if len(defs) == 0 {
+		return
+	}
+	// A compaction run again (a crash, a retried step before its summary
+	// was written) does not flush again: the memory tools' writes would be
+	// repeated. The flush is best effort, so a store that cannot mark it
+	// skips it.
+	if err := l.Store.StartCall(ctx, st.RunID, flushCall); err != nil {
+		if l.Log != nil && !errors.Is(err, store.ErrExists) {
+			l.Log.Warn("memory flush skipped", "session_id", st.SessionID, "run_id", st.RunID, "error", scrub.Scrub(err.Error()))
+		}
 		return
 	}
 	msgs, err := l.prompt(ctx, a, false)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
@@ -236,5 +237,49 @@ func TestTurnCompleteOnce(t *testing.T) {
 		if n := count(); n != 1 {
 			t.Errorf("%d failing commits: %d %s events, want 1", fails, n, obs.TurnComplete)
 		}
+	}
+}
+
+// A compaction run again after its memory flush (the step failed before
+// the summary was written) does not flush again.
+func TestFlushNotRepeated(t *testing.T) {
+	f, mem := compactFixture(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	summaries := 0
+	f.llm.onEmpty = func(req llm.Request) (llm.Response, error) {
+		switch {
+		case isFlush(req):
+			return callTool("workspace_memory", `{"action":"append","content":"likes tea"}`)(req)
+		case isSummary(req):
+			if summaries++; summaries == 1 {
+				cancel() // the process goes down while the model summarizes
+				return llm.Response{}, context.Canceled
+			}
+			return say("the user asked q0 to q2")(req)
+		}
+		return say("a " + req.Messages[len(req.Messages)-1].Content)(req)
+	}
+	turns(t, f, 3) // 6 messages: the next run sees 7 > 6 and compacts first
+	st, err := f.loop.Enqueue(t.Context(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("q3")}, Autonomy: tool.Full})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for st.Step != StepCompact {
+		if st.Step == StepDone {
+			t.Fatalf("the run did not compact; history %+v", f.history(t, "s"))
+		}
+		if st, err = f.loop.Step(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.loop.Step(ctx, st); err == nil {
+		t.Fatal("compact succeeded while shutting down")
+	}
+	f.runToEnd(t, st)
+	if summaries != 2 {
+		t.Errorf("%d summaries asked, want 2 (the compaction ran again)", summaries)
+	}
+	if diff := cmp.Diff([]string{`{"action":"append","content":"likes tea"}`}, mem.saved); diff != "" {
+		t.Errorf("flush saved (-want +got):\n%s", diff)
 	}
 }
