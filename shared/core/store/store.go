@@ -274,8 +274,9 @@ type Runs interface {
 	// record of its own: a commit that replaces the pending calls (the
 	// next model message) or clears them drops it with them, so it
 	// needs no cleaning up, and the one conditional write that sets it
-	// also tells whether it was set. Drivers call it only for calls that
-	// may not be retried: reads cost nothing.
+	// also tells whether it was set. The loop calls it only for calls that
+	// may not be retried (reads cost nothing), and for a compaction's
+	// memory flush.
 	StartCall(ctx context.Context, runID, callID string) error
 	// NextRun returns the unfinished run with the lowest Seq in a session,
 	// or ErrNotFound when there is none.
