@@ -29,6 +29,10 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(mcpServerVar) != "" {
+		serveMCP()
+		return
+	}
 	dir, err := os.MkdirTemp("", "lambdaclaw-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -3,10 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
@@ -46,7 +51,12 @@ type inlineFixture struct {
 }
 
 func newInlineFixture(t *testing.T) *inlineFixture {
-	env := cloudtest.Setup(t)
+	return inlineFixtureOn(t, cloudtest.Setup(t))
+}
+
+// inlineFixtureOn is newInlineFixture on env, whose settings the test
+// may have changed since cloudtest.Setup.
+func inlineFixtureOn(t *testing.T, env *cloudtest.Env) *inlineFixture {
 	c := &clock{t: time.Now()}
 	// Lambda retries a failed invocation a minute and more later.
 	step := env.PlayInline(t, c.Now, func() { c.advance(2 * time.Minute) })
@@ -328,4 +338,75 @@ func (f *inlineFixture) holdFirstModelCall() (arrived, release chan struct{}) {
 		})
 	})
 	return arrived, release
+}
+
+// TestInlineCrashDuringCall: the invocation dies while a tool call with
+// an external side effect (an MCP server's tool) runs; Lambda invokes it
+// again, which hands the run to the state machine at act. The call, marked
+// started before it ran, is not made again: the model is told it was
+// interrupted, and the run finishes.
+func TestInlineCrashDuringCall(t *testing.T) {
+	env := cloudtest.Setup(t)
+	var calls atomic.Int64
+	arrived, release := make(chan struct{}), make(chan struct{})
+	s := sdk.NewServer(&sdk.Implementation{Name: "remote", Version: "1"}, nil)
+	s.AddTool(&sdk.Tool{Name: "send", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			if calls.Add(1) == 1 {
+				close(arrived)
+			}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "sent"}}}, nil
+		})
+	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	t.Setenv(cloud.MCPVar, `{"servers":{"remote":{"url":"`+srv.URL+`"}}}`)
+	f := inlineFixtureOn(t, env)
+	f.env.LLM.Enqueue(
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_send", Name: "remote__send", Arguments: `{"to":"bob"}`}}},
+		fakellm.Reply{Content: "After the crash."},
+	)
+	st, err := f.sender.Driver.Deliver(t.Context(), agent.Input{
+		SessionID: "s-call", Agent: "default", Messages: []chat.Message{{Role: chat.User, Content: "send it"}},
+		Autonomy: tool.Full, Interactive: true, Reply: agent.Reply{Channel: "ws", To: "conn-s-call"},
+	}, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-arrived
+	f.env.Lambda.Kill()
+	close(release)
+	f.env.Lambda.Wait()
+	if s := f.env.SFN.Started(); !slices.Equal(s, []string{st.RunID}) {
+		t.Fatalf("executions %q, want the run handed over", s)
+	}
+	if x := f.env.SFN.Wait(st.RunID, 10*time.Second); x.Err != nil {
+		t.Fatal(x.Err)
+	}
+	f.runDone(t, st.RunID)
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the tool was called %d times, want once", n)
+	}
+	reqs := f.env.LLM.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("the model was asked %d times, want twice", len(reqs))
+	}
+	var result string
+	for _, m := range reqs[1].Messages {
+		if m.ToolCallID == "call_send" {
+			result = m.Content
+		}
+	}
+	if result != agent.Interrupted {
+		t.Errorf("the model got %q for the call, want %q", result, agent.Interrupted)
+	}
+	if got := f.finals("s-call"); !slices.Equal(got, []string{"After the crash."}) {
+		t.Errorf("final frames %q, want one", got)
+	}
 }

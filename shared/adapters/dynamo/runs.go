@@ -376,11 +376,64 @@ func (s *Store) PendingCalls(ctx context.Context, runID string) ([]chat.ToolCall
 		}
 		return nil, nil
 	}
+	if _, ok := it["calls"]; !ok {
+		return nil, nil // only the marker of a started call (StartCall)
+	}
 	var calls []chat.ToolCall
 	if err := json.Unmarshal([]byte(getS(it, "calls")), &calls); err != nil {
 		return nil, fmt.Errorf("dynamo: pending calls of run %q: decode: %w", runID, err)
 	}
 	return calls, nil
+}
+
+// StartCall adds callID to the string set "started" of the run's CALLS
+// item, on the condition that it is not there: one UpdateItem, whose write
+// units are those of the CALLS item (one for calls whose arguments are
+// under 1 KB). A failed condition is told apart by reading the item: the
+// call started (store.ErrExists), or the run has no CALLS item (its pending
+// calls were cleared or never written), which is then created holding
+// the marker alone, or no run (store.ErrNotFound).
+func (s *Store) StartCall(ctx context.Context, runID, callID string) error {
+	fail := func(err error) error { return fmt.Errorf("dynamo: start call %q of run %q: %w", callID, runID, err) }
+	k := key(pfxRun+runID, skCalls)
+	for attempt := 0; ; attempt++ {
+		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                           s.table,
+			Key:                                 k,
+			UpdateExpression:                    aws.String("ADD started :ids"),
+			ConditionExpression:                 aws.String("attribute_exists(pk) AND NOT contains(started, :id)"),
+			ExpressionAttributeValues:           item{":ids": attrSS([]string{callID}), ":id": attrS(callID)},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		old, failed := condFailed(err)
+		switch {
+		case err == nil:
+			return nil
+		case !failed:
+			return fail(err)
+		case len(old) > 0:
+			return fail(store.ErrExists)
+		case attempt > 0:
+			return fail(errors.New("the pending calls keep changing"))
+		}
+		if _, found, err := s.getRun(ctx, runID); err != nil {
+			return fail(err)
+		} else if !found {
+			return fail(store.ErrNotFound)
+		}
+		now := s.now()
+		it := key(pfxRun+runID, skCalls)
+		it["started"] = attrSS([]string{callID})
+		s.stamp(it, now)
+		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: it, ConditionExpression: aws.String("attribute_not_exists(pk)")})
+		if _, failed := condFailed(err); err == nil || !failed {
+			if err != nil {
+				return fail(err)
+			}
+			return nil
+		}
+		// Written meanwhile: look again.
+	}
 }
 
 // Jobs returns up to limit queued jobs of kind, oldest first. The jobs of

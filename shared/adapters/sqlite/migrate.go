@@ -322,6 +322,12 @@ CREATE TABLE telegram_code_tries (
 	version      INTEGER NOT NULL
 ) STRICT;
 `,
+	// 12: the pending calls that started (store.Runs.StartCall), a JSON
+	// array of call ids; NULL when none did. Replacing or clearing the
+	// pending calls clears it.
+	`
+ALTER TABLE runs ADD COLUMN started TEXT;
+`,
 }
 
 // migrate applies the migrations the database has not seen, in one

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
@@ -219,6 +220,42 @@ func (db *DB) PendingCalls(ctx context.Context, runID string) ([]chat.ToolCall, 
 		return nil, fmt.Errorf("sqlite: pending calls of run %q: decode: %w", runID, err)
 	}
 	return calls, nil
+}
+
+// StartCall records that the run's pending call callID started, in one
+// immediate transaction: store.ErrExists if it had, store.ErrNotFound for
+// an unknown run.
+func (db *DB) StartCall(ctx context.Context, runID, callID string) error {
+	fail := func(err error) error { return fmt.Errorf("sqlite: start call %q of run %q: %w", callID, runID, err) }
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fail(fmt.Errorf("begin: %w", err))
+	}
+	defer tx.Rollback()
+	var raw sql.NullString
+	err = tx.StmtContext(ctx, db.st.getStarted).QueryRowContext(ctx, runID).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fail(store.ErrNotFound)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if raw.Valid {
+		var started []string
+		if err := json.Unmarshal([]byte(raw.String), &started); err != nil {
+			return fail(fmt.Errorf("decode: %w", err))
+		}
+		if slices.Contains(started, callID) {
+			return fail(store.ErrExists)
+		}
+	}
+	if _, err := tx.StmtContext(ctx, db.st.startCall).ExecContext(ctx, callID, runID); err != nil {
+		return fail(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fail(fmt.Errorf("commit: %w", err))
+	}
+	return nil
 }
 
 // Jobs returns up to limit queued jobs of kind, oldest first.

@@ -52,6 +52,8 @@ type statements struct {
 	runMessages *sql.Stmt
 	getRun      *sql.Stmt
 	getCalls    *sql.Stmt
+	getStarted  *sql.Stmt
+	startCall   *sql.Stmt
 	jobs        *sql.Stmt
 	nextRun     *sql.Stmt
 	unfinished  *sql.Stmt
@@ -83,7 +85,10 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 			WHERE id = ? AND owner = ? RETURNING next_seq - 1`},
 		{w, &s.insertRun, `INSERT INTO runs (` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{w, &s.updateRun, `UPDATE runs SET status = ?, state = ?, updated_at = ? WHERE id = ?`},
-		{w, &s.setCalls, `UPDATE runs SET calls = ? WHERE id = ?`},
+		// New pending calls have not started.
+		{w, &s.setCalls, `UPDATE runs SET calls = ?, started = NULL WHERE id = ?`},
+		{w, &s.getStarted, `SELECT started FROM runs WHERE id = ?`},
+		{w, &s.startCall, `UPDATE runs SET started = json_insert(coalesce(started, '[]'), '$[#]', ?) WHERE id = ?`},
 		{w, &s.putJob, `INSERT INTO jobs (kind, id, payload, created_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (kind, id) DO UPDATE SET payload = excluded.payload, created_at = excluded.created_at`},
 		{w, &s.deleteJobs, `DELETE FROM jobs WHERE kind = ? AND id IN (SELECT value FROM json_each(?))`},

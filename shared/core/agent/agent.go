@@ -309,6 +309,9 @@ func (l *Loop) Step(ctx context.Context, st RunState) (RunState, error) {
 	if err := l.commit(ctx, next, c); err != nil {
 		return st, err
 	}
+	if st.Step == StepFinish {
+		l.turnComplete(next)
+	}
 	return next, nil
 }
 

@@ -82,6 +82,8 @@ type echoTool struct {
 	n      int
 	args   []string
 	envs   []tool.Env
+	// during, when set, is called as the tool runs.
+	during func()
 }
 
 func (e *echoTool) Definition() chat.ToolDef {
@@ -93,7 +95,11 @@ func (e *echoTool) Call(_ context.Context, env tool.Env, args json.RawMessage) (
 	e.n++
 	e.args = append(e.args, string(args))
 	e.envs = append(e.envs, env)
+	during := e.during
 	e.mu.Unlock()
+	if during != nil {
+		during()
+	}
 	var a struct{ Text string }
 	if err := json.Unmarshal(args, &a); err != nil {
 		return "", err

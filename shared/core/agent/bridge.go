@@ -61,5 +61,7 @@ func (b *bridge) Call(ctx context.Context, name string, args json.RawMessage) (s
 	case ask:
 		return "", fmt.Errorf("refused: %s needs a person's approval, which a script cannot ask for; call it directly instead of from a script", name)
 	}
-	return b.l.callTool(ctx, b.a, b.st, b.sess, c, scrub.Scrub(c.Arguments), ""), nil
+	// A script's calls are not marked started: the call that runs the
+	// script is, and is not run again.
+	return b.l.callTool(ctx, b.a, b.st, b.sess, c, scrub.Scrub(c.Arguments), "", nil)
 }

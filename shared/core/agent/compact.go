@@ -128,6 +128,10 @@ func summaryKey(firstKept string) string {
 	return run + "#0s" + firstKept
 }
 
+// flushCall is the id under which a run marks its memory flush started
+// (store.Runs.StartCall); a run compacts at most once.
+const flushCall = "memory-flush"
+
 // flush is the hidden memory-flush turn: the model sees the conversation
 // and may call memory tools; nothing of it enters the history. Nobody can
 // be asked in it, so it offers only the memory tools with a write that the
@@ -139,6 +143,16 @@ func summaryKey(firstKept string) string {
 func (l *Loop) flush(ctx context.Context, a *Agent, st RunState, hist []store.Message) {
 	defs := flushTools(a.Registry(), st.Autonomy)
 	if len(defs) == 0 {
+		return
+	}
+	// A compaction run again (a crash, a retried step before its summary
+	// was written) does not flush again: the memory tools' writes would be
+	// repeated. The flush is best effort, so a store that cannot mark it
+	// skips it.
+	if err := l.Store.StartCall(ctx, st.RunID, flushCall); err != nil {
+		if l.Log != nil && !errors.Is(err, store.ErrExists) {
+			l.Log.Warn("memory flush skipped", "session_id", st.SessionID, "run_id", st.RunID, "error", scrub.Scrub(err.Error()))
+		}
 		return
 	}
 	msgs, err := l.prompt(ctx, a, false)
@@ -166,7 +180,7 @@ func (l *Loop) flush(ctx context.Context, a *Agent, st RunState, hist []store.Me
 		}
 		changed := l.watchBootstrap(ctx, a, st, writers)
 		for _, c := range calls {
-			l.callTool(ctx, a, st, sess, c, scrub.Scrub(c.Arguments), decide(a, st, sess, store.Approval{}, c))
+			l.callTool(ctx, a, st, sess, c, scrub.Scrub(c.Arguments), decide(a, st, sess, store.Approval{}, c), nil)
 			l.promptStale(a)
 			saved++
 		}

@@ -72,6 +72,13 @@ func (s split) PendingCalls(ctx context.Context, runID string) ([]chat.ToolCall,
 	}
 	return c, err
 }
+func (s split) StartCall(ctx context.Context, runID, callID string) error {
+	err := s.mem.StartCall(ctx, runID, callID)
+	if errors.Is(err, store.ErrNotFound) {
+		return s.durable.StartCall(ctx, runID, callID)
+	}
+	return err
+}
 
 // Jobs and DeleteJobs reach the durable store: ephemeral runs queue no
 // jobs.

@@ -310,7 +310,12 @@ func (l *Loop) ActCall(ctx context.Context, st RunState, callID string) error {
 // no result yet, in parallel, or only the call with id only when it is
 // set. Each runs with its arguments as the model sent them (the run's
 // pending calls), and its result is written under its own key as soon as
-// it is known, so a retry skips what is done and nothing runs twice.
+// it is known, so a retry skips what is done. A call that may not be
+// retried (tool.Policy.Retryable) is marked started in the store before it
+// runs (store.Runs.StartCall); one found started with no result (the
+// process died, or the step was retried or delivered twice, while it ran)
+// does not run again: its result says it was interrupted. So no side
+// effect is ever repeated; reads run again.
 func (l *Loop) runCalls(ctx context.Context, a *Agent, st RunState, only string) error {
 	am, err := l.Store.GetMessage(ctx, st.SessionID, assistantKey(st.Seq, st.Iteration))
 	if err != nil {
@@ -363,13 +368,20 @@ func (l *Loop) runCalls(ctx context.Context, a *Agent, st RunState, only string)
 	)
 	for _, jb := range jobs {
 		wg.Go(func() {
-			out := l.callTool(ctx, a, st, sess, jb.call, jb.shown.Arguments, jb.refusal)
-			if ctx.Err() != nil {
-				return // shutting down: the call runs again after the restart
+			start := func(p tool.Policy, args json.RawMessage) (bool, error) {
+				return l.startCall(ctx, st, jb.call, p, args)
 			}
-			m := store.Message{SessionID: st.SessionID, Key: jb.key, RunID: st.RunID, CreatedAt: l.now().UTC(),
-				Message: chat.Message{Role: chat.Tool, Content: out, ToolCallID: jb.shown.ID, Name: jb.shown.Name}}
-			if _, err := l.Store.AppendMessage(ctx, m); err != nil {
+			out, err := l.callTool(ctx, a, st, sess, jb.call, jb.shown.Arguments, jb.refusal, start)
+			if err == nil && ctx.Err() != nil {
+				// Shutting down: after the restart a read runs again, and
+				// anything else is reported interrupted.
+				return
+			}
+			if err == nil {
+				_, err = l.Store.AppendMessage(ctx, store.Message{SessionID: st.SessionID, Key: jb.key, RunID: st.RunID, CreatedAt: l.now().UTC(),
+					Message: chat.Message{Role: chat.Tool, Content: out, ToolCallID: jb.shown.ID, Name: jb.shown.Name}})
+			}
+			if err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -381,6 +393,29 @@ func (l *Loop) runCalls(ctx context.Context, a *Agent, st RunState, only string)
 		return err
 	}
 	return ctx.Err()
+}
+
+// Interrupted is the result of a call that started and has no result when
+// its step runs again, and whose tool may not be retried.
+const Interrupted = "error: interrupted by a restart before it finished; it may have partly run. Check what it did before you run it again."
+
+// startCall marks call started before it runs, unless its tool may be
+// retried, and reports whether it may run: false when it had started
+// already, which it events and answers with Interrupted.
+func (l *Loop) startCall(ctx context.Context, st RunState, call chat.ToolCall, p tool.Policy, args json.RawMessage) (bool, error) {
+	if p.Retryable(args) {
+		return true, nil
+	}
+	err := l.Store.StartCall(ctx, st.RunID, call.ID)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, store.ErrExists):
+		l.emit(obs.Event{Type: obs.ToolCallInterrupted, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
+			slog.String("tool_name", call.Name), slog.String("call_id", call.ID)}})
+		return false, nil
+	}
+	return false, fmt.Errorf("start %s call %s: %w", call.Name, call.ID, err)
 }
 
 // decide settles one call in act: the policy's verdict, with a person's
@@ -402,37 +437,48 @@ func decide(a *Agent, st RunState, sess store.Session, ap store.Approval, c chat
 // callTool runs one tool call unless refusal is set, and returns the text
 // the model sees: the tool's output, or why it did not run. c carries the
 // arguments exactly as the model sent them, which the tool receives;
-// shown is their scrubbed form, the only one events carry.
-func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, sess store.Session, c chat.ToolCall, shown, refusal string) string {
+// shown is their scrubbed form, the only one events carry. start, when
+// set, is asked just before the tool runs whether it may (startCall); its
+// error is the only error callTool returns.
+func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, sess store.Session, c chat.ToolCall, shown, refusal string,
+	start func(tool.Policy, json.RawMessage) (bool, error)) (string, error) {
 	if refusal != "" {
-		return refusal
+		return refusal, nil
 	}
 	t, ok := a.Registry().Get(c.Name)
 	if !ok {
 		// A live tool (an MCP server's) gone since the call was judged.
-		return fmt.Sprintf("error: the tool %q is no longer available", c.Name)
+		return fmt.Sprintf("error: the tool %q is no longer available", c.Name), nil
 	}
 	args := strings.TrimSpace(c.Arguments)
 	if args == "" {
 		args = "{}"
 	}
 	if len(args) > l.Limits.toolArgs() {
-		return fmt.Sprintf("error: the arguments are %d bytes, over the limit of %d bytes per call; split the work into smaller calls", len(args), l.Limits.toolArgs())
+		return fmt.Sprintf("error: the arguments are %d bytes, over the limit of %d bytes per call; split the work into smaller calls", len(args), l.Limits.toolArgs()), nil
 	}
 	if !json.Valid([]byte(args)) {
-		return "error: the arguments are not valid JSON; call the tool again with a JSON object"
+		return "error: the arguments are not valid JSON; call the tool again with a JSON object", nil
+	}
+	if start != nil {
+		switch run, err := start(t.Policy(), json.RawMessage(args)); {
+		case err != nil:
+			return "", err
+		case !run:
+			return Interrupted, nil
+		}
 	}
 	l.emit(obs.Event{Type: obs.ToolCallStart, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
 		slog.String("tool_name", c.Name), slog.String("args", truncate(shown, maxEventArgs))}})
 	timeout := cmp.Or(t.Policy().Timeout, l.ToolTimeout, 60*time.Second)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	start := l.now()
+	began := l.now()
 	env := tool.Env{Agent: a.Name, SessionID: st.SessionID, Owner: st.Owner, Workspace: a.Workspace, Channel: st.Reply.Channel, ReplyTo: st.Reply.To,
 		Tools: &bridge{l: l, a: a, st: st, sess: sess, from: c.Name}}
 	out, err := t.Call(cctx, env, json.RawMessage(args))
 	l.emit(obs.Event{Type: obs.ToolCallResult, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
-		slog.String("tool_name", c.Name), slog.Int64("duration_ms", l.now().Sub(start).Milliseconds()), slog.Bool("success", err == nil)}})
+		slog.String("tool_name", c.Name), slog.Int64("duration_ms", l.now().Sub(began).Milliseconds()), slog.Bool("success", err == nil)}})
 	if err != nil {
 		if cctx.Err() == context.DeadlineExceeded {
 			out = fmt.Sprintf("error: %s did not finish within %s", c.Name, timeout)
@@ -443,7 +489,7 @@ func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, sess store.S
 	// Scrub before the final cut, so that a credential is never half kept;
 	// the first cut only bounds the scrubber's work.
 	limit := l.Limits.toolResult()
-	return truncate(scrub.Scrub(cutUTF8(out, 4*limit)), limit)
+	return truncate(scrub.Scrub(cutUTF8(out, 4*limit)), limit), nil
 }
 
 // mayWriteWorkspace says whether call may change a's workspace: its
@@ -553,10 +599,6 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunSta
 			return st, fmt.Errorf("finish: %w", err)
 		}
 	}
-	l.emit(obs.Event{Type: obs.TurnComplete, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
-		slog.Int64("total_duration_ms", l.now().Sub(st.StartedAt).Milliseconds()),
-		slog.Int("iterations", st.Iteration), slog.Bool("success", !st.Failed()),
-		slog.Int("prompt_tokens", st.Usage.PromptTokens), slog.Int("completion_tokens", st.Usage.CompletionTokens)}})
 	// The answer is given before the run is saved as done: a crash in
 	// between gives it again (channels de-duplicate by run id), never not
 	// at all.
@@ -570,6 +612,16 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunSta
 	}
 	st.Step = StepDone
 	return st, nil
+}
+
+// turnComplete emits the end of the run st, once the commit that
+// finishes it succeeded (Step): a finish retried after its commit failed
+// counts the turn once.
+func (l *Loop) turnComplete(st RunState) {
+	l.emit(obs.Event{Type: obs.TurnComplete, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
+		slog.Int64("total_duration_ms", l.now().Sub(st.StartedAt).Milliseconds()),
+		slog.Int("iterations", st.Iteration), slog.Bool("success", !st.Failed()),
+		slog.Int("prompt_tokens", st.Usage.PromptTokens), slog.Int("completion_tokens", st.Usage.CompletionTokens)}})
 }
 
 // Result is the outcome of a run that reached its finish step, as the

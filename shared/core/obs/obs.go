@@ -19,17 +19,20 @@ import (
 
 // Event types of seed 001.
 const (
-	AgentStart         = "agent_start"
-	LLMRequest         = "llm_request"
-	LLMResponse        = "llm_response"
-	ToolCallStart      = "tool_call_start"
-	ToolCallResult     = "tool_call_result"
-	TurnComplete       = "turn_complete"
-	CompactionComplete = "compaction_complete"
-	ApprovalRequested  = "approval_requested"
-	ApprovalResolved   = "approval_resolved"
-	SessionStart       = "session_start"
-	SessionEnd         = "session_end"
+	AgentStart     = "agent_start"
+	LLMRequest     = "llm_request"
+	LLMResponse    = "llm_response"
+	ToolCallStart  = "tool_call_start"
+	ToolCallResult = "tool_call_result"
+	// ToolCallInterrupted: a call found started and without a result
+	// when its step ran again, answered as interrupted, not run again.
+	ToolCallInterrupted = "tool_call_interrupted"
+	TurnComplete        = "turn_complete"
+	CompactionComplete  = "compaction_complete"
+	ApprovalRequested   = "approval_requested"
+	ApprovalResolved    = "approval_resolved"
+	SessionStart        = "session_start"
+	SessionEnd          = "session_end"
 	// BootstrapChanged is a bootstrap file of an agent's workspace (one
 	// that shapes every user's system prompt: IDENTITY.md, SOUL.md,
 	// USER.md, TOOLS.md, AGENTS.md, BOOTSTRAP.md, MEMORY.md) created,

@@ -269,6 +269,20 @@ type Runs interface {
 	// PendingCalls returns the run's pending tool calls, none when there
 	// are none.
 	PendingCalls(ctx context.Context, runID string) ([]chat.ToolCall, error)
+	// StartCall records, durably, that the run's pending call callID is
+	// about to run, and returns ErrExists if that was recorded before:
+	// the call started and may have partly run (a crash, a retried or
+	// duplicated step), so it must not run again unless it may be
+	// retried. It is ErrNotFound for an unknown run.
+	//
+	// The marker is a field of the run's pending calls rather than a
+	// record of its own: a commit that replaces the pending calls (the
+	// next model message) or clears them drops it with them, so it
+	// needs no cleaning up, and the one conditional write that sets it
+	// also tells whether it was set. The loop calls it only for calls that
+	// may not be retried (reads cost nothing), and for a compaction's
+	// memory flush.
+	StartCall(ctx context.Context, runID, callID string) error
 	// NextRun returns the unfinished run with the lowest Seq in a session,
 	// or ErrNotFound when there is none.
 	NextRun(ctx context.Context, sessionID string) (Run, error)

@@ -193,7 +193,12 @@ func (crash) Definition() chat.ToolDef {
 	}
 }
 
-func (crash) Policy() tool.Policy { return tool.Policy{Effect: tool.Read} }
+// Policy: the crash is no read (a read may run again after a restart,
+// which would crash the function again, as the failure test must not
+// see), and it writes nothing that other keys see: it runs without asking
+// under supervised autonomy, as the tests deliver, and a call of it found
+// started is reported interrupted instead of run again.
+func (crash) Policy() tool.Policy { return tool.Policy{Effect: tool.WriteOwn} }
 
 func (crash) Call(context.Context, tool.Env, json.RawMessage) (string, error) {
 	panic("crash tool called")

@@ -28,6 +28,8 @@ type Store struct {
 	// kind and id.
 	calls map[string][]chat.ToolCall
 	jobs  map[string]map[string]store.Job
+	// started are the ids of the pending calls that started, by run id.
+	started map[string]map[string]bool
 	// responses are the stored responses of the Responses API by id.
 	responses map[string]store.Response
 	// drafts are the streamed pieces of runs, by run id.
@@ -53,6 +55,7 @@ func New() *Store {
 		approvals: map[string]store.Approval{},
 		keys:      map[string]store.APIKey{},
 		calls:     map[string][]chat.ToolCall{},
+		started:   map[string]map[string]bool{},
 		jobs:      map[string]map[string]store.Job{},
 		responses: map[string]store.Response{},
 		drafts:    map[string]map[int]string{},
@@ -131,6 +134,7 @@ func (m *Store) DeleteSession(_ context.Context, id string) error {
 		for _, r := range s.runs {
 			delete(m.runs, r)
 			delete(m.calls, r)
+			delete(m.started, r)
 		}
 		for _, a := range s.approvals {
 			delete(m.approvals, a)
@@ -303,8 +307,10 @@ func (m *Store) CommitRun(_ context.Context, c store.Commit) error {
 	switch {
 	case c.Calls != nil:
 		m.calls[c.Run.ID] = slices.Clone(c.Calls)
+		delete(m.started, c.Run.ID)
 	case c.ClearCalls:
 		delete(m.calls, c.Run.ID)
+		delete(m.started, c.Run.ID)
 	}
 	for _, j := range c.Jobs {
 		if m.jobs[j.Kind] == nil {
@@ -325,6 +331,23 @@ func (m *Store) PendingCalls(_ context.Context, runID string) ([]chat.ToolCall, 
 		return nil, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
 	}
 	return slices.Clone(m.calls[runID]), nil
+}
+
+// StartCall implements store.Runs.
+func (m *Store) StartCall(_ context.Context, runID, callID string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.runs[runID]; !ok {
+		return fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+	}
+	if m.started[runID][callID] {
+		return fmt.Errorf("call %s of run %s started: %w", callID, runID, store.ErrExists)
+	}
+	if m.started[runID] == nil {
+		m.started[runID] = map[string]bool{}
+	}
+	m.started[runID][callID] = true
+	return nil
 }
 
 // Jobs implements store.Jobs.

@@ -58,6 +58,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"CommitRun", testCommitRun},
 		{"CommitRunMessages", testCommitRunMessages},
 		{"CommitRunCalls", testCommitRunCalls},
+		{"StartCall", testStartCall},
+		{"StartCallConcurrent", testStartCallConcurrent},
 		{"Jobs", testJobs},
 		{"NextRun", testNextRun},
 		{"UnfinishedSessions", testUnfinishedSessions},
@@ -1091,6 +1093,87 @@ func testCommitRunCalls(t *testing.T, s store.Store) {
 	calls, err = s.PendingCalls(ctx, "r1")
 	must(t, "PendingCalls after clearing", err)
 	diff(t, "PendingCalls after clearing", []chat.ToolCall(nil), calls)
+}
+
+func testStartCall(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "a")
+	r := enqueue(t, s, "a", "r1")
+	other := enqueue(t, s, "a", "r2")
+	wantErr(t, "StartCall of an unknown run", s.StartCall(ctx, "nope", "c1"), store.ErrNotFound)
+	if _, err := s.GetRun(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("StartCall of an unknown run created it: GetRun = %v", err)
+	}
+
+	raw := []chat.ToolCall{{ID: "c1", Name: "exec", Arguments: `{"command":"date"}`}, {ID: "c2", Name: "exec", Arguments: `{"command":"id"}`}}
+	r.Status = store.RunRunning
+	must(t, "CommitRun with calls", s.CommitRun(ctx, store.Commit{Run: r, Calls: raw}))
+	must(t, "StartCall c1", s.StartCall(ctx, "r1", "c1"))
+	wantErr(t, "StartCall c1 again", s.StartCall(ctx, "r1", "c1"), store.ErrExists)
+	must(t, "StartCall c2", s.StartCall(ctx, "r1", "c2"))
+	must(t, "StartCall c1 of another run", s.StartCall(ctx, other.ID, "c1"))
+	calls, err := s.PendingCalls(ctx, "r1")
+	must(t, "PendingCalls", err)
+	diff(t, "PendingCalls after StartCall", raw, calls)
+
+	// A commit that keeps the calls keeps the markers.
+	must(t, "CommitRun keeping calls", s.CommitRun(ctx, store.Commit{Run: r}))
+	wantErr(t, "StartCall c1 after a commit keeping the calls", s.StartCall(ctx, "r1", "c1"), store.ErrExists)
+
+	// New pending calls (the model's next message) have not started,
+	// even where an id repeats.
+	next := []chat.ToolCall{{ID: "c1", Name: "exec", Arguments: `{"command":"uptime"}`}}
+	must(t, "CommitRun replacing calls", s.CommitRun(ctx, store.Commit{Run: r, Calls: next}))
+	must(t, "StartCall c1 of the new calls", s.StartCall(ctx, "r1", "c1"))
+	wantErr(t, "StartCall c1 of the new calls again", s.StartCall(ctx, "r1", "c1"), store.ErrExists)
+	must(t, "StartCall c2 of the new calls", s.StartCall(ctx, "r1", "c2"))
+
+	// Clearing the calls clears the markers.
+	must(t, "CommitRun clearing calls", s.CommitRun(ctx, store.Commit{Run: r, ClearCalls: true}))
+	must(t, "StartCall c1 after clearing", s.StartCall(ctx, "r1", "c1"))
+	calls, err = s.PendingCalls(ctx, "r1")
+	must(t, "PendingCalls after clearing and StartCall", err)
+	diff(t, "PendingCalls after clearing and StartCall", []chat.ToolCall(nil), calls)
+	must(t, "CommitRun with calls again", s.CommitRun(ctx, store.Commit{Run: r, Calls: raw}))
+	must(t, "StartCall c1 of calls written after a marker", s.StartCall(ctx, "r1", "c1"))
+	calls, err = s.PendingCalls(ctx, "r1")
+	must(t, "PendingCalls of calls written after a marker", err)
+	diff(t, "PendingCalls of calls written after a marker", raw, calls)
+
+	// The other run's marker is its own.
+	wantErr(t, "StartCall c1 of the other run again", s.StartCall(ctx, other.ID, "c1"), store.ErrExists)
+	must(t, "DeleteSession", s.DeleteSession(ctx, "a"))
+	wantErr(t, "StartCall after DeleteSession", s.StartCall(ctx, "r1", "c1"), store.ErrNotFound)
+}
+
+// Of several drivers starting the same call at once (a duplicated step),
+// exactly one may run it.
+func testStartCallConcurrent(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "a")
+	r := enqueue(t, s, "a", "r1")
+	r.Status = store.RunRunning
+	must(t, "CommitRun with calls", s.CommitRun(ctx, store.Commit{Run: r, Calls: []chat.ToolCall{{ID: "c1", Name: "exec", Arguments: `{}`}}}))
+	const workers = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Go(func() { errs <- s.StartCall(ctx, "r1", "c1") })
+	}
+	wg.Wait()
+	close(errs)
+	won := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, store.ErrExists):
+			t.Errorf("StartCall: %v, want nil or ErrExists", err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d of %d concurrent StartCall of one call succeeded, want 1", won, workers)
+	}
 }
 
 func testJobs(t *testing.T, s store.Store) {

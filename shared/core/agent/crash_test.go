@@ -1,0 +1,285 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+)
+
+// crashStore is a store whose AppendMessage fails while failing is set
+// (the result of a call that ran is lost, and its step fails), and which
+// counts StartCall.
+type crashStore struct {
+	store.Store
+	failing atomic.Bool
+	starts  atomic.Int64
+}
+
+func (s *crashStore) AppendMessage(ctx context.Context, m store.Message) (bool, error) {
+	if s.failing.Load() {
+		return false, errors.New("disk full")
+	}
+	return s.Store.AppendMessage(ctx, m)
+}
+
+func (s *crashStore) StartCall(ctx context.Context, runID, callID string) error {
+	s.starts.Add(1)
+	return s.Store.StartCall(ctx, runID, callID)
+}
+
+// A call that started and has no result when its act step runs again (a
+// kill -9, a shutdown while it ran, a step retried after the tool ran) is
+// not run again unless its tool may be retried: the model gets
+// Interrupted and the run carries on. The marker is written before the
+// tool runs, for calls that may not be retried only.
+func TestInterruptedCall(t *testing.T) {
+	actions := tool.Policy{Effect: tool.External, ActionArg: "action", Actions: map[string]tool.Effect{"get": tool.Read}}
+	type call struct {
+		policy tool.Policy
+		args   string
+	}
+	calls := []struct {
+		name  string
+		call  call
+		rerun bool
+	}{
+		{name: "external", call: call{tool.Policy{Effect: tool.External}, `{"text":"hi"}`}},
+		{name: "shared write", call: call{tool.Policy{Effect: tool.WriteShared}, `{"text":"hi"}`}},
+		{name: "own write", call: call{tool.Policy{Effect: tool.WriteOwn}, `{"text":"hi"}`}},
+		{name: "idempotent", call: call{tool.Policy{Effect: tool.External, Idempotent: true}, `{"text":"hi"}`}, rerun: true},
+		{name: "read", call: call{tool.Policy{Effect: tool.Read}, `{"text":"hi"}`}, rerun: true},
+		{name: "a read action", call: call{actions, `{"action":"get","text":"hi"}`}, rerun: true},
+		{name: "a write action", call: call{actions, `{"action":"put","text":"hi"}`}},
+	}
+	crashes := []struct {
+		name string
+		// crash takes a run at act to where the crash leaves it, and
+		// returns how many times the tool ran.
+		crash func(t *testing.T, f *fixture, s *crashStore, st RunState, c call) int
+	}{
+		{name: "kill -9 while it ran", crash: func(t *testing.T, f *fixture, s *crashStore, st RunState, c call) int {
+			// What the killed process left: the marker of a call that may
+			// not be retried, and no result.
+			if !c.policy.Retryable(json.RawMessage(c.args)) {
+				if err := s.StartCall(t.Context(), st.RunID, "c1"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return 0
+		}},
+		{name: "shutdown while it ran", crash: func(t *testing.T, f *fixture, _ *crashStore, st RunState, _ call) int {
+			ctx, cancel := context.WithCancel(t.Context())
+			during := f.echo.during
+			f.echo.during = func() { during(); cancel() }
+			if _, err := f.loop.Step(ctx, st); !errors.Is(err, context.Canceled) {
+				t.Fatalf("act during shutdown: %v, want context.Canceled", err)
+			}
+			return 1
+		}},
+		{name: "step retried after the tool ran", crash: func(t *testing.T, f *fixture, s *crashStore, st RunState, _ call) int {
+			s.failing.Store(true)
+			if _, err := f.loop.Step(t.Context(), st); err == nil {
+				t.Fatal("act whose result could not be written succeeded")
+			}
+			s.failing.Store(false)
+			return 1
+		}},
+	}
+	for _, cr := range crashes {
+		for _, tt := range calls {
+			t.Run(cr.name+"/"+tt.name, func(t *testing.T) {
+				f := newFixture(t, 5)
+				s := &crashStore{Store: f.store}
+				f.loop.Store = s
+				ev := &events{}
+				f.loop.Events = ev
+				f.echo.policy = tt.call.policy
+				f.llm.script = append(f.llm.script, callTool("echo", tt.call.args), say("carried on"))
+				st, err := f.loop.Enqueue(t.Context(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("go")}, Autonomy: tool.Full})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for st.Step != StepAct {
+					if st, err = f.loop.Step(t.Context(), st); err != nil {
+						t.Fatal(err)
+					}
+				}
+				// The marker is there by the time the tool runs: asked for
+				// it again then, the store says it exists.
+				var marked []bool
+				f.echo.during = func() {
+					err := f.store.StartCall(t.Context(), st.RunID, "c1")
+					marked = append(marked, errors.Is(err, store.ErrExists))
+				}
+				ran := cr.crash(t, f, s, st, tt.call)
+				starts := s.starts.Load()
+				f.echo.during = func() {}
+				if got := f.runToEnd(t, st); got.Failed() {
+					t.Fatalf("run failed: %s", got.Error)
+				}
+
+				want, wantRuns, wantEvents := Interrupted, ran, 1
+				if tt.rerun {
+					want, wantRuns, wantEvents = "hi", ran+1, 0
+				}
+				if f.echo.n != wantRuns {
+					t.Errorf("the tool ran %d times, want %d", f.echo.n, wantRuns)
+				}
+				hist := f.history(t, "s")
+				if len(hist) != 4 || hist[2].Role != chat.Tool || hist[3].Content != "carried on" {
+					t.Fatalf("history = %+v, want the call, its result and the answer", hist)
+				}
+				if hist[2].Content != want {
+					t.Errorf("result = %q, want %q", hist[2].Content, want)
+				}
+				seen := f.llm.seen[len(f.llm.seen)-1].Messages
+				if got := seen[len(seen)-1].Content; got != want {
+					t.Errorf("the model got %q, want %q", got, want)
+				}
+				var got []map[string]string
+				for _, e := range ev.got {
+					if e.Type == obs.ToolCallInterrupted {
+						got = append(got, attrStrings(e.Attrs))
+					}
+				}
+				if len(got) != wantEvents || wantEvents > 0 && !cmp.Equal(got[0], map[string]string{"tool_name": "echo", "call_id": "c1"}) {
+					t.Errorf("%s events = %v, want %d for echo c1", obs.ToolCallInterrupted, got, wantEvents)
+				}
+				// Calls that may be retried write no marker: reads cost
+				// nothing more.
+				if tt.rerun && s.starts.Load() != 0 {
+					t.Errorf("StartCall called %d times for a call that may be retried", s.starts.Load())
+				}
+				if !tt.rerun && ran > 0 && (len(marked) == 0 || !marked[0] || starts != 1) {
+					t.Errorf("marked started before the tool ran = %v (StartCall called %d times), want true, once", marked, starts)
+				}
+			})
+		}
+	}
+}
+
+// attrStrings are the string attributes of an event.
+func attrStrings(attrs []slog.Attr) map[string]string {
+	out := map[string]string{}
+	for _, a := range attrs {
+		if a.Value.Kind() == slog.KindString {
+			out[a.Key] = a.Value.String()
+		}
+	}
+	return out
+}
+
+// failFinish is a store whose commits that finish a run fail n times
+// (a full disk), then succeed.
+type failFinish struct {
+	store.Store
+	n int
+}
+
+func (s *failFinish) CommitRun(ctx context.Context, c store.Commit) error {
+	if c.Run.Status.Finished() && s.n > 0 {
+		s.n--
+		return errors.New("disk full")
+	}
+	return s.Store.CommitRun(ctx, c)
+}
+
+// A finish whose commit is retried counts the turn once, after the commit
+// that finishes the run.
+func TestTurnCompleteOnce(t *testing.T) {
+	for _, fails := range []int{0, 1, 8} {
+		f := newFixture(t, 5)
+		s := &failFinish{Store: f.store, n: fails}
+		f.loop.Store = s
+		ev := &events{}
+		f.loop.Events = ev
+		f.llm.script = append(f.llm.script, say("hello"))
+		st, err := f.loop.Enqueue(t.Context(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("hi")}, Autonomy: tool.Full})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for st.Step != StepFinish {
+			if st, err = f.loop.Step(t.Context(), st); err != nil {
+				t.Fatal(err)
+			}
+		}
+		count := func() int {
+			n := 0
+			for _, e := range ev.got {
+				if e.Type == obs.TurnComplete {
+					n++
+				}
+			}
+			return n
+		}
+		for i := range fails {
+			if _, err := f.loop.Step(t.Context(), st); err == nil {
+				t.Fatalf("%d failing commits: finish %d succeeded", fails, i+1)
+			}
+			if n := count(); n != 0 {
+				t.Errorf("%d failing commits: %d %s events after failed finish %d, want none", fails, n, obs.TurnComplete, i+1)
+			}
+		}
+		if st, err = f.loop.Step(t.Context(), st); err != nil || st.Step != StepDone {
+			t.Fatalf("%d failing commits: finish: %v at %s", fails, err, st.Step)
+		}
+		if n := count(); n != 1 {
+			t.Errorf("%d failing commits: %d %s events, want 1", fails, n, obs.TurnComplete)
+		}
+	}
+}
+
+// A compaction run again after its memory flush (the step failed before
+// the summary was written) does not flush again.
+func TestFlushNotRepeated(t *testing.T) {
+	f, mem := compactFixture(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	summaries := 0
+	f.llm.onEmpty = func(req llm.Request) (llm.Response, error) {
+		switch {
+		case isFlush(req):
+			return callTool("workspace_memory", `{"action":"append","content":"likes tea"}`)(req)
+		case isSummary(req):
+			if summaries++; summaries == 1 {
+				cancel() // the process goes down while the model summarizes
+				return llm.Response{}, context.Canceled
+			}
+			return say("the user asked q0 to q2")(req)
+		}
+		return say("a " + req.Messages[len(req.Messages)-1].Content)(req)
+	}
+	turns(t, f, 3) // 6 messages: the next run sees 7 > 6 and compacts first
+	st, err := f.loop.Enqueue(t.Context(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("q3")}, Autonomy: tool.Full})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for st.Step != StepCompact {
+		if st.Step == StepDone {
+			t.Fatalf("the run did not compact; history %+v", f.history(t, "s"))
+		}
+		if st, err = f.loop.Step(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.loop.Step(ctx, st); err == nil {
+		t.Fatal("compact succeeded while shutting down")
+	}
+	f.runToEnd(t, st)
+	if summaries != 2 {
+		t.Errorf("%d summaries asked, want 2 (the compaction ran again)", summaries)
+	}
+	if diff := cmp.Diff([]string{`{"action":"append","content":"likes tea"}`}, mem.saved); diff != "" {
+		t.Errorf("flush saved (-want +got):\n%s", diff)
+	}
+}
