@@ -142,7 +142,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		checkIns.Deliver[schedule.DeliverTelegram] = schedule.Via(tgReplier, telegram.ChannelName)
 	}
 	replier[schedule.Channel] = checkIns
-	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompt.New(skills, skill.Env{}), Replier: replier, Events: events, Log: log,
+	prompter := prompt.New(skills, skill.Env{})
+	prompter.Warn = prompt.EventWarn(events.Emit)
+	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompter, Replier: replier, Events: events, Log: log,
 		Limits: agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes, MaxToolArgsBytes: cfg.Limits.MaxToolArgsBytes, MaxToolResultBytes: cfg.Limits.MaxToolResultBytes}}
 	loop.Recorder = mem.Recorder()
 	defer mem.IndexWorkspaces(agents.Current())()

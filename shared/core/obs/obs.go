@@ -29,6 +29,10 @@ const (
 	ApprovalResolved   = "approval_resolved"
 	SessionStart       = "session_start"
 	SessionEnd         = "session_end"
+	// PromptFileSkipped warns that a workspace file was left out of an
+	// agent's system prompt because it cannot be read (attributes agent
+	// and error).
+	PromptFileSkipped = "prompt_file_skipped"
 )
 
 // Event is one observation. Attrs must already be scrubbed of secrets.

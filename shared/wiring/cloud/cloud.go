@@ -258,6 +258,8 @@ func New(ctx context.Context) (*Root, error) {
 	live.SetRecheck(Recheck)
 	prompter := prompt.New(skills, skill.Env{})
 	prompter.Refresh = Recheck
+	events := obs.NewEmitter(log, 1024, emf.New(os.Stderr))
+	prompter.Warn = prompt.EventWarn(events.Emit)
 	identity := agent.Identity{}
 	switch v := getenv("SESSION_SHARING"); v {
 	case "", "shared":
@@ -289,7 +291,7 @@ func New(ctx context.Context) (*Root, error) {
 		Agents:   live,
 		Prompter: prompter,
 		Replier:  router,
-		Events:   obs.NewEmitter(log, 1024, emf.New(os.Stderr)),
+		Events:   events,
 		Recorder: recorder,
 		Log:      log,
 		Limits:   agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes},
