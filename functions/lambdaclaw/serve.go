@@ -99,11 +99,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	skills := skill.NewCatalog(cfg.Home)
 	skills.Warn = func(err error) { log.Warn("skill skipped", "err", err) }
 	jobs := db.Schedule(nil)
-	tools, err := setup.Tools(cfg, skills, true, jobs)
+	quota, err := setup.Quota(cfg)
 	if err != nil {
 		return err
 	}
-	if exec, stopSandbox := localExec(ctx, cfg, log); exec != nil {
+	tools, err := setup.Tools(cfg, skills, quota, jobs)
+	if err != nil {
+		return err
+	}
+	if exec, stopSandbox := localExec(ctx, cfg, log, quota); exec != nil {
 		defer stopSandbox()
 		tools = append(tools, exec)
 	}

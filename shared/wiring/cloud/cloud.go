@@ -225,11 +225,15 @@ func New(ctx context.Context) (*Root, error) {
 	// The engine of check-ins comes before the tools: the schedule tool
 	// makes its jobs.
 	schedules, timers := newSchedule(db, awsCfg, getenv)
-	tools, err := setup.Tools(cfg, skills, true, schedules)
+	quota, err := setup.Quota(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if exec := newExec(ctx, cfg, awsCfg, getenv, files, log); exec != nil {
+	tools, err := setup.Tools(cfg, skills, quota, schedules)
+	if err != nil {
+		return nil, err
+	}
+	if exec := newExec(ctx, cfg, awsCfg, getenv, files, log, quota); exec != nil {
 		tools = append(tools, exec)
 	}
 	builder, err := setup.NewBuilder(ctx, cfg, files, append(tools, memTools...))
