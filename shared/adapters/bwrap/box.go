@@ -146,7 +146,7 @@ func unpack(r io.Reader) error {
 		if err != nil {
 			return err
 		}
-		top, name, _ := strings.Cut(h.Name, "/")
+		top, name, _ := strings.Cut(strings.TrimSuffix(h.Name, "/"), "/")
 		root := roots[top]
 		if root == nil || !fs.ValidPath(name) || name == "." {
 			return fmt.Errorf("unexpected entry %q", h.Name)

@@ -65,7 +65,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 )
 
@@ -326,7 +325,7 @@ func (b *Backend) run(ctx context.Context, req sandbox.Request, workspace string
 	} else {
 		tools = sandbox.ToolFiles(nil)
 	}
-	fill, err := plan(ctx, osroot.New(workspace), filepath.Join(dir, "tmp"), req, tools)
+	fill, err := plan(ctx, workspace, filepath.Join(dir, "tmp"), req, tools)
 	if err != nil {
 		return sandbox.Result{}, fmt.Errorf("sandbox: %w", err)
 	}
@@ -418,6 +417,11 @@ func (b *Backend) run(ctx context.Context, req sandbox.Request, workspace string
 	}
 	if sendErr != nil && !got.done {
 		return res, fmt.Errorf("sandbox: filling it: %w", sendErr)
+	}
+	if !got.done && gotErr == nil && res.Cut == sandbox.NotCut {
+		// The box ended without sending the sandbox back, and no limit
+		// killed it: it failed (its error is the output's last line).
+		return res, fmt.Errorf("sandbox: its first process failed: %s", lastLine(res.Stderr))
 	}
 	if gotErr != nil {
 		res.Stderr += "\n[sandbox: writing the workspace back failed: " + gotErr.Error() + "]"
@@ -624,6 +628,12 @@ func (b *Backend) start(ctx context.Context, req sandbox.Request, prog string, a
 		return res, fmt.Errorf("bubblewrap: %w", werr)
 	}
 	return res, nil
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	return s[strings.LastIndexByte(s, '\n')+1:]
 }
 
 func exitCode(cmd *exec.Cmd, err error) int {

@@ -493,3 +493,28 @@ func TestNoHostPaths(t *testing.T) {
 		}
 	}
 }
+
+// The workspace's directories, empty ones too, are the command's, and the
+// ones it makes or removes are made or removed.
+func TestDirectories(t *testing.T) {
+	f := newFixture(t)
+	for _, d := range []string{"empty", "gone", "notes/deep"} {
+		if err := os.MkdirAll(filepath.Join(f.ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := f.exec(t, sandbox.Request{Command: "find . -type d | sort; rmdir gone && mkdir -p made/sub"})
+	if diff := cmp.Diff(".\n./empty\n./gone\n./notes\n./notes/deep\n", res.Stdout); diff != "" || res.ExitCode != 0 {
+		t.Errorf("directories in the sandbox (-want +got):\n%s%+v", diff, res)
+	}
+	var dirs []string
+	filepath.WalkDir(f.ws, func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.IsDir() && p != f.ws {
+			dirs = append(dirs, p[len(f.ws)+1:])
+		}
+		return nil
+	})
+	if diff := cmp.Diff([]string{"empty", "made", "made/sub", "notes", "notes/deep"}, dirs); diff != "" {
+		t.Errorf("directories after (-want +got):\n%s", diff)
+	}
+}

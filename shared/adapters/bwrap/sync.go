@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 )
@@ -30,6 +31,10 @@ const page = 4 << 10
 // slack is room a tmpfs gets beyond what its files need (their
 // directories, a file grown since it was measured).
 const slack = 1 << 20
+
+// maxHeaders bounds what the tar headers of the files a sandbox sends
+// back take.
+const maxHeaders = 64 << 20
 
 // pages is what n bytes of a file take in a tmpfs.
 func pages(n int64) int64 { return (n + page - 1) / page * page }
@@ -45,6 +50,11 @@ type baseFile struct {
 // directories' tmpfs.
 type fill struct {
 	ws filestore.FS
+	// dir is the workspace's directory, dirs the directories in it: the
+	// file port knows only files, and a command sees empty directories
+	// too.
+	dir  string
+	dirs []string
 	// files are the workspace's regular files; used their sizes' sum.
 	files []filestore.Entry
 	names []string
@@ -62,10 +72,20 @@ type fill struct {
 
 // plan measures what req's sandbox starts with: the workspace's files
 // (their usage, against req.Quota) and the session's /tmp.
-func plan(ctx context.Context, ws filestore.FS, tmp string, req sandbox.Request, tools map[string][]byte) (*fill, error) {
-	f := &fill{ws: ws, tmp: tmp, tools: tools, base: map[string]baseFile{}}
+func plan(ctx context.Context, dir, tmp string, req sandbox.Request, tools map[string][]byte) (*fill, error) {
+	ws := osroot.New(dir)
+	f := &fill{ws: ws, dir: dir, tmp: tmp, tools: tools, base: map[string]baseFile{}}
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && e.IsDir() && p != dir {
+			f.dirs = append(f.dirs, filepath.ToSlash(p[len(dir)+1:]))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the workspace: %w", err)
+	}
 	var wsPages int64
-	err := ws.Walk(ctx, ".", func(name string, e filestore.Entry) error {
+	err = ws.Walk(ctx, ".", func(name string, e filestore.Entry) error {
 		f.names = append(f.names, name)
 		f.files = append(f.files, e)
 		f.used += e.Size
@@ -94,6 +114,11 @@ func plan(ctx context.Context, ws filestore.FS, tmp string, req sandbox.Request,
 // reads it), recording what it sent of the workspace in f.base.
 func (f *fill) send(ctx context.Context, w io.Writer) error {
 	tw := tar.NewWriter(w)
+	for _, d := range f.dirs {
+		if err := tw.WriteHeader(&tar.Header{Name: "workspace/" + d + "/", Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
+			return err
+		}
+	}
 	for _, name := range f.names {
 		data, e, err := f.ws.ReadFile(ctx, name, f.wsSize)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, filestore.ErrNotFile) {
@@ -163,7 +188,9 @@ type back struct {
 func (f *fill) receive(ctx context.Context, r io.Reader, limits sandbox.Limits, quota int64) (back, error) {
 	defer io.Copy(io.Discard, r)
 	var out back
-	tr := tar.NewReader(io.LimitReader(r, f.wsSize+f.tmpSize+slack))
+	// What the box may send is bounded by its disks, and by the tar's
+	// headers: at most maxHeaders of them.
+	tr := tar.NewReader(io.LimitReader(r, f.wsSize+f.tmpSize+maxHeaders))
 	h, err := tr.Next()
 	if errors.Is(err, io.EOF) {
 		return out, nil // the box sent nothing: it did not finish
@@ -198,6 +225,11 @@ func (f *fill) receive(ctx context.Context, r io.Reader, limits sandbox.Limits, 
 		}
 		room = min(room, max(quota-used, 0))
 	}
+	wsRoot, err := os.OpenRoot(f.dir)
+	if err != nil {
+		return out, err
+	}
+	defer wsRoot.Close()
 	present := map[string]bool{}
 	var grown int64
 	for {
@@ -226,13 +258,21 @@ func (f *fill) receive(ctx context.Context, r io.Reader, limits sandbox.Limits, 
 				return out, err
 			}
 		case top == "workspace" && h.Typeflag == tar.TypeDir:
+			present[name] = true
+			if err := wsRoot.MkdirAll(name, 0o755); err != nil {
+				out.kept = append(out.kept, name+"/")
+			}
 		case top == "workspace" && h.Typeflag == tar.TypeReg:
 			present[name] = true
-			data, err := io.ReadAll(io.LimitReader(tr, limits.FileSize+1))
+			b, had := f.base[name]
+			if h.Size > max(limits.FileSize, b.size) {
+				out.kept = append(out.kept, name) // no command wrote it
+				continue
+			}
+			data, err := io.ReadAll(tr)
 			if err != nil {
 				return out, err
 			}
-			b, had := f.base[name]
 			if had && b.size == int64(len(data)) && b.sum == sha256.Sum256(data) {
 				continue
 			}
@@ -278,6 +318,12 @@ func (f *fill) receive(ctx context.Context, r io.Reader, limits sandbox.Limits, 
 			if err := f.ws.Remove(ctx, name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return out, err
 			}
+		}
+	}
+	// Directories the command removed go if they are empty here too.
+	for _, d := range slices.Backward(f.dirs) {
+		if !present[d] {
+			wsRoot.Remove(d)
 		}
 	}
 	slices.Sort(out.kept)
