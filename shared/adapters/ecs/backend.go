@@ -166,7 +166,7 @@ func (b *Backend) Exec(ctx context.Context, req sandbox.Request) (sandbox.Result
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	c := command{Command: req.Command, Workspace: prefix, Wall: req.Wall(), Limits: req.Limits}
+	c := command{Command: req.Command, Workspace: prefix, Wall: req.Wall(), Limits: req.Limits, Quota: req.Quota}
 	if req.Bridge != nil && b.cfg.ServeBridge != nil {
 		c.Bridge = true
 		if b.cfg.ToolFiles != nil {
