@@ -518,3 +518,25 @@ func TestDirectories(t *testing.T) {
 		t.Errorf("directories after (-want +got):\n%s", diff)
 	}
 }
+
+// Executable files stay executable in the sandbox, and what the command
+// makes executable is so in the workspace.
+func TestExecutableBits(t *testing.T) {
+	f := newFixture(t)
+	if err := os.WriteFile(filepath.Join(f.ws, "run.sh"), []byte("#!/bin/sh\necho ran\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.ws, "later.sh"), []byte("#!/bin/sh\necho later\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := f.exec(t, sandbox.Request{Command: "./run.sh && printf '#!/bin/sh\\necho new\\n' > new.sh && chmod +x new.sh later.sh"})
+	if res.Stdout != "ran\n" || res.ExitCode != 0 {
+		t.Errorf("%+v", res)
+	}
+	for _, name := range []string{"run.sh", "new.sh", "later.sh"} {
+		fi, err := os.Stat(filepath.Join(f.ws, name))
+		if err != nil || fi.Mode().Perm()&0o100 == 0 {
+			t.Errorf("%s: %v, %v; want it executable", name, fi.Mode(), err)
+		}
+	}
+}

@@ -44,6 +44,7 @@ type baseFile struct {
 	version filestore.Version
 	size    int64
 	sum     [sha256.Size]byte
+	exec    bool
 }
 
 // fill is what a command's sandbox starts with, and the sizes of its
@@ -55,6 +56,8 @@ type fill struct {
 	// too.
 	dir  string
 	dirs []string
+	// execs are the workspace's executable files.
+	execs map[string]bool
 	// files are the workspace's regular files; used their sizes' sum.
 	files []filestore.Entry
 	names []string
@@ -74,10 +77,19 @@ type fill struct {
 // (their usage, against req.Quota) and the session's /tmp.
 func plan(ctx context.Context, dir, tmp string, req sandbox.Request, tools map[string][]byte) (*fill, error) {
 	ws := osroot.New(dir)
-	f := &fill{ws: ws, dir: dir, tmp: tmp, tools: tools, base: map[string]baseFile{}}
+	f := &fill{ws: ws, dir: dir, tmp: tmp, tools: tools, base: map[string]baseFile{}, execs: map[string]bool{}}
 	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err == nil && e.IsDir() && p != dir {
-			f.dirs = append(f.dirs, filepath.ToSlash(p[len(dir)+1:]))
+		if err != nil || p == dir {
+			return nil
+		}
+		name := filepath.ToSlash(p[len(dir)+1:])
+		switch {
+		case e.IsDir():
+			f.dirs = append(f.dirs, name)
+		case e.Type().IsRegular():
+			if fi, err := e.Info(); err == nil && fi.Mode().Perm()&0o100 != 0 {
+				f.execs[name] = true
+			}
 		}
 		return nil
 	})
@@ -127,8 +139,12 @@ func (f *fill) send(ctx context.Context, w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("the workspace: %w", err)
 		}
-		f.base[name] = baseFile{version: e.Version, size: int64(len(data)), sum: sha256.Sum256(data)}
-		if err := writeEntry(tw, "workspace/"+name, data); err != nil {
+		f.base[name] = baseFile{version: e.Version, size: int64(len(data)), sum: sha256.Sum256(data), exec: f.execs[name]}
+		mode := int64(0o644)
+		if f.execs[name] {
+			mode = 0o755
+		}
+		if err := writeEntryMode(tw, "workspace/"+name, data, mode); err != nil {
 			return err
 		}
 	}
@@ -161,7 +177,11 @@ func (f *fill) send(ctx context.Context, w io.Writer) error {
 }
 
 func writeEntry(tw *tar.Writer, name string, data []byte) error {
-	if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Size: int64(len(data)), Mode: 0o644}); err != nil {
+	return writeEntryMode(tw, name, data, 0o644)
+}
+
+func writeEntryMode(tw *tar.Writer, name string, data []byte, mode int64) error {
+	if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Size: int64(len(data)), Mode: mode}); err != nil {
 		return err
 	}
 	_, err := tw.Write(data)
@@ -273,7 +293,11 @@ func (f *fill) receive(ctx context.Context, r io.Reader, limits sandbox.Limits, 
 			if err != nil {
 				return out, err
 			}
+			exec := h.Mode&0o100 != 0
 			if had && b.size == int64(len(data)) && b.sum == sha256.Sum256(data) {
+				if exec != b.exec {
+					setExec(wsRoot, name, exec)
+				}
 				continue
 			}
 			growth := int64(len(data)) - b.size
@@ -292,6 +316,9 @@ func (f *fill) receive(ctx context.Context, r io.Reader, limits sandbox.Limits, 
 				}
 				out.kept = append(out.kept, name)
 				continue
+			}
+			if exec {
+				setExec(wsRoot, name, true)
 			}
 			grown += growth
 		case top == "workspace":
@@ -332,6 +359,15 @@ func (f *fill) receive(ctx context.Context, r io.Reader, limits sandbox.Limits, 
 	}
 	out.done = true
 	return out, nil
+}
+
+// setExec makes name of root executable, or not; a failure leaves it.
+func setExec(root *os.Root, name string, exec bool) {
+	mode := os.FileMode(0o644)
+	if exec {
+		mode = 0o755
+	}
+	root.Chmod(name, mode)
 }
 
 // copyInto writes r to name of root.
