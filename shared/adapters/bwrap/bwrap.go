@@ -456,6 +456,9 @@ func (b *Backend) args(req sandbox.Request, fill *fill, sock string) []string {
 	size := func(n int64) string { return strconv.FormatInt(n, 10) }
 	a = append(a,
 		"--proc", "/proc", "--dev", "/dev",
+		// /dev is a tmpfs too: read-only but for its shared memory, a
+		// quarter of the disk limit.
+		"--size", size(l.Disk/4), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
 		"--size", size(fill.tmpSize), "--tmpfs", "/tmp",
 		"--size", size(fill.wsSize), "--tmpfs", "/workspace",
 		"--size", size(fill.toolsSize), "--tmpfs", sandbox.ToolsDir,

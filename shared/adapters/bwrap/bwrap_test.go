@@ -132,6 +132,8 @@ func TestExec(t *testing.T) {
 			want: sandbox.Result{Stdout: "rc=1\n"}},
 		{name: "cannot write /usr", command: "touch /usr/x 2>&1; echo $?",
 			want: sandbox.Result{Stdout: "touch: cannot touch '/usr/x': Read-only file system\n1\n"}},
+		{name: "cannot write /dev but its bounded shared memory", command: "touch /dev/x 2>&1; head -c 40000000 /dev/zero > /dev/shm/a; head -c 40000000 /dev/zero > /dev/shm/b; echo $?; echo > /dev/null && echo null",
+			want: sandbox.Result{Stdout: "touch: cannot touch '/dev/x': Read-only file system\n1\nnull\n", Stderr: "head: error writing 'standard output': No space left on device\n"}},
 		{name: "the data directory is not there", command: "cat " + secret + " 2>&1; ls " + f.home + " 2>&1; grep -rs TOPSECRET /workspace /tmp /tools /run /etc; echo done",
 			want: sandbox.Result{Stdout: fmt.Sprintf("cat: %s: No such file or directory\nls: cannot access '%s': No such file or directory\ndone\n", secret, f.home)}},
 		{name: "none of the server's environment", command: "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c LAMBDACLAW_TEST_SECRET; true",
