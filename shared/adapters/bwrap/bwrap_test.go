@@ -542,3 +542,26 @@ func TestExecutableBits(t *testing.T) {
 		}
 	}
 }
+
+// Commands of one session may run at once: each gets the workspace and
+// /tmp, and writes back its own files.
+func TestConcurrentCommands(t *testing.T) {
+	f := newFixture(t)
+	f.exec(t, sandbox.Request{Command: "echo shared > /tmp/t"})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			res, err := f.b.Exec(context.Background(), sandbox.Request{Owner: "key:1", Agent: "a", SessionID: "s1",
+				Command: fmt.Sprintf("cat /tmp/t && echo %d > out%d.txt && echo %d > /tmp/mine%d", i, i, i, i)})
+			if err != nil || res.Stdout != "shared\n" || res.ExitCode != 0 {
+				t.Errorf("command %d: %+v, %v", i, res, err)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range 4 {
+		if b, err := os.ReadFile(filepath.Join(f.ws, fmt.Sprintf("out%d.txt", i))); err != nil || string(b) != fmt.Sprintln(i) {
+			t.Errorf("out%d.txt: %q, %v", i, b, err)
+		}
+	}
+}

@@ -148,9 +148,11 @@ func (f *fill) send(ctx context.Context, w io.Writer) error {
 			return err
 		}
 	}
+	// Another command of the session may be replacing /tmp: what
+	// vanishes meanwhile is left out.
 	err := filepath.WalkDir(f.tmp, func(p string, e fs.DirEntry, err error) error {
 		if err != nil || p == f.tmp {
-			return err
+			return nil
 		}
 		rel := filepath.ToSlash(p[len(f.tmp)+1:])
 		switch {
@@ -159,7 +161,7 @@ func (f *fill) send(ctx context.Context, w io.Writer) error {
 		case e.Type().IsRegular():
 			data, err := os.ReadFile(p)
 			if err != nil {
-				return err
+				return nil
 			}
 			return writeEntry(tw, "tmp/"+rel, data)
 		}
@@ -383,18 +385,24 @@ func copyInto(root *os.Root, name string, r io.Reader) error {
 	return err
 }
 
-// swapDir makes next the directory at dir, removing what dir held.
+// swapDir makes next the directory at dir, removing what dir held; of two
+// commands of a session ending together, the last one's /tmp stays.
 func swapDir(dir, next string) error {
-	var rnd [6]byte
-	rand.Read(rnd[:])
-	old := dir + ".old-" + hex.EncodeToString(rnd[:])
-	if err := os.Rename(dir, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	var err error
+	for range 3 {
+		var rnd [6]byte
+		rand.Read(rnd[:])
+		old := dir + ".old-" + hex.EncodeToString(rnd[:])
+		if err = os.Rename(dir, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		err = os.Rename(next, dir)
+		os.RemoveAll(old)
+		if err == nil {
+			return nil
+		}
 	}
-	if err := os.Rename(next, dir); err != nil {
-		return err
-	}
-	return os.RemoveAll(old)
+	return fmt.Errorf("the session's /tmp: %w", err)
 }
 
 // usage is the sum of the sizes of ws's regular files.
