@@ -84,6 +84,9 @@ func TestExec(t *testing.T) {
 			want: []string{"No such file or directory", "end"}, not: []string{"PLANTED-7f3a9c"}},
 		{name: "none of the server's environment", command: "env; cat /proc/1/environ",
 			want: []string{"HOME=/workspace"}, not: []string{"OPENAI", "LAMBDACLAW", providerKey, g.home}},
+		{name: "no host path in /proc", command: "tr '\\0' ' ' < /proc/1/cmdline; echo; cat /proc/[0-9]*/mountinfo /proc/[0-9]*/cmdline; ls -l /proc/[0-9]*/cwd 2>&1",
+			// The server runs in its data directory, g.home.
+			want: []string{"/opt/lambdaclaw/lambdaclaw sandbox-init --box"}, not: []string{g.home}},
 		{name: "a fork bomb", command: "b() { b | b & }; b; sleep 30", timeout: 3,
 			want: []string{"stopped: it started more than 256 processes"}},
 		{name: "a 2 GB allocation", command: "dd if=/dev/zero of=/dev/null bs=2G count=1",

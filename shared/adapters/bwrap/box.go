@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path"
 	"path/filepath"
 	"strings"
@@ -64,6 +65,8 @@ func box(initArgs []string, stderr io.Writer) error {
 	for _, fd := range []int{fdIn, fdOut, fdStop} {
 		syscall.CloseOnExec(fd)
 	}
+	// The command may signal its pid 1: it goes on.
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM)
 	in, out, stop := os.NewFile(fdIn, "in"), os.NewFile(fdOut, "out"), os.NewFile(fdStop, "stop")
 	err := unpack(in)
 	in.Close()

@@ -128,6 +128,8 @@ func TestExec(t *testing.T) {
 		// loopback of its own and no other interface.
 		{name: "no network, not even loopback", command: "bash -c 'echo > /dev/tcp/127.0.0.1/" + port + "' 2>&1; cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '",
 			want: sandbox.Result{Stdout: "bash: connect: Connection refused\nbash: line 1: /dev/tcp/127.0.0.1/" + port + ": Connection refused\nlo\n"}},
+		{name: "signals to pid 1 change nothing", command: "for s in TERM INT HUP QUIT USR1 USR2 PIPE ALRM KILL STOP; do kill -$s 1; done; echo alive",
+			want: sandbox.Result{Stdout: "alive\n"}},
 		{name: "no nested user namespaces", command: "unshare -U true 2>/dev/null; echo rc=$?",
 			want: sandbox.Result{Stdout: "rc=1\n"}},
 		{name: "cannot write /usr", command: "touch /usr/x 2>&1; echo $?",
