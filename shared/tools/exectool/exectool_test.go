@@ -62,7 +62,7 @@ func TestCall(t *testing.T) {
 			want:    "exit code: 137\nstopped: it ran past its time limit of 5s and was killed\nstdout:",
 			wantReq: &sandbox.Request{Owner: "key:1", Agent: "a", SessionID: "s", Command: "sleep 100", Timeout: 5 * time.Second, Limits: limits}},
 		{name: "over the disk", args: `{"command":"dd if=/dev/zero of=/tmp/x"}`,
-			res:  sandbox.Result{ExitCode: 1, Cut: sandbox.Disk, Stderr: "dd: No space left on device\n"},
+			res: sandbox.Result{ExitCode: 1, Cut: sandbox.Disk, Stderr: "dd: No space left on device\n"},
 			want: "exit code: 1\nstopped: it wrote more than its disk limit of 256 MiB (its /tmp and what it adds to /workspace together) or than the workspace's quota has room for; " +
 				"writes failed with \"No space left on device\", and what did not fit was not kept\nstdout:\nstderr:\ndd: No space left on device"},
 		{name: "stderr scrubbed", args: `{"command":"env"}`,
