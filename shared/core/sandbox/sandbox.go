@@ -48,8 +48,10 @@ type Request struct {
 	// Limits.WallTime means Limits.WallTime.
 	Timeout time.Duration
 	Limits  Limits
-	// Workspace is the agent's workspace, mounted read-write at
-	// /workspace. A backend that runs elsewhere syncs it in and back.
+	// Workspace is the agent's workspace, read-write at /workspace: a
+	// backend gives the command a copy of its regular files and writes
+	// back what the command changed (never links), within Limits.Disk
+	// and Quota.
 	Workspace filestore.FS
 	// Quota, when positive, is the most the workspace may hold (the sum
 	// of its regular files' sizes): what the command adds to it counts
