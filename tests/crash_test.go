@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,11 +62,11 @@ func serveMCP() {
 }
 
 // killDuringCall has the model make call, with a full-autonomy key in a
-// stateful session; once the call has written its first line into log
-// (the tool is running), it kills the server (SIGKILL) and starts it
-// again. It returns the model's request after the restart, which holds
-// the call's result, and the lines of log once the run is over.
-func killDuringCall(t *testing.T, g *gateway, fake *fakellm.Server, call fakellm.ToolCall, log string) (fakellm.Request, []string) {
+// stateful session; once the call's side effect shows in lines (the tool
+// is running), it kills the server (SIGKILL) and starts it again. It
+// returns the model's request after the restart, which holds the call's
+// result, and lines once the run is over.
+func killDuringCall(t *testing.T, g *gateway, fake *fakellm.Server, call fakellm.ToolCall, lines func() []string) (fakellm.Request, []string) {
 	t.Helper()
 	key := g.createKey(t, "--name", "full", "--autonomy", "full")
 	fake.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{call}}, fakellm.Reply{Content: "carried on"})
@@ -76,7 +77,7 @@ func killDuringCall(t *testing.T, g *gateway, fake *fakellm.Server, call fakellm
 	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if b, _ := os.ReadFile(log); strings.Contains(string(b), "start\n") {
+		if slices.Contains(lines(), "start") {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -98,11 +99,15 @@ func killDuringCall(t *testing.T, g *gateway, fake *fakellm.Server, call fakellm
 	if got := ask(t, g.client(key), "and now?", session("crash")); got != "echo: and now?" {
 		t.Errorf("next turn = %q", got)
 	}
-	b, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
+	return reqs[1], lines()
+}
+
+// logLines returns the lines of the file at path.
+func logLines(path string) func() []string {
+	return func() []string {
+		b, _ := os.ReadFile(path)
+		return strings.Fields(string(b))
 	}
-	return reqs[1], strings.Fields(string(b))
 }
 
 // wantInterrupted checks that the model got the interrupted result of
@@ -134,8 +139,22 @@ func TestKilledExecNotRepeated(t *testing.T) {
 	fake := newFake(t)
 	g := startGateway(t, fake, "")
 	waitEvent(t, g, "exec tool offered", nil)
-	call := execCall("call_exec", "echo start >> crash.log; sleep 5; echo end >> crash.log", 0)
-	req, lines := killDuringCall(t, g, fake, call, filepath.Join(g.workspace(), "crash.log"))
+	// A command works on a copy of the workspace, written back when it
+	// ends; its start is told at once through the tool bridge, a file of
+	// its own in starts/ each time it runs.
+	call := execCall("call_exec", `lambdaclaw-tool write_file "{\"path\":\"starts/$(date +%s%N).txt\",\"content\":\"start\"}" && sleep 5 && echo end >> crash.log`, 0)
+	dir := filepath.Join(g.workspace(), "starts")
+	starts := func() []string {
+		var lines []string
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+			lines = append(lines, strings.Fields(string(b))...)
+		}
+		b, _ := os.ReadFile(filepath.Join(g.workspace(), "crash.log"))
+		return append(lines, strings.Fields(string(b))...)
+	}
+	req, lines := killDuringCall(t, g, fake, call, starts)
 	wantInterrupted(t, g, req, "call_exec", lines)
 }
 
@@ -154,6 +173,6 @@ func TestKilledMCPCallNotRepeated(t *testing.T) {
 		t.Fatal(err)
 	}
 	call := fakellm.ToolCall{ID: "call_mcp", Name: "appender__append", Arguments: string(args)}
-	req, lines := killDuringCall(t, g, fake, call, log)
+	req, lines := killDuringCall(t, g, fake, call, logLines(log))
 	wantInterrupted(t, g, req, "call_mcp", lines)
 }

@@ -84,6 +84,9 @@ func TestExec(t *testing.T) {
 			want: []string{"No such file or directory", "end"}, not: []string{"PLANTED-7f3a9c"}},
 		{name: "none of the server's environment", command: "env; cat /proc/1/environ",
 			want: []string{"HOME=/workspace"}, not: []string{"OPENAI", "LAMBDACLAW", providerKey, g.home}},
+		{name: "no host path in /proc", command: "tr '\\0' ' ' < /proc/1/cmdline; echo; cat /proc/[0-9]*/mountinfo /proc/[0-9]*/cmdline; ls -l /proc/[0-9]*/cwd 2>&1",
+			// The server runs in its data directory, g.home.
+			want: []string{"/opt/lambdaclaw/lambdaclaw sandbox-init --box"}, not: []string{g.home}},
 		{name: "a fork bomb", command: "b() { b | b & }; b; sleep 30", timeout: 3,
 			want: []string{"stopped: it started more than 256 processes"}},
 		{name: "a 2 GB allocation", command: "dd if=/dev/zero of=/dev/null bs=2G count=1",
@@ -268,5 +271,106 @@ func TestExecSavedScript(t *testing.T) {
 	md, ok := fileContent(g, "skills/count_files/SKILL.md")
 	if !ok || !strings.Contains(md, "sandbox_script") {
 		t.Errorf("SKILL.md = %q", md)
+	}
+}
+
+// One key's exec cannot starve the others: a command writing a gigabyte
+// into /tmp or filling the workspace is cut at the sandbox's disk limit or
+// the workspace quota, the data directory does not grow, and another key's
+// write_file still works.
+func TestExecDisk(t *testing.T) {
+	t.Parallel()
+	bwrapInstalled(t)
+	fake := newFake(t)
+	g := startGateway(t, fake, "sandbox:\n  limits: {disk: 8MB}\nlimits:\n  workspace_quota_bytes: 5000000\n")
+	hog := g.createKey(t, "--name", "hog", "--autonomy", "full")
+	other := g.createKey(t, "--name", "other", "--autonomy", "full")
+	waitEvent(t, g, "exec tool offered", nil)
+	for _, tt := range []struct{ name, command string }{
+		{"a gigabyte into /tmp", "head -c 1100000000 /dev/zero > /tmp/big"},
+		{"the workspace filled", "for i in 1 2 3; do head -c 3000000 /dev/zero > big$i.bin; done"},
+	} {
+		got := runExec(t, g, fake, hog, "hog", tt.command, 0)
+		if !strings.Contains(got, "stopped: it wrote more than its disk limit of 8 MiB") {
+			t.Errorf("%s: the result does not give the disk limit:\n%s", tt.name, tail(got, 2000))
+		}
+	}
+	var home int64
+	filepath.WalkDir(g.home, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				home += fi.Size()
+			}
+		}
+		return err
+	})
+	if home > 30<<20 {
+		t.Errorf("the data directory holds %d bytes after the commands", home)
+	}
+	fake.Reset()
+	fake.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_w", Name: "write_file", Arguments: `{"path":"mine.txt","content":"still works"}`}}},
+		fakellm.Reply{Content: "written"})
+	ask(t, g.client(other), "write it", session("other"))
+	if res, _ := toolResult(fake.Requests()[1], "call_w"); !strings.Contains(res, "created mine.txt") {
+		t.Errorf("another key's write_file after the commands: %s", res)
+	}
+}
+
+// A bootstrap file that cannot be read (here a link out of the workspace)
+// is left out of the prompt with a warning event: every key's turns go
+// on, and the console answers 404 for it. exec cannot leave such a link.
+func TestUnreadableBootstrapFile(t *testing.T) {
+	t.Parallel()
+	bwrapInstalled(t)
+	fake := newFake(t)
+	g := startGateway(t, fake, "")
+	full := g.createKey(t, "--name", "full", "--autonomy", "full")
+	g.writeWorkspaceFile("SOUL.md", "You are calm.")
+	got := runExec(t, g, fake, full, "link", "ln -sf ../../config.yaml SOUL.md && echo linked", 0)
+	if !strings.Contains(got, "linked") || !strings.Contains(got, "not written back") {
+		t.Errorf("exec result:\n%s", got)
+	}
+	if soul, _ := fileContent(g, "SOUL.md"); soul != "You are calm." {
+		t.Errorf("SOUL.md after exec = %q", soul)
+	}
+	// The link made by someone else on the host.
+	soul := filepath.Join(g.workspace(), "SOUL.md")
+	if err := os.Remove(soul); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../config.yaml", soul); err != nil {
+		t.Fatal(err)
+	}
+	// Every turn answers; the prompt, rebuilt within a second
+	// (prompt.DefaultRefresh), leaves SOUL.md out.
+	holdsSoul := func(key string) bool {
+		fake.Reset()
+		fake.Enqueue(fakellm.Reply{Content: "fine"})
+		if got := ask(t, g.client(key), "hello", session("after-link")); got != "fine" {
+			t.Fatalf("a turn after the link: %q", got)
+		}
+		return slices.ContainsFunc(fake.Requests()[0].Messages, func(m fakellm.Message) bool { return strings.Contains(m.Content, "## SOUL.md") })
+	}
+	for deadline := time.Now().Add(5 * time.Second); holdsSoul(full); {
+		if time.Now().After(deadline) {
+			t.Fatal("the prompt still holds SOUL.md")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if holdsSoul(g.firstKey()) {
+		t.Error("another key's prompt holds SOUL.md")
+	}
+	waitEvent(t, g, "prompt_file_skipped", map[string]string{"agent": "default"})
+	for path, status := range map[string]int{"SOUL.md": 404, "a%00b": 400} {
+		req, _ := http.NewRequest("GET", g.addr+"/v1/lambdaclaw/agents/default/files/"+path, nil)
+		req.Header.Set("Authorization", "Bearer "+full)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != status {
+			t.Errorf("console file %s: %d, want %d", path, resp.StatusCode, status)
+		}
 	}
 }

@@ -24,7 +24,7 @@ type bubblewrap interface {
 // (bubblewrap unless sandbox.backend says otherwise) and the function that
 // stops it, or no tool when the backend is none or does not work, which
 // it logs with the reason: exec never runs unsandboxed.
-func localExec(ctx context.Context, cfg *config.Config, log *slog.Logger) (tool.Tool, func()) {
+func localExec(ctx context.Context, cfg *config.Config, log *slog.Logger, quota *workspace.Quota) (tool.Tool, func()) {
 	none := func() {}
 	switch cfg.Sandbox.Backend {
 	case config.SandboxNone:
@@ -51,7 +51,7 @@ func localExec(ctx context.Context, cfg *config.Config, log *slog.Logger) (tool.
 		log.Warn("exec tool not offered", "reason", err.Error())
 		return nil, none
 	}
-	t, err := setup.ExecTool(cfg, backend, 0)
+	t, err := setup.ExecTool(cfg, backend, 0, quota)
 	if err != nil {
 		backend.Close()
 		log.Warn("exec tool not offered", "reason", err.Error())

@@ -99,11 +99,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	skills := skill.NewCatalog(cfg.Home)
 	skills.Warn = func(err error) { log.Warn("skill skipped", "err", err) }
 	jobs := db.Schedule(nil)
-	tools, err := setup.Tools(cfg, skills, true, jobs)
+	quota, err := setup.Quota(cfg)
 	if err != nil {
 		return err
 	}
-	if exec, stopSandbox := localExec(ctx, cfg, log); exec != nil {
+	tools, err := setup.Tools(cfg, skills, quota, jobs)
+	if err != nil {
+		return err
+	}
+	if exec, stopSandbox := localExec(ctx, cfg, log, quota); exec != nil {
 		defer stopSandbox()
 		tools = append(tools, exec)
 	}
@@ -142,7 +146,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		checkIns.Deliver[schedule.DeliverTelegram] = schedule.Via(tgReplier, telegram.ChannelName)
 	}
 	replier[schedule.Channel] = checkIns
-	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompt.New(skills, skill.Env{}), Replier: replier, Events: events, Log: log,
+	prompter := prompt.New(skills, skill.Env{})
+	prompter.Warn = prompt.EventWarn(events.Emit)
+	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompter, Replier: replier, Events: events, Log: log,
 		Limits: agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes, MaxToolArgsBytes: cfg.Limits.MaxToolArgsBytes, MaxToolResultBytes: cfg.Limits.MaxToolResultBytes}}
 	loop.Recorder = mem.Recorder()
 	defer mem.IndexWorkspaces(agents.Current())()

@@ -6,24 +6,41 @@
 // (seccomp.go) and unable to make further user namespaces, dies with the
 // server, sees an empty environment but
 // PATH, HOME=/workspace and LANG, the host's /usr and /bin, /lib* read-only,
-// the agent's workspace read-write at /workspace, a /tmp of its own session
+// a copy of the agent's workspace at /workspace, a /tmp of its own session
 // and no network at all.
 //
 // A session's sandbox is its directory under <home>/sandbox/ (named by a
-// hash of owner, agent and session id, so another owner never shares it):
-// each exec is a fresh bwrap invocation over the same /tmp, kept for Idle
-// after its last exec and then removed by the reaper; New removes whatever
-// a crashed server left there.
+// hash of owner, agent and session id, so another owner never shares it),
+// which keeps its /tmp between commands: each exec is a fresh bwrap
+// invocation, kept for Idle after its last exec and then removed by the
+// reaper; New removes whatever a crashed server left there.
 //
-// Limits are set inside the sandbox before the shell starts: by
-// util-linux's prlimit and taskset where they are installed, else by a
-// small helper, this program itself re-executed as "sandbox-init" (Init);
-// either sets the rlimits (data, processes, file size, CPU time) and the
-// CPU affinity, then execs /bin/sh. The kernel does not apply RLIMIT_NPROC to root,
-// so a server running as root puts each command in a pids cgroup of its
-// own as well, and refuses to run anything when it cannot make one. The
-// wall time and the output limit are enforced here: the whole process tree
-// is killed (its pid namespace goes with bwrap) when either is passed.
+// Disk: /workspace, /tmp and /tools are each a tmpfs of bounded size, so a
+// command cannot fill the host's disk while it runs. The sandbox's pid 1
+// is the helper, this program itself re-executed as "sandbox-init --box"
+// (box.go): it fills them from a tar the server streams (the workspace's
+// regular files, the session's /tmp, the tools' descriptions), runs the
+// command, and when it ends (or the server stops it at a limit) kills
+// what is left and streams /tmp and /workspace back. The server then keeps
+// that /tmp for the session and writes back to the workspace the files the
+// command changed (sync.go): each only if nobody changed it meanwhile, and
+// only as much growth as the disk limit (less /tmp) and the workspace
+// quota's room allow; links and other files that are not regular are
+// refused. Nothing in the sandbox names a host path of the data directory
+// or the server's working directory: pid 1 is the helper, run as
+// /opt/lambdaclaw/lambdaclaw in /workspace, and the only bind mounts of
+// host directories are /usr, a few files of /etc, the helper and the
+// bridge's socket directory (made under the system's temporary directory).
+//
+// Limits are set by the helper again (Init without --box), the command's
+// first process: it sets the rlimits (data, processes, file size, CPU
+// time) and the CPU affinity, then execs /bin/sh. The kernel does not
+// apply RLIMIT_NPROC to root, so a server running as root puts each
+// command in a pids cgroup of its own as well, and refuses to run anything
+// when it cannot make one. The wall time and the output limit are
+// enforced here: the box is told to stop the command, and the whole
+// process tree is killed (its pid namespace goes with bwrap) if it does
+// not end within stopGrace.
 package bwrap
 
 import (
@@ -83,9 +100,6 @@ type Config struct {
 	Log  *slog.Logger
 	// Now is the clock of the reaper; default time.Now.
 	Now func() time.Time
-	// UseHelper sets the limits with the helper (Init) even where
-	// util-linux's prlimit and taskset are installed, which start faster.
-	UseHelper bool
 }
 
 // Backend runs commands under bubblewrap. It is safe for concurrent use.
@@ -95,20 +109,18 @@ type Backend struct {
 	pids *cgroup // nil when the server is not root
 	// filter is the seccomp program; nil on an architecture without one.
 	filter []byte
-	// prlimit and taskset are util-linux's programs under /usr (so the
-	// same inside the sandbox), empty to use the helper instead.
-	prlimit, taskset string
-	mu               sync.Mutex
-	boxes            map[string]*box
-	stop             chan struct{}
-	reaped           sync.WaitGroup
+	mu     sync.Mutex
+	boxes  map[string]*session
+	stop   chan struct{}
+	reaped sync.WaitGroup
 }
 
 // execSeq numbers the commands of this process, for their cgroups' names.
 var execSeq atomic.Int64
 
-// box is one session's sandbox: its directory and when it was last used.
-type box struct {
+// session is one session's sandbox: its directory and when it was last
+// used.
+type session struct {
 	dir      string
 	lastUsed time.Time
 	running  int
@@ -143,17 +155,11 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	b := &Backend{cfg: cfg, dir: filepath.Join(cfg.Home, "sandbox"), boxes: map[string]*box{}, stop: make(chan struct{})}
+	b := &Backend{cfg: cfg, dir: filepath.Join(cfg.Home, "sandbox"), boxes: map[string]*session{}, stop: make(chan struct{})}
 	if f, err := seccompFilter(); err == nil {
 		b.filter = f
 	} else {
 		cfg.Log.Warn("sandbox: no seccomp filter", "err", err.Error())
-	}
-	if !cfg.UseHelper {
-		b.prlimit, b.taskset = usrProgram("prlimit"), usrProgram("taskset")
-		if b.prlimit == "" || b.taskset == "" {
-			b.prlimit, b.taskset = "", ""
-		}
 	}
 	if err := os.RemoveAll(b.dir); err != nil {
 		return nil, fmt.Errorf("bwrap: removing orphaned sandboxes: %w", err)
@@ -178,7 +184,7 @@ func (b *Backend) Close() error {
 	b.reaped.Wait()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.boxes = map[string]*box{}
+	b.boxes = map[string]*session{}
 	return os.RemoveAll(b.dir)
 }
 
@@ -240,7 +246,7 @@ func (b *Backend) acquire(req sandbox.Request) (string, func(), error) {
 	defer b.mu.Unlock()
 	bx, ok := b.boxes[k]
 	if !ok {
-		bx = &box{dir: filepath.Join(b.dir, k)}
+		bx = &session{dir: filepath.Join(b.dir, k)}
 		if err := os.MkdirAll(filepath.Join(bx.dir, "tmp"), 0o700); err != nil {
 			return "", nil, fmt.Errorf("sandbox directory: %w", err)
 		}
@@ -313,22 +319,25 @@ func (b *Backend) run(ctx context.Context, req sandbox.Request, workspace string
 		return sandbox.Result{}, fmt.Errorf("sandbox: %w", err)
 	}
 	defer os.RemoveAll(run)
-	if err := writeTools(filepath.Join(run, "tools"), req.Bridge); err != nil {
-		return sandbox.Result{}, err
+	var tools map[string][]byte
+	if req.Bridge != nil {
+		tools = sandbox.ToolFiles(req.Bridge.Tools())
+	} else {
+		tools = sandbox.ToolFiles(nil)
 	}
-	sock := filepath.Join(run, "sock")
-	if err := os.Mkdir(sock, 0o700); err != nil {
+	fill, err := plan(ctx, workspace, filepath.Join(dir, "tmp"), req, tools)
+	if err != nil {
 		return sandbox.Result{}, fmt.Errorf("sandbox: %w", err)
 	}
+	// The socket's directory is bound into the sandbox, whose mount table
+	// shows where it came from: it is made outside the data directory.
+	sock, err := os.MkdirTemp("", "lambdaclaw-bridge-")
+	if err != nil {
+		return sandbox.Result{}, fmt.Errorf("sandbox: %w", err)
+	}
+	defer os.RemoveAll(sock)
 	if req.Bridge != nil {
-		// A socket's path has at most 107 bytes: it is bound through a
-		// descriptor of its directory, however deep the data directory.
-		d, err := os.Open(sock)
-		if err != nil {
-			return sandbox.Result{}, fmt.Errorf("tool bridge: %w", err)
-		}
-		defer d.Close()
-		ln, err := net.Listen("unix", fmt.Sprintf("/proc/self/fd/%d/%s", d.Fd(), filepath.Base(sandbox.SocketPath)))
+		ln, err := net.Listen("unix", filepath.Join(sock, filepath.Base(sandbox.SocketPath)))
 		if err != nil {
 			return sandbox.Result{}, fmt.Errorf("tool bridge: %w", err)
 		}
@@ -343,18 +352,52 @@ func (b *Backend) run(ctx context.Context, req sandbox.Request, workspace string
 			<-done
 		}()
 	}
-	args := b.args(req, workspace, filepath.Join(dir, "tmp"), run, sock)
-	var extra []*os.File
+	args := b.args(req, fill, sock)
+	// The box's descriptors: 3 bwrap's seccomp program (or /dev/null), 4
+	// what the sandbox starts with, 5 what it sends back, 6 the stop.
+	var fds [4]*os.File
 	if b.filter != nil {
 		f, err := seccompFile(run, b.filter)
 		if err != nil {
 			return sandbox.Result{}, err
 		}
-		defer f.Close()
-		extra = append(extra, f) // fd 3
+		fds[0] = f
 		args = append([]string{"--seccomp", "3"}, args...)
+	} else if fds[0], err = os.Open(os.DevNull); err != nil {
+		return sandbox.Result{}, fmt.Errorf("sandbox: %w", err)
+	}
+	defer fds[0].Close()
+	var pipes [6]*os.File // in, out, stop: read and write ends
+	for i := 0; i < len(pipes); i += 2 {
+		if pipes[i], pipes[i+1], err = os.Pipe(); err != nil {
+			return sandbox.Result{}, fmt.Errorf("sandbox: %w", err)
+		}
+		defer pipes[i].Close()
+		defer pipes[i+1].Close()
+	}
+	inR, inW, outR, outW, stopR, stopW := pipes[0], pipes[1], pipes[2], pipes[3], pipes[4], pipes[5]
+	fds[1], fds[2], fds[3] = inR, outW, stopR
+	var (
+		sent            sync.WaitGroup
+		sendErr, gotErr error
+		got             back
+	)
+	started := func() {
+		// The box's ends are its own now; the box's end of what it
+		// sends is closed once it (and bwrap) are gone.
+		inR.Close()
+		outW.Close()
+		stopR.Close()
+		sent.Go(func() {
+			sendErr = fill.send(ctx, inW)
+			inW.Close()
+		})
+		sent.Go(func() {
+			got, gotErr = fill.receive(ctx, outR, req.Limits, req.Quota)
+		})
 	}
 	var cg *execCgroup
+	prog := b.cfg.Bwrap
 	if b.pids != nil {
 		cg, err = b.pids.make(fmt.Sprintf("%d-%d", os.Getpid(), execSeq.Add(1)), req.Limits.Pids)
 		if err != nil {
@@ -364,17 +407,38 @@ func (b *Backend) run(ctx context.Context, req sandbox.Request, workspace string
 		// The shell joins the cgroup, then becomes bwrap: every process of
 		// the sandbox is born in it.
 		args = append([]string{"-c", `echo $$ >"$1" && shift && exec "$@"`, "sh", cg.procs, b.cfg.Bwrap}, args...)
-		return b.start(ctx, req, "/bin/sh", args, extra, cg)
+		prog = "/bin/sh"
 	}
-	return b.start(ctx, req, b.cfg.Bwrap, args, extra, nil)
+	res, err := b.start(ctx, req, prog, args, fds[:], started, stopW, cg)
+	inW.Close()
+	sent.Wait()
+	if err != nil {
+		return res, err
+	}
+	if sendErr != nil && !got.done {
+		return res, fmt.Errorf("sandbox: filling it: %w", sendErr)
+	}
+	if !got.done && gotErr == nil && res.Cut == sandbox.NotCut {
+		// The box ended without sending the sandbox back, and no limit
+		// killed it: it failed (its error is the output's last line).
+		return res, fmt.Errorf("sandbox: its first process failed: %s", lastLine(res.Stderr))
+	}
+	if gotErr != nil {
+		res.Stderr += "\n[sandbox: writing the workspace back failed: " + gotErr.Error() + "]"
+	}
+	res.Stderr += sandbox.KeptNote(got.kept)
+	if got.full && (res.Cut == sandbox.NotCut || res.Cut == sandbox.FileSize) {
+		res.Cut = sandbox.Disk
+	}
+	return res, nil
 }
 
-// args are bubblewrap's arguments for req.
-func (b *Backend) args(req sandbox.Request, workspace, tmp, run, sock string) []string {
+// args are bubblewrap's arguments for req, whose sandbox starts with fill.
+func (b *Backend) args(req sandbox.Request, fill *fill, sock string) []string {
 	l := req.Limits
 	a := []string{
 		"--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--die-with-parent", "--new-session", "--cap-drop", "ALL", "--as-pid-1",
 		"--uid", "1000", "--gid", "1000", "--hostname", "sandbox",
 		"--clearenv", "--setenv", "PATH", sandboxPath, "--setenv", "HOME", "/workspace", "--setenv", "LANG", "C.UTF-8",
 		"--ro-bind", "/usr", "/usr",
@@ -389,11 +453,15 @@ func (b *Backend) args(req sandbox.Request, workspace, tmp, run, sock string) []
 	for _, f := range etcFiles {
 		a = append(a, "--ro-bind-try", f, f)
 	}
+	size := func(n int64) string { return strconv.FormatInt(n, 10) }
 	a = append(a,
 		"--proc", "/proc", "--dev", "/dev",
-		"--bind", tmp, "/tmp",
-		"--bind", workspace, "/workspace",
-		"--ro-bind", filepath.Join(run, "tools"), sandbox.ToolsDir,
+		// /dev is a tmpfs too: read-only but for its shared memory, a
+		// quarter of the disk limit.
+		"--size", size(l.Disk/4), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+		"--size", size(fill.tmpSize), "--tmpfs", "/tmp",
+		"--size", size(fill.wsSize), "--tmpfs", "/workspace",
+		"--size", size(fill.toolsSize), "--tmpfs", sandbox.ToolsDir,
 		"--bind", sock, filepath.Dir(sandbox.SocketPath),
 		"--ro-bind", b.cfg.Helper, helperPath,
 		"--symlink", helperPath, clientDir+"/"+ClientName,
@@ -402,54 +470,13 @@ func (b *Backend) args(req sandbox.Request, workspace, tmp, run, sock string) []
 		"--",
 	)
 	cpuSeconds := strconv.Itoa(int(req.Wall().Seconds()) + 1)
-	if b.prlimit == "" {
-		return append(a, helperPath, InitCommand,
-			"--memory", strconv.FormatInt(l.Memory, 10),
-			"--pids", strconv.Itoa(l.Pids),
-			"--file-size", strconv.FormatInt(l.FileSize, 10),
-			"--cpu-seconds", cpuSeconds,
-			"--cpus", strconv.Itoa(l.CPUs),
-			"--", "/bin/sh", "-c", req.Command)
-	}
-	// The same limits as Init's, set by prlimit on itself before it runs
-	// taskset, which runs the shell.
-	return append(a, b.prlimit,
-		"--data="+strconv.FormatInt(l.Memory, 10),
-		"--nproc="+strconv.Itoa(l.Pids),
-		"--fsize="+strconv.FormatInt(l.FileSize, 10),
-		"--cpu="+cpuSeconds,
-		"--core=0", "--nofile=1024",
-		"--", b.taskset, "--cpu-list", cpuList(l.CPUs),
-		"/bin/sh", "-c", req.Command)
-}
-
-// usrProgram is the path of a program found on PATH under /usr (or /bin,
-// a link to /usr/bin), which the sandbox sees at the same path; "" if
-// there is none.
-func usrProgram(name string) string {
-	p, err := exec.LookPath(name)
-	if err != nil || !filepath.IsAbs(p) {
-		return ""
-	}
-	if real, err := filepath.EvalSymlinks(p); err == nil && strings.HasPrefix(real, "/usr/") {
-		return real
-	}
-	return ""
-}
-
-// cpuList names the first n CPUs this process may run on, for taskset.
-func cpuList(n int) string {
-	set, err := firstCPUs(n)
-	if err != nil {
-		return "0"
-	}
-	var cpus []string
-	for i := range 1024 {
-		if set.IsSet(i) {
-			cpus = append(cpus, strconv.Itoa(i))
-		}
-	}
-	return strings.Join(cpus, ",")
+	return append(a, helperPath, InitCommand, boxFlag,
+		"--memory", strconv.FormatInt(l.Memory, 10),
+		"--pids", strconv.Itoa(l.Pids),
+		"--file-size", strconv.FormatInt(l.FileSize, 10),
+		"--cpu-seconds", cpuSeconds,
+		"--cpus", strconv.Itoa(l.CPUs),
+		"--", "/bin/sh", "-c", req.Command)
 }
 
 // firstCPUs is the set of the first n CPUs this process may run on.
@@ -488,32 +515,15 @@ func seccompFile(dir string, filter []byte) (*os.File, error) {
 	return f, nil
 }
 
-// writeTools writes the descriptions of the bridge's tools into dir.
-func writeTools(dir string, br sandbox.Bridge) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("tool descriptions: %w", err)
-	}
-	var files map[string][]byte
-	if br != nil {
-		files = sandbox.ToolFiles(br.Tools())
-	} else {
-		files = sandbox.ToolFiles(nil)
-	}
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return fmt.Errorf("tool descriptions: %w", err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			return fmt.Errorf("tool descriptions: %w", err)
-		}
-	}
-	return nil
-}
+// stopGrace is how long the box has to stop a command cut by a limit and
+// send the sandbox back before everything is killed.
+const stopGrace = 10 * time.Second
 
 // start runs the sandbox's process and collects its result, cutting it at
-// the wall time and the output limit.
-func (b *Backend) start(ctx context.Context, req sandbox.Request, prog string, args []string, extra []*os.File, cg *execCgroup) (sandbox.Result, error) {
+// the wall time and the output limit: it writes to stop, which has the box
+// kill the command, and kills the whole process group if that is not over
+// within stopGrace. started is called once the process runs.
+func (b *Backend) start(ctx context.Context, req sandbox.Request, prog string, args []string, extra []*os.File, started func(), stop *os.File, cg *execCgroup) (sandbox.Result, error) {
 	cmd := exec.Command(prog, args...)
 	cmd.Env = []string{}
 	cmd.ExtraFiles = extra
@@ -538,22 +548,39 @@ func (b *Backend) start(ctx context.Context, req sandbox.Request, prog string, a
 		errR.Close()
 		return sandbox.Result{}, fmt.Errorf("starting bubblewrap: %w", err)
 	}
+	started()
 	var (
-		cutMu sync.Mutex
-		cut   sandbox.Cut
+		cutMu  sync.Mutex
+		cut    sandbox.Cut
+		exited bool
+		grace  *time.Timer
 	)
+	// hardKill kills the process group, bwrap's; its pid namespace dies
+	// with it.
+	hardKill := func() {
+		cutMu.Lock()
+		defer cutMu.Unlock()
+		if !exited {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}
 	kill := func(why sandbox.Cut) {
 		cutMu.Lock()
+		defer cutMu.Unlock()
 		if cut == sandbox.NotCut {
 			cut = why
 		}
-		cutMu.Unlock()
-		// The process group is bwrap; its pid namespace dies with it.
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if grace == nil && !exited {
+			stop.Write([]byte{1})
+			grace = time.AfterFunc(stopGrace, hardKill)
+		}
 	}
 	timer := time.AfterFunc(req.Wall(), func() { kill(sandbox.WallTime) })
 	defer timer.Stop()
-	stopCtx := context.AfterFunc(ctx, func() { kill(sandbox.WallTime) })
+	stopCtx := context.AfterFunc(ctx, func() {
+		kill(sandbox.WallTime)
+		hardKill()
+	})
 	defer stopCtx()
 	var stdout, stderr capped
 	stdout.limit, stderr.limit = req.Limits.Output, req.Limits.Output
@@ -571,6 +598,12 @@ func (b *Backend) start(ctx context.Context, req sandbox.Request, prog string, a
 		})
 	}
 	readers.Wait()
+	cutMu.Lock()
+	exited = true // from here on, the process group's id may be another's
+	if grace != nil {
+		grace.Stop()
+	}
+	cutMu.Unlock()
 	werr := cmd.Wait()
 	res := sandbox.Result{Stdout: stdout.String(), Stderr: stderr.String(), Duration: time.Since(start)}
 	cutMu.Lock()
@@ -598,6 +631,12 @@ func (b *Backend) start(ctx context.Context, req sandbox.Request, prog string, a
 		return res, fmt.Errorf("bubblewrap: %w", werr)
 	}
 	return res, nil
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	return s[strings.LastIndexByte(s, '\n')+1:]
 }
 
 func exitCode(cmd *exec.Cmd, err error) int {

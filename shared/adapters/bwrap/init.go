@@ -13,11 +13,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Init is the helper that bwrap starts in the sandbox (the InitCommand
-// subcommand of the helper program): it sets the limits its flags name on
-// itself, then execs the command after "--", which inherits them. It
+// Init is the helper program's InitCommand. Started by bwrap with "--box"
+// first, it is the sandbox's pid 1 (box), which runs itself again without
+// it as the command's first process: that sets the limits its flags name
+// on itself, then execs the command after "--", which inherits them. It
 // returns only on failure.
 func Init(args []string, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == boxFlag {
+		return box(args[1:], stderr)
+	}
 	fs := flag.NewFlagSet(InitCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	memory := fs.Int64("memory", 0, "data (heap and private writable mappings) of each process, bytes")
@@ -60,6 +64,9 @@ func Init(args []string, stderr io.Writer) error {
 	err := syscall.Exec(cmd[0], cmd, os.Environ())
 	return fmt.Errorf("sandbox-init: exec %s: %w", cmd[0], err)
 }
+
+// boxFlag makes Init the sandbox's pid 1.
+const boxFlag = "--box"
 
 // pinCPUs keeps the process on the first n CPUs it may use.
 func pinCPUs(n int) error {

@@ -166,7 +166,7 @@ func (b *Backend) Exec(ctx context.Context, req sandbox.Request) (sandbox.Result
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	c := command{Command: req.Command, Workspace: prefix, Wall: req.Wall(), Limits: req.Limits}
+	c := command{Command: req.Command, Workspace: prefix, Wall: req.Wall(), Limits: req.Limits, Quota: req.Quota}
 	if req.Bridge != nil && b.cfg.ServeBridge != nil {
 		c.Bridge = true
 		if b.cfg.ToolFiles != nil {
@@ -184,9 +184,7 @@ func (b *Backend) Exec(ctx context.Context, req sandbox.Request) (sandbox.Result
 		return sandbox.Result{}, fmt.Errorf("ecs sandbox: the task could not run the command: %s", res.Error)
 	}
 	out := sandbox.Result{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, Cut: res.Cut, Duration: res.Duration}
-	if len(res.Kept) > 0 {
-		out.Stderr += fmt.Sprintf("\n[sandbox: not written back to the workspace, changed there meanwhile or over the limits: %s]", strings.Join(res.Kept, ", "))
-	}
+	out.Stderr += sandbox.KeptNote(res.Kept)
 	if res.WriteBack != "" {
 		out.Stderr += "\n[sandbox: writing the workspace back failed: " + res.WriteBack + "]"
 	}

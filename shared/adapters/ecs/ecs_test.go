@@ -509,6 +509,41 @@ func TestWorkspaceLimitsAndLinks(t *testing.T) {
 	}
 }
 
+// TestWorkspaceQuota: what a command adds to the workspace is written back
+// within the quota's room and the disk limit; the rest is not, and the
+// command is reported cut by the disk limit.
+func TestWorkspaceQuota(t *testing.T) {
+	r := newRig(t, time.Minute, nil)
+	r.write(t, "seed.txt", strings.Repeat("s", 100))
+	tests := []struct {
+		name    string
+		quota   int64
+		limits  sandbox.Limits
+		command string
+		files   []string
+		cut     sandbox.Cut
+	}{
+		{"within", 10_000, sandbox.Limits{}, "head -c 600 /dev/zero > a.bin", []string{"a.bin", "seed.txt"}, sandbox.NotCut},
+		{"over the quota", 1_500, sandbox.Limits{}, "head -c 600 /dev/zero > b.bin; head -c 600 /dev/zero > c.bin", []string{"a.bin", "b.bin", "seed.txt"}, sandbox.Disk},
+		{"over the disk limit", 0, sandbox.Limits{Disk: 1 << 20}, "head -c 1500000 /dev/zero > d.bin", []string{"a.bin", "b.bin", "seed.txt"}, sandbox.Disk},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := r.backend.Exec(t.Context(), sandbox.Request{Owner: "key:a", Agent: "main", SessionID: "s1", Command: tt.command,
+				Limits: tt.limits, Workspace: r.workspace, Quota: tt.quota})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Cut != tt.cut {
+				t.Errorf("cut %q, want %q: %+v", got.Cut, tt.cut, got)
+			}
+			if diff := cmp.Diff(tt.files, slices.Sorted(maps.Keys(r.files(t)))); diff != "" {
+				t.Errorf("workspace (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestMain makes the test binary also the bridge's client in the tests'
 // commands: "bridge-client SOCKET LINE" sends LINE and prints the reply.
 func TestMain(m *testing.M) {

@@ -67,6 +67,10 @@ type command struct {
 	Wall time.Duration `json:"wall,omitempty"`
 	// Limits are the command's limits; memory and CPU are also the task's.
 	Limits sandbox.Limits `json:"limits"`
+	// Quota, when positive, is the workspace's quota (sandbox.Request):
+	// the runner writes back no more growth than it has room for, nor
+	// than Limits.Disk.
+	Quota int64 `json:"quota,omitempty"`
 	// Bridge offers the tool bridge during the command, whose tools
 	// Tools describes (files by name under the tools directory).
 	Bridge bool              `json:"bridge,omitempty"`

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 )
 
 // Limits of the runner.
@@ -56,14 +57,16 @@ type Runner struct {
 	Logf func(format string, args ...any)
 
 	// workspace is the prefix synced into Dir; base what was synced of
-	// each file, by name.
+	// each file, by name; used the remote workspace's size, as synced in.
 	workspace string
 	base      map[string]synced
+	used      int64
 }
 
-// synced is a file as the last sync left it on both sides.
+// synced is a file as the last sync left it on both sides, and its size.
 type synced struct {
 	remote, local filestore.Version
+	size          int64
 }
 
 // Serve runs commands until the runner closes after Idle without one
@@ -181,8 +184,15 @@ func (r *Runner) handle(ctx context.Context, n int, c command) result {
 	if res.Error != "" {
 		return res
 	}
-	kept, err := r.syncOut(ctx, remote, local, limits.FileSize)
+	room := limits.Disk
+	if c.Quota > 0 {
+		room = min(room, max(c.Quota-r.used, 0))
+	}
+	kept, over, err := r.syncOut(ctx, remote, local, limits.FileSize, room)
 	res.Kept = kept
+	if over && (res.Cut == sandbox.NotCut || res.Cut == sandbox.FileSize) {
+		res.Cut = sandbox.Disk
+	}
 	if err != nil {
 		res.WriteBack = err.Error()
 	}
@@ -226,12 +236,13 @@ func (r *Runner) syncIn(ctx context.Context, remote filestore.FS, local *osroot.
 		if err != nil {
 			return err
 		}
-		r.base[name] = synced{remote: re.Version, local: le.Version}
+		r.base[name] = synced{remote: re.Version, local: le.Version, size: int64(len(data))}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
+	r.used = total
 	var stale []string
 	count := 0
 	err = local.Walk(ctx, ".", func(name string, _ filestore.Entry) error {
@@ -261,10 +272,16 @@ func (r *Runner) syncIn(ctx context.Context, remote filestore.FS, local *osroot.
 
 // syncOut writes the files the command added or changed to the remote
 // workspace and deletes those it deleted, each only if the remote file is
-// still what was synced in. It returns the names it left as they are
-// (changed remotely meanwhile, or over the limits), sorted.
-func (r *Runner) syncOut(ctx context.Context, remote filestore.FS, local *osroot.FS, maxFile int64) ([]string, error) {
-	var kept []string
+// still what was synced in, and growing the workspace by room bytes at
+// most. It returns the names it left as they are (changed remotely
+// meanwhile, or over the limits), sorted, and whether any was over room.
+// Links and other files that are not regular are not written back.
+func (r *Runner) syncOut(ctx context.Context, remote filestore.FS, local *osroot.FS, maxFile, room int64) ([]string, bool, error) {
+	var (
+		kept  []string
+		over  bool
+		grown int64
+	)
 	present := map[string]bool{}
 	var total int64
 	cv, _ := remote.(filestore.ContentVersioner)
@@ -288,11 +305,16 @@ func (r *Runner) syncOut(ctx context.Context, remote filestore.FS, local *osroot
 			kept = append(kept, name)
 			return nil
 		}
+		growth := int64(len(data)) - b.size
+		if growth > 0 && grown+growth > room {
+			kept, over = append(kept, name), true
+			return nil
+		}
 		cond := filestore.Absent
 		if had {
 			cond = b.remote
 			if cv != nil && cv.ContentVersion(data) == b.remote {
-				r.base[name] = synced{remote: b.remote, local: le.Version} // touched, same bytes
+				r.base[name] = synced{remote: b.remote, local: le.Version, size: b.size} // touched, same bytes
 				return nil
 			}
 		}
@@ -305,12 +327,13 @@ func (r *Runner) syncOut(ctx context.Context, remote filestore.FS, local *osroot
 		if err != nil {
 			return err
 		}
-		r.base[name] = synced{remote: re.Version, local: le.Version}
+		r.base[name] = synced{remote: re.Version, local: le.Version, size: int64(len(data))}
+		grown += growth
 		return nil
 	})
 	if err != nil {
 		slices.Sort(kept)
-		return kept, err
+		return kept, over, err
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.base)) {
 		if present[name] {
@@ -322,17 +345,17 @@ func (r *Runner) syncOut(ctx context.Context, remote filestore.FS, local *osroot
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
-			return kept, err
+			return kept, over, err
 		case re.Version != b.remote:
 			kept = append(kept, name)
 		default:
 			if err := remote.Remove(ctx, name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return kept, err
+				return kept, over, err
 			}
 		}
 	}
 	slices.Sort(kept)
-	return kept, nil
+	return kept, over, nil
 }
 
 // emptyDir removes everything in dir, keeping dir.

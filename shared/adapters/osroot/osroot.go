@@ -118,6 +118,19 @@ func fail(op, name string, err error) error {
 	return &fs.PathError{Op: op, Path: name, Err: bare(err)}
 }
 
+// outside is err, the failure to follow name in r, as errEscapes when name
+// is a link that cannot be followed inside the directory (it leads out of
+// it).
+func outside(r *os.Root, name string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if fi, lerr := r.Lstat(name); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return errEscapes
+	}
+	return err
+}
+
 // entry describes fi, found at name.
 func entry(name string, fi fs.FileInfo) filestore.Entry {
 	e := filestore.Entry{Name: path.Base(name), ModTime: fi.ModTime(), Mode: fi.Mode().Type()}
@@ -165,7 +178,7 @@ func (f *FS) ReadFile(ctx context.Context, name string, limit int64) ([]byte, fi
 	defer r.Close()
 	fi, err := r.Stat(name)
 	if err != nil {
-		return nil, filestore.Entry{}, fail("read", name, err)
+		return nil, filestore.Entry{}, fail("read", name, outside(r, name, err))
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, entry(name, fi), fail("read", name, filestore.ErrNotFile)
@@ -405,8 +418,14 @@ func resolveLinks(r *os.Root, name string) (string, error) {
 	return "", syscall.ELOOP
 }
 
-// errEscapes is a link leading out of the FS; its text is os.Root's.
-var errEscapes = errors.New("path escapes from parent")
+// errEscapes is a link leading out of the FS; its text is os.Root's. It
+// matches filestore.ErrNotFile: to the FS, such a link is no regular file.
+var errEscapes error = escapeError{}
+
+type escapeError struct{}
+
+func (escapeError) Error() string        { return "path escapes from parent" }
+func (escapeError) Is(target error) bool { return target == filestore.ErrNotFile }
 
 // writeAtomic replaces name inside r with data through a temporary file
 // in the same directory, synced, and a rename.

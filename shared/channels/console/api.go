@@ -528,13 +528,15 @@ func (c *Console) file(w http.ResponseWriter, r *http.Request, k store.APIKey) e
 		return err
 	}
 	p := r.PathValue("path")
-	if !fs.ValidPath(p) || p == "." {
+	if !fs.ValidPath(p) || p == "." || strings.ContainsFunc(p, unicode.IsControl) {
 		return badRequest("%q is not a file path inside the workspace", p)
 	}
 	data, e, err := ws.ReadFile(r.Context(), p, MaxFileBytes)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid):
 		return notFound("the file " + strconv.Quote(p))
+	case errors.Is(err, filestore.ErrNotFile):
+		return &apiError{http.StatusNotFound, "not_found", fmt.Sprintf("%q is not a regular file of the workspace (a directory, a device or a link leading out of it)", p)}
 	case err != nil:
 		return failed("read file", err)
 	}

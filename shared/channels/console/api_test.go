@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
@@ -38,8 +40,9 @@ var (
 )
 
 type fixture struct {
-	c  *console.Console
-	db *sqlite.DB
+	c    *console.Console
+	db   *sqlite.DB
+	home string
 }
 
 // newFixture is a console over a real database, workspace directory,
@@ -118,7 +121,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{c: c, db: db}
+	return &fixture{c: c, db: db, home: home}
 }
 
 // do calls the API as key k and returns the status and the body decoded,
@@ -296,6 +299,56 @@ func TestAPI(t *testing.T) {
 				t.Errorf("body (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A workspace path the console cannot show (a link a command left leading
+// out of the workspace, a device, a directory, a NUL byte) is answered 404
+// or 400, never 500.
+func TestFileUnreadable(t *testing.T) {
+	f := newFixture(t)
+	ws := filepath.Join(f.home, "agents", "main")
+	if err := os.WriteFile(filepath.Join(f.home, "config.yaml"), []byte("secret: x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"SOUL.md": "../../config.yaml", "abs.md": filepath.Join(f.home, "config.yaml"), "dev.md": "/dev/zero"} {
+		if err := os.Remove(filepath.Join(ws, name)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(ws, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mkfifo(filepath.Join(ws, "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path string
+		status     int
+		code       string
+	}{
+		{"a link leaving the workspace", "SOUL.md", 404, "not_found"},
+		{"an absolute link", "abs.md", 404, "not_found"},
+		{"a link to a device", "dev.md", 404, "not_found"},
+		{"a named pipe", "pipe", 404, "not_found"},
+		{"a directory", "notes", 404, "not_found"},
+		{"a NUL byte", "a%00b.md", 400, "invalid_request"},
+		{"a NUL byte in a directory's name", "notes%00/plan.md", 400, "invalid_request"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, got := f.do(t, keyA, "GET", "/v1/lambdaclaw/agents/main/files/"+tt.path, "")
+			if status != tt.status {
+				t.Fatalf("status %d, want %d: %v", status, tt.status, got)
+			}
+			if diff := cmp.Diff(js(t, apiErr(tt.code)), onlyCode(got)); diff != "" {
+				t.Errorf("body (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// The agent's view still lists its files.
+	if status, got := f.do(t, keyA, "GET", "/v1/lambdaclaw/agents/main", ""); status != 200 {
+		t.Errorf("the agent's view: %d %v", status, got)
 	}
 }
 

@@ -38,6 +38,10 @@ const (
 	// USER.md, TOOLS.md, AGENTS.md, BOOTSTRAP.md, MEMORY.md) created,
 	// changed or deleted by a tool call, with the owner whose run made it.
 	BootstrapChanged = "bootstrap_changed"
+	// PromptFileSkipped warns that a workspace file was left out of an
+	// agent's system prompt because it cannot be read (attributes agent
+	// and error).
+	PromptFileSkipped = "prompt_file_skipped"
 )
 
 // Event is one observation. Attrs must already be scrubbed of secrets.

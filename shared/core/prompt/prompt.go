@@ -7,12 +7,15 @@ package prompt
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
@@ -34,6 +37,11 @@ type Builder struct {
 	// are looked at again; zero looks at them on every call. Changes made
 	// by an agent's own tools are seen at once (see Stale).
 	Refresh time.Duration
+	// Warn, when set, is told of each workspace file left out of an
+	// agent's prompt because it cannot be read (a link leaving the
+	// workspace, a device, a directory), once each time the prompt is
+	// assembled anew; the turn goes on without it.
+	Warn func(agent string, err error)
 
 	cache workspace.PromptCache
 
@@ -46,6 +54,14 @@ type assembled struct {
 	msgs []chat.Message
 	day  string
 	at   time.Time
+}
+
+// EventWarn is a Warn that emits each skipped file as an
+// obs.PromptFileSkipped event.
+func EventWarn(emit func(obs.Event)) func(agent string, err error) {
+	return func(agent string, err error) {
+		emit(obs.Event{Type: obs.PromptFileSkipped, Attrs: []slog.Attr{slog.String("agent", agent), slog.String("error", scrub.Scrub(err.Error()))}})
+	}
 }
 
 // DefaultRefresh is the Refresh of New: edits to workspace files and
@@ -103,9 +119,14 @@ func (b *Builder) systemPrompt(ctx context.Context, a *agent.Agent) ([]chat.Mess
 			return slices.Clone(p.msgs), nil
 		}
 	}
-	msgs, err := b.cache.SystemPrompt(ctx, a.Name, a.Workspace, t)
+	msgs, skipped, err := b.cache.SystemPrompt(ctx, a.Name, a.Workspace, t)
 	if err != nil {
 		return nil, fmt.Errorf("prompt: agent %s: %w", a.Name, err)
+	}
+	if b.Warn != nil {
+		for _, err := range skipped {
+			b.Warn(a.Name, err)
+		}
 	}
 	if b.Skills != nil {
 		all, _ := b.Skills.For(ctx, a.Name, a.Workspace)

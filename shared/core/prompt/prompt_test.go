@@ -265,12 +265,33 @@ func TestSystemPromptWithoutWorkspace(t *testing.T) {
 
 func TestSystemPromptErrors(t *testing.T) {
 	home := t.TempDir()
-	notDir := filepath.Join(home, "file")
-	write(t, notDir, "not a workspace")
+	ws := filepath.Join(home, "agents", "broken")
+	write(t, filepath.Join(home, "config.yaml"), "secret: x")
+	write(t, filepath.Join(ws, "USER.md"), "the user")
+	if err := os.Symlink("../../config.yaml", filepath.Join(ws, "SOUL.md")); err != nil {
+		t.Fatal(err)
+	}
 	b := New(skill.NewCatalog(home), env)
-	_, err := b.SystemPrompt(context.Background(), &agent.Agent{Name: "broken", Workspace: osroot.New(notDir)}, false)
-	if err == nil || !strings.HasPrefix(err.Error(), "prompt: agent broken: workspace: read IDENTITY.md: ") {
-		t.Errorf("SystemPrompt on a file = %v, want a wrapped workspace error", err)
+	var warned []string
+	b.Warn = func(agent string, err error) { warned = append(warned, agent+": "+err.Error()) }
+	a := &agent.Agent{Name: "broken", Workspace: osroot.New(ws)}
+	for range 2 {
+		msgs, err := b.SystemPrompt(context.Background(), a, false)
+		if err != nil {
+			t.Fatalf("a link leaving the workspace failed the prompt: %v", err)
+		}
+		if got := msgs[0].Content; got != "## USER.md\n\nthe user" {
+			t.Errorf("first message %q, want USER.md's", got)
+		}
+		for _, m := range msgs {
+			if strings.Contains(m.Content, "secret") {
+				t.Errorf("the link was followed: %q", m.Content)
+			}
+		}
+		b.Stale(a)
+	}
+	if len(warned) != 1 || !strings.HasPrefix(warned[0], "broken: workspace file SOUL.md left out of the system prompt: ") {
+		t.Errorf("warnings %q, want one naming SOUL.md (the second prompt is the cached one)", warned)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

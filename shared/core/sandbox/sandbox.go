@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
@@ -47,9 +48,15 @@ type Request struct {
 	// Limits.WallTime means Limits.WallTime.
 	Timeout time.Duration
 	Limits  Limits
-	// Workspace is the agent's workspace, mounted read-write at
-	// /workspace. A backend that runs elsewhere syncs it in and back.
+	// Workspace is the agent's workspace, read-write at /workspace: a
+	// backend gives the command a copy of its regular files and writes
+	// back what the command changed (never links), within Limits.Disk
+	// and Quota.
 	Workspace filestore.FS
+	// Quota, when positive, is the most the workspace may hold (the sum
+	// of its regular files' sizes): what the command adds to it counts
+	// against the quota, and what would cross it is not written back.
+	Quota int64
 	// Bridge serves the script's tool calls; nil offers none.
 	Bridge Bridge
 }
@@ -82,12 +89,16 @@ type Limits struct {
 	Output int64 `json:"output,omitempty"`
 	// WallTime is the longest a command may run.
 	WallTime time.Duration `json:"wall_time,omitempty"`
+	// Disk is what the command may write in all, in bytes: its /tmp and
+	// what it adds to /workspace together.
+	Disk int64 `json:"disk,omitempty"`
 }
 
 // DefaultLimits are seed 004's: 512 MB, 1 CPU, 256 processes; a 64 MB
-// file, 1 MB of output and 30 seconds (under the loop's 60 s per tool call).
+// file, 1 MB of output and 30 seconds (under the loop's 60 s per tool
+// call); and 256 MB of disk.
 func DefaultLimits() Limits {
-	return Limits{Memory: 512 << 20, CPUs: 1, Pids: 256, FileSize: 64 << 20, Output: 1 << 20, WallTime: 30 * time.Second}
+	return Limits{Memory: 512 << 20, CPUs: 1, Pids: 256, FileSize: 64 << 20, Output: 1 << 20, WallTime: 30 * time.Second, Disk: 256 << 20}
 }
 
 // WithDefaults returns l with its zero fields set from DefaultLimits.
@@ -110,6 +121,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.WallTime == 0 {
 		l.WallTime = d.WallTime
+	}
+	if l.Disk == 0 {
+		l.Disk = d.Disk
 	}
 	return l
 }
@@ -134,6 +148,9 @@ func (l Limits) Check() error {
 	}
 	if l.WallTime < time.Second {
 		errs = append(errs, fmt.Errorf("wall_time %s is under a second", l.WallTime))
+	}
+	if l.Disk < 1<<20 {
+		errs = append(errs, fmt.Errorf("disk %d is under 1 MB", l.Disk))
 	}
 	return errors.Join(errs...)
 }
@@ -161,6 +178,10 @@ const (
 	FileSize Cut = "file_size"
 	Memory   Cut = "memory"
 	Pids     Cut = "pids"
+	// Disk: the command wrote more than Limits.Disk (its /tmp and its
+	// additions to /workspace), or more than the workspace's quota had
+	// room for; what did not fit was not written back.
+	Disk Cut = "disk"
 )
 
 // Result is what a command did.
@@ -176,6 +197,17 @@ type Result struct {
 	Cut Cut
 	// Duration is how long the command ran.
 	Duration time.Duration
+}
+
+// KeptNote is what a backend that syncs the workspace back adds to the
+// result's stderr for the files the command changed that it did not write
+// back (changed there meanwhile, over the limits, or not a regular file,
+// such as a symbolic link); "" for none.
+func KeptNote(kept []string) string {
+	if len(kept) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\n[sandbox: not written back to the workspace, changed there meanwhile, over the limits or not a regular file: %s]", strings.Join(kept, ", "))
 }
 
 // ErrUnavailable wraps why a backend cannot run anything (not installed,

@@ -14,8 +14,8 @@ func TestWithDefaults(t *testing.T) {
 		want Limits
 	}{
 		{"zero is the defaults", Limits{}, DefaultLimits()},
-		{"set fields stay", Limits{Memory: 1 << 30, Pids: 32},
-			Limits{Memory: 1 << 30, CPUs: 1, Pids: 32, FileSize: 64 << 20, Output: 1 << 20, WallTime: 30 * time.Second}},
+		{"set fields stay", Limits{Memory: 1 << 30, Pids: 32, Disk: 1 << 30},
+			Limits{Memory: 1 << 30, CPUs: 1, Pids: 32, FileSize: 64 << 20, Output: 1 << 20, WallTime: 30 * time.Second, Disk: 1 << 30}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -25,8 +25,8 @@ func TestWithDefaults(t *testing.T) {
 		})
 	}
 	d := DefaultLimits()
-	if d.Memory != 512<<20 || d.CPUs != 1 || d.Pids != 256 {
-		t.Errorf("defaults %+v are not seed 004's 512 MB, 1 CPU, 256 pids", d)
+	if d.Memory != 512<<20 || d.CPUs != 1 || d.Pids != 256 || d.Disk != 256<<20 {
+		t.Errorf("defaults %+v are not seed 004's 512 MB, 1 CPU, 256 pids, with 256 MB of disk", d)
 	}
 }
 
@@ -41,6 +41,7 @@ func TestCheck(t *testing.T) {
 		{"one pid", Limits{Pids: 1}.WithDefaults(), false},
 		{"negative cpus", Limits{CPUs: -1}.WithDefaults(), false},
 		{"a millisecond", Limits{WallTime: time.Millisecond}.WithDefaults(), false},
+		{"a kilobyte of disk", Limits{Disk: 1 << 10}.WithDefaults(), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -29,18 +29,20 @@ type cachedPrompt struct {
 
 // SystemPrompt returns what SystemPrompt(ctx, ws, now) returns, from the
 // cache when nothing changed; key names the workspace in the cache (the
-// agent's name). The caller may modify the returned slice.
-func (c *PromptCache) SystemPrompt(ctx context.Context, key string, ws filestore.FS, now time.Time) ([]chat.Message, error) {
+// agent's name). The files skipped are reported only when the prompt is
+// assembled, not again from the cache. The caller may modify the returned
+// slice.
+func (c *PromptCache) SystemPrompt(ctx context.Context, key string, ws filestore.FS, now time.Time) ([]chat.Message, []error, error) {
 	stamp, absent := fingerprint(ctx, ws, now)
 	c.mu.Lock()
 	e, ok := c.m[key]
 	c.mu.Unlock()
 	if ok && e.stamp == stamp {
-		return slices.Clone(e.msgs), nil
+		return slices.Clone(e.msgs), nil, nil
 	}
-	msgs, err := assemble(ctx, ws, now, absent)
+	msgs, skipped, err := assemble(ctx, ws, now, absent)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c.mu.Lock()
 	if c.m == nil {
@@ -48,7 +50,7 @@ func (c *PromptCache) SystemPrompt(ctx context.Context, key string, ws filestore
 	}
 	c.m[key] = cachedPrompt{stamp: stamp, msgs: msgs}
 	c.mu.Unlock()
-	return slices.Clone(msgs), nil
+	return slices.Clone(msgs), skipped, nil
 }
 
 // fileStater is a store that can describe a file more cheaply than Stat

@@ -25,7 +25,7 @@ func TestPromptCacheSeesChanges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := c.SystemPrompt(context.Background(), "a", osroot.New(dir), now)
+		got, _, err := c.SystemPrompt(context.Background(), "a", osroot.New(dir), now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,7 +34,7 @@ func TestPromptCacheSeesChanges(t *testing.T) {
 		}
 	}
 	check("first")
-	got, _ := c.SystemPrompt(context.Background(), "a", osroot.New(dir), now)
+	got, _, _ := c.SystemPrompt(context.Background(), "a", osroot.New(dir), now)
 	got[0].Content = "changed by the caller"
 	check("caller's change does not leak into the cache")
 

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
@@ -28,8 +29,13 @@ func list(dir string) ([]string, error) { return List(context.Background(), osro
 
 func del(dir, name string) error { return Delete(context.Background(), home(dir), name) }
 
+// systemPrompt is SystemPrompt of dir, whose every file must be readable.
 func systemPrompt(dir string, now time.Time) ([]chat.Message, error) {
-	return SystemPrompt(context.Background(), osroot.New(dir), now)
+	msgs, skipped, err := SystemPrompt(context.Background(), osroot.New(dir), now)
+	if err == nil && len(skipped) > 0 {
+		err = fmt.Errorf("files skipped: %v", skipped)
+	}
+	return msgs, err
 }
 
 func dailyLogs(dir string) ([]DailyLog, error) {

@@ -348,12 +348,12 @@ func explain(shown string, err error, hint string) error {
 		return errors.New(msg)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("cannot use %s: permission denied", shown)
+	case errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes"):
+		return fmt.Errorf("cannot use %s: it is a symbolic link leading outside the workspace", shown)
 	case errors.Is(err, filestore.ErrNotFile):
 		return fmt.Errorf("cannot use %s: it is not a regular file", shown)
 	case errors.Is(err, filestore.ErrConflict):
 		return fmt.Errorf("cannot write %s: it kept changing while this write was made; try again", shown)
-	case errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes"):
-		return fmt.Errorf("cannot use %s: it is a symbolic link leading outside the workspace", shown)
 	case errors.As(err, &pe):
 		return fmt.Errorf("cannot use %s: %v", shown, pe.Err)
 	}

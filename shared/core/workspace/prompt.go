@@ -36,19 +36,24 @@ func WithoutBootstrap(msgs []chat.Message) []chat.Message {
 // and each file is capped at MaxPromptFile bytes. A missing workspace (nil,
 // or without files), or one with nothing to say, gives the single Fallback
 // message. A file the workspace cannot give (a symbolic link leading out of
-// it, a directory in a file's place) is an error.
-func SystemPrompt(ctx context.Context, ws filestore.FS, now time.Time) ([]chat.Message, error) {
+// it, a directory or a device in a file's place, a read that fails) is
+// left out and named in skipped, so a workspace broken by a command never
+// fails a turn; err is only the context's.
+func SystemPrompt(ctx context.Context, ws filestore.FS, now time.Time) (msgs []chat.Message, skipped []error, err error) {
 	return assemble(ctx, ws, now, nil)
 }
 
 // assemble is SystemPrompt, not reading the files absent names (known
 // missing).
-func assemble(ctx context.Context, ws filestore.FS, now time.Time, absent map[string]bool) ([]chat.Message, error) {
+func assemble(ctx context.Context, ws filestore.FS, now time.Time, absent map[string]bool) ([]chat.Message, []error, error) {
 	fallback := []chat.Message{{Role: chat.System, Content: Fallback}}
 	if ws == nil {
-		return fallback, nil
+		return fallback, nil, nil
 	}
-	var msgs []chat.Message
+	var (
+		msgs    []chat.Message
+		skipped []error
+	)
 	for _, p := range promptParts(now) {
 		if absent[p.name] {
 			continue
@@ -58,7 +63,11 @@ func assemble(ctx context.Context, ws filestore.FS, now time.Time, absent map[st
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("workspace: %w", err)
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			skipped = append(skipped, fmt.Errorf("workspace file %s left out of the system prompt: %w", p.name, err))
+			continue
 		}
 		text = strings.TrimSpace(text)
 		if text == "" {
@@ -72,9 +81,9 @@ func assemble(ctx context.Context, ws filestore.FS, now time.Time, absent map[st
 		msgs = append(msgs, chat.Message{Role: chat.System, Content: b.String()})
 	}
 	if len(msgs) == 0 {
-		return fallback, nil
+		return fallback, skipped, nil
 	}
-	return msgs, nil
+	return msgs, skipped, nil
 }
 
 // promptPart is a file SystemPrompt reads, with the note of its header.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
@@ -148,18 +150,41 @@ func TestSystemPromptNewWorkspace(t *testing.T) {
 	}
 }
 
-func TestSystemPromptRefusesEscapingLink(t *testing.T) {
-	tmp := t.TempDir()
-	dir := filepath.Join(tmp, "ws")
-	writeFiles(t, tmp, map[string]string{"secret.txt": "TOP SECRET", "ws/SOUL.md": "soul"})
-	if err := os.Symlink(filepath.Join("..", "secret.txt"), filepath.Join(dir, "MEMORY.md")); err != nil {
-		t.Skipf("symbolic links unavailable: %v", err)
+// A file the workspace cannot give is left out of the prompt and
+// reported, and the rest of the prompt is still built: a command in the
+// sandbox that breaks a bootstrap file never fails a turn.
+func TestSystemPromptSkipsUnreadableFiles(t *testing.T) {
+	tests := []struct {
+		name string
+		// breakIt puts something unreadable at MEMORY.md of dir.
+		breakIt func(dir string) error
+	}{
+		{"a link leaving the workspace", func(dir string) error {
+			return os.Symlink(filepath.Join("..", "secret.txt"), filepath.Join(dir, "MEMORY.md"))
+		}},
+		{"an absolute link to a device", func(dir string) error { return os.Symlink("/dev/zero", filepath.Join(dir, "MEMORY.md")) }},
+		{"a named pipe", func(dir string) error { return unix.Mkfifo(filepath.Join(dir, "MEMORY.md"), 0o644) }},
+		{"a directory", func(dir string) error { return os.Mkdir(filepath.Join(dir, "MEMORY.md"), 0o755) }},
 	}
-	got, err := systemPrompt(dir, time.Now())
-	if err == nil {
-		t.Fatalf("SystemPrompt followed a link out of the workspace: %v", got)
-	}
-	if !strings.Contains(err.Error(), "MEMORY.md") {
-		t.Errorf("error %v does not name the file", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			dir := filepath.Join(tmp, "ws")
+			writeFiles(t, tmp, map[string]string{"secret.txt": "TOP SECRET", "ws/SOUL.md": "soul", "ws/USER.md": "user"})
+			if err := tt.breakIt(dir); err != nil {
+				t.Skipf("cannot make it: %v", err)
+			}
+			got, skipped, err := SystemPrompt(context.Background(), osroot.New(dir), time.Now())
+			if err != nil {
+				t.Fatalf("SystemPrompt failed: %v", err)
+			}
+			want := []chat.Message{{Role: chat.System, Content: "## SOUL.md\n\nsoul"}, {Role: chat.System, Content: "## USER.md\n\nuser"}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("prompt (-want +got):\n%s", diff)
+			}
+			if len(skipped) != 1 || !strings.Contains(skipped[0].Error(), "MEMORY.md") {
+				t.Errorf("skipped %v, want MEMORY.md named", skipped)
+			}
+		})
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
 
 // Name is the tool's name.
@@ -99,6 +100,9 @@ type Config struct {
 	// limit of a tool call: a backend that starts a remote worker first
 	// (Fargate) needs longer than the command's wall time.
 	CallTimeout time.Duration
+	// Quota, when set, is the workspaces' quota the file tools share:
+	// what a command adds to the workspace counts against it.
+	Quota *workspace.Quota
 }
 
 // New returns the exec tool on backend.
@@ -167,6 +171,9 @@ func (t *execTool) Call(ctx context.Context, env tool.Env, raw json.RawMessage) 
 	}
 	req := sandbox.Request{Owner: env.Owner, Agent: env.Agent, SessionID: env.SessionID, Command: command,
 		Limits: limits, Workspace: env.Workspace}
+	if t.cfg.Quota != nil {
+		req.Quota = t.cfg.Quota.Limits().WorkspaceQuotaBytes
+	}
 	if a.TimeoutS != nil {
 		if *a.TimeoutS < 1 {
 			return "", errors.New("invalid arguments: timeout_s must be at least 1")
@@ -177,6 +184,9 @@ func (t *execTool) Call(ctx context.Context, env tool.Env, raw json.RawMessage) 
 		req.Bridge = env.Tools
 	}
 	res, err := t.cfg.Backend.Exec(ctx, req)
+	if t.cfg.Quota != nil {
+		t.forget(ctx, env)
+	}
 	if err != nil {
 		return "", fmt.Errorf("the sandbox failed: %w", err)
 	}
@@ -185,6 +195,17 @@ func (t *execTool) Call(ctx context.Context, env tool.Env, raw json.RawMessage) 
 		out += "\n" + t.save(ctx, env, *a.SaveAs, command, res)
 	}
 	return out, nil
+}
+
+// forget has the quota measure env's workspace again before the next
+// write: the command may have changed it.
+func (t *execTool) forget(ctx context.Context, env tool.Env) {
+	w, err := t.cfg.Quota.Begin(context.WithoutCancel(ctx), env)
+	if err != nil {
+		return // measuring failed: the next write measures again
+	}
+	w.Unknown()
+	w.End()
 }
 
 // command is the command a call runs: its own, or a saved script's.
@@ -235,6 +256,9 @@ func cutNote(c sandbox.Cut, wall time.Duration, l sandbox.Limits) string {
 		return fmt.Sprintf("it used more than its memory limit of %d bytes", l.Memory)
 	case sandbox.Pids:
 		return fmt.Sprintf("it started more than %d processes at once; forks were refused", l.Pids)
+	case sandbox.Disk:
+		return fmt.Sprintf("it wrote more than its disk limit of %s (its /tmp and what it adds to /workspace together) or than the workspace's quota has room for; "+
+			"writes failed with \"No space left on device\", and what did not fit was not kept", workspace.SizeText(l.Disk))
 	case sandbox.NotCut:
 		return ""
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
 
 // fakeBackend answers every command with res and keeps the requests.
@@ -60,6 +61,10 @@ func TestCall(t *testing.T) {
 			res:     sandbox.Result{ExitCode: 137, Cut: sandbox.WallTime},
 			want:    "exit code: 137\nstopped: it ran past its time limit of 5s and was killed\nstdout:",
 			wantReq: &sandbox.Request{Owner: "key:1", Agent: "a", SessionID: "s", Command: "sleep 100", Timeout: 5 * time.Second, Limits: limits}},
+		{name: "over the disk", args: `{"command":"dd if=/dev/zero of=/tmp/x"}`,
+			res: sandbox.Result{ExitCode: 1, Cut: sandbox.Disk, Stderr: "dd: No space left on device\n"},
+			want: "exit code: 1\nstopped: it wrote more than its disk limit of 256 MiB (its /tmp and what it adds to /workspace together) or than the workspace's quota has room for; " +
+				"writes failed with \"No space left on device\", and what did not fit was not kept\nstdout:\nstderr:\ndd: No space left on device"},
 		{name: "stderr scrubbed", args: `{"command":"env"}`,
 			res:  sandbox.Result{Stderr: "token=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD\n"},
 			want: "exit code: 0\nstdout:\nstderr:\ntoken=[REDACTED]"},
@@ -109,6 +114,57 @@ func TestCall(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// writingBackend is a backend whose command writes n bytes into the
+// workspace directory dir.
+type writingBackend struct {
+	dir  string
+	n    int
+	reqs []sandbox.Request
+}
+
+func (w *writingBackend) Exec(_ context.Context, req sandbox.Request) (sandbox.Result, error) {
+	w.reqs = append(w.reqs, req)
+	return sandbox.Result{}, os.WriteFile(filepath.Join(w.dir, "big.bin"), make([]byte, w.n), 0o644)
+}
+
+func (w *writingBackend) Probe(context.Context) error { return nil }
+
+// What a command adds to the workspace counts against the quota the file
+// tools share: the request carries the quota, and the next write measures
+// the workspace again.
+func TestQuota(t *testing.T) {
+	dir := t.TempDir()
+	quota, err := workspace.NewQuota(workspace.Limits{MaxFileBytes: 1000, WorkspaceQuotaBytes: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := tool.Env{Agent: "a", SessionID: "s", Owner: "key:1", Workspace: osroot.New(dir)}
+	w, err := quota.Begin(context.Background(), env) // measured: empty
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.End()
+	wb := &writingBackend{dir: dir, n: 1900}
+	et, err := New(Config{Backend: wb, Quota: quota})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := et.Call(context.Background(), env, json.RawMessage(`{"command":"fill"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := wb.reqs[0].Quota; got != 2000 {
+		t.Errorf("the request's quota is %d, want 2000", got)
+	}
+	w, err = quota.Begin(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.End()
+	if err := w.Fit("note.txt", 200, 200); !errors.Is(err, workspace.ErrLimit) {
+		t.Errorf("a write past the quota after exec filled the workspace: %v", err)
 	}
 }
 

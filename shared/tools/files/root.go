@@ -61,14 +61,14 @@ func describe(action, name string, err error) error {
 		return fmt.Errorf("cannot %s %q: a parent of it is not a directory", action, name)
 	case errors.Is(err, syscall.EISDIR):
 		return fmt.Errorf("cannot %s %q: it is a directory", action, name)
+	case strings.Contains(inner.Error(), "escapes"):
+		return fmt.Errorf("cannot %s %q: it leads outside the workspace (symbolic links may not leave it)", action, name)
 	case errors.Is(err, filestore.ErrNotFile):
 		return fmt.Errorf("cannot %s %q: it is not a regular file", action, name)
 	case errors.Is(err, filestore.ErrConflict):
 		return fmt.Errorf("cannot %s %q: it kept changing while this write was made; try again", action, name)
 	case errors.Is(err, syscall.ELOOP):
 		return fmt.Errorf("cannot %s %q: too many levels of symbolic links", action, name)
-	case strings.Contains(inner.Error(), "escapes"):
-		return fmt.Errorf("cannot %s %q: it leads outside the workspace (symbolic links may not leave it)", action, name)
 	default:
 		return fmt.Errorf("cannot %s %q: %v", action, name, inner)
 	}

@@ -225,11 +225,15 @@ func New(ctx context.Context) (*Root, error) {
 	// The engine of check-ins comes before the tools: the schedule tool
 	// makes its jobs.
 	schedules, timers := newSchedule(db, awsCfg, getenv)
-	tools, err := setup.Tools(cfg, skills, true, schedules)
+	quota, err := setup.Quota(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if exec := newExec(ctx, cfg, awsCfg, getenv, files, log); exec != nil {
+	tools, err := setup.Tools(cfg, skills, quota, schedules)
+	if err != nil {
+		return nil, err
+	}
+	if exec := newExec(ctx, cfg, awsCfg, getenv, files, log, quota); exec != nil {
 		tools = append(tools, exec)
 	}
 	builder, err := setup.NewBuilder(ctx, cfg, files, append(tools, memTools...))
@@ -258,6 +262,8 @@ func New(ctx context.Context) (*Root, error) {
 	live.SetRecheck(Recheck)
 	prompter := prompt.New(skills, skill.Env{})
 	prompter.Refresh = Recheck
+	events := obs.NewEmitter(log, 1024, emf.New(os.Stderr))
+	prompter.Warn = prompt.EventWarn(events.Emit)
 	identity := agent.Identity{}
 	switch v := getenv("SESSION_SHARING"); v {
 	case "", "shared":
@@ -285,7 +291,7 @@ func New(ctx context.Context) (*Root, error) {
 		Agents:   live,
 		Prompter: prompter,
 		Replier:  router,
-		Events:   obs.NewEmitter(log, 1024, emf.New(os.Stderr)),
+		Events:   events,
 		Recorder: recorder,
 		Log:      log,
 		Limits:   agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes},

@@ -11,6 +11,7 @@ import (
 	s3fs "github.com/lambdaclaw/lambdaclaw/shared/adapters/s3"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/setup"
 )
@@ -26,7 +27,7 @@ const fargateCallTimeout = 4 * time.Minute
 // exec is not offered then, never run unsandboxed. files is the
 // workspaces' bucket, where the sandbox's commands, results and workspace
 // copies go.
-func newExec(ctx context.Context, cfg *config.Config, awsCfg aws.Config, getenv func(string) string, files *s3fs.FS, log *slog.Logger) tool.Tool {
+func newExec(ctx context.Context, cfg *config.Config, awsCfg aws.Config, getenv func(string) string, files *s3fs.FS, log *slog.Logger, quota *workspace.Quota) tool.Tool {
 	if getenv(ecs.EnvBackend) == "" {
 		return nil // no sandbox in this function
 	}
@@ -36,7 +37,7 @@ func newExec(ctx context.Context, cfg *config.Config, awsCfg aws.Config, getenv 
 	}
 	var t tool.Tool
 	if err == nil {
-		t, err = setup.ExecTool(cfg, backend, fargateCallTimeout)
+		t, err = setup.ExecTool(cfg, backend, fargateCallTimeout, quota)
 	}
 	if err != nil {
 		log.Warn("exec tool not offered", "reason", err.Error())

@@ -64,6 +64,9 @@ type SandboxLimits struct {
 	FileSize Size     `yaml:"file_size" json:"file_size,omitempty"`
 	Output   Size     `yaml:"output" json:"output,omitempty"`
 	WallTime Duration `yaml:"wall_time" json:"wall_time,omitempty"`
+	// Disk is what a command may write in all: its /tmp and what it
+	// adds to /workspace (which also counts against the workspace quota).
+	Disk Size `yaml:"disk" json:"disk,omitempty"`
 }
 
 // Size is a number of bytes written as an integer or with a unit: "64KB",
@@ -105,7 +108,7 @@ func (s *Size) UnmarshalYAML(n *yaml.Node) error {
 
 func (l SandboxLimits) limits() sandbox.Limits {
 	return sandbox.Limits{Memory: int64(l.Memory), CPUs: l.CPUs, Pids: l.Pids, FileSize: int64(l.FileSize),
-		Output: int64(l.Output), WallTime: time.Duration(l.WallTime)}
+		Output: int64(l.Output), WallTime: time.Duration(l.WallTime), Disk: int64(l.Disk)}
 }
 
 // over returns l with the fields o sets replaced by o's.
@@ -120,11 +123,12 @@ func (l SandboxLimits) over(o SandboxLimits) SandboxLimits {
 		Memory: Size(pick(int64(l.Memory), int64(o.Memory))), CPUs: int(pick(int64(l.CPUs), int64(o.CPUs))),
 		Pids: int(pick(int64(l.Pids), int64(o.Pids))), FileSize: Size(pick(int64(l.FileSize), int64(o.FileSize))),
 		Output: Size(pick(int64(l.Output), int64(o.Output))), WallTime: Duration(pick(int64(l.WallTime), int64(o.WallTime))),
+		Disk: Size(pick(int64(l.Disk), int64(o.Disk))),
 	}
 }
 
 func (l SandboxLimits) check() error {
-	if l.Memory < 0 || l.CPUs < 0 || l.Pids < 0 || l.FileSize < 0 || l.Output < 0 || l.WallTime < 0 {
+	if l.Memory < 0 || l.CPUs < 0 || l.Pids < 0 || l.FileSize < 0 || l.Output < 0 || l.WallTime < 0 || l.Disk < 0 {
 		return fmt.Errorf("limits must not be negative")
 	}
 	full := l.limits().WithDefaults()

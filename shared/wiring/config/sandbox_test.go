@@ -36,7 +36,7 @@ sandbox:
 agents:
   coder:
     sandbox:
-      limits: {memory: 1GB, pids: 64}
+      limits: {memory: 1GB, pids: 64, disk: 1GB}
       allow: ["python3 *"]
       deny: ["curl *"]
 `)
@@ -54,9 +54,9 @@ agents:
 		agent string
 		want  settings
 	}{
-		{"default", settings{Limits: sandbox.Limits{Memory: 256 << 20, CPUs: 1, Pids: 256, FileSize: 64 << 20, Output: 64 << 10, WallTime: 20 * time.Second},
+		{"default", settings{Limits: sandbox.Limits{Memory: 256 << 20, CPUs: 1, Pids: 256, FileSize: 64 << 20, Output: 64 << 10, WallTime: 20 * time.Second, Disk: 256 << 20},
 			Deny: []string{"rm -rf *"}}},
-		{"coder", settings{Limits: sandbox.Limits{Memory: 1 << 30, CPUs: 1, Pids: 64, FileSize: 64 << 20, Output: 64 << 10, WallTime: 20 * time.Second},
+		{"coder", settings{Limits: sandbox.Limits{Memory: 1 << 30, CPUs: 1, Pids: 64, FileSize: 64 << 20, Output: 64 << 10, WallTime: 20 * time.Second, Disk: 1 << 30},
 			Allow: []string{"python3 *"}, Deny: []string{"rm -rf *", "curl *"}}},
 	}
 	for _, tt := range tests {
@@ -75,6 +75,7 @@ func TestSandboxInvalid(t *testing.T) {
 		{"backend", "sandbox: {backend: docker}", `sandbox.backend is "docker"`},
 		{"size", "sandbox: {limits: {memory: lots}}", `"lots" is not a size`},
 		{"too little memory", "sandbox: {limits: {memory: 1MB}}", "memory 1048576 is under 16 MB"},
+		{"too little disk", "sandbox: {limits: {disk: 64KB}}", "disk 65536 is under 1 MB"},
 		{"wall time over a tool call", "sandbox: {limits: {wall_time: 5m}}", "wall_time 5m0s is over 50s"},
 		{"negative", "sandbox: {limits: {pids: -1}}", "must not be negative"},
 		{"empty rule", "sandbox: {deny: ['']}", "rule is empty"},

@@ -129,11 +129,15 @@ func productAgent(t *testing.T) *agent.Agent {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	tools, err := Tools(cfg, skill.NewCatalog(""), true, db.Schedule(nil))
+	quota, err := Quota(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := ExecTool(cfg, &recordingBackend{}, 0)
+	tools, err := Tools(cfg, skill.NewCatalog(""), quota, db.Schedule(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec, err := ExecTool(cfg, &recordingBackend{}, 0, quota)
 	if err != nil {
 		t.Fatal(err)
 	}

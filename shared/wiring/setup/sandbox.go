@@ -5,6 +5,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 	"github.com/lambdaclaw/lambdaclaw/shared/tools/exectool"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
@@ -12,10 +13,11 @@ import (
 // ExecTool returns the exec tool on backend, a backend that passed its
 // probe, with each agent's configured limits and command rules
 // (config.SandboxSettings); callTimeout, when positive, bounds a call
-// instead of the loop's tool timeout. The composition roots offer it only
-// when their backend works.
-func ExecTool(cfg *config.Config, backend sandbox.Backend, callTimeout time.Duration) (tool.Tool, error) {
-	return exectool.New(exectool.Config{Backend: backend, CallTimeout: callTimeout, Settings: func(agent string) exectool.Settings {
+// instead of the loop's tool timeout; what a command adds to a workspace
+// counts against quota, the file tools' (Quota). The composition roots
+// offer it only when their backend works.
+func ExecTool(cfg *config.Config, backend sandbox.Backend, callTimeout time.Duration, quota *workspace.Quota) (tool.Tool, error) {
+	return exectool.New(exectool.Config{Backend: backend, CallTimeout: callTimeout, Quota: quota, Settings: func(agent string) exectool.Settings {
 		limits, allow, deny := cfg.SandboxSettings(agent)
 		return exectool.Settings{Limits: limits, Rules: exectool.Rules{Allow: allow, Deny: deny}}
 	}})

@@ -56,9 +56,9 @@ func Provider(ctx context.Context, p config.Provider, maxReply int) (llm.Provide
 // Tools returns the built-in tools: web_fetch and load_skill everywhere;
 // schedule where there is a schedule engine (jobs not nil: locally always,
 // on AWS once its engine exists), within limits.max_jobs_per_owner; and,
-// where agents have workspaces (withFiles), read_file, write_file,
-// list_dir and workspace_memory, within the configured file limits.
-func Tools(cfg *config.Config, skills *skill.Catalog, withFiles bool, jobs schedule.Engine) ([]tool.Tool, error) {
+// where agents have workspaces (quota not nil, from Quota), read_file,
+// write_file, list_dir and workspace_memory, within quota.
+func Tools(cfg *config.Config, skills *skill.Catalog, quota *workspace.Quota, jobs schedule.Engine) ([]tool.Tool, error) {
 	nets, err := cfg.Outbound.Networks()
 	if err != nil {
 		return nil, err
@@ -75,14 +75,20 @@ func Tools(cfg *config.Config, skills *skill.Catalog, withFiles bool, jobs sched
 		}
 		tools = append(tools, reminders)
 	}
-	if !withFiles {
+	if quota == nil {
 		return tools, nil
 	}
+	return append(tools, files.ReadFile(), files.WriteFile(quota), files.ListDir(), workspace.MemoryTool(quota)), nil
+}
+
+// Quota is the configured workspace quota (limits.max_file_bytes and
+// workspace_quota_bytes), which the file tools and exec share.
+func Quota(cfg *config.Config) (*workspace.Quota, error) {
 	quota, err := workspace.NewQuota(workspace.Limits{MaxFileBytes: cfg.Limits.MaxFileBytes, WorkspaceQuotaBytes: cfg.Limits.WorkspaceQuotaBytes})
 	if err != nil {
 		return nil, fmt.Errorf("config: limits: %w", err)
 	}
-	return append(tools, files.ReadFile(), files.WriteFile(quota), files.ListDir(), workspace.MemoryTool(quota)), nil
+	return quota, nil
 }
 
 // Builder makes the agents of a configuration: each with the provider

@@ -60,7 +60,11 @@ func TestBuilder(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	tools, err := Tools(cfg, skill.NewCatalog(""), true, nil)
+	quota, err := Quota(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := Tools(cfg, skill.NewCatalog(""), quota, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +130,7 @@ func TestToolsWithoutFiles(t *testing.T) {
 		{"no schedule engine", nil, []string{"web_fetch", "load_skill"}},
 		{"a schedule engine", db.Schedule(nil), []string{"web_fetch", "load_skill", "schedule"}},
 	} {
-		tools, err := Tools(cfg, skill.NewCatalog(""), false, tt.jobs)
+		tools, err := Tools(cfg, skill.NewCatalog(""), nil, tt.jobs)
 		if err != nil {
 			t.Fatal(err)
 		}

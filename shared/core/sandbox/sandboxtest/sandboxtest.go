@@ -30,8 +30,9 @@ type Target struct {
 
 // Run checks the promises of the port on target: output and exit code; a
 // cleared environment; the workspace read-write at /workspace and /usr
-// read-only; the wall time and output limits; one /tmp per owner and
-// session; and the tool bridge.
+// read-only; the wall time and output limits; what the command adds to
+// the workspace counted against its quota; links not written back to the
+// workspace; one /tmp per owner and session; and the tool bridge.
 func Run(t *testing.T, target Target) {
 	ctx := context.Background()
 	exec := func(t *testing.T, req sandbox.Request) sandbox.Result {
@@ -108,6 +109,44 @@ func Run(t *testing.T, target Target) {
 		got := exec(t, sandbox.Request{Command: "while :; do echo xxxxxxxxxxxxxxx; done", Limits: sandbox.Limits{Output: 4096}})
 		if got.Cut != sandbox.Output || len(got.Stdout) != 4096 {
 			t.Errorf("endless output: cut %q, %d bytes kept", got.Cut, len(got.Stdout))
+		}
+	})
+
+	t.Run("workspace quota", func(t *testing.T) {
+		var used int64
+		err := target.Workspace.Walk(ctx, ".", func(_ string, e filestore.Entry) error {
+			used += e.Size
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := exec(t, sandbox.Request{Quota: used + 100_000, Command: "head -c 60000 /dev/zero > suite/q1.bin && head -c 60000 /dev/zero > suite/q2.bin && echo wrote"})
+		if got.Cut != sandbox.Disk || got.Stdout != "wrote\n" || !strings.Contains(got.Stderr, "suite/q2.bin") {
+			t.Errorf("a command writing past the quota: %+v", got)
+		}
+		for name, want := range map[string]int{"suite/q1.bin": 60000, "suite/q2.bin": -1} {
+			b, _, err := target.Workspace.ReadFile(ctx, name, 1<<20)
+			if n := len(b); (want < 0) != (err != nil) || (want >= 0 && n != want) {
+				t.Errorf("%s: %d bytes, %v; want %d", name, n, err, want)
+			}
+		}
+		target.Workspace.Remove(ctx, "suite/q1.bin")
+	})
+
+	t.Run("links not written back", func(t *testing.T) {
+		if _, err := target.Workspace.WriteFile(ctx, "suite/soul.md", []byte("calm"), filestore.Any); err != nil {
+			t.Fatal(err)
+		}
+		got := exec(t, sandbox.Request{Command: "ln -sf ../../../config.yaml suite/soul.md && ln -s /etc/passwd suite/pw && echo linked"})
+		if got.Stdout != "linked\n" {
+			t.Errorf("%+v", got)
+		}
+		if b, _, err := target.Workspace.ReadFile(ctx, "suite/soul.md", 100); err != nil || string(b) != "calm" {
+			t.Errorf("suite/soul.md after the command: %q, %v", b, err)
+		}
+		if _, err := target.Workspace.Stat(ctx, "suite/pw"); err == nil {
+			t.Error("the link suite/pw reached the workspace")
 		}
 	})
 
