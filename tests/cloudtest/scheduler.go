@@ -77,7 +77,7 @@ type FakeSchedule struct {
 
 // NewScheduler starts the fake with the group SchedulerGroup; now is its
 // clock (time.Now when nil).
-func NewScheduler(t *testing.T, now func() time.Time) *Scheduler {
+func NewScheduler(t testing.TB, now func() time.Time) *Scheduler {
 	if now == nil {
 		now = time.Now
 	}
