@@ -81,6 +81,14 @@ var variantContext = map[string]map[string]string{
 		ctxAgentsFile:    agentsFile,
 	},
 	variantSandbox: {ctxSandbox: SandboxFargate},
+	// Each option alone, for cfn-lint (cfnlint_test.go).
+	"search=opensearch": {ctxSearch: SearchOpenSearch},
+	"telegram=on":       {ctxTelegram: TelegramOn},
+	"openai_base_url":   {ctxOpenAIBaseURL: "https://openrouter.ai/api/v1", ctxOpenAIModel: "anthropic/claude-sonnet-4.5"},
+	// agentsFile's agents use the OpenAI-compatible provider too.
+	"agents_file": {ctxAgentsFile: agentsFile, ctxOpenAIBaseURL: "https://openrouter.ai/api/v1", ctxOpenAIModel: "anthropic/claude-sonnet-4.5"},
+	"alarms=off":  {ctxAlarms: "off"},
+	"alarm_email": {ctxAlarmEmail: "ops@example.com"},
 	variantAll: {
 		ctxSearch: SearchOpenSearch, ctxTelegram: TelegramOn, ctxSandbox: SandboxFargate, ctxAgentsFile: agentsFile,
 		ctxOpenAIBaseURL: "https://openrouter.ai/api/v1", ctxOpenAIModel: "anthropic/claude-sonnet-4.5",
