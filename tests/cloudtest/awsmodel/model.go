@@ -60,19 +60,20 @@ type operation struct {
 }
 
 type shape struct {
-	Type     string            `json:"type"`
-	Required []string          `json:"required"`
-	Members  map[string]member `json:"members"`
-	Member   *member           `json:"member"`
-	Key      *member           `json:"key"`
-	Value    *member           `json:"value"`
-	Min      *float64          `json:"min"`
-	Max      *float64          `json:"max"`
-	Pattern  string            `json:"pattern"`
-	Enum     []string          `json:"enum"`
-	Payload  string            `json:"payload"`
-	Union    bool              `json:"union"`
-	Document bool              `json:"document"`
+	Type      string            `json:"type"`
+	Required  []string          `json:"required"`
+	Members   map[string]member `json:"members"`
+	Member    *member           `json:"member"`
+	Key       *member           `json:"key"`
+	Value     *member           `json:"value"`
+	Min       *float64          `json:"min"`
+	Max       *float64          `json:"max"`
+	Pattern   string            `json:"pattern"`
+	Enum      []string          `json:"enum"`
+	Payload   string            `json:"payload"`
+	Union     bool              `json:"union"`
+	Flattened bool              `json:"flattened"`
+	Document  bool              `json:"document"`
 
 	re *regexp.Regexp
 }

@@ -295,3 +295,42 @@ func TestScheduler(t *testing.T) {
 }
 
 func jsonNumber(s string) any { return json.Number(s) }
+
+// TestS3 reads requests of S3's rest-xml protocol: the operation by its
+// literal query, an XML payload with a flattened list.
+func TestS3(t *testing.T) {
+	m := Load(t, "s3")
+	for _, tc := range []struct {
+		name, method, target, body string
+		wantOp                     string
+		want                       map[string]any
+		violations                 []string
+	}{
+		{"ListObjectsV2 by list-type", "GET", "/b/?list-type=2&prefix=agents%2F&max-keys=0", "", "ListObjectsV2",
+			map[string]any{"Bucket": "b", "Prefix": "agents/", "MaxKeys": jsonNumber("0")}, nil},
+		{"GetObject by x-id", "GET", "/b/agents/a%20b.md?x-id=GetObject", "", "GetObject",
+			map[string]any{"Bucket": "b", "Key": "agents/a b.md"}, nil},
+		{"DeleteObjects", "POST", "/b?delete",
+			`<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Object><Key>x</Key></Object><Object><Key></Key></Object><Quiet>true</Quiet></Delete>`,
+			"DeleteObjects", map[string]any{"Bucket": "b", "Delete": map[string]any{
+				"Objects": []any{map[string]any{"Key": "x"}, map[string]any{"Key": ""}}, "Quiet": true}},
+			[]string{"DeleteObjects: Delete.Objects[1].Key: length 0 < min 1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(tc.method, tc.target, strings.NewReader(tc.body))
+			op, in, err := m.FromREST(r, "", []byte(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if op != tc.wantOp {
+				t.Errorf("operation %s, want %s", op, tc.wantOp)
+			}
+			if diff := cmp.Diff(tc.want, in); diff != "" {
+				t.Errorf("input (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.violations, violations(m.Validate(op, in))); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

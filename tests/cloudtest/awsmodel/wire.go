@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"maps"
 	"math"
@@ -53,7 +54,8 @@ func (m *Model) FromREST(r *http.Request, prefix string, body []byte) (string, m
 	if !ok {
 		return "", nil, fmt.Errorf("path %s is not under %s", r.URL.EscapedPath(), prefix)
 	}
-	op, labels := m.route(r.Method, path)
+	query := r.URL.Query()
+	op, labels := m.route(r.Method, path, query)
 	if op == "" {
 		return "", nil, fmt.Errorf("%s has no operation %s %s", m.Service, r.Method, path)
 	}
@@ -62,8 +64,11 @@ func (m *Model) FromREST(r *http.Request, prefix string, body []byte) (string, m
 		return op, map[string]any{}, err
 	}
 	in := map[string]any{}
-	query := r.URL.Query()
-	takes := map[string]bool{}
+	takes := map[string]bool{"x-id": true}
+	_, lq, _ := strings.Cut(m.operations[op].HTTP.RequestURI, "?")
+	for k := range literalQuery(lq) {
+		takes[k] = true
+	}
 	for _, name := range sortedMembers(s) {
 		mb := s.Members[name]
 		ms := m.shapes[mb.Shape]
@@ -124,6 +129,12 @@ func (m *Model) FromREST(r *http.Request, prefix string, body []byte) (string, m
 			in[s.Payload] = body
 		case ps.Type == "string":
 			in[s.Payload] = string(body)
+		case m.Protocol == "rest-xml":
+			v, err := m.fromXML(body, s.Members[s.Payload].Shape)
+			if err != nil {
+				return op, nil, err
+			}
+			in[s.Payload] = v
 		default:
 			obj, err := FromJSON(body)
 			if err != nil {
@@ -143,9 +154,83 @@ func (m *Model) FromREST(r *http.Request, prefix string, body []byte) (string, m
 	return op, in, nil
 }
 
-// route finds the operation of method and path, and the values of its
-// URI's labels; of several, the one with the most literal segments.
-func (m *Model) route(method, path string) (string, map[string]string) {
+// xmlNode is an XML element as read.
+type xmlNode struct {
+	XMLName xml.Name
+	Text    string    `xml:",chardata"`
+	Nodes   []xmlNode `xml:",any"`
+}
+
+// fromXML reads a rest-xml body of the structure shape as an input tree,
+// by the shape: members by their element names, lists wrapped (items
+// named member or their locationName) or flattened, scalars as text.
+func (m *Model) fromXML(body []byte, shapeName string) (any, error) {
+	var root xmlNode
+	if err := xml.Unmarshal(body, &root); err != nil {
+		return nil, fmt.Errorf("the body is not XML: %w", err)
+	}
+	return m.xmlValue(m.shapes[shapeName], root), nil
+}
+
+func (m *Model) xmlValue(s *shape, n xmlNode) any {
+	if s == nil {
+		return n.Text
+	}
+	switch s.Type {
+	case "structure":
+		obj := map[string]any{}
+		byName := map[string]string{}
+		for name, mb := range s.Members {
+			byName[cmp.Or(mb.LocationName, name)] = name
+		}
+		for _, c := range n.Nodes {
+			name, ok := byName[c.XMLName.Local]
+			if !ok {
+				obj[c.XMLName.Local] = c.Text // unknown: Validate refuses it
+				continue
+			}
+			mb := s.Members[name]
+			ms := m.shapes[mb.Shape]
+			if ms != nil && ms.Type == "list" && (mb.Flattened || ms.Flattened) {
+				items, _ := obj[name].([]any)
+				obj[name] = append(items, m.xmlValue(m.shapes[ms.Member.Shape], c))
+				continue
+			}
+			obj[name] = m.xmlValue(ms, c)
+		}
+		return obj
+	case "list":
+		items := []any{}
+		for _, c := range n.Nodes {
+			items = append(items, m.xmlValue(m.shapes[s.Member.Shape], c))
+		}
+		return items
+	case "map":
+		out := map[string]any{}
+		for _, e := range n.Nodes {
+			var k string
+			var v any
+			for _, c := range e.Nodes {
+				switch c.XMLName.Local {
+				case cmp.Or(s.Key.LocationName, "key"):
+					k = c.Text
+				case cmp.Or(s.Value.LocationName, "value"):
+					v = m.xmlValue(m.shapes[s.Value.Shape], c)
+				}
+			}
+			out[k] = v
+		}
+		return out
+	}
+	return fromText(s, n.Text)
+}
+
+// route finds the operation of method, path and query, and the values
+// of its URI's labels: the requestUri's literal query parameters (such as
+// S3's ?delete or ?list-type=2) must be present; of several, the one
+// with the most literals wins. x-id, the routing hint some SDKs add,
+// must name the operation.
+func (m *Model) route(method, path string, query url.Values) (string, map[string]string) {
 	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	best, bestLiterals := "", -1
 	var bestLabels map[string]string
@@ -154,13 +239,35 @@ func (m *Model) route(method, path string) (string, map[string]string) {
 		if o.HTTP.Method != method {
 			continue
 		}
-		tmpl, _, _ := strings.Cut(o.HTTP.RequestURI, "?")
+		if id, ok := query["x-id"]; ok && id[0] != name {
+			continue
+		}
+		tmpl, lq, _ := strings.Cut(o.HTTP.RequestURI, "?")
 		labels, literals, ok := match(strings.Split(strings.TrimPrefix(tmpl, "/"), "/"), segs)
+		for k, v := range literalQuery(lq) {
+			if got, present := query[k]; !present || v != "" && got[0] != v {
+				ok = false
+			}
+			literals++
+		}
 		if ok && literals > bestLiterals {
 			best, bestLiterals, bestLabels = name, literals, labels
 		}
 	}
 	return best, bestLabels
+}
+
+// literalQuery reads a requestUri's literal query (such as "delete" or
+// "list-type=2").
+func literalQuery(q string) map[string]string {
+	out := map[string]string{}
+	for kv := range strings.SplitSeq(q, "&") {
+		if kv != "" {
+			k, v, _ := strings.Cut(kv, "=")
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // match matches path segments against a template's; a greedy label
@@ -174,7 +281,7 @@ func match(tmpl, segs []string) (map[string]string, int, bool) {
 				return nil, 0, false
 			}
 			v, err := url.PathUnescape(strings.Join(segs[i:], "/"))
-			if err != nil {
+			if err != nil || v == "" {
 				return nil, 0, false
 			}
 			labels[strings.Trim(t, "{+}")] = v
@@ -196,7 +303,9 @@ func match(tmpl, segs []string) (map[string]string, int, bool) {
 		}
 		literals++
 	}
-	return labels, literals, len(tmpl) == len(segs)
+	// a trailing slash ends the path (S3's /bucket/)
+	trailing := len(segs) == len(tmpl)+1 && segs[len(segs)-1] == ""
+	return labels, literals, len(tmpl) == len(segs) || trailing
 }
 
 // FromQuery reads a request of the query protocol (a form of Action,
@@ -354,11 +463,11 @@ func fromText(s *shape, v string) any {
 	}
 	switch s.Type {
 	case "integer", "long", "short", "byte", "float", "double":
-		if _, err := strconv.ParseFloat(v, 64); err == nil {
-			return json.Number(v)
+		if _, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+			return json.Number(strings.TrimSpace(v))
 		}
 	case "boolean":
-		if b, err := strconv.ParseBool(v); err == nil {
+		if b, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil {
 			return b
 		}
 	}
