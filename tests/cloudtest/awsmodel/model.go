@@ -121,10 +121,13 @@ func Parse(service string, data []byte) (*Model, error) {
 }
 
 // compilePattern compiles a model's pattern (ECMAScript or Java syntax)
-// as Go's RE2: a hyphen inside a class that cannot start a range (after
-// a range, or last) is escaped, as those syntaxes read it literally.
+// as Go's RE2, matching the whole value as the services do (AWS answers
+// "Member must satisfy regular expression pattern" for a value that only
+// contains a match): a hyphen inside a class that cannot start a range
+// (after a range, or last) is escaped, as those syntaxes read it
+// literally.
 func compilePattern(p string) (*regexp.Regexp, error) {
-	if re, err := regexp.Compile(p); err == nil {
+	if re, err := regexp.Compile(`^(?:` + p + `)$`); err == nil {
 		return re, nil
 	}
 	var b strings.Builder
@@ -170,7 +173,7 @@ func compilePattern(p string) (*regexp.Regexp, error) {
 		afterRange = false
 		b.WriteByte(c)
 	}
-	return regexp.Compile(b.String())
+	return regexp.Compile(`^(?:` + b.String() + `)$`)
 }
 
 var (

@@ -189,7 +189,8 @@ func TestPatterns(t *testing.T) {
 		{`^[a-z-]+$`, []string{"a-"}, []string{"A"}},
 		{`^[\w-_]+$`, []string{"a-_"}, []string{"a b"}},
 		{`^[^a-c-]+$`, []string{"d"}, []string{"-", "a"}},
-		{`arn:aws:[a-z]+`, []string{"x arn:aws:lambda"}, []string{"arn:aws:"}},
+		{`arn:aws:[a-z]+`, []string{"arn:aws:lambda"}, []string{"x arn:aws:lambda", "arn:aws:"}},
+		{`a|b`, []string{"a", "b"}, []string{"ab"}},
 	} {
 		re, err := compilePattern(tc.pattern)
 		if err != nil {

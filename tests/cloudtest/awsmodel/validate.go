@@ -254,8 +254,8 @@ func kind(x any) string {
 
 // clip shortens a long value in a message.
 func clip(s string) string {
-	if len(s) > 80 {
-		return s[:77] + "..."
+	if r := []rune(s); len(r) > 80 {
+		return string(r[:77]) + "..."
 	}
 	return s
 }
