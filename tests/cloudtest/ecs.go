@@ -175,11 +175,7 @@ func (f *ECS) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	target := r.Header.Get("X-Amz-Target")
-	op, err := f.model.Operation(target)
-	var in map[string]any
-	if err == nil {
-		in, err = awsmodel.FromJSON(body)
-	}
+	op, in, err := f.model.FromAWSJSON(target, body)
 	if err := refused(f.t, f.model, op, in, err); err != nil {
 		fail(http.StatusBadRequest, "ValidationException", err.Error())
 		return

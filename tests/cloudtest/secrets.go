@@ -40,11 +40,7 @@ func NewSecrets(t testing.TB, values map[string]string) *Secrets {
 func (f *Secrets) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 	b, _ := io.ReadAll(r.Body)
-	op, err := f.model.Operation(r.Header.Get("X-Amz-Target"))
-	var tree map[string]any
-	if err == nil {
-		tree, err = awsmodel.FromJSON(b)
-	}
+	op, tree, err := f.model.FromAWSJSON(r.Header.Get("X-Amz-Target"), b)
 	if err := refused(f.t, f.model, op, tree, err); err != nil {
 		awsJSON{w, "application/x-amz-json-1.1"}.fail(http.StatusBadRequest, "ValidationException", err.Error())
 		return

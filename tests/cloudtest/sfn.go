@@ -117,11 +117,7 @@ func (f *SFN) serve(w http.ResponseWriter, r *http.Request) {
 	fail := func(typ, msg string) { reply.fail(http.StatusBadRequest, typ, msg) }
 	ok := reply.ok
 	target := r.Header.Get("X-Amz-Target")
-	op, err := f.model.Operation(target)
-	var in map[string]any
-	if err == nil {
-		in, err = awsmodel.FromJSON(body)
-	}
+	op, in, err := f.model.FromAWSJSON(target, body)
 	if err := refused(f.t, f.model, op, in, err); err != nil {
 		fail("ValidationException", err.Error())
 		return

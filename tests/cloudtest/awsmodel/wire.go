@@ -33,14 +33,16 @@ func FromJSON(body []byte) (map[string]any, error) {
 	return in, nil
 }
 
-// Operation returns the operation an awsJson request names in its
-// X-Amz-Target header (<TargetPrefix>.<Operation>).
-func (m *Model) Operation(target string) (string, error) {
+// FromAWSJSON reads a request of the awsJson protocols (1.0, 1.1): the
+// operation its X-Amz-Target header names (<TargetPrefix>.<Operation>)
+// and its JSON body.
+func (m *Model) FromAWSJSON(target string, body []byte) (string, map[string]any, error) {
 	op, ok := strings.CutPrefix(target, m.TargetPrefix+".")
 	if _, known := m.operations[op]; !ok || !known {
-		return "", fmt.Errorf("%s has no operation X-Amz-Target %q", m.Service, target)
+		return "", nil, fmt.Errorf("%s has no operation X-Amz-Target %q", m.Service, target)
 	}
-	return op, nil
+	in, err := FromJSON(body)
+	return op, in, err
 }
 
 // FromREST reads a rest-json request: the operation whose method and
