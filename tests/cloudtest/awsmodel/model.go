@@ -220,7 +220,7 @@ func load(service string) (*Model, error) {
 	}
 	versions, err := os.ReadDir(filepath.Join(dir, service))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("botocore's data (BOTOCORE_DATA or python3's botocore): %w", err)
 	}
 	var newest string
 	for _, v := range versions {
