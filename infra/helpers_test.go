@@ -59,6 +59,8 @@ const (
 	variantShortApproval = "short-approval"
 	// variantSandbox is the default with the Fargate sandbox.
 	variantSandbox = "sandbox"
+	// variantAll turns on every option at once.
+	variantAll = "all"
 )
 
 // agentsFile defines the agents of the opensearch variant.
@@ -78,18 +80,36 @@ var variantContext = map[string]map[string]string{
 		ctxModel:         "eu.anthropic.claude-sonnet-4-5-20250929-v1:0",
 		ctxAgentsFile:    agentsFile,
 	},
-	variantSandbox:       {ctxSandbox: SandboxFargate},
+	variantSandbox: {ctxSandbox: SandboxFargate},
+	// Each option alone, for cfn-lint (cfnlint_test.go).
+	"search=opensearch": {ctxSearch: SearchOpenSearch},
+	"telegram=on":       {ctxTelegram: TelegramOn},
+	"openai_base_url":   {ctxOpenAIBaseURL: "https://openrouter.ai/api/v1", ctxOpenAIModel: "anthropic/claude-sonnet-4.5"},
+	// agentsFile's agents use the OpenAI-compatible provider too.
+	"agents_file": {ctxAgentsFile: agentsFile, ctxOpenAIBaseURL: "https://openrouter.ai/api/v1", ctxOpenAIModel: "anthropic/claude-sonnet-4.5"},
+	"alarms=off":  {ctxAlarms: "off"},
+	"alarm_email": {ctxAlarmEmail: "ops@example.com"},
+	variantAll: {
+		ctxSearch: SearchOpenSearch, ctxTelegram: TelegramOn, ctxSandbox: SandboxFargate, ctxAgentsFile: agentsFile,
+		ctxOpenAIBaseURL: "https://openrouter.ai/api/v1", ctxOpenAIModel: "anthropic/claude-sonnet-4.5",
+		ctxModel: "eu.anthropic.claude-sonnet-4-5-20250929-v1:0", ctxAlarmEmail: "ops@example.com",
+		ctxApproval: "2s", ctxRetention: "30", ctxVersionDays: "7", ctxRunMemory: "1024", ctxEmbedDims: "1024",
+	},
 	variantShortApproval: {ctxApproval: "2s", ctxRetention: "30", ctxVersionDays: "7", ctxRunMemory: "1024", ctxEmbedDims: "1024"},
 }
 
 // stack returns the synthesized variant, synthesizing it on first use.
 func stack(t *testing.T, variant string) *synthesized {
 	t.Helper()
+	ctx, ok := variantContext[variant]
+	if !ok {
+		t.Fatalf("no variant %q", variant)
+	}
 	variants.Lock()
 	defer variants.Unlock()
 	s, ok := variants.m[variant]
 	if !ok {
-		s = synth(variantContext[variant])
+		s = synth(ctx)
 		variants.m[variant] = s
 	}
 	if s.err != nil {

@@ -141,19 +141,27 @@ func (s *builder) sandbox() {
 		}),
 		InstallLatestAwsSdk: jsii.Bool(false),
 	})
-	tasksSG := awsec2.NewSecurityGroup(stack, jsii.String("SandboxTasks"), &awsec2.SecurityGroupProps{
-		Vpc:              vpc,
-		Description:      jsii.String("lambdaclaw sandbox tasks: HTTPS to S3 and the VPC's endpoints only"),
-		AllowAllOutbound: jsii.Bool(false),
-	})
-	tasksSG.AddEgressRule(awsec2.Peer_PrefixList(prefixList.GetResponseField(jsii.String("PrefixLists.0.PrefixListId"))), awsec2.Port_Tcp(jsii.Number(443)), jsii.String("S3 through the gateway endpoint"), nil)
 	endpointsSG := awsec2.NewSecurityGroup(stack, jsii.String("SandboxEndpoints"), &awsec2.SecurityGroupProps{
 		Vpc:              vpc,
 		Description:      jsii.String("lambdaclaw sandbox: the interface endpoints, reached by the tasks"),
 		AllowAllOutbound: jsii.Bool(false),
 	})
+	tasksSG := awsec2.NewSecurityGroup(stack, jsii.String("SandboxTasks"), &awsec2.SecurityGroupProps{
+		Vpc:              vpc,
+		Description:      jsii.String("lambdaclaw sandbox tasks: HTTPS to S3 and the VPC endpoints only"),
+		AllowAllOutbound: jsii.Bool(false),
+	})
+	// The tasks' egress rules are the group's own (inline): CDK makes
+	// rules to a security group or an unresolved prefix list separate
+	// resources and leaves the group's SecurityGroupEgress empty, and a
+	// group created without any keeps EC2's default allow-all egress.
+	tasksSG.Node().DefaultChild().(awsec2.CfnSecurityGroup).AddPropertyOverride(jsii.String("SecurityGroupEgress"), []any{
+		map[string]any{"IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "Description": "S3 through the gateway endpoint",
+			"DestinationPrefixListId": prefixList.GetResponseField(jsii.String("PrefixLists.0.PrefixListId"))},
+		map[string]any{"IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "Description": "ECR and CloudWatch Logs endpoints",
+			"DestinationSecurityGroupId": endpointsSG.SecurityGroupId()},
+	})
 	endpointsSG.AddIngressRule(tasksSG, awsec2.Port_Tcp(jsii.Number(443)), jsii.String("the sandbox tasks"), nil)
-	tasksSG.AddEgressRule(endpointsSG, awsec2.Port_Tcp(jsii.Number(443)), jsii.String("ECR and CloudWatch Logs endpoints"), nil)
 	oneZone := &awsec2.SubnetSelection{Subnets: &[]awsec2.ISubnet{(*vpc.IsolatedSubnets())[0]}}
 	for id, svc := range map[string]awsec2.InterfaceVpcEndpointAwsService{
 		"EcrApi":    awsec2.InterfaceVpcEndpointAwsService_ECR(),

@@ -139,17 +139,32 @@ func TestSandboxNetwork(t *testing.T) {
 	if tasksSG == "" || endpointsSG == "" {
 		t.Fatal("no tasks' or endpoints' security group")
 	}
-	var egress []string
-	for _, e := range s.resources("AWS::EC2::SecurityGroupEgress") {
-		p := props(e)
-		if render(p["GroupId"]) != "${"+tasksSG+".GroupId}" {
-			continue
-		}
+	// The tasks' group holds its egress inline: a group created with
+	// none keeps EC2's default allow-all egress beside any separate
+	// AWS::EC2::SecurityGroupEgress.
+	rule := func(p map[string]any) string {
 		to := render(p["DestinationSecurityGroupId"])
 		if pl, ok := p["DestinationPrefixListId"]; ok {
 			to = "prefix list " + render(pl)
 		}
-		egress = append(egress, render(p["IpProtocol"])+"/"+render(p["FromPort"])+"-"+render(p["ToPort"])+" to "+to)
+		if cidr, ok := p["CidrIp"]; ok {
+			to = render(cidr)
+		}
+		return render(p["IpProtocol"]) + "/" + render(p["FromPort"]) + "-" + render(p["ToPort"]) + " to " + to
+	}
+	var egress []string
+	for _, e := range list(props(s.resources("AWS::EC2::SecurityGroup")[tasksSG])["SecurityGroupEgress"]) {
+		if e, ok := e.(map[string]any); ok {
+			egress = append(egress, rule(e))
+		}
+	}
+	if len(egress) == 0 {
+		t.Error("the tasks' security group has no inline egress: CloudFormation keeps the default allow-all egress")
+	}
+	for _, e := range s.resources("AWS::EC2::SecurityGroupEgress") {
+		if p := props(e); render(p["GroupId"]) == "${"+tasksSG+".GroupId}" {
+			egress = append(egress, rule(p))
+		}
 	}
 	slices.Sort(egress)
 	want := []string{"tcp/443-443 to ${" + endpointsSG + ".GroupId}", "tcp/443-443 to prefix list ${S3PrefixList" + "}"}

@@ -5,10 +5,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
 )
 
 // Stage is the WebSocket stage in the fake management endpoint's URL.
@@ -17,12 +18,15 @@ const Stage = "prod"
 // Management is a fake of the API Gateway Management API of one WebSocket
 // stage (the REST protocol the SDK speaks: POST, DELETE
 // /<stage>/@connections/<id>). It records the frames posted to each
-// connection; a connection marked gone answers 410 GoneException.
+// connection; a connection marked gone answers 410 GoneException. A
+// request the service's model refuses (awsmodel) is answered
+// ValidationException, and fails the test.
 type Management struct {
 	// URL is the endpoint with the stage, as WS_ENDPOINT holds it.
 	URL string
 
-	t      *testing.T
+	t      testing.TB
+	model  *awsmodel.Model
 	mu     sync.Mutex
 	frames map[string][]json.RawMessage
 	gone   map[string]bool
@@ -30,8 +34,8 @@ type Management struct {
 }
 
 // NewManagement starts the fake; it stops when the test ends.
-func NewManagement(t *testing.T) *Management {
-	m := &Management{t: t, frames: map[string][]json.RawMessage{}, gone: map[string]bool{}}
+func NewManagement(t testing.TB) *Management {
+	m := &Management{t: t, model: awsmodel.Load(t, "apigatewaymanagementapi"), frames: map[string][]json.RawMessage{}, gone: map[string]bool{}}
 	srv := httptest.NewServer(http.HandlerFunc(m.serve))
 	t.Cleanup(srv.Close)
 	m.URL = srv.URL + "/" + Stage
@@ -39,32 +43,37 @@ func NewManagement(t *testing.T) *Management {
 }
 
 func (m *Management) serve(w http.ResponseWriter, r *http.Request) {
-	id, ok := strings.CutPrefix(r.URL.Path, "/"+Stage+"/@connections/")
-	if !ok || id == "" {
-		w.WriteHeader(http.StatusNotFound)
+	fail := func(status int, typ, msg string) {
+		w.Header().Set("X-Amzn-Errortype", typ)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(map[string]string{"message": msg})
+	}
+	body, _ := io.ReadAll(r.Body)
+	op, in, err := m.model.FromREST(r, "/"+Stage, body)
+	if err := refused(m.t, m.model, op, in, err); err != nil {
+		fail(http.StatusBadRequest, "ValidationException", err.Error())
 		return
 	}
+	id, _ := in["ConnectionId"].(string)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.gone[id] {
-		w.Header().Set("X-Amzn-Errortype", "GoneException")
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusGone)
-		io.WriteString(w, `{"message":"Gone"}`)
+		fail(http.StatusGone, "GoneException", "Gone")
 		return
 	}
-	switch r.Method {
-	case http.MethodPost:
-		body, _ := io.ReadAll(r.Body)
+	switch op {
+	case "PostToConnection":
 		if !json.Valid(body) {
 			m.t.Errorf("frame posted to %s is not JSON: %q", id, body)
 		}
 		m.frames[id] = append(m.frames[id], body)
-	case http.MethodDelete:
+	case "DeleteConnection":
 		m.closed = append(m.closed, id)
 		m.gone[id] = true
 	default:
-		w.WriteHeader(http.StatusMethodNotAllowed)
+		m.t.Errorf("the fake API Gateway Management API does not serve %s", op)
+		fail(http.StatusBadRequest, "ValidationException", "the fake does not serve "+op)
 		return
 	}
 	w.WriteHeader(http.StatusOK)

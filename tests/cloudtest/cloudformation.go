@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"sync"
 	"testing"
+
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
 )
 
 // CloudFormation is a fake of the CloudFormation API for what the CLI's
@@ -14,12 +16,15 @@ import (
 // (a form-encoded POST, XML answers). An unknown stack is answered as
 // CloudFormation does: 400, ValidationError "Stack with id NAME does not
 // exist". It checks that each request is signed for the cloudformation
-// service and records the Region it was signed for.
+// service and records the Region it was signed for. A request the
+// service's model refuses (awsmodel) is answered ValidationError, and
+// fails the test.
 type CloudFormation struct {
 	// URL is the endpoint, as CLOUDFORMATION_ENDPOINT holds it.
 	URL string
 
-	t       *testing.T
+	t       testing.TB
+	model   *awsmodel.Model
 	mu      sync.Mutex
 	stacks  map[string]Stack
 	regions []string
@@ -33,8 +38,8 @@ type Stack struct {
 }
 
 // NewCloudFormation starts the fake; it stops when the test ends.
-func NewCloudFormation(t *testing.T) *CloudFormation {
-	f := &CloudFormation{t: t, stacks: map[string]Stack{}}
+func NewCloudFormation(t testing.TB) *CloudFormation {
+	f := &CloudFormation{t: t, model: awsmodel.Load(t, "cloudformation"), stacks: map[string]Stack{}}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(srv.Close)
 	f.URL = srv.URL
@@ -113,6 +118,11 @@ func (f *CloudFormation) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	if r.Method != http.MethodPost || r.ParseForm() != nil || r.PostForm.Get("Version") != "2010-05-15" {
 		fail(http.StatusBadRequest, "InvalidParameterValue", "want a form-encoded POST of API version 2010-05-15")
+		return
+	}
+	op, in, err := f.model.FromQuery(r.PostForm)
+	if err := refused(f.t, f.model, op, in, err); err != nil {
+		fail(http.StatusBadRequest, "ValidationError", err.Error())
 		return
 	}
 	if a := r.PostForm.Get("Action"); a != "DescribeStacks" {

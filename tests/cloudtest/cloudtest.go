@@ -212,7 +212,7 @@ func EventPath(t *testing.T, name string) string {
 }
 
 // Wait polls cond every 20 ms until it holds or timeout passes.
-func Wait(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func Wait(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {

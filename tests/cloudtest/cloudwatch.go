@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/aws/smithy-go/encoding/cbor"
+
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
 )
 
 // CloudWatch is a fake of the CloudWatch API for what `lambdaclaw doctor
@@ -17,12 +19,14 @@ import (
 // SDK speaks (POST /service/GraniteServiceVersion20100801/operation/NAME,
 // CBOR bodies, the Smithy-Protocol header), filtered by AlarmNamePrefix
 // and StateValue as CloudWatch does, one page. It checks that each request
-// is signed for the monitoring service.
+// is signed for the monitoring service. A request the service's model
+// refuses (awsmodel) is answered ValidationError, and fails the test.
 type CloudWatch struct {
 	// URL is the endpoint, as CLOUDWATCH_ENDPOINT holds it.
 	URL string
 
-	t      *testing.T
+	t      testing.TB
+	model  *awsmodel.Model
 	mu     sync.Mutex
 	alarms []Alarm
 }
@@ -36,8 +40,8 @@ type Alarm struct {
 }
 
 // NewCloudWatch starts the fake; it stops when the test ends.
-func NewCloudWatch(t *testing.T) *CloudWatch {
-	f := &CloudWatch{t: t}
+func NewCloudWatch(t testing.TB) *CloudWatch {
+	f := &CloudWatch{t: t, model: awsmodel.Load(t, "cloudwatch")}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(srv.Close)
 	f.URL = srv.URL
@@ -73,28 +77,25 @@ func (f *CloudWatch) serve(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "InvalidParameterValue", "want a Smithy RPC v2 CBOR request")
 		return
 	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	var tree map[string]any
+	if err == nil {
+		tree, err = awsmodel.FromCBOR(body)
+	}
+	if err := refused(f.t, f.model, op, tree, err); err != nil {
+		fail(http.StatusBadRequest, "ValidationError", err.Error())
+		return
+	}
 	if op != "DescribeAlarms" {
 		fail(http.StatusBadRequest, "UnknownOperationException", "the fake answers DescribeAlarms only, not "+op)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	in := cbor.Map{}
-	if err == nil && len(body) > 0 {
-		var v cbor.Value
-		if v, err = cbor.Decode(body); err == nil {
-			in, _ = v.(cbor.Map)
-		}
-	}
-	if err != nil || in == nil {
-		fail(http.StatusBadRequest, "SerializationException", "the body is not a CBOR map")
-		return
-	}
-	prefix, _ := in["AlarmNamePrefix"].(cbor.String)
-	state, _ := in["StateValue"].(cbor.String)
+	prefix, _ := tree["AlarmNamePrefix"].(string)
+	state, _ := tree["StateValue"].(string)
 	f.mu.Lock()
 	var out cbor.List
 	for _, a := range f.alarms {
-		if strings.HasPrefix(a.Name, string(prefix)) && (state == "" || a.State == string(state)) {
+		if strings.HasPrefix(a.Name, prefix) && (state == "" || a.State == state) {
 			out = append(out, cbor.Map{
 				"AlarmName":             cbor.String(a.Name),
 				"AlarmArn":              cbor.String("arn:aws:cloudwatch:us-east-1:123456789012:alarm:" + a.Name),

@@ -15,6 +15,7 @@ import (
 	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ecs"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
 )
 
 // ECSCluster and ECSTaskDefinition are what the fake ECS runs tasks of.
@@ -31,7 +32,9 @@ type TaskFunc func(ctx context.Context, env map[string]string) int
 
 // ECS is a fake of the ECS API (the awsJson1_1 protocol, X-Amz-Target
 // AmazonEC2ContainerServiceV20141113.*) for what the sandbox backend
-// calls: RunTask, DescribeTasks and StopTask. It refuses what the stack
+// calls: RunTask, DescribeTasks and StopTask. It refuses a request the
+// service's model refuses (awsmodel; ValidationException, and the
+// test fails), and what the stack
 // would not allow: another cluster or task definition, a launch type other
 // than FARGATE, a public IP, no subnets or security groups. Each task it
 // starts is played by the TaskFunc given to Play, in a goroutine.
@@ -39,6 +42,7 @@ type ECS struct {
 	URL string
 
 	t      testing.TB
+	model  *awsmodel.Model
 	ctx    context.Context
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -73,7 +77,7 @@ type ECSTask struct {
 // NewECS starts the fake; it stops its tasks and waits for them when the
 // test ends.
 func NewECS(t testing.TB) *ECS {
-	f := &ECS{t: t, tasks: map[string]*ECSTask{}, tokens: map[string]string{}}
+	f := &ECS{t: t, model: awsmodel.Load(t, "ecs"), tasks: map[string]*ECSTask{}, tokens: map[string]string{}}
 	f.ctx, f.URL = startFake(t, f.serve, &f.wg)
 	return f
 }
@@ -170,7 +174,13 @@ func (f *ECS) serve(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "ThrottlingException", "Rate exceeded")
 		return
 	}
-	switch target := r.Header.Get("X-Amz-Target"); target {
+	target := r.Header.Get("X-Amz-Target")
+	op, in, err := f.model.FromAWSJSON(target, body)
+	if err := refused(f.t, f.model, op, in, err); err != nil {
+		fail(http.StatusBadRequest, "ValidationException", err.Error())
+		return
+	}
+	switch target {
 	case "AmazonEC2ContainerServiceV20141113.RunTask":
 		var in struct {
 			Cluster              string `json:"cluster"`

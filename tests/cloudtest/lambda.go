@@ -6,12 +6,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
 )
 
 // RunFunction is the name of the step function the inline driver invokes
@@ -38,15 +37,17 @@ const maxSyncPayload = 6 * 1024 * 1024
 // It also runs synchronous invocations (RequestResponse, the default) of
 // the functions Serve names: 200 with the handler's JSON result, or with
 // X-Amz-Function-Error: Unhandled and {"errorMessage","errorType"} when
-// it fails.
+// it fails. A request the service's model refuses (awsmodel) is answered
+// ValidationException, and fails the test.
 type Lambda struct {
 	URL string
 
-	t   *testing.T
-	ctx context.Context
-	wg  sync.WaitGroup
-	mu  sync.Mutex
-	run StepHandler
+	t     testing.TB
+	model *awsmodel.Model
+	ctx   context.Context
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	run   StepHandler
 	// beforeRetry runs before an attempt that retries one that failed.
 	beforeRetry func()
 	deliveries  []*Delivery
@@ -75,9 +76,9 @@ func (d *Delivery) Wait() { <-d.done }
 
 // NewLambda starts the fake; it stops, and waits for the invocations it
 // runs, when the test ends.
-func NewLambda(t *testing.T) *Lambda {
+func NewLambda(t testing.TB) *Lambda {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &Lambda{t: t, ctx: ctx, cancels: map[*Delivery]context.CancelFunc{}, functions: map[string]func(context.Context, json.RawMessage) (any, error){}}
+	f := &Lambda{t: t, model: awsmodel.Load(t, "lambda"), ctx: ctx, cancels: map[*Delivery]context.CancelFunc{}, functions: map[string]func(context.Context, json.RawMessage) (any, error){}}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = srv.URL
 	t.Cleanup(func() {
@@ -180,18 +181,27 @@ func (f *Lambda) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		json.NewEncoder(w).Encode(map[string]string{"Type": "User", "message": msg})
 	}
-	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/2015-03-31/functions/")
-	name, ok2 := strings.CutSuffix(rest, "/invocations")
-	if !ok || !ok2 || r.Method != http.MethodPost {
-		fail(http.StatusNotFound, "UnknownOperationException", "unknown operation "+r.Method+" "+r.URL.Path)
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxSyncPayload+1))
+	if err != nil {
+		fail(http.StatusBadRequest, "InvalidRequestContentException", err.Error())
 		return
 	}
-	name, _ = url.PathUnescape(name)
+	op, in, err := f.model.FromREST(r, "", body)
+	if err := refused(f.t, f.model, op, in, err); err != nil {
+		fail(http.StatusBadRequest, "ValidationException", err.Error())
+		return
+	}
+	if op != "Invoke" {
+		f.t.Errorf("the fake Lambda does not serve %s", op)
+		fail(http.StatusBadRequest, "ValidationException", "the fake does not serve "+op)
+		return
+	}
+	name, _ := in["FunctionName"].(string)
 	f.mu.Lock()
 	handler := f.functions[name]
 	f.mu.Unlock()
 	if typ := r.Header.Get("X-Amz-Invocation-Type"); handler != nil && (typ == "" || typ == "RequestResponse") {
-		f.invoke(w, r, handler)
+		f.invoke(w, r, body, handler)
 		return
 	}
 	if name != RunFunction {
@@ -200,11 +210,6 @@ func (f *Lambda) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if typ := r.Header.Get("X-Amz-Invocation-Type"); typ != "Event" {
 		fail(http.StatusBadRequest, "InvalidParameterValueException", "the fake runs asynchronous invocations only, not "+typ)
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxEventPayload+1))
-	if err != nil {
-		fail(http.StatusBadRequest, "InvalidRequestContentException", err.Error())
 		return
 	}
 	if len(body) > maxEventPayload {
@@ -221,12 +226,11 @@ func (f *Lambda) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // invoke runs a synchronous invocation with handler.
-func (f *Lambda) invoke(w http.ResponseWriter, r *http.Request, handler func(context.Context, json.RawMessage) (any, error)) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxSyncPayload+1))
+func (f *Lambda) invoke(w http.ResponseWriter, r *http.Request, body []byte, handler func(context.Context, json.RawMessage) (any, error)) {
 	w.Header().Set("X-Amzn-Requestid", "fake-request")
 	w.Header().Set("Content-Type", "application/json")
 	switch {
-	case err != nil || !json.Valid(body):
+	case !json.Valid(body):
 		w.Header().Set("X-Amzn-Errortype", "InvalidRequestContentException")
 		w.WriteHeader(http.StatusBadRequest)
 		json.NewEncoder(w).Encode(map[string]string{"Type": "User", "message": "Could not parse request body into json"})

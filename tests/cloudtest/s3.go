@@ -1,6 +1,9 @@
 package cloudtest
 
 import (
+	"bytes"
+	"encoding/xml"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -12,6 +15,7 @@ import (
 
 	s3fs "github.com/lambdaclaw/lambdaclaw/shared/adapters/s3"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
 )
 
 // S3Bucket is the bucket S3 creates.
@@ -23,8 +27,10 @@ const S3Bucket = "lambdaclaw-workspaces"
 // S3Bucket in it, as the stack's workspace bucket is. Clients reach it at
 // endpoint with path-style addressing (s3.NewClient does). A request not
 // signed with SigV4 for the s3 service is refused with 403, so a client
-// that would not work against S3 does not pass here. The server stops
-// when the test ends.
+// that would not work against S3 does not pass here; one S3's model
+// refuses (awsmodel: where gofakes3 does not check) is answered 400
+// InvalidArgument and fails the test. The server stops when the test
+// ends.
 func S3(t testing.TB) (endpoint, bucket string) {
 	t.Helper()
 	backend := s3mem.New()
@@ -35,9 +41,27 @@ func S3(t testing.TB) (endpoint, bucket string) {
 		t.Fatalf("s3 fake: versioning: %v", err)
 	}
 	fake := gofakes3.New(backend).Server()
+	model := awsmodel.Load(t, "s3")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if m := credentialScope.FindStringSubmatch(r.Header.Get("Authorization")); m == nil || m[2] != "s3" {
 			http.Error(w, "want a SigV4 signature for s3", http.StatusForbidden)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		op, in, err := model.FromREST(r, "", body)
+		if err := refused(t, model, op, in, err); err != nil {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusBadRequest)
+			xml.NewEncoder(w).Encode(struct {
+				XMLName xml.Name `xml:"Error"`
+				Code    string
+				Message string
+			}{Code: "InvalidArgument", Message: err.Error()})
 			return
 		}
 		fake.ServeHTTP(w, r)

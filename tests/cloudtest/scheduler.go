@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
 )
 
 // The schedule group, the schedules' role and their target (the scheduler
@@ -38,8 +39,9 @@ const (
 // /schedules/{Name}?groupName=…) and GetSchedule (GET), with the errors
 // the service answers: ConflictException (409) for a name taken,
 // ResourceNotFoundException (404) for a schedule or group that does not
-// exist, ValidationException (400) for a bad name, expression, time zone,
-// flexible window or target. The error type travels in the
+// exist, ValidationException (400) for a request the service's model
+// refuses (awsmodel: such as an empty time zone; the test fails too) or a
+// bad expression, time zone, flexible window or target. The error type travels in the
 // X-Amzn-ErrorType header, the message in the body's Message.
 //
 // It also plays the service's timer: Due returns the inputs of the
@@ -55,6 +57,8 @@ const (
 type Scheduler struct {
 	URL string
 
+	t         testing.TB
+	model     *awsmodel.Model
 	now       func() time.Time
 	mu        sync.Mutex
 	groups    map[string]bool
@@ -73,11 +77,11 @@ type FakeSchedule struct {
 
 // NewScheduler starts the fake with the group SchedulerGroup; now is its
 // clock (time.Now when nil).
-func NewScheduler(t *testing.T, now func() time.Time) *Scheduler {
+func NewScheduler(t testing.TB, now func() time.Time) *Scheduler {
 	if now == nil {
 		now = time.Now
 	}
-	f := &Scheduler{now: now, groups: map[string]bool{SchedulerGroup: true}, schedules: map[string]*FakeSchedule{}}
+	f := &Scheduler{t: t, model: awsmodel.Load(t, "scheduler"), now: now, groups: map[string]bool{SchedulerGroup: true}, schedules: map[string]*FakeSchedule{}}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = srv.URL
 	t.Cleanup(srv.Close)
@@ -113,28 +117,24 @@ type schedulerRequest struct {
 	}
 }
 
-var scheduleNames = regexp.MustCompile(`^[0-9a-zA-Z_.-]{1,64}$`)
-
 func (f *Scheduler) serve(w http.ResponseWriter, r *http.Request) {
-	name, ok := strings.CutPrefix(r.URL.Path, "/schedules/")
-	if !ok || name == "" || strings.Contains(name, "/") {
-		schedulerError(w, http.StatusNotFound, "UnknownOperationException", "no such operation: "+r.Method+" "+r.URL.Path)
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		schedulerError(w, http.StatusBadRequest, "ValidationException", "reading the body: "+err.Error())
 		return
 	}
-	if !scheduleNames.MatchString(name) {
-		schedulerError(w, http.StatusBadRequest, "ValidationException", fmt.Sprintf("1 validation error detected: Value '%s' at 'name' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[0-9a-zA-Z-_.]+$", name))
+	op, in, err := f.model.FromREST(r, "", body)
+	if err := refused(f.t, f.model, op, in, err); err != nil {
+		schedulerError(w, http.StatusBadRequest, "ValidationException", err.Error())
 		return
 	}
+	name, _ := in["Name"].(string)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	switch r.Method {
-	case http.MethodPost, http.MethodPut:
+	switch op {
+	case "CreateSchedule", "UpdateSchedule":
 		var req schedulerRequest
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err == nil {
-			err = json.Unmarshal(body, &req)
-		}
-		if err != nil {
+		if err := json.Unmarshal(body, &req); err != nil {
 			schedulerError(w, http.StatusBadRequest, "ValidationException", "invalid request body: "+err.Error())
 			return
 		}
@@ -146,10 +146,10 @@ func (f *Scheduler) serve(w http.ResponseWriter, r *http.Request) {
 		k := group + "/" + name
 		old, exists := f.schedules[k]
 		switch {
-		case r.Method == http.MethodPost && exists:
+		case op == "CreateSchedule" && exists:
 			schedulerError(w, http.StatusConflict, "ConflictException", "Schedule "+name+" already exists.")
 			return
-		case r.Method == http.MethodPut && !exists:
+		case op == "UpdateSchedule" && !exists:
 			schedulerError(w, http.StatusNotFound, "ResourceNotFoundException", "Schedule "+name+" does not exist.")
 			return
 		}
@@ -164,14 +164,15 @@ func (f *Scheduler) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		f.schedules[k] = s
 		writeJSON(w, map[string]string{"ScheduleArn": s.arn()})
-	case http.MethodDelete, http.MethodGet:
-		group := cmp.Or(r.URL.Query().Get("groupName"), "default")
+	case "DeleteSchedule", "GetSchedule":
+		group, _ := in["GroupName"].(string)
+		group = cmp.Or(group, "default")
 		s, exists := f.schedules[group+"/"+name]
 		if !exists {
 			schedulerError(w, http.StatusNotFound, "ResourceNotFoundException", "Schedule "+name+" does not exist.")
 			return
 		}
-		if r.Method == http.MethodGet {
+		if op == "GetSchedule" {
 			writeJSON(w, map[string]any{"Name": s.Name, "GroupName": s.Group, "Arn": s.arn(), "ScheduleExpression": s.Expression,
 				"ScheduleExpressionTimezone": s.Timezone, "State": s.State, "ActionAfterCompletion": s.ActionAfterCompletion,
 				"FlexibleTimeWindow": map[string]string{"Mode": s.FlexibleMode},
@@ -181,7 +182,8 @@ func (f *Scheduler) serve(w http.ResponseWriter, r *http.Request) {
 		delete(f.schedules, group+"/"+name)
 		writeJSON(w, map[string]string{})
 	default:
-		schedulerError(w, http.StatusMethodNotAllowed, "UnknownOperationException", "method "+r.Method)
+		f.t.Errorf("the fake Scheduler does not serve %s", op)
+		schedulerError(w, http.StatusBadRequest, "ValidationException", "the fake does not serve "+op)
 	}
 }
 
@@ -198,27 +200,16 @@ func schedulerError(w http.ResponseWriter, status int, kind, msg string) {
 	json.NewEncoder(w).Encode(map[string]string{"Message": msg})
 }
 
-// newFakeSchedule checks a request as the service does; msg is the
-// ValidationException's message when it is refused.
+// newFakeSchedule checks a request, which the model allowed, as the
+// service does; msg is the ValidationException's message when it is
+// refused.
 func newFakeSchedule(name, group string, req schedulerRequest) (s *FakeSchedule, msg string) {
 	s = &FakeSchedule{Name: name, Group: group, Expression: req.ScheduleExpression, Timezone: cmp.Or(req.ScheduleExpressionTimezone, "UTC"),
 		State: cmp.Or(req.State, "ENABLED"), ActionAfterCompletion: cmp.Or(req.ActionAfterCompletion, "NONE")}
 	if _, err := time.LoadLocation(s.Timezone); err != nil {
 		return nil, "Invalid time zone: " + s.Timezone
 	}
-	if s.State != "ENABLED" && s.State != "DISABLED" {
-		return nil, "Invalid State: " + s.State
-	}
-	if s.ActionAfterCompletion != "NONE" && s.ActionAfterCompletion != "DELETE" {
-		return nil, "Invalid ActionAfterCompletion: " + s.ActionAfterCompletion
-	}
-	if req.FlexibleTimeWindow == nil || (req.FlexibleTimeWindow.Mode != "OFF" && req.FlexibleTimeWindow.Mode != "FLEXIBLE") {
-		return nil, "FlexibleTimeWindow.Mode must be OFF or FLEXIBLE"
-	}
 	s.FlexibleMode = req.FlexibleTimeWindow.Mode
-	if req.Target == nil || req.Target.Arn == "" || req.Target.RoleArn == "" {
-		return nil, "Target.Arn and Target.RoleArn are required"
-	}
 	s.TargetArn, s.RoleArn, s.Input = req.Target.Arn, req.Target.RoleArn, req.Target.Input
 	if req.StartDate != nil {
 		sec, frac := math.Modf(*req.StartDate)

@@ -7,15 +7,21 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
 )
 
 // Secrets is a fake of Secrets Manager's GetSecretValue (awsJson1_1): it
 // answers the values it was given by secret id (an ARN or a name), and
-// ResourceNotFoundException for any other id.
+// ResourceNotFoundException for any other id. A request the service's
+// model refuses (awsmodel) is answered ValidationException, and fails the
+// test.
 type Secrets struct {
 	// URL is the endpoint, as SECRETSMANAGER_ENDPOINT holds it.
 	URL string
 
+	t      testing.TB
+	model  *awsmodel.Model
 	mu     sync.Mutex
 	values map[string]string
 	calls  map[string]int
@@ -23,8 +29,8 @@ type Secrets struct {
 
 // NewSecrets starts the fake with values by secret id; it stops when the
 // test ends.
-func NewSecrets(t *testing.T, values map[string]string) *Secrets {
-	f := &Secrets{values: values, calls: map[string]int{}}
+func NewSecrets(t testing.TB, values map[string]string) *Secrets {
+	f := &Secrets{t: t, model: awsmodel.Load(t, "secretsmanager"), values: values, calls: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(srv.Close)
 	f.URL = srv.URL
@@ -32,10 +38,15 @@ func NewSecrets(t *testing.T, values map[string]string) *Secrets {
 }
 
 func (f *Secrets) serve(w http.ResponseWriter, r *http.Request) {
-	var in struct{ SecretId string }
-	b, _ := io.ReadAll(r.Body)
-	json.Unmarshal(b, &in)
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	b, _ := io.ReadAll(r.Body)
+	op, tree, err := f.model.FromAWSJSON(r.Header.Get("X-Amz-Target"), b)
+	if err := refused(f.t, f.model, op, tree, err); err != nil {
+		awsJSON{w, "application/x-amz-json-1.1"}.fail(http.StatusBadRequest, "ValidationException", err.Error())
+		return
+	}
+	var in struct{ SecretId string }
+	json.Unmarshal(b, &in)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls[in.SecretId]++

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
 )
 
 // StepHandler is the step function's handler.
@@ -20,14 +21,17 @@ type StepHandler func(context.Context, sfn.Event) (any, error)
 // SFN is a fake of the Step Functions API (the awsJson1_0 protocol) for
 // what the driver calls: StartExecution, whose execution names are unique
 // per state machine, and SendTaskSuccess, whose task tokens resume once.
+// A request the service's model refuses (awsmodel) is answered
+// ValidationException, and fails the test.
 type SFN struct {
 	URL string
 
-	t    *testing.T
-	ctx  context.Context
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	exec map[string]*Execution // by name
+	t     testing.TB
+	model *awsmodel.Model
+	ctx   context.Context
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	exec  map[string]*Execution // by name
 	// order lists the execution names as they were started.
 	order  []string
 	tokens map[string]chan string // live task tokens
@@ -46,8 +50,8 @@ type Execution struct {
 
 // NewSFN starts the fake; it stops, and waits for the executions it
 // plays, when the test ends.
-func NewSFN(t *testing.T) *SFN {
-	f := &SFN{t: t, exec: map[string]*Execution{}, tokens: map[string]chan string{}}
+func NewSFN(t testing.TB) *SFN {
+	f := &SFN{t: t, model: awsmodel.Load(t, "stepfunctions"), exec: map[string]*Execution{}, tokens: map[string]chan string{}}
 	f.ctx, f.URL = startFake(t, f.serve, &f.wg)
 	return f
 }
@@ -112,7 +116,13 @@ func (f *SFN) serve(w http.ResponseWriter, r *http.Request) {
 	reply := awsJSON{w, "application/x-amz-json-1.0"}
 	fail := func(typ, msg string) { reply.fail(http.StatusBadRequest, typ, msg) }
 	ok := reply.ok
-	switch target := r.Header.Get("X-Amz-Target"); target {
+	target := r.Header.Get("X-Amz-Target")
+	op, in, err := f.model.FromAWSJSON(target, body)
+	if err := refused(f.t, f.model, op, in, err); err != nil {
+		fail("ValidationException", err.Error())
+		return
+	}
+	switch target {
 	case "AWSStepFunctions.StartExecution":
 		var in struct {
 			StateMachineArn string `json:"stateMachineArn"`

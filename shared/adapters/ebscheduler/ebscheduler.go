@@ -73,6 +73,10 @@ func (s *Schedules) Set(ctx context.Context, j schedule.Job, create bool) error 
 	if !j.Schedule.At.IsZero() {
 		after = types.ActionAfterCompletionDelete
 	}
+	var zone *string // none for rate(): EventBridge refuses an empty one
+	if tz != "" {
+		zone = aws.String(tz)
+	}
 	var start *time.Time
 	if j.Schedule.Every > 0 && !j.Schedule.Anchor.IsZero() {
 		start = aws.Time(j.Schedule.Anchor.UTC())
@@ -81,7 +85,7 @@ func (s *Schedules) Set(ctx context.Context, j schedule.Job, create bool) error 
 	createIt := func() error {
 		_, err := s.API.CreateSchedule(ctx, &scheduler.CreateScheduleInput{
 			Name: aws.String(j.ID), GroupName: aws.String(s.Group), ScheduleExpression: aws.String(expr),
-			ScheduleExpressionTimezone: aws.String(tz), StartDate: start, State: state, Target: target,
+			ScheduleExpressionTimezone: zone, StartDate: start, State: state, Target: target,
 			FlexibleTimeWindow: window, ActionAfterCompletion: after, Description: desc,
 		})
 		return err
@@ -89,7 +93,7 @@ func (s *Schedules) Set(ctx context.Context, j schedule.Job, create bool) error 
 	updateIt := func() error {
 		_, err := s.API.UpdateSchedule(ctx, &scheduler.UpdateScheduleInput{
 			Name: aws.String(j.ID), GroupName: aws.String(s.Group), ScheduleExpression: aws.String(expr),
-			ScheduleExpressionTimezone: aws.String(tz), StartDate: start, State: state, Target: target,
+			ScheduleExpressionTimezone: zone, StartDate: start, State: state, Target: target,
 			FlexibleTimeWindow: window, ActionAfterCompletion: after, Description: desc,
 		})
 		return err

@@ -26,7 +26,7 @@ const starBit = 1 << 63
 
 // Expression returns the EventBridge Scheduler expression of s and its
 // time zone: rate(N minutes) for every (a whole number of minutes, at
-// least one), cron(…) with six fields for a cron expression (its fields
+// least one; no time zone, ""), cron(…) with six fields for a cron expression (its fields
 // as explicit lists, day-of-week counted from 1 = Sunday), at(…) in UTC
 // for a one-shot, to the second. A schedule EventBridge Scheduler cannot
 // keep is an error wrapping schedule.ErrInvalid.
