@@ -6,16 +6,19 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awswafv2"
 	"github.com/aws/jsii-runtime-go"
 )
 
-// Stage names and limits of the two APIs. The throttles bound what a
-// leaked URL can cost; raise them for real traffic.
+// The stage name of the two APIs, and the longest a streamed response
+// may run (15 minutes). Both stages' default method throttling is
+// Config.APIRate and APIBurst (-c api_rate, -c api_burst): every request
+// with a bad key still invokes a function, so the throttle is what bounds
+// what a leaked URL can cost (README: What a flood can cost); API Gateway
+// does not bill the requests it throttles.
 const (
 	stageName      = "prod"
-	rateLimit      = 50  // requests (messages) per second, steady
-	burstLimit     = 100 // requests (messages) in a burst
-	streamTimeoutS = 900 // 15 minutes: the longest a streamed response may run
+	streamTimeoutS = 900
 )
 
 // websocket creates the WebSocket API ($connect, $disconnect and $default
@@ -30,8 +33,8 @@ func (s *builder) websocket() {
 		StageName:    jsii.String(stageName),
 		AutoDeploy:   jsii.Bool(true),
 		Throttle: &awsapigatewayv2.ThrottleSettings{
-			RateLimit:  jsii.Number(rateLimit),
-			BurstLimit: jsii.Number(burstLimit),
+			RateLimit:  jsii.Number(s.cfg.APIRate),
+			BurstLimit: jsii.Number(s.cfg.APIBurst),
 		},
 	})
 	s.wsEndpoint = stage.CallbackUrl()
@@ -80,8 +83,8 @@ func (s *builder) restAPI() {
 		CloudWatchRole: jsii.Bool(false),
 		DeployOptions: &awsapigateway.StageOptions{
 			StageName:            jsii.String(stageName),
-			ThrottlingRateLimit:  jsii.Number(rateLimit),
-			ThrottlingBurstLimit: jsii.Number(burstLimit),
+			ThrottlingRateLimit:  jsii.Number(s.cfg.APIRate),
+			ThrottlingBurstLimit: jsii.Number(s.cfg.APIBurst),
 		},
 	})
 	stream := awsapigateway.NewLambdaIntegration(s.fns["api"], &awsapigateway.LambdaIntegrationOptions{
@@ -132,6 +135,51 @@ func (s *builder) restAPI() {
 			AddMethod(jsii.String("POST"), telegram, nil)
 	}
 
+	s.restApi = api
 	s.apiURL = api.Url()
 	s.urlFor = func(path string) *string { return api.UrlForPath(jsii.String(path)) }
+}
+
+// waf (waf=on) puts a regional WAF web ACL in front of the REST API's
+// stage, with one rate-based rule: an IP that sends more than
+// Config.WAFLimit requests in 5 minutes is blocked until its rate falls
+// under the limit. The stage's throttle bounds every client together; this
+// bounds each IP, so one client's flood does not throttle the others. WAF
+// does not attach to WebSocket APIs (API Gateway v2): that stage has its
+// throttle only. It costs $5 a month for the web ACL, $1 for the rule and
+// $0.60 per million requests it inspects, blocked ones included.
+func (s *builder) waf() {
+	if !s.cfg.WAF {
+		return
+	}
+	visibility := func(name string) *awswafv2.CfnWebACL_VisibilityConfigProperty {
+		return &awswafv2.CfnWebACL_VisibilityConfigProperty{
+			CloudWatchMetricsEnabled: jsii.Bool(true),
+			MetricName:               jsii.String(name),
+			SampledRequestsEnabled:   jsii.Bool(true),
+		}
+	}
+	acl := awswafv2.NewCfnWebACL(s.stack, jsii.String("ApiWebAcl"), &awswafv2.CfnWebACLProps{
+		Scope:            jsii.String("REGIONAL"),
+		Description:      jsii.String("lambdaclaw: requests per IP limited on the REST API"),
+		DefaultAction:    &awswafv2.CfnWebACL_DefaultActionProperty{Allow: &awswafv2.CfnWebACL_AllowActionProperty{}},
+		VisibilityConfig: visibility("lambdaclaw-api"),
+		Rules: &[]*awswafv2.CfnWebACL_RuleProperty{{
+			Name:     jsii.String("rate-per-ip"),
+			Priority: jsii.Number(0),
+			Action:   &awswafv2.CfnWebACL_RuleActionProperty{Block: &awswafv2.CfnWebACL_BlockActionProperty{}},
+			Statement: &awswafv2.CfnWebACL_StatementProperty{
+				RateBasedStatement: &awswafv2.CfnWebACL_RateBasedStatementProperty{
+					Limit:               jsii.Number(s.cfg.WAFLimit),
+					EvaluationWindowSec: jsii.Number(300),
+					AggregateKeyType:    jsii.String("IP"),
+				},
+			},
+			VisibilityConfig: visibility("lambdaclaw-rate-per-ip"),
+		}},
+	})
+	awswafv2.NewCfnWebACLAssociation(s.stack, jsii.String("ApiWebAclAssociation"), &awswafv2.CfnWebACLAssociationProps{
+		ResourceArn: s.restApi.DeploymentStage().StageArn(),
+		WebAclArn:   acl.AttrArn(),
+	})
 }

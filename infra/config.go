@@ -36,6 +36,10 @@ const (
 	ctxEmbedDims      = "embed_dimensions"       // length of the memory vectors: 256, 512 or 1024
 	ctxAgentsFile     = "agents_file"            // YAML file whose agents: and mcp: sections define the agents and MCP servers (agents.go, mcp.go)
 	ctxSandbox        = "sandbox"                // none (default) or fargate: the exec tool's ECS Fargate tasks (sandbox.go)
+	ctxAPIRate        = "api_rate"               // requests (messages) per second each API stage lets through, steady
+	ctxAPIBurst       = "api_burst"              // requests (messages) each API stage lets through in a burst
+	ctxWAF            = "waf"                    // off (default) or on: a WAF web ACL with a rate-based rule per IP on the REST API
+	ctxWAFLimit       = "waf_limit"              // requests one IP may send in 5 minutes (waf=on)
 )
 
 // Defaults for the context keys.
@@ -85,6 +89,16 @@ const (
 	SandboxNone    = "none"
 	SandboxFargate = "fargate"
 
+	// DefaultAPIRate and DefaultAPIBurst are the stages' throttles: what
+	// a personal gateway needs (the console polls every 5 s, a page load
+	// is a handful of requests) and a bound on what a leaked URL can cost
+	// (README: What a flood can cost).
+	DefaultAPIRate  = 5
+	DefaultAPIBurst = 20
+	// DefaultWAFLimit is the rate-based rule's limit per IP over WAF's
+	// 5-minute window: 2 requests a second on average.
+	DefaultWAFLimit = 600
+
 	TelegramOff = "off"
 	TelegramOn  = "on"
 	// DefaultTelegramTokenSecret is the name of the secret the operator
@@ -131,6 +145,15 @@ type Config struct {
 	// default); AlarmEmail subscribes an address to the topic.
 	Alarms     bool
 	AlarmEmail string
+	// APIRate and APIBurst are the default method throttling of the REST
+	// and WebSocket API stages (api.go).
+	APIRate  float64
+	APIBurst int
+	// WAF adds a regional WAF web ACL with a rate-based rule per IP,
+	// associated with the REST API's stage; WAFLimit is the rule's limit
+	// per 5 minutes.
+	WAF      bool
+	WAFLimit int
 	// ApprovalTimeout is the timeout of the state machine's approval task:
 	// a run that waits longer for an answer ends, its approval expired.
 	ApprovalTimeout time.Duration
@@ -194,7 +217,23 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	default:
 		return Config{}, fmt.Errorf("context %s=%q: want \"on\" or \"off\"", ctxAlarms, a)
 	}
+	switch w := get(ctxWAF, "off"); w {
+	case "on":
+		c.WAF = true
+	case "off":
+	default:
+		return Config{}, fmt.Errorf("context %s=%q: want \"on\" or \"off\"", ctxWAF, w)
+	}
 	var err error
+	if c.APIRate, err = strconv.ParseFloat(get(ctxAPIRate, strconv.Itoa(DefaultAPIRate)), 64); err != nil || !(c.APIRate > 0 && c.APIRate <= 10000) {
+		return Config{}, fmt.Errorf("context %s=%q: want requests per second, more than 0 and at most 10000 (the account's limit)", ctxAPIRate, get(ctxAPIRate, ""))
+	}
+	if c.APIBurst, err = strconv.Atoi(get(ctxAPIBurst, strconv.Itoa(DefaultAPIBurst))); err != nil || c.APIBurst < 1 || c.APIBurst > 5000 {
+		return Config{}, fmt.Errorf("context %s=%q: want a whole number of requests, 1 to 5000 (the account's limit)", ctxAPIBurst, get(ctxAPIBurst, ""))
+	}
+	if c.WAFLimit, err = strconv.Atoi(get(ctxWAFLimit, strconv.Itoa(DefaultWAFLimit))); err != nil || c.WAFLimit < 10 || c.WAFLimit > 2000000000 {
+		return Config{}, fmt.Errorf("context %s=%q: want requests per IP in 5 minutes, 10 to 2000000000 (WAF's range)", ctxWAFLimit, get(ctxWAFLimit, ""))
+	}
 	if c.ApprovalTimeout, err = parseTimeout(get(ctxApproval, "7d")); err != nil {
 		return Config{}, fmt.Errorf("context %s: %w", ctxApproval, err)
 	}

@@ -59,6 +59,8 @@ const (
 	variantShortApproval = "short-approval"
 	// variantSandbox is the default with the Fargate sandbox.
 	variantSandbox = "sandbox"
+	// variantWAF is the default with the WAF web ACL (waf=on).
+	variantWAF = "waf=on"
 	// variantAll turns on every option at once.
 	variantAll = "all"
 )
@@ -89,11 +91,13 @@ var variantContext = map[string]map[string]string{
 	"agents_file": {ctxAgentsFile: agentsFile, ctxOpenAIBaseURL: "https://openrouter.ai/api/v1", ctxOpenAIModel: "anthropic/claude-sonnet-4.5"},
 	"alarms=off":  {ctxAlarms: "off"},
 	"alarm_email": {ctxAlarmEmail: "ops@example.com"},
+	variantWAF:    {ctxWAF: "on"},
 	variantAll: {
 		ctxSearch: SearchOpenSearch, ctxTelegram: TelegramOn, ctxSandbox: SandboxFargate, ctxAgentsFile: agentsFile,
 		ctxOpenAIBaseURL: "https://openrouter.ai/api/v1", ctxOpenAIModel: "anthropic/claude-sonnet-4.5",
 		ctxModel: "eu.anthropic.claude-sonnet-4-5-20250929-v1:0", ctxAlarmEmail: "ops@example.com",
 		ctxApproval: "2s", ctxRetention: "30", ctxVersionDays: "7", ctxRunMemory: "1024", ctxEmbedDims: "1024",
+		ctxWAF: "on", ctxWAFLimit: "2000", ctxAPIRate: "12.5", ctxAPIBurst: "40",
 	},
 	variantShortApproval: {ctxApproval: "2s", ctxRetention: "30", ctxVersionDays: "7", ctxRunMemory: "1024", ctxEmbedDims: "1024"},
 }

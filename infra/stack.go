@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
@@ -156,8 +157,9 @@ func NewStack(scope constructs.Construct, id string, cfg Config, props *awscdk.S
 		s.sandbox()
 	}
 	s.loop()
-	s.alarms()
 	s.restAPI()
+	s.waf()
+	s.alarms()
 	s.telegramWebhook()
 	s.outputs()
 	return stack, nil
@@ -189,6 +191,7 @@ type builder struct {
 	fns                map[string]awslambda.Function
 	deadLetters        []deadLetter
 	stateMachine       awsstepfunctions.StateMachine
+	restApi            awsapigateway.RestApi
 	apiURL             *string
 	urlFor             func(path string) *string
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/emf"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentenv"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
@@ -227,7 +229,7 @@ func testRestAPIStreaming(t *testing.T, s *synthesized) {
 	assert(t, "stage throttling", func() {
 		s.template.HasResourceProperties(jsii.String("AWS::ApiGateway::Stage"), m{
 			"StageName":      "prod",
-			"MethodSettings": arrayWith(objectLike(m{"ThrottlingRateLimit": rateLimit, "ThrottlingBurstLimit": burstLimit})),
+			"MethodSettings": arrayWith(objectLike(m{"ThrottlingRateLimit": s.cfg.APIRate, "ThrottlingBurstLimit": s.cfg.APIBurst})),
 		})
 	})
 
@@ -1015,6 +1017,13 @@ func TestConfigErrors(t *testing.T) {
 		"run memory below Lambda's least":      {map[string]any{ctxRunMemory: "64", ctxAssets: dir}, ctxRunMemory},
 		"run memory not a number":              {map[string]any{ctxRunMemory: "1GB", ctxAssets: dir}, ctxRunMemory},
 		"vectors Titan does not make":          {map[string]any{ctxEmbedDims: "768", ctxAssets: dir}, ctxEmbedDims},
+		"bad waf":                              {map[string]any{ctxWAF: "yes", ctxAssets: dir}, `waf="yes"`},
+		"no api rate":                          {map[string]any{ctxAPIRate: "0", ctxAssets: dir}, ctxAPIRate},
+		"api rate not a number":                {map[string]any{ctxAPIRate: "fast", ctxAssets: dir}, ctxAPIRate},
+		"api rate over the account's":          {map[string]any{ctxAPIRate: "20000", ctxAssets: dir}, ctxAPIRate},
+		"no api burst":                         {map[string]any{ctxAPIBurst: "0", ctxAssets: dir}, ctxAPIBurst},
+		"api burst in fractions":               {map[string]any{ctxAPIBurst: "2.5", ctxAssets: dir}, ctxAPIBurst},
+		"waf limit under WAF's least":          {map[string]any{ctxWAFLimit: "5", ctxAssets: dir}, ctxWAFLimit},
 	} {
 		t.Run(name, func(t *testing.T) {
 			app := awscdk.NewApp(&awscdk.AppProps{Context: &tc.ctx, Outdir: jsii.String(t.TempDir())})
@@ -1101,15 +1110,54 @@ func TestAlarms(t *testing.T) {
 	var names []string
 	for id, a := range alarms {
 		p := props(a)
-		if len(list(p["AlarmActions"])) != 1 || p["Threshold"] != float64(1) || p["TreatMissingData"] != "notBreaching" {
+		if len(list(p["AlarmActions"])) != 1 || p["Threshold"] != float64(1) || p["TreatMissingData"] != "notBreaching" ||
+			p["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" {
 			t.Errorf("%s: %v", id, p)
 		}
-		names = append(names, render(p["MetricName"]))
+		if d, _ := p["AlarmDescription"].(string); !strings.HasPrefix(d, "lambdaclaw: ") || !strings.Contains(d, ". ") {
+			t.Errorf("%s: description %q does not say what to do", id, d)
+		}
+		for _, met := range alarmMetrics(p) {
+			names = append(names, met.name)
+		}
 	}
 	slices.Sort(names)
-	want := []string{"ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesVisible", "Errors", "Errors", "Errors", "Errors", "ExecutionsFailed", "Throttles", "Throttles"}
+	// The step function's Errors are not among them (alarms.go: it fails
+	// on purpose to be retried); the runs that failed are.
+	want := []string{"5XXError", "ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesVisible", "Errors", "Errors", "Errors",
+		"ExecutionsFailed", "ReadThrottleEvents", "Throttles", "Throttles", "WriteThrottleEvents", obs.MetricErrors}
 	if !slices.Equal(names, want) {
-		t.Errorf("alarm metrics %v, want %v (at most 10: CloudWatch's free alarms)", names, want)
+		t.Errorf("alarm metrics %v, want %v (the 12 alarm metrics alarms.go counts)", names, want)
+	}
+	step := s.functionID(t, "step")
+	byMetric := map[string][]alarmMetric{}
+	for _, a := range alarms {
+		for _, met := range alarmMetrics(props(a)) {
+			byMetric[met.name] = append(byMetric[met.name], met)
+		}
+	}
+	for _, met := range byMetric["Errors"] {
+		if met.dims["FunctionName"] == "${"+step+"}" {
+			t.Errorf("an alarm on the step function's Errors, which count the Transient errors it raises for a retry")
+		}
+	}
+	for name, want := range map[string]alarmMetric{
+		obs.MetricErrors:      {namespace: emf.Namespace, dims: map[string]string{"kind": "turn"}},
+		"5XXError":            {namespace: "AWS/ApiGateway", dims: map[string]string{"ApiName": StackName + "-api"}},
+		"ReadThrottleEvents":  {namespace: "AWS/DynamoDB", dims: map[string]string{"TableName": "${" + tableID(s) + "}"}},
+		"WriteThrottleEvents": {namespace: "AWS/DynamoDB", dims: map[string]string{"TableName": "${" + tableID(s) + "}"}},
+		"ExecutionsFailed":    {namespace: "AWS/States"},
+	} {
+		got := byMetric[name]
+		if len(got) != 1 || got[0].namespace != want.namespace || got[0].stat != "Sum" || got[0].period != 300 {
+			t.Errorf("%s: %+v, want one alarm on %s's sum over 5 minutes", name, got, want.namespace)
+			continue
+		}
+		for k, v := range want.dims {
+			if got[0].dims[k] != v {
+				t.Errorf("%s: dimension %s=%q, want %q", name, k, got[0].dims[k], v)
+			}
+		}
 	}
 	if n := len(s.resources("AWS::SNS::Topic")); n != 1 {
 		t.Errorf("%d alarm topics, want 1", n)
