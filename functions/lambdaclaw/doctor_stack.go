@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -123,7 +124,7 @@ func checkAlarms(ctx context.Context, d *deployment, api alarmsAPI) finding {
 		AlarmTypes:      []cwtypes.AlarmType{cwtypes.AlarmTypeMetricAlarm, cwtypes.AlarmTypeCompositeAlarm},
 	}
 	total := 0
-	var firing []string
+	var firing, todo []string
 	for range maxAlarmPages {
 		out, err := api.DescribeAlarms(ctx, in)
 		if err != nil {
@@ -140,16 +141,25 @@ func checkAlarms(ctx context.Context, d *deployment, api alarmsAPI) finding {
 			}
 			return s
 		}
+		// The stack's alarm descriptions say what happened and what to
+		// do (infra/alarms.go): they are the fix.
+		advise := func(description *string) {
+			if d := strings.TrimPrefix(aws.ToString(description), "lambdaclaw: "); d != "" && !slices.Contains(todo, d) {
+				todo = append(todo, d)
+			}
+		}
 		for _, a := range out.MetricAlarms {
 			total++
 			if a.StateValue == cwtypes.StateValueAlarm {
 				firing = append(firing, describe(a.AlarmName, a.StateReason, a.StateUpdatedTimestamp))
+				advise(a.AlarmDescription)
 			}
 		}
 		for _, a := range out.CompositeAlarms {
 			total++
 			if a.StateValue == cwtypes.StateValueAlarm {
 				firing = append(firing, describe(a.AlarmName, a.StateReason, a.StateUpdatedTimestamp))
+				advise(a.AlarmDescription)
 			}
 		}
 		if in.NextToken = out.NextToken; in.NextToken == nil {
@@ -163,6 +173,9 @@ func checkAlarms(ctx context.Context, d *deployment, api alarmsAPI) finding {
 		f.Verdict = fail
 		f.Detail = fmt.Sprintf("%d of %d alarms in ALARM: %s", len(firing), total, strings.Join(firing, "; "))
 		f.Fix = "read the failing functions' logs (CloudWatch Logs, /aws/lambda/" + d.name + "-…) and the failed Step Functions executions"
+		if len(todo) > 0 {
+			f.Fix = strings.Join(todo, "; ")
+		}
 	default:
 		f.Verdict, f.Detail = pass, fmt.Sprintf("none of the stack's %d alarms is in ALARM", total)
 	}

@@ -49,6 +49,12 @@ func TestDoctorStack(t *testing.T) {
 	}
 	want(out, `^FAIL +alarms +1 of 3 alarms in ALARM: test-StepErrorsAlarm-9Z since 2026-11-25T08:00:00Z \(Threshold Crossed: 1 datapoint .*\)\. Fix: read the failing functions' logs`)
 
+	// An alarm's description (infra/alarms.go) says what to do: it is the fix.
+	cw.Put(cloudtest.Alarm{Name: stackTable + "-Api5XXAlarm-8Y", State: "ALARM", Since: since, Reason: "Threshold Crossed",
+		Description: "lambdaclaw: the REST API answered with 5XX errors. Read the api function's log group"})
+	out, _ = doctor(stackTable)
+	want(out, `^FAIL +alarms +2 of 4 alarms in ALARM: .*\. Fix: the REST API answered with 5XX errors\. Read the api function's log group$`)
+
 	out, _ = doctor(stackNoTable)
 	want(out, `^FAIL +table +table lambdaclaw-deleted \(output TableName\) does not exist in us-east-1\. Fix: `)
 	want(out, `^info +alarms +the stack has no alarms named gone-`)
