@@ -78,7 +78,8 @@ func (s *builder) alarms() {
 		"the session's lane is freed when its lease ends",
 		s.stateMachine.MetricFailed(sum))
 	alarm("RunsFailedAlarm", "runs ended in an error their user was told of (a model provider that kept failing, "+
-		"or a step that failed after its retries). Search the logs of the api and step functions for \"run failed\" "+
+		"or a step that failed after its retries; a conversation too long for the model counts too, its user told to start "+
+		"a new one). Search the logs of the api and step functions for \"run failed\" "+
 		"with the run id the user was shown; transient errors retried on purpose are not counted",
 		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 			Namespace:     jsii.String(emf.Namespace),

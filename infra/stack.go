@@ -26,7 +26,8 @@ import (
 )
 
 // NewStack defines lambdaclaw's AWS deployment: everything is pay per use
-// except the optional OpenSearch domain, so an idle deployment costs cents.
+// except the optional OpenSearch domain, so an idle deployment costs about a
+// dollar a month, most of it its alarms (README: What it costs).
 //
 // # Front door: API Gateway REST API with response streaming
 //

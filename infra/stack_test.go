@@ -574,9 +574,9 @@ func TestNothingRunsWhileIdle(t *testing.T) {
 		"AWS::SQS::Queue": true, "AWS::SQS::QueuePolicy": true, "AWS::CDK::Metadata": true,
 		"Custom::TelegramWebhook": true, "AWS::Lambda::EventInvokeConfig": true,
 		"AWS::S3::Bucket": true, "AWS::S3::BucketPolicy": true,
-		// Alarms are billed per alarm metric and month, but the default
-		// deployment's 9 are within CloudWatch's 10 free ones (TestAlarms);
-		// an SNS topic costs nothing idle.
+		// Alarms are billed per alarm metric and month ($0.10; the
+		// default deployment's 12, TestAlarms, are in the README's idle
+		// cost); an SNS topic costs nothing idle.
 		"AWS::CloudWatch::Alarm": true, "AWS::SNS::Topic": true, "AWS::SNS::Subscription": true,
 	}
 	for variant, exceptions := range map[string][]string{
