@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -443,6 +444,14 @@ func (s *builder) function(name, description string, memory, timeoutSeconds floa
 	})
 	s.fns[name] = fn
 	return fn
+}
+
+// addEnvironment adds env to fn's environment in the order of its names,
+// so the template is the same on every synth (a Go map's order is not).
+func addEnvironment(fn awslambda.Function, env map[string]*string) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		fn.AddEnvironment(jsii.String(k), env[k], nil)
+	}
 }
 
 // lambdas creates the functions with their environment and grants.
