@@ -353,8 +353,24 @@ func TestScheduler(t *testing.T) {
 	}
 	got := s.actionsOf(role)
 	schedFn := s.functionID(t, "scheduler")
-	if len(got) != 1 || !slices.Contains(got["lambda:InvokeFunction"], "${"+schedFn+".Arn}") {
-		t.Errorf("scheduler role may %v, want lambda:InvokeFunction on the scheduler function only", got)
+	var queue string
+	for id := range s.resources("AWS::SQS::Queue") {
+		if strings.HasPrefix(id, "ScheduleFailures") {
+			queue = id
+		}
+	}
+	if len(got) != 2 || !slices.Contains(got["lambda:InvokeFunction"], "${"+schedFn+".Arn}") ||
+		queue == "" || !slices.Equal(got["sqs:SendMessage"], []string{"${" + queue + ".Arn}"}) {
+		t.Errorf("scheduler role may %v, want lambda:InvokeFunction on the scheduler function and sqs:SendMessage on the schedules' dead-letter queue only", got)
+	}
+	// Every function that makes or changes schedules gives them the
+	// dead-letter queue (ebscheduler.Schedules.DeadLetter).
+	for _, name := range []string{"api", "step"} {
+		env, _ := props(s.resources("AWS::Lambda::Function")[s.functionID(t, name)])["Environment"].(map[string]any)
+		vars, _ := env["Variables"].(map[string]any)
+		if got := render(vars["SCHEDULER_DEAD_LETTER_ARN"]); got != "${"+queue+".Arn}" {
+			t.Errorf("%s: SCHEDULER_DEAD_LETTER_ARN %s, want the queue %s", name, got, queue)
+		}
 	}
 	// Who may do what with schedules: step makes the agents' reminders,
 	// api (the web console) pauses, resumes and deletes them, the
@@ -394,7 +410,7 @@ func TestScheduler(t *testing.T) {
 			t.Errorf("%s: iam:PassRole on %v; want the scheduler role exactly when it makes or changes schedules", name, r)
 		}
 	}
-	for _, o := range []string{"ScheduleGroup", "SchedulerRoleArn", "SchedulerFunctionArn"} {
+	for _, o := range []string{"ScheduleGroup", "SchedulerRoleArn", "SchedulerFunctionArn", "ScheduleFailuresArn"} {
 		assert(t, "output "+o, func() { s.template.HasOutput(jsii.String(o), m{}) })
 	}
 	for _, st := range s.statements() {
@@ -1107,7 +1123,7 @@ func TestAlarms(t *testing.T) {
 		names = append(names, render(p["MetricName"]))
 	}
 	slices.Sort(names)
-	want := []string{"ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesVisible", "Errors", "Errors", "Errors", "Errors", "ExecutionsFailed", "Throttles", "Throttles"}
+	want := []string{"ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesVisible", "Errors", "Errors", "Errors", "Errors", "ExecutionsFailed", "Throttles", "Throttles"}
 	if !slices.Equal(names, want) {
 		t.Errorf("alarm metrics %v, want %v (at most 10: CloudWatch's free alarms)", names, want)
 	}
