@@ -47,7 +47,7 @@ import (
 // the execution (LoopFailed), and an inline run Lambda gives up on lands
 // in RunFailures (its depth alarm).
 //
-// The default deployment has 12 alarm metrics (TableThrottled is the sum
+// The default deployment has 13 alarm metrics (TableThrottled is the sum
 // of two): CloudWatch's free tier has 10, each further one costs $0.10 a
 // month. The topic costs nothing idle.
 func (s *builder) alarms() {
@@ -150,6 +150,10 @@ func deadLetterAdvice(id string) string {
 	case "CheckInFailures":
 		return "Each message is a check-in whose invocation failed three times (its job did not run). " +
 			"Read the scheduler function's log group for the job in the message"
+	case "ScheduleFailures":
+		return "Each message is a check-in EventBridge Scheduler could not deliver to the scheduler function " +
+			"within its retries (the function throttled or missing): the job did not run. Check the scheduler function " +
+			"and the account's Lambda concurrency"
 	case "IndexerFailures":
 		return "Each message names table changes the indexer could not copy into OpenSearch after its retries " +
 			"(memory search misses them). Read the indexer function's log group"

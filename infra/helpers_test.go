@@ -24,7 +24,10 @@ type synthesized struct {
 	template assertions.Template
 	// json is the template as plain Go values, for checks that walk it.
 	json map[string]any
-	err  error
+	// outdir is the cloud assembly the synthesis wrote: the template
+	// as CloudFormation receives it, and the assets' manifest.
+	outdir string
+	err    error
 }
 
 // variants are the stack variants the tests read.
@@ -143,6 +146,7 @@ func synth(ctx map[string]string) (s *synthesized) {
 		s.err = err
 		return s
 	}
+	s.outdir = outdir
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &c, Outdir: jsii.String(outdir)})
 	s.cfg, s.err = ConfigFromContext(app)
 	if s.err != nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
@@ -84,7 +86,7 @@ func (s *builder) mcpEnv() map[string]*string {
 
 // grantMCPSecrets lets fn read the MCP servers' header secrets.
 func (s *builder) grantMCPSecrets(fn awslambda.Function) {
-	for _, secret := range s.mcpSecret {
-		secret.GrantRead(fn, nil)
+	for _, v := range slices.Sorted(maps.Keys(s.mcpSecret)) {
+		s.mcpSecret[v].GrantRead(fn, nil)
 	}
 }

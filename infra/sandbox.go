@@ -163,13 +163,18 @@ func (s *builder) sandbox() {
 	})
 	endpointsSG.AddIngressRule(tasksSG, awsec2.Port_Tcp(jsii.Number(443)), jsii.String("the sandbox tasks"), nil)
 	oneZone := &awsec2.SubnetSelection{Subnets: &[]awsec2.ISubnet{(*vpc.IsolatedSubnets())[0]}}
-	for id, svc := range map[string]awsec2.InterfaceVpcEndpointAwsService{
-		"EcrApi":    awsec2.InterfaceVpcEndpointAwsService_ECR(),
-		"EcrDocker": awsec2.InterfaceVpcEndpointAwsService_ECR_DOCKER(),
-		"Logs":      awsec2.InterfaceVpcEndpointAwsService_CLOUDWATCH_LOGS(),
+	// A list, not a map: the template lists what is created in the order
+	// it is created, the same on every synth.
+	for _, e := range []struct {
+		id  string
+		svc awsec2.InterfaceVpcEndpointAwsService
+	}{
+		{"EcrApi", awsec2.InterfaceVpcEndpointAwsService_ECR()},
+		{"EcrDocker", awsec2.InterfaceVpcEndpointAwsService_ECR_DOCKER()},
+		{"Logs", awsec2.InterfaceVpcEndpointAwsService_CLOUDWATCH_LOGS()},
 	} {
-		vpc.AddInterfaceEndpoint(jsii.String(id), &awsec2.InterfaceVpcEndpointOptions{
-			Service:           svc,
+		vpc.AddInterfaceEndpoint(jsii.String(e.id), &awsec2.InterfaceVpcEndpointOptions{
+			Service:           e.svc,
 			Subnets:           oneZone,
 			SecurityGroups:    &[]awsec2.ISecurityGroup{endpointsSG},
 			PrivateDnsEnabled: jsii.Bool(true),
@@ -201,7 +206,8 @@ func (s *builder) sandbox() {
 			OperatingSystemFamily: awsecs.OperatingSystemFamily_LINUX(),
 		},
 	})
-	for _, v := range []string{"runner", "workspace", "scratch", "bridge", "tools"} {
+	volumes := []string{"runner", "workspace", "scratch", "bridge", "tools"}
+	for _, v := range volumes {
 		taskDef.AddVolume(&awsecs.Volume{Name: jsii.String(v)})
 	}
 	logs := awslogs.NewLogGroup(stack, jsii.String("SandboxLogs"), &awslogs.LogGroupProps{
@@ -211,8 +217,15 @@ func (s *builder) sandbox() {
 	logging := func(prefix string) awsecs.LogDriver {
 		return awsecs.LogDriver_AwsLogs(&awsecs.AwsLogDriverProps{LogGroup: logs, StreamPrefix: jsii.String(prefix)})
 	}
+	// mounts mounts the volumes, in the order of volumes, at their paths:
+	// the task definition's MountPoints are a list, and another order
+	// would be another revision of the task definition on every deploy.
 	mounts := func(c awsecs.ContainerDefinition, runnerReadOnly bool, paths map[string]string) {
-		for v, p := range paths {
+		for _, v := range volumes {
+			p, ok := paths[v]
+			if !ok {
+				continue
+			}
 			c.AddMountPoints(&awsecs.MountPoint{SourceVolume: jsii.String(v), ContainerPath: jsii.String(p), ReadOnly: jsii.Bool(v == "runner" && runnerReadOnly)})
 		}
 	}
@@ -309,15 +322,13 @@ func (s *builder) sandbox() {
 	for _, sn := range *vpc.IsolatedSubnets() {
 		subnetIDs = append(subnetIDs, sn.SubnetId())
 	}
-	for k, v := range map[string]*string{
+	addEnvironment(step, map[string]*string{
 		"SANDBOX_BACKEND":         jsii.String("fargate"),
 		"SANDBOX_CLUSTER":         cluster.ClusterName(),
 		"SANDBOX_TASK_DEFINITION": jsii.String(*stack.StackName() + "-sandbox"),
 		"SANDBOX_CONTAINER":       jsii.String(sandboxContainer),
 		"SANDBOX_SUBNETS":         awscdk.Fn_Join(jsii.String(","), &subnetIDs),
 		"SANDBOX_SECURITY_GROUPS": tasksSG.SecurityGroupId(),
-	} {
-		step.AddEnvironment(jsii.String(k), v, nil)
-	}
+	})
 	s.sandboxCluster = cluster
 }

@@ -72,9 +72,7 @@ func (s *builder) search() {
 	}
 	for _, name := range []string{"api", "step"} {
 		fn := s.fns[name]
-		for k, v := range env {
-			fn.AddEnvironment(jsii.String(k), v, nil)
-		}
+		addEnvironment(fn, env)
 		s.searchGrant(fn)
 	}
 

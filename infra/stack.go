@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -182,8 +183,9 @@ type builder struct {
 	scheduleGroup      awsscheduler.ScheduleGroup
 	schedulerRole      awsiam.Role
 	schedulerFunction  awslambda.Function
-	wsEndpoint         *string // https callback URL for PostToConnection
-	wsURL              *string // wss URL for clients
+	scheduleFailures   awssqs.Queue // the schedules' dead-letter queue
+	wsEndpoint         *string      // https callback URL for PostToConnection
+	wsURL              *string      // wss URL for clients
 	wsGrant            func(awsiam.IGrantable)
 	addWebSocketRoutes func()
 	searchEndpoint     *string // https URL of the OpenSearch domain, or nil
@@ -283,8 +285,9 @@ func (s *builder) secrets() {
 
 // scheduler creates the EventBridge Scheduler group the check-ins live in
 // and the role schedules run as: it may invoke the scheduler function and
-// nothing else. The functions that create schedules get permission to pass
-// this role to EventBridge Scheduler only.
+// send to the queue of the deliveries it could not make, nothing else. The
+// functions that create schedules get permission to pass this role to
+// EventBridge Scheduler only.
 func (s *builder) scheduler() {
 	s.scheduleGroup = awsscheduler.NewScheduleGroup(s.stack, jsii.String("CheckIns"), &awsscheduler.ScheduleGroupProps{
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
@@ -297,6 +300,15 @@ func (s *builder) scheduler() {
 			},
 		}),
 	})
+	// Every schedule's target retries a delivery it could not make (the
+	// scheduler function throttled or missing), then sends it here
+	// (ebscheduler.Schedules.DeadLetter) as the schedule's role; the
+	// queue has its alarm like every dead-letter queue.
+	s.scheduleFailures = s.deadLetterQueue("ScheduleFailures")
+	s.schedulerRole.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("sqs:SendMessage"),
+		Resources: &[]*string{s.scheduleFailures.QueueArn()},
+	}))
 }
 
 // grantSchedules lets fn do actions on the schedules of the check-in
@@ -449,6 +461,14 @@ func (s *builder) function(name, description string, memory, timeoutSeconds floa
 	return fn
 }
 
+// addEnvironment adds env to fn's environment in the order of its names,
+// so the template is the same on every synth (a Go map's order is not).
+func addEnvironment(fn awslambda.Function, env map[string]*string) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		fn.AddEnvironment(jsii.String(k), env[k], nil)
+	}
+}
+
 // lambdas creates the functions with their environment and grants.
 func (s *builder) lambdas() {
 	common := func(extra map[string]*string) map[string]*string {
@@ -524,8 +544,10 @@ func (s *builder) lambdas() {
 		RetryAttempts: jsii.Number(2),
 	})
 	// The functions that make schedules: each job's schedule targets the
-	// scheduler function, as the scheduler role.
-	makers := merge(schedules, map[string]*string{"SCHEDULER_ROLE_ARN": s.schedulerRole.RoleArn(), "SCHEDULER_TARGET_ARN": sched.FunctionArn()})
+	// scheduler function, as the scheduler role, with the retry policy and
+	// the dead-letter queue of ebscheduler.
+	makers := merge(schedules, map[string]*string{"SCHEDULER_ROLE_ARN": s.schedulerRole.RoleArn(), "SCHEDULER_TARGET_ARN": sched.FunctionArn(),
+		"SCHEDULER_DEAD_LETTER_ARN": s.scheduleFailures.QueueArn()})
 	s.schedulerFunction = sched
 
 	// api: the OpenAI-compatible API, health, the MCP server and the
@@ -663,6 +685,7 @@ func (s *builder) outputs() {
 	out("ScheduleGroup", s.scheduleGroup.ScheduleGroupName(), "the EventBridge Scheduler group of the check-ins' schedules")
 	out("SchedulerRoleArn", s.schedulerRole.RoleArn(), "the role the check-ins' schedules invoke the scheduler function as")
 	out("SchedulerFunctionArn", s.schedulerFunction.FunctionArn(), "the scheduler function, the target of the check-ins' schedules")
+	out("ScheduleFailuresArn", s.scheduleFailures.QueueArn(), "the dead-letter queue of the check-ins' schedules")
 	if s.cfg.Telegram {
 		out("TelegramWebhookUrl", s.urlFor("/telegram/webhook"), "url for Telegram's setWebhook")
 		out("TelegramBotTokenSecretArn", s.botToken.SecretArn(), "the imported bot token secret (partial ARN)")

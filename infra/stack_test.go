@@ -355,8 +355,24 @@ func TestScheduler(t *testing.T) {
 	}
 	got := s.actionsOf(role)
 	schedFn := s.functionID(t, "scheduler")
-	if len(got) != 1 || !slices.Contains(got["lambda:InvokeFunction"], "${"+schedFn+".Arn}") {
-		t.Errorf("scheduler role may %v, want lambda:InvokeFunction on the scheduler function only", got)
+	var queue string
+	for id := range s.resources("AWS::SQS::Queue") {
+		if strings.HasPrefix(id, "ScheduleFailures") {
+			queue = id
+		}
+	}
+	if len(got) != 2 || !slices.Contains(got["lambda:InvokeFunction"], "${"+schedFn+".Arn}") ||
+		queue == "" || !slices.Equal(got["sqs:SendMessage"], []string{"${" + queue + ".Arn}"}) {
+		t.Errorf("scheduler role may %v, want lambda:InvokeFunction on the scheduler function and sqs:SendMessage on the schedules' dead-letter queue only", got)
+	}
+	// Every function that makes or changes schedules gives them the
+	// dead-letter queue (ebscheduler.Schedules.DeadLetter).
+	for _, name := range []string{"api", "step"} {
+		env, _ := props(s.resources("AWS::Lambda::Function")[s.functionID(t, name)])["Environment"].(map[string]any)
+		vars, _ := env["Variables"].(map[string]any)
+		if got := render(vars["SCHEDULER_DEAD_LETTER_ARN"]); got != "${"+queue+".Arn}" {
+			t.Errorf("%s: SCHEDULER_DEAD_LETTER_ARN %s, want the queue %s", name, got, queue)
+		}
 	}
 	// Who may do what with schedules: step makes the agents' reminders,
 	// api (the web console) pauses, resumes and deletes them, the
@@ -396,7 +412,7 @@ func TestScheduler(t *testing.T) {
 			t.Errorf("%s: iam:PassRole on %v; want the scheduler role exactly when it makes or changes schedules", name, r)
 		}
 	}
-	for _, o := range []string{"ScheduleGroup", "SchedulerRoleArn", "SchedulerFunctionArn"} {
+	for _, o := range []string{"ScheduleGroup", "SchedulerRoleArn", "SchedulerFunctionArn", "ScheduleFailuresArn"} {
 		assert(t, "output "+o, func() { s.template.HasOutput(jsii.String(o), m{}) })
 	}
 	for _, st := range s.statements() {
@@ -575,7 +591,7 @@ func TestNothingRunsWhileIdle(t *testing.T) {
 		"Custom::TelegramWebhook": true, "AWS::Lambda::EventInvokeConfig": true,
 		"AWS::S3::Bucket": true, "AWS::S3::BucketPolicy": true,
 		// Alarms are billed per alarm metric and month ($0.10; the
-		// default deployment's 12, TestAlarms, are in the README's idle
+		// default deployment's 13, TestAlarms, are in the README's idle
 		// cost); an SNS topic costs nothing idle.
 		"AWS::CloudWatch::Alarm": true, "AWS::SNS::Topic": true, "AWS::SNS::Subscription": true,
 	}
@@ -1100,10 +1116,11 @@ func TestBedrockResources(t *testing.T) {
 	}
 }
 
-// TestAlarms: the operator is told of failed runs, failing or throttled
-// functions and dead letters, through one topic; the default deployment
-// stays within the free alarms; alarms=off removes them; every function
-// and the loop are traced.
+// TestAlarms: the operator is told of failed runs (not of the step
+// function's errors raised for a retry), failing or throttled functions,
+// the REST API's 5XX, DynamoDB throttling and dead letters, through one
+// topic, each alarm saying what to do; alarms=off removes them; every
+// function and the loop are traced.
 func TestAlarms(t *testing.T) {
 	s := stack(t, variantDefault)
 	alarms := s.resources("AWS::CloudWatch::Alarm")
@@ -1124,10 +1141,10 @@ func TestAlarms(t *testing.T) {
 	slices.Sort(names)
 	// The step function's Errors are not among them (alarms.go: it fails
 	// on purpose to be retried); the runs that failed are.
-	want := []string{"5XXError", "ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesVisible", "Errors", "Errors", "Errors",
-		"ExecutionsFailed", "ReadThrottleEvents", "Throttles", "Throttles", "WriteThrottleEvents", obs.MetricErrors}
+	want := []string{"5XXError", "ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesVisible",
+		"Errors", "Errors", "Errors", "ExecutionsFailed", "ReadThrottleEvents", "Throttles", "Throttles", "WriteThrottleEvents", obs.MetricErrors}
 	if !slices.Equal(names, want) {
-		t.Errorf("alarm metrics %v, want %v (the 12 alarm metrics alarms.go counts)", names, want)
+		t.Errorf("alarm metrics %v, want %v (the 13 alarm metrics alarms.go counts)", names, want)
 	}
 	step := s.functionID(t, "step")
 	byMetric := map[string][]alarmMetric{}

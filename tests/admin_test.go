@@ -157,7 +157,8 @@ func TestStackCron(t *testing.T) {
 	cfn := cloudtest.NewCloudFormation(t)
 	bucket, _ := env.Files.Bucket()
 	cfn.Put("test", cloudtest.Stack{Outputs: map[string]string{"TableName": env.TableName, "Agents": "default", "WorkspaceBucket": bucket,
-		"ScheduleGroup": cloudtest.SchedulerGroup, "SchedulerRoleArn": cloudtest.SchedulerRoleARN, "SchedulerFunctionArn": cloudtest.SchedulerTargetARN}})
+		"ScheduleGroup": cloudtest.SchedulerGroup, "SchedulerRoleArn": cloudtest.SchedulerRoleARN, "SchedulerFunctionArn": cloudtest.SchedulerTargetARN,
+		"ScheduleFailuresArn": cloudtest.SchedulerDeadLetterARN}})
 	cliEnv := append(os.Environ(), "LAMBDACLAW_HOME="+t.TempDir(), "CLOUDFORMATION_ENDPOINT="+cfn.URL)
 	lambdaclaw := func(args ...string) (string, string, error) {
 		t.Helper()
@@ -181,8 +182,9 @@ func TestStackCron(t *testing.T) {
 		t.Errorf("every 30s on a stack: %v, %q; want it refused", err, stderr)
 	}
 	id := lastLine(must("cron", "add", "--every", "5m", "--message", "What is a lambda?", "--name", "quiz"))
-	if s, ok := env.Scheduler.Schedules()[id]; !ok || s.Expression != "rate(5 minutes)" || s.State != "ENABLED" || s.TargetArn != cloudtest.SchedulerTargetARN {
-		t.Fatalf("schedule of %s = %+v, %v; want rate(5 minutes) targeting the scheduler function", id, s, ok)
+	if s, ok := env.Scheduler.Schedules()[id]; !ok || s.Expression != "rate(5 minutes)" || s.State != "ENABLED" || s.TargetArn != cloudtest.SchedulerTargetARN ||
+		s.DeadLetterArn != cloudtest.SchedulerDeadLetterARN {
+		t.Fatalf("schedule of %s = %+v, %v; want rate(5 minutes) targeting the scheduler function, with the stack's dead-letter queue", id, s, ok)
 	}
 	if list := must("cron", "list"); !strings.Contains(list, id) || !strings.Contains(list, "quiz") {
 		t.Errorf("cron list --stack = %q; want the job", list)

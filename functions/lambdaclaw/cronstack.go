@@ -23,6 +23,7 @@ const (
 	outScheduleGroup     = "ScheduleGroup"
 	outSchedulerRole     = "SchedulerRoleArn"
 	outSchedulerFunction = "SchedulerFunctionArn"
+	outScheduleFailures  = "ScheduleFailuresArn"
 )
 
 // Endpoint overrides of EventBridge Scheduler and Lambda, for tests (as
@@ -88,7 +89,7 @@ func openStackJobs(ctx context.Context, st *stackFlags, forAgent string) (*jobsA
 	if err != nil {
 		return nil, err
 	}
-	if err := d.need(outTable, outScheduleGroup, outSchedulerRole, outSchedulerFunction); err != nil {
+	if err := d.need(outTable, outScheduleGroup, outSchedulerRole, outSchedulerFunction, outScheduleFailures); err != nil {
 		return nil, err
 	}
 	if forAgent != "" {
@@ -105,7 +106,8 @@ func openStackJobs(ctx context.Context, st *stackFlags, forAgent string) (*jobsA
 			o.BaseEndpoint = aws.String(ep)
 		}
 	})
-	timers := &ebscheduler.Schedules{API: client, Group: d.outputs[outScheduleGroup], Role: d.outputs[outSchedulerRole], Target: d.outputs[outSchedulerFunction]}
+	timers := &ebscheduler.Schedules{API: client, Group: d.outputs[outScheduleGroup], Role: d.outputs[outSchedulerRole], Target: d.outputs[outSchedulerFunction],
+		DeadLetter: d.outputs[outScheduleFailures]}
 	fn := lambda.NewFromConfig(d.aws, func(o *lambda.Options) {
 		if ep := getenv(envLambdaEndpoint); ep != "" {
 			o.BaseEndpoint = aws.String(ep)

@@ -337,8 +337,8 @@ func TestHeartbeatsSynced(t *testing.T) {
 	if len(jobs) != 1 || jobs[0].ID != id || time.Duration(jobs[0].Schedule.Every) != 30*time.Minute || jobs[0].Heartbeat == nil || jobs[0].Heartbeat.TZ != "Europe/Berlin" {
 		t.Fatalf("heartbeat jobs = %+v; want the default agent's, every 30m", jobs)
 	}
-	if s, ok := env.Scheduler.Schedules()[id]; !ok || s.Expression != "rate(30 minutes)" {
-		t.Fatalf("schedules %v; want %s at rate(30 minutes)", env.Scheduler.Schedules(), id)
+	if s, ok := env.Scheduler.Schedules()[id]; !ok || s.Expression != "rate(30 minutes)" || s.DeadLetterArn != cloudtest.SchedulerDeadLetterARN {
+		t.Fatalf("schedules %v; want %s at rate(30 minutes), with the dead-letter queue of SCHEDULER_DEAD_LETTER_ARN", env.Scheduler.Schedules(), id)
 	}
 
 	t.Setenv(agentenv.Var, "")

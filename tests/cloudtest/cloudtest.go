@@ -139,7 +139,7 @@ func Setup(t *testing.T) *Env {
 		"WS_ENDPOINT": e.APIGW.URL, "WORKSPACE_BUCKET": bucket, "S3_ENDPOINT": s3Endpoint,
 		"LAMBDA_ENDPOINT": e.Lambda.URL, "RUN_FUNCTION": "",
 		"SCHEDULER_ENDPOINT": e.Scheduler.URL, "SCHEDULE_GROUP": SchedulerGroup,
-		"SCHEDULER_ROLE_ARN": SchedulerRoleARN, "SCHEDULER_TARGET_ARN": SchedulerTargetARN,
+		"SCHEDULER_ROLE_ARN": SchedulerRoleARN, "SCHEDULER_TARGET_ARN": SchedulerTargetARN, "SCHEDULER_DEAD_LETTER_ARN": SchedulerDeadLetterARN,
 		"DEFAULT_PROVIDER": "openai", "OPENAI_BASE_URL": e.LLM.URL + "/v1", "OPENAI_MODEL": "fake-model",
 		"OPENAI_API_KEY": "sk-fake", "OPENAI_API_KEY_SECRET_ARN": "", "BEDROCK_MODEL": "",
 		"AGENTS_CONFIG": "", "SESSION_SHARING": "", "LOG_LEVEL": "error", "MAX_REPLY_BYTES": "",

@@ -31,6 +31,9 @@ const (
 	SchedulerGroup     = "lambdaclaw-check-ins"
 	SchedulerRoleARN   = "arn:aws:iam::123456789012:role/Lambdaclaw-SchedulerRole"
 	SchedulerTargetARN = "arn:aws:lambda:us-east-1:123456789012:function:Lambdaclaw-scheduler"
+	// SchedulerDeadLetterARN is the queue of deliveries the target did
+	// not take (SCHEDULER_DEAD_LETTER_ARN).
+	SchedulerDeadLetterARN = "arn:aws:sqs:us-east-1:123456789012:Lambdaclaw-ScheduleFailures"
 )
 
 // Scheduler is a fake of the EventBridge Scheduler API (REST JSON) for the
@@ -70,6 +73,9 @@ type FakeSchedule struct {
 	Name, Group, Expression, Timezone, State, ActionAfterCompletion, FlexibleMode string
 	StartDate                                                                     time.Time
 	TargetArn, RoleArn, Input                                                     string
+	// The target's retry policy and dead-letter queue (zero when none).
+	RetryAttempts, RetryAgeSeconds int
+	DeadLetterArn                  string
 	// from is when the schedule was created or last changed: it fires
 	// after it; last is its latest firing delivered.
 	from, last time.Time
@@ -114,6 +120,10 @@ type schedulerRequest struct {
 	}
 	Target *struct {
 		Arn, RoleArn, Input string
+		RetryPolicy         *struct {
+			MaximumRetryAttempts, MaximumEventAgeInSeconds int
+		}
+		DeadLetterConfig *struct{ Arn string }
 	}
 }
 
@@ -211,6 +221,12 @@ func newFakeSchedule(name, group string, req schedulerRequest) (s *FakeSchedule,
 	}
 	s.FlexibleMode = req.FlexibleTimeWindow.Mode
 	s.TargetArn, s.RoleArn, s.Input = req.Target.Arn, req.Target.RoleArn, req.Target.Input
+	if p := req.Target.RetryPolicy; p != nil {
+		s.RetryAttempts, s.RetryAgeSeconds = p.MaximumRetryAttempts, p.MaximumEventAgeInSeconds
+	}
+	if d := req.Target.DeadLetterConfig; d != nil {
+		s.DeadLetterArn = d.Arn
+	}
 	if req.StartDate != nil {
 		sec, frac := math.Modf(*req.StartDate)
 		s.StartDate = time.Unix(int64(sec), int64(frac*1e9)).UTC().Truncate(time.Second)

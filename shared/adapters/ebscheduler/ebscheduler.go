@@ -37,7 +37,21 @@ type Schedules struct {
 	// schedules invoke their target as (SCHEDULER_ROLE_ARN); Target the
 	// ARN of the scheduler function (SCHEDULER_TARGET_ARN).
 	Group, Role, Target string
+	// DeadLetter is the ARN of the SQS queue that receives a delivery the
+	// target did not take within the retry policy
+	// (SCHEDULER_DEAD_LETTER_ARN); without one such a delivery is dropped.
+	DeadLetter string
 }
+
+// The retry policy of every schedule's target: EventBridge Scheduler
+// tries to deliver a firing (to invoke the scheduler function, which it
+// does asynchronously) for at most RetryAge, at most RetryAttempts times
+// after the first, then sends it to the dead-letter queue. A check-in more
+// than an hour late is better reported than run.
+const (
+	RetryAttempts = 10
+	RetryAge      = time.Hour
+)
 
 // names are what EventBridge Scheduler allows as a schedule's name.
 var names = regexp.MustCompile(`^[0-9A-Za-z_.-]{1,64}$`)
@@ -67,7 +81,11 @@ func (s *Schedules) Set(ctx context.Context, j schedule.Job, create bool) error 
 	if j.Paused {
 		state = types.ScheduleStateDisabled
 	}
-	target := &types.Target{Arn: aws.String(s.Target), RoleArn: aws.String(s.Role), Input: aws.String(Input(j.ID))}
+	target := &types.Target{Arn: aws.String(s.Target), RoleArn: aws.String(s.Role), Input: aws.String(Input(j.ID)),
+		RetryPolicy: &types.RetryPolicy{MaximumRetryAttempts: aws.Int32(RetryAttempts), MaximumEventAgeInSeconds: aws.Int32(int32(RetryAge / time.Second))}}
+	if s.DeadLetter != "" {
+		target.DeadLetterConfig = &types.DeadLetterConfig{Arn: aws.String(s.DeadLetter)}
+	}
 	window := &types.FlexibleTimeWindow{Mode: types.FlexibleTimeWindowModeOff}
 	after := types.ActionAfterCompletionNone
 	if !j.Schedule.At.IsZero() {

@@ -32,7 +32,7 @@ const (
 func engine(t *testing.T, clock *scheduletest.Clock) (*dynamo.Schedule, *cloudtest.Scheduler) {
 	table := cloudtest.NewTable(t)
 	fake := cloudtest.NewScheduler(t, clock.Now)
-	timers := &ebscheduler.Schedules{API: fake.Client(), Group: cloudtest.SchedulerGroup, Role: roleARN, Target: targetARN}
+	timers := &ebscheduler.Schedules{API: fake.Client(), Group: cloudtest.SchedulerGroup, Role: roleARN, Target: targetARN, DeadLetter: cloudtest.SchedulerDeadLetterARN}
 	return table.Store.Schedule(timers, clock.Now), fake
 }
 
@@ -94,6 +94,9 @@ func TestSchedules(t *testing.T) {
 	}
 	for id, w := range want {
 		w.Group, w.State, w.FlexibleMode, w.TargetArn, w.RoleArn, w.Input = cloudtest.SchedulerGroup, "ENABLED", "OFF", targetARN, roleARN, input(id)
+		// Every target retries for an hour, then sends the delivery to
+		// the dead-letter queue.
+		w.RetryAttempts, w.RetryAgeSeconds, w.DeadLetterArn = 10, 3600, cloudtest.SchedulerDeadLetterARN
 		want[id] = w
 	}
 	if diff := cmp.Diff(want, fake.Schedules(), cmpopts.IgnoreUnexported(cloudtest.FakeSchedule{})); diff != "" {

@@ -70,7 +70,7 @@
 //	                           a longer reply is cut with finish_reason "length"
 //	SESSION_SHARING            shared (default: one session per user and agent
 //	                           across channels) or per_channel
-//	SCHEDULE_GROUP, SCHEDULER_ROLE_ARN, SCHEDULER_TARGET_ARN, SCHEDULER_ENDPOINT
+//	SCHEDULE_GROUP, SCHEDULER_ROLE_ARN, SCHEDULER_TARGET_ARN, SCHEDULER_DEAD_LETTER_ARN, SCHEDULER_ENDPOINT
 //	                           the check-ins' EventBridge Scheduler schedules (schedule.go)
 //	OPENSEARCH_ENDPOINT        OpenSearch domain, to search memories there (see NewSearchIndex)
 //	OPENSEARCH_ENGINE, OPENSEARCH_INDEX, EMBED_DIMENSIONS  its k-NN engine, index, vector length

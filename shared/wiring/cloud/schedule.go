@@ -29,6 +29,8 @@ import (
 //	SCHEDULER_TARGET_ARN  the scheduler function, the schedules' target (not
 //	                      set in the scheduler function itself, which makes
 //	                      no schedules and deletes only those left behind)
+//	SCHEDULER_DEAD_LETTER_ARN  the queue of the deliveries the target did
+//	                      not take after the retries (with SCHEDULER_TARGET_ARN)
 //	SCHEDULER_ENDPOINT    EventBridge Scheduler endpoint override (tests)
 
 // newSchedule builds the engine of jobs on the table and the stack's
@@ -39,7 +41,8 @@ func newSchedule(db *dynamo.Store, awsCfg aws.Config, getenv func(string) string
 			o.BaseEndpoint = aws.String(ep)
 		}
 	})
-	timers := &ebscheduler.Schedules{API: client, Group: getenv("SCHEDULE_GROUP"), Role: getenv("SCHEDULER_ROLE_ARN"), Target: getenv("SCHEDULER_TARGET_ARN")}
+	timers := &ebscheduler.Schedules{API: client, Group: getenv("SCHEDULE_GROUP"), Role: getenv("SCHEDULER_ROLE_ARN"), Target: getenv("SCHEDULER_TARGET_ARN"),
+		DeadLetter: getenv("SCHEDULER_DEAD_LETTER_ARN")}
 	return db.Schedule(timers, nil), timers
 }
 
