@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -265,6 +267,58 @@ func TestInlineFenced(t *testing.T) {
 	}
 	if !f.laneFree(t, "s-fenced") {
 		t.Error("the lane is still held")
+	}
+}
+
+// failingRenewals is the step function's Claims with every renewal
+// failing; failed is closed at the first.
+type failingRenewals struct {
+	sfn.Claims
+	once   sync.Once
+	failed chan struct{}
+}
+
+func (c *failingRenewals) RenewRun(context.Context, string, string, time.Time) (bool, error) {
+	c.once.Do(func() { close(c.failed) })
+	return false, errors.New("ProvisionedThroughputExceededException")
+}
+
+// TestInlineRenewalFails: a renewal of the lease fails while the model
+// answers; the invocation commits the step it is in (its lease still
+// holds), steps no further and fails, and Lambda's retry hands the run to
+// the state machine, which finishes it.
+func TestInlineRenewalFails(t *testing.T) {
+	f := newInlineFixture(t)
+	claims := &failingRenewals{Claims: f.step.Driver.Inline.Claims, failed: make(chan struct{})}
+	f.step.Driver.Inline.Claims = claims
+	f.step.Driver.Inline.Lease = 30 * time.Millisecond // renewed every 10 ms
+	arrived, release := f.holdFirstModelCall()
+	f.env.LLM.Enqueue(fakellm.Reply{Content: "Once."})
+	st := f.deliver(t, "s-renew", "hi")
+	<-arrived
+	<-claims.failed
+	close(release)
+	f.env.Lambda.Wait()
+
+	d := f.env.Lambda.Deliveries()
+	if len(d) != 1 || len(d[0].Errors) != 2 || !strings.Contains(d[0].Errors[0], "renew the lease") || d[0].Errors[1] != "" {
+		t.Fatalf("deliveries %+v, want one, failing for the renewal, then retried without error", d)
+	}
+	if s := f.env.SFN.Started(); !slices.Equal(s, []string{st.RunID}) {
+		t.Fatalf("executions %q, want the run handed over", s)
+	}
+	if x := f.env.SFN.Wait(st.RunID, 10*time.Second); x.Err != nil {
+		t.Fatal(x.Err)
+	}
+	f.runDone(t, st.RunID)
+	if n := len(f.env.LLM.Requests()); n != 1 {
+		t.Errorf("the model was asked %d times, want once", n)
+	}
+	if got, want := f.history(t, "s-renew"), []string{"user: hi", "assistant: Once."}; !slices.Equal(got, want) {
+		t.Errorf("history %q, want %q", got, want)
+	}
+	if got := f.finals("s-renew"); !slices.Equal(got, []string{"Once."}) {
+		t.Errorf("final frames %q, want one", got)
 	}
 }
 
