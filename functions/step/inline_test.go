@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -48,6 +50,7 @@ type inlineFixture struct {
 	env    *cloudtest.Env
 	step   *cloud.Root
 	sender *cloud.Root
+	clock  *clock
 }
 
 func newInlineFixture(t *testing.T) *inlineFixture {
@@ -64,7 +67,7 @@ func inlineFixtureOn(t *testing.T, env *cloudtest.Env) *inlineFixture {
 	if sender.Driver.Inline == nil {
 		t.Fatal("the ws function's driver does not run runs inline")
 	}
-	return &inlineFixture{env: env, step: step, sender: sender}
+	return &inlineFixture{env: env, step: step, sender: sender, clock: c}
 }
 
 // deliver sends text to the session sid as the ws function does, replying
@@ -225,6 +228,100 @@ func TestInlineCrash(t *testing.T) {
 	}
 }
 
+// TestInlineFenced: the invocation stalls in the model call past its
+// lease (renewals lost, or a pause of its process); Lambda's repeated
+// delivery finds the lease lapsed and takes the run over, handing it to
+// the state machine, which finishes it. The stalled invocation then gets
+// its answer, but its commit is refused (the lease it claimed no longer
+// holds the run): it writes nothing, sends nothing and ends without an
+// error, which Lambda would retry.
+func TestInlineFenced(t *testing.T) {
+	f := newInlineFixture(t)
+	arrived, release := f.holdFirstModelCall()
+	f.env.LLM.Enqueue(fakellm.Reply{Content: "Too late."}, fakellm.Reply{Content: "After the take-over."})
+	st := f.deliver(t, "s-fenced", "hi")
+	<-arrived
+	first := f.env.Lambda.Deliveries()[0]
+	f.clock.advance(2 * time.Minute) // past the lease: no renewal came
+	again := f.env.Lambda.Deliver(first.Payload)
+	again.Wait()
+	f.handedOverAtBegin(t, st.RunID)
+	f.runDone(t, st.RunID)
+	close(release)
+	f.env.Lambda.Wait()
+
+	for _, d := range []*cloudtest.Delivery{first, again} {
+		if !slices.Equal(d.Errors, []string{""}) {
+			t.Errorf("delivery attempts %q, want one without error", d.Errors)
+		}
+	}
+	f.runDone(t, st.RunID)
+	if got, want := f.history(t, "s-fenced"), []string{"user: hi", "assistant: After the take-over."}; !slices.Equal(got, want) {
+		t.Errorf("history %q, want %q", got, want)
+	}
+	if got := f.finals("s-fenced"); !slices.Equal(got, []string{"After the take-over."}) {
+		t.Errorf("final frames %q, want only the take-over's", got)
+	}
+	if s := f.env.SFN.Started(); !slices.Equal(s, []string{st.RunID}) {
+		t.Errorf("executions %q, want the run handed over once", s)
+	}
+	if !f.laneFree(t, "s-fenced") {
+		t.Error("the lane is still held")
+	}
+}
+
+// failingRenewals is the step function's Claims with every renewal
+// failing; failed is closed at the first.
+type failingRenewals struct {
+	sfn.Claims
+	once   sync.Once
+	failed chan struct{}
+}
+
+func (c *failingRenewals) RenewRun(context.Context, string, string, time.Time) (bool, error) {
+	c.once.Do(func() { close(c.failed) })
+	return false, errors.New("ProvisionedThroughputExceededException")
+}
+
+// TestInlineRenewalFails: a renewal of the lease fails while the model
+// answers; the invocation commits the step it is in (its lease still
+// holds), steps no further and fails, and Lambda's retry hands the run to
+// the state machine, which finishes it.
+func TestInlineRenewalFails(t *testing.T) {
+	f := newInlineFixture(t)
+	claims := &failingRenewals{Claims: f.step.Driver.Inline.Claims, failed: make(chan struct{})}
+	f.step.Driver.Inline.Claims = claims
+	f.step.Driver.Inline.Lease = 30 * time.Millisecond // renewed every 10 ms
+	arrived, release := f.holdFirstModelCall()
+	f.env.LLM.Enqueue(fakellm.Reply{Content: "Once."})
+	st := f.deliver(t, "s-renew", "hi")
+	<-arrived
+	<-claims.failed
+	close(release)
+	f.env.Lambda.Wait()
+
+	d := f.env.Lambda.Deliveries()
+	if len(d) != 1 || len(d[0].Errors) != 2 || !strings.Contains(d[0].Errors[0], "renew the lease") || d[0].Errors[1] != "" {
+		t.Fatalf("deliveries %+v, want one, failing for the renewal, then retried without error", d)
+	}
+	if s := f.env.SFN.Started(); !slices.Equal(s, []string{st.RunID}) {
+		t.Fatalf("executions %q, want the run handed over", s)
+	}
+	if x := f.env.SFN.Wait(st.RunID, 10*time.Second); x.Err != nil {
+		t.Fatal(x.Err)
+	}
+	f.runDone(t, st.RunID)
+	if n := len(f.env.LLM.Requests()); n != 1 {
+		t.Errorf("the model was asked %d times, want once", n)
+	}
+	if got, want := f.history(t, "s-renew"), []string{"user: hi", "assistant: Once."}; !slices.Equal(got, want) {
+		t.Errorf("history %q, want %q", got, want)
+	}
+	if got := f.finals("s-renew"); !slices.Equal(got, []string{"Once."}) {
+		t.Errorf("final frames %q, want one", got)
+	}
+}
+
 // laneFree reports whether the session's lane can be taken.
 func (f *inlineFixture) laneFree(t *testing.T, sid string) bool {
 	ok, err := f.env.Store.AcquireLane(t.Context(), sid, "probe", time.Minute)
@@ -330,12 +427,14 @@ func (f *inlineFixture) handedOverAtBegin(t *testing.T, runID string) {
 // is closed; arrived is closed when it comes.
 func (f *inlineFixture) holdFirstModelCall() (arrived, release chan struct{}) {
 	arrived, release = make(chan struct{}), make(chan struct{})
-	var once sync.Once
+	var held atomic.Bool
 	f.env.LLM.OnRequest(func(fakellm.Request) {
-		once.Do(func() {
+		// Only the first waits: the requests after it pass (a sync.Once
+		// would hold them too).
+		if held.CompareAndSwap(false, true) {
 			close(arrived)
 			<-release
-		})
+		}
 	})
 	return arrived, release
 }

@@ -10,41 +10,48 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// A run driven inline (sfn.Driver's "run" action) holds a lease on the
-// item RUN#<id> / DRIVER: holder (one invocation's id) and lease_until
-// (ms), renewed while the invocation steps the run. The first claim of a
-// run steps it; a later one finds either a live lease (a duplicate
-// delivery of the invocation: it leaves the run to its holder) or a lapsed
-// one (its holder crashed or timed out: the run is handed to the state
-// machine).
-
-const skDriver = "DRIVER"
+// A run driven inline (sfn.Driver's "run" action) holds a lease kept on
+// its item RUN#<id> / RUN: holder (one invocation's id), lease_until (ms)
+// and lease, the version every claim increments. The first claim of a run
+// steps it; a later one finds either a live lease (a duplicate delivery
+// of the invocation: it leaves the run to its holder) or a lapsed one
+// (its holder crashed or timed out: the run is handed to the state
+// machine). The version fences the holder's commits (store.Commit.Lease):
+// it is checked in the condition CommitRun already puts on the run item,
+// so a holder whose lease was taken over commits nothing, at no extra
+// request.
 
 // ClaimRun takes the inline lease of a run for holder until until, at
-// now, unless another holder's lease is live. taken reports that holder
-// now holds it; first that no holder ever claimed the run before.
-func (s *Store) ClaimRun(ctx context.Context, runID, holder string, now, until time.Time) (first, taken bool, err error) {
+// now, unless another holder's lease is live. lease is the claim's
+// version, the fencing token of holder's commits, or zero when the run
+// is leased to another holder or does not exist; first reports that no
+// holder ever claimed the run before.
+func (s *Store) ClaimRun(ctx context.Context, runID, holder string, now, until time.Time) (lease int64, first bool, err error) {
 	if runID == "" || holder == "" || !until.After(now) {
-		return false, false, fmt.Errorf("dynamo: claim run %q: need a run, a holder and a lease in the future", runID)
+		return 0, false, fmt.Errorf("dynamo: claim run %q: need a run, a holder and a lease in the future", runID)
 	}
-	it := key(pfxRun+runID, skDriver)
-	it["holder"] = attrS(holder)
-	it["lease_until"] = attrTime(until)
-	it[attrExpiresAt] = attrN(until.Add(24 * time.Hour).Unix())
-	out, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                 s.table,
-		Item:                      it,
-		ConditionExpression:       aws.String("attribute_not_exists(pk) OR lease_until <= :now"),
-		ExpressionAttributeValues: item{":now": attrTime(now)},
-		ReturnValues:              types.ReturnValueAllOld,
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           s.table,
+		Key:                 key(pfxRun+runID, skRun),
+		UpdateExpression:    aws.String("SET holder = :holder, lease_until = :until ADD #lease :one"),
+		ConditionExpression: aws.String("attribute_exists(pk) AND (attribute_not_exists(lease_until) OR lease_until <= :now)"),
+		ExpressionAttributeValues: item{
+			":holder": attrS(holder),
+			":until":  attrTime(until),
+			":now":    attrTime(now),
+			":one":    attrN(1),
+		},
+		ExpressionAttributeNames: map[string]string{"#lease": "lease"},
+		ReturnValues:             types.ReturnValueUpdatedNew,
 	})
 	if _, ok := condFailed(err); ok {
-		return false, false, nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return false, false, fmt.Errorf("dynamo: claim run %q: %w", runID, err)
+		return 0, false, fmt.Errorf("dynamo: claim run %q: %w", runID, err)
 	}
-	return len(out.Attributes) == 0, true, nil
+	lease = getN(out.Attributes, "lease")
+	return lease, lease == 1, nil
 }
 
 // RenewRun moves the lease of a run holder holds on to until; ok is false
@@ -52,12 +59,11 @@ func (s *Store) ClaimRun(ctx context.Context, runID, holder string, now, until t
 func (s *Store) RenewRun(ctx context.Context, runID, holder string, until time.Time) (ok bool, err error) {
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           s.table,
-		Key:                 key(pfxRun+runID, skDriver),
-		UpdateExpression:    aws.String("SET lease_until = :until, " + attrExpiresAt + " = :exp"),
+		Key:                 key(pfxRun+runID, skRun),
+		UpdateExpression:    aws.String("SET lease_until = :until"),
 		ConditionExpression: aws.String("holder = :holder"),
 		ExpressionAttributeValues: item{
 			":until":  attrTime(until),
-			":exp":    attrN(until.Add(24 * time.Hour).Unix()),
 			":holder": attrS(holder),
 		},
 	})

@@ -24,10 +24,9 @@
 //	SESSION#<sid>       PENDING#<ms:015>#<id> marker of a pending approval  approval_id, expires_at
 //	SESSION#<sid>       RESP#<id>             index of a response           response_id, expires_at
 //	SESSION#<sid>       LANE                  the session lane lease        owner, lease_until (ms), expires_at
-//	RUN#<id>            RUN                   a run                         session_id, seq, status, state (B), expires_at
+//	RUN#<id>            RUN                   a run                         session_id, seq, status, state (B), expires_at; inline: holder, lease_until (ms), lease (drivers.go)
 //	RUN#<id>            CALLS                 its pending tool calls        calls (JSON, raw arguments), started (SS, StartCall), expires_at
 //	RUN#<id>            DRAFT#<n:06>          piece n of its streamed text  text, expires_at (a day)
-//	RUN#<id>            DRIVER                the inline lease of a run     holder, lease_until (ms), expires_at (a day after; drivers.go)
 //	JOB#<kind>          J#<id>                a queued job                  payload (B), created_at, expires_at
 //	APPROVAL#<id>       APPROVAL              an approval                   session_id, run_id, calls, tools, status, token, …, expires_at
 //	RESPONSE#<id>       RESPONSE              a Responses API response      owner, agent, session_id, run_id, seq, previous_id, request (B), expires_at

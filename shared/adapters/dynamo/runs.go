@@ -218,7 +218,8 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 // and State (with UpdatedAt now), its queue marker removed when it
 // finishes, the messages put-if-absent (refreshing the session's expiry),
 // the pending calls item and the jobs. It is store.ErrNotFound for an
-// unknown run, and ErrItemTooLarge for a record over the item limit,
+// unknown run, store.ErrLeaseLost when c.Lease is no longer the run's
+// lease version (a condition on the run item's update), and ErrItemTooLarge for a record over the item limit,
 // before any write. A commit of more items than a transaction holds
 // writes its messages first, each put-if-absent, then the rest.
 func (s *Store) CommitRun(ctx context.Context, c store.Commit) error {
@@ -243,12 +244,20 @@ func (s *Store) CommitRun(ctx context.Context, c store.Commit) error {
 	} else {
 		update += " REMOVE #state"
 	}
+	cond, names := "attribute_exists(pk)", map[string]string{"#status": "status", "#state": "state"}
+	if c.Lease != 0 {
+		// Fenced: the lease the committing invocation claimed still holds
+		// the run (drivers.go).
+		cond += " AND #lease = :lease"
+		names["#lease"] = "lease"
+		vals[":lease"] = attrN(c.Lease)
+	}
 	items := []types.TransactWriteItem{{Update: &types.Update{
 		TableName:                 s.table,
 		Key:                       key(pfxRun+r.ID, skRun),
 		UpdateExpression:          aws.String(update),
-		ConditionExpression:       aws.String("attribute_exists(pk)"),
-		ExpressionAttributeNames:  map[string]string{"#status": "status", "#state": "state"},
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: vals,
 	}}}
 	if r.Status.Finished() {
@@ -335,6 +344,13 @@ func (s *Store) CommitRun(ctx context.Context, c store.Commit) error {
 			return nil
 		}
 		if len(failed) > 0 && failed[0] {
+			if c.Lease != 0 {
+				if _, found, err := s.getRun(ctx, r.ID); err != nil {
+					return fail(err)
+				} else if found {
+					return fail(store.ErrLeaseLost)
+				}
+			}
 			return fail(store.ErrNotFound)
 		}
 		// Messages whose key exists keep their first write: retry

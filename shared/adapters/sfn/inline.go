@@ -25,9 +25,10 @@ type Invoker interface {
 // (implemented by dynamo.Store).
 type Claims interface {
 	// ClaimRun takes the run's lease for holder until until, unless
-	// another holder's is live at now. taken says holder holds it; first
-	// that nobody claimed the run before.
-	ClaimRun(ctx context.Context, runID, holder string, now, until time.Time) (first, taken bool, err error)
+	// another holder's is live at now. lease is the version of the lease
+	// taken (every claim increments it; store.Commit.Lease), zero when
+	// holder did not get it; first says nobody claimed the run before.
+	ClaimRun(ctx context.Context, runID, holder string, now, until time.Time) (lease int64, first bool, err error)
 	// RenewRun moves holder's lease on to until; false when holder lost it.
 	RenewRun(ctx context.Context, runID, holder string, until time.Time) (bool, error)
 }
@@ -55,6 +56,14 @@ type Claims interface {
 // with its retries and the Fail path that tells the user and frees the
 // session. Lease must be shorter than Lambda's delay before a retry (a
 // minute).
+//
+// The lease fences the invocation's commits: each step commits on the
+// condition that the run's lease version is still the one its claim took
+// (agent.WithLease), so an invocation that lost the lease (it stalled
+// past it, and a retry took the run over) has every later commit refused
+// (store.ErrLeaseLost) and stops, having changed nothing. A renewal that
+// fails stops the stepping too: the invocation ends in an error, and
+// Lambda's retry hands the run over.
 type Inline struct {
 	Invoker  Invoker
 	Function string
@@ -136,19 +145,23 @@ func (d *Driver) run(ctx context.Context, st agent.RunState) error {
 	in := d.Inline
 	holder := agent.NewID()
 	now := in.now()
-	first, taken, err := in.Claims.ClaimRun(ctx, st.RunID, holder, now, now.Add(in.lease()))
+	lease, first, err := in.Claims.ClaimRun(ctx, st.RunID, holder, now, now.Add(in.lease()))
 	switch {
 	case err != nil:
 		return fmt.Errorf("run %s: %w", st.RunID, err)
-	case !taken:
+	case lease == 0:
 		return nil // another invocation steps it: a repeated delivery
 	case !first:
 		// An earlier invocation ended without finishing the run.
 		return d.handOver(ctx, st, "the inline run was interrupted")
 	}
-	ctx, lost, stop := d.hold(ctx, st.RunID, holder)
+	ctx, held, stop := d.hold(ctx, st.RunID, holder)
 	defer stop()
+	ctx = agent.WithLease(ctx, lease)
 	for st.Step != agent.StepDone {
+		if err := held(); err != nil {
+			return d.stopped(st, err)
+		}
 		if st.Parked() {
 			return d.handOver(ctx, st, "")
 		}
@@ -157,8 +170,8 @@ func (d *Driver) run(ctx context.Context, st agent.RunState) error {
 		}
 		next, err := d.step(ctx, st)
 		switch {
-		case lost():
-			return nil // another invocation took the run over
+		case errors.Is(err, store.ErrLeaseLost) || errors.Is(held(), store.ErrLeaseLost):
+			return d.stopped(st, store.ErrLeaseLost)
 		case err != nil && ctx.Err() != nil:
 			return fmt.Errorf("run %s: %w", st.RunID, err)
 		case err != nil:
@@ -177,13 +190,28 @@ func (d *Driver) handOver(ctx context.Context, st agent.RunState, why string) er
 	return d.startExecution(ctx, st)
 }
 
+// stopped ends the inline stepping of st when its lease no longer holds
+// it (why, from hold or a refused commit): another invocation took the
+// run over, and this one leaves it alone; any other reason is an error,
+// so that Lambda invokes the run again and that invocation hands it over.
+func (d *Driver) stopped(st agent.RunState, why error) error {
+	if errors.Is(why, store.ErrLeaseLost) {
+		d.log().Warn("inline run taken over: this invocation stops", "run_id", st.RunID, "step", st.Step)
+		return nil
+	}
+	return fmt.Errorf("run %s: stop at %s: %w", st.RunID, st.Step, why)
+}
+
 // hold renews the run's lease while the run is stepped. The context it
-// returns ends when the lease is lost; lost reports that.
-func (d *Driver) hold(ctx context.Context, runID, holder string) (context.Context, func() bool, func()) {
+// returns ends when the lease is lost. held reports, between steps,
+// whether the lease still holds: store.ErrLeaseLost once another holder
+// took it, or the error of a renewal that failed (after which it renews
+// no more: nothing tells that the lease still holds).
+func (d *Driver) hold(ctx context.Context, runID, holder string) (context.Context, func() error, func()) {
 	in := d.Inline
 	ctx, cancel := context.WithCancel(ctx)
 	var mu sync.Mutex
-	gone := false
+	var gone error
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -200,23 +228,26 @@ func (d *Driver) hold(ctx context.Context, runID, holder string) (context.Contex
 			ok, err := in.Claims.RenewRun(ctx, runID, holder, in.now().Add(in.lease()))
 			if err != nil {
 				d.log().Warn("renew the inline lease", "run_id", runID, "error", err)
-				continue
+				mu.Lock()
+				gone = fmt.Errorf("renew the lease: %w", err)
+				mu.Unlock()
+				return
 			}
 			if !ok {
 				mu.Lock()
-				gone = true
+				gone = store.ErrLeaseLost
 				mu.Unlock()
 				cancel()
 				return
 			}
 		}
 	})
-	lost := func() bool {
+	held := func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		return gone
 	}
-	return ctx, lost, func() {
+	return ctx, held, func() {
 		close(done)
 		wg.Wait()
 		cancel()

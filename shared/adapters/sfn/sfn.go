@@ -216,6 +216,9 @@ func (d *Driver) passOn(ctx context.Context, st agent.RunState) (agent.RunState,
 // record is logged and fails nothing.
 func (d *Driver) step(ctx context.Context, st agent.RunState) (agent.RunState, error) {
 	next, err := d.Loop.Step(ctx, st)
+	if errors.Is(err, store.ErrLeaseLost) {
+		return st, err // final: another invocation steps the run
+	}
 	if err != nil {
 		return st, &Transient{err}
 	}

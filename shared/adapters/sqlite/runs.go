@@ -136,7 +136,8 @@ func (db *DB) GetRun(ctx context.Context, id string) (store.Run, error) {
 // CommitRun applies a step's writes in one transaction: the run's Status
 // and State, the messages
 // put-if-absent, the pending calls and the jobs. It is store.ErrNotFound
-// for an unknown run, and then writes nothing.
+// for an unknown run and store.ErrLeaseLost for any Commit.Lease (no run
+// is leased here), and then writes nothing.
 func (db *DB) CommitRun(ctx context.Context, c store.Commit) error {
 	r := c.Run
 	fail := func(err error) error { return fmt.Errorf("sqlite: commit run %q: %w", r.ID, err) }
@@ -178,6 +179,11 @@ func (db *DB) CommitRun(ctx context.Context, c store.Commit) error {
 		return fail(err)
 	} else if n == 0 {
 		return fail(store.ErrNotFound)
+	}
+	if c.Lease != 0 {
+		// The local driver leases no run (one process steps it): no lease
+		// holds one, and the rollback undoes the update.
+		return fail(store.ErrLeaseLost)
 	}
 	if c.Calls != nil || c.ClearCalls {
 		if _, err := tx.StmtContext(ctx, db.st.setCalls).ExecContext(ctx, calls, r.ID); err != nil {

@@ -449,13 +449,26 @@ func (l *Loop) Reset(ctx context.Context, sessionID string) error {
 	return nil
 }
 
+type leaseKey struct{}
+
+// WithLease returns ctx carrying lease, the version of the lease its
+// caller holds on the run it steps (sfn.Inline): every step Step commits
+// with ctx is then fenced by it (store.Commit.Lease), and fails with
+// store.ErrLeaseLost, writing nothing, once another holder took the run
+// over.
+func WithLease(ctx context.Context, lease int64) context.Context {
+	return context.WithValue(ctx, leaseKey{}, lease)
+}
+
 // commit saves st in its run, with the status it implies, together with
-// the step's writes in c, so the store always tells where every run is.
+// the step's writes in c, so the store always tells where every run is;
+// fenced by the lease of ctx (WithLease), if any.
 func (l *Loop) commit(ctx context.Context, st RunState, c store.Commit) error {
 	state, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", st.RunID, err)
 	}
+	c.Lease, _ = ctx.Value(leaseKey{}).(int64)
 	c.Run = store.Run{ID: st.RunID, SessionID: st.SessionID, Seq: st.Seq, State: state, Status: store.RunRunning}
 	switch {
 	case st.Step != StepDone:

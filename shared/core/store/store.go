@@ -39,6 +39,11 @@ var ErrForbidden = errors.New("belongs to another owner")
 // failed changed nothing.
 var ErrStorageFull = errors.New("storage is full")
 
+// ErrLeaseLost is returned when a commit carries a lease (Commit.Lease)
+// that no longer holds the run: another invocation took the run over, and
+// the commit changed nothing. It is final, never worth a retry.
+var ErrLeaseLost = errors.New("the run's lease was lost")
+
 // Session is one conversation between a user and an agent: the lane that
 // runs one run at a time, in order.
 type Session struct {
@@ -119,6 +124,13 @@ type Commit struct {
 	Calls []chat.ToolCall
 	// ClearCalls drops the pending calls, once they have run.
 	ClearCalls bool
+	// Lease, when not zero, fences the commit: it applies only while the
+	// run's lease version is still Lease (the version the committing
+	// invocation's claim took; every claim of the run increments it), and
+	// is ErrLeaseLost otherwise. A run never claimed has version zero, so
+	// on a store without leases any non-zero Lease is ErrLeaseLost. Zero
+	// commits unconditionally.
+	Lease int64
 	// Jobs are queued for work off the request path (see Jobs); a job
 	// whose kind and id are queued already is replaced.
 	Jobs []Job
@@ -264,7 +276,8 @@ type Runs interface {
 	EnqueueRun(ctx context.Context, n NewRun) (Run, bool, error)
 	GetRun(ctx context.Context, id string) (Run, error)
 	// CommitRun applies a step's writes atomically. It is ErrNotFound for
-	// an unknown run, and then writes nothing.
+	// an unknown run and ErrLeaseLost for a lease that no longer holds the
+	// run (Commit.Lease), and then writes nothing.
 	CommitRun(ctx context.Context, c Commit) error
 	// PendingCalls returns the run's pending tool calls, none when there
 	// are none.

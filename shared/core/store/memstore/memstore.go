@@ -292,6 +292,10 @@ func (m *Store) CommitRun(_ context.Context, c store.Commit) error {
 	if !ok {
 		return fmt.Errorf("run %s: %w", c.Run.ID, store.ErrNotFound)
 	}
+	if c.Lease != 0 {
+		// This store leases no run: no lease holds one.
+		return fmt.Errorf("commit run %s: %w", c.Run.ID, store.ErrLeaseLost)
+	}
 	for _, msg := range c.Messages {
 		if msg.SessionID != old.SessionID {
 			return fmt.Errorf("commit run %s: message %s is for session %s", c.Run.ID, msg.Key, msg.SessionID)

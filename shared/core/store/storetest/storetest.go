@@ -16,6 +16,7 @@
 package storetest
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -58,6 +59,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"CommitRun", testCommitRun},
 		{"CommitRunMessages", testCommitRunMessages},
 		{"CommitRunCalls", testCommitRunCalls},
+		{"CommitRunLease", testCommitRunLease},
 		{"StartCall", testStartCall},
 		{"StartCallConcurrent", testStartCallConcurrent},
 		{"Jobs", testJobs},
@@ -1452,4 +1454,88 @@ func testRevokeKey(t *testing.T, s store.Store) {
 	diff(t, "ListKeys", []store.APIKey{want, k2}, list)
 
 	wantErr(t, "RevokeKey unknown", s.RevokeKey(ctx, "nope", revoked), store.ErrNotFound)
+}
+
+// Leases is what a store that leases runs to the invocations stepping
+// them implements besides store.Store (dynamo.Store, for sfn.Inline):
+// ClaimRun returns the claim's lease version, zero when the run is
+// leased to another holder, and whether it is the run's first claim.
+type Leases interface {
+	ClaimRun(ctx context.Context, runID, holder string, now, until time.Time) (lease int64, first bool, err error)
+}
+
+// testCommitRunLease: a commit fenced by a lease applies only while that
+// lease holds the run; otherwise it is ErrLeaseLost and writes nothing. A
+// store without leases holds every run at version zero, so it refuses any
+// lease; one with leases (Leases) refuses the lease a take-over replaced.
+func testCommitRunLease(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newSession(t, s, "a")
+	r := enqueue(t, s, "a", "r1")
+	step := func(state, content string, lease int64) store.Commit {
+		c := store.Commit{Run: r, Lease: lease,
+			Messages: []store.Message{{SessionID: "a", Key: "k-" + state, RunID: "r1", Message: chat.Message{Role: chat.Assistant, Content: content}, CreatedAt: at(5)}},
+			Calls:    []chat.ToolCall{{ID: "c-" + state, Name: "t", Arguments: `{}`}}}
+		c.Run.Status, c.Run.State = store.RunRunning, []byte(`{"step":"`+state+`"}`)
+		return c
+	}
+	// unchanged checks that the refused commit of state wrote nothing:
+	// the run is at want, and the pending calls and history lack state's.
+	unchanged := func(name, state string, want store.Run) {
+		t.Helper()
+		got, err := s.GetRun(ctx, "r1")
+		must(t, name+": GetRun", err)
+		diff(t, name+": run after a refused commit", want, got, ignoreUpdated)
+		_, err = s.GetMessage(ctx, "a", "k-"+state)
+		wantErr(t, name+": message of a refused commit", err, store.ErrNotFound)
+		calls, err := s.PendingCalls(ctx, "r1")
+		must(t, name+": PendingCalls", err)
+		for _, c := range calls {
+			if c.ID == "c-"+state {
+				t.Errorf("%s: pending calls %+v hold the refused commit's", name, calls)
+			}
+		}
+		jobs, err := s.Jobs(ctx, "remember", 10)
+		must(t, name+": Jobs", err)
+		diff(t, name+": jobs queued by a refused commit", []store.Job(nil), jobs)
+	}
+
+	lessee, leases := s.(Leases)
+	if !leases {
+		wantErr(t, "CommitRun with a lease no store granted", s.CommitRun(ctx, step("think", "stale", 1)), store.ErrLeaseLost)
+		unchanged("unleased", "think", r)
+		wantErr(t, "CommitRun of an unknown run with a lease",
+			s.CommitRun(ctx, store.Commit{Run: store.Run{ID: "nope", SessionID: "a", Status: store.RunRunning}, Lease: 1}), store.ErrNotFound)
+		return
+	}
+
+	t0, lease := time.Now().UTC(), 20*time.Second
+	a, first, err := lessee.ClaimRun(ctx, "r1", "a", t0, t0.Add(lease))
+	must(t, "ClaimRun a", err)
+	if a == 0 || !first {
+		t.Fatalf("first ClaimRun = %d, first %v; want a lease, first", a, first)
+	}
+	wantErr(t, "CommitRun with a lease never granted", s.CommitRun(ctx, step("think", "stale", a+1)), store.ErrLeaseLost)
+	unchanged("never granted", "think", r)
+	must(t, "CommitRun by the holder", s.CommitRun(ctx, step("act", "a's step", a)))
+	held, err := s.GetRun(ctx, "r1")
+	must(t, "GetRun", err)
+
+	// a's lease lapses; b takes the run over.
+	later := t0.Add(lease + time.Minute)
+	b, first, err := lessee.ClaimRun(ctx, "r1", "b", later, later.Add(lease))
+	must(t, "ClaimRun b", err)
+	if b == 0 || b == a || first {
+		t.Fatalf("ClaimRun after the lapse = %d (a's was %d), first %v; want another lease, not first", b, a, first)
+	}
+	late := step("finish", "a's late step", a)
+	late.Run.Status = store.RunDone
+	late.Jobs = []store.Job{{Kind: "remember", ID: "r1", Payload: []byte("x"), CreatedAt: at(6)}}
+	wantErr(t, "CommitRun by the holder who lost the lease", s.CommitRun(ctx, late), store.ErrLeaseLost)
+	unchanged("taken over", "finish", held)
+	must(t, "CommitRun by the new holder", s.CommitRun(ctx, step("finish", "b's step", b)))
+	// A commit carrying no lease (the state machine's) is not fenced.
+	must(t, "CommitRun without a lease", s.CommitRun(ctx, step("done", "unfenced", 0)))
+	wantErr(t, "CommitRun of an unknown run with a lease",
+		s.CommitRun(ctx, store.Commit{Run: store.Run{ID: "nope", SessionID: "a", Status: store.RunRunning}, Lease: a}), store.ErrNotFound)
 }
