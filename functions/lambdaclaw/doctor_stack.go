@@ -124,7 +124,7 @@ func checkAlarms(ctx context.Context, d *deployment, api alarmsAPI) finding {
 		AlarmTypes:      []cwtypes.AlarmType{cwtypes.AlarmTypeMetricAlarm, cwtypes.AlarmTypeCompositeAlarm},
 	}
 	total := 0
-	var firing, todo []string
+	var firing, advice []string
 	for range maxAlarmPages {
 		out, err := api.DescribeAlarms(ctx, in)
 		if err != nil {
@@ -144,8 +144,8 @@ func checkAlarms(ctx context.Context, d *deployment, api alarmsAPI) finding {
 		// The stack's alarm descriptions say what happened and what to
 		// do (infra/alarms.go): they are the fix.
 		advise := func(description *string) {
-			if d := strings.TrimPrefix(aws.ToString(description), "lambdaclaw: "); d != "" && !slices.Contains(todo, d) {
-				todo = append(todo, d)
+			if d := strings.TrimPrefix(aws.ToString(description), "lambdaclaw: "); d != "" && !slices.Contains(advice, d) {
+				advice = append(advice, d)
 			}
 		}
 		for _, a := range out.MetricAlarms {
@@ -173,8 +173,8 @@ func checkAlarms(ctx context.Context, d *deployment, api alarmsAPI) finding {
 		f.Verdict = fail
 		f.Detail = fmt.Sprintf("%d of %d alarms in ALARM: %s", len(firing), total, strings.Join(firing, "; "))
 		f.Fix = "read the failing functions' logs (CloudWatch Logs, /aws/lambda/" + d.name + "-…) and the failed Step Functions executions"
-		if len(todo) > 0 {
-			f.Fix = strings.Join(todo, "; ")
+		if len(advice) > 0 {
+			f.Fix = strings.Join(advice, "; ")
 		}
 	default:
 		f.Verdict, f.Detail = pass, fmt.Sprintf("none of the stack's %d alarms is in ALARM", total)
