@@ -234,7 +234,7 @@ func (c *toolCache) encode(defs []chat.ToolDef) (json.RawMessage, error) {
 	return b, nil
 }
 
-// completion is a non-streamed answer: the fields read of it.
+// chatCompletion is a non-streamed answer: the fields read of it.
 type chatCompletion struct {
 	Model   string `json:"model"`
 	Choices []struct {
