@@ -51,7 +51,8 @@ type EmbedConfig struct {
 	BatchSize int
 	// Timeout bounds each request; DefaultEmbedTimeout when zero.
 	Timeout time.Duration
-	// HTTPClient sends the requests; a client over http.DefaultTransport when nil.
+	// HTTPClient sends the requests, following redirects within the base
+	// URL's origin only; a client over http.DefaultTransport when nil.
 	HTTPClient *http.Client
 }
 

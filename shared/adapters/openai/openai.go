@@ -42,7 +42,8 @@ type Config struct {
 	// Timeout bounds a non-streaming call, and for a streaming call the wait
 	// for the response and for each following chunk. DefaultTimeout when zero.
 	Timeout time.Duration
-	// HTTPClient sends the requests; a client over http.DefaultTransport when nil.
+	// HTTPClient sends the requests, following redirects within the base
+	// URL's origin only; a client over http.DefaultTransport when nil.
 	HTTPClient *http.Client
 	// MaxReplyBytes caps one reply: its content, refusal and tool calls.
 	// A longer reply is cut and ends with finish reason "length"; a
