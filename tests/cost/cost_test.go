@@ -502,15 +502,26 @@ type s3Meter struct {
 	reads, writes int
 }
 
-// proxy returns the endpoint of a proxy of the S3 server at endpoint that
-// counts the requests.
-func (m *s3Meter) proxy(t *testing.T, endpoint string) string {
+// watch returns the endpoint of a proxy of the server at endpoint that
+// hands each request to see before passing it on.
+func watch(t *testing.T, endpoint string, see func(*http.Request)) string {
 	target, err := url.Parse(endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		see(r)
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// proxy returns the endpoint of a proxy of the S3 server at endpoint that
+// counts the requests.
+func (m *s3Meter) proxy(t *testing.T, endpoint string) string {
+	return watch(t, endpoint, func(r *http.Request) {
 		m.mu.Lock()
 		switch r.Method {
 		case http.MethodGet:
@@ -525,10 +536,7 @@ func (m *s3Meter) proxy(t *testing.T, endpoint string) string {
 			m.writes++
 		}
 		m.mu.Unlock()
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	})
 }
 
 func (m *s3Meter) reset() {
@@ -546,21 +554,13 @@ type traceMeter struct {
 }
 
 func (m *traceMeter) proxy(t *testing.T, endpoint string) string {
-	target, err := url.Parse(endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return watch(t, endpoint, func(r *http.Request) {
 		if r.Header.Get("X-Amzn-Trace-Id") == "" {
 			m.mu.Lock()
 			m.untraced++
 			m.mu.Unlock()
 		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	})
 }
 
 // logMeter holds what the functions write to standard error, which
