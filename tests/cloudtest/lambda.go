@@ -37,8 +37,11 @@ const maxSyncPayload = 6 * 1024 * 1024
 // It also runs synchronous invocations (RequestResponse, the default) of
 // the functions Serve names: 200 with the handler's JSON result, or with
 // X-Amz-Function-Error: Unhandled and {"errorMessage","errorType"} when
-// it fails. A request the service's model refuses (awsmodel) is answered
-// ValidationException, and fails the test.
+// it fails. For `lambdaclaw doctor --stack` it answers GetAccountSettings
+// (SetAccount's limits, Lambda's default 1,000 until then) and
+// GetFunctionConfiguration (the environment Configure gives a function;
+// ResourceNotFoundException for another). A request the service's model
+// refuses (awsmodel) is answered ValidationException, and fails the test.
 type Lambda struct {
 	URL string
 
@@ -53,6 +56,29 @@ type Lambda struct {
 	deliveries  []*Delivery
 	cancels     map[*Delivery]context.CancelFunc
 	functions   map[string]func(context.Context, json.RawMessage) (any, error)
+	account     AccountLimit
+	envs        map[string]map[string]string
+}
+
+// AccountLimit is the account's concurrency as GetAccountSettings
+// reports it: its limit, and what reserved concurrency leaves of it.
+type AccountLimit struct {
+	ConcurrentExecutions, UnreservedConcurrentExecutions int
+}
+
+// SetAccount sets what GetAccountSettings answers.
+func (f *Lambda) SetAccount(l AccountLimit) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.account = l
+}
+
+// Configure makes GetFunctionConfiguration of the function name answer
+// with env as its environment variables.
+func (f *Lambda) Configure(name string, env map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.envs[name] = env
 }
 
 // Serve makes the fake answer synchronous invocations of the function
@@ -78,7 +104,8 @@ func (d *Delivery) Wait() { <-d.done }
 // runs, when the test ends.
 func NewLambda(t testing.TB) *Lambda {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &Lambda{t: t, model: awsmodel.Load(t, "lambda"), ctx: ctx, cancels: map[*Delivery]context.CancelFunc{}, functions: map[string]func(context.Context, json.RawMessage) (any, error){}}
+	f := &Lambda{t: t, model: awsmodel.Load(t, "lambda"), ctx: ctx, cancels: map[*Delivery]context.CancelFunc{}, functions: map[string]func(context.Context, json.RawMessage) (any, error){},
+		account: AccountLimit{1000, 1000}, envs: map[string]map[string]string{}}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = srv.URL
 	t.Cleanup(func() {
@@ -189,6 +216,32 @@ func (f *Lambda) serve(w http.ResponseWriter, r *http.Request) {
 	op, in, err := f.model.FromREST(r, "", body)
 	if err := refused(f.t, f.model, op, in, err); err != nil {
 		fail(http.StatusBadRequest, "ValidationException", err.Error())
+		return
+	}
+	switch op {
+	case "GetAccountSettings":
+		f.mu.Lock()
+		l := f.account
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"AccountLimit": map[string]any{"TotalCodeSize": 80530636800, "CodeSizeUnzipped": 262144000, "CodeSizeZipped": 52428800,
+				"ConcurrentExecutions": l.ConcurrentExecutions, "UnreservedConcurrentExecutions": l.UnreservedConcurrentExecutions},
+			"AccountUsage": map[string]any{"TotalCodeSize": 0, "FunctionCount": 0},
+		})
+		return
+	case "GetFunctionConfiguration":
+		name, _ := in["FunctionName"].(string)
+		f.mu.Lock()
+		env, ok := f.envs[name]
+		f.mu.Unlock()
+		if !ok {
+			fail(http.StatusNotFound, "ResourceNotFoundException", "Function not found: arn:aws:lambda:us-east-1:123456789012:function:"+name)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"FunctionName": name, "FunctionArn": "arn:aws:lambda:us-east-1:123456789012:function:" + name,
+			"Environment": map[string]any{"Variables": env}})
 		return
 	}
 	if op != "Invoke" {
