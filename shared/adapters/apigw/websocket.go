@@ -36,8 +36,8 @@ type Connections interface {
 	// it is gone.
 	Connection(ctx context.Context, id string) (keyHash string, sessions []string, err error)
 	// JoinSession indexes connection id under owner's session for ttl;
-	// joining again, or beyond the store's bound, changes nothing.
-	JoinSession(ctx context.Context, id, owner, sessionID string, ttl time.Duration) error
+	// joining again, or beyond limit sessions, changes nothing.
+	JoinSession(ctx context.Context, id, owner, sessionID string, limit int, ttl time.Duration) error
 	// DeleteConnection forgets the connection and its index entries.
 	DeleteConnection(ctx context.Context, id string) error
 }
@@ -61,6 +61,12 @@ type Limiter interface {
 // ConnectionTTL is how long a connection's record lives: API Gateway
 // closes every WebSocket connection after two hours.
 const ConnectionTTL = 2*time.Hour + 5*time.Minute
+
+// MaxConnectionSessions bounds the sessions one connection is indexed
+// under for check-ins: a connection that talks as more users, or with
+// more agents, gets the check-ins of its first ones only (the local /ws
+// keeps 64).
+const MaxConnectionSessions = 16
 
 // WebSocket handles the events of an API Gateway WebSocket API whose
 // $connect, $disconnect and $default routes invoke one function. It speaks
@@ -258,12 +264,12 @@ func (c *conn) Reply() agent.Reply { return agent.Reply{Channel: wsproto.Channel
 // Deliver implements wsproto.Conn: what the loop asks of the lane is held
 // back until Start, and a parked run that the message answers moves its
 // replies to this connection. A delivered message indexes the connection
-// under its session, once: a connection not indexed only misses
-// check-ins.
+// under its session, once, up to MaxConnectionSessions: a connection not
+// indexed only misses check-ins.
 func (c *conn) Deliver(ctx context.Context, in agent.Input) (agent.RunState, error) {
 	st, err := c.ws.Loop.Deliver(ctx, in, &c.later, func(runID string) { c.ws.follow(ctx, runID, in.Reply) })
-	if err == nil && !slices.Contains(c.sessions, st.SessionID) {
-		if err := c.ws.Connections.JoinSession(ctx, c.id, in.Owner, st.SessionID, ConnectionTTL); err != nil {
+	if err == nil && !slices.Contains(c.sessions, st.SessionID) && len(c.sessions) < MaxConnectionSessions {
+		if err := c.ws.Connections.JoinSession(ctx, c.id, in.Owner, st.SessionID, MaxConnectionSessions, ConnectionTTL); err != nil {
 			c.ws.log().Warn("index the connection for check-ins", "conn_id", c.id, "error", err)
 		}
 	}

@@ -26,8 +26,8 @@ import (
 // session sid (JoinSession, when a message of the connection is
 // delivered). The owner is part of the key, so a job reads the index of
 // its own owner only. The connection's item lists, in joined, the
-// partitions it was indexed in, at most MaxConnectionSessions, so that
-// DeleteConnection removes its index items with it; every item expires
+// partitions it was indexed in (a bounded number, JoinSession's limit),
+// so that DeleteConnection removes its index items with it; every item expires
 // with the connection (TTL), in case $disconnect never came.
 const (
 	pfxConn   = "CONN#"
@@ -37,11 +37,6 @@ const (
 	// was indexed in.
 	attrJoined = "joined"
 )
-
-// MaxConnectionSessions bounds the sessions one connection is indexed
-// under: a connection that talks as more users (or with more agents)
-// gets check-ins of its first ones only.
-const MaxConnectionSessions = 16
 
 // wsUserPK is the index partition of the connections of owner's session
 // sid. A session id holds no '#'.
@@ -86,10 +81,11 @@ func (s *Store) Connection(ctx context.Context, id string) (keyHash string, sess
 // ttl from now (the longest the connection may live on): its item in the
 // index and its mention in the connection's joined set, in one
 // transaction. Joining again, joining a connection that is gone and
-// joining beyond MaxConnectionSessions change nothing and are no error.
-func (s *Store) JoinSession(ctx context.Context, id, owner, sessionID string, ttl time.Duration) error {
-	if id == "" || owner == "" || sessionID == "" || strings.Contains(sessionID, "#") || ttl <= 0 {
-		return errors.New("dynamo: join session: need a connection id, an owner, a session id without '#' and a positive ttl")
+// joining a connection indexed under limit sessions already change
+// nothing and are no error.
+func (s *Store) JoinSession(ctx context.Context, id, owner, sessionID string, limit int, ttl time.Duration) error {
+	if id == "" || owner == "" || sessionID == "" || strings.Contains(sessionID, "#") || limit <= 0 || ttl <= 0 {
+		return errors.New("dynamo: join session: need a connection id, an owner, a session id without '#', a positive limit and ttl")
 	}
 	pk := wsUserPK(owner, sessionID)
 	idx := key(pk, pfxConn+id)
@@ -100,7 +96,7 @@ func (s *Store) JoinSession(ctx context.Context, id, owner, sessionID string, tt
 			UpdateExpression:    aws.String("ADD joined :pk"),
 			ConditionExpression: aws.String("attribute_exists(pk) AND (attribute_not_exists(joined) OR (NOT contains(joined, :one) AND size(joined) < :max))"),
 			ExpressionAttributeValues: item{":pk": attrSS([]string{pk}), ":one": attrS(pk),
-				":max": attrN(MaxConnectionSessions)}}},
+				":max": attrN(int64(limit))}}},
 		s.put(idx, ""),
 	})
 	if failed, ok := canceledAt(err); ok && len(failed) > 0 && failed[0] {

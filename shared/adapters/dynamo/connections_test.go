@@ -81,7 +81,7 @@ func TestConnectionIndex(t *testing.T) {
 		{"c3=", "key:k2", "s-a"}, // another owner's session of the same id
 		{"gone=", "key:k1", "s-a"},
 	} {
-		if err := s.JoinSession(ctx, j.id, j.owner, j.sid, 2*time.Hour); err != nil {
+		if err := s.JoinSession(ctx, j.id, j.owner, j.sid, 16, 2*time.Hour); err != nil {
 			t.Fatalf("JoinSession(%s, %s, %s): %v", j.id, j.owner, j.sid, err)
 		}
 	}
@@ -115,16 +115,17 @@ func TestConnectionIndex(t *testing.T) {
 		t.Errorf("after c1's disconnect the index holds %v", got)
 	}
 
-	// A connection is indexed under at most MaxConnectionSessions.
-	for i := range MaxConnectionSessions + 2 {
-		if err := s.JoinSession(ctx, "c3=", "key:k2", fmt.Sprintf("s-%02d", i), 2*time.Hour); err != nil {
+	// A connection is indexed under at most limit sessions.
+	const limit = 4
+	for i := range limit + 2 {
+		if err := s.JoinSession(ctx, "c3=", "key:k2", fmt.Sprintf("s-%02d", i), limit, 2*time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := joined("c3="); len(got) != MaxConnectionSessions {
-		t.Errorf("c3 is indexed under %d sessions, want %d", len(got), MaxConnectionSessions)
+	if got := joined("c3="); len(got) != limit {
+		t.Errorf("c3 is indexed under %d sessions, want %d", len(got), limit)
 	}
-	if got := conns("key:k2", fmt.Sprintf("s-%02d", MaxConnectionSessions)); len(got) != 0 {
+	if got := conns("key:k2", fmt.Sprintf("s-%02d", limit)); len(got) != 0 {
 		t.Errorf("a session beyond the bound indexed %v", got)
 	}
 
@@ -136,7 +137,7 @@ func TestConnectionIndex(t *testing.T) {
 	}
 
 	for _, bad := range [][3]string{{"", "key:k1", "s-a"}, {"c1=", "", "s-a"}, {"c1=", "key:k1", ""}, {"c1=", "key:k1", "s#a"}} {
-		if err := s.JoinSession(ctx, bad[0], bad[1], bad[2], time.Hour); err == nil {
+		if err := s.JoinSession(ctx, bad[0], bad[1], bad[2], 16, time.Hour); err == nil {
 			t.Errorf("JoinSession%q succeeded", bad)
 		}
 	}
