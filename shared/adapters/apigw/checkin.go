@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"log/slog"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
@@ -69,11 +68,4 @@ func CheckIns(conns Conns, index Index, id agent.Identity) schedule.Delivery {
 		}
 		return wsproto.NoConnection(a.Job)
 	}
-}
-
-func (c Conns) log() *slog.Logger {
-	if c.Log == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return c.Log
 }
