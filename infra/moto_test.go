@@ -513,18 +513,18 @@ var subVar = regexp.MustCompile(`\$\{([^!}][^}]*)\}`)
 // outputs.
 func templateRefs(template map[string]any) []reference {
 	var out []reference
-	var walk func(from string, v any, vars map[string]bool)
-	walk = func(from string, v any, vars map[string]bool) {
+	var walk func(from string, v any)
+	walk = func(from string, v any) {
 		switch v := v.(type) {
 		case []any:
 			for _, e := range v {
-				walk(from, e, vars)
+				walk(from, e)
 			}
 		case map[string]any:
 			for k, e := range v {
 				switch k {
 				case "Ref":
-					if name, ok := e.(string); ok && !vars[name] {
+					if name, ok := e.(string); ok {
 						out = append(out, reference{from: from, target: name})
 						continue
 					}
@@ -542,7 +542,7 @@ func templateRefs(template map[string]any) []reference {
 						if m, ok := l[1].(map[string]any); ok {
 							for name, val := range m {
 								local[name] = true
-								walk(from, val, vars)
+								walk(from, val)
 							}
 						}
 					}
@@ -557,14 +557,14 @@ func templateRefs(template map[string]any) []reference {
 						continue
 					}
 				}
-				walk(from, e, vars)
+				walk(from, e)
 			}
 		}
 	}
 	for _, section := range []string{"Resources", "Outputs"} {
 		m, _ := template[section].(map[string]any)
 		for _, id := range keys(m) {
-			walk(section+"."+id, m[id], nil)
+			walk(section+"."+id, m[id])
 		}
 	}
 	return out
