@@ -1040,6 +1040,8 @@ func TestConfigErrors(t *testing.T) {
 		"no api burst":                         {map[string]any{ctxAPIBurst: "0", ctxAssets: dir}, ctxAPIBurst},
 		"api burst in fractions":               {map[string]any{ctxAPIBurst: "2.5", ctxAssets: dir}, ctxAPIBurst},
 		"waf limit under WAF's least":          {map[string]any{ctxWAFLimit: "5", ctxAssets: dir}, ctxWAFLimit},
+		"unknown sandbox network":              {map[string]any{ctxSandbox: SandboxFargate, ctxSandboxNetwork: "private", ctxAssets: dir}, `sandbox_network="private"`},
+		"sandbox network without the sandbox":  {map[string]any{ctxSandboxNetwork: SandboxPublic, ctxAssets: dir}, "needs sandbox=fargate"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			app := awscdk.NewApp(&awscdk.AppProps{Context: &tc.ctx, Outdir: jsii.String(t.TempDir())})
