@@ -76,9 +76,15 @@ func inlineFixtureOn(t *testing.T, env *cloudtest.Env) *inlineFixture {
 // to the connection "conn-<sid>".
 func (f *inlineFixture) deliver(t *testing.T, sid, text string) agent.RunState {
 	t.Helper()
+	return f.deliverAt(t, sid, text, tool.Supervised)
+}
+
+// deliverAt is deliver at autonomy.
+func (f *inlineFixture) deliverAt(t *testing.T, sid, text string, autonomy tool.Autonomy) agent.RunState {
+	t.Helper()
 	st, err := f.sender.Driver.Deliver(t.Context(), agent.Input{
 		SessionID: sid, Agent: "default", Messages: []chat.Message{{Role: chat.User, Content: text}},
-		Autonomy: tool.Supervised, Interactive: true, Reply: agent.Reply{Channel: "ws", To: "conn-" + sid},
+		Autonomy: autonomy, Interactive: true, Reply: agent.Reply{Channel: "ws", To: "conn-" + sid},
 	}, func(string) {})
 	if err != nil {
 		t.Fatalf("deliver %q: %v", text, err)
@@ -466,13 +472,7 @@ func TestInlineLongExec(t *testing.T) {
 	f.env.LLM.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_exec", Name: "exec", Arguments: `{"command":"make"}`}}})
 	// think (6m20s and the margin) fits; act does not.
 	f.invocationsLast(7 * time.Minute)
-	st, err := f.sender.Driver.Deliver(t.Context(), agent.Input{
-		SessionID: "s-exec", Agent: "default", Messages: []chat.Message{{Role: chat.User, Content: "build it"}},
-		Autonomy: tool.Full, Interactive: true, Reply: agent.Reply{Channel: "ws", To: "conn-s-exec"},
-	}, func(string) {})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := f.deliverAt(t, "s-exec", "build it", tool.Full)
 	f.env.Lambda.Wait()
 	f.handedOverAt(t, st.RunID, agent.StepAct)
 	if tasks := ecsFake.Tasks(); len(tasks) != 0 {
@@ -548,13 +548,7 @@ func TestInlineCrashDuringCall(t *testing.T) {
 		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_send", Name: "remote__send", Arguments: `{"to":"bob"}`}}},
 		fakellm.Reply{Content: "After the crash."},
 	)
-	st, err := f.sender.Driver.Deliver(t.Context(), agent.Input{
-		SessionID: "s-call", Agent: "default", Messages: []chat.Message{{Role: chat.User, Content: "send it"}},
-		Autonomy: tool.Full, Interactive: true, Reply: agent.Reply{Channel: "ws", To: "conn-s-call"},
-	}, func(string) {})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := f.deliverAt(t, "s-call", "send it", tool.Full)
 	<-arrived
 	f.env.Lambda.Kill()
 	close(release)
