@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -1230,6 +1231,30 @@ func TestAlarms(t *testing.T) {
 // has the fixed name every function that starts runs invokes
 // (RUN_FUNCTION); its asynchronous invocations are retried twice, then
 // land in the RunFailures queue, which raises an alarm.
+// TestStepTimeout: the functions that run the loop's steps are told
+// their timeout (STEP_TIMEOUT), from which they fit every step in one
+// invocation (shared/wiring/cloud); the others run no step.
+func TestStepTimeout(t *testing.T) {
+	s := stack(t, variantDefault)
+	fns := s.resources("AWS::Lambda::Function")
+	for _, name := range []string{"api", "step", "ws", "scheduler"} {
+		p := props(fns[s.functionID(t, name)])
+		env := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+		v, told := env["STEP_TIMEOUT"].(string)
+		if runs := name == "api" || name == "step"; told != runs {
+			t.Errorf("%s: STEP_TIMEOUT %q; want it only where steps run", name, v)
+			continue
+		}
+		if !told {
+			continue
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d.Seconds() != p["Timeout"] || d != 15*time.Minute {
+			t.Errorf("%s: STEP_TIMEOUT %q and a timeout of %v s; want Lambda's longest, 900 s, both", name, v, p["Timeout"])
+		}
+	}
+}
+
 func TestInlineRuns(t *testing.T) {
 	s := stack(t, variantOpenSearch)
 	step := s.functionID(t, "step")

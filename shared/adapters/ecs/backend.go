@@ -136,6 +136,13 @@ func New(api API, cfg Config) (*Backend, error) {
 	return &Backend{api: api, cfg: cfg}, nil
 }
 
+// Bound implements sandbox.Bounded: what exec waits for at most, a
+// command sent to a warm task found stopped, then to a new one (the wall
+// time and the syncs twice, a task's start once).
+func (b *Backend) Bound(wall time.Duration) time.Duration {
+	return 2*(wall+b.cfg.Sync) + b.cfg.Start
+}
+
 // Probe implements sandbox.Backend: New checked the configuration; a
 // call to ECS at every cold start would cost more than it tells.
 func (b *Backend) Probe(context.Context) error { return nil }
