@@ -259,7 +259,9 @@ func TestLocalRuns(t *testing.T) {
 
 	fake.Enqueue(fakellm.Reply{Content: "Resumed."}, fakellm.Reply{Content: "Again."}, fakellm.Reply{Content: "Again."})
 	g.start()
-	waitFor(t, "both runs to end", 20*time.Second, func() bool { return runStatus(t, g, abandon) == store.RunFailed && runStatus(t, g, retry) == store.RunDone })
+	waitFor(t, "both runs to end", 20*time.Second, func() bool {
+		return runStatus(t, g, abandon) == store.RunFailed && runStatus(t, g, retry) == store.RunDone
+	})
 	for _, s := range []string{"abandon", "retry"} {
 		if got := ask(t, g.client(key), "again", session(s)); got != "Again." {
 			t.Errorf("session %s answers %q, want the next reply", s, got)
