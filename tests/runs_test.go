@@ -7,6 +7,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"slices"
@@ -56,7 +57,8 @@ const stepFunctionARN = "arn:aws:lambda:us-east-1:123456789012:function:" + clou
 // state machine, which finishes it, and `runs abandon` ends the other
 // through the step function, which tells its user and runs the message
 // queued behind it. Both drop the runs' messages, and repeating them
-// changes nothing.
+// changes nothing. A user's /reset ends the stuck run of their session,
+// and `runs retry --all` drops the message it leaves.
 func TestStackRuns(t *testing.T) {
 	env := cloudtest.Setup(t)
 	queue := cloudtest.NewSQS(t)
@@ -135,12 +137,32 @@ func TestStackRuns(t *testing.T) {
 	retried := deliver("s-retried", "hello")
 	abandoned := deliver("s-abandoned", "hello")
 	queued := deliver("s-abandoned", "are you there?")
+	reset := deliver("s-reset", "hello")
 	env.Lambda.Wait()
-	if n := len(queue.Bodies()); n != 2 {
-		t.Fatalf("RunFailures holds %d messages, want the two runs'", n)
+	if n := len(queue.Bodies()); n != 3 {
+		t.Fatalf("RunFailures holds %d messages, want the three runs'", n)
 	}
 
-	if out := must("runs", "list"); !strings.Contains(out, retried.RunID) || !strings.Contains(out, abandoned.RunID) ||
+	// The user's /reset ends the stuck run of their own session, and no
+	// other; a run that is not stuck yet keeps the session busy.
+	if err := sender.Driver.Reset(t.Context(), "s-reset"); !errors.Is(err, agent.ErrBusy) {
+		t.Errorf("reset of a session whose run stopped just now: %v, want ErrBusy", err)
+	}
+	sender.Driver.Loop.Now = func() time.Time { return time.Now().Add(agent.StuckAfter) }
+	if err := sender.Driver.Reset(t.Context(), "s-reset"); err != nil {
+		t.Fatalf("reset of a session with a stuck run: %v", err)
+	}
+	sender.Driver.Loop.Now = nil
+	if msgs, err := env.Store.Messages(t.Context(), "s-reset"); err != nil || len(msgs) != 0 {
+		t.Errorf("history after the reset: %v, %v", msgs, err)
+	}
+	for _, id := range []string{retried.RunID, abandoned.RunID} {
+		if s := status(id); s.Finished() {
+			t.Errorf("run %s of another session is %s after the reset", id, s)
+		}
+	}
+
+	if out := must("runs", "list"); !strings.Contains(out, retried.RunID) || !strings.Contains(out, abandoned.RunID) || !strings.Contains(out, reset.RunID) ||
 		strings.Contains(out, queued.RunID) || !strings.Contains(out, "Lambda gave up after 3 attempts") || !strings.Contains(out, "ExecutionLimitExceeded") {
 		t.Fatalf("runs list --stack =\n%s\nwant the two runs of RunFailures (not the one queued behind) with Lambda's error", out)
 	}
@@ -189,8 +211,15 @@ func TestStackRuns(t *testing.T) {
 	if out := must("runs", "abandon", abandoned.RunID); !strings.Contains(out, "has ended (failed): nothing to do") {
 		t.Errorf("runs abandon again = %q", out)
 	}
+	// The reset run's message is left; a redrive of the queue drops it.
+	if out := must("runs", "retry", "--all"); !strings.Contains(out, "run "+reset.RunID+" ") || !strings.Contains(out, "dropped its 1 RunFailures messages") {
+		t.Errorf("runs retry --all = %q", out)
+	}
 	if n := len(queue.Bodies()); n != 0 {
-		t.Errorf("RunFailures holds %d messages after both runs were handled", n)
+		t.Errorf("RunFailures holds %d messages after the runs were handled", n)
+	}
+	if out := must("runs", "retry", "--all"); out != "RunFailures is empty: nothing to retry\n" {
+		t.Errorf("runs retry --all of an empty queue = %q", out)
 	}
 	if out := must("runs", "list"); out != "no stuck runs\n" {
 		t.Errorf("runs list at the end = %q", out)
