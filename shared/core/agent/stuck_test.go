@@ -86,3 +86,75 @@ func TestResetEndsStuckRun(t *testing.T) {
 		t.Errorf("another owner's stuck run after the reset: %+v, %v; want it untouched", run.Status, err)
 	}
 }
+
+// abandoningStore fails every commit of a model's answer (the think step
+// moving a run on to finish), and at the first such failure saves the run failed, as `lambdaclaw runs
+// abandon` does from another process between two attempts of the lane.
+type abandoningStore struct {
+	store.Store
+	loop     *Loop
+	failures int
+}
+
+func (s *abandoningStore) CommitRun(ctx context.Context, c store.Commit) error {
+	st, err := DecodeState(c.Run)
+	if err != nil || st.Step != StepFinish || st.Error != "" {
+		return s.Store.CommitRun(ctx, c)
+	}
+	s.failures++
+	if s.failures == 1 {
+		saved, err := s.Store.GetRun(ctx, c.Run.ID)
+		if err != nil {
+			return err
+		}
+		at, err := DecodeState(saved)
+		if err != nil {
+			return err
+		}
+		if err := (&Loop{Store: s.Store}).SaveFailure(ctx, at, errors.New("abandoned")); err != nil {
+			return err
+		}
+	}
+	return errors.New("the disk is unwell")
+}
+
+// TestDriverTakesUpSavedFailure: while the lane retries a failing step,
+// the run is saved failed by another process; the lane's next attempt
+// takes that up, tells the user and ends the run, instead of retrying
+// the step until it gives up itself.
+func TestDriverTakesUpSavedFailure(t *testing.T) {
+	f := newFixture(t, 5)
+	for range 10 {
+		f.llm.script = append(f.llm.script, say("never saved"))
+	}
+	s := &abandoningStore{Store: f.store}
+	f.loop.Store = s
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	d := NewDriver(ctx, f.loop, slog.New(slog.DiscardHandler))
+	sub := f.hub.Subscribe(RunKey("r1"))
+	defer f.hub.Unsubscribe(RunKey("r1"), sub)
+	if _, err := d.Start(ctx, Input{RunID: "r1", SessionID: "s", Agent: "a", Messages: []chat.Message{user("hi")}}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Result != nil {
+			if ev.Result.Error == "" {
+				t.Errorf("result %+v, want the failure", ev.Result)
+			}
+			break
+		}
+	}
+	d.Wait()
+	run, err := f.store.GetRun(ctx, "r1")
+	if err != nil || run.Status != store.RunFailed {
+		t.Errorf("run %+v, %v; want failed", run.Status, err)
+	}
+	if s.failures != 1 {
+		t.Errorf("the failing step was tried %d times, want once: the saved failure ends it", s.failures)
+	}
+}
