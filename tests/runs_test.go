@@ -8,8 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -28,24 +26,6 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
 
-// leaseClock is the inline leases' clock; Lambda's retry delay moves it on.
-type leaseClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *leaseClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *leaseClock) retry() {
-	c.mu.Lock()
-	c.t = c.t.Add(2 * time.Minute)
-	c.mu.Unlock()
-}
-
 // stepFunctionARN is the step function as the stack's output names it.
 const stepFunctionARN = "arn:aws:lambda:us-east-1:123456789012:function:" + cloudtest.RunFunction
 
@@ -63,13 +43,14 @@ func TestStackRuns(t *testing.T) {
 	env := cloudtest.Setup(t)
 	queue := cloudtest.NewSQS(t)
 	env.Lambda.OnFailure(queue)
-	c := &leaseClock{t: time.Now()}
-	step := env.PlayInline(t, c.Now, c.retry)
+	c := cloudtest.NewClock()
+	retry := func() { c.Advance(2 * time.Minute) } // Lambda retries a minute and more later
+	step := env.PlayInline(t, c.Now, retry)
 	env.Lambda.Play(func(ctx context.Context, ev sfn.Event) (any, error) {
 		ctx, cancel := context.WithTimeout(ctx, time.Minute) // less than the 5 minutes a step is given
 		defer cancel()
 		return step.Driver.Handle(ctx, ev)
-	}, c.retry)
+	}, retry)
 	env.Lambda.Serve(stepFunctionARN, func(ctx context.Context, payload json.RawMessage) (any, error) {
 		var ev sfn.Event
 		if err := json.Unmarshal(payload, &ev); err != nil {
@@ -80,24 +61,7 @@ func TestStackRuns(t *testing.T) {
 	cfn := cloudtest.NewCloudFormation(t)
 	cfn.Put("test", cloudtest.Stack{Outputs: map[string]string{"TableName": env.TableName, "Agents": "default",
 		"StateMachineArn": cloudtest.StateMachineARN, "StepFunctionArn": stepFunctionARN, "RunFailuresUrl": cloudtest.RunFailuresURL}})
-	cliEnv := append(os.Environ(), "LAMBDACLAW_HOME="+t.TempDir(), "CLOUDFORMATION_ENDPOINT="+cfn.URL, "SQS_ENDPOINT="+queue.URL)
-	lambdaclaw := func(args ...string) (string, string, error) {
-		t.Helper()
-		cmd := exec.Command(binary, append(args, "--stack", "test")...)
-		cmd.Env = cliEnv
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		return string(out), stderr.String(), err
-	}
-	must := func(args ...string) string {
-		t.Helper()
-		out, stderr, err := lambdaclaw(args...)
-		if err != nil {
-			t.Fatalf("lambdaclaw %s: %v\n%s", strings.Join(args, " "), err, stderr)
-		}
-		return out
-	}
+	lambdaclaw, must := stackCLI(t, "CLOUDFORMATION_ENDPOINT="+cfn.URL, "SQS_ENDPOINT="+queue.URL)
 
 	sender := env.Root(t, "ws")
 	deliver := func(sid, text string) agent.RunState {

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
@@ -201,21 +199,10 @@ const maxStuckScanned = 1000
 // row describes run for `runs list`.
 func row(run store.Run, st agent.RunState, now time.Time, reason string, f failedRun) stuckRun {
 	if f.messages > 0 {
-		reason += fmt.Sprintf("; Lambda gave up after %d attempts: %s", f.attempts, clip(f.err, 200))
+		reason += fmt.Sprintf("; Lambda gave up after %d attempts: %s", f.attempts, oneLine(f.err, 200))
 	}
 	return stuckRun{RunID: run.ID, Owner: st.Owner, SessionID: run.SessionID, Agent: st.Agent, Step: st.Step, Status: string(run.Status),
 		UpdatedAt: run.UpdatedAt, Idle: now.Sub(run.UpdatedAt).Round(time.Second).String(), Reason: reason, Messages: f.messages}
-}
-
-// clip cuts s to n bytes at most, on a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // printRuns prints the rows as a table, or as JSON.
@@ -235,7 +222,7 @@ func printRuns(rows []stuckRun, asJSON bool, stdout io.Writer) error {
 	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "RUN\tOWNER\tSESSION\tAGENT\tSTEP\tIDLE\tREASON")
 	for _, r := range rows {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, dash(r.Owner), dash(r.SessionID), dash(r.Agent), dash(r.Step), dash(r.Idle), strings.ReplaceAll(r.Reason, "\n", " "))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, dash(r.Owner), dash(r.SessionID), dash(r.Agent), dash(r.Step), dash(r.Idle), r.Reason)
 	}
 	return w.Flush()
 }
