@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -47,8 +48,9 @@ type runsAt struct {
 	// Each says what it did.
 	retry   func(ctx context.Context, run store.Run, st agent.RunState) (string, error)
 	abandon func(ctx context.Context, run store.Run, st agent.RunState) (string, error)
-	// drop deletes the run's messages from RunFailures (none locally).
-	drop  func(ctx context.Context, runID string) (int, error)
+	// drop deletes the messages of the runs ids holds true from
+	// RunFailures and says how many (none locally).
+	drop  func(ctx context.Context, ids map[string]bool) (int, error)
 	close func()
 }
 
@@ -133,7 +135,7 @@ func runsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	case all != nil && *all:
 		return at.retryAll(ctx, stdout)
 	}
-	msg, err := at.act(ctx, sub, pos[0], *idle)
+	msg, err := at.actOn(ctx, sub, pos[0], *idle)
 	if err != nil {
 		return err
 	}
@@ -234,10 +236,43 @@ func dash(s string) string {
 	return s
 }
 
-// act retries or abandons the run id. A run that ended already only has
-// its messages dropped; one that is neither stuck at idle nor in
-// RunFailures is refused, since something is stepping it.
-func (a *runsAt) act(ctx context.Context, sub, id string, idle time.Duration) (string, error) {
+// act retries or abandons the run id, of which RunFailures holds failed
+// (locally nothing); done says that its messages may leave the queue. A
+// run that ended already, or is gone, only has its messages dropped; one
+// that is neither stuck at idle nor in RunFailures is refused, since
+// something is stepping it.
+func (a *runsAt) act(ctx context.Context, sub, id string, idle time.Duration, failed failedRun) (msg string, done bool, err error) {
+	run, err := a.loop.Store.GetRun(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound) && failed.messages > 0:
+		return fmt.Sprintf("run %s is gone (its session was reset)", id), true, nil
+	case errors.Is(err, store.ErrNotFound):
+		return "", false, fmt.Errorf("no run %s", id)
+	case err != nil:
+		return "", false, err
+	case run.Status.Finished():
+		return fmt.Sprintf("run %s has ended (%s): nothing to do", id, run.Status), true, nil
+	}
+	st, err := agent.DecodeState(run)
+	if err != nil {
+		return "", false, err
+	}
+	if s, ok := agent.IsStuck(run, time.Now(), idle); !ok && failed.messages == 0 {
+		if st.Parked() {
+			return "", false, fmt.Errorf("run %s waits for an answer (approval or a client's tool results), which ends it or times out: not stuck", id)
+		}
+		return "", false, fmt.Errorf("run %s made its last step %s ago, less than --idle %s: it is not stuck", id, s.Idle.Round(time.Second), idle)
+	}
+	if sub == "retry" {
+		msg, err = a.retry(ctx, run, st)
+	} else {
+		msg, err = a.abandon(ctx, run, st)
+	}
+	return msg, err == nil, err
+}
+
+// actOn is act on one run, whose messages then leave RunFailures.
+func (a *runsAt) actOn(ctx context.Context, sub, id string, idle time.Duration) (string, error) {
 	var failed failedRun
 	if a.failures != nil {
 		all, err := a.failures(ctx)
@@ -246,77 +281,39 @@ func (a *runsAt) act(ctx context.Context, sub, id string, idle time.Duration) (s
 		}
 		failed = all[id]
 	}
-	run, err := a.loop.Store.GetRun(ctx, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound) && failed.messages > 0:
-		n, err := a.drop(ctx, id)
-		return fmt.Sprintf("run %s is gone (its session was reset): dropped its %d RunFailures messages", id, n), err
-	case errors.Is(err, store.ErrNotFound):
-		return "", fmt.Errorf("no run %s", id)
-	case err != nil:
-		return "", err
-	case run.Status.Finished():
-		n, err := a.drop(ctx, id)
-		msg := fmt.Sprintf("run %s has ended (%s): nothing to do", id, run.Status)
-		if n > 0 {
-			msg += fmt.Sprintf("; dropped its %d RunFailures messages", n)
-		}
+	msg, done, err := a.act(ctx, sub, id, idle, failed)
+	if err != nil || !done || failed.messages == 0 {
 		return msg, err
 	}
-	st, err := agent.DecodeState(run)
-	if err != nil {
-		return "", err
-	}
-	if s, ok := agent.IsStuck(run, time.Now(), idle); !ok && failed.messages == 0 {
-		if st.Parked() {
-			return "", fmt.Errorf("run %s waits for an answer (approval or a client's tool results), which ends it or times out: not stuck", id)
-		}
-		return "", fmt.Errorf("run %s made its last step %s ago, less than --idle %s: it is not stuck", id, s.Idle.Round(time.Second), idle)
-	}
-	var msg string
-	if sub == "retry" {
-		msg, err = a.retry(ctx, run, st)
-	} else {
-		msg, err = a.abandon(ctx, run, st)
-	}
-	if err != nil {
-		return "", err
-	}
-	if n, err := a.drop(ctx, id); err != nil {
-		return "", err
-	} else if n > 0 {
-		msg += fmt.Sprintf("; dropped its %d RunFailures messages", n)
-	}
-	return msg, nil
+	n, err := a.drop(ctx, map[string]bool{id: true})
+	return fmt.Sprintf("%s; dropped its %d RunFailures messages", msg, n), err
 }
 
-// retryAll retries every run of the RunFailures queue.
+// retryAll retries every run of the RunFailures queue, and then drops
+// the messages of those it handled, in one pass over the queue.
 func (a *runsAt) retryAll(ctx context.Context, stdout io.Writer) error {
 	failed, err := a.failures(ctx)
 	if err != nil {
 		return err
 	}
-	ids := slices.Sorted(func(yield func(string) bool) {
-		for id := range failed {
-			if !yield(id) {
-				return
-			}
-		}
-	})
-	if len(ids) == 0 {
+	if len(failed) == 0 {
 		fmt.Fprintln(stdout, "RunFailures is empty: nothing to retry")
 		return nil
 	}
 	var errs []error
-	for _, id := range ids {
-		msg, err := a.act(ctx, "retry", id, agent.StuckAfter)
+	handled := map[string]bool{}
+	for _, id := range slices.Sorted(maps.Keys(failed)) {
+		msg, done, err := a.act(ctx, "retry", id, agent.StuckAfter, failed[id])
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		fmt.Fprintln(stdout, msg)
+		handled[id] = done
 	}
-	return errors.Join(errs...)
+	n, err := a.drop(ctx, handled)
+	fmt.Fprintf(stdout, "dropped %d RunFailures messages\n", n)
+	return errors.Join(append(errs, err)...)
 }
 
 // openRuns opens the runs of the stack st names, or of the local server.
@@ -334,7 +331,7 @@ func openRuns(ctx context.Context, st *stackFlags, loadConfig func() (*config.Co
 	}
 	loop := &agent.Loop{Store: db}
 	return &runsAt{loop: loop, close: func() { db.Close() },
-		drop: func(context.Context, string) (int, error) { return 0, nil },
+		drop: func(context.Context, map[string]bool) (int, error) { return 0, nil },
 		retry: func(context.Context, store.Run, agent.RunState) (string, error) {
 			return "the server steps it: a running one retries a failing step by itself (every 5 s at most; after five failures the run ends failed and its user is told), " +
 				"a stopped one resumes it when it starts (`lambdaclaw serve`)", nil

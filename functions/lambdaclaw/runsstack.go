@@ -338,16 +338,16 @@ func (q *failureQueue) runs(ctx context.Context) (map[string]failedRun, error) {
 	return out, q.release(ctx, msgs)
 }
 
-// drop deletes the messages of the run from the queue and returns how
-// many there were.
-func (q *failureQueue) drop(ctx context.Context, runID string) (int, error) {
+// drop deletes the messages of the runs ids holds true from the queue
+// and returns how many there were.
+func (q *failureQueue) drop(ctx context.Context, ids map[string]bool) (int, error) {
 	msgs, err := q.scan(ctx)
 	if err != nil {
 		return 0, err
 	}
 	var mine, others []failure
 	for _, m := range msgs {
-		if m.runID == runID {
+		if m.runID != "" && ids[m.runID] {
 			mine = append(mine, m)
 		} else {
 			others = append(others, m)
