@@ -185,6 +185,7 @@ type builder struct {
 	schedulerRole      awsiam.Role
 	schedulerFunction  awslambda.Function
 	scheduleFailures   awssqs.Queue // the schedules' dead-letter queue
+	runFailures        awssqs.Queue // the inline runs' dead-letter queue
 	wsEndpoint         *string      // https callback URL for PostToConnection
 	wsURL              *string      // wss URL for clients
 	wsGrant            func(awsiam.IGrantable)
@@ -613,6 +614,7 @@ func (s *builder) lambdas() {
 		stepEnv["TELEGRAM_BOT_TOKEN_SECRET_ARN"] = s.botTokenID()
 		stepEnv["TELEGRAM_API_BASE"] = jsii.String(s.cfg.TelegramAPIBase)
 	}
+	s.runFailures = s.deadLetterQueue("RunFailures")
 	step := s.function("step", "agent runs, inline and as Step Functions tasks", float64(s.cfg.RunMemory), runTimeout.Seconds(), common(merge(llm, makers, runEnv, stepEnv)))
 	s.grantTable(step, "step")
 	s.grantWorkspace(step)
@@ -628,7 +630,7 @@ func (s *builder) lambdas() {
 	// out invocation twice (the retry hands the run to the state machine),
 	// then sends the event to a queue, which raises an alarm.
 	step.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
-		OnFailure:     awslambdadestinations.NewSqsDestination(s.deadLetterQueue("RunFailures")),
+		OnFailure:     awslambdadestinations.NewSqsDestination(s.runFailures),
 		RetryAttempts: jsii.Number(2),
 	})
 	if s.cfg.Telegram {
@@ -698,6 +700,10 @@ func (s *builder) outputs() {
 	out("SchedulerRoleArn", s.schedulerRole.RoleArn(), "the role the check-ins' schedules invoke the scheduler function as")
 	out("SchedulerFunctionArn", s.schedulerFunction.FunctionArn(), "the scheduler function, the target of the check-ins' schedules")
 	out("ScheduleFailuresArn", s.scheduleFailures.QueueArn(), "the dead-letter queue of the check-ins' schedules")
+	// `lambdaclaw runs … --stack` reads the failed inline runs, retries
+	// them on the state machine and ends them through the step function.
+	out("RunFailuresUrl", s.runFailures.QueueUrl(), "the dead-letter queue of the inline runs Lambda gave up on (lambdaclaw runs list --stack)")
+	out("StepFunctionArn", s.fns["step"].FunctionArn(), "the step function, which lambdaclaw runs abandon --stack asks to end a run")
 	if s.cfg.Telegram {
 		out("TelegramWebhookUrl", s.urlFor("/telegram/webhook"), "url for Telegram's setWebhook")
 		out("TelegramBotTokenSecretArn", s.botToken.SecretArn(), "the imported bot token secret (partial ARN)")

@@ -1286,9 +1286,29 @@ func TestInlineRuns(t *testing.T) {
 	for _, a := range s.resources("AWS::CloudWatch::Alarm") {
 		if strings.Contains(render(props(a)["Dimensions"]), "RunFailures") {
 			alarmed = true
+			// The operator is told what to run (functions/lambdaclaw/runs.go).
+			if d, _ := props(a)["AlarmDescription"].(string); !strings.Contains(d, "`lambdaclaw runs list --stack <stack name>`") {
+				t.Errorf("RunFailures alarm description %q names no command", d)
+			}
 		}
 	}
 	if !alarmed {
 		t.Error("no alarm on the RunFailures queue")
+	}
+	// `lambdaclaw runs … --stack` finds the queue and the step function
+	// by the stack's outputs.
+	outputs := s.json["Outputs"].(map[string]any)
+	queues := s.resources("AWS::SQS::Queue")
+	var queueID string
+	for id := range queues {
+		if strings.HasPrefix(id, "RunFailures") {
+			queueID = id
+		}
+	}
+	for name, want := range map[string]string{"RunFailuresUrl": "${" + queueID + "}", "StepFunctionArn": "${" + step + ".Arn}"} {
+		o, _ := outputs[name].(map[string]any)
+		if got := render(o["Value"]); queueID == "" || got != want {
+			t.Errorf("output %s = %s, want %s", name, got, want)
+		}
 	}
 }

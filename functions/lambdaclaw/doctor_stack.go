@@ -231,9 +231,11 @@ func checkAlarms(ctx context.Context, d *deployment, api alarmsAPI) finding {
 			return s
 		}
 		// The stack's alarm descriptions say what happened and what to
-		// do (infra/alarms.go): they are the fix.
+		// do (infra/alarms.go): they are the fix, with this stack's name
+		// in the commands they name.
 		advise := func(description *string) {
-			if d := strings.TrimPrefix(aws.ToString(description), "lambdaclaw: "); d != "" && !slices.Contains(advice, d) {
+			desc := strings.ReplaceAll(aws.ToString(description), "<stack name>", d.name)
+			if d := strings.TrimPrefix(desc, "lambdaclaw: "); d != "" && !slices.Contains(advice, d) {
 				advice = append(advice, d)
 			}
 		}

@@ -81,6 +81,12 @@ func TestDoctorStack(t *testing.T) {
 	out, _ = stackDoctorRun(stackTable)
 	want(out, `^FAIL +alarms +2 of 4 alarms in ALARM: .*\. Fix: the REST API answered with 5XX errors\. Read the api function's log group$`)
 
+	// A command it names is given this stack's name.
+	cw.Put(cloudtest.Alarm{Name: stackTable + "-RunFailuresDepthAlarm-7X", State: "ALARM", Since: since, Reason: "Threshold Crossed",
+		Description: "lambdaclaw: messages wait in the dead-letter queue RunFailures. Run `lambdaclaw runs list --stack <stack name>`"})
+	out, _ = stackDoctorRun(stackTable)
+	want(out, "Run `lambdaclaw runs list --stack "+stackTable+"`$")
+
 	out, _ = stackDoctorRun(stackNoTable)
 	want(out, `^FAIL +table +table lambdaclaw-deleted \(output TableName\) does not exist in us-east-1\. Fix: `)
 	want(out, `^info +alarms +the stack has no alarms named gone-`)

@@ -27,24 +27,6 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
 
-// clock is the inline leases' clock; Lambda's retry delay moves it on.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // inlineFixture runs durable runs inline: the ws function's driver
 // invokes the step function (the fake Lambda runs it with the step
 // handler), which hands runs over to the fake Step Functions.
@@ -52,7 +34,7 @@ type inlineFixture struct {
 	env    *cloudtest.Env
 	step   *cloud.Root
 	sender *cloud.Root
-	clock  *clock
+	clock  *cloudtest.Clock
 }
 
 func newInlineFixture(t *testing.T) *inlineFixture {
@@ -62,9 +44,9 @@ func newInlineFixture(t *testing.T) *inlineFixture {
 // inlineFixtureOn is newInlineFixture on env, whose settings the test
 // may have changed since cloudtest.Setup.
 func inlineFixtureOn(t *testing.T, env *cloudtest.Env) *inlineFixture {
-	c := &clock{t: time.Now()}
+	c := cloudtest.NewClock()
 	// Lambda retries a failed invocation a minute and more later.
-	step := env.PlayInline(t, c.Now, func() { c.advance(2 * time.Minute) })
+	step := env.PlayInline(t, c.Now, func() { c.Advance(2 * time.Minute) })
 	sender := env.Root(t, "ws")
 	if sender.Driver.Inline == nil {
 		t.Fatal("the ws function's driver does not run runs inline")
@@ -250,7 +232,7 @@ func TestInlineFenced(t *testing.T) {
 	st := f.deliver(t, "s-fenced", "hi")
 	<-arrived
 	first := f.env.Lambda.Deliveries()[0]
-	f.clock.advance(2 * time.Minute) // past the lease: no renewal came
+	f.clock.Advance(2 * time.Minute) // past the lease: no renewal came
 	again := f.env.Lambda.Deliver(first.Payload)
 	again.Wait()
 	f.handedOverAtBegin(t, st.RunID)

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
@@ -33,7 +34,8 @@ const maxSyncPayload = 6 * 1024 * 1024
 // JSON, RequestTooLargeException 413 over 256 KB,
 // InvalidParameterValueException 400 for another invocation type). Like
 // Lambda, it runs a queued event with the handler Play set, and runs it
-// again after an error, twice at most (the attempts of one delivery).
+// again after an error, twice at most (the attempts of one delivery),
+// then sends it to the on-failure destination OnFailure set.
 // It also runs synchronous invocations (RequestResponse, the default) of
 // the functions Serve names: 200 with the handler's JSON result, or with
 // X-Amz-Function-Error: Unhandled and {"errorMessage","errorType"} when
@@ -58,6 +60,8 @@ type Lambda struct {
 	functions   map[string]func(context.Context, json.RawMessage) (any, error)
 	account     AccountLimit
 	envs        map[string]map[string]string
+	// onFailure receives the events whose attempts all failed.
+	onFailure *SQS
 }
 
 // AccountLimit is the account's concurrency as GetAccountSettings
@@ -79,6 +83,39 @@ func (f *Lambda) Configure(name string, env map[string]string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.envs[name] = env
+}
+
+// OnFailure makes q the on-failure destination of the asynchronous
+// invocations, as the stack configures RunFailures: an event whose
+// attempts all failed is sent there as Lambda's invocation record.
+func (f *Lambda) OnFailure(q *SQS) {
+	f.mu.Lock()
+	f.onFailure = q
+	f.mu.Unlock()
+}
+
+// failed sends the invocation record of d, whose attempts all failed with
+// the last error msg, to the on-failure destination.
+func (f *Lambda) failed(d *Delivery, msg string) {
+	f.mu.Lock()
+	q, attempts := f.onFailure, len(d.Errors)
+	f.mu.Unlock()
+	if q == nil {
+		return
+	}
+	record, err := json.Marshal(map[string]any{
+		"version": "1.0", "timestamp": time.Now().UTC().Format(time.RFC3339Nano),
+		"requestContext": map[string]any{"requestId": "fake-request", "functionArn": "arn:aws:lambda:us-east-1:123456789012:function:" + RunFunction + ":$LATEST",
+			"condition": "RetriesExhausted", "approximateInvokeCount": attempts},
+		"requestPayload":  d.Payload,
+		"responseContext": map[string]any{"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+		"responsePayload": map[string]string{"errorMessage": msg, "errorType": "wrapError"},
+	})
+	if err != nil {
+		f.t.Error(err)
+		return
+	}
+	q.Send(string(record))
 }
 
 // Serve makes the fake answer synchronous invocations of the function
@@ -196,6 +233,9 @@ func (f *Lambda) attempts(d *Delivery, run StepHandler, beforeRetry func()) {
 		cancel()
 		if err == nil || f.ctx.Err() != nil {
 			return
+		}
+		if attempt == 2 {
+			f.failed(d, msg)
 		}
 	}
 }

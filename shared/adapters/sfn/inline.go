@@ -57,7 +57,8 @@ type Claims interface {
 // Durability comes from Lambda's asynchronous invocation: the event is
 // queued, and an invocation that fails or times out is invoked again
 // (twice, a minute and more apart), then sent to the function's
-// on-failure destination (a dead-letter queue with an alarm). A repeated
+// on-failure destination (a dead-letter queue with an alarm, whose runs
+// `lambdaclaw runs retry|abandon` hands over or ends). A repeated
 // invocation never steps the run inline: if the first one's lease is live
 // (renewed every third of Lease while it steps), it is a duplicate
 // delivery and does nothing; if the lease lapsed, the first one crashed,
