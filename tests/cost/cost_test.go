@@ -657,7 +657,7 @@ type harness struct {
 	step, wsRoot *cloud.Root
 	clock        atomic.Int64
 	api          http.Handler
-	ws           *apigw.WebSocket
+	ws           func(context.Context, events.APIGatewayWebsocketProxyRequest) (events.APIGatewayProxyResponse, error)
 	// tg is the telegram function's channel, bot the fake Bot API.
 	tg  *telegram.Channel
 	bot *faketelegram.Server
@@ -828,7 +828,9 @@ func (h *harness) flush(t *testing.T) {
 		if !ok {
 			t.Fatalf("the %s function's events go to %T, not an *obs.Emitter", name, r.Loop.Events)
 		}
-		e.Flush()
+		if err := e.Flush(t.Context()); err != nil {
+			t.Fatalf("the %s function's events: %v", name, err)
+		}
 	}
 }
 
@@ -1037,7 +1039,7 @@ func (h *harness) message(t *testing.T, id, text string) {
 	cloudtest.LoadEvent(t, "ws/message.json", &ev)
 	b, _ := json.Marshal(map[string]string{"type": "message", "id": id, "agent": "default", "user": "alice", "text": text})
 	ev.Body = string(b)
-	resp, err := h.ws.Handle(t.Context(), ev)
+	resp, err := h.ws(t.Context(), ev)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("ws message: %d, %v", resp.StatusCode, err)
 	}
@@ -1049,7 +1051,7 @@ func TestCost(t *testing.T) {
 	h := newHarness(t)
 	var ev events.APIGatewayWebsocketProxyRequest
 	cloudtest.LoadEvent(t, "ws/connect.json", &ev)
-	if resp, err := h.ws.Handle(t.Context(), ev); err != nil || resp.StatusCode != http.StatusOK {
+	if resp, err := h.ws(t.Context(), ev); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("$connect: %d, %v", resp.StatusCode, err)
 	}
 	// A first exchange, so that every turn measured has history to read.
