@@ -36,7 +36,12 @@
 //     "cron" to the record of scheduled check-ins (schedule.go);
 //   - scheduled check-ins: jobs in the table, one EventBridge Scheduler
 //     schedule each (schedule.go), which agents make with the schedule
-//     tool, and the agents' heartbeats.
+//     tool, and the agents' heartbeats;
+//   - the events of the loop, written off the request path to standard
+//     error (their log lines and EMF metrics, adapters/emf), which every
+//     handler it returns (API, WebSocket, Step, Scheduler; Flush and
+//     Flushed for others, the telegram function's) writes before the
+//     invocation returns (flush.go).
 //
 // # Environment
 //
