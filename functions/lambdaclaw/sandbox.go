@@ -51,7 +51,7 @@ func localExec(ctx context.Context, cfg *config.Config, log *slog.Logger, quota 
 		log.Warn("exec tool not offered", "reason", err.Error())
 		return nil, none
 	}
-	t, err := setup.ExecTool(cfg, backend, 0, quota)
+	t, err := setup.ExecTool(cfg, backend, quota)
 	if err != nil {
 		backend.Close()
 		log.Warn("exec tool not offered", "reason", err.Error())

@@ -815,6 +815,7 @@ func (h *harness) measure(t *testing.T, name, front string, turn func()) usage {
 		u.gbs = gbTelegram*otherSeconds + gbStep*busy
 	case "scheduler":
 		u.schedulerInvocations = 1
+		u.wsMessages = len(h.env.APIGW.Frames(conn)) - frames0 // check_in frames
 		u.gbs = gbScheduler*otherSeconds + gbStep*busy
 	}
 	u.botCalls = h.botCalls() - bot0
@@ -1106,6 +1107,12 @@ func TestCost(t *testing.T) {
 	h.env.LLM.Enqueue(reply())
 	turns = append(turns, h.measure(t, "check-in (a job's firing, to Telegram)", "scheduler", func() { h.fire(t, job, "started") }))
 	turns = append(turns, h.measure(t, "the firing delivered again", "scheduler", func() { h.fire(t, job, "duplicate") }))
+	// A check-in to the WebSocket user of the connection above: its
+	// connections read from the index, the check_in frame posted.
+	wsJob := h.job(t, schedule.Job{Owner: "key:" + h.env.Key.ID, Agent: "default", Message: "Anything new?",
+		Deliver: schedule.Target{Kind: schedule.DeliverWS, To: "alice"}})
+	h.env.LLM.Enqueue(reply())
+	turns = append(turns, h.measure(t, "check-in (a job's firing, to WebSocket)", "scheduler", func() { h.fire(t, wsJob, "started") }))
 	beat := h.job(t, schedule.Job{ID: schedule.HeartbeatID("default"), Owner: schedule.HeartbeatOwner, Agent: "default", Heartbeat: &schedule.Heartbeat{}})
 	turns = append(turns, h.measure(t, "idle heartbeat (skipped)", "scheduler", func() { h.fire(t, beat, "started") }))
 
@@ -1176,6 +1183,9 @@ func TestCost(t *testing.T) {
 		"check-in (a job's firing, to Telegram)": {0, 40, 0, 60, 18, 3500, 0.059},
 		// Refused at the claim: the run is done.
 		"the firing delivered again": {0, 4, 0, 0, 4, 700, 0.005},
+		// As to Telegram, with a Query of the user's connections and a
+		// post instead of the outbox item.
+		"check-in (a job's firing, to WebSocket)": {0, 36, 0, 52, 19, 3500, 0.055},
 		// HEARTBEAT.md is looked for (a HEAD) after the agents are listed.
 		"idle heartbeat (skipped)": {0, 10, 3, 6, 6, 700, 0.014},
 	}

@@ -117,6 +117,10 @@ func New(cfg Config) (*Provider, error) {
 // Name returns the configured provider name.
 func (p *Provider) Name() string { return p.name }
 
+// Bound implements llm.Bounded: the timeout bounds a call that does not
+// stream (a streamed one, only the wait for each chunk).
+func (p *Provider) Bound() (time.Duration, bool) { return p.timeout, true }
+
 // errTimedOut is the cause of a call context that our own timeout ended.
 var errTimedOut = errors.New("timed out")
 
