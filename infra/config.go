@@ -41,6 +41,7 @@ const (
 	ctxAPIBurst       = "api_burst"              // requests (messages) each API stage lets through in a burst
 	ctxWAF            = "waf"                    // off (default) or on: a WAF web ACL with a rate-based rule per IP on the REST API
 	ctxWAFLimit       = "waf_limit"              // requests one IP may send in 5 minutes (waf=on)
+	ctxTracing        = "tracing"                // off (default) or active: X-Ray active tracing of the functions and the state machine
 )
 
 // Defaults for the context keys.
@@ -109,6 +110,14 @@ const (
 
 	TelegramOff = "off"
 	TelegramOn  = "on"
+
+	// TracingOff (the default) records no X-Ray traces: the functions
+	// pass a caller's trace header on (Lambda's PassThrough) and have no
+	// X-Ray permissions; TracingActive traces every function and the
+	// state machine, one trace per turn ($5.00 per million, README: What
+	// it costs).
+	TracingOff    = "off"
+	TracingActive = "active"
 	// DefaultTelegramTokenSecret is the name of the secret the operator
 	// creates with the bot token before deploying with telegram=on.
 	DefaultTelegramTokenSecret = "lambdaclaw/telegram-bot-token"
@@ -165,6 +174,10 @@ type Config struct {
 	// per 5 minutes.
 	WAF      bool
 	WAFLimit int
+	// Tracing is X-Ray active tracing of the functions and the state
+	// machine (tracing=active), with the functions' permissions to send
+	// traces; off by default.
+	Tracing bool
 	// ApprovalTimeout is the timeout of the state machine's approval task:
 	// a run that waits longer for an answer ends, its approval expired.
 	ApprovalTimeout time.Duration
@@ -235,6 +248,13 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	case "off":
 	default:
 		return Config{}, fmt.Errorf("context %s=%q: want \"on\" or \"off\"", ctxWAF, w)
+	}
+	switch tr := get(ctxTracing, TracingOff); tr {
+	case TracingActive:
+		c.Tracing = true
+	case TracingOff:
+	default:
+		return Config{}, fmt.Errorf("context %s=%q: want %q or %q", ctxTracing, tr, TracingOff, TracingActive)
 	}
 	var err error
 	if c.APIRate, err = strconv.ParseFloat(get(ctxAPIRate, strconv.Itoa(DefaultAPIRate)), 64); err != nil || !(c.APIRate > 0 && c.APIRate <= 10000) {

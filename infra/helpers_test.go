@@ -66,6 +66,8 @@ const (
 	variantSandboxPublic = "sandbox_network=public"
 	// variantWAF is the default with the WAF web ACL (waf=on).
 	variantWAF = "waf=on"
+	// variantTracing is the default with X-Ray active tracing.
+	variantTracing = "tracing=active"
 	// variantAll turns on every option at once.
 	variantAll = "all"
 )
@@ -94,16 +96,17 @@ var variantContext = map[string]map[string]string{
 	"telegram=on":       {ctxTelegram: TelegramOn},
 	"openai_base_url":   {ctxOpenAIBaseURL: "https://openrouter.ai/api/v1", ctxOpenAIModel: "anthropic/claude-sonnet-4.5"},
 	// agentsFile's agents use the OpenAI-compatible provider too.
-	"agents_file": {ctxAgentsFile: agentsFile, ctxOpenAIBaseURL: "https://openrouter.ai/api/v1", ctxOpenAIModel: "anthropic/claude-sonnet-4.5"},
-	"alarms=off":  {ctxAlarms: "off"},
-	"alarm_email": {ctxAlarmEmail: "ops@example.com"},
-	variantWAF:    {ctxWAF: "on"},
+	"agents_file":  {ctxAgentsFile: agentsFile, ctxOpenAIBaseURL: "https://openrouter.ai/api/v1", ctxOpenAIModel: "anthropic/claude-sonnet-4.5"},
+	"alarms=off":   {ctxAlarms: "off"},
+	"alarm_email":  {ctxAlarmEmail: "ops@example.com"},
+	variantWAF:     {ctxWAF: "on"},
+	variantTracing: {ctxTracing: TracingActive},
 	variantAll: {
 		ctxSearch: SearchOpenSearch, ctxTelegram: TelegramOn, ctxSandbox: SandboxFargate, ctxAgentsFile: agentsFile,
 		ctxOpenAIBaseURL: "https://openrouter.ai/api/v1", ctxOpenAIModel: "anthropic/claude-sonnet-4.5",
 		ctxModel: "eu.anthropic.claude-sonnet-4-5-20250929-v1:0", ctxAlarmEmail: "ops@example.com",
 		ctxApproval: "2s", ctxRetention: "30", ctxVersionDays: "7", ctxRunMemory: "1024", ctxEmbedDims: "1024",
-		ctxWAF: "on", ctxWAFLimit: "2000", ctxAPIRate: "12.5", ctxAPIBurst: "40",
+		ctxWAF: "on", ctxWAFLimit: "2000", ctxAPIRate: "12.5", ctxAPIBurst: "40", ctxTracing: TracingActive,
 	},
 	variantShortApproval: {ctxApproval: "2s", ctxRetention: "30", ctxVersionDays: "7", ctxRunMemory: "1024", ctxEmbedDims: "1024"},
 }

@@ -468,10 +468,21 @@ func (s *builder) function(name, description string, memory, timeoutSeconds floa
 		Timeout:      awscdk.Duration_Seconds(jsii.Number(timeoutSeconds)),
 		Environment:  &env,
 		LogGroup:     logs,
-		Tracing:      awslambda.Tracing_ACTIVE,
+		Tracing:      s.tracing(),
 	})
 	s.fns[name] = fn
 	return fn
+}
+
+// tracing is the functions' X-Ray tracing: Active with tracing=active;
+// otherwise none set, which is Lambda's PassThrough (a caller's sampled
+// trace continues, none is started) without the X-Ray permissions CDK
+// grants with a mode set.
+func (s *builder) tracing() awslambda.Tracing {
+	if s.cfg.Tracing {
+		return awslambda.Tracing_ACTIVE
+	}
+	return awslambda.Tracing_DISABLED
 }
 
 // addEnvironment adds env to fn's environment in the order of its names,

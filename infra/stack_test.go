@@ -1041,6 +1041,7 @@ func TestConfigErrors(t *testing.T) {
 		"no api burst":                         {map[string]any{ctxAPIBurst: "0", ctxAssets: dir}, ctxAPIBurst},
 		"api burst in fractions":               {map[string]any{ctxAPIBurst: "2.5", ctxAssets: dir}, ctxAPIBurst},
 		"waf limit under WAF's least":          {map[string]any{ctxWAFLimit: "5", ctxAssets: dir}, ctxWAFLimit},
+		"bad tracing":                          {map[string]any{ctxTracing: "on", ctxAssets: dir}, `tracing="on"`},
 		"unknown sandbox network":              {map[string]any{ctxSandbox: SandboxFargate, ctxSandboxNetwork: "private", ctxAssets: dir}, `sandbox_network="private"`},
 		"sandbox network without the sandbox":  {map[string]any{ctxSandboxNetwork: SandboxPublic, ctxAssets: dir}, "needs sandbox=fargate"},
 	} {
@@ -1052,6 +1053,58 @@ func TestConfigErrors(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// X-Ray traces (one a turn, README: What it costs) only with
+// tracing=active: every function Active and the state machine traced,
+// with the permissions to send traces; by default no function has a
+// tracing mode (Lambda's PassThrough), the state machine none, and no
+// role an X-Ray action.
+func TestTracing(t *testing.T) {
+	for _, tc := range []struct {
+		variant      string
+		fn, sm       string
+		xrayPolicies bool
+	}{
+		{variantDefault, "null", `{"Enabled":false}`, false},
+		{variantTracing, `{"Mode":"Active"}`, `{"Enabled":true}`, true},
+	} {
+		t.Run(tc.variant, func(t *testing.T) {
+			s := stack(t, tc.variant)
+			fns := s.resources("AWS::Lambda::Function")
+			if len(fns) == 0 {
+				t.Fatal("no functions")
+			}
+			for id, fn := range fns {
+				if got := render(props(fn)["TracingConfig"]); got != tc.fn {
+					t.Errorf("%s: tracing %s, want %s", id, got, tc.fn)
+				}
+			}
+			for id, sm := range s.resources("AWS::StepFunctions::StateMachine") {
+				if got := render(props(sm)["TracingConfiguration"]); got != tc.sm {
+					t.Errorf("%s: tracing %s, want %s", id, got, tc.sm)
+				}
+			}
+			// The roles that may send traces: every function's and the
+			// state machine's when traced, none else.
+			sending := map[string]bool{}
+			for _, st := range s.statements() {
+				if slices.Contains(st.actions, "xray:PutTraceSegments") {
+					for _, r := range st.roles {
+						sending[r] = true
+					}
+				}
+			}
+			for id := range fns {
+				if role := "${" + s.roleOf(t, id) + "}"; sending[role] != tc.xrayPolicies {
+					t.Errorf("%s: may send traces %v, want %v", id, sending[role], tc.xrayPolicies)
+				}
+			}
+			if !tc.xrayPolicies && len(sending) > 0 {
+				t.Errorf("roles %v may send traces with tracing off", keys(sending))
 			}
 		})
 	}
@@ -1184,16 +1237,6 @@ func TestAlarms(t *testing.T) {
 	}
 	if n := len(s.resources("AWS::SNS::Subscription")); n != 0 {
 		t.Errorf("%d subscriptions without alarm_email", n)
-	}
-	for id, fn := range s.resources("AWS::Lambda::Function") {
-		if render(props(fn)["TracingConfig"]) != `{"Mode":"Active"}` {
-			t.Errorf("%s: tracing %s, want Active", id, render(props(fn)["TracingConfig"]))
-		}
-	}
-	for id, sm := range s.resources("AWS::StepFunctions::StateMachine") {
-		if render(props(sm)["TracingConfiguration"]) != `{"Enabled":true}` {
-			t.Errorf("%s: tracing %s", id, render(props(sm)["TracingConfiguration"]))
-		}
 	}
 	// Each asynchronous path has its queue: check-ins and inline runs.
 	queues := map[string]string{s.functionID(t, "scheduler"): "CheckInFailures", s.functionID(t, "step"): "RunFailures"}

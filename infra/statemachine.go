@@ -198,7 +198,7 @@ func (s *builder) loop() {
 		StateMachineType: sfn.StateMachineType_STANDARD,
 		DefinitionBody:   sfn.DefinitionBody_FromChainable(step),
 		Comment:          jsii.String("lambdaclaw agent loop: one Lambda task per step of a run"),
-		TracingEnabled:   jsii.Bool(true),
+		TracingEnabled:   jsii.Bool(s.cfg.Tracing),
 		Logs: &sfn.LogOptions{
 			Destination:          logs,
 			Level:                sfn.LogLevel_ERROR,

@@ -51,7 +51,7 @@ func TestJobToWebSocket(t *testing.T) {
 		c.Headers["Authorization"], c.MultiValueHeaders["Authorization"] = "Bearer "+token, []string{"Bearer " + token}
 		m.Body = `{"type":"message","id":"` + id + `","agent":"default","user":"` + user + `","text":"hi"}`
 		for _, ev := range []events.APIGatewayWebsocketProxyRequest{c, m} {
-			if resp, err := ws.Handle(ctx, ev); err != nil || resp.StatusCode != http.StatusOK {
+			if resp, err := ws(ctx, ev); err != nil || resp.StatusCode != http.StatusOK {
 				t.Fatalf("%s of %s: %+v, %v", ev.RequestContext.RouteKey, id, resp, err)
 			}
 		}

@@ -36,5 +36,5 @@ func handler(ctx context.Context) (func(context.Context, sfn.Event) (any, error)
 	if err := root.SyncHeartbeats(ctx); err != nil {
 		root.Log.Error("heartbeats not synced", "err", err)
 	}
-	return root.Driver.Handle, nil
+	return root.Step(), nil
 }

@@ -52,6 +52,9 @@ func isCustomResource(raw json.RawMessage) bool {
 // Invoke is the function's entry point: a custom resource event registers
 // or removes the webhook, anything else is a webhook call from API Gateway.
 func (h *Webhook) Invoke(ctx context.Context, raw json.RawMessage) (any, error) {
+	if h.Flush != nil {
+		defer h.Flush(ctx)
+	}
 	if isCustomResource(raw) {
 		var ev cfn.Event
 		if err := json.Unmarshal(raw, &ev); err != nil {

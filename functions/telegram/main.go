@@ -57,6 +57,9 @@ type Webhook struct {
 	// Client calls the Bot API with the bot token, for setWebhook and
 	// deleteWebhook.
 	Client *telegram.Client
+	// Flush, when set, writes the events an invocation emitted before
+	// Invoke returns (cloud.Root.Flush).
+	Flush func(context.Context)
 
 	// initErr is why the handler could not be built; only custom resource
 	// events are answered then.
@@ -90,7 +93,7 @@ func handler(ctx context.Context) (*Webhook, error) {
 		}
 	}
 	return &Webhook{Channel: root.Telegram, Secret: secret, Log: root.Log, FlushTime: 5 * time.Second,
-		Client: telegram.NewClient(os.Getenv("TELEGRAM_API_BASE"), token)}, nil
+		Client: telegram.NewClient(os.Getenv("TELEGRAM_API_BASE"), token), Flush: root.Flush}, nil
 }
 
 func respond(code int, body string) events.APIGatewayProxyResponse {

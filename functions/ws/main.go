@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 )
 
@@ -21,11 +21,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "ws:", err)
 		os.Exit(1)
 	}
-	lambda.Start(h.Handle)
+	lambda.Start(h)
 }
 
 // handler builds the function's handler from the environment.
-func handler(ctx context.Context) (*apigw.WebSocket, error) {
+func handler(ctx context.Context) (func(context.Context, events.APIGatewayWebsocketProxyRequest) (events.APIGatewayProxyResponse, error), error) {
 	root, err := cloud.New(ctx)
 	if err != nil {
 		return nil, err

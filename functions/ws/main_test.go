@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -10,7 +11,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
@@ -20,7 +20,7 @@ import (
 
 type fixture struct {
 	env *cloudtest.Env
-	ws  *apigw.WebSocket
+	ws  func(context.Context, events.APIGatewayWebsocketProxyRequest) (events.APIGatewayProxyResponse, error)
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -40,7 +40,7 @@ func sample(t *testing.T, name string) events.APIGatewayWebsocketProxyRequest {
 
 func (f *fixture) invoke(t *testing.T, ev events.APIGatewayWebsocketProxyRequest) int {
 	t.Helper()
-	resp, err := f.ws.Handle(t.Context(), ev)
+	resp, err := f.ws(t.Context(), ev)
 	if err != nil {
 		t.Fatalf("%s: %v", ev.RequestContext.RouteKey, err)
 	}
@@ -81,7 +81,7 @@ func TestConnect(t *testing.T) {
 	delete(browser.MultiValueHeaders, "Authorization")
 	browser.Headers["Sec-WebSocket-Protocol"] = "lambdaclaw, lambdaclaw.key." + cloudtest.SampleKey
 	browser.RequestContext.ConnectionID = "browser="
-	resp, err := f.ws.Handle(ctx, browser)
+	resp, err := f.ws(ctx, browser)
 	if err != nil || resp.StatusCode != http.StatusOK || resp.Headers["Sec-WebSocket-Protocol"] != "lambdaclaw" {
 		t.Errorf("subprotocol key: %+v, %v; want 200 selecting lambdaclaw", resp, err)
 	}

@@ -11,8 +11,9 @@
 // write requests and the write units of each kind of write, API Gateway
 // requests and WebSocket messages, model calls, the bytes of log lines
 // the functions write (what CloudWatch Logs ingests, the metrics' EMF
-// lines among them) and the X-Ray traces Lambda's active tracing records;
-// then it prices them with the README's assumed prices and asserts upper
+// lines among them) and the X-Ray traces Lambda's active tracing would
+// record (infra's tracing=active; the default stack records none); then
+// it prices them with the README's assumed prices and asserts upper
 // bounds, so a regression fails. It also counts the distinct custom
 // metrics the EMF lines make, a monthly cost rather than one per turn.
 //
@@ -84,12 +85,15 @@ const (
 const wsMinutesPerTurn = 1.0
 
 // platformLog is what Lambda writes to a function's log group itself
-// per invocation (its START, END and REPORT lines, with the X-Ray line of
-// active tracing), besides what the function writes.
-const platformLog = "START RequestId: 3604209a-e9a3-11e6-939a-754dd98c7be3 Version: $LATEST\n" +
-	"END RequestId: 3604209a-e9a3-11e6-939a-754dd98c7be3\n" +
-	"REPORT RequestId: 3604209a-e9a3-11e6-939a-754dd98c7be3\tDuration: 4213.52 ms\tBilled Duration: 4214 ms\tMemory Size: 256 MB\tMax Memory Used: 61 MB\t\n" +
-	"XRAY TraceId: 1-5759e988-bd862e3fe1be46a994272793\tSegmentId: 53995c3f42cd8ad8\tSampled: true\t\n"
+// per invocation (its START, END and REPORT lines), besides what the
+// function writes; xrayLog is the line active tracing adds
+// (tracing=active).
+const (
+	platformLog = "START RequestId: 3604209a-e9a3-11e6-939a-754dd98c7be3 Version: $LATEST\n" +
+		"END RequestId: 3604209a-e9a3-11e6-939a-754dd98c7be3\n" +
+		"REPORT RequestId: 3604209a-e9a3-11e6-939a-754dd98c7be3\tDuration: 4213.52 ms\tBilled Duration: 4214 ms\tMemory Size: 256 MB\tMax Memory Used: 61 MB\t\n"
+	xrayLog = "XRAY TraceId: 1-5759e988-bd862e3fe1be46a994272793\tSegmentId: 53995c3f42cd8ad8\tSampled: true\t\n"
+)
 
 // traceHeader is the X-Ray trace of the invocation the functions run in
 // (_X_AMZN_TRACE_ID, which Lambda sets for each invocation).
@@ -444,11 +448,13 @@ type usage struct {
 	// and Lambda's, platformLog), emfBytes those of the metrics' lines
 	// among them.
 	logBytes, emfBytes int
-	// traces are the X-Ray traces recorded: the invocation that took the
-	// turn starts one (every invocation sampled: at low traffic X-Ray's
-	// default rule records the first of each second), and an invocation
-	// that does not carry its caller's trace header another; segments
-	// are Lambda's two per invocation (the service's and the function's).
+	// traces are the X-Ray traces active tracing (tracing=active) would
+	// record: the invocation that took the turn starts one (every
+	// invocation sampled: at low traffic X-Ray's default rule records the
+	// first of each second), and an invocation that does not carry its
+	// caller's trace header another; segments are Lambda's two per
+	// invocation (the service's and the function's). The default stack
+	// records none (cost).
 	traces, segments int
 	// wsMinutes are the WebSocket connection-minutes of the turn.
 	wsMinutes float64
@@ -472,8 +478,14 @@ func (u usage) lambdaInvocations() int {
 	return n
 }
 
-// cost is the infrastructure's price of 1,000 such turns, in dollars.
-func (u usage) cost() map[string]float64 {
+// cost is the infrastructure's price of 1,000 such turns, in dollars,
+// on the default stack, or with tracing=active when tracing: its traces
+// and the XRAY line it adds to each invocation's log.
+func (u usage) cost(tracing bool) map[string]float64 {
+	traces, logBytes := 0, u.logBytes
+	if tracing {
+		traces, logBytes = u.traces, logBytes+u.lambdaInvocations()*len(xrayLog)
+	}
 	return map[string]float64{
 		"API Gateway":     1000 * (float64(u.rest)*pricePerRESTRequest + float64(u.wsMessages)*pricePerWSMessage + u.wsMinutes*pricePerConnMinute),
 		"Lambda compute":  1000 * u.gbs * pricePerGBs,
@@ -482,14 +494,14 @@ func (u usage) cost() map[string]float64 {
 		"DynamoDB":        1000 * (u.wru*pricePerWRU + u.rru*pricePerRRU),
 		"S3":              1000 * (float64(u.s3Reads)*pricePerS3Read + float64(u.s3Writes)*pricePerS3Write),
 		"Scheduler":       1000 * float64(u.schedulerInvocations) * pricePerSchedulerInvocation,
-		"CloudWatch Logs": 1000 * float64(u.logBytes) / (1 << 30) * pricePerLogGB,
-		"X-Ray":           1000 * float64(u.traces) * pricePerTrace,
+		"CloudWatch Logs": 1000 * float64(logBytes) / (1 << 30) * pricePerLogGB,
+		"X-Ray":           1000 * float64(traces) * pricePerTrace,
 	}
 }
 
-func (u usage) total() float64 {
+func (u usage) total(tracing bool) float64 {
 	sum := 0.0
-	for _, v := range u.cost() {
+	for _, v := range u.cost(tracing) {
 		sum += v
 	}
 	return sum
@@ -657,7 +669,7 @@ type harness struct {
 	step, wsRoot *cloud.Root
 	clock        atomic.Int64
 	api          http.Handler
-	ws           *apigw.WebSocket
+	ws           func(context.Context, events.APIGatewayWebsocketProxyRequest) (events.APIGatewayProxyResponse, error)
 	// tg is the telegram function's channel, bot the fake Bot API.
 	tg  *telegram.Channel
 	bot *faketelegram.Server
@@ -829,7 +841,9 @@ func (h *harness) flush(t *testing.T) {
 		if !ok {
 			t.Fatalf("the %s function's events go to %T, not an *obs.Emitter", name, r.Loop.Events)
 		}
-		e.Flush()
+		if err := e.Flush(t.Context()); err != nil {
+			t.Fatalf("the %s function's events: %v", name, err)
+		}
 	}
 }
 
@@ -1038,7 +1052,7 @@ func (h *harness) message(t *testing.T, id, text string) {
 	cloudtest.LoadEvent(t, "ws/message.json", &ev)
 	b, _ := json.Marshal(map[string]string{"type": "message", "id": id, "agent": "default", "user": "alice", "text": text})
 	ev.Body = string(b)
-	resp, err := h.ws.Handle(t.Context(), ev)
+	resp, err := h.ws(t.Context(), ev)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("ws message: %d, %v", resp.StatusCode, err)
 	}
@@ -1050,7 +1064,7 @@ func TestCost(t *testing.T) {
 	h := newHarness(t)
 	var ev events.APIGatewayWebsocketProxyRequest
 	cloudtest.LoadEvent(t, "ws/connect.json", &ev)
-	if resp, err := h.ws.Handle(t.Context(), ev); err != nil || resp.StatusCode != http.StatusOK {
+	if resp, err := h.ws(t.Context(), ev); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("$connect: %d, %v", resp.StatusCode, err)
 	}
 	// A first exchange, so that every turn measured has history to read.
@@ -1103,19 +1117,20 @@ func TestCost(t *testing.T) {
 	turns = append(turns, h.measure(t, "idle heartbeat (skipped)", "scheduler", func() { h.fire(t, beat, "started") }))
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n| turn | Lambda invocations | state machine executions / transitions | DynamoDB requests | read / write units | bytes written | S3 GET+HEAD / PUT+LIST | API Gateway requests / WebSocket messages / connection-minutes | model calls | Bot API calls | log bytes (EMF) | X-Ray traces / segments |\n")
+	fmt.Fprintf(&b, "\n| turn | Lambda invocations | state machine executions / transitions | DynamoDB requests | read / write units | bytes written | S3 GET+HEAD / PUT+LIST | API Gateway requests / WebSocket messages / connection-minutes | model calls | Bot API calls | log bytes (EMF) | X-Ray traces / segments (tracing=active) |\n")
 	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, u := range turns {
 		fmt.Fprintf(&b, "| %s | %d %s | %d / %d | %d %s | %.1f / %.1f | %d | %d / %d | %d / %d / %g | %d | %d | %d (%d) | %d / %d |\n", u.name, u.lambdaInvocations(), ops(u.invocations),
 			u.executions, u.transitions, u.dynamoRequests(), ops(u.requests), u.rru, u.wru, u.writeBytes, u.s3Reads, u.s3Writes, u.rest, u.wsMessages, u.wsMinutes,
 			u.modelCalls, u.botCalls, u.logBytes, u.emfBytes, u.traces, u.segments)
 	}
-	fmt.Fprintf(&b, "\n| cost per 1,000 turns (%.0f s per model call, %.1f s else) | Lambda GB-s | Lambda compute | Lambda requests | Step Functions | DynamoDB | S3 | API Gateway | EventBridge Scheduler | CloudWatch Logs | X-Ray | **total** |\n", modelSeconds, otherSeconds)
+	fmt.Fprintf(&b, "\n| cost per 1,000 turns (%.0f s per model call, %.1f s else) | Lambda GB-s | Lambda compute | Lambda requests | Step Functions | DynamoDB | S3 | API Gateway | EventBridge Scheduler | CloudWatch Logs | **total** | with tracing=active (X-Ray, its log line) |\n", modelSeconds, otherSeconds)
 	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, u := range turns {
-		c := u.cost()
-		fmt.Fprintf(&b, "| %s | %.2f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | **$%.4f** |\n", u.name, u.gbs,
-			c["Lambda compute"], c["Lambda requests"], c["Step Functions"], c["DynamoDB"], c["S3"], c["API Gateway"], c["Scheduler"], c["CloudWatch Logs"], c["X-Ray"], u.total())
+		c, traced := u.cost(false), u.cost(true)
+		fmt.Fprintf(&b, "| %s | %.2f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | **$%.4f** | $%.4f ($%.4f, $%.4f) |\n", u.name, u.gbs,
+			c["Lambda compute"], c["Lambda requests"], c["Step Functions"], c["DynamoDB"], c["S3"], c["API Gateway"], c["Scheduler"], c["CloudWatch Logs"], u.total(false),
+			u.total(true), traced["X-Ray"], traced["CloudWatch Logs"]-c["CloudWatch Logs"])
 	}
 	possible := h.metricBound(t)
 	fmt.Fprintf(&b, "\nCustom metrics: %d distinct seen over these turns, at most %d (the default agent's %d tools); $%.2f a month for every one emitted in every hour of the month ($%.2f a metric-month).\n",
@@ -1145,34 +1160,34 @@ func TestCost(t *testing.T) {
 	}{
 		// The api function's first turn: its prompt is read from the
 		// bucket.
-		"stateless (API)":      {0, 2, 20, 0, 1, 3100, 0.043},
-		"stateful (WebSocket)": {0, 28, 0, 40, 15, 3100, 0.065},
+		"stateless (API)":      {0, 2, 20, 0, 1, 3100, 0.038},
+		"stateful (WebSocket)": {0, 28, 0, 40, 15, 3100, 0.060},
 		// The prompt's files are looked at again (9 HEADs), the agents
 		// (by the ws and step functions) and skills (global and the
 		// agent's) listed (4 LISTs).
-		"stateful (WebSocket), after a quiet minute": {0, 28, 14, 40, 15, 3100, 0.089},
+		"stateful (WebSocket), after a quiet minute": {0, 28, 14, 40, 15, 3100, 0.084},
 		// load_skill trusts the catalog's listing; the prompt is built
 		// again after the tool ran (9 HEADs, the agent's skills listed).
-		"stateful, one tool call (WebSocket)": {0, 42, 11, 60, 27, 4700, 0.103},
+		"stateful, one tool call (WebSocket)": {0, 42, 11, 60, 27, 4700, 0.098},
 		// The request polls the run while it streams: its reads depend
 		// on the time the model takes.
-		"stateful (API, session key)": {0, 110, 0, 55, 65, 3300, 0.079},
+		"stateful (API, session key)": {0, 110, 0, 55, 65, 3300, 0.074},
 		// The outbox item of the reply (with the text, in gsi1) is put,
 		// claimed and marked sent; the update is marked seen. The
 		// telegram function's listing of the agents is the once a minute
 		// one (the harness's clock moved on a minute above).
-		"stateful (Telegram)":                {0, 32, 2, 54, 13, 3300, 0.067},
-		"Telegram delivers the update again": {0, 3, 0, 0, 2, 500, 0.012},
+		"stateful (Telegram)":                {0, 32, 2, 54, 13, 3300, 0.062},
+		"Telegram delivers the update again": {0, 3, 0, 0, 2, 500, 0.007},
 		// The firing's claim and record, the turn, memory's record of
 		// it, and the reply's outbox item.
-		"check-in (a job's firing, to Telegram)": {0, 40, 0, 60, 18, 3500, 0.064},
+		"check-in (a job's firing, to Telegram)": {0, 40, 0, 60, 18, 3500, 0.059},
 		// Refused at the claim: the run is done.
-		"the firing delivered again": {0, 4, 0, 0, 4, 700, 0.010},
+		"the firing delivered again": {0, 4, 0, 0, 4, 700, 0.005},
 		// As to Telegram, with a Query of the user's connections and a
 		// post instead of the outbox item.
-		"check-in (a job's firing, to WebSocket)": {0, 36, 0, 52, 19, 3500, 0.060},
+		"check-in (a job's firing, to WebSocket)": {0, 36, 0, 52, 19, 3500, 0.055},
 		// HEARTBEAT.md is looked for (a HEAD) after the agents are listed.
-		"idle heartbeat (skipped)": {0, 10, 3, 6, 6, 700, 0.019},
+		"idle heartbeat (skipped)": {0, 10, 3, 6, 6, 700, 0.014},
 	}
 	// Every metric and label value emitted every hour of a month: the
 	// README's monthly figure.
@@ -1193,12 +1208,13 @@ func TestCost(t *testing.T) {
 		if u.logBytes > b.logs {
 			t.Errorf("%s: %d bytes of logs, want at most %d", u.name, u.logBytes, b.logs)
 		}
-		// The step function's invocation carries its caller's trace on.
+		// With tracing=active, the step function's invocation carries its
+		// caller's trace on: one trace a turn.
 		if u.traces != 1 {
-			t.Errorf("%s: %d X-Ray traces, want 1", u.name, u.traces)
+			t.Errorf("%s: %d X-Ray traces with tracing=active, want 1", u.name, u.traces)
 		}
-		if u.total() > b.total {
-			t.Errorf("%s: $%.4f per 1,000 turns, want at most $%.3f", u.name, u.total(), b.total)
+		if u.total(false) > b.total {
+			t.Errorf("%s: $%.4f per 1,000 turns, want at most $%.3f", u.name, u.total(false), b.total)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store/memstore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
@@ -391,6 +392,39 @@ func TestDriverLaneOrder(t *testing.T) {
 	// Every run saw the whole conversation before it.
 	if n := len(f.llm.seen[9].Messages); n != 19 {
 		t.Errorf("last run saw %d messages, want 19", n)
+	}
+}
+
+// Idle returns once the lanes stopped, the runs' last events emitted
+// (the api function flushes them then), and gives up when its context is
+// done before.
+func TestDriverIdle(t *testing.T) {
+	f := newFixture(t, 5)
+	ev := &events{}
+	f.loop.Events = ev
+	gate := make(chan struct{})
+	f.llm.onEmpty = func(llm.Request) (llm.Response, error) {
+		<-gate
+		return llm.Response{Message: chat.Message{Role: chat.Assistant, Content: "hi"}}, nil
+	}
+	d := NewDriver(t.Context(), f.loop, slog.New(slog.DiscardHandler))
+	if err := d.Idle(t.Context()); err != nil {
+		t.Fatalf("Idle without lanes: %v", err)
+	}
+	if _, err := d.Start(t.Context(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := d.Idle(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Idle while the model answers = %v, want context.Canceled", err)
+	}
+	close(gate)
+	if err := d.Idle(t.Context()); err != nil {
+		t.Fatalf("Idle: %v", err)
+	}
+	if n := len(ev.got); n == 0 || ev.got[n-1].Type != obs.TurnComplete {
+		t.Errorf("events when Idle returned end with %v, want %s", ev.got, obs.TurnComplete)
 	}
 }
 

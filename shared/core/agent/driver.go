@@ -24,6 +24,9 @@ type Driver struct {
 	active map[string]bool
 	wake   map[string]bool
 	lanes  sync.WaitGroup
+	// idle is closed when the last active lane stops; nil while none
+	// is active.
+	idle chan struct{}
 
 	// record wakes the goroutine that tells the loop's Recorder of the
 	// exchanges finished runs queued (Loop.RecordQueued).
@@ -92,6 +95,9 @@ func (d *Driver) Wake(sessionID string) {
 		d.wake[sessionID] = true
 		return
 	}
+	if len(d.active) == 0 {
+		d.idle = make(chan struct{})
+	}
 	d.active[sessionID] = true
 	d.lanes.Add(1)
 	go d.lane(sessionID)
@@ -149,7 +155,7 @@ func (d *Driver) lane(sessionID string) {
 		}
 	}
 	d.mu.Lock()
-	delete(d.active, sessionID)
+	d.stopped(sessionID)
 	delete(d.wake, sessionID)
 	d.mu.Unlock()
 }
@@ -163,8 +169,38 @@ func (d *Driver) woken(sessionID string) bool {
 		delete(d.wake, sessionID)
 		return true
 	}
-	delete(d.active, sessionID)
+	d.stopped(sessionID)
 	return false
+}
+
+// stopped marks the session's lane no longer active; d.mu is held.
+func (d *Driver) stopped(sessionID string) {
+	if !d.active[sessionID] {
+		return
+	}
+	delete(d.active, sessionID)
+	if len(d.active) == 0 {
+		close(d.idle)
+		d.idle = nil
+	}
+}
+
+// Idle waits until no lane is active: every run woken before it
+// finished, parked or stopped, and the events of its steps emitted. It
+// returns ctx's error if ctx is done first.
+func (d *Driver) Idle(ctx context.Context) error {
+	d.mu.Lock()
+	idle := d.idle
+	d.mu.Unlock()
+	if idle == nil {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("agent: wait for the lanes to stop: %w", ctx.Err())
+	}
 }
 
 // drive steps one run to its end, and reports false when it stopped

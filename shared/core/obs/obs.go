@@ -11,6 +11,7 @@ package obs
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -127,20 +128,31 @@ func (e *Emitter) Close() {
 }
 
 // Flush waits until the events emitted before it are written and their
-// metrics recorded; it returns at once after Close.
-func (e *Emitter) Flush() {
+// metrics recorded, or until ctx is done, whose error it returns then;
+// it returns at once after Close.
+func (e *Emitter) Flush(ctx context.Context) error {
 	if e == nil {
-		return
+		return nil
 	}
 	done := make(chan struct{})
 	e.mu.RLock()
 	if e.closed {
 		e.mu.RUnlock()
-		return
+		return nil
 	}
-	e.ch <- Event{flushed: done}
-	e.mu.RUnlock()
-	<-done
+	select {
+	case e.ch <- Event{flushed: done}:
+		e.mu.RUnlock()
+	case <-ctx.Done():
+		e.mu.RUnlock()
+		return fmt.Errorf("obs: flush: %w", ctx.Err())
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("obs: flush: %w", ctx.Err())
+	}
 }
 
 func (e *Emitter) run() {

@@ -2,6 +2,7 @@ package obs_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"testing"
@@ -161,12 +162,45 @@ func TestFlush(t *testing.T) {
 	}
 	<-h.entered // the writer holds the first event
 	close(h.gate)
-	e.Flush()
+	if err := e.Flush(t.Context()); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
 	if n := len(h.lines()); n != 50 {
 		t.Errorf("%d events written when Flush returned, want 50", n)
 	}
 	e.Close()
-	e.Flush() // returns at once after Close
+	if err := e.Flush(t.Context()); err != nil { // returns at once after Close
+		t.Errorf("Flush after Close: %v", err)
+	}
+}
+
+// A writer that hangs does not hang Flush past its context, whether the
+// buffer has room for Flush's mark or is full.
+func TestFlushBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events int
+	}{
+		{"room in the buffer", 1},
+		{"full buffer", 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &captureHandler{entered: make(chan struct{}, 1), gate: make(chan struct{})}
+			e := obs.NewEmitter(slog.New(h), 4)
+			defer e.Close()
+			defer close(h.gate)
+			e.Emit(obs.Event{Type: obs.LLMRequest})
+			<-h.entered // the writer holds it; then tc.events are buffered
+			for range tc.events {
+				e.Emit(obs.Event{Type: obs.LLMRequest})
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			if err := e.Flush(ctx); !errors.Is(err, context.Canceled) {
+				t.Errorf("Flush with a hung writer = %v, want context.Canceled", err)
+			}
+		})
+	}
 }
 
 func TestEmitAfterClose(t *testing.T) {

@@ -36,7 +36,12 @@
 //     "cron" to the record of scheduled check-ins (schedule.go);
 //   - scheduled check-ins: jobs in the table, one EventBridge Scheduler
 //     schedule each (schedule.go), which agents make with the schedule
-//     tool, and the agents' heartbeats.
+//     tool, and the agents' heartbeats;
+//   - the events of the loop, written off the request path to standard
+//     error (their log lines and EMF metrics, adapters/emf), which every
+//     handler it returns (API, WebSocket, Step, Scheduler; Flush and
+//     Flushed for others, the telegram function's) writes before the
+//     invocation returns (flush.go).
 //
 // # Environment
 //
@@ -167,8 +172,11 @@ type Root struct {
 	Schedule *dynamo.Schedule
 	timers   *ebscheduler.Schedules
 	skills   *skill.Catalog
-	secrets  *secrets
-	cfg      *config.Config
+	// events are the loop's events, written off the request path; the
+	// handlers flush them before they return (flush.go).
+	events  *obs.Emitter
+	secrets *secrets
+	cfg     *config.Config
 }
 
 // Recheck is how long a function trusts what it read of the agents'
@@ -274,7 +282,7 @@ func New(ctx context.Context) (*Root, error) {
 	}
 
 	r := &Root{Log: log, Store: db, Memory: mem, Embedder: emb, Agents: live, Identity: identity, Hub: agent.NewHub(), Limiter: ratelimit.New(time.Minute),
-		Schedule: schedules, timers: timers, skills: skills, cfg: cfg}
+		Schedule: schedules, timers: timers, skills: skills, events: events, cfg: cfg}
 	// Runs of the HTTP API: the hub streams a stateless run to its
 	// request in this function; a durable run's model calls happen in
 	// the step function, which stores what they stream for the api
@@ -480,8 +488,9 @@ func (r *Root) API() (http.Handler, error) {
 	// step function (sfn.Driver), rather than start a worker for it here.
 	inline := *r.Loop
 	inline.Recorder = nil
+	lanes := agent.NewDriver(context.Background(), &inline, r.Log)
 	runner := &sfn.Runner{
-		Inline:  agent.NewDriver(context.Background(), &inline, r.Log),
+		Inline:  lanes,
 		Durable: r.Driver,
 		Hub:     r.Hub,
 		Drafts:  r.Store,
@@ -500,7 +509,7 @@ func (r *Root) API() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return gateway.New(gateway.Config{
+	h, err := gateway.New(gateway.Config{
 		Console: cons,
 		Runner:  runner, Events: r.Hub, Keys: r.Store, Runs: r.Store, Limiter: r.Limiter,
 		Agents: r.AgentNames, HasAgent: r.Agents.Has, Identity: r.Identity, Log: r.Log, Embedder: r.Embedder,
@@ -508,6 +517,10 @@ func (r *Root) API() (http.Handler, error) {
 		// The agents are the deployment's: created with its table.
 		Created: func(string) time.Time { return r.Store.Created() },
 	})
+	if err != nil {
+		return nil, err
+	}
+	return flushedHTTP(r, h, lanes), nil
 }
 
 // console is the web console of the api function: the same as the local

@@ -106,7 +106,7 @@ var _ dynamo.ScheduleTimers = (*ebscheduler.Schedules)(nil)
 //     channel (checkin.Handler).
 func (r *Root) Scheduler() func(ctx context.Context, event json.RawMessage) (any, error) {
 	checkIns, jobs := r.CheckIn(), r.Jobs()
-	return func(ctx context.Context, event json.RawMessage) (any, error) {
+	return Flushed(r, func(ctx context.Context, event json.RawMessage) (any, error) {
 		var d struct {
 			ebscheduler.Delivery
 			RunNow *checkin.RunNow `json:"run_now"`
@@ -129,5 +129,5 @@ func (r *Root) Scheduler() func(ctx context.Context, event json.RawMessage) (any
 			return nil, fmt.Errorf("scheduler: check-in: %w", err)
 		}
 		return checkIns.Handle(ctx, ev)
-	}
+	})
 }
