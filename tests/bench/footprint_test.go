@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
 
@@ -49,7 +51,7 @@ func mib(tb testing.TB, path string) float64 {
 // one second after start, each Lambda bootstrap's stripped size for
 // linux/arm64 (what the stack deploys), and the cold init of the api
 // function: from exec to its first invocation (GET /health) answered,
-// through a fake Lambda runtime API.
+// through a fake Lambda runtime API, with its workspaces in a local S3.
 func BenchmarkFootprint(b *testing.B) {
 	llm := fakellm.New()
 	defer llm.Close()
@@ -73,9 +75,13 @@ func BenchmarkFootprint(b *testing.B) {
 		b.ReportMetric(mib(b, buildStripped(b, dir, fn, "arm64")), fn+"_arm64_MiB")
 	}
 	api := buildStripped(b, dir, "api", runtimeArch())
+	// The workspace bucket: the first start creates the agents'
+	// workspaces in it, as a deployment's first invocation does.
+	s3Endpoint, bucket := cloudtest.S3(b)
+	coldInit(b, api, llm.URL, s3Endpoint, bucket)
 	var inits []time.Duration
 	for range b.N {
-		inits = append(inits, coldInit(b, api, llm.URL))
+		inits = append(inits, coldInit(b, api, llm.URL, s3Endpoint, bucket))
 	}
 	slices.Sort(inits)
 	b.ReportMetric(ms(pct(inits, .5)), "api_cold_init_p50_ms")
@@ -95,7 +101,7 @@ func runtimeArch() string {
 
 // coldInit runs the api bootstrap against a fake Lambda runtime API that
 // hands it one GET /health, and returns the time from exec to its answer.
-func coldInit(tb testing.TB, bootstrap, llmURL string) time.Duration {
+func coldInit(tb testing.TB, bootstrap, llmURL, s3Endpoint, bucket string) time.Duration {
 	tb.Helper()
 	event, err := os.ReadFile("../../events/api/health.json")
 	if err != nil {
@@ -145,10 +151,11 @@ func coldInit(tb testing.TB, bootstrap, llmURL string) time.Duration {
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_EC2_METADATA_DISABLED=true",
 		"AWS_CONFIG_FILE=" + os.DevNull, "AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull,
 		"TABLE_NAME=bench", "STATE_MACHINE_ARN=arn:aws:states:us-east-1:123456789012:stateMachine:bench",
-		"WORKSPACE_BUCKET=bench", "DEFAULT_PROVIDER=openai", "OPENAI_BASE_URL=" + llmURL + "/v1",
+		"WORKSPACE_BUCKET=" + bucket, "S3_ENDPOINT=" + s3Endpoint, "DEFAULT_PROVIDER=openai", "OPENAI_BASE_URL=" + llmURL + "/v1",
 		"OPENAI_MODEL=fake-model", "OPENAI_API_KEY=sk-fake", "LOG_LEVEL=error",
 	}
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	begin := time.Now()
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
@@ -160,11 +167,11 @@ func coldInit(tb testing.TB, bootstrap, llmURL string) time.Duration {
 	select {
 	case err := <-answered:
 		if err != nil {
-			tb.Fatalf("the api function did not answer GET /health: %v", err)
+			tb.Fatalf("the api function did not answer GET /health: %v\n%s", err, stderr.Bytes())
 		}
 		return time.Since(begin)
 	case <-time.After(30 * time.Second):
-		tb.Fatal("the api function did not answer within 30 s")
+		tb.Fatalf("the api function did not answer within 30 s\n%s", stderr.Bytes())
 		return 0
 	}
 }
