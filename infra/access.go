@@ -27,8 +27,11 @@ var (
 	sessionKeys = []string{"SESSION#*", "RUN#*", "APPROVAL#*", "RESPONSE#*"}
 	keyKeys     = []string{"KEY#*"}
 	// keyIDKeys are the claims of key ids, naming their key's hash.
-	keyIDKeys  = []string{"KEYID#*"}
-	connKeys   = []string{"CONN#*"}
+	keyIDKeys = []string{"KEYID#*"}
+	connKeys  = []string{"CONN#*"}
+	// wsUserKeys are the index of WebSocket connections by owner and
+	// session, which check-ins to ws:<user> read.
+	wsUserKeys = []string{"WSUSER#*"}
 	memoryKeys = []string{"MEM#*"}
 	jobKeys    = []string{"JOB#*"}
 	// telegramKeys are the Telegram channel's: handled updates, users let
@@ -109,7 +112,12 @@ func (s *builder) grantTable(fn awslambda.Function, role string) {
 	case "ws":
 		s.grantItems(fn, sessionActions, sessionKeys)
 		s.grantItems(fn, readActions, keyKeys)
-		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"}, connKeys)
+		// A connection is recorded at $connect, read at every frame,
+		// indexed under a session at its first message there (its item
+		// updated and the index item put in one transaction), and
+		// forgotten with its index items at $disconnect.
+		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, connKeys)
+		s.grantItems(fn, []string{"dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}, wsUserKeys)
 	case "telegram":
 		s.grantItems(fn, sessionActions, sessionKeys)
 		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem"}, telegramKeys)
@@ -137,6 +145,9 @@ func (s *builder) grantTable(fn awslambda.Function, role string) {
 		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"}, cronIDKeys)
 		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
 			"dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}, cronKeys)
+		// A check-in delivered to ws:<user> reads the user's
+		// connections and removes those found gone.
+		s.grantItems(fn, []string{"dynamodb:Query", "dynamodb:DeleteItem"}, wsUserKeys)
 		if s.cfg.Telegram {
 			// Replies go through the Telegram outbox.
 			s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, outboxKeys)

@@ -119,7 +119,8 @@ func TestTableGrants(t *testing.T) {
 			items([]string{"CRON#*"}, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"),
 			items([]string{"CRONID#*"}, "dynamodb:DeleteItem")},
 		"ws": {describe, items(sessions, session...), items([]string{"KEY#*"}, "dynamodb:GetItem"),
-			items([]string{"CONN#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem")},
+			items([]string{"CONN#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
+			items([]string{"WSUSER#*"}, "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem")},
 		"telegram": {describe, items(sessions, session...),
 			items([]string{"TGSEEN#*", "TGUSER#*", "TGCODE#*", "TGTRY#*", "TGOUT#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem"),
 			{Actions: []string{"dynamodb:Query"}, Resource: "index/gsi1", LeadingKeys: []string{"TGOUT#*", "TGSEEN"}}},
@@ -127,12 +128,14 @@ func TestTableGrants(t *testing.T) {
 		"scheduler": {describe, items(sessions, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"),
 			items([]string{"CRONID#*"}, "dynamodb:GetItem"),
 			items([]string{"CRON#*"}, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem")},
-		// A check-in run that ends is recorded on its job's run; the
-		// schedule tool and the heartbeats make, list and delete jobs.
+		// A check-in run that ends is recorded on its job's run, and
+		// delivered to a WebSocket user's connections; the schedule tool
+		// and the heartbeats make, list and delete jobs.
 		"step": {describe, items(sessions, session...), items([]string{"MEM#*"}, memory...),
 			items([]string{"JOB#*"}, "dynamodb:PutItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"),
 			items([]string{"CRONID#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"),
 			items([]string{"CRON#*"}, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"),
+			items([]string{"WSUSER#*"}, "dynamodb:Query", "dynamodb:DeleteItem"),
 			items([]string{"TGOUT#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 			{Actions: []string{"dynamodb:Query"}, Resource: "index/gsi1", LeadingKeys: []string{"TGOUT#*"}}},
 		// The indexer reads the table's stream only.

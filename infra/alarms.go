@@ -145,8 +145,10 @@ func (s *builder) alarms() {
 func deadLetterAdvice(id string) string {
 	switch id {
 	case "RunFailures":
-		return "Each message is a run whose inline invocation failed three times; its session stays locked " +
-			"until the run's lease ends. Read the step function's log group for the run id in the message"
+		return "Each message is a run whose inline invocation failed three times; its session's next messages wait " +
+			"behind it. Run `lambdaclaw runs list --stack <stack name>` to see the runs and why, then " +
+			"`lambdaclaw runs retry RUN_ID --stack <stack name>` (or --all) to run them on the state machine, or " +
+			"`lambdaclaw runs abandon RUN_ID --stack <stack name>` to end them failed; the user's /reset ends one too"
 	case "CheckInFailures":
 		return "Each message is a check-in whose invocation failed three times (its job did not run). " +
 			"Read the scheduler function's log group for the job in the message"

@@ -36,6 +36,7 @@ const (
 	ctxEmbedDims      = "embed_dimensions"       // length of the memory vectors: 256, 512 or 1024
 	ctxAgentsFile     = "agents_file"            // YAML file whose agents: and mcp: sections define the agents and MCP servers (agents.go, mcp.go)
 	ctxSandbox        = "sandbox"                // none (default) or fargate: the exec tool's ECS Fargate tasks (sandbox.go)
+	ctxSandboxNetwork = "sandbox_network"        // isolated (default) or public: where the Fargate tasks run (sandbox.go)
 	ctxAPIRate        = "api_rate"               // requests (messages) per second each API stage lets through, steady
 	ctxAPIBurst       = "api_burst"              // requests (messages) each API stage lets through in a burst
 	ctxWAF            = "waf"                    // off (default) or on: a WAF web ACL with a rate-based rule per IP on the REST API
@@ -89,6 +90,13 @@ const (
 	SandboxNone    = "none"
 	SandboxFargate = "fargate"
 
+	// SandboxIsolated and SandboxPublic are the Fargate tasks' networks
+	// (sandbox.go): isolated subnets reaching S3, ECR and CloudWatch Logs
+	// through VPC endpoints only, or public subnets with a public IP and
+	// HTTPS to anywhere, without the interface endpoints' hourly cost.
+	SandboxIsolated = "isolated"
+	SandboxPublic   = "public"
+
 	// DefaultAPIRate and DefaultAPIBurst are the stages' throttles: what
 	// a personal gateway needs (the console polls every 5 s, a page load
 	// is a handful of requests) and a bound on what a leaked URL can cost
@@ -139,6 +147,9 @@ type Config struct {
 	// Sandbox is SandboxNone or SandboxFargate: the cluster, task
 	// definition and network of the exec tool's tasks (sandbox.go).
 	Sandbox string
+	// SandboxNetwork is SandboxIsolated or SandboxPublic (only with
+	// SandboxFargate).
+	SandboxNetwork string
 	// SearchInstance is the OpenSearch data node instance type.
 	SearchInstance string
 	// Alarms adds the CloudWatch alarms and their SNS topic (on by
@@ -197,6 +208,7 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	c := Config{
 		Search:         get(ctxSearch, SearchNone),
 		Sandbox:        get(ctxSandbox, SandboxNone),
+		SandboxNetwork: get(ctxSandboxNetwork, ""),
 		Model:          get(ctxModel, DefaultModel),
 		EmbedModel:     get(ctxEmbedModel, DefaultEmbedModel),
 		Assets:         get(ctxAssets, defaultAssets()),
@@ -256,6 +268,15 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	}
 	if c.Sandbox != SandboxNone && c.Sandbox != SandboxFargate {
 		return Config{}, fmt.Errorf("context %s=%q: want %q or %q", ctxSandbox, c.Sandbox, SandboxNone, SandboxFargate)
+	}
+	switch {
+	case c.SandboxNetwork != "" && c.Sandbox != SandboxFargate:
+		return Config{}, fmt.Errorf("context %s=%q needs %s=%s: there is no sandbox network without the Fargate sandbox", ctxSandboxNetwork, c.SandboxNetwork, ctxSandbox, SandboxFargate)
+	case c.SandboxNetwork == "":
+		c.SandboxNetwork = SandboxIsolated
+	case c.SandboxNetwork != SandboxIsolated && c.SandboxNetwork != SandboxPublic:
+		return Config{}, fmt.Errorf("context %s=%q: want %q (no internet, VPC endpoints, about $22 a month idle) or %q (HTTPS to anywhere, about $0 idle)",
+			ctxSandboxNetwork, c.SandboxNetwork, SandboxIsolated, SandboxPublic)
 	}
 	switch tg := get(ctxTelegram, TelegramOff); tg {
 	case TelegramOff:

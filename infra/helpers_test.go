@@ -60,8 +60,10 @@ const (
 	// variantShortApproval is the default with approval_timeout=2s, whose
 	// definition the offline test of an expiring approval runs.
 	variantShortApproval = "short-approval"
-	// variantSandbox is the default with the Fargate sandbox.
-	variantSandbox = "sandbox"
+	// variantSandbox is the default with the Fargate sandbox, in its
+	// isolated network; variantSandboxPublic in the public one.
+	variantSandbox       = "sandbox"
+	variantSandboxPublic = "sandbox_network=public"
 	// variantWAF is the default with the WAF web ACL (waf=on).
 	variantWAF = "waf=on"
 	// variantAll turns on every option at once.
@@ -85,7 +87,8 @@ var variantContext = map[string]map[string]string{
 		ctxModel:         "eu.anthropic.claude-sonnet-4-5-20250929-v1:0",
 		ctxAgentsFile:    agentsFile,
 	},
-	variantSandbox: {ctxSandbox: SandboxFargate},
+	variantSandbox:       {ctxSandbox: SandboxFargate},
+	variantSandboxPublic: {ctxSandbox: SandboxFargate, ctxSandboxNetwork: SandboxPublic},
 	// Each option alone, for cfn-lint (cfnlint_test.go).
 	"search=opensearch": {ctxSearch: SearchOpenSearch},
 	"telegram=on":       {ctxTelegram: TelegramOn},

@@ -16,7 +16,7 @@ import (
 
 // The sandbox's images, pulled through the stack's ECR pull-through cache
 // rule from ECR Public (tasks in isolated subnets reach no other
-// registry). Both are multi-architecture (arm64 among them) and pinned.
+// registry; in public ones they pull the same way). Both are multi-architecture (arm64 among them) and pinned.
 const (
 	// sandboxImage is what commands run in: Debian with a shell, the
 	// coreutils and Python.
@@ -38,29 +38,43 @@ const (
 // ECS cluster whose Fargate tasks run the runner (functions/sandbox), one
 // per owner's session, started by the step function with RunTask.
 //
-// # Network: no internet
+// # Network: isolated (default) or public
 //
-// The tasks run in a VPC of its own with isolated subnets in two
-// Availability Zones (no internet or NAT gateway, no public IP), behind a
-// security group whose only egress is HTTPS to S3 (the gateway endpoint's
-// prefix list) and to the interface endpoints in the VPC. The task needs
-// exactly: S3 (the workspace and control objects, the runner's asset, and
-// the image layers ECR keeps in S3) through the gateway endpoint, which
-// costs nothing, and ECR's API and registry (the image pull) and
-// CloudWatch Logs (the runner's log) through interface endpoints. The
-// gateway endpoint's policy admits only the workspace bucket, the asset
-// bucket and ECR's layer bucket, so a command cannot send data to another
-// bucket either.
+// -c sandbox_network=isolated (isolatedNetwork): the tasks run in a VPC
+// of its own with isolated subnets in two Availability Zones (no internet
+// or NAT gateway, no public IP), behind a security group whose only
+// egress is HTTPS to S3 (the gateway endpoint's prefix list) and to the
+// interface endpoints in the VPC. The task needs exactly: S3 (the
+// workspace and control objects, the runner's asset, and the image layers
+// ECR keeps in S3) through the gateway endpoint, which costs nothing, and
+// ECR's API and registry (the image pull) and CloudWatch Logs (the
+// runner's log) through interface endpoints. Every endpoint's policy
+// admits only this account's principals on this account's resources: the
+// gateway endpoint the workspace bucket and the runner's asset (and ECR's
+// layer bucket, AWS's, read through URLs ECR signs), the interface
+// endpoints their service's ARNs in this account and Region; so a command
+// cannot send data to another account's bucket, repository or log group,
+// even with credentials of its own.
+//
+// -c sandbox_network=public (publicNetwork), for those who accept that a
+// command reaches the internet over HTTPS: public subnets, a public IP
+// per task (RunTask's assignPublicIp, SANDBOX_ASSIGN_PUBLIC_IP on the step
+// function), a security group whose only egress is HTTPS to anywhere, and
+// no endpoint at all: the tasks reach S3, ECR and CloudWatch Logs at their
+// public addresses, and a command can fetch packages, or send its
+// workspace anywhere.
 //
 // # What it costs idle
 //
-// Interface endpoints bill by the hour in each Availability Zone: the
-// three are placed in one zone (tasks in the other reach them across
-// zones, $0.01/GB), 3 × $0.01/h × 730 h ≈ $21.90 a month in us-east-1, plus
-// $0.01 per GB through them. That is why the sandbox is off unless asked
-// for. The cluster, the task definition, the VPC, the gateway endpoint
-// and the pull-through cache rule cost nothing; a task bills per second
-// while it runs (README: Fargate sandbox).
+// Isolated: interface endpoints bill by the hour in each Availability
+// Zone: the three are placed in one zone (tasks in the other reach them
+// across zones, $0.01/GB), 3 × $0.01/h × 730 h ≈ $21.90 a month in
+// us-east-1, plus $0.01 per GB through them. That is why the sandbox is
+// off unless asked for. Public: nothing bills idle (the internet gateway
+// is free); a running task's public IPv4 address bills $0.005/h. The
+// cluster, the task definition, the VPC, the gateway endpoint and the
+// pull-through cache rule cost nothing; a task bills per second while it
+// runs (README: Fargate sandbox).
 //
 // # The image, without Docker
 //
@@ -89,99 +103,15 @@ const (
 // credentials endpoint, is not theirs to read.
 func (s *builder) sandbox() {
 	stack := s.stack
-	vpc := awsec2.NewVpc(stack, jsii.String("SandboxVpc"), &awsec2.VpcProps{
-		MaxAzs:                       jsii.Number(2),
-		NatGateways:                  jsii.Number(0),
-		CreateInternetGateway:        jsii.Bool(false),
-		RestrictDefaultSecurityGroup: jsii.Bool(false), // unused: the tasks have their own
-		SubnetConfiguration: &[]*awsec2.SubnetConfiguration{{
-			Name:       jsii.String("sandbox"),
-			SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED,
-			CidrMask:   jsii.Number(24),
-		}},
-	})
-	subnets := &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}
-
 	runnerAsset := awss3assets.NewAsset(stack, jsii.String("SandboxRunner"), &awss3assets.AssetProps{
 		Path: jsii.String(s.cfg.Assets + "/sandbox/bootstrap"),
 	})
-
-	layerBucket := awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("arn:aws:s3:::prod-"), stack.Region(), jsii.String("-starport-layer-bucket/*")})
-	s3Endpoint := vpc.AddGatewayEndpoint(jsii.String("S3"), &awsec2.GatewayVpcEndpointOptions{
-		Service: awsec2.GatewayVpcEndpointAwsService_S3(),
-		Subnets: &[]*awsec2.SubnetSelection{subnets},
-	})
-	s3Endpoint.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
-		Actions:    jsii.Strings("s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListBucket"),
-		Resources: &[]*string{
-			s.workspaces.BucketArn(), s.workspaces.ArnForObjects(jsii.String("*")),
-			runnerAsset.Bucket().ArnForObjects(runnerAsset.S3ObjectKey()),
-			layerBucket,
-		},
-	}))
-
-	// The tasks' egress: HTTPS to S3's prefix list, which CloudFormation
-	// cannot name, so a lookup at deploy time reads its id.
-	prefixList := customresources.NewAwsCustomResource(stack, jsii.String("S3PrefixList"), &customresources.AwsCustomResourceProps{
-		OnUpdate: &customresources.AwsSdkCall{
-			Service: jsii.String("EC2"),
-			Action:  jsii.String("describeManagedPrefixLists"),
-			Parameters: map[string]any{"Filters": []any{map[string]any{
-				"Name":   "prefix-list-name",
-				"Values": []any{awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("com.amazonaws."), stack.Region(), jsii.String(".s3")})},
-			}}},
-			PhysicalResourceId: customresources.PhysicalResourceId_FromResponse(jsii.String("PrefixLists.0.PrefixListId")),
-			OutputPaths:        jsii.Strings("PrefixLists.0.PrefixListId"),
-		},
-		Policy: customresources.AwsCustomResourcePolicy_FromSdkCalls(&customresources.SdkCallsPolicyOptions{Resources: customresources.AwsCustomResourcePolicy_ANY_RESOURCE()}),
-		LogGroup: awslogs.NewLogGroup(stack, jsii.String("S3PrefixListLogs"), &awslogs.LogGroupProps{
-			Retention:     awslogs.RetentionDays_ONE_MONTH,
-			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
-		}),
-		InstallLatestAwsSdk: jsii.Bool(false),
-	})
-	endpointsSG := awsec2.NewSecurityGroup(stack, jsii.String("SandboxEndpoints"), &awsec2.SecurityGroupProps{
-		Vpc:              vpc,
-		Description:      jsii.String("lambdaclaw sandbox: the interface endpoints, reached by the tasks"),
-		AllowAllOutbound: jsii.Bool(false),
-	})
-	tasksSG := awsec2.NewSecurityGroup(stack, jsii.String("SandboxTasks"), &awsec2.SecurityGroupProps{
-		Vpc:              vpc,
-		Description:      jsii.String("lambdaclaw sandbox tasks: HTTPS to S3 and the VPC endpoints only"),
-		AllowAllOutbound: jsii.Bool(false),
-	})
-	// The tasks' egress rules are the group's own (inline): CDK makes
-	// rules to a security group or an unresolved prefix list separate
-	// resources and leaves the group's SecurityGroupEgress empty, and a
-	// group created without any keeps EC2's default allow-all egress.
-	tasksSG.Node().DefaultChild().(awsec2.CfnSecurityGroup).AddPropertyOverride(jsii.String("SecurityGroupEgress"), []any{
-		map[string]any{"IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "Description": "S3 through the gateway endpoint",
-			"DestinationPrefixListId": prefixList.GetResponseField(jsii.String("PrefixLists.0.PrefixListId"))},
-		map[string]any{"IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "Description": "ECR and CloudWatch Logs endpoints",
-			"DestinationSecurityGroupId": endpointsSG.SecurityGroupId()},
-	})
-	endpointsSG.AddIngressRule(tasksSG, awsec2.Port_Tcp(jsii.Number(443)), jsii.String("the sandbox tasks"), nil)
-	oneZone := &awsec2.SubnetSelection{Subnets: &[]awsec2.ISubnet{(*vpc.IsolatedSubnets())[0]}}
-	// A list, not a map: the template lists what is created in the order
-	// it is created, the same on every synth.
-	for _, e := range []struct {
-		id  string
-		svc awsec2.InterfaceVpcEndpointAwsService
-	}{
-		{"EcrApi", awsec2.InterfaceVpcEndpointAwsService_ECR()},
-		{"EcrDocker", awsec2.InterfaceVpcEndpointAwsService_ECR_DOCKER()},
-		{"Logs", awsec2.InterfaceVpcEndpointAwsService_CLOUDWATCH_LOGS()},
-	} {
-		vpc.AddInterfaceEndpoint(jsii.String(e.id), &awsec2.InterfaceVpcEndpointOptions{
-			Service:           e.svc,
-			Subnets:           oneZone,
-			SecurityGroups:    &[]awsec2.ISecurityGroup{endpointsSG},
-			PrivateDnsEnabled: jsii.Bool(true),
-			Open:              jsii.Bool(false),
-		})
+	var net sandboxNetwork
+	if s.cfg.SandboxNetwork == SandboxPublic {
+		net = s.publicNetwork()
+	} else {
+		net = s.isolatedNetwork(runnerAsset)
 	}
-
 	// ECR Public through a pull-through cache rule of this stack.
 	cachePrefix := strings.ToLower(*stack.StackName()) + "-ecr-public"
 	awsecr.NewCfnPullThroughCacheRule(stack, jsii.String("SandboxImages"), &awsecr.CfnPullThroughCacheRuleProps{
@@ -195,7 +125,7 @@ func (s *builder) sandbox() {
 		}), nil)
 	}
 
-	cluster := awsecs.NewCluster(stack, jsii.String("SandboxCluster"), &awsecs.ClusterProps{Vpc: vpc})
+	cluster := awsecs.NewCluster(stack, jsii.String("SandboxCluster"), &awsecs.ClusterProps{Vpc: net.vpc})
 	taskDef := awsecs.NewFargateTaskDefinition(stack, jsii.String("SandboxTask"), &awsecs.FargateTaskDefinitionProps{
 		Family:              jsii.String(*stack.StackName() + "-sandbox"),
 		Cpu:                 jsii.Number(1024),
@@ -319,16 +249,184 @@ func (s *builder) sandbox() {
 	}))
 	s.grantWorkspaceTo(step.Role(), controlPrefix)
 	var subnetIDs []*string
-	for _, sn := range *vpc.IsolatedSubnets() {
+	for _, sn := range net.subnets {
 		subnetIDs = append(subnetIDs, sn.SubnetId())
 	}
+	publicIP := "DISABLED"
+	if net.publicIP {
+		publicIP = "ENABLED"
+	}
 	addEnvironment(step, map[string]*string{
-		"SANDBOX_BACKEND":         jsii.String("fargate"),
-		"SANDBOX_CLUSTER":         cluster.ClusterName(),
-		"SANDBOX_TASK_DEFINITION": jsii.String(*stack.StackName() + "-sandbox"),
-		"SANDBOX_CONTAINER":       jsii.String(sandboxContainer),
-		"SANDBOX_SUBNETS":         awscdk.Fn_Join(jsii.String(","), &subnetIDs),
-		"SANDBOX_SECURITY_GROUPS": tasksSG.SecurityGroupId(),
+		"SANDBOX_BACKEND":          jsii.String("fargate"),
+		"SANDBOX_CLUSTER":          cluster.ClusterName(),
+		"SANDBOX_TASK_DEFINITION":  jsii.String(*stack.StackName() + "-sandbox"),
+		"SANDBOX_CONTAINER":        jsii.String(sandboxContainer),
+		"SANDBOX_SUBNETS":          awscdk.Fn_Join(jsii.String(","), &subnetIDs),
+		"SANDBOX_SECURITY_GROUPS":  net.tasks.SecurityGroupId(),
+		"SANDBOX_ASSIGN_PUBLIC_IP": jsii.String(publicIP),
 	})
 	s.sandboxCluster = cluster
+}
+
+// sandboxNetwork is where the tasks run: RunTask's subnets, security
+// group and public IP (the step function's SANDBOX_* settings).
+type sandboxNetwork struct {
+	vpc      awsec2.Vpc
+	subnets  []awsec2.ISubnet
+	tasks    awsec2.SecurityGroup
+	publicIP bool
+}
+
+// isolatedNetwork is -c sandbox_network=isolated (the default): isolated
+// subnets, S3 through the gateway endpoint, ECR and CloudWatch Logs
+// through interface endpoints, each endpoint's policy admitting only this
+// account's principals and, but for ECR's layer bucket, this account's
+// resources.
+func (s *builder) isolatedNetwork(runnerAsset awss3assets.Asset) sandboxNetwork {
+	stack := s.stack
+	vpc := awsec2.NewVpc(stack, jsii.String("SandboxVpc"), &awsec2.VpcProps{
+		MaxAzs:                       jsii.Number(2),
+		NatGateways:                  jsii.Number(0),
+		CreateInternetGateway:        jsii.Bool(false),
+		RestrictDefaultSecurityGroup: jsii.Bool(false), // unused: the tasks have their own
+		SubnetConfiguration: &[]*awsec2.SubnetConfiguration{{
+			Name:       jsii.String("sandbox"),
+			SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED,
+			CidrMask:   jsii.Number(24),
+		}},
+	})
+	subnets := &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}
+	thisAccount := map[string]any{"StringEquals": map[string]any{"aws:PrincipalAccount": stack.Account()}}
+
+	// S3: the workspaces and the runner's asset, by this account's
+	// principals; ECR's layer bucket, AWS's, read with the presigned URLs
+	// ECR's own account signs.
+	layerBucket := awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("arn:"), stack.Partition(), jsii.String(":s3:::prod-"), stack.Region(), jsii.String("-starport-layer-bucket/*")})
+	s3Endpoint := vpc.AddGatewayEndpoint(jsii.String("S3"), &awsec2.GatewayVpcEndpointOptions{
+		Service: awsec2.GatewayVpcEndpointAwsService_S3(),
+		Subnets: &[]*awsec2.SubnetSelection{subnets},
+	})
+	s3Endpoint.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListBucket"),
+		Resources: &[]*string{
+			s.workspaces.BucketArn(), s.workspaces.ArnForObjects(jsii.String("*")),
+			runnerAsset.Bucket().ArnForObjects(runnerAsset.S3ObjectKey()),
+		},
+		Conditions: &thisAccount,
+	}))
+	s3Endpoint.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("s3:GetObject"),
+		Resources:  &[]*string{layerBucket},
+	}))
+
+	// The tasks' egress: HTTPS to S3's prefix list, which CloudFormation
+	// cannot name, so a lookup at deploy time reads its id.
+	prefixList := customresources.NewAwsCustomResource(stack, jsii.String("S3PrefixList"), &customresources.AwsCustomResourceProps{
+		OnUpdate: &customresources.AwsSdkCall{
+			Service: jsii.String("EC2"),
+			Action:  jsii.String("describeManagedPrefixLists"),
+			Parameters: map[string]any{"Filters": []any{map[string]any{
+				"Name":   "prefix-list-name",
+				"Values": []any{awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("com.amazonaws."), stack.Region(), jsii.String(".s3")})},
+			}}},
+			PhysicalResourceId: customresources.PhysicalResourceId_FromResponse(jsii.String("PrefixLists.0.PrefixListId")),
+			OutputPaths:        jsii.Strings("PrefixLists.0.PrefixListId"),
+		},
+		Policy: customresources.AwsCustomResourcePolicy_FromSdkCalls(&customresources.SdkCallsPolicyOptions{Resources: customresources.AwsCustomResourcePolicy_ANY_RESOURCE()}),
+		LogGroup: awslogs.NewLogGroup(stack, jsii.String("S3PrefixListLogs"), &awslogs.LogGroupProps{
+			Retention:     awslogs.RetentionDays_ONE_MONTH,
+			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		}),
+		InstallLatestAwsSdk: jsii.Bool(false),
+	})
+	endpointsSG := awsec2.NewSecurityGroup(stack, jsii.String("SandboxEndpoints"), &awsec2.SecurityGroupProps{
+		Vpc:              vpc,
+		Description:      jsii.String("lambdaclaw sandbox: the interface endpoints, reached by the tasks"),
+		AllowAllOutbound: jsii.Bool(false),
+	})
+	tasksSG := awsec2.NewSecurityGroup(stack, jsii.String("SandboxTasks"), &awsec2.SecurityGroupProps{
+		Vpc:              vpc,
+		Description:      jsii.String("lambdaclaw sandbox tasks: HTTPS to S3 and the VPC endpoints only"),
+		AllowAllOutbound: jsii.Bool(false),
+	})
+	// The tasks' egress rules are the group's own (inline): CDK makes
+	// rules to a security group or an unresolved prefix list separate
+	// resources and leaves the group's SecurityGroupEgress empty, and a
+	// group created without any keeps EC2's default allow-all egress.
+	tasksSG.Node().DefaultChild().(awsec2.CfnSecurityGroup).AddPropertyOverride(jsii.String("SecurityGroupEgress"), []any{
+		map[string]any{"IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "Description": "S3 through the gateway endpoint",
+			"DestinationPrefixListId": prefixList.GetResponseField(jsii.String("PrefixLists.0.PrefixListId"))},
+		map[string]any{"IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "Description": "ECR and CloudWatch Logs endpoints",
+			"DestinationSecurityGroupId": endpointsSG.SecurityGroupId()},
+	})
+	endpointsSG.AddIngressRule(tasksSG, awsec2.Port_Tcp(jsii.Number(443)), jsii.String("the sandbox tasks"), nil)
+	oneZone := &awsec2.SubnetSelection{Subnets: &[]awsec2.ISubnet{(*vpc.IsolatedSubnets())[0]}}
+	// Each interface endpoint admits this account's principals acting on
+	// this account's resources of its service (an ARN with the account,
+	// which needs no aws:ResourceAccount in the request); ECR's registry
+	// login names no resource and is admitted on "*".
+	ownResources := func(service string) *[]*string {
+		return &[]*string{stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String(service), Resource: jsii.String("*"), ArnFormat: awscdk.ArnFormat_NO_RESOURCE_NAME})}
+	}
+	ecrLogin := awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("ecr:GetAuthorizationToken"),
+		Resources:  jsii.Strings("*"),
+		Conditions: &thisAccount,
+	})
+	// A list, not a map: the template lists what is created in the order
+	// it is created, the same on every synth.
+	for _, e := range []struct {
+		id, service string
+		svc         awsec2.InterfaceVpcEndpointAwsService
+	}{
+		{"EcrApi", "ecr", awsec2.InterfaceVpcEndpointAwsService_ECR()},
+		{"EcrDocker", "ecr", awsec2.InterfaceVpcEndpointAwsService_ECR_DOCKER()},
+		{"Logs", "logs", awsec2.InterfaceVpcEndpointAwsService_CLOUDWATCH_LOGS()},
+	} {
+		ep := vpc.AddInterfaceEndpoint(jsii.String(e.id), &awsec2.InterfaceVpcEndpointOptions{
+			Service:           e.svc,
+			Subnets:           oneZone,
+			SecurityGroups:    &[]awsec2.ISecurityGroup{endpointsSG},
+			PrivateDnsEnabled: jsii.Bool(true),
+			Open:              jsii.Bool(false),
+		})
+		ep.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+			Actions:    jsii.Strings(e.service + ":*"),
+			Resources:  ownResources(e.service),
+			Conditions: &thisAccount,
+		}))
+		if e.service == "ecr" {
+			ep.AddToPolicy(ecrLogin)
+		}
+	}
+	return sandboxNetwork{vpc: vpc, subnets: *vpc.IsolatedSubnets(), tasks: tasksSG}
+}
+
+// publicNetwork is -c sandbox_network=public: public subnets, a public IP
+// per task, HTTPS to anywhere and no VPC endpoint, so nothing bills by
+// the hour.
+func (s *builder) publicNetwork() sandboxNetwork {
+	vpc := awsec2.NewVpc(s.stack, jsii.String("SandboxVpc"), &awsec2.VpcProps{
+		MaxAzs:                       jsii.Number(2),
+		NatGateways:                  jsii.Number(0),
+		RestrictDefaultSecurityGroup: jsii.Bool(false), // unused: the tasks have their own
+		SubnetConfiguration: &[]*awsec2.SubnetConfiguration{{
+			Name:       jsii.String("sandbox"),
+			SubnetType: awsec2.SubnetType_PUBLIC,
+			CidrMask:   jsii.Number(24),
+			// Only the tasks, which ask RunTask for one, get a public IP.
+			MapPublicIpOnLaunch: jsii.Bool(false),
+		}},
+	})
+	tasksSG := awsec2.NewSecurityGroup(s.stack, jsii.String("SandboxTasks"), &awsec2.SecurityGroupProps{
+		Vpc:              vpc,
+		Description:      jsii.String("lambdaclaw sandbox tasks: HTTPS to anywhere only"),
+		AllowAllOutbound: jsii.Bool(false),
+	})
+	tasksSG.AddEgressRule(awsec2.Peer_AnyIpv4(), awsec2.Port_Tcp(jsii.Number(443)), jsii.String("HTTPS: S3, ECR, CloudWatch Logs and what commands fetch"), nil)
+	return sandboxNetwork{vpc: vpc, subnets: *vpc.PublicSubnets(), tasks: tasksSG, publicIP: true}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -173,24 +174,147 @@ func TestSandboxNetwork(t *testing.T) {
 	}
 
 	services := map[string]string{}
-	for _, ep := range s.resources("AWS::EC2::VPCEndpoint") {
+	for id, ep := range s.resources("AWS::EC2::VPCEndpoint") {
 		p := props(ep)
 		name := render(p["ServiceName"])
-		services[name[strings.LastIndex(name, ".")+1:]] = render(p["VpcEndpointType"])
+		service := name[strings.LastIndex(name, ".")+1:]
+		services[service] = render(p["VpcEndpointType"])
 		if p["VpcEndpointType"] == "Interface" && len(list(p["SubnetIds"])) != 1 {
 			t.Errorf("%s endpoint in %d subnets, want 1 (each zone bills by the hour)", name, len(list(p["SubnetIds"])))
 		}
-		if p["VpcEndpointType"] == "Gateway" {
-			doc := render(p["PolicyDocument"])
-			for _, want := range []string{"starport-layer-bucket", "cdk-hnb659fds-assets", "Workspaces"} {
-				if !strings.Contains(doc, want) {
-					t.Errorf("the S3 endpoint's policy does not admit %s: %s", want, doc)
-				}
+		// Every endpoint admits this account's principals on this
+		// account's resources; the exceptions are ECR's registry login,
+		// which names no resource, and ECR's layer bucket, which AWS owns
+		// and ECR's own account signs the reads of.
+		policy, _ := p["PolicyDocument"].(map[string]any)
+		if policy == nil {
+			t.Errorf("%s endpoint %s has no policy: it admits anyone's requests to anything", service, id)
+			continue
+		}
+		var got []string
+		for _, st := range list(policy["Statement"]) {
+			st := st.(map[string]any)
+			if st["Effect"] != "Allow" || render(st["Principal"]) != `{"AWS":"*"}` {
+				t.Errorf("%s endpoint: statement %s", service, render(st))
 			}
+			var res []string
+			for _, r := range list(st["Resource"]) {
+				res = append(res, render(r))
+			}
+			slices.Sort(res)
+			var actions []string
+			for _, a := range list(st["Action"]) {
+				actions = append(actions, a.(string))
+			}
+			got = append(got, fmt.Sprintf("%v on %v if %s", actions, res, render(st["Condition"])))
+		}
+		slices.Sort(got)
+		thisAccount := `{"StringEquals":{"aws:PrincipalAccount":{"Ref":"AWS::AccountId"}}}`
+		own := func(svc string) string { return "arn:${AWS::Partition}:" + svc + ":${AWS::Region}:${AWS::AccountId}:*" }
+		var want []string
+		switch service {
+		case "api", "dkr":
+			want = []string{"[ecr:*] on [" + own("ecr") + "] if " + thisAccount, "[ecr:GetAuthorizationToken] on [*] if " + thisAccount}
+		case "logs":
+			want = []string{"[logs:*] on [" + own("logs") + "] if " + thisAccount}
+		case "s3":
+			bucket := "${" + keys(s.resources("AWS::S3::Bucket"))[0] + ".Arn}"
+			want = []string{
+				"[s3:GetObject s3:PutObject s3:DeleteObject s3:ListBucket] on [" + bucket + " " + bucket + "/* " + runnerObject(t, s) + "] if " + thisAccount,
+				"[s3:GetObject] on [arn:${AWS::Partition}:s3:::prod-${AWS::Region}-starport-layer-bucket/*] if null",
+			}
+			slices.Sort(want)
+		}
+		if diff := gocmp.Diff(want, got); diff != "" {
+			t.Errorf("the %s endpoint's policy (-want +got):\n%s", service, diff)
 		}
 	}
 	if diff := gocmp.Diff(map[string]string{"s3": "Gateway", "api": "Interface", "dkr": "Interface", "logs": "Interface"}, services); diff != "" {
 		t.Errorf("endpoints (-want +got):\n%s", diff)
+	}
+	if got := stepVars(t, s)["SANDBOX_ASSIGN_PUBLIC_IP"]; got != "DISABLED" {
+		t.Errorf("SANDBOX_ASSIGN_PUBLIC_IP=%v, want DISABLED", got)
+	}
+}
+
+// runnerObject is the ARN of the runner's object in the CDK's asset
+// bucket, as rendered in the template.
+func runnerObject(t *testing.T, s *synthesized) string {
+	t.Helper()
+	for _, st := range s.statements() {
+		if slices.Contains(st.actions, "s3:GetObject") {
+			for _, r := range st.resources {
+				if r := render(r); runnerAsset.MatchString(r) {
+					return r
+				}
+			}
+		}
+	}
+	t.Fatal("no grant of the runner's object")
+	return ""
+}
+
+// stepVars returns the step function's environment.
+func stepVars(t *testing.T, s *synthesized) map[string]any {
+	t.Helper()
+	return props(s.resources("AWS::Lambda::Function")[s.functionID(t, "step")])["Environment"].(map[string]any)["Variables"].(map[string]any)
+}
+
+// TestSandboxPublicNetwork: with sandbox_network=public the tasks run in
+// public subnets with a public IP (RunTask's, not the subnets'), their
+// only egress HTTPS to anywhere, and nothing bills by the hour: no
+// endpoint, no NAT gateway.
+func TestSandboxPublicNetwork(t *testing.T) {
+	s := stack(t, variantSandboxPublic)
+	for typ, want := range map[string]int{"AWS::EC2::VPC": 1, "AWS::EC2::InternetGateway": 1, "AWS::EC2::NatGateway": 0, "AWS::EC2::EIP": 0,
+		"AWS::EC2::Subnet": 2, "AWS::EC2::VPCEndpoint": 0, "AWS::EC2::SecurityGroupEgress": 0, "AWS::EC2::SecurityGroupIngress": 0} {
+		if n := len(s.resources(typ)); n != want {
+			t.Errorf("%d %s, want %d", n, typ, want)
+		}
+	}
+	var subnetIDs []string
+	for id, sn := range s.resources("AWS::EC2::Subnet") {
+		subnetIDs = append(subnetIDs, "${"+id+"}")
+		if props(sn)["MapPublicIpOnLaunch"] != false {
+			t.Errorf("subnet %s maps public IPs to whatever starts in it", id)
+		}
+	}
+	// Each subnet routes to the internet gateway.
+	routes := 0
+	for _, r := range s.resources("AWS::EC2::Route") {
+		if p := props(r); p["DestinationCidrBlock"] == "0.0.0.0/0" && strings.HasPrefix(render(p["GatewayId"]), "${SandboxVpcIGW") {
+			routes++
+		}
+	}
+	if routes != 2 {
+		t.Errorf("%d routes to the internet gateway, want one per subnet", routes)
+	}
+	groups := s.resources("AWS::EC2::SecurityGroup")
+	if len(groups) != 1 {
+		t.Fatalf("%d security groups, want the tasks' only", len(groups))
+	}
+	var tasksSG string
+	var egress []any
+	for id, sg := range groups {
+		tasksSG, egress = id, list(props(sg)["SecurityGroupEgress"])
+	}
+	want := []any{map[string]any{"CidrIp": "0.0.0.0/0", "IpProtocol": "tcp", "FromPort": float64(443), "ToPort": float64(443),
+		"Description": "HTTPS: S3, ECR, CloudWatch Logs and what commands fetch"}}
+	if diff := gocmp.Diff(want, egress); diff != "" {
+		t.Errorf("the tasks' egress (-want +got):\n%s", diff)
+	}
+	vars := stepVars(t, s)
+	slices.Sort(subnetIDs)
+	gotSubnets := strings.Split(render(vars["SANDBOX_SUBNETS"]), ",")
+	slices.Sort(gotSubnets)
+	for k, c := range map[string]struct{ got, want any }{
+		"SANDBOX_ASSIGN_PUBLIC_IP": {vars["SANDBOX_ASSIGN_PUBLIC_IP"], "ENABLED"},
+		"SANDBOX_SECURITY_GROUPS":  {render(vars["SANDBOX_SECURITY_GROUPS"]), "${" + tasksSG + ".GroupId}"},
+		"SANDBOX_SUBNETS":          {gotSubnets, subnetIDs},
+	} {
+		if diff := gocmp.Diff(c.want, c.got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", k, diff)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
@@ -184,6 +185,7 @@ type builder struct {
 	schedulerRole      awsiam.Role
 	schedulerFunction  awslambda.Function
 	scheduleFailures   awssqs.Queue // the schedules' dead-letter queue
+	runFailures        awssqs.Queue // the inline runs' dead-letter queue
 	wsEndpoint         *string      // https callback URL for PostToConnection
 	wsURL              *string      // wss URL for clients
 	wsGrant            func(awsiam.IGrantable)
@@ -429,6 +431,17 @@ func (s *builder) grantBedrock(fn awslambda.Function, chat, embed bool) {
 	}))
 }
 
+// runTimeout is the timeout of the functions that run the loop's steps
+// (api: stateless runs; step: durable runs, inline and as the state
+// machine's tasks): Lambda's maximum. runEnv tells them (STEP_TIMEOUT),
+// so that each step fits in one invocation: model calls are cut in time,
+// a tool whose calls could take longer fails the function's start, and
+// an inline run is handed to the state machine before a step that could
+// outlive what is left of its invocation (shared/wiring/cloud).
+const runTimeout = 15 * time.Minute
+
+var runEnv = map[string]*string{"STEP_TIMEOUT": jsii.String(runTimeout.String())}
+
 // marketplaceActions let a Bedrock caller subscribe the account to a
 // model on its first use.
 var marketplaceActions = []string{"aws-marketplace:ViewSubscriptions", "aws-marketplace:Subscribe"}
@@ -555,8 +568,8 @@ func (s *builder) lambdas() {
 	// WebSocket API, whose client URL the function derives from
 	// WS_ENDPOINT; its jobs view pauses, resumes and deletes the jobs'
 	// schedules (an update names the schedule's target and role).
-	api := s.function("api", "OpenAI-compatible API, MCP server, web console and health (response streaming)", float64(s.cfg.RunMemory), 900,
-		common(merge(llm, makers, map[string]*string{"WS_ENDPOINT": s.wsEndpoint})))
+	api := s.function("api", "OpenAI-compatible API, MCP server, web console and health (response streaming)", float64(s.cfg.RunMemory), runTimeout.Seconds(),
+		common(merge(llm, makers, runEnv, map[string]*string{"WS_ENDPOINT": s.wsEndpoint})))
 	s.grantTable(api, "api")
 	s.grantWorkspace(api)
 	s.grantStates(api, true)
@@ -601,7 +614,8 @@ func (s *builder) lambdas() {
 		stepEnv["TELEGRAM_BOT_TOKEN_SECRET_ARN"] = s.botTokenID()
 		stepEnv["TELEGRAM_API_BASE"] = jsii.String(s.cfg.TelegramAPIBase)
 	}
-	step := s.function("step", "agent runs, inline and as Step Functions tasks", float64(s.cfg.RunMemory), 900, common(merge(llm, makers, stepEnv)))
+	s.runFailures = s.deadLetterQueue("RunFailures")
+	step := s.function("step", "agent runs, inline and as Step Functions tasks", float64(s.cfg.RunMemory), runTimeout.Seconds(), common(merge(llm, makers, runEnv, stepEnv)))
 	s.grantTable(step, "step")
 	s.grantWorkspace(step)
 	// The park task resumes its own run when the approval was answered
@@ -616,7 +630,7 @@ func (s *builder) lambdas() {
 	// out invocation twice (the retry hands the run to the state machine),
 	// then sends the event to a queue, which raises an alarm.
 	step.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
-		OnFailure:     awslambdadestinations.NewSqsDestination(s.deadLetterQueue("RunFailures")),
+		OnFailure:     awslambdadestinations.NewSqsDestination(s.runFailures),
 		RetryAttempts: jsii.Number(2),
 	})
 	if s.cfg.Telegram {
@@ -686,6 +700,10 @@ func (s *builder) outputs() {
 	out("SchedulerRoleArn", s.schedulerRole.RoleArn(), "the role the check-ins' schedules invoke the scheduler function as")
 	out("SchedulerFunctionArn", s.schedulerFunction.FunctionArn(), "the scheduler function, the target of the check-ins' schedules")
 	out("ScheduleFailuresArn", s.scheduleFailures.QueueArn(), "the dead-letter queue of the check-ins' schedules")
+	// `lambdaclaw runs … --stack` reads the failed inline runs, retries
+	// them on the state machine and ends them through the step function.
+	out("RunFailuresUrl", s.runFailures.QueueUrl(), "the dead-letter queue of the inline runs Lambda gave up on (lambdaclaw runs list --stack)")
+	out("StepFunctionArn", s.fns["step"].FunctionArn(), "the step function, which lambdaclaw runs abandon --stack asks to end a run")
 	if s.cfg.Telegram {
 		out("TelegramWebhookUrl", s.urlFor("/telegram/webhook"), "url for Telegram's setWebhook")
 		out("TelegramBotTokenSecretArn", s.botToken.SecretArn(), "the imported bot token secret (partial ARN)")

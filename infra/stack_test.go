@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -1040,6 +1041,8 @@ func TestConfigErrors(t *testing.T) {
 		"no api burst":                         {map[string]any{ctxAPIBurst: "0", ctxAssets: dir}, ctxAPIBurst},
 		"api burst in fractions":               {map[string]any{ctxAPIBurst: "2.5", ctxAssets: dir}, ctxAPIBurst},
 		"waf limit under WAF's least":          {map[string]any{ctxWAFLimit: "5", ctxAssets: dir}, ctxWAFLimit},
+		"unknown sandbox network":              {map[string]any{ctxSandbox: SandboxFargate, ctxSandboxNetwork: "private", ctxAssets: dir}, `sandbox_network="private"`},
+		"sandbox network without the sandbox":  {map[string]any{ctxSandboxNetwork: SandboxPublic, ctxAssets: dir}, "needs sandbox=fargate"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			app := awscdk.NewApp(&awscdk.AppProps{Context: &tc.ctx, Outdir: jsii.String(t.TempDir())})
@@ -1228,6 +1231,30 @@ func TestAlarms(t *testing.T) {
 // has the fixed name every function that starts runs invokes
 // (RUN_FUNCTION); its asynchronous invocations are retried twice, then
 // land in the RunFailures queue, which raises an alarm.
+// TestStepTimeout: the functions that run the loop's steps are told
+// their timeout (STEP_TIMEOUT), from which they fit every step in one
+// invocation (shared/wiring/cloud); the others run no step.
+func TestStepTimeout(t *testing.T) {
+	s := stack(t, variantDefault)
+	fns := s.resources("AWS::Lambda::Function")
+	for _, name := range []string{"api", "step", "ws", "scheduler"} {
+		p := props(fns[s.functionID(t, name)])
+		env := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+		v, told := env["STEP_TIMEOUT"].(string)
+		if runs := name == "api" || name == "step"; told != runs {
+			t.Errorf("%s: STEP_TIMEOUT %q; want it only where steps run", name, v)
+			continue
+		}
+		if !told {
+			continue
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d.Seconds() != p["Timeout"] || d != 15*time.Minute {
+			t.Errorf("%s: STEP_TIMEOUT %q and a timeout of %v s; want Lambda's longest, 900 s, both", name, v, p["Timeout"])
+		}
+	}
+}
+
 func TestInlineRuns(t *testing.T) {
 	s := stack(t, variantOpenSearch)
 	step := s.functionID(t, "step")
@@ -1259,9 +1286,29 @@ func TestInlineRuns(t *testing.T) {
 	for _, a := range s.resources("AWS::CloudWatch::Alarm") {
 		if strings.Contains(render(props(a)["Dimensions"]), "RunFailures") {
 			alarmed = true
+			// The operator is told what to run (functions/lambdaclaw/runs.go).
+			if d, _ := props(a)["AlarmDescription"].(string); !strings.Contains(d, "`lambdaclaw runs list --stack <stack name>`") {
+				t.Errorf("RunFailures alarm description %q names no command", d)
+			}
 		}
 	}
 	if !alarmed {
 		t.Error("no alarm on the RunFailures queue")
+	}
+	// `lambdaclaw runs … --stack` finds the queue and the step function
+	// by the stack's outputs.
+	outputs := s.json["Outputs"].(map[string]any)
+	queues := s.resources("AWS::SQS::Queue")
+	var queueID string
+	for id := range queues {
+		if strings.HasPrefix(id, "RunFailures") {
+			queueID = id
+		}
+	}
+	for name, want := range map[string]string{"RunFailuresUrl": "${" + queueID + "}", "StepFunctionArn": "${" + step + ".Arn}"} {
+		o, _ := outputs[name].(map[string]any)
+		if got := render(o["Value"]); queueID == "" || got != want {
+			t.Errorf("output %s = %s, want %s", name, got, want)
+		}
 	}
 }

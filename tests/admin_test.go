@@ -150,6 +150,31 @@ func TestStackAdminErrors(t *testing.T) {
 // runs through the state machine; `cron rm --stack` deletes the job and
 // its schedule. Intervals under a minute and other owners' ids are
 // refused.
+// stackCLI returns functions that run the lambdaclaw binary with
+// --stack test, in this environment with env added: one returns its
+// output and error, must fails the test on an error.
+func stackCLI(t *testing.T, env ...string) (lambdaclaw func(args ...string) (string, string, error), must func(args ...string) string) {
+	cliEnv := append(append(os.Environ(), "LAMBDACLAW_HOME="+t.TempDir()), env...)
+	lambdaclaw = func(args ...string) (string, string, error) {
+		t.Helper()
+		cmd := exec.Command(binary, append(args, "--stack", "test")...)
+		cmd.Env = cliEnv
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		return string(out), stderr.String(), err
+	}
+	must = func(args ...string) string {
+		t.Helper()
+		out, stderr, err := lambdaclaw(args...)
+		if err != nil {
+			t.Fatalf("lambdaclaw %s: %v\n%s", strings.Join(args, " "), err, stderr)
+		}
+		return out
+	}
+	return lambdaclaw, must
+}
+
 func TestStackCron(t *testing.T) {
 	env := cloudtest.Setup(t)
 	env.PlayStep(t)
@@ -159,24 +184,7 @@ func TestStackCron(t *testing.T) {
 	cfn.Put("test", cloudtest.Stack{Outputs: map[string]string{"TableName": env.TableName, "Agents": "default", "WorkspaceBucket": bucket,
 		"ScheduleGroup": cloudtest.SchedulerGroup, "SchedulerRoleArn": cloudtest.SchedulerRoleARN, "SchedulerFunctionArn": cloudtest.SchedulerTargetARN,
 		"ScheduleFailuresArn": cloudtest.SchedulerDeadLetterARN}})
-	cliEnv := append(os.Environ(), "LAMBDACLAW_HOME="+t.TempDir(), "CLOUDFORMATION_ENDPOINT="+cfn.URL)
-	lambdaclaw := func(args ...string) (string, string, error) {
-		t.Helper()
-		cmd := exec.Command(binary, append(args, "--stack", "test")...)
-		cmd.Env = cliEnv
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		return string(out), stderr.String(), err
-	}
-	must := func(args ...string) string {
-		t.Helper()
-		out, stderr, err := lambdaclaw(args...)
-		if err != nil {
-			t.Fatalf("lambdaclaw %s: %v\n%s", strings.Join(args, " "), err, stderr)
-		}
-		return out
-	}
+	lambdaclaw, must := stackCLI(t, "CLOUDFORMATION_ENDPOINT="+cfn.URL)
 
 	if _, stderr, err := lambdaclaw("cron", "add", "--every", "30s", "--message", "too often"); err == nil || !strings.Contains(stderr, "shorter than 1m0s") {
 		t.Errorf("every 30s on a stack: %v, %q; want it refused", err, stderr)

@@ -71,6 +71,10 @@ func TestHelp(t *testing.T) {
 		{[]string{"version", "--help"}, "usage: lambdaclaw version\n"},
 		{[]string{"help", "keys", "create"}, "usage: lambdaclaw keys create [flags]"},
 		{[]string{"help", "agent"}, "Usage:\n  lambdaclaw agent create NAME"},
+		{[]string{"runs", "--help"}, "Usage:\n  lambdaclaw runs list"},
+		{[]string{"runs", "list", "--help"}, "usage: lambdaclaw runs list [flags]"},
+		{[]string{"runs", "retry", "-h"}, "usage: lambdaclaw runs retry RUN_ID [flags]"},
+		{[]string{"runs", "abandon", "--help"}, "usage: lambdaclaw runs abandon RUN_ID [flags]"},
 	}
 	for _, tt := range tests {
 		checkRun(t, tt.args, runWant{stdout: tt.want})
@@ -171,6 +175,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"status", "--verbose"}, "flag provided but not defined: -verbose"},
 		{[]string{"telegram", "setup", "extra"}, `unexpected argument "extra"`},
 		{[]string{"version", "extra"}, `unexpected argument "extra"`},
+		{[]string{"runs"}, "Usage:\n  lambdaclaw runs list"},
+		{[]string{"runs", "redrive"}, `unknown runs command "redrive"`},
+		{[]string{"runs", "list", "extra"}, `unexpected argument "extra"`},
+		{[]string{"runs", "abandon"}, "missing arguments\nusage: lambdaclaw runs abandon RUN_ID"},
+		{[]string{"runs", "abandon", "a", "--all"}, "flag provided but not defined: -all"},
+		{[]string{"runs", "retry", "a", "b"}, `unexpected argument "b"`},
 	}
 	for _, tt := range tests {
 		checkRun(t, tt.args, runWant{stderr: tt.wantStderr, usage: true})
@@ -208,6 +218,13 @@ func TestBadValuesChangeNothing(t *testing.T) {
 		{[]string{"keys", "list"}, "no database at " + filepath.Join(home, "lambdaclaw.db") + " yet"},
 		{[]string{"keys", "revoke", "key_x"}, "no database at"},
 		{[]string{"status"}, "no database at"},
+		{[]string{"runs", "list"}, "no database at"},
+		{[]string{"runs", "list", "--limit", "0"}, "--limit 0: want 1 to 1000"},
+		{[]string{"runs", "list", "--idle", "-1s"}, "--idle is negative"},
+		{[]string{"runs", "retry"}, "give a RUN_ID or --all"},
+		{[]string{"runs", "retry", "r1", "--all"}, "give a RUN_ID or --all"},
+		{[]string{"runs", "retry", "--all"}, "--all retries the runs of a stack's RunFailures queue"},
+		{[]string{"runs", "abandon", "r1"}, "no database at"},
 		{[]string{"serve", "--addr", "localhost"}, `listen address "localhost": want HOST:PORT`},
 		{[]string{"serve", "--addr", "127.0.0.1:http-ish"}, `listen address "127.0.0.1:http-ish"`},
 		{[]string{"agent", "show", "nope"}, `no agent "nope"; the agents are: default, writer`},

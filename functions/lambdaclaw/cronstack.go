@@ -108,15 +108,21 @@ func openStackJobs(ctx context.Context, st *stackFlags, forAgent string) (*jobsA
 	})
 	timers := &ebscheduler.Schedules{API: client, Group: d.outputs[outScheduleGroup], Role: d.outputs[outSchedulerRole], Target: d.outputs[outSchedulerFunction],
 		DeadLetter: d.outputs[outScheduleFailures]}
-	fn := lambda.NewFromConfig(d.aws, func(o *lambda.Options) {
-		if ep := getenv(envLambdaEndpoint); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})
+	fn := d.lambda()
 	return &jobsAt{engine: db.Schedule(timers, nil), close: func() {},
 		runNow: func(ctx context.Context, owner, id string) (string, error) {
 			return invokeRunNow(ctx, fn, d, checkin.RunNow{Owner: owner, Job: id})
 		}}, nil
+}
+
+// lambda is a Lambda client of d's account and Region (LAMBDA_ENDPOINT
+// in tests).
+func (d *deployment) lambda() *lambda.Client {
+	return lambda.NewFromConfig(d.aws, func(o *lambda.Options) {
+		if ep := getenv(envLambdaEndpoint); ep != "" {
+			o.BaseEndpoint = aws.String(ep)
+		}
+	})
 }
 
 // checkAgent checks that name is one of the agents list returns.

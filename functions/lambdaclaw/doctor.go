@@ -35,6 +35,9 @@ const (
 	// info is a finding that is not a failure: something not configured,
 	// or checked for information only.
 	info verdict = "info"
+	// warn is a finding that is not a failure but wants action: its Fix
+	// is printed.
+	warn verdict = "warn"
 )
 
 // finding is one line of doctor's report.
@@ -210,9 +213,9 @@ func report(w io.Writer, fs []finding) (failed int) {
 		line := fmt.Sprintf("%-4s  %-*s  %s", f.Verdict, width, f.Check, f.Detail)
 		if f.Verdict == fail {
 			failed++
-			if f.Fix != "" {
-				line += ". Fix: " + f.Fix
-			}
+		}
+		if (f.Verdict == fail || f.Verdict == warn) && f.Fix != "" {
+			line += ". Fix: " + f.Fix
 		}
 		fmt.Fprintln(w, line)
 	}
@@ -223,7 +226,8 @@ func report(w io.Writer, fs []finding) (failed int) {
 func doctorCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("doctor", "", "Check the server's data directory, database, providers, embeddings, sandbox, Telegram bot,\n"+
 		"clock and free disk, and say how to fix what fails: one line a check. With --stack, check the\n"+
-		"deployed stack instead: its outputs, its table and its CloudWatch alarms. Exits 1 when a check fails.\n"+
+		"deployed stack instead: its outputs, its table, its CloudWatch alarms, its Bedrock model and the account's\n"+
+		"Lambda concurrency. Exits 1 when a check fails.\n"+
 		"Secrets are never printed.", stderr)
 	loadConfig := fs.withConfig()
 	st := fs.withStack()

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/smithy-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
@@ -229,18 +230,50 @@ type modelEntry struct {
 // checkBedrock makes a one-token Converse call with the environment's AWS
 // credentials.
 func (d *doctor) checkBedrock(ctx context.Context, p config.Provider) finding {
-	fix := "check the AWS credentials (AWS_PROFILE, aws sso login), the Region " + p.Region + " and that model access to " + p.Model + " is granted in the Bedrock console"
+	return checkBedrock(ctx, p, d.http.Timeout, "the model of provider "+p.Name+" in "+d.configPath())
+}
+
+// checkBedrock makes a one-token Converse call to p's model with the
+// environment's AWS credentials, bounded by timeout: some ten input tokens
+// and one output, a hundred-thousandth of a dollar with Claude Haiku 4.5.
+// Only a call proves access (the control plane's GetFoundationModel does
+// not; CountTokens is free but needs no model access). A refusal's fix
+// says what to do about it; where names where the model is set.
+func checkBedrock(ctx context.Context, p config.Provider, timeout time.Duration, where string) finding {
 	prov, err := setup.Provider(ctx, p, 1<<10)
 	if err != nil {
-		return finding{Verdict: fail, Detail: err.Error(), Fix: fix}
+		return finding{Verdict: fail, Detail: err.Error(), Fix: "check the AWS credentials (AWS_PROFILE, aws sso login) and the Region"}
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.http.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	_, err = prov.Generate(ctx, llm.Request{Messages: []chat.Message{{Role: chat.User, Content: "ping"}}, Params: llm.Params{MaxTokens: 1}}, nil)
-	if err != nil {
-		return finding{Verdict: fail, Detail: fmt.Sprintf("a one-token call to %s in %s failed: %v", p.Model, p.Region, err), Fix: fix}
+	if err == nil {
+		return finding{Verdict: pass, Detail: fmt.Sprintf("a one-token call to %s in %s answered", p.Model, p.Region)}
 	}
-	return finding{Verdict: pass, Detail: fmt.Sprintf("a one-token call to %s in %s answered", p.Model, p.Region)}
+	f := finding{Verdict: fail, Detail: fmt.Sprintf("a one-token call to %s in %s failed: %v", p.Model, p.Region, err)}
+	var api smithy.APIError
+	code, msg := "", ""
+	if errors.As(err, &api) {
+		code, msg = api.ErrorCode(), api.ErrorMessage()
+	}
+	switch {
+	case code == "AccessDeniedException" && strings.Contains(msg, "not authorized to perform"):
+		f.Fix = "allow your credentials bedrock:InvokeModel on the model (doctor calls as you; the stack grants its functions their own)"
+	case code == "AccessDeniedException":
+		f.Fix = "enable access to " + p.Model + " for the account in " + p.Region + " in the Bedrock console (Model access); an Anthropic model wants its use-case form " +
+			"once per account, and a third-party model's first call subscribes the account through AWS Marketplace (aws-marketplace:Subscribe)"
+	case code == "ResourceNotFoundException":
+		f.Fix = p.Region + " does not offer that model: set " + where + " to one it lists (aws bedrock list-inference-profiles, aws bedrock list-foundation-models)"
+	case code == "ValidationException" && strings.Contains(msg, "on-demand throughput"):
+		f.Fix = "the model is called through an inference profile: set " + where + " to the profile's id, the model's with a prefix such as us., eu. or global. (aws bedrock list-inference-profiles)"
+	case code == "ThrottlingException" || code == "ServiceQuotaExceededException":
+		f.Verdict = warn
+		f.Detail = fmt.Sprintf("%s in %s is reachable but throttled the call: %v", p.Model, p.Region, err)
+		f.Fix = "the account's Bedrock quota for the model is used up or low: wait, or request more in Service Quotas (Amazon Bedrock, the model's requests and tokens per minute)"
+	default:
+		f.Fix = "check the AWS credentials (AWS_PROFILE, aws sso login), the Region " + p.Region + " and " + where
+	}
+	return f
 }
 
 // innermost is the innermost error of a chain, such as "connection

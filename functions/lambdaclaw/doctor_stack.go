@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,15 +14,35 @@ import (
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
 // The checks of `lambdaclaw doctor --stack NAME`: the stack's status and
-// outputs, its table, and its CloudWatch alarms. CloudFormation names the
-// alarms it creates without a name "<stack>-<logical id>-<suffix>", so the
-// stack's alarms are those named with the prefix "<stack>-".
+// outputs, its table, its CloudWatch alarms, its Bedrock model and the
+// account's Lambda concurrency. CloudFormation names the alarms it creates
+// without a name "<stack>-<logical id>-<suffix>", so the stack's alarms
+// are those named with the prefix "<stack>-".
 
-// envCloudWatchEndpoint overrides the CloudWatch endpoint, for tests.
-const envCloudWatchEndpoint = "CLOUDWATCH_ENDPOINT"
+const (
+	// envCloudWatchEndpoint overrides the CloudWatch endpoint, for tests.
+	envCloudWatchEndpoint = "CLOUDWATCH_ENDPOINT"
+	// envBedrockEndpoint overrides Bedrock Runtime's, as in the functions.
+	envBedrockEndpoint = "BEDROCK_ENDPOINT"
+)
+
+// minConcurrency is the account's unreserved Lambda concurrency below
+// which the stack is throttled at its default rate: at api_rate 5 a
+// second a stateful turn holds two functions (the one that took the
+// message and the step function) for some 4 seconds, 40 executions at
+// once. New accounts start at 10.
+const minConcurrency = 50
+
+// concurrencyQuota is the Service Quotas code of Lambda's "Concurrent
+// executions".
+const concurrencyQuota = "L-B99A9384"
 
 // maxAlarmPages bounds the DescribeAlarms pages read (100 alarms each).
 const maxAlarmPages = 20
@@ -29,6 +50,12 @@ const maxAlarmPages = 20
 // alarmsAPI is the CloudWatch call the alarm check makes.
 type alarmsAPI interface {
 	DescribeAlarms(ctx context.Context, in *cloudwatch.DescribeAlarmsInput, opts ...func(*cloudwatch.Options)) (*cloudwatch.DescribeAlarmsOutput, error)
+}
+
+// functionsAPI is the Lambda calls the concurrency and model checks make.
+type functionsAPI interface {
+	GetAccountSettings(ctx context.Context, in *lambda.GetAccountSettingsInput, opts ...func(*lambda.Options)) (*lambda.GetAccountSettingsOutput, error)
+	GetFunctionConfiguration(ctx context.Context, in *lambda.GetFunctionConfigurationInput, opts ...func(*lambda.Options)) (*lambda.GetFunctionConfigurationOutput, error)
 }
 
 // tableAPI is the DynamoDB call the table check makes.
@@ -60,7 +87,69 @@ func stackDoctor(ctx context.Context, st *stackFlags, timeout time.Duration) []f
 			o.BaseEndpoint = aws.String(ep)
 		}
 	})))
-	return fs
+	fn := d.lambda()
+	mctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	fs = append(fs, checkStackModel(mctx, d, fn, timeout))
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return append(fs, checkConcurrency(cctx, d, fn))
+}
+
+// checkStackModel makes a one-token call, as you, to the Bedrock model
+// the stack's functions use: BEDROCK_MODEL (and BEDROCK_REGION, else the
+// stack's Region) in the environment of its step function.
+func checkStackModel(ctx context.Context, d *deployment, api functionsAPI, timeout time.Duration) finding {
+	name := d.name + "-step"
+	out, err := api.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(name)})
+	if _, ok := errors.AsType[*lambdatypes.ResourceNotFoundException](err); ok {
+		return finding{Verdict: fail, Check: "model", Detail: fmt.Sprintf("the stack has no function %s in %s", name, d.aws.Region), Fix: "make deploy"}
+	}
+	if err != nil {
+		return finding{Verdict: fail, Check: "model", Detail: fmt.Sprintf("function %s: %v", name, err), Fix: "check that your credentials may lambda:GetFunctionConfiguration it"}
+	}
+	var env map[string]string
+	if out.Environment != nil {
+		env = out.Environment.Variables
+	}
+	model := env["BEDROCK_MODEL"]
+	if model == "" {
+		return finding{Verdict: info, Check: "model", Detail: "the functions use no Bedrock model (" + name + " has no BEDROCK_MODEL)"}
+	}
+	p := config.Provider{Name: "bedrock", Type: config.ProviderBedrock, Model: model, Region: cmp.Or(env["BEDROCK_REGION"], d.aws.Region),
+		BaseURL: getenv(envBedrockEndpoint)}
+	f := checkBedrock(ctx, p, timeout, "the stack's model (make deploy CDK_FLAGS='-c model=ID')")
+	f.Check = "model"
+	return f
+}
+
+// checkConcurrency warns when the account's unreserved Lambda concurrency
+// in the stack's Region is below minConcurrency.
+func checkConcurrency(ctx context.Context, d *deployment, api functionsAPI) finding {
+	f := finding{Check: "lambda concurrency"}
+	out, err := api.GetAccountSettings(ctx, &lambda.GetAccountSettingsInput{})
+	if err == nil && out.AccountLimit == nil {
+		err = errors.New("no AccountLimit in the answer")
+	}
+	if err != nil {
+		f.Verdict, f.Detail, f.Fix = fail, fmt.Sprintf("Lambda account settings: %v", err), "check that your credentials may lambda:GetAccountSettings"
+		return f
+	}
+	limit, unreserved := out.AccountLimit.ConcurrentExecutions, aws.ToInt32(out.AccountLimit.UnreservedConcurrentExecutions)
+	f.Detail = fmt.Sprintf("the account may run %d executions at once in %s, %d of them unreserved", limit, d.aws.Region, unreserved)
+	switch {
+	case limit < minConcurrency:
+		f.Verdict = warn
+		f.Detail += fmt.Sprintf("; the stack may need %d at its default api_rate, and is throttled past the limit", minConcurrency)
+		f.Fix = fmt.Sprintf("request more: aws service-quotas request-service-quota-increase --service-code lambda --quota-code %s --desired-value 1000 --region %s", concurrencyQuota, d.aws.Region)
+	case unreserved < minConcurrency:
+		f.Verdict = warn
+		f.Detail += fmt.Sprintf("; the stack's functions share the unreserved executions and may need %d at its default api_rate", minConcurrency)
+		f.Fix = fmt.Sprintf("lower other functions' reserved concurrency, or request more (quota %s, Lambda's Concurrent executions, in Service Quotas)", concurrencyQuota)
+	default:
+		f.Verdict = pass
+	}
+	return f
 }
 
 // stackStatus checks that the stack's last operation completed.
@@ -142,9 +231,11 @@ func checkAlarms(ctx context.Context, d *deployment, api alarmsAPI) finding {
 			return s
 		}
 		// The stack's alarm descriptions say what happened and what to
-		// do (infra/alarms.go): they are the fix.
+		// do (infra/alarms.go): they are the fix, with this stack's name
+		// in the commands they name.
 		advise := func(description *string) {
-			if d := strings.TrimPrefix(aws.ToString(description), "lambdaclaw: "); d != "" && !slices.Contains(advice, d) {
+			desc := strings.ReplaceAll(aws.ToString(description), "<stack name>", d.name)
+			if d := strings.TrimPrefix(desc, "lambdaclaw: "); d != "" && !slices.Contains(advice, d) {
 				advice = append(advice, d)
 			}
 		}

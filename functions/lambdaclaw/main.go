@@ -1,6 +1,6 @@
 // Command lambdaclaw is the local lambdaclaw: the gateway server with
 // embedded storage (`serve`), a terminal chat client for it (`chat`) and
-// the commands that manage it (`agent`, `keys`, `cron`, `mcp`, `status`, `telegram`),
+// the commands that manage it (`agent`, `keys`, `cron`, `runs`, `mcp`, `status`, `telegram`),
 // which also manage a deployed stack (--stack, stack.go).
 package main
 
@@ -38,6 +38,10 @@ Usage:
   lambdaclaw cron list                                  list your scheduled jobs
   lambdaclaw cron rm|run|pause|resume ID                delete, fire now, pause or resume a job
   lambdaclaw cron runs ID                               a job's runs: time, outcome, tokens, delivered
+  lambdaclaw runs list [--agent A] [--idle D] [--limit N] [--json] [--stack NAME]
+                                                        the stuck runs: each holds its session's next messages back
+  lambdaclaw runs retry RUN_ID|--all [--stack NAME]     step a stuck run again (--all: every run of RunFailures)
+  lambdaclaw runs abandon RUN_ID [--stack NAME]         end a stuck run failed; its user is told
   lambdaclaw mcp list                                   start the configured MCP servers; status, tool count
   lambdaclaw mcp tools NAME                             an MCP server's tools as agents see them
   lambdaclaw mcp call NAME TOOL JSON                    call an MCP server's tool; print the result
@@ -63,7 +67,8 @@ Environment:
                      the default provider when the config file names none
   AWS_PROFILE, AWS_REGION, AWS_ACCESS_KEY_ID, …
                      the credentials and Region of --stack (the AWS SDK's default chain)
-  CLOUDFORMATION_ENDPOINT, DYNAMODB_ENDPOINT, SECRETSMANAGER_ENDPOINT, S3_ENDPOINT
+  CLOUDFORMATION_ENDPOINT, DYNAMODB_ENDPOINT, SECRETSMANAGER_ENDPOINT, S3_ENDPOINT,
+  STEPFUNCTIONS_ENDPOINT, LAMBDA_ENDPOINT, SQS_ENDPOINT
                      AWS endpoint overrides for --stack (local engines, tests)
 `
 
@@ -112,6 +117,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return keys(ctx, args[1:], stdout, stderr)
 	case "cron":
 		return cronCommand(ctx, args[1:], stdout, stderr)
+	case "runs":
+		return runsCommand(ctx, args[1:], stdout, stderr)
 	case "telegram":
 		return telegramCommand(ctx, args[1:], stdout, stderr)
 	case "mcp":

@@ -48,7 +48,7 @@ func localExec(cfg *config.Config, log *slog.Logger, quota *workspace.Quota) *pr
 		log.Warn("exec tool not offered", "reason", err.Error())
 		return nil
 	}
-	t, err := setup.ExecTool(cfg, backend, 0, quota)
+	t, err := setup.ExecTool(cfg, backend, quota)
 	if err != nil {
 		backend.Close()
 		log.Warn("exec tool not offered", "reason", err.Error())

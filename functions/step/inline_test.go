@@ -20,28 +20,12 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentenv"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
-
-// clock is the inline leases' clock; Lambda's retry delay moves it on.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // inlineFixture runs durable runs inline: the ws function's driver
 // invokes the step function (the fake Lambda runs it with the step
@@ -50,7 +34,7 @@ type inlineFixture struct {
 	env    *cloudtest.Env
 	step   *cloud.Root
 	sender *cloud.Root
-	clock  *clock
+	clock  *cloudtest.Clock
 }
 
 func newInlineFixture(t *testing.T) *inlineFixture {
@@ -60,9 +44,9 @@ func newInlineFixture(t *testing.T) *inlineFixture {
 // inlineFixtureOn is newInlineFixture on env, whose settings the test
 // may have changed since cloudtest.Setup.
 func inlineFixtureOn(t *testing.T, env *cloudtest.Env) *inlineFixture {
-	c := &clock{t: time.Now()}
+	c := cloudtest.NewClock()
 	// Lambda retries a failed invocation a minute and more later.
-	step := env.PlayInline(t, c.Now, func() { c.advance(2 * time.Minute) })
+	step := env.PlayInline(t, c.Now, func() { c.Advance(2 * time.Minute) })
 	sender := env.Root(t, "ws")
 	if sender.Driver.Inline == nil {
 		t.Fatal("the ws function's driver does not run runs inline")
@@ -74,9 +58,15 @@ func inlineFixtureOn(t *testing.T, env *cloudtest.Env) *inlineFixture {
 // to the connection "conn-<sid>".
 func (f *inlineFixture) deliver(t *testing.T, sid, text string) agent.RunState {
 	t.Helper()
+	return f.deliverAt(t, sid, text, tool.Supervised)
+}
+
+// deliverAt is deliver at autonomy.
+func (f *inlineFixture) deliverAt(t *testing.T, sid, text string, autonomy tool.Autonomy) agent.RunState {
+	t.Helper()
 	st, err := f.sender.Driver.Deliver(t.Context(), agent.Input{
 		SessionID: sid, Agent: "default", Messages: []chat.Message{{Role: chat.User, Content: text}},
-		Autonomy: tool.Supervised, Interactive: true, Reply: agent.Reply{Channel: "ws", To: "conn-" + sid},
+		Autonomy: autonomy, Interactive: true, Reply: agent.Reply{Channel: "ws", To: "conn-" + sid},
 	}, func(string) {})
 	if err != nil {
 		t.Fatalf("deliver %q: %v", text, err)
@@ -242,7 +232,7 @@ func TestInlineFenced(t *testing.T) {
 	st := f.deliver(t, "s-fenced", "hi")
 	<-arrived
 	first := f.env.Lambda.Deliveries()[0]
-	f.clock.advance(2 * time.Minute) // past the lease: no renewal came
+	f.clock.Advance(2 * time.Minute) // past the lease: no renewal came
 	again := f.env.Lambda.Deliver(first.Payload)
 	again.Wait()
 	f.handedOverAtBegin(t, st.RunID)
@@ -387,22 +377,91 @@ func TestInlineHandOver(t *testing.T) {
 	}
 }
 
-// TestInlineBudget: an invocation without the time a step needs hands the
-// run over before stepping it.
-func TestInlineBudget(t *testing.T) {
-	f := newInlineFixture(t)
-	f.env.LLM.Enqueue(fakellm.Reply{Content: "From the state machine."})
+// invocationsLast makes the step function's inline invocations end after
+// d (their context's deadline, as Lambda's), as if d were left of them
+// when the run starts.
+func (f *inlineFixture) invocationsLast(d time.Duration) {
 	f.env.Lambda.Play(func(ctx context.Context, ev sfn.Event) (any, error) {
-		ctx, cancel := context.WithTimeout(ctx, time.Minute) // less than the 5 minutes reserved
+		ctx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
 		return f.step.Driver.Handle(ctx, ev)
 	}, nil)
-	st := f.deliver(t, "s-budget", "hi")
+}
+
+// handedOverAt checks that the run runID was handed to the state machine
+// at step, after the invocations ended.
+func (f *inlineFixture) handedOverAt(t *testing.T, runID, step string) {
+	t.Helper()
+	x := f.env.SFN.Execution(runID)
+	if x == nil {
+		t.Fatalf("executions %q, want the run handed over", f.env.SFN.Started())
+	}
+	var in agent.RunState
+	if err := json.Unmarshal([]byte(x.Input), &in); err != nil {
+		t.Fatalf("execution input %q: %v", x.Input, err)
+	}
+	if in.Step != step {
+		t.Errorf("handed over at %q, want %q", in.Step, step)
+	}
+}
+
+// TestInlineLongThink: an invocation with less left than the model call
+// may take (the provider's timeout, three attempts and the waits between
+// them: 6m20s) and the margin hands the run over before think, and the
+// state machine asks the model.
+func TestInlineLongThink(t *testing.T) {
+	f := newInlineFixture(t)
+	f.env.LLM.Enqueue(fakellm.Reply{Content: "From the state machine."})
+	f.invocationsLast(6 * time.Minute)
+	st := f.deliver(t, "s-think", "hi")
 	f.env.Lambda.Wait()
-	f.handedOverAtBegin(t, st.RunID)
+	f.handedOverAt(t, st.RunID, agent.StepThink)
+	if x := f.env.SFN.Wait(st.RunID, 10*time.Second); x.Err != nil {
+		t.Fatal(x.Err)
+	}
 	f.runDone(t, st.RunID)
 	if n := len(f.env.LLM.Requests()); n != 1 {
-		t.Errorf("the model was asked %d times, want once", n)
+		t.Errorf("the model was asked %d times, want once, by the state machine", n)
+	}
+	if got := f.finals("s-think"); !slices.Equal(got, []string{"From the state machine."}) {
+		t.Errorf("final frames %q, want one", got)
+	}
+}
+
+// TestInlineLongExec: the model's call of exec on Fargate may take the
+// command's wall time and the sandbox's syncs twice and a task's start
+// (6m40s), more than is left of the invocation after think: the run is
+// handed to the state machine at act before the call starts. No task is
+// started and the call is not marked started inline.
+func TestInlineLongExec(t *testing.T) {
+	env := cloudtest.Setup(t)
+	for k, v := range map[string]string{
+		"SANDBOX_BACKEND": "fargate", "SANDBOX_CLUSTER": cloudtest.ECSCluster, "SANDBOX_TASK_DEFINITION": cloudtest.ECSTaskDefinition,
+		"SANDBOX_CONTAINER": cloudtest.ECSContainer, "SANDBOX_SUBNETS": "subnet-1", "SANDBOX_SECURITY_GROUPS": "sg-1",
+	} {
+		t.Setenv(k, v)
+	}
+	ecsFake := cloudtest.NewECS(t)
+	t.Setenv("ECS_ENDPOINT", ecsFake.URL)
+	agents, err := agentenv.Encode(map[string]config.AgentConfig{"default": {Sandbox: &config.AgentSandbox{
+		Limits: config.SandboxLimits{WallTime: config.Duration(50 * time.Second)}}}}, []string{agentenv.ProviderOpenAI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(agentenv.Var, agents)
+	f := inlineFixtureOn(t, env)
+	f.env.SFN.Play(nil) // the execution is only started
+	f.env.LLM.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_exec", Name: "exec", Arguments: `{"command":"make"}`}}})
+	// think (6m20s and the margin) fits; act does not.
+	f.invocationsLast(7 * time.Minute)
+	st := f.deliverAt(t, "s-exec", "build it", tool.Full)
+	f.env.Lambda.Wait()
+	f.handedOverAt(t, st.RunID, agent.StepAct)
+	if tasks := ecsFake.Tasks(); len(tasks) != 0 {
+		t.Errorf("%d sandbox tasks started inline, want none", len(tasks))
+	}
+	if err := f.env.Store.StartCall(t.Context(), st.RunID, "call_exec"); err != nil {
+		t.Errorf("the exec call was marked started inline: %v", err)
 	}
 }
 
@@ -471,13 +530,7 @@ func TestInlineCrashDuringCall(t *testing.T) {
 		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_send", Name: "remote__send", Arguments: `{"to":"bob"}`}}},
 		fakellm.Reply{Content: "After the crash."},
 	)
-	st, err := f.sender.Driver.Deliver(t.Context(), agent.Input{
-		SessionID: "s-call", Agent: "default", Messages: []chat.Message{{Role: chat.User, Content: "send it"}},
-		Autonomy: tool.Full, Interactive: true, Reply: agent.Reply{Channel: "ws", To: "conn-s-call"},
-	}, func(string) {})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := f.deliverAt(t, "s-call", "send it", tool.Full)
 	<-arrived
 	f.env.Lambda.Kill()
 	close(release)

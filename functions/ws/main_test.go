@@ -70,7 +70,7 @@ func TestConnect(t *testing.T) {
 		if code := f.invoke(t, ev); code != http.StatusOK {
 			t.Errorf("%s: %d, want 200", name, code)
 		}
-		if hash, err := f.env.Store.ConnectionKey(ctx, ev.RequestContext.ConnectionID); err != nil || hash != f.env.Key.Hash {
+		if hash, _, err := f.env.Store.Connection(ctx, ev.RequestContext.ConnectionID); err != nil || hash != f.env.Key.Hash {
 			t.Errorf("%s: connection recorded with %q, %v", name, hash, err)
 		}
 	}
@@ -85,7 +85,7 @@ func TestConnect(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK || resp.Headers["Sec-WebSocket-Protocol"] != "lambdaclaw" {
 		t.Errorf("subprotocol key: %+v, %v; want 200 selecting lambdaclaw", resp, err)
 	}
-	if hash, err := f.env.Store.ConnectionKey(ctx, "browser="); err != nil || hash != f.env.Key.Hash {
+	if hash, _, err := f.env.Store.Connection(ctx, "browser="); err != nil || hash != f.env.Key.Hash {
 		t.Errorf("subprotocol key: connection recorded with %q, %v", hash, err)
 	}
 	noKey := sample(t, "connect.json")
@@ -98,7 +98,7 @@ func TestConnect(t *testing.T) {
 		if code := f.invoke(t, ev); code != http.StatusUnauthorized {
 			t.Errorf("%s: %d, want 401", name, code)
 		}
-		if _, err := f.env.Store.ConnectionKey(ctx, "other="); !errors.Is(err, store.ErrNotFound) {
+		if _, _, err := f.env.Store.Connection(ctx, "other="); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s: a refused connection was recorded", name)
 		}
 	}
@@ -136,6 +136,19 @@ func TestMessage(t *testing.T) {
 	}
 	if n := len(f.env.SFN.Started()); n != 1 {
 		t.Errorf("%d executions, want 1", n)
+	}
+	// The first message indexed the connection under alice's session,
+	// for check-ins to ws:alice; the key's owner is the index's.
+	if _, sessions, err := f.env.Store.Connection(t.Context(), conn); err != nil || !cmp.Equal(sessions, []string{sid}) {
+		t.Errorf("the connection is indexed under %v, %v; want %s", sessions, err, sid)
+	}
+	if ids, err := f.env.Store.SessionConnections(t.Context(), "key:"+f.env.Key.ID, sid, 10); err != nil || !cmp.Equal(ids, []string{conn}) {
+		t.Errorf("the index of alice's session holds %v, %v; want %s", ids, err, conn)
+	}
+	// $disconnect takes the connection's index entries with it.
+	f.invoke(t, sample(t, "disconnect.json"))
+	if ids, err := f.env.Store.SessionConnections(t.Context(), "key:"+f.env.Key.ID, sid, 10); err != nil || len(ids) != 0 {
+		t.Errorf("the index of alice's session holds %v, %v after $disconnect; want nothing", ids, err)
 	}
 }
 
@@ -184,7 +197,7 @@ func TestRevokedAndDisconnected(t *testing.T) {
 	f := newFixture(t)
 	conn := f.connect(t)
 	f.invoke(t, sample(t, "disconnect.json"))
-	if _, err := f.env.Store.ConnectionKey(t.Context(), conn); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := f.env.Store.Connection(t.Context(), conn); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("connection still recorded after $disconnect: %v", err)
 	}
 

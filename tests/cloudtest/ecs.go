@@ -36,8 +36,9 @@ type TaskFunc func(ctx context.Context, env map[string]string) int
 // service's model refuses (awsmodel; ValidationException, and the
 // test fails), and what the stack
 // would not allow: another cluster or task definition, a launch type other
-// than FARGATE, a public IP, no subnets or security groups. Each task it
-// starts is played by the TaskFunc given to Play, in a goroutine.
+// than FARGATE, no subnets or security groups, a public IP (or, after
+// PublicNetwork, none). Each task it starts is played by the TaskFunc
+// given to Play, in a goroutine.
 type ECS struct {
 	URL string
 
@@ -54,6 +55,8 @@ type ECS struct {
 	// throttle the calls to refuse with ThrottlingException.
 	failures []string
 	throttle int
+	// publicIP is the assignPublicIp the stack's network wants.
+	publicIP string
 }
 
 // ECSTask is one task the fake started.
@@ -77,7 +80,7 @@ type ECSTask struct {
 // NewECS starts the fake; it stops its tasks and waits for them when the
 // test ends.
 func NewECS(t testing.TB) *ECS {
-	f := &ECS{t: t, model: awsmodel.Load(t, "ecs"), tasks: map[string]*ECSTask{}, tokens: map[string]string{}}
+	f := &ECS{t: t, model: awsmodel.Load(t, "ecs"), tasks: map[string]*ECSTask{}, tokens: map[string]string{}, publicIP: "DISABLED"}
 	f.ctx, f.URL = startFake(t, f.serve, &f.wg)
 	return f
 }
@@ -98,6 +101,14 @@ func (f *ECS) Client() *awsecs.Client {
 func (f *ECS) Play(play TaskFunc) {
 	f.mu.Lock()
 	f.play = play
+	f.mu.Unlock()
+}
+
+// PublicNetwork makes the fake the stack's public network
+// (sandbox_network=public): RunTask must ask for a public IP.
+func (f *ECS) PublicNetwork() {
+	f.mu.Lock()
+	f.publicIP = "ENABLED"
 	f.mu.Unlock()
 }
 
@@ -206,6 +217,9 @@ func (f *ECS) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		vpc := in.NetworkConfiguration.AwsvpcConfiguration
+		f.mu.Lock()
+		publicIP := f.publicIP
+		f.mu.Unlock()
 		switch {
 		case in.Cluster != ECSCluster:
 			fail(http.StatusBadRequest, "ClusterNotFoundException", "Cluster not found.")
@@ -216,8 +230,8 @@ func (f *ECS) serve(w http.ResponseWriter, r *http.Request) {
 		case in.LaunchType != "FARGATE" || in.Count != 1:
 			fail(http.StatusBadRequest, "InvalidParameterException", fmt.Sprintf("launch type %q, count %d", in.LaunchType, in.Count))
 			return
-		case len(vpc.Subnets) == 0 || len(vpc.SecurityGroups) == 0 || vpc.AssignPublicIP != "DISABLED":
-			fail(http.StatusBadRequest, "InvalidParameterException", fmt.Sprintf("the sandbox's network must be private: %+v", vpc))
+		case len(vpc.Subnets) == 0 || len(vpc.SecurityGroups) == 0 || vpc.AssignPublicIP != publicIP:
+			fail(http.StatusBadRequest, "InvalidParameterException", fmt.Sprintf("the sandbox's network wants subnets, security groups and assignPublicIp %s: %+v", publicIP, vpc))
 			return
 		}
 		env := map[string]string{}

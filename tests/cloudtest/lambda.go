@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
@@ -33,12 +34,16 @@ const maxSyncPayload = 6 * 1024 * 1024
 // JSON, RequestTooLargeException 413 over 256 KB,
 // InvalidParameterValueException 400 for another invocation type). Like
 // Lambda, it runs a queued event with the handler Play set, and runs it
-// again after an error, twice at most (the attempts of one delivery).
+// again after an error, twice at most (the attempts of one delivery),
+// then sends it to the on-failure destination OnFailure set.
 // It also runs synchronous invocations (RequestResponse, the default) of
 // the functions Serve names: 200 with the handler's JSON result, or with
 // X-Amz-Function-Error: Unhandled and {"errorMessage","errorType"} when
-// it fails. A request the service's model refuses (awsmodel) is answered
-// ValidationException, and fails the test.
+// it fails. For `lambdaclaw doctor --stack` it answers GetAccountSettings
+// (SetAccount's limits, Lambda's default 1,000 until then) and
+// GetFunctionConfiguration (the environment Configure gives a function;
+// ResourceNotFoundException for another). A request the service's model
+// refuses (awsmodel) is answered ValidationException, and fails the test.
 type Lambda struct {
 	URL string
 
@@ -53,6 +58,64 @@ type Lambda struct {
 	deliveries  []*Delivery
 	cancels     map[*Delivery]context.CancelFunc
 	functions   map[string]func(context.Context, json.RawMessage) (any, error)
+	account     AccountLimit
+	envs        map[string]map[string]string
+	// onFailure receives the events whose attempts all failed.
+	onFailure *SQS
+}
+
+// AccountLimit is the account's concurrency as GetAccountSettings
+// reports it: its limit, and what reserved concurrency leaves of it.
+type AccountLimit struct {
+	ConcurrentExecutions, UnreservedConcurrentExecutions int
+}
+
+// SetAccount sets what GetAccountSettings answers.
+func (f *Lambda) SetAccount(l AccountLimit) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.account = l
+}
+
+// Configure makes GetFunctionConfiguration of the function name answer
+// with env as its environment variables.
+func (f *Lambda) Configure(name string, env map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.envs[name] = env
+}
+
+// OnFailure makes q the on-failure destination of the asynchronous
+// invocations, as the stack configures RunFailures: an event whose
+// attempts all failed is sent there as Lambda's invocation record.
+func (f *Lambda) OnFailure(q *SQS) {
+	f.mu.Lock()
+	f.onFailure = q
+	f.mu.Unlock()
+}
+
+// failed sends the invocation record of d, whose attempts all failed with
+// the last error msg, to the on-failure destination.
+func (f *Lambda) failed(d *Delivery, msg string) {
+	f.mu.Lock()
+	q, attempts := f.onFailure, len(d.Errors)
+	f.mu.Unlock()
+	if q == nil {
+		return
+	}
+	record, err := json.Marshal(map[string]any{
+		"version": "1.0", "timestamp": time.Now().UTC().Format(time.RFC3339Nano),
+		"requestContext": map[string]any{"requestId": "fake-request", "functionArn": "arn:aws:lambda:us-east-1:123456789012:function:" + RunFunction + ":$LATEST",
+			"condition": "RetriesExhausted", "approximateInvokeCount": attempts},
+		"requestPayload":  d.Payload,
+		"responseContext": map[string]any{"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+		"responsePayload": map[string]string{"errorMessage": msg, "errorType": "wrapError"},
+	})
+	if err != nil {
+		f.t.Error(err)
+		return
+	}
+	q.Send(string(record))
 }
 
 // Serve makes the fake answer synchronous invocations of the function
@@ -78,7 +141,8 @@ func (d *Delivery) Wait() { <-d.done }
 // runs, when the test ends.
 func NewLambda(t testing.TB) *Lambda {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &Lambda{t: t, model: awsmodel.Load(t, "lambda"), ctx: ctx, cancels: map[*Delivery]context.CancelFunc{}, functions: map[string]func(context.Context, json.RawMessage) (any, error){}}
+	f := &Lambda{t: t, model: awsmodel.Load(t, "lambda"), ctx: ctx, cancels: map[*Delivery]context.CancelFunc{}, functions: map[string]func(context.Context, json.RawMessage) (any, error){},
+		account: AccountLimit{1000, 1000}, envs: map[string]map[string]string{}}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = srv.URL
 	t.Cleanup(func() {
@@ -170,6 +234,9 @@ func (f *Lambda) attempts(d *Delivery, run StepHandler, beforeRetry func()) {
 		if err == nil || f.ctx.Err() != nil {
 			return
 		}
+		if attempt == 2 {
+			f.failed(d, msg)
+		}
 	}
 }
 
@@ -189,6 +256,32 @@ func (f *Lambda) serve(w http.ResponseWriter, r *http.Request) {
 	op, in, err := f.model.FromREST(r, "", body)
 	if err := refused(f.t, f.model, op, in, err); err != nil {
 		fail(http.StatusBadRequest, "ValidationException", err.Error())
+		return
+	}
+	switch op {
+	case "GetAccountSettings":
+		f.mu.Lock()
+		l := f.account
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"AccountLimit": map[string]any{"TotalCodeSize": 80530636800, "CodeSizeUnzipped": 262144000, "CodeSizeZipped": 52428800,
+				"ConcurrentExecutions": l.ConcurrentExecutions, "UnreservedConcurrentExecutions": l.UnreservedConcurrentExecutions},
+			"AccountUsage": map[string]any{"TotalCodeSize": 0, "FunctionCount": 0},
+		})
+		return
+	case "GetFunctionConfiguration":
+		name, _ := in["FunctionName"].(string)
+		f.mu.Lock()
+		env, ok := f.envs[name]
+		f.mu.Unlock()
+		if !ok {
+			fail(http.StatusNotFound, "ResourceNotFoundException", "Function not found: arn:aws:lambda:us-east-1:123456789012:function:"+name)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"FunctionName": name, "FunctionArn": "arn:aws:lambda:us-east-1:123456789012:function:" + name,
+			"Environment": map[string]any{"Variables": env}})
 		return
 	}
 	if op != "Invoke" {

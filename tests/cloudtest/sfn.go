@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,12 +16,17 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
 )
 
+// executionPrefix is the ARN of an execution of StateMachineARN without
+// its name.
+const executionPrefix = "arn:aws:states:us-east-1:123456789012:execution:Lambdaclaw-loop:"
+
 // StepHandler is the step function's handler.
 type StepHandler func(context.Context, sfn.Event) (any, error)
 
 // SFN is a fake of the Step Functions API (the awsJson1_0 protocol) for
 // what the driver calls: StartExecution, whose execution names are unique
-// per state machine, and SendTaskSuccess, whose task tokens resume once.
+// per state machine, and SendTaskSuccess, whose task tokens resume once;
+// and DescribeExecution, for an operator's tool.
 // A request the service's model refuses (awsmodel) is answered
 // ValidationException, and fails the test.
 type SFN struct {
@@ -36,6 +42,32 @@ type SFN struct {
 	order  []string
 	tokens map[string]chan string // live task tokens
 	step   StepHandler
+	// refuse, when set, is the error StartExecution answers.
+	refuse string
+}
+
+// Refuse makes StartExecution fail with the error typ from now on (as
+// ExecutionLimitExceeded, when the account's open executions are at
+// their limit), or succeed again when typ is "".
+func (f *SFN) Refuse(typ string) {
+	f.mu.Lock()
+	f.refuse = typ
+	f.mu.Unlock()
+}
+
+// status is the execution's status as DescribeExecution tells it:
+// RUNNING until a played execution ended, then SUCCEEDED, or FAILED when
+// it could not end.
+func (e *Execution) status() string {
+	select {
+	case <-e.done:
+		if e.Err != nil {
+			return "FAILED"
+		}
+		return "SUCCEEDED"
+	default:
+		return "RUNNING"
+	}
 }
 
 // Execution is one started execution.
@@ -134,6 +166,12 @@ func (f *SFN) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.mu.Lock()
+		if f.refuse != "" {
+			typ := f.refuse
+			f.mu.Unlock()
+			fail(typ, "refused by the test")
+			return
+		}
 		if _, dup := f.exec[in.Name]; dup {
 			f.mu.Unlock()
 			fail("ExecutionAlreadyExists", "Execution Already Exists: '"+in.Name+"'")
@@ -147,7 +185,22 @@ func (f *SFN) serve(w http.ResponseWriter, r *http.Request) {
 		if step != nil {
 			f.wg.Go(func() { f.play(e, step) })
 		}
-		ok(map[string]any{"executionArn": "arn:aws:states:us-east-1:123456789012:execution:Lambdaclaw-loop:" + in.Name, "startDate": float64(time.Now().Unix())})
+		ok(map[string]any{"executionArn": executionPrefix + in.Name, "startDate": float64(time.Now().Unix())})
+	case "AWSStepFunctions.DescribeExecution":
+		var in struct {
+			ExecutionArn string `json:"executionArn"`
+		}
+		json.Unmarshal(body, &in)
+		name, found := strings.CutPrefix(in.ExecutionArn, executionPrefix)
+		f.mu.Lock()
+		e := f.exec[name]
+		f.mu.Unlock()
+		if !found || e == nil {
+			fail("ExecutionDoesNotExist", "Execution Does Not Exist: '"+in.ExecutionArn+"'")
+			return
+		}
+		ok(map[string]any{"executionArn": in.ExecutionArn, "stateMachineArn": StateMachineARN, "name": name,
+			"status": e.status(), "startDate": float64(time.Now().Unix())})
 	case "AWSStepFunctions.SendTaskSuccess":
 		var in struct {
 			TaskToken string `json:"taskToken"`

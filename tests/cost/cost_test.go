@@ -9,8 +9,12 @@
 // (ReturnConsumedCapacity=TOTAL, added to every read on the way) and
 // their write units by AWS's item-size rules (meter), the bytes of the
 // write requests and the write units of each kind of write, API Gateway
-// requests and WebSocket messages, and model calls; then it prices them with the README's
-// assumed prices and asserts upper bounds, so a regression fails.
+// requests and WebSocket messages, model calls, the bytes of log lines
+// the functions write (what CloudWatch Logs ingests, the metrics' EMF
+// lines among them) and the X-Ray traces Lambda's active tracing records;
+// then it prices them with the README's assumed prices and asserts upper
+// bounds, so a regression fails. It also counts the distinct custom
+// metrics the EMF lines make, a monthly cost rather than one per turn.
 //
 //	bash tests/dynamodb-local.sh run go test ./tests/cost -run Cost -v
 package cost
@@ -41,11 +45,13 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/emf"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/prompt"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
@@ -66,7 +72,28 @@ const (
 	pricePerWSMessage   = 1.00 / 1e6
 	pricePerS3Read      = 0.0004 / 1000 // GET, HEAD
 	pricePerS3Write     = 0.005 / 1000  // PUT, POST, LIST
+	pricePerLogGB       = 0.50          // CloudWatch Logs ingestion
+	pricePerTrace       = 5.00 / 1e6    // X-Ray traces recorded
+	pricePerConnMinute  = 0.25 / 1e6    // API Gateway WebSocket
+	pricePerMetricMonth = 0.30          // CloudWatch custom metrics, the first 10,000
 )
+
+// wsMinutesPerTurn is the assumed time a WebSocket connection stays open
+// per turn: a client connects, sends a message, reads the answer and
+// leaves the connection idle a while.
+const wsMinutesPerTurn = 1.0
+
+// platformLog is what Lambda writes to a function's log group itself
+// per invocation (its START, END and REPORT lines, with the X-Ray line of
+// active tracing), besides what the function writes.
+const platformLog = "START RequestId: 3604209a-e9a3-11e6-939a-754dd98c7be3 Version: $LATEST\n" +
+	"END RequestId: 3604209a-e9a3-11e6-939a-754dd98c7be3\n" +
+	"REPORT RequestId: 3604209a-e9a3-11e6-939a-754dd98c7be3\tDuration: 4213.52 ms\tBilled Duration: 4214 ms\tMemory Size: 256 MB\tMax Memory Used: 61 MB\t\n" +
+	"XRAY TraceId: 1-5759e988-bd862e3fe1be46a994272793\tSegmentId: 53995c3f42cd8ad8\tSampled: true\t\n"
+
+// traceHeader is the X-Ray trace of the invocation the functions run in
+// (_X_AMZN_TRACE_ID, which Lambda sets for each invocation).
+const traceHeader = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
 
 // Assumptions of the Lambda compute: the model's latency, the time of
 // everything else in an invocation, and the functions' memory (infra).
@@ -413,6 +440,18 @@ type usage struct {
 	s3Reads, s3Writes int
 	// schedulerInvocations are EventBridge Scheduler's firings.
 	schedulerInvocations int
+	// logBytes are the bytes of log lines the functions wrote (their own
+	// and Lambda's, platformLog), emfBytes those of the metrics' lines
+	// among them.
+	logBytes, emfBytes int
+	// traces are the X-Ray traces recorded: the invocation that took the
+	// turn starts one (every invocation sampled: at low traffic X-Ray's
+	// default rule records the first of each second), and an invocation
+	// that does not carry its caller's trace header another; segments
+	// are Lambda's two per invocation (the service's and the function's).
+	traces, segments int
+	// wsMinutes are the WebSocket connection-minutes of the turn.
+	wsMinutes float64
 }
 
 func (u usage) dynamoRequests() int {
@@ -436,13 +475,15 @@ func (u usage) lambdaInvocations() int {
 // cost is the infrastructure's price of 1,000 such turns, in dollars.
 func (u usage) cost() map[string]float64 {
 	return map[string]float64{
-		"API Gateway":     1000 * (float64(u.rest)*pricePerRESTRequest + float64(u.wsMessages)*pricePerWSMessage),
+		"API Gateway":     1000 * (float64(u.rest)*pricePerRESTRequest + float64(u.wsMessages)*pricePerWSMessage + u.wsMinutes*pricePerConnMinute),
 		"Lambda compute":  1000 * u.gbs * pricePerGBs,
 		"Lambda requests": 1000 * float64(u.lambdaInvocations()) * pricePerInvocation,
 		"Step Functions":  1000 * float64(u.transitions) * pricePerTransition,
 		"DynamoDB":        1000 * (u.wru*pricePerWRU + u.rru*pricePerRRU),
 		"S3":              1000 * (float64(u.s3Reads)*pricePerS3Read + float64(u.s3Writes)*pricePerS3Write),
 		"Scheduler":       1000 * float64(u.schedulerInvocations) * pricePerSchedulerInvocation,
+		"CloudWatch Logs": 1000 * float64(u.logBytes) / (1 << 30) * pricePerLogGB,
+		"X-Ray":           1000 * float64(u.traces) * pricePerTrace,
 	}
 }
 
@@ -461,15 +502,26 @@ type s3Meter struct {
 	reads, writes int
 }
 
-// proxy returns the endpoint of a proxy of the S3 server at endpoint that
-// counts the requests.
-func (m *s3Meter) proxy(t *testing.T, endpoint string) string {
+// watch returns the endpoint of a proxy of the server at endpoint that
+// hands each request to see before passing it on.
+func watch(t *testing.T, endpoint string, see func(*http.Request)) string {
 	target, err := url.Parse(endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		see(r)
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// proxy returns the endpoint of a proxy of the S3 server at endpoint that
+// counts the requests.
+func (m *s3Meter) proxy(t *testing.T, endpoint string) string {
+	return watch(t, endpoint, func(r *http.Request) {
 		m.mu.Lock()
 		switch r.Method {
 		case http.MethodGet:
@@ -484,10 +536,7 @@ func (m *s3Meter) proxy(t *testing.T, endpoint string) string {
 			m.writes++
 		}
 		m.mu.Unlock()
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	})
 }
 
 func (m *s3Meter) reset() {
@@ -496,11 +545,113 @@ func (m *s3Meter) reset() {
 	m.mu.Unlock()
 }
 
+// traceMeter counts the Lambda Invoke requests that pass its proxy
+// without an X-Ray trace header (X-Amzn-Trace-Id): Lambda's active
+// tracing continues a caller's trace, and starts one for those.
+type traceMeter struct {
+	mu       sync.Mutex
+	untraced int
+}
+
+func (m *traceMeter) proxy(t *testing.T, endpoint string) string {
+	return watch(t, endpoint, func(r *http.Request) {
+		if r.Header.Get("X-Amzn-Trace-Id") == "" {
+			m.mu.Lock()
+			m.untraced++
+			m.mu.Unlock()
+		}
+	})
+}
+
+// logMeter holds what the functions write to standard error, which
+// Lambda sends to their log groups (slog's JSON lines, the metrics' EMF
+// lines): a file per function.
+type logMeter struct {
+	files map[string]*os.File
+	// at are the files' sizes when the turn began.
+	at map[string]int64
+	// metrics are the distinct custom metrics the EMF lines made, over
+	// all turns: namespace, name and dimensions with their values.
+	metrics map[string]bool
+}
+
+// capture builds the function named function with its standard error
+// going to a file of its own.
+func (l *logMeter) capture(t *testing.T, function string, build func() *cloud.Root) *cloud.Root {
+	t.Helper()
+	f, err := os.Create(t.TempDir() + "/" + function + ".log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	stderr := os.Stderr
+	os.Stderr = f
+	defer func() { os.Stderr = stderr }()
+	l.files[function] = f
+	return build()
+}
+
+func (l *logMeter) mark(t *testing.T) {
+	for name, f := range l.files {
+		fi, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.at[name] = fi.Size()
+	}
+}
+
+// since returns the bytes written since mark and those of EMF lines among
+// them, and adds the metrics of those to l.metrics.
+func (l *logMeter) since(t *testing.T) (total, emf int) {
+	t.Helper()
+	for name, f := range l.files {
+		b, err := io.ReadAll(io.NewSectionReader(f, l.at[name], 1<<30))
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += len(b)
+		for line := range bytes.Lines(b) {
+			var ev struct {
+				AWS *struct {
+					CloudWatchMetrics []struct {
+						Namespace  string
+						Dimensions [][]string
+						Metrics    []struct{ Name string }
+					}
+				} `json:"_aws"`
+			}
+			if json.Unmarshal(line, &ev) != nil || ev.AWS == nil {
+				continue
+			}
+			emf += len(line)
+			var values map[string]any
+			json.Unmarshal(line, &values)
+			for _, d := range ev.AWS.CloudWatchMetrics {
+				for _, dims := range d.Dimensions {
+					for _, m := range d.Metrics {
+						key := d.Namespace + " " + m.Name
+						for _, dim := range slices.Sorted(slices.Values(dims)) {
+							key += fmt.Sprintf(" %s=%v", dim, values[dim])
+						}
+						l.metrics[key] = true
+					}
+				}
+			}
+		}
+	}
+	return total, emf
+}
+
 // harness is the deployment's functions, built as in Lambda.
 type harness struct {
-	env *cloudtest.Env
-	m   *meter
-	s3  *s3Meter
+	env  *cloudtest.Env
+	m    *meter
+	s3   *s3Meter
+	logs *logMeter
+	xray *traceMeter
+	// roots are the functions by name.
+	roots map[string]*cloud.Root
 	// step and wsRoot are the step and ws functions' roots; their
 	// workspaces read the time with clock added (expired).
 	step, wsRoot *cloud.Root
@@ -521,9 +672,17 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	env := cloudtest.Setup(t)
-	h := &harness{env: env, m: &meter{raw: os.Getenv("DYNAMODB_ENDPOINT"), table: env.TableName}, s3: &s3Meter{}}
+	h := &harness{env: env, m: &meter{raw: os.Getenv("DYNAMODB_ENDPOINT"), table: env.TableName}, s3: &s3Meter{},
+		logs: &logMeter{files: map[string]*os.File{}, at: map[string]int64{}, metrics: map[string]bool{}}, xray: &traceMeter{}, roots: map[string]*cloud.Root{}}
 	h.m.reset()
 	t.Setenv("S3_ENDPOINT", h.s3.proxy(t, os.Getenv("S3_ENDPOINT")))
+	t.Setenv("LAMBDA_ENDPOINT", h.xray.proxy(t, env.Lambda.URL))
+	// The stack sets no LOG_LEVEL: the functions log at info.
+	t.Setenv("LOG_LEVEL", "")
+	// In Lambda: the SDK sends the invocation's trace on (its recursion
+	// detection), as it does on AWS.
+	t.Setenv("AWS_LAMBDA_FUNCTION_NAME", "lambdaclaw")
+	t.Setenv("_X_AMZN_TRACE_ID", traceHeader)
 	t.Setenv("RUN_FUNCTION", cloudtest.RunFunction)
 	// A Telegram bot, its token in Secrets Manager, as deployed with
 	// telegram=on: the step function replies through it.
@@ -538,10 +697,14 @@ func newHarness(t *testing.T) *harness {
 	}
 	build := func(function string) *cloud.Root {
 		t.Setenv("DYNAMODB_ENDPOINT", h.m.proxy(t, env.Policed(t, function)))
-		r, err := cloud.New(t.Context())
-		if err != nil {
-			t.Fatalf("cloud.New as %s: %v", function, err)
-		}
+		r := h.logs.capture(t, function, func() *cloud.Root {
+			r, err := cloud.New(t.Context())
+			if err != nil {
+				t.Fatalf("cloud.New as %s: %v", function, err)
+			}
+			return r
+		})
+		h.roots[function] = r
 		return r
 	}
 	step := build("step")
@@ -586,6 +749,11 @@ func (h *harness) measure(t *testing.T, name, front string, turn func()) usage {
 	t.Helper()
 	h.m.reset()
 	h.s3.reset()
+	h.flush(t)
+	h.logs.mark(t)
+	h.xray.mu.Lock()
+	h.xray.untraced = 0
+	h.xray.mu.Unlock()
 	h.mu.Lock()
 	h.tasks, h.runs = 0, 0
 	h.mu.Unlock()
@@ -598,6 +766,8 @@ func (h *harness) measure(t *testing.T, name, front string, turn func()) usage {
 	for _, x := range h.env.SFN.Started()[started0:] {
 		h.env.SFN.Wait(x, 30*time.Second)
 	}
+	h.flush(t)
+	logBytes, emfBytes := h.logs.since(t)
 	h.m.mu.Lock()
 	defer h.m.mu.Unlock()
 	h.mu.Lock()
@@ -626,20 +796,96 @@ func (h *harness) measure(t *testing.T, name, front string, turn func()) usage {
 		}
 	case "ws":
 		u.wsMessages = 1 + len(h.env.APIGW.Frames(conn)) - frames0
+		u.wsMinutes = wsMinutesPerTurn
 		u.gbs = gbWS*otherSeconds + gbStep*busy
 	case "telegram":
 		u.rest = 1 // the webhook
 		u.gbs = gbTelegram*otherSeconds + gbStep*busy
 	case "scheduler":
 		u.schedulerInvocations = 1
+		u.wsMessages = len(h.env.APIGW.Frames(conn)) - frames0 // check_in frames
 		u.gbs = gbScheduler*otherSeconds + gbStep*busy
 	}
 	u.botCalls = h.botCalls() - bot0
+	u.logBytes = logBytes + u.lambdaInvocations()*len(platformLog)
+	u.emfBytes = emfBytes
+	h.xray.mu.Lock()
+	u.traces = 1 + h.xray.untraced
+	h.xray.mu.Unlock()
+	u.segments = 2 * u.lambdaInvocations()
 	if u.executions > 0 {
 		// A Step task and the Choice after it, per task, and the end.
 		u.transitions = 2*h.tasks + 1
 	}
 	return u
+}
+
+// flush waits until the functions' events are written (obs.Emitter
+// writes them off the request path).
+func (h *harness) flush(t *testing.T) {
+	t.Helper()
+	for name, r := range h.roots {
+		e, ok := r.Loop.Events.(*obs.Emitter)
+		if !ok {
+			t.Fatalf("the %s function's events go to %T, not an *obs.Emitter", name, r.Loop.Events)
+		}
+		e.Flush()
+	}
+}
+
+// toolNames are the tools of the step function's default agent.
+func (h *harness) toolNames(t *testing.T) []string {
+	t.Helper()
+	a, ok := h.step.Agents.Current()["default"]
+	if !ok {
+		t.Fatal("the step function has no default agent")
+	}
+	var names []string
+	for _, d := range a.Registry().Definitions() {
+		names = append(names, d.Name)
+	}
+	return names
+}
+
+func (h *harness) tools(t *testing.T) int { return len(h.toolNames(t)) }
+
+// metricBound returns how many distinct custom metrics the functions can
+// make: each of obs.MetricDefs once per combination of its labels'
+// values (the tool label's are the default agent's tools). A metric seen
+// outside them fails t: the bound would be wrong.
+func (h *harness) metricBound(t *testing.T) int {
+	t.Helper()
+	values := map[string][]string{
+		"outcome":   {"ok", "error"},
+		"direction": {"in", "out"},
+		"kind":      {"turn", "llm", "tool"},
+		"tool":      h.toolNames(t),
+	}
+	possible := map[string]bool{}
+	for _, d := range obs.MetricDefs {
+		keys := []string{emf.Namespace + " " + d.Name}
+		for _, l := range slices.Sorted(slices.Values(d.Labels)) {
+			if values[l] == nil {
+				t.Fatalf("metric %s: no values known for its label %s", d.Name, l)
+			}
+			var next []string
+			for _, k := range keys {
+				for _, v := range values[l] {
+					next = append(next, k+" "+l+"="+v)
+				}
+			}
+			keys = next
+		}
+		for _, k := range keys {
+			possible[k] = true
+		}
+	}
+	for m := range h.logs.metrics {
+		if !possible[m] {
+			t.Errorf("custom metric %q is not among those counted", m)
+		}
+	}
+	return len(possible)
 }
 
 // noTimers keeps no timers: the jobs measured are fired by hand, as
@@ -847,23 +1093,33 @@ func TestCost(t *testing.T) {
 	h.env.LLM.Enqueue(reply())
 	turns = append(turns, h.measure(t, "check-in (a job's firing, to Telegram)", "scheduler", func() { h.fire(t, job, "started") }))
 	turns = append(turns, h.measure(t, "the firing delivered again", "scheduler", func() { h.fire(t, job, "duplicate") }))
+	// A check-in to the WebSocket user of the connection above: its
+	// connections read from the index, the check_in frame posted.
+	wsJob := h.job(t, schedule.Job{Owner: "key:" + h.env.Key.ID, Agent: "default", Message: "Anything new?",
+		Deliver: schedule.Target{Kind: schedule.DeliverWS, To: "alice"}})
+	h.env.LLM.Enqueue(reply())
+	turns = append(turns, h.measure(t, "check-in (a job's firing, to WebSocket)", "scheduler", func() { h.fire(t, wsJob, "started") }))
 	beat := h.job(t, schedule.Job{ID: schedule.HeartbeatID("default"), Owner: schedule.HeartbeatOwner, Agent: "default", Heartbeat: &schedule.Heartbeat{}})
 	turns = append(turns, h.measure(t, "idle heartbeat (skipped)", "scheduler", func() { h.fire(t, beat, "started") }))
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n| turn | Lambda invocations | state machine executions / transitions | DynamoDB requests | read / write units | bytes written | S3 GET+HEAD / PUT+LIST | API Gateway requests / WebSocket messages | model calls | Bot API calls |\n")
-	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(&b, "\n| turn | Lambda invocations | state machine executions / transitions | DynamoDB requests | read / write units | bytes written | S3 GET+HEAD / PUT+LIST | API Gateway requests / WebSocket messages / connection-minutes | model calls | Bot API calls | log bytes (EMF) | X-Ray traces / segments |\n")
+	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, u := range turns {
-		fmt.Fprintf(&b, "| %s | %d %s | %d / %d | %d %s | %.1f / %.1f | %d | %d / %d | %d / %d | %d | %d |\n", u.name, u.lambdaInvocations(), ops(u.invocations),
-			u.executions, u.transitions, u.dynamoRequests(), ops(u.requests), u.rru, u.wru, u.writeBytes, u.s3Reads, u.s3Writes, u.rest, u.wsMessages, u.modelCalls, u.botCalls)
+		fmt.Fprintf(&b, "| %s | %d %s | %d / %d | %d %s | %.1f / %.1f | %d | %d / %d | %d / %d / %g | %d | %d | %d (%d) | %d / %d |\n", u.name, u.lambdaInvocations(), ops(u.invocations),
+			u.executions, u.transitions, u.dynamoRequests(), ops(u.requests), u.rru, u.wru, u.writeBytes, u.s3Reads, u.s3Writes, u.rest, u.wsMessages, u.wsMinutes,
+			u.modelCalls, u.botCalls, u.logBytes, u.emfBytes, u.traces, u.segments)
 	}
-	fmt.Fprintf(&b, "\n| cost per 1,000 turns (%.0f s per model call, %.1f s else) | Lambda GB-s | Lambda compute | Lambda requests | Step Functions | DynamoDB | S3 | API Gateway | EventBridge Scheduler | **total** |\n", modelSeconds, otherSeconds)
-	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(&b, "\n| cost per 1,000 turns (%.0f s per model call, %.1f s else) | Lambda GB-s | Lambda compute | Lambda requests | Step Functions | DynamoDB | S3 | API Gateway | EventBridge Scheduler | CloudWatch Logs | X-Ray | **total** |\n", modelSeconds, otherSeconds)
+	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, u := range turns {
 		c := u.cost()
-		fmt.Fprintf(&b, "| %s | %.2f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | **$%.4f** |\n", u.name, u.gbs,
-			c["Lambda compute"], c["Lambda requests"], c["Step Functions"], c["DynamoDB"], c["S3"], c["API Gateway"], c["Scheduler"], u.total())
+		fmt.Fprintf(&b, "| %s | %.2f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | $%.4f | **$%.4f** |\n", u.name, u.gbs,
+			c["Lambda compute"], c["Lambda requests"], c["Step Functions"], c["DynamoDB"], c["S3"], c["API Gateway"], c["Scheduler"], c["CloudWatch Logs"], c["X-Ray"], u.total())
 	}
+	possible := h.metricBound(t)
+	fmt.Fprintf(&b, "\nCustom metrics: %d distinct seen over these turns, at most %d (the default agent's %d tools); $%.2f a month for every one emitted in every hour of the month ($%.2f a metric-month).\n",
+		len(h.logs.metrics), possible, h.tools(t), float64(possible)*pricePerMetricMonth, pricePerMetricMonth)
 	fmt.Fprintf(&b, "\n| turn | write request: items written (table.go's pk/sk) | requests | bytes | write units |\n")
 	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- |\n")
 	for _, u := range turns {
@@ -883,35 +1139,45 @@ func TestCost(t *testing.T) {
 	bounds := map[string]struct {
 		executions, dynamo, s3 int
 		wru, rru               float64
-		total                  float64
+		// logs are the bytes of log lines.
+		logs  int
+		total float64
 	}{
 		// The api function's first turn: its prompt is read from the
 		// bucket.
-		"stateless (API)":      {0, 2, 20, 0, 1, 0.036},
-		"stateful (WebSocket)": {0, 28, 0, 40, 15, 0.058},
+		"stateless (API)":      {0, 2, 20, 0, 1, 3100, 0.043},
+		"stateful (WebSocket)": {0, 28, 0, 40, 15, 3100, 0.065},
 		// The prompt's files are looked at again (9 HEADs), the agents
 		// (by the ws and step functions) and skills (global and the
 		// agent's) listed (4 LISTs).
-		"stateful (WebSocket), after a quiet minute": {0, 28, 14, 40, 15, 0.082},
+		"stateful (WebSocket), after a quiet minute": {0, 28, 14, 40, 15, 3100, 0.089},
 		// load_skill trusts the catalog's listing; the prompt is built
 		// again after the tool ran (9 HEADs, the agent's skills listed).
-		"stateful, one tool call (WebSocket)": {0, 42, 11, 60, 27, 0.094},
+		"stateful, one tool call (WebSocket)": {0, 42, 11, 60, 27, 4700, 0.103},
 		// The request polls the run while it streams: its reads depend
 		// on the time the model takes.
-		"stateful (API, session key)": {0, 110, 0, 55, 65, 0.072},
+		"stateful (API, session key)": {0, 110, 0, 55, 65, 3300, 0.079},
 		// The outbox item of the reply (with the text, in gsi1) is put,
 		// claimed and marked sent; the update is marked seen. The
 		// telegram function's listing of the agents is the once a minute
 		// one (the harness's clock moved on a minute above).
-		"stateful (Telegram)":                {0, 32, 2, 54, 13, 0.060},
-		"Telegram delivers the update again": {0, 3, 0, 0, 2, 0.006},
+		"stateful (Telegram)":                {0, 32, 2, 54, 13, 3300, 0.067},
+		"Telegram delivers the update again": {0, 3, 0, 0, 2, 500, 0.012},
 		// The firing's claim and record, the turn, memory's record of
 		// it, and the reply's outbox item.
-		"check-in (a job's firing, to Telegram)": {0, 40, 0, 60, 18, 0.056},
+		"check-in (a job's firing, to Telegram)": {0, 40, 0, 60, 18, 3500, 0.064},
 		// Refused at the claim: the run is done.
-		"the firing delivered again": {0, 4, 0, 0, 4, 0.004},
+		"the firing delivered again": {0, 4, 0, 0, 4, 700, 0.010},
+		// As to Telegram, with a Query of the user's connections and a
+		// post instead of the outbox item.
+		"check-in (a job's firing, to WebSocket)": {0, 36, 0, 52, 19, 3500, 0.060},
 		// HEARTBEAT.md is looked for (a HEAD) after the agents are listed.
-		"idle heartbeat (skipped)": {0, 10, 3, 6, 6, 0.013},
+		"idle heartbeat (skipped)": {0, 10, 3, 6, 6, 700, 0.019},
+	}
+	// Every metric and label value emitted every hour of a month: the
+	// README's monthly figure.
+	if possible > 32 {
+		t.Errorf("%d custom metrics possible, want at most 32 ($9.60 a month)", possible)
 	}
 	for _, u := range turns {
 		b := bounds[u.name]
@@ -923,6 +1189,13 @@ func TestCost(t *testing.T) {
 		}
 		if u.s3Reads+u.s3Writes > b.s3 {
 			t.Errorf("%s: %d S3 requests, want at most %d", u.name, u.s3Reads+u.s3Writes, b.s3)
+		}
+		if u.logBytes > b.logs {
+			t.Errorf("%s: %d bytes of logs, want at most %d", u.name, u.logBytes, b.logs)
+		}
+		// The step function's invocation carries its caller's trace on.
+		if u.traces != 1 {
+			t.Errorf("%s: %d X-Ray traces, want 1", u.name, u.traces)
 		}
 		if u.total() > b.total {
 			t.Errorf("%s: $%.4f per 1,000 turns, want at most $%.3f", u.name, u.total(), b.total)

@@ -56,6 +56,13 @@ func (c Conns) Send(ctx context.Context, id string, frame any) error {
 	return nil
 }
 
+func (c Conns) log() *slog.Logger {
+	if c.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Log
+}
+
 // Close closes the connection id; a connection already gone is no error.
 func (c Conns) Close(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, postTimeout)
@@ -95,11 +102,11 @@ func (r Replier) post(st agent.RunState, ev agent.Event) {
 		return
 	}
 	err := r.Conns.Send(context.Background(), st.Reply.To, frame)
-	if err != nil && r.Conns.Log != nil {
+	if err != nil {
 		level := slog.LevelWarn
 		if errors.Is(err, ErrGone) {
 			level = slog.LevelDebug
 		}
-		r.Conns.Log.Log(context.Background(), level, "websocket reply not delivered", "run_id", st.RunID, "error", err)
+		r.Conns.log().Log(context.Background(), level, "websocket reply not delivered", "run_id", st.RunID, "error", err)
 	}
 }

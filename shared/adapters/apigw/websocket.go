@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,10 +26,19 @@ type Loop interface {
 	Reset(ctx context.Context, sessionID string) error
 }
 
-// Connections remembers which API key opened each connection.
+// Connections remembers which API key opened each connection, and
+// indexes connections by the sessions their users talk in, for the
+// check-ins delivered to those users (CheckIns).
 type Connections interface {
 	PutConnection(ctx context.Context, id, keyHash string, ttl time.Duration) error
-	ConnectionKey(ctx context.Context, id string) (string, error)
+	// Connection returns the hash of the key connection id was opened
+	// with and the sessions it is indexed under; store.ErrNotFound once
+	// it is gone.
+	Connection(ctx context.Context, id string) (keyHash string, sessions []string, err error)
+	// JoinSession indexes connection id under owner's session for ttl;
+	// joining again, or beyond limit sessions, changes nothing.
+	JoinSession(ctx context.Context, id, owner, sessionID string, limit int, ttl time.Duration) error
+	// DeleteConnection forgets the connection and its index entries.
 	DeleteConnection(ctx context.Context, id string) error
 }
 
@@ -52,6 +62,12 @@ type Limiter interface {
 // closes every WebSocket connection after two hours.
 const ConnectionTTL = 2*time.Hour + 5*time.Minute
 
+// MaxConnectionSessions bounds the sessions one connection is indexed
+// under for check-ins: a connection that talks as more users, or with
+// more agents, gets the check-ins of its first ones only (the local /ws
+// keeps 64).
+const MaxConnectionSessions = 16
+
 // WebSocket handles the events of an API Gateway WebSocket API whose
 // $connect, $disconnect and $default routes invoke one function. It speaks
 // the protocol of the local /ws endpoint (package wsproto):
@@ -69,8 +85,11 @@ const ConnectionTTL = 2*time.Hour + 5*time.Minute
 //     the ack, and the frames of errors, are posted to the connection; the
 //     run's own frames come from the step function's Replier. The Lane (the
 //     Step Functions driver) starts or resumes the run only once the ack is
-//     posted, so that the ack comes first, as on the local /ws.
-//   - $disconnect forgets the connection.
+//     posted, so that the ack comes first, as on the local /ws. The first
+//     message delivered for a session indexes the connection under it
+//     (Connections.JoinSession), as the local /ws joins the session, so
+//     that check-ins to the session's user reach it (CheckIns).
+//   - $disconnect forgets the connection and its index entries.
 //
 // Repeated client ids are found in Runs; their runs keep replying where
 // they do. An approval answered from another connection than the run's
@@ -202,6 +221,9 @@ func (ws *WebSocket) frame(ctx context.Context, id string, ev events.APIGatewayW
 type conn struct {
 	ws *WebSocket
 	id string
+	// sessions are those the connection is indexed under, as Key read
+	// them.
+	sessions []string
 	// later holds back the lane's work until the ack is posted.
 	later laterLane
 }
@@ -214,10 +236,11 @@ func (c *conn) ID() string { return c.id }
 // Key implements wsproto.Conn: the key is the one recorded at $connect,
 // looked up again.
 func (c *conn) Key(ctx context.Context) (store.APIKey, error) {
-	hash, err := c.ws.Connections.ConnectionKey(ctx, c.id)
+	hash, sessions, err := c.ws.Connections.Connection(ctx, c.id)
 	if err != nil {
 		return store.APIKey{}, err
 	}
+	c.sessions = sessions
 	return c.ws.key(ctx, "", hash)
 }
 
@@ -240,9 +263,17 @@ func (c *conn) Reply() agent.Reply { return agent.Reply{Channel: wsproto.Channel
 
 // Deliver implements wsproto.Conn: what the loop asks of the lane is held
 // back until Start, and a parked run that the message answers moves its
-// replies to this connection.
+// replies to this connection. A delivered message indexes the connection
+// under its session, once, up to MaxConnectionSessions: a connection not
+// indexed only misses check-ins.
 func (c *conn) Deliver(ctx context.Context, in agent.Input) (agent.RunState, error) {
-	return c.ws.Loop.Deliver(ctx, in, &c.later, func(runID string) { c.ws.follow(ctx, runID, in.Reply) })
+	st, err := c.ws.Loop.Deliver(ctx, in, &c.later, func(runID string) { c.ws.follow(ctx, runID, in.Reply) })
+	if err == nil && !slices.Contains(c.sessions, st.SessionID) && len(c.sessions) < MaxConnectionSessions {
+		if err := c.ws.Connections.JoinSession(ctx, c.id, in.Owner, st.SessionID, MaxConnectionSessions, ConnectionTTL); err != nil {
+			c.ws.log().Warn("index the connection for check-ins", "conn_id", c.id, "error", err)
+		}
+	}
+	return st, err
 }
 
 // Start implements wsproto.Conn: the Lane starts or resumes the run now

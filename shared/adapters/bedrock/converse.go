@@ -136,6 +136,10 @@ func NewConverse(ctx context.Context, cfg ConverseConfig) (*Converse, error) {
 // Name returns the configured provider name.
 func (c *Converse) Name() string { return c.name }
 
+// Bound implements llm.Bounded: the timeout bounds a call that does not
+// stream (a streamed one, only the wait for each event).
+func (c *Converse) Bound() (time.Duration, bool) { return c.timeout, true }
+
 // timer is the part of *time.Timer the providers use, so that tests can
 // decide when a timeout fires.
 type timer interface {

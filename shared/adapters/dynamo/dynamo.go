@@ -32,7 +32,8 @@
 //	RESPONSE#<id>       RESPONSE              a Responses API response      owner, agent, session_id, run_id, seq, previous_id, request (B), expires_at
 //	KEY#<hash>          KEY                   an API key                    id, name, …; gsi1pk KEYS, gsi1sk <created ms:015>#<id>
 //	KEYID#<id>          KEYID                 claim of a key id             hash
-//	CONN#<id>           CONN                  a WebSocket connection        key_hash, expires_at
+//	CONN#<id>           CONN                  a WebSocket connection        key_hash, joined (SS of WSUSER# partitions, connections.go), expires_at
+//	WSUSER#<owner>#<sid> CONN#<id>            a connection of a user        conn, expires_at: the index check-ins to ws:<user> read
 //	TG…#<id>            TG…                   the Telegram channel's state  see telegram.go (seen updates, outbox, users, codes)
 //	MEM#<agent>         ENTRY#<key>           an agent-wide memory          agent, key, text, category, source, created_at, updated_at, chunks (L of M: seq, text, vec B)
 //	MEM#<agent>         OWNED#…#<key>         an owner's memory (memory.go) owner, and the same as above

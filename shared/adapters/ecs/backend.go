@@ -68,9 +68,10 @@ type Config struct {
 	// Cluster, TaskDefinition and Container name the sandbox's cluster,
 	// task definition (family or ARN) and the runner's container in it.
 	Cluster, TaskDefinition, Container string
-	// Subnets and SecurityGroups are the task's network: private
-	// subnets, no public IP.
+	// Subnets and SecurityGroups are the task's network; PublicIP gives
+	// the task a public IP, for public subnets (none in isolated ones).
 	Subnets, SecurityGroups []string
+	PublicIP                bool
 	// Bucket is the root of the workspace bucket, BucketName its name;
 	// the control objects live under sandbox/ in it.
 	Bucket     filestore.FS
@@ -133,6 +134,13 @@ func New(api API, cfg Config) (*Backend, error) {
 		}
 	}
 	return &Backend{api: api, cfg: cfg}, nil
+}
+
+// Bound implements sandbox.Bounded: what exec waits for at most, a
+// command sent to a warm task found stopped, then to a new one (the wall
+// time and the syncs twice, a task's start once).
+func (b *Backend) Bound(wall time.Duration) time.Duration {
+	return 2*(wall+b.cfg.Sync) + b.cfg.Start
 }
 
 // Probe implements sandbox.Backend: New checked the configuration; a
@@ -333,6 +341,10 @@ func (b *Backend) offer(ctx context.Context, control string, seq int, data []byt
 
 // runTask starts the runner's task for the control directory.
 func (b *Backend) runTask(ctx context.Context, gen, control string) (string, error) {
+	publicIP := types.AssignPublicIpDisabled
+	if b.cfg.PublicIP {
+		publicIP = types.AssignPublicIpEnabled
+	}
 	out, err := b.api.RunTask(ctx, &awsecs.RunTaskInput{
 		Cluster:        aws.String(b.cfg.Cluster),
 		TaskDefinition: aws.String(b.cfg.TaskDefinition),
@@ -343,7 +355,7 @@ func (b *Backend) runTask(ctx context.Context, gen, control string) (string, err
 		NetworkConfiguration: &types.NetworkConfiguration{AwsvpcConfiguration: &types.AwsVpcConfiguration{
 			Subnets:        b.cfg.Subnets,
 			SecurityGroups: b.cfg.SecurityGroups,
-			AssignPublicIp: types.AssignPublicIpDisabled,
+			AssignPublicIp: publicIP,
 		}},
 		Overrides: &types.TaskOverride{ContainerOverrides: []types.ContainerOverride{{
 			Name: aws.String(b.cfg.Container),

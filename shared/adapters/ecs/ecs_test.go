@@ -413,7 +413,7 @@ func TestFromEnv(t *testing.T) {
 	if err := json.Unmarshal(r.ecs.Tasks()[0].Input, &sent); err != nil || !slices.Equal(sent.NetworkConfiguration.AwsvpcConfiguration.Subnets, []string{"subnet-1", "subnet-2"}) {
 		t.Errorf("RunTask's subnets %v (%v)", sent.NetworkConfiguration.AwsvpcConfiguration.Subnets, err)
 	}
-	for k, v := range map[string]string{ecs.EnvBackend: "", ecs.EnvCluster: "", ecs.EnvIdle: "soon"} {
+	for k, v := range map[string]string{ecs.EnvBackend: "", ecs.EnvCluster: "", ecs.EnvIdle: "soon", ecs.EnvAssignPublicIP: "yes"} {
 		bad := maps.Clone(env)
 		bad[k] = v
 		if _, err := ecs.FromEnv(cfg, func(k string) string { return bad[k] }, r.bucket, ecs.Config{}); err == nil {
@@ -421,6 +421,42 @@ func TestFromEnv(t *testing.T) {
 		} else if v == "" && !errors.Is(err, sandbox.ErrUnavailable) {
 			t.Errorf("%s unset: %v, want ErrUnavailable", k, err)
 		}
+	}
+}
+
+// TestFromEnvPublicNetwork: with the stack's public network
+// (SANDBOX_ASSIGN_PUBLIC_IP=ENABLED, infra's sandbox_network=public)
+// RunTask asks for a public IP; without it, for none.
+func TestFromEnvPublicNetwork(t *testing.T) {
+	for _, public := range []bool{false, true} {
+		t.Run(fmt.Sprint("public=", public), func(t *testing.T) {
+			r := newRig(t, time.Minute, nil)
+			env := map[string]string{
+				ecs.EnvBackend: "fargate", ecs.EnvCluster: cloudtest.ECSCluster, ecs.EnvTaskDefinition: cloudtest.ECSTaskDefinition,
+				ecs.EnvContainer: cloudtest.ECSContainer, ecs.EnvSubnets: "subnet-1", ecs.EnvSecurityGroups: "sg-1", ecs.EnvEndpoint: r.ecs.URL,
+			}
+			want := "DISABLED"
+			if public {
+				r.ecs.PublicNetwork()
+				env[ecs.EnvAssignPublicIP], want = "ENABLED", "ENABLED"
+			}
+			cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")}
+			b, err := ecs.FromEnv(cfg, func(k string) string { return env[k] }, r.bucket, ecs.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := b.Exec(t.Context(), sandbox.Request{Owner: "key:a", SessionID: "s", Command: "echo hi", Workspace: r.workspace}); err != nil || got.Stdout != "hi\n" {
+				t.Fatalf("Exec: %+v, %v", got, err)
+			}
+			var sent struct {
+				NetworkConfiguration struct {
+					AwsvpcConfiguration struct{ AssignPublicIp string } `json:"awsvpcConfiguration"`
+				} `json:"networkConfiguration"`
+			}
+			if err := json.Unmarshal(r.ecs.Tasks()[0].Input, &sent); err != nil || sent.NetworkConfiguration.AwsvpcConfiguration.AssignPublicIp != want {
+				t.Errorf("RunTask's assignPublicIp %q (%v), want %s", sent.NetworkConfiguration.AwsvpcConfiguration.AssignPublicIp, err, want)
+			}
+		})
 	}
 }
 

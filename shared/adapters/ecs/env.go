@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
 	s3fs "github.com/lambdaclaw/lambdaclaw/shared/adapters/s3"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
@@ -24,6 +25,10 @@ const (
 	// EnvSubnets and EnvSecurityGroups are comma-separated ids.
 	EnvSubnets        = "SANDBOX_SUBNETS"
 	EnvSecurityGroups = "SANDBOX_SECURITY_GROUPS"
+	// EnvAssignPublicIP is RunTask's assignPublicIp: DISABLED (the
+	// default; isolated subnets reaching AWS through VPC endpoints) or
+	// ENABLED (public subnets: infra's sandbox_network=public).
+	EnvAssignPublicIP = "SANDBOX_ASSIGN_PUBLIC_IP"
 	// EnvEndpoint replaces ECS's endpoint (tests). EnvIdle, also read
 	// here, is the tasks' idle time (5m if unset).
 	EnvEndpoint = "ECS_ENDPOINT"
@@ -51,6 +56,13 @@ func FromEnv(cfg aws.Config, getenv func(string) string, bucket *s3fs.FS, base C
 	}
 	base.Cluster, base.TaskDefinition, base.Container = getenv(EnvCluster), getenv(EnvTaskDefinition), getenv(EnvContainer)
 	base.Subnets, base.SecurityGroups = split(getenv(EnvSubnets)), split(getenv(EnvSecurityGroups))
+	switch v := getenv(EnvAssignPublicIP); v {
+	case "", string(types.AssignPublicIpDisabled):
+	case string(types.AssignPublicIpEnabled):
+		base.PublicIP = true
+	default:
+		return nil, fmt.Errorf("ecs sandbox: %s=%q, want %q or %q", EnvAssignPublicIP, v, types.AssignPublicIpDisabled, types.AssignPublicIpEnabled)
+	}
 	base.Bucket, base.BucketName, base.Idle = bucket, name, idle
 	return New(NewClient(cfg, getenv(EnvEndpoint)), base)
 }

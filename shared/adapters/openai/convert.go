@@ -9,16 +9,11 @@ import (
 	"strings"
 	"sync"
 
-	oai "github.com/openai/openai-go/v3"
-
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 )
 
 // request is the body of a chat completions call in OpenAI's wire form.
-// It is encoded here with encoding/json rather than by the SDK's
-// reflective encoder, which cost more than the rest of a turn; the SDK
-// still sends it, with its headers, retries off and error decoding.
 type request struct {
 	Model    string    `json:"model"`
 	Messages []message `json:"messages"`
@@ -239,9 +234,33 @@ func (c *toolCache) encode(defs []chat.ToolDef) (json.RawMessage, error) {
 	return b, nil
 }
 
+// chatCompletion is a non-streamed answer: the fields read of it.
+type chatCompletion struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Message struct {
+			Content   string     `json:"content"`
+			Refusal   string     `json:"refusal"`
+			ToolCalls []toolCall `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage usageCounts `json:"usage"`
+}
+
+type usageCounts struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func (u usageCounts) usage() chat.Usage {
+	return chat.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+}
+
 // fromCompletion maps a non-streamed answer to a response.
-func (p *Provider) fromCompletion(c *oai.ChatCompletion, requested string) (llm.Response, error) {
-	if c == nil || len(c.Choices) == 0 {
+func (p *Provider) fromCompletion(c *chatCompletion, requested string) (llm.Response, error) {
+	if len(c.Choices) == 0 {
 		return llm.Response{}, errors.New("invalid response from server: no choices")
 	}
 	choice := c.Choices[0]
@@ -262,25 +281,52 @@ func (p *Provider) fromCompletion(c *oai.ChatCompletion, requested string) (llm.
 	if err := fillCallIDs(msg.ToolCalls); err != nil {
 		return llm.Response{}, err
 	}
-	model := c.Model
-	if model == "" {
-		model = requested
-	}
 	return llm.Response{
 		Message:      msg,
-		Usage:        usage(c.Usage),
+		Usage:        c.Usage.usage(),
 		FinishReason: choice.FinishReason,
-		Model:        model,
+		Model:        cmp.Or(c.Model, requested),
 		Provider:     p.name,
 	}, nil
 }
 
-func usage(u oai.CompletionUsage) chat.Usage {
-	return chat.Usage{
-		PromptTokens:     int(u.PromptTokens),
-		CompletionTokens: int(u.CompletionTokens),
-		TotalTokens:      int(u.TotalTokens),
+// streamChunk is one streamed event: the fields read of it.
+type streamChunk struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content   string          `json:"content"`
+			Refusal   string          `json:"refusal"`
+			ToolCalls []toolCallDelta `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	// Usage comes in a last chunk of its own, asked for with
+	// stream_options; null in the others.
+	Usage *usageCounts `json:"usage"`
+	// Error is set in an event that fails the stream instead.
+	Error json.RawMessage `json:"error"`
+}
+
+// toolCallDelta is a piece of a streamed tool call.
+type toolCallDelta struct {
+	Index    int          `json:"index"`
+	ID       string       `json:"id"`
+	Function functionCall `json:"function"`
+}
+
+// decodeChunk decodes a streamed event, which fails with a *streamError
+// when it is an error event.
+func decodeChunk(data []byte) (streamChunk, error) {
+	var c streamChunk
+	err := json.Unmarshal(data, &c)
+	// A field of an unexpected type stops no other from being decoded: an
+	// error event is told as such whatever else it holds.
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		return streamChunk{}, &streamError{data: c.Error}
 	}
+	return c, err
 }
 
 // fillCallIDs gives an id to tool calls that came without one, as some
@@ -313,7 +359,7 @@ type accumulator struct {
 
 // streamedCall is a tool call being assembled from deltas.
 type streamedCall struct {
-	index int64
+	index int
 	id    string
 	name  string
 	args  strings.Builder
@@ -325,12 +371,12 @@ type streamedCall struct {
 // add folds one chunk in, passing the content that fits to onDelta, and
 // reports whether the reply reached its limit: the rest of the stream is
 // then not wanted.
-func (a *accumulator) add(c oai.ChatCompletionChunk, onDelta llm.OnDelta) (full bool) {
+func (a *accumulator) add(c streamChunk, onDelta llm.OnDelta) (full bool) {
 	if c.Model != "" {
 		a.model = c.Model
 	}
-	if c.JSON.Usage.Valid() {
-		a.usage = usage(c.Usage)
+	if c.Usage != nil {
+		a.usage = c.Usage.usage()
 	}
 	for _, choice := range c.Choices {
 		if choice.Index != 0 {
@@ -358,7 +404,7 @@ func (a *accumulator) add(c oai.ChatCompletionChunk, onDelta llm.OnDelta) (full 
 // addToolCall merges one tool-call delta. Deltas are matched by index; a
 // delta carrying a new id at a used index starts another call, for servers
 // that send every call at index 0.
-func (a *accumulator) addToolCall(tc oai.ChatCompletionChunkChoiceDeltaToolCall) {
+func (a *accumulator) addToolCall(tc toolCallDelta) {
 	var call *streamedCall
 	for i := len(a.calls) - 1; i >= 0; i-- {
 		if a.calls[i].index == tc.Index {

@@ -6,15 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
-
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/param"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
@@ -29,6 +25,12 @@ const (
 	// DefaultEmbedTimeout bounds one embeddings request.
 	DefaultEmbedTimeout = 60 * time.Second
 )
+
+// maxEmbeddingBytes bounds the response to an embeddings request: this
+// many bytes for each text asked about, and maxErrorBody more for what
+// surrounds them. It holds a vector of 8192 numbers written as OpenAI
+// writes them, 20 bytes or so apiece.
+const maxEmbeddingBytes = 8192 * 32
 
 // EmbedConfig describes one OpenAI-compatible /v1/embeddings endpoint.
 type EmbedConfig struct {
@@ -49,7 +51,8 @@ type EmbedConfig struct {
 	BatchSize int
 	// Timeout bounds each request; DefaultEmbedTimeout when zero.
 	Timeout time.Duration
-	// HTTPClient sends the requests; a client over http.DefaultTransport when nil.
+	// HTTPClient sends the requests, following redirects within the base
+	// URL's origin only; a client over http.DefaultTransport when nil.
 	HTTPClient *http.Client
 }
 
@@ -62,8 +65,8 @@ type Embedder struct {
 	model string
 	dims  int
 	batch int
-	svc   oai.EmbeddingService
-	// errs classifies failures; it is a Provider with no chat service.
+	api   *client
+	// errs classifies failures; it is a Provider that makes no calls.
 	errs *Provider
 }
 
@@ -94,24 +97,11 @@ func NewEmbedder(cfg EmbedConfig) (*Embedder, error) {
 		timeout = DefaultEmbedTimeout
 	}
 	e.errs = &Provider{name: name, apiKey: cfg.APIKey, timeout: timeout, now: time.Now}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
+	api, err := newClient(cfg.BaseURL, cfg.APIKey, cfg.HTTPClient)
+	if err != nil {
+		return nil, fmt.Errorf("openai embedder %s: %w", name, err)
 	}
-	opts := []option.RequestOption{option.WithHTTPClient(hc), option.WithMaxRetries(0)}
-	if cfg.BaseURL == "" {
-		opts = append(opts, option.WithEnvironmentProduction())
-	} else {
-		u, err := url.Parse(cfg.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("openai embedder %s: base URL %q is not an http(s) URL", name, cfg.BaseURL)
-		}
-		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
-	}
-	if cfg.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
-	}
-	e.svc = oai.NewEmbeddingService(opts...)
+	e.api = api
 	return e, nil
 }
 
@@ -168,26 +158,29 @@ func (e *Embedder) EmbedRequest(ctx context.Context, r memory.EmbedRequest) (mem
 // embed makes one request, asking for vectors of asked dimensions unless
 // it is zero. dims, when not zero, is the length every vector must have.
 func (e *Embedder) embed(ctx context.Context, texts []string, asked, dims int) ([][]float32, int, error) {
-	params := oai.EmbeddingNewParams{
-		Input:          oai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: texts},
-		Model:          e.model,
-		EncodingFormat: oai.EmbeddingNewParamsEncodingFormatFloat,
-	}
-	if asked > 0 {
-		params.Dimensions = param.NewOpt(int64(asked))
+	req, err := json.Marshal(embeddingsRequest{Input: texts, Model: e.model, EncodingFormat: "float", Dimensions: asked})
+	if err != nil {
+		return nil, 0, &llm.Error{Provider: e.errs.name, Err: fmt.Errorf("encode request: %w", err)}
 	}
 	callCtx, cancel := context.WithTimeoutCause(ctx, e.errs.timeout, errTimedOut)
 	defer cancel()
-	var res *http.Response
-	var body []byte
-	// The body is decoded here rather than by the SDK so that a malformed
-	// answer (not retryable) is told apart from a dropped connection.
-	if _, err := e.svc.New(callCtx, params, option.WithResponseInto(&res), option.WithResponseBodyInto(&body)); err != nil {
+	res, err := e.api.post(callCtx, "embeddings", req)
+	if err != nil {
 		le := e.errs.classify(ctx, callCtx, res, err)
 		if asked > 0 && le.Status == http.StatusBadRequest && !le.ContextOverflow && refusesDimensions(le.Err.Error()) {
 			le.Err = fmt.Errorf("%w (%w)", &memory.DimensionsError{Dimensions: asked}, le.Err)
 		}
 		return nil, 0, le
+	}
+	defer res.Body.Close()
+	bound := int64(len(texts))*maxEmbeddingBytes + maxErrorBody
+	body, err := io.ReadAll(io.LimitReader(res.Body, bound+1))
+	if err != nil {
+		return nil, 0, e.errs.classify(ctx, callCtx, res, err)
+	}
+	if int64(len(body)) > bound {
+		return nil, 0, &llm.Error{Provider: e.errs.name, Status: res.StatusCode,
+			Err: fmt.Errorf("invalid response from server: more than %d bytes for %d texts", bound, len(texts))}
 	}
 	vecs, tokens, err := decodeEmbeddings(body, len(texts), dims)
 	var le *lengthError
@@ -197,9 +190,30 @@ func (e *Embedder) embed(ctx context.Context, texts []string, asked, dims int) (
 		err = fmt.Errorf("%w: %w", &memory.DimensionsError{Dimensions: asked}, err)
 	}
 	if err != nil {
-		return nil, 0, &llm.Error{Provider: e.errs.name, Status: statusOf(res), Err: fmt.Errorf("invalid response from server: %w", err)}
+		return nil, 0, &llm.Error{Provider: e.errs.name, Status: res.StatusCode, Err: fmt.Errorf("invalid response from server: %w", err)}
 	}
 	return vecs, tokens, nil
+}
+
+// embeddingsRequest is the body of an embeddings call.
+type embeddingsRequest struct {
+	Input          []string `json:"input"`
+	Model          string   `json:"model"`
+	EncodingFormat string   `json:"encoding_format"`
+	// Dimensions asks for vectors of this length; zero leaves it out.
+	Dimensions int `json:"dimensions,omitempty"`
+}
+
+// embeddingsResponse is the answer to an embeddings call: the fields
+// read of it.
+type embeddingsResponse struct {
+	Data []struct {
+		Index     int       `json:"index"`
+		Embedding []float32 `json:"embedding"`
+	} `json:"data"`
+	Usage struct {
+		PromptTokens int `json:"prompt_tokens"`
+	} `json:"usage"`
 }
 
 // lengthError is an answer's vector of another length than the others
@@ -223,7 +237,7 @@ func refusesDimensions(msg string) bool {
 // not zero; a vector of another length is a *lengthError), and the input
 // tokens it reports.
 func decodeEmbeddings(body []byte, n, dims int) ([][]float32, int, error) {
-	var r oai.CreateEmbeddingResponse
+	var r embeddingsResponse
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, 0, err
 	}
@@ -234,7 +248,7 @@ func decodeEmbeddings(body []byte, n, dims int) ([][]float32, int, error) {
 	for _, d := range r.Data {
 		i := d.Index
 		switch {
-		case i < 0 || i >= int64(n):
+		case i < 0 || i >= n:
 			return nil, 0, fmt.Errorf("embedding index %d out of range", i)
 		case out[i] != nil:
 			return nil, 0, fmt.Errorf("embedding index %d repeated", i)
@@ -245,14 +259,10 @@ func decodeEmbeddings(body []byte, n, dims int) ([][]float32, int, error) {
 			dims = len(d.Embedding)
 		}
 		if len(d.Embedding) != dims {
-			return nil, 0, &lengthError{index: int(i), got: len(d.Embedding), want: dims}
+			return nil, 0, &lengthError{index: i, got: len(d.Embedding), want: dims}
 		}
-		v := make([]float32, len(d.Embedding))
-		for j, f := range d.Embedding {
-			v[j] = float32(f)
-		}
-		out[i] = v
+		out[i] = d.Embedding
 	}
 	// n entries, none repeated, none out of range: every input has one.
-	return out, int(max(r.Usage.PromptTokens, 0)), nil
+	return out, max(r.Usage.PromptTokens, 0), nil
 }

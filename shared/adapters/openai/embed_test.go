@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm/llmtest"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 )
 
@@ -110,6 +111,16 @@ func TestEmbedErrors(t *testing.T) {
 			checkError(t, err, llm.Error{Provider: "test", Status: 200}, tc.mention)
 		})
 	}
+}
+
+// TestEmbedResponseBounded checks that an answer that never ends is read
+// only up to its bound, for the number of texts asked about.
+func TestEmbedResponseBounded(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		llmtest.WriteEndless(w, r, http.StatusOK, "application/json", []byte(`{"data":[{"index":0,"embedding":[`), []byte("0.125,"))
+	})
+	_, err := newEmbedder(t, s.URL, nil).Embed(context.Background(), []string{"one", "two"})
+	checkError(t, err, llm.Error{Provider: "test", Status: 200}, fmt.Sprintf("more than %d bytes for 2 texts", 2*maxEmbeddingBytes+maxErrorBody))
 }
 
 // TestEmbedRequestDimensionsRefused checks that a 400 refusing the

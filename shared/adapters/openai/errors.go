@@ -12,9 +12,6 @@ import (
 	"strings"
 	"syscall"
 
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/ssestream"
-
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 )
@@ -27,8 +24,8 @@ const maxErrorText = 500
 // cause when our timeout ended it), res the HTTP response if one arrived.
 func (p *Provider) classify(parent, call context.Context, res *http.Response, err error) *llm.Error {
 	e := &llm.Error{Provider: p.name, Status: statusOf(res)}
-	var apiErr *oai.Error
-	var streamErr *ssestream.StreamError
+	var apiErr *apiError
+	var streamErr *streamError
 	var tooLarge *llm.ReplyTooLargeError
 	switch {
 	case parent.Err() != nil:
@@ -41,16 +38,7 @@ func (p *Provider) classify(parent, call context.Context, res *http.Response, er
 			e.Err = fmt.Errorf("response stalled for %s: %w", p.timeout, context.DeadlineExceeded)
 		}
 	case errors.As(err, &apiErr):
-		code, msg := apiErr.Code, apiErr.Message
-		if msg == "" && apiErr.Response != nil {
-			// Not OpenAI's {"error": {...}}: vLLM, for one, sends
-			// {"message": ...} at the top level.
-			code, msg = readErrorBody(apiErr.Response)
-		}
-		p.fromStatus(e, apiErr.StatusCode, headerOf(apiErr.Response), code, msg)
-	case res != nil && res.StatusCode >= 400:
-		code, msg := readErrorBody(res)
-		p.fromStatus(e, res.StatusCode, res.Header, code, msg)
+		p.fromStatus(e, apiErr.status, apiErr.header, apiErr.code, apiErr.msg)
 	case errors.As(err, &tooLarge):
 		// Not retryable: the same request would likely get as long an
 		// answer again.
@@ -102,21 +90,24 @@ func (p *Provider) fromStatus(e *llm.Error, status int, h http.Header, code, msg
 	e.Err = errors.New(text)
 }
 
-// fromStreamError fills e from an error event sent in the middle of a
+// streamError is the error of an error event sent in the middle of a
 // stream, such as {"error": {"message": "...", "code": 502}}.
-func (p *Provider) fromStreamError(e *llm.Error, se *ssestream.StreamError) {
+type streamError struct{ data json.RawMessage }
+
+func (e *streamError) Error() string { return "error in stream: " + string(e.data) }
+
+// fromStreamError fills e from an error event.
+func (p *Provider) fromStreamError(e *llm.Error, se *streamError) {
 	var body struct {
-		Error struct {
-			Message string          `json:"message"`
-			Code    json.RawMessage `json:"code"`
-		} `json:"error"`
+		Message string          `json:"message"`
+		Code    json.RawMessage `json:"code"`
 	}
-	msg, code := se.Message, ""
-	if json.Unmarshal(se.Event.Data, &body) == nil {
-		if body.Error.Message != "" {
-			msg = body.Error.Message
-		}
-		code = rawCode(body.Error.Code)
+	msg, code := rawString(se.data), ""
+	if json.Unmarshal(se.data, &body) == nil {
+		msg, code = body.Message, rawCode(body.Code)
+	}
+	if msg == "" {
+		msg = string(se.data)
 	}
 	if n, err := strconv.Atoi(code); err == nil && n >= 400 && n < 600 {
 		e.Status = n
@@ -129,16 +120,12 @@ func (p *Provider) fromStreamError(e *llm.Error, se *ssestream.StreamError) {
 	e.Err = fmt.Errorf("error in stream: %s", p.redact(truncate(msg)))
 }
 
-// readErrorBody pulls a code and message out of an error body that is not in
-// OpenAI's format, reading at most a few kilobytes.
-func readErrorBody(res *http.Response) (code, msg string) {
-	if res.Body == nil {
-		return "", ""
-	}
-	data, err := io.ReadAll(io.LimitReader(res.Body, 16<<10))
-	if err != nil {
-		return "", ""
-	}
+// errorBody pulls a code and message out of an error body: OpenAI's
+// {"error": {"message": ..., "code": ...}}, or the shapes other servers
+// send: {"error": "..."} (Ollama), {"message": ..., "code": 400} at the
+// top level (vLLM), {"detail": "..."} (FastAPI). Anything else gives
+// neither.
+func errorBody(data []byte) (code, msg string) {
 	var body struct {
 		Message string          `json:"message"`
 		Detail  json.RawMessage `json:"detail"`
@@ -147,6 +134,13 @@ func readErrorBody(res *http.Response) (code, msg string) {
 	}
 	if json.Unmarshal(data, &body) != nil {
 		return "", ""
+	}
+	var openAI struct {
+		Message string          `json:"message"`
+		Code    json.RawMessage `json:"code"`
+	}
+	if json.Unmarshal(body.Error, &openAI) == nil && openAI.Message != "" {
+		return rawCode(openAI.Code), openAI.Message
 	}
 	msg = body.Message
 	if msg == "" {
@@ -177,13 +171,6 @@ func rawCode(raw json.RawMessage) string {
 		return n.String()
 	}
 	return ""
-}
-
-func headerOf(res *http.Response) http.Header {
-	if res == nil {
-		return nil
-	}
-	return res.Header
 }
 
 // retryableStatus reports whether a request that got status may succeed if

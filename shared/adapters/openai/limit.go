@@ -1,38 +1,18 @@
 package openai
 
 import (
+	"bufio"
+	"bytes"
 	"io"
-	"net/http"
-
-	"github.com/openai/openai-go/v3/option"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 )
 
-// limitBodies returns the middleware that bounds what a call reads of its
-// response, before the SDK reads any of it. The SDK reads an error
-// response whole, so its body is bounded as a whole; a successful one is
-// bounded per server-sent event when events is set.
-func limitBodies(limit int, events bool) option.RequestOption {
-	return option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		res, err := next(req)
-		if res == nil || res.Body == nil {
-			return res, err
-		}
-		if events && res.StatusCode < 400 {
-			res.Body = limitEvents(res.Body, limit)
-		} else {
-			res.Body = llm.LimitBody(res.Body, limit)
-		}
-		return res, err
-	})
-}
-
 // limitEvents returns body failing with a *llm.ReplyTooLargeError as soon
 // as one server-sent event (its lines up to the blank line that ends it)
-// passes llm.ReplyBodyBound(limit) bytes. The SDK's decoder keeps a whole
-// event in memory, lines joined, so this bounds what a stream holds while
-// letting the stream itself run as long as it needs to.
+// passes llm.ReplyBodyBound(limit) bytes. An eventReader keeps a whole
+// event in memory, so this bounds what a stream holds while letting the
+// stream itself run as long as it needs to.
 func limitEvents(body io.ReadCloser, limit int) io.ReadCloser {
 	bound := llm.ReplyBodyBound(limit)
 	// line counts the bytes of the current line, event those of the
@@ -42,8 +22,8 @@ func limitEvents(body io.ReadCloser, limit int) io.ReadCloser {
 	return llm.ScanBody(body, func(p []byte) error {
 		for _, c := range p {
 			if c == '\n' {
-				// A line that is empty, once the SDK's line splitter has
-				// dropped a trailing \r, ends the event.
+				// A line that is empty, once the eventReader has dropped
+				// a trailing \r, ends the event.
 				if line == 0 || (line == 1 && last == '\r') {
 					event = 0
 				}
@@ -59,4 +39,45 @@ func limitEvents(body io.ReadCloser, limit int) io.ReadCloser {
 		}
 		return nil
 	})
+}
+
+// eventReader reads the data of server-sent events: the values of an
+// event's "data" lines, each followed by a newline, up to the blank line
+// that ends it. Other fields and comments are ignored; lines end with
+// "\n" or "\r\n".
+type eventReader struct {
+	lines *bufio.Scanner
+	data  []byte
+}
+
+// newEventReader reads the events of body, which limitEvents has bounded
+// for limit: no line can be longer than its bound.
+func newEventReader(body io.Reader, limit int) *eventReader {
+	lines := bufio.NewScanner(body)
+	lines.Buffer(nil, int(llm.ReplyBodyBound(limit))+2)
+	return &eventReader{lines: lines}
+}
+
+// next returns the data of the next event, valid until the following
+// call; io.EOF when the stream ends (an event it cuts short is dropped).
+func (r *eventReader) next() ([]byte, error) {
+	r.data = r.data[:0]
+	for r.lines.Scan() {
+		line := r.lines.Bytes()
+		if len(line) == 0 {
+			if len(r.data) > 0 {
+				return r.data, nil
+			}
+			continue
+		}
+		name, value, _ := bytes.Cut(line, []byte(":"))
+		if string(name) == "data" {
+			value, _ = bytes.CutPrefix(value, []byte(" "))
+			r.data = append(append(r.data, value...), '\n')
+		}
+	}
+	if err := r.lines.Err(); err != nil {
+		return nil, err
+	}
+	return nil, io.EOF
 }

@@ -90,8 +90,8 @@ func TestReplyTooLargeToRead(t *testing.T) {
 			want: llm.Error{Provider: "test", Status: http.StatusInternalServerError, Retryable: true}, mention: "Internal Server Error",
 		},
 		{
-			// Blank lines do not split an error body, which the SDK
-			// reads whole.
+			// Blank lines do not split an error body, which is read
+			// whole.
 			name:   "error body of a stream",
 			stream: true,
 			handle: func(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,7 @@
 package sfn
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,14 +42,23 @@ type Claims interface {
 // the action "run". That invocation claims the run (Claims), then steps
 // it, each step committed to the store as on the state machine, until it
 // is done. A run that parks (an approval, a client's tool results), fails
-// a step, or would outlive the invocation (less than Reserve left) is
-// handed to the state machine at the step it stands at: an execution
-// named after the run, so a hand-over repeated is no second execution.
+// a step, or stands at a step that could outlive the invocation is handed
+// to the state machine at the step it stands at, before the step starts:
+// an execution named after the run, so a hand-over repeated is no second
+// execution. A step could outlive it when what is left of the invocation
+// is less than the step's bound (agent.Loop.Bound: its model call with
+// retries and fallbacks, its tool calls' timeouts, an exec's Fargate
+// start) and Margin; a step whose bound is not known is handed over too.
+// On the state machine each task has an invocation of its own, which
+// every step fits: the loop's MaxStep is the function's timeout less
+// Margin, at which model calls are cut, and a tool that may take longer
+// is refused at startup (agent.Loop.CheckFits).
 //
 // Durability comes from Lambda's asynchronous invocation: the event is
 // queued, and an invocation that fails or times out is invoked again
 // (twice, a minute and more apart), then sent to the function's
-// on-failure destination (a dead-letter queue with an alarm). A repeated
+// on-failure destination (a dead-letter queue with an alarm, whose runs
+// `lambdaclaw runs retry|abandon` hands over or ends). A repeated
 // invocation never steps the run inline: if the first one's lease is live
 // (renewed every third of Lease while it steps), it is a duplicate
 // delivery and does nothing; if the lease lapsed, the first one crashed,
@@ -70,9 +80,11 @@ type Inline struct {
 	Claims   Claims
 	// Lease is how long a claim holds without renewal; zero means 20 s.
 	Lease time.Duration
-	// Reserve is the time a step needs: with less left before the
-	// invocation's deadline the run is handed over. Zero means 5 minutes.
-	Reserve time.Duration
+	// Margin is the time a step needs beyond its bound (agent.Loop.Bound),
+	// for the store and the reply channel: a step whose bound and Margin
+	// exceed what is left of the invocation is handed over. Zero means
+	// StepMargin.
+	Margin time.Duration
 	// Now returns the time of the leases; nil means time.Now.
 	Now func() time.Time
 }
@@ -91,11 +103,15 @@ func (in *Inline) lease() time.Duration {
 	return 20 * time.Second
 }
 
-func (in *Inline) reserve() time.Duration {
-	if in.Reserve > 0 {
-		return in.Reserve
-	}
-	return 5 * time.Minute
+// StepMargin is the time a step needs beyond its bound, for the store and
+// the reply channel.
+const StepMargin = 30 * time.Second
+
+// fits reports whether a step that may take bound fits in what is left
+// of the invocation of ctx.
+func (in *Inline) fits(ctx context.Context, bound time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return !ok || time.Until(deadline) >= bound+cmp.Or(in.Margin, StepMargin)
 }
 
 // ActionRun is the action of the event that runs a run inline.
@@ -165,7 +181,13 @@ func (d *Driver) run(ctx context.Context, st agent.RunState) error {
 		if st.Parked() {
 			return d.handOver(ctx, st, "")
 		}
-		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < in.reserve() {
+		bound, err := d.Loop.Bound(ctx, st)
+		if err != nil {
+			return d.handOver(ctx, st, err.Error())
+		}
+		if !in.fits(ctx, bound) {
+			d.log().Info("run handed to the state machine: its next step may outlive the invocation",
+				"run_id", st.RunID, "step", st.Step, "bound", bound.String())
 			return d.handOver(ctx, st, "")
 		}
 		next, err := d.step(ctx, st)

@@ -365,7 +365,16 @@ func (d *Driver) Resume(ctx context.Context, ap store.Approval) error {
 // is free.
 func (d *Driver) Kick(ctx context.Context, sessionID string) error { return d.kick(ctx, sessionID) }
 
-// Reset starts a session afresh; see agent.Loop.Reset.
+// Reset starts a session afresh; see agent.Loop.Reset. A stuck run at
+// the head of its queue (one whose invocation Lambda gave up on, say) is
+// ended first (agent.Loop.EndStuck) and the lane passed on.
 func (d *Driver) Reset(ctx context.Context, sessionID string) error {
+	if st, ended, err := d.Loop.EndStuck(ctx, sessionID); err != nil {
+		return fmt.Errorf("reset: %w", err)
+	} else if ended {
+		if _, err := d.passOn(ctx, st); err != nil {
+			return fmt.Errorf("reset: %w", err)
+		}
+	}
 	return d.Loop.Reset(ctx, sessionID)
 }

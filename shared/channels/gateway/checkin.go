@@ -2,13 +2,10 @@ package gateway
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
-	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 )
 
 // wsMaxSessions bounds the sessions one connection is found by; a
@@ -53,21 +50,11 @@ func (g *Gateway) leaveSessions(wc *wsConn) {
 // fails (the answer stays in the job's runs).
 func (g *Gateway) CheckIns() schedule.Delivery {
 	return func(_ context.Context, a schedule.Answer) error {
-		j := a.Job
-		key, user, linked := strings.Cut(j.Deliver.To, "/")
-		if !linked {
-			owner, ok := strings.CutPrefix(j.Owner, "key:")
-			if !ok {
-				return fmt.Errorf("ws:%s names no API key, and the job's owner %s is not one: use ws:<key id>/<user>", j.Deliver.To, j.Owner)
-			}
-			key, user = owner, j.Deliver.To
+		sessionID, err := wsproto.CheckInSession(g.cfg.Identity, a.Job)
+		if err != nil {
+			return err
 		}
-		owner, sessionID := g.cfg.Identity.Session(j.Agent, wsproto.Channel, key, user)
-		if owner != j.Owner {
-			return fmt.Errorf("ws:%s is not a WebSocket user of the job's owner", j.Deliver.To)
-		}
-		frame := wsproto.CheckIn{Type: wsproto.TypeCheckIn, JobID: j.ID, RunID: a.Run.RunID, SessionID: a.Run.SessionID,
-			Text: scrub.Scrub(a.Result.Content), Error: a.Result.Error}
+		frame := wsproto.NewCheckIn(a)
 		g.wsMu.Lock()
 		conns := make([]*wsConn, 0, len(g.wsSessions[sessionID]))
 		for wc := range g.wsSessions[sessionID] {
@@ -75,7 +62,7 @@ func (g *Gateway) CheckIns() schedule.Delivery {
 		}
 		g.wsMu.Unlock()
 		if len(conns) == 0 {
-			return fmt.Errorf("no WebSocket connection of ws:%s is open", j.Deliver.To)
+			return wsproto.NoConnection(a.Job)
 		}
 		for _, wc := range conns {
 			wc.Send(frame)

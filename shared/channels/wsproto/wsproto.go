@@ -19,7 +19,7 @@
 //	{"type":"error","id":"c1","run_id":"…","code":"…","message":"…"}
 //
 // and, unasked, the answers of scheduled check-ins delivered to the user
-// (local server only):
+// (checkin.go):
 //
 //	{"type":"check_in","job_id":"…","run_id":"…","session_id":"…","text":"…"}
 //

@@ -255,8 +255,14 @@ type Loop struct {
 	// memories). Its failures are logged and never fail the run.
 	Recorder Recorder
 	Log      *slog.Logger
-	// ToolTimeout bounds one tool call; zero means 60 s.
+	// ToolTimeout bounds one tool call whose tool's policy sets no
+	// timeout; zero means 60 s.
 	ToolTimeout time.Duration
+	// MaxStep, when positive, is the longest a step may take: what the
+	// driver can give one (on AWS, a Lambda invocation). Model calls are
+	// cut at it; a tool whose calls may take longer fails CheckFits.
+	// Bound tells how long each step may take.
+	MaxStep time.Duration
 	// Limits bound model replies and tool calls; zero fields take the
 	// defaults.
 	Limits Limits

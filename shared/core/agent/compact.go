@@ -68,10 +68,24 @@ func (l *Loop) compact(ctx context.Context, st RunState) (RunState, error) {
 	old := hist[:from]
 	key := summaryKey(hist[from].Key)
 	if _, err := l.Store.GetMessage(ctx, st.SessionID, key); errors.Is(err, store.ErrNotFound) {
-		if a.Compaction.Flush {
-			l.flush(ctx, a, st, hist)
+		// The flush and the summary hold to the step's bound (Bound).
+		cctx := ctx
+		total, flush, bounded := l.compactBound(a, st)
+		if bounded {
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithTimeout(ctx, total)
+			defer cancel()
 		}
-		summary, err := l.summarize(ctx, a, old)
+		if a.Compaction.Flush {
+			fctx := cctx
+			if bounded && flush > 0 {
+				var cancel context.CancelFunc
+				fctx, cancel = context.WithTimeout(cctx, flush)
+				defer cancel()
+			}
+			l.flush(fctx, a, st, hist)
+		}
+		summary, err := l.summarize(cctx, a, old)
 		if err != nil {
 			if ctx.Err() != nil {
 				return st, fmt.Errorf("compact: %w", ctx.Err())
@@ -163,7 +177,7 @@ func (l *Loop) flush(ctx context.Context, a *Agent, st RunState, hist []store.Me
 		msgs = append(msgs, m.Message)
 	}
 	msgs = append(msgs, chat.Message{Role: chat.System, Content: FlushPrompt})
-	resp, err := a.Provider.Generate(ctx, llm.Request{Model: a.Model, Messages: msgs, Tools: defs}, nil)
+	resp, err := l.generate(ctx, a, llm.Request{Model: a.Model, Messages: msgs, Tools: defs}, nil)
 	saved := 0
 	if err == nil {
 		sess, _ := l.Store.GetSession(ctx, st.SessionID)
@@ -237,7 +251,7 @@ func (l *Loop) summarize(ctx context.Context, a *Agent, old []store.Message) (st
 	if len(transcript) > maxTranscript {
 		transcript = "[earlier part omitted]\n" + transcript[len(transcript)-maxTranscript:]
 	}
-	resp, err := a.Provider.Generate(ctx, llm.Request{Model: a.Model, Messages: []chat.Message{
+	resp, err := l.generate(ctx, a, llm.Request{Model: a.Model, Messages: []chat.Message{
 		{Role: chat.System, Content: summaryPrompt},
 		{Role: chat.User, Content: transcript},
 	}}, nil)

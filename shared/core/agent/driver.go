@@ -190,9 +190,22 @@ func (d *Driver) drive(run store.Run) bool {
 			}
 			failures++
 			d.log.Error("step failed", "run_id", st.RunID, "step", st.Step, "attempt", failures, "error", err)
-			if failures >= 5 && st.Step != StepFinish {
-				st = d.loop.Fail(st, fmt.Errorf("step %s failed: %w", st.Step, err))
+			saved, ok := d.saved(st)
+			switch {
+			case !ok:
+				return true // ended meanwhile (a reset, `lambdaclaw runs abandon`)
+			case saved.Error != "" && st.Error == "":
+				st, failures = saved, 0 // failed by `lambdaclaw runs abandon`
 				continue
+			case failures >= 5 && st.Step != StepFinish:
+				st, failures = d.loop.Fail(st, fmt.Errorf("step %s failed: %w", st.Step, err)), 0
+				continue
+			case failures >= 5 && st.Error != "":
+				// Not even the failure can be told: the run ends failed as
+				// it stands, as the state machine's release does.
+				if _, err := d.loop.Abandon(d.ctx, st, err); err == nil {
+					return true
+				}
 			}
 			if !sleep(d.ctx, min(time.Duration(failures)*200*time.Millisecond, 5*time.Second)) {
 				return true
@@ -211,6 +224,25 @@ func (d *Driver) drive(run store.Run) bool {
 	return true
 }
 
+// saved returns the run of st as the store has it now; false when it is
+// finished or gone.
+func (d *Driver) saved(st RunState) (RunState, bool) {
+	run, err := d.loop.Store.GetRun(d.ctx, st.RunID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return st, false
+	case err != nil:
+		return st, true
+	case run.Status.Finished():
+		return st, false
+	}
+	saved, err := DecodeState(run)
+	if err != nil {
+		return st, true
+	}
+	return saved, true
+}
+
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -222,7 +254,14 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// Reset starts a session afresh; see Loop.Reset.
+// Reset starts a session afresh; see Loop.Reset. A stuck run at the head
+// of its queue is ended first (Loop.EndStuck), and the lane woken for
+// the runs behind it.
 func (d *Driver) Reset(ctx context.Context, sessionID string) error {
+	if _, ended, err := d.loop.EndStuck(ctx, sessionID); err != nil {
+		return fmt.Errorf("reset: %w", err)
+	} else if ended {
+		d.Wake(sessionID)
+	}
 	return d.loop.Reset(ctx, sessionID)
 }

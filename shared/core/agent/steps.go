@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
@@ -106,7 +105,7 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 		}
 	}
 	start := l.now()
-	resp, err := a.Provider.Generate(ctx, req, onDelta)
+	resp, err := l.generate(ctx, a, req, onDelta)
 	attrs = []slog.Attr{slog.Int64("duration_ms", l.now().Sub(start).Milliseconds()), slog.Bool("success", err == nil)}
 	if err != nil {
 		attrs = append(attrs, slog.String("error", scrub.Scrub(err.Error())))
@@ -474,7 +473,7 @@ func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, sess store.S
 	}
 	l.emit(obs.Event{Type: obs.ToolCallStart, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
 		slog.String("tool_name", c.Name), slog.String("args", truncate(shown, maxEventArgs))}})
-	timeout := cmp.Or(t.Policy().Timeout, l.ToolTimeout, 60*time.Second)
+	timeout := l.toolTimeout(t)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	began := l.now()

@@ -51,6 +51,10 @@ type Event struct {
 	RunID     string
 	Attrs     []slog.Attr
 	Time      time.Time
+
+	// flushed, set by Flush, is closed when the events before it are
+	// written.
+	flushed chan struct{}
 }
 
 // Emitter delivers events to a slog.Logger, and their metrics to sinks,
@@ -122,10 +126,31 @@ func (e *Emitter) Close() {
 	})
 }
 
+// Flush waits until the events emitted before it are written and their
+// metrics recorded; it returns at once after Close.
+func (e *Emitter) Flush() {
+	if e == nil {
+		return
+	}
+	done := make(chan struct{})
+	e.mu.RLock()
+	if e.closed {
+		e.mu.RUnlock()
+		return
+	}
+	e.ch <- Event{flushed: done}
+	e.mu.RUnlock()
+	<-done
+}
+
 func (e *Emitter) run() {
 	defer close(e.done)
 	ctx := context.Background()
 	for ev := range e.ch {
+		if ev.flushed != nil {
+			close(ev.flushed)
+			continue
+		}
 		r := slog.NewRecord(ev.Time, slog.LevelInfo, ev.Type, 0)
 		r.AddAttrs(slog.String("event", ev.Type))
 		if ev.SessionID != "" {

@@ -152,6 +152,23 @@ func TestCloseFlushes(t *testing.T) {
 	e.Close() // a second Close is harmless
 }
 
+func TestFlush(t *testing.T) {
+	h := &captureHandler{entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	e := obs.NewEmitter(slog.New(h), 100)
+	defer e.Close()
+	for range 50 {
+		e.Emit(obs.Event{Type: obs.LLMRequest})
+	}
+	<-h.entered // the writer holds the first event
+	close(h.gate)
+	e.Flush()
+	if n := len(h.lines()); n != 50 {
+		t.Errorf("%d events written when Flush returned, want 50", n)
+	}
+	e.Close()
+	e.Flush() // returns at once after Close
+}
+
 func TestEmitAfterClose(t *testing.T) {
 	h := &captureHandler{}
 	e := obs.NewEmitter(slog.New(h), 4)

@@ -35,6 +35,14 @@ type Backend interface {
 	Probe(ctx context.Context) error
 }
 
+// Bounded is a Backend that takes longer than a command's wall time:
+// one that starts a remote worker and copies the workspace to and from it.
+type Bounded interface {
+	// Bound returns the longest Exec takes for a command that may run
+	// for wall.
+	Bound(wall time.Duration) time.Duration
+}
+
 // Request is one command to run.
 type Request struct {
 	// Owner, Agent and SessionID name the sandbox: one per owner and

@@ -12,6 +12,7 @@
 package exectool
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -96,10 +97,12 @@ type Config struct {
 	// Settings returns an agent's settings; nil gives every agent the
 	// default limits and no rules.
 	Settings func(agent string) Settings
-	// CallTimeout bounds one call, when positive, instead of the loop's
-	// limit of a tool call: a backend that starts a remote worker first
-	// (Fargate) needs longer than the command's wall time.
-	CallTimeout time.Duration
+	// MaxWallTime is the longest wall time of any agent's limits (the
+	// default limits' when zero). With a backend that takes longer than
+	// a command's wall time (sandbox.Bounded: Fargate starts a task
+	// first), a call's timeout is the backend's bound for a command of
+	// that wall time, instead of the loop's limit of a tool call.
+	MaxWallTime time.Duration
 	// Quota, when set, is the workspaces' quota the file tools share:
 	// what a command adds to the workspace counts against it.
 	Quota *workspace.Quota
@@ -140,7 +143,11 @@ func (t *execTool) Definition() chat.ToolDef { return definition }
 // Policy asks before each command unless autonomy is full, and keeps the
 // tool from read-only runs.
 func (t *execTool) Policy() tool.Policy {
-	return tool.Policy{Effect: tool.External, Timeout: t.cfg.CallTimeout}
+	p := tool.Policy{Effect: tool.External}
+	if b, ok := t.cfg.Backend.(sandbox.Bounded); ok {
+		p.Timeout = b.Bound(cmp.Or(t.cfg.MaxWallTime, sandbox.DefaultLimits().WallTime))
+	}
+	return p
 }
 
 type saveAs struct {

@@ -168,11 +168,35 @@ func TestQuota(t *testing.T) {
 	}
 }
 
+// startingBackend takes a minute to start beyond a command's wall time
+// (sandbox.Bounded).
+type startingBackend struct{ fakeBackend }
+
+func (*startingBackend) Bound(wall time.Duration) time.Duration { return wall + time.Minute }
+
+// TestPolicy: exec is an external effect; its calls' timeout is the
+// loop's, or a backend's bound for the agents' longest wall time.
 func TestPolicy(t *testing.T) {
-	et, _ := New(Config{Backend: &fakeBackend{}})
-	want := tool.Policy{Effect: tool.External}
-	if diff := cmp.Diff(want, et.Policy()); diff != "" {
-		t.Errorf("policy (-want +got):\n%s", diff)
+	tests := []struct {
+		name string
+		cfg  Config
+		want tool.Policy
+	}{
+		{"a local backend: the loop's timeout", Config{Backend: &fakeBackend{}, MaxWallTime: 50 * time.Second}, tool.Policy{Effect: tool.External}},
+		{"a backend that starts workers", Config{Backend: &startingBackend{}, MaxWallTime: 50 * time.Second},
+			tool.Policy{Effect: tool.External, Timeout: time.Minute + 50*time.Second}},
+		{"the default wall time", Config{Backend: &startingBackend{}}, tool.Policy{Effect: tool.External, Timeout: time.Minute + 30*time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			et, err := New(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, et.Policy()); diff != "" {
+				t.Errorf("policy (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

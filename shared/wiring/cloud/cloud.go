@@ -296,6 +296,9 @@ func New(ctx context.Context) (*Root, error) {
 		Log:      log,
 		Limits:   agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes},
 	}
+	if err := r.fitSteps(getenv, names); err != nil {
+		return nil, err
+	}
 	arn := getenv("STATE_MACHINE_ARN")
 	if arn == "" {
 		return nil, errors.New("cloud: STATE_MACHINE_ARN is not set")
@@ -318,6 +321,42 @@ func New(ctx context.Context) (*Root, error) {
 		log.Debug("no LLM provider configured: this function does not call models")
 	}
 	return r, nil
+}
+
+// StepTimeoutVar names the timeout of the function's invocations, which
+// the stack sets on the functions that run the loop's steps, as a Go
+// duration ("15m0s"); without it steps have no limit.
+const StepTimeoutVar = "STEP_TIMEOUT"
+
+// fitSteps makes every step of the loop fit in one invocation of the
+// function (STEP_TIMEOUT): the loop's MaxStep is its timeout less
+// sfn.StepMargin, at which model calls are cut; a tool of one of the
+// agents names (the default agent and those defined) whose calls may take
+// longer fails the function's start, rather than a call being killed
+// midway.
+func (r *Root) fitSteps(getenv func(string) string, names []string) error {
+	v := getenv(StepTimeoutVar)
+	if v == "" {
+		return nil
+	}
+	timeout, err := time.ParseDuration(v)
+	if err != nil || timeout <= sfn.StepMargin {
+		return fmt.Errorf("cloud: %s=%q: want a duration longer than %s", StepTimeoutVar, v, sfn.StepMargin)
+	}
+	r.Loop.MaxStep = timeout - sfn.StepMargin
+	if len(r.cfg.Providers) == 0 {
+		return nil // this function runs no step
+	}
+	var errs []error
+	for _, name := range names {
+		if a, ok := r.Agents.Agent(name); ok {
+			errs = append(errs, r.Loop.CheckFits(a))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cloud: a tool call could outlive the function's invocation (%s=%s): %w", StepTimeoutVar, v, err)
+	}
+	return nil
 }
 
 func newLogger(level string) *slog.Logger {

@@ -3,7 +3,6 @@ package cloud
 import (
 	"context"
 	"log/slog"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -15,11 +14,6 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/setup"
 )
-
-// fargateCallTimeout bounds one exec call on Fargate: a cold task takes
-// 30 to 60 s to start (README: the Fargate sandbox), then the command its
-// wall time (at most 50 s), then the workspace is written back.
-const fargateCallTimeout = 4 * time.Minute
 
 // newExec returns the exec tool on the Fargate sandbox of the stack
 // (SANDBOX_BACKEND=fargate and the task's settings, which the stack gives
@@ -37,7 +31,7 @@ func newExec(ctx context.Context, cfg *config.Config, awsCfg aws.Config, getenv 
 	}
 	var t tool.Tool
 	if err == nil {
-		t, err = setup.ExecTool(cfg, backend, fargateCallTimeout, quota)
+		t, err = setup.ExecTool(cfg, backend, quota)
 	}
 	if err != nil {
 		log.Warn("exec tool not offered", "reason", err.Error())

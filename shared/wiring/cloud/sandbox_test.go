@@ -1,6 +1,7 @@
 package cloud_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -8,14 +9,20 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
+// fargate is the environment the stack gives the step function with
+// -c sandbox=fargate.
+var fargate = map[string]string{
+	"SANDBOX_BACKEND": "fargate", "SANDBOX_CLUSTER": "lambdaclaw-sandbox", "SANDBOX_TASK_DEFINITION": "Lambdaclaw-sandbox",
+	"SANDBOX_CONTAINER": "sandbox", "SANDBOX_SUBNETS": "subnet-1,subnet-2", "SANDBOX_SECURITY_GROUPS": "sg-1",
+}
+
 // The step function offers exec when the stack gives it the Fargate
-// sandbox (-c sandbox=fargate), with a call timeout that covers a cold
-// task; other functions, and a sandbox missing its settings, do not.
+// sandbox (-c sandbox=fargate), with a call timeout that covers what the
+// sandbox may wait for: the default wall time (30 s) and a minute's sync
+// twice (a warm task found stopped, then a new one) and a task's start
+// (3 minutes); other functions, and a sandbox missing its settings, do
+// not.
 func TestExecOnFargate(t *testing.T) {
-	fargate := map[string]string{
-		"SANDBOX_BACKEND": "fargate", "SANDBOX_CLUSTER": "lambdaclaw-sandbox", "SANDBOX_TASK_DEFINITION": "Lambdaclaw-sandbox",
-		"SANDBOX_CONTAINER": "sandbox", "SANDBOX_SUBNETS": "subnet-1,subnet-2", "SANDBOX_SECURITY_GROUPS": "sg-1",
-	}
 	tests := []struct {
 		name    string
 		env     map[string]string
@@ -41,8 +48,53 @@ func TestExecOnFargate(t *testing.T) {
 			if ok != tt.offered {
 				t.Fatalf("exec offered: %v; want %v", ok, tt.offered)
 			}
-			if ok && exec.Policy().Timeout < 3*time.Minute {
-				t.Errorf("exec's call timeout %s does not cover a cold task", exec.Policy().Timeout)
+			if want := 6 * time.Minute; ok && exec.Policy().Timeout != want {
+				t.Errorf("exec's call timeout %s, want %s", exec.Policy().Timeout, want)
+			}
+		})
+	}
+}
+
+// TestStepTimeout: a function told its invocations' timeout (STEP_TIMEOUT)
+// cuts model calls before it (the loop's MaxStep, less sfn.StepMargin),
+// and does not start when a tool's calls may take longer: exec on
+// Fargate (6 minutes) in invocations of 5.
+func TestStepTimeout(t *testing.T) {
+	tests := []struct {
+		name, timeout string
+		sandbox       bool
+		maxStep       time.Duration
+		err           string
+	}{
+		{"the stack's 15 minutes", "15m0s", true, 14*time.Minute + 30*time.Second, ""},
+		{"exec cannot fit", "5m0s", true, 0, "exec may take 6m0s, longer than a step may (4m30s)"},
+		{"no exec, 5 minutes", "5m0s", false, 4*time.Minute + 30*time.Second, ""},
+		{"no timeout: no limit", "", true, 0, ""},
+		{"not a duration", "soon", false, 0, `STEP_TIMEOUT="soon"`},
+		{"no time left for a step", "30s", false, 0, `STEP_TIMEOUT="30s"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cloudtest.Setup(t)
+			t.Setenv("ECS_ENDPOINT", cloudtest.NewECS(t).URL)
+			if tt.sandbox {
+				for k, v := range fargate {
+					t.Setenv(k, v)
+				}
+			}
+			t.Setenv(cloud.StepTimeoutVar, tt.timeout)
+			r, err := cloud.New(t.Context())
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("New: %v; want an error saying %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Loop.MaxStep != tt.maxStep {
+				t.Errorf("MaxStep %s, want %s", r.Loop.MaxStep, tt.maxStep)
 			}
 		})
 	}

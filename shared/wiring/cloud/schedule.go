@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ebscheduler"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
@@ -22,7 +23,9 @@ import (
 // stack's group (ebscheduler), whose deliveries the scheduler function
 // claims and starts (Root.Jobs); the step function, where runs end,
 // records and delivers their answers (schedule.Replier on the "cron"
-// channel).
+// channel): to webhooks, Telegram chats and, with WS_ENDPOINT, WebSocket
+// users (apigw.CheckIns, over the index of connections the ws function
+// keeps in the table).
 //
 //	SCHEDULE_GROUP        the schedule group of the jobs' schedules
 //	SCHEDULER_ROLE_ARN    the role the schedules invoke their target as
@@ -54,6 +57,9 @@ func (r *Root) routeCheckIns(router agent.Router) error {
 	}
 	if r.Telegram != nil {
 		replier.Deliver[schedule.DeliverTelegram] = schedule.Via(r.Telegram, telegram.ChannelName)
+	}
+	if r.Conns.API != nil {
+		replier.Deliver[schedule.DeliverWS] = apigw.CheckIns(r.Conns, r.Store, r.Identity)
 	}
 	router[schedule.Channel] = replier
 	return nil

@@ -114,7 +114,10 @@ type Provider struct {
 	Region string `yaml:"region"`
 	// Model is the model id; required for bedrock, DefaultModel otherwise.
 	Model string `yaml:"model"`
-	// Timeout bounds one model call (default 120s).
+	// Timeout bounds one model call (default 120s); a streamed one, the
+	// wait for each chunk. A turn's model call, streamed or not, is cut
+	// once every attempt of every provider of its chain could have taken
+	// its timeout, with the waits between retries (agent.Loop.Bound).
 	Timeout Duration `yaml:"timeout"`
 	// Retries is how many times a transient failure is retried on this
 	// provider before falling through to the next (default 2).

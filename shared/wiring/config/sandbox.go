@@ -197,3 +197,15 @@ func (c *Config) SandboxSettings(agent string) (limits sandbox.Limits, allow, de
 	}
 	return l.limits().WithDefaults(), allow, deny
 }
+
+// LongestWallTime returns the longest wall time of any agent's sandbox
+// limits: the global limits' (every agent the configuration does not
+// name has them) or an agent's own.
+func (c *Config) LongestWallTime() time.Duration {
+	wall := c.Sandbox.Limits.limits().WithDefaults().WallTime
+	for name := range c.Agents {
+		limits, _, _ := c.SandboxSettings(name)
+		wall = max(wall, limits.WallTime)
+	}
+	return wall
+}

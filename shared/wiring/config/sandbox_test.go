@@ -59,6 +59,14 @@ agents:
 		{"coder", settings{Limits: sandbox.Limits{Memory: 1 << 30, CPUs: 1, Pids: 64, FileSize: 64 << 20, Output: 64 << 10, WallTime: 20 * time.Second, Disk: 1 << 30},
 			Allow: []string{"python3 *"}, Deny: []string{"rm -rf *", "curl *"}}},
 	}
+	if got := cfg.LongestWallTime(); got != 20*time.Second {
+		t.Errorf("LongestWallTime = %s, want the global 20s", got)
+	}
+	cfg.Agents["coder"].Sandbox.Limits.WallTime = Duration(45 * time.Second)
+	if got := cfg.LongestWallTime(); got != 45*time.Second {
+		t.Errorf("LongestWallTime = %s, want coder's 45s", got)
+	}
+	cfg.Agents["coder"].Sandbox.Limits.WallTime = 0
 	for _, tt := range tests {
 		t.Run(tt.agent, func(t *testing.T) {
 			var got settings

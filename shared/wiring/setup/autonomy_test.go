@@ -137,7 +137,7 @@ func productAgent(t *testing.T) *agent.Agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := ExecTool(cfg, &recordingBackend{}, 0, quota)
+	exec, err := ExecTool(cfg, &recordingBackend{}, quota)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,6 @@
 package setup
 
 import (
-	"time"
-
 	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
@@ -12,12 +10,12 @@ import (
 
 // ExecTool returns the exec tool on backend, a backend that passed its
 // probe, with each agent's configured limits and command rules
-// (config.SandboxSettings); callTimeout, when positive, bounds a call
-// instead of the loop's tool timeout; what a command adds to a workspace
-// counts against quota, the file tools' (Quota). The composition roots
-// offer it only when their backend works.
-func ExecTool(cfg *config.Config, backend sandbox.Backend, callTimeout time.Duration, quota *workspace.Quota) (tool.Tool, error) {
-	return exectool.New(exectool.Config{Backend: backend, CallTimeout: callTimeout, Quota: quota, Settings: func(agent string) exectool.Settings {
+// (config.SandboxSettings); what a command adds to a workspace counts
+// against quota, the file tools' (Quota). A call's timeout follows from
+// the longest wall time the agents have (exectool.Config.MaxWallTime).
+// The composition roots offer it only when their backend works.
+func ExecTool(cfg *config.Config, backend sandbox.Backend, quota *workspace.Quota) (tool.Tool, error) {
+	return exectool.New(exectool.Config{Backend: backend, MaxWallTime: cfg.LongestWallTime(), Quota: quota, Settings: func(agent string) exectool.Settings {
 		limits, allow, deny := cfg.SandboxSettings(agent)
 		return exectool.Settings{Limits: limits, Rules: exectool.Rules{Allow: allow, Deny: deny}}
 	}})
