@@ -202,19 +202,36 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	return &Store{db: client, table: aws.String(cfg.Table), ttl: ttl, now: time.Now}, nil
 }
 
+// Check asks DynamoDB for the table (DescribeTable): an error says that
+// it does not exist or cannot be read. It also learns Created.
+func (s *Store) Check(ctx context.Context) error {
+	s.createdMu.Lock()
+	defer s.createdMu.Unlock()
+	return s.describe(ctx)
+}
+
+// describe reads the table's creation time; createdMu is held.
+func (s *Store) describe(ctx context.Context) error {
+	out, err := s.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: s.table})
+	if err != nil {
+		return fmt.Errorf("dynamo: table %q: %w", *s.table, err)
+	}
+	if out.Table != nil && out.Table.CreationDateTime != nil {
+		s.created = *out.Table.CreationDateTime
+	}
+	return nil
+}
+
 // Created returns when the table was created, asking DynamoDB the first
-// time (DescribeTable, within 5 s); the zero time when it did not say,
-// and then it asks again next time.
+// time (within 5 s); the zero time when it did not say, and then it asks
+// again next time.
 func (s *Store) Created() time.Time {
 	s.createdMu.Lock()
 	defer s.createdMu.Unlock()
 	if s.created.IsZero() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		out, err := s.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: s.table})
-		if err == nil && out.Table != nil && out.Table.CreationDateTime != nil {
-			s.created = *out.Table.CreationDateTime
-		}
+		s.describe(ctx) // the zero time says it failed
 	}
 	return s.created
 }
