@@ -58,7 +58,9 @@ release:
 	done
 	cd $(DIST)/release && if command -v sha256sum >/dev/null; then sha256sum lambdaclaw-*; else shasum -a 256 lambdaclaw-*; fi > SHA256SUMS
 
-## bench: gateway overhead, time to first byte, throughput and CPU per turn
+## bench: the footprint (binary and Lambda bootstrap sizes, start to healthy,
+##        idle memory, the api function's cold init);
+##        gateway overhead, time to first byte, throughput and CPU per turn
 ##        (stateless and stateful, 16 in flight), startup and memory figures
 ##        (also the peak under a 64 MB model reply);
 ##        memory search latency (p50/p99 at 1k, 10k, 100k) and indexing throughput;
@@ -67,6 +69,7 @@ release:
 ##        an MCP tool call over stdio, through the adapter and the SDK alone,
 ##        and the adapter's own work per call; a chat call of the MCP server
 bench:
+	$(GO) test -run '^$$' -bench 'Footprint' -benchtime 5x -count 1 ./tests/bench/
 	$(GO) test -run '^$$' -bench 'Completion|StreamTTFB' -benchtime 2000x -count 1 ./tests/bench/
 	$(GO) test -run '^$$' -bench 'Throughput' -benchtime 3000x -count 1 ./tests/bench/
 	$(GO) test -run '^$$' -bench 'ClientTools' -benchtime 500x -count 1 ./tests/bench/

@@ -58,7 +58,17 @@ func TestExec(t *testing.T) {
 	fake := newFake(t)
 	g := startGateway(t, fake, "sandbox:\n  limits: {output: 256KB}\n")
 	full := g.createKey(t, "--name", "full", "--autonomy", "full")
-	waitEvent(t, g, "exec tool offered", nil)
+	// The sandbox is probed once the server listens, not before.
+	events := waitEvent(t, g, "exec tool offered", nil)
+	order := map[string]int{}
+	for i, e := range events {
+		if m, _ := e["msg"].(string); m == "lambdaclaw listening" || m == "exec tool offered" {
+			order[m] = i
+		}
+	}
+	if l, p := order["lambdaclaw listening"], order["exec tool offered"]; l >= p {
+		t.Errorf("the sandbox was probed (log line %d) before the server listened (line %d)", p, l)
+	}
 	planted := filepath.Join(g.home, "planted-secret.txt")
 	if err := os.WriteFile(planted, []byte("PLANTED-7f3a9c"), 0o600); err != nil {
 		t.Fatal(err)

@@ -44,18 +44,19 @@ func mcpCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // serveMCPServers gives the agents of builder the tools of the configured
-// MCP servers, starting them now when mcp.start is eager, and returns
-// what stops them.
-func serveMCPServers(cfg *config.Config, builder *setup.Builder, log *slog.Logger) (stop func(), err error) {
+// MCP servers and returns what starts them when mcp.start is eager, which
+// serve runs once it listens, and what stops them.
+func serveMCPServers(cfg *config.Config, builder *setup.Builder, log *slog.Logger) (start, stop func(), err error) {
 	reg, err := setup.MCP(cfg.MCP, os.Getenv, log)
 	if err != nil || reg == nil {
-		return func() {}, err
+		return func() {}, func() {}, err
 	}
 	builder.UseMCP(reg)
+	start = func() {}
 	if cfg.MCP.Eager() {
-		reg.Start()
+		start = reg.Start
 	}
-	return func() { reg.Close() }, nil
+	return start, func() { reg.Close() }, nil
 }
 
 // mcpRegistry reads the configuration and builds its MCP servers' registry

@@ -107,15 +107,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if exec, stopSandbox := localExec(ctx, cfg, log, quota); exec != nil {
-		defer stopSandbox()
+	exec := localExec(cfg, log, quota)
+	if exec != nil {
+		defer exec.Close()
 		tools = append(tools, exec)
 	}
 	builder, err := setup.NewBuilder(ctx, cfg, osroot.New(cfg.Home), append(tools, mem.Tools()...))
 	if err != nil {
 		return err
 	}
-	stopMCP, err := serveMCPServers(cfg, builder, log)
+	startMCP, stopMCP, err := serveMCPServers(cfg, builder, log)
 	if err != nil {
 		return err
 	}
@@ -182,9 +183,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var components func() map[string]string
+	if exec != nil {
+		components = func() map[string]string { return map[string]string{"sandbox": exec.Status()} }
+	}
 	gw, err := gateway.New(gateway.Config{
-		Console: cons,
-		Runner:  driver, Events: hub, Keys: db, Runs: db, Limiter: ratelimit.New(time.Minute),
+		Components: components,
+		Console:    cons,
+		Runner:     driver, Events: hub, Keys: db, Runs: db, Limiter: ratelimit.New(time.Minute),
 		Agents: agents.Names, HasAgent: agents.Has, Created: agents.Created, Embedder: emb, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
 		Responses: db, Threads: loop, Metrics: metrics.Handler(),
 		MaxConcurrentPerKey: cfg.Server.MaxConcurrentPerKey, MaxWebSocketsPerKey: cfg.Server.MaxWebSocketsPerKey,
@@ -231,6 +237,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	// What serving does not need starts once the server listens: the
+	// sandbox's probe (the exec tool waits for it) and eager MCP servers.
+	var starting sync.WaitGroup
+	defer func() {
+		cancelRuns()
+		stopMCP()
+		starting.Wait()
+	}()
+	if exec != nil {
+		starting.Go(func() { exec.probe(runCtx) })
+	}
+	starting.Go(startMCP)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

@@ -180,6 +180,9 @@ func (d *deployment) store(ctx context.Context) (*dynamo.Store, error) {
 		}
 	})
 	db, err := dynamo.New(ctx, dynamo.Config{Table: d.outputs[outTable], Client: client})
+	if err == nil {
+		err = db.Check(ctx)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.where(), err)
 	}

@@ -104,6 +104,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -172,14 +173,16 @@ type Store struct {
 	table *string
 	ttl   time.Duration
 	now   func() time.Time
-	// created is when the table was created.
-	created time.Time
+	// created is when the table was created, once DescribeTable said.
+	createdMu sync.Mutex
+	created   time.Time
 }
 
 var _ store.Store = (*Store)(nil)
 
-// New returns a Store on cfg.Table. It does not create the table; it checks
-// that it exists.
+// New returns a Store on cfg.Table. It neither creates the table nor
+// calls DynamoDB: a function's cold start makes no request it does not
+// need.
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Table == "" {
 		return nil, errors.New("dynamo: no table name")
@@ -196,20 +199,42 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if ttl == 0 {
 		ttl = DefaultSessionTTL
 	}
-	s := &Store{db: client, table: aws.String(cfg.Table), ttl: ttl, now: time.Now}
-	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: s.table})
+	return &Store{db: client, table: aws.String(cfg.Table), ttl: ttl, now: time.Now}, nil
+}
+
+// Check asks DynamoDB for the table (DescribeTable): an error says that
+// it does not exist or cannot be read. It also learns Created.
+func (s *Store) Check(ctx context.Context) error {
+	s.createdMu.Lock()
+	defer s.createdMu.Unlock()
+	return s.describe(ctx)
+}
+
+// describe reads the table's creation time; createdMu is held.
+func (s *Store) describe(ctx context.Context) error {
+	out, err := s.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: s.table})
 	if err != nil {
-		return nil, fmt.Errorf("dynamo: table %q: %w", cfg.Table, err)
+		return fmt.Errorf("dynamo: table %q: %w", *s.table, err)
 	}
 	if out.Table != nil && out.Table.CreationDateTime != nil {
 		s.created = *out.Table.CreationDateTime
 	}
-	return s, nil
+	return nil
 }
 
-// Created returns when the table was created, as New found it; the zero
-// time when DynamoDB did not say.
-func (s *Store) Created() time.Time { return s.created }
+// Created returns when the table was created, asking DynamoDB the first
+// time (within 5 s); the zero time when it did not say, and then it asks
+// again next time.
+func (s *Store) Created() time.Time {
+	s.createdMu.Lock()
+	defer s.createdMu.Unlock()
+	if s.created.IsZero() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.describe(ctx) // the zero time says it failed
+	}
+	return s.created
+}
 
 // NewClient returns a DynamoDB client from the SDK's default configuration,
 // pointed at endpoint when it is not empty (DynamoDB Local).

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -736,4 +737,27 @@ func TestCreated(t *testing.T) {
 
 func TestDrafts(t *testing.T) {
 	storetest.RunDrafts(t, func(t *testing.T) store.Drafts { return newStore(t) })
+}
+
+// New asks DynamoDB nothing (a cold start makes no request it does not
+// need); Check does, and says which table it could not read.
+func TestNewAsksNothing(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "local")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
+	t.Setenv("AWS_REGION", "us-east-1")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "http://" + ln.Addr().String()
+	ln.Close() // nothing answers there
+	s, err := New(t.Context(), Config{Table: "absent", Endpoint: endpoint})
+	if err != nil {
+		t.Fatalf("New = %v, want no error without a request", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := s.Check(ctx); err == nil || !strings.Contains(err.Error(), `dynamo: table "absent"`) {
+		t.Errorf("Check = %v, want the table named", err)
+	}
 }

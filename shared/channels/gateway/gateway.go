@@ -69,10 +69,14 @@ type Limiter interface {
 
 // Config wires the gateway.
 type Config struct {
-	Runner  Runner
-	Events  Subscriber
-	Keys    KeyFinder
-	Limiter Limiter
+	// Components, when set, reports the state of the parts that start
+	// after the server listens, by name (the sandbox: starting, ok or
+	// unavailable); /health shows them.
+	Components func() map[string]string
+	Runner     Runner
+	Events     Subscriber
+	Keys       KeyFinder
+	Limiter    Limiter
 	// Agents lists the agent names served as models.
 	Agents func() []string
 	// HasAgent, when set, says whether an agent exists; requests ask it
@@ -223,9 +227,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
 }
 
+// health answers 200 while the server serves, with the state of the
+// components that start after it listens.
 func (g *Gateway) health(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"status":"ok","uptime_seconds":%d}`+"\n", int(time.Since(g.started).Seconds()))
+	h := struct {
+		Status     string            `json:"status"`
+		Uptime     int               `json:"uptime_seconds"`
+		Components map[string]string `json:"components,omitempty"`
+	}{Status: "ok", Uptime: int(time.Since(g.started).Seconds())}
+	if g.cfg.Components != nil {
+		h.Components = g.cfg.Components()
+	}
+	writeJSON(w, http.StatusOK, h)
 }
 
 type ctxKey struct{}

@@ -483,13 +483,31 @@ func TestUnknownEndpoint(t *testing.T) {
 }
 
 func TestHealth(t *testing.T) {
-	f := newFixture(t)
-	w := f.do("GET", "/health", "", "")
-	var body struct {
-		Status string `json:"status"`
+	type health struct {
+		Status     string            `json:"status"`
+		Components map[string]string `json:"components"`
 	}
-	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || w.Code != http.StatusOK || body.Status != "ok" {
-		t.Errorf("GET /health = %d %s (%v), want 200 with status ok", w.Code, w.Body, err)
+	tests := []struct {
+		name       string
+		components func() map[string]string
+		want       health
+	}{
+		{"no late components", nil, health{Status: "ok"}},
+		{"a sandbox starting", func() map[string]string { return map[string]string{"sandbox": "starting"} },
+			health{Status: "ok", Components: map[string]string{"sandbox": "starting"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, func(c *gateway.Config) { c.Components = tt.components })
+			w := f.do("GET", "/health", "", "")
+			var got health
+			if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || w.Code != http.StatusOK {
+				t.Fatalf("GET /health = %d %s (%v), want 200", w.Code, w.Body, err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("GET /health (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

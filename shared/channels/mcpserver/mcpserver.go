@@ -116,7 +116,9 @@ type Config struct {
 
 // Handler is the MCP server: an http.Handler for the gateway's /mcp.
 type Handler struct {
-	cfg    Config
+	cfg Config
+	// build makes server and http on first use (make).
+	build  func()
 	server *mcp.Server
 	http   http.Handler
 
@@ -148,26 +150,32 @@ func New(cfg Config) (*Handler, error) {
 		cfg.MaxSessionsPerKey = DefaultMaxSessionsPerKey
 	}
 	h := &Handler{cfg: cfg, owners: map[string]string{}, opening: map[string]int{}}
-	h.server = mcp.NewServer(&mcp.Implementation{Name: "lambdaclaw", Title: "lambdaclaw agents", Version: cfg.Version}, &mcp.ServerOptions{
+	h.build = sync.OnceFunc(h.make)
+	return h, nil
+}
+
+// make makes the MCP server and its HTTP handler (the tools' schemas come
+// from reflection), on the first request rather than at start-up.
+func (h *Handler) make() {
+	h.server = mcp.NewServer(&mcp.Implementation{Name: "lambdaclaw", Title: "lambdaclaw agents", Version: h.cfg.Version}, &mcp.ServerOptions{
 		Instructions: "Talk to lambdaclaw agents. agents_list names the agents you may use; chat sends a message to one and returns its reply. " +
 			"A conversation is kept by the server under its session_key; history reads it back, memory_search searches what the agent remembers of you.",
-		Logger: cfg.Log,
+		Logger: h.cfg.Log,
 	})
 	h.addTools()
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.server }, &mcp.StreamableHTTPOptions{
-		Stateless:      cfg.Stateless,
-		SessionTimeout: cfg.SessionTimeout,
+		Stateless:      h.cfg.Stateless,
+		SessionTimeout: h.cfg.SessionTimeout,
 		// Every request carries the API key, which a page that rebinds a
 		// name to the loopback address does not have; a reverse proxy in
 		// front of the local server keeps working.
 		DisableLocalhostProtection: true,
-		MaxRequestBodyBytes:        cfg.MaxBodyBytes,
-		Logger:                     cfg.Log,
+		MaxRequestBodyBytes:        h.cfg.MaxBodyBytes,
+		Logger:                     h.cfg.Log,
 	})
 	// The token info names the key: a session answers only the key that
 	// opened it, and each call knows its caller.
 	h.http = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
-	return h, nil
 }
 
 // sessionHeader is the streamable HTTP transport's session header.
@@ -176,6 +184,7 @@ const sessionHeader = "Mcp-Session-Id"
 // ServeHTTP serves /mcp. The gateway has checked the request's key
 // (gateway.KeyFrom); a request without one is refused.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.build()
 	k, ok := gateway.KeyFrom(r.Context())
 	if h.cfg.Stateless || !ok || r.Method != http.MethodPost || r.Header.Get(sessionHeader) != "" {
 		h.http.ServeHTTP(w, r)
@@ -254,6 +263,7 @@ func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // Close ends the open MCP sessions, and with them their streams. Call it
 // when the server shuts down.
 func (h *Handler) Close() {
+	h.build()
 	for ss := range h.server.Sessions() {
 		ss.Close()
 	}

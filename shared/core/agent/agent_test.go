@@ -284,6 +284,44 @@ func TestNotOfferedWhenDenied(t *testing.T) {
 	}
 }
 
+// unavailableTool is the echo tool reporting that it cannot run.
+type unavailableTool struct {
+	*echoTool
+	why error
+}
+
+func (u unavailableTool) Unavailable() error { return u.why }
+
+// A tool that reports itself unavailable (a sandbox whose probe failed)
+// is not offered; one that reports nil is.
+func TestNotOfferedWhenUnavailable(t *testing.T) {
+	tests := []struct {
+		name string
+		why  error
+		want int
+	}{
+		{"available", nil, 1},
+		{"unavailable", errors.New("bubblewrap cannot make a sandbox"), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, 5)
+			reg, err := tool.NewRegistry(unavailableTool{f.echo, tt.why})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := f.loop.Agents.(Registry)["a"]
+			a.Tools = reg
+			f.llm.script = append(f.llm.script, say("ok"))
+			st, _ := f.loop.Enqueue(context.Background(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("x")}, Autonomy: tool.Full})
+			f.runToEnd(t, st)
+			if n := len(f.llm.seen[0].Tools); n != tt.want {
+				t.Errorf("offered %d tools, want %d", n, tt.want)
+			}
+		})
+	}
+}
+
 func TestHostileToolCalls(t *testing.T) {
 	tests := []struct{ name, tool, args, want string }{
 		{"unknown tool", "rm_rf", `{}`, `error: there is no tool named "rm_rf"`},

@@ -196,12 +196,16 @@ func (l *Loop) request(a *Agent, st RunState, msgs []chat.Message, opts Options)
 
 // offered returns the definitions of the tools a run at autonomy may use:
 // a tool none of whose actions that autonomy may take is not offered (and
-// refused if called anyway). It is the registry's own slice when all are
+// refused if called anyway), nor one that is unavailable
+// (tool.Availability). It is the registry's own slice when all are
 // offered.
 func offered(r *tool.Registry, autonomy tool.Autonomy) []chat.ToolDef {
 	defs := r.Definitions()
 	keep := func(d chat.ToolDef) bool {
 		t, ok := r.Get(d.Name)
+		if a, can := t.(tool.Availability); can && a.Unavailable() != nil {
+			return false
+		}
 		return ok && tool.Judge(t.Policy().Least(), autonomy) != tool.Deny
 	}
 	for i, d := range defs {

@@ -55,12 +55,12 @@ const (
 func assignment(name, names string, lits []string, start boundary, kind keyKind) *pattern {
 	return &pattern{
 		name: name,
-		re: anchored(`(?i)(?P<k>` + names + `)(?P<kq>\\?["']\]?)?` +
+		expr: `(?i)(?P<k>` + names + `)(?P<kq>\\?["']\]?)?` +
 			`(?:[ \t]*(?P<sep>:=|=>|[:=>])|(?P<sp>[ \t]))[ \t]*(?:` +
 			`[rbuf]{0,2}"(?P<v>(?:[^"\\\r\n]|\\.)*)"|` +
 			`[rbuf]{0,2}'(?P<v>[^'\r\n]*)'|` +
 			`\\"(?P<v>[^"\\\r\n]*)\\"|` +
-			"(?:[rbuf]{0,2}\\\\?[\"'`])?" + `(?P<bare>(?:[^\s"'<>\\]|\\[^\s"'<>nrt])+))`),
+			"(?:[rbuf]{0,2}\\\\?[\"'`])?" + `(?P<bare>(?:[^\s"'<>\\]|\\[^\s"'<>nrt])+))`,
 		lits:  lits,
 		fold:  true,
 		start: start,
@@ -448,8 +448,8 @@ func generatedKey(v string) bool {
 // AWS4-HMAC-SHA256, SSWS, ….
 var authorizationPattern = &pattern{
 	name: "authorization header",
-	re: anchored(`(?i)authorization(?P<kq>\\?["'])?[ \t]*(?P<sep>[:=])[ \t]*` + "(?:[rbuf]{0,2}\\\\?[\"'`])?" +
-		`(?:(?P<scheme>[a-z][a-z0-9_-]*)[ \t]+)?(?P<v>[^\s"'\\]+)`),
+	expr: `(?i)authorization(?P<kq>\\?["'])?[ \t]*(?P<sep>[:=])[ \t]*` + "(?:[rbuf]{0,2}\\\\?[\"'`])?" +
+		`(?:(?P<scheme>[a-z][a-z0-9_-]*)[ \t]+)?(?P<v>[^\s"'\\]+)`,
 	lits:  []string{"authorization"},
 	fold:  true,
 	start: afterNonWord,
@@ -484,7 +484,7 @@ var authSchemes = map[string]bool{
 // cookie values, keeping their names and attributes.
 var cookiePattern = &pattern{
 	name:  "cookie header",
-	re:    anchored(`(?i)(?P<set>set-)?cookie(?:\\?["'])?[ \t]*:[ \t]*(?P<c>[^\r\n"'\\]+)`),
+	expr:  `(?i)(?P<set>set-)?cookie(?:\\?["'])?[ \t]*:[ \t]*(?P<c>[^\r\n"'\\]+)`,
 	lits:  []string{"cookie", "set-cookie"},
 	fold:  true,
 	start: afterNonWord,
@@ -534,7 +534,7 @@ func sensitiveCookie(name, value string) bool {
 // used as git user name).
 var urlPattern = &pattern{
 	name:  "url credentials",
-	re:    anchored(`(?i)[a-z][a-z0-9+.-]*://(?P<u>[^\s:/?#@"'<>]*)(?::(?P<pw>[^\s/?#"'<>]*))?@`),
+	expr:  `(?i)[a-z][a-z0-9+.-]*://(?P<u>[^\s:/?#@"'<>]*)(?::(?P<pw>[^\s/?#"'<>]*))?@`,
 	lits:  []string{"://"},
 	from:  schemeStarts,
 	start: afterNonWord,

@@ -2,7 +2,6 @@ package scrub
 
 import (
 	"encoding/base64"
-	"regexp"
 	"strings"
 )
 
@@ -13,12 +12,10 @@ import (
 // string.
 const pemExpr = `-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?(-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)|(?:[A-Za-z0-9+/=:,.\s-]|\\[nr])*)`
 
-var pemRE = regexp.MustCompile(pemExpr)
-
 // token returns a pattern for a credential that starts with one of lits and
 // is matched whole by expr.
 func token(name, expr string, lits ...string) *pattern {
-	return &pattern{name: name, re: anchored(expr), lits: lits, start: afterNonWord}
+	return &pattern{name: name, expr: expr, lits: lits, start: afterNonWord}
 }
 
 // withValid sets p.valid and returns p.
@@ -33,7 +30,7 @@ func (p *pattern) withValid(valid func(s string, start, end int) bool) *pattern 
 var patterns = []*pattern{
 	{
 		name:      "pem private key",
-		re:        anchored(pemExpr),
+		expr:      pemExpr,
 		lits:      []string{"-----BEGIN"},
 		multiline: true,
 	},
@@ -41,7 +38,7 @@ var patterns = []*pattern{
 		// base64 of "-----BEGIN", as in kubeconfig client-key-data or a
 		// Kubernetes secret; certificates are public and stay.
 		name:  "base64 pem private key",
-		re:    anchored(`LS0tLS1CRUdJTi[A-Za-z0-9+/=]*`),
+		expr:  `LS0tLS1CRUdJTi[A-Za-z0-9+/=]*`,
 		lits:  []string{"LS0tLS1CRUdJTi"},
 		start: afterNonWord,
 		valid: func(s string, start, end int) bool {
@@ -54,7 +51,7 @@ var patterns = []*pattern{
 	authorizationPattern,
 	{
 		name:  "bearer token",
-		re:    anchored(`Bearer[ \t]+(?P<v>[A-Za-z0-9\-._~+/]+=*)`),
+		expr:  `Bearer[ \t]+(?P<v>[A-Za-z0-9\-._~+/]+=*)`,
 		lits:  []string{"Bearer"},
 		start: afterNonWord,
 		valid: func(s string, start, end int) bool {
@@ -66,8 +63,8 @@ var patterns = []*pattern{
 	cookiePattern,
 	{
 		name: "session cookie",
-		re: anchored(`(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|sessionid|connect\.sid|_session)=` +
-			`(?P<v>[^\s;,"'&<>\\]+)`),
+		expr: `(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|sessionid|connect\.sid|_session)=` +
+			`(?P<v>[^\s;,"'&<>\\]+)`,
 		lits: []string{"PHPSESSID=", "JSESSIONID=", "ASP.NET_SessionId=", "sessionid=", "connect.sid=", "_session="},
 		valid: func(s string, start, end int) bool {
 			return end-start >= 16 && !placeholder(s[start:end], false)
@@ -79,7 +76,7 @@ var patterns = []*pattern{
 	urlPattern,
 	{
 		name: "url query key",
-		re:   anchored(`[?&](?:code|key)=(?P<v>[^\s&#"'<>\\]+)`),
+		expr: `[?&](?:code|key)=(?P<v>[^\s&#"'<>\\]+)`,
 		lits: []string{"?code=", "&code=", "?key=", "&key="},
 		valid: func(s string, start, end int) bool {
 			v := s[start:end]
@@ -89,7 +86,7 @@ var patterns = []*pattern{
 	},
 	{
 		name: "curl user",
-		re:   anchored(`(?:-u(?:[ \t]+|=)?|--user(?:[ \t]+|=))['"]?[^\s:'"]*:(?P<v>[^\s'"]+)`),
+		expr: `(?:-u(?:[ \t]+|=)?|--user(?:[ \t]+|=))['"]?[^\s:'"]*:(?P<v>[^\s'"]+)`,
 		lits: []string{"-u", "--user"}, start: afterBlank,
 		valid: func(s string, start, end int) bool { return !placeholder(s[start:end], false) },
 		hold:  `(?:-u|--user)[ \t]*`,
@@ -97,12 +94,12 @@ var patterns = []*pattern{
 	{
 		// Password flags whose meaning depends on the command.
 		name: "command password flag",
-		re: anchored(`(?:(?:docker|podman|nerdctl)[ \t]+login\b[^\r\n]*?[ \t](?:-p|--password)(?:[ \t]+|=)|` +
+		expr: `(?:(?:docker|podman|nerdctl)[ \t]+login\b[^\r\n]*?[ \t](?:-p|--password)(?:[ \t]+|=)|` +
 			`(?:mysql|mariadb)[a-z]*[ \t]+-(?:[^\r\n]*?[ \t]-)?p|` +
 			`sshpass[ \t]+-p[ \t]*|` +
 			`redis-cli\b[^\r\n]*?[ \t]-a[ \t]+|` +
 			`(?:mongo|mongosh)\b[^\r\n]*?[ \t]-p[ \t]+)` +
-			`(?:'(?P<v>[^'\r\n]*)'|"(?P<v>[^"\r\n]*)"|(?P<v>[^\s'"]+))`),
+			`(?:'(?P<v>[^'\r\n]*)'|"(?P<v>[^"\r\n]*)"|(?P<v>[^\s'"]+))`,
 		lits:  []string{"docker", "podman", "nerdctl", "mysql", "mariadb", "sshpass", "redis-cli", "mongo"},
 		start: afterNonWord,
 		valid: func(s string, start, end int) bool { return !placeholder(s[start:end], false) },
@@ -112,7 +109,7 @@ var patterns = []*pattern{
 	},
 	{
 		name:  "openssl pass phrase",
-		re:    anchored(`-pass(?:in|out)?[ \t]+pass:(?P<v>[^\s'"]+)`),
+		expr:  `-pass(?:in|out)?[ \t]+pass:(?P<v>[^\s'"]+)`,
 		lits:  []string{"-pass"},
 		start: afterBlank,
 		valid: func(s string, start, end int) bool { return !placeholder(s[start:end], false) },
@@ -120,7 +117,7 @@ var patterns = []*pattern{
 	},
 	{
 		name:  "sql password",
-		re:    anchored(`(?i)identified[ \t]+by[ \t]+(?:'(?P<v>[^'\r\n]*)'|"(?P<v>[^"\r\n]*)")`),
+		expr:  `(?i)identified[ \t]+by[ \t]+(?:'(?P<v>[^'\r\n]*)'|"(?P<v>[^"\r\n]*)")`,
 		lits:  []string{"identified"},
 		fold:  true,
 		start: afterNonWord,
@@ -130,8 +127,8 @@ var patterns = []*pattern{
 	{
 		// <add key="ApiPassword" value="…"/> in .NET and NuGet config.
 		name: "xml key and value",
-		re: anchored(`(?i)key=\\?"[^"\r\n]*(?:password|token|secret|api_?key)[^"\r\n]*\\?"[ \t]+` +
-			`value=\\?"(?P<v>[^"\\\r\n]*)\\?"`),
+		expr: `(?i)key=\\?"[^"\r\n]*(?:password|token|secret|api_?key)[^"\r\n]*\\?"[ \t]+` +
+			`value=\\?"(?P<v>[^"\\\r\n]*)\\?"`,
 		lits:  []string{`key="`, `key=\"`},
 		fold:  true,
 		start: afterNonWord,
@@ -142,35 +139,35 @@ var patterns = []*pattern{
 	// Webhook URLs: the secret is one path segment.
 	{
 		name: "slack webhook",
-		re: anchored(`hooks\.slack\.com\\?/(?:services|workflows|triggers)\\?/(?:[A-Za-z0-9]+\\?/){2,3}` +
-			`(?P<v>[A-Za-z0-9]{16,})(?:[^A-Za-z0-9/\\]|$)`),
+		expr: `hooks\.slack\.com\\?/(?:services|workflows|triggers)\\?/(?:[A-Za-z0-9]+\\?/){2,3}` +
+			`(?P<v>[A-Za-z0-9]{16,})(?:[^A-Za-z0-9/\\]|$)`,
 		lits: []string{"hooks.slack.com/", `hooks.slack.com\/`},
 	},
 	{
 		name: "discord webhook",
-		re:   anchored(`discord(?:app)?\.com\\?/api\\?/(?:v[0-9]+\\?/)?webhooks\\?/[0-9]+\\?/(?P<v>[A-Za-z0-9_-]{20,})`),
+		expr: `discord(?:app)?\.com\\?/api\\?/(?:v[0-9]+\\?/)?webhooks\\?/[0-9]+\\?/(?P<v>[A-Za-z0-9_-]{20,})`,
 		lits: []string{"discord.com/api/", "discordapp.com/api/", `discord.com\/api\/`, `discordapp.com\/api\/`},
 	},
 	{
 		name: "microsoft teams webhook",
-		re:   anchored(`/IncomingWebhook/(?P<v>[A-Za-z0-9]{20,})`),
+		expr: `/IncomingWebhook/(?P<v>[A-Za-z0-9]{20,})`,
 		lits: []string{"/IncomingWebhook/"},
 	},
 	{
 		// Mattermost's incoming webhooks: /hooks/ and a 26-character id.
 		name:  "mattermost webhook",
-		re:    anchored(`/hooks/(?P<v>[a-z0-9]{26})(?:[^A-Za-z0-9]|$)`),
+		expr:  `/hooks/(?P<v>[a-z0-9]{26})(?:[^A-Za-z0-9]|$)`,
 		lits:  []string{"/hooks/"},
 		valid: hasDigit,
 	},
 	{
 		name: "zapier webhook",
-		re:   anchored(`hooks\.zapier\.com/hooks/catch/[0-9]+/(?P<v>[A-Za-z0-9]{4,})`),
+		expr: `hooks\.zapier\.com/hooks/catch/[0-9]+/(?P<v>[A-Za-z0-9]{4,})`,
 		lits: []string{"hooks.zapier.com/"},
 	},
 	{
 		name:  "telegram bot token",
-		re:    anchored(`(?:bot)?(?P<v>[0-9]{5,16}:[A-Za-z0-9_-]{30,40})(?:[^A-Za-z0-9_-]|$)`),
+		expr:  `(?:bot)?(?P<v>[0-9]{5,16}:[A-Za-z0-9_-]{30,40})(?:[^A-Za-z0-9_-]|$)`,
 		lits:  []string{":"},
 		from:  telegramStarts,
 		start: afterNonWord,
@@ -213,8 +210,8 @@ var patterns = []*pattern{
 		// A key id followed on the same line by its secret, as in the CSV
 		// file the console offers or `aws configure list` output.
 		name: "aws key pair",
-		re: anchored(`(?P<v>(?:AKIA|ASIA)[A-Z0-9]{16})[^A-Za-z0-9/+=\r\n]{1,8}(?P<v>[A-Za-z0-9/+]{40})` +
-			`(?:[^A-Za-z0-9/+=]|$)`),
+		expr: `(?P<v>(?:AKIA|ASIA)[A-Z0-9]{16})[^A-Za-z0-9/+=\r\n]{1,8}(?P<v>[A-Za-z0-9/+]{40})` +
+			`(?:[^A-Za-z0-9/+=]|$)`,
 		lits:  []string{"AKIA", "ASIA"},
 		start: afterNonWord,
 		hold:  `(?:AKIA|ASIA)[A-Z0-9]{16}[^A-Za-z0-9/+=\r\n]{1,8}`,
@@ -227,7 +224,7 @@ var patterns = []*pattern{
 		// A 40-character secret access key on its own: base64 with a / or
 		// a +, all three character classes, and not a path.
 		name:  "aws secret access key",
-		re:    anchored(`[A-Za-z0-9/+]{40}`),
+		expr:  `[A-Za-z0-9/+]{40}`,
 		lits:  []string{"/", "+"},
 		from:  awsSecretStarts,
 		valid: awsSecret,
@@ -237,7 +234,7 @@ var patterns = []*pattern{
 		"ya29.", "1//0", "GOCSPX-", "4/0A"),
 	{
 		name: "azure ad client secret",
-		re:   anchored(`(?P<v>[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34})(?:[^A-Za-z0-9_~.-]|$)`),
+		expr: `(?P<v>[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34})(?:[^A-Za-z0-9_~.-]|$)`,
 		lits: []string{"Q~"},
 		from: back(4),
 		valid: func(s string, start, end int) bool {
@@ -246,14 +243,14 @@ var patterns = []*pattern{
 	},
 	{
 		name:  "azure storage account key",
-		re:    anchored(`(?P<v>[A-Za-z0-9+/]{86}==)(?:[^A-Za-z0-9+/=]|$)`),
+		expr:  `(?P<v>[A-Za-z0-9+/]{86}==)(?:[^A-Za-z0-9+/=]|$)`,
 		lits:  []string{"=="},
 		from:  back(86),
 		valid: notAfterBase64,
 	},
 	{
 		name:  "azure container registry password",
-		re:    anchored(`(?P<v>[A-Za-z0-9+/]{42}\+ACR[A-Za-z0-9]{6})(?:[^A-Za-z0-9+/=]|$)`),
+		expr:  `(?P<v>[A-Za-z0-9+/]{42}\+ACR[A-Za-z0-9]{6})(?:[^A-Za-z0-9+/=]|$)`,
 		lits:  []string{"+ACR"},
 		from:  back(42),
 		valid: notAfterBase64,
@@ -272,7 +269,7 @@ var patterns = []*pattern{
 	token("databricks token", `dapi[a-z0-9]{32}(?:-[0-9])?\b`, "dapi").withValid(hasDigit),
 	{
 		name:  "terraform cloud token",
-		re:    anchored(`[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{40,}`),
+		expr:  `[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{40,}`,
 		lits:  []string{".atlasv1."},
 		from:  back(14),
 		start: afterNonWord,
@@ -286,7 +283,7 @@ var patterns = []*pattern{
 	token("age secret key", `AGE-SECRET-KEY-1[0-9A-Z]{50,}`, "AGE-SECRET-KEY-1"),
 	{
 		name:  "airtable token",
-		re:    anchored(`pat[A-Za-z0-9]{14}\.[a-f0-9]{64}`),
+		expr:  `pat[A-Za-z0-9]{14}\.[a-f0-9]{64}`,
 		lits:  []string{"pat"},
 		pre:   func(s string, at int) bool { return len(s) > at+17 && s[at+17] == '.' },
 		start: afterNonWord,
@@ -304,7 +301,7 @@ var patterns = []*pattern{
 		"SG.", "xkeysib-", "xsmtpsib-"),
 	{
 		name:  "mailgun private key",
-		re:    anchored(`(?P<v>key-[a-z0-9]{32})\b`),
+		expr:  `(?P<v>key-[a-z0-9]{32})\b`,
 		lits:  []string{"key-"},
 		start: afterNonIdent,
 	},
@@ -313,7 +310,7 @@ var patterns = []*pattern{
 		// letters and digits, in made-up examples), then -xxxxxxxx-xxxxxxxx
 		// or the data center (-us12).
 		name:  "mailgun or mailchimp key",
-		re:    anchored(`[A-Za-z0-9]{32}-(?:[a-f0-9]{8}-[a-f0-9]{8}|us[0-9]{1,2})\b`),
+		expr:  `[A-Za-z0-9]{32}-(?:[a-f0-9]{8}-[a-f0-9]{8}|us[0-9]{1,2})\b`,
 		lits:  []string{"-"},
 		from:  alnumBack(32),
 		valid: hasDigit,
@@ -322,7 +319,7 @@ var patterns = []*pattern{
 	token("twilio api key", `SK[A-Za-z0-9]{32}\b`, "SK").withValid(hasDigit),
 	{
 		name:  "discord bot token",
-		re:    anchored(`[MNO][A-Za-z0-9]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}`),
+		expr:  `[MNO][A-Za-z0-9]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}`,
 		lits:  []string{"."},
 		from:  discordStarts,
 		start: afterNonWord,
@@ -330,7 +327,7 @@ var patterns = []*pattern{
 	},
 	{
 		name:  "twitter bearer token",
-		re:    anchored(`(?P<v>A{20,}[A-Za-z0-9%]{30,})(?:[^A-Za-z0-9%+/=_-]|$)`),
+		expr:  `(?P<v>A{20,}[A-Za-z0-9%]{30,})(?:[^A-Za-z0-9%+/=_-]|$)`,
 		lits:  []string{"AAAAAAAAAAAAAAAAAAAA"},
 		start: afterNonBase64,
 		valid: func(s string, start, end int) bool {
@@ -361,7 +358,7 @@ var patterns = []*pattern{
 	token("dropbox token", `sl\.[A-Za-z0-9_.-]{100,}`, "sl.").withValid(mixed),
 	{
 		name:  "firebase cloud messaging server key",
-		re:    anchored(`AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}`),
+		expr:  `AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}`,
 		lits:  []string{":APA91b"},
 		from:  back(11),
 		start: afterNonWord,

@@ -29,6 +29,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Redacted replaces every secret Scrub finds.
@@ -82,7 +83,10 @@ type pattern struct {
 	// re is anchored at a candidate start. When it has groups named "v",
 	// only those are redacted and the rest of the match is kept as context;
 	// otherwise the whole match is redacted.
-	re *regexp.Regexp
+	// expr matches the secret at the candidate start; re is it compiled,
+	// anchored there (by prepare).
+	expr string
+	re   *regexp.Regexp
 	// lits are the literals whose occurrences trigger a look for a match;
 	// fold means they are lower case and looked for case-insensitively.
 	lits []string
@@ -159,11 +163,21 @@ func (t *triggerSet) allows(c byte) bool { return t.third[c>>6]&(1<<(c&63)) != 0
 
 func (t *triggerSet) allow(c byte) { t.third[c>>6] |= 1 << (c & 63) }
 
-func init() {
+// prepare compiles the patterns and builds the trigger index, once, on
+// the first scrub: a command that never scrubs never pays for it.
+var prepare = sync.OnceFunc(compile)
+
+// pemRE matches a PEM private key block (pemExpr), unanchored.
+var pemRE *regexp.Regexp
+
+func compile() {
+	pemRE = regexp.MustCompile(pemExpr)
+	pemPartialRE = regexp.MustCompile(pemPartialExpr)
 	var all []trigger
 	byKey := map[uint16][]int{}
 	for i, p := range patterns {
 		p.index = i
+		p.re = anchored(p.expr)
 		p.sub = map[string][]int{}
 		for g, n := range p.re.SubexpNames() {
 			if n != "" {
@@ -269,6 +283,7 @@ type candidate struct{ p, at int }
 // candidates returns every candidate start in s at from or later, in one
 // pass over s; with holds, only those of patterns that have a hold.
 func candidates(s string, from int, holds bool, out []candidate) []candidate {
+	prepare()
 	var starts []int
 	n := len(s)
 	for i := 0; i < n; i++ {

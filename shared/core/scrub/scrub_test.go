@@ -342,7 +342,7 @@ func referenceScrub(t *testing.T, s string) string {
 	t.Helper()
 	referenceOnce.Do(func() {
 		for _, p := range patterns {
-			expr := strings.TrimSuffix(strings.TrimPrefix(p.re.String(), "^(?:"), ")")
+			expr := p.expr
 			if b := boundaryExpr[p.start]; b != "" {
 				expr = b + `(?:` + expr + `)`
 			}

@@ -11,9 +11,12 @@ import (
 // held text is scrubbed and emitted as it is.
 const maxHold = 256 << 10
 
-// pemPartialRE matches the end of a line holding a PEM header that is still
+// pemPartialExpr matches the end of a line holding a PEM header that is still
 // arriving and has been cut at a space.
-var pemPartialRE = regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*$`)
+const pemPartialExpr = `-----BEGIN[A-Z0-9 ]*$`
+
+// pemPartialRE is pemPartialExpr compiled (by prepare).
+var pemPartialRE *regexp.Regexp
 
 // Stream scrubs text that arrives in pieces, such as a model's streamed
 // reply. It emits scrubbed text up to a point no secret can span, and holds
@@ -144,6 +147,7 @@ func openPEM(prefix []byte) int {
 	if !bytes.Contains(prefix, []byte("-----BEGIN")) {
 		return -1
 	}
+	prepare()
 	if m := pemRE.FindAllSubmatchIndex(prefix, -1); len(m) > 0 && m[len(m)-1][2] < 0 {
 		return m[len(m)-1][0]
 	}

@@ -113,6 +113,14 @@ type Tool interface {
 	Call(ctx context.Context, env Env, args json.RawMessage) (string, error)
 }
 
+// Availability is implemented by a tool that can turn out not to work
+// after it was registered, such as exec, whose sandbox is probed once the
+// server listens. The loop does not offer a tool while Unavailable
+// reports why it cannot run.
+type Availability interface {
+	Unavailable() error
+}
+
 // Registry holds the tools an agent can use, by name. It does not change
 // once made.
 type Registry struct {
