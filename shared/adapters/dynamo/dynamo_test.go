@@ -136,8 +136,12 @@ func TestNew(t *testing.T) {
 	if err := s.CreateSession(t.Context(), store.Session{ID: "s", Agent: "main"}); err != nil {
 		t.Fatalf("CreateSession: %v", err)
 	}
-	if _, err := New(t.Context(), Config{Table: name + "-missing", Client: client}); err == nil {
-		t.Errorf("New on a missing table: no error")
+	missing, err := New(t.Context(), Config{Table: name + "-missing", Client: client})
+	if err != nil {
+		t.Fatalf("New on a missing table: %v, want no request and no error", err)
+	}
+	if err := missing.Check(t.Context()); err == nil {
+		t.Errorf("Check of a missing table: no error")
 	}
 	if _, err := New(t.Context(), Config{Client: client}); err == nil {
 		t.Errorf("New with no table: no error")
