@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"sync"
 )
 
 // Set at build time by the Makefile:
@@ -24,7 +25,9 @@ type build struct {
 
 // pseudoVersion matches the tail of a Go module pseudo-version,
 // v0.0.0-20261126010203-0123456789ab: the commit's UTC time and revision.
-var pseudoVersion = regexp.MustCompile(`(?:^|[-.])(\d{14})-([0-9a-f]{12})(?:\+incompatible)?$`)
+var pseudoVersion = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[-.])(\d{14})-([0-9a-f]{12})(?:\+incompatible)?$`)
+})
 
 // currentBuild describes this binary.
 func currentBuild() build {
@@ -40,7 +43,7 @@ func buildInfo(set build, read func() (*debug.BuildInfo, bool)) build {
 	if bi, ok := read(); ok {
 		if v := bi.Main.Version; b.Version == "" && v != "" && v != "(devel)" {
 			b.Version = v
-			if m := pseudoVersion.FindStringSubmatch(v); m != nil {
+			if m := pseudoVersion().FindStringSubmatch(v); m != nil {
 				t := m[1]
 				b.Commit = or(b.Commit, m[2])
 				b.Date = or(b.Date, t[0:4]+"-"+t[4:6]+"-"+t[6:8]+"T"+t[8:10]+":"+t[10:12]+":"+t[12:14]+"Z")

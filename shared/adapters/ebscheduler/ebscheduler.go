@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -54,14 +55,14 @@ const (
 )
 
 // names are what EventBridge Scheduler allows as a schedule's name.
-var names = regexp.MustCompile(`^[0-9A-Za-z_.-]{1,64}$`)
+var names = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9A-Za-z_.-]{1,64}$`) })
 
 // Check refuses a job EventBridge Scheduler cannot keep: an id that is no
 // schedule name, an interval under a minute or not of whole minutes, a
 // cron expression restricting both day fields. The error wraps
 // schedule.ErrInvalid.
 func (s *Schedules) Check(j schedule.Job) error {
-	if !names.MatchString(j.ID) {
+	if !names().MatchString(j.ID) {
 		return fmt.Errorf("%w: job id %q: on AWS an id is 1 to 64 letters, digits, '-', '_' or '.'", schedule.ErrInvalid, j.ID)
 	}
 	_, _, err := Expression(j.Schedule)

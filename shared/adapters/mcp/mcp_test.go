@@ -511,7 +511,7 @@ func TestToolName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got := ToolName(tt.server, tt.tool)
-		if !strings.HasPrefix(got, tt.want) || len(got) > 64 || !invalidNameChars.MatchString("!") || invalidNameChars.MatchString(got) {
+		if !strings.HasPrefix(got, tt.want) || len(got) > 64 || !invalidNameChars().MatchString("!") || invalidNameChars().MatchString(got) {
 			t.Errorf("ToolName(%q, %q) = %q, want %q…, at most 64 valid characters", tt.server, tt.tool, got, tt.want)
 		}
 		if again := ToolName(tt.server, tt.tool); again != got {

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,7 +35,7 @@ const (
 	maxSchema      = 64 << 10
 )
 
-var invalidNameChars = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
+var invalidNameChars = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-zA-Z0-9_-]`) })
 
 // ToolName is the name the model sees for the tool of a server:
 // <server>__<tool>, every character outside [a-zA-Z0-9_-] replaced by
@@ -43,7 +44,7 @@ var invalidNameChars = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
 // gets the same name.
 func ToolName(server, remote string) string {
 	full := server + Separator + remote
-	name := invalidNameChars.ReplaceAllString(full, "_")
+	name := invalidNameChars().ReplaceAllString(full, "_")
 	if len(name) > maxName {
 		sum := sha256.Sum256([]byte(full))
 		name = name[:maxName-9] + "_" + hex.EncodeToString(sum[:4])

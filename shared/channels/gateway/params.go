@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
@@ -97,7 +98,7 @@ const (
 	maxMetadataValue = 512
 )
 
-var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var toolName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) })
 
 // requestTool is a tool of the client in the Chat Completions shape.
 type requestTool struct {
@@ -113,7 +114,7 @@ type requestTool struct {
 // functionTool checks one client function tool, field names prefixed
 // with at.
 func functionTool(at, name, description string, params json.RawMessage, strict *bool) (chat.ToolDef, error) {
-	if !toolName.MatchString(name) {
+	if !toolName().MatchString(name) {
 		return chat.ToolDef{}, badParam(at+"name", "%sname must be 1 to 64 letters, digits, underscores or dashes; got %q", at, name)
 	}
 	params = bytes.TrimSpace(params)
@@ -234,7 +235,7 @@ func (f *requestFormat) format() (*llm.ResponseFormat, error) {
 // jsonSchemaFormat checks a json_schema response format, field names
 // prefixed with at.
 func jsonSchemaFormat(at, name, description string, schema json.RawMessage, strict *bool) (*llm.ResponseFormat, error) {
-	if !toolName.MatchString(name) {
+	if !toolName().MatchString(name) {
 		return nil, badParam(at+"name", "%sname must be 1 to 64 letters, digits, underscores or dashes; got %q", at, name)
 	}
 	schema = bytes.TrimSpace(schema)

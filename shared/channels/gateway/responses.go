@@ -255,7 +255,7 @@ func (g *Gateway) inputMessages(ctx context.Context, owner string, raw json.RawM
 			}
 			out = append(out, m)
 		case "function_call":
-			if it.CallID == "" || !toolName.MatchString(it.Name) {
+			if it.CallID == "" || !toolName().MatchString(it.Name) {
 				return nil, badParam(at, "%s: a function_call needs call_id and name", at)
 			}
 			c := chat.ToolCall{ID: it.CallID, Name: it.Name, Arguments: it.Arguments}

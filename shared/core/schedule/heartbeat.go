@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -45,11 +46,13 @@ type Heartbeat struct {
 	TZ string `json:"tz,omitempty"`
 }
 
-var hoursRE = regexp.MustCompile(`^([01][0-9]|2[0-4]):([0-5][0-9])-([01][0-9]|2[0-4]):([0-5][0-9])$`)
+var hoursRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([01][0-9]|2[0-4]):([0-5][0-9])-([01][0-9]|2[0-4]):([0-5][0-9])$`)
+})
 
 // window returns the active hours as minutes of the day.
 func (h Heartbeat) window() (from, to int, err error) {
-	m := hoursRE.FindStringSubmatch(strings.ReplaceAll(h.ActiveHours, " ", ""))
+	m := hoursRE().FindStringSubmatch(strings.ReplaceAll(h.ActiveHours, " ", ""))
 	if m == nil {
 		return 0, 0, fmt.Errorf("heartbeat: active hours %q: want HH:MM-HH:MM, such as 08:00-22:00", h.ActiveHours)
 	}

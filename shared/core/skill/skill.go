@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -98,11 +99,11 @@ type Requirements struct {
 
 // namePattern is what a skill's name must match: it is shown to the model
 // and used to load the skill, never as a path.
-var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`) })
 
 // CheckName reports whether name can name a skill.
 func CheckName(name string) error {
-	if !namePattern.MatchString(name) {
+	if !namePattern().MatchString(name) {
 		return fmt.Errorf("invalid skill name %q: use 1 to 64 lowercase letters, digits, '-' and '_', starting with a letter or digit", name)
 	}
 	return nil

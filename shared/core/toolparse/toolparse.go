@@ -15,12 +15,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 )
 
 // toolName is what a plausible tool name looks like.
-var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+var toolName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`) })
 
 // xmlTags are the elements that wrap a call in the text.
 var xmlTags = []string{"tool_call", "toolcall", "invoke"}
@@ -252,7 +253,7 @@ func elementCall(body string) (name, args string, ok bool) {
 			return "", "", false
 		}
 	}
-	if !haveName || !toolName.MatchString(name) {
+	if !haveName || !toolName().MatchString(name) {
 		return "", "", false
 	}
 	if strings.TrimSpace(args) == "" {
@@ -279,7 +280,7 @@ func jsonCall(text string, strict bool) (name, args string, ok bool) {
 	if !ok || strict && (rawArgs == nil || len(fields) != 2) {
 		return "", "", false
 	}
-	if err := json.Unmarshal(rawName, &name); err != nil || !toolName.MatchString(name) {
+	if err := json.Unmarshal(rawName, &name); err != nil || !toolName().MatchString(name) {
 		return "", "", false
 	}
 	if rawArgs == nil {

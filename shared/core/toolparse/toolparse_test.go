@@ -236,7 +236,7 @@ func FuzzParse(f *testing.F) {
 			if want := callID("f", i); c.ID != want {
 				t.Errorf("call %d has ID %q, want %q", i, c.ID, want)
 			}
-			if !toolName.MatchString(c.Name) {
+			if !toolName().MatchString(c.Name) {
 				t.Errorf("call %d has name %q", i, c.Name)
 			}
 			if _, ok := objectText([]byte(c.Arguments)); !ok {

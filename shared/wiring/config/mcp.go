@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -67,13 +68,13 @@ type AgentMCP struct {
 
 // mcpServerName is the form of a server's name: the prefix of its tools'
 // names, without the separator "__".
-var mcpServerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_-]{0,31}$`)
+var mcpServerName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_-]{0,31}$`) })
 
 // envRef is a ${VAR} reference in an MCP server's env or headers.
-var envRef = regexp.MustCompile(`\$\{([^}]*)\}`)
+var envRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([^}]*)\}`) })
 
 // envName is the form of an environment variable's name.
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // Eager reports whether servers start at startup.
 func (m MCP) Eager() bool { return m.Start == MCPStartEager }
@@ -110,7 +111,7 @@ func (m *MCP) validate() error {
 
 func (s MCPServer) check(name string) error {
 	at := "config: mcp.servers." + name
-	if !mcpServerName.MatchString(name) || strings.Contains(name, "__") {
+	if !mcpServerName().MatchString(name) || strings.Contains(name, "__") {
 		return fmt.Errorf("%s: the name must be 1 to 32 letters, digits, _ or -, starting with a letter or digit, without \"__\" (the separator of <server>__<tool>)", at)
 	}
 	switch {
@@ -130,7 +131,7 @@ func (s MCPServer) check(name string) error {
 		}
 	}
 	for k, v := range s.Env {
-		if !envName.MatchString(k) {
+		if !envName().MatchString(k) {
 			return fmt.Errorf("%s: env: %q is not a variable name", at, k)
 		}
 		if err := checkRefs(v); err != nil {
@@ -147,8 +148,8 @@ func (s MCPServer) check(name string) error {
 
 // checkRefs checks the ${VAR} references of a value.
 func checkRefs(v string) error {
-	for _, m := range envRef.FindAllStringSubmatch(v, -1) {
-		if !envName.MatchString(m[1]) {
+	for _, m := range envRef().FindAllStringSubmatch(v, -1) {
+		if !envName().MatchString(m[1]) {
 			return fmt.Errorf("${%s} does not name an environment variable", m[1])
 		}
 	}
@@ -182,7 +183,7 @@ func (m MCP) HeaderVars() []string {
 	var names []string
 	for _, s := range m.Servers {
 		for _, v := range s.Headers {
-			for _, ref := range envRef.FindAllStringSubmatch(v, -1) {
+			for _, ref := range envRef().FindAllStringSubmatch(v, -1) {
 				if !slices.Contains(names, ref[1]) {
 					names = append(names, ref[1])
 				}

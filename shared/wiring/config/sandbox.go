@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -73,11 +74,11 @@ type SandboxLimits struct {
 // "512MB", "1GB" (powers of 1024).
 type Size int64
 
-var sizePattern = regexp.MustCompile(`^(\d+)\s*([KMG]I?B?)?$`)
+var sizePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\d+)\s*([KMG]I?B?)?$`) })
 
 // ParseSize reads a size.
 func ParseSize(s string) (Size, error) {
-	m := sizePattern.FindStringSubmatch(strings.ToUpper(strings.TrimSpace(s)))
+	m := sizePattern().FindStringSubmatch(strings.ToUpper(strings.TrimSpace(s)))
 	if m == nil {
 		return 0, fmt.Errorf("%q is not a size such as 512MB", s)
 	}
