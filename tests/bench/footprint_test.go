@@ -23,11 +23,11 @@ import (
 var lambdas = []string{"api", "ws", "step", "scheduler", "telegram", "indexer", "sandbox"}
 
 // buildStripped builds ./functions/<name> stripped for goarch into dir and
-// returns its path.
+// returns its path; a Lambda function as `make build` does (lambda.norpc).
 func buildStripped(tb testing.TB, dir, name, goarch string) string {
 	tb.Helper()
 	out := filepath.Join(dir, name+"-"+goarch)
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, "./functions/"+name)
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w", "-o", out, "./functions/"+name)
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
 	if b, err := cmd.CombinedOutput(); err != nil {
