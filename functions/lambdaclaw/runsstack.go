@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -293,7 +294,7 @@ func (q *failureQueue) release(ctx context.Context, msgs []failure) error {
 
 // batches applies do to msgs ten at a time (SQS's batch limit).
 func (q *failureQueue) batches(ctx context.Context, msgs []failure, do func(context.Context, []failure) ([]sqstypes.BatchResultErrorEntry, error)) error {
-	for batch := range sliceChunks(msgs, 10) {
+	for batch := range slices.Chunk(msgs, 10) {
 		failed, err := do(ctx, batch)
 		if err != nil {
 			return fmt.Errorf("%s: RunFailures: %w", q.where, err)
@@ -303,18 +304,6 @@ func (q *failureQueue) batches(ctx context.Context, msgs []failure, do func(cont
 		}
 	}
 	return nil
-}
-
-func sliceChunks(s []failure, n int) func(func([]failure) bool) {
-	return func(yield func([]failure) bool) {
-		for len(s) > 0 {
-			k := min(n, len(s))
-			if !yield(s[:k]) {
-				return
-			}
-			s = s[k:]
-		}
-	}
 }
 
 // runs returns what the queue holds of each run.
