@@ -13,7 +13,7 @@
 // the functions write (what CloudWatch Logs ingests, the metrics' EMF
 // lines among them) and the X-Ray traces Lambda's active tracing would
 // record (infra's tracing=active; the default stack records none); then
-// it prices them with the README's assumed prices and asserts upper
+// it prices them with tests/cost/README.md's assumed prices and asserts upper
 // bounds, so a regression fails. It also counts the distinct custom
 // metrics the EMF lines make, a monthly cost rather than one per turn.
 //
@@ -62,7 +62,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/tests/faketelegram"
 )
 
-// Prices assumed (README "What it costs": us-east-1 list prices).
+// Prices assumed (tests/cost/README.md: us-east-1 list prices).
 const (
 	pricePerGBs         = 0.0000133334
 	pricePerInvocation  = 0.20 / 1e6
@@ -1058,8 +1058,8 @@ func (h *harness) message(t *testing.T, id, text string) {
 	}
 }
 
-// TestCost measures the turns and prints the table README's "What it
-// costs" cites.
+// TestCost measures the turns and prints the tables tests/cost/README.md
+// cites.
 func TestCost(t *testing.T) {
 	h := newHarness(t)
 	var ev events.APIGatewayWebsocketProxyRequest
@@ -1190,7 +1190,7 @@ func TestCost(t *testing.T) {
 		"idle heartbeat (skipped)": {0, 10, 3, 6, 6, 700, 0.014},
 	}
 	// Every metric and label value emitted every hour of a month: the
-	// README's monthly figure.
+	// monthly figure of tests/cost/README.md.
 	if possible > 32 {
 		t.Errorf("%d custom metrics possible, want at most 32 ($9.60 a month)", possible)
 	}
