@@ -44,8 +44,8 @@ import (
 //go:embed web
 var web embed.FS
 
-// pages serves the files of web/: index.html at /, the rest under
-// /console/.
+// pages serves the files of web/: index.html at /, the icon also at
+// /favicon.ico, the rest under /console/.
 var pages = func() http.Handler {
 	sub, err := fs.Sub(web, "web")
 	if err != nil {
@@ -63,6 +63,9 @@ var pages = func() http.Handler {
 		switch {
 		case r.URL.Path == "/":
 			http.ServeFileFS(w, r, sub, "index.html")
+			return
+		case r.URL.Path == "/favicon.ico": // what browsers ask for first
+			http.ServeFileFS(w, r, sub, "favicon.svg")
 			return
 		case strings.HasSuffix(r.URL.Path, "/"): // no listings
 			http.NotFound(w, r)
