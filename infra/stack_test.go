@@ -388,7 +388,7 @@ func TestScheduler(t *testing.T) {
 	for name, want := range map[string][]string{
 		"step":      {"scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:UpdateSchedule"},
 		"scheduler": {"scheduler:DeleteSchedule"},
-		"api":       {"scheduler:DeleteSchedule", "scheduler:UpdateSchedule"},
+		"api":       {"scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:UpdateSchedule"},
 		"ws":        nil,
 	} {
 		acts := s.actionsOf(s.roleOf(t, s.functionID(t, name)))

@@ -328,6 +328,10 @@ CREATE TABLE telegram_code_tries (
 	`
 ALTER TABLE runs ADD COLUMN started TEXT;
 `,
+	// 13: the channel a session was started on (store.Session.Channel).
+	`
+ALTER TABLE sessions ADD COLUMN channel TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // migrate applies the migrations the database has not seen, in one

@@ -72,7 +72,7 @@ func (db *DB) EnqueueRun(ctx context.Context, n store.NewRun) (store.Run, bool, 
 	err = tx.StmtContext(ctx, db.st.takeSeq).QueryRowContext(ctx, toMillis(now), r.SessionID, sess.Owner).Scan(&r.Seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		// A new session, or another owner's.
-		res, err := tx.StmtContext(ctx, db.st.newSession).ExecContext(ctx, sess.ID, sess.Agent, sess.Owner, sess.Ephemeral, allow,
+		res, err := tx.StmtContext(ctx, db.st.newSession).ExecContext(ctx, sess.ID, sess.Agent, sess.Owner, sess.Channel, sess.Ephemeral, allow,
 			toMillis(orNow(sess.CreatedAt, now)), toMillis(orNow(sess.UpdatedAt, now)))
 		if err != nil {
 			return fail(fmt.Errorf("create session: %w", err))

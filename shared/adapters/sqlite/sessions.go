@@ -20,7 +20,7 @@ func (db *DB) CreateSession(ctx context.Context, s store.Session) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: create session %q: encode allowlist: %w", s.ID, err)
 	}
-	if err := changeOne(ctx, db.st.createSession, store.ErrExists, s.ID, s.Agent, s.Owner, s.Ephemeral, allow, toMillis(created), toMillis(updated)); err != nil {
+	if err := changeOne(ctx, db.st.createSession, store.ErrExists, s.ID, s.Agent, s.Owner, s.Channel, s.Ephemeral, allow, toMillis(created), toMillis(updated)); err != nil {
 		return fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
 	}
 	return nil
@@ -31,7 +31,7 @@ func (db *DB) GetSession(ctx context.Context, id string) (store.Session, error) 
 	s := store.Session{ID: id}
 	var allow sql.NullString
 	var created, updated int64
-	err := db.st.getSession.QueryRowContext(ctx, id).Scan(&s.Agent, &s.Owner, &s.Ephemeral, &allow, &created, &updated)
+	err := db.st.getSession.QueryRowContext(ctx, id).Scan(&s.Agent, &s.Owner, &s.Channel, &s.Ephemeral, &allow, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Session{}, fmt.Errorf("sqlite: get session %q: %w", id, store.ErrNotFound)
 	}
@@ -66,7 +66,7 @@ func (db *DB) SessionsOf(ctx context.Context, owner string, limit int) ([]store.
 		var s store.Session
 		var allow sql.NullString
 		var created, updated int64
-		err := rows.Scan(&s.ID, &s.Agent, &s.Owner, &s.Ephemeral, &allow, &created, &updated)
+		err := rows.Scan(&s.ID, &s.Agent, &s.Owner, &s.Channel, &s.Ephemeral, &allow, &created, &updated)
 		if err == nil {
 			err = finishSession(&s, allow, created, updated)
 		}

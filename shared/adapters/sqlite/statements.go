@@ -72,10 +72,10 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 		dst   **sql.Stmt
 		query string
 	}{
-		{w, &s.createSession, `INSERT INTO sessions (id, agent, owner, ephemeral, allowlist, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
-		{w, &s.newSession, `INSERT INTO sessions (id, agent, owner, ephemeral, allowlist, next_seq, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, 2, ?, ?) ON CONFLICT (id) DO NOTHING`},
+		{w, &s.createSession, `INSERT INTO sessions (id, agent, owner, channel, ephemeral, allowlist, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+		{w, &s.newSession, `INSERT INTO sessions (id, agent, owner, channel, ephemeral, allowlist, next_seq, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, 2, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{w, &s.appendMessage, `INSERT INTO messages (session_id, key, run_id, body, created_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, key) DO NOTHING`},
 		{w, &s.deleteMessages, `DELETE FROM messages
@@ -118,7 +118,7 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{w, &s.deleteResponse, `DELETE FROM responses WHERE id = ?`},
 
-		{r, &s.getSession, `SELECT agent, owner, ephemeral, allowlist, created_at, updated_at FROM sessions WHERE id = ?`},
+		{r, &s.getSession, `SELECT agent, owner, channel, ephemeral, allowlist, created_at, updated_at FROM sessions WHERE id = ?`},
 		{r, &s.getMessage, `SELECT run_id, body, created_at FROM messages WHERE session_id = ? AND key = ?`},
 		{r, &s.runMessages, `SELECT key, run_id, body, created_at FROM messages
 			WHERE session_id = ? AND key >= ? AND key < ? ORDER BY key`},
@@ -141,7 +141,7 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 		{r, &s.getResponse, `SELECT ` + responseColumns + ` FROM responses WHERE id = ?`},
 		// The ephemeral test must match the sessions_owner index's WHERE
 		// clause for SQLite to use that index.
-		{r, &s.sessionsOf, `SELECT id, agent, owner, ephemeral, allowlist, created_at, updated_at FROM sessions
+		{r, &s.sessionsOf, `SELECT id, agent, owner, channel, ephemeral, allowlist, created_at, updated_at FROM sessions
 			WHERE owner = ? AND ephemeral = 0 ORDER BY created_at DESC, id DESC LIMIT ?`},
 	}
 	for _, p := range list {

@@ -360,6 +360,9 @@ type Input struct {
 	// approval prompts.
 	Interactive bool
 	Reply       Reply
+	// Channel names the channel a new session is started on, as the web
+	// console shows it (store.Session.Channel); Reply.Channel when empty.
+	Channel string
 	// Options are what an API client asks of the run beyond its input.
 	Options Options
 }
@@ -400,9 +403,10 @@ func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
 		return RunState{}, fmt.Errorf("enqueue: %w", err)
 	}
 	run, created, err := l.Store.EnqueueRun(ctx, store.NewRun{
-		Session: store.Session{ID: in.SessionID, Agent: in.Agent, Owner: in.Owner, Ephemeral: in.Ephemeral, CreatedAt: now, UpdatedAt: now},
-		Run:     store.Run{ID: in.RunID, State: state, Options: options, CreatedAt: now},
-		Input:   in.Messages,
+		Session: store.Session{ID: in.SessionID, Agent: in.Agent, Owner: in.Owner, Channel: cmp.Or(in.Channel, in.Reply.Channel),
+			Ephemeral: in.Ephemeral, CreatedAt: now, UpdatedAt: now},
+		Run:   store.Run{ID: in.RunID, State: state, Options: options, CreatedAt: now},
+		Input: in.Messages,
 	})
 	if errors.Is(err, store.ErrExists) {
 		return DecodeState(run)

@@ -54,6 +54,10 @@ type Session struct {
 	// channels. Only its owner reaches the session, its history and its
 	// approvals.
 	Owner string `json:"owner,omitempty"`
+	// Channel is the channel the session was started on ("http", "ws",
+	// "mcp", "tg", "cron", "checkin"), for the web console to show; empty
+	// for sessions stored before it was kept.
+	Channel string `json:"channel,omitempty"`
 	// Ephemeral sessions hold a stateless request and are deleted when
 	// their run ends.
 	Ephemeral bool `json:"ephemeral,omitempty"`
