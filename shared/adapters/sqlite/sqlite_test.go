@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -635,4 +636,72 @@ func TestPragmas(t *testing.T) {
 	if _, err := db.r.ExecContext(t.Context(), "DELETE FROM sessions"); err == nil {
 		t.Errorf("a write through the reader pool succeeded, want it refused")
 	}
+}
+
+// TestSchemaIsMigrated holds a new database, created from schema, equal
+// to one brought to the same version through every migration: the same
+// tables with the same columns, keys, checks and options, the same indexes
+// and triggers, and the same rows.
+func TestSchemaIsMigrated(t *testing.T) {
+	migrated := tempPath(t)
+	writeOldSchema(t, migrated, len(migrations))
+	if d := cmp.Diff(describeSchema(t, open(t, migrated)), describeSchema(t, open(t, tempPath(t)))); d != "" {
+		t.Errorf("schema differs from the migrations' result (-migrated +schema):\n%s", d)
+	}
+}
+
+// checkRE finds the CHECK constraints of a table, each on a line of its own.
+var checkRE = regexp.MustCompile(`CHECK \(.*\)`)
+
+// describeSchema lists what the database at db is, one line a fact, in an
+// order that does not depend on the order of creation.
+func describeSchema(t *testing.T, db *DB) []string {
+	t.Helper()
+	ctx := t.Context()
+	var lines []string
+	query := func(q string, args ...any) {
+		rows, err := db.r.QueryContext(ctx, q, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			lines = append(lines, s)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	query(`SELECT 'version ' || user_version FROM pragma_user_version`)
+	// The text of indexes, triggers and virtual tables; a table's own
+	// text differs (ALTER TABLE splices columns into it) where its columns
+	// below do not.
+	query(`SELECT type || ' ' || name || ' on ' || tbl_name || ': ' ||
+			CASE WHEN type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%' THEN '' ELSE coalesce(sql, 'auto') END
+		FROM sqlite_schema`)
+	query(`SELECT 'table ' || name || ' ' || type || ' ncol ' || ncol || ' without rowid ' || wr || ' strict ' || strict
+		FROM pragma_table_list WHERE schema = 'main'`)
+	query(`SELECT 'column ' || m.name || '.' || c.cid || ' ' || c.name || ' ' || c.type || ' notnull ' || c."notnull" ||
+			' default ' || coalesce(c.dflt_value, 'null') || ' pk ' || c.pk || ' hidden ' || c.hidden
+		FROM sqlite_schema m, pragma_table_xinfo(m.name) c WHERE m.type = 'table'`)
+	query(`SELECT 'foreign key ' || m.name || ' ' || f."from" || ' -> ' || f."table" || '(' || coalesce(f."to", '') || ')'
+		FROM sqlite_schema m, pragma_foreign_key_list(m.name) f WHERE m.type = 'table'`)
+	query(`SELECT 'index ' || m.name || ' ' || i.name || ' unique ' || i."unique" || ' origin ' || i.origin || ' partial ' || i.partial
+		FROM sqlite_schema m, pragma_index_list(m.name) i WHERE m.type = 'table'`)
+	query(`SELECT 'index column ' || m.name || '.' || c.seqno || ' ' || coalesce(c.name, c.cid) || ' desc ' || c."desc" || ' ' || c.coll || ' key ' || c."key"
+		FROM sqlite_schema m, pragma_index_xinfo(m.name) c WHERE m.type = 'index'`)
+	// A CHECK lives only in a table's text.
+	n := len(lines)
+	query(`SELECT name || char(0) || sql FROM sqlite_schema WHERE type = 'table' AND sql LIKE '%CHECK%'`)
+	for i, l := range lines[n:] {
+		name, sql, _ := strings.Cut(l, "\x00")
+		lines[n+i] = "checks " + name + ": " + strings.Join(checkRE.FindAllString(sql, -1), "; ")
+	}
+	query(`SELECT 'memory_state ' || id || ' ' || generation FROM memory_state`)
+	slices.Sort(lines)
+	return lines
 }
