@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -81,6 +82,61 @@ func TestOpenCreatesPrivateFile(t *testing.T) {
 		if got := fi.Mode().Perm(); got != want {
 			t.Errorf("mode of %s = %v, want %v", p, got, want)
 		}
+	}
+}
+
+// TestOpenCreatesOnce opens a new database from several handles at once,
+// as processes starting together would: one database is created, whole,
+// in WAL mode, and every handle uses it; no temporary file is left.
+func TestOpenCreatesOnce(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "lambdaclaw.db")
+	const handles = 4
+	dbs := make([]*DB, handles)
+	errs := make([]error, handles)
+	var wg sync.WaitGroup
+	for i := range handles {
+		wg.Go(func() { dbs[i], errs[i] = Open(path) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Open %d: %v", i, err)
+		}
+		t.Cleanup(func() { dbs[i].Close() })
+	}
+	for i, db := range dbs {
+		if err := db.CreateSession(ctx, store.Session{ID: fmt.Sprint(i), Agent: "main"}); err != nil {
+			t.Fatalf("CreateSession through handle %d: %v", i, err)
+		}
+	}
+	for i := range handles {
+		if _, err := dbs[0].GetSession(ctx, fmt.Sprint(i)); err != nil {
+			t.Errorf("GetSession %d through handle 0: %v", i, err)
+		}
+	}
+	names, err := filepath.Glob(filepath.Join(dir, "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{path, path + "-shm", path + "-wal"}
+	if d := cmp.Diff(want, names); d != "" {
+		t.Errorf("files beside the database (-want +got):\n%s", d)
+	}
+	// The file format bytes of the header say WAL (2), for a reader
+	// that opens the file before any writer.
+	head := make([]byte, 20)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.ReadFull(f, head); err != nil {
+		t.Fatal(err)
+	}
+	if head[18] != 2 || head[19] != 2 {
+		t.Errorf("file format bytes = %d, %d; want 2, 2 (WAL)", head[18], head[19])
 	}
 }
 
