@@ -101,14 +101,8 @@ func Open(path string) (*DB, error) {
 	db.r.SetMaxOpenConns(readers)
 	db.r.SetMaxIdleConns(readers)
 
-	if err := db.st.prepare(ctx, db.w, db.r); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
-	}
-	if db.mem, err = newMemoryIndex(ctx, db); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
-	}
+	db.st.define(db.w, db.r)
+	db.mem = newMemoryIndex(db)
 	return db, nil
 }
 
@@ -212,7 +206,7 @@ func isForeignKeyError(err error) bool {
 }
 
 // changed runs a write and reports whether it changed a row.
-func changed(ctx context.Context, st *sql.Stmt, args ...any) (bool, error) {
+func changed(ctx context.Context, st *stmt, args ...any) (bool, error) {
 	res, err := st.ExecContext(ctx, args...)
 	if err != nil {
 		return false, err
@@ -223,7 +217,7 @@ func changed(ctx context.Context, st *sql.Stmt, args ...any) (bool, error) {
 
 // changeOne runs a write that must change a row; when it changes none the
 // error wraps none (store.ErrNotFound or store.ErrExists).
-func changeOne(ctx context.Context, st *sql.Stmt, none error, args ...any) error {
+func changeOne(ctx context.Context, st *stmt, none error, args ...any) error {
 	ok, err := changed(ctx, st, args...)
 	if err == nil && !ok {
 		err = none

@@ -761,3 +761,28 @@ func describeSchema(t *testing.T, db *DB) []string {
 	slices.Sort(lines)
 	return lines
 }
+
+// TestStatementsPreparedOnUse holds that Open parses no statement and a
+// method prepares only those it runs, once.
+func TestStatementsPreparedOnUse(t *testing.T) {
+	db := open(t, tempPath(t))
+	prepared := func() (names []string) {
+		for _, s := range append(slices.Clone(db.st.all), db.mem.st.all...) {
+			if s.st.Load() != nil {
+				names = append(names, s.query)
+			}
+		}
+		return names
+	}
+	if got := prepared(); len(got) != 0 {
+		t.Errorf("prepared by Open: %q", got)
+	}
+	for range 2 {
+		if _, err := db.GetSession(t.Context(), "missing"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("GetSession: %v, want ErrNotFound", err)
+		}
+	}
+	if got, want := prepared(), []string{db.st.getSession.query}; !slices.Equal(got, want) {
+		t.Errorf("prepared after GetSession: %q, want %q", got, want)
+	}
+}
