@@ -171,16 +171,6 @@ func (t *triggerSet) allow(c byte) { t.third[c>>6] |= 1 << (c & 63) }
 // lines have none, and a line that has one waits for that pattern only.
 var prepare = sync.OnceFunc(index)
 
-// prepareAll compiles every pattern; NewHandler starts it beside what a
-// program does before it logs.
-func prepareAll() {
-	prepare()
-	for _, p := range patterns {
-		p.compile()
-	}
-	pem()
-}
-
 // pemRE matches a PEM private key block (pemExpr), unanchored;
 // pemPartialRE a part of one (pemPartialExpr). Stream compiles them.
 var pemRE, pemPartialRE *regexp.Regexp
