@@ -202,7 +202,8 @@ CREATE INDEX cron_runs_running ON cron_runs (at) WHERE status = 'running';
 `
 
 // migrations[i] brings the schema from user_version i to i+1. Append new
-// migrations; never edit one that has shipped.
+// migrations, and make schema their result; never edit one that has
+// shipped.
 var migrations = []string{
 	// 1: sessions, history, runs and API keys.
 	`
