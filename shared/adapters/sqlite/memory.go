@@ -100,7 +100,8 @@ func (db *DB) MemoryIndex() *MemoryIndex { return db.mem }
 // memoryColumns are the columns of an entry, in the order scanEntry reads.
 const memoryColumns = `m.agent, m.owner, m.key, m.text, m.category, m.source, m.created_at, m.updated_at`
 
-// memoryStatements are the memory index's prepared statements.
+// memoryStatements are the memory index's statements, prepared on first
+// use (stmt).
 type memoryStatements struct {
 	// writer
 	spaceInsert  stmt
