@@ -152,7 +152,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompter, Replier: replier, Events: events, Log: log,
 		Limits: agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes, MaxToolArgsBytes: cfg.Limits.MaxToolArgsBytes, MaxToolResultBytes: cfg.Limits.MaxToolResultBytes}}
 	loop.Recorder = mem.Recorder()
-	defer mem.IndexWorkspaces(agents.Current())()
 	runCtx, cancelRuns := context.WithCancel(context.Background())
 	driver := agent.NewDriver(runCtx, loop, log)
 	defer func() {
@@ -214,12 +213,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	poller := &schedule.Poller{Timers: jobs, Runner: &schedule.Runner{Engine: jobs, Loop: loop, Lane: driver}, Log: log}
-	var polling sync.WaitGroup
-	polling.Go(func() { poller.Run(runCtx) })
-	defer func() {
-		cancelRuns()
-		polling.Wait()
-	}()
 
 	ln, err := listen(cfg.Addr)
 	if err != nil {
@@ -238,7 +231,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	// What serving does not need starts once the server listens: the
-	// sandbox's probe (the exec tool waits for it) and eager MCP servers.
+	// sandbox's probe (the exec tool waits for it), eager MCP servers, the
+	// schedule's poller and the indexing of the workspaces' memory files.
 	var starting sync.WaitGroup
 	defer func() {
 		cancelRuns()
@@ -249,6 +243,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		starting.Go(func() { exec.probe(runCtx) })
 	}
 	starting.Go(startMCP)
+	starting.Go(func() { poller.Run(runCtx) })
+	defer mem.IndexWorkspaces(agents.Current())()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

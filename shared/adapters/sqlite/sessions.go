@@ -20,7 +20,7 @@ func (db *DB) CreateSession(ctx context.Context, s store.Session) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: create session %q: encode allowlist: %w", s.ID, err)
 	}
-	if err := changeOne(ctx, db.st.createSession, store.ErrExists, s.ID, s.Agent, s.Owner, s.Channel, s.Ephemeral, allow, toMillis(created), toMillis(updated)); err != nil {
+	if err := changeOne(ctx, &db.st.createSession, store.ErrExists, s.ID, s.Agent, s.Owner, s.Channel, s.Ephemeral, allow, toMillis(created), toMillis(updated)); err != nil {
 		return fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
 	}
 	return nil
@@ -85,13 +85,14 @@ func (db *DB) SessionsOf(ctx context.Context, owner string, limit int) ([]store.
 // responses, in one transaction. Deleting a missing session is not an
 // error, so a retried cleanup succeeds.
 func (db *DB) DeleteSession(ctx context.Context, id string) error {
-	tx, err := db.w.BeginTx(ctx, nil)
+	deletes := []*stmt{&db.st.deleteSessMsgs, &db.st.deleteSessRuns, &db.st.deleteSessAppr, &db.st.deleteSessResp, &db.st.deleteSession}
+	tx, err := begin(ctx, db.w, deletes...)
 	if err != nil {
 		return fmt.Errorf("sqlite: delete session %q: begin: %w", id, err)
 	}
 	defer tx.Rollback()
-	for _, st := range []*sql.Stmt{db.st.deleteSessMsgs, db.st.deleteSessRuns, db.st.deleteSessAppr, db.st.deleteSessResp, db.st.deleteSession} {
-		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, id); err != nil {
+	for _, st := range deletes {
+		if _, err := st.in(ctx, tx).ExecContext(ctx, id); err != nil {
 			return fmt.Errorf("sqlite: delete session %q: %w", id, err)
 		}
 	}
@@ -105,7 +106,7 @@ func (db *DB) DeleteSession(ctx context.Context, id string) error {
 // adding one twice keeps one. It is store.ErrNotFound for an unknown
 // session.
 func (db *DB) AllowTool(ctx context.Context, sessionID, tool string) error {
-	if err := changeOne(ctx, db.st.allowTool, store.ErrNotFound, sessionID, tool); err != nil {
+	if err := changeOne(ctx, &db.st.allowTool, store.ErrNotFound, sessionID, tool); err != nil {
 		return fmt.Errorf("sqlite: allow tool %q in session %q: %w", tool, sessionID, err)
 	}
 	return nil
@@ -144,7 +145,7 @@ func (db *DB) AppendMessage(ctx context.Context, m store.Message) (bool, error) 
 		return false, fmt.Errorf("sqlite: append message %q/%q: encode: %w", m.SessionID, m.Key, err)
 	}
 	created := orNow(m.CreatedAt, time.Now())
-	wrote, err := changed(ctx, db.st.appendMessage, m.SessionID, m.Key, m.RunID, string(body), toMillis(created))
+	wrote, err := changed(ctx, &db.st.appendMessage, m.SessionID, m.Key, m.RunID, string(body), toMillis(created))
 	if isForeignKeyError(err) {
 		return false, fmt.Errorf("sqlite: append message %q/%q: session: %w", m.SessionID, m.Key, store.ErrNotFound)
 	}
