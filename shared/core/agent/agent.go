@@ -268,6 +268,10 @@ type Loop struct {
 	Limits Limits
 	// Now returns the time; nil means time.Now.
 	Now func() time.Time
+
+	// unsaved are steps whose commit failed after they finished their
+	// run (keepUnsaved), by run id; guarded by unsavedMu.
+	unsaved map[string]unsavedStep
 }
 
 func (l *Loop) now() time.Time {
@@ -282,14 +286,20 @@ func (l *Loop) now() time.Time {
 // transaction. An error means the step could not complete (for example the
 // store was unreachable) and may be retried with the same st.
 func (l *Loop) Step(ctx context.Context, st RunState) (RunState, error) {
+	if next, c, ok := l.takeUnsaved(st); ok {
+		// The commit of this step failed after it told its replier the
+		// answer: commit the same again, without a second model call.
+		return l.commitStep(ctx, st, next, c)
+	}
 	var c store.Commit
 	var next RunState
 	var err error
 	switch st.Step {
 	case StepBegin:
-		// begin writes nothing: the run's saved state may stay "begin",
-		// and a begin repeated after a crash costs nothing.
-		return l.begin(st), nil
+		// begin writes nothing and goes straight on to think: the run's
+		// saved state stays "begin" until think commits, and a begin
+		// repeated after a crash costs nothing.
+		next, err = l.think(ctx, l.begin(st), &c)
 	case StepCompact:
 		next, err = l.compact(ctx, st)
 	case StepThink:
@@ -309,13 +319,28 @@ func (l *Loop) Step(ctx context.Context, st RunState) (RunState, error) {
 	default:
 		return st, fmt.Errorf("run %s: unknown step %q", st.RunID, st.Step)
 	}
+	if errors.Is(err, errFinished) {
+		return next, nil
+	}
 	if err != nil {
 		return st, err
 	}
+	return l.commitStep(ctx, st, next, c)
+}
+
+// commitStep commits the step that took st to next with its writes c,
+// and emits turn_complete once the commit that finishes the run
+// succeeded, so a finish retried after a failed commit counts its turn
+// once. A failed commit of a step that finished the run is kept for
+// the retry (unsaved): its answer has been given.
+func (l *Loop) commitStep(ctx context.Context, st, next RunState, c store.Commit) (RunState, error) {
 	if err := l.commit(ctx, next, c); err != nil {
+		if next.Step == StepDone && st.Step != StepFinish {
+			l.keepUnsaved(st, next, c)
+		}
 		return st, err
 	}
-	if st.Step == StepFinish {
+	if next.Step == StepDone {
 		l.turnComplete(next)
 	}
 	return next, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -195,47 +196,76 @@ func (s *failFinish) CommitRun(ctx context.Context, c store.Commit) error {
 	return s.Store.CommitRun(ctx, c)
 }
 
-// A finish whose commit is retried counts the turn once, after the commit
-// that finishes the run.
+// A step that finishes a run and whose commit is retried counts the turn
+// once, after the commit that finishes the run: the finish step of a
+// failed run, and a think that got an answer, which finishes the run in
+// its own commit. That think, retried after its commit failed, commits
+// the answer it gave: the model is asked and the user told once.
 func TestTurnCompleteOnce(t *testing.T) {
-	for _, fails := range []int{0, 1, 8} {
-		f := newFixture(t, 5)
-		s := &failFinish{Store: f.store, n: fails}
-		f.loop.Store = s
-		ev := &events{}
-		f.loop.Events = ev
-		f.llm.script = append(f.llm.script, say("hello"))
-		st, err := f.loop.Enqueue(t.Context(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("hi")}, Autonomy: tool.Full})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for st.Step != StepFinish {
-			if st, err = f.loop.Step(t.Context(), st); err != nil {
-				t.Fatal(err)
-			}
-		}
-		count := func() int {
-			n := 0
-			for _, e := range ev.got {
-				if e.Type == obs.TurnComplete {
-					n++
+	for _, tt := range []struct {
+		name   string
+		reply  func(llm.Request) (llm.Response, error)
+		before string // the step whose commit fails
+		told   func(fails int) int
+	}{
+		{name: "an answer", reply: say("hello"), before: StepBegin, told: func(int) int { return 1 }},
+		// finish tells the user before it commits: once per attempt.
+		{name: "a failed run", reply: fail(errors.New("boom")), before: StepFinish, told: func(fails int) int { return fails + 1 }},
+	} {
+		for _, fails := range []int{0, 1, 8} {
+			t.Run(fmt.Sprintf("%s/%d failing commits", tt.name, fails), func(t *testing.T) {
+				f := newFixture(t, 5)
+				s := &failFinish{Store: f.store, n: fails}
+				f.loop.Store = s
+				ev := &events{}
+				f.loop.Events = ev
+				rec := recordingReplier{told: make(chan string, 100)}
+				f.loop.Replier = rec
+				f.llm.script = append(f.llm.script, tt.reply)
+				st, err := f.loop.Enqueue(t.Context(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("hi")}, Autonomy: tool.Full})
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			return n
-		}
-		for i := range fails {
-			if _, err := f.loop.Step(t.Context(), st); err == nil {
-				t.Fatalf("%d failing commits: finish %d succeeded", fails, i+1)
-			}
-			if n := count(); n != 0 {
-				t.Errorf("%d failing commits: %d %s events after failed finish %d, want none", fails, n, obs.TurnComplete, i+1)
-			}
-		}
-		if st, err = f.loop.Step(t.Context(), st); err != nil || st.Step != StepDone {
-			t.Fatalf("%d failing commits: finish: %v at %s", fails, err, st.Step)
-		}
-		if n := count(); n != 1 {
-			t.Errorf("%d failing commits: %d %s events, want 1", fails, n, obs.TurnComplete)
+				for st.Step != tt.before {
+					if st, err = f.loop.Step(t.Context(), st); err != nil {
+						t.Fatal(err)
+					}
+				}
+				count := func() int {
+					n := 0
+					for _, e := range ev.got {
+						if e.Type == obs.TurnComplete {
+							n++
+						}
+					}
+					return n
+				}
+				for i := range fails {
+					if _, err := f.loop.Step(t.Context(), st); err == nil {
+						t.Fatalf("step %d succeeded", i+1)
+					}
+					if n := count(); n != 0 {
+						t.Errorf("%d %s events after failed step %d, want none", n, obs.TurnComplete, i+1)
+					}
+				}
+				if st, err = f.loop.Step(t.Context(), st); err != nil || st.Step != StepDone {
+					t.Fatalf("step: %v at %s, want done", err, st.Step)
+				}
+				if n := count(); n != 1 {
+					t.Errorf("%d %s events, want 1", n, obs.TurnComplete)
+				}
+				if n := f.llm.calls(); n != 1 {
+					t.Errorf("the model was asked %d times, want once", n)
+				}
+				if got, want := len(drain(rec.told)), tt.told(fails); got != want {
+					t.Errorf("the replier was told %d times, want %d", got, want)
+				}
+				if tt.name == "an answer" {
+					if hist := f.history(t, "s"); len(hist) != 2 || hist[1].Content != "hello" {
+						t.Errorf("history = %+v, want the input and the answer", hist)
+					}
+				}
+			})
 		}
 	}
 }

@@ -54,9 +54,13 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 	}
 	if i := slices.IndexFunc(hist, func(m store.Message) bool { return m.Key == key }); i >= 0 {
 		// The message was committed with the state that followed it: a
-		// repeated think returns that state.
+		// repeated think returns that state, and one that finished the
+		// run says so (errFinished: nothing to commit, no turn to count).
 		if run, err := l.Store.GetRun(ctx, st.RunID); err == nil {
-			if saved, err := DecodeState(run); err == nil && saved.Iteration == st.Iteration && saved.Step != StepThink {
+			if saved, err := DecodeState(run); err == nil && saved.Iteration == st.Iteration && saved.Step != StepThink && saved.Step != StepBegin {
+				if saved.Step == StepDone {
+					return saved, errFinished
+				}
 				return saved, nil
 			}
 		}
@@ -164,7 +168,25 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 		c.ClearCalls = true
 	}
 	st.ClearCalls, st.Forced = false, false
-	return afterThink(st, m, opts), nil
+	st = afterThink(st, m, opts)
+	if st.Step == StepFinish {
+		// An answer without tool calls: think finishes the run in the
+		// same commit, with the run's messages it holds.
+		run := append(runMessages(hist, st.Seq), c.Messages...)
+		return l.finishWith(ctx, st, c, run)
+	}
+	return st, nil
+}
+
+// runMessages returns the messages of hist of the run with sequence
+// number seq.
+func runMessages(hist []store.Message, seq int64) []store.Message {
+	prefix := store.RunPrefix(seq)
+	i := slices.IndexFunc(hist, func(m store.Message) bool { return strings.HasPrefix(m.Key, prefix) })
+	if i < 0 {
+		return nil
+	}
+	return slices.Clone(hist[i:])
 }
 
 // request is the model request of a think step: the agent's tools and the
@@ -580,17 +602,27 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunSta
 	if err != nil {
 		return st, fmt.Errorf("finish: %w", err)
 	}
+	return l.finishWith(ctx, st, c, run)
+}
+
+// finishWith finishes the run st, whose messages are run, adding to c:
+// it tells the replier the outcome and marks the run done, with the job
+// for the Recorder. The finish step and a think that got an answer
+// without tool calls end a run with it.
+func (l *Loop) finishWith(ctx context.Context, st RunState, c *store.Commit, run []store.Message) (RunState, error) {
 	res, err := l.result(ctx, st, run)
 	if err != nil {
 		return st, fmt.Errorf("finish: %w", err)
 	}
 	ephemeral := strings.HasPrefix(st.SessionID, EphemeralPrefix)
-	c.ClearCalls = st.ClearCalls && !ephemeral
+	c.ClearCalls = c.ClearCalls || st.ClearCalls && !ephemeral
 	switch {
 	case ephemeral:
 		if err := l.Store.DeleteSession(ctx, st.SessionID); err != nil {
 			return st, fmt.Errorf("finish: %w", err)
 		}
+		// Nothing of the session is kept: the commit only ends the run.
+		c.Messages, c.Calls, c.ClearCalls = nil, nil, false
 		l.emit(obs.Event{Type: obs.SessionEnd, SessionID: st.SessionID})
 	case st.Failed():
 		c.Messages = append(c.Messages, l.closeCalls(st, run)...)
@@ -896,4 +928,55 @@ func (l *Loop) history(ctx context.Context, st RunState) ([]store.Message, error
 		}
 	}
 	return all[:n], nil
+}
+
+// errFinished tells Step that the run was found finished already: a
+// think repeated after the commit that finished the run. Step returns
+// the saved state and commits nothing.
+var errFinished = errors.New("the run is finished")
+
+// maxUnsaved bounds the steps a Loop keeps for a retry of their commit.
+const maxUnsaved = 1024
+
+// unsavedMu guards every Loop's unsaved steps; a Loop is copied by value
+// (its fields are its configuration), so it holds no lock of its own.
+var unsavedMu sync.Mutex
+
+// unsavedStep is the outcome of a step that finished its run and told its
+// replier the answer but whose commit failed (a full disk, the store out
+// of reach). Loop.unsaved keeps it by run, so that the step retried with
+// the same state commits that outcome again instead of asking the model
+// anew and giving a second answer. It is only an optimization of this
+// process: a process that dies instead runs the step again.
+type unsavedStep struct {
+	from, next RunState
+	c          store.Commit
+}
+
+// keepUnsaved remembers that the step from st to next failed to commit c.
+func (l *Loop) keepUnsaved(st, next RunState, c store.Commit) {
+	unsavedMu.Lock()
+	defer unsavedMu.Unlock()
+	if l.unsaved == nil {
+		l.unsaved = map[string]unsavedStep{}
+	}
+	if len(l.unsaved) < maxUnsaved {
+		l.unsaved[st.RunID] = unsavedStep{st, next, c}
+	}
+}
+
+// takeUnsaved returns, and forgets, what the step of st failed to
+// commit, if that is the step being run again.
+func (l *Loop) takeUnsaved(st RunState) (RunState, store.Commit, bool) {
+	unsavedMu.Lock()
+	defer unsavedMu.Unlock()
+	s, ok := l.unsaved[st.RunID]
+	if !ok {
+		return RunState{}, store.Commit{}, false
+	}
+	delete(l.unsaved, st.RunID)
+	if s.from.Step != st.Step || s.from.Iteration != st.Iteration {
+		return RunState{}, store.Commit{}, false
+	}
+	return s.next, s.c, true
 }
