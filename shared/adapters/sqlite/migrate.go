@@ -328,6 +328,30 @@ CREATE TABLE telegram_code_tries (
 	`
 ALTER TABLE runs ADD COLUMN started TEXT;
 `,
+	// 13: the version of each session's history, which every write of its
+	// messages changes, whichever connection or process makes it: a
+	// process keeps the history it read while the version stays the same
+	// (DB.Messages). A random 64-bit value, so that a session deleted and
+	// created again does not repeat one.
+	`
+ALTER TABLE sessions ADD COLUMN history_version INTEGER NOT NULL DEFAULT 0;
+CREATE TRIGGER sessions_history_version AFTER INSERT ON sessions
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id = NEW.id;
+END;
+CREATE TRIGGER messages_inserted AFTER INSERT ON messages
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id = NEW.session_id;
+END;
+CREATE TRIGGER messages_updated AFTER UPDATE ON messages
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id IN (OLD.session_id, NEW.session_id);
+END;
+CREATE TRIGGER messages_deleted AFTER DELETE ON messages
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id = OLD.session_id;
+END;
+`,
 }
 
 // migrate applies the migrations the database has not seen, in one

@@ -181,15 +181,37 @@ func (db *DB) GetMessage(ctx context.Context, sessionID, key string) (store.Mess
 }
 
 // Messages returns the history of a session ordered by key; a session
-// without history, or an unknown one, has none.
+// without history, or an unknown one, has none. It keeps the history it
+// read for as long as the session's history version stays the same
+// (histories): the next read of an unchanged history is one small query.
 func (db *DB) Messages(ctx context.Context, sessionID string) ([]store.Message, error) {
+	fail := func(err error) ([]store.Message, error) {
+		return nil, fmt.Errorf("sqlite: messages of %q: %w", sessionID, err)
+	}
+	// The version is read before the messages: a write in between makes
+	// what is kept older than its version says, so it is read again next
+	// time, never newer.
+	var version int64
+	err := db.st.historyVer.QueryRowContext(ctx, sessionID).Scan(&version)
+	known := err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fail(err)
+	}
+	if known {
+		if msgs, ok := db.hist.get(sessionID, version); ok {
+			return msgs, nil
+		}
+	}
 	rows, err := db.st.messages.QueryContext(ctx, sessionID)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: messages of %q: %w", sessionID, err)
+		return fail(err)
 	}
 	out, err := scanMessages(rows, sessionID)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: messages of %q: %w", sessionID, err)
+		return fail(err)
+	}
+	if known {
+		db.hist.put(sessionID, version, out)
 	}
 	return out, nil
 }

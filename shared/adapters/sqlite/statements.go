@@ -49,6 +49,7 @@ type statements struct {
 	getSession  *sql.Stmt
 	getMessage  *sql.Stmt
 	messages    *sql.Stmt
+	historyVer  *sql.Stmt
 	runMessages *sql.Stmt
 	getRun      *sql.Stmt
 	getCalls    *sql.Stmt
@@ -122,6 +123,7 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 		{r, &s.getMessage, `SELECT run_id, body, created_at FROM messages WHERE session_id = ? AND key = ?`},
 		{r, &s.runMessages, `SELECT key, run_id, body, created_at FROM messages
 			WHERE session_id = ? AND key >= ? AND key < ? ORDER BY key`},
+		{r, &s.historyVer, `SELECT history_version FROM sessions WHERE id = ?`},
 		{r, &s.messages, `SELECT key, run_id, body, created_at FROM messages
 			WHERE session_id = ? ORDER BY key`},
 		{r, &s.getRun, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
