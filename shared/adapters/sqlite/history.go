@@ -12,9 +12,10 @@ const maxHistoryBytes = 32 << 20
 
 // histories keeps the histories of sessions as last read, each with the
 // session's history version (sessions.history_version), which triggers
-// change at every write of the session's messages, by any connection or
-// process. A history is good while its version is the session's: reading
-// it again then costs one small query instead of decoding every message.
+// change at every write of the session's messages but appends, by any
+// connection or process. While the version is the session's, the history
+// kept and the messages after its last key are the session's history:
+// reading it costs decoding what was appended, not every message.
 type histories struct {
 	mu       sync.Mutex
 	sessions map[string]history
@@ -27,15 +28,16 @@ type history struct {
 	bytes   int
 }
 
-// get returns a copy of the history of session kept at version.
-func (h *histories) get(session string, version int64) ([]store.Message, bool) {
+// get returns a copy of the history kept of session, with its version.
+func (h *histories) get(session string) (history, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e, ok := h.sessions[session]
-	if !ok || e.version != version {
-		return nil, false
+	if !ok {
+		return history{}, false
 	}
-	return cloneMessages(e.msgs), true
+	e.msgs = cloneMessages(e.msgs)
+	return e, true
 }
 
 // put keeps a copy of msgs as the history of session at version, while

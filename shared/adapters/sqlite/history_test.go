@@ -11,10 +11,11 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
 
-// A process keeps the history it read while the session's history
-// version stays the same, and reads it again after any write of the
-// session's messages, by this handle or by another process's: appends,
-// deletes, and the session deleted and created again with the same keys.
+// A process keeps the history it read and reads only what was appended
+// while the session's history version stays the same; any other write of
+// the session's messages, by this handle or by another process, makes it
+// read the history again: writes before the last key, deletes, and the
+// session deleted and created again with the same keys.
 func TestHistoryKept(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "lambdaclaw.db")
@@ -67,12 +68,16 @@ func TestHistoryKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("appended by another process", in1+" hi", in1+"z hello")
+	if _, err := other.AppendMessage(ctx, store.Message{SessionID: "s", Key: in1 + "m", RunID: "r1", Message: chat.Message{Role: chat.Tool, Content: "between"}}); err != nil {
+		t.Fatal(err)
+	}
+	check("written before the last key", in1+" hi", in1+"m between", in1+"z hello")
 	enqueue(other, "r2", "more")
-	check("enqueued by another process", in1+" hi", in1+"z hello", in2+" more")
+	check("enqueued by another process", in1+" hi", in1+"m between", in1+"z hello", in2+" more")
 	if err := other.DeleteMessages(ctx, "s", []string{in1 + "z"}); err != nil {
 		t.Fatal(err)
 	}
-	check("deleted by another process", in1+" hi", in2+" more")
+	check("deleted by another process", in1+" hi", in1+"m between", in2+" more")
 	if err := other.DeleteSession(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}
@@ -80,13 +85,15 @@ func TestHistoryKept(t *testing.T) {
 	enqueue(other, "r3", "new")
 	check("the same keys in a new session", in1+" new")
 
-	// What is kept is what the next read returns: a change that bypasses
-	// the version (the trigger dropped) is not seen.
+	// What is kept is what the next read returns, with what was appended
+	// since: a change that bypasses the version (its trigger dropped) is
+	// not seen.
 	if _, err := db.w.ExecContext(ctx, `DROP TRIGGER messages_updated`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.w.ExecContext(ctx, `UPDATE messages SET body = '{"role":"user","content":"bypassed"}'`); err != nil {
 		t.Fatal(err)
 	}
-	check("changed behind the version", in1+" new")
+	enqueue(other, "r4", "appended")
+	check("changed behind the version", in1+" new", in2+" appended")
 }

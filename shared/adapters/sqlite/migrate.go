@@ -329,10 +329,11 @@ CREATE TABLE telegram_code_tries (
 ALTER TABLE runs ADD COLUMN started TEXT;
 `,
 	// 13: the version of each session's history, which every write of its
-	// messages changes, whichever connection or process makes it: a
-	// process keeps the history it read while the version stays the same
-	// (DB.Messages). A random 64-bit value, so that a session deleted and
-	// created again does not repeat one.
+	// messages but an append (a key after all the session's keys)
+	// changes, whichever connection or process makes it: a process keeps
+	// the history it read and reads only what was appended while the
+	// version stays the same (DB.Messages). A random 64-bit value, so
+	// that a session deleted and created again does not repeat one.
 	`
 ALTER TABLE sessions ADD COLUMN history_version INTEGER NOT NULL DEFAULT 0;
 CREATE TRIGGER sessions_history_version AFTER INSERT ON sessions
@@ -340,6 +341,7 @@ BEGIN
 	UPDATE sessions SET history_version = random() WHERE id = NEW.id;
 END;
 CREATE TRIGGER messages_inserted AFTER INSERT ON messages
+WHEN EXISTS (SELECT 1 FROM messages WHERE session_id = NEW.session_id AND key > NEW.key)
 BEGIN
 	UPDATE sessions SET history_version = random() WHERE id = NEW.session_id;
 END;

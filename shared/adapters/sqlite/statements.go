@@ -48,8 +48,7 @@ type statements struct {
 	// reader
 	getSession  *sql.Stmt
 	getMessage  *sql.Stmt
-	messages    *sql.Stmt
-	historyVer  *sql.Stmt
+	history     *sql.Stmt
 	runMessages *sql.Stmt
 	getRun      *sql.Stmt
 	getCalls    *sql.Stmt
@@ -123,9 +122,8 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 		{r, &s.getMessage, `SELECT run_id, body, created_at FROM messages WHERE session_id = ? AND key = ?`},
 		{r, &s.runMessages, `SELECT key, run_id, body, created_at FROM messages
 			WHERE session_id = ? AND key >= ? AND key < ? ORDER BY key`},
-		{r, &s.historyVer, `SELECT history_version FROM sessions WHERE id = ?`},
-		{r, &s.messages, `SELECT key, run_id, body, created_at FROM messages
-			WHERE session_id = ? ORDER BY key`},
+		{r, &s.history, `SELECT s.history_version, m.key, m.run_id, m.body, m.created_at FROM sessions s
+			LEFT JOIN messages m ON m.session_id = s.id AND m.key > ? WHERE s.id = ? ORDER BY m.key`},
 		{r, &s.getRun, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
 		{r, &s.getCalls, `SELECT calls FROM runs WHERE id = ?`},
 		{r, &s.jobs, `SELECT kind, id, payload, created_at FROM jobs WHERE kind = ? ORDER BY created_at, id LIMIT ?`},
