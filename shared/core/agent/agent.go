@@ -447,10 +447,10 @@ func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
 var ErrBusy = errors.New("the conversation is busy: wait for the current reply or answer the pending approval first")
 
 // Reset starts a session afresh: its history is deleted. A session with a
-// queued, running or parked run is not reset (ErrBusy). A run that has
-// reached its finish step has given its answer and is only being recorded:
-// Reset waits a moment for it, so that a client that saw the answer can
-// reset at once.
+// queued, running or parked run is not reset (ErrBusy). A run that is not
+// parked may have given its answer and be committing it (the step that
+// tells the answer commits the run as done after): Reset waits a moment
+// for it, so that a client that saw the answer can reset at once.
 func (l *Loop) Reset(ctx context.Context, sessionID string) error {
 	wait := time.Millisecond
 	for {
@@ -461,7 +461,7 @@ func (l *Loop) Reset(ctx context.Context, sessionID string) error {
 		if err != nil {
 			return fmt.Errorf("reset: %w", err)
 		}
-		if st, err := DecodeState(run); err != nil || st.Step != StepFinish || wait > time.Second {
+		if st, err := DecodeState(run); err != nil || st.Parked() || wait > time.Second {
 			return ErrBusy
 		}
 		t := time.NewTimer(wait)
