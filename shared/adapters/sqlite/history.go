@@ -8,7 +8,7 @@ import (
 )
 
 // maxHistoryBytes bounds the text of the histories a DB keeps in memory.
-const maxHistoryBytes = 32 << 20
+const maxHistoryBytes = 16 << 20
 
 // histories keeps the histories of sessions as last read, each with the
 // session's history version (sessions.history_version), which triggers
@@ -51,12 +51,9 @@ func (h *histories) put(session string, version int64, msgs []store.Message) {
 			size += len(c.ID) + len(c.Name) + len(c.Arguments)
 		}
 	}
+	h.drop(session)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if old, ok := h.sessions[session]; ok {
-		delete(h.sessions, session)
-		h.bytes -= old.bytes
-	}
 	if size > maxHistoryBytes/4 {
 		return
 	}
@@ -72,6 +69,17 @@ func (h *histories) put(session string, version int64, msgs []store.Message) {
 	}
 	h.sessions[session] = history{version: version, msgs: cloneMessages(msgs), bytes: size}
 	h.bytes += size
+}
+
+// drop forgets the history of a session that was deleted (a stateless
+// request's, once its run is done), which no read would replace.
+func (h *histories) drop(session string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e, ok := h.sessions[session]; ok {
+		delete(h.sessions, session)
+		h.bytes -= e.bytes
+	}
 }
 
 // cloneMessages copies msgs deep enough that neither copy changes the

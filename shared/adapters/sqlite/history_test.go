@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -96,4 +98,31 @@ func TestHistoryKept(t *testing.T) {
 	}
 	enqueue(other, "r4", "appended")
 	check("changed behind the version", in1+" new", in2+" appended")
+}
+
+// The histories kept stay within maxHistoryBytes, one too large for a
+// quarter of it is not kept, and a deleted session's is forgotten.
+func TestHistoriesBounded(t *testing.T) {
+	var h histories
+	msgs := func(n int) []store.Message {
+		return []store.Message{{Key: "k", Message: chat.Message{Content: strings.Repeat("x", n)}}}
+	}
+	for i := range 40 {
+		h.put(fmt.Sprint(i), 1, msgs(maxHistoryBytes/16))
+		if h.bytes > maxHistoryBytes {
+			t.Fatalf("%d histories: %d bytes kept, want at most %d", i+1, h.bytes, maxHistoryBytes)
+		}
+	}
+	if _, ok := h.get("39"); !ok {
+		t.Error("the history put last is not kept")
+	}
+	h.put("big", 1, msgs(maxHistoryBytes/4+1))
+	if _, ok := h.get("big"); ok {
+		t.Error("a history larger than a quarter of the bound is kept")
+	}
+	before := h.bytes
+	h.drop("39")
+	if _, ok := h.get("39"); ok || h.bytes >= before {
+		t.Errorf("dropped history kept (%v) or its bytes not freed (%d, was %d)", ok, h.bytes, before)
+	}
 }

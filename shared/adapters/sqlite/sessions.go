@@ -98,6 +98,7 @@ func (db *DB) DeleteSession(ctx context.Context, id string) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: delete session %q: commit: %w", id, err)
 	}
+	db.hist.drop(id)
 	return nil
 }
 
