@@ -274,16 +274,18 @@ func (c *failingRenewals) RenewRun(context.Context, string, string, time.Time) (
 }
 
 // TestInlineRenewalFails: a renewal of the lease fails while the model
-// answers; the invocation commits the step it is in (its lease still
-// holds), steps no further and fails, and Lambda's retry hands the run to
-// the state machine, which finishes it.
+// asks for a tool; the invocation commits the step it is in (its lease
+// still holds), steps no further and fails, and Lambda's retry hands the
+// run to the state machine, which finishes it.
 func TestInlineRenewalFails(t *testing.T) {
 	f := newInlineFixture(t)
 	claims := &failingRenewals{Claims: f.step.Driver.Inline.Claims, failed: make(chan struct{})}
 	f.step.Driver.Inline.Claims = claims
 	f.step.Driver.Inline.Lease = 30 * time.Millisecond // renewed every 10 ms
 	arrived, release := f.holdFirstModelCall()
-	f.env.LLM.Enqueue(fakellm.Reply{Content: "Once."})
+	f.env.LLM.Enqueue(
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_1", Name: "load_skill", Arguments: `{"name":"web-research"}`}}},
+		fakellm.Reply{Content: "Once."})
 	st := f.deliver(t, "s-renew", "hi")
 	<-arrived
 	<-claims.failed
@@ -301,10 +303,10 @@ func TestInlineRenewalFails(t *testing.T) {
 		t.Fatal(x.Err)
 	}
 	f.runDone(t, st.RunID)
-	if n := len(f.env.LLM.Requests()); n != 1 {
-		t.Errorf("the model was asked %d times, want once", n)
+	if n := len(f.env.LLM.Requests()); n != 2 {
+		t.Errorf("the model was asked %d times, want twice: once for the call, once for the answer", n)
 	}
-	if got, want := f.history(t, "s-renew"), []string{"user: hi", "assistant: Once."}; !slices.Equal(got, want) {
+	if got, want := f.history(t, "s-renew"), []string{"user: hi", "assistant:  [load_skill]", "tool call_1", "assistant: Once."}; !slices.Equal(got, want) {
 		t.Errorf("history %q, want %q", got, want)
 	}
 	if got := f.finals("s-renew"); !slices.Equal(got, []string{"Once."}) {

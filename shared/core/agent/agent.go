@@ -286,24 +286,25 @@ func (l *Loop) now() time.Time {
 // transaction. An error means the step could not complete (for example the
 // store was unreachable) and may be retried with the same st.
 func (l *Loop) Step(ctx context.Context, st RunState) (RunState, error) {
-	if next, c, ok := l.takeUnsaved(st); ok {
-		// The commit of this step failed after it told its replier the
-		// answer: commit the same again, without a second model call.
-		return l.commitStep(ctx, st, next, c)
+	if u, ok := l.takeUnsaved(st); ok {
+		// The commit of this step failed: commit the same again, without
+		// a second model call.
+		return l.commitStep(ctx, st, u.next, u.c, u.tell)
 	}
 	var c store.Commit
 	var next RunState
+	var t *told
 	var err error
 	switch st.Step {
 	case StepBegin:
 		// begin writes nothing and goes straight on to think: the run's
 		// saved state stays "begin" until think commits, and a begin
 		// repeated after a crash costs nothing.
-		next, err = l.think(ctx, l.begin(st), &c)
+		next, err = l.think(ctx, l.begin(st), &c, &t)
 	case StepCompact:
 		next, err = l.compact(ctx, st)
 	case StepThink:
-		next, err = l.think(ctx, st, &c)
+		next, err = l.think(ctx, st, &c, &t)
 	case StepApprove:
 		next, err = l.approve(ctx, st)
 	case StepWait:
@@ -320,26 +321,31 @@ func (l *Loop) Step(ctx context.Context, st RunState) (RunState, error) {
 		return st, fmt.Errorf("run %s: unknown step %q", st.RunID, st.Step)
 	}
 	if errors.Is(err, errFinished) {
+		// A think retried after the commit that finished the run, whose
+		// success this process may not have seen (a reply lost, a crash):
+		// the turn is counted as the commit's retry would count it.
+		l.turnComplete(next)
 		return next, nil
 	}
 	if err != nil {
 		return st, err
 	}
-	return l.commitStep(ctx, st, next, c)
+	return l.commitStep(ctx, st, next, c, t)
 }
 
 // commitStep commits the step that took st to next with its writes c,
-// and emits turn_complete once the commit that finishes the run
-// succeeded, so a finish retried after a failed commit counts its turn
-// once. A failed commit of a step that finished the run is kept for
-// the retry (unsaved): its answer has been given.
-func (l *Loop) commitStep(ctx context.Context, st, next RunState, c store.Commit) (RunState, error) {
+// then tells t, if any, and emits turn_complete once the commit that
+// finishes the run succeeded, so a step retried after a failed commit
+// counts its turn once. A failed commit of a think that finished the
+// run is kept for the retry (unsaved).
+func (l *Loop) commitStep(ctx context.Context, st, next RunState, c store.Commit, t *told) (RunState, error) {
 	if err := l.commit(ctx, next, c); err != nil {
-		if next.Step == StepDone && st.Step != StepFinish {
-			l.keepUnsaved(st, next, c)
+		if t != nil && !errors.Is(err, store.ErrLeaseLost) {
+			l.keepUnsaved(st, next, c, t)
 		}
 		return st, err
 	}
+	l.tell(t)
 	if next.Step == StepDone {
 		l.turnComplete(next)
 	}

@@ -270,6 +270,62 @@ func TestTurnCompleteOnce(t *testing.T) {
 	}
 }
 
+// lostAck is a store whose first commit that finishes a run applies but
+// reports an error, as a reply lost on its way back or a crash right
+// after the commit.
+type lostAck struct {
+	store.Store
+	lost bool
+}
+
+func (s *lostAck) CommitRun(ctx context.Context, c store.Commit) error {
+	err := s.Store.CommitRun(ctx, c)
+	if err == nil && c.Run.Status.Finished() && !s.lost {
+		s.lost = true
+		return errors.New("connection reset")
+	}
+	return err
+}
+
+// A think that finished the run in a commit whose success it did not see
+// tells the answer when it is retried, and counts the turn once; the
+// model is asked once.
+func TestFinishedThinkRetried(t *testing.T) {
+	f := newFixture(t, 5)
+	f.loop.Store = &lostAck{Store: f.store}
+	ev := &events{}
+	f.loop.Events = ev
+	rec := recordingReplier{told: make(chan string, 100)}
+	f.loop.Replier = rec
+	f.llm.script = append(f.llm.script, say("hello"))
+	st, err := f.loop.Enqueue(t.Context(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("hi")}, Autonomy: tool.Full})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.loop.Step(t.Context(), st); err == nil {
+		t.Fatal("the step whose commit reported an error succeeded")
+	}
+	if got := drain(rec.told); len(got) != 0 {
+		t.Errorf("told %q before the commit was seen, want nothing", got)
+	}
+	done, err := f.loop.Step(t.Context(), st)
+	if err != nil || done.Step != StepDone {
+		t.Fatalf("retried step: %v at %s, want done", err, done.Step)
+	}
+	if diff := cmp.Diff([]string{st.RunID + " finish hello"}, drain(rec.told)); diff != "" {
+		t.Errorf("told (-want +got):\n%s", diff)
+	}
+	n := 0
+	for _, e := range ev.got {
+		if e.Type == obs.TurnComplete {
+			n++
+		}
+	}
+	if n != 1 || f.llm.calls() != 1 {
+		t.Errorf("%d %s events and %d model calls, want 1 and 1", n, obs.TurnComplete, f.llm.calls())
+	}
+}
+
 // A compaction run again after its memory flush (the step failed before
 // the summary was written) does not flush again.
 func TestFlushNotRepeated(t *testing.T) {

@@ -38,7 +38,7 @@ func (l *Loop) begin(st RunState) RunState {
 // think asks the model for the next message. The message enters history
 // scrubbed of credentials; the tool calls it makes are kept as the model
 // sent them in the run's pending calls, for act to execute.
-func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunState, error) {
+func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit, t **told) (RunState, error) {
 	a, ok := l.Agents.Agent(st.Agent)
 	if !ok {
 		return l.fail(st, CodeInternal, unknownAgent(st.Agent)), nil
@@ -54,10 +54,17 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 	}
 	if i := slices.IndexFunc(hist, func(m store.Message) bool { return m.Key == key }); i >= 0 {
 		// The message was committed with the state that followed it: a
-		// repeated think returns that state, and one that finished the
-		// run says so (errFinished: nothing to commit, no turn to count).
+		// repeated think returns that state. One that finished the run
+		// tells the answer again, which a crash after the commit may have
+		// kept from the replier (channels de-duplicate by run id), and
+		// says so (errFinished: nothing to commit, no turn to count).
 		if run, err := l.Store.GetRun(ctx, st.RunID); err == nil {
 			if saved, err := DecodeState(run); err == nil && saved.Iteration == st.Iteration && saved.Step != StepThink && saved.Step != StepBegin {
+				if saved.Step == StepDone && !saved.Failed() && len(saved.ClientCalls) == 0 {
+					if res, err := l.result(ctx, saved, hist); err == nil {
+						l.tell(&told{saved, res})
+					}
+				}
 				if saved.Step == StepDone {
 					return saved, errFinished
 				}
@@ -171,9 +178,17 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 	st = afterThink(st, m, opts)
 	if st.Step == StepFinish {
 		// An answer without tool calls: think finishes the run in the
-		// same commit, with the run's messages it holds.
+		// same commit, with the run's messages it holds. The answer is
+		// told once the commit succeeded (Step), so that a commit refused
+		// (a lease lost to another invocation) tells nothing; a step
+		// retried after a crash in between tells it again (above).
 		run := append(runMessages(hist, st.Seq), c.Messages...)
-		return l.finishWith(ctx, st, c, run)
+		res, err := l.result(ctx, st, run)
+		if err != nil {
+			return st, fmt.Errorf("think: %w", err)
+		}
+		*t = &told{st, res}
+		return l.finishWith(ctx, st, c, res, run)
 	}
 	return st, nil
 }
@@ -602,18 +617,37 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunSta
 	if err != nil {
 		return st, fmt.Errorf("finish: %w", err)
 	}
-	return l.finishWith(ctx, st, c, run)
-}
-
-// finishWith finishes the run st, whose messages are run, adding to c:
-// it tells the replier the outcome and marks the run done, with the job
-// for the Recorder. The finish step and a think that got an answer
-// without tool calls end a run with it.
-func (l *Loop) finishWith(ctx context.Context, st RunState, c *store.Commit, run []store.Message) (RunState, error) {
 	res, err := l.result(ctx, st, run)
 	if err != nil {
 		return st, fmt.Errorf("finish: %w", err)
 	}
+	// The outcome is given before the run is saved as done: a crash in
+	// between gives it again (channels de-duplicate by run id), never not
+	// at all.
+	if l.Replier != nil {
+		l.Replier.Finish(st, res)
+	}
+	return l.finishWith(ctx, st, c, res, run)
+}
+
+// told is what a step tells its replier once its commit succeeded.
+type told struct {
+	st  RunState
+	res Result
+}
+
+// tell tells the replier t, if any.
+func (l *Loop) tell(t *told) {
+	if t != nil && l.Replier != nil {
+		l.Replier.Finish(t.st, t.res)
+	}
+}
+
+// finishWith finishes the run st, whose messages are run and whose
+// outcome is res, adding to c: it marks the run done, with the job for
+// the Recorder. The finish step and a think that got an answer without
+// tool calls end a run with it.
+func (l *Loop) finishWith(ctx context.Context, st RunState, c *store.Commit, res Result, run []store.Message) (RunState, error) {
 	ephemeral := strings.HasPrefix(st.SessionID, EphemeralPrefix)
 	c.ClearCalls = c.ClearCalls || st.ClearCalls && !ephemeral
 	switch {
@@ -633,12 +667,6 @@ func (l *Loop) finishWith(ctx context.Context, st RunState, c *store.Commit, run
 		if err := l.dropApproval(ctx, st, decisionAbandoned); err != nil {
 			return st, fmt.Errorf("finish: %w", err)
 		}
-	}
-	// The answer is given before the run is saved as done: a crash in
-	// between gives it again (channels de-duplicate by run id), never not
-	// at all.
-	if l.Replier != nil {
-		l.Replier.Finish(st, res)
 	}
 	if job, ok, err := l.recordJob(st, ephemeral, res, run); err != nil {
 		l.logRecord(st, err)
@@ -942,41 +970,40 @@ const maxUnsaved = 1024
 // (its fields are its configuration), so it holds no lock of its own.
 var unsavedMu sync.Mutex
 
-// unsavedStep is the outcome of a step that finished its run and told its
-// replier the answer but whose commit failed (a full disk, the store out
-// of reach). Loop.unsaved keeps it by run, so that the step retried with
-// the same state commits that outcome again instead of asking the model
-// anew and giving a second answer. It is only an optimization of this
-// process: a process that dies instead runs the step again.
+// unsavedStep is the outcome of a think that finished its run but whose
+// commit failed (a full disk, the store out of reach), with the answer it
+// tells once committed. Loop.unsaved keeps it by run, so that the step
+// retried with the same state commits that outcome instead of asking the
+// model anew. It is only an optimization of this process: a process that
+// dies instead runs the step again.
 type unsavedStep struct {
 	from, next RunState
 	c          store.Commit
+	tell       *told
 }
 
-// keepUnsaved remembers that the step from st to next failed to commit c.
-func (l *Loop) keepUnsaved(st, next RunState, c store.Commit) {
+// keepUnsaved remembers that the step from st to next failed to commit
+// c, after which it tells t.
+func (l *Loop) keepUnsaved(st, next RunState, c store.Commit, t *told) {
 	unsavedMu.Lock()
 	defer unsavedMu.Unlock()
 	if l.unsaved == nil {
 		l.unsaved = map[string]unsavedStep{}
 	}
 	if len(l.unsaved) < maxUnsaved {
-		l.unsaved[st.RunID] = unsavedStep{st, next, c}
+		l.unsaved[st.RunID] = unsavedStep{st, next, c, t}
 	}
 }
 
 // takeUnsaved returns, and forgets, what the step of st failed to
 // commit, if that is the step being run again.
-func (l *Loop) takeUnsaved(st RunState) (RunState, store.Commit, bool) {
+func (l *Loop) takeUnsaved(st RunState) (unsavedStep, bool) {
 	unsavedMu.Lock()
 	defer unsavedMu.Unlock()
 	s, ok := l.unsaved[st.RunID]
 	if !ok {
-		return RunState{}, store.Commit{}, false
+		return unsavedStep{}, false
 	}
 	delete(l.unsaved, st.RunID)
-	if s.from.Step != st.Step || s.from.Iteration != st.Iteration {
-		return RunState{}, store.Commit{}, false
-	}
-	return s.next, s.c, true
+	return s, s.from.Step == st.Step && s.from.Iteration == st.Iteration
 }
