@@ -229,6 +229,19 @@ type Replier interface {
 	Finish(r RunState, res Result)
 }
 
+// Outboxer is a Replier whose channel delivers a run's outcome from the
+// store (a Telegram chat's outbox). The commit that finishes a run holds
+// the messages Outbox returns (store.Commit.Outbox), so the reply is kept
+// exactly when the run is saved done: a crash after the commit loses
+// nothing, and a refused commit keeps nothing. Once that commit
+// succeeded the loop tells Committed instead of Finish: the messages are
+// in the store, to be sent.
+type Outboxer interface {
+	Replier
+	Outbox(r RunState, res Result) []store.OutboxMessage
+	Committed(r RunState, res Result)
+}
+
 // Store is the part of the store the loop uses.
 type Store interface {
 	store.Sessions
@@ -268,10 +281,6 @@ type Loop struct {
 	Limits Limits
 	// Now returns the time; nil means time.Now.
 	Now func() time.Time
-
-	// unsaved are steps whose commit failed after they finished their
-	// run (keepUnsaved), by run id; guarded by unsavedMu.
-	unsaved map[string]unsavedStep
 }
 
 func (l *Loop) now() time.Time {
@@ -286,11 +295,6 @@ func (l *Loop) now() time.Time {
 // transaction. An error means the step could not complete (for example the
 // store was unreachable) and may be retried with the same st.
 func (l *Loop) Step(ctx context.Context, st RunState) (RunState, error) {
-	if u, ok := l.takeUnsaved(st); ok {
-		// The commit of this step failed: commit the same again, without
-		// a second model call.
-		return l.commitStep(ctx, st, u.next, u.c, u.tell)
-	}
 	var c store.Commit
 	var next RunState
 	var t *told
@@ -314,7 +318,7 @@ func (l *Loop) Step(ctx context.Context, st RunState) (RunState, error) {
 	case StepAct:
 		next, err = l.act(ctx, st, &c)
 	case StepFinish:
-		next, err = l.finish(ctx, st, &c)
+		next, err = l.finish(ctx, st, &c, &t)
 	case StepDone:
 		return st, nil
 	default:
@@ -336,13 +340,10 @@ func (l *Loop) Step(ctx context.Context, st RunState) (RunState, error) {
 // commitStep commits the step that took st to next with its writes c,
 // then tells t, if any, and emits turn_complete once the commit that
 // finishes the run succeeded, so a step retried after a failed commit
-// counts its turn once. A failed commit of a think that finished the
-// run is kept for the retry (unsaved).
+// counts its turn once. A failed commit tells nothing: the driver runs
+// the step again.
 func (l *Loop) commitStep(ctx context.Context, st, next RunState, c store.Commit, t *told) (RunState, error) {
 	if err := l.commit(ctx, next, c); err != nil {
-		if t != nil && !errors.Is(err, store.ErrLeaseLost) {
-			l.keepUnsaved(st, next, c, t)
-		}
 		return st, err
 	}
 	l.tell(t)

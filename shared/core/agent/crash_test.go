@@ -197,20 +197,22 @@ func (s *failFinish) CommitRun(ctx context.Context, c store.Commit) error {
 }
 
 // A step that finishes a run and whose commit is retried counts the turn
-// once, after the commit that finishes the run: the finish step of a
-// failed run, and a think that got an answer, which finishes the run in
-// its own commit. That think, retried after its commit failed, commits
-// the answer it gave: the model is asked and the user told once.
+// once, after the commit that finishes the run, and tells the user once,
+// after that commit: the finish step of a failed run, and a think that
+// got an answer, which finishes the run in its own commit. That think,
+// retried after its commit failed, asks the model again (nothing of the
+// failed commit is kept): history keeps the answer the user was told.
 func TestTurnCompleteOnce(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
-		reply  func(llm.Request) (llm.Response, error)
+		reply  func(i int) func(llm.Request) (llm.Response, error)
 		before string // the step whose commit fails
-		told   func(fails int) int
+		asked  func(fails int) int
 	}{
-		{name: "an answer", reply: say("hello"), before: StepBegin, told: func(int) int { return 1 }},
-		// finish tells the user before it commits: once per attempt.
-		{name: "a failed run", reply: fail(errors.New("boom")), before: StepFinish, told: func(fails int) int { return fails + 1 }},
+		{name: "an answer", reply: func(i int) func(llm.Request) (llm.Response, error) { return say(fmt.Sprintf("hello %d", i)) },
+			before: StepBegin, asked: func(fails int) int { return fails + 1 }},
+		{name: "a failed run", reply: func(int) func(llm.Request) (llm.Response, error) { return fail(errors.New("boom")) },
+			before: StepFinish, asked: func(int) int { return 1 }},
 	} {
 		for _, fails := range []int{0, 1, 8} {
 			t.Run(fmt.Sprintf("%s/%d failing commits", tt.name, fails), func(t *testing.T) {
@@ -221,7 +223,9 @@ func TestTurnCompleteOnce(t *testing.T) {
 				f.loop.Events = ev
 				rec := recordingReplier{told: make(chan string, 100)}
 				f.loop.Replier = rec
-				f.llm.script = append(f.llm.script, tt.reply)
+				for i := range fails + 1 {
+					f.llm.script = append(f.llm.script, tt.reply(i))
+				}
 				st, err := f.loop.Enqueue(t.Context(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("hi")}, Autonomy: tool.Full})
 				if err != nil {
 					t.Fatal(err)
@@ -247,6 +251,9 @@ func TestTurnCompleteOnce(t *testing.T) {
 					if n := count(); n != 0 {
 						t.Errorf("%d %s events after failed step %d, want none", n, obs.TurnComplete, i+1)
 					}
+					if got := drain(rec.told); len(got) != 0 {
+						t.Errorf("told %q after failed step %d, want nothing", got, i+1)
+					}
 				}
 				if st, err = f.loop.Step(t.Context(), st); err != nil || st.Step != StepDone {
 					t.Fatalf("step: %v at %s, want done", err, st.Step)
@@ -254,15 +261,17 @@ func TestTurnCompleteOnce(t *testing.T) {
 				if n := count(); n != 1 {
 					t.Errorf("%d %s events, want 1", n, obs.TurnComplete)
 				}
-				if n := f.llm.calls(); n != 1 {
-					t.Errorf("the model was asked %d times, want once", n)
+				if got, want := f.llm.calls(), tt.asked(fails); got != want {
+					t.Errorf("the model was asked %d times, want %d", got, want)
 				}
-				if got, want := len(drain(rec.told)), tt.told(fails); got != want {
-					t.Errorf("the replier was told %d times, want %d", got, want)
+				told := drain(rec.told)
+				if len(told) != 1 {
+					t.Fatalf("the replier was told %q, want once", told)
 				}
 				if tt.name == "an answer" {
-					if hist := f.history(t, "s"); len(hist) != 2 || hist[1].Content != "hello" {
-						t.Errorf("history = %+v, want the input and the answer", hist)
+					answer := fmt.Sprintf("hello %d", fails)
+					if hist := f.history(t, "s"); len(hist) != 2 || hist[1].Content != answer || told[0] != st.RunID+" finish "+answer {
+						t.Errorf("history = %+v, told %q; want the input and the answer told, %q", hist, told, answer)
 					}
 				}
 			})
@@ -367,5 +376,91 @@ func TestFlushNotRepeated(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{`{"action":"append","content":"likes tea"}`}, mem.saved); diff != "" {
 		t.Errorf("flush saved (-want +got):\n%s", diff)
+	}
+}
+
+// outboxReplier keeps replies in the commit (Outboxer).
+type outboxReplier struct{ recordingReplier }
+
+func (r outboxReplier) Outbox(st RunState, res Result) []store.OutboxMessage {
+	return []store.OutboxMessage{{ID: "run-" + st.RunID, Text: res.Content + res.Error}}
+}
+
+func (r outboxReplier) Committed(st RunState, res Result) {
+	r.told <- st.RunID + " committed " + res.Content + res.Error
+}
+
+// outboxStore keeps the outbox of each commit it applies (memstore keeps
+// none), noting what its replier had been told by then; a refusing one
+// refuses every commit that ends a run, as a lease lost.
+type outboxStore struct {
+	store.Store
+	refuse bool
+	told   chan string
+	kept   []string
+}
+
+func (s *outboxStore) CommitRun(ctx context.Context, c store.Commit) error {
+	if s.refuse && c.Run.Status.Finished() {
+		return store.ErrLeaseLost
+	}
+	out := c.Outbox
+	c.Outbox = nil
+	if err := s.Store.CommitRun(ctx, c); err != nil {
+		return err
+	}
+	for _, m := range out {
+		s.kept = append(s.kept, m.ID+" "+m.Text)
+	}
+	if len(s.told) > 0 {
+		s.kept = append(s.kept, "told before the commit")
+	}
+	return nil
+}
+
+// The step that ends a run gives its reply to a channel that delivers
+// from the store (Outboxer) to the commit that ends the run, and tells
+// that channel Committed once the commit applied: an answer's think and
+// a failed run's finish. A refused commit keeps no reply and tells none.
+func TestOutboxInCommit(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		reply  func(llm.Request) (llm.Response, error)
+		refuse bool
+		kept   []string
+		told   []string
+	}{
+		{name: "an answer", reply: say("hello"), kept: []string{"run-r1 hello"}, told: []string{"r1 committed hello"}},
+		{name: "a failed run", reply: fail(errors.New("boom")), kept: []string{"run-r1 the model provider failed to answer; try again in a moment (run r1)"},
+			told: []string{"r1 committed the model provider failed to answer; try again in a moment (run r1)"}},
+		{name: "a refused commit", reply: say("hello"), refuse: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, 5)
+			rec := outboxReplier{recordingReplier{told: make(chan string, 100)}}
+			s := &outboxStore{Store: f.store, refuse: tt.refuse, told: rec.told}
+			f.loop.Store = s
+			f.loop.Replier = Router{"tg": rec}
+			f.llm.script = append(f.llm.script, tt.reply)
+			st, err := f.loop.Enqueue(t.Context(), Input{RunID: "r1", SessionID: "s", Agent: "a", Messages: []chat.Message{user("hi")},
+				Autonomy: tool.Full, Reply: Reply{Channel: "tg", To: "7"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for st.Step != StepDone {
+				if st, err = f.loop.Step(t.Context(), st); err != nil {
+					break
+				}
+			}
+			if tt.refuse != errors.Is(err, store.ErrLeaseLost) {
+				t.Errorf("step: %v", err)
+			}
+			if diff := cmp.Diff(tt.kept, s.kept); diff != "" {
+				t.Errorf("outbox kept (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.told, drain(rec.told)); diff != "" {
+				t.Errorf("told (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

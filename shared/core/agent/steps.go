@@ -612,7 +612,7 @@ func truncate(s string, n int) string {
 	return cut + fmt.Sprintf("\n[output truncated: %d of %d bytes shown]", len(cut), len(s))
 }
 
-func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunState, error) {
+func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit, t **told) (RunState, error) {
 	run, err := l.Store.RunMessages(ctx, st.SessionID, st.Seq)
 	if err != nil {
 		return st, fmt.Errorf("finish: %w", err)
@@ -621,12 +621,7 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunSta
 	if err != nil {
 		return st, fmt.Errorf("finish: %w", err)
 	}
-	// The outcome is given before the run is saved as done: a crash in
-	// between gives it again (channels de-duplicate by run id), never not
-	// at all.
-	if l.Replier != nil {
-		l.Replier.Finish(st, res)
-	}
+	*t = &told{st, res}
 	return l.finishWith(ctx, st, c, res, run)
 }
 
@@ -636,17 +631,23 @@ type told struct {
 	res Result
 }
 
-// tell tells the replier t, if any.
+// tell tells the replier t, if any: Committed, when the replier keeps
+// replies in the commit (Outboxer), else Finish.
 func (l *Loop) tell(t *told) {
-	if t != nil && l.Replier != nil {
-		l.Replier.Finish(t.st, t.res)
+	if t == nil || l.Replier == nil {
+		return
 	}
+	committed(l.Replier, t.st, t.res)
 }
 
 // finishWith finishes the run st, whose messages are run and whose
 // outcome is res, adding to c: it marks the run done, with the job for
-// the Recorder. The finish step and a think that got an answer without
-// tool calls end a run with it.
+// the Recorder and the reply's outbox (Outboxer). The finish step and a
+// think that got an answer without tool calls end a run with it; both
+// tell the replier res once their commit succeeded (Step): a refused
+// commit (a lease lost to another invocation) tells nothing, and a
+// channel that delivers from the store loses nothing to a crash between
+// the commit and the telling.
 func (l *Loop) finishWith(ctx context.Context, st RunState, c *store.Commit, res Result, run []store.Message) (RunState, error) {
 	ephemeral := strings.HasPrefix(st.SessionID, EphemeralPrefix)
 	c.ClearCalls = c.ClearCalls || st.ClearCalls && !ephemeral
@@ -667,6 +668,11 @@ func (l *Loop) finishWith(ctx context.Context, st RunState, c *store.Commit, res
 		if err := l.dropApproval(ctx, st, decisionAbandoned); err != nil {
 			return st, fmt.Errorf("finish: %w", err)
 		}
+	}
+	if o, ok := l.Replier.(Outboxer); ok && !ephemeral {
+		// The reply to a channel that delivers from the store is kept by
+		// the commit that ends the run, and sent once it is committed.
+		c.Outbox = append(c.Outbox, o.Outbox(st, res)...)
 	}
 	if job, ok, err := l.recordJob(st, ephemeral, res, run); err != nil {
 		l.logRecord(st, err)
@@ -962,48 +968,3 @@ func (l *Loop) history(ctx context.Context, st RunState) ([]store.Message, error
 // think repeated after the commit that finished the run. Step returns
 // the saved state and commits nothing.
 var errFinished = errors.New("the run is finished")
-
-// maxUnsaved bounds the steps a Loop keeps for a retry of their commit.
-const maxUnsaved = 1024
-
-// unsavedMu guards every Loop's unsaved steps; a Loop is copied by value
-// (its fields are its configuration), so it holds no lock of its own.
-var unsavedMu sync.Mutex
-
-// unsavedStep is the outcome of a think that finished its run but whose
-// commit failed (a full disk, the store out of reach), with the answer it
-// tells once committed. Loop.unsaved keeps it by run, so that the step
-// retried with the same state commits that outcome instead of asking the
-// model anew. It is only an optimization of this process: a process that
-// dies instead runs the step again.
-type unsavedStep struct {
-	from, next RunState
-	c          store.Commit
-	tell       *told
-}
-
-// keepUnsaved remembers that the step from st to next failed to commit
-// c, after which it tells t.
-func (l *Loop) keepUnsaved(st, next RunState, c store.Commit, t *told) {
-	unsavedMu.Lock()
-	defer unsavedMu.Unlock()
-	if l.unsaved == nil {
-		l.unsaved = map[string]unsavedStep{}
-	}
-	if len(l.unsaved) < maxUnsaved {
-		l.unsaved[st.RunID] = unsavedStep{st, next, c, t}
-	}
-}
-
-// takeUnsaved returns, and forgets, what the step of st failed to
-// commit, if that is the step being run again.
-func (l *Loop) takeUnsaved(st RunState) (unsavedStep, bool) {
-	unsavedMu.Lock()
-	defer unsavedMu.Unlock()
-	s, ok := l.unsaved[st.RunID]
-	if !ok {
-		return unsavedStep{}, false
-	}
-	delete(l.unsaved, st.RunID)
-	return s, s.from.Step == st.Step && s.from.Iteration == st.Iteration
-}
