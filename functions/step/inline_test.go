@@ -409,7 +409,8 @@ func (f *inlineFixture) handedOverAt(t *testing.T, runID, step string) {
 
 // TestInlineLongThink: an invocation with less left than the model call
 // may take (the provider's timeout, three attempts and the waits between
-// them: 6m20s) and the margin hands the run over before think, and the
+// them: 6m20s) and the margin hands the run over before begin (which
+// thinks), and the
 // state machine asks the model.
 func TestInlineLongThink(t *testing.T) {
 	f := newInlineFixture(t)
@@ -417,7 +418,7 @@ func TestInlineLongThink(t *testing.T) {
 	f.invocationsLast(6 * time.Minute)
 	st := f.deliver(t, "s-think", "hi")
 	f.env.Lambda.Wait()
-	f.handedOverAt(t, st.RunID, agent.StepThink)
+	f.handedOverAt(t, st.RunID, agent.StepBegin) // begin thinks
 	if x := f.env.SFN.Wait(st.RunID, 10*time.Second); x.Err != nil {
 		t.Fatal(x.Err)
 	}
