@@ -19,8 +19,9 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
 
-// maxTransactItems is how many items one TransactWriteItems may hold.
-const maxTransactItems = 25
+// maxTransactItems is how many items one TransactWriteItems may hold
+// (botocore's model of DynamoDB: TransactWriteItemList, max 100).
+const maxTransactItems = 100
 
 // EnqueueRun creates n.Session unless it exists, stores n.Run as queued
 // with the session's next Seq, and writes n.Input. If a run with the id

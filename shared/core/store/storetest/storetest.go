@@ -1608,4 +1608,19 @@ func RunCommitOutbox(t *testing.T, newStore func(t *testing.T) (store.Store, sto
 	if _, err := s.GetMessage(ctx, "a", "k-answer"); err != nil {
 		t.Errorf("the commit's message: %v", err)
 	}
+
+	// A long reply: 64 messages (what the Telegram replier sends at most)
+	// land with one commit.
+	long := done(0)
+	long.Run = enqueue(t, s, "a", "r2")
+	long.Run.Status, long.Run.State = store.RunDone, []byte(`{"step":"done"}`)
+	long.Messages[0].Key, long.Messages[0].RunID = "k-long", "r2"
+	want, _ := tg.UnsentOutbox(ctx, 100)
+	for i := range 64 {
+		m := store.OutboxMessage{ID: fmt.Sprintf("run-r2#%d", i), ChatID: 8, Text: strings.Repeat("x", 4000), Status: store.OutboxPending, NextAt: now, CreatedAt: now}
+		long.Outbox = append(long.Outbox, m)
+		want = append(want, m)
+	}
+	must(t, "CommitRun with 64 outbox messages", s.CommitRun(ctx, long))
+	outbox("after the long reply's commit", want...)
 }
