@@ -455,9 +455,9 @@ var ErrBusy = errors.New("the conversation is busy: wait for the current reply o
 
 // Reset starts a session afresh: its history is deleted. A session with a
 // queued, running or parked run is not reset (ErrBusy). A run that is not
-// parked may have given its answer and be committing it (the step that
-// tells the answer commits the run as done after): Reset waits a moment
-// for it, so that a client that saw the answer can reset at once.
+// parked may be about to end (a client may have seen its answer streamed
+// before the step that ends it committed): Reset waits a moment for it,
+// so that such a client can reset at once.
 func (l *Loop) Reset(ctx context.Context, sessionID string) error {
 	wait := time.Millisecond
 	for {
