@@ -1161,31 +1161,32 @@ func TestCost(t *testing.T) {
 		// The api function's first turn: its prompt is read from the
 		// bucket.
 		"stateless (API)":      {0, 2, 20, 0, 1, 3100, 0.038},
-		"stateful (WebSocket)": {0, 28, 0, 40, 15, 3100, 0.060},
+		"stateful (WebSocket)": {0, 24, 0, 38, 13, 3100, 0.060},
 		// The prompt's files are looked at again (9 HEADs), the agents
 		// (by the ws and step functions) and skills (global and the
 		// agent's) listed (4 LISTs).
-		"stateful (WebSocket), after a quiet minute": {0, 28, 14, 40, 15, 3100, 0.084},
+		"stateful (WebSocket), after a quiet minute": {0, 24, 14, 38, 13, 3100, 0.084},
 		// load_skill trusts the catalog's listing; the prompt is built
 		// again after the tool ran (9 HEADs, the agent's skills listed).
-		"stateful, one tool call (WebSocket)": {0, 42, 11, 60, 27, 4700, 0.098},
+		"stateful, one tool call (WebSocket)": {0, 38, 11, 59, 24, 4700, 0.098},
 		// The request polls the run while it streams: its reads depend
 		// on the time the model takes.
-		"stateful (API, session key)": {0, 110, 0, 55, 65, 3300, 0.074},
-		// The outbox item of the reply (with the text, in gsi1) is put,
-		// claimed and marked sent; the update is marked seen. The
+		"stateful (API, session key)": {0, 110, 0, 53, 65, 3300, 0.074},
+		// The outbox item of the reply (with the text, in gsi1) is
+		// written by the commit that ends the run, claimed and marked
+		// sent; the update is marked seen. The
 		// telegram function's listing of the agents is the once a minute
 		// one (the harness's clock moved on a minute above).
-		"stateful (Telegram)":                {0, 32, 2, 54, 13, 3300, 0.062},
+		"stateful (Telegram)":                {0, 26, 2, 54, 10, 3300, 0.062},
 		"Telegram delivers the update again": {0, 3, 0, 0, 2, 500, 0.007},
 		// The firing's claim and record, the turn, memory's record of
 		// it, and the reply's outbox item.
-		"check-in (a job's firing, to Telegram)": {0, 40, 0, 60, 18, 3500, 0.059},
+		"check-in (a job's firing, to Telegram)": {0, 35, 0, 60, 16, 3500, 0.059},
 		// Refused at the claim: the run is done.
 		"the firing delivered again": {0, 4, 0, 0, 4, 700, 0.005},
 		// As to Telegram, with a Query of the user's connections and a
 		// post instead of the outbox item.
-		"check-in (a job's firing, to WebSocket)": {0, 36, 0, 52, 19, 3500, 0.055},
+		"check-in (a job's firing, to WebSocket)": {0, 32, 0, 48, 16, 3500, 0.055},
 		// HEARTBEAT.md is looked for (a HEAD) after the agents are listed.
 		"idle heartbeat (skipped)": {0, 10, 3, 6, 6, 700, 0.014},
 	}

@@ -21,7 +21,8 @@ CREATE TABLE sessions (
 	updated_at INTEGER NOT NULL,
 	allowlist  TEXT,
 	owner      TEXT    NOT NULL DEFAULT '',
-	channel    TEXT    NOT NULL DEFAULT ''
+	channel    TEXT    NOT NULL DEFAULT '',
+	history_version INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 CREATE INDEX sessions_owner ON sessions (owner, created_at) WHERE ephemeral = 0;
 
@@ -33,6 +34,23 @@ CREATE TABLE messages (
 	created_at INTEGER NOT NULL,
 	PRIMARY KEY (session_id, key)
 ) STRICT, WITHOUT ROWID;
+CREATE TRIGGER sessions_history_version AFTER INSERT ON sessions
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id = NEW.id;
+END;
+CREATE TRIGGER messages_inserted AFTER INSERT ON messages
+WHEN EXISTS (SELECT 1 FROM messages WHERE session_id = NEW.session_id AND key > NEW.key)
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id = NEW.session_id;
+END;
+CREATE TRIGGER messages_updated AFTER UPDATE ON messages
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id IN (OLD.session_id, NEW.session_id);
+END;
+CREATE TRIGGER messages_deleted AFTER DELETE ON messages
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id = OLD.session_id;
+END;
 
 CREATE TABLE runs (
 	id         TEXT    NOT NULL PRIMARY KEY,
@@ -528,6 +546,32 @@ ALTER TABLE runs ADD COLUMN started TEXT;
 	// 13: the channel a session was started on (store.Session.Channel).
 	`
 ALTER TABLE sessions ADD COLUMN channel TEXT NOT NULL DEFAULT '';
+`,
+	// 14: the version of each session's history, which every write of its
+	// messages but an append (a key after all the session's keys)
+	// changes, whichever connection or process makes it: a process keeps
+	// the history it read and reads only what was appended while the
+	// version stays the same (DB.Messages). A random 64-bit value, so
+	// that a session deleted and created again does not repeat one.
+	`
+ALTER TABLE sessions ADD COLUMN history_version INTEGER NOT NULL DEFAULT 0;
+CREATE TRIGGER sessions_history_version AFTER INSERT ON sessions
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id = NEW.id;
+END;
+CREATE TRIGGER messages_inserted AFTER INSERT ON messages
+WHEN EXISTS (SELECT 1 FROM messages WHERE session_id = NEW.session_id AND key > NEW.key)
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id = NEW.session_id;
+END;
+CREATE TRIGGER messages_updated AFTER UPDATE ON messages
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id IN (OLD.session_id, NEW.session_id);
+END;
+CREATE TRIGGER messages_deleted AFTER DELETE ON messages
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id = OLD.session_id;
+END;
 `,
 }
 

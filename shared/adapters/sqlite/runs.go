@@ -201,6 +201,9 @@ func (db *DB) CommitRun(ctx context.Context, c store.Commit) error {
 			return fail(fmt.Errorf("job %s/%s: %w", j.Kind, j.ID, err))
 		}
 	}
+	if err := addOutbox(ctx, tx, c.Outbox, now); err != nil {
+		return fail(err)
+	}
 	if err := tx.Commit(); err != nil {
 		return fail(fmt.Errorf("commit: %w", err))
 	}

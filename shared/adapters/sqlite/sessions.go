@@ -99,6 +99,7 @@ func (db *DB) DeleteSession(ctx context.Context, id string) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: delete session %q: commit: %w", id, err)
 	}
+	db.hist.drop(id)
 	return nil
 }
 
@@ -182,17 +183,62 @@ func (db *DB) GetMessage(ctx context.Context, sessionID, key string) (store.Mess
 }
 
 // Messages returns the history of a session ordered by key; a session
-// without history, or an unknown one, has none.
+// without history, or an unknown one, has none. It keeps the history it
+// read (histories), and reads only the messages after it while the
+// session's history version says that nothing but those was written.
 func (db *DB) Messages(ctx context.Context, sessionID string) ([]store.Message, error) {
-	rows, err := db.st.messages.QueryContext(ctx, sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: messages of %q: %w", sessionID, err)
+	kept, ok := db.hist.get(sessionID)
+	after := ""
+	if ok && len(kept.msgs) > 0 {
+		after = kept.msgs[len(kept.msgs)-1].Key
 	}
-	out, err := scanMessages(rows, sessionID)
-	if err != nil {
+	version, msgs, found, err := db.history(ctx, sessionID, after)
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("sqlite: messages of %q: %w", sessionID, err)
+	case !found:
+		return nil, nil
+	case ok && version == kept.version:
+		msgs = append(kept.msgs, msgs...)
+	case after != "":
+		// Changed otherwise: read it all again.
+		if version, msgs, found, err = db.history(ctx, sessionID, ""); err != nil {
+			return nil, fmt.Errorf("sqlite: messages of %q: %w", sessionID, err)
+		} else if !found {
+			return nil, nil
+		}
 	}
-	return out, nil
+	db.hist.put(sessionID, version, msgs)
+	return msgs, nil
+}
+
+// history reads, in one statement and so from one snapshot, the
+// session's history version and its messages with keys after after;
+// found is false for an unknown session.
+func (db *DB) history(ctx context.Context, sessionID, after string) (version int64, msgs []store.Message, found bool, err error) {
+	rows, err := db.st.history.QueryContext(ctx, after, sessionID)
+	if err != nil {
+		return 0, nil, false, err
+	}
+	defer rows.Close()
+	var key, runID sql.NullString
+	var body sql.RawBytes
+	var created sql.NullInt64
+	for rows.Next() {
+		found = true
+		if err := rows.Scan(&version, &key, &runID, &body, &created); err != nil {
+			return 0, nil, false, err
+		}
+		if !key.Valid {
+			continue // no message after after: the session's row alone
+		}
+		m := store.Message{SessionID: sessionID, Key: key.String, RunID: runID.String, CreatedAt: fromMillis(created.Int64)}
+		if err := json.Unmarshal(body, &m.Message); err != nil {
+			return 0, nil, false, fmt.Errorf("decode %q: %w", m.Key, err)
+		}
+		msgs = append(msgs, m)
+	}
+	return version, msgs, found, rows.Err()
 }
 
 // RunMessages returns the messages of one run of a session, ordered by

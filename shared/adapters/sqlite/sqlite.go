@@ -41,6 +41,7 @@ type DB struct {
 	r    *sql.DB // read-only connections
 	st   statements
 	mem  *MemoryIndex
+	hist histories
 }
 
 var _ store.Store = (*DB)(nil)

@@ -43,7 +43,7 @@ type statements struct {
 	// reader
 	getSession  stmt
 	getMessage  stmt
-	messages    stmt
+	history     stmt
 	runMessages stmt
 	getRun      stmt
 	getCalls    stmt
@@ -118,8 +118,8 @@ func (s *statements) define(w, r *sql.DB) {
 		{r, &s.getMessage, `SELECT run_id, body, created_at FROM messages WHERE session_id = ? AND key = ?`},
 		{r, &s.runMessages, `SELECT key, run_id, body, created_at FROM messages
 			WHERE session_id = ? AND key >= ? AND key < ? ORDER BY key`},
-		{r, &s.messages, `SELECT key, run_id, body, created_at FROM messages
-			WHERE session_id = ? ORDER BY key`},
+		{r, &s.history, `SELECT s.history_version, m.key, m.run_id, m.body, m.created_at FROM sessions s
+			LEFT JOIN messages m ON m.session_id = s.id AND m.key > ? WHERE s.id = ? ORDER BY m.key`},
 		{r, &s.getRun, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
 		{r, &s.getCalls, `SELECT calls FROM runs WHERE id = ?`},
 		{r, &s.jobs, `SELECT kind, id, payload, created_at FROM jobs WHERE kind = ? ORDER BY created_at, id LIMIT ?`},

@@ -138,6 +138,12 @@ type Commit struct {
 	// Jobs are queued for work off the request path (see Jobs); a job
 	// whose kind and id are queued already is replaced.
 	Jobs []Job
+	// Outbox are Telegram replies to send, stored pending as
+	// Telegram.AddOutbox stores them (an id that exists keeps its
+	// message): the transactional outbox of a run's reply, kept exactly
+	// when the run's state is. A store without a Telegram outbox refuses
+	// a commit that has any.
+	Outbox []OutboxMessage
 }
 
 // Job is durable work queued by a commit and done later by a worker, such
