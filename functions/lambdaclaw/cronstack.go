@@ -7,9 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/scheduler"
-
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ebscheduler"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
@@ -101,11 +98,10 @@ func openStackJobs(ctx context.Context, st *stackFlags, forAgent string) (*jobsA
 	if err != nil {
 		return nil, err
 	}
-	client := scheduler.NewFromConfig(d.aws, func(o *scheduler.Options) {
-		if ep := getenv(envSchedulerEndpoint); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})
+	client, err := awsapi.NewScheduler(d.aws, getenv(envSchedulerEndpoint))
+	if err != nil {
+		return nil, err
+	}
 	timers := &ebscheduler.Schedules{API: client, Group: d.outputs[outScheduleGroup], Role: d.outputs[outSchedulerRole], Target: d.outputs[outSchedulerFunction],
 		DeadLetter: d.outputs[outScheduleFailures]}
 	fn, err := d.lambda()

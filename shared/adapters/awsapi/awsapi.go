@@ -1,10 +1,11 @@
 // Package awsapi is a lean client of the AWS APIs lambdaclaw calls for a
 // few operations each: Step Functions, Lambda, SQS, Secrets Manager,
-// CloudWatch (DescribeAlarms) and CloudFormation (DescribeStacks). The
+// EventBridge Scheduler, CloudWatch (DescribeAlarms) and CloudFormation
+// (DescribeStacks). The
 // SDK's service clients cost some 150–400 KB of code each, for one to
 // three operations; this package speaks the same wire formats with one
 // client: awsJson 1.0 and 1.1 (a POST of JSON naming the operation in
-// X-Amz-Target), restJson1 (Lambda) and the query protocol
+// X-Amz-Target), restJson1 (Lambda, Scheduler) and the query protocol
 // (CloudFormation), signed with Signature Version 4 by the SDK's own
 // signer, with the credentials and Region of an aws.Config.
 //
@@ -15,9 +16,9 @@
 // backoff with jitter. A response body larger than MaxBody is an error.
 // A service's error is an *Error that keeps its code (Code, HasCode).
 //
-// DynamoDB, S3, Bedrock Runtime, EventBridge Scheduler, ECS and the API
-// Gateway Management API keep the SDK's clients: they call many
-// operations, or stream, and their code is linked anyway.
+// The other services keep the SDK's clients: DynamoDB and S3 are called
+// for many operations, Bedrock Runtime streams, and ECS and the API
+// Gateway Management API are linked by the Lambda functions only.
 package awsapi
 
 import (
@@ -58,7 +59,7 @@ type Service struct {
 	// Prefix is its endpoint prefix: https://<Prefix>.<region>.amazonaws.com.
 	Prefix string
 	// Signing is its SigV4 signing name.
-	Signing string
+	Signing  string
 	protocol protocol
 	// target is the X-Amz-Target prefix and jsonVersion the content
 	// type's version of the awsJson protocols; version is the query
@@ -71,12 +72,13 @@ type Service struct {
 
 // The services of this package, as their botocore models describe them.
 var (
-	stepFunctions  = Service{Name: "SFN", Prefix: "states", Signing: "states", protocol: awsJSON, target: "AWSStepFunctions", jsonVersion: "1.0"}
-	lambdaService  = Service{Name: "Lambda", Prefix: "lambda", Signing: "lambda", protocol: restJSON}
-	sqsService     = Service{Name: "SQS", Prefix: "sqs", Signing: "sqs", protocol: awsJSON, target: "AmazonSQS", jsonVersion: "1.0", queryCompatible: true}
-	secretsService = Service{Name: "Secrets Manager", Prefix: "secretsmanager", Signing: "secretsmanager", protocol: awsJSON, target: "secretsmanager", jsonVersion: "1.1"}
-	cloudWatch     = Service{Name: "CloudWatch", Prefix: "monitoring", Signing: "monitoring", protocol: awsJSON, target: "GraniteServiceVersion20100801", jsonVersion: "1.0"}
-	cloudFormation = Service{Name: "CloudFormation", Prefix: "cloudformation", Signing: "cloudformation", protocol: query, version: "2010-05-15"}
+	stepFunctions    = Service{Name: "SFN", Prefix: "states", Signing: "states", protocol: awsJSON, target: "AWSStepFunctions", jsonVersion: "1.0"}
+	lambdaService    = Service{Name: "Lambda", Prefix: "lambda", Signing: "lambda", protocol: restJSON}
+	sqsService       = Service{Name: "SQS", Prefix: "sqs", Signing: "sqs", protocol: awsJSON, target: "AmazonSQS", jsonVersion: "1.0", queryCompatible: true}
+	secretsService   = Service{Name: "Secrets Manager", Prefix: "secretsmanager", Signing: "secretsmanager", protocol: awsJSON, target: "secretsmanager", jsonVersion: "1.1"}
+	cloudWatch       = Service{Name: "CloudWatch", Prefix: "monitoring", Signing: "monitoring", protocol: awsJSON, target: "GraniteServiceVersion20100801", jsonVersion: "1.0"}
+	schedulerService = Service{Name: "Scheduler", Prefix: "scheduler", Signing: "scheduler", protocol: restJSON}
+	cloudFormation   = Service{Name: "CloudFormation", Prefix: "cloudformation", Signing: "cloudformation", protocol: query, version: "2010-05-15"}
 )
 
 // Client calls one service in one Region.

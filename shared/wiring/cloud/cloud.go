@@ -237,7 +237,10 @@ func New(ctx context.Context) (*Root, error) {
 	}
 	// The engine of check-ins comes before the tools: the schedule tool
 	// makes its jobs.
-	schedules, timers := newSchedule(db, awsCfg, getenv)
+	schedules, timers, err := newSchedule(db, awsCfg, getenv)
+	if err != nil {
+		return nil, err
+	}
 	quota, err := setup.Quota(cfg)
 	if err != nil {
 		return nil, err

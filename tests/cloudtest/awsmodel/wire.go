@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
 )
 
 // FromJSON reads a JSON body (awsJson, rest-json) as an input tree; an
