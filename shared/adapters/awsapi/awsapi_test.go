@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -82,7 +83,7 @@ func verify(r *http.Request, body []byte, wantService, wantRegion string) string
 	}
 	sum := sha256.Sum256(body)
 	// Services other than S3 sign the path escaped once more.
-	canonical := strings.Join([]string{r.Method, escapePath(r.URL.EscapedPath()), r.URL.Query().Encode(),
+	canonical := strings.Join([]string{r.Method, escapePath(r.URL.EscapedPath()), canonicalQuery(r.URL.Query()),
 		headers.String(), m[5], hex.EncodeToString(sum[:])}, "\n")
 	reqSum := sha256.Sum256([]byte(canonical))
 	scope := date + "/" + region + "/" + service + "/aws4_request"
@@ -103,10 +104,25 @@ func hmacSum(key []byte, s string) []byte {
 	return h.Sum(nil)
 }
 
-func escapePath(p string) string {
+// canonicalQuery is the query of SigV4's canonical request: sorted,
+// every byte but the unreserved ones escaped (a space as %20).
+func canonicalQuery(q url.Values) string {
+	var pairs []string
+	for k, vs := range q {
+		for _, v := range vs {
+			pairs = append(pairs, escape(k, false)+"="+escape(v, false))
+		}
+	}
+	slices.Sort(pairs)
+	return strings.Join(pairs, "&")
+}
+
+func escapePath(p string) string { return escape(p, true) }
+
+func escape(p string, path bool) string {
 	var b strings.Builder
 	for i := range len(p) {
-		if ch := p[i]; ch == '/' || strings.IndexByte("-_.~", ch) >= 0 || 'a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9' {
+		if ch := p[i]; ch == '/' && path || strings.IndexByte("-_.~", ch) >= 0 || 'a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9' {
 			b.WriteByte(ch)
 		} else {
 			fmt.Fprintf(&b, "%%%02X", ch)
@@ -120,7 +136,7 @@ func escapePath(p string) string {
 // (escaped twice in the canonical request), a GET without body, and the
 // query protocol.
 func TestSigned(t *testing.T) {
-	type seen struct{ method, path, target, contentType, body, problem string }
+	type seen struct{ method, path, query, target, contentType, body, problem string }
 	var mu sync.Mutex
 	var got []seen
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -129,13 +145,20 @@ func TestSigned(t *testing.T) {
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/20"):
 			service = "lambda"
+		case strings.HasPrefix(r.URL.Path, "/schedules/"):
+			service = "scheduler"
 		case r.Header.Get("X-Amz-Target") == "":
 			service = "cloudformation"
 		}
 		mu.Lock()
-		got = append(got, seen{r.Method, r.URL.EscapedPath(), r.Header.Get("X-Amz-Target"), r.Header.Get("Content-Type"), string(body), verify(r, body, service, "eu-west-1")})
+		query := r.URL.Query()
+		if len(query["clientToken"]) == 1 && len(query.Get("clientToken")) == 36 {
+			query.Set("clientToken", "<a UUID>")
+		}
+		got = append(got, seen{r.Method, r.URL.EscapedPath(), query.Encode(), r.Header.Get("X-Amz-Target"), r.Header.Get("Content-Type"), string(body), verify(r, body, service, "eu-west-1")})
 		mu.Unlock()
 		switch service {
+		case "scheduler":
 		case "states":
 			fmt.Fprint(w, `{"executionArn":"arn:aws:states:eu-west-1:123456789012:execution:m:run-1","startDate":1.7e9}`)
 		case "lambda":
@@ -174,12 +197,20 @@ func TestSigned(t *testing.T) {
 	if err != nil || len(stacks) != 1 || stacks[0].StackStatus != "UPDATE_COMPLETE" || stacks[0].Outputs[0].OutputValue != "t" {
 		t.Errorf("DescribeStacks: %+v, %v", stacks, err)
 	}
+	sch, err := NewScheduler(cfg, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.DeleteSchedule(ctx, "lambdaclaw group", "job_1"); err != nil {
+		t.Error(err)
+	}
 	want := []seen{
-		{"POST", "/", "AWSStepFunctions.StartExecution", "application/x-amz-json-1.0",
+		{"POST", "/", "", "AWSStepFunctions.StartExecution", "application/x-amz-json-1.0",
 			`{"input":"{\"step\":\"think\"}","name":"run-1","stateMachineArn":"arn:aws:states:eu-west-1:123456789012:stateMachine:m"}`, ""},
-		{"POST", "/2015-03-31/functions/arn%3Aaws%3Alambda%3Aeu-west-1%3A123456789012%3Afunction%3Astep/invocations", "", "application/octet-stream", `{"a":1}`, ""},
-		{"GET", "/2015-03-31/functions/stack-step/configuration", "", "", "", ""},
-		{"POST", "/", "", "application/x-www-form-urlencoded; charset=utf-8", "Action=DescribeStacks&StackName=Lambdaclaw&Version=2010-05-15", ""},
+		{"POST", "/2015-03-31/functions/arn%3Aaws%3Alambda%3Aeu-west-1%3A123456789012%3Afunction%3Astep/invocations", "", "", "application/octet-stream", `{"a":1}`, ""},
+		{"GET", "/2015-03-31/functions/stack-step/configuration", "", "", "", "", ""},
+		{"POST", "/", "", "", "application/x-www-form-urlencoded; charset=utf-8", "Action=DescribeStacks&StackName=Lambdaclaw&Version=2010-05-15", ""},
+		{"DELETE", "/schedules/job_1", "clientToken=%3Ca+UUID%3E&groupName=lambdaclaw+group", "", "", "", ""},
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(seen{})); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	smithyrand "github.com/aws/smithy-go/rand"
@@ -100,7 +101,9 @@ func (s *Scheduler) DeleteSchedule(ctx context.Context, group, name string) erro
 	if group != "" {
 		q.Set("groupName", group)
 	}
-	_, err = s.c.do(ctx, request{op: "DeleteSchedule", method: http.MethodDelete, path: "/schedules/" + escapeLabel(name) + "?" + q.Encode()})
+	// A space is %20 in a query, as the SDK sends it, not a form's +.
+	query := strings.ReplaceAll(q.Encode(), "+", "%20")
+	_, err = s.c.do(ctx, request{op: "DeleteSchedule", method: http.MethodDelete, path: "/schedules/" + escapeLabel(name) + "?" + query})
 	return err
 }
 
