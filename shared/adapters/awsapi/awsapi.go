@@ -172,22 +172,15 @@ func (c *Client) do(ctx context.Context, r request) (*response, error) {
 
 // send makes one attempt of r: a status of 300 or more is an *Error.
 func (c *Client) send(ctx context.Context, r request) (*response, error) {
-	u, err := url.Parse(strings.TrimSuffix(c.endpoint.String(), "/") + r.path)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", c.svc.Name, r.op, err)
+	if c.creds == nil {
+		return nil, fmt.Errorf("%s %s: no AWS credentials", c.svc.Name, r.op)
 	}
-	req, err := http.NewRequestWithContext(ctx, r.method, u.String(), bytes.NewReader(r.body))
+	req, err := http.NewRequestWithContext(ctx, r.method, strings.TrimSuffix(c.endpoint.String(), "/")+r.path, bytes.NewReader(r.body))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", c.svc.Name, r.op, err)
 	}
 	for k, v := range r.header {
 		req.Header[k] = v
-	}
-	if len(r.body) == 0 && r.method == http.MethodGet {
-		req.Body, req.ContentLength = http.NoBody, 0
-	}
-	if c.creds == nil {
-		return nil, fmt.Errorf("%s %s: no AWS credentials", c.svc.Name, r.op)
 	}
 	creds, err := c.creds.Retrieve(ctx)
 	if err != nil {
