@@ -31,6 +31,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -182,6 +183,7 @@ func (c *Client) send(ctx context.Context, r request) (*response, error) {
 	for k, v := range r.header {
 		req.Header[k] = v
 	}
+	traceOn(req.Header)
 	creds, err := c.creds.Retrieve(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: AWS credentials: %w", c.svc.Name, r.op, err)
@@ -206,6 +208,28 @@ func (c *Client) send(ctx context.Context, r request) (*response, error) {
 		return nil, c.svc.decodeError(r.op, res.StatusCode, res.Header, body)
 	}
 	return &response{status: res.StatusCode, header: res.Header, body: body}, nil
+}
+
+// traceOn carries a Lambda invocation's X-Ray trace on to the request
+// (X-Amzn-Trace-Id, from _X_AMZN_TRACE_ID), as the SDK does: the
+// invocations and executions it starts join the caller's trace, and
+// Lambda's recursion detection sees them.
+func traceOn(h http.Header) {
+	_, inLambda := os.LookupEnv("AWS_LAMBDA_FUNCTION_NAME")
+	id, ok := os.LookupEnv("_X_AMZN_TRACE_ID")
+	if !inLambda || !ok || h.Get("X-Amzn-Trace-Id") != "" {
+		return
+	}
+	var b strings.Builder
+	for i := range len(id) {
+		ch := id[i]
+		if 'a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9' || strings.IndexByte("-=;:+&[]{}\"',", ch) >= 0 {
+			b.WriteByte(ch)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", ch)
+		}
+	}
+	h.Set("X-Amzn-Trace-Id", b.String())
 }
 
 // connError is a request that got no complete answer: a failed

@@ -445,3 +445,43 @@ func cmpErr(s string) string {
 	}
 	return s
 }
+
+// TestTraceOn carries a Lambda invocation's trace on, as the SDK does,
+// and nothing outside Lambda.
+func TestTraceOn(t *testing.T) {
+	for _, tc := range []struct {
+		name, function, trace, want string
+	}{
+		{"in Lambda", "Lambdaclaw-api", "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1",
+			"Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"},
+		{"escaped", "Lambdaclaw-api", "Root=1 é", "Root=1%20%C3%A9"},
+		{"not in Lambda", "", "Root=1-5759e988-bd862e3fe1be46a994272793", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.function != "" {
+				t.Setenv("AWS_LAMBDA_FUNCTION_NAME", tc.function)
+			}
+			t.Setenv("_X_AMZN_TRACE_ID", tc.trace)
+			var got string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got = r.Header.Get("X-Amzn-Trace-Id")
+				body, _ := io.ReadAll(r.Body)
+				if p := verify(r, body, "lambda", "eu-west-1"); p != "" {
+					t.Error(p)
+				}
+				w.WriteHeader(http.StatusAccepted)
+			}))
+			defer srv.Close()
+			fn, err := NewLambda(testConfig("eu-west-1"), srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fn.InvokeAsync(context.Background(), "step", []byte(`{}`)); err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("X-Amzn-Trace-Id %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
