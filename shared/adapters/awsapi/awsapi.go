@@ -220,16 +220,7 @@ func traceOn(h http.Header) {
 	if !inLambda || !ok || h.Get("X-Amzn-Trace-Id") != "" {
 		return
 	}
-	var b strings.Builder
-	for i := range len(id) {
-		ch := id[i]
-		if 'a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9' || strings.IndexByte("-=;:+&[]{}\"',", ch) >= 0 {
-			b.WriteByte(ch)
-		} else {
-			fmt.Fprintf(&b, "%%%02X", ch)
-		}
-	}
-	h.Set("X-Amzn-Trace-Id", b.String())
+	h.Set("X-Amzn-Trace-Id", percentEncode(id, "-=;:+&[]{}\"',"))
 }
 
 // connError is a request that got no complete answer: a failed

@@ -62,11 +62,15 @@ func (c *Client) callQuery(ctx context.Context, action string, params url.Values
 
 // escapeLabel escapes a restJson1 URI label as the SDK does: every byte
 // but the unreserved ones (RFC 3986) percent-encoded.
-func escapeLabel(s string) string {
+func escapeLabel(s string) string { return percentEncode(s, "-_.~") }
+
+// percentEncode percent-encodes every byte of s but letters, digits and
+// those in keep.
+func percentEncode(s, keep string) string {
 	var b strings.Builder
 	for i := range len(s) {
 		ch := s[i]
-		if 'A' <= ch && ch <= 'Z' || 'a' <= ch && ch <= 'z' || '0' <= ch && ch <= '9' || strings.IndexByte("-_.~", ch) >= 0 {
+		if 'A' <= ch && ch <= 'Z' || 'a' <= ch && ch <= 'z' || '0' <= ch && ch <= '9' || strings.IndexByte(keep, ch) >= 0 {
 			b.WriteByte(ch)
 		} else {
 			fmt.Fprintf(&b, "%%%02X", ch)
