@@ -10,17 +10,10 @@ require (
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.15
 	github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi v1.38.0
 	github.com/aws/aws-sdk-go-v2/service/bedrockruntime v1.63.11
-	github.com/aws/aws-sdk-go-v2/service/cloudformation v1.82.5
-	github.com/aws/aws-sdk-go-v2/service/cloudwatch v1.75.7
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.73.1
 	github.com/aws/aws-sdk-go-v2/service/dynamodbstreams v1.46.6
 	github.com/aws/aws-sdk-go-v2/service/ecs v1.105.1
-	github.com/aws/aws-sdk-go-v2/service/lambda v1.114.4
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10
-	github.com/aws/aws-sdk-go-v2/service/scheduler v1.18.2
-	github.com/aws/aws-sdk-go-v2/service/secretsmanager v1.50.10
-	github.com/aws/aws-sdk-go-v2/service/sfn v1.41.2
-	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
 	github.com/aws/smithy-go v1.28.9
 	github.com/awslabs/aws-lambda-go-api-proxy v0.16.2
 	github.com/coder/websocket v1.8.15

@@ -7,10 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/scheduler"
-
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ebscheduler"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
@@ -101,14 +98,16 @@ func openStackJobs(ctx context.Context, st *stackFlags, forAgent string) (*jobsA
 	if err != nil {
 		return nil, err
 	}
-	client := scheduler.NewFromConfig(d.aws, func(o *scheduler.Options) {
-		if ep := getenv(envSchedulerEndpoint); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})
+	client, err := awsapi.NewScheduler(d.aws, getenv(envSchedulerEndpoint))
+	if err != nil {
+		return nil, err
+	}
 	timers := &ebscheduler.Schedules{API: client, Group: d.outputs[outScheduleGroup], Role: d.outputs[outSchedulerRole], Target: d.outputs[outSchedulerFunction],
 		DeadLetter: d.outputs[outScheduleFailures]}
-	fn := d.lambda()
+	fn, err := d.lambda()
+	if err != nil {
+		return nil, err
+	}
 	return &jobsAt{engine: db.Schedule(timers, nil), close: func() {},
 		runNow: func(ctx context.Context, owner, id string) (string, error) {
 			return invokeRunNow(ctx, fn, d, checkin.RunNow{Owner: owner, Job: id})
@@ -117,12 +116,8 @@ func openStackJobs(ctx context.Context, st *stackFlags, forAgent string) (*jobsA
 
 // lambda is a Lambda client of d's account and Region (LAMBDA_ENDPOINT
 // in tests).
-func (d *deployment) lambda() *lambda.Client {
-	return lambda.NewFromConfig(d.aws, func(o *lambda.Options) {
-		if ep := getenv(envLambdaEndpoint); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})
+func (d *deployment) lambda() (*awsapi.Lambda, error) {
+	return awsapi.NewLambda(d.aws, getenv(envLambdaEndpoint))
 }
 
 // checkAgent checks that name is one of the agents list returns.
@@ -137,9 +132,10 @@ func checkAgent(name string, list func() ([]string, error)) error {
 	return nil
 }
 
-// lambdaAPI is the Lambda call `cron run --stack` makes.
+// lambdaAPI is the Lambda call `cron run --stack` makes: a synchronous
+// invocation.
 type lambdaAPI interface {
-	Invoke(ctx context.Context, in *lambda.InvokeInput, opts ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
+	Invoke(ctx context.Context, function string, payload []byte) (*awsapi.Invocation, error)
 }
 
 // invokeRunNow asks the stack's scheduler function to fire a job now,
@@ -149,11 +145,11 @@ func invokeRunNow(ctx context.Context, fn lambdaAPI, d *deployment, r checkin.Ru
 	if err != nil {
 		return "", err
 	}
-	out, err := fn.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(d.outputs[outSchedulerFunction]), Payload: payload})
+	out, err := fn.Invoke(ctx, d.outputs[outSchedulerFunction], payload)
 	if err != nil {
 		return "", fmt.Errorf("%s: invoke the scheduler function: %w", d.where(), err)
 	}
-	if out.FunctionError != nil {
+	if out.FunctionError != "" {
 		var fe struct {
 			Message string `json:"errorMessage"`
 		}

@@ -10,13 +10,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
-	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
@@ -49,13 +46,13 @@ const maxAlarmPages = 20
 
 // alarmsAPI is the CloudWatch call the alarm check makes.
 type alarmsAPI interface {
-	DescribeAlarms(ctx context.Context, in *cloudwatch.DescribeAlarmsInput, opts ...func(*cloudwatch.Options)) (*cloudwatch.DescribeAlarmsOutput, error)
+	DescribeAlarms(ctx context.Context, prefix, next string) (*awsapi.Alarms, error)
 }
 
 // functionsAPI is the Lambda calls the concurrency and model checks make.
 type functionsAPI interface {
-	GetAccountSettings(ctx context.Context, in *lambda.GetAccountSettingsInput, opts ...func(*lambda.Options)) (*lambda.GetAccountSettingsOutput, error)
-	GetFunctionConfiguration(ctx context.Context, in *lambda.GetFunctionConfigurationInput, opts ...func(*lambda.Options)) (*lambda.GetFunctionConfigurationOutput, error)
+	GetAccountSettings(ctx context.Context) (*awsapi.AccountLimit, error)
+	GetFunctionEnvironment(ctx context.Context, function string) (map[string]string, error)
 }
 
 // tableAPI is the DynamoDB call the table check makes.
@@ -82,12 +79,15 @@ func stackDoctor(ctx context.Context, st *stackFlags, timeout time.Duration) []f
 	})))
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	fs = append(fs, checkAlarms(actx, d, cloudwatch.NewFromConfig(d.aws, func(o *cloudwatch.Options) {
-		if ep := getenv(envCloudWatchEndpoint); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})))
-	fn := d.lambda()
+	cw, err := awsapi.NewCloudWatch(d.aws, getenv(envCloudWatchEndpoint))
+	if err != nil {
+		return append(fs, finding{Verdict: fail, Check: "alarms", Detail: err.Error(), Fix: "unset " + envCloudWatchEndpoint})
+	}
+	fs = append(fs, checkAlarms(actx, d, cw))
+	fn, err := d.lambda()
+	if err != nil {
+		return append(fs, finding{Verdict: fail, Check: "model", Detail: err.Error(), Fix: "unset " + envLambdaEndpoint})
+	}
 	mctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	fs = append(fs, checkStackModel(mctx, d, fn, timeout))
@@ -101,16 +101,12 @@ func stackDoctor(ctx context.Context, st *stackFlags, timeout time.Duration) []f
 // stack's Region) in the environment of its step function.
 func checkStackModel(ctx context.Context, d *deployment, api functionsAPI, timeout time.Duration) finding {
 	name := d.name + "-step"
-	out, err := api.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(name)})
-	if _, ok := errors.AsType[*lambdatypes.ResourceNotFoundException](err); ok {
+	env, err := api.GetFunctionEnvironment(ctx, name)
+	if awsapi.HasCode(err, "ResourceNotFoundException") {
 		return finding{Verdict: fail, Check: "model", Detail: fmt.Sprintf("the stack has no function %s in %s", name, d.aws.Region), Fix: "make deploy"}
 	}
 	if err != nil {
 		return finding{Verdict: fail, Check: "model", Detail: fmt.Sprintf("function %s: %v", name, err), Fix: "check that your credentials may lambda:GetFunctionConfiguration it"}
-	}
-	var env map[string]string
-	if out.Environment != nil {
-		env = out.Environment.Variables
 	}
 	model := env["BEDROCK_MODEL"]
 	if model == "" {
@@ -127,15 +123,12 @@ func checkStackModel(ctx context.Context, d *deployment, api functionsAPI, timeo
 // in the stack's Region is below minConcurrency.
 func checkConcurrency(ctx context.Context, d *deployment, api functionsAPI) finding {
 	f := finding{Check: "lambda concurrency"}
-	out, err := api.GetAccountSettings(ctx, &lambda.GetAccountSettingsInput{})
-	if err == nil && out.AccountLimit == nil {
-		err = errors.New("no AccountLimit in the answer")
-	}
+	l, err := api.GetAccountSettings(ctx)
 	if err != nil {
 		f.Verdict, f.Detail, f.Fix = fail, fmt.Sprintf("Lambda account settings: %v", err), "check that your credentials may lambda:GetAccountSettings"
 		return f
 	}
-	limit, unreserved := out.AccountLimit.ConcurrentExecutions, aws.ToInt32(out.AccountLimit.UnreservedConcurrentExecutions)
+	limit, unreserved := l.ConcurrentExecutions, l.UnreservedConcurrentExecutions
 	f.Detail = fmt.Sprintf("the account may run %d executions at once in %s, %d of them unreserved", limit, d.aws.Region, unreserved)
 	switch {
 	case limit < minConcurrency:
@@ -208,52 +201,41 @@ func checkTable(ctx context.Context, d *deployment, api tableAPI) finding {
 // checkAlarms reports the stack's alarms in the ALARM state.
 func checkAlarms(ctx context.Context, d *deployment, api alarmsAPI) finding {
 	f := finding{Check: "alarms"}
-	in := &cloudwatch.DescribeAlarmsInput{
-		AlarmNamePrefix: aws.String(d.name + "-"),
-		AlarmTypes:      []cwtypes.AlarmType{cwtypes.AlarmTypeMetricAlarm, cwtypes.AlarmTypeCompositeAlarm},
-	}
-	total := 0
+	next, total := "", 0
 	var firing, advice []string
 	for range maxAlarmPages {
-		out, err := api.DescribeAlarms(ctx, in)
+		out, err := api.DescribeAlarms(ctx, d.name+"-", next)
 		if err != nil {
 			f.Verdict, f.Detail, f.Fix = fail, fmt.Sprintf("CloudWatch alarms: %v", err), "check that your credentials may cloudwatch:DescribeAlarms"
 			return f
 		}
-		describe := func(name, reason *string, at *time.Time) string {
-			s := aws.ToString(name)
-			if at != nil {
-				s += " since " + at.UTC().Format(time.RFC3339)
+		describe := func(a awsapi.Alarm) string {
+			s := a.AlarmName
+			if !a.StateUpdatedTimestamp.IsZero() {
+				s += " since " + a.StateUpdatedTimestamp.UTC().Format(time.RFC3339)
 			}
-			if r := aws.ToString(reason); r != "" {
-				s += " (" + firstLine(r) + ")"
+			if a.StateReason != "" {
+				s += " (" + firstLine(a.StateReason) + ")"
 			}
 			return s
 		}
 		// The stack's alarm descriptions say what happened and what to
 		// do (infra/alarms.go): they are the fix, with this stack's name
 		// in the commands they name.
-		advise := func(description *string) {
-			desc := strings.ReplaceAll(aws.ToString(description), "<stack name>", d.name)
+		advise := func(description string) {
+			desc := strings.ReplaceAll(description, "<stack name>", d.name)
 			if d := strings.TrimPrefix(desc, "lambdaclaw: "); d != "" && !slices.Contains(advice, d) {
 				advice = append(advice, d)
 			}
 		}
-		for _, a := range out.MetricAlarms {
+		for _, a := range slices.Concat(out.MetricAlarms, out.CompositeAlarms) {
 			total++
-			if a.StateValue == cwtypes.StateValueAlarm {
-				firing = append(firing, describe(a.AlarmName, a.StateReason, a.StateUpdatedTimestamp))
+			if a.StateValue == "ALARM" {
+				firing = append(firing, describe(a))
 				advise(a.AlarmDescription)
 			}
 		}
-		for _, a := range out.CompositeAlarms {
-			total++
-			if a.StateValue == cwtypes.StateValueAlarm {
-				firing = append(firing, describe(a.AlarmName, a.StateReason, a.StateUpdatedTimestamp))
-				advise(a.AlarmDescription)
-			}
-		}
-		if in.NextToken = out.NextToken; in.NextToken == nil {
+		if next = out.NextToken; next == "" {
 			break
 		}
 	}

@@ -9,13 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
-	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
@@ -60,29 +54,27 @@ func openStackRuns(ctx context.Context, st *stackFlags) (*runsAt, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &failureQueue{url: d.outputs[outRunFailures], where: d.where(), api: sqs.NewFromConfig(d.aws, func(o *sqs.Options) {
-		if ep := getenv(envSQSEndpoint); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})}
-	x := &stackRuns{d: d, machine: d.outputs[outStateMachine],
-		sfn: awssfn.NewFromConfig(d.aws, func(o *awssfn.Options) {
-			if ep := getenv(envStepFunctionsEndpoint); ep != "" {
-				o.BaseEndpoint = aws.String(ep)
-			}
-		}),
-		fn: lambda.NewFromConfig(d.aws, func(o *lambda.Options) {
-			if ep := getenv(envLambdaEndpoint); ep != "" {
-				o.BaseEndpoint = aws.String(ep)
-			}
-		})}
+	queue, err := awsapi.NewSQS(d.aws, getenv(envSQSEndpoint))
+	if err != nil {
+		return nil, err
+	}
+	machines, err := awsapi.NewStepFunctions(d.aws, getenv(envStepFunctionsEndpoint))
+	if err != nil {
+		return nil, err
+	}
+	fn, err := d.lambda()
+	if err != nil {
+		return nil, err
+	}
+	q := &failureQueue{url: d.outputs[outRunFailures], where: d.where(), api: queue}
+	x := &stackRuns{d: d, machine: d.outputs[outStateMachine], sfn: machines, fn: fn}
 	return &runsAt{loop: &agent.Loop{Store: db}, failures: q.runs, drop: q.drop, retry: x.retry, abandon: x.abandon, close: func() {}}, nil
 }
 
 // sfnAPI is the part of the Step Functions API the runs commands use.
 type sfnAPI interface {
-	StartExecution(ctx context.Context, in *awssfn.StartExecutionInput, opts ...func(*awssfn.Options)) (*awssfn.StartExecutionOutput, error)
-	DescribeExecution(ctx context.Context, in *awssfn.DescribeExecutionInput, opts ...func(*awssfn.Options)) (*awssfn.DescribeExecutionOutput, error)
+	StartExecution(ctx context.Context, machine, name, input string) (string, error)
+	DescribeExecution(ctx context.Context, arn string) (string, error)
 }
 
 // stackRuns retries and abandons the runs of a stack.
@@ -92,6 +84,9 @@ type stackRuns struct {
 	sfn     sfnAPI
 	fn      lambdaAPI
 }
+
+// executionRunning is the status of an execution that runs.
+const executionRunning = "RUNNING"
 
 // executionName is the name of the run's execution number i: the run id,
 // as the driver names it, then the run id with a suffix for each retry
@@ -114,14 +109,13 @@ func (x *stackRuns) executionARN(name string) string {
 func (x *stackRuns) running(ctx context.Context, runID string) (string, error) {
 	for i := range maxExecutions {
 		name := executionName(runID, i)
-		out, err := x.sfn.DescribeExecution(ctx, &awssfn.DescribeExecutionInput{ExecutionArn: aws.String(x.executionARN(name))})
-		var missing *sfntypes.ExecutionDoesNotExist
+		status, err := x.sfn.DescribeExecution(ctx, x.executionARN(name))
 		switch {
-		case errors.As(err, &missing):
+		case awsapi.HasCode(err, "ExecutionDoesNotExist"):
 			return "", nil
 		case err != nil:
 			return "", fmt.Errorf("%s: describe execution %s: %w", x.d.where(), name, err)
-		case out.Status == sfntypes.ExecutionStatusRunning:
+		case status == executionRunning:
 			return name, nil
 		}
 	}
@@ -142,19 +136,18 @@ func (x *stackRuns) retry(ctx context.Context, run store.Run, st agent.RunState)
 		if len(name) > 80 {
 			return "", fmt.Errorf("run %s: the execution name %s is longer than Step Functions allows (80)", run.ID, name)
 		}
-		_, err := x.sfn.StartExecution(ctx, &awssfn.StartExecutionInput{StateMachineArn: aws.String(x.machine), Name: aws.String(name), Input: aws.String(string(input))})
-		var exists *sfntypes.ExecutionAlreadyExists
+		_, err := x.sfn.StartExecution(ctx, x.machine, name, string(input))
 		switch {
 		case err == nil:
 			return fmt.Sprintf("run %s handed to the state machine at its %s step: execution %s", run.ID, st.Step, name), nil
-		case !errors.As(err, &exists):
+		case !awsapi.HasCode(err, "ExecutionAlreadyExists"):
 			return "", fmt.Errorf("%s: start execution %s: %w", x.d.where(), name, err)
 		}
-		out, err := x.sfn.DescribeExecution(ctx, &awssfn.DescribeExecutionInput{ExecutionArn: aws.String(x.executionARN(name))})
+		status, err := x.sfn.DescribeExecution(ctx, x.executionARN(name))
 		if err != nil {
 			return "", fmt.Errorf("%s: describe execution %s: %w", x.d.where(), name, err)
 		}
-		if out.Status == sfntypes.ExecutionStatusRunning {
+		if status == executionRunning {
 			return fmt.Sprintf("run %s: execution %s is running it already; nothing started", run.ID, name), nil
 		}
 	}
@@ -191,11 +184,11 @@ func (x *stackRuns) abandon(ctx context.Context, run store.Run, st agent.RunStat
 	if err != nil {
 		return "", err
 	}
-	out, err := x.fn.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(x.d.outputs[outStepFunction]), Payload: payload})
+	out, err := x.fn.Invoke(ctx, x.d.outputs[outStepFunction], payload)
 	if err != nil {
 		return "", fmt.Errorf("%s: invoke the step function: %w", x.d.where(), err)
 	}
-	if out.FunctionError != nil {
+	if out.FunctionError != "" {
 		var fe struct {
 			Message string `json:"errorMessage"`
 		}
@@ -207,9 +200,9 @@ func (x *stackRuns) abandon(ctx context.Context, run store.Run, st agent.RunStat
 
 // sqsAPI is the part of the SQS API the runs commands use.
 type sqsAPI interface {
-	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
-	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
-	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	Receive(ctx context.Context, queue string, max, hide int) ([]awsapi.Message, error)
+	DeleteBatch(ctx context.Context, queue string, entries []awsapi.Entry) ([]awsapi.BatchError, error)
+	ShowBatch(ctx context.Context, queue string, entries []awsapi.Entry) ([]awsapi.BatchError, error)
 }
 
 // failureQueue is the stack's RunFailures queue: each message is the
@@ -237,15 +230,15 @@ const scanHide = 60
 func (q *failureQueue) scan(ctx context.Context) ([]failure, error) {
 	var out []failure
 	for len(out) < maxFailureMessages {
-		res, err := q.api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.url), MaxNumberOfMessages: 10, VisibilityTimeout: scanHide})
+		msgs, err := q.api.Receive(ctx, q.url, 10, scanHide)
 		if err != nil {
 			_ = q.release(ctx, out)
 			return nil, fmt.Errorf("%s: read RunFailures: %w", q.where, err)
 		}
-		if len(res.Messages) == 0 {
+		if len(msgs) == 0 {
 			break
 		}
-		for _, m := range res.Messages {
+		for _, m := range msgs {
 			out = append(out, parseFailure(m))
 		}
 	}
@@ -254,7 +247,7 @@ func (q *failureQueue) scan(ctx context.Context) ([]failure, error) {
 
 // parseFailure reads an invocation record; a message that is none has no
 // run id.
-func parseFailure(m sqstypes.Message) failure {
+func parseFailure(m awsapi.Message) failure {
 	var rec struct {
 		Timestamp      time.Time `json:"timestamp"`
 		RequestContext struct {
@@ -265,8 +258,8 @@ func parseFailure(m sqstypes.Message) failure {
 			Message string `json:"errorMessage"`
 		} `json:"responsePayload"`
 	}
-	f := failure{handle: aws.ToString(m.ReceiptHandle)}
-	if json.Unmarshal([]byte(aws.ToString(m.Body)), &rec) != nil {
+	f := failure{handle: m.ReceiptHandle}
+	if json.Unmarshal([]byte(m.Body), &rec) != nil {
 		return f
 	}
 	var st agent.RunState
@@ -279,28 +272,25 @@ func parseFailure(m sqstypes.Message) failure {
 
 // release shows the messages again, at once.
 func (q *failureQueue) release(ctx context.Context, msgs []failure) error {
-	return q.batches(ctx, msgs, func(ctx context.Context, batch []failure) ([]sqstypes.BatchResultErrorEntry, error) {
-		in := &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(q.url)}
-		for i, m := range batch {
-			in.Entries = append(in.Entries, sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: aws.String(m.handle), VisibilityTimeout: 0})
-		}
-		out, err := q.api.ChangeMessageVisibilityBatch(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		return out.Failed, nil
+	return q.batches(ctx, msgs, func(ctx context.Context, batch []awsapi.Entry) ([]awsapi.BatchError, error) {
+		return q.api.ShowBatch(ctx, q.url, batch)
 	})
 }
 
-// batches applies do to msgs ten at a time (SQS's batch limit).
-func (q *failureQueue) batches(ctx context.Context, msgs []failure, do func(context.Context, []failure) ([]sqstypes.BatchResultErrorEntry, error)) error {
+// batches applies do to msgs ten at a time (SQS's batch limit), each
+// entry named by its place in the batch.
+func (q *failureQueue) batches(ctx context.Context, msgs []failure, do func(context.Context, []awsapi.Entry) ([]awsapi.BatchError, error)) error {
 	for batch := range slices.Chunk(msgs, 10) {
-		failed, err := do(ctx, batch)
+		entries := make([]awsapi.Entry, len(batch))
+		for i, m := range batch {
+			entries[i] = awsapi.Entry{ID: fmt.Sprint(i), ReceiptHandle: m.handle}
+		}
+		failed, err := do(ctx, entries)
 		if err != nil {
 			return fmt.Errorf("%s: RunFailures: %w", q.where, err)
 		}
 		if len(failed) > 0 {
-			return fmt.Errorf("%s: RunFailures: %s: %s", q.where, aws.ToString(failed[0].Code), aws.ToString(failed[0].Message))
+			return fmt.Errorf("%s: RunFailures: %s: %s", q.where, failed[0].Code, failed[0].Message)
 		}
 	}
 	return nil
@@ -342,16 +332,8 @@ func (q *failureQueue) drop(ctx context.Context, ids map[string]bool) (int, erro
 			others = append(others, m)
 		}
 	}
-	err = q.batches(ctx, mine, func(ctx context.Context, batch []failure) ([]sqstypes.BatchResultErrorEntry, error) {
-		in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.url)}
-		for i, m := range batch {
-			in.Entries = append(in.Entries, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: aws.String(m.handle)})
-		}
-		out, err := q.api.DeleteMessageBatch(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		return out.Failed, nil
+	err = q.batches(ctx, mine, func(ctx context.Context, batch []awsapi.Entry) ([]awsapi.BatchError, error) {
+		return q.api.DeleteBatch(ctx, q.url, batch)
 	})
 	return len(mine), errors.Join(err, q.release(ctx, others))
 }

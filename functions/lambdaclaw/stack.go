@@ -9,11 +9,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/smithy-go"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
@@ -80,7 +78,7 @@ func (s *stackFlags) check(f *cmdFlags) error {
 
 // stackAPI is the CloudFormation call open makes.
 type stackAPI interface {
-	DescribeStacks(ctx context.Context, in *cloudformation.DescribeStacksInput, opts ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
+	DescribeStacks(ctx context.Context, name string) ([]awsapi.Stack, error)
 }
 
 // deployment is a deployed stack: its outputs, and the AWS configuration
@@ -98,11 +96,10 @@ func (s *stackFlags) open(ctx context.Context) (*deployment, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := cloudformation.NewFromConfig(awsCfg, func(o *cloudformation.Options) {
-		if ep := getenv(envCloudFormationEndpoint); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})
+	client, err := awsapi.NewCloudFormation(awsCfg, getenv(envCloudFormationEndpoint))
+	if err != nil {
+		return nil, err
+	}
 	return describeStack(ctx, client, *s.name, awsCfg)
 }
 
@@ -132,21 +129,20 @@ func loadAWS(ctx context.Context, region string) (aws.Config, error) {
 // describeStack reads the stack's outputs; an unknown stack is an error
 // that says where it was looked for.
 func describeStack(ctx context.Context, api stackAPI, name string, awsCfg aws.Config) (*deployment, error) {
-	out, err := api.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(name)})
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode() == "ValidationError" && strings.Contains(apiErr.ErrorMessage(), "does not exist") {
+	stacks, err := api.DescribeStacks(ctx, name)
+	if e, ok := errors.AsType[*awsapi.Error](err); ok && e.Code == "ValidationError" && strings.Contains(e.Message, "does not exist") {
 		return nil, fmt.Errorf("no stack %q in %s: check the name (`make deploy` names it Lambdaclaw) and the Region (--region, AWS_REGION)", name, awsCfg.Region)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("stack %q in %s: %w", name, awsCfg.Region, err)
 	}
-	if len(out.Stacks) != 1 {
-		return nil, fmt.Errorf("stack %q in %s: CloudFormation described %d stacks, want 1", name, awsCfg.Region, len(out.Stacks))
+	if len(stacks) != 1 {
+		return nil, fmt.Errorf("stack %q in %s: CloudFormation described %d stacks, want 1", name, awsCfg.Region, len(stacks))
 	}
-	st := out.Stacks[0]
-	d := &deployment{name: name, status: string(st.StackStatus), outputs: map[string]string{}, aws: awsCfg}
+	st := stacks[0]
+	d := &deployment{name: name, status: st.StackStatus, outputs: map[string]string{}, aws: awsCfg}
 	for _, o := range st.Outputs {
-		d.outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
+		d.outputs[o.OutputKey] = o.OutputValue
 	}
 	return d, nil
 }
@@ -223,16 +219,15 @@ func (d *deployment) telegram() bool { return d.outputs[outTelegramURL] != "" }
 
 // secret reads a Secrets Manager secret of the stack, by ARN or name.
 func (d *deployment) secret(ctx context.Context, id string) (string, error) {
-	client := secretsmanager.NewFromConfig(d.aws, func(o *secretsmanager.Options) {
-		if ep := getenv(envSecretsEndpoint); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})
-	out, err := client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
+	client, err := awsapi.NewSecretsManager(d.aws, getenv(envSecretsEndpoint))
+	if err != nil {
+		return "", err
+	}
+	v, err := client.SecretString(ctx, id)
 	if err != nil {
 		return "", fmt.Errorf("read secret %s: %w", id, err)
 	}
-	v := strings.TrimSpace(aws.ToString(out.SecretString))
+	v = strings.TrimSpace(v)
 	if v == "" {
 		return "", fmt.Errorf("secret %s is empty", id)
 	}

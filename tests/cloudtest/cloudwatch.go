@@ -9,16 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/smithy-go/encoding/cbor"
-
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
 )
 
 // CloudWatch is a fake of the CloudWatch API for what `lambdaclaw doctor
-// --stack` calls: DescribeAlarms, in the Smithy RPC v2 CBOR protocol the
-// SDK speaks (POST /service/GraniteServiceVersion20100801/operation/NAME,
-// CBOR bodies, the Smithy-Protocol header), filtered by AlarmNamePrefix
-// and StateValue as CloudWatch does, one page. It checks that each request
+// --stack` calls: DescribeAlarms, in the awsJson 1.0 protocol
+// (awsapi.CloudWatch; CloudWatch speaks it besides the SDK's Smithy RPC
+// v2 CBOR and the query protocol), filtered by AlarmNamePrefix and
+// StateValue as CloudWatch does, one page. It checks that each request
 // is signed for the monitoring service. A request the service's model
 // refuses (awsmodel) is answered ValidationError, and fails the test.
 type CloudWatch struct {
@@ -55,57 +53,47 @@ func (f *CloudWatch) Put(alarms ...Alarm) {
 	f.alarms = append(f.alarms, alarms...)
 }
 
-const cloudWatchPath = "/service/GraniteServiceVersion20100801/operation/"
-
 func (f *CloudWatch) serve(w http.ResponseWriter, r *http.Request) {
-	reply := func(status int, v cbor.Map) {
-		w.Header().Set("Smithy-Protocol", "rpc-v2-cbor")
-		w.Header().Set("Content-Type", "application/cbor")
-		w.WriteHeader(status)
-		w.Write(cbor.Encode(v))
-	}
-	fail := func(status int, code, msg string) {
-		reply(status, cbor.Map{"__type": cbor.String(code), "message": cbor.String(msg)})
-	}
+	a := awsJSON{w: w, contentType: "application/x-amz-json-1.0"}
 	m := credentialScope.FindStringSubmatch(r.Header.Get("Authorization"))
 	if m == nil || m[2] != "monitoring" {
-		fail(http.StatusForbidden, "IncompleteSignature", "Authorization header requires a SigV4 signature for monitoring")
+		a.fail(http.StatusForbidden, "IncompleteSignature", "Authorization header requires a SigV4 signature for monitoring")
 		return
 	}
-	op, ok := strings.CutPrefix(r.URL.Path, cloudWatchPath)
-	if r.Method != http.MethodPost || !ok || r.Header.Get("Smithy-Protocol") != "rpc-v2-cbor" {
-		fail(http.StatusBadRequest, "InvalidParameterValue", "want a Smithy RPC v2 CBOR request")
+	if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/x-amz-json-1.0" {
+		a.fail(http.StatusBadRequest, "InvalidParameterValue", "want an awsJson 1.0 request")
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	var op string
 	var tree map[string]any
 	if err == nil {
-		tree, err = awsmodel.FromCBOR(body)
+		op, tree, err = f.model.FromAWSJSON(r.Header.Get("X-Amz-Target"), body)
 	}
 	if err := refused(f.t, f.model, op, tree, err); err != nil {
-		fail(http.StatusBadRequest, "ValidationError", err.Error())
+		a.fail(http.StatusBadRequest, "ValidationError", err.Error())
 		return
 	}
 	if op != "DescribeAlarms" {
-		fail(http.StatusBadRequest, "UnknownOperationException", "the fake answers DescribeAlarms only, not "+op)
+		a.fail(http.StatusBadRequest, "UnknownOperationException", "the fake answers DescribeAlarms only, not "+op)
 		return
 	}
 	prefix, _ := tree["AlarmNamePrefix"].(string)
 	state, _ := tree["StateValue"].(string)
 	f.mu.Lock()
-	var out cbor.List
-	for _, a := range f.alarms {
-		if strings.HasPrefix(a.Name, prefix) && (state == "" || a.State == state) {
-			out = append(out, cbor.Map{
-				"AlarmName":             cbor.String(a.Name),
-				"AlarmArn":              cbor.String("arn:aws:cloudwatch:us-east-1:123456789012:alarm:" + a.Name),
-				"AlarmDescription":      cbor.String(a.Description),
-				"StateValue":            cbor.String(a.State),
-				"StateReason":           cbor.String(a.Reason),
-				"StateUpdatedTimestamp": &cbor.Tag{ID: 1, Value: cbor.Float64(float64(a.Since.UnixMilli()) / 1000)},
+	out := []map[string]any{}
+	for _, al := range f.alarms {
+		if strings.HasPrefix(al.Name, prefix) && (state == "" || al.State == state) {
+			out = append(out, map[string]any{
+				"AlarmName":             al.Name,
+				"AlarmArn":              "arn:aws:cloudwatch:us-east-1:123456789012:alarm:" + al.Name,
+				"AlarmDescription":      al.Description,
+				"StateValue":            al.State,
+				"StateReason":           al.Reason,
+				"StateUpdatedTimestamp": float64(al.Since.UnixMilli()) / 1000,
 			})
 		}
 	}
 	f.mu.Unlock()
-	reply(http.StatusOK, cbor.Map{"MetricAlarms": out, "CompositeAlarms": cbor.List{}})
+	a.ok(map[string]any{"MetricAlarms": out, "CompositeAlarms": []any{}})
 }

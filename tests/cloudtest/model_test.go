@@ -8,7 +8,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aws/smithy-go/encoding/cbor"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -68,10 +67,9 @@ func TestFakesRefuseWhatAWSRefuses(t *testing.T) {
 		{"CloudFormation", func(t testing.TB) string { return NewCloudFormation(t).URL }, "POST", "/",
 			map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Authorization": signed("cloudformation")},
 			"Action=DescribeStacks&Version=2010-05-15&StackName=Lambdaclaw&NextToken=", "cloudformation", "DescribeStacks: NextToken: length 0 < min 1"},
-		{"CloudWatch", func(t testing.TB) string { return NewCloudWatch(t).URL }, "POST", cloudWatchPath + "DescribeAlarms",
-			map[string]string{"Smithy-Protocol": "rpc-v2-cbor", "Content-Type": "application/cbor", "Authorization": signed("monitoring")},
-			string(cbor.Encode(cbor.Map{"AlarmNamePrefix": cbor.String("Lambdaclaw"), "MaxRecords": cbor.Uint(0)})),
-			"cloudwatch", "DescribeAlarms: MaxRecords: value 0 < min 1"},
+		{"CloudWatch", func(t testing.TB) string { return NewCloudWatch(t).URL }, "POST", "/",
+			map[string]string{"X-Amz-Target": "GraniteServiceVersion20100801.DescribeAlarms", "Content-Type": "application/x-amz-json-1.0", "Authorization": signed("monitoring")},
+			`{"AlarmNamePrefix":"Lambdaclaw","MaxRecords":0}`, "cloudwatch", "DescribeAlarms: MaxRecords: value 0 < min 1"},
 		{"S3", func(t testing.TB) string { u, _ := S3(t); return u }, "POST", "/" + S3Bucket + "?delete",
 			map[string]string{"Content-Type": "application/xml", "Authorization": signed("s3")},
 			`<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Object><VersionId>v1</VersionId></Object></Delete>`,

@@ -18,8 +18,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
 )
@@ -415,10 +415,10 @@ func (s *FakeSchedule) input(at time.Time, attempt int) json.RawMessage {
 
 // Client returns an EventBridge Scheduler client of the fake, with the
 // static credentials local/local in us-east-1.
-func (f *Scheduler) Client() *scheduler.Client {
-	return scheduler.New(scheduler.Options{
-		BaseEndpoint: aws.String(f.URL),
-		Region:       "us-east-1",
-		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
-	})
+func (f *Scheduler) Client() *awsapi.Scheduler {
+	c, err := awsapi.NewScheduler(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")}, f.URL)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return c
 }

@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
@@ -26,15 +24,15 @@ type stepInvoker struct {
 	out                      bytes.Buffer
 }
 
-func (s *stepInvoker) Invoke(ctx context.Context, in *lambda.InvokeInput, _ ...func(*lambda.Options)) (*lambda.InvokeOutput, error) {
+func (s *stepInvoker) InvokeAsync(ctx context.Context, _ string, payload []byte) error {
 	cmd := exec.CommandContext(ctx, s.step)
 	cmd.Env = append(os.Environ(), "RUN_FUNCTION=lambdaclaw-step", "DYNAMODB_ENDPOINT="+s.table, "STEPFUNCTIONS_ENDPOINT="+s.sfnEndpoint)
-	cmd.Stdin = bytes.NewReader(in.Payload)
+	cmd.Stdin = bytes.NewReader(payload)
 	cmd.Stdout, cmd.Stderr = &s.out, &s.out
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("step command: %w\n%s", err, s.out.String())
+		return fmt.Errorf("step command: %w\n%s", err, s.out.String())
 	}
-	return &lambda.InvokeOutput{StatusCode: 202}, nil
+	return nil
 }
 
 // inlineHandOver: a run started inline asks for approval; the invocation

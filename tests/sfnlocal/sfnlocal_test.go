@@ -33,9 +33,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
-	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
@@ -541,8 +540,11 @@ func (e *env) approvalExpires(t *testing.T) {
 	const sid = "s-expiry"
 	h := startHarness(t, e.step, e.stepTable, shortApprovalFile)
 	d := *e.driver
-	d.Client = awssfn.New(awssfn.Options{Region: "us-east-1", BaseEndpoint: aws.String(h.base),
-		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+	client, err := awsapi.NewStepFunctions(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")}, h.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Client = client
 	e.fake.Reset()
 	e.fake.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_late", Name: "write_file", Arguments: `{"path":"late.txt","content":"too late"}`}}})
 	h.post(t, "/control/hold?state="+url.QueryEscape("Await approval"))
@@ -644,9 +646,9 @@ func (e *env) inOrder(t *testing.T) {
 }
 
 // apiErrors: the harness's Step Functions endpoint answers what the
-// driver relies on with the errors the SDK decodes into their types.
+// driver relies on with the errors awsapi reads their codes from.
 func (e *env) apiErrors(t *testing.T) {
-	client, ok := e.driver.Client.(*awssfn.Client)
+	client, ok := e.driver.Client.(*awsapi.StepFunctions)
 	if !ok {
 		t.Fatalf("the driver's client is a %T", e.driver.Client)
 	}
@@ -654,21 +656,16 @@ func (e *env) apiErrors(t *testing.T) {
 	if len(xs) == 0 {
 		t.Fatal("no executions")
 	}
-	_, err := client.StartExecution(e.ctx, &awssfn.StartExecutionInput{
-		StateMachineArn: aws.String(stateMachineARN), Name: aws.String(xs[0].Name), Input: aws.String(`{}`)})
-	var exists *sfntypes.ExecutionAlreadyExists
-	if !errors.As(err, &exists) {
+	_, err := client.StartExecution(e.ctx, stateMachineARN, xs[0].Name, `{}`)
+	if !awsapi.HasCode(err, "ExecutionAlreadyExists") {
 		t.Errorf("StartExecution with a used name: %v, want ExecutionAlreadyExists", err)
 	}
-	_, err = client.StartExecution(e.ctx, &awssfn.StartExecutionInput{
-		StateMachineArn: aws.String(stateMachineARN + "-other"), Name: aws.String("x"), Input: aws.String(`{}`)})
-	var noMachine *sfntypes.StateMachineDoesNotExist
-	if !errors.As(err, &noMachine) {
+	_, err = client.StartExecution(e.ctx, stateMachineARN+"-other", "x", `{}`)
+	if !awsapi.HasCode(err, "StateMachineDoesNotExist") {
 		t.Errorf("StartExecution of another state machine: %v, want StateMachineDoesNotExist", err)
 	}
-	_, err = client.SendTaskSuccess(e.ctx, &awssfn.SendTaskSuccessInput{TaskToken: aws.String("AQBnot-a-token"), Output: aws.String(`{}`)})
-	var invalid *sfntypes.InvalidToken
-	if !errors.As(err, &invalid) {
+	err = client.SendTaskSuccess(e.ctx, "AQBnot-a-token", `{}`)
+	if !awsapi.HasCode(err, "InvalidToken") {
 		t.Errorf("SendTaskSuccess with an unknown token: %v, want InvalidToken", err)
 	}
 	// An approval answered twice: the second resume finds the task done
@@ -677,9 +674,8 @@ func (e *env) apiErrors(t *testing.T) {
 	if ap.Token == "" {
 		t.Fatal("no answered approval: the approval scenario failed")
 	}
-	_, err = client.SendTaskSuccess(e.ctx, &awssfn.SendTaskSuccessInput{TaskToken: aws.String(ap.Token), Output: aws.String(`{}`)})
-	var gone *sfntypes.TaskTimedOut
-	if !errors.As(err, &gone) {
+	err = client.SendTaskSuccess(e.ctx, ap.Token, `{}`)
+	if !awsapi.HasCode(err, "TaskTimedOut") {
 		t.Errorf("SendTaskSuccess with a spent token: %v, want TaskTimedOut", err)
 	}
 	if err := e.driver.Resume(e.ctx, ap); err != nil {

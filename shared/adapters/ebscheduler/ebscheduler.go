@@ -17,18 +17,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/scheduler"
-	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
-
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 )
 
-// API is the part of the EventBridge Scheduler client the timers use.
+// API is the part of the EventBridge Scheduler API the timers use
+// (implemented by awsapi.Scheduler); its errors carry the service's codes
+// (awsapi.Code).
 type API interface {
-	CreateSchedule(ctx context.Context, in *scheduler.CreateScheduleInput, opts ...func(*scheduler.Options)) (*scheduler.CreateScheduleOutput, error)
-	UpdateSchedule(ctx context.Context, in *scheduler.UpdateScheduleInput, opts ...func(*scheduler.Options)) (*scheduler.UpdateScheduleOutput, error)
-	DeleteSchedule(ctx context.Context, in *scheduler.DeleteScheduleInput, opts ...func(*scheduler.Options)) (*scheduler.DeleteScheduleOutput, error)
+	CreateSchedule(ctx context.Context, s awsapi.Schedule) error
+	UpdateSchedule(ctx context.Context, s awsapi.Schedule) error
+	DeleteSchedule(ctx context.Context, group, name string) error
 }
 
 // Schedules are the jobs' schedules in one schedule group.
@@ -78,53 +77,30 @@ func (s *Schedules) Set(ctx context.Context, j schedule.Job, create bool) error 
 	if err != nil {
 		return err
 	}
-	state := types.ScheduleStateEnabled
+	// No time zone (omitted) for rate(): EventBridge refuses an empty one.
+	sc := awsapi.Schedule{Name: j.ID, GroupName: s.Group, ScheduleExpression: expr, ScheduleExpressionTimezone: tz,
+		State: "ENABLED", ActionAfterCompletion: "NONE", Description: "lambdaclaw check-in of agent " + j.Agent,
+		Target: awsapi.ScheduleTarget{Arn: s.Target, RoleArn: s.Role, Input: Input(j.ID),
+			RetryPolicy: &awsapi.RetryPolicy{MaximumRetryAttempts: RetryAttempts, MaximumEventAgeInSeconds: int(RetryAge / time.Second)}}}
+	sc.FlexibleTimeWindow.Mode = "OFF"
 	if j.Paused {
-		state = types.ScheduleStateDisabled
+		sc.State = "DISABLED"
 	}
-	target := &types.Target{Arn: aws.String(s.Target), RoleArn: aws.String(s.Role), Input: aws.String(Input(j.ID)),
-		RetryPolicy: &types.RetryPolicy{MaximumRetryAttempts: aws.Int32(RetryAttempts), MaximumEventAgeInSeconds: aws.Int32(int32(RetryAge / time.Second))}}
 	if s.DeadLetter != "" {
-		target.DeadLetterConfig = &types.DeadLetterConfig{Arn: aws.String(s.DeadLetter)}
+		sc.Target.DeadLetterConfig = &awsapi.DeadLetterConfig{Arn: s.DeadLetter}
 	}
-	window := &types.FlexibleTimeWindow{Mode: types.FlexibleTimeWindowModeOff}
-	after := types.ActionAfterCompletionNone
 	if !j.Schedule.At.IsZero() {
-		after = types.ActionAfterCompletionDelete
+		sc.ActionAfterCompletion = "DELETE"
 	}
-	var zone *string // none for rate(): EventBridge refuses an empty one
-	if tz != "" {
-		zone = aws.String(tz)
-	}
-	var start *time.Time
 	if j.Schedule.Every > 0 && !j.Schedule.Anchor.IsZero() {
-		start = aws.Time(j.Schedule.Anchor.UTC())
+		sc.StartDate = &awsapi.Time{Time: j.Schedule.Anchor.UTC()}
 	}
-	desc := aws.String("lambdaclaw check-in of agent " + j.Agent)
-	createIt := func() error {
-		_, err := s.API.CreateSchedule(ctx, &scheduler.CreateScheduleInput{
-			Name: aws.String(j.ID), GroupName: aws.String(s.Group), ScheduleExpression: aws.String(expr),
-			ScheduleExpressionTimezone: zone, StartDate: start, State: state, Target: target,
-			FlexibleTimeWindow: window, ActionAfterCompletion: after, Description: desc,
-		})
-		return err
-	}
-	updateIt := func() error {
-		_, err := s.API.UpdateSchedule(ctx, &scheduler.UpdateScheduleInput{
-			Name: aws.String(j.ID), GroupName: aws.String(s.Group), ScheduleExpression: aws.String(expr),
-			ScheduleExpressionTimezone: zone, StartDate: start, State: state, Target: target,
-			FlexibleTimeWindow: window, ActionAfterCompletion: after, Description: desc,
-		})
-		return err
-	}
-	var conflict *types.ConflictException
-	var missing *types.ResourceNotFoundException
 	if create {
-		if err = createIt(); errors.As(err, &conflict) {
-			err = updateIt() // left by a delete that did not finish
+		if err = s.API.CreateSchedule(ctx, sc); awsapi.HasCode(err, "ConflictException") {
+			err = s.API.UpdateSchedule(ctx, sc) // left by a delete that did not finish
 		}
-	} else if err = updateIt(); errors.As(err, &missing) {
-		err = createIt() // a one-shot that ran, or a create that did not finish
+	} else if err = s.API.UpdateSchedule(ctx, sc); awsapi.HasCode(err, "ResourceNotFoundException") {
+		err = s.API.CreateSchedule(ctx, sc) // a one-shot that ran, or a create that did not finish
 	}
 	if err != nil {
 		return fmt.Errorf("ebscheduler: schedule %s: %w", j.ID, err)
@@ -135,9 +111,7 @@ func (s *Schedules) Set(ctx context.Context, j schedule.Job, create bool) error 
 // Remove deletes the job's schedule; one already gone (a one-shot that
 // ran) is no error.
 func (s *Schedules) Remove(ctx context.Context, id string) error {
-	_, err := s.API.DeleteSchedule(ctx, &scheduler.DeleteScheduleInput{Name: aws.String(id), GroupName: aws.String(s.Group)})
-	var missing *types.ResourceNotFoundException
-	if err != nil && !errors.As(err, &missing) {
+	if err := s.API.DeleteSchedule(ctx, s.Group, id); err != nil && !awsapi.HasCode(err, "ResourceNotFoundException") {
 		return fmt.Errorf("ebscheduler: delete schedule %s: %w", id, err)
 	}
 	return nil

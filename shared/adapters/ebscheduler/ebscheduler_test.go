@@ -9,12 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/scheduler"
-	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ebscheduler"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
@@ -175,8 +173,7 @@ func TestRefused(t *testing.T) {
 	j := base
 	j.Schedule = schedule.Schedule{Every: schedule.Duration(time.Hour)}
 	_, err := e2.Create(ctx, j)
-	var missing *types.ResourceNotFoundException
-	if !errors.As(err, &missing) {
+	if !awsapi.HasCode(err, "ResourceNotFoundException") {
 		t.Errorf("Create in a missing group: %v, want ResourceNotFoundException", err)
 	}
 	for _, eng := range []*dynamo.Schedule{e, e2} {
@@ -190,24 +187,18 @@ func TestRefused(t *testing.T) {
 
 	// A schedule left by a delete that did not finish (ConflictException)
 	// is taken over by the job that gets its name.
-	_, err = fake.Client().CreateSchedule(ctx, &scheduler.CreateScheduleInput{Name: aws.String("job_left"), GroupName: aws.String(cloudtest.SchedulerGroup),
-		ScheduleExpression: aws.String("rate(5 minutes)"), FlexibleTimeWindow: &types.FlexibleTimeWindow{Mode: types.FlexibleTimeWindowModeOff},
-		Target: &types.Target{Arn: aws.String(targetARN), RoleArn: aws.String(roleARN), Input: aws.String("{}")}})
-	if err != nil {
+	left := awsapi.Schedule{Name: "job_left", GroupName: cloudtest.SchedulerGroup, ScheduleExpression: "rate(5 minutes)",
+		Target: awsapi.ScheduleTarget{Arn: targetARN, RoleArn: roleARN, Input: "{}"}}
+	left.FlexibleTimeWindow.Mode = "OFF"
+	if err := fake.Client().CreateSchedule(ctx, left); err != nil {
 		t.Fatal(err)
 	}
-	_, err = fake.Client().CreateSchedule(ctx, &scheduler.CreateScheduleInput{Name: aws.String("job_left"), GroupName: aws.String(cloudtest.SchedulerGroup),
-		ScheduleExpression: aws.String("rate(5 minutes)"), FlexibleTimeWindow: &types.FlexibleTimeWindow{Mode: types.FlexibleTimeWindowModeOff},
-		Target: &types.Target{Arn: aws.String(targetARN), RoleArn: aws.String(roleARN), Input: aws.String("{}")}})
-	var conflict *types.ConflictException
-	if !errors.As(err, &conflict) {
+	if err := fake.Client().CreateSchedule(ctx, left); !awsapi.HasCode(err, "ConflictException") {
 		t.Fatalf("creating a schedule twice: %v, want ConflictException", err)
 	}
-	_, err = fake.Client().CreateSchedule(ctx, &scheduler.CreateScheduleInput{Name: aws.String("job_bad"), GroupName: aws.String(cloudtest.SchedulerGroup),
-		ScheduleExpression: aws.String("rate(1 minutes)"), FlexibleTimeWindow: &types.FlexibleTimeWindow{Mode: types.FlexibleTimeWindowModeOff},
-		Target: &types.Target{Arn: aws.String(targetARN), RoleArn: aws.String(roleARN)}})
-	var invalid *types.ValidationException
-	if !errors.As(err, &invalid) {
+	bad := left
+	bad.Name, bad.ScheduleExpression, bad.Target.Input = "job_bad", "rate(1 minutes)", ""
+	if err := fake.Client().CreateSchedule(ctx, bad); !awsapi.HasCode(err, "ValidationException") {
 		t.Errorf("rate(1 minutes): %v, want ValidationException", err)
 	}
 	j.ID = "job_left"

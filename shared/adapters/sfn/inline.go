@@ -9,17 +9,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
-
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
 
-// Invoker is the part of the Lambda API the inline driver uses.
+// Invoker is the part of the Lambda API the inline driver uses
+// (implemented by awsapi.Lambda): an asynchronous invocation.
 type Invoker interface {
-	Invoke(ctx context.Context, in *lambda.InvokeInput, opts ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
+	InvokeAsync(ctx context.Context, function string, payload []byte) error
 }
 
 // Claims leases a run to the one invocation that steps it inline
@@ -128,12 +125,7 @@ func (d *Driver) invoke(ctx context.Context, st agent.RunState) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.Inline.Invoker.Invoke(ctx, &lambda.InvokeInput{
-		FunctionName:   aws.String(d.Inline.Function),
-		InvocationType: lambdatypes.InvocationTypeEvent,
-		Payload:        payload,
-	})
-	if err != nil {
+	if err := d.Inline.Invoker.InvokeAsync(ctx, d.Inline.Function, payload); err != nil {
 		return fmt.Errorf("invoke the run of %s: %w", st.RunID, err)
 	}
 	return nil

@@ -16,18 +16,17 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
-	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
-
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
 
-// Client is the part of the Step Functions API the driver uses.
+// Client is the part of the Step Functions API the driver uses
+// (implemented by awsapi.StepFunctions); its errors carry the service's
+// codes (awsapi.Code).
 type Client interface {
-	StartExecution(ctx context.Context, in *awssfn.StartExecutionInput, opts ...func(*awssfn.Options)) (*awssfn.StartExecutionOutput, error)
-	SendTaskSuccess(ctx context.Context, in *awssfn.SendTaskSuccessInput, opts ...func(*awssfn.Options)) (*awssfn.SendTaskSuccessOutput, error)
+	StartExecution(ctx context.Context, machine, name, input string) (string, error)
+	SendTaskSuccess(ctx context.Context, token, output string) error
 }
 
 // Lanes leases a session's lane to one run at a time.
@@ -271,11 +270,9 @@ func (d *Driver) resume(ctx context.Context, runID, token string) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.Client.SendTaskSuccess(ctx, &awssfn.SendTaskSuccessInput{TaskToken: aws.String(token), Output: aws.String(string(out))})
-	var gone *sfntypes.TaskTimedOut
-	var invalid *sfntypes.InvalidToken
+	err = d.Client.SendTaskSuccess(ctx, token, string(out))
 	switch {
-	case errors.As(err, &gone), errors.As(err, &invalid):
+	case awsapi.HasCode(err, "TaskTimedOut", "InvalidToken"):
 		return nil // resumed by the other side first, or timed out
 	case err != nil:
 		return fmt.Errorf("resume run %s: %w", runID, err)
@@ -329,11 +326,8 @@ func (d *Driver) startExecution(ctx context.Context, st agent.RunState) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.Client.StartExecution(ctx, &awssfn.StartExecutionInput{
-		StateMachineArn: aws.String(d.StateMachine), Name: aws.String(st.RunID), Input: aws.String(string(in)),
-	})
-	var exists *sfntypes.ExecutionAlreadyExists
-	if errors.As(err, &exists) {
+	_, err = d.Client.StartExecution(ctx, d.StateMachine, st.RunID, string(in))
+	if awsapi.HasCode(err, "ExecutionAlreadyExists") {
 		return nil
 	}
 	if err != nil {

@@ -11,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
-	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
@@ -38,28 +36,26 @@ func newFakeSFN() *fakeSFN {
 	return &fakeSFN{inputs: map[string]string{}, tokens: map[string]bool{}, outputs: map[string]string{}}
 }
 
-func (f *fakeSFN) StartExecution(_ context.Context, in *awssfn.StartExecutionInput, _ ...func(*awssfn.Options)) (*awssfn.StartExecutionOutput, error) {
+func (f *fakeSFN) StartExecution(_ context.Context, machine, name, input string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	name := aws.ToString(in.Name)
 	if _, dup := f.inputs[name]; dup {
-		return nil, &sfntypes.ExecutionAlreadyExists{Message: aws.String("Execution Already Exists: " + name)}
+		return "", &awsapi.Error{Service: "SFN", Operation: "StartExecution", Status: 400, Code: "ExecutionAlreadyExists", Message: "Execution Already Exists: " + name}
 	}
-	f.inputs[name] = aws.ToString(in.Input)
+	f.inputs[name] = input
 	f.started = append(f.started, name)
-	return &awssfn.StartExecutionOutput{ExecutionArn: aws.String("arn:exec:" + name)}, nil
+	return "arn:exec:" + name, nil
 }
 
-func (f *fakeSFN) SendTaskSuccess(_ context.Context, in *awssfn.SendTaskSuccessInput, _ ...func(*awssfn.Options)) (*awssfn.SendTaskSuccessOutput, error) {
+func (f *fakeSFN) SendTaskSuccess(_ context.Context, tok, output string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	tok := aws.ToString(in.TaskToken)
 	if !f.tokens[tok] {
-		return nil, &sfntypes.InvalidToken{Message: aws.String("Invalid token")}
+		return &awsapi.Error{Service: "SFN", Operation: "SendTaskSuccess", Status: 400, Code: "InvalidToken", Message: "Invalid token"}
 	}
 	delete(f.tokens, tok)
-	f.outputs[tok] = aws.ToString(in.Output)
-	return &awssfn.SendTaskSuccessOutput{}, nil
+	f.outputs[tok] = output
+	return nil
 }
 
 // fakeLanes is a lease table with the semantics of the DynamoDB lease.

@@ -104,10 +104,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ebscheduler"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/emf"
@@ -205,7 +204,13 @@ func New(ctx context.Context) (*Root, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cloud: aws config: %w", err)
 	}
-	cfg, names, err := configFromEnv(ctx, awsCfg, getenv)
+	// The secrets: the OpenAI-compatible provider's key, the MCP
+	// servers' headers (read when a server starts), Telegram's token.
+	secrets, err := newSecrets(awsCfg, getenv("SECRETSMANAGER_ENDPOINT"))
+	if err != nil {
+		return nil, fmt.Errorf("cloud: %w", err)
+	}
+	cfg, names, err := configFromEnv(ctx, secrets, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +237,10 @@ func New(ctx context.Context) (*Root, error) {
 	}
 	// The engine of check-ins comes before the tools: the schedule tool
 	// makes its jobs.
-	schedules, timers := newSchedule(db, awsCfg, getenv)
+	schedules, timers, err := newSchedule(db, awsCfg, getenv)
+	if err != nil {
+		return nil, err
+	}
 	quota, err := setup.Quota(cfg)
 	if err != nil {
 		return nil, err
@@ -248,8 +256,6 @@ func New(ctx context.Context) (*Root, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cloud: %s: %w", agentenv.Var, err)
 	}
-	// The MCP servers' header secrets are read when a server starts.
-	secrets := newSecrets(awsCfg, getenv("SECRETSMANAGER_ENDPOINT"))
 	servers, err := setup.MCP(cfg.MCP, mcpGetenv(secrets, getenv, log), log)
 	if err != nil {
 		return nil, fmt.Errorf("cloud: %s: %w", MCPVar, err)
@@ -311,13 +317,15 @@ func New(ctx context.Context) (*Root, error) {
 	if arn == "" {
 		return nil, errors.New("cloud: STATE_MACHINE_ARN is not set")
 	}
-	client := awssfn.NewFromConfig(awsCfg, func(o *awssfn.Options) {
-		if ep := getenv("STEPFUNCTIONS_ENDPOINT"); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})
-	r.Driver = &sfn.Driver{Loop: r.Loop, Lanes: db, Client: client, StateMachine: arn, Log: log,
-		Inline: newInline(awsCfg, getenv, db)}
+	client, err := awsapi.NewStepFunctions(awsCfg, getenv("STEPFUNCTIONS_ENDPOINT"))
+	if err != nil {
+		return nil, fmt.Errorf("cloud: %w", err)
+	}
+	inline, err := newInline(awsCfg, getenv, db)
+	if err != nil {
+		return nil, err
+	}
+	r.Driver = &sfn.Driver{Loop: r.Loop, Lanes: db, Client: client, StateMachine: arn, Log: log, Inline: inline}
 	r.secrets = secrets
 	if err := r.newTelegram(ctx, getenv, router); err != nil {
 		return nil, err
@@ -381,7 +389,7 @@ func newLogger(level string) *slog.Logger {
 // reply limit. It returns the configuration, validated as a local one
 // is, and the names of the agents it configures: the default agent and
 // those defined.
-func configFromEnv(ctx context.Context, awsCfg aws.Config, getenv func(string) string) (*config.Config, []string, error) {
+func configFromEnv(ctx context.Context, secrets *secrets, getenv func(string) string) (*config.Config, []string, error) {
 	cfg := &config.Config{}
 	if v := getenv("MAX_REPLY_BYTES"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -399,7 +407,7 @@ func configFromEnv(ctx context.Context, awsCfg aws.Config, getenv func(string) s
 		if model == "" {
 			return nil, nil, errors.New("cloud: OPENAI_BASE_URL is set but OPENAI_MODEL is not: name the model of the OpenAI-compatible provider")
 		}
-		key, err := openAIKey(ctx, awsCfg, getenv)
+		key, err := openAIKey(ctx, secrets, getenv)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -459,7 +467,7 @@ func configFromEnv(ctx context.Context, awsCfg aws.Config, getenv func(string) s
 
 // openAIKey returns OPENAI_API_KEY, or the value of the secret
 // OPENAI_API_KEY_SECRET_ARN names.
-func openAIKey(ctx context.Context, awsCfg aws.Config, getenv func(string) string) (string, error) {
+func openAIKey(ctx context.Context, secrets *secrets, getenv func(string) string) (string, error) {
 	if key := getenv("OPENAI_API_KEY"); key != "" {
 		return key, nil
 	}
@@ -467,11 +475,11 @@ func openAIKey(ctx context.Context, awsCfg aws.Config, getenv func(string) strin
 	if arn == "" {
 		return "", nil // servers such as Ollama need no key
 	}
-	out, err := secretsmanager.NewFromConfig(awsCfg).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+	key, err := secrets.get(ctx, arn)
 	if err != nil {
 		return "", fmt.Errorf("cloud: read the OpenAI-compatible provider's key: %w", err)
 	}
-	return strings.TrimSpace(aws.ToString(out.SecretString)), nil
+	return key, nil
 }
 
 // CheckIn returns the handler of the scheduler function.

@@ -1,9 +1,11 @@
 package cloud
 
 import (
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 )
@@ -12,15 +14,14 @@ import (
 // function RUN_FUNCTION names, invoked asynchronously (LAMBDA_ENDPOINT
 // overrides the Lambda endpoint), leased in the table. Without
 // RUN_FUNCTION it returns nil: every run goes through the state machine.
-func newInline(awsCfg aws.Config, getenv func(string) string, db *dynamo.Store) *sfn.Inline {
+func newInline(awsCfg aws.Config, getenv func(string) string, db *dynamo.Store) (*sfn.Inline, error) {
 	fn := getenv("RUN_FUNCTION")
 	if fn == "" {
-		return nil
+		return nil, nil
 	}
-	client := lambda.NewFromConfig(awsCfg, func(o *lambda.Options) {
-		if ep := getenv("LAMBDA_ENDPOINT"); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})
-	return &sfn.Inline{Invoker: client, Function: fn, Claims: db}
+	client, err := awsapi.NewLambda(awsCfg, getenv("LAMBDA_ENDPOINT"))
+	if err != nil {
+		return nil, fmt.Errorf("cloud: %w", err)
+	}
+	return &sfn.Inline{Invoker: client, Function: fn, Claims: db}, nil
 }

@@ -6,9 +6,9 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ebscheduler"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
@@ -38,15 +38,14 @@ import (
 
 // newSchedule builds the engine of jobs on the table and the stack's
 // schedule group.
-func newSchedule(db *dynamo.Store, awsCfg aws.Config, getenv func(string) string) (*dynamo.Schedule, *ebscheduler.Schedules) {
-	client := scheduler.NewFromConfig(awsCfg, func(o *scheduler.Options) {
-		if ep := getenv("SCHEDULER_ENDPOINT"); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})
+func newSchedule(db *dynamo.Store, awsCfg aws.Config, getenv func(string) string) (*dynamo.Schedule, *ebscheduler.Schedules, error) {
+	client, err := awsapi.NewScheduler(awsCfg, getenv("SCHEDULER_ENDPOINT"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("cloud: %w", err)
+	}
 	timers := &ebscheduler.Schedules{API: client, Group: getenv("SCHEDULE_GROUP"), Role: getenv("SCHEDULER_ROLE_ARN"), Target: getenv("SCHEDULER_TARGET_ARN"),
 		DeadLetter: getenv("SCHEDULER_DEAD_LETTER_ARN")}
-	return db.Schedule(timers, nil), timers
+	return db.Schedule(timers, nil), timers, nil
 }
 
 // routeCheckIns adds the replier of check-in runs to router.

@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
@@ -94,17 +94,17 @@ func (r *Root) newTelegram(ctx context.Context, getenv func(string) string, rout
 
 // secrets reads Secrets Manager values once per container.
 type secrets struct {
-	client *secretsmanager.Client
+	client *awsapi.SecretsManager
 	mu     sync.Mutex
 	cache  map[string]string
 }
 
-func newSecrets(awsCfg aws.Config, endpoint string) *secrets {
-	return &secrets{cache: map[string]string{}, client: secretsmanager.NewFromConfig(awsCfg, func(o *secretsmanager.Options) {
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
-	})}
+func newSecrets(awsCfg aws.Config, endpoint string) (*secrets, error) {
+	client, err := awsapi.NewSecretsManager(awsCfg, endpoint)
+	if err != nil {
+		return nil, err
+	}
+	return &secrets{cache: map[string]string{}, client: client}, nil
 }
 
 // Secret returns the value of the secret arn, read from Secrets Manager on
@@ -123,11 +123,11 @@ func (s *secrets) get(ctx context.Context, id string) (string, error) {
 	if v, ok := s.cache[id]; ok {
 		return v, nil
 	}
-	out, err := s.client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
+	v, err := s.client.SecretString(ctx, id)
 	if err != nil {
 		return "", fmt.Errorf("read secret: %w", err)
 	}
-	v := strings.TrimSpace(aws.ToString(out.SecretString))
+	v = strings.TrimSpace(v)
 	if v != "" {
 		s.cache[id] = v
 	}

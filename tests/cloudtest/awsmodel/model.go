@@ -7,7 +7,7 @@
 // and maps, patterns, enums, numeric ranges, unions, the types of values,
 // and members the model does not know, nested to any depth — and the
 // From* functions read a request's input off the wire of each protocol
-// (awsJson, rest-json, query, Smithy RPC v2 CBOR), so a fake refuses what
+// (awsJson, rest-json, query), so a fake refuses what
 // the service refuses.
 //
 // The data directory is BOTOCORE_DATA when set; otherwise python3 tells

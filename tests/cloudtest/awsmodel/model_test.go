@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/smithy-go/encoding/cbor"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -264,17 +263,6 @@ func TestFromQuery(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"Put: Stray: unknown member", "Put: Zone: length 0 < min 1"}, violations(m.Validate(op, in))); diff != "" {
 		t.Errorf("violations (-want +got):\n%s", diff)
-	}
-}
-
-func TestFromCBOR(t *testing.T) {
-	in, err := FromCBOR(cbor.Encode(cbor.Map{"Name": cbor.String("n"), "Count": cbor.NegInt(3), "Tags": cbor.List{cbor.Map{"Key": cbor.String("k")}}, "Data": cbor.Slice("ab"), "On": cbor.Bool(true)}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]any{"Name": "n", "Count": jsonNumber("-3"), "Tags": []any{map[string]any{"Key": "k"}}, "Data": []byte("ab"), "On": true}
-	if diff := cmp.Diff(want, in); diff != "" {
-		t.Errorf("FromCBOR (-want +got):\n%s", diff)
 	}
 }
 

@@ -7,15 +7,11 @@ import (
 	"encoding/xml"
 	"fmt"
 	"maps"
-	"math"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/aws/smithy-go/encoding/cbor"
 )
 
 // FromJSON reads a JSON body (awsJson, rest-json) as an input tree; an
@@ -398,63 +394,6 @@ func (m *Model) queryValue(form url.Values, used map[string]bool, key string, mb
 	}
 	used[key] = true
 	return fromText(s, vs[0]), true
-}
-
-// FromCBOR reads a Smithy RPC v2 CBOR body as an input tree: an empty
-// body is no members.
-func FromCBOR(body []byte) (map[string]any, error) {
-	if len(body) == 0 {
-		return map[string]any{}, nil
-	}
-	v, err := cbor.Decode(body)
-	if err != nil {
-		return nil, fmt.Errorf("the body is not CBOR: %w", err)
-	}
-	in, ok := fromCBOR(v).(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("the body is not a CBOR map")
-	}
-	return in, nil
-}
-
-func fromCBOR(v cbor.Value) any {
-	switch x := v.(type) {
-	case cbor.Map:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = fromCBOR(e)
-		}
-		return out
-	case cbor.List:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = fromCBOR(e)
-		}
-		return out
-	case cbor.String:
-		return string(x)
-	case cbor.Slice:
-		return []byte(x)
-	case cbor.Uint:
-		return json.Number(strconv.FormatUint(uint64(x), 10))
-	case cbor.NegInt:
-		return json.Number("-" + strconv.FormatUint(uint64(x), 10))
-	case cbor.Float32:
-		return float64(x)
-	case cbor.Float64:
-		return float64(x)
-	case cbor.Bool:
-		return bool(x)
-	case *cbor.Tag:
-		if x.ID == 1 {
-			if f, ok := number(fromCBOR(x.Value)); ok {
-				sec, frac := math.Modf(f)
-				return time.Unix(int64(sec), int64(frac*1e9)).UTC()
-			}
-		}
-		return fromCBOR(x.Value)
-	}
-	return nil // Nil, Undefined
 }
 
 // fromText reads a value sent as text (a URI label, a query parameter,

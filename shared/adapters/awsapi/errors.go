@@ -1,0 +1,103 @@
+package awsapi
+
+import (
+	"cmp"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// Error is an error a service answered: its HTTP status, its code (such
+// as ResourceNotFoundException or ExecutionAlreadyExists) and message.
+type Error struct {
+	Service, Operation string
+	Status             int
+	Code, Message      string
+	RequestID          string
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("%s %s: %s", e.Service, e.Operation, e.Code)
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	s += fmt.Sprintf(" (HTTP %d", e.Status)
+	if e.RequestID != "" {
+		s += ", request " + e.RequestID
+	}
+	return s + ")"
+}
+
+// Code returns the service's error code of err, "" when err is not a
+// service's error.
+func Code(err error) string {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Code
+	}
+	return ""
+}
+
+// HasCode reports whether err is a service's error with one of codes.
+func HasCode(err error, codes ...string) bool {
+	c := Code(err)
+	return c != "" && slices.Contains(codes, c)
+}
+
+// decodeError reads the error a service answered with status: the code
+// in the X-Amzn-Errortype header or the body's __type (awsJson,
+// restJson1), in x-amzn-query-error for a service compatible with the
+// query protocol, or in <Error><Code> (query).
+func (s Service) decodeError(op string, status int, h http.Header, body []byte) *Error {
+	e := &Error{Service: s.Name, Operation: op, Status: status, RequestID: h.Get("X-Amzn-Requestid")}
+	if s.protocol == query {
+		var x struct {
+			Code      string `xml:"Error>Code"`
+			Message   string `xml:"Error>Message"`
+			RequestID string `xml:"RequestId"`
+		}
+		if xml.Unmarshal(body, &x) == nil {
+			e.Code, e.Message = x.Code, x.Message
+			if x.RequestID != "" {
+				e.RequestID = x.RequestID
+			}
+		}
+	} else {
+		var j struct {
+			Type     string `json:"__type"`
+			Code     string `json:"code"`
+			Message  string `json:"message"`
+			MessageU string `json:"Message"`
+		}
+		_ = json.Unmarshal(body, &j)
+		e.Code = sanitizeCode(cmp.Or(h.Get("X-Amzn-Errortype"), j.Type, j.Code))
+		e.Message = cmp.Or(j.Message, j.MessageU)
+		if s.queryCompatible {
+			// "AWS.SimpleQueueService.NonExistentQueue;Sender"
+			if code, _, _ := strings.Cut(h.Get("X-Amzn-Query-Error"), ";"); code != "" {
+				e.Code = code
+			}
+		}
+	}
+	if e.Code == "" {
+		e.Code = strings.ReplaceAll(http.StatusText(status), " ", "")
+		if e.Code == "" {
+			e.Code = fmt.Sprintf("HTTP%d", status)
+		}
+	}
+	return e
+}
+
+// sanitizeCode takes the code out of a type such as
+// "com.amazonaws.sfn#ExecutionAlreadyExists" or
+// "ResourceNotFoundException:http://internal.amazon.com/…", as the SDK does.
+func sanitizeCode(t string) string {
+	t, _, _ = strings.Cut(t, ":")
+	if i := strings.LastIndexByte(t, '#'); i >= 0 {
+		t = t[i+1:]
+	}
+	return strings.TrimSpace(t)
+}
