@@ -454,7 +454,9 @@ func (d *doctor) checkClock(context.Context) finding {
 	samples := slices.Clone(d.dates)
 	d.mu.Unlock()
 	if len(samples) == 0 {
-		return finding{Verdict: info, Detail: "not checked: no server answered with a Date header"}
+		return finding{Verdict: info, Detail: "not compared: the clock is compared with the time (the Date header) of the answers of the servers " +
+			"the other checks call (providers, embeddings, Telegram), and none answered; fix those checks and run doctor again, " +
+			"or see that the clock is synchronised (timedatectl status: NTP service active)"}
 	}
 	var worst time.Duration
 	var from string

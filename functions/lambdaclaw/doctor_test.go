@@ -230,7 +230,8 @@ func TestDoctorClock(t *testing.T) {
 		{"same", 300 * time.Millisecond, 1, "ok", "within 1s of"},
 		{"ahead", 5 * time.Minute, 1, "FAIL", "is 4m59s ahead of"}, // at least: Date is to the second,
 		{"behind", -3 * time.Minute, 1, "FAIL", "is 3m0s behind"},
-		{"no answers", 0, 0, "info", "not checked"},
+		// It says what it compares with, and what to do.
+		{"no answers", 0, 0, "info", "the time (the Date header) of the answers of the servers the other checks call (providers, embeddings, Telegram), and none answered; fix those checks"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
