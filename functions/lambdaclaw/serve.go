@@ -243,6 +243,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Warn("no LLM provider configured: chat requests will fail until you set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server) or add providers to the config file")
 	}
 	log.Info("lambdaclaw listening", "addr", "http://"+ln.Addr().String(), "home", cfg.Home, "agents", agents.Names(), "version", currentBuild().Version)
+	fmt.Fprintf(stdout, "Serving on http://%s (the web console is its / page; data in %s). Ctrl-C stops.\n", ln.Addr(), cfg.Home)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
