@@ -614,7 +614,7 @@ func TestJobsPages(t *testing.T) {
 		{"200", []int{200, 80}},
 		{"120", []int{120, 120, 40}},
 		{"125", []int{125, 125, 30}}, // a page ends with the admin's jobs
-		{"140", []int{140, 140}}, // the last page is full: no empty page after it
+		{"140", []int{140, 140}},     // the last page is full: no empty page after it
 	} {
 		ids, sizes := walk(tc.limit)
 		if d := cmp.Diff(want, ids); d != "" {
