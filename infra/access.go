@@ -102,13 +102,14 @@ func (s *builder) grantTable(fn awslambda.Function, role string) {
 		s.grantIndex(fn, "OWNER#*", "KEYS")
 		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, keyKeys)
 		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem"}, keyIDKeys)
-		// Its jobs view lists the owner's jobs and a job's runs, pauses
-		// and resumes a job (its item replaced) and deletes one (the job
-		// and its id's claim in one transaction, then its runs in
-		// batches); the schedules follow (grantSchedules).
+		// Its jobs view lists the owner's jobs and a job's runs, makes
+		// one (the job and its id's claim put in one transaction),
+		// pauses and resumes a job (its item replaced) and deletes one
+		// (the job and its id's claim in one transaction, then its runs
+		// in batches); the schedules follow (grantSchedules).
 		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem",
 			"dynamodb:BatchWriteItem"}, cronKeys)
-		s.grantItems(fn, []string{"dynamodb:DeleteItem"}, cronIDKeys)
+		s.grantItems(fn, []string{"dynamodb:PutItem", "dynamodb:DeleteItem"}, cronIDKeys)
 	case "ws":
 		s.grantItems(fn, sessionActions, sessionKeys)
 		s.grantItems(fn, readActions, keyKeys)

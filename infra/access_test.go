@@ -110,14 +110,14 @@ func TestTableGrants(t *testing.T) {
 	sessions := []string{"SESSION#*", "RUN#*", "APPROVAL#*", "RESPONSE#*"}
 	want := map[string][]tableGrant{
 		// The web console lists an owner's sessions and the keys from
-		// the index, creates and revokes keys, and lists, pauses and
-		// deletes jobs.
+		// the index, creates and revokes keys, and lists, makes, pauses
+		// and deletes jobs.
 		"api": {describe, items(sessions, session...), items([]string{"MEM#*"}, memory...),
 			{Actions: []string{"dynamodb:Query"}, Resource: "index/gsi1", LeadingKeys: []string{"OWNER#*", "KEYS"}},
 			items([]string{"KEY#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 			items([]string{"KEYID#*"}, "dynamodb:GetItem", "dynamodb:PutItem"),
 			items([]string{"CRON#*"}, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"),
-			items([]string{"CRONID#*"}, "dynamodb:DeleteItem")},
+			items([]string{"CRONID#*"}, "dynamodb:PutItem", "dynamodb:DeleteItem")},
 		"ws": {describe, items(sessions, session...), items([]string{"KEY#*"}, "dynamodb:GetItem"),
 			items([]string{"CONN#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
 			items([]string{"WSUSER#*"}, "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem")},

@@ -8,8 +8,8 @@ import (
 )
 
 // TestStageThrottling: both API stages throttle every route by default at
-// DefaultAPIRate and DefaultAPIBurst, the bound the README's flood cost is
-// computed from; -c api_rate and -c api_burst change both.
+// DefaultAPIRate and DefaultAPIBurst, the bound the flood cost of
+// tests/cost/README.md is computed from; -c api_rate and -c api_burst change both.
 func TestStageThrottling(t *testing.T) {
 	for variant, want := range map[string]m{
 		variantDefault: {"ThrottlingRateLimit": float64(DefaultAPIRate), "ThrottlingBurstLimit": float64(DefaultAPIBurst)},

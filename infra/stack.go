@@ -577,14 +577,15 @@ func (s *builder) lambdas() {
 	// api: the OpenAI-compatible API, health, the MCP server and the
 	// web console, streamed. The console's chat connects to the
 	// WebSocket API, whose client URL the function derives from
-	// WS_ENDPOINT; its jobs view pauses, resumes and deletes the jobs'
-	// schedules (an update names the schedule's target and role).
+	// WS_ENDPOINT; its jobs view makes, pauses, resumes and deletes the
+	// jobs' schedules (a schedule made or updated names its target and
+	// role).
 	api := s.function("api", "OpenAI-compatible API, MCP server, web console and health (response streaming)", float64(s.cfg.RunMemory), runTimeout.Seconds(),
 		common(merge(llm, makers, runEnv, map[string]*string{"WS_ENDPOINT": s.wsEndpoint})))
 	s.grantTable(api, "api")
 	s.grantWorkspace(api)
 	s.grantStates(api, true)
-	s.grantSchedules(api, "scheduler:UpdateSchedule", "scheduler:DeleteSchedule")
+	s.grantSchedules(api, "scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule")
 	s.grantBedrock(api, true, true)
 	if s.providerKey != nil {
 		s.providerKey.GrantRead(api, nil)

@@ -388,7 +388,7 @@ func TestScheduler(t *testing.T) {
 	for name, want := range map[string][]string{
 		"step":      {"scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:UpdateSchedule"},
 		"scheduler": {"scheduler:DeleteSchedule"},
-		"api":       {"scheduler:DeleteSchedule", "scheduler:UpdateSchedule"},
+		"api":       {"scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:UpdateSchedule"},
 		"ws":        nil,
 	} {
 		acts := s.actionsOf(s.roleOf(t, s.functionID(t, name)))
@@ -592,7 +592,7 @@ func TestNothingRunsWhileIdle(t *testing.T) {
 		"Custom::TelegramWebhook": true, "AWS::Lambda::EventInvokeConfig": true,
 		"AWS::S3::Bucket": true, "AWS::S3::BucketPolicy": true,
 		// Alarms are billed per alarm metric and month ($0.10; the
-		// default deployment's 13, TestAlarms, are in the README's idle
+		// default deployment's 13, TestAlarms, are in tests/cost/README.md's idle
 		// cost); an SNS topic costs nothing idle.
 		"AWS::CloudWatch::Alarm": true, "AWS::SNS::Topic": true, "AWS::SNS::Subscription": true,
 	}
@@ -1058,7 +1058,7 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-// X-Ray traces (one a turn, README: What it costs) only with
+// X-Ray traces (one a turn, tests/cost/README.md) only with
 // tracing=active: every function Active and the state machine traced,
 // with the permissions to send traces; by default no function has a
 // tracing mode (Lambda's PassThrough), the state machine none, and no

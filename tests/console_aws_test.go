@@ -27,7 +27,9 @@ import (
 // S3-compatible bucket and the fake EventBridge Scheduler: the pages, and
 // the API's endpoints over the DynamoDB adapters (an owner's sessions
 // from the index, jobs paused, resumed and deleted with their schedules,
-// memories, keys created and revoked), key-scoped as locally.
+// memories, keys created and revoked, sessions summarised and searched,
+// a job made with the form, a file written to the bucket), key-scoped as
+// locally.
 func TestConsoleOnAWS(t *testing.T) {
 	env := cloudtest.Setup(t)
 	root := env.Root(t, "api")
@@ -47,7 +49,7 @@ func TestConsoleOnAWS(t *testing.T) {
 	}
 	owner := "key:" + env.Key.ID
 	if _, _, err := env.Store.EnqueueRun(ctx, store.NewRun{
-		Session: store.Session{ID: "console-aws", Agent: "default", Owner: owner},
+		Session: store.Session{ID: "console-aws", Agent: "default", Owner: owner, Channel: "ws"},
 		Run:     store.Run{ID: "console-aws-run", SessionID: "console-aws", State: []byte(`{}`)},
 		Input:   []chat.Message{{Role: chat.User, Content: "hello from aws"}},
 	}); err != nil {
@@ -102,6 +104,10 @@ func TestConsoleOnAWS(t *testing.T) {
 	if code != 200 || !strings.HasPrefix(ctype, "text/html") || !strings.Contains(body, "lambdaclaw console") {
 		t.Errorf("GET /: %d %s %.200q; want the console's page", code, ctype, body)
 	}
+	// The icon the page links to, under console/ as the REST API routes it.
+	if code, ctype, body := call("GET", "/console/favicon.svg", "", ""); code != 200 || ctype != "image/svg+xml" || !strings.Contains(body, "<svg") {
+		t.Errorf("GET /console/favicon.svg: %d %s %.200q; want the icon", code, ctype, body)
+	}
 
 	// pick keeps what a case compares of an answer.
 	sessionIDs := func(v map[string]any) any {
@@ -133,6 +139,12 @@ func TestConsoleOnAWS(t *testing.T) {
 			func(v map[string]any) any { return []any{v["owner"], v["admin"], v["agents"]} }, []any{owner, false, []any{"default"}}, ""},
 		{"sessions", "GET", "/v1/lambdaclaw/sessions", cloudtest.SampleKey, "", 200, sessionIDs, []string{"console-aws"}, ""},
 		{"sessions of another key", "GET", "/v1/lambdaclaw/sessions", other, "", 200, sessionIDs, []string(nil), ""},
+		{"sessions summarised", "GET", "/v1/lambdaclaw/sessions", cloudtest.SampleKey, "", 200, func(v map[string]any) any {
+			s := v["sessions"].([]any)[0].(map[string]any)
+			return []any{s["title"], s["channel"], s["preview"]}
+		}, []any{"hello from aws", "ws", "hello from aws"}, ""},
+		{"sessions searched", "GET", "/v1/lambdaclaw/sessions?q=AWS", cloudtest.SampleKey, "", 200, sessionIDs, []string{"console-aws"}, ""},
+		{"sessions searched by another key", "GET", "/v1/lambdaclaw/sessions?q=aws", other, "", 200, sessionIDs, []string(nil), ""},
 		{"session", "GET", "/v1/lambdaclaw/sessions/console-aws", cloudtest.SampleKey, "", 200,
 			func(v map[string]any) any { return v["messages"].([]any)[0].(map[string]any)["content"] }, "hello from aws", ""},
 		{"session of another key", "GET", "/v1/lambdaclaw/sessions/console-aws", other, "", 404, errorCode, "not_found", ""},
@@ -148,6 +160,16 @@ func TestConsoleOnAWS(t *testing.T) {
 		{"delete job of another key", "DELETE", jobPath, other, "", 404, errorCode, "not_found", "ENABLED"},
 		{"delete job", "DELETE", jobPath, cloudtest.SampleKey, "", 204, nil, nil, "gone"},
 		{"jobs after delete", "GET", "/v1/lambdaclaw/jobs", cloudtest.SampleKey, "", 200, jobIDs, []string(nil), ""},
+		{"create job shorter than the engine's interval", "POST", "/v1/lambdaclaw/jobs", cloudtest.SampleKey,
+			`{"agent":"default","message":"too often","every":"10s"}`, 400, errorCode, "invalid_request", ""},
+		{"create job", "POST", "/v1/lambdaclaw/jobs", cloudtest.SampleKey, `{"agent":"default","name":"form","message":"standup?","cron":"0 9 * * 1-5","tz":"Europe/Berlin"}`, 201,
+			func(v map[string]any) any { return []any{v["owner"], v["name"], v["schedule"]} },
+			[]any{owner, "form", map[string]any{"cron": "0 9 * * 1-5", "tz": "Europe/Berlin"}}, ""},
+		{"write file not approved", "PUT", "/v1/lambdaclaw/agents/default/files/notes/console.md", cloudtest.SampleKey, `{"text":"x"}`, 403, errorCode, "approval_required", ""},
+		{"write file", "PUT", "/v1/lambdaclaw/agents/default/files/notes/console.md", cloudtest.SampleKey, `{"text":"written on aws","approved":true}`, 200,
+			func(v map[string]any) any { return v["path"] }, "notes/console.md", ""},
+		{"read the file written", "GET", "/v1/lambdaclaw/agents/default/files/notes/console.md", cloudtest.SampleKey, "", 200,
+			func(v map[string]any) any { return v["text"] }, "written on aws", ""},
 		{"search memory", "GET", "/v1/lambdaclaw/agents/default/memory?q=vim", cloudtest.SampleKey, "", 200,
 			func(v map[string]any) any {
 				return v["hits"].([]any)[0].(map[string]any)["entry"].(map[string]any)["key"]
@@ -199,5 +221,13 @@ func TestConsoleOnAWS(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+	// The job made with the form has its schedule.
+	list, err := jobs.List(ctx, owner)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("jobs of the key: %v, %v; want the one made with the form", list, err)
+	}
+	if s, ok := env.Scheduler.Schedules()[list[0].ID]; !ok || s.State != "ENABLED" {
+		t.Errorf("the schedule of the job made with the form: %+v, %v; want it ENABLED", s, ok)
 	}
 }

@@ -1,12 +1,23 @@
 package tests
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 	"github.com/lambdaclaw/lambdaclaw/tests/faketelegram"
 )
@@ -227,5 +238,85 @@ func TestTelegramAccessCodeLockout(t *testing.T) {
 	tg.Push(faketelegram.Message(9, 666, 666, "private", "code-5ecret-42"))
 	if ms := waitMessages(t, tg, 666, 1); !strings.HasPrefix(ms[0].Text, "Access granted") {
 		t.Errorf("the unused code in another chat = %q", ms[0].Text)
+	}
+}
+
+// crashAfterCommit is a store whose process dies, as under kill -9, right
+// after the commit that ends a run applied: the step sees an error, and
+// nothing that would follow the commit runs.
+type crashAfterCommit struct {
+	agent.Store
+	crashed bool
+}
+
+func (s *crashAfterCommit) CommitRun(ctx context.Context, c store.Commit) error {
+	if err := s.Store.CommitRun(ctx, c); err != nil {
+		return err
+	}
+	if c.Run.Status.Finished() && !s.crashed {
+		s.crashed = true
+		return errors.New("killed right after the commit")
+	}
+	return nil
+}
+
+// answering is a model that answers at once, counting its calls.
+type answering struct{ calls atomic.Int32 }
+
+func (*answering) Name() string { return "answering" }
+
+func (m *answering) Generate(context.Context, llm.Request, llm.OnDelta) (llm.Response, error) {
+	m.calls.Add(1)
+	return llm.Response{Message: chat.Message{Role: chat.Assistant, Content: "the answer"}}, nil
+}
+
+// The process dies between the commit that ends a Telegram run and the
+// telling of its reply: the reply, committed with the run (the
+// transactional outbox), is delivered once by the restarted process's
+// outbox sender, and the model was asked once.
+func TestTelegramCrashAfterCommit(t *testing.T) {
+	ctx := t.Context()
+	tg := faketelegram.New()
+	t.Cleanup(tg.Close)
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "lambdaclaw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	replier := func() *telegram.Replier {
+		r, err := telegram.NewReplier(telegram.Config{Client: telegram.NewClient(tg.URL, faketelegram.Token), Store: db.Telegram()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	model := &answering{}
+	dying := &crashAfterCommit{Store: db}
+	loop := &agent.Loop{Store: dying, Agents: agent.Registry{"a": {Name: "a", Provider: model}},
+		Replier: agent.Router{telegram.ChannelName: replier()}}
+	st, err := loop.Enqueue(ctx, agent.Input{SessionID: "tg-111", Agent: "a", Owner: "tg:111", Messages: []chat.Message{{Role: chat.User, Content: "hi"}},
+		Autonomy: tool.Full, Reply: agent.Reply{Channel: telegram.ChannelName, To: "111"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loop.Step(ctx, st); err == nil || !dying.crashed {
+		t.Fatalf("step: %v; want the crash after the commit", err)
+	}
+	if ms := tg.Messages(111); len(ms) != 0 {
+		t.Fatalf("delivered %+v by the process that died", ms)
+	}
+	// The restarted process: the run is done, its reply in the outbox.
+	run, err := db.GetRun(ctx, st.RunID)
+	if err != nil || run.Status != store.RunDone {
+		t.Fatalf("run %s, %v; want done", run.Status, err)
+	}
+	restarted := replier()
+	for range 2 {
+		if pending, err := restarted.Flush(ctx, time.Second); err != nil || pending != 0 {
+			t.Fatalf("flush: %d pending, %v", pending, err)
+		}
+	}
+	if ms := tg.Messages(111); len(ms) != 1 || ms[0].Text != "the answer" || model.calls.Load() != 1 {
+		t.Fatalf("delivered %+v, the model asked %d times; want the answer once, asked once", ms, model.calls.Load())
 	}
 }

@@ -19,7 +19,7 @@ func newConsole(cfg *config.Config, db *sqlite.DB, agents *setup.Workspaces, ski
 	c := console.Config{
 		Sessions: db, Keys: db, Jobs: jobs, Operator: localOwner, Agents: agents.Names, Metrics: true,
 		DefaultRate: cfg.DefaultRatePerMinute, Log: log,
-		Workspace: setup.WorkspaceOf(agents),
+		Workspace: setup.WorkspaceOf(agents), Tool: setup.ToolOf(agents),
 		Skills: func(ctx context.Context, agent string, ws filestore.FS) []skill.Skill {
 			list, _ := skills.For(ctx, agent, ws)
 			return list

@@ -165,7 +165,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompter, Replier: replier, Events: events, Log: log,
 		Limits: agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes, MaxToolArgsBytes: cfg.Limits.MaxToolArgsBytes, MaxToolResultBytes: cfg.Limits.MaxToolResultBytes}}
 	loop.Recorder = mem.Recorder()
-	defer mem.IndexWorkspaces(agents.Current())()
 	runCtx, cancelRuns := context.WithCancel(context.Background())
 	driver := agent.NewDriver(runCtx, loop, log)
 	defer func() {
@@ -227,12 +226,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	poller := &schedule.Poller{Timers: jobs, Runner: &schedule.Runner{Engine: jobs, Loop: loop, Lane: driver}, Log: log}
-	var polling sync.WaitGroup
-	polling.Go(func() { poller.Run(runCtx) })
-	defer func() {
-		cancelRuns()
-		polling.Wait()
-	}()
 
 	var handler http.Handler = gw
 	if tg != nil && cfg.Telegram.Mode == "webhook" {
@@ -248,7 +241,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	// What serving does not need starts once the server listens: the
-	// sandbox's probe (the exec tool waits for it) and eager MCP servers.
+	// sandbox's probe (the exec tool waits for it), eager MCP servers, the
+	// schedule's poller and the indexing of the workspaces' memory files.
 	var starting sync.WaitGroup
 	defer func() {
 		cancelRuns()
@@ -259,6 +253,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		starting.Go(func() { exec.probe(runCtx) })
 	}
 	starting.Go(startMCP)
+	starting.Go(func() { poller.Run(runCtx) })
+	defer mem.IndexWorkspaces(agents.Current())()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

@@ -274,16 +274,18 @@ func (c *failingRenewals) RenewRun(context.Context, string, string, time.Time) (
 }
 
 // TestInlineRenewalFails: a renewal of the lease fails while the model
-// answers; the invocation commits the step it is in (its lease still
-// holds), steps no further and fails, and Lambda's retry hands the run to
-// the state machine, which finishes it.
+// asks for a tool; the invocation commits the step it is in (its lease
+// still holds), steps no further and fails, and Lambda's retry hands the
+// run to the state machine, which finishes it.
 func TestInlineRenewalFails(t *testing.T) {
 	f := newInlineFixture(t)
 	claims := &failingRenewals{Claims: f.step.Driver.Inline.Claims, failed: make(chan struct{})}
 	f.step.Driver.Inline.Claims = claims
 	f.step.Driver.Inline.Lease = 30 * time.Millisecond // renewed every 10 ms
 	arrived, release := f.holdFirstModelCall()
-	f.env.LLM.Enqueue(fakellm.Reply{Content: "Once."})
+	f.env.LLM.Enqueue(
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_1", Name: "load_skill", Arguments: `{"name":"web-research"}`}}},
+		fakellm.Reply{Content: "Once."})
 	st := f.deliver(t, "s-renew", "hi")
 	<-arrived
 	<-claims.failed
@@ -301,10 +303,10 @@ func TestInlineRenewalFails(t *testing.T) {
 		t.Fatal(x.Err)
 	}
 	f.runDone(t, st.RunID)
-	if n := len(f.env.LLM.Requests()); n != 1 {
-		t.Errorf("the model was asked %d times, want once", n)
+	if n := len(f.env.LLM.Requests()); n != 2 {
+		t.Errorf("the model was asked %d times, want twice: once for the call, once for the answer", n)
 	}
-	if got, want := f.history(t, "s-renew"), []string{"user: hi", "assistant: Once."}; !slices.Equal(got, want) {
+	if got, want := f.history(t, "s-renew"), []string{"user: hi", "assistant:  [load_skill]", "tool call_1", "assistant: Once."}; !slices.Equal(got, want) {
 		t.Errorf("history %q, want %q", got, want)
 	}
 	if got := f.finals("s-renew"); !slices.Equal(got, []string{"Once."}) {
@@ -407,7 +409,8 @@ func (f *inlineFixture) handedOverAt(t *testing.T, runID, step string) {
 
 // TestInlineLongThink: an invocation with less left than the model call
 // may take (the provider's timeout, three attempts and the waits between
-// them: 6m20s) and the margin hands the run over before think, and the
+// them: 6m20s) and the margin hands the run over before begin (which
+// thinks), and the
 // state machine asks the model.
 func TestInlineLongThink(t *testing.T) {
 	f := newInlineFixture(t)
@@ -415,7 +418,7 @@ func TestInlineLongThink(t *testing.T) {
 	f.invocationsLast(6 * time.Minute)
 	st := f.deliver(t, "s-think", "hi")
 	f.env.Lambda.Wait()
-	f.handedOverAt(t, st.RunID, agent.StepThink)
+	f.handedOverAt(t, st.RunID, agent.StepBegin) // begin thinks
 	if x := f.env.SFN.Wait(st.RunID, 10*time.Second); x.Err != nil {
 		t.Fatal(x.Err)
 	}

@@ -126,8 +126,8 @@ func TestStepAndCall(t *testing.T) {
 	)
 
 	st := f.step(t, ev)
-	if st.Step != agent.StepThink {
-		t.Fatalf("after begin: step %q, want think", st.Step)
+	if st.Step != agent.StepApprove {
+		t.Fatalf("after begin, which thinks: step %q, want approve", st.Step)
 	}
 	for st.Step != agent.StepAct {
 		if st.Step == agent.StepDone {

@@ -45,7 +45,7 @@ func mib(tb testing.TB, path string) float64 {
 	return float64(st.Size()) / (1 << 20)
 }
 
-// BenchmarkFootprint reports what the budgets in the README bound: the
+// BenchmarkFootprint reports what the budgets of tests/bench/README.md bound: the
 // stripped lambdaclaw binary (this machine's architecture), the time from
 // exec to a healthy /health on a fresh home (median), the resident memory
 // one second after start, each Lambda bootstrap's stripped size for

@@ -13,7 +13,7 @@
 // the functions write (what CloudWatch Logs ingests, the metrics' EMF
 // lines among them) and the X-Ray traces Lambda's active tracing would
 // record (infra's tracing=active; the default stack records none); then
-// it prices them with the README's assumed prices and asserts upper
+// it prices them with tests/cost/README.md's assumed prices and asserts upper
 // bounds, so a regression fails. It also counts the distinct custom
 // metrics the EMF lines make, a monthly cost rather than one per turn.
 //
@@ -62,7 +62,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/tests/faketelegram"
 )
 
-// Prices assumed (README "What it costs": us-east-1 list prices).
+// Prices assumed (tests/cost/README.md: us-east-1 list prices).
 const (
 	pricePerGBs         = 0.0000133334
 	pricePerInvocation  = 0.20 / 1e6
@@ -1058,8 +1058,8 @@ func (h *harness) message(t *testing.T, id, text string) {
 	}
 }
 
-// TestCost measures the turns and prints the table README's "What it
-// costs" cites.
+// TestCost measures the turns and prints the tables tests/cost/README.md
+// cites.
 func TestCost(t *testing.T) {
 	h := newHarness(t)
 	var ev events.APIGatewayWebsocketProxyRequest
@@ -1161,36 +1161,37 @@ func TestCost(t *testing.T) {
 		// The api function's first turn: its prompt is read from the
 		// bucket.
 		"stateless (API)":      {0, 2, 20, 0, 1, 3100, 0.038},
-		"stateful (WebSocket)": {0, 28, 0, 40, 15, 3100, 0.060},
+		"stateful (WebSocket)": {0, 24, 0, 38, 13, 3100, 0.060},
 		// The prompt's files are looked at again (9 HEADs), the agents
 		// (by the ws and step functions) and skills (global and the
 		// agent's) listed (4 LISTs).
-		"stateful (WebSocket), after a quiet minute": {0, 28, 14, 40, 15, 3100, 0.084},
+		"stateful (WebSocket), after a quiet minute": {0, 24, 14, 38, 13, 3100, 0.084},
 		// load_skill trusts the catalog's listing; the prompt is built
 		// again after the tool ran (9 HEADs, the agent's skills listed).
-		"stateful, one tool call (WebSocket)": {0, 42, 11, 60, 27, 4700, 0.098},
+		"stateful, one tool call (WebSocket)": {0, 38, 11, 59, 24, 4700, 0.098},
 		// The request polls the run while it streams: its reads depend
 		// on the time the model takes.
-		"stateful (API, session key)": {0, 110, 0, 55, 65, 3300, 0.074},
-		// The outbox item of the reply (with the text, in gsi1) is put,
-		// claimed and marked sent; the update is marked seen. The
+		"stateful (API, session key)": {0, 110, 0, 53, 65, 3300, 0.074},
+		// The outbox item of the reply (with the text, in gsi1) is
+		// written by the commit that ends the run, claimed and marked
+		// sent; the update is marked seen. The
 		// telegram function's listing of the agents is the once a minute
 		// one (the harness's clock moved on a minute above).
-		"stateful (Telegram)":                {0, 32, 2, 54, 13, 3300, 0.062},
+		"stateful (Telegram)":                {0, 26, 2, 54, 10, 3300, 0.062},
 		"Telegram delivers the update again": {0, 3, 0, 0, 2, 500, 0.007},
 		// The firing's claim and record, the turn, memory's record of
 		// it, and the reply's outbox item.
-		"check-in (a job's firing, to Telegram)": {0, 40, 0, 60, 18, 3500, 0.059},
+		"check-in (a job's firing, to Telegram)": {0, 35, 0, 60, 16, 3500, 0.059},
 		// Refused at the claim: the run is done.
 		"the firing delivered again": {0, 4, 0, 0, 4, 700, 0.005},
 		// As to Telegram, with a Query of the user's connections and a
 		// post instead of the outbox item.
-		"check-in (a job's firing, to WebSocket)": {0, 36, 0, 52, 19, 3500, 0.055},
+		"check-in (a job's firing, to WebSocket)": {0, 32, 0, 48, 16, 3500, 0.055},
 		// HEARTBEAT.md is looked for (a HEAD) after the agents are listed.
 		"idle heartbeat (skipped)": {0, 10, 3, 6, 6, 700, 0.014},
 	}
 	// Every metric and label value emitted every hour of a month: the
-	// README's monthly figure.
+	// monthly figure of tests/cost/README.md.
 	if possible > 32 {
 		t.Errorf("%d custom metrics possible, want at most 32 ($9.60 a month)", possible)
 	}

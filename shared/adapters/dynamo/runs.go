@@ -19,8 +19,9 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
 
-// maxTransactItems is how many items one TransactWriteItems may hold.
-const maxTransactItems = 25
+// maxTransactItems is how many items one TransactWriteItems may hold
+// (botocore's model of DynamoDB: TransactWriteItemList, max 100).
+const maxTransactItems = 100
 
 // EnqueueRun creates n.Session unless it exists, stores n.Run as queued
 // with the session's next Seq, and writes n.Input. If a run with the id
@@ -313,7 +314,21 @@ func (s *Store) CommitRun(ctx context.Context, c store.Commit) error {
 		}
 		msgs = append(msgs, it)
 	}
-	if len(items)+len(msgs)+1 > maxTransactItems {
+	// The outbox is the commit's: its items are in the transaction or
+	// the commit fails. History that does not fit beside it is written
+	// first, put-if-absent, as a repeated commit would write it.
+	outbox := make([]item, 0, len(c.Outbox))
+	for _, m := range c.Outbox {
+		it, err := outboxItem(m, now)
+		if err != nil {
+			return fail(err)
+		}
+		outbox = append(outbox, it)
+	}
+	if len(items)+1+len(outbox) > maxTransactItems {
+		return fail(fmt.Errorf("%d outbox messages, more than the %d one transaction holds beside the run", len(outbox), maxTransactItems-len(items)-1))
+	}
+	if len(items)+len(msgs)+1+len(outbox) > maxTransactItems {
 		for _, m := range c.Messages {
 			if _, err := s.AppendMessage(ctx, m); err != nil {
 				return fail(err)
@@ -331,7 +346,7 @@ func (s *Store) CommitRun(ctx context.Context, c store.Commit) error {
 		}})
 	}
 	first := len(items)
-	for _, it := range msgs {
+	for _, it := range slices.Concat(msgs, outbox) {
 		items = append(items, s.put(it, "attribute_not_exists(pk)"))
 	}
 	for {
@@ -353,8 +368,8 @@ func (s *Store) CommitRun(ctx context.Context, c store.Commit) error {
 			}
 			return fail(store.ErrNotFound)
 		}
-		// Messages whose key exists keep their first write: retry
-		// without them. Anything else that failed is an error.
+		// Messages and outbox items whose key exists keep their first
+		// write: retry without them. Anything else that failed is an error.
 		kept := items[:first:first]
 		dropped := false
 		for i, it := range items {

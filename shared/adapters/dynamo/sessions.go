@@ -29,6 +29,9 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 	it["id"] = attrS(sess.ID)
 	it["agent"] = attrS(sess.Agent)
 	it["owner"] = attrS(sess.Owner)
+	if sess.Channel != "" {
+		it["channel"] = attrS(sess.Channel)
+	}
 	it["ephemeral"] = attrBool(sess.Ephemeral)
 	it["created_at"] = attrTime(created)
 	it["updated_at"] = attrTime(updated)
@@ -162,6 +165,7 @@ func decodeSession(it item) store.Session {
 		ID:        getS(it, "id"),
 		Agent:     getS(it, "agent"),
 		Owner:     getS(it, "owner"),
+		Channel:   getS(it, "channel"),
 		Ephemeral: getBool(it, "ephemeral"),
 		Allowlist: getList(it, "allowlist"),
 		CreatedAt: getTime(it, "created_at"),

@@ -231,26 +231,33 @@ func (t TelegramStore) SetCodeTries(ctx context.Context, chatID int64, prev int6
 func (t TelegramStore) AddOutbox(ctx context.Context, msgs []store.OutboxMessage) error {
 	now := t.s.now()
 	for _, m := range msgs {
-		it := key(pfxTGOut+m.ID, skTGOut)
-		it["id"] = attrS(m.ID)
-		it["chat_id"] = attrN(m.ChatID)
-		it["text"] = attrS(m.Text)
-		it["status"] = attrS(store.OutboxPending)
-		it["attempts"] = attrN(0)
-		it["next_at"] = attrTime(orNow(m.NextAt, now))
-		it["created_at"] = attrTime(orNow(m.CreatedAt, now))
-		it[attrGSI1PK] = attrS(tgOutGSI(store.OutboxPending))
-		it[attrGSI1SK] = attrS(nextOrder())
-		if err := checkSize("telegram message "+m.ID, it); err != nil {
+		it, err := outboxItem(m, now)
+		if err != nil {
 			return err
 		}
-		_, err := t.s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: t.s.table, Item: it,
+		_, err = t.s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: t.s.table, Item: it,
 			ConditionExpression: aws.String("attribute_not_exists(pk)")})
 		if _, ok := condFailed(err); err != nil && !ok {
 			return fmt.Errorf("dynamo: telegram outbox: %w", err)
 		}
 	}
 	return nil
+}
+
+// outboxItem is the item of m, pending: AddOutbox's, and those of a
+// run's commit (Store.CommitRun).
+func outboxItem(m store.OutboxMessage, now time.Time) (item, error) {
+	it := key(pfxTGOut+m.ID, skTGOut)
+	it["id"] = attrS(m.ID)
+	it["chat_id"] = attrN(m.ChatID)
+	it["text"] = attrS(m.Text)
+	it["status"] = attrS(store.OutboxPending)
+	it["attempts"] = attrN(0)
+	it["next_at"] = attrTime(orNow(m.NextAt, now))
+	it["created_at"] = attrTime(orNow(m.CreatedAt, now))
+	it[attrGSI1PK] = attrS(tgOutGSI(store.OutboxPending))
+	it[attrGSI1SK] = attrS(nextOrder())
+	return it, checkSize("telegram message "+m.ID, it)
 }
 
 // UnsentOutbox implements store.Telegram. It reads the pending messages

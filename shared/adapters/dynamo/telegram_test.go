@@ -10,3 +10,11 @@ import (
 func TestTelegramStore(t *testing.T) {
 	storetest.RunTelegram(t, func(t *testing.T) store.Telegram { return newStore(t).Telegram() })
 }
+
+func TestCommitOutbox(t *testing.T) {
+	endpoint(t)
+	storetest.RunCommitOutbox(t, func(t *testing.T) (store.Store, store.Telegram) {
+		s := newStore(t)
+		return s, s.Telegram()
+	})
+}

@@ -59,7 +59,7 @@ func (db *DB) CreateApproval(ctx context.Context, a store.Approval) error {
 		return fmt.Errorf("sqlite: create approval %q: encode tools: %w", a.ID, err)
 	}
 	created := orNow(a.CreatedAt, time.Now())
-	err = changeOne(ctx, db.st.createApproval, store.ErrExists, a.ID, a.SessionID, a.RunID, a.Kind, calls, tools, a.Prompt,
+	err = changeOne(ctx, &db.st.createApproval, store.ErrExists, a.ID, a.SessionID, a.RunID, a.Kind, calls, tools, a.Prompt,
 		string(store.ApprovalPending), "", a.Token, toMillis(created), nil)
 	if isForeignKeyError(err) {
 		return fmt.Errorf("sqlite: create approval %q: session %q: %w", a.ID, a.SessionID, store.ErrNotFound)
@@ -105,13 +105,13 @@ func (db *DB) ResolveApproval(ctx context.Context, id string, status store.Appro
 	if status != store.ApprovalApproved && status != store.ApprovalDenied {
 		return store.Approval{}, fmt.Errorf("sqlite: resolve approval %q: status %q is not an answer", id, status)
 	}
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, err := begin(ctx, db.w, &db.st.resolveAppr, &db.st.approvalForRes)
 	if err != nil {
 		return store.Approval{}, fmt.Errorf("sqlite: resolve approval %q: begin: %w", id, err)
 	}
 	defer tx.Rollback()
 
-	a, err := scanApproval(tx.StmtContext(ctx, db.st.resolveAppr).QueryRowContext(ctx,
+	a, err := scanApproval(db.st.resolveAppr.in(ctx, tx).QueryRowContext(ctx,
 		string(status), decision, toMillis(orNow(at, time.Now())), id))
 	if err == nil {
 		if err := tx.Commit(); err != nil {
@@ -124,7 +124,7 @@ func (db *DB) ResolveApproval(ctx context.Context, id string, status store.Appro
 	}
 	// Nothing pending by that id: tell a missing approval from an
 	// answered one.
-	a, err = scanApproval(tx.StmtContext(ctx, db.st.approvalForRes).QueryRowContext(ctx, id))
+	a, err = scanApproval(db.st.approvalForRes.in(ctx, tx).QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Approval{}, fmt.Errorf("sqlite: resolve approval %q: %w", id, store.ErrNotFound)
 	}
@@ -137,7 +137,7 @@ func (db *DB) ResolveApproval(ctx context.Context, id string, status store.Appro
 // SetApprovalToken saves the task token that resumes the run. It is
 // store.ErrNotFound for an unknown id.
 func (db *DB) SetApprovalToken(ctx context.Context, id, token string) error {
-	if err := changeOne(ctx, db.st.setApprToken, store.ErrNotFound, token, id); err != nil {
+	if err := changeOne(ctx, &db.st.setApprToken, store.ErrNotFound, token, id); err != nil {
 		return fmt.Errorf("sqlite: set approval token %q: %w", id, err)
 	}
 	return nil

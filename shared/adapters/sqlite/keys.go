@@ -49,7 +49,7 @@ func (db *DB) CreateKey(ctx context.Context, k store.APIKey) error {
 		revoked = sql.NullInt64{Int64: toMillis(*k.RevokedAt), Valid: true}
 	}
 	created := orNow(k.CreatedAt, time.Now())
-	err := changeOne(ctx, db.st.createKey, store.ErrExists, k.ID, k.Name, k.Hash, k.Prefix, agents, k.Autonomy,
+	err := changeOne(ctx, &db.st.createKey, store.ErrExists, k.ID, k.Name, k.Hash, k.Prefix, agents, k.Autonomy,
 		k.RatePerMinute, k.Admin, toMillis(created), revoked)
 	if errors.Is(err, store.ErrExists) {
 		return fmt.Errorf("sqlite: create key %q: id or hash: %w", k.ID, err)
@@ -99,7 +99,7 @@ func (db *DB) ListKeys(ctx context.Context) ([]store.APIKey, error) {
 // already revoked keeps its first revocation time. It is
 // store.ErrNotFound for an unknown id.
 func (db *DB) RevokeKey(ctx context.Context, id string, at time.Time) error {
-	if err := changeOne(ctx, db.st.revokeKey, store.ErrNotFound, toMillis(orNow(at, time.Now())), id); err != nil {
+	if err := changeOne(ctx, &db.st.revokeKey, store.ErrNotFound, toMillis(orNow(at, time.Now())), id); err != nil {
 		return fmt.Errorf("sqlite: revoke key %q: %w", id, err)
 	}
 	return nil

@@ -100,32 +100,33 @@ func (db *DB) MemoryIndex() *MemoryIndex { return db.mem }
 // memoryColumns are the columns of an entry, in the order scanEntry reads.
 const memoryColumns = `m.agent, m.owner, m.key, m.text, m.category, m.source, m.created_at, m.updated_at`
 
-// memoryStatements are the memory index's prepared statements.
+// memoryStatements are the memory index's statements, prepared on first
+// use (stmt).
 type memoryStatements struct {
 	// writer
-	spaceInsert  *sql.Stmt
-	spaceID      *sql.Stmt
-	nextChunk    *sql.Stmt
-	upsert       *sql.Stmt
-	memoryID     *sql.Stmt
-	deleteFTS    *sql.Stmt
-	deleteChunks *sql.Stmt
-	deleteMemory *sql.Stmt
-	insertChunk  *sql.Stmt
-	insertFTS    *sql.Stmt
-	bump         *sql.Stmt
+	spaceInsert  stmt
+	spaceID      stmt
+	nextChunk    stmt
+	upsert       stmt
+	memoryID     stmt
+	deleteFTS    stmt
+	deleteChunks stmt
+	deleteMemory stmt
+	insertChunk  stmt
+	insertFTS    stmt
+	bump         stmt
 
 	// reader
-	get        *sql.Stmt
-	space      *sql.Stmt
-	count      *sql.Stmt
-	keyword    *sql.Stmt
-	keywordIn  *sql.Stmt
-	byChunk    *sql.Stmt
-	generation *sql.Stmt
-	countVecs  *sql.Stmt
-	vectors    *sql.Stmt
-	all        []*sql.Stmt
+	get        stmt
+	space      stmt
+	count      stmt
+	keyword    stmt
+	keywordIn  stmt
+	byChunk    stmt
+	generation stmt
+	countVecs  stmt
+	vectors    stmt
+	all        []*stmt
 }
 
 // keywordSelect reads a keyword match: the chunk, its entry and score.
@@ -138,13 +139,13 @@ const keywordWindow = `SELECT rowid, -bm25(memory_fts) AS score FROM memory_fts
 	WHERE memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3
 	ORDER BY rowid DESC LIMIT ?4`
 
-func newMemoryIndex(ctx context.Context, db *DB) (*MemoryIndex, error) {
+func newMemoryIndex(db *DB) *MemoryIndex {
 	x := &MemoryIndex{db: db, budget: keywordBudget}
 	x.cache.reset(-1)
 	s := &x.st
 	list := []struct {
 		db    *sql.DB
-		dst   **sql.Stmt
+		dst   *stmt
 		query string
 	}{
 		{db.w, &s.spaceInsert, `INSERT INTO memory_spaces (agent, owner) VALUES (?, ?) ON CONFLICT (agent, owner) DO NOTHING`},
@@ -196,15 +197,10 @@ func newMemoryIndex(ctx context.Context, db *DB) (*MemoryIndex, error) {
 			WHERE c.id BETWEEN ?1 AND ?2 AND c.vector IS NOT NULL AND m.agent = ?3 AND m.owner = ?4`},
 	}
 	for _, p := range list {
-		st, err := p.db.PrepareContext(ctx, p.query)
-		if err != nil {
-			x.close()
-			return nil, fmt.Errorf("prepare %q: %w", p.query, err)
-		}
-		*p.dst = st
-		s.all = append(s.all, st)
+		p.dst.define(p.db, p.query)
+		s.all = append(s.all, p.dst)
 	}
-	return x, nil
+	return x
 }
 
 // chunkRange returns the first and last chunk id of a space's range.
@@ -230,14 +226,7 @@ func (x *MemoryIndex) spaceNumber(ctx context.Context, sp space) (id int64, ok b
 }
 
 // close releases the prepared statements.
-func (x *MemoryIndex) close() error {
-	var err error
-	for _, st := range x.st.all {
-		err = errors.Join(err, st.Close())
-	}
-	x.st.all = nil
-	return err
-}
+func (x *MemoryIndex) close() error { return closeAll(x.st.all) }
 
 // scanEntry reads the memoryColumns of one row.
 func scanEntry(e *memory.Entry, created, updated *int64) []any {
@@ -267,13 +256,14 @@ func (x *MemoryIndex) PutMany(ctx context.Context, recs []memory.Record) error {
 	x.cache.writeMu.Lock()
 	defer x.cache.writeMu.Unlock()
 
-	tx, err := x.db.w.BeginTx(ctx, nil)
+	s := &x.st
+	tx, err := begin(ctx, x.db.w, &s.upsert, &s.deleteFTS, &s.deleteChunks, &s.insertChunk, &s.insertFTS, &s.spaceInsert, &s.spaceID, &s.nextChunk, &s.bump)
 	if err != nil {
 		return fmt.Errorf("sqlite: put memory: begin: %w", err)
 	}
 	defer tx.Rollback()
-	upsert, delFTS, delChunks := tx.StmtContext(ctx, x.st.upsert), tx.StmtContext(ctx, x.st.deleteFTS), tx.StmtContext(ctx, x.st.deleteChunks)
-	insChunk, insFTS := tx.StmtContext(ctx, x.st.insertChunk), tx.StmtContext(ctx, x.st.insertFTS)
+	upsert, delFTS, delChunks := x.st.upsert.in(ctx, tx), x.st.deleteFTS.in(ctx, tx), x.st.deleteChunks.in(ctx, tx)
+	insChunk, insFTS := x.st.insertChunk.in(ctx, tx), x.st.insertFTS.in(ctx, tx)
 
 	type spaceIDs struct{ number, next, hi int64 }
 	ids := map[space]*spaceIDs{}
@@ -284,15 +274,15 @@ func (x *MemoryIndex) PutMany(ctx context.Context, recs []memory.Record) error {
 		a := ids[sp]
 		if a == nil {
 			a = &spaceIDs{}
-			if _, err := tx.StmtContext(ctx, x.st.spaceInsert).ExecContext(ctx, sp.agent, sp.owner); err != nil {
+			if _, err := x.st.spaceInsert.in(ctx, tx).ExecContext(ctx, sp.agent, sp.owner); err != nil {
 				return fmt.Errorf("sqlite: put memory %q: space: %w", e.Key, err)
 			}
-			if err := tx.StmtContext(ctx, x.st.spaceID).QueryRowContext(ctx, sp.agent, sp.owner).Scan(&a.number); err != nil {
+			if err := x.st.spaceID.in(ctx, tx).QueryRowContext(ctx, sp.agent, sp.owner).Scan(&a.number); err != nil {
 				return fmt.Errorf("sqlite: put memory %q: space: %w", e.Key, err)
 			}
 			var lo int64
 			lo, a.hi = chunkRange(a.number)
-			if err := tx.StmtContext(ctx, x.st.nextChunk).QueryRowContext(ctx, lo, a.hi).Scan(&a.next); err != nil {
+			if err := x.st.nextChunk.in(ctx, tx).QueryRowContext(ctx, lo, a.hi).Scan(&a.next); err != nil {
 				return fmt.Errorf("sqlite: put memory %q: chunk id: %w", e.Key, err)
 			}
 			ids[sp] = a
@@ -334,7 +324,7 @@ func (x *MemoryIndex) PutMany(ctx context.Context, recs []memory.Record) error {
 		changes = append(changes, ch)
 	}
 	var gen int64
-	if err := tx.StmtContext(ctx, x.st.bump).QueryRowContext(ctx).Scan(&gen); err != nil {
+	if err := x.st.bump.in(ctx, tx).QueryRowContext(ctx).Scan(&gen); err != nil {
 		return fmt.Errorf("sqlite: put memory: generation: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -371,26 +361,27 @@ func (x *MemoryIndex) Delete(ctx context.Context, agent, owner, key string) erro
 	x.cache.writeMu.Lock()
 	defer x.cache.writeMu.Unlock()
 
-	tx, err := x.db.w.BeginTx(ctx, nil)
+	s := &x.st
+	tx, err := begin(ctx, x.db.w, &s.memoryID, &s.deleteFTS, &s.deleteChunks, &s.deleteMemory, &s.bump)
 	if err != nil {
 		return fmt.Errorf("sqlite: delete memory %q: begin: %w", key, err)
 	}
 	defer tx.Rollback()
 	var id int64
-	err = tx.StmtContext(ctx, x.st.memoryID).QueryRowContext(ctx, agent, owner, key).Scan(&id)
+	err = x.st.memoryID.in(ctx, tx).QueryRowContext(ctx, agent, owner, key).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("sqlite: delete memory %q: %w", key, err)
 	}
-	for _, st := range []*sql.Stmt{x.st.deleteFTS, x.st.deleteChunks, x.st.deleteMemory} {
-		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, id); err != nil {
+	for _, st := range []*stmt{&x.st.deleteFTS, &x.st.deleteChunks, &x.st.deleteMemory} {
+		if _, err := st.in(ctx, tx).ExecContext(ctx, id); err != nil {
 			return fmt.Errorf("sqlite: delete memory %q: %w", key, err)
 		}
 	}
 	var gen int64
-	if err := tx.StmtContext(ctx, x.st.bump).QueryRowContext(ctx).Scan(&gen); err != nil {
+	if err := x.st.bump.in(ctx, tx).QueryRowContext(ctx).Scan(&gen); err != nil {
 		return fmt.Errorf("sqlite: delete memory %q: generation: %w", key, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -604,13 +595,13 @@ func (x *MemoryIndex) load(ctx context.Context, sp space) (*spaceVectors, error)
 	x.cache.loadMu.Lock()
 	defer x.cache.loadMu.Unlock()
 
-	tx, err := x.db.r.BeginTx(ctx, nil)
+	tx, err := begin(ctx, x.db.r, &x.st.generation, &x.st.countVecs, &x.st.vectors)
 	if err != nil {
 		return nil, fmt.Errorf("load vectors: %w", err)
 	}
 	defer tx.Rollback()
 	var gen int64
-	if err := tx.StmtContext(ctx, x.st.generation).QueryRowContext(ctx).Scan(&gen); err != nil {
+	if err := x.st.generation.in(ctx, tx).QueryRowContext(ctx).Scan(&gen); err != nil {
 		return nil, fmt.Errorf("load vectors: %w", err)
 	}
 	if sv, ok := x.cache.get(gen, sp); ok {
@@ -627,10 +618,10 @@ func (x *MemoryIndex) load(ctx context.Context, sp space) (*spaceVectors, error)
 	}
 	lo, hi := chunkRange(num)
 	var n int
-	if err := tx.StmtContext(ctx, x.st.countVecs).QueryRowContext(ctx, lo, hi).Scan(&n); err != nil {
+	if err := x.st.countVecs.in(ctx, tx).QueryRowContext(ctx, lo, hi).Scan(&n); err != nil {
 		return nil, fmt.Errorf("load vectors: %w", err)
 	}
-	rows, err := tx.StmtContext(ctx, x.st.vectors).QueryContext(ctx, lo, hi, sp.agent, sp.owner)
+	rows, err := x.st.vectors.in(ctx, tx).QueryContext(ctx, lo, hi, sp.agent, sp.owner)
 	if err != nil {
 		return nil, fmt.Errorf("load vectors: %w", err)
 	}

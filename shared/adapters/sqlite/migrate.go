@@ -6,8 +6,223 @@ import (
 	"fmt"
 )
 
+// schema is the database at the latest migration, in one script: a new
+// database is created from it, which parses a fraction of what replaying
+// every migration does (their ALTERs and table rebuilds each parse the
+// whole schema again). TestSchemaIsMigrated holds the two equal: a new
+// migration changes schema too.
+const schema = `
+CREATE TABLE sessions (
+	id         TEXT    NOT NULL PRIMARY KEY,
+	agent      TEXT    NOT NULL,
+	ephemeral  INTEGER NOT NULL DEFAULT 0,
+	next_seq   INTEGER NOT NULL DEFAULT 1,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	allowlist  TEXT,
+	owner      TEXT    NOT NULL DEFAULT '',
+	channel    TEXT    NOT NULL DEFAULT '',
+	history_version INTEGER NOT NULL DEFAULT 0
+) STRICT;
+CREATE INDEX sessions_owner ON sessions (owner, created_at) WHERE ephemeral = 0;
+
+CREATE TABLE messages (
+	session_id TEXT    NOT NULL REFERENCES sessions(id),
+	key        TEXT    NOT NULL,
+	run_id     TEXT    NOT NULL,
+	body       TEXT    NOT NULL,
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (session_id, key)
+) STRICT, WITHOUT ROWID;
+CREATE TRIGGER sessions_history_version AFTER INSERT ON sessions
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id = NEW.id;
+END;
+CREATE TRIGGER messages_inserted AFTER INSERT ON messages
+WHEN EXISTS (SELECT 1 FROM messages WHERE session_id = NEW.session_id AND key > NEW.key)
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id = NEW.session_id;
+END;
+CREATE TRIGGER messages_updated AFTER UPDATE ON messages
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id IN (OLD.session_id, NEW.session_id);
+END;
+CREATE TRIGGER messages_deleted AFTER DELETE ON messages
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id = OLD.session_id;
+END;
+
+CREATE TABLE runs (
+	id         TEXT    NOT NULL PRIMARY KEY,
+	session_id TEXT    NOT NULL REFERENCES sessions(id),
+	seq        INTEGER NOT NULL,
+	status     TEXT    NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed')),
+	state      BLOB,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	calls      TEXT,
+	options    BLOB,
+	started    TEXT,
+	UNIQUE (session_id, seq)
+) STRICT;
+CREATE INDEX runs_unfinished ON runs (session_id, seq)
+	WHERE status IN ('queued', 'running');
+
+CREATE TABLE api_keys (
+	id              TEXT    NOT NULL PRIMARY KEY,
+	name            TEXT    NOT NULL,
+	hash            TEXT    NOT NULL UNIQUE,
+	prefix          TEXT    NOT NULL,
+	agents          TEXT,
+	autonomy        TEXT    NOT NULL,
+	rate_per_minute INTEGER NOT NULL,
+	created_at      INTEGER NOT NULL,
+	revoked_at      INTEGER,
+	admin           INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
+CREATE TABLE approvals (
+	id          TEXT    NOT NULL PRIMARY KEY,
+	session_id  TEXT    NOT NULL REFERENCES sessions(id),
+	run_id      TEXT    NOT NULL,
+	calls       TEXT    NOT NULL,
+	tools       TEXT    NOT NULL,
+	prompt      TEXT    NOT NULL,
+	status      TEXT    NOT NULL CHECK (status IN ('pending', 'approved', 'denied')),
+	decision    TEXT    NOT NULL DEFAULT '',
+	token       TEXT    NOT NULL DEFAULT '',
+	created_at  INTEGER NOT NULL,
+	resolved_at INTEGER,
+	kind        TEXT    NOT NULL DEFAULT ''
+) STRICT;
+CREATE INDEX approvals_session ON approvals (session_id, status, created_at, id);
+
+CREATE VIRTUAL TABLE memory_fts USING fts5(
+	body,
+	content = '', contentless_delete = 1,
+	tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TABLE memory_state (
+	id         INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+	generation INTEGER NOT NULL
+) STRICT;
+INSERT INTO memory_state (id, generation) VALUES (1, 1);
+CREATE TABLE memory_spaces (
+	id    INTEGER NOT NULL PRIMARY KEY,
+	agent TEXT    NOT NULL,
+	owner TEXT    NOT NULL,
+	UNIQUE (agent, owner)
+) STRICT;
+CREATE TABLE memories (
+	id         INTEGER NOT NULL PRIMARY KEY,
+	agent      TEXT    NOT NULL,
+	owner      TEXT    NOT NULL DEFAULT '',
+	key        TEXT    NOT NULL,
+	text       TEXT    NOT NULL,
+	category   TEXT    NOT NULL,
+	source     TEXT    NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	UNIQUE (agent, owner, key)
+) STRICT;
+CREATE TABLE memory_chunks (
+	id        INTEGER NOT NULL PRIMARY KEY,
+	memory_id INTEGER NOT NULL REFERENCES memories(id),
+	seq       INTEGER NOT NULL,
+	text      TEXT    NOT NULL,
+	vector    BLOB,
+	UNIQUE (memory_id, seq)
+) STRICT;
+
+CREATE TABLE telegram_state (
+	key   TEXT NOT NULL PRIMARY KEY,
+	value TEXT NOT NULL
+) STRICT;
+CREATE TABLE telegram_seen (
+	update_id INTEGER NOT NULL PRIMARY KEY,
+	seen_at   INTEGER NOT NULL
+) STRICT;
+CREATE INDEX telegram_seen_at ON telegram_seen (seen_at);
+CREATE TABLE telegram_users (
+	user_id   INTEGER NOT NULL PRIMARY KEY,
+	code_hash TEXT    NOT NULL UNIQUE,
+	added_at  INTEGER NOT NULL
+) STRICT;
+CREATE TABLE telegram_outbox (
+	n          INTEGER NOT NULL PRIMARY KEY,
+	id         TEXT    NOT NULL UNIQUE,
+	chat_id    INTEGER NOT NULL,
+	text       TEXT    NOT NULL,
+	status     TEXT    NOT NULL CHECK (status IN ('pending', 'sent', 'failed')),
+	attempts   INTEGER NOT NULL DEFAULT 0,
+	next_at    INTEGER NOT NULL,
+	message_id INTEGER,
+	last_error TEXT    NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL,
+	sent_at    INTEGER
+) STRICT;
+CREATE INDEX telegram_outbox_pending ON telegram_outbox (n) WHERE status = 'pending';
+CREATE TABLE telegram_code_tries (
+	chat_id      INTEGER NOT NULL PRIMARY KEY,
+	tries        INTEGER NOT NULL,
+	lockouts     INTEGER NOT NULL,
+	locked_until INTEGER NOT NULL,
+	version      INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE jobs (
+	kind       TEXT    NOT NULL,
+	id         TEXT    NOT NULL,
+	payload    BLOB    NOT NULL,
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (kind, id)
+) STRICT;
+CREATE INDEX jobs_age ON jobs (kind, created_at, id);
+
+CREATE TABLE responses (
+	id          TEXT    NOT NULL PRIMARY KEY,
+	owner       TEXT    NOT NULL,
+	agent       TEXT    NOT NULL,
+	session_id  TEXT    NOT NULL REFERENCES sessions(id),
+	run_id      TEXT    NOT NULL,
+	seq         INTEGER NOT NULL,
+	previous_id TEXT    NOT NULL DEFAULT '',
+	request     BLOB,
+	created_at  INTEGER NOT NULL
+) STRICT;
+CREATE INDEX responses_session ON responses (session_id);
+
+CREATE TABLE cron_jobs (
+	id         TEXT    NOT NULL PRIMARY KEY,
+	owner      TEXT    NOT NULL,
+	definition BLOB    NOT NULL,
+	paused     INTEGER NOT NULL DEFAULT 0,
+	next_at    INTEGER,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX cron_jobs_due ON cron_jobs (next_at) WHERE paused = 0 AND next_at IS NOT NULL;
+CREATE INDEX cron_jobs_owner ON cron_jobs (owner, created_at);
+CREATE TABLE cron_runs (
+	job_id      TEXT    NOT NULL,
+	at          INTEGER NOT NULL,
+	manual      INTEGER NOT NULL DEFAULT 0,
+	status      TEXT    NOT NULL,
+	reason      TEXT    NOT NULL DEFAULT '',
+	claimed_at  INTEGER NOT NULL,
+	lease_until INTEGER NOT NULL DEFAULT 0,
+	finished_at INTEGER NOT NULL DEFAULT 0,
+	tokens      INTEGER NOT NULL DEFAULT 0,
+	reply       TEXT    NOT NULL DEFAULT '',
+	delivered   TEXT    NOT NULL DEFAULT '',
+	PRIMARY KEY (job_id, at)
+) STRICT;
+CREATE INDEX cron_runs_running ON cron_runs (at) WHERE status = 'running';
+`
+
 // migrations[i] brings the schema from user_version i to i+1. Append new
-// migrations; never edit one that has shipped.
+// migrations, and make schema their result; never edit one that has
+// shipped.
 var migrations = []string{
 	// 1: sessions, history, runs and API keys.
 	`
@@ -328,10 +543,42 @@ CREATE TABLE telegram_code_tries (
 	`
 ALTER TABLE runs ADD COLUMN started TEXT;
 `,
+	// 13: the channel a session was started on (store.Session.Channel).
+	`
+ALTER TABLE sessions ADD COLUMN channel TEXT NOT NULL DEFAULT '';
+`,
+	// 14: the version of each session's history, which every write of its
+	// messages but an append (a key after all the session's keys)
+	// changes, whichever connection or process makes it: a process keeps
+	// the history it read and reads only what was appended while the
+	// version stays the same (DB.Messages). A random 64-bit value, so
+	// that a session deleted and created again does not repeat one.
+	`
+ALTER TABLE sessions ADD COLUMN history_version INTEGER NOT NULL DEFAULT 0;
+CREATE TRIGGER sessions_history_version AFTER INSERT ON sessions
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id = NEW.id;
+END;
+CREATE TRIGGER messages_inserted AFTER INSERT ON messages
+WHEN EXISTS (SELECT 1 FROM messages WHERE session_id = NEW.session_id AND key > NEW.key)
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id = NEW.session_id;
+END;
+CREATE TRIGGER messages_updated AFTER UPDATE ON messages
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id IN (OLD.session_id, NEW.session_id);
+END;
+CREATE TRIGGER messages_deleted AFTER DELETE ON messages
+BEGIN
+	UPDATE sessions SET history_version = random() WHERE id = OLD.session_id;
+END;
+`,
 }
 
-// migrate applies the migrations the database has not seen, in one
-// immediate transaction, so concurrent openers apply each one once.
+// migrate brings the database to the latest version in one immediate
+// transaction, so concurrent openers apply each migration once: a new
+// database (no version, no tables) from schema, an older one through the
+// migrations it has not seen.
 func migrate(ctx context.Context, w *sql.DB) error {
 	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
@@ -339,8 +586,8 @@ func migrate(ctx context.Context, w *sql.DB) error {
 	}
 	defer tx.Rollback()
 
-	var version int
-	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+	var version, objects int
+	if err := tx.QueryRowContext(ctx, "SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_schema)").Scan(&version, &objects); err != nil {
 		return fmt.Errorf("migrate: read user_version: %w", err)
 	}
 	if version > len(migrations) {
@@ -349,9 +596,15 @@ func migrate(ctx context.Context, w *sql.DB) error {
 	if version == len(migrations) {
 		return nil
 	}
-	for v := version; v < len(migrations); v++ {
-		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
-			return fmt.Errorf("migrate: to version %d: %w", v+1, err)
+	if version == 0 && objects == 0 {
+		if _, err := tx.ExecContext(ctx, schema); err != nil {
+			return fmt.Errorf("migrate: create version %d: %w", len(migrations), err)
+		}
+	} else {
+		for v := version; v < len(migrations); v++ {
+			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+				return fmt.Errorf("migrate: to version %d: %w", v+1, err)
+			}
 		}
 	}
 	// PRAGMA takes no parameters; the value is our own integer.

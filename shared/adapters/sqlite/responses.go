@@ -15,7 +15,7 @@ import (
 // store.ErrNotFound. A zero CreatedAt is set to now.
 func (db *DB) CreateResponse(ctx context.Context, r store.Response) error {
 	created := orNow(r.CreatedAt, time.Now())
-	err := changeOne(ctx, db.st.createResponse, store.ErrExists, r.ID, r.Owner, r.Agent, r.SessionID, r.RunID, r.Seq,
+	err := changeOne(ctx, &db.st.createResponse, store.ErrExists, r.ID, r.Owner, r.Agent, r.SessionID, r.RunID, r.Seq,
 		r.PreviousID, r.Request, toMillis(created))
 	if isForeignKeyError(err) {
 		return fmt.Errorf("sqlite: create response %q: session %q: %w", r.ID, r.SessionID, store.ErrNotFound)
@@ -45,7 +45,7 @@ func (db *DB) GetResponse(ctx context.Context, id string) (store.Response, error
 // DeleteResponse deletes a response by id; it is store.ErrNotFound when
 // there is none.
 func (db *DB) DeleteResponse(ctx context.Context, id string) error {
-	if err := changeOne(ctx, db.st.deleteResponse, store.ErrNotFound, id); err != nil {
+	if err := changeOne(ctx, &db.st.deleteResponse, store.ErrNotFound, id); err != nil {
 		return fmt.Errorf("sqlite: delete response %q: %w", id, err)
 	}
 	return nil

@@ -61,7 +61,7 @@ func (db *DB) EnqueueRun(ctx context.Context, n store.NewRun) (store.Run, bool, 
 	// BEGIN IMMEDIATE: the seq is read and bumped under the write lock.
 	// The common case, a run for an existing session of its owner, is an
 	// update and an insert; the rest is found from what they change.
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, err := begin(ctx, db.w, &db.st.takeSeq, &db.st.newSession, &db.st.insertRun, &db.st.appendMessage, &db.st.runForEnqueue)
 	if err != nil {
 		return fail(fmt.Errorf("begin: %w", err))
 	}
@@ -69,10 +69,10 @@ func (db *DB) EnqueueRun(ctx context.Context, n store.NewRun) (store.Run, bool, 
 
 	sess := n.Session
 	created := false
-	err = tx.StmtContext(ctx, db.st.takeSeq).QueryRowContext(ctx, toMillis(now), r.SessionID, sess.Owner).Scan(&r.Seq)
+	err = db.st.takeSeq.in(ctx, tx).QueryRowContext(ctx, toMillis(now), r.SessionID, sess.Owner).Scan(&r.Seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		// A new session, or another owner's.
-		res, err := tx.StmtContext(ctx, db.st.newSession).ExecContext(ctx, sess.ID, sess.Agent, sess.Owner, sess.Ephemeral, allow,
+		res, err := db.st.newSession.in(ctx, tx).ExecContext(ctx, sess.ID, sess.Agent, sess.Owner, sess.Channel, sess.Ephemeral, allow,
 			toMillis(orNow(sess.CreatedAt, now)), toMillis(orNow(sess.UpdatedAt, now)))
 		if err != nil {
 			return fail(fmt.Errorf("create session: %w", err))
@@ -89,7 +89,7 @@ func (db *DB) EnqueueRun(ctx context.Context, n store.NewRun) (store.Run, bool, 
 	} else if err != nil {
 		return fail(fmt.Errorf("next seq: %w", err))
 	}
-	res, err := tx.StmtContext(ctx, db.st.insertRun).ExecContext(ctx,
+	res, err := db.st.insertRun.in(ctx, tx).ExecContext(ctx,
 		r.ID, r.SessionID, r.Seq, string(r.Status), r.State, r.Options, toMillis(r.CreatedAt), toMillis(r.UpdatedAt))
 	if err != nil {
 		return fail(err)
@@ -104,7 +104,7 @@ func (db *DB) EnqueueRun(ctx context.Context, n store.NewRun) (store.Run, bool, 
 		}
 		return existing, false, fmt.Errorf("sqlite: enqueue run %q: %w", r.ID, store.ErrExists)
 	}
-	appendStmt := tx.StmtContext(ctx, db.st.appendMessage)
+	appendStmt := db.st.appendMessage.in(ctx, tx)
 	for i, b := range bodies {
 		if _, err := appendStmt.ExecContext(ctx, r.SessionID, store.InputKey(r.Seq, i), r.ID, b, toMillis(r.CreatedAt)); err != nil {
 			return fail(fmt.Errorf("write input %d: %w", i, err))
@@ -118,7 +118,7 @@ func (db *DB) EnqueueRun(ctx context.Context, n store.NewRun) (store.Run, bool, 
 
 // runOf reads a run within tx.
 func (db *DB) runOf(ctx context.Context, tx *sql.Tx, id string) (store.Run, error) {
-	return scanRun(tx.StmtContext(ctx, db.st.runForEnqueue).QueryRowContext(ctx, id))
+	return scanRun(db.st.runForEnqueue.in(ctx, tx).QueryRowContext(ctx, id))
 }
 
 // GetRun returns a run by id, or store.ErrNotFound.
@@ -166,12 +166,12 @@ func (db *DB) CommitRun(ctx context.Context, c store.Commit) error {
 		calls = sql.NullString{String: string(b), Valid: true}
 	}
 	now := time.Now()
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, err := begin(ctx, db.w, &db.st.updateRun, &db.st.setCalls, &db.st.appendMessage, &db.st.putJob)
 	if err != nil {
 		return fail(fmt.Errorf("begin: %w", err))
 	}
 	defer tx.Rollback()
-	res, err := tx.StmtContext(ctx, db.st.updateRun).ExecContext(ctx, string(r.Status), r.State, toMillis(now), r.ID)
+	res, err := db.st.updateRun.in(ctx, tx).ExecContext(ctx, string(r.Status), r.State, toMillis(now), r.ID)
 	if err != nil {
 		return fail(err)
 	}
@@ -186,20 +186,23 @@ func (db *DB) CommitRun(ctx context.Context, c store.Commit) error {
 		return fail(store.ErrLeaseLost)
 	}
 	if c.Calls != nil || c.ClearCalls {
-		if _, err := tx.StmtContext(ctx, db.st.setCalls).ExecContext(ctx, calls, r.ID); err != nil {
+		if _, err := db.st.setCalls.in(ctx, tx).ExecContext(ctx, calls, r.ID); err != nil {
 			return fail(fmt.Errorf("pending calls: %w", err))
 		}
 	}
 	for i, m := range c.Messages {
 		created := orNow(m.CreatedAt, now)
-		if _, err := tx.StmtContext(ctx, db.st.appendMessage).ExecContext(ctx, m.SessionID, m.Key, m.RunID, bodies[i], toMillis(created)); err != nil {
+		if _, err := db.st.appendMessage.in(ctx, tx).ExecContext(ctx, m.SessionID, m.Key, m.RunID, bodies[i], toMillis(created)); err != nil {
 			return fail(fmt.Errorf("message %q: %w", m.Key, err))
 		}
 	}
 	for _, j := range c.Jobs {
-		if _, err := tx.StmtContext(ctx, db.st.putJob).ExecContext(ctx, j.Kind, j.ID, j.Payload, toMillis(orNow(j.CreatedAt, now))); err != nil {
+		if _, err := db.st.putJob.in(ctx, tx).ExecContext(ctx, j.Kind, j.ID, j.Payload, toMillis(orNow(j.CreatedAt, now))); err != nil {
 			return fail(fmt.Errorf("job %s/%s: %w", j.Kind, j.ID, err))
 		}
+	}
+	if err := addOutbox(ctx, tx, c.Outbox, now); err != nil {
+		return fail(err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fail(fmt.Errorf("commit: %w", err))
@@ -233,13 +236,13 @@ func (db *DB) PendingCalls(ctx context.Context, runID string) ([]chat.ToolCall, 
 // an unknown run.
 func (db *DB) StartCall(ctx context.Context, runID, callID string) error {
 	fail := func(err error) error { return fmt.Errorf("sqlite: start call %q of run %q: %w", callID, runID, err) }
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, err := begin(ctx, db.w, &db.st.getStarted, &db.st.startCall)
 	if err != nil {
 		return fail(fmt.Errorf("begin: %w", err))
 	}
 	defer tx.Rollback()
 	var raw sql.NullString
-	err = tx.StmtContext(ctx, db.st.getStarted).QueryRowContext(ctx, runID).Scan(&raw)
+	err = db.st.getStarted.in(ctx, tx).QueryRowContext(ctx, runID).Scan(&raw)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fail(store.ErrNotFound)
 	}
@@ -255,7 +258,7 @@ func (db *DB) StartCall(ctx context.Context, runID, callID string) error {
 			return fail(store.ErrExists)
 		}
 	}
-	if _, err := tx.StmtContext(ctx, db.st.startCall).ExecContext(ctx, callID, runID); err != nil {
+	if _, err := db.st.startCall.in(ctx, tx).ExecContext(ctx, callID, runID); err != nil {
 		return fail(err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -20,7 +20,7 @@ func (db *DB) CreateSession(ctx context.Context, s store.Session) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: create session %q: encode allowlist: %w", s.ID, err)
 	}
-	if err := changeOne(ctx, db.st.createSession, store.ErrExists, s.ID, s.Agent, s.Owner, s.Ephemeral, allow, toMillis(created), toMillis(updated)); err != nil {
+	if err := changeOne(ctx, &db.st.createSession, store.ErrExists, s.ID, s.Agent, s.Owner, s.Channel, s.Ephemeral, allow, toMillis(created), toMillis(updated)); err != nil {
 		return fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
 	}
 	return nil
@@ -31,7 +31,7 @@ func (db *DB) GetSession(ctx context.Context, id string) (store.Session, error) 
 	s := store.Session{ID: id}
 	var allow sql.NullString
 	var created, updated int64
-	err := db.st.getSession.QueryRowContext(ctx, id).Scan(&s.Agent, &s.Owner, &s.Ephemeral, &allow, &created, &updated)
+	err := db.st.getSession.QueryRowContext(ctx, id).Scan(&s.Agent, &s.Owner, &s.Channel, &s.Ephemeral, &allow, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Session{}, fmt.Errorf("sqlite: get session %q: %w", id, store.ErrNotFound)
 	}
@@ -66,7 +66,7 @@ func (db *DB) SessionsOf(ctx context.Context, owner string, limit int) ([]store.
 		var s store.Session
 		var allow sql.NullString
 		var created, updated int64
-		err := rows.Scan(&s.ID, &s.Agent, &s.Owner, &s.Ephemeral, &allow, &created, &updated)
+		err := rows.Scan(&s.ID, &s.Agent, &s.Owner, &s.Channel, &s.Ephemeral, &allow, &created, &updated)
 		if err == nil {
 			err = finishSession(&s, allow, created, updated)
 		}
@@ -85,19 +85,21 @@ func (db *DB) SessionsOf(ctx context.Context, owner string, limit int) ([]store.
 // responses, in one transaction. Deleting a missing session is not an
 // error, so a retried cleanup succeeds.
 func (db *DB) DeleteSession(ctx context.Context, id string) error {
-	tx, err := db.w.BeginTx(ctx, nil)
+	deletes := []*stmt{&db.st.deleteSessMsgs, &db.st.deleteSessRuns, &db.st.deleteSessAppr, &db.st.deleteSessResp, &db.st.deleteSession}
+	tx, err := begin(ctx, db.w, deletes...)
 	if err != nil {
 		return fmt.Errorf("sqlite: delete session %q: begin: %w", id, err)
 	}
 	defer tx.Rollback()
-	for _, st := range []*sql.Stmt{db.st.deleteSessMsgs, db.st.deleteSessRuns, db.st.deleteSessAppr, db.st.deleteSessResp, db.st.deleteSession} {
-		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, id); err != nil {
+	for _, st := range deletes {
+		if _, err := st.in(ctx, tx).ExecContext(ctx, id); err != nil {
 			return fmt.Errorf("sqlite: delete session %q: %w", id, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: delete session %q: commit: %w", id, err)
 	}
+	db.hist.drop(id)
 	return nil
 }
 
@@ -105,7 +107,7 @@ func (db *DB) DeleteSession(ctx context.Context, id string) error {
 // adding one twice keeps one. It is store.ErrNotFound for an unknown
 // session.
 func (db *DB) AllowTool(ctx context.Context, sessionID, tool string) error {
-	if err := changeOne(ctx, db.st.allowTool, store.ErrNotFound, sessionID, tool); err != nil {
+	if err := changeOne(ctx, &db.st.allowTool, store.ErrNotFound, sessionID, tool); err != nil {
 		return fmt.Errorf("sqlite: allow tool %q in session %q: %w", tool, sessionID, err)
 	}
 	return nil
@@ -144,7 +146,7 @@ func (db *DB) AppendMessage(ctx context.Context, m store.Message) (bool, error) 
 		return false, fmt.Errorf("sqlite: append message %q/%q: encode: %w", m.SessionID, m.Key, err)
 	}
 	created := orNow(m.CreatedAt, time.Now())
-	wrote, err := changed(ctx, db.st.appendMessage, m.SessionID, m.Key, m.RunID, string(body), toMillis(created))
+	wrote, err := changed(ctx, &db.st.appendMessage, m.SessionID, m.Key, m.RunID, string(body), toMillis(created))
 	if isForeignKeyError(err) {
 		return false, fmt.Errorf("sqlite: append message %q/%q: session: %w", m.SessionID, m.Key, store.ErrNotFound)
 	}
@@ -181,17 +183,62 @@ func (db *DB) GetMessage(ctx context.Context, sessionID, key string) (store.Mess
 }
 
 // Messages returns the history of a session ordered by key; a session
-// without history, or an unknown one, has none.
+// without history, or an unknown one, has none. It keeps the history it
+// read (histories), and reads only the messages after it while the
+// session's history version says that nothing but those was written.
 func (db *DB) Messages(ctx context.Context, sessionID string) ([]store.Message, error) {
-	rows, err := db.st.messages.QueryContext(ctx, sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: messages of %q: %w", sessionID, err)
+	kept, ok := db.hist.get(sessionID)
+	after := ""
+	if ok && len(kept.msgs) > 0 {
+		after = kept.msgs[len(kept.msgs)-1].Key
 	}
-	out, err := scanMessages(rows, sessionID)
-	if err != nil {
+	version, msgs, found, err := db.history(ctx, sessionID, after)
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("sqlite: messages of %q: %w", sessionID, err)
+	case !found:
+		return nil, nil
+	case ok && version == kept.version:
+		msgs = append(kept.msgs, msgs...)
+	case after != "":
+		// Changed otherwise: read it all again.
+		if version, msgs, found, err = db.history(ctx, sessionID, ""); err != nil {
+			return nil, fmt.Errorf("sqlite: messages of %q: %w", sessionID, err)
+		} else if !found {
+			return nil, nil
+		}
 	}
-	return out, nil
+	db.hist.put(sessionID, version, msgs)
+	return msgs, nil
+}
+
+// history reads, in one statement and so from one snapshot, the
+// session's history version and its messages with keys after after;
+// found is false for an unknown session.
+func (db *DB) history(ctx context.Context, sessionID, after string) (version int64, msgs []store.Message, found bool, err error) {
+	rows, err := db.st.history.QueryContext(ctx, after, sessionID)
+	if err != nil {
+		return 0, nil, false, err
+	}
+	defer rows.Close()
+	var key, runID sql.NullString
+	var body sql.RawBytes
+	var created sql.NullInt64
+	for rows.Next() {
+		found = true
+		if err := rows.Scan(&version, &key, &runID, &body, &created); err != nil {
+			return 0, nil, false, err
+		}
+		if !key.Valid {
+			continue // no message after after: the session's row alone
+		}
+		m := store.Message{SessionID: sessionID, Key: key.String, RunID: runID.String, CreatedAt: fromMillis(created.Int64)}
+		if err := json.Unmarshal(body, &m.Message); err != nil {
+			return 0, nil, false, fmt.Errorf("decode %q: %w", m.Key, err)
+		}
+		msgs = append(msgs, m)
+	}
+	return version, msgs, found, rows.Err()
 }
 
 // RunMessages returns the messages of one run of a session, ordered by

@@ -17,6 +17,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -40,6 +41,7 @@ type DB struct {
 	r    *sql.DB // read-only connections
 	st   statements
 	mem  *MemoryIndex
+	hist histories
 }
 
 var _ store.Store = (*DB)(nil)
@@ -53,6 +55,11 @@ func Open(path string) (*DB, error) {
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: open %q: create directory: %w", abs, err)
+	}
+	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
+		if err := create(abs); err != nil {
+			return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
+		}
 	}
 	// SQLite would create the file with 0644; create it first so history
 	// and key hashes are readable only by the owner. The -wal and -shm
@@ -95,15 +102,86 @@ func Open(path string) (*DB, error) {
 	db.r.SetMaxOpenConns(readers)
 	db.r.SetMaxIdleConns(readers)
 
-	if err := db.st.prepare(ctx, db.w, db.r); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
-	}
-	if db.mem, err = newMemoryIndex(ctx, db); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
-	}
+	db.st.define(db.w, db.r)
+	db.mem = newMemoryIndex(db)
 	return db, nil
+}
+
+// create makes a new database at abs: it is built under a temporary name
+// without syncing, then synced and linked into place whole. A crash leaves
+// no database or a complete one, and the four syncs of switching a new file
+// to WAL in place (its rollback journal, the directory, the journal's
+// header, the file) become two.
+// A database another process linked first wins; where the file system has
+// no links, Open creates the database in place instead.
+func create(abs string) error {
+	prefix := "." + filepath.Base(abs) + ".new-"
+	removeStale(filepath.Join(filepath.Dir(abs), prefix+"*"))
+	tmp, err := os.CreateTemp(filepath.Dir(abs), prefix+"*") // mode 0600
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	name := tmp.Name()
+	defer os.Remove(name)
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	w, err := openDB(dsn(name, []string{"synchronous(OFF)", "journal_mode(MEMORY)", "foreign_keys(ON)"}, url.Values{"_txlock": {"immediate"}}))
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	err = migrate(context.Background(), w)
+	if err == nil {
+		_, err = w.Exec("PRAGMA journal_mode = WAL")
+	}
+	// Closing removes the WAL, empty: the file is whole.
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncPath(name)
+	}
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	if err := os.Link(name, abs); err != nil {
+		// Another process's database is there (fs.ErrExist), or the file
+		// system has no links: Open goes on with the file in place.
+		return nil
+	}
+	if err := syncPath(filepath.Dir(abs)); err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	return nil
+}
+
+// staleAfter is the age after which a database left half built by a
+// crash is removed; one being built by another process is younger.
+const staleAfter = 10 * time.Minute
+
+// removeStale removes the files matching pattern that are older than
+// staleAfter: what a crash during create left behind.
+func removeStale(pattern string) {
+	names, _ := filepath.Glob(pattern)
+	for _, name := range names {
+		if fi, err := os.Stat(name); err == nil && time.Since(fi.ModTime()) > staleAfter {
+			os.Remove(name)
+		}
+	}
+}
+
+// syncPath syncs the file or directory at name to disk.
+func syncPath(name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // dsn builds a modernc.org/sqlite data source name for the file at abs.
@@ -146,7 +224,7 @@ func isForeignKeyError(err error) bool {
 }
 
 // changed runs a write and reports whether it changed a row.
-func changed(ctx context.Context, st *sql.Stmt, args ...any) (bool, error) {
+func changed(ctx context.Context, st *stmt, args ...any) (bool, error) {
 	res, err := st.ExecContext(ctx, args...)
 	if err != nil {
 		return false, err
@@ -157,7 +235,7 @@ func changed(ctx context.Context, st *sql.Stmt, args ...any) (bool, error) {
 
 // changeOne runs a write that must change a row; when it changes none the
 // error wraps none (store.ErrNotFound or store.ErrExists).
-func changeOne(ctx context.Context, st *sql.Stmt, none error, args ...any) error {
+func changeOne(ctx context.Context, st *stmt, none error, args ...any) error {
 	ok, err := changed(ctx, st, args...)
 	if err == nil && !ok {
 		err = none

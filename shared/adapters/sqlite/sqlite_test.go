@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -80,6 +82,61 @@ func TestOpenCreatesPrivateFile(t *testing.T) {
 		if got := fi.Mode().Perm(); got != want {
 			t.Errorf("mode of %s = %v, want %v", p, got, want)
 		}
+	}
+}
+
+// TestOpenCreatesOnce opens a new database from several handles at once,
+// as processes starting together would: one database is created, whole,
+// in WAL mode, and every handle uses it; no temporary file is left.
+func TestOpenCreatesOnce(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "lambdaclaw.db")
+	const handles = 4
+	dbs := make([]*DB, handles)
+	errs := make([]error, handles)
+	var wg sync.WaitGroup
+	for i := range handles {
+		wg.Go(func() { dbs[i], errs[i] = Open(path) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Open %d: %v", i, err)
+		}
+		t.Cleanup(func() { dbs[i].Close() })
+	}
+	for i, db := range dbs {
+		if err := db.CreateSession(ctx, store.Session{ID: fmt.Sprint(i), Agent: "main"}); err != nil {
+			t.Fatalf("CreateSession through handle %d: %v", i, err)
+		}
+	}
+	for i := range handles {
+		if _, err := dbs[0].GetSession(ctx, fmt.Sprint(i)); err != nil {
+			t.Errorf("GetSession %d through handle 0: %v", i, err)
+		}
+	}
+	names, err := filepath.Glob(filepath.Join(dir, "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{path, path + "-shm", path + "-wal"}
+	if d := cmp.Diff(want, names); d != "" {
+		t.Errorf("files beside the database (-want +got):\n%s", d)
+	}
+	// The file format bytes of the header say WAL (2), for a reader
+	// that opens the file before any writer.
+	head := make([]byte, 20)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.ReadFull(f, head); err != nil {
+		t.Fatal(err)
+	}
+	if head[18] != 2 || head[19] != 2 {
+		t.Errorf("file format bytes = %d, %d; want 2, 2 (WAL)", head[18], head[19])
 	}
 }
 
@@ -634,5 +691,128 @@ func TestPragmas(t *testing.T) {
 	}
 	if _, err := db.r.ExecContext(t.Context(), "DELETE FROM sessions"); err == nil {
 		t.Errorf("a write through the reader pool succeeded, want it refused")
+	}
+}
+
+// TestSchemaIsMigrated holds a new database, created from schema, equal
+// to one brought to the same version through every migration: the same
+// tables with the same columns, keys, checks and options, the same indexes
+// and triggers, and the same rows.
+func TestSchemaIsMigrated(t *testing.T) {
+	migrated := tempPath(t)
+	writeOldSchema(t, migrated, len(migrations))
+	if d := cmp.Diff(describeSchema(t, open(t, migrated)), describeSchema(t, open(t, tempPath(t)))); d != "" {
+		t.Errorf("schema differs from the migrations' result (-migrated +schema):\n%s", d)
+	}
+}
+
+// checkRE finds the CHECK constraints of a table, each on a line of its own.
+var checkRE = regexp.MustCompile(`CHECK \(.*\)`)
+
+// describeSchema lists what the database at db is, one line a fact, in an
+// order that does not depend on the order of creation.
+func describeSchema(t *testing.T, db *DB) []string {
+	t.Helper()
+	ctx := t.Context()
+	var lines []string
+	query := func(q string, args ...any) {
+		rows, err := db.r.QueryContext(ctx, q, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			lines = append(lines, s)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	query(`SELECT 'version ' || user_version FROM pragma_user_version`)
+	// The text of indexes, triggers and virtual tables; a table's own
+	// text differs (ALTER TABLE splices columns into it) where its columns
+	// below do not.
+	query(`SELECT type || ' ' || name || ' on ' || tbl_name || ': ' ||
+			CASE WHEN type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%' THEN '' ELSE coalesce(sql, 'auto') END
+		FROM sqlite_schema`)
+	query(`SELECT 'table ' || name || ' ' || type || ' ncol ' || ncol || ' without rowid ' || wr || ' strict ' || strict
+		FROM pragma_table_list WHERE schema = 'main'`)
+	query(`SELECT 'column ' || m.name || '.' || c.cid || ' ' || c.name || ' ' || c.type || ' notnull ' || c."notnull" ||
+			' default ' || coalesce(c.dflt_value, 'null') || ' pk ' || c.pk || ' hidden ' || c.hidden
+		FROM sqlite_schema m, pragma_table_xinfo(m.name) c WHERE m.type = 'table'`)
+	query(`SELECT 'foreign key ' || m.name || ' ' || f."from" || ' -> ' || f."table" || '(' || coalesce(f."to", '') || ')'
+		FROM sqlite_schema m, pragma_foreign_key_list(m.name) f WHERE m.type = 'table'`)
+	query(`SELECT 'index ' || m.name || ' ' || i.name || ' unique ' || i."unique" || ' origin ' || i.origin || ' partial ' || i.partial
+		FROM sqlite_schema m, pragma_index_list(m.name) i WHERE m.type = 'table'`)
+	query(`SELECT 'index column ' || m.name || '.' || c.seqno || ' ' || coalesce(c.name, c.cid) || ' desc ' || c."desc" || ' ' || c.coll || ' key ' || c."key"
+		FROM sqlite_schema m, pragma_index_xinfo(m.name) c WHERE m.type = 'index'`)
+	// A CHECK lives only in a table's text.
+	n := len(lines)
+	query(`SELECT name || char(0) || sql FROM sqlite_schema WHERE type = 'table' AND sql LIKE '%CHECK%'`)
+	for i, l := range lines[n:] {
+		name, sql, _ := strings.Cut(l, "\x00")
+		lines[n+i] = "checks " + name + ": " + strings.Join(checkRE.FindAllString(sql, -1), "; ")
+	}
+	query(`SELECT 'memory_state ' || id || ' ' || generation FROM memory_state`)
+	slices.Sort(lines)
+	return lines
+}
+
+// TestStatementsPreparedOnUse holds that Open parses no statement and a
+// method prepares only those it runs, once.
+func TestStatementsPreparedOnUse(t *testing.T) {
+	db := open(t, tempPath(t))
+	prepared := func() (names []string) {
+		for _, s := range append(slices.Clone(db.st.all), db.mem.st.all...) {
+			if s.st.Load() != nil {
+				names = append(names, s.query)
+			}
+		}
+		return names
+	}
+	if got := prepared(); len(got) != 0 {
+		t.Errorf("prepared by Open: %q", got)
+	}
+	for range 2 {
+		if _, err := db.GetSession(t.Context(), "missing"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("GetSession: %v, want ErrNotFound", err)
+		}
+	}
+	if got, want := prepared(), []string{db.st.getSession.query}; !slices.Equal(got, want) {
+		t.Errorf("prepared after GetSession: %q, want %q", got, want)
+	}
+}
+
+// A database half built by a crashed process is removed by the next
+// creation once it is old; one younger may be another process's build.
+func TestOpenRemovesStaleBuilds(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "lambdaclaw.db")
+	stale := filepath.Join(dir, ".lambdaclaw.db.new-1")
+	young := filepath.Join(dir, ".lambdaclaw.db.new-2")
+	for _, name := range []string{stale, young} {
+		if err := os.WriteFile(name, []byte("half"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-staleAfter - time.Minute)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	names, err := filepath.Glob(filepath.Join(dir, ".lambdaclaw.db.new-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{young}, names); d != "" {
+		t.Errorf("half-built databases left (-want +got):\n%s", d)
 	}
 }

@@ -1,11 +1,6 @@
 package sqlite
 
-import (
-	"context"
-	"database/sql"
-	"errors"
-	"fmt"
-)
+import "database/sql"
 
 // Column lists shared by the queries that scan whole records.
 const (
@@ -15,67 +10,68 @@ const (
 	responseColumns = `id, owner, agent, session_id, run_id, seq, previous_id, request, created_at`
 )
 
-// statements are prepared once at Open: writes on the writer pool, reads on
-// the reader pool.
+// statements are prepared on first use (stmt): writes on the writer pool,
+// reads on the reader pool.
 type statements struct {
 	// writer
-	createSession  *sql.Stmt
-	appendMessage  *sql.Stmt
-	deleteMessages *sql.Stmt
-	runForEnqueue  *sql.Stmt
-	takeSeq        *sql.Stmt
-	insertRun      *sql.Stmt
-	updateRun      *sql.Stmt
-	setCalls       *sql.Stmt
-	newSession     *sql.Stmt
-	putJob         *sql.Stmt
-	deleteJobs     *sql.Stmt
-	deleteSessMsgs *sql.Stmt
-	deleteSessRuns *sql.Stmt
-	deleteSessAppr *sql.Stmt
-	deleteSessResp *sql.Stmt
-	deleteSession  *sql.Stmt
-	allowTool      *sql.Stmt
-	createApproval *sql.Stmt
-	resolveAppr    *sql.Stmt
-	approvalForRes *sql.Stmt
-	setApprToken   *sql.Stmt
-	createKey      *sql.Stmt
-	revokeKey      *sql.Stmt
-	createResponse *sql.Stmt
-	deleteResponse *sql.Stmt
+	createSession  stmt
+	appendMessage  stmt
+	deleteMessages stmt
+	runForEnqueue  stmt
+	takeSeq        stmt
+	insertRun      stmt
+	updateRun      stmt
+	setCalls       stmt
+	newSession     stmt
+	putJob         stmt
+	deleteJobs     stmt
+	deleteSessMsgs stmt
+	deleteSessRuns stmt
+	deleteSessAppr stmt
+	deleteSessResp stmt
+	deleteSession  stmt
+	allowTool      stmt
+	createApproval stmt
+	resolveAppr    stmt
+	approvalForRes stmt
+	setApprToken   stmt
+	createKey      stmt
+	revokeKey      stmt
+	createResponse stmt
+	deleteResponse stmt
 
 	// reader
-	getSession  *sql.Stmt
-	getMessage  *sql.Stmt
-	messages    *sql.Stmt
-	runMessages *sql.Stmt
-	getRun      *sql.Stmt
-	getCalls    *sql.Stmt
-	getStarted  *sql.Stmt
-	startCall   *sql.Stmt
-	jobs        *sql.Stmt
-	nextRun     *sql.Stmt
-	unfinished  *sql.Stmt
-	getAppr     *sql.Stmt
-	pending     *sql.Stmt
-	keyByHash   *sql.Stmt
-	listKeys    *sql.Stmt
-	getResponse *sql.Stmt
-	sessionsOf  *sql.Stmt
-	all         []*sql.Stmt
+	getSession  stmt
+	getMessage  stmt
+	history     stmt
+	runMessages stmt
+	getRun      stmt
+	getCalls    stmt
+	getStarted  stmt
+	startCall   stmt
+	jobs        stmt
+	nextRun     stmt
+	unfinished  stmt
+	getAppr     stmt
+	pending     stmt
+	keyByHash   stmt
+	listKeys    stmt
+	getResponse stmt
+	sessionsOf  stmt
+	all         []*stmt
 }
 
-func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
+// define gives each statement its pool and query; none is prepared yet.
+func (s *statements) define(w, r *sql.DB) {
 	list := []struct {
 		db    *sql.DB
-		dst   **sql.Stmt
+		dst   *stmt
 		query string
 	}{
-		{w, &s.createSession, `INSERT INTO sessions (id, agent, owner, ephemeral, allowlist, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
-		{w, &s.newSession, `INSERT INTO sessions (id, agent, owner, ephemeral, allowlist, next_seq, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, 2, ?, ?) ON CONFLICT (id) DO NOTHING`},
+		{w, &s.createSession, `INSERT INTO sessions (id, agent, owner, channel, ephemeral, allowlist, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+		{w, &s.newSession, `INSERT INTO sessions (id, agent, owner, channel, ephemeral, allowlist, next_seq, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, 2, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{w, &s.appendMessage, `INSERT INTO messages (session_id, key, run_id, body, created_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, key) DO NOTHING`},
 		{w, &s.deleteMessages, `DELETE FROM messages
@@ -118,12 +114,12 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{w, &s.deleteResponse, `DELETE FROM responses WHERE id = ?`},
 
-		{r, &s.getSession, `SELECT agent, owner, ephemeral, allowlist, created_at, updated_at FROM sessions WHERE id = ?`},
+		{r, &s.getSession, `SELECT agent, owner, channel, ephemeral, allowlist, created_at, updated_at FROM sessions WHERE id = ?`},
 		{r, &s.getMessage, `SELECT run_id, body, created_at FROM messages WHERE session_id = ? AND key = ?`},
 		{r, &s.runMessages, `SELECT key, run_id, body, created_at FROM messages
 			WHERE session_id = ? AND key >= ? AND key < ? ORDER BY key`},
-		{r, &s.messages, `SELECT key, run_id, body, created_at FROM messages
-			WHERE session_id = ? ORDER BY key`},
+		{r, &s.history, `SELECT s.history_version, m.key, m.run_id, m.body, m.created_at FROM sessions s
+			LEFT JOIN messages m ON m.session_id = s.id AND m.key > ? WHERE s.id = ? ORDER BY m.key`},
 		{r, &s.getRun, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
 		{r, &s.getCalls, `SELECT calls FROM runs WHERE id = ?`},
 		{r, &s.jobs, `SELECT kind, id, payload, created_at FROM jobs WHERE kind = ? ORDER BY created_at, id LIMIT ?`},
@@ -141,25 +137,13 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 		{r, &s.getResponse, `SELECT ` + responseColumns + ` FROM responses WHERE id = ?`},
 		// The ephemeral test must match the sessions_owner index's WHERE
 		// clause for SQLite to use that index.
-		{r, &s.sessionsOf, `SELECT id, agent, owner, ephemeral, allowlist, created_at, updated_at FROM sessions
+		{r, &s.sessionsOf, `SELECT id, agent, owner, channel, ephemeral, allowlist, created_at, updated_at FROM sessions
 			WHERE owner = ? AND ephemeral = 0 ORDER BY created_at DESC, id DESC LIMIT ?`},
 	}
 	for _, p := range list {
-		st, err := p.db.PrepareContext(ctx, p.query)
-		if err != nil {
-			return fmt.Errorf("prepare %q: %w", p.query, err)
-		}
-		*p.dst = st
-		s.all = append(s.all, st)
+		p.dst.define(p.db, p.query)
+		s.all = append(s.all, p.dst)
 	}
-	return nil
 }
 
-func (s *statements) close() error {
-	var err error
-	for _, st := range s.all {
-		err = errors.Join(err, st.Close())
-	}
-	s.all = nil
-	return err
-}
+func (s *statements) close() error { return closeAll(s.all) }

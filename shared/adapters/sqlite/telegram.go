@@ -141,16 +141,24 @@ func (s TelegramStore) AddOutbox(ctx context.Context, msgs []store.OutboxMessage
 		return fmt.Errorf("sqlite: telegram outbox: %w", err)
 	}
 	defer tx.Rollback()
-	now := time.Now()
+	if err := addOutbox(ctx, tx, msgs, time.Now()); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: telegram outbox: %w", err)
+	}
+	return nil
+}
+
+// addOutbox stores msgs as pending within tx, keeping existing ids as
+// they are: AddOutbox, and the outbox of a run's commit.
+func addOutbox(ctx context.Context, tx *sql.Tx, msgs []store.OutboxMessage, now time.Time) error {
 	for _, m := range msgs {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO telegram_outbox (id, chat_id, text, status, next_at, created_at)
 			VALUES (?, ?, ?, 'pending', ?, ?) ON CONFLICT (id) DO NOTHING`,
 			m.ID, m.ChatID, m.Text, toMillis(orNow(m.NextAt, now)), toMillis(orNow(m.CreatedAt, now))); err != nil {
-			return fmt.Errorf("sqlite: telegram outbox: %w", err)
+			return fmt.Errorf("telegram outbox: %w", err)
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: telegram outbox: %w", err)
 	}
 	return nil
 }

@@ -18,3 +18,13 @@ func TestTelegramConformance(t *testing.T) {
 		return db.Telegram()
 	})
 }
+
+func TestCommitOutbox(t *testing.T) {
+	storetest.RunCommitOutbox(t, func(t *testing.T) (store.Store, store.Telegram) {
+		db, err := Open(filepath.Join(t.TempDir(), "tg.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db, db.Telegram()
+	})
+}

@@ -47,6 +47,9 @@ type Result struct {
 	SessionID string `json:"session_id"`
 }
 
+// Channel is what the sessions a check-in starts are shown as made on.
+const Channel = "checkin"
+
 // Handler queues check-ins; it is the handler of the scheduler function.
 type Handler struct {
 	Loop     *agent.Loop
@@ -86,6 +89,7 @@ func (c *Handler) Handle(ctx context.Context, ev Event) (Result, error) {
 		// Somebody reads every channel but the HTTP API's.
 		Interactive: ev.Channel != gateway.Channel,
 		Reply:       agent.Reply{Channel: ev.Channel, To: cmp.Or(ev.To, ev.User)},
+		Channel:     Channel,
 	}
 	if ev.ID != "" {
 		sum := sha256.Sum256([]byte("check-in\x00" + ev.ID))

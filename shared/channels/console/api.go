@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
@@ -47,8 +48,15 @@ const (
 	MaxRuns = 50
 	// MaxKeyName bounds a key's name, in characters.
 	MaxKeyName = 64
-	// MaxQuery bounds a memory search, in bytes.
+	// MaxQuery bounds a memory or session search, in bytes.
 	MaxQuery = 1000
+	// MaxTitle and MaxPreview bound, in characters, a session's title
+	// (its first user message) and preview (its last message).
+	MaxTitle   = 80
+	MaxPreview = 160
+	// MaxFileBody is the largest body of a file write: a file of
+	// files.MaxWrite bytes, escaped as JSON.
+	MaxFileBody = 2<<20 + MaxBody
 )
 
 // Sessions reads owners' sessions and what they hold: store.Store of
@@ -66,6 +74,7 @@ type Jobs interface {
 	Runs(ctx context.Context, owner, id string, limit int) ([]schedule.Run, error)
 	SetPaused(ctx context.Context, owner, id string, paused bool) (schedule.Job, error)
 	Delete(ctx context.Context, owner, id string) error
+	Create(ctx context.Context, j schedule.Job) (schedule.Job, error)
 }
 
 // Memory is agent memory (*memory.Memory).
@@ -84,6 +93,11 @@ type Config struct {
 	// Workspace returns an agent's workspace; ok is false for an unknown
 	// agent or one without a workspace.
 	Workspace func(agent string) (ws filestore.FS, ok bool)
+	// Tool, when set, returns an agent's tool by name: a workspace file
+	// is written through the agent's write_file, held to its policy for
+	// the key's autonomy (tool.Judge), as the model's calls are. Without
+	// it, or without that tool, files are read-only.
+	Tool func(agent, name string) (tool.Tool, bool)
 	// Skills, when set, lists the skills an agent sees (skill.Catalog.For).
 	Skills func(ctx context.Context, agent string, ws filestore.FS) []skill.Skill
 	// Jobs and Memory are optional: without them the console says there
@@ -134,11 +148,13 @@ func New(cfg Config) (*Console, error) {
 		"GET " + p + "/approvals":                      c.approvals,
 		"GET " + p + "/jobs":                           c.jobs,
 		"GET " + p + "/jobs/{id}/runs":                 c.jobRuns,
+		"POST " + p + "/jobs":                          c.createJob,
 		"POST " + p + "/jobs/{id}":                     c.pauseJob,
 		"DELETE " + p + "/jobs/{id}":                   c.deleteJob,
 		"GET " + p + "/agents":                         c.agents,
 		"GET " + p + "/agents/{agent}":                 c.agent,
 		"GET " + p + "/agents/{agent}/files/{path...}": c.file,
+		"PUT " + p + "/agents/{agent}/files/{path...}": c.writeFile,
 		"GET " + p + "/agents/{agent}/memory":          c.searchMemory,
 		"GET " + p + "/agents/{agent}/memory/{key}":    c.getMemory,
 		"DELETE " + p + "/agents/{agent}/memory/{key}": c.forget,
@@ -160,7 +176,11 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) { pages.Serv
 // ServeAPI answers a request of the API for the key k, which the caller
 // has authenticated.
 func (c *Console) ServeAPI(w http.ResponseWriter, r *http.Request, k store.APIKey) {
-	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+	limit := int64(MaxBody)
+	if r.Method == http.MethodPut {
+		limit = MaxFileBody
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	c.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyCtx{}, k)))
 }
 
@@ -264,10 +284,16 @@ func (c *Console) agentsOf(k store.APIKey) []string {
 	return out
 }
 
-// sessionView is a session as the console shows it.
+// sessionView is a session as the console shows it: its title (the
+// first user message), the channel it was started on, its last activity
+// and a preview (its last message), shortened.
 type sessionView struct {
 	store.Session
-	Pending *approvalView `json:"pending_approval,omitempty"`
+	Title        string        `json:"title"`
+	Preview      string        `json:"preview"`
+	LastActivity time.Time     `json:"last_activity"`
+	Match        string        `json:"match,omitempty"`
+	Pending      *approvalView `json:"pending_approval,omitempty"`
 }
 
 type approvalView struct {
@@ -279,22 +305,105 @@ type approvalView struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+// sessions lists the owner's sessions, newest first; with ?q= only
+// those whose history holds the words of q (case-insensitively), each
+// with the line that matched. Both look at the latest MaxSessions
+// sessions and their latest MaxMessages messages.
 func (c *Console) sessions(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	if len(q) > MaxQuery {
+		return badRequest("the query is longer than %d bytes", MaxQuery)
+	}
 	list, err := c.ownSessions(r, k)
 	if err != nil {
 		return err
 	}
 	out := make([]sessionView, 0, len(list))
 	for _, s := range list {
-		ap, err := c.pending(r, s)
+		msgs, err := c.cfg.Sessions.Messages(r.Context(), s.ID)
 		if err != nil {
+			return failed("history", err)
+		}
+		msgs = msgs[max(0, len(msgs)-MaxMessages):]
+		v := summarize(s, msgs)
+		if q != "" {
+			if v.Match = match(msgs, q); v.Match == "" {
+				continue
+			}
+		}
+		if v.Pending, err = c.pending(r, s); err != nil {
 			return err
 		}
-		s.Allowlist = nil
-		out = append(out, sessionView{Session: s, Pending: ap})
+		out = append(out, v)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
 	return nil
+}
+
+// summarize makes the view of s from its history.
+func summarize(s store.Session, msgs []store.Message) sessionView {
+	s.Allowlist = nil
+	v := sessionView{Session: s, LastActivity: s.UpdatedAt}
+	for _, m := range msgs {
+		if v.Title == "" && m.Role == chat.User {
+			v.Title = shorten(m.Content, MaxTitle)
+		}
+		if strings.TrimSpace(m.Content) != "" && m.Role != chat.Tool && m.Role != chat.System {
+			v.Preview = shorten(m.Content, MaxPreview)
+		}
+		if m.CreatedAt.After(v.LastActivity) {
+			v.LastActivity = m.CreatedAt
+		}
+	}
+	return v
+}
+
+// match returns the first message of msgs holding every word of q,
+// shortened around the first word, or "" when none does.
+func match(msgs []store.Message, q string) string {
+	words := strings.Fields(strings.ToLower(q))
+	for _, m := range msgs {
+		text := strings.ToLower(m.Content)
+		if !allIn(text, words) {
+			continue
+		}
+		i := strings.Index(text, words[0])
+		// Start a little before the word, at a character boundary of the
+		// original (lower-casing may change lengths, so fall back to 0).
+		start := 0
+		if len(text) == len(m.Content) {
+			start = max(0, i-MaxPreview/4)
+			for start > 0 && !utf8.RuneStart(m.Content[start]) {
+				start--
+			}
+		}
+		out := shorten(m.Content[start:], MaxPreview)
+		if start > 0 {
+			out = "…" + out
+		}
+		return out
+	}
+	return ""
+}
+
+func allIn(text string, words []string) bool {
+	for _, w := range words {
+		if !strings.Contains(text, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// shorten makes s one line of at most n characters, "…" ending what was
+// cut.
+func shorten(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimSpace(string(r[:n-1])) + "…"
 }
 
 func (c *Console) ownSessions(r *http.Request, k store.APIKey) ([]store.Session, error) {
@@ -358,9 +467,9 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request, k store.APIKey
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"session": sessionView{Session: s, Pending: ap}, "messages": msgs, "truncated": truncated,
-	})
+	v := summarize(s, msgs)
+	v.Allowlist, v.Pending = s.Allowlist, ap
+	writeJSON(w, http.StatusOK, map[string]any{"session": v, "messages": msgs, "truncated": truncated})
 	return nil
 }
 
@@ -505,6 +614,55 @@ func (c *Console) pauseJob(w http.ResponseWriter, r *http.Request, k store.APIKe
 	return nil
 }
 
+// jobForm is the body of POST /jobs: what `lambdaclaw cron add` takes,
+// for the key's own jobs. Exactly one of every ("1h30m"), cron (with
+// tz) and at (RFC 3339) is set. The replies are kept in the job's runs
+// (delivered nowhere else: where a reply may go is the operator's
+// choice, `cron add --deliver`).
+type jobForm struct {
+	Agent   string    `json:"agent"`
+	Name    string    `json:"name"`
+	Message string    `json:"message"`
+	Every   string    `json:"every"`
+	Cron    string    `json:"cron"`
+	TZ      string    `json:"tz"`
+	At      time.Time `json:"at"`
+}
+
+// createJob schedules a job of the key's, validated by the engine as
+// `lambdaclaw cron add` and the schedule tool's are.
+func (c *Console) createJob(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	if c.cfg.Jobs == nil {
+		return noJobs
+	}
+	var in jobForm
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	if !k.Allows(in.Agent) || !slices.Contains(c.cfg.Agents(), in.Agent) {
+		return badRequest("agent %q: there is no such agent, or this key may not use it", in.Agent)
+	}
+	j := schedule.Job{Owner: owner(k), Agent: in.Agent, Name: in.Name, Message: in.Message,
+		Schedule: schedule.Schedule{Cron: in.Cron, TZ: in.TZ, At: in.At}}
+	if in.Every != "" {
+		d, err := time.ParseDuration(in.Every)
+		if err != nil || d <= 0 {
+			return badRequest("every %q: want an interval, as 30m or 2h", in.Every)
+		}
+		j.Schedule.Every = schedule.Duration(d)
+	}
+	j, err := c.cfg.Jobs.Create(r.Context(), j)
+	if errors.Is(err, schedule.ErrInvalid) {
+		return badRequest("%v", err)
+	}
+	if err != nil {
+		return failed("create job", err)
+	}
+	c.cfg.Log.Info("console: job created", "job_id", j.ID, "key_id", k.ID)
+	writeJSON(w, http.StatusCreated, j)
+	return nil
+}
+
 func (c *Console) deleteJob(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
 	if c.cfg.Jobs == nil {
 		return noJobs
@@ -570,10 +728,13 @@ func (c *Console) agent(w http.ResponseWriter, r *http.Request, k store.APIKey) 
 	if err != nil && !errors.Is(err, errEnough) {
 		return failed("list workspace", err)
 	}
+	// The bootstrap files are listed apart, in their order, and not
+	// again among the other files.
 	boot := []string{}
 	for _, b := range bootstrapFiles {
-		if slices.ContainsFunc(files, func(f fileView) bool { return f.Path == b }) {
+		if i := slices.IndexFunc(files, func(f fileView) bool { return f.Path == b }); i >= 0 {
 			boot = append(boot, b)
+			files = slices.Delete(files, i, i+1)
 		}
 	}
 	skills := []skillView{}
@@ -582,8 +743,10 @@ func (c *Console) agent(w http.ResponseWriter, r *http.Request, k store.APIKey) 
 			skills = append(skills, skillView{Name: s.Name, Description: s.Description, Source: s.Source.String()})
 		}
 	}
+	_, _, deny := c.writer(name, k)
 	writeJSON(w, http.StatusOK, map[string]any{
 		"name": name, "files": files, "truncated": errors.Is(err, errEnough), "bootstrap": boot, "skills": skills,
+		"editable": deny == nil,
 	})
 	return nil
 }
@@ -613,6 +776,75 @@ func (c *Console) file(w http.ResponseWriter, r *http.Request, k store.APIKey) e
 	writeJSON(w, http.StatusOK, map[string]any{
 		"path": p, "size": e.Size, "modified": e.ModTime, "text": text, "truncated": e.Size > int64(len(data)),
 	})
+	return nil
+}
+
+// writeFileTool is the file tool the console writes through.
+const writeFileTool = "write_file"
+
+// writer returns the agent's write_file and what its policy says of a
+// call by k (tool.Judge); deny is the 403 when k may not write.
+func (c *Console) writer(agent string, k store.APIKey) (tool.Tool, tool.Verdict, error) {
+	var t tool.Tool
+	ok := false
+	if c.cfg.Tool != nil {
+		t, ok = c.cfg.Tool(agent, writeFileTool)
+	}
+	if !ok {
+		return nil, tool.Deny, &apiError{http.StatusForbidden, "read_only", "agent " + strconv.Quote(agent) + " has no " + writeFileTool + " tool here: its files are read-only"}
+	}
+	a, err := tool.ParseAutonomy(k.Autonomy)
+	if err != nil {
+		a = tool.ReadOnly
+	}
+	v := tool.Judge(t.Policy().Effect, a)
+	if v == tool.Deny {
+		return nil, v, &apiError{http.StatusForbidden, "read_only", "this key's autonomy is " + a.String() + ": it may read agent " + strconv.Quote(agent) + "'s files, not write them"}
+	}
+	return t, v, nil
+}
+
+// writeFile replaces a workspace file with {"text": "…"} through the
+// agent's write_file tool, so that its path checks and the workspace's
+// quota hold. A write others see is asked of a person under supervised
+// autonomy: here the person is the one writing, and says so with
+// "approved": true (the console asks before it saves); without it the
+// answer is 403 approval_required.
+func (c *Console) writeFile(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	name, ws, err := c.workspace(r, k)
+	if err != nil {
+		return err
+	}
+	t, verdict, err := c.writer(name, k)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Text     *string `json:"text"`
+		Approved bool    `json:"approved"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	if in.Text == nil {
+		return badRequest(`the body must hold the file's new "text"`)
+	}
+	if verdict == tool.Ask && !in.Approved {
+		return &apiError{http.StatusForbidden, "approval_required", "writing a workspace file changes what every key of agent " + strconv.Quote(name) + " sees: confirm it with \"approved\": true"}
+	}
+	p := r.PathValue("path")
+	args, err := json.Marshal(map[string]string{"path": p, "content": *in.Text})
+	if err != nil {
+		return failed("encode write", err)
+	}
+	res, err := t.Call(r.Context(), tool.Env{Agent: name, Owner: owner(k), Workspace: ws}, args)
+	if err != nil {
+		// The tool's refusals are written for whoever asked: a bad path,
+		// a limit.
+		return badRequest("%s: %v", p, err)
+	}
+	c.cfg.Log.Info("console: file written", "agent", name, "path", p, "key_id", k.ID)
+	writeJSON(w, http.StatusOK, map[string]any{"path": p, "result": res})
 	return nil
 }
 
@@ -827,7 +1059,7 @@ func decode(r *http.Request, v any) error {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return &apiError{http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("the body is larger than %d bytes", MaxBody)}
+		return &apiError{http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("the body is larger than %d bytes", tooBig.Limit)}
 	case errors.Is(err, io.EOF):
 		return badRequest("the body is empty; send a JSON object")
 	case err != nil:

@@ -29,6 +29,9 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
+	filetools "github.com/lambdaclaw/lambdaclaw/shared/tools/files"
 )
 
 // The keys of the fixture: a and b are ordinary keys of two owners, a
@@ -66,8 +69,8 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	for _, s := range []struct{ id, owner, text string }{{"sa", "key:key_a", "hello from a"}, {"sb", "key:key_b", "hello from b"}} {
-		n := store.NewRun{Session: store.Session{ID: s.id, Agent: "main", Owner: s.owner},
+	for _, s := range []struct{ id, owner, channel, text string }{{"sa", "key:key_a", "ws", "hello from a"}, {"sb", "key:key_b", "", "hello from b"}} {
+		n := store.NewRun{Session: store.Session{ID: s.id, Agent: "main", Owner: s.owner, Channel: s.channel},
 			Run:   store.Run{ID: "run-" + s.id, SessionID: s.id, State: []byte(`{}`)},
 			Input: []chat.Message{{Role: chat.User, Content: s.text}}}
 		if _, _, err := db.EnqueueRun(ctx, n); err != nil {
@@ -113,12 +116,20 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
+	quota, err := workspace.NewQuota(workspace.Limits{MaxFileBytes: 64 << 10, WorkspaceQuotaBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := filetools.WriteFile(quota)
 	c, err := console.New(console.Config{
 		Sessions: db, Keys: db, Jobs: jobs, Operator: "user:local", Memory: mem, DefaultRate: 120, Metrics: true,
 		Agents: func() []string { return []string{"main", "secret"} },
 		Workspace: func(agent string) (filestore.FS, bool) {
 			ws, err := files.Sub("agents/" + agent)
 			return ws, err == nil
+		},
+		Tool: func(agent, name string) (tool.Tool, bool) {
+			return write, name == write.Definition().Name
 		},
 	})
 	if err != nil {
@@ -148,7 +159,7 @@ func (f *fixture) do(t *testing.T, k store.APIKey, method, path, body string) (i
 }
 
 // times are the fields dropTimes removes.
-var times = map[string]bool{"created_at": true, "updated_at": true, "modified": true, "next": true, "anchor": true}
+var times = map[string]bool{"created_at": true, "updated_at": true, "modified": true, "next": true, "anchor": true, "last_activity": true}
 
 func dropTimes(v any) any {
 	switch v := v.(type) {
@@ -199,9 +210,14 @@ func onlyCode(v any) any {
 	return map[string]any{"error": map[string]any{"code": e["code"]}}
 }
 
+// createdJob stands, in TestAPI's wants, for the id of the job made
+// there, which the engine chooses.
+const createdJob = "$CREATED"
+
 func TestAPI(t *testing.T) {
 	f := newFixture(t)
-	sessionA := `{"id":"sa","agent":"main","owner":"key:key_a","pending_approval":{"id":"ap1","session_id":"sa","agent":"main","tools":["write_file"],"prompt":"write notes.txt?"}}`
+	created := ""
+	sessionA := `{"id":"sa","agent":"main","owner":"key:key_a","channel":"ws","title":"hello from a","preview":"hello from a","pending_approval":{"id":"ap1","session_id":"sa","agent":"main","tools":["write_file"],"prompt":"write notes.txt?"}}`
 	tests := []struct {
 		name         string
 		key          store.APIKey
@@ -215,7 +231,12 @@ func TestAPI(t *testing.T) {
 		{"me admin", keyAdmin, "GET", "/v1/lambdaclaw/me", "", 200,
 			`{"id":"key_admin","name":"ops","prefix":"lc_cccccc","autonomy":"supervised","admin":true,"owner":"key:key_admin","agents":["main","secret"],"features":{"jobs":true,"memory":true,"metrics":true}}`},
 		{"sessions", keyA, "GET", "/v1/lambdaclaw/sessions", "", 200, `{"sessions":[` + sessionA + `]}`},
-		{"sessions of b", keyB, "GET", "/v1/lambdaclaw/sessions", "", 200, `{"sessions":[{"id":"sb","agent":"main","owner":"key:key_b"}]}`},
+		{"sessions of b", keyB, "GET", "/v1/lambdaclaw/sessions", "", 200, `{"sessions":[{"id":"sb","agent":"main","owner":"key:key_b","title":"hello from b","preview":"hello from b"}]}`},
+		{"sessions search", keyA, "GET", "/v1/lambdaclaw/sessions?q=FROM+hello", "", 200,
+			`{"sessions":[` + strings.Replace(sessionA, `"pending_approval"`, `"match":"hello from a","pending_approval"`, 1) + `]}`},
+		{"sessions search no match", keyA, "GET", "/v1/lambdaclaw/sessions?q=from+b", "", 200, `{"sessions":[]}`},
+		{"sessions search of another key's words", keyB, "GET", "/v1/lambdaclaw/sessions?q=from+a", "", 200, `{"sessions":[]}`},
+		{"sessions search too long", keyA, "GET", "/v1/lambdaclaw/sessions?q=" + strings.Repeat("a", console.MaxQuery+1), "", 400, apiErr("invalid_request")},
 		{"sessions of nobody", keyAdmin, "GET", "/v1/lambdaclaw/sessions", "", 200, `{"sessions":[]}`},
 		{"session", keyA, "GET", "/v1/lambdaclaw/sessions/sa", "", 200,
 			`{"session":` + sessionA + `,"messages":[{"session_id":"sa","key":"r000000000001#a00000","run_id":"run-sa","role":"user","content":"hello from a"}],"truncated":false}`},
@@ -236,11 +257,22 @@ func TestAPI(t *testing.T) {
 		{"pause without a value", keyA, "POST", "/v1/lambdaclaw/jobs/job-a", `{}`, 400, apiErr("invalid_request")},
 		{"pause with an unknown field", keyA, "POST", "/v1/lambdaclaw/jobs/job-a", `{"paused":true,"x":1}`, 400, apiErr("invalid_request")},
 		{"pause with no body", keyA, "POST", "/v1/lambdaclaw/jobs/job-a", ``, 400, apiErr("invalid_request")},
+		{"create job", keyB, "POST", "/v1/lambdaclaw/jobs", `{"agent":"main","name":"mornings","message":"good morning","cron":"0 9 * * 1-5","tz":"Europe/Berlin"}`, 201,
+			`{"id":"` + createdJob + `","owner":"key:key_b","agent":"main","name":"mornings","schedule":{"cron":"0 9 * * 1-5","tz":"Europe/Berlin"},"message":"good morning","deliver":{}}`},
+		{"create job bad cron", keyA, "POST", "/v1/lambdaclaw/jobs", `{"agent":"main","message":"x","cron":"not a cron"}`, 400, apiErr("invalid_request")},
+		{"create job two schedules", keyA, "POST", "/v1/lambdaclaw/jobs", `{"agent":"main","message":"x","cron":"0 9 * * *","every":"1h"}`, 400, apiErr("invalid_request")},
+		{"create job no schedule", keyA, "POST", "/v1/lambdaclaw/jobs", `{"agent":"main","message":"x"}`, 400, apiErr("invalid_request")},
+		{"create job bad interval", keyA, "POST", "/v1/lambdaclaw/jobs", `{"agent":"main","message":"x","every":"often"}`, 400, apiErr("invalid_request")},
+		{"create job no message", keyA, "POST", "/v1/lambdaclaw/jobs", `{"agent":"main","every":"1h"}`, 400, apiErr("invalid_request")},
+		{"create job past", keyA, "POST", "/v1/lambdaclaw/jobs", `{"agent":"main","message":"x","at":"2001-01-01T00:00:00Z"}`, 400, apiErr("invalid_request")},
+		{"create job agent the key may not use", keyA, "POST", "/v1/lambdaclaw/jobs", `{"agent":"secret","message":"x","every":"1h"}`, 400, apiErr("invalid_request")},
+		{"create job for another owner", keyA, "POST", "/v1/lambdaclaw/jobs", `{"agent":"main","message":"x","every":"1h","owner":"key:key_b"}`, 400, apiErr("invalid_request")},
 		{"pause", keyA, "POST", "/v1/lambdaclaw/jobs/job-a", `{"paused":true}`, 200,
 			`{"id":"job-a","owner":"key:key_a","agent":"main","name":"daily","schedule":{"every":"1h0m0s"},"message":"check in","deliver":{},"paused":true}`},
 		{"delete another key's job", keyB, "DELETE", "/v1/lambdaclaw/jobs/job-a", "", 404, apiErr("not_found")},
 		{"jobs of b", keyB, "GET", "/v1/lambdaclaw/jobs", "", 200,
-			`{"jobs":[{"id":"job-b","owner":"key:key_b","agent":"main","schedule":{"every":"1h0m0s"},"message":"check in","deliver":{}}]}`},
+			`{"jobs":[{"id":"job-b","owner":"key:key_b","agent":"main","schedule":{"every":"1h0m0s"},"message":"check in","deliver":{}},` +
+				`{"id":"` + createdJob + `","owner":"key:key_b","agent":"main","name":"mornings","schedule":{"cron":"0 9 * * 1-5","tz":"Europe/Berlin"},"message":"good morning","deliver":{}}]}`},
 		// The operator's job (cron add's user:local) is an admin key's
 		// too, marked with its owner; no other key sees or touches it, and
 		// the admin still sees no other key's job.
@@ -261,7 +293,7 @@ func TestAPI(t *testing.T) {
 		{"delete again", keyA, "DELETE", "/v1/lambdaclaw/jobs/job-a", "", 404, apiErr("not_found")},
 		{"agents", keyA, "GET", "/v1/lambdaclaw/agents", "", 200, `{"agents":["main"]}`},
 		{"agent", keyA, "GET", "/v1/lambdaclaw/agents/main", "", 200,
-			`{"name":"main","files":[{"path":"AGENTS.md","size":8},{"path":"SOUL.md","size":4},{"path":"notes/plan.md","size":4}],"truncated":false,"bootstrap":["AGENTS.md","SOUL.md"],"skills":[]}`},
+			`{"name":"main","files":[{"path":"notes/plan.md","size":4}],"truncated":false,"bootstrap":["AGENTS.md","SOUL.md"],"skills":[],"editable":true}`},
 		{"agent the key may not use", keyA, "GET", "/v1/lambdaclaw/agents/secret", "", 404, apiErr("not_found")},
 		{"agent unknown", keyB, "GET", "/v1/lambdaclaw/agents/nope", "", 404, apiErr("not_found")},
 		{"file", keyA, "GET", "/v1/lambdaclaw/agents/main/files/notes/plan.md", "", 200,
@@ -313,7 +345,14 @@ func TestAPI(t *testing.T) {
 			if status >= 400 {
 				got = onlyCode(got)
 			}
-			if diff := cmp.Diff(js(t, tt.want), got); diff != "" {
+			if tt.name == "create job" {
+				created, _ = got.(map[string]any)["id"].(string)
+			}
+			want := strings.ReplaceAll(tt.want, createdJob, created)
+			if created == "" && want != tt.want {
+				t.Fatal("no job was created")
+			}
+			if diff := cmp.Diff(js(t, want), got); diff != "" {
 				t.Errorf("body (-want +got):\n%s", diff)
 			}
 		})
@@ -440,6 +479,8 @@ func TestPages(t *testing.T) {
 		{"/", "text/html; charset=utf-8", `<script src="console/app.js" defer></script>`},
 		{"/console/app.js", "text/javascript; charset=utf-8", `sessionStorage.getItem("lambdaclaw.key")`},
 		{"/console/style.css", "text/css; charset=utf-8", "#chat-log"},
+		{"/console/favicon.svg", "image/svg+xml", "<svg"},
+		{"/favicon.ico", "image/svg+xml", "<svg"},
 	} {
 		w := httptest.NewRecorder()
 		f.c.ServeHTTP(w, httptest.NewRequest("GET", tt.path, nil))
@@ -622,6 +663,69 @@ func TestJobsPages(t *testing.T) {
 		}
 		if d := cmp.Diff(tc.sizes, sizes); d != "" {
 			t.Errorf("limit %q: page sizes (-want +got):\n%s", tc.limit, d)
+		}
+	}
+}
+
+// TestWriteFile: a workspace file is written through the agent's
+// write_file tool, held to its policy for the key's autonomy: a full key
+// writes, a supervised one once it says the person approved, a read-only
+// one never (and sees the files read-only); the tool's own checks (paths,
+// sizes) hold, and a refused write changes nothing.
+func TestWriteFile(t *testing.T) {
+	f := newFixture(t)
+	keyR := store.APIKey{ID: "key_r", Autonomy: "read_only"}
+	plan := filepath.Join(f.home, "agents", "main", "notes", "plan.md")
+	const path = "/v1/lambdaclaw/agents/main/files/notes/plan.md"
+	body := func(text string, approved bool) string {
+		b, _ := json.Marshal(map[string]any{"text": text, "approved": approved})
+		return string(b)
+	}
+	tests := []struct {
+		name   string
+		key    store.APIKey
+		path   string
+		body   string
+		status int
+		code   string
+		file   string // plan.md afterwards
+	}{
+		{"read-only key", keyR, path, body("no", true), 403, "read_only", "plan"},
+		{"supervised key not approved", keyA, path, body("no", false), 403, "approval_required", "plan"},
+		{"supervised key approved", keyA, path, body("approved plan", true), 200, "", "approved plan"},
+		{"full key", keyB, path, body("full plan", false), 200, "", "full plan"},
+		{"larger than a request body", keyB, path, body(strings.Repeat("x", 20<<10), false), 200, "", strings.Repeat("x", 20<<10)},
+		{"over the file limit", keyB, path, body(strings.Repeat("y", 65<<10), false), 400, "invalid_request", strings.Repeat("x", 20<<10)},
+		{"no text", keyB, path, `{"approved":true}`, 400, "invalid_request", strings.Repeat("x", 20<<10)},
+		{"outside the workspace", keyB, "/v1/lambdaclaw/agents/main/files/..%2Fsecret%2FAGENTS.md", body("taken", false), 400, "invalid_request", strings.Repeat("x", 20<<10)},
+		{"agent the key may not use", keyA, "/v1/lambdaclaw/agents/secret/files/AGENTS.md", body("taken", true), 404, "not_found", strings.Repeat("x", 20<<10)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, got := f.do(t, tt.key, "PUT", tt.path, tt.body)
+			if status != tt.status {
+				t.Fatalf("status %d, want %d: %v", status, tt.status, got)
+			}
+			if tt.code != "" {
+				if diff := cmp.Diff(js(t, apiErr(tt.code)), onlyCode(got)); diff != "" {
+					t.Errorf("body (-want +got):\n%s", diff)
+				}
+			}
+			if data, err := os.ReadFile(plan); err != nil || string(data) != tt.file {
+				t.Errorf("plan.md = %.40q, %v; want %.40q", data, err, tt.file)
+			}
+		})
+	}
+	if data, err := os.ReadFile(filepath.Join(f.home, "agents", "secret", "AGENTS.md")); err != nil || string(data) != "hidden" {
+		t.Errorf("secret/AGENTS.md = %q, %v; want it untouched", data, err)
+	}
+	for _, tt := range []struct {
+		key  store.APIKey
+		want bool
+	}{{keyR, false}, {keyA, true}, {keyB, true}} {
+		_, got := f.do(t, tt.key, "GET", "/v1/lambdaclaw/agents/main", "")
+		if e := got.(map[string]any)["editable"]; e != tt.want {
+			t.Errorf("%s (%s): editable %v, want %v", tt.key.ID, tt.key.Autonomy, e, tt.want)
 		}
 	}
 }

@@ -12,20 +12,30 @@
 // add`, owner user:local, Config.Operator) are the server operator's,
 // and admin keys are the operator's keys, so an admin key lists and acts
 // on them too, after its own; every job carries its "owner". Bodies are limited to
-// MaxBody bytes; bad input is a 4xx with the OpenAI error JSON the rest
-// of the API uses.
+// MaxBody bytes (a file's, MaxFileBody); bad input is a 4xx with the
+// OpenAI error JSON the rest of the API uses.
+//
+// A workspace file is written through the agent's own write_file tool
+// (its path checks, size limits and the workspace's quota), held to the
+// tool's policy for the key's autonomy as the model's calls are
+// (tool.Judge): a read_only key is refused (403 read_only), a
+// supervised one writes once the person confirms ("approved": true;
+// 403 approval_required otherwise), a full one writes.
 //
 //	GET    /v1/lambdaclaw/me                          the key, its owner, its agents, what the console can show
-//	GET    /v1/lambdaclaw/sessions                    the owner's sessions, newest first (each with its pending approval)
+//	GET    /v1/lambdaclaw/sessions?q=                 the owner's sessions, newest first, each with its title, channel,
+//	                                                  last activity, preview and pending approval; q: those whose history holds its words
 //	GET    /v1/lambdaclaw/sessions/{id}               a session and its history
 //	GET    /v1/lambdaclaw/approvals                   the pending approvals of the owner's sessions
 //	GET    /v1/lambdaclaw/jobs?limit=&cursor=         a page of the owner's scheduled jobs, oldest first (an admin's: then the operator's)
+//	POST   /v1/lambdaclaw/jobs                        {"agent","name","message", one of "every","cron"(+"tz"),"at"}: make a job
 //	GET    /v1/lambdaclaw/jobs/{id}/runs              a job's latest runs
 //	POST   /v1/lambdaclaw/jobs/{id}                   {"paused": bool}: pause or resume a job
 //	DELETE /v1/lambdaclaw/jobs/{id}                   delete a job
 //	GET    /v1/lambdaclaw/agents                      the agents the key may use
-//	GET    /v1/lambdaclaw/agents/{agent}              an agent's workspace files, bootstrap files and skills
+//	GET    /v1/lambdaclaw/agents/{agent}              an agent's bootstrap files, other files, skills, and whether the key may edit
 //	GET    /v1/lambdaclaw/agents/{agent}/files/{path} a workspace file's text
+//	PUT    /v1/lambdaclaw/agents/{agent}/files/{path} {"text", "approved"}: write it through the agent's write_file
 //	GET    /v1/lambdaclaw/agents/{agent}/memory?q=    search the memories the owner sees
 //	GET    /v1/lambdaclaw/agents/{agent}/memory/{key} one memory
 //	DELETE /v1/lambdaclaw/agents/{agent}/memory/{key} forget one of the owner's memories
@@ -48,8 +58,8 @@ import (
 //go:embed web
 var web embed.FS
 
-// pages serves the files of web/: index.html at /, the rest under
-// /console/.
+// pages serves the files of web/: index.html at /, the icon also at
+// /favicon.ico, the rest under /console/.
 var pages = func() http.Handler {
 	sub, err := fs.Sub(web, "web")
 	if err != nil {
@@ -67,6 +77,9 @@ var pages = func() http.Handler {
 		switch {
 		case r.URL.Path == "/":
 			http.ServeFileFS(w, r, sub, "index.html")
+			return
+		case r.URL.Path == "/favicon.ico": // what browsers ask for first
+			http.ServeFileFS(w, r, sub, "favicon.svg")
 			return
 		case strings.HasSuffix(r.URL.Path, "/"): // no listings
 			http.NotFound(w, r)

@@ -17,8 +17,8 @@ import (
 )
 
 // completionRequest is OpenAI's chat completion request. Fields it does
-// not list are refused, as OpenAI refuses them; the README's table says
-// what each field does here.
+// not list are refused, as OpenAI refuses them; the table of README.md
+// in this directory says what each field does here.
 type completionRequest struct {
 	Model         string           `json:"model"`
 	Messages      []requestMessage `json:"messages"`

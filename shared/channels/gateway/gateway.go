@@ -124,7 +124,7 @@ type Config struct {
 	// MCP, when set, serves /mcp (shared/channels/mcpserver) behind the
 	// same key checks and limits as the API; KeyFrom gives it the key.
 	MCP http.Handler
-	// Console, when set, is the web console: its pages at / and under
+	// Console, when set, is the web console: its pages at /, /favicon.ico and under
 	// /console/, and its JSON API under ConsolePrefix, whose requests are authenticated and
 	// limited as every other.
 	Console Console
@@ -212,6 +212,7 @@ func New(cfg Config) (*Gateway, error) {
 		}))
 		g.mux.Handle("GET /{$}", cfg.Console)
 		g.mux.Handle("GET /console/", cfg.Console)
+		g.mux.Handle("GET /favicon.ico", cfg.Console)
 	}
 	g.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("unknown endpoint %s %s", r.Method, r.URL.Path))

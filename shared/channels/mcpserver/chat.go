@@ -97,7 +97,8 @@ func (h *Handler) chat(ctx context.Context, req *mcp.CallToolRequest, in chatArg
 		Autonomy: autonomy, Stream: true, Interactive: true,
 		// The gateway's channel: its runs' events reach the hub, locally
 		// and from the step function on AWS.
-		Reply: agent.Reply{Channel: gateway.Channel},
+		Reply:   agent.Reply{Channel: gateway.Channel},
+		Channel: Channel,
 	}, f.subscribe)
 	var ie *agent.InputError
 	switch {

@@ -58,11 +58,17 @@ func (o *outbox) add(ctx context.Context, msgs []store.OutboxMessage) error {
 	if err := o.store.AddOutbox(ctx, msgs); err != nil {
 		return err
 	}
+	o.wake()
+	return nil
+}
+
+// wake tells loop that messages were added (by add, or by the commit of
+// a run).
+func (o *outbox) wake() {
 	select {
 	case o.kick <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 // loop delivers the outbox until ctx ends; see pass.

@@ -14,6 +14,8 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
 
+var _ agent.Outboxer = (*Replier)(nil)
+
 // Replier is the sending half of the channel: it implements agent.Replier
 // for runs whose reply channel is "tg", and ignores the others. Replies go
 // to a durable outbox, streamed text to drafts, and a chat shows "typing…"
@@ -60,15 +62,35 @@ func NewReplier(cfg Config) (*Replier, error) {
 
 // reply stores text for chatID in the outbox and wakes the sender.
 func (r *Replier) reply(ctx context.Context, id string, chatID int64, text string) error {
-	var msgs []store.OutboxMessage
-	now := time.Now().UTC()
-	for i, part := range Split(text, MaxMessageLen) {
-		msgs = append(msgs, store.OutboxMessage{ID: fmt.Sprintf("%s#%d", id, i), ChatID: chatID, Text: part, Status: store.OutboxPending, NextAt: now, CreatedAt: now})
-	}
+	msgs := outboxMessages(id, chatID, text)
 	if len(msgs) == 0 {
 		return nil
 	}
 	return r.outbox.add(ctx, msgs)
+}
+
+// maxReplyParts bounds the messages one reply is sent as: a longer reply
+// is cut, and says so. It keeps a reply's outbox within what one store
+// transaction holds beside the run (store.Commit.Outbox).
+const maxReplyParts = 64
+
+// outboxMessages are the outbox messages of a reply text to chatID: its
+// parts, with ids id#0, id#1, …, so that storing the same reply twice
+// keeps one copy.
+func outboxMessages(id string, chatID int64, text string) []store.OutboxMessage {
+	parts := Split(text, MaxMessageLen)
+	if len(parts) > maxReplyParts {
+		const note = "\n[the reply was cut: too long for Telegram]"
+		parts = parts[:maxReplyParts]
+		last := parts[maxReplyParts-1]
+		parts[maxReplyParts-1] = Split(last, MaxMessageLen-len(note))[0] + note
+	}
+	now := time.Now().UTC()
+	msgs := make([]store.OutboxMessage, 0, len(parts))
+	for i, part := range parts {
+		msgs = append(msgs, store.OutboxMessage{ID: fmt.Sprintf("%s#%d", id, i), ChatID: chatID, Text: part, Status: store.OutboxPending, NextAt: now, CreatedAt: now})
+	}
+	return msgs
 }
 
 // chatOf returns the chat a run replies to.
@@ -104,22 +126,29 @@ func (r *Replier) Approval(run agent.RunState, a store.Approval) {
 	r.flushServerless()
 }
 
+// finalText is the text a run's outcome is sent as.
+func finalText(res agent.Result) string {
+	switch {
+	case res.Error != "":
+		return "Sorry, I could not answer: " + res.Error
+	case strings.TrimSpace(res.Content) == "":
+		return "(empty reply)"
+	}
+	return res.Content
+}
+
 // Finish implements agent.Replier: the answer is split and stored in the
-// outbox before Finish returns, so a run marked done has its reply queued.
+// outbox before Finish returns. A check-in delivered to a chat
+// (schedule.Via) is told so; the loop's own runs give their reply to the
+// commit that ends them instead (Outbox, Committed).
 func (r *Replier) Finish(run agent.RunState, res agent.Result) {
 	chatID, ok := chatOf(run)
 	if !ok {
 		return
 	}
-	text := res.Content
-	if res.Error != "" {
-		text = "Sorry, I could not answer: " + res.Error
-	} else if strings.TrimSpace(text) == "" {
-		text = "(empty reply)"
-	}
 	var err error
 	for attempt := range 5 {
-		if err = r.reply(context.Background(), "run-"+run.RunID, chatID, text); err == nil {
+		if err = r.reply(context.Background(), "run-"+run.RunID, chatID, finalText(res)); err == nil {
 			break
 		}
 		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
@@ -127,6 +156,28 @@ func (r *Replier) Finish(run agent.RunState, res agent.Result) {
 	if err != nil {
 		r.log.Error("store reply", "run_id", run.RunID, "error", err)
 	}
+	r.stopRun(run.RunID)
+	r.flushServerless()
+}
+
+// Outbox implements agent.Outboxer: the outbox messages of a run's reply
+// to its chat, for the commit that ends the run.
+func (r *Replier) Outbox(run agent.RunState, res agent.Result) []store.OutboxMessage {
+	chatID, ok := chatOf(run)
+	if !ok {
+		return nil
+	}
+	return outboxMessages("run-"+run.RunID, chatID, finalText(res))
+}
+
+// Committed implements agent.Outboxer: the run's reply is in the outbox,
+// committed with the run; the sender is woken (a serverless process
+// delivers it now).
+func (r *Replier) Committed(run agent.RunState, _ agent.Result) {
+	if _, ok := chatOf(run); !ok {
+		return
+	}
+	r.outbox.wake()
 	r.stopRun(run.RunID)
 	r.flushServerless()
 }

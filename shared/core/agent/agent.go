@@ -229,6 +229,19 @@ type Replier interface {
 	Finish(r RunState, res Result)
 }
 
+// Outboxer is a Replier whose channel delivers a run's outcome from the
+// store (a Telegram chat's outbox). The commit that finishes a run holds
+// the messages Outbox returns (store.Commit.Outbox), so the reply is kept
+// exactly when the run is saved done: a crash after the commit loses
+// nothing, and a refused commit keeps nothing. Once that commit
+// succeeded the loop tells Committed instead of Finish: the messages are
+// in the store, to be sent.
+type Outboxer interface {
+	Replier
+	Outbox(r RunState, res Result) []store.OutboxMessage
+	Committed(r RunState, res Result)
+}
+
 // Store is the part of the store the loop uses.
 type Store interface {
 	store.Sessions
@@ -284,16 +297,18 @@ func (l *Loop) now() time.Time {
 func (l *Loop) Step(ctx context.Context, st RunState) (RunState, error) {
 	var c store.Commit
 	var next RunState
+	var t *told
 	var err error
 	switch st.Step {
 	case StepBegin:
-		// begin writes nothing: the run's saved state may stay "begin",
-		// and a begin repeated after a crash costs nothing.
-		return l.begin(st), nil
+		// begin writes nothing and goes straight on to think: the run's
+		// saved state stays "begin" until think commits, and a begin
+		// repeated after a crash costs nothing.
+		next, err = l.think(ctx, l.begin(st), &c, &t)
 	case StepCompact:
 		next, err = l.compact(ctx, st)
 	case StepThink:
-		next, err = l.think(ctx, st, &c)
+		next, err = l.think(ctx, st, &c, &t)
 	case StepApprove:
 		next, err = l.approve(ctx, st)
 	case StepWait:
@@ -303,19 +318,36 @@ func (l *Loop) Step(ctx context.Context, st RunState) (RunState, error) {
 	case StepAct:
 		next, err = l.act(ctx, st, &c)
 	case StepFinish:
-		next, err = l.finish(ctx, st, &c)
+		next, err = l.finish(ctx, st, &c, &t)
 	case StepDone:
 		return st, nil
 	default:
 		return st, fmt.Errorf("run %s: unknown step %q", st.RunID, st.Step)
 	}
+	if errors.Is(err, errFinished) {
+		// A think retried after the commit that finished the run, whose
+		// success this process may not have seen (a reply lost, a crash):
+		// the turn is counted as the commit's retry would count it.
+		l.turnComplete(next)
+		return next, nil
+	}
 	if err != nil {
 		return st, err
 	}
+	return l.commitStep(ctx, st, next, c, t)
+}
+
+// commitStep commits the step that took st to next with its writes c,
+// then tells t, if any, and emits turn_complete once the commit that
+// finishes the run succeeded, so a step retried after a failed commit
+// counts its turn once. A failed commit tells nothing: the driver runs
+// the step again.
+func (l *Loop) commitStep(ctx context.Context, st, next RunState, c store.Commit, t *told) (RunState, error) {
 	if err := l.commit(ctx, next, c); err != nil {
 		return st, err
 	}
-	if st.Step == StepFinish {
+	l.tell(t)
+	if next.Step == StepDone {
 		l.turnComplete(next)
 	}
 	return next, nil
@@ -360,6 +392,9 @@ type Input struct {
 	// approval prompts.
 	Interactive bool
 	Reply       Reply
+	// Channel names the channel a new session is started on, as the web
+	// console shows it (store.Session.Channel); Reply.Channel when empty.
+	Channel string
 	// Options are what an API client asks of the run beyond its input.
 	Options Options
 }
@@ -400,9 +435,10 @@ func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
 		return RunState{}, fmt.Errorf("enqueue: %w", err)
 	}
 	run, created, err := l.Store.EnqueueRun(ctx, store.NewRun{
-		Session: store.Session{ID: in.SessionID, Agent: in.Agent, Owner: in.Owner, Ephemeral: in.Ephemeral, CreatedAt: now, UpdatedAt: now},
-		Run:     store.Run{ID: in.RunID, State: state, Options: options, CreatedAt: now},
-		Input:   in.Messages,
+		Session: store.Session{ID: in.SessionID, Agent: in.Agent, Owner: in.Owner, Channel: cmp.Or(in.Channel, in.Reply.Channel),
+			Ephemeral: in.Ephemeral, CreatedAt: now, UpdatedAt: now},
+		Run:   store.Run{ID: in.RunID, State: state, Options: options, CreatedAt: now},
+		Input: in.Messages,
 	})
 	if errors.Is(err, store.ErrExists) {
 		return DecodeState(run)
@@ -422,10 +458,10 @@ func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
 var ErrBusy = errors.New("the conversation is busy: wait for the current reply or answer the pending approval first")
 
 // Reset starts a session afresh: its history is deleted. A session with a
-// queued, running or parked run is not reset (ErrBusy). A run that has
-// reached its finish step has given its answer and is only being recorded:
-// Reset waits a moment for it, so that a client that saw the answer can
-// reset at once.
+// queued, running or parked run is not reset (ErrBusy). A run that is not
+// parked may be about to end (a client may have seen its answer streamed
+// before the step that ends it committed): Reset waits a moment for it,
+// so that such a client can reset at once.
 func (l *Loop) Reset(ctx context.Context, sessionID string) error {
 	wait := time.Millisecond
 	for {
@@ -436,7 +472,7 @@ func (l *Loop) Reset(ctx context.Context, sessionID string) error {
 		if err != nil {
 			return fmt.Errorf("reset: %w", err)
 		}
-		if st, err := DecodeState(run); err != nil || st.Step != StepFinish || wait > time.Second {
+		if st, err := DecodeState(run); err != nil || st.Parked() || wait > time.Second {
 			return ErrBusy
 		}
 		t := time.NewTimer(wait)

@@ -483,3 +483,55 @@ func TestFailedRunClosesToolCalls(t *testing.T) {
 		t.Errorf("history after a failed act = %+v (tool ran %d times)", h, f.echo.n)
 	}
 }
+
+// countingStore counts the commits of runs and the reads of history.
+type countingStore struct {
+	store.Store
+	commits, reads int
+}
+
+func (s *countingStore) CommitRun(ctx context.Context, c store.Commit) error {
+	s.commits++
+	return s.Store.CommitRun(ctx, c)
+}
+
+func (s *countingStore) Messages(ctx context.Context, sessionID string) ([]store.Message, error) {
+	s.reads++
+	return s.Store.Messages(ctx, sessionID)
+}
+
+func (s *countingStore) RunMessages(ctx context.Context, sessionID string, seq int64) ([]store.Message, error) {
+	s.reads++
+	return s.Store.RunMessages(ctx, sessionID, seq)
+}
+
+// A turn costs one durable commit per step at most: an answer without
+// tool calls is thought and finished in one commit, after one read of
+// the history; a tool call adds the commits of think, approve and act.
+func TestCommitsPerTurn(t *testing.T) {
+	for _, tt := range []struct {
+		name           string
+		script         []func(llm.Request) (llm.Response, error)
+		commits, reads int
+	}{
+		{name: "an answer", script: []func(llm.Request) (llm.Response, error){say("hello")}, commits: 1, reads: 1},
+		{name: "one tool call", script: []func(llm.Request) (llm.Response, error){callTool("echo", `{"text":"x"}`), say("done")}, commits: 4, reads: 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, 5)
+			s := &countingStore{Store: f.store}
+			f.loop.Store = s
+			f.llm.script = tt.script
+			st, err := f.loop.Enqueue(t.Context(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("hi")}, Autonomy: tool.Full})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st = f.runToEnd(t, st); st.Failed() {
+				t.Fatalf("run failed: %s", st.Error)
+			}
+			if s.commits != tt.commits || s.reads != tt.reads {
+				t.Errorf("%d commits and %d reads of history, want %d and %d", s.commits, s.reads, tt.commits, tt.reads)
+			}
+		})
+	}
+}

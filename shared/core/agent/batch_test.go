@@ -99,12 +99,11 @@ func TestThinkFlushesDeltas(t *testing.T) {
 	// A delta told before this run's, still within the interval, holds
 	// the next one back.
 	f.loop.Replier.Delta(st, "warm-up ")
-	for st.Step != StepFinish {
-		if st, err = f.loop.Step(t.Context(), st); err != nil {
-			t.Fatal(err)
-		}
+	// One step thinks and, the reply being an answer, finishes.
+	if st, err = f.loop.Step(t.Context(), st); err != nil || st.Step != StepDone {
+		t.Fatalf("step: %v at %s, want done", err, st.Step)
 	}
-	if diff := cmp.Diff([]string{st.RunID + " delta warm-up ", st.RunID + " delta first"}, drain(rec.told)); diff != "" {
+	if diff := cmp.Diff([]string{st.RunID + " delta warm-up ", st.RunID + " delta first", st.RunID + " finish first"}, drain(rec.told)); diff != "" {
 		t.Errorf("told after think (-want +got):\n%s", diff)
 	}
 }

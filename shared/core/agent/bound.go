@@ -24,8 +24,9 @@ const defaultToolTimeout = 60 * time.Second
 // Bound returns the longest step st may take, known before it runs, from
 // the settings the step itself runs with:
 //
-//   - think: its model call (the provider chain's bound with its retries
-//     and fallbacks, llm.Bound; at most MaxStep);
+//   - think, and begin, which goes straight on to think: its model call
+//     (the provider chain's bound with its retries and fallbacks,
+//     llm.Bound; at most MaxStep);
 //   - compact: the memory flush's model call and memory tool calls, and
 //     the summary's model call (at most MaxStep);
 //   - act: the longest of its tool calls' timeouts (toolTimeout), which
@@ -42,7 +43,7 @@ func (l *Loop) Bound(ctx context.Context, st RunState) (time.Duration, error) {
 	}
 	var d time.Duration
 	switch st.Step {
-	case StepThink:
+	case StepBegin, StepThink:
 		d, ok = l.modelBound(a)
 	case StepCompact:
 		d, _, ok = l.compactBound(a, st)

@@ -85,7 +85,8 @@ func TestBound(t *testing.T) {
 		state   func(*testing.T, *fixture) RunState
 		want    time.Duration
 	}{
-		{"begin calls nothing", 0, func(*testing.T, *fixture) RunState { return RunState{Agent: "a", Step: StepBegin} }, 0},
+		{"begin goes on to think: its model call", 0, func(*testing.T, *fixture) RunState { return RunState{Agent: "a", Step: StepBegin} }, 2 * time.Minute},
+		{"finish calls nothing", 0, func(*testing.T, *fixture) RunState { return RunState{Agent: "a", Step: StepFinish} }, 0},
 		{"think: its model call", 0, func(*testing.T, *fixture) RunState { return RunState{Agent: "a", Step: StepThink} }, 2 * time.Minute},
 		{"think: at most MaxStep", time.Minute, func(*testing.T, *fixture) RunState { return RunState{Agent: "a", Step: StepThink} }, time.Minute},
 		{"compact: the flush's model and memory tool, then the summary", 0,

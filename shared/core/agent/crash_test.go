@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -195,48 +196,142 @@ func (s *failFinish) CommitRun(ctx context.Context, c store.Commit) error {
 	return s.Store.CommitRun(ctx, c)
 }
 
-// A finish whose commit is retried counts the turn once, after the commit
-// that finishes the run.
+// A step that finishes a run and whose commit is retried counts the turn
+// once, after the commit that finishes the run, and tells the user once,
+// after that commit: the finish step of a failed run, and a think that
+// got an answer, which finishes the run in its own commit. That think,
+// retried after its commit failed, asks the model again (nothing of the
+// failed commit is kept): history keeps the answer the user was told.
 func TestTurnCompleteOnce(t *testing.T) {
-	for _, fails := range []int{0, 1, 8} {
-		f := newFixture(t, 5)
-		s := &failFinish{Store: f.store, n: fails}
-		f.loop.Store = s
-		ev := &events{}
-		f.loop.Events = ev
-		f.llm.script = append(f.llm.script, say("hello"))
-		st, err := f.loop.Enqueue(t.Context(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("hi")}, Autonomy: tool.Full})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for st.Step != StepFinish {
-			if st, err = f.loop.Step(t.Context(), st); err != nil {
-				t.Fatal(err)
-			}
-		}
-		count := func() int {
-			n := 0
-			for _, e := range ev.got {
-				if e.Type == obs.TurnComplete {
-					n++
+	for _, tt := range []struct {
+		name   string
+		reply  func(i int) func(llm.Request) (llm.Response, error)
+		before string // the step whose commit fails
+		asked  func(fails int) int
+	}{
+		{name: "an answer", reply: func(i int) func(llm.Request) (llm.Response, error) { return say(fmt.Sprintf("hello %d", i)) },
+			before: StepBegin, asked: func(fails int) int { return fails + 1 }},
+		{name: "a failed run", reply: func(int) func(llm.Request) (llm.Response, error) { return fail(errors.New("boom")) },
+			before: StepFinish, asked: func(int) int { return 1 }},
+	} {
+		for _, fails := range []int{0, 1, 8} {
+			t.Run(fmt.Sprintf("%s/%d failing commits", tt.name, fails), func(t *testing.T) {
+				f := newFixture(t, 5)
+				s := &failFinish{Store: f.store, n: fails}
+				f.loop.Store = s
+				ev := &events{}
+				f.loop.Events = ev
+				rec := recordingReplier{told: make(chan string, 100)}
+				f.loop.Replier = rec
+				for i := range fails + 1 {
+					f.llm.script = append(f.llm.script, tt.reply(i))
 				}
-			}
-			return n
+				st, err := f.loop.Enqueue(t.Context(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("hi")}, Autonomy: tool.Full})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for st.Step != tt.before {
+					if st, err = f.loop.Step(t.Context(), st); err != nil {
+						t.Fatal(err)
+					}
+				}
+				count := func() int {
+					n := 0
+					for _, e := range ev.got {
+						if e.Type == obs.TurnComplete {
+							n++
+						}
+					}
+					return n
+				}
+				for i := range fails {
+					if _, err := f.loop.Step(t.Context(), st); err == nil {
+						t.Fatalf("step %d succeeded", i+1)
+					}
+					if n := count(); n != 0 {
+						t.Errorf("%d %s events after failed step %d, want none", n, obs.TurnComplete, i+1)
+					}
+					if got := drain(rec.told); len(got) != 0 {
+						t.Errorf("told %q after failed step %d, want nothing", got, i+1)
+					}
+				}
+				if st, err = f.loop.Step(t.Context(), st); err != nil || st.Step != StepDone {
+					t.Fatalf("step: %v at %s, want done", err, st.Step)
+				}
+				if n := count(); n != 1 {
+					t.Errorf("%d %s events, want 1", n, obs.TurnComplete)
+				}
+				if got, want := f.llm.calls(), tt.asked(fails); got != want {
+					t.Errorf("the model was asked %d times, want %d", got, want)
+				}
+				told := drain(rec.told)
+				if len(told) != 1 {
+					t.Fatalf("the replier was told %q, want once", told)
+				}
+				if tt.name == "an answer" {
+					answer := fmt.Sprintf("hello %d", fails)
+					if hist := f.history(t, "s"); len(hist) != 2 || hist[1].Content != answer || told[0] != st.RunID+" finish "+answer {
+						t.Errorf("history = %+v, told %q; want the input and the answer told, %q", hist, told, answer)
+					}
+				}
+			})
 		}
-		for i := range fails {
-			if _, err := f.loop.Step(t.Context(), st); err == nil {
-				t.Fatalf("%d failing commits: finish %d succeeded", fails, i+1)
-			}
-			if n := count(); n != 0 {
-				t.Errorf("%d failing commits: %d %s events after failed finish %d, want none", fails, n, obs.TurnComplete, i+1)
-			}
+	}
+}
+
+// lostAck is a store whose first commit that finishes a run applies but
+// reports an error, as a reply lost on its way back or a crash right
+// after the commit.
+type lostAck struct {
+	store.Store
+	lost bool
+}
+
+func (s *lostAck) CommitRun(ctx context.Context, c store.Commit) error {
+	err := s.Store.CommitRun(ctx, c)
+	if err == nil && c.Run.Status.Finished() && !s.lost {
+		s.lost = true
+		return errors.New("connection reset")
+	}
+	return err
+}
+
+// A think that finished the run in a commit whose success it did not see
+// tells the answer when it is retried, and counts the turn once; the
+// model is asked once.
+func TestFinishedThinkRetried(t *testing.T) {
+	f := newFixture(t, 5)
+	f.loop.Store = &lostAck{Store: f.store}
+	ev := &events{}
+	f.loop.Events = ev
+	rec := recordingReplier{told: make(chan string, 100)}
+	f.loop.Replier = rec
+	f.llm.script = append(f.llm.script, say("hello"))
+	st, err := f.loop.Enqueue(t.Context(), Input{SessionID: "s", Agent: "a", Messages: []chat.Message{user("hi")}, Autonomy: tool.Full})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.loop.Step(t.Context(), st); err == nil {
+		t.Fatal("the step whose commit reported an error succeeded")
+	}
+	if got := drain(rec.told); len(got) != 0 {
+		t.Errorf("told %q before the commit was seen, want nothing", got)
+	}
+	done, err := f.loop.Step(t.Context(), st)
+	if err != nil || done.Step != StepDone {
+		t.Fatalf("retried step: %v at %s, want done", err, done.Step)
+	}
+	if diff := cmp.Diff([]string{st.RunID + " finish hello"}, drain(rec.told)); diff != "" {
+		t.Errorf("told (-want +got):\n%s", diff)
+	}
+	n := 0
+	for _, e := range ev.got {
+		if e.Type == obs.TurnComplete {
+			n++
 		}
-		if st, err = f.loop.Step(t.Context(), st); err != nil || st.Step != StepDone {
-			t.Fatalf("%d failing commits: finish: %v at %s", fails, err, st.Step)
-		}
-		if n := count(); n != 1 {
-			t.Errorf("%d failing commits: %d %s events, want 1", fails, n, obs.TurnComplete)
-		}
+	}
+	if n != 1 || f.llm.calls() != 1 {
+		t.Errorf("%d %s events and %d model calls, want 1 and 1", n, obs.TurnComplete, f.llm.calls())
 	}
 }
 
@@ -281,5 +376,91 @@ func TestFlushNotRepeated(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{`{"action":"append","content":"likes tea"}`}, mem.saved); diff != "" {
 		t.Errorf("flush saved (-want +got):\n%s", diff)
+	}
+}
+
+// outboxReplier keeps replies in the commit (Outboxer).
+type outboxReplier struct{ recordingReplier }
+
+func (r outboxReplier) Outbox(st RunState, res Result) []store.OutboxMessage {
+	return []store.OutboxMessage{{ID: "run-" + st.RunID, Text: res.Content + res.Error}}
+}
+
+func (r outboxReplier) Committed(st RunState, res Result) {
+	r.told <- st.RunID + " committed " + res.Content + res.Error
+}
+
+// outboxStore keeps the outbox of each commit it applies (memstore keeps
+// none), noting what its replier had been told by then; a refusing one
+// refuses every commit that ends a run, as a lease lost.
+type outboxStore struct {
+	store.Store
+	refuse bool
+	told   chan string
+	kept   []string
+}
+
+func (s *outboxStore) CommitRun(ctx context.Context, c store.Commit) error {
+	if s.refuse && c.Run.Status.Finished() {
+		return store.ErrLeaseLost
+	}
+	out := c.Outbox
+	c.Outbox = nil
+	if err := s.Store.CommitRun(ctx, c); err != nil {
+		return err
+	}
+	for _, m := range out {
+		s.kept = append(s.kept, m.ID+" "+m.Text)
+	}
+	if len(s.told) > 0 {
+		s.kept = append(s.kept, "told before the commit")
+	}
+	return nil
+}
+
+// The step that ends a run gives its reply to a channel that delivers
+// from the store (Outboxer) to the commit that ends the run, and tells
+// that channel Committed once the commit applied: an answer's think and
+// a failed run's finish. A refused commit keeps no reply and tells none.
+func TestOutboxInCommit(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		reply  func(llm.Request) (llm.Response, error)
+		refuse bool
+		kept   []string
+		told   []string
+	}{
+		{name: "an answer", reply: say("hello"), kept: []string{"run-r1 hello"}, told: []string{"r1 committed hello"}},
+		{name: "a failed run", reply: fail(errors.New("boom")), kept: []string{"run-r1 the model provider failed to answer; try again in a moment (run r1)"},
+			told: []string{"r1 committed the model provider failed to answer; try again in a moment (run r1)"}},
+		{name: "a refused commit", reply: say("hello"), refuse: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, 5)
+			rec := outboxReplier{recordingReplier{told: make(chan string, 100)}}
+			s := &outboxStore{Store: f.store, refuse: tt.refuse, told: rec.told}
+			f.loop.Store = s
+			f.loop.Replier = Router{"tg": rec}
+			f.llm.script = append(f.llm.script, tt.reply)
+			st, err := f.loop.Enqueue(t.Context(), Input{RunID: "r1", SessionID: "s", Agent: "a", Messages: []chat.Message{user("hi")},
+				Autonomy: tool.Full, Reply: Reply{Channel: "tg", To: "7"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for st.Step != StepDone {
+				if st, err = f.loop.Step(t.Context(), st); err != nil {
+					break
+				}
+			}
+			if tt.refuse != errors.Is(err, store.ErrLeaseLost) {
+				t.Errorf("step: %v", err)
+			}
+			if diff := cmp.Diff(tt.kept, s.kept); diff != "" {
+				t.Errorf("outbox kept (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.told, drain(rec.told)); diff != "" {
+				t.Errorf("told (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

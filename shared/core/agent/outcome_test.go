@@ -87,7 +87,7 @@ func TestResponsesOutcomeAtFinish(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for st.Step != StepFinish {
+			for st.Step != StepFinish && st.Step != StepDone {
 				if st, err = f.loop.Step(t.Context(), st); err != nil {
 					t.Fatal(err)
 				}

@@ -105,9 +105,10 @@ func TestRecorder(t *testing.T) {
 	}
 }
 
-// A finish step retried after a crash queues the same exchange again,
-// which replaces the first: the recorder is told once. The queue outlives
-// the loop that filled it, as a restarted process finds it.
+// A step that finished the run, retried after a crash, finds the run
+// finished and queues nothing again: the recorder is told once. The
+// queue outlives the loop that filled it, as a restarted process finds
+// it.
 func TestRecorderRetriedFinish(t *testing.T) {
 	f := newFixture(t, 5)
 	rec := &recorder{}
@@ -118,14 +119,10 @@ func TestRecorderRetriedFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for st.Step != StepFinish {
-		if st, err = f.loop.Step(ctx, st); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f.runToEnd(t, st)
 	for range 2 {
-		if _, err := f.loop.Step(ctx, st); err != nil {
-			t.Fatal(err)
+		if again, err := f.loop.Step(ctx, st); err != nil || again.Step != StepDone {
+			t.Fatalf("step retried: %v at %s, want done", err, again.Step)
 		}
 	}
 	restarted := *f.loop

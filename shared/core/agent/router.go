@@ -7,7 +7,7 @@ import "github.com/lambdaclaw/lambdaclaw/shared/core/store"
 // without a replier are dropped.
 type Router map[string]Replier
 
-var _ Replier = Router{}
+var _ Outboxer = Router{}
 
 // Delta implements Replier.
 func (r Router) Delta(st RunState, text string) {
@@ -38,10 +38,36 @@ func (r Router) Finish(st RunState, res Result) {
 	}
 }
 
+// Outbox implements Outboxer: the outbox of the channel's replier, if it
+// keeps one.
+func (r Router) Outbox(st RunState, res Result) []store.OutboxMessage {
+	if o, ok := r[st.Reply.Channel].(Outboxer); ok {
+		return o.Outbox(st, res)
+	}
+	return nil
+}
+
+// Committed implements Outboxer: the channel's replier is told Committed
+// if it keeps an outbox, else Finish.
+func (r Router) Committed(st RunState, res Result) {
+	if p, ok := r[st.Reply.Channel]; ok {
+		committed(p, st, res)
+	}
+}
+
+// committed tells r that the run st ended with res, committed.
+func committed(r Replier, st RunState, res Result) {
+	if o, ok := r.(Outboxer); ok {
+		o.Committed(st, res)
+		return
+	}
+	r.Finish(st, res)
+}
+
 // Tee is a Replier that tells each of its repliers everything, in order.
 type Tee []Replier
 
-var _ Replier = Tee{}
+var _ Outboxer = Tee{}
 
 // Delta implements Replier.
 func (t Tee) Delta(st RunState, text string) {
@@ -70,5 +96,23 @@ func (t Tee) Approval(st RunState, a store.Approval) {
 func (t Tee) Finish(st RunState, res Result) {
 	for _, r := range t {
 		r.Finish(st, res)
+	}
+}
+
+// Outbox implements Outboxer: the outboxes of the repliers that keep one.
+func (t Tee) Outbox(st RunState, res Result) []store.OutboxMessage {
+	var out []store.OutboxMessage
+	for _, r := range t {
+		if o, ok := r.(Outboxer); ok {
+			out = append(out, o.Outbox(st, res)...)
+		}
+	}
+	return out
+}
+
+// Committed implements Outboxer.
+func (t Tee) Committed(st RunState, res Result) {
+	for _, r := range t {
+		committed(r, st, res)
 	}
 }

@@ -38,7 +38,7 @@ func (l *Loop) begin(st RunState) RunState {
 // think asks the model for the next message. The message enters history
 // scrubbed of credentials; the tool calls it makes are kept as the model
 // sent them in the run's pending calls, for act to execute.
-func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunState, error) {
+func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit, t **told) (RunState, error) {
 	a, ok := l.Agents.Agent(st.Agent)
 	if !ok {
 		return l.fail(st, CodeInternal, unknownAgent(st.Agent)), nil
@@ -54,9 +54,20 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 	}
 	if i := slices.IndexFunc(hist, func(m store.Message) bool { return m.Key == key }); i >= 0 {
 		// The message was committed with the state that followed it: a
-		// repeated think returns that state.
+		// repeated think returns that state. One that finished the run
+		// tells the answer again, which a crash after the commit may have
+		// kept from the replier (channels de-duplicate by run id), and
+		// says so (errFinished: nothing to commit, no turn to count).
 		if run, err := l.Store.GetRun(ctx, st.RunID); err == nil {
-			if saved, err := DecodeState(run); err == nil && saved.Iteration == st.Iteration && saved.Step != StepThink {
+			if saved, err := DecodeState(run); err == nil && saved.Iteration == st.Iteration && saved.Step != StepThink && saved.Step != StepBegin {
+				if saved.Step == StepDone && !saved.Failed() && len(saved.ClientCalls) == 0 {
+					if res, err := l.result(ctx, saved, hist); err == nil {
+						l.tell(&told{saved, res})
+					}
+				}
+				if saved.Step == StepDone {
+					return saved, errFinished
+				}
 				return saved, nil
 			}
 		}
@@ -164,7 +175,33 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit) (RunStat
 		c.ClearCalls = true
 	}
 	st.ClearCalls, st.Forced = false, false
-	return afterThink(st, m, opts), nil
+	st = afterThink(st, m, opts)
+	if st.Step == StepFinish {
+		// An answer without tool calls: think finishes the run in the
+		// same commit, with the run's messages it holds. The answer is
+		// told once the commit succeeded (Step), so that a commit refused
+		// (a lease lost to another invocation) tells nothing; a step
+		// retried after a crash in between tells it again (above).
+		run := append(runMessages(hist, st.Seq), c.Messages...)
+		res, err := l.result(ctx, st, run)
+		if err != nil {
+			return st, fmt.Errorf("think: %w", err)
+		}
+		*t = &told{st, res}
+		return l.finishWith(ctx, st, c, res, run)
+	}
+	return st, nil
+}
+
+// runMessages returns the messages of hist of the run with sequence
+// number seq.
+func runMessages(hist []store.Message, seq int64) []store.Message {
+	prefix := store.RunPrefix(seq)
+	i := slices.IndexFunc(hist, func(m store.Message) bool { return strings.HasPrefix(m.Key, prefix) })
+	if i < 0 {
+		return nil
+	}
+	return slices.Clone(hist[i:])
 }
 
 // request is the model request of a think step: the agent's tools and the
@@ -575,7 +612,7 @@ func truncate(s string, n int) string {
 	return cut + fmt.Sprintf("\n[output truncated: %d of %d bytes shown]", len(cut), len(s))
 }
 
-func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunState, error) {
+func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit, t **told) (RunState, error) {
 	run, err := l.Store.RunMessages(ctx, st.SessionID, st.Seq)
 	if err != nil {
 		return st, fmt.Errorf("finish: %w", err)
@@ -584,13 +621,43 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunSta
 	if err != nil {
 		return st, fmt.Errorf("finish: %w", err)
 	}
+	*t = &told{st, res}
+	return l.finishWith(ctx, st, c, res, run)
+}
+
+// told is what a step tells its replier once its commit succeeded.
+type told struct {
+	st  RunState
+	res Result
+}
+
+// tell tells the replier t, if any: Committed, when the replier keeps
+// replies in the commit (Outboxer), else Finish.
+func (l *Loop) tell(t *told) {
+	if t == nil || l.Replier == nil {
+		return
+	}
+	committed(l.Replier, t.st, t.res)
+}
+
+// finishWith finishes the run st, whose messages are run and whose
+// outcome is res, adding to c: it marks the run done, with the job for
+// the Recorder and the reply's outbox (Outboxer). The finish step and a
+// think that got an answer without tool calls end a run with it; both
+// tell the replier res once their commit succeeded (Step): a refused
+// commit (a lease lost to another invocation) tells nothing, and a
+// channel that delivers from the store loses nothing to a crash between
+// the commit and the telling.
+func (l *Loop) finishWith(ctx context.Context, st RunState, c *store.Commit, res Result, run []store.Message) (RunState, error) {
 	ephemeral := strings.HasPrefix(st.SessionID, EphemeralPrefix)
-	c.ClearCalls = st.ClearCalls && !ephemeral
+	c.ClearCalls = c.ClearCalls || st.ClearCalls && !ephemeral
 	switch {
 	case ephemeral:
 		if err := l.Store.DeleteSession(ctx, st.SessionID); err != nil {
 			return st, fmt.Errorf("finish: %w", err)
 		}
+		// Nothing of the session is kept: the commit only ends the run.
+		c.Messages, c.Calls, c.ClearCalls = nil, nil, false
 		l.emit(obs.Event{Type: obs.SessionEnd, SessionID: st.SessionID})
 	case st.Failed():
 		c.Messages = append(c.Messages, l.closeCalls(st, run)...)
@@ -602,11 +669,10 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit) (RunSta
 			return st, fmt.Errorf("finish: %w", err)
 		}
 	}
-	// The answer is given before the run is saved as done: a crash in
-	// between gives it again (channels de-duplicate by run id), never not
-	// at all.
-	if l.Replier != nil {
-		l.Replier.Finish(st, res)
+	if o, ok := l.Replier.(Outboxer); ok && !ephemeral {
+		// The reply to a channel that delivers from the store is kept by
+		// the commit that ends the run, and sent once it is committed.
+		c.Outbox = append(c.Outbox, o.Outbox(st, res)...)
 	}
 	if job, ok, err := l.recordJob(st, ephemeral, res, run); err != nil {
 		l.logRecord(st, err)
@@ -897,3 +963,8 @@ func (l *Loop) history(ctx context.Context, st RunState) ([]store.Message, error
 	}
 	return all[:n], nil
 }
+
+// errFinished tells Step that the run was found finished already: a
+// think repeated after the commit that finished the run. Step returns
+// the saved state and commits nothing.
+var errFinished = errors.New("the run is finished")

@@ -88,7 +88,7 @@ func TestResetEndsStuckRun(t *testing.T) {
 }
 
 // abandoningStore fails every commit of a model's answer (the think step
-// moving a run on to finish), and at the first such failure saves the run failed, as `lambdaclaw runs
+// finishing the run), and at the first such failure saves the run failed, as `lambdaclaw runs
 // abandon` does from another process between two attempts of the lane.
 type abandoningStore struct {
 	store.Store
@@ -98,7 +98,7 @@ type abandoningStore struct {
 
 func (s *abandoningStore) CommitRun(ctx context.Context, c store.Commit) error {
 	st, err := DecodeState(c.Run)
-	if err != nil || st.Step != StepFinish || st.Error != "" {
+	if err != nil || st.Step != StepDone || st.Error != "" {
 		return s.Store.CommitRun(ctx, c)
 	}
 	s.failures++

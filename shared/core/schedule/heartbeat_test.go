@@ -12,7 +12,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store/memstore"
 )
@@ -258,4 +260,59 @@ func (*sink) Delta(agent.RunState, string)            {}
 func (*sink) Approval(agent.RunState, store.Approval) {}
 func (s *sink) Finish(st agent.RunState, res agent.Result) {
 	s.got = append(s.got, st.Reply.Channel+" "+st.Reply.To+": "+res.Content)
+}
+
+// A firing whose run ended without its end recorded (the process died
+// between the commit that ended the run and the telling of its answer)
+// and is started again has its answer delivered and recorded then.
+func TestRunnerDeliversEndedRun(t *testing.T) {
+	ctx := context.Background()
+	e := &finishes{got: map[Firing]Result{}}
+	tg := &sink{}
+	j := Job{ID: "job_1", Owner: "user:a", Agent: "a", Message: "status?", Deliver: Target{Kind: DeliverTelegram, To: "111"}}
+	replier := &Replier{Engine: e, Jobs: func(context.Context, string) (Job, error) { return j, nil },
+		Deliver: map[string]Delivery{DeliverTelegram: Via(tg, "tg")}, Log: slog.New(slog.DiscardHandler)}
+	st := memstore.New()
+	loop := &agent.Loop{Store: st, Agents: agent.Registry{"a": {Name: "a", Provider: answer("all green")}}}
+	var k kicks
+	r := &Runner{Engine: e, Loop: loop, Lane: &k}
+	run := Run{Firing: Firing{JobID: j.ID, At: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)}, Job: j}
+	if err := r.Start(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	// The run is stepped with no reply channel: it ends told nobody, as
+	// when the process dies right after the commit.
+	rs, err := st.GetRun(ctx, run.RunID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, err := agent.DecodeState(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state, err = loop.Step(ctx, state); err != nil || state.Step != agent.StepDone {
+		t.Fatalf("step: %v at %s", err, state.Step)
+	}
+	if len(e.got) != 0 || len(tg.got) != 0 {
+		t.Fatalf("recorded %v, delivered %q before the restart", e.got, tg.got)
+	}
+	loop.Replier = agent.Router{Channel: replier}
+	if err := r.Start(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[Firing]Result{run.Firing: {Status: RunDone, Reply: "all green", Delivered: "telegram:111"}}, e.got); diff != "" {
+		t.Errorf("recorded (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"tg 111: all green"}, tg.got); diff != "" {
+		t.Errorf("delivered (-want +got):\n%s", diff)
+	}
+}
+
+// answer is a model that answers text at once.
+type answer string
+
+func (answer) Name() string { return "answer" }
+
+func (a answer) Generate(context.Context, llm.Request, llm.OnDelta) (llm.Response, error) {
+	return llm.Response{Message: chat.Message{Role: chat.Assistant, Content: string(a)}}, nil
 }

@@ -42,9 +42,10 @@ func SessionID(j Job) string {
 // Start starts the run of a claimed firing (Run.Job set). Starting it
 // again starts nothing new: the agent run's id is the firing's, so a run
 // resumed after a crash continues where it stopped. A run that had ended
-// without its end recorded is recorded now; a run that cannot start (the
-// agent is gone, the session belongs to another owner) is recorded as
-// failed.
+// without its end recorded is told to the loop's replier now, which
+// delivers its answer and records it (Replier: a Telegram target's
+// outbox keeps one copy by run id); a run that cannot start (the agent
+// is gone, the session belongs to another owner) is recorded as failed.
 func (r *Runner) Start(ctx context.Context, run Run) error {
 	j := run.Job
 	if j.ID == "" {
@@ -86,7 +87,15 @@ func (r *Runner) Start(ctx context.Context, run Run) error {
 		if res == nil {
 			res = &agent.Result{}
 		}
-		return r.Engine.Finish(ctx, run.Firing, result(st, *res, ""))
+		if r.Loop.Replier == nil {
+			return r.Engine.Finish(ctx, run.Firing, result(st, *res, ""))
+		}
+		// The step that ended the run commits before it tells the reply
+		// channel: a crash in between leaves the firing unfinished and its
+		// answer undelivered. The channel (Replier) delivers it and
+		// records the firing now.
+		r.Loop.Replier.Finish(st, *res)
+		return nil
 	}
 	if err := r.Lane.Kick(ctx, st.SessionID); err != nil {
 		return fmt.Errorf("start %s: %w", run.Firing, err)

@@ -14,10 +14,8 @@ import (
 //
 // Logs carry errors from providers, URLs and tool output; wrapping the
 // handler that writes them makes sure they carry only the redacted form.
-// A program that makes one is about to log: the patterns start compiling
-// now, beside what it does before its first line.
+// A record waits only for the patterns that may match it (see prepare).
 func NewHandler(next slog.Handler) slog.Handler {
-	go prepare()
 	return &handler{next: next}
 }
 

@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -96,5 +98,35 @@ func BenchmarkHandler(b *testing.B) {
 				log.Error("step failed", attrs...)
 			}
 		})
+	}
+}
+
+// TestScrubCompilesWhatMayMatch scrubs, in a process of its own, the
+// lines a server logs as it starts: they wait for no pattern's regexp, as
+// none may match them, and a secret after them is still found.
+func TestScrubCompilesWhatMayMatch(t *testing.T) {
+	if os.Getenv("SCRUB_FIRST_LINES") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestScrubCompilesWhatMayMatch$")
+		cmd.Env = append(os.Environ(), "SCRUB_FIRST_LINES=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return
+	}
+	for _, line := range []string{
+		"lambdaclaw listening", "/home/me/.lambdaclaw", "default", "v1.2.3", "http://127.0.0.1:8080",
+		"telegram channel started", "polling", "resuming unfinished runs",
+	} {
+		if got := Scrub(line); got != line {
+			t.Errorf("Scrub(%q) = %q", line, got)
+		}
+	}
+	for _, p := range patterns {
+		if p.re != nil {
+			t.Errorf("pattern %s compiled for lines it cannot match", p.name)
+		}
+	}
+	if got, want := Scrub("token="+ghpToken), "token="+Redacted; got != want {
+		t.Errorf("Scrub after = %q, want %q", got, want)
 	}
 }

@@ -119,6 +119,8 @@ type pattern struct {
 	groups []int
 	sub    map[string][]int
 	index  int
+	// compiled compiles re and holdRE, on the first look for a match.
+	compiled sync.Once
 }
 
 // group returns the bounds of the first named group n set in m, or -1, -1.
@@ -163,20 +165,25 @@ func (t *triggerSet) allows(c byte) bool { return t.third[c>>6]&(1<<(c&63)) != 0
 
 func (t *triggerSet) allow(c byte) { t.third[c>>6] |= 1 << (c & 63) }
 
-// prepare compiles the patterns and builds the trigger index, once, on
-// the first scrub: a command that never scrubs never pays for it.
-var prepare = sync.OnceFunc(compile)
+// prepare builds the trigger index, once, on the first scrub: a command
+// that never scrubs never pays for it. A pattern's regexps are compiled
+// when a text first has a place where it may match (compile): most log
+// lines have none, and a line that has one waits for that pattern only.
+var prepare = sync.OnceFunc(index)
 
-// pemRE matches a PEM private key block (pemExpr), unanchored.
-var pemRE *regexp.Regexp
+// pemRE matches a PEM private key block (pemExpr), unanchored;
+// pemPartialRE a part of one (pemPartialExpr). Stream compiles them.
+var pemRE, pemPartialRE *regexp.Regexp
 
-func compile() {
+// pem compiles pemRE and pemPartialRE, once.
+var pem = sync.OnceFunc(func() {
 	pemRE = regexp.MustCompile(pemExpr)
 	pemPartialRE = regexp.MustCompile(pemPartialExpr)
-	var all []trigger
-	byKey := map[uint16][]int{}
-	for i, p := range patterns {
-		p.index = i
+})
+
+// compile compiles p's regexps, once.
+func (p *pattern) compile() {
+	p.compiled.Do(func() {
 		p.re = anchored(p.expr)
 		p.sub = map[string][]int{}
 		for g, n := range p.re.SubexpNames() {
@@ -188,6 +195,15 @@ func compile() {
 		if p.hold != "" {
 			p.holdRE = regexp.MustCompile(`(?i)^(?:` + p.hold + `)$`)
 		}
+	})
+}
+
+// index builds the trigger index of the patterns' literals.
+func index() {
+	var all []trigger
+	byKey := map[uint16][]int{}
+	for i, p := range patterns {
+		p.index = i
 		for _, lit := range p.lits {
 			id := len(all)
 			all = append(all, trigger{lit, p.fold, p})
@@ -300,7 +316,7 @@ func candidates(s string, from int, holds bool, out []candidate) []candidate {
 			continue
 		}
 		for _, t := range set.triggers {
-			if holds && t.p.holdRE == nil || !hasLitAt(s, i, t.lit, t.fold) {
+			if holds && t.p.hold == "" || !hasLitAt(s, i, t.lit, t.fold) {
 				continue
 			}
 			if t.p.from == nil {
@@ -400,7 +416,10 @@ func holdStart(line string) int {
 		// The window bounds the cost of each try; a longer line may hold a
 		// match the window cannot rule out, which only delays output.
 		p := patterns[c.p]
-		if (p.pre == nil || p.pre(line, c.at)) && p.holdRE.MatchString(line[c.at:min(len(line), c.at+holdWindow)]) {
+		if p.pre != nil && !p.pre(line, c.at) {
+			continue
+		}
+		if p.compile(); p.holdRE.MatchString(line[c.at:min(len(line), c.at+holdWindow)]) {
 			return c.at
 		}
 	}
@@ -411,6 +430,7 @@ func holdStart(line string) int {
 // starts like a leftmost-first scan would: a match hides the starts it
 // covers.
 func (p *pattern) appendSpans(spans []span, s string, starts []int) []span {
+	p.compile()
 	next, lineEnd := 0, -1
 	for _, at := range starts {
 		if at < next || !p.start.allows(s, at) || p.pre != nil && !p.pre(s, at) {

@@ -2,7 +2,6 @@ package scrub
 
 import (
 	"bytes"
-	"regexp"
 	"strings"
 )
 
@@ -14,9 +13,6 @@ const maxHold = 256 << 10
 // pemPartialExpr matches the end of a line holding a PEM header that is still
 // arriving and has been cut at a space.
 const pemPartialExpr = `-----BEGIN[A-Z0-9 ]*$`
-
-// pemPartialRE is pemPartialExpr compiled (by prepare).
-var pemPartialRE *regexp.Regexp
 
 // Stream scrubs text that arrives in pieces, such as a model's streamed
 // reply. It emits scrubbed text up to a point no secret can span, and holds
@@ -147,7 +143,7 @@ func openPEM(prefix []byte) int {
 	if !bytes.Contains(prefix, []byte("-----BEGIN")) {
 		return -1
 	}
-	prepare()
+	pem()
 	if m := pemRE.FindAllSubmatchIndex(prefix, -1); len(m) > 0 && m[len(m)-1][2] < 0 {
 		return m[len(m)-1][0]
 	}

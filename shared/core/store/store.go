@@ -54,6 +54,10 @@ type Session struct {
 	// channels. Only its owner reaches the session, its history and its
 	// approvals.
 	Owner string `json:"owner,omitempty"`
+	// Channel is the channel the session was started on ("http", "ws",
+	// "mcp", "tg", "cron", "checkin"), for the web console to show; empty
+	// for sessions stored before it was kept.
+	Channel string `json:"channel,omitempty"`
 	// Ephemeral sessions hold a stateless request and are deleted when
 	// their run ends.
 	Ephemeral bool `json:"ephemeral,omitempty"`
@@ -134,6 +138,12 @@ type Commit struct {
 	// Jobs are queued for work off the request path (see Jobs); a job
 	// whose kind and id are queued already is replaced.
 	Jobs []Job
+	// Outbox are Telegram replies to send, stored pending as
+	// Telegram.AddOutbox stores them (an id that exists keeps its
+	// message): the transactional outbox of a run's reply, kept exactly
+	// when the run's state is. A store without a Telegram outbox refuses
+	// a commit that has any.
+	Outbox []OutboxMessage
 }
 
 // Job is durable work queued by a commit and done later by a worker, such

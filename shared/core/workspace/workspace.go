@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 )
@@ -137,15 +138,25 @@ func Create(ctx context.Context, home filestore.FS, name string) (created bool, 
 			return slices.ContainsFunc(es, func(e filestore.Entry) bool { return e.Name == f })
 		})
 	}
-	for _, file := range toWrite {
+	// The files are written at once: each write waits for its own sync
+	// (or, in an object store, its own request), which then overlap.
+	errs := make([]error, len(toWrite))
+	var writing sync.WaitGroup
+	for i, file := range toWrite {
 		content, err := Template(file, name)
 		if err != nil {
 			return false, fmt.Errorf("workspace: %w", err)
 		}
-		_, err = ws.WriteFile(ctx, file, []byte(content), filestore.Absent)
-		if err != nil && !errors.Is(err, filestore.ErrConflict) && !errors.Is(err, filestore.ErrNotFile) {
-			return false, fmt.Errorf("workspace: write %s: %w", file, err)
-		}
+		writing.Go(func() {
+			_, err := ws.WriteFile(ctx, file, []byte(content), filestore.Absent)
+			if err != nil && !errors.Is(err, filestore.ErrConflict) && !errors.Is(err, filestore.ErrNotFile) {
+				errs[i] = fmt.Errorf("workspace: write %s: %w", file, err)
+			}
+		})
+	}
+	writing.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return false, err
 	}
 	return created, nil
 }

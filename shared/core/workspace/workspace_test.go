@@ -1,14 +1,21 @@
 package workspace
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 )
 
 func TestValidName(t *testing.T) {
@@ -293,4 +300,57 @@ func TestDailyLogs(t *testing.T) {
 	if _, err := dailyLogs(filepath.Join(dir, "missing")); err == nil {
 		t.Error("DailyLogs of a missing workspace succeeded")
 	}
+}
+
+// TestCreateWritesAtOnce holds that a new workspace's files are written at
+// once, so that their syncs (an object store's requests) overlap: here
+// each write waits until every file's write has begun.
+func TestCreateWritesAtOnce(t *testing.T) {
+	files := len(templated) + 1 // and BOOTSTRAP.md
+	b := &barrierFS{FS: osroot.New(t.TempDir()), want: files, all: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if _, err := Create(ctx, b, "helper"); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if b.begun != files {
+		t.Errorf("Create began %d writes, want %d", b.begun, files)
+	}
+}
+
+// barrierFS is a file store whose writes wait until want of them have
+// begun (or the context ends).
+type barrierFS struct {
+	filestore.FS
+	mu    sync.Mutex
+	begun int
+	want  int
+	all   chan struct{}
+}
+
+func (b *barrierFS) Sub(dir string) (filestore.FS, error) {
+	sub, err := b.FS.Sub(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &barrierSub{FS: sub, b: b}, nil
+}
+
+type barrierSub struct {
+	filestore.FS
+	b *barrierFS
+}
+
+func (s *barrierSub) WriteFile(ctx context.Context, name string, data []byte, v filestore.Version) (filestore.Entry, error) {
+	s.b.mu.Lock()
+	if s.b.begun++; s.b.begun == s.b.want {
+		close(s.b.all)
+	}
+	s.b.mu.Unlock()
+	select {
+	case <-s.b.all:
+	case <-ctx.Done():
+		return filestore.Entry{}, fmt.Errorf("write %s waited for the other writes: %w", name, ctx.Err())
+	}
+	return s.FS.WriteFile(ctx, name, data, v)
 }

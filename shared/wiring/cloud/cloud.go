@@ -535,6 +535,7 @@ func (r *Root) console() (*console.Console, error) {
 		// also its clients' URL, with wss://.
 		WebSocketURL: wsURL(os.Getenv("WS_ENDPOINT")),
 		Workspace:    setup.WorkspaceOf(r.Agents),
+		Tool:         setup.ToolOf(r.Agents),
 		Skills: func(ctx context.Context, agent string, ws filestore.FS) []skill.Skill {
 			list, _ := r.skills.For(ctx, agent, ws)
 			return list

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
 
@@ -214,5 +215,17 @@ func WorkspaceOf(r *Workspaces) func(name string) (filestore.FS, bool) {
 			return nil, false
 		}
 		return a.Workspace, true
+	}
+}
+
+// ToolOf returns a function that gives an agent's tool by name, as the
+// web console asks for it (console.Config.Tool).
+func ToolOf(r *Workspaces) func(agent, name string) (tool.Tool, bool) {
+	return func(agent, name string) (tool.Tool, bool) {
+		a, ok := r.Agent(agent)
+		if !ok {
+			return nil, false
+		}
+		return a.Registry().Get(name)
 	}
 }

@@ -3,7 +3,8 @@
 // WebSocket /ws for chat. The API key is kept in sessionStorage (this tab
 // only) and sent in the Authorization header, or as a WebSocket
 // subprotocol, never in a URL. Everything shown is set as text, never as
-// HTML.
+// HTML: replies are markdown, which renderMarkdown turns into elements
+// whose text is set as text.
 "use strict";
 
 // BASE is where the console is served: "/" locally, "/<stage>/" behind
@@ -21,6 +22,8 @@ const state = {
   wsReady: null,
   bubbles: {}, // run id -> the assistant bubble it streams into
   metricsTimer: 0,
+  editable: false, // whether the key may change the agent's files
+  file: null, // the file shown, {agent, path}, when it may be edited
 };
 
 // el makes an element with attributes, event handlers (on*) and children
@@ -35,6 +38,86 @@ function el(tag, attrs, ...children) {
     if (c != null) e.append(c instanceof Node ? c : String(c));
   }
   return e;
+}
+
+// ---- markdown ----
+
+// renderMarkdown turns a reply's markdown into a fragment of elements:
+// headings, paragraphs, lists, fenced code, inline code, bold, italic and
+// links (http and https only, opened apart with rel=noopener). The text
+// is only ever set as text: nothing in a reply becomes HTML.
+function renderMarkdown(src) {
+  const out = document.createDocumentFragment();
+  const lines = String(src).replace(/\r\n?/g, "\n").split("\n");
+  let para = [];
+  let list = null;
+  const flush = () => {
+    if (para.length) out.append(el("p", {}, inline(para.join("\n"))));
+    para = [];
+    list = null;
+  };
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    let m;
+    if ((m = /^\s*(```|~~~)\s*([\w+-]*)\s*$/.exec(line))) {
+      flush();
+      const body = [];
+      for (i++; i < lines.length && !lines[i].trim().startsWith(m[1]); i++) body.push(lines[i]);
+      const code = el("code", {}, body.join("\n"));
+      if (m[2]) code.dataset.lang = m[2];
+      out.append(el("pre", {}, code));
+    } else if ((m = /^(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line))) {
+      flush();
+      out.append(el("h" + Math.min(m[1].length + 1, 4), {}, inline(m[2])));
+    } else if ((m = /^\s*(?:([-*+])|(\d{1,9})[.)])\s+(.*)$/.exec(line))) {
+      if (para.length) flush();
+      const tag = m[1] ? "ul" : "ol";
+      if (!list || list.tagName.toLowerCase() !== tag) {
+        list = el(tag, {});
+        if (tag === "ol" && m[2] !== "1") list.setAttribute("start", String(Number(m[2])));
+        out.append(list);
+      }
+      list.append(el("li", {}, inline(m[3])));
+    } else if (!line.trim()) {
+      flush();
+    } else if (list && /^\s{2,}\S/.test(line)) {
+      list.lastChild.append(" ", ...inline(line.trim()));
+    } else {
+      list = null;
+      para.push(line);
+    }
+  }
+  flush();
+  return out;
+}
+
+// INLINE finds, in order: `code`, **bold**, __bold__, *italic*, _italic_
+// and [text](url). Underscores inside words (snake_case, __init__.py)
+// are text.
+const INLINE = /`([^`\n]+)`|\*\*(.+?)\*\*|(?<![\w.])__([^_\s](?:.*?[^_\s])?)__(?!\w)|\*([^*\s](?:[^*]*[^*\s])?)\*|(?<![\w.])_([^_\s](?:[^_]*[^_\s])?)_(?!\w)|\[([^\]\n]+)\]\(([^()\s]+)\)/g;
+
+// inline returns the nodes of one block's text.
+function inline(text) {
+  const nodes = [];
+  let last = 0;
+  for (const m of text.matchAll(INLINE)) {
+    if (m.index > last) nodes.push(document.createTextNode(text.slice(last, m.index)));
+    last = m.index + m[0].length;
+    if (m[1] !== undefined) nodes.push(el("code", {}, m[1]));
+    else if (m[2] !== undefined || m[3] !== undefined) nodes.push(el("strong", {}, inline(m[2] ?? m[3])));
+    else if (m[4] !== undefined || m[5] !== undefined) nodes.push(el("em", {}, inline(m[4] ?? m[5])));
+    else nodes.push(link(m[6], m[7]) || document.createTextNode(m[0]));
+  }
+  if (last < text.length) nodes.push(document.createTextNode(text.slice(last)));
+  return nodes;
+}
+
+// link is an anchor to an http(s) URL, or null for any other scheme.
+function link(text, href) {
+  let url;
+  try { url = new URL(href); } catch { return null; }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return null;
+  return el("a", { href: url.href, rel: "noopener noreferrer", target: "_blank" }, inline(text));
 }
 
 function showError(err) {
@@ -53,6 +136,10 @@ async function api(method, path, body) {
   if (body !== undefined) {
     opts.headers["Content-Type"] = "application/json";
     opts.body = JSON.stringify(body);
+  }
+  if (!state.key) {
+    signOut("Sign in with an API key first.");
+    throw new Error("signed out");
   }
   const resp = await fetch(path.startsWith("/") ? BASE + path.slice(1) : API + "/" + path, opts);
   if (resp.status === 401) {
@@ -93,7 +180,7 @@ async function signIn(key) {
   $("nav-keys").hidden = !state.me.admin;
   $("nav-metrics").hidden = !state.me.features.metrics;
   $("who").textContent = (state.me.name || state.me.id) + " · " + state.me.prefix + "… · " + state.me.autonomy + (state.me.admin ? " · admin" : "");
-  for (const sel of [$("chat-agent"), $("agent-select")]) {
+  for (const sel of [$("chat-agent"), $("agent-select"), $("job-agent")]) {
     sel.replaceChildren(...state.me.agents.map((a) => el("option", { value: a }, a)));
   }
   show("chat");
@@ -187,6 +274,12 @@ function addMessage(role, text) {
   return m;
 }
 
+// setMarkdown shows a reply's markdown in its bubble.
+function setMarkdown(m, text) {
+  m.classList.add("md");
+  m.replaceChildren(renderMarkdown(text));
+}
+
 function bubble(runID) {
   if (!state.bubbles[runID]) state.bubbles[runID] = addMessage("assistant", "");
   return state.bubbles[runID];
@@ -202,7 +295,7 @@ function onFrame(f) {
       $("chat-log").scrollTop = $("chat-log").scrollHeight;
       break;
     case "final":
-      bubble(f.run_id).textContent = f.text;
+      setMarkdown(bubble(f.run_id), f.text);
       if (f.usage) bubble(f.run_id).title = f.usage.total_tokens + " tokens";
       delete state.bubbles[f.run_id];
       refreshApprovalCount();
@@ -267,6 +360,7 @@ function renderHistory(into, messages) {
     if (m.role === "tool") text = (m.name || "tool") + ": " + text;
     if (!text) continue;
     const div = el("div", { class: "msg " + m.role }, text);
+    if (m.role === "assistant") setMarkdown(div, text);
     into.append(div);
   }
   into.scrollTop = into.scrollHeight;
@@ -274,22 +368,31 @@ function renderHistory(into, messages) {
 
 // ---- sessions and approvals ----
 
+// loadSessions lists the key's sessions, or those matching the search:
+// each with its title (the first message), channel, last activity and a
+// preview (the last message, or the line that matched).
 async function loadSessions() {
-  const data = await api("GET", "sessions");
+  const q = $("session-query").value.trim();
+  const data = await api("GET", "sessions" + (q ? "?q=" + encodeURIComponent(q) : ""));
   $("session-detail").replaceChildren();
-  $("sessions-table").tBodies[0].replaceChildren(...data.sessions.map((s) =>
-    el("tr", { class: "clickable", onclick: () => openSession(s.id).catch(showError) },
-      el("td", {}, s.agent), el("td", {}, el("code", {}, s.id.slice(0, 16))), el("td", {}, when(s.updated_at)),
-      el("td", {}, s.pending_approval ? s.pending_approval.tools.join(", ") : ""))));
-  if (!data.sessions.length) $("session-detail").append(el("p", { class: "muted" }, "No sessions yet."));
+  $("sessions-list").replaceChildren(...data.sessions.map((s) =>
+    el("li", { "data-session": s.id, tabindex: 0, onclick: () => openSession(s.id).catch(showError),
+      onkeydown: (ev) => ev.key === "Enter" && openSession(s.id).catch(showError) },
+      el("div", { class: "title" }, s.title || "(no message yet)"),
+      el("div", { class: "meta" }, s.channel ? el("span", { class: "chip" }, s.channel) : null, " ", s.agent, " · ", when(s.last_activity),
+        s.pending_approval ? " · waiting for approval of " + s.pending_approval.tools.join(", ") : ""),
+      el("div", { class: "preview" }, s.match || s.preview))));
+  if (!data.sessions.length) $("session-detail").append(el("p", { class: "muted" }, q ? "No session matches." : "No sessions yet."));
 }
 
 async function openSession(id) {
   const data = await api("GET", "sessions/" + encodeURIComponent(id));
   const log = el("div", { id: "session-log" });
   $("session-detail").replaceChildren(
-    el("h3", {}, data.session.agent + " · " + id.slice(0, 16) + (data.truncated ? " (latest messages)" : "")), log);
+    el("h3", {}, (data.session.title || id.slice(0, 16)) + (data.truncated ? " (latest messages)" : "")),
+    el("p", { class: "muted" }, data.session.agent + " · " + id), log);
   renderHistory(log, data.messages);
+  log.scrollIntoView({ block: "nearest" });
 }
 
 async function refreshApprovalCount() {
@@ -341,8 +444,12 @@ function scheduleText(s) {
 async function loadJobs() {
   $("job-runs").replaceChildren();
   $("jobs-table").tBodies[0].replaceChildren();
+  $("job-new").hidden = !state.me.features.jobs;
   const shown = await moreJobs("");
-  if (!shown) $("job-runs").append(el("p", { class: "muted" }, "No scheduled jobs. Ask an agent to remind you of something, or use `lambdaclaw cron add`."));
+  if (!shown) {
+    $("job-runs").append(el("p", { class: "muted" }, "No scheduled jobs. Make one above, ask an agent to remind you of something, or use ",
+      el("code", {}, "lambdaclaw cron add"), "."));
+  }
 }
 
 // moreJobs appends the page of jobs after cursor and returns how many it
@@ -350,8 +457,9 @@ async function loadJobs() {
 async function moreJobs(cursor) {
   const data = await api("GET", "jobs" + (cursor ? "?cursor=" + encodeURIComponent(cursor) : ""));
   $("jobs-table").tBodies[0].append(...data.jobs.map((j) => el("tr", {},
-    el("td", {}, j.name || j.id), el("td", {}, j.agent), el("td", {}, scheduleText(j.schedule)),
-    el("td", {}, when(j.next)), el("td", {}, j.paused ? "paused" : "active"),
+    el("td", { "data-label": "Name" }, j.name || j.id), el("td", { "data-label": "Agent" }, j.agent),
+    el("td", { "data-label": "Schedule" }, scheduleText(j.schedule)),
+    el("td", { "data-label": "Next" }, when(j.next)), el("td", { "data-label": "State" }, j.paused ? "paused" : "active"),
     el("td", {},
       el("button", { onclick: () => jobRuns(j).catch(showError) }, "Runs"), " ",
       el("button", { onclick: () => api("POST", "jobs/" + encodeURIComponent(j.id), { paused: !j.paused }).then(loadJobs).catch(showError) }, j.paused ? "Resume" : "Pause"), " ",
@@ -360,6 +468,25 @@ async function moreJobs(cursor) {
   more.hidden = !data.next_cursor;
   more.onclick = data.next_cursor ? () => moreJobs(data.next_cursor).catch(showError) : null;
   return data.jobs.length;
+}
+
+// createJob schedules a job from the form; the server validates it as
+// `lambdaclaw cron add` does and says what is wrong.
+async function createJob() {
+  const kind = $("job-kind").value;
+  const when = $("job-when").value.trim();
+  const body = { agent: $("job-agent").value, name: $("job-name").value.trim(), message: $("job-message").value };
+  if (kind === "at") {
+    const t = new Date(when);
+    if (isNaN(t)) throw new Error("once at: give a date and time, as 2026-05-01T09:00 or 2026-05-01T09:00:00+02:00");
+    body.at = t.toISOString();
+  } else {
+    body[kind] = when;
+    if (kind === "cron" && $("job-tz").value.trim()) body.tz = $("job-tz").value.trim();
+  }
+  await api("POST", "jobs", body);
+  for (const id of ["job-name", "job-when", "job-message", "job-tz"]) $(id).value = "";
+  await loadJobs();
 }
 
 async function jobRuns(j) {
@@ -378,24 +505,66 @@ function agentPath(...parts) {
 
 async function loadAgent() {
   const agent = $("agent-select").value;
-  $("file-title").textContent = "File";
-  $("file-view").textContent = "";
+  closeFile();
   $("memory-hits").replaceChildren();
   $("memory-method").textContent = "";
   $("memory-form").hidden = !state.me.features.memory;
   if (!agent) return;
   const data = await api("GET", agentPath(agent));
-  const fileItem = (p) => el("li", { onclick: () => openFile(agent, p).catch(showError) }, p);
+  state.editable = data.editable;
+  const fileItem = (p) => el("li", { tabindex: 0, onclick: () => openFile(agent, p).catch(showError),
+    onkeydown: (ev) => ev.key === "Enter" && openFile(agent, p).catch(showError) }, p);
   $("agent-bootstrap").replaceChildren(...data.bootstrap.map(fileItem));
   $("agent-files").replaceChildren(...data.files.map((f) => fileItem(f.path)));
   if (data.truncated) $("agent-files").append(el("li", { class: "muted" }, "…"));
   $("agent-skills").replaceChildren(...data.skills.map((s) => el("li", {}, el("strong", {}, s.name), " (" + s.source + ") ", s.description)));
 }
 
+// showPanel shows a file or a memory in the panel beside the lists (over
+// them on a phone).
+function showPanel(title, text, file) {
+  state.file = file || null;
+  $("file-title").textContent = title;
+  $("file-view").textContent = text;
+  $("file-view").hidden = false;
+  $("file-text").hidden = true;
+  $("file-save").hidden = true;
+  $("file-edit").hidden = !(file && state.editable);
+  $("file-note").textContent = file && !state.editable ? "Read-only: this key may not change the agent's files." : "";
+  $("file-panel").hidden = false;
+  $("file-panel").scrollIntoView({ block: "nearest" });
+}
+
+function closeFile() {
+  state.file = null;
+  $("file-panel").hidden = true;
+}
+
 async function openFile(agent, p) {
   const data = await api("GET", agentPath(agent, "files", p));
-  $("file-title").textContent = p + (data.truncated ? " (beginning)" : "");
-  $("file-view").textContent = data.text;
+  showPanel(p + (data.truncated ? " (beginning)" : ""), data.text, data.truncated ? null : { agent, path: p });
+}
+
+function editFile() {
+  $("file-text").value = $("file-view").textContent;
+  $("file-view").hidden = true;
+  $("file-text").hidden = false;
+  $("file-edit").hidden = true;
+  $("file-save").hidden = false;
+  $("file-text").focus();
+}
+
+// saveFile writes the file through the agent's write_file tool; a
+// supervised key is asked first, as the agent would be.
+async function saveFile() {
+  const f = state.file;
+  if (!f) return;
+  const approved = state.me.autonomy === "full" ||
+    confirm("Save " + f.path + "? It changes what every key of agent " + f.agent + " sees.");
+  if (!approved) return;
+  await api("PUT", agentPath(f.agent, "files", f.path), { text: $("file-text").value, approved });
+  await openFile(f.agent, f.path);
+  $("file-note").textContent = "Saved.";
 }
 
 async function searchMemory() {
@@ -416,8 +585,7 @@ async function searchMemory() {
 
 async function viewMemory(agent, key) {
   const e = await api("GET", agentPath(agent, "memory", key));
-  $("file-title").textContent = "Memory " + key + " (" + e.category + (e.source ? ", " + e.source : "") + ")";
-  $("file-view").textContent = e.text;
+  showPanel("Memory " + key + " (" + e.category + (e.source ? ", " + e.source : "") + ")", e.text);
 }
 
 async function forgetMemory(agent, key) {
@@ -431,20 +599,35 @@ async function forgetMemory(agent, key) {
 async function loadKeys() {
   const data = await api("GET", "keys");
   $("keys-table").tBodies[0].replaceChildren(...data.keys.map((k) => el("tr", { "data-key-id": k.id },
-    el("td", {}, el("code", {}, k.id)), el("td", {}, k.name), el("td", {}, k.prefix + "…"),
-    el("td", {}, k.autonomy + (k.admin ? ", admin" : "")), el("td", {}, k.agents.length ? k.agents.join(", ") : "all"),
-    el("td", {}, k.revoked_at ? "revoked " + when(k.revoked_at) : "active"),
+    el("td", { "data-label": "ID" }, el("code", {}, k.id)), el("td", { "data-label": "Name" }, k.name),
+    el("td", { "data-label": "Key" }, k.prefix + "…"),
+    el("td", { "data-label": "Autonomy" }, k.autonomy + (k.admin ? ", admin" : "")),
+    el("td", { "data-label": "Agents" }, k.agents.length ? k.agents.join(", ") : "all"),
+    el("td", { "data-label": "Status" }, k.revoked_at ? "revoked " + when(k.revoked_at) : "active"),
     el("td", {}, k.revoked_at || k.id === state.me.id ? "" :
       el("button", { onclick: () => confirm("Revoke " + (k.name || k.id) + "?") && api("DELETE", "keys/" + encodeURIComponent(k.id)).then(loadKeys).catch(showError) }, "Revoke")))));
 }
 
 async function createKey() {
   const data = await api("POST", "keys", { name: $("key-name").value, autonomy: $("key-autonomy").value, admin: $("key-admin").checked });
-  $("key-secret").hidden = false;
-  $("key-secret").textContent = "New key (shown once, copy it now): " + data.key;
+  $("key-new").hidden = false;
+  $("key-secret").textContent = data.key;
+  $("key-copied").textContent = "";
   $("key-name").value = "";
   $("key-admin").checked = false;
   await loadKeys();
+}
+
+async function copyKey() {
+  const secret = $("key-secret").textContent;
+  try {
+    await navigator.clipboard.writeText(secret);
+    $("key-copied").textContent = "Copied.";
+  } catch {
+    // No clipboard (an http:// page other than localhost): select it.
+    getSelection().selectAllChildren($("key-secret"));
+    $("key-copied").textContent = "Selected: press Ctrl+C (⌘C) to copy.";
+  }
 }
 
 // ---- metrics ----
@@ -527,6 +710,36 @@ document.addEventListener("DOMContentLoaded", () => {
   $("key-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     createKey().catch(showError);
+  });
+  $("key-copy").addEventListener("click", () => copyKey());
+  $("session-search").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    loadSessions().catch(showError);
+  });
+  $("job-kind").addEventListener("change", () => {
+    const kind = $("job-kind").value;
+    $("job-when").placeholder = { every: "1h, 30m…", cron: "0 9 * * 1-5", at: "2026-05-01T09:00" }[kind];
+    $("job-tz-label").hidden = kind !== "cron";
+  });
+  $("job-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    $("job-error").textContent = "";
+    createJob().catch((err) => { $("job-error").textContent = err.message; });
+  });
+  $("file-edit").addEventListener("click", editFile);
+  $("file-save").addEventListener("click", () => saveFile().catch(showError));
+  $("file-close").addEventListener("click", closeFile);
+  // Ctrl+K (⌘K) searches the sessions; Esc closes an opened file.
+  document.addEventListener("keydown", (ev) => {
+    if (!state.me) return;
+    if ((ev.ctrlKey || ev.metaKey) && ev.key.toLowerCase() === "k") {
+      ev.preventDefault();
+      if (state.view !== "sessions") show("sessions");
+      $("session-query").focus();
+      $("session-query").select();
+    } else if (ev.key === "Escape" && !$("file-panel").hidden) {
+      closeFile();
+    }
   });
   if (state.key) signIn(state.key);
 });

@@ -296,6 +296,9 @@ func (m *Store) CommitRun(_ context.Context, c store.Commit) error {
 		// This store leases no run: no lease holds one.
 		return fmt.Errorf("commit run %s: %w", c.Run.ID, store.ErrLeaseLost)
 	}
+	if len(c.Outbox) > 0 {
+		return fmt.Errorf("commit run %s: this store keeps no Telegram outbox", c.Run.ID)
+	}
 	for _, msg := range c.Messages {
 		if msg.SessionID != old.SessionID {
 			return fmt.Errorf("commit run %s: message %s is for session %s", c.Run.ID, msg.Key, msg.SessionID)

@@ -12,6 +12,10 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return New() })
 }
 
+func TestCommitOutbox(t *testing.T) {
+	storetest.RunCommitOutbox(t, func(t *testing.T) (store.Store, store.Telegram) { return New(), nil })
+}
+
 // TestNoAliasing checks that slices go in and out as copies: a caller
 // changing its slice does not change the store.
 func TestNoAliasing(t *testing.T) {

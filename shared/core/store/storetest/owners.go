@@ -16,7 +16,8 @@ type OwnerStore interface {
 
 // RunOwnerSessions runs the suite of store.OwnerSessions: sessions made
 // by CreateSession and by EnqueueRun are listed for their owner only,
-// newest first, within the limit, without ephemeral or deleted ones.
+// newest first, within the limit, without ephemeral or deleted ones, with
+// the channel they were started on.
 func RunOwnerSessions(t *testing.T, newStore func(t *testing.T) OwnerStore) {
 	s := newStore(t)
 	t.Cleanup(func() {
@@ -26,7 +27,7 @@ func RunOwnerSessions(t *testing.T, newStore func(t *testing.T) OwnerStore) {
 	})
 	ctx := t.Context()
 	mk := func(id, owner string, n int, ephemeral bool) store.Session {
-		sess := store.Session{ID: id, Agent: "main", Owner: owner, Ephemeral: ephemeral, CreatedAt: at(n), UpdatedAt: at(n)}
+		sess := store.Session{ID: id, Agent: "main", Owner: owner, Channel: []string{"", "http", "tg"}[n%3], Ephemeral: ephemeral, CreatedAt: at(n), UpdatedAt: at(n)}
 		must(t, "CreateSession "+id, s.CreateSession(ctx, sess))
 		return sess
 	}
@@ -37,13 +38,19 @@ func RunOwnerSessions(t *testing.T, newStore func(t *testing.T) OwnerStore) {
 	a5 := mk("a5", "key:a", 5, false)
 	mk("gone", "key:a", 6, false)
 	must(t, "DeleteSession gone", s.DeleteSession(ctx, "gone"))
-	n := store.NewRun{Session: store.Session{ID: "a7", Agent: "helper", Owner: "key:a", CreatedAt: at(7)},
+	n := store.NewRun{Session: store.Session{ID: "a7", Agent: "helper", Owner: "key:a", Channel: "ws", CreatedAt: at(7)},
 		Run: store.Run{ID: "r7", SessionID: "a7", State: []byte(`{}`), CreatedAt: at(7)}}
 	if _, _, err := s.EnqueueRun(ctx, n); err != nil {
 		t.Fatalf("EnqueueRun: %v", err)
 	}
 	a7, err := s.GetSession(ctx, "a7")
 	must(t, "GetSession a7", err)
+	if a7.Channel != "ws" {
+		t.Errorf("GetSession a7: channel %q, want ws, the channel EnqueueRun started it on", a7.Channel)
+	}
+	if got, err := s.GetSession(ctx, "a5"); err != nil || got.Channel != "tg" {
+		t.Errorf("GetSession a5 = %+v, %v; want channel tg, as created", got, err)
+	}
 
 	ignoreUpdated := cmpopts.IgnoreFields(store.Session{}, "UpdatedAt")
 	tests := []struct {
@@ -53,7 +60,7 @@ func RunOwnerSessions(t *testing.T, newStore func(t *testing.T) OwnerStore) {
 	}{
 		{"key:a", 10, []store.Session{a7, a5, a3, a1}},
 		{"key:a", 2, []store.Session{a7, a5}},
-		{"key:b", 10, []store.Session{{ID: "b2", Agent: "main", Owner: "key:b", CreatedAt: at(2)}}},
+		{"key:b", 10, []store.Session{{ID: "b2", Agent: "main", Owner: "key:b", Channel: "tg", CreatedAt: at(2)}}},
 		{"key:nobody", 10, nil},
 	}
 	for _, tt := range tests {

@@ -1539,3 +1539,88 @@ func testCommitRunLease(t *testing.T, s store.Store) {
 	wantErr(t, "CommitRun of an unknown run with a lease",
 		s.CommitRun(ctx, store.Commit{Run: store.Run{ID: "nope", SessionID: "a", Status: store.RunRunning}, Lease: a}), store.ErrNotFound)
 }
+
+// RunCommitOutbox holds a store to Commit.Outbox, the transactional
+// outbox of a run's Telegram reply: its messages land with the commit and
+// not without it. A refused commit (a lease that does not hold the run,
+// an unknown run) stores none; an id in the outbox already keeps its
+// first message while the rest of the commit applies. newStore returns
+// the store and its Telegram side, nil for a store without a Telegram
+// outbox, which refuses a commit that has one, writing nothing.
+func RunCommitOutbox(t *testing.T, newStore func(t *testing.T) (store.Store, store.Telegram)) {
+	s, tg := newStore(t)
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	ctx := t.Context()
+	newSession(t, s, "a")
+	r := enqueue(t, s, "a", "r1")
+	now := time.Now().UTC()
+	part := func(i int, text string) store.OutboxMessage {
+		return store.OutboxMessage{ID: fmt.Sprintf("run-r1#%d", i), ChatID: 7, Text: text, Status: store.OutboxPending, NextAt: now, CreatedAt: now}
+	}
+	done := func(lease int64, parts ...store.OutboxMessage) store.Commit {
+		c := store.Commit{Run: r, Lease: lease, Outbox: parts,
+			Messages: []store.Message{{SessionID: "a", Key: "k-answer", RunID: "r1", Message: chat.Message{Role: chat.Assistant, Content: "hello"}, CreatedAt: at(5)}}}
+		c.Run.Status, c.Run.State = store.RunDone, []byte(`{"step":"done"}`)
+		return c
+	}
+	if tg == nil {
+		if err := s.CommitRun(ctx, done(0, part(0, "hello"))); err == nil {
+			t.Fatal("a store without a Telegram outbox took a commit with outbox messages")
+		}
+		got, err := s.GetRun(ctx, "r1")
+		must(t, "GetRun", err)
+		diff(t, "run after a refused commit", r, got, ignoreUpdated)
+		return
+	}
+	outbox := func(what string, want ...store.OutboxMessage) {
+		t.Helper()
+		got, err := tg.UnsentOutbox(ctx, 100)
+		must(t, what+": UnsentOutbox", err)
+		diff(t, what+": outbox", want, got)
+	}
+	lease := int64(1) // no store granted it
+	if lessee, ok := s.(Leases); ok {
+		t0 := time.Now().UTC()
+		a, _, err := lessee.ClaimRun(ctx, "r1", "a", t0, t0.Add(20*time.Second))
+		must(t, "ClaimRun", err)
+		lease = a + 1
+	}
+	wantErr(t, "fenced CommitRun with outbox messages", s.CommitRun(ctx, done(lease, part(0, "fenced"))), store.ErrLeaseLost)
+	outbox("after a fenced commit")
+	unknown := done(0, part(0, "unknown"))
+	unknown.Run.ID, unknown.Messages = "nope", nil
+	wantErr(t, "CommitRun of an unknown run with outbox messages", s.CommitRun(ctx, unknown), store.ErrNotFound)
+	outbox("after a commit of an unknown run")
+
+	first := part(0, "told before")
+	must(t, "AddOutbox", tg.AddOutbox(ctx, []store.OutboxMessage{first}))
+	must(t, "CommitRun with outbox messages", s.CommitRun(ctx, done(0, part(0, "hello"), part(1, "again"))))
+	outbox("after the commit", first, part(1, "again"))
+	got, err := s.GetRun(ctx, "r1")
+	must(t, "GetRun", err)
+	if got.Status != store.RunDone {
+		t.Errorf("run %s after the commit, want done", got.Status)
+	}
+	if _, err := s.GetMessage(ctx, "a", "k-answer"); err != nil {
+		t.Errorf("the commit's message: %v", err)
+	}
+
+	// A long reply: 64 messages (what the Telegram replier sends at most)
+	// land with one commit.
+	long := done(0)
+	long.Run = enqueue(t, s, "a", "r2")
+	long.Run.Status, long.Run.State = store.RunDone, []byte(`{"step":"done"}`)
+	long.Messages[0].Key, long.Messages[0].RunID = "k-long", "r2"
+	want, _ := tg.UnsentOutbox(ctx, 100)
+	for i := range 64 {
+		m := store.OutboxMessage{ID: fmt.Sprintf("run-r2#%d", i), ChatID: 8, Text: strings.Repeat("x", 4000), Status: store.OutboxPending, NextAt: now, CreatedAt: now}
+		long.Outbox = append(long.Outbox, m)
+		want = append(want, m)
+	}
+	must(t, "CommitRun with 64 outbox messages", s.CommitRun(ctx, long))
+	outbox("after the long reply's commit", want...)
+}
