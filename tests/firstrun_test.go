@@ -99,7 +99,7 @@ func TestFirstRunAtTerminal(t *testing.T) {
 	answer(fake.URL + "/v1")
 	expect("Model [gpt-4o-mini]: ")
 	answer("fake-model")
-	expect("API key (not shown as you type; empty: read it from $LLM_API_KEY when serve starts): ")
+	expect("API key (not shown as you type; empty: the server takes none): ")
 	// Type the key once the terminal no longer echoes.
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)

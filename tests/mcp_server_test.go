@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
@@ -207,6 +208,26 @@ func TestMCPServer(t *testing.T) {
 		if diff := cmp.Diff([]string{"agents_list", "chat", "history", "memory_search"}, names); diff != "" {
 			t.Errorf("tools (-want +got):\n%s", diff)
 		}
+		// agent is optional (the agent "default"), and the schemas say so.
+		required := map[string][]string{}
+		for _, tl := range res.Tools {
+			var schema struct {
+				Required   []string
+				Properties map[string]struct{ Description string }
+			}
+			b, _ := json.Marshal(tl.InputSchema)
+			if err := json.Unmarshal(b, &schema); err != nil {
+				t.Fatal(err)
+			}
+			required[tl.Name] = schema.Required
+			if tl.Name != "agents_list" && !strings.Contains(schema.Properties["agent"].Description, "default") {
+				t.Errorf("%s's agent is described %q: want its default", tl.Name, schema.Properties["agent"].Description)
+			}
+		}
+		want := map[string][]string{"agents_list": nil, "chat": {"message"}, "history": nil, "memory_search": {"query"}}
+		if diff := cmp.Diff(want, required, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("required arguments (-want +got):\n%s", diff)
+		}
 	})
 
 	t.Run("chat", func(t *testing.T) {
@@ -225,6 +246,16 @@ func TestMCPServer(t *testing.T) {
 		}
 		if text, isErr := c.call(t, "chat", map[string]any{"agent": "nobody", "message": "hi"}); !isErr || !strings.Contains(text, `"nobody" does not exist`) {
 			t.Errorf("chat with an unknown agent = %q (error %v)", text, isErr)
+		}
+		// A call that names no agent talks to "default", in the same
+		// conversation.
+		if text, isErr := c.call(t, "chat", map[string]any{"message": "no agent named"}); isErr || text != "echo: no agent named" {
+			t.Fatalf("chat without agent = %q (error %v), want the default agent's reply", text, isErr)
+		}
+		reqs = fake.Requests()
+		want = append(want, assistant("echo: second turn"), user("no agent named"))
+		if diff := cmp.Diff(want, conversation(reqs[len(reqs)-1].Messages)); diff != "" {
+			t.Errorf("conversation of a chat without agent (-want +got):\n%s", diff)
 		}
 	})
 
@@ -257,12 +288,15 @@ func TestMCPServer(t *testing.T) {
 		var h struct {
 			Messages []struct{ Role, Content string }
 		}
-		text, _ := c.call(t, "history", map[string]any{"agent": "default"})
-		if err := json.Unmarshal([]byte(text), &h); err != nil || len(h.Messages) < 4 || h.Messages[0].Content != "hello over MCP" {
-			t.Errorf("history = %s, %v: want the conversation", text, err)
-		}
-		if text, _ := c.call(t, "memory_search", map[string]any{"agent": "default", "query": "plumber"}); !strings.Contains(text, "Tuesday") {
-			t.Errorf("memory_search = %s: want the stored memory", text)
+		for _, args := range []map[string]any{{"agent": "default"}, {}} {
+			text, _ := c.call(t, "history", args)
+			if err := json.Unmarshal([]byte(text), &h); err != nil || len(h.Messages) < 4 || h.Messages[0].Content != "hello over MCP" {
+				t.Errorf("history %v = %s, %v: want the conversation", args, text, err)
+			}
+			args["query"] = "plumber"
+			if text, _ := c.call(t, "memory_search", args); !strings.Contains(text, "Tuesday") {
+				t.Errorf("memory_search %v = %s: want the stored memory", args, text)
+			}
 		}
 		s := connectMCP(t, httpMCP(g, stranger), nil)
 		if text, isErr := s.call(t, "history", map[string]any{"agent": "default"}); isErr || text != `{"messages":[],"truncated":false}` {

@@ -7,15 +7,19 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
 
@@ -156,8 +160,9 @@ func TestResponsesBranch(t *testing.T) {
 }
 
 // store false runs stateless with the previous conversation as history,
-// and is not kept: GET finds nothing, and the conversation it continued
-// goes on without it.
+// and is not kept: GET finds nothing, previous_response_id cannot name it
+// (as OpenAI answers), the conversation it continued goes on without it,
+// and neither the key's sessions nor its memories hold it (issue 26).
 func TestResponsesNotStored(t *testing.T) {
 	t.Parallel()
 	fake := newFake(t)
@@ -175,6 +180,53 @@ func TestResponsesNotStored(t *testing.T) {
 	wantAPIError(t, err, http.StatusBadRequest, "previous_response_not_found")
 	create(t, c, respText("two", after(one.ID)))
 	wantConversation(t, fake, 2, user("one"), assistant("echo: one"), user("two"))
+
+	// Nor is it in the key's history (the console's sessions) or memory:
+	// the stored turns are, once the recorder took up the last one.
+	key := g.firstKey()
+	var found memory.Results
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(fmt.Sprint(found.Hits), "echo: two"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stored turn was never recorded: %+v", found)
+		}
+		found = memory.Results{}
+		consoleGet(t, g, key, "/v1/lambdaclaw/agents/default/memory?q=two", &found)
+	}
+	found = memory.Results{}
+	consoleGet(t, g, key, "/v1/lambdaclaw/agents/default/memory?q=aside", &found)
+	if strings.Contains(fmt.Sprint(found.Hits), "aside") {
+		t.Errorf("memory holds the response not stored: %+v", found.Hits)
+	}
+	var list struct{ Sessions []struct{ ID string } }
+	consoleGet(t, g, key, "/v1/lambdaclaw/sessions", &list)
+	for _, s := range list.Sessions {
+		var session any
+		consoleGet(t, g, key, "/v1/lambdaclaw/sessions/"+s.ID, &session)
+		if strings.Contains(fmt.Sprint(session), "aside") {
+			t.Errorf("session %s holds the response not stored: %v", s.ID, session)
+		}
+	}
+	if len(list.Sessions) != 1 {
+		t.Errorf("sessions = %+v, want the one of the stored responses", list.Sessions)
+	}
+}
+
+// consoleGet GETs path of the console's API as key into v.
+func consoleGet(t *testing.T, g *gateway, key, path string, v any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, g.addr+path, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", path, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
 }
 
 // GET returns a stored response with its output, also after a restart;

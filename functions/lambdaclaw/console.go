@@ -17,7 +17,7 @@ import (
 // is served.
 func newConsole(cfg *config.Config, db *sqlite.DB, agents *setup.Workspaces, skills *skill.Catalog, jobs console.Jobs, mem *localMemory, log *slog.Logger) (*console.Console, error) {
 	c := console.Config{
-		Sessions: db, Keys: db, Jobs: jobs, Agents: agents.Names, Metrics: true,
+		Sessions: db, Keys: db, Jobs: jobs, Operator: localOwner, Agents: agents.Names, Metrics: true,
 		DefaultRate: cfg.DefaultRatePerMinute, Log: log,
 		Workspace: setup.WorkspaceOf(agents), Tool: setup.ToolOf(agents),
 		Skills: func(ctx context.Context, agent string, ws filestore.FS) []skill.Skill {

@@ -17,8 +17,9 @@ import (
 )
 
 // localOwner is the owner the CLI acts as by default: the person at this
-// machine, who owns the jobs made here.
-const localOwner = "user:local"
+// machine, who owns the jobs made here, and whose admin keys see them in
+// the web console.
+const localOwner = schedule.OperatorOwner
 
 // cronRunsShown is how many runs `cron runs` lists.
 const cronRunsShown = 50

@@ -156,16 +156,20 @@ func bytesText(n uint64) string {
 // OpenAI-compatible server lists its models (GET /models, free), Bedrock
 // answers a one-token Converse call.
 func (d *doctor) checkProvider(ctx context.Context, p config.Provider) finding {
-	if p.APIKey.Env != "" && p.APIKey.Value() == "" {
-		return finding{Verdict: fail, Detail: "its api_key names " + p.APIKey.Env + ", which is not set",
-			Fix: "export " + p.APIKey.Env + " in the environment serve runs in"}
-	}
-	if p.Type == config.ProviderBedrock {
-		return d.checkBedrock(ctx, p)
-	}
+	// A key whose variable is not set is sent as none, as serve does: a
+	// compatible server that takes no key still answers. OpenAI always
+	// wants one.
+	unset := p.APIKey.Env != "" && p.APIKey.Value() == ""
+	unsetDetail, unsetFix := "its api_key names "+p.APIKey.Env+", which is not set", "export "+p.APIKey.Env+" in the environment serve runs in"
 	base := strings.TrimRight(p.BaseURL, "/")
 	if base == "" {
 		base = defaultOpenAIBase
+	}
+	if unset && (p.Type == config.ProviderBedrock || base == defaultOpenAIBase) {
+		return finding{Verdict: fail, Detail: unsetDetail, Fix: unsetFix}
+	}
+	if p.Type == config.ProviderBedrock {
+		return d.checkBedrock(ctx, p)
 	}
 	where := "base_url of provider " + p.Name + " in " + d.configPath()
 	if p.Name == "openai" && p.BaseURL == getenv("OPENAI_BASE_URL") {
@@ -193,8 +197,11 @@ func (d *doctor) checkProvider(ctx context.Context, p config.Provider) finding {
 	if p.APIKey.Set() {
 		keyName = "the key in " + p.APIKey.Source()
 	}
+	refused := resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden
 	switch {
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+	case refused && unset:
+		return finding{Verdict: fail, Detail: fmt.Sprintf("%s; %s refused the request without a key (%s)", unsetDetail, u.Host, resp.Status), Fix: unsetFix}
+	case refused:
 		return finding{Verdict: fail, Detail: fmt.Sprintf("%s refused %s (%s)", u.Host, keyName, resp.Status),
 			Fix: "check the key, or make a new one at the provider, and put it in " + or(p.APIKey.Source(), "an api_key reference (README: Configuration)")}
 	case resp.StatusCode == http.StatusNotFound:
@@ -218,6 +225,10 @@ func (d *doctor) checkProvider(ctx context.Context, p config.Provider) finding {
 		} else {
 			detail += fmt.Sprintf(", model %s not among the %d it lists (an alias may still work)", p.Model, len(page.Data))
 		}
+	}
+	if unset {
+		return finding{Verdict: warn, Detail: fmt.Sprintf("%s answers without a key, though %s", u.Host, unsetDetail),
+			Fix: "if the server takes no key, remove api_key from provider " + p.Name + " in " + d.configPath() + "; else " + unsetFix}
 	}
 	return finding{Verdict: pass, Detail: detail}
 }
@@ -454,7 +465,9 @@ func (d *doctor) checkClock(context.Context) finding {
 	samples := slices.Clone(d.dates)
 	d.mu.Unlock()
 	if len(samples) == 0 {
-		return finding{Verdict: info, Detail: "not checked: no server answered with a Date header"}
+		return finding{Verdict: info, Detail: "not compared: the clock is compared with the time (the Date header) of the answers of the servers " +
+			"the other checks call (providers, embeddings, Telegram), and none answered; fix those checks and run doctor again, " +
+			"or see that the clock is synchronised (timedatectl status: NTP service active)"}
 	}
 	var worst time.Duration
 	var from string

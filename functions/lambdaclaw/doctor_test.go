@@ -46,11 +46,17 @@ const testProviderKey = "sk-test-0123456789abcdefghij"
 // modelsServer answers GET /v1/models as an OpenAI-compatible server that
 // accepts testProviderKey, with status when it is not 0.
 func modelsServer(t *testing.T, status int) string {
+	return modelsServerKey(t, status, testProviderKey)
+}
+
+// modelsServerKey is modelsServer accepting key, or any request when key
+// is empty (a server that takes no key).
+func modelsServerKey(t *testing.T, status int, key string) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path != "/v1/models":
 			http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
-		case r.Header.Get("Authorization") != "Bearer "+testProviderKey:
+		case key != "" && r.Header.Get("Authorization") != "Bearer "+key:
 			http.Error(w, `{"error":{"message":"Incorrect API key provided: `+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")+`"}}`, http.StatusUnauthorized)
 		case status != 0:
 			http.Error(w, `{"error":{"message":"overloaded"}}`, status)
@@ -65,6 +71,7 @@ func modelsServer(t *testing.T, status int) string {
 func TestDoctorProvider(t *testing.T) {
 	t.Setenv("DOCTOR_TEST_UNSET", "")
 	ok, overloaded := modelsServer(t, 0)+"/v1", modelsServer(t, http.StatusServiceUnavailable)+"/v1"
+	keyless := modelsServerKey(t, 0, "") + "/v1"
 	tests := []struct {
 		name         string
 		base, key    string
@@ -75,7 +82,11 @@ func TestDoctorProvider(t *testing.T) {
 		{"listed", ok, testProviderKey, "", "model-a", "ok", "key accepted, model model-a listed"},
 		{"not listed", ok, testProviderKey, "", "model-z", "ok", "model model-z not among the 2 it lists"},
 		{"key refused", ok, "sk-wrong-0123456789abcdefghij", "", "model-a", "FAIL", "refused the key in KEY (401 Unauthorized)"},
-		{"key not set", ok, "", "DOCTOR_TEST_UNSET", "model-a", "FAIL", "names DOCTOR_TEST_UNSET, which is not set"},
+		{"key not set", ok, "", "DOCTOR_TEST_UNSET", "model-a", "FAIL", "names DOCTOR_TEST_UNSET, which is not set; 127.0.0.1"},
+		// A server that takes no key works without one (issue 26: doctor
+		// failed such a setup that chat used).
+		{"key not set, server takes none", keyless, "", "DOCTOR_TEST_UNSET", "model-a", "warn", "answers without a key, though its api_key names DOCTOR_TEST_UNSET"},
+		{"no key, server takes none", keyless, "", "-", "model-a", "ok", "answers (no key configured), model model-a listed"},
 		{"not the API root", strings.TrimSuffix(ok, "/v1"), testProviderKey, "", "model-a", "FAIL", "/models not found (404)"},
 		{"overloaded", overloaded, testProviderKey, "", "model-a", "FAIL", "answered 503 Service Unavailable"},
 		{"down", nettest.RefusedURL(t) + "/v1", testProviderKey, "", "model-a", "FAIL", "connection refused"},
@@ -85,6 +96,9 @@ func TestDoctorProvider(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := testDoctor(t, t.TempDir())
 			secret := config.ResolvedSecret(or(tt.env, "KEY"), tt.key)
+			if tt.env == "-" {
+				secret = config.Secret{}
+			}
 			d.cfg.Providers = []config.Provider{{Name: "p", Type: config.ProviderOpenAI, BaseURL: tt.base, APIKey: secret, Model: tt.model}}
 			checks, _ := d.checks()
 			fs := d.run(context.Background(), checks)
@@ -97,7 +111,7 @@ func TestDoctorProvider(t *testing.T) {
 			if got := verdictOf(f, tt.detail); got != tt.want {
 				t.Errorf("finding %+v: got %s, want %s", f, got, tt.want)
 			}
-			if f.Verdict == fail && f.Fix == "" {
+			if (f.Verdict == fail || f.Verdict == warn) && f.Fix == "" {
 				t.Errorf("failure without a fix: %+v", f)
 			}
 			if strings.Contains(fmt.Sprint(fs), "0123456789abcdefghij") {
@@ -230,7 +244,8 @@ func TestDoctorClock(t *testing.T) {
 		{"same", 300 * time.Millisecond, 1, "ok", "within 1s of"},
 		{"ahead", 5 * time.Minute, 1, "FAIL", "is 4m59s ahead of"}, // at least: Date is to the second,
 		{"behind", -3 * time.Minute, 1, "FAIL", "is 3m0s behind"},
-		{"no answers", 0, 0, "info", "not checked"},
+		// It says what it compares with, and what to do.
+		{"no answers", 0, 0, "info", "the time (the Date header) of the answers of the servers the other checks call (providers, embeddings, Telegram), and none answered; fix those checks"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -36,8 +36,11 @@ type providerChoice struct {
 	label, name, base, model string
 	// keyEnv is the variable a key left empty is read from; "" means the
 	// provider takes no key.
-	keyEnv  string
-	bedrock bool
+	keyEnv string
+	// keyOptional says the server may take no key: a key left empty is
+	// none, and no api_key is written (keyEnv is then unused).
+	keyOptional bool
+	bedrock     bool
 	// askBase says the base URL must be asked for.
 	askBase bool
 }
@@ -46,7 +49,7 @@ var providerChoices = []providerChoice{
 	{label: "OpenAI", name: "openai", base: "https://api.openai.com/v1", model: config.DefaultModel, keyEnv: "OPENAI_API_KEY"},
 	{label: "OpenRouter", name: "openrouter", base: "https://openrouter.ai/api/v1", model: "openai/gpt-4o-mini", keyEnv: "OPENROUTER_API_KEY"},
 	{label: "Ollama on this machine (no key)", name: "ollama", base: "http://localhost:11434/v1", model: "llama3.2", askBase: true},
-	{label: "another OpenAI-compatible server (vLLM, LM Studio, …)", name: "custom", base: "http://localhost:8000/v1", model: config.DefaultModel, keyEnv: "LLM_API_KEY", askBase: true},
+	{label: "another OpenAI-compatible server (vLLM, LM Studio, …)", name: "custom", base: "http://localhost:8000/v1", model: config.DefaultModel, keyOptional: true, askBase: true},
 	{label: "Amazon Bedrock (your AWS credentials)", name: "bedrock", model: "amazon.nova-lite-v1:0", bedrock: true},
 }
 
@@ -94,6 +97,8 @@ func firstRun(ctx context.Context, cfg *config.Config, in io.Reader, out io.Writ
 		fmt.Fprintf(out, " and the key to %s (readable only by you)", config.SecretPath(cfg.Home, p.APIKey.File))
 	case p.APIKey.Env != "":
 		fmt.Fprintf(out, "; the key is read from $%s, which must be set when serve starts", p.APIKey.Env)
+	case p.Type == config.ProviderOpenAI:
+		fmt.Fprint(out, "; no API key is sent to the server")
 	}
 	fmt.Fprintln(out, ".")
 	next, err := reload()
@@ -151,10 +156,14 @@ func (s *setupDialog) ask() (config.Provider, string, error) {
 	if p.Model, err = s.line("Model", c.model); err != nil {
 		return config.Provider{}, "", err
 	}
-	if c.keyEnv == "" {
+	switch {
+	case c.keyOptional:
+		fmt.Fprint(s.out, "API key (not shown as you type; empty: the server takes none): ")
+	case c.keyEnv != "":
+		fmt.Fprintf(s.out, "API key (not shown as you type; empty: read it from $%s when serve starts): ", c.keyEnv)
+	default:
 		return p, "", nil
 	}
-	fmt.Fprintf(s.out, "API key (not shown as you type; empty: read it from $%s when serve starts): ", c.keyEnv)
 	key, err := readSecret()
 	fmt.Fprintln(s.out)
 	if err != nil {
@@ -165,7 +174,9 @@ func (s *setupDialog) ask() (config.Provider, string, error) {
 	}
 	key = strings.TrimSpace(key)
 	if key == "" {
-		p.APIKey = config.Secret{Env: c.keyEnv}
+		if !c.keyOptional {
+			p.APIKey = config.Secret{Env: c.keyEnv}
+		}
 		return p, "", nil
 	}
 	p.APIKey = config.Secret{File: filepath.Join("secrets", c.name+".key")}

@@ -17,6 +17,7 @@ import (
 
 func TestFirstRun(t *testing.T) {
 	models := modelsServer(t, 0) + "/v1"
+	keyless := modelsServerKey(t, 0, "") + "/v1"
 	refused := nettest.RefusedURL(t) + "/v1"
 	tests := []struct {
 		name   string
@@ -30,6 +31,11 @@ func TestFirstRun(t *testing.T) {
 		{"compatible server with a key", "4\n" + models + "\nmodel-a\n", testProviderKey,
 			"providers:\n    - name: custom\n      base_url: " + models + "\n      model: model-a\n      api_key: {file: secrets/custom.key}\n",
 			[]string{"readable only by you", "ok    provider custom  127.0.0.1:", "key accepted, model model-a listed"}},
+		// An empty key of a compatible server is none: no api_key, and
+		// the check passes when the server answers without one.
+		{"compatible server without a key", "4\n" + keyless + "\nmodel-a\n", "",
+			"providers:\n    - name: custom\n      base_url: " + keyless + "\n      model: model-a\n",
+			[]string{"empty: the server takes none", "no API key is sent to the server", "ok    provider custom  127.0.0.1:", "(no key configured), model model-a listed"}},
 		{"OpenAI, key left in the environment", "1\n\n\n", "",
 			"providers:\n    - name: openai\n      base_url: https://api.openai.com/v1\n      model: gpt-4o-mini\n      api_key: {env: OPENAI_API_KEY}\n",
 			[]string{"the key is read from $OPENAI_API_KEY", "FAIL  provider openai  its api_key names OPENAI_API_KEY, which is not set"}},

@@ -31,26 +31,37 @@ Usage:
   lambdaclaw agent delete NAME [--yes]                  delete its workspace
   lambdaclaw agent push|pull NAME --stack NAME [--dry-run]
                                                         copy its workspace to or from a deployed stack
-  lambdaclaw keys create [--name N] [--agents a,b] [--autonomy LEVEL] [--rate N] [--stack NAME]
+  lambdaclaw keys create [--name N] [--agents a,b] [--autonomy LEVEL] [--rate N] [--admin] [--stack NAME]
+                                                        print a new API key (--admin: it also manages keys in the console)
   lambdaclaw keys list [--stack NAME]
   lambdaclaw keys revoke ID [--stack NAME]
-  lambdaclaw cron add --agent NAME (--every D | --cron "EXPR" [--tz ZONE] | --at TIME) --message TEXT [--name N] [--session KEY] [--deliver TARGET]
-  lambdaclaw cron list                                  list your scheduled jobs
-  lambdaclaw cron rm|run|pause|resume ID                delete, fire now, pause or resume a job
-  lambdaclaw cron runs ID                               a job's runs: time, outcome, tokens, delivered
+  lambdaclaw cron add [--agent NAME] (--every D | --cron "EXPR" [--tz ZONE] | --at TIME) --message TEXT
+        [--name N] [--session KEY] [--deliver TARGET] [--catch-up one|skip] [--max-runs-per-day N]
+        [--token-budget N] [--owner O] [--stack NAME]   schedule a check-in; print its id
+  lambdaclaw cron list [--owner O] [--stack NAME]       list your scheduled jobs
+  lambdaclaw cron rm|run|pause|resume ID [--owner O] [--stack NAME]
+                                                        delete, fire now, pause or resume a job
+  lambdaclaw cron runs ID [--owner O] [--stack NAME]    a job's runs: time, outcome, tokens, delivered
   lambdaclaw runs list [--agent A] [--idle D] [--limit N] [--json] [--stack NAME]
                                                         the stuck runs: each holds its session's next messages back
-  lambdaclaw runs retry RUN_ID|--all [--stack NAME]     step a stuck run again (--all: every run of RunFailures)
-  lambdaclaw runs abandon RUN_ID [--stack NAME]         end a stuck run failed; its user is told
+  lambdaclaw runs retry RUN_ID|--all [--idle D] [--stack NAME]
+                                                        step a stuck run again (--all: every run of RunFailures)
+  lambdaclaw runs abandon RUN_ID [--idle D] [--stack NAME]
+                                                        end a stuck run failed; its user is told
   lambdaclaw mcp list                                   start the configured MCP servers; status, tool count
   lambdaclaw mcp tools NAME                             an MCP server's tools as agents see them
   lambdaclaw mcp call NAME TOOL JSON                    call an MCP server's tool; print the result
   lambdaclaw status [--stack NAME]                      agents, keys, busy sessions, Telegram outbox
   lambdaclaw telegram setup|remove [--stack NAME]       register or remove the Telegram webhook
-  lambdaclaw doctor [--stack NAME] [--health]           check the setup; say how to fix what fails
+  lambdaclaw doctor [--stack NAME] [--health] [--timeout D]
+                                                        check the setup; say how to fix what fails
   lambdaclaw version                                    print the version, commit and build date
 
 Every command takes --help; "lambdaclaw help COMMAND" is the same.
+
+The cron commands act as the owner user:local, the operator at this machine
+(--owner O: user:NAME, key:KEY_ID or tg:CHAT_ID acts as another); admin keys
+see and change user:local's jobs in the web console too.
 
 --stack NAME [--region R] runs the command on the AWS deployment "make deploy"
 made (the CloudFormation stack NAME, "Lambdaclaw") instead of the local server,

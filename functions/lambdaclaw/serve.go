@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
@@ -40,7 +41,7 @@ import (
 func getenv(k string) string { return os.Getenv(k) }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", "", "Run the gateway: the OpenAI-compatible API, the WebSocket endpoint, the MCP server (/mcp) and,\nwhen configured, the Telegram channel. On first start it creates the default agent and prints an API key;\nat a terminal, with no provider and no config file, it first asks for a provider, a model and a key.", stderr)
+	fs := newFlags("serve", "", "Run the gateway: the OpenAI-compatible API, the WebSocket endpoint, the MCP server (/mcp) and,\nwhen configured, the Telegram channel. On first start it creates the default agent and prints an API key;\nat a terminal, with no provider and no config file, it first asks for a provider, a model and a key.\nOne server a home: serve holds $LAMBDACLAW_HOME/serve.lock while it runs, and a second one on the same home\nor port stops at once, before it opens anything.", stderr)
 	addr := fs.String("addr", "", "listen address HOST:PORT (default $LAMBDACLAW_ADDR or 127.0.0.1:8080)")
 	loadConfig := fs.withConfig()
 	if _, err := fs.parse(args, 0, 0, stdout); err != nil {
@@ -79,6 +80,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
+	// Before anything is opened: the port is this server's, and so is the
+	// home (a second serve on it stops here).
+	ln, err := listen(cfg.Addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	unlock, err := lockHome(cfg.Home)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	db, err := sqlite.Open(cfg.DBPath())
 	if err != nil {
 		return err
@@ -214,10 +227,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	poller := &schedule.Poller{Timers: jobs, Runner: &schedule.Runner{Engine: jobs, Loop: loop, Lane: driver}, Log: log}
 
-	ln, err := listen(cfg.Addr)
-	if err != nil {
-		return err
-	}
 	var handler http.Handler = gw
 	if tg != nil && cfg.Telegram.Mode == "webhook" {
 		handler = withTelegram(gw, tg)
@@ -227,6 +236,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Warn("no LLM provider configured: chat requests will fail until you set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server) or add providers to the config file")
 	}
 	log.Info("lambdaclaw listening", "addr", "http://"+ln.Addr().String(), "home", cfg.Home, "agents", agents.Names(), "version", currentBuild().Version)
+	fmt.Fprintf(stdout, "Serving on http://%s (the web console is its / page; data in %s). Ctrl-C stops.\n", ln.Addr(), cfg.Home)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -305,6 +315,9 @@ const listenFD = 3
 func listen(addr string) (net.Listener, error) {
 	if os.Getenv("LISTEN_PID") != strconv.Itoa(os.Getpid()) {
 		ln, err := net.Listen("tcp", addr)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("listen on %s: the address is in use, by another server: stop it, or pass --addr HOST:PORT (or LAMBDACLAW_ADDR)", addr)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("listen: %w", err)
 		}

@@ -104,6 +104,10 @@ type Config struct {
 	// are none.
 	Jobs   Jobs
 	Memory Memory
+	// Operator, when set, is the owner of the jobs the operator makes on
+	// the command line (schedule.OperatorOwner): admin keys list and act
+	// on its jobs as well as on their own.
+	Operator string
 	// Metrics says whether the server serves GET /metrics, which admin
 	// keys read (the gateway refuses the others).
 	Metrics bool
@@ -479,8 +483,20 @@ type jobPage struct {
 	NextCursor string         `json:"next_cursor,omitempty"`
 }
 
-// jobs answers a page of the owner's jobs: ?limit= of them (DefaultJobs,
-// at most MaxJobs) after ?cursor= (the next_cursor of the page before).
+// jobOwners are the owners whose jobs key k sees: its own and, for an
+// admin key, the operator's, the jobs made with `lambdaclaw cron add`.
+// Every job says its owner.
+func (c *Console) jobOwners(k store.APIKey) []string {
+	if k.Admin && c.cfg.Operator != "" {
+		return []string{owner(k), c.cfg.Operator}
+	}
+	return []string{owner(k)}
+}
+
+// jobs answers a page of the jobs of the key's owners (jobOwners), one
+// owner's after the other's: ?limit= of them (DefaultJobs, at most
+// MaxJobs) after ?cursor= (the next_cursor of the page before, which
+// names the owner and the engine's cursor in its jobs).
 func (c *Console) jobs(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
 	q := r.URL.Query()
 	limit := DefaultJobs
@@ -495,23 +511,64 @@ func (c *Console) jobs(w http.ResponseWriter, r *http.Request, k store.APIKey) e
 		writeJSON(w, http.StatusOK, jobPage{Jobs: []schedule.Job{}})
 		return nil
 	}
-	list, next, err := c.cfg.Jobs.Page(r.Context(), owner(k), q.Get("cursor"), limit)
-	if errors.Is(err, schedule.ErrCursor) {
-		return badRequest("cursor %q: pass the next_cursor of the page before, or none for the first page", q.Get("cursor"))
+	owners := c.jobOwners(k)
+	badCursor := badRequest("cursor %q: pass the next_cursor of the page before, or none for the first page", q.Get("cursor"))
+	i, cursor := 0, ""
+	if v := q.Get("cursor"); v != "" {
+		n, inner, ok := strings.Cut(v, ":")
+		var err error
+		if i, err = strconv.Atoi(n); !ok || err != nil || i < 0 || i >= len(owners) {
+			return badCursor
+		}
+		cursor = inner
 	}
-	if err != nil {
-		return failed("list jobs", err)
+	page := jobPage{Jobs: []schedule.Job{}}
+	for ; i < len(owners) && len(page.Jobs) < limit; i, cursor = i+1, "" {
+		list, next, err := c.cfg.Jobs.Page(r.Context(), owners[i], cursor, limit-len(page.Jobs))
+		if errors.Is(err, schedule.ErrCursor) {
+			return badCursor
+		}
+		if err != nil {
+			return failed("list jobs", err)
+		}
+		page.Jobs = append(page.Jobs, list...)
+		if next != "" {
+			page.NextCursor = strconv.Itoa(i) + ":" + next
+			break
+		}
 	}
-	writeJSON(w, http.StatusOK, jobPage{Jobs: nonNil(list), NextCursor: next})
+	// A full page that ended an owner's jobs has a next page when a later
+	// owner has jobs.
+	for ; page.NextCursor == "" && i < len(owners); i++ {
+		more, _, err := c.cfg.Jobs.Page(r.Context(), owners[i], "", 1)
+		if err != nil {
+			return failed("list jobs", err)
+		}
+		if len(more) > 0 {
+			page.NextCursor = strconv.Itoa(i) + ":"
+		}
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 
-// jobErr turns an engine's error into an answer.
-func (c *Console) jobErr(r *http.Request, id string, err error) error {
+// ofJob calls do with the owner of job id among the key's owners
+// (jobOwners): the first for which do does not answer
+// schedule.ErrNotFound. A job of no owner of the key is 404.
+func (c *Console) ofJob(k store.APIKey, id string, do func(owner string) error) error {
+	var err error
+	for _, o := range c.jobOwners(k) {
+		if err = do(o); !errors.Is(err, schedule.ErrNotFound) {
+			break
+		}
+	}
 	if errors.Is(err, schedule.ErrNotFound) {
 		return notFound("the job " + strconv.Quote(id))
 	}
-	return failed("job "+id, err)
+	if err != nil {
+		return failed("job "+id, err)
+	}
+	return nil
 }
 
 func (c *Console) jobRuns(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
@@ -519,9 +576,13 @@ func (c *Console) jobRuns(w http.ResponseWriter, r *http.Request, k store.APIKey
 		return noJobs
 	}
 	id := r.PathValue("id")
-	runs, err := c.cfg.Jobs.Runs(r.Context(), owner(k), id, MaxRuns)
+	var runs []schedule.Run
+	err := c.ofJob(k, id, func(o string) (err error) {
+		runs, err = c.cfg.Jobs.Runs(r.Context(), o, id, MaxRuns)
+		return err
+	})
 	if err != nil {
-		return c.jobErr(r, id, err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"runs": nonNil(runs)})
 	return nil
@@ -541,9 +602,13 @@ func (c *Console) pauseJob(w http.ResponseWriter, r *http.Request, k store.APIKe
 		return badRequest(`the body must say {"paused": true} or {"paused": false}`)
 	}
 	id := r.PathValue("id")
-	j, err := c.cfg.Jobs.SetPaused(r.Context(), owner(k), id, *in.Paused)
+	var j schedule.Job
+	err := c.ofJob(k, id, func(o string) (err error) {
+		j, err = c.cfg.Jobs.SetPaused(r.Context(), o, id, *in.Paused)
+		return err
+	})
 	if err != nil {
-		return c.jobErr(r, id, err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, j)
 	return nil
@@ -603,8 +668,9 @@ func (c *Console) deleteJob(w http.ResponseWriter, r *http.Request, k store.APIK
 		return noJobs
 	}
 	id := r.PathValue("id")
-	if err := c.cfg.Jobs.Delete(r.Context(), owner(k), id); err != nil {
-		return c.jobErr(r, id, err)
+	err := c.ofJob(k, id, func(o string) error { return c.cfg.Jobs.Delete(r.Context(), o, id) })
+	if err != nil {
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -50,7 +50,8 @@ type fixture struct {
 
 // newFixture is a console over a real database, workspace directory,
 // scheduler and memory, holding for each of a and b a session (a's with
-// a pending approval), a job and a memory; agent main has an agent-wide
+// a pending approval), a job and a memory, and a job of the operator
+// (user:local, Config.Operator); agent main has an agent-wide
 // memory, two bootstrap files and a note.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
@@ -89,6 +90,8 @@ func newFixture(t *testing.T) *fixture {
 	for _, j := range []schedule.Job{
 		{ID: "job-a", Owner: "key:key_a", Agent: "main", Name: "daily", Message: "check in", Schedule: schedule.Schedule{Every: schedule.Duration(time.Hour)}},
 		{ID: "job-b", Owner: "key:key_b", Agent: "main", Message: "check in", Schedule: schedule.Schedule{Every: schedule.Duration(time.Hour)}},
+		// The operator's, made with `lambdaclaw cron add`.
+		{ID: "job-local", Owner: "user:local", Agent: "main", Message: "local", Schedule: schedule.Schedule{Every: schedule.Duration(time.Hour)}},
 	} {
 		if _, err := jobs.Create(ctx, j); err != nil {
 			t.Fatal(err)
@@ -119,7 +122,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	write := filetools.WriteFile(quota)
 	c, err := console.New(console.Config{
-		Sessions: db, Keys: db, Jobs: jobs, Memory: mem, DefaultRate: 120, Metrics: true,
+		Sessions: db, Keys: db, Jobs: jobs, Operator: "user:local", Memory: mem, DefaultRate: 120, Metrics: true,
 		Agents: func() []string { return []string{"main", "secret"} },
 		Workspace: func(agent string) (filestore.FS, bool) {
 			ws, err := files.Sub("agents/" + agent)
@@ -270,6 +273,21 @@ func TestAPI(t *testing.T) {
 		{"jobs of b", keyB, "GET", "/v1/lambdaclaw/jobs", "", 200,
 			`{"jobs":[{"id":"job-b","owner":"key:key_b","agent":"main","schedule":{"every":"1h0m0s"},"message":"check in","deliver":{}},` +
 				`{"id":"` + createdJob + `","owner":"key:key_b","agent":"main","name":"mornings","schedule":{"cron":"0 9 * * 1-5","tz":"Europe/Berlin"},"message":"good morning","deliver":{}}]}`},
+		// The operator's job (cron add's user:local) is an admin key's
+		// too, marked with its owner; no other key sees or touches it, and
+		// the admin still sees no other key's job.
+		{"jobs of admin", keyAdmin, "GET", "/v1/lambdaclaw/jobs", "", 200,
+			`{"jobs":[{"id":"job-local","owner":"user:local","agent":"main","schedule":{"every":"1h0m0s"},"message":"local","deliver":{}}]}`},
+		{"operator's job runs, not admin", keyA, "GET", "/v1/lambdaclaw/jobs/job-local/runs", "", 404, apiErr("not_found")},
+		{"pause the operator's job, not admin", keyB, "POST", "/v1/lambdaclaw/jobs/job-local", `{"paused":true}`, 404, apiErr("not_found")},
+		{"delete the operator's job, not admin", keyB, "DELETE", "/v1/lambdaclaw/jobs/job-local", "", 404, apiErr("not_found")},
+		{"admin: another key's job runs", keyAdmin, "GET", "/v1/lambdaclaw/jobs/job-a/runs", "", 404, apiErr("not_found")},
+		{"admin: pause another key's job", keyAdmin, "POST", "/v1/lambdaclaw/jobs/job-b", `{"paused":true}`, 404, apiErr("not_found")},
+		{"admin: the operator's job runs", keyAdmin, "GET", "/v1/lambdaclaw/jobs/job-local/runs", "", 200, `{"runs":[]}`},
+		{"admin: pause the operator's job", keyAdmin, "POST", "/v1/lambdaclaw/jobs/job-local", `{"paused":true}`, 200,
+			`{"id":"job-local","owner":"user:local","agent":"main","schedule":{"every":"1h0m0s"},"message":"local","deliver":{},"paused":true}`},
+		{"admin: delete the operator's job", keyAdmin, "DELETE", "/v1/lambdaclaw/jobs/job-local", "", 204, ""},
+		{"admin: jobs after the delete", keyAdmin, "GET", "/v1/lambdaclaw/jobs", "", 200, `{"jobs":[]}`},
 		{"delete", keyA, "DELETE", "/v1/lambdaclaw/jobs/job-a", "", 204, ""},
 		{"jobs after the delete", keyA, "GET", "/v1/lambdaclaw/jobs", "", 200, `{"jobs":[]}`},
 		{"delete again", keyA, "DELETE", "/v1/lambdaclaw/jobs/job-a", "", 404, apiErr("not_found")},
@@ -561,7 +579,8 @@ func TestServerError(t *testing.T) {
 
 // TestJobsPages: the jobs list comes a page at a time (issue 23: 3,021
 // jobs were one answer of 985 KB): DefaultJobs a page, next_cursor to the
-// end, every job once, in the engine's order; ?limit= up to MaxJobs.
+// end, every job once, in the engine's order; ?limit= up to MaxJobs; an
+// admin's pages go on with the operator's jobs.
 func TestJobsPages(t *testing.T) {
 	f := newFixture(t)
 	ctx := t.Context()
@@ -573,13 +592,24 @@ func TestJobsPages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	all, err := jobs.List(ctx, "key:key_admin")
-	if err != nil {
-		t.Fatal(err)
+	// The admin's own jobs, then the operator's: the fixture's one and 29
+	// more.
+	for i := range 29 {
+		j := schedule.Job{Owner: "user:local", Agent: "main", Name: fmt.Sprintf("local %d", i), Message: "check in",
+			Schedule: schedule.Schedule{Every: schedule.Duration(time.Hour)}}
+		if _, err := jobs.Create(ctx, j); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var want []string
-	for _, j := range all {
-		want = append(want, j.ID)
+	for _, owner := range []string{"key:key_admin", "user:local"} {
+		all, err := jobs.List(ctx, owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range all {
+			want = append(want, j.ID)
+		}
 	}
 	walk := func(limit string) (ids []string, sizes []int) {
 		t.Helper()
@@ -621,9 +651,11 @@ func TestJobsPages(t *testing.T) {
 		limit string
 		sizes []int
 	}{
-		{"", []int{50, 50, 50, 50, 50}},
-		{"200", []int{200, 50}},
-		{"120", []int{120, 120, 10}},
+		{"", []int{50, 50, 50, 50, 50, 30}},
+		{"200", []int{200, 80}},
+		{"120", []int{120, 120, 40}},
+		{"125", []int{125, 125, 30}}, // a page ends with the admin's jobs
+		{"140", []int{140, 140}},     // the last page is full: no empty page after it
 	} {
 		ids, sizes := walk(tc.limit)
 		if d := cmp.Diff(want, ids); d != "" {

@@ -7,7 +7,11 @@
 // "key:<id>"): a key sees only its own sessions, approvals, jobs and
 // memories, and another owner's are answered 404 as if they did not
 // exist; it sees only the agents it may use. Keys are listed, created
-// and revoked by admin keys only (403 for others). Bodies are limited to
+// and revoked by admin keys only (403 for others). The one exception is
+// the operator's jobs: those made on the command line (`lambdaclaw cron
+// add`, owner user:local, Config.Operator) are the server operator's,
+// and admin keys are the operator's keys, so an admin key lists and acts
+// on them too, after its own; every job carries its "owner". Bodies are limited to
 // MaxBody bytes (a file's, MaxFileBody); bad input is a 4xx with the
 // OpenAI error JSON the rest of the API uses.
 //
@@ -23,7 +27,7 @@
 //	                                                  last activity, preview and pending approval; q: those whose history holds its words
 //	GET    /v1/lambdaclaw/sessions/{id}               a session and its history
 //	GET    /v1/lambdaclaw/approvals                   the pending approvals of the owner's sessions
-//	GET    /v1/lambdaclaw/jobs?limit=&cursor=         a page of the owner's scheduled jobs, oldest first
+//	GET    /v1/lambdaclaw/jobs?limit=&cursor=         a page of the owner's scheduled jobs, oldest first (an admin's: then the operator's)
 //	POST   /v1/lambdaclaw/jobs                        {"agent","name","message", one of "every","cron"(+"tz"),"at"}: make a job
 //	GET    /v1/lambdaclaw/jobs/{id}/runs              a job's latest runs
 //	POST   /v1/lambdaclaw/jobs/{id}                   {"paused": bool}: pause or resume a job

@@ -23,8 +23,12 @@ import (
 // conversation, the previous response's session when it continues that
 // conversation's latest response, and a new session starting with the
 // conversation so far when it branches from an earlier one. A response
-// with store false runs stateless, with the previous conversation, if
-// any, as its history. The record of a stored response points at its run
+// with store false (OpenAI's field) runs stateless, with the previous
+// conversation, if any, as its history, and is kept nowhere: no session
+// (the console does not list it), no conversation memory (the recorder
+// skips ephemeral runs), no record, so GET answers 404 and a
+// previous_response_id naming it 400 previous_response_not_found, as
+// OpenAI does. The record of a stored response points at its run
 // (store.Response); its output is read from the run.
 
 // Threads reads the runs that stored responses point at.

@@ -17,7 +17,7 @@ import (
 )
 
 type chatArgs struct {
-	Agent      string `json:"agent" jsonschema:"the agent to talk to, as agents_list names it"`
+	Agent      string `json:"agent,omitempty" jsonschema:"the agent to talk to, as agents_list names it (default: default)"`
 	Message    string `json:"message" jsonschema:"your message; /yes, /no or /always answers the question of an approval the agent asked"`
 	SessionKey string `json:"session_key,omitempty" jsonschema:"names the conversation, which the server keeps: the same session_key continues it (default mcp)"`
 }
@@ -48,12 +48,10 @@ type target struct {
 	agent, owner, sessionID string
 }
 
-// target resolves a call's agent and session_key for key k.
+// target resolves a call's agent (DefaultAgent when it names none) and
+// session_key for key k.
 func (h *Handler) target(k store.APIKey, name, sessionKey string) (target, error) {
-	name = strings.TrimPrefix(name, "lambdaclaw/")
-	if name == "" {
-		return target{}, errors.New(`"agent" is required: agents_list names the agents you may use`)
-	}
+	name = cmp.Or(strings.TrimPrefix(name, "lambdaclaw/"), DefaultAgent)
 	if _, ok := h.cfg.Agents.Agent(name); !ok || !k.Allows(name) {
 		return target{}, fmt.Errorf("the agent %q does not exist or this key may not use it: agents_list names the agents you may use", name)
 	}

@@ -5,9 +5,10 @@
 // the API (shared/channels/gateway); `lambdaclaw mcp serve --stdio`
 // carries the same server to desktop clients that start a command.
 //
-// The tools:
+// The tools (a call that names no agent is for the agent "default",
+// DefaultAgent, as a WebSocket frame that names none):
 //
-//   - chat (agent, message, optional session_key): one turn of a
+//   - chat (message, optional agent and session_key): one turn of a
 //     conversation the server keeps; the reply is the result's text, and
 //     the reply's pieces are progress notifications while the turn runs
 //     (when the call has a progress token). An approval the turn asks for
@@ -15,8 +16,8 @@
 //     otherwise the call returns the question, and /yes, /no or /always
 //     in the next chat call of the conversation answers it.
 //   - agents_list: the agents the key may use.
-//   - history (agent, optional session_key): a conversation's messages.
-//   - memory_search (agent, query, …): the agent's memory_search tool,
+//   - history (optional agent and session_key): a conversation's messages.
+//   - memory_search (query, optional agent, …): the agent's memory_search tool,
 //     called as the caller's sessions call it.
 //
 // Everything is scoped to the key: a conversation is the key's session of
@@ -37,6 +38,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
@@ -47,6 +49,9 @@ const (
 	Channel = "mcp"
 	// DefaultSessionKey names the conversation of the calls that name none.
 	DefaultSessionKey = "mcp"
+	// DefaultAgent answers the calls that name no agent, as it answers
+	// WebSocket frames that name none (wsproto.DefaultAgent).
+	DefaultAgent = wsproto.DefaultAgent
 	// DefaultSessionTimeout is how long an idle MCP session is kept.
 	DefaultSessionTimeout = time.Hour
 	// DefaultMaxSessionsPerKey is how many MCP sessions one key may hold

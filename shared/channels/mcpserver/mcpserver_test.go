@@ -177,8 +177,9 @@ func TestChatRefuses(t *testing.T) {
 		params  mcp.CallToolParams
 		wantErr string
 	}{
-		{"no agent", mcp.CallToolParams{Arguments: map[string]any{"message": "hi"}}, `missing properties: ["agent"]`},
-		{"empty agent", mcp.CallToolParams{Arguments: map[string]any{"agent": "", "message": "hi"}}, `"agent" is required`},
+		// No agent is the agent default, which this key may not use.
+		{"no agent", mcp.CallToolParams{Arguments: map[string]any{"message": "hi"}}, `the agent "default" does not exist or this key may not use it`},
+		{"empty agent", mcp.CallToolParams{Arguments: map[string]any{"agent": "", "message": "hi"}}, `the agent "default" does not exist or this key may not use it`},
 		{"unknown agent", mcp.CallToolParams{Arguments: map[string]any{"agent": "nobody", "message": "hi"}}, `the agent "nobody" does not exist or this key may not use it`},
 		{"agent of another key", mcp.CallToolParams{Arguments: map[string]any{"agent": "default", "message": "hi"}}, `the agent "default" does not exist or this key may not use it`},
 		{"no message", mcp.CallToolParams{Arguments: map[string]any{"agent": "other", "message": " "}}, `"message" is required`},

@@ -70,7 +70,7 @@ func (h *Handler) agentsList(_ context.Context, req *mcp.CallToolRequest, _ stru
 }
 
 type historyArgs struct {
-	Agent      string `json:"agent" jsonschema:"the agent of the conversation"`
+	Agent      string `json:"agent,omitempty" jsonschema:"the agent of the conversation (default: default)"`
 	SessionKey string `json:"session_key,omitempty" jsonschema:"the conversation's session_key, as given to chat (default mcp)"`
 	Limit      int    `json:"limit,omitempty" jsonschema:"the most messages to return, the latest (default 50, at most 500)"`
 }
@@ -134,7 +134,7 @@ func (h *Handler) history(ctx context.Context, req *mcp.CallToolRequest, in hist
 }
 
 type memoryArgs struct {
-	Agent      string  `json:"agent" jsonschema:"the agent whose memory to search"`
+	Agent      string  `json:"agent,omitempty" jsonschema:"the agent whose memory to search (default: default)"`
 	Query      string  `json:"query" jsonschema:"what to look for, in your own words"`
 	Limit      *int    `json:"limit,omitempty" jsonschema:"the most hits to return"`
 	Category   *string `json:"category,omitempty" jsonschema:"only this category: core, daily, conversation or custom"`

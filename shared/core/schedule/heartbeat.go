@@ -27,6 +27,11 @@ const (
 	// HeartbeatOwner owns the heartbeat jobs: no person sees or changes
 	// them.
 	HeartbeatOwner = "system:heartbeat"
+	// OperatorOwner owns the jobs the operator makes on the command line
+	// (`lambdaclaw cron add`, locally or with --stack): the person who
+	// runs the server, whose admin keys also see and change them in the
+	// web console.
+	OperatorOwner = "user:local"
 	// HeartbeatFile is the workspace file that holds the checklist.
 	HeartbeatFile = "HEARTBEAT.md"
 	// HeartbeatOK starts a reply that says nothing needs attention.

@@ -124,6 +124,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/prompt"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store/memstore"
@@ -536,7 +537,7 @@ func (r *Root) API() (http.Handler, error) {
 // CloudWatch, not at /metrics.
 func (r *Root) console() (*console.Console, error) {
 	c := console.Config{
-		Sessions: r.Store, Keys: r.Store, Jobs: r.Schedule, Agents: r.AgentNames,
+		Sessions: r.Store, Keys: r.Store, Jobs: r.Schedule, Operator: schedule.OperatorOwner, Agents: r.AgentNames,
 		DefaultRate: config.DefaultKeyRate, Log: r.Log,
 		// The WebSocket API's management endpoint (https://…/stage) is
 		// also its clients' URL, with wss://.
