@@ -8,14 +8,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ebscheduler"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
-	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
-	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
-	"github.com/lambdaclaw/lambdaclaw/shared/wiring/setup"
 )
 
 // Scheduled check-ins on AWS: jobs and runs in the table
@@ -23,7 +19,7 @@ import (
 // stack's group (ebscheduler), whose deliveries the scheduler function
 // claims and starts (Root.Jobs); the step function, where runs end,
 // records and delivers their answers (schedule.Replier on the "cron"
-// channel): to webhooks, Telegram chats and, with WS_ENDPOINT, WebSocket
+// channel, cloud/turns): to webhooks, Telegram chats and, with WS_ENDPOINT, WebSocket
 // users (apigw.CheckIns, over the index of connections the ws function
 // keeps in the table).
 //
@@ -47,39 +43,6 @@ func newSchedule(db *dynamo.Store, awsCfg aws.Config, getenv func(string) string
 	timers := &ebscheduler.Schedules{API: client, Group: getenv("SCHEDULE_GROUP"), Role: getenv("SCHEDULER_ROLE_ARN"), Target: getenv("SCHEDULER_TARGET_ARN"),
 		DeadLetter: getenv("SCHEDULER_DEAD_LETTER_ARN")}
 	return db.Schedule(timers, nil), timers
-}
-
-// routeCheckIns adds the replier of check-in runs to router.
-func (r *Root) routeCheckIns(router agent.Router) error {
-	replier, err := setup.CheckIns(r.cfg, r.Schedule, r.Log)
-	if err != nil {
-		return err
-	}
-	if r.Telegram != nil {
-		replier.Deliver[schedule.DeliverTelegram] = schedule.Via(r.Telegram, telegram.ChannelName)
-	}
-	if r.Conns.API != nil {
-		replier.Deliver[schedule.DeliverWS] = apigw.CheckIns(r.Conns, r.Store, r.Identity)
-	}
-	router[schedule.Channel] = replier
-	return nil
-}
-
-// SyncHeartbeats makes the agents' heartbeats' jobs follow their settings
-// (AGENTS_CONFIG): a job and its schedule for each heartbeat, changed
-// where a setting changed, deleted where the heartbeat is gone. The step
-// function, which may make schedules, calls it when it starts; it is
-// idempotent, and two instances starting at once make one job (the
-// second's create is refused as taken, and its next start finds the job).
-func (r *Root) SyncHeartbeats(ctx context.Context) error {
-	beats, err := setup.Heartbeats(r.cfg, r.Telegram != nil)
-	if err != nil {
-		return fmt.Errorf("cloud: %w", err)
-	}
-	if err := schedule.SyncHeartbeats(ctx, r.Schedule, beats); err != nil {
-		return fmt.Errorf("cloud: %w", err)
-	}
-	return nil
 }
 
 // Jobs returns the handler of the scheduler function's deliveries of

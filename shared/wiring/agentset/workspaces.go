@@ -1,4 +1,4 @@
-package setup
+package agentset
 
 import (
 	"context"
@@ -65,7 +65,7 @@ type agentSet struct {
 // created is as for NewWorkspaces.
 func (b *Builder) Live(ctx context.Context, created func(name string) (time.Time, error), log *slog.Logger, always ...string) (*Workspaces, error) {
 	if b.home == nil {
-		return nil, errors.New("setup: agents need a home for their workspaces")
+		return nil, errors.New("agentset: agents need a home for their workspaces")
 	}
 	made, err := b.CreateWorkspaces(ctx, always...)
 	if err != nil {
@@ -203,16 +203,4 @@ func (r *Workspaces) scan() (*agentSet, error) {
 	slices.Sort(s.names)
 	r.set.Store(s)
 	return s, errors.Join(errs...)
-}
-
-// WorkspaceOf returns a function that gives an agent's workspace, as the
-// web console asks for it (console.Config.Workspace).
-func WorkspaceOf(r *Workspaces) func(name string) (filestore.FS, bool) {
-	return func(name string) (filestore.FS, bool) {
-		a, ok := r.Agent(name)
-		if !ok || a.Workspace == nil {
-			return nil, false
-		}
-		return a.Workspace, true
-	}
 }
