@@ -212,7 +212,7 @@ type Turns struct {
 	// MCP gives the agents b builds the tools of the configured MCP
 	// servers, whose header secrets secret reads, and starts the eager
 	// ones in a function that calls models.
-	MCP func(b *agentset.Builder, cfg *config.Config, secret func(ctx context.Context, id string) (string, error), getenv func(string) string, log *slog.Logger) error
+	MCP  func(b *agentset.Builder, cfg *config.Config, secret func(ctx context.Context, id string) (string, error), getenv func(string) string, log *slog.Logger) error
 	Exec Exec
 }
 
