@@ -104,7 +104,7 @@ func TestNewStartsRunsOnly(t *testing.T) {
 		"AGENTS_CONFIG": `{"research":{"tools":["web_fetch","memory_search"],"providers":["bedrock"]}}`,
 		"BEDROCK_MODEL": "amazon.nova-lite-v1:0", "BEDROCK_EMBED_MODEL": "amazon.titan-embed-text-v2:0",
 		"SECRETSMANAGER_ENDPOINT": sm.URL, "MCP_SECRET_TOKEN": "Lambdaclaw/mcp/TOKEN",
-		cloud.MCPVar:       `{"start":"eager","servers":{"remote":{"url":"http://127.0.0.1:1/mcp","headers":{"Authorization":"Bearer ${TOKEN}"}}}}`,
+		cloud.MCPVar: `{"start":"eager","servers":{"remote":{"url":"http://127.0.0.1:1/mcp","headers":{"Authorization":"Bearer ${TOKEN}"}}}}`,
 	} {
 		t.Setenv(k, v)
 	}
