@@ -1,10 +1,14 @@
 // Package setup turns configuration into a ready set of agents: their
-// provider chains, tools and workspaces. It is the one place where that
-// happens: the local server and every Lambda function build their agents
-// with it, so an agent behaves the same wherever it runs. The composition
-// roots (functions/lambdaclaw, shared/wiring/cloud) read the configuration, build
-// the stores and decide which tools the environment can offer; setup does
-// the rest.
+// provider chains, tools and workspaces. The agents are made by
+// wiring/agentset, the one place where that happens, so an agent behaves
+// the same wherever it runs; setup adds what only a process that runs the
+// loop's steps needs: the providers' adapters (Provider, Providers) and
+// the MCP servers' tools (MCP, Builder.UseMCP), and the heartbeats and
+// check-in deliveries of the configuration. The composition roots
+// (functions/lambdaclaw, shared/wiring/cloud) read the configuration,
+// build the stores and decide which tools the environment can offer;
+// setup and agentset do the rest. Tools, Quota and Workspaces are
+// agentset's, under the names functions/lambdaclaw uses.
 package setup
 
 import (
