@@ -79,9 +79,12 @@ func BenchmarkFootprint(b *testing.B) {
 	// The workspace bucket: the first start creates the agents'
 	// workspaces in it, as a deployment's first invocation does.
 	s3Endpoint, bucket := cloudtest.S3(b)
-	env := []string{"WORKSPACE_BUCKET=" + bucket, "S3_ENDPOINT=" + s3Endpoint, "OPENAI_BASE_URL=" + llm.URL + "/v1"}
+	env := []string{"WORKSPACE_BUCKET=" + bucket, "S3_ENDPOINT=" + s3Endpoint}
 	for _, c := range coldInits {
 		bootstrap := buildStripped(b, dir, c.function, runtimeArch())
+		if c.models {
+			c.env = append(c.env, "DEFAULT_PROVIDER=openai", "OPENAI_BASE_URL="+llm.URL+"/v1", "OPENAI_MODEL=fake-model", "OPENAI_API_KEY=sk-fake")
+		}
 		coldInit(b, bootstrap, c, env)
 		var inits []time.Duration
 		for range b.N {
@@ -102,6 +105,9 @@ type coldInitCase struct {
 	// wantErr is part of the error the function answers the event with;
 	// "" when it answers with a response.
 	wantErr string
+	// models gives the function the model provider, as the stack gives
+	// those that run turns.
+	models bool
 }
 
 // coldInits are the functions whose cold init the benchmark measures.
@@ -109,13 +115,11 @@ type coldInitCase struct {
 // fake runtime API's DynamoDB answers "no such table" (the function logs
 // it and starts).
 var coldInits = []coldInitCase{
-	{function: "api", event: "api/health.json",
-		env: []string{"DEFAULT_PROVIDER=openai", "OPENAI_MODEL=fake-model", "OPENAI_API_KEY=sk-fake", "STEP_TIMEOUT=15m0s"}},
+	{function: "api", event: "api/health.json", models: true, env: []string{"STEP_TIMEOUT=15m0s"}},
 	{function: "ws", event: `{"requestContext":{"routeKey":"$connect","connectionId":"bench"}}`,
 		env: []string{"WS_ENDPOINT=https://ws.example.com/prod"}},
-	{function: "step", event: `{"action":"bench","state":{}}`, wantErr: `unknown action \"bench\"`,
-		env: []string{"DEFAULT_PROVIDER=openai", "OPENAI_MODEL=fake-model", "OPENAI_API_KEY=sk-fake", "STEP_TIMEOUT=15m0s",
-			"WS_ENDPOINT=https://ws.example.com/prod"}},
+	{function: "step", event: `{"action":"bench","state":{}}`, wantErr: `unknown action \"bench\"`, models: true,
+		env: []string{"STEP_TIMEOUT=15m0s", "WS_ENDPOINT=https://ws.example.com/prod"}},
 	{function: "scheduler", event: `{}`, wantErr: "user and channel are required"},
 	{function: "telegram", event: "telegram/webhook-no-secret.json",
 		env: []string{"TELEGRAM_BOT_TOKEN=123456:bench", "TELEGRAM_API_BASE=http://127.0.0.1:1"}},
