@@ -15,7 +15,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
-	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/turns"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
@@ -29,11 +29,11 @@ func TestStackAdmin(t *testing.T) {
 	cfn := cloudtest.NewCloudFormation(t)
 	bucket, _ := env.Files.Bucket()
 	cfn.Put("test", cloudtest.Stack{Outputs: map[string]string{"TableName": env.TableName, "Agents": "default", "WorkspaceBucket": bucket}})
-	root, err := cloud.New(t.Context())
+	root, err := cloudtest.NewRoot(t.Context(), "api")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := root.API()
+	h, err := turns.API(root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/turns"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
@@ -33,7 +34,7 @@ import (
 func TestConsoleOnAWS(t *testing.T) {
 	env := cloudtest.Setup(t)
 	root := env.Root(t, "api")
-	h, err := root.API()
+	h, err := turns.API(root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@
 // same http.Handler as the local server
 // with responses streamed (the integration's STREAM mode). Stateless
 // requests run inline; stateful ones go through the state machine. See
-// shared/wiring/cloud and shared/adapters/apigw.
+// shared/wiring/cloud/turns and shared/adapters/apigw.
 package main
 
 import (
@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
-	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/turns"
 )
 
 func main() {
@@ -29,11 +29,12 @@ func main() {
 
 // handler builds the function's handler from the environment.
 func handler(ctx context.Context) (apigw.StreamHandler, error) {
-	root, err := cloud.New(ctx)
+	// Stateless turns run here: the root has the models and tools.
+	root, err := turns.New(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	h, err := root.API()
+	h, err := turns.API(root)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@
 //
 // Environment: OPENSEARCH_ENDPOINT (required), OPENSEARCH_ENGINE,
 // OPENSEARCH_INDEX, EMBED_DIMENSIONS, AWS_REGION (see
-// cloud.NewSearchIndex), LOG_LEVEL.
+// search.NewIndex), LOG_LEVEL.
 package main
 
 import (
@@ -34,7 +34,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
-	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/search"
 )
 
 func main() {
@@ -48,7 +48,7 @@ func main() {
 
 // handler builds the function's handler from the environment.
 func handler(ctx context.Context) (*Indexer, error) {
-	x, err := cloud.NewSearchIndex(ctx, os.Getenv)
+	x, err := search.NewIndex(ctx, os.Getenv)
 	if err != nil {
 		return nil, err
 	}

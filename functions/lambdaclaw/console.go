@@ -8,18 +8,18 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/console"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
-	"github.com/lambdaclaw/lambdaclaw/shared/wiring/setup"
 )
 
 // newConsole builds the web console of the local server: everything it
 // shows is in the database, the agents' workspaces and memory; /metrics
 // is served.
-func newConsole(cfg *config.Config, db *sqlite.DB, agents *setup.Workspaces, skills *skill.Catalog, jobs console.Jobs, mem *localMemory, log *slog.Logger) (*console.Console, error) {
+func newConsole(cfg *config.Config, db *sqlite.DB, agents *agentset.Workspaces, skills *skill.Catalog, jobs console.Jobs, mem *localMemory, log *slog.Logger) (*console.Console, error) {
 	c := console.Config{
 		Sessions: db, Keys: db, Jobs: jobs, Operator: localOwner, Agents: agents.Names, Metrics: true,
 		DefaultRate: cfg.DefaultRatePerMinute, Log: log,
-		Workspace: setup.WorkspaceOf(agents), Tool: setup.ToolOf(agents),
+		Workspace: agentset.WorkspaceOf(agents), Tool: agentset.ToolOf(agents),
 		Skills: func(ctx context.Context, agent string, ws filestore.FS) []skill.Skill {
 			list, _ := skills.For(ctx, agent, ws)
 			return list

@@ -34,6 +34,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store/memstore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/setup"
 )
@@ -112,11 +113,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	skills := skill.NewCatalog(cfg.Home)
 	skills.Warn = func(err error) { log.Warn("skill skipped", "err", err) }
 	jobs := db.Schedule(nil)
-	quota, err := setup.Quota(cfg)
+	quota, err := agentset.Quota(cfg)
 	if err != nil {
 		return err
 	}
-	tools, err := setup.Tools(cfg, skills, quota, jobs)
+	tools, err := agentset.Tools(cfg, skills, quota, jobs)
 	if err != nil {
 		return err
 	}
@@ -152,7 +153,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if tgReplier != nil {
 		replier[telegram.ChannelName] = tgReplier
 	}
-	checkIns, err := setup.CheckIns(cfg, jobs, log)
+	checkIns, err := agentset.CheckIns(cfg, jobs, log)
 	if err != nil {
 		return err
 	}

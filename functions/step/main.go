@@ -1,7 +1,7 @@
 // Command step is the Lambda function of the loop's state machine: each
 // task invokes it with an sfn.Event (actions step, call, park and fail)
 // and it runs that piece of a run with the same Go steps as the local
-// driver. See shared/adapters/sfn and shared/wiring/cloud.
+// driver. See shared/adapters/sfn and shared/wiring/cloud/turns.
 package main
 
 import (
@@ -12,7 +12,8 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
-	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/fargate"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/turns"
 )
 
 func main() {
@@ -26,14 +27,16 @@ func main() {
 
 // handler builds the function's handler from the environment.
 func handler(ctx context.Context) (func(context.Context, sfn.Event) (any, error), error) {
-	root, err := cloud.New(ctx)
+	// The steps run here: the root has the models, the tools and the
+	// sandbox.
+	root, err := turns.New(ctx, fargate.Exec)
 	if err != nil {
 		return nil, err
 	}
 	// The heartbeats' jobs follow the agents' settings, made here, where
 	// schedules may be made. A failure leaves the runs working: it is
 	// logged, and the next cold start tries again.
-	if err := root.SyncHeartbeats(ctx); err != nil {
+	if err := turns.SyncHeartbeats(ctx, root); err != nil {
 		root.Log.Error("heartbeats not synced", "err", err)
 	}
 	return root.Step(), nil

@@ -16,6 +16,7 @@
 package cloudtest
 
 import (
+	"context"
 	"encoding/json"
 	s3fs "github.com/lambdaclaw/lambdaclaw/shared/adapters/s3"
 	"os"
@@ -27,6 +28,8 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/fargate"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/turns"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
 
@@ -59,18 +62,32 @@ type Env struct {
 }
 
 // Root builds the adapters as the Lambda function named function does
-// (cloud.New, from the environment), with that function's grants on the
+// (NewRoot, from the environment), with that function's grants on the
 // table (Table.Policed).
 func (e *Env) Root(t *testing.T, function string) *cloud.Root {
 	t.Helper()
 	prev := os.Getenv("DYNAMODB_ENDPOINT")
 	t.Setenv("DYNAMODB_ENDPOINT", e.table.Policed(t, function))
-	r, err := cloud.New(t.Context())
+	r, err := NewRoot(t.Context(), function)
 	t.Setenv("DYNAMODB_ENDPOINT", prev)
 	if err != nil {
 		t.Fatalf("cloud.New as the %s function: %v", function, err)
 	}
 	return r
+}
+
+// NewRoot builds the root of the Lambda function named function from the
+// environment, with the parts that function's main builds: the step
+// function runs the loop's steps with the sandbox, the api function its
+// stateless turns (turns.New); the others start runs only (cloud.New).
+func NewRoot(ctx context.Context, function string) (*cloud.Root, error) {
+	switch function {
+	case "step":
+		return turns.New(ctx, fargate.Exec)
+	case "api":
+		return turns.New(ctx, nil)
+	}
+	return cloud.New(ctx)
 }
 
 // Policed returns an endpoint of the table that lets through only what

@@ -57,6 +57,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/turns"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 	"github.com/lambdaclaw/lambdaclaw/tests/faketelegram"
@@ -710,9 +711,9 @@ func newHarness(t *testing.T) *harness {
 	build := func(function string) *cloud.Root {
 		t.Setenv("DYNAMODB_ENDPOINT", h.m.proxy(t, env.Policed(t, function)))
 		r := h.logs.capture(t, function, func() *cloud.Root {
-			r, err := cloud.New(t.Context())
+			r, err := cloudtest.NewRoot(t.Context(), function)
 			if err != nil {
-				t.Fatalf("cloud.New as %s: %v", function, err)
+				t.Fatalf("the root of %s: %v", function, err)
 			}
 			return r
 		})
@@ -735,7 +736,7 @@ func newHarness(t *testing.T) *harness {
 		return step.Driver.Handle(ctx, ev)
 	})
 	var err error
-	if h.api, err = build("api").API(); err != nil {
+	if h.api, err = turns.API(build("api")); err != nil {
 		t.Fatal(err)
 	}
 	h.wsRoot = build("ws")

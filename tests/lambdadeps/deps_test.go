@@ -1,7 +1,9 @@
 // Package lambdadeps checks what the Lambda functions link (DESIGN.md §3):
 // the binaries deployed to AWS must not carry the embedded adapters
-// (SQLite, bubblewrap) nor the local server; and what every production
-// package links: no test support (testing, tests/…, conformance suites).
+// (SQLite, bubblewrap) nor the local server, and each carries only the
+// parts of the composition root it uses (shared/wiring/cloud); and what
+// every production package links: no test support (testing, tests/…,
+// conformance suites).
 package lambdadeps
 
 import (
@@ -18,6 +20,39 @@ var forbidden = []string{
 	"github.com/lambdaclaw/lambdaclaw/shared/bwrap",
 	"github.com/lambdaclaw/lambdaclaw/functions/lambdaclaw",
 	"modernc.org/sqlite",
+}
+
+// turnsOnly are the SDKs of the parts only a function that runs the
+// loop's steps links (cloud/turns and cloud/fargate): the models, the
+// sandbox, the MCP client and OpenSearch.
+var turnsOnly = []string{
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime",
+	"github.com/aws/aws-sdk-go-v2/service/ecs",
+	"github.com/modelcontextprotocol/go-sdk",
+	"github.com/opensearch-project/opensearch-go",
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/turns",
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/fargate",
+}
+
+// forbiddenIn are, by function, the import path prefixes it may not
+// depend on besides forbidden: the functions that start runs but step
+// none link no part of the turns; the api function, which runs turns but
+// has no sandbox, not the sandbox's.
+var forbiddenIn = map[string][]string{
+	"ws":        turnsOnly,
+	"telegram":  turnsOnly,
+	"scheduler": turnsOnly,
+	"indexer": {
+		"github.com/aws/aws-sdk-go-v2/service/bedrockruntime",
+		"github.com/aws/aws-sdk-go-v2/service/ecs",
+		"github.com/modelcontextprotocol/go-sdk",
+		"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset",
+		"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/turns",
+	},
+	"api": {
+		"github.com/aws/aws-sdk-go-v2/service/ecs",
+		"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/fargate",
+	},
 }
 
 // root is the repository: the directory above that holds go.mod.
@@ -68,7 +103,7 @@ func TestLambdaDeps(t *testing.T) {
 				t.Fatalf("go list printed too little: %q", out)
 			}
 			for _, d := range deps {
-				for _, f := range forbidden {
+				for _, f := range append(forbidden, forbiddenIn[fn]...) {
 					if d == f || strings.HasPrefix(d, f+"/") {
 						t.Errorf("functions/%s links %s", fn, d)
 					}

@@ -35,7 +35,7 @@ const (
 )
 
 // FromEnv returns the Backend the environment configures, over bucket, the
-// root of the workspace bucket (cloud.New's files), with what base sets
+// root of the workspace bucket (the composition root's files, cloud.NewWith), with what base sets
 // and the environment does not say (the bridge: ServeBridge and
 // ToolFiles). An environment without the sandbox fails with
 // sandbox.ErrUnavailable.

@@ -1,7 +1,16 @@
 // Package cloud is the composition root of the AWS deployment: every
-// Lambda function (functions/api, ws, step, scheduler) builds its adapters
-// with New from the environment the CDK stack sets, then starts its
-// handler. It wires
+// Lambda function (functions/api, ws, step, scheduler, telegram) builds
+// its adapters from the environment the CDK stack sets, then starts its
+// handler. A function builds, and so links, only the parts it uses: New
+// builds what every function needs (the store, the driver, the agents
+// with their tools' policies but no models, the channels that start
+// runs); NewWith adds the Turns of a function that runs the loop's steps
+// in its process, built by package cloud/turns (the models, the
+// embedding model, memory search, the MCP servers, the API handler) and
+// cloud/fargate (the sandbox): the step function, and the api function
+// for its stateless turns. ws, telegram and scheduler start runs that the
+// step function runs; they link neither the model SDKs nor the MCP,
+// ECS or OpenSearch clients (tests/lambdadeps holds them to it). It wires
 //
 //   - the store: DynamoDB (TABLE_NAME), with ephemeral sessions, those of
 //     stateless requests, kept in memory (agent.WithEphemeral);
@@ -16,16 +25,18 @@
 //     and the agent's own), schedule, the file tools, workspace_memory
 //     and the memory tools, and its system prompt built from its workspace
 //     (prompt.Builder);
-//   - the provider chain: DEFAULT_PROVIDER first (bedrock, the default, or
-//     openai), then the other one when it is configured, each with retries
-//     and a circuit breaker;
-//   - the embedding model (BEDROCK_EMBED_MODEL, memory.go) of memory and
+//   - with Turns, the provider chain: DEFAULT_PROVIDER first (bedrock, the
+//     default, or openai), then the other one when it is configured, each
+//     with retries and a circuit breaker; without, the provider settings
+//     are ignored and the agents have none;
+//   - with Turns, the embedding model (BEDROCK_EMBED_MODEL) of memory and
 //     of POST /v1/embeddings, which every agent shares;
 //   - the agents' memory (memory.go): entries in the table, searched in
-//     the function's process (dynamo.MemoryIndex), or through OpenSearch,
-//     which the indexer function feeds from the table's stream, when
-//     OPENSEARCH_ENDPOINT is set; and the recorder of conversations, which
-//     the step function runs when a run is done (sfn.Driver);
+//     the function's process (dynamo.MemoryIndex), or, with Turns, through
+//     OpenSearch, which the indexer function feeds from the table's
+//     stream, when OPENSEARCH_ENDPOINT is set (cloud/search); and the
+//     recorder of conversations, which the step function runs when a run
+//     is done (sfn.Driver);
 //   - the driver of the loop: durable runs run inline in the step
 //     function (RUN_FUNCTION, inline.go), handed to the state machine
 //     (STATE_MACHINE_ARN) when they park or run long;
@@ -33,13 +44,14 @@
 //     "ws" to the API Gateway WebSocket connection (WS_ENDPOINT), "http"
 //     to the in-process Hub the api function's requests listen to, "tg"
 //     to the Telegram channel when a bot token is configured (telegram.go),
-//     "cron" to the record of scheduled check-ins (schedule.go);
+//     "cron" to the record and delivery of scheduled check-ins, where runs
+//     are stepped (cloud/turns);
 //   - scheduled check-ins: jobs in the table, one EventBridge Scheduler
 //     schedule each (schedule.go), which agents make with the schedule
-//     tool, and the agents' heartbeats;
+//     tool, and the agents' heartbeats (cloud/turns);
 //   - the events of the loop, written off the request path to standard
 //     error (their log lines and EMF metrics, adapters/emf), which every
-//     handler it returns (API, WebSocket, Step, Scheduler; Flush and
+//     handler it returns (WebSocket, Step, Scheduler, turns.API; Flush and
 //     Flushed for others, the telegram function's) writes before the
 //     invocation returns (flush.go).
 //
@@ -77,7 +89,7 @@
 //	                           across channels) or per_channel
 //	SCHEDULE_GROUP, SCHEDULER_ROLE_ARN, SCHEDULER_TARGET_ARN, SCHEDULER_DEAD_LETTER_ARN, SCHEDULER_ENDPOINT
 //	                           the check-ins' EventBridge Scheduler schedules (schedule.go)
-//	OPENSEARCH_ENDPOINT        OpenSearch domain, to search memories there (see NewSearchIndex)
+//	OPENSEARCH_ENDPOINT        OpenSearch domain, to search memories there (see search.NewIndex)
 //	OPENSEARCH_ENGINE, OPENSEARCH_INDEX, EMBED_DIMENSIONS  its k-NN engine, index, vector length
 //	BEDROCK_EMBED_MODEL        Titan embedding model of memory vectors (keyword-only without)
 //	                           and of POST /v1/embeddings (400 without)
@@ -95,10 +107,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -113,24 +123,24 @@ import (
 	s3fs "github.com/lambdaclaw/lambdaclaw/shared/adapters/s3"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
-	"github.com/lambdaclaw/lambdaclaw/shared/channels/console"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
-	"github.com/lambdaclaw/lambdaclaw/shared/channels/mcpserver"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/ratelimit"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/prompt"
-	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store/memstore"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentenv"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
-	"github.com/lambdaclaw/lambdaclaw/shared/wiring/setup"
 )
 
 // Provider names of DEFAULT_PROVIDER, and of the providers an agent's
@@ -149,15 +159,18 @@ type Root struct {
 	// Memory is the agents' memory (memory.go).
 	Memory *memory.Memory
 	// Embedder is the embedding model (BEDROCK_EMBED_MODEL) of memory
-	// and of POST /v1/embeddings, nil without one.
+	// and of POST /v1/embeddings, nil without one or without Turns.
 	Embedder memory.RequestEmbedder
 	// Agents are the agents served: the default agent, those
 	// AGENTS_CONFIG defines and every workspace in the bucket, live.
-	Agents   *setup.Workspaces
+	Agents   *agentset.Workspaces
 	Identity agent.Identity
 	// Hub receives the events of runs replying on the "http" channel.
 	Hub  *agent.Hub
 	Loop *agent.Loop
+	// Router routes what runs tell by their reply channel; it is
+	// Loop.Replier.
+	Router agent.Router
 	// Driver runs the loop on Step Functions.
 	Driver *sfn.Driver
 	// Conns reaches the WebSocket clients; its API is nil without
@@ -170,14 +183,40 @@ type Root struct {
 	Telegram *telegram.Channel
 	// Schedule is the engine of scheduled check-ins (schedule.go).
 	Schedule *dynamo.Schedule
-	timers   *ebscheduler.Schedules
-	skills   *skill.Catalog
+	// Skills are the skills of the agents' workspaces and the bucket.
+	Skills *skill.Catalog
+	// Config is the configuration read from the environment.
+	Config *config.Config
+	timers *ebscheduler.Schedules
 	// events are the loop's events, written off the request path; the
 	// handlers flush them before they return (flush.go).
 	events  *obs.Emitter
 	secrets *secrets
-	cfg     *config.Config
 }
+
+// Turns are the parts of a function that runs the loop's steps in its
+// process (NewWith): cloud/turns makes them, and cloud/fargate the exec
+// tool. A part left nil is one the function goes without.
+type Turns struct {
+	// Providers builds the adapters of the configured providers, by name
+	// (setup.Providers).
+	Providers func(ctx context.Context, cfg *config.Config) (map[string]llm.Provider, error)
+	// Embedder returns the embedding model the environment names, nil
+	// for none.
+	Embedder func(ctx context.Context, getenv func(string) string) (memory.RequestEmbedder, error)
+	// Search returns the index memories are searched in, nil to search
+	// them in the function's process.
+	Search func(ctx context.Context, getenv func(string) string) (memory.Index, error)
+	// MCP gives the agents b builds the tools of the configured MCP
+	// servers, whose header secrets secret reads, and starts the eager
+	// ones in a function that calls models.
+	MCP  func(b *agentset.Builder, cfg *config.Config, secret func(ctx context.Context, id string) (string, error), getenv func(string) string, log *slog.Logger) error
+	Exec Exec
+}
+
+// Exec returns the exec tool on the stack's sandbox, whose workspace
+// copies go to files, nil when the function has none (fargate.Exec).
+type Exec func(ctx context.Context, cfg *config.Config, awsCfg aws.Config, getenv func(string) string, files *s3fs.FS, log *slog.Logger, quota *workspace.Quota) tool.Tool
 
 // Recheck is how long a function trusts what it read of the agents'
 // workspaces (which agents there are, their prompt files and skills)
@@ -188,9 +227,13 @@ type Root struct {
 // minute, as does a push.
 const Recheck = time.Minute
 
-// New builds the adapters from the environment (see the package doc). It
-// checks that the table exists.
-func New(ctx context.Context) (*Root, error) {
+// New builds the adapters of a function that starts runs but steps none
+// (see the package doc): NewWith without Turns.
+func New(ctx context.Context) (*Root, error) { return NewWith(ctx, Turns{}) }
+
+// NewWith builds the adapters from the environment (see the package doc)
+// with the parts of turns that are set.
+func NewWith(ctx context.Context, turns Turns) (*Root, error) {
 	getenv := os.Getenv
 	log := newLogger(getenv("LOG_LEVEL"))
 	dcfg, err := dynamo.ConfigFromEnv()
@@ -211,7 +254,7 @@ func New(ctx context.Context) (*Root, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cloud: %w", err)
 	}
-	cfg, names, err := configFromEnv(ctx, secrets, getenv)
+	cfg, names, err := configFromEnv(ctx, secrets, getenv, turns.Providers != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -228,11 +271,19 @@ func New(ctx context.Context) (*Root, error) {
 	// The skills directories are listed once per Recheck, as the prompt
 	// is built, not on every load_skill.
 	skills.Refresh = Recheck
-	emb, err := newEmbedder(ctx, getenv)
-	if err != nil {
-		return nil, err
+	var emb memory.RequestEmbedder
+	if turns.Embedder != nil {
+		if emb, err = turns.Embedder(ctx, getenv); err != nil {
+			return nil, err
+		}
 	}
-	mem, memTools, recorder, err := newMemory(ctx, db, emb, getenv, log)
+	var search memory.Index
+	if turns.Search != nil {
+		if search, err = turns.Search(ctx, getenv); err != nil {
+			return nil, err
+		}
+	}
+	mem, memTools, recorder, err := newMemory(db, emb, search, getenv, log)
 	if err != nil {
 		return nil, err
 	}
@@ -242,32 +293,33 @@ func New(ctx context.Context) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	quota, err := setup.Quota(cfg)
+	quota, err := agentset.Quota(cfg)
 	if err != nil {
 		return nil, err
 	}
-	tools, err := setup.Tools(cfg, skills, quota, schedules)
+	tools, err := agentset.Tools(cfg, skills, quota, schedules)
 	if err != nil {
 		return nil, err
 	}
-	if exec := newExec(ctx, cfg, awsCfg, getenv, files, log, quota); exec != nil {
-		tools = append(tools, exec)
+	if turns.Exec != nil {
+		if exec := turns.Exec(ctx, cfg, awsCfg, getenv, files, log, quota); exec != nil {
+			tools = append(tools, exec)
+		}
 	}
-	builder, err := setup.NewBuilder(ctx, cfg, files, append(tools, memTools...))
+	var providers map[string]llm.Provider
+	if turns.Providers != nil {
+		if providers, err = turns.Providers(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("cloud: %s: %w", agentenv.Var, err)
+		}
+	}
+	builder, err := agentset.NewBuilder(cfg, files, append(tools, memTools...), providers)
 	if err != nil {
 		return nil, fmt.Errorf("cloud: %s: %w", agentenv.Var, err)
 	}
-	servers, err := setup.MCP(cfg.MCP, mcpGetenv(secrets, getenv, log), log)
-	if err != nil {
-		return nil, fmt.Errorf("cloud: %s: %w", MCPVar, err)
-	}
-	if servers != nil {
-		// eager: started at cold start; lazy: by the first run that
-		// needs them. A function that calls no model (ws, telegram,
-		// scheduler) runs no turn, so it starts none.
-		builder.UseMCP(servers)
-		if cfg.MCP.Eager() && len(cfg.Providers) > 0 {
-			servers.Start()
+	if turns.MCP != nil {
+		// The MCP servers' header secrets are read when a server starts.
+		if err := turns.MCP(builder, cfg, secrets.get, getenv, log); err != nil {
+			return nil, fmt.Errorf("cloud: %s: %w", MCPVar, err)
 		}
 	}
 	live, err := builder.Live(ctx, nil, log, names...)
@@ -289,12 +341,13 @@ func New(ctx context.Context) (*Root, error) {
 	}
 
 	r := &Root{Log: log, Store: db, Memory: mem, Embedder: emb, Agents: live, Identity: identity, Hub: agent.NewHub(), Limiter: ratelimit.New(time.Minute),
-		Schedule: schedules, timers: timers, skills: skills, events: events, cfg: cfg}
+		Schedule: schedules, timers: timers, Skills: skills, events: events, Config: cfg}
 	// Runs of the HTTP API: the hub streams a stateless run to its
 	// request in this function; a durable run's model calls happen in
 	// the step function, which stores what they stream for the api
 	// function's request to follow (sfn.Runner).
 	router := agent.Router{gateway.Channel: agent.Tee{r.Hub, &agent.DraftWriter{Store: db, Every: BatchInterval, Log: log}}}
+	r.Router = router
 	if ep := getenv("WS_ENDPOINT"); ep != "" {
 		r.Conns = apigw.Conns{Log: log, API: apigatewaymanagementapi.NewFromConfig(awsCfg, func(o *apigatewaymanagementapi.Options) {
 			o.BaseEndpoint = aws.String(ep)
@@ -331,7 +384,10 @@ func New(ctx context.Context) (*Root, error) {
 	if err := r.newTelegram(ctx, getenv, router); err != nil {
 		return nil, err
 	}
-	if err := r.routeCheckIns(router); err != nil {
+	// Every function routes check-ins' answers: the scheduler function
+	// too, which delivers the answer of a firing whose run ended before
+	// it was recorded (schedule.Runner.Start).
+	if err := r.routeCheckIns(); err != nil {
 		return nil, err
 	}
 	if len(cfg.Providers) == 0 {
@@ -361,7 +417,7 @@ func (r *Root) fitSteps(getenv func(string) string, names []string) error {
 		return fmt.Errorf("cloud: %s=%q: want a duration longer than %s", StepTimeoutVar, v, sfn.StepMargin)
 	}
 	r.Loop.MaxStep = timeout - sfn.StepMargin
-	if len(r.cfg.Providers) == 0 {
+	if len(r.Config.Providers) == 0 {
 		return nil // this function runs no step
 	}
 	var errs []error
@@ -385,12 +441,13 @@ func newLogger(level string) *slog.Logger {
 }
 
 // configFromEnv reads the configuration of the agents from the
-// environment: the providers (DEFAULT_PROVIDER first), the agents
+// environment: the providers (DEFAULT_PROVIDER first) when models is
+// true (a function that calls none ignores them), the agents
 // AGENTS_CONFIG defines, with their settings (agentenv.Decode), and the
 // reply limit. It returns the configuration, validated as a local one
 // is, and the names of the agents it configures: the default agent and
 // those defined.
-func configFromEnv(ctx context.Context, secrets *secrets, getenv func(string) string) (*config.Config, []string, error) {
+func configFromEnv(ctx context.Context, secrets *secrets, getenv func(string) string, models bool) (*config.Config, []string, error) {
 	cfg := &config.Config{}
 	if v := getenv("MAX_REPLY_BYTES"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -400,6 +457,9 @@ func configFromEnv(ctx context.Context, secrets *secrets, getenv func(string) st
 		cfg.Limits.MaxReplyBytes = n
 	}
 	var bedrockP, openaiP *config.Provider
+	if !models {
+		getenv = withoutProviders(getenv)
+	}
 	if model := getenv("BEDROCK_MODEL"); model != "" {
 		bedrockP = &config.Provider{Name: ProviderBedrock, Type: config.ProviderBedrock, Model: model,
 			Region: cmp.Or(getenv("BEDROCK_REGION"), getenv("AWS_REGION")), BaseURL: getenv("BEDROCK_ENDPOINT")}
@@ -466,6 +526,17 @@ func configFromEnv(ctx context.Context, secrets *secrets, getenv func(string) st
 	return cfg, agentenv.Names(agents), nil
 }
 
+// withoutProviders is getenv without the providers' settings.
+func withoutProviders(getenv func(string) string) func(string) string {
+	return func(name string) string {
+		switch name {
+		case "DEFAULT_PROVIDER", "BEDROCK_MODEL", "OPENAI_BASE_URL", "OPENAI_MODEL":
+			return ""
+		}
+		return getenv(name)
+	}
+}
+
 // openAIKey returns OPENAI_API_KEY, or the value of the secret
 // OPENAI_API_KEY_SECRET_ARN names.
 func openAIKey(ctx context.Context, secrets *secrets, getenv func(string) string) (string, error) {
@@ -486,82 +557,6 @@ func openAIKey(ctx context.Context, secrets *secrets, getenv func(string) string
 // CheckIn returns the handler of the scheduler function.
 func (r *Root) CheckIn() *checkin.Handler {
 	return &checkin.Handler{Loop: r.Loop, Lane: r.Driver, Identity: r.Identity}
-}
-
-// API returns the http.Handler of the api function: the gateway of the
-// local server, with the Step Functions runner (sfn.Runner). Inline runs
-// live as long as the function's instance.
-func (r *Root) API() (http.Handler, error) {
-	// Inline runs are stateless: they record nothing, and this function
-	// leaves the recording of what the state machine's runs queued to the
-	// step function (sfn.Driver), rather than start a worker for it here.
-	inline := *r.Loop
-	inline.Recorder = nil
-	lanes := agent.NewDriver(context.Background(), &inline, r.Log)
-	runner := &sfn.Runner{
-		Inline:  lanes,
-		Durable: r.Driver,
-		Hub:     r.Hub,
-		Drafts:  r.Store,
-		Log:     r.Log,
-	}
-	// /mcp is stateless: the next request of a client may reach another
-	// instance, which holds no MCP session.
-	mcpSrv, err := mcpserver.New(mcpserver.Config{
-		Runner: runner, Events: r.Hub, Sessions: r.Store, Agents: r.Agents, Names: r.AgentNames,
-		Identity: r.Identity, Stateless: true, Log: r.Log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	cons, err := r.console()
-	if err != nil {
-		return nil, err
-	}
-	h, err := gateway.New(gateway.Config{
-		Console: cons,
-		Runner:  runner, Events: r.Hub, Keys: r.Store, Runs: r.Store, Limiter: r.Limiter,
-		Agents: r.AgentNames, HasAgent: r.Agents.Has, Identity: r.Identity, Log: r.Log, Embedder: r.Embedder,
-		Responses: r.Store, Threads: r.Loop, MCP: mcpSrv,
-		// The agents are the deployment's: created with its table.
-		Created: func(string) time.Time { return r.Store.Created() },
-	})
-	if err != nil {
-		return nil, err
-	}
-	return flushedHTTP(r, h, lanes), nil
-}
-
-// console is the web console of the api function: the same as the local
-// server's, over the table, the bucket and the scheduler; metrics are in
-// CloudWatch, not at /metrics.
-func (r *Root) console() (*console.Console, error) {
-	c := console.Config{
-		Sessions: r.Store, Keys: r.Store, Jobs: r.Schedule, Operator: schedule.OperatorOwner, Agents: r.AgentNames,
-		DefaultRate: config.DefaultKeyRate, Log: r.Log,
-		// The WebSocket API's management endpoint (https://…/stage) is
-		// also its clients' URL, with wss://.
-		WebSocketURL: wsURL(os.Getenv("WS_ENDPOINT")),
-		Workspace:    setup.WorkspaceOf(r.Agents),
-		Tool:         setup.ToolOf(r.Agents),
-		Skills: func(ctx context.Context, agent string, ws filestore.FS) []skill.Skill {
-			list, _ := r.skills.For(ctx, agent, ws)
-			return list
-		},
-	}
-	if r.Memory != nil {
-		c.Memory = r.Memory
-	}
-	return console.New(c)
-}
-
-// wsURL is the client URL of the WebSocket API whose management
-// endpoint is ep; "" for none.
-func wsURL(ep string) string {
-	if rest, ok := strings.CutPrefix(ep, "https://"); ok {
-		return "wss://" + rest
-	}
-	return ""
 }
 
 // AgentNames lists the agents served, sorted.

@@ -19,10 +19,17 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentenv"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/fargate"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/turns"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
+
+// newRoot builds the root with every part, as the step function does
+// (its sandbox from the environment, none unless a test sets it).
+func newRoot(ctx context.Context) (*cloud.Root, error) { return turns.New(ctx, fargate.Exec) }
 
 func TestNewConfiguration(t *testing.T) {
 	cloudtest.Setup(t)
@@ -46,7 +53,7 @@ func TestNewConfiguration(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			_, err := cloud.New(t.Context())
+			_, err := newRoot(t.Context())
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("New: %v", err)
@@ -61,7 +68,7 @@ func TestAgentsAndProviders(t *testing.T) {
 	cloudtest.Setup(t)
 	t.Setenv("AGENTS_CONFIG", `{"research":{}}`)
 	t.Setenv("BEDROCK_MODEL", "amazon.nova-lite-v1:0")
-	r, err := cloud.New(t.Context())
+	r, err := newRoot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +89,62 @@ func TestAgentsAndProviders(t *testing.T) {
 	if got := a.Provider.Name(); got != "openai,bedrock" {
 		t.Errorf("provider chain %q, want openai,bedrock", got)
 	}
+}
+
+// A function built with New (ws, telegram, scheduler) starts runs that
+// the step function steps: it ignores the providers' settings, builds no
+// model, embedder or MCP server and reads no secret for them; its
+// agents have the tools, with the same policies, that the step function's
+// agents have, which answering approvals and client tools' names are
+// checked against.
+func TestNewStartsRunsOnly(t *testing.T) {
+	cloudtest.Setup(t)
+	sm := cloudtest.NewSecrets(t, map[string]string{"Lambdaclaw/mcp/TOKEN": "token"})
+	for k, v := range map[string]string{
+		"AGENTS_CONFIG": `{"research":{"tools":["web_fetch","memory_search"],"providers":["bedrock"]}}`,
+		"BEDROCK_MODEL": "amazon.nova-lite-v1:0", "BEDROCK_EMBED_MODEL": "amazon.titan-embed-text-v2:0",
+		"SECRETSMANAGER_ENDPOINT": sm.URL, "MCP_SECRET_TOKEN": "Lambdaclaw/mcp/TOKEN",
+		cloud.MCPVar: `{"start":"eager","servers":{"remote":{"url":"http://127.0.0.1:1/mcp","headers":{"Authorization":"Bearer ${TOKEN}"}}}}`,
+	} {
+		t.Setenv(k, v)
+	}
+	r, err := cloud.New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sm.Calls("Lambdaclaw/mcp/TOKEN"); n != 0 {
+		t.Errorf("New read the MCP server's secret %d times", n)
+	}
+	full, err := newRoot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Embedder != nil || len(r.Config.Providers) != 0 {
+		t.Errorf("New built the embedder %v or providers %v", r.Embedder, r.Config.Providers)
+	}
+	if diff := cmp.Diff(full.Agents.Names(), r.Agents.Names()); diff != "" {
+		t.Errorf("agents (-full +New):\n%s", diff)
+	}
+	for _, name := range r.Agents.Names() {
+		a, _ := r.Agents.Agent(name)
+		if a.Provider.Name() != "" || a.LiveTools != nil {
+			t.Errorf("agent %s has providers %q or MCP tools", name, a.Provider.Name())
+		}
+		want, _ := full.Agents.Agent(name)
+		if diff := cmp.Diff(policies(want), policies(a)); diff != "" {
+			t.Errorf("agent %s's tools (-full +New):\n%s", name, diff)
+		}
+	}
+}
+
+// policies are the policies of a's tools by name.
+func policies(a *agent.Agent) map[string]tool.Policy {
+	out := map[string]tool.Policy{}
+	for _, d := range a.Tools.Definitions() {
+		t, _ := a.Tools.Get(d.Name)
+		out[d.Name] = t.Policy()
+	}
+	return out
 }
 
 // toolNames lists the names of a's tools, sorted.
@@ -161,7 +224,7 @@ func TestAgentsConfig(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			r, err := cloud.New(t.Context())
+			r, err := newRoot(t.Context())
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("New = %v, want an error with %q", err, tc.err)
@@ -190,7 +253,7 @@ func TestAgentsConfig(t *testing.T) {
 // bucket, made from the templates on first start.
 func TestWorkspacePrompter(t *testing.T) {
 	cloudtest.Setup(t)
-	r, err := cloud.New(t.Context())
+	r, err := newRoot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +281,7 @@ func TestWorkspacePrompter(t *testing.T) {
 // apiServer serves the gateway with a Runner whose wait is short.
 func apiServer(t *testing.T, wait time.Duration) (*cloudtest.Env, *cloud.Root, string) {
 	env := cloudtest.Setup(t)
-	r, err := cloud.New(t.Context())
+	r, err := newRoot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
-	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
@@ -31,7 +30,7 @@ func TestFilesWorkspaces(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r, err := cloud.New(ctx)
+	r, err := newRoot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

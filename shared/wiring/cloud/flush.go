@@ -2,11 +2,9 @@ package cloud
 
 import (
 	"context"
-	"net/http"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
-	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 )
 
 // FlushTime bounds how long an invocation waits, before it returns, for
@@ -38,22 +36,6 @@ func Flushed[E, R any](r *Root, h func(context.Context, E) (R, error)) func(cont
 		defer r.Flush(ctx)
 		return h(ctx, ev)
 	}
-}
-
-// flushedHTTP returns h, the api function's handler, flushing the events
-// of the request before it returns: the response ends then, not before
-// (apigw.Stream). A stateless run answers before its last step commits
-// and emits turn_complete: its lane, one of lanes, is waited for first.
-func flushedHTTP(r *Root, h http.Handler, lanes *agent.Driver) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		h.ServeHTTP(w, req)
-		ctx, cancel := context.WithTimeout(req.Context(), FlushTime)
-		defer cancel()
-		if err := lanes.Idle(ctx); err != nil {
-			r.Log.Warn("inline runs still running as the request ends", "err", err)
-		}
-		r.flush(ctx)
-	})
 }
 
 // Step returns the handler of the step function: the Step Functions

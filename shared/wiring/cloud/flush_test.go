@@ -17,7 +17,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
-	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/turns"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
@@ -56,8 +56,8 @@ func late(t *testing.T, w *slowStderr, e *obs.Emitter) string {
 	return w.String()[before:]
 }
 
-// turns is the EMF field of the turns metric, in each line recording it.
-const turns = `"` + obs.MetricTurns + `":`
+// turnsField is the EMF field of the turns metric, in each line recording it.
+const turnsField = `"` + obs.MetricTurns + `":`
 
 // The step function's invocations write their events, the turn's metrics
 // among them, before they return.
@@ -91,7 +91,7 @@ func TestStepFlushesEvents(t *testing.T) {
 	for _, s := range unwritten {
 		t.Errorf("written after the invocation returned: %s", s)
 	}
-	if !strings.Contains(w.String(), turns) {
+	if !strings.Contains(w.String(), turnsField) {
 		t.Errorf("no line of %s written:\n%s", obs.MetricTurns, w)
 	}
 }
@@ -100,13 +100,13 @@ func TestStepFlushesEvents(t *testing.T) {
 // stateless run's end among them, are written.
 func TestAPIFlushesEvents(t *testing.T) {
 	cloudtest.Setup(t)
-	r, err := cloud.New(t.Context())
+	r, err := newRoot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := &slowStderr{}
 	e := r.CaptureEvents(w)
-	api, err := r.API()
+	api, err := turns.API(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestAPIFlushesEvents(t *testing.T) {
 		if s := late(t, w, e); s != "" {
 			t.Errorf("stream=%v: written after the response ended:\n%s", stream, s)
 		}
-		if !strings.Contains(w.String()[before:], turns) {
+		if !strings.Contains(w.String()[before:], turnsField) {
 			t.Errorf("stream=%v: no line of %s written", stream, obs.MetricTurns)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
-	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
@@ -21,7 +20,7 @@ func TestMemoryWithOpenSearch(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("OPENSEARCH_ENDPOINT", srv.URL)
 	t.Setenv("BEDROCK_EMBED_MODEL", "")
-	r, err := cloud.New(t.Context())
+	r, err := newRoot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,11 +52,11 @@ func TestMemoryWithoutOpenSearch(t *testing.T) {
 	cloudtest.Setup(t)
 	t.Setenv("OPENSEARCH_ENDPOINT", "")
 	t.Setenv("BEDROCK_EMBED_MODEL", "")
-	writer, err := cloud.New(t.Context())
+	writer, err := newRoot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader, err := cloud.New(t.Context())
+	reader, err := newRoot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +109,7 @@ func TestMemoryEnvironment(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			r, err := cloud.New(t.Context())
+			r, err := newRoot(t.Context())
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Errorf("New = %v, want an error about %s", err, tc.err)
@@ -131,7 +130,7 @@ func TestMemoryBadDimensions(t *testing.T) {
 	cloudtest.Setup(t)
 	t.Setenv("OPENSEARCH_ENDPOINT", "https://search.example")
 	t.Setenv("EMBED_DIMENSIONS", "many")
-	if _, err := cloud.New(t.Context()); err == nil || !strings.Contains(err.Error(), "EMBED_DIMENSIONS") {
+	if _, err := newRoot(t.Context()); err == nil || !strings.Contains(err.Error(), "EMBED_DIMENSIONS") {
 		t.Errorf("New = %v, want an error about EMBED_DIMENSIONS", err)
 	}
 }

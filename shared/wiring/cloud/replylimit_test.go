@@ -6,7 +6,6 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
-	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
@@ -31,7 +30,7 @@ func TestReplyLimitFromEnv(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := cloudtest.Setup(t)
 			t.Setenv("MAX_REPLY_BYTES", tc.env)
-			r, err := cloud.New(t.Context())
+			r, err := newRoot(t.Context())
 			if tc.wantErr {
 				if err == nil || !strings.Contains(err.Error(), "MAX_REPLY_BYTES") {
 					t.Errorf("New = %v, want an error about MAX_REPLY_BYTES", err)

@@ -13,9 +13,8 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ebscheduler"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
-	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
-	"github.com/lambdaclaw/lambdaclaw/shared/wiring/setup"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset"
 )
 
 // Scheduled check-ins on AWS: jobs and runs in the table
@@ -23,7 +22,7 @@ import (
 // stack's group (ebscheduler), whose deliveries the scheduler function
 // claims and starts (Root.Jobs); the step function, where runs end,
 // records and delivers their answers (schedule.Replier on the "cron"
-// channel): to webhooks, Telegram chats and, with WS_ENDPOINT, WebSocket
+// channel, cloud/turns): to webhooks, Telegram chats and, with WS_ENDPOINT, WebSocket
 // users (apigw.CheckIns, over the index of connections the ws function
 // keeps in the table).
 //
@@ -48,9 +47,11 @@ func newSchedule(db *dynamo.Store, awsCfg aws.Config, getenv func(string) string
 	return db.Schedule(timers, nil), timers, nil
 }
 
-// routeCheckIns adds the replier of check-in runs to router.
-func (r *Root) routeCheckIns(router agent.Router) error {
-	replier, err := setup.CheckIns(r.cfg, r.Schedule, r.Log)
+// routeCheckIns adds the replier of check-in runs to r's router: it
+// records their answers and delivers them to webhooks, Telegram chats
+// (with the Telegram channel) and WebSocket users (with WS_ENDPOINT).
+func (r *Root) routeCheckIns() error {
+	replier, err := agentset.CheckIns(r.Config, r.Schedule, r.Log)
 	if err != nil {
 		return err
 	}
@@ -60,24 +61,7 @@ func (r *Root) routeCheckIns(router agent.Router) error {
 	if r.Conns.API != nil {
 		replier.Deliver[schedule.DeliverWS] = apigw.CheckIns(r.Conns, r.Store, r.Identity)
 	}
-	router[schedule.Channel] = replier
-	return nil
-}
-
-// SyncHeartbeats makes the agents' heartbeats' jobs follow their settings
-// (AGENTS_CONFIG): a job and its schedule for each heartbeat, changed
-// where a setting changed, deleted where the heartbeat is gone. The step
-// function, which may make schedules, calls it when it starts; it is
-// idempotent, and two instances starting at once make one job (the
-// second's create is refused as taken, and its next start finds the job).
-func (r *Root) SyncHeartbeats(ctx context.Context) error {
-	beats, err := setup.Heartbeats(r.cfg, r.Telegram != nil)
-	if err != nil {
-		return fmt.Errorf("cloud: %w", err)
-	}
-	if err := schedule.SyncHeartbeats(ctx, r.Schedule, beats); err != nil {
-		return fmt.Errorf("cloud: %w", err)
-	}
+	r.Router[schedule.Channel] = replier
 	return nil
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store/memstore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/tools/memorytool"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
@@ -129,11 +130,11 @@ func productAgent(t *testing.T) *agent.Agent {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	quota, err := Quota(cfg)
+	quota, err := agentset.Quota(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools, err := Tools(cfg, skill.NewCatalog(""), quota, db.Schedule(nil))
+	tools, err := agentset.Tools(cfg, skill.NewCatalog(""), quota, db.Schedule(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/mcp"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
@@ -44,7 +45,9 @@ func MCP(m config.MCP, getenv func(string) string, log *slog.Logger) (*mcp.Regis
 // filtered by its mcp_allow and mcp_deny patterns, resolved at every
 // step of its runs (mcp.Toolset), so that it follows servers that start,
 // crash and change their tools.
-func (b *Builder) UseMCP(reg *mcp.Registry) { b.mcp = reg }
+func (b *Builder) UseMCP(reg *mcp.Registry) {
+	b.UseLiveTools(func(ac config.AgentConfig, fixed *tool.Registry) tool.Live { return reg.Toolset(fixed, mcpFilter(ac)) })
+}
 
 // mcpFilter is an agent's share of the MCP tools.
 func mcpFilter(ac config.AgentConfig) mcp.Filter {

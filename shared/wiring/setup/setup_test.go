@@ -16,6 +16,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
@@ -60,11 +61,11 @@ func TestBuilder(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	quota, err := Quota(cfg)
+	quota, err := agentset.Quota(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools, err := Tools(cfg, skill.NewCatalog(""), quota, nil)
+	tools, err := agentset.Tools(cfg, skill.NewCatalog(""), quota, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestToolsWithoutFiles(t *testing.T) {
 		{"no schedule engine", nil, []string{"web_fetch", "load_skill"}},
 		{"a schedule engine", db.Schedule(nil), []string{"web_fetch", "load_skill", "schedule"}},
 	} {
-		tools, err := Tools(cfg, skill.NewCatalog(""), nil, tt.jobs)
+		tools, err := agentset.Tools(cfg, skill.NewCatalog(""), nil, tt.jobs)
 		if err != nil {
 			t.Fatal(err)
 		}

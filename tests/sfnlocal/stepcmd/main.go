@@ -4,7 +4,7 @@
 // function.
 //
 // It reads one event (sfn.Event) as JSON from stdin, builds the handler as
-// functions/step does (cloud.New(ctx).Driver.Handle, from the same
+// functions/step does (turns.New(ctx, fargate.Exec).Driver.Handle, from the same
 // environment: TABLE_NAME, DYNAMODB_ENDPOINT, STATE_MACHINE_ARN,
 // STEPFUNCTIONS_ENDPOINT, OPENAI_BASE_URL, …), runs it and writes its
 // result as JSON to stdout. A failure is reported as the Lambda runtime
@@ -12,7 +12,7 @@
 // naming the error's Go type as aws-lambda-go does (so sfn.Transient is
 // "Transient") — on stdout, with exit status 1.
 //
-// The test changes what cloud.New builds in two ways, both outside the
+// The test changes what turns.New builds in two ways, both outside the
 // code under test:
 //
 //   - the agents get the file tools on the workspace SFNLOCAL_WORKSPACE
@@ -45,6 +45,8 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 	"github.com/lambdaclaw/lambdaclaw/shared/tools/files"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/fargate"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/turns"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
@@ -64,7 +66,7 @@ func run() int {
 	if err := json.NewDecoder(os.Stdin).Decode(&ev); err != nil {
 		return report(fmt.Errorf("stepcmd: read the event: %w", err))
 	}
-	root, err := cloud.New(ctx)
+	root, err := turns.New(ctx, fargate.Exec)
 	if err != nil {
 		return report(err)
 	}

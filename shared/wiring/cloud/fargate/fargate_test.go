@@ -1,4 +1,4 @@
-package cloud_test
+package fargate_test
 
 import (
 	"strings"
@@ -6,12 +6,14 @@ import (
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/fargate"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/turns"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
-// fargate is the environment the stack gives the step function with
+// stackEnv is the environment the stack gives the step function with
 // -c sandbox=fargate.
-var fargate = map[string]string{
+var stackEnv = map[string]string{
 	"SANDBOX_BACKEND": "fargate", "SANDBOX_CLUSTER": "lambdaclaw-sandbox", "SANDBOX_TASK_DEFINITION": "Lambdaclaw-sandbox",
 	"SANDBOX_CONTAINER": "sandbox", "SANDBOX_SUBNETS": "subnet-1,subnet-2", "SANDBOX_SECURITY_GROUPS": "sg-1",
 }
@@ -26,11 +28,15 @@ func TestExecOnFargate(t *testing.T) {
 	tests := []struct {
 		name    string
 		env     map[string]string
+		exec    cloud.Exec
 		offered bool
 	}{
-		{"no sandbox in this function", nil, false},
-		{"the stack's Fargate sandbox", fargate, true},
-		{"no cluster", map[string]string{"SANDBOX_BACKEND": "fargate", "SANDBOX_CLUSTER": ""}, false},
+		{"no sandbox in this function", nil, fargate.Exec, false},
+		{"the stack's Fargate sandbox", stackEnv, fargate.Exec, true},
+		{"no cluster", map[string]string{"SANDBOX_BACKEND": "fargate", "SANDBOX_CLUSTER": ""}, fargate.Exec, false},
+		// The api function runs turns without the sandbox: it does not
+		// link it.
+		{"a function built without the sandbox", stackEnv, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -39,7 +45,7 @@ func TestExecOnFargate(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			r, err := cloud.New(t.Context())
+			r, err := turns.New(t.Context(), tt.exec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,12 +84,12 @@ func TestStepTimeout(t *testing.T) {
 			cloudtest.Setup(t)
 			t.Setenv("ECS_ENDPOINT", cloudtest.NewECS(t).URL)
 			if tt.sandbox {
-				for k, v := range fargate {
+				for k, v := range stackEnv {
 					t.Setenv(k, v)
 				}
 			}
 			t.Setenv(cloud.StepTimeoutVar, tt.timeout)
-			r, err := cloud.New(t.Context())
+			r, err := turns.New(t.Context(), fargate.Exec)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("New: %v; want an error saying %q", err, tt.err)

@@ -1,4 +1,4 @@
-package setup
+package agentset
 
 import (
 	"context"
@@ -66,7 +66,7 @@ type agentSet struct {
 // created is as for NewWorkspaces.
 func (b *Builder) Live(ctx context.Context, created func(name string) (time.Time, error), log *slog.Logger, always ...string) (*Workspaces, error) {
 	if b.home == nil {
-		return nil, errors.New("setup: agents need a home for their workspaces")
+		return nil, errors.New("agentset: agents need a home for their workspaces")
 	}
 	made, err := b.CreateWorkspaces(ctx, always...)
 	if err != nil {

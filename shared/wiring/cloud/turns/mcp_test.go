@@ -1,4 +1,4 @@
-package cloud_test
+package turns_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/turns"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 )
 
@@ -55,7 +56,7 @@ func TestMCPServers(t *testing.T) {
 			cloudtest.Setup(t)
 			t.Setenv(cloud.MCPVar, tc.value)
 			t.Setenv("AGENTS_CONFIG", tc.agents)
-			if _, err := cloud.New(t.Context()); err == nil || !strings.Contains(err.Error(), tc.err) {
+			if _, err := turns.New(t.Context(), nil); err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Fatalf("New = %v, want an error with %q", err, tc.err)
 			}
 		})
@@ -66,7 +67,7 @@ func TestMCPServers(t *testing.T) {
 		t.Setenv("REMOTE_TOKEN", "s3cret-token")
 		t.Setenv(cloud.MCPVar, `{"start":"eager","servers":{"remote":{"url":"`+remoteMCP(t, "s3cret-token")+`","headers":{"Authorization":"Bearer ${REMOTE_TOKEN}"}}}}`)
 		t.Setenv("AGENTS_CONFIG", `{"research":{"mcp":[]}}`)
-		r, err := cloud.New(t.Context())
+		r, err := turns.New(t.Context(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +98,7 @@ func TestMCPServers(t *testing.T) {
 		t.Setenv(cloud.MCPVar, `{"start":"eager","servers":{`+
 			`"remote":{"url":"`+remoteMCP(t, "s3cret-token")+`","headers":{"Authorization":"Bearer ${REMOTE_TOKEN}"}},`+
 			`"other":{"url":"`+remoteMCP(t, "other-token")+`","headers":{"Authorization":"Bearer ${UNSET_TOKEN}"}}}}`)
-		r, err := cloud.New(t.Context())
+		r, err := turns.New(t.Context(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +134,7 @@ func TestMCPServers(t *testing.T) {
 		}
 		t.Setenv(cloud.MCPVar, `{"start":"eager","servers":{"remote":{"url":"`+remoteMCP(t, "s3cret-token")+`","headers":{"Authorization":"Bearer ${REMOTE_TOKEN}"}}}}`)
 		t.Setenv("AGENTS_CONFIG", `{"research":{"mcp":["remote"]}}`)
-		if _, err := cloud.New(t.Context()); err != nil {
+		if _, err := turns.New(t.Context(), nil); err != nil {
 			t.Fatal(err)
 		}
 		if n := sm.Calls("Lambdaclaw/mcp/REMOTE_TOKEN"); n != 0 {

@@ -1,4 +1,8 @@
-package cloud
+// Package fargate is the exec tool of the AWS deployment: commands run in
+// the stack's Fargate sandbox (adapters/ecs). Only the step function, where
+// the stack sets the sandbox's environment, builds it (cloud.Turns.Exec),
+// so only it links the ECS client.
+package fargate
 
 import (
 	"context"
@@ -15,13 +19,13 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/setup"
 )
 
-// newExec returns the exec tool on the Fargate sandbox of the stack
+// Exec returns the exec tool on the Fargate sandbox of the stack
 // (SANDBOX_BACKEND=fargate and the task's settings, which the stack gives
 // the step function with -c sandbox=fargate), or nil when there is none:
 // exec is not offered then, never run unsandboxed. files is the
 // workspaces' bucket, where the sandbox's commands, results and workspace
 // copies go.
-func newExec(ctx context.Context, cfg *config.Config, awsCfg aws.Config, getenv func(string) string, files *s3fs.FS, log *slog.Logger, quota *workspace.Quota) tool.Tool {
+func Exec(ctx context.Context, cfg *config.Config, awsCfg aws.Config, getenv func(string) string, files *s3fs.FS, log *slog.Logger, quota *workspace.Quota) tool.Tool {
 	if getenv(ecs.EnvBackend) == "" {
 		return nil // no sandbox in this function
 	}
