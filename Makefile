@@ -104,7 +104,7 @@ clean:
 # infra/.cdk-cli/node_modules (a dot directory, which go ./... skips: the
 # CLI ships Go template files); never a global install. Pass options with
 # CDK_FLAGS, e.g. make deploy CDK_FLAGS='-c model=us.amazon.nova-2-lite-v1:0'
-# (-c telegram=on adds the Telegram webhook; README: Telegram on AWS).
+# (-c telegram=on adds the Telegram webhook; shared/channels/telegram/README.md, On AWS).
 CDK       := infra/.cdk-cli/node_modules/.bin/cdk
 CDK_FLAGS ?=
 

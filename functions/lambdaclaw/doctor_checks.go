@@ -203,7 +203,7 @@ func (d *doctor) checkProvider(ctx context.Context, p config.Provider) finding {
 		return finding{Verdict: fail, Detail: fmt.Sprintf("%s; %s refused the request without a key (%s)", unsetDetail, u.Host, resp.Status), Fix: unsetFix}
 	case refused:
 		return finding{Verdict: fail, Detail: fmt.Sprintf("%s refused %s (%s)", u.Host, keyName, resp.Status),
-			Fix: "check the key, or make a new one at the provider, and put it in " + or(p.APIKey.Source(), "an api_key reference (README: Configuration)")}
+			Fix: "check the key, or make a new one at the provider, and put it in " + or(p.APIKey.Source(), "an api_key reference (functions/lambdaclaw/README.md, Configuration)")}
 	case resp.StatusCode == http.StatusNotFound:
 		return finding{Verdict: fail, Detail: fmt.Sprintf("%s/models not found (404)", base),
 			Fix: where + " must be the API root, which usually ends in /v1"}
@@ -303,7 +303,7 @@ func innermost(err error) error {
 func (d *doctor) checkEmbedder(ctx context.Context) finding {
 	e := d.cfg.Embeddings
 	if e == nil {
-		return finding{Verdict: info, Detail: "not configured: memory search uses keywords only (README: Memory)"}
+		return finding{Verdict: info, Detail: "not configured: memory search uses keywords only (shared/core/memory/README.md)"}
 	}
 	fix := "check the embeddings section of " + d.configPath() + " (type, base_url, model, api_key)"
 	emb, err := newEmbedder(ctx, e)

@@ -74,7 +74,7 @@ func firstRun(ctx context.Context, cfg *config.Config, in io.Reader, out io.Writ
 	fmt.Fprintf(out, "No LLM provider is configured. A short setup writes one to %s\n(Enter takes the [default]; Ctrl-D skips the setup).\n\n", cfg.Path)
 	p, secret, err := s.ask()
 	if errors.Is(err, errSkipped) {
-		fmt.Fprintln(out, "\nSetup skipped: serving without a provider (set OPENAI_API_KEY, or see README: Configuration).")
+		fmt.Fprintln(out, "\nSetup skipped: serving without a provider (set OPENAI_API_KEY, or see functions/lambdaclaw/README.md, Configuration).")
 		return cfg, nil
 	}
 	if err != nil {
@@ -230,7 +230,7 @@ func writeSetupConfig(path string, p config.Provider) error {
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	head := "# Written by the first-run setup of lambdaclaw serve; README: Configuration lists every setting.\n" +
+	head := "# Written by the first-run setup of lambdaclaw serve; functions/lambdaclaw/README.md, Configuration, lists every setting.\n" +
 		"# The API key is not in this file: api_key names the file or the environment variable holding it.\n"
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {

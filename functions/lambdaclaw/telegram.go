@@ -131,7 +131,7 @@ func stackTelegram(ctx context.Context, st *stackFlags, sub string, stdout io.Wr
 		return err
 	}
 	if !d.telegram() {
-		return fmt.Errorf("%s has no Telegram bot: deploy it with CDK_FLAGS='-c telegram=on' (README: Deploy to AWS)", d.where())
+		return fmt.Errorf("%s has no Telegram bot: deploy it with CDK_FLAGS='-c telegram=on' (infra/README.md, Deploy)", d.where())
 	}
 	if err := d.need(outTelegramURL, outBotToken, outWebhookSecret); err != nil {
 		return err

@@ -99,7 +99,7 @@ func (h *Webhook) register(ctx context.Context, ev cfn.Event) error {
 	switch ev.RequestType {
 	case cfn.RequestCreate, cfn.RequestUpdate:
 		if h.initErr != nil {
-			return fmt.Errorf("telegram function cannot start (is the bot token stored in the Secrets Manager secret %q? README: Telegram on AWS): %w",
+			return fmt.Errorf("telegram function cannot start (is the bot token stored in the Secrets Manager secret %q? shared/channels/telegram/README.md, On AWS): %w",
 				os.Getenv("TELEGRAM_BOT_TOKEN_SECRET_ARN"), h.initErr)
 		}
 		url, _ := ev.ResourceProperties["Url"].(string)
