@@ -16,8 +16,11 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/webhook"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentenv"
@@ -563,5 +566,131 @@ func TestInlineCrashDuringCall(t *testing.T) {
 	}
 	if got := f.finals("s-call"); !slices.Equal(got, []string{"After the crash."}) {
 		t.Errorf("final frames %q, want one", got)
+	}
+}
+
+// crash is what a process that dies in a test panics with.
+type crash struct{}
+
+// dying is a channel's replier whose process dies at the first outcome
+// it is told: after the commit that ended the run, before anything of it
+// is sent.
+type dying struct {
+	agent.Replier
+	died atomic.Bool
+}
+
+func (d *dying) Finish(st agent.RunState, res agent.Result) {
+	if d.died.CompareAndSwap(false, true) {
+		panic(crash{})
+	}
+	d.Replier.Finish(st, res)
+}
+
+// dieAtFirstOutcome makes the step function's process die as the
+// replier of channel is first told an outcome; Lambda retries the
+// invocation, with a fresh process, a minute and more later.
+func (f *inlineFixture) dieAtFirstOutcome(channel string) {
+	router := f.step.Driver.Loop.Replier.(agent.Router)
+	router[channel] = &dying{Replier: router[channel]}
+	f.env.Lambda.Play(func(ctx context.Context, ev sfn.Event) (out any, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(crash); !ok {
+					panic(r)
+				}
+				out, err = nil, errors.New("Runtime.ExitError: the process died")
+			}
+		}()
+		return f.step.Driver.Handle(ctx, ev)
+	}, func() { f.clock.Advance(2 * time.Minute) })
+}
+
+// TestInlineCrashAfterCommit: the invocation dies right after the commit
+// that ends the run, before it tells the reply channel or passes the
+// lane on; Lambda's retry finds the run done, still holding its lane,
+// tells its answer (once: the model is not asked again) and passes the
+// lane on, so the session's next message runs.
+func TestInlineCrashAfterCommit(t *testing.T) {
+	f := newInlineFixture(t)
+	f.dieAtFirstOutcome("ws")
+	f.env.LLM.Enqueue(fakellm.Reply{Content: "Hello."}, fakellm.Reply{Content: "Next."})
+	st := f.deliver(t, "s-told", "hi")
+	f.env.Lambda.Wait()
+	d := f.env.Lambda.Deliveries()
+	if len(d) != 1 || len(d[0].Errors) != 2 || d[0].Errors[0] == "" || d[0].Errors[1] != "" {
+		t.Fatalf("deliveries %+v, want one, dying, then retried without error", d)
+	}
+	f.runDone(t, st.RunID)
+	if got := f.finals("s-told"); !slices.Equal(got, []string{"Hello."}) {
+		t.Errorf("final frames %q, want the answer once", got)
+	}
+	if !f.laneFree(t, "s-told") {
+		t.Fatal("the lane is still held")
+	}
+	late := f.env.Lambda.Deliver(d[0].Payload) // a repeat after the hand-off tells nothing
+	late.Wait()
+	next := f.deliver(t, "s-told", "again")
+	f.env.Lambda.Wait()
+	f.runDone(t, next.RunID)
+	if got := f.finals("s-told"); !slices.Equal(got, []string{"Hello.", "Next."}) {
+		t.Errorf("final frames %q, want each answer once", got)
+	}
+	if n := len(f.env.LLM.Requests()); n != 2 {
+		t.Errorf("the model was asked %d times, want once per run", n)
+	}
+	if s := f.env.SFN.Started(); len(s) != 0 {
+		t.Errorf("executions started %q, want none", s)
+	}
+}
+
+// TestInlineCheckInCrashAfterCommit: a check-in to a webhook whose
+// invocation dies right after the commit that ends its run; Lambda's
+// retry delivers the answer to the webhook and records the firing, as
+// the first invocation would have.
+func TestInlineCheckInCrashAfterCommit(t *testing.T) {
+	f := newInlineFixture(t)
+	hooks := make(chan webhook.Payload, 4)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p webhook.Payload
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			t.Errorf("webhook body: %v", err)
+		}
+		hooks <- p
+	}))
+	t.Cleanup(hook.Close)
+	// The webhook is on this machine, which web_fetch's rules refuse.
+	cron := f.step.Driver.Loop.Replier.(agent.Router)[schedule.Channel].(*schedule.Replier)
+	cron.Deliver[schedule.DeliverWebhook] = webhook.Delivery(hook.Client())
+	f.dieAtFirstOutcome(schedule.Channel)
+	f.env.LLM.Enqueue(fakellm.Reply{Content: "Ding."})
+	ctx := t.Context()
+	j, err := f.step.Schedule.Create(ctx, schedule.Job{Owner: "user:alice", Agent: "default", Message: "ring the bell",
+		Schedule: schedule.Schedule{Cron: "0 9 * * *"}, Deliver: schedule.Target{Kind: schedule.DeliverWebhook, To: hook.URL + "/hook"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scheduler function claims the firing and starts its run inline.
+	fired, err := f.env.Root(t, "scheduler").Jobs().Trigger(ctx, checkin.RunNow{Owner: j.Owner, Job: j.ID})
+	if err != nil || fired.Outcome != "started" {
+		t.Fatalf("trigger = %+v, %v", fired, err)
+	}
+	f.env.Lambda.Wait()
+	d := f.env.Lambda.Deliveries()
+	if len(d) != 1 || len(d[0].Errors) != 2 || d[0].Errors[0] == "" || d[0].Errors[1] != "" {
+		t.Fatalf("deliveries %+v, want one, dying, then retried without error", d)
+	}
+	f.runDone(t, fired.RunID)
+	close(hooks)
+	var got []string
+	for p := range hooks {
+		got = append(got, p.RunID+" "+p.Content)
+	}
+	if want := []string{fired.RunID + " Ding."}; !slices.Equal(got, want) {
+		t.Errorf("webhook deliveries %q, want %q", got, want)
+	}
+	runs, err := f.step.Schedule.Runs(ctx, j.Owner, j.ID, 10)
+	if err != nil || len(runs) != 1 || runs[0].Status != schedule.RunDone || runs[0].Delivered != "webhook:"+hook.URL+"/hook" {
+		t.Errorf("firings %+v, %v; want one, done and delivered", runs, err)
 	}
 }

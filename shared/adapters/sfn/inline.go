@@ -153,7 +153,9 @@ func (d *Driver) run(ctx context.Context, st agent.RunState) error {
 	case err != nil:
 		return fmt.Errorf("run %s: %w", st.RunID, err)
 	case run.Status.Finished():
-		return nil // a repeated delivery of a run done
+		// A repeated delivery of a run done, or the retry of an
+		// invocation that died after the commit that finished it.
+		return d.finished(ctx, run)
 	}
 	if st, err = agent.DecodeState(run); err != nil {
 		return err
@@ -201,6 +203,22 @@ func (d *Driver) run(ctx context.Context, st agent.RunState) error {
 		}
 		st = next
 	}
+	return nil
+}
+
+// finished ends an inline invocation of a finished run: when an earlier
+// invocation died after the commit that finished it, before it passed
+// the lane on, the outcome is told again (retell) and the lane passed
+// on, and the exchanges it queued are recorded, as step does.
+func (d *Driver) finished(ctx context.Context, run store.Run) error {
+	held, err := d.retell(ctx, run)
+	if err != nil || !held {
+		return err
+	}
+	if err := d.handoff(ctx, run.SessionID, run.ID); err != nil {
+		return err
+	}
+	d.record(ctx, run.ID)
 	return nil
 }
 

@@ -87,6 +87,12 @@ func (l *fakeLanes) ReleaseLane(_ context.Context, session, owner string) error 
 	return nil
 }
 
+func (l *fakeLanes) HoldsLane(_ context.Context, session, owner string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.owners[session] == owner, nil
+}
+
 type provider struct{ replies []llm.Response }
 
 func (p *provider) Name() string { return "fake" }
