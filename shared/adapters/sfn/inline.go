@@ -64,8 +64,11 @@ type Claims interface {
 // delivery and does nothing; if the lease lapsed, the first one crashed,
 // and the state machine takes the run over at its last committed step,
 // with its retries and the Fail path that tells the user and frees the
-// session. Lease must be shorter than Lambda's delay before a retry (a
-// minute).
+// session. A repeated invocation that finds the run finished tells its
+// outcome again if the run still holds its session's lane: the first one
+// died between the commit that finished it and the hand-off that follows
+// the telling (Driver.finished). Lease must be shorter than Lambda's
+// delay before a retry (a minute).
 //
 // The lease fences the invocation's commits: each step commits on the
 // condition that the run's lease version is still the one its claim took
