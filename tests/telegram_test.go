@@ -271,12 +271,9 @@ func (m *answering) Generate(context.Context, llm.Request, llm.OnDelta) (llm.Res
 	return llm.Response{Message: chat.Message{Role: chat.Assistant, Content: "the answer"}}, nil
 }
 
-// The process dies between the commit that ends a Telegram run and the
-// telling of its reply: the reply, committed with the run (the
-// transactional outbox), is delivered once by the restarted process's
-// outbox sender, and the model was asked once.
-func TestTelegramCrashAfterCommit(t *testing.T) {
-	ctx := t.Context()
+// outboxFixture is a fake Telegram, a database, and the replier a process
+// on it makes (each call a new process's).
+func outboxFixture(t *testing.T) (*faketelegram.Server, *sqlite.DB, func() *telegram.Replier) {
 	tg := faketelegram.New()
 	t.Cleanup(tg.Close)
 	db, err := sqlite.Open(filepath.Join(t.TempDir(), "lambdaclaw.db"))
@@ -284,13 +281,22 @@ func TestTelegramCrashAfterCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	replier := func() *telegram.Replier {
+	return tg, db, func() *telegram.Replier {
 		r, err := telegram.NewReplier(telegram.Config{Client: telegram.NewClient(tg.URL, faketelegram.Token), Store: db.Telegram()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
+}
+
+// The process dies between the commit that ends a Telegram run and the
+// telling of its reply: the reply, committed with the run (the
+// transactional outbox), is delivered once by the restarted process's
+// outbox sender, and the model was asked once.
+func TestTelegramCrashAfterCommit(t *testing.T) {
+	ctx := t.Context()
+	tg, db, replier := outboxFixture(t)
 	model := &answering{}
 	dying := &crashAfterCommit{Store: db}
 	loop := &agent.Loop{Store: dying, Agents: agent.Registry{"a": {Name: "a", Provider: model}},
@@ -369,20 +375,7 @@ func (calling) Generate(context.Context, llm.Request, llm.OnDelta) (llm.Response
 // which the restarted process's outbox sender delivers once.
 func TestTelegramApprovalCrashAtParking(t *testing.T) {
 	ctx := t.Context()
-	tg := faketelegram.New()
-	t.Cleanup(tg.Close)
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "lambdaclaw.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	replier := func() *telegram.Replier {
-		r, err := telegram.NewReplier(telegram.Config{Client: telegram.NewClient(tg.URL, faketelegram.Token), Store: db.Telegram()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	tg, db, replier := outboxFixture(t)
 	flush := func() {
 		t.Helper()
 		for range 2 {
