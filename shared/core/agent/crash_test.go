@@ -485,6 +485,7 @@ func TestRetell(t *testing.T) {
 		channel string
 		reply   func(llm.Request) (llm.Response, error)
 		abandon bool
+		reset   bool
 		told    []string
 	}{
 		{name: "an answer to an outbox", channel: "tg", reply: say("hello"), told: []string{"r1 committed hello"}},
@@ -493,6 +494,7 @@ func TestRetell(t *testing.T) {
 			told: []string{"r1 committed the model provider failed to answer; try again in a moment (run r1)"}},
 		{name: "an abandoned run", channel: "tg", reply: say("hello"), abandon: true},
 		{name: "a parked run", channel: "tg", reply: callTool("echo", `{"text":"hi"}`)},
+		{name: "a run of a session reset since", channel: "tg", reply: say("hello"), reset: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, 5)
@@ -520,6 +522,11 @@ func TestRetell(t *testing.T) {
 			run, err := f.store.GetRun(t.Context(), "r1")
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tt.reset {
+				if err := f.loop.Reset(t.Context(), "s"); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if err := f.loop.Retell(t.Context(), run); err != nil {
 				t.Fatal(err)

@@ -650,9 +650,9 @@ func (l *Loop) tell(t *told) {
 // invocation retried). The outcome is read from the saved state and the
 // history (Result) and told as the step tells it (Committed for an
 // Outboxer, whose reply the commit holds: its sender is woken). A run
-// that is not finished, that ended without telling anyone (Silent) or
-// whose state cannot be read is told nothing. Channels drop a repeat by
-// the run's id.
+// that is not finished, that ended without telling anyone (Silent),
+// whose state cannot be read or whose answer is gone with a reset of its
+// session is told nothing. Channels drop a repeat by the run's id.
 func (l *Loop) Retell(ctx context.Context, run store.Run) error {
 	if !run.Status.Finished() || l.Replier == nil {
 		return nil
@@ -662,6 +662,9 @@ func (l *Loop) Retell(ctx context.Context, run store.Run) error {
 		return nil
 	}
 	res, err := l.Result(ctx, st)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // the session was reset since: nothing is left to tell
+	}
 	if err != nil {
 		return fmt.Errorf("retell: %w", err)
 	}
