@@ -504,6 +504,24 @@ func (f *inlineFixture) holdFirstModelCall() (arrived, release chan struct{}) {
 	return arrived, release
 }
 
+// remoteSend serves the MCP server "remote" to the roots built from now
+// on (cloud.MCPVar), with a tool send, an effect outside lambdaclaw,
+// whose calls run call.
+func remoteSend(t *testing.T, call func(ctx context.Context)) {
+	s := sdk.NewServer(&sdk.Implementation{Name: "remote", Version: "1"}, nil)
+	s.AddTool(&sdk.Tool{Name: "send", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			call(ctx)
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "sent"}}}, nil
+		})
+	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	t.Setenv(cloud.MCPVar, `{"servers":{"remote":{"url":"`+srv.URL+`"}}}`)
+}
+
 // TestInlineCrashDuringCall: the invocation dies while a tool call with
 // an external side effect (an MCP server's tool) runs; Lambda invokes it
 // again, which hands the run to the state machine at act. The call, marked
@@ -513,24 +531,15 @@ func TestInlineCrashDuringCall(t *testing.T) {
 	env := cloudtest.Setup(t)
 	var calls atomic.Int64
 	arrived, release := make(chan struct{}), make(chan struct{})
-	s := sdk.NewServer(&sdk.Implementation{Name: "remote", Version: "1"}, nil)
-	s.AddTool(&sdk.Tool{Name: "send", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			if calls.Add(1) == 1 {
-				close(arrived)
-			}
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "sent"}}}, nil
-		})
-	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
+	remoteSend(t, func(ctx context.Context) {
+		if calls.Add(1) == 1 {
+			close(arrived)
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
 	})
-	t.Setenv(cloud.MCPVar, `{"servers":{"remote":{"url":"`+srv.URL+`"}}}`)
 	f := inlineFixtureOn(t, env)
 	f.env.LLM.Enqueue(
 		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_send", Name: "remote__send", Arguments: `{"to":"bob"}`}}},
@@ -573,24 +582,33 @@ func TestInlineCrashDuringCall(t *testing.T) {
 type crash struct{}
 
 // dying is a channel's replier whose process dies at the first outcome
-// it is told: after the commit that ended the run, before anything of it
-// is sent.
+// or approval it is told: after the commit that ended or parked the run,
+// before anything of it is sent.
 type dying struct {
 	agent.Replier
 	died atomic.Bool
 }
 
 func (d *dying) Finish(st agent.RunState, res agent.Result) {
-	if d.died.CompareAndSwap(false, true) {
-		panic(crash{})
-	}
+	d.die()
 	d.Replier.Finish(st, res)
 }
 
-// dieAtFirstOutcome makes the step function's process die as the
-// replier of channel is first told an outcome; Lambda retries the
-// invocation, with a fresh process, a minute and more later.
-func (f *inlineFixture) dieAtFirstOutcome(channel string) {
+func (d *dying) Approval(st agent.RunState, a store.Approval) {
+	d.die()
+	d.Replier.Approval(st, a)
+}
+
+func (d *dying) die() {
+	if d.died.CompareAndSwap(false, true) {
+		panic(crash{})
+	}
+}
+
+// dieAtFirstTelling makes the step function's process die as the
+// replier of channel is first told an outcome or an approval; Lambda
+// retries the invocation, with a fresh process, a minute and more later.
+func (f *inlineFixture) dieAtFirstTelling(channel string) {
 	router := f.step.Driver.Loop.Replier.(agent.Router)
 	router[channel] = &dying{Replier: router[channel]}
 	f.env.Lambda.Play(func(ctx context.Context, ev sfn.Event) (out any, err error) {
@@ -613,7 +631,7 @@ func (f *inlineFixture) dieAtFirstOutcome(channel string) {
 // lane on, so the session's next message runs.
 func TestInlineCrashAfterCommit(t *testing.T) {
 	f := newInlineFixture(t)
-	f.dieAtFirstOutcome("ws")
+	f.dieAtFirstTelling("ws")
 	f.env.LLM.Enqueue(fakellm.Reply{Content: "Hello."}, fakellm.Reply{Content: "Next."})
 	st := f.deliver(t, "s-told", "hi")
 	f.env.Lambda.Wait()
@@ -662,7 +680,7 @@ func TestInlineCheckInCrashAfterCommit(t *testing.T) {
 	// The webhook is on this machine, which web_fetch's rules refuse.
 	cron := f.step.Driver.Loop.Replier.(agent.Router)[schedule.Channel].(*schedule.Replier)
 	cron.Deliver[schedule.DeliverWebhook] = webhook.Delivery(hook.Client())
-	f.dieAtFirstOutcome(schedule.Channel)
+	f.dieAtFirstTelling(schedule.Channel)
 	f.env.LLM.Enqueue(fakellm.Reply{Content: "Ding."})
 	ctx := t.Context()
 	j, err := f.step.Schedule.Create(ctx, schedule.Job{Owner: "user:alice", Agent: "default", Message: "ring the bell",
@@ -692,5 +710,34 @@ func TestInlineCheckInCrashAfterCommit(t *testing.T) {
 	runs, err := f.step.Schedule.Runs(ctx, j.Owner, j.ID, 10)
 	if err != nil || len(runs) != 1 || runs[0].Status != schedule.RunDone || runs[0].Delivered != "webhook:"+hook.URL+"/hook" {
 		t.Errorf("firings %+v, %v; want one, done and delivered", runs, err)
+	}
+}
+
+// TestInlineApprovalCrashAfterCommit: the invocation dies right after
+// the commit that parks the run for a person's approval, before it tells
+// the prompt; Lambda's retry tells it, then hands the parked run to the
+// state machine.
+func TestInlineApprovalCrashAfterCommit(t *testing.T) {
+	env := cloudtest.Setup(t)
+	remoteSend(t, func(context.Context) { t.Error("the call ran before its approval") })
+	f := inlineFixtureOn(t, env)
+	f.dieAtFirstTelling("ws")
+	f.env.SFN.Play(nil) // the execution is only started
+	f.env.LLM.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_send", Name: "remote__send", Arguments: `{"to":"bob"}`}}})
+	st := f.deliver(t, "s-ask", "send it")
+	f.env.Lambda.Wait()
+	d := f.env.Lambda.Deliveries()
+	if len(d) != 1 || len(d[0].Errors) != 2 || d[0].Errors[0] == "" || d[0].Errors[1] != "" {
+		t.Fatalf("deliveries %+v, want one, dying, then retried without error", d)
+	}
+	f.handedOverAt(t, st.RunID, agent.StepWait)
+	var prompts []string
+	for _, fr := range f.env.APIGW.Frames("conn-s-ask") {
+		if fr["type"] == "approval" {
+			prompts = append(prompts, fr["tools"].([]any)[0].(string))
+		}
+	}
+	if !slices.Equal(prompts, []string{"remote__send"}) {
+		t.Errorf("approval frames for %q, want one for remote__send", prompts)
 	}
 }

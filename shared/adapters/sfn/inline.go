@@ -173,7 +173,11 @@ func (d *Driver) run(ctx context.Context, st agent.RunState) error {
 	case lease == 0:
 		return nil // another invocation steps it: a repeated delivery
 	case !first:
-		// An earlier invocation ended without finishing the run.
+		// An earlier invocation ended without finishing the run; one
+		// that parked it may have died before it told the approval.
+		if err := d.Loop.Retell(ctx, run); err != nil {
+			return fmt.Errorf("run %s: %w", st.RunID, err)
+		}
 		return d.handOver(ctx, st, "the inline run was interrupted")
 	}
 	ctx, held, stop := d.hold(ctx, st.RunID, holder)

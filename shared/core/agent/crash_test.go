@@ -477,8 +477,9 @@ func TestOutboxInCommit(t *testing.T) {
 // A driver that finds a run finished (its step died between the commit
 // and the telling, and was retried) tells its outcome again, as the step
 // would have: Committed to a channel that delivers from the store, whose
-// reply the commit holds, Finish to another. A run abandoned without
-// telling anyone, or not finished, is told nothing.
+// reply the commit holds, Finish to another; and a parked run's
+// approval. A run abandoned without telling anyone, or at another step,
+// is told nothing.
 func TestRetell(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
@@ -486,6 +487,7 @@ func TestRetell(t *testing.T) {
 		reply   func(llm.Request) (llm.Response, error)
 		abandon bool
 		reset   bool
+		stop    string
 		told    []string
 	}{
 		{name: "an answer to an outbox", channel: "tg", reply: say("hello"), told: []string{"r1 committed hello"}},
@@ -493,7 +495,8 @@ func TestRetell(t *testing.T) {
 		{name: "a failed run", channel: "tg", reply: fail(errors.New("boom")),
 			told: []string{"r1 committed the model provider failed to answer; try again in a moment (run r1)"}},
 		{name: "an abandoned run", channel: "tg", reply: say("hello"), abandon: true},
-		{name: "a parked run", channel: "tg", reply: callTool("echo", `{"text":"hi"}`)},
+		{name: "a parked run", channel: "tg", reply: callTool("echo", `{"text":"hi"}`), told: []string{"r1 approval"}},
+		{name: "an unfinished run", channel: "tg", reply: callTool("echo", `{"text":"hi"}`), stop: StepApprove},
 		{name: "a run of a session reset since", channel: "tg", reply: say("hello"), reset: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -512,7 +515,7 @@ func TestRetell(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for st.Step != StepDone && !st.Parked() {
+			for st.Step != StepDone && !st.Parked() && st.Step != tt.stop {
 				if st, err = f.loop.Step(t.Context(), st); err != nil {
 					t.Fatal(err)
 				}

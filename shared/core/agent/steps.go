@@ -644,21 +644,28 @@ func (l *Loop) tell(t *told) {
 	}
 }
 
-// Retell tells the replier again how the run ended, for a driver that
-// finds the run it was to advance finished: the step that finished it
-// may have died between its commit and the telling (a crash, a Lambda
-// invocation retried). The outcome is read from the saved state and the
-// history (Result) and told as the step tells it (Committed for an
-// Outboxer, whose reply the commit holds: its sender is woken). A run
-// that is not finished, that ended without telling anyone (Silent),
-// whose state cannot be read or whose answer is gone with a reset of its
-// session is told nothing. Channels drop a repeat by the run's id.
+// Retell tells the replier again what the last step of run told, for a
+// driver that finds the run further than it was asked to take it: the
+// step may have died between its commit and the telling (a crash, a
+// Lambda invocation retried). A finished run's outcome is read from the
+// saved state and the history (Result) and told as the step tells it
+// (Committed for an Outboxer, whose reply the commit holds: its sender
+// is woken); a run parked for a person's answer has its approval told
+// again (an Outboxer's prompt is in the store). A run that ended without
+// telling anyone (Silent), whose state cannot be read or whose answer is
+// gone with a reset of its session is told nothing, nor one at another
+// step. Channels drop a repeat by the run's id.
 func (l *Loop) Retell(ctx context.Context, run store.Run) error {
-	if !run.Status.Finished() || l.Replier == nil {
+	if l.Replier == nil {
 		return nil
 	}
 	st, err := DecodeState(run)
-	if err != nil || st.Step != StepDone || st.Silent {
+	switch {
+	case err != nil || st.Silent:
+		return nil
+	case st.Parked() && !run.Status.Finished():
+		return l.retellApproval(ctx, st)
+	case !run.Status.Finished() || st.Step != StepDone:
 		return nil
 	}
 	res, err := l.Result(ctx, st)
@@ -669,6 +676,22 @@ func (l *Loop) Retell(ctx context.Context, run store.Run) error {
 		return fmt.Errorf("retell: %w", err)
 	}
 	l.tell(&told{st: st, res: res})
+	return nil
+}
+
+// retellApproval tells the approval the parked run st waits for again,
+// while it is pending and a person's to answer.
+func (l *Loop) retellApproval(ctx context.Context, st RunState) error {
+	ap, err := l.Store.GetApproval(ctx, st.Approval)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("retell: %w", err)
+	case ap.Status != store.ApprovalPending || ap.Kind == store.ApprovalClientTools:
+		return nil
+	}
+	l.tell(&told{st: st, ap: &ap})
 	return nil
 }
 
