@@ -67,8 +67,10 @@ type Claims interface {
 // session. A repeated invocation that finds the run finished tells its
 // outcome again if the run still holds its session's lane: the first one
 // died between the commit that finished it and the hand-off that follows
-// the telling (Driver.finished). Lease must be shorter than Lambda's
-// delay before a retry (a minute).
+// the telling (Driver.finished); one that finds it parked tells its
+// approval again before the hand-over (the first one may have died
+// between the commit that parked it and the telling). Lease must be
+// shorter than Lambda's delay before a retry (a minute).
 //
 // The lease fences the invocation's commits: each step commits on the
 // condition that the run's lease version is still the one its claim took
