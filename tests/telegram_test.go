@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -270,12 +271,9 @@ func (m *answering) Generate(context.Context, llm.Request, llm.OnDelta) (llm.Res
 	return llm.Response{Message: chat.Message{Role: chat.Assistant, Content: "the answer"}}, nil
 }
 
-// The process dies between the commit that ends a Telegram run and the
-// telling of its reply: the reply, committed with the run (the
-// transactional outbox), is delivered once by the restarted process's
-// outbox sender, and the model was asked once.
-func TestTelegramCrashAfterCommit(t *testing.T) {
-	ctx := t.Context()
+// outboxFixture is a fake Telegram, a database, and the replier a process
+// on it makes (each call a new process's).
+func outboxFixture(t *testing.T) (*faketelegram.Server, *sqlite.DB, func() *telegram.Replier) {
 	tg := faketelegram.New()
 	t.Cleanup(tg.Close)
 	db, err := sqlite.Open(filepath.Join(t.TempDir(), "lambdaclaw.db"))
@@ -283,13 +281,22 @@ func TestTelegramCrashAfterCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	replier := func() *telegram.Replier {
+	return tg, db, func() *telegram.Replier {
 		r, err := telegram.NewReplier(telegram.Config{Client: telegram.NewClient(tg.URL, faketelegram.Token), Store: db.Telegram()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
+}
+
+// The process dies between the commit that ends a Telegram run and the
+// telling of its reply: the reply, committed with the run (the
+// transactional outbox), is delivered once by the restarted process's
+// outbox sender, and the model was asked once.
+func TestTelegramCrashAfterCommit(t *testing.T) {
+	ctx := t.Context()
+	tg, db, replier := outboxFixture(t)
 	model := &answering{}
 	dying := &crashAfterCommit{Store: db}
 	loop := &agent.Loop{Store: dying, Agents: agent.Registry{"a": {Name: "a", Provider: model}},
@@ -318,5 +325,101 @@ func TestTelegramCrashAfterCommit(t *testing.T) {
 	}
 	if ms := tg.Messages(111); len(ms) != 1 || ms[0].Text != "the answer" || model.calls.Load() != 1 {
 		t.Fatalf("delivered %+v, the model asked %d times; want the answer once, asked once", ms, model.calls.Load())
+	}
+}
+
+// crashAtParking is a store whose process dies in the first commit that
+// parks a run, before it applied, and right after the second applied.
+type crashAtParking struct {
+	agent.Store
+	commits int
+}
+
+func (s *crashAtParking) CommitRun(ctx context.Context, c store.Commit) error {
+	if st, err := agent.DecodeState(c.Run); err != nil || !st.Parked() {
+		return s.Store.CommitRun(ctx, c)
+	}
+	if s.commits++; s.commits == 1 {
+		return errors.New("killed during the commit")
+	}
+	if err := s.Store.CommitRun(ctx, c); err != nil {
+		return err
+	}
+	return errors.New("killed right after the commit")
+}
+
+// sendTool is a tool with an effect outside lambdaclaw, which a
+// supervised run asks a person to approve.
+type sendTool struct{}
+
+func (sendTool) Definition() chat.ToolDef {
+	return chat.ToolDef{Name: "send", Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+func (sendTool) Policy() tool.Policy { return tool.Policy{Effect: tool.External} }
+func (sendTool) Call(context.Context, tool.Env, json.RawMessage) (string, error) {
+	return "sent", nil
+}
+
+// calling is a model that calls the send tool.
+type calling struct{}
+
+func (calling) Name() string { return "calling" }
+
+func (calling) Generate(context.Context, llm.Request, llm.OnDelta) (llm.Response, error) {
+	return llm.Response{Message: chat.Message{Role: chat.Assistant, ToolCalls: []chat.ToolCall{{ID: "call_1", Name: "send", Arguments: "{}"}}}}, nil
+}
+
+// A Telegram run's approval prompt is committed with the step that parks
+// the run: a process that dies during that commit leaves no prompt (the
+// run did not park), and one that dies right after it leaves the prompt,
+// which the restarted process's outbox sender delivers once.
+func TestTelegramApprovalCrashAtParking(t *testing.T) {
+	ctx := t.Context()
+	tg, db, replier := outboxFixture(t)
+	flush := func() {
+		t.Helper()
+		for range 2 {
+			if pending, err := replier().Flush(ctx, time.Second); err != nil || pending != 0 {
+				t.Fatalf("flush: %d pending, %v", pending, err)
+			}
+		}
+	}
+	tools, err := tool.NewRegistry(sendTool{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop := &agent.Loop{Store: &crashAtParking{Store: db}, Agents: agent.Registry{"a": {Name: "a", Provider: calling{}, Tools: tools}},
+		Replier: agent.Router{telegram.ChannelName: replier()}}
+	st, err := loop.Enqueue(ctx, agent.Input{SessionID: "tg-111", Agent: "a", Owner: "tg:111", Messages: []chat.Message{{Role: chat.User, Content: "send it"}},
+		Autonomy: tool.Supervised, Interactive: true, Reply: agent.Reply{Channel: telegram.ChannelName, To: "111"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for st.Step != agent.StepApprove {
+		if st, err = loop.Step(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := loop.Step(ctx, st); err == nil || !strings.Contains(err.Error(), "during the commit") {
+		t.Fatalf("approve: %v; want the crash during the commit", err)
+	}
+	flush()
+	if ms := tg.Messages(111); len(ms) != 0 {
+		t.Fatalf("delivered %+v for a run that did not park", ms)
+	}
+	// The restarted process runs the step again.
+	if _, err := loop.Step(ctx, st); err == nil || !strings.Contains(err.Error(), "after the commit") {
+		t.Fatalf("approve: %v; want the crash after the commit", err)
+	}
+	run, err := db.GetRun(ctx, st.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved, err := agent.DecodeState(run); err != nil || !saved.Parked() {
+		t.Fatalf("run at %q, %v; want parked", saved.Step, err)
+	}
+	flush()
+	if ms := tg.Messages(111); len(ms) != 1 || !strings.HasPrefix(ms[0].Text, "Approval needed") {
+		t.Fatalf("delivered %+v; want the approval prompt once", ms)
 	}
 }

@@ -16,8 +16,11 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/checkin"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/webhook"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentenv"
@@ -501,6 +504,24 @@ func (f *inlineFixture) holdFirstModelCall() (arrived, release chan struct{}) {
 	return arrived, release
 }
 
+// remoteSend serves the MCP server "remote" to the roots built from now
+// on (cloud.MCPVar), with a tool send, an effect outside lambdaclaw,
+// whose calls run call.
+func remoteSend(t *testing.T, call func(ctx context.Context)) {
+	s := sdk.NewServer(&sdk.Implementation{Name: "remote", Version: "1"}, nil)
+	s.AddTool(&sdk.Tool{Name: "send", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			call(ctx)
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "sent"}}}, nil
+		})
+	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	t.Setenv(cloud.MCPVar, `{"servers":{"remote":{"url":"`+srv.URL+`"}}}`)
+}
+
 // TestInlineCrashDuringCall: the invocation dies while a tool call with
 // an external side effect (an MCP server's tool) runs; Lambda invokes it
 // again, which hands the run to the state machine at act. The call, marked
@@ -510,24 +531,15 @@ func TestInlineCrashDuringCall(t *testing.T) {
 	env := cloudtest.Setup(t)
 	var calls atomic.Int64
 	arrived, release := make(chan struct{}), make(chan struct{})
-	s := sdk.NewServer(&sdk.Implementation{Name: "remote", Version: "1"}, nil)
-	s.AddTool(&sdk.Tool{Name: "send", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			if calls.Add(1) == 1 {
-				close(arrived)
-			}
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "sent"}}}, nil
-		})
-	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
+	remoteSend(t, func(ctx context.Context) {
+		if calls.Add(1) == 1 {
+			close(arrived)
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
 	})
-	t.Setenv(cloud.MCPVar, `{"servers":{"remote":{"url":"`+srv.URL+`"}}}`)
 	f := inlineFixtureOn(t, env)
 	f.env.LLM.Enqueue(
 		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_send", Name: "remote__send", Arguments: `{"to":"bob"}`}}},
@@ -563,5 +575,169 @@ func TestInlineCrashDuringCall(t *testing.T) {
 	}
 	if got := f.finals("s-call"); !slices.Equal(got, []string{"After the crash."}) {
 		t.Errorf("final frames %q, want one", got)
+	}
+}
+
+// crash is what a process that dies in a test panics with.
+type crash struct{}
+
+// dying is a channel's replier whose process dies at the first outcome
+// or approval it is told: after the commit that ended or parked the run,
+// before anything of it is sent.
+type dying struct {
+	agent.Replier
+	died atomic.Bool
+}
+
+func (d *dying) Finish(st agent.RunState, res agent.Result) {
+	d.die()
+	d.Replier.Finish(st, res)
+}
+
+func (d *dying) Approval(st agent.RunState, a store.Approval) {
+	d.die()
+	d.Replier.Approval(st, a)
+}
+
+func (d *dying) die() {
+	if d.died.CompareAndSwap(false, true) {
+		panic(crash{})
+	}
+}
+
+// dieAtFirstTelling makes the step function's process die as the
+// replier of channel is first told an outcome or an approval; Lambda
+// retries the invocation, with a fresh process, a minute and more later.
+func (f *inlineFixture) dieAtFirstTelling(channel string) {
+	router := f.step.Driver.Loop.Replier.(agent.Router)
+	router[channel] = &dying{Replier: router[channel]}
+	f.env.Lambda.Play(func(ctx context.Context, ev sfn.Event) (out any, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(crash); !ok {
+					panic(r)
+				}
+				out, err = nil, errors.New("Runtime.ExitError: the process died")
+			}
+		}()
+		return f.step.Driver.Handle(ctx, ev)
+	}, func() { f.clock.Advance(2 * time.Minute) })
+}
+
+// TestInlineCrashAfterCommit: the invocation dies right after the commit
+// that ends the run, before it tells the reply channel or passes the
+// lane on; Lambda's retry finds the run done, still holding its lane,
+// tells its answer (once: the model is not asked again) and passes the
+// lane on, so the session's next message runs.
+func TestInlineCrashAfterCommit(t *testing.T) {
+	f := newInlineFixture(t)
+	f.dieAtFirstTelling("ws")
+	f.env.LLM.Enqueue(fakellm.Reply{Content: "Hello."}, fakellm.Reply{Content: "Next."})
+	st := f.deliver(t, "s-told", "hi")
+	f.env.Lambda.Wait()
+	d := f.env.Lambda.Deliveries()
+	if len(d) != 1 || len(d[0].Errors) != 2 || d[0].Errors[0] == "" || d[0].Errors[1] != "" {
+		t.Fatalf("deliveries %+v, want one, dying, then retried without error", d)
+	}
+	f.runDone(t, st.RunID)
+	if got := f.finals("s-told"); !slices.Equal(got, []string{"Hello."}) {
+		t.Errorf("final frames %q, want the answer once", got)
+	}
+	if !f.laneFree(t, "s-told") {
+		t.Fatal("the lane is still held")
+	}
+	late := f.env.Lambda.Deliver(d[0].Payload) // a repeat after the hand-off tells nothing
+	late.Wait()
+	next := f.deliver(t, "s-told", "again")
+	f.env.Lambda.Wait()
+	f.runDone(t, next.RunID)
+	if got := f.finals("s-told"); !slices.Equal(got, []string{"Hello.", "Next."}) {
+		t.Errorf("final frames %q, want each answer once", got)
+	}
+	if n := len(f.env.LLM.Requests()); n != 2 {
+		t.Errorf("the model was asked %d times, want once per run", n)
+	}
+	if s := f.env.SFN.Started(); len(s) != 0 {
+		t.Errorf("executions started %q, want none", s)
+	}
+}
+
+// TestInlineCheckInCrashAfterCommit: a check-in to a webhook whose
+// invocation dies right after the commit that ends its run; Lambda's
+// retry delivers the answer to the webhook and records the firing, as
+// the first invocation would have.
+func TestInlineCheckInCrashAfterCommit(t *testing.T) {
+	f := newInlineFixture(t)
+	hooks := make(chan webhook.Payload, 4)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p webhook.Payload
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			t.Errorf("webhook body: %v", err)
+		}
+		hooks <- p
+	}))
+	t.Cleanup(hook.Close)
+	// The webhook is on this machine, which web_fetch's rules refuse.
+	cron := f.step.Driver.Loop.Replier.(agent.Router)[schedule.Channel].(*schedule.Replier)
+	cron.Deliver[schedule.DeliverWebhook] = webhook.Delivery(hook.Client())
+	f.dieAtFirstTelling(schedule.Channel)
+	f.env.LLM.Enqueue(fakellm.Reply{Content: "Ding."})
+	ctx := t.Context()
+	j, err := f.step.Schedule.Create(ctx, schedule.Job{Owner: "user:alice", Agent: "default", Message: "ring the bell",
+		Schedule: schedule.Schedule{Cron: "0 9 * * *"}, Deliver: schedule.Target{Kind: schedule.DeliverWebhook, To: hook.URL + "/hook"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scheduler function claims the firing and starts its run inline.
+	fired, err := f.env.Root(t, "scheduler").Jobs().Trigger(ctx, checkin.RunNow{Owner: j.Owner, Job: j.ID})
+	if err != nil || fired.Outcome != "started" {
+		t.Fatalf("trigger = %+v, %v", fired, err)
+	}
+	f.env.Lambda.Wait()
+	d := f.env.Lambda.Deliveries()
+	if len(d) != 1 || len(d[0].Errors) != 2 || d[0].Errors[0] == "" || d[0].Errors[1] != "" {
+		t.Fatalf("deliveries %+v, want one, dying, then retried without error", d)
+	}
+	f.runDone(t, fired.RunID)
+	close(hooks)
+	var got []string
+	for p := range hooks {
+		got = append(got, p.RunID+" "+p.Content)
+	}
+	if want := []string{fired.RunID + " Ding."}; !slices.Equal(got, want) {
+		t.Errorf("webhook deliveries %q, want %q", got, want)
+	}
+	runs, err := f.step.Schedule.Runs(ctx, j.Owner, j.ID, 10)
+	if err != nil || len(runs) != 1 || runs[0].Status != schedule.RunDone || runs[0].Delivered != "webhook:"+hook.URL+"/hook" {
+		t.Errorf("firings %+v, %v; want one, done and delivered", runs, err)
+	}
+}
+
+// TestInlineApprovalCrashAfterCommit: the invocation dies right after
+// the commit that parks the run for a person's approval, before it tells
+// the prompt; Lambda's retry tells it, then hands the parked run to the
+// state machine.
+func TestInlineApprovalCrashAfterCommit(t *testing.T) {
+	env := cloudtest.Setup(t)
+	remoteSend(t, func(context.Context) { t.Error("the call ran before its approval") })
+	f := inlineFixtureOn(t, env)
+	f.dieAtFirstTelling("ws")
+	f.env.SFN.Play(nil) // the execution is only started
+	f.env.LLM.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_send", Name: "remote__send", Arguments: `{"to":"bob"}`}}})
+	st := f.deliver(t, "s-ask", "send it")
+	f.env.Lambda.Wait()
+	d := f.env.Lambda.Deliveries()
+	if len(d) != 1 || len(d[0].Errors) != 2 || d[0].Errors[0] == "" || d[0].Errors[1] != "" {
+		t.Fatalf("deliveries %+v, want one, dying, then retried without error", d)
+	}
+	f.handedOverAt(t, st.RunID, agent.StepWait)
+	var prompts []string
+	for _, fr := range f.env.APIGW.Frames("conn-s-ask") {
+		if fr["type"] == "approval" {
+			prompts = append(prompts, fr["tools"].([]any)[0].(string))
+		}
+	}
+	if !slices.Equal(prompts, []string{"remote__send"}) {
+		t.Errorf("approval frames for %q, want one for remote__send", prompts)
 	}
 }

@@ -201,6 +201,11 @@ func TestLaneRace(t *testing.T) {
 	if ok, err := s.AcquireLane(ctx, "s", loser, time.Minute); ok || err != nil {
 		t.Errorf("AcquireLane of a held lane = %v, %v; want false", ok, err)
 	}
+	for owner, want := range map[string]bool{winner: true, loser: false} {
+		if held, err := s.HoldsLane(ctx, "s", owner); held != want || err != nil {
+			t.Errorf("HoldsLane %s = %v, %v; want %v", owner, held, err, want)
+		}
+	}
 	if ok, err := s.AcquireLane(ctx, "other", loser, time.Minute); !ok || err != nil {
 		t.Errorf("AcquireLane of another session's lane = %v, %v; want true", ok, err)
 	}
@@ -215,6 +220,9 @@ func TestLaneRace(t *testing.T) {
 	}
 	if err := s.ReleaseLane(ctx, "s", winner); err != nil {
 		t.Errorf("ReleaseLane of a free lane: %v", err)
+	}
+	if held, err := s.HoldsLane(ctx, "s", winner); held || err != nil {
+		t.Errorf("HoldsLane of a free lane = %v, %v; want false", held, err)
 	}
 	if ok, err := s.AcquireLane(ctx, "s", loser, time.Minute); !ok || err != nil {
 		t.Errorf("AcquireLane after release = %v, %v; want true", ok, err)

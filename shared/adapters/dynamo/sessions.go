@@ -519,6 +519,16 @@ func (s *Store) AcquireLane(ctx context.Context, sessionID, owner string, ttl ti
 	return true, nil
 }
 
+// HoldsLane reports whether owner holds the session's lane, its lease
+// running or not (a strongly consistent read).
+func (s *Store) HoldsLane(ctx context.Context, sessionID, owner string) (bool, error) {
+	it, err := s.getItem(ctx, key(sessionPK(sessionID), skLane))
+	if err != nil {
+		return false, fmt.Errorf("dynamo: read lane %q: %w", sessionID, err)
+	}
+	return it != nil && getS(it, "owner") == owner, nil
+}
+
 // ReleaseLane frees the session's lane if owner holds it. Releasing a free
 // lane, or one another owner holds (because this owner's lease expired and
 // was taken), changes nothing and is no error, so a retried or late release

@@ -61,8 +61,13 @@ type Claims interface {
 // delivery and does nothing; if the lease lapsed, the first one crashed,
 // and the state machine takes the run over at its last committed step,
 // with its retries and the Fail path that tells the user and frees the
-// session. Lease must be shorter than Lambda's delay before a retry (a
-// minute).
+// session. A repeated invocation that finds the run finished tells its
+// outcome again if the run still holds its session's lane: the first one
+// died between the commit that finished it and the hand-off that follows
+// the telling (Driver.finished); one that finds it parked tells its
+// approval again before the hand-over (the first one may have died
+// between the commit that parked it and the telling). Lease must be
+// shorter than Lambda's delay before a retry (a minute).
 //
 // The lease fences the invocation's commits: each step commits on the
 // condition that the run's lease version is still the one its claim took
@@ -145,7 +150,9 @@ func (d *Driver) run(ctx context.Context, st agent.RunState) error {
 	case err != nil:
 		return fmt.Errorf("run %s: %w", st.RunID, err)
 	case run.Status.Finished():
-		return nil // a repeated delivery of a run done
+		// A repeated delivery of a run done, or the retry of an
+		// invocation that died after the commit that finished it.
+		return d.finished(ctx, run)
 	}
 	if st, err = agent.DecodeState(run); err != nil {
 		return err
@@ -160,7 +167,11 @@ func (d *Driver) run(ctx context.Context, st agent.RunState) error {
 	case lease == 0:
 		return nil // another invocation steps it: a repeated delivery
 	case !first:
-		// An earlier invocation ended without finishing the run.
+		// An earlier invocation ended without finishing the run; one
+		// that parked it may have died before it told the approval.
+		if err := d.Loop.Retell(ctx, run); err != nil {
+			return fmt.Errorf("run %s: %w", st.RunID, err)
+		}
 		return d.handOver(ctx, st, "the inline run was interrupted")
 	}
 	ctx, held, stop := d.hold(ctx, st.RunID, holder)
@@ -193,6 +204,22 @@ func (d *Driver) run(ctx context.Context, st agent.RunState) error {
 		}
 		st = next
 	}
+	return nil
+}
+
+// finished ends an inline invocation of a finished run: when an earlier
+// invocation died after the commit that finished it, before it passed
+// the lane on, the outcome is told again (retell) and the lane passed
+// on, and the exchanges it queued are recorded, as step does.
+func (d *Driver) finished(ctx context.Context, run store.Run) error {
+	held, err := d.retell(ctx, run)
+	if err != nil || !held {
+		return err
+	}
+	if err := d.handoff(ctx, run.SessionID, run.ID); err != nil {
+		return err
+	}
+	d.record(ctx, run.ID)
 	return nil
 }
 

@@ -33,6 +33,8 @@ type Client interface {
 type Lanes interface {
 	AcquireLane(ctx context.Context, sessionID, owner string, ttl time.Duration) (bool, error)
 	ReleaseLane(ctx context.Context, sessionID, owner string) error
+	// HoldsLane reports whether owner holds the session's lane.
+	HoldsLane(ctx context.Context, sessionID, owner string) (bool, error)
 }
 
 // Driver runs the agent loop on Step Functions.
@@ -169,8 +171,9 @@ func (d *Driver) Handle(ctx context.Context, ev Event) (any, error) {
 // fail records the failure of a run the state machine caught and tells
 // the user (Loop.Fail, then the finish step), and passes the session's
 // lane on. A run the store has as finished already (its failure was
-// recorded, or it finished and only the hand-off failed) is not recorded
-// again: only the lane is passed on.
+// recorded, or it finished and the task died after the commit) is not
+// recorded again: its outcome is told again if the task may have died
+// before telling it (retell), and the lane is passed on.
 func (d *Driver) fail(ctx context.Context, st agent.RunState, cause string) (agent.RunState, error) {
 	run, err := d.Loop.Store.GetRun(ctx, st.RunID)
 	switch {
@@ -179,6 +182,9 @@ func (d *Driver) fail(ctx context.Context, st agent.RunState, cause string) (age
 	case err != nil:
 		return st, &Transient{fmt.Errorf("fail: %w", err)}
 	case run.Status.Finished():
+		if _, err := d.retell(ctx, run); err != nil {
+			return st, &Transient{fmt.Errorf("fail: %w", err)}
+		}
 		if saved, err := agent.DecodeState(run); err == nil {
 			st = saved
 		}
@@ -198,6 +204,20 @@ func (d *Driver) release(ctx context.Context, st agent.RunState, cause string) (
 		return st, &Transient{fmt.Errorf("release: %w", err)}
 	}
 	return d.passOn(ctx, st)
+}
+
+// retell tells again how the finished run ended when the invocation
+// that finished it may have died between the commit and the telling:
+// the run still holds its session's lane, which the invocation passes on
+// only after it told (step). A repeated delivery of a run whose hand-off
+// is done tells nothing. It reports whether the run holds the lane.
+func (d *Driver) retell(ctx context.Context, run store.Run) (bool, error) {
+	held, err := d.Lanes.HoldsLane(ctx, run.SessionID, run.ID)
+	if err != nil || !held {
+		return false, err
+	}
+	d.log().Warn("finished run found holding its lane: its outcome is told again", "run_id", run.ID)
+	return true, d.Loop.Retell(ctx, run)
 }
 
 // passOn hands the lane of st's session, which st held, on.
@@ -225,11 +245,18 @@ func (d *Driver) step(ctx context.Context, st agent.RunState) (agent.RunState, e
 		if next, err = d.passOn(ctx, next); err != nil {
 			return next, err
 		}
-		if _, err := d.Loop.RecordQueued(ctx); err != nil {
-			d.log().Error("record exchanges", "run_id", next.RunID, "error", err)
-		}
+		d.record(ctx, next.RunID)
 	}
 	return next, nil
+}
+
+// record tells the loop's Recorder of the exchanges finished runs queued
+// (agent.Loop.RecordQueued), once the run runID ended; a failure is
+// logged and fails nothing.
+func (d *Driver) record(ctx context.Context, runID string) {
+	if _, err := d.Loop.RecordQueued(ctx); err != nil {
+		d.log().Error("record exchanges", "run_id", runID, "error", err)
+	}
 }
 
 // park stores the task token that resumes a run waiting for approval. If

@@ -83,6 +83,12 @@ func (l *fakeLanes) ReleaseLane(_ context.Context, session, owner string) error 
 	return nil
 }
 
+func (l *fakeLanes) HoldsLane(_ context.Context, session, owner string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.owners[session] == owner, nil
+}
+
 type provider struct{ replies []llm.Response }
 
 func (p *provider) Name() string { return "fake" }
@@ -377,6 +383,48 @@ func TestFailActionStartsTheQueuedRun(t *testing.T) {
 				t.Errorf("lane held by %q, want the queued run %s", owner, second.RunID)
 			}
 		})
+	}
+}
+
+// finishes records the outcomes a replier is told.
+type finishes struct{ told []string }
+
+func (*finishes) Delta(agent.RunState, string)            {}
+func (*finishes) Approval(agent.RunState, store.Approval) {}
+func (r *finishes) Finish(st agent.RunState, res agent.Result) {
+	r.told = append(r.told, st.RunID+" "+res.Content)
+}
+
+// A Step task that died between the commit that finished its run and
+// the telling is caught into Fail, which finds the run done and still
+// holding its lane: it tells the answer, and passes the lane on.
+func TestFailActionRetellsAFinishedRun(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	run, err := f.d.Deliver(ctx, input("one"), func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := f.d.Loop.Step(ctx, run); err != nil || st.Step != agent.StepDone {
+		t.Fatalf("step: %v at %s, want done", err, st.Step) // no replier: nothing told
+	}
+	rec := &finishes{}
+	f.d.Loop.Replier = rec
+	if _, err := f.d.Handle(ctx, Event{Action: "fail", State: withError(t, run, "error_info", map[string]string{"Error": "Lambda.Unknown"})}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{run.RunID + " echo: one"}, rec.told); diff != "" {
+		t.Errorf("told (-want +got):\n%s", diff)
+	}
+	if _, held := f.lanes.owners["s"]; held {
+		t.Error("lane still held")
+	}
+	// A repeated Fail, the lane passed on, tells nothing again.
+	if _, err := f.d.Handle(ctx, Event{Action: "fail", State: withError(t, run, "error_info", map[string]string{"Error": "Lambda.Unknown"})}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.told) != 1 {
+		t.Errorf("told %q, want the answer once", rec.told)
 	}
 }
 

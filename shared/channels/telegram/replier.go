@@ -113,17 +113,19 @@ func (r *Replier) Delta(run agent.RunState, text string) {
 	r.drafts.write(run.RunID, chatID, text)
 }
 
-// Approval implements agent.Replier.
-func (r *Replier) Approval(run agent.RunState, a store.Approval) {
+// Approval implements agent.Replier: the loop tells it once the commit
+// that parks the run, which holds the prompt (ApprovalOutbox), succeeded;
+// the sender is woken (a serverless process delivers it now).
+func (r *Replier) Approval(run agent.RunState, _ store.Approval) { r.committed(run) }
+
+// ApprovalOutbox implements agent.Outboxer: the outbox messages of an
+// approval's prompt to the run's chat, for the commit that parks the run.
+func (r *Replier) ApprovalOutbox(run agent.RunState, a store.Approval) []store.OutboxMessage {
 	chatID, ok := chatOf(run)
 	if !ok {
-		return
+		return nil
 	}
-	r.stopRun(run.RunID)
-	if err := r.reply(context.Background(), "ap-"+a.ID, chatID, a.Prompt); err != nil {
-		r.log.Error("store approval prompt", "run_id", run.RunID, "error", err)
-	}
-	r.flushServerless()
+	return outboxMessages("ap-"+a.ID, chatID, a.Prompt)
 }
 
 // finalText is the text a run's outcome is sent as.
@@ -173,7 +175,11 @@ func (r *Replier) Outbox(run agent.RunState, res agent.Result) []store.OutboxMes
 // Committed implements agent.Outboxer: the run's reply is in the outbox,
 // committed with the run; the sender is woken (a serverless process
 // delivers it now).
-func (r *Replier) Committed(run agent.RunState, _ agent.Result) {
+func (r *Replier) Committed(run agent.RunState, _ agent.Result) { r.committed(run) }
+
+// committed wakes the sender of what the loop committed to the outbox
+// for run, and ends its typing indicator and draft.
+func (r *Replier) committed(run agent.RunState) {
 	if _, ok := chatOf(run); !ok {
 		return
 	}

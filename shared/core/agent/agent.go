@@ -111,8 +111,11 @@ type RunState struct {
 	// when it was cut at a size limit.
 	FinishReason string `json:"finish_reason,omitempty"`
 	// Error and ErrorCode describe a failed run to the user.
-	Error     string    `json:"error,omitempty"`
-	ErrorCode string    `json:"error_code,omitempty"`
+	Error     string `json:"error,omitempty"`
+	ErrorCode string `json:"error_code,omitempty"`
+	// Silent marks a run that ended without telling anyone (Abandon):
+	// Retell tells it nothing either.
+	Silent    bool      `json:"silent,omitempty"`
 	Reply     Reply     `json:"reply"`
 	StartedAt time.Time `json:"started_at"`
 }
@@ -229,17 +232,20 @@ type Replier interface {
 	Finish(r RunState, res Result)
 }
 
-// Outboxer is a Replier whose channel delivers a run's outcome from the
-// store (a Telegram chat's outbox). The commit that finishes a run holds
-// the messages Outbox returns (store.Commit.Outbox), so the reply is kept
-// exactly when the run is saved done: a crash after the commit loses
-// nothing, and a refused commit keeps nothing. Once that commit
-// succeeded the loop tells Committed instead of Finish: the messages are
-// in the store, to be sent.
+// Outboxer is a Replier whose channel delivers from the store (a Telegram
+// chat's outbox). The commit that finishes a run holds the messages
+// Outbox returns (store.Commit.Outbox), so the reply is kept exactly when
+// the run is saved done: a crash after the commit loses nothing, and a
+// refused commit keeps nothing. Once that commit succeeded the loop
+// tells Committed instead of Finish: the messages are in the store, to
+// be sent. An approval's prompt is kept the same way by the commit that
+// parks the run (ApprovalOutbox), and Approval is told after it: the
+// prompt is in the store.
 type Outboxer interface {
 	Replier
 	Outbox(r RunState, res Result) []store.OutboxMessage
 	Committed(r RunState, res Result)
+	ApprovalOutbox(r RunState, a store.Approval) []store.OutboxMessage
 }
 
 // Store is the part of the store the loop uses.
@@ -310,7 +316,7 @@ func (l *Loop) Step(ctx context.Context, st RunState) (RunState, error) {
 	case StepThink:
 		next, err = l.think(ctx, st, &c, &t)
 	case StepApprove:
-		next, err = l.approve(ctx, st)
+		next, err = l.approve(ctx, st, &c, &t)
 	case StepWait:
 		// wait writes nothing either: it only reads the approval's answer,
 		// which a repeated wait reads again.

@@ -98,8 +98,11 @@ func effectPhrase(e tool.Effect) string {
 }
 
 // approve asks a person about the calls that need it, parking the run, or
-// goes straight on to act when none does.
-func (l *Loop) approve(ctx context.Context, st RunState) (RunState, error) {
+// goes straight on to act when none does. The prompt is told once the
+// commit that parks the run succeeded (Step); a channel that delivers
+// from the store has it in that commit (Outboxer), so it lands exactly
+// when the run parks.
+func (l *Loop) approve(ctx context.Context, st RunState, c *store.Commit, t **told) (RunState, error) {
 	a, ok := l.Agents.Agent(st.Agent)
 	if !ok {
 		return l.fail(st, CodeInternal, unknownAgent(st.Agent)), nil
@@ -147,11 +150,12 @@ func (l *Loop) approve(ctx context.Context, st RunState) (RunState, error) {
 	case err != nil:
 		return st, fmt.Errorf("approve: %w", err)
 	}
-	if l.Replier != nil {
-		l.Replier.Approval(st, ap)
-	}
 	st.Approval = id
 	st.Step = StepWait
+	if o, ok := l.Replier.(Outboxer); ok {
+		c.Outbox = append(c.Outbox, o.ApprovalOutbox(st, ap)...)
+	}
+	*t = &told{st: st, ap: &ap}
 	return st, nil
 }
 

@@ -390,9 +390,13 @@ func (r outboxReplier) Committed(st RunState, res Result) {
 	r.told <- st.RunID + " committed " + res.Content + res.Error
 }
 
+func (r outboxReplier) ApprovalOutbox(_ RunState, a store.Approval) []store.OutboxMessage {
+	return []store.OutboxMessage{{ID: "ap-" + a.ID, Text: a.Tools[0]}}
+}
+
 // outboxStore keeps the outbox of each commit it applies (memstore keeps
 // none), noting what its replier had been told by then; a refusing one
-// refuses every commit that ends a run, as a lease lost.
+// refuses every commit that ends or parks a run, as a lease lost.
 type outboxStore struct {
 	store.Store
 	refuse bool
@@ -401,7 +405,7 @@ type outboxStore struct {
 }
 
 func (s *outboxStore) CommitRun(ctx context.Context, c store.Commit) error {
-	if s.refuse && c.Run.Status.Finished() {
+	if st, _ := DecodeState(c.Run); s.refuse && (c.Run.Status.Finished() || st.Parked()) {
 		return store.ErrLeaseLost
 	}
 	out := c.Outbox
@@ -421,7 +425,9 @@ func (s *outboxStore) CommitRun(ctx context.Context, c store.Commit) error {
 // The step that ends a run gives its reply to a channel that delivers
 // from the store (Outboxer) to the commit that ends the run, and tells
 // that channel Committed once the commit applied: an answer's think and
-// a failed run's finish. A refused commit keeps no reply and tells none.
+// a failed run's finish. The step that parks a run for a person's
+// approval gives the prompt to the commit that parks it, and tells
+// Approval after it. A refused commit keeps no reply and tells none.
 func TestOutboxInCommit(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
@@ -430,6 +436,8 @@ func TestOutboxInCommit(t *testing.T) {
 		kept   []string
 		told   []string
 	}{
+		{name: "an approval", reply: callTool("echo", `{"text":"hi"}`), kept: []string{"ap-r1-0 echo"}, told: []string{"r1 approval"}},
+		{name: "a refused approval", reply: callTool("echo", `{"text":"hi"}`), refuse: true},
 		{name: "an answer", reply: say("hello"), kept: []string{"run-r1 hello"}, told: []string{"r1 committed hello"}},
 		{name: "a failed run", reply: fail(errors.New("boom")), kept: []string{"run-r1 the model provider failed to answer; try again in a moment (run r1)"},
 			told: []string{"r1 committed the model provider failed to answer; try again in a moment (run r1)"}},
@@ -437,17 +445,18 @@ func TestOutboxInCommit(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, 5)
+			f.echo.policy = tool.Policy{Effect: tool.External} // asked of a person
 			rec := outboxReplier{recordingReplier{told: make(chan string, 100)}}
 			s := &outboxStore{Store: f.store, refuse: tt.refuse, told: rec.told}
 			f.loop.Store = s
 			f.loop.Replier = Router{"tg": rec}
 			f.llm.script = append(f.llm.script, tt.reply)
 			st, err := f.loop.Enqueue(t.Context(), Input{RunID: "r1", SessionID: "s", Agent: "a", Messages: []chat.Message{user("hi")},
-				Autonomy: tool.Full, Reply: Reply{Channel: "tg", To: "7"}})
+				Autonomy: tool.Supervised, Interactive: true, Reply: Reply{Channel: "tg", To: "7"}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			for st.Step != StepDone {
+			for st.Step != StepDone && !st.Parked() {
 				if st, err = f.loop.Step(t.Context(), st); err != nil {
 					break
 				}
@@ -457,6 +466,73 @@ func TestOutboxInCommit(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.kept, s.kept); diff != "" {
 				t.Errorf("outbox kept (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.told, drain(rec.told)); diff != "" {
+				t.Errorf("told (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A driver that finds a run finished (its step died between the commit
+// and the telling, and was retried) tells its outcome again, as the step
+// would have: Committed to a channel that delivers from the store, whose
+// reply the commit holds, Finish to another; and a parked run's
+// approval. A run abandoned without telling anyone, or at another step,
+// is told nothing.
+func TestRetell(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		channel string
+		reply   func(llm.Request) (llm.Response, error)
+		abandon bool
+		reset   bool
+		stop    string
+		told    []string
+	}{
+		{name: "an answer to an outbox", channel: "tg", reply: say("hello"), told: []string{"r1 committed hello"}},
+		{name: "an answer", channel: "ws", reply: say("hello"), told: []string{"r1 finish hello"}},
+		{name: "a failed run", channel: "tg", reply: fail(errors.New("boom")),
+			told: []string{"r1 committed the model provider failed to answer; try again in a moment (run r1)"}},
+		{name: "an abandoned run", channel: "tg", reply: say("hello"), abandon: true},
+		{name: "a parked run", channel: "tg", reply: callTool("echo", `{"text":"hi"}`), told: []string{"r1 approval"}},
+		{name: "an unfinished run", channel: "tg", reply: callTool("echo", `{"text":"hi"}`), stop: StepApprove},
+		{name: "a run of a session reset since", channel: "tg", reply: say("hello"), reset: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, 5)
+			f.echo.policy = tool.Policy{Effect: tool.External}
+			f.llm.script = append(f.llm.script, tt.reply)
+			st, err := f.loop.Enqueue(t.Context(), Input{RunID: "r1", SessionID: "s", Agent: "a", Messages: []chat.Message{user("hi")},
+				Autonomy: tool.Supervised, Interactive: true, Reply: Reply{Channel: tt.channel, To: "7"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The process dies after each commit, before it tells.
+			f.loop.Replier = nil
+			if tt.abandon {
+				if st, err = f.loop.Abandon(t.Context(), st, errors.New("the state machine gave up")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for st.Step != StepDone && !st.Parked() && st.Step != tt.stop {
+				if st, err = f.loop.Step(t.Context(), st); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec := recordingReplier{told: make(chan string, 100)}
+			f.loop.Replier = Router{"tg": outboxReplier{rec}, "ws": rec}
+			run, err := f.store.GetRun(t.Context(), "r1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.reset {
+				if err := f.loop.Reset(t.Context(), "s"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := f.loop.Retell(t.Context(), run); err != nil {
+				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.told, drain(rec.told)); diff != "" {
 				t.Errorf("told (-want +got):\n%s", diff)

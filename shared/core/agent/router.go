@@ -47,6 +47,15 @@ func (r Router) Outbox(st RunState, res Result) []store.OutboxMessage {
 	return nil
 }
 
+// ApprovalOutbox implements Outboxer: the approval's prompt in the
+// outbox of the channel's replier, if it keeps one.
+func (r Router) ApprovalOutbox(st RunState, a store.Approval) []store.OutboxMessage {
+	if o, ok := r[st.Reply.Channel].(Outboxer); ok {
+		return o.ApprovalOutbox(st, a)
+	}
+	return nil
+}
+
 // Committed implements Outboxer: the channel's replier is told Committed
 // if it keeps an outbox, else Finish.
 func (r Router) Committed(st RunState, res Result) {
@@ -105,6 +114,18 @@ func (t Tee) Outbox(st RunState, res Result) []store.OutboxMessage {
 	for _, r := range t {
 		if o, ok := r.(Outboxer); ok {
 			out = append(out, o.Outbox(st, res)...)
+		}
+	}
+	return out
+}
+
+// ApprovalOutbox implements Outboxer: the approval's prompt in the
+// outboxes of the repliers that keep one.
+func (t Tee) ApprovalOutbox(st RunState, a store.Approval) []store.OutboxMessage {
+	var out []store.OutboxMessage
+	for _, r := range t {
+		if o, ok := r.(Outboxer); ok {
+			out = append(out, o.ApprovalOutbox(st, a)...)
 		}
 	}
 	return out

@@ -60,15 +60,13 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit, t **told
 		// says so (errFinished: nothing to commit, no turn to count).
 		if run, err := l.Store.GetRun(ctx, st.RunID); err == nil {
 			if saved, err := DecodeState(run); err == nil && saved.Iteration == st.Iteration && saved.Step != StepThink && saved.Step != StepBegin {
-				if saved.Step == StepDone && !saved.Failed() && len(saved.ClientCalls) == 0 {
-					if res, err := l.result(ctx, saved, hist); err == nil {
-						l.tell(&told{saved, res})
-					}
+				if saved.Step != StepDone {
+					return saved, nil
 				}
-				if saved.Step == StepDone {
-					return saved, errFinished
+				if err := l.Retell(ctx, run); err != nil && l.Log != nil {
+					l.Log.Warn("finished run not told again", "run_id", st.RunID, "error", scrub.Scrub(err.Error()))
 				}
-				return saved, nil
+				return saved, errFinished
 			}
 		}
 		return afterThink(st, hist[i].Message, opts), nil
@@ -187,7 +185,7 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit, t **told
 		if err != nil {
 			return st, fmt.Errorf("think: %w", err)
 		}
-		*t = &told{st, res}
+		*t = &told{st: st, res: res}
 		return l.finishWith(ctx, st, c, res, run)
 	}
 	return st, nil
@@ -621,23 +619,80 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit, t **tol
 	if err != nil {
 		return st, fmt.Errorf("finish: %w", err)
 	}
-	*t = &told{st, res}
+	*t = &told{st: st, res: res}
 	return l.finishWith(ctx, st, c, res, run)
 }
 
-// told is what a step tells its replier once its commit succeeded.
+// told is what a step tells its replier once its commit succeeded: the
+// run's outcome res, or the approval ap it parked for.
 type told struct {
 	st  RunState
 	res Result
+	ap  *store.Approval
 }
 
-// tell tells the replier t, if any: Committed, when the replier keeps
-// replies in the commit (Outboxer), else Finish.
+// tell tells the replier t, if any: the approval, or the outcome:
+// Committed, when the replier keeps replies in the commit (Outboxer),
+// else Finish.
 func (l *Loop) tell(t *told) {
-	if t == nil || l.Replier == nil {
-		return
+	switch {
+	case t == nil || l.Replier == nil:
+	case t.ap != nil:
+		l.Replier.Approval(t.st, *t.ap)
+	default:
+		committed(l.Replier, t.st, t.res)
 	}
-	committed(l.Replier, t.st, t.res)
+}
+
+// Retell tells the replier again what the last step of run told, for a
+// driver that finds the run further than it was asked to take it: the
+// step may have died between its commit and the telling (a crash, a
+// Lambda invocation retried). A finished run's outcome is read from the
+// saved state and the history (Result) and told as the step tells it
+// (Committed for an Outboxer, whose reply the commit holds: its sender
+// is woken); a run parked for a person's answer has its approval told
+// again (an Outboxer's prompt is in the store). A run that ended without
+// telling anyone (Silent), whose state cannot be read or whose answer is
+// gone with a reset of its session is told nothing, nor one at another
+// step. Channels drop a repeat by the run's id.
+func (l *Loop) Retell(ctx context.Context, run store.Run) error {
+	if l.Replier == nil {
+		return nil
+	}
+	st, err := DecodeState(run)
+	switch {
+	case err != nil || st.Silent:
+		return nil
+	case st.Parked() && !run.Status.Finished():
+		return l.retellApproval(ctx, st)
+	case !run.Status.Finished() || st.Step != StepDone:
+		return nil
+	}
+	res, err := l.Result(ctx, st)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // the session was reset since: nothing is left to tell
+	}
+	if err != nil {
+		return fmt.Errorf("retell: %w", err)
+	}
+	l.tell(&told{st: st, res: res})
+	return nil
+}
+
+// retellApproval tells the approval the parked run st waits for again,
+// while it is pending and a person's to answer.
+func (l *Loop) retellApproval(ctx context.Context, st RunState) error {
+	ap, err := l.Store.GetApproval(ctx, st.Approval)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("retell: %w", err)
+	case ap.Status != store.ApprovalPending || ap.Kind == store.ApprovalClientTools:
+		return nil
+	}
+	l.tell(&told{st: st, ap: &ap})
+	return nil
 }
 
 // finishWith finishes the run st, whose messages are run and whose
@@ -848,7 +903,7 @@ func (l *Loop) Abandon(ctx context.Context, st RunState, err error) (RunState, e
 		return saved, nil
 	}
 	st = l.fail(st, CodeInternal, err)
-	st.Step = StepDone
+	st.Step, st.Silent = StepDone, true
 	if err := l.dropApproval(ctx, st, decisionAbandoned); err != nil {
 		return st, fmt.Errorf("abandon run %s: %w", st.RunID, err)
 	}
