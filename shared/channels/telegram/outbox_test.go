@@ -3,10 +3,10 @@ package telegram
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"sync"
-	"log/slog"
 	"testing"
 	"time"
 
