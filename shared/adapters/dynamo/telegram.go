@@ -251,6 +251,9 @@ func outboxItem(m store.OutboxMessage, now time.Time) (item, error) {
 // UnsentOutbox implements store.Telegram. It reads the pending messages
 // from gsi1 in order (the index may lag: ClaimOutbox reads the table).
 func (t TelegramStore) UnsentOutbox(ctx context.Context, limit int) ([]store.OutboxMessage, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
 	p := dynamodb.NewQueryPaginator(t.s.db, &dynamodb.QueryInput{
 		TableName: t.s.table, IndexName: aws.String(indexGSI1),
 		KeyConditionExpression:    aws.String("gsi1pk = :pk"),
