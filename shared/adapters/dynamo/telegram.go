@@ -2,8 +2,7 @@ package dynamo
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -25,15 +24,14 @@ import (
 //	TGCODE#<hash>       TGCODE    claim of a used access code   user_id
 //	TGTRY#<chat_id>     TGTRY     a chat's tries of codes       tries, lockouts, locked_until (absent: none), version
 //	TGOUT#<id>          TGOUT     a reply chunk in the outbox   chat_id, text, status, attempts, next_at, last_error,
-//	                                                            message_id, lease_owner, lease_until, expires_at;
+//	                                                            message_id, claim, claimed_until, expires_at;
 //	                                                            gsi1pk TGOUT#<status>, gsi1sk <order:020>
 //
 // Seen updates expire (TTL) TelegramSeenTTL after they were handled, sent
 // messages TelegramSentTTL after they were sent; failed messages stay.
-// UnsentOutbox claims what it returns with a short lease, so that two
-// functions flushing the outbox at once (the webhook and a step) never
-// send the same message twice; a message whose lease is held elsewhere is
-// skipped, with its chat's later messages, so a chat keeps its order.
+// ClaimOutbox claims a message with a conditional update, so that of two
+// functions flushing the outbox at once (the webhook and a step) one
+// sends it.
 const (
 	pfxTGState = "TGSTATE#"
 	pfxTGSeen  = "TGSEEN#"
@@ -54,9 +52,6 @@ const (
 	TelegramSeenTTL = 7 * 24 * time.Hour
 	// TelegramSentTTL is how long a delivered message is kept.
 	TelegramSentTTL = 30 * 24 * time.Hour
-	// outboxLease is how long UnsentOutbox's claim of a message lasts
-	// past the message's next attempt time.
-	outboxLease = 2 * time.Minute
 )
 
 // TelegramStore is the Telegram channel's durable state in the table.
@@ -66,13 +61,6 @@ var _ store.Telegram = TelegramStore{}
 
 // Telegram returns the Telegram channel's store.
 func (s *Store) Telegram() TelegramStore { return TelegramStore{s} }
-
-// leaseOwner names this process in outbox leases.
-var leaseOwner = func() string {
-	b := make([]byte, 8)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}()
 
 // outOrder returns increasing order keys for outbox messages.
 var outOrder struct {
@@ -261,17 +249,17 @@ func outboxItem(m store.OutboxMessage, now time.Time) (item, error) {
 }
 
 // UnsentOutbox implements store.Telegram. It reads the pending messages
-// from gsi1 in order and claims each with a lease, returning the claimed
-// ones as they are after the claim (the index may lag).
+// from gsi1 in order (the index may lag: ClaimOutbox reads the table).
 func (t TelegramStore) UnsentOutbox(ctx context.Context, limit int) ([]store.OutboxMessage, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
 	p := dynamodb.NewQueryPaginator(t.s.db, &dynamodb.QueryInput{
 		TableName: t.s.table, IndexName: aws.String(indexGSI1),
 		KeyConditionExpression:    aws.String("gsi1pk = :pk"),
 		ExpressionAttributeValues: item{":pk": attrS(tgOutGSI(store.OutboxPending))},
-		ProjectionExpression:      aws.String("pk, chat_id, next_at"),
+		Limit:                     aws.Int32(int32(min(limit, 1000))),
 	})
-	now := t.s.now()
-	blocked := map[int64]bool{}
 	var out []store.OutboxMessage
 	for p.HasMorePages() && len(out) < limit {
 		page, err := p.NextPage(ctx)
@@ -279,47 +267,48 @@ func (t TelegramStore) UnsentOutbox(ctx context.Context, limit int) ([]store.Out
 			return nil, fmt.Errorf("dynamo: telegram outbox: %w", err)
 		}
 		for _, it := range page.Items {
-			if len(out) >= limit {
-				break
+			if len(out) < limit {
+				out = append(out, outMessage(it))
 			}
-			chat := getN(it, "chat_id")
-			if blocked[chat] {
-				continue
-			}
-			until := now
-			if next := getTime(it, "next_at"); next.After(now) {
-				until = next
-			}
-			until = until.Add(outboxLease)
-			res, err := t.s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-				TableName: t.s.table, Key: key(getS(it, attrPK), skTGOut),
-				UpdateExpression: aws.String("SET lease_owner = :me, lease_until = :until"),
-				ConditionExpression: aws.String("#st = :pending AND (attribute_not_exists(lease_owner) OR " +
-					"lease_owner = :me OR lease_until < :now)"),
-				ExpressionAttributeNames: map[string]string{"#st": "status"},
-				ExpressionAttributeValues: item{":me": attrS(leaseOwner), ":until": attrTime(until),
-					":now": attrTime(now), ":pending": attrS(store.OutboxPending)},
-				ReturnValues: types.ReturnValueAllNew,
-			})
-			if _, ok := condFailed(err); ok {
-				blocked[chat] = true // sent meanwhile, or claimed elsewhere
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("dynamo: telegram outbox: %w", err)
-			}
-			out = append(out, outMessage(res.Attributes))
 		}
 	}
 	return out, nil
 }
 
 func outMessage(it item) store.OutboxMessage {
-	return store.OutboxMessage{
+	m := store.OutboxMessage{
 		ID: getS(it, "id"), ChatID: getN(it, "chat_id"), Text: getS(it, "text"), Status: getS(it, "status"),
 		Attempts: int(getN(it, "attempts")), NextAt: getTime(it, "next_at"), MessageID: getN(it, "message_id"),
 		LastError: getS(it, "last_error"), CreatedAt: getTime(it, "created_at"),
 	}
+	if until := getTimePtr(it, "claimed_until"); until != nil {
+		m.ClaimedUntil = *until
+	}
+	return m
+}
+
+// ClaimOutbox implements store.Telegram.
+func (t TelegramStore) ClaimOutbox(ctx context.Context, id, claim string, now, until time.Time) (store.OutboxMessage, bool, error) {
+	if claim == "" {
+		return store.OutboxMessage{}, false, errors.New("dynamo: telegram claim: no claim id")
+	}
+	res, err := t.s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: t.s.table, Key: key(pfxTGOut+id, skTGOut),
+		UpdateExpression: aws.String("SET claim = :claim, claimed_until = :until"),
+		ConditionExpression: aws.String("#st = :pending AND next_at <= :now AND " +
+			"(attribute_not_exists(claimed_until) OR claimed_until <= :now)"),
+		ExpressionAttributeNames: map[string]string{"#st": "status"},
+		ExpressionAttributeValues: item{":claim": attrS(claim), ":until": attrTime(until),
+			":now": attrTime(now), ":pending": attrS(store.OutboxPending)},
+		ReturnValues: types.ReturnValueAllNew,
+	})
+	if _, ok := condFailed(err); ok {
+		return store.OutboxMessage{}, false, nil
+	}
+	if err != nil {
+		return store.OutboxMessage{}, false, fmt.Errorf("dynamo: telegram claim: %w", err)
+	}
+	return outMessage(res.Attributes), true, nil
 }
 
 // MarkSent implements store.Telegram.
@@ -327,7 +316,7 @@ func (t TelegramStore) MarkSent(ctx context.Context, id string, messageID int64,
 	_, err := t.s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: t.s.table, Key: key(pfxTGOut+id, skTGOut),
 		UpdateExpression: aws.String("SET #st = :sent, message_id = :mid, sent_at = :at, attempts = attempts + :one, " +
-			"gsi1pk = :gsi, expires_at = :exp REMOVE lease_owner, lease_until"),
+			"gsi1pk = :gsi, expires_at = :exp REMOVE claim, claimed_until"),
 		ConditionExpression:      aws.String("attribute_exists(pk)"),
 		ExpressionAttributeNames: map[string]string{"#st": "status"},
 		ExpressionAttributeValues: item{":sent": attrS(store.OutboxSent), ":mid": attrN(messageID), ":at": attrTime(at),
@@ -342,20 +331,23 @@ func (t TelegramStore) MarkSent(ctx context.Context, id string, messageID int64,
 	return nil
 }
 
-// MarkRetry implements store.Telegram; a message no longer pending is
-// left as it is.
-func (t TelegramStore) MarkRetry(ctx context.Context, id string, attempts int, next time.Time, lastErr string, failed bool) error {
+// MarkRetry implements store.Telegram; a message no longer pending, or
+// claimed by another claim, is left as it is.
+func (t TelegramStore) MarkRetry(ctx context.Context, id, claim string, attempts int, next time.Time, lastErr string, failed bool) error {
+	if claim == "" {
+		return errors.New("dynamo: telegram mark retry: no claim id")
+	}
 	status := store.OutboxPending
 	if failed {
 		status = store.OutboxFailed
 	}
 	_, err := t.s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: t.s.table, Key: key(pfxTGOut+id, skTGOut),
-		UpdateExpression:         aws.String("SET #st = :st, attempts = :n, next_at = :next, last_error = :err, gsi1pk = :gsi"),
-		ConditionExpression:      aws.String("#st = :pending"),
+		UpdateExpression:         aws.String("SET #st = :st, attempts = :n, next_at = :next, last_error = :err, gsi1pk = :gsi REMOVE claim, claimed_until"),
+		ConditionExpression:      aws.String("#st = :pending AND claim = :claim"),
 		ExpressionAttributeNames: map[string]string{"#st": "status"},
 		ExpressionAttributeValues: item{":st": attrS(status), ":n": attrN(int64(attempts)), ":next": attrTime(next),
-			":err": attrS(lastErr), ":gsi": attrS(tgOutGSI(status)), ":pending": attrS(store.OutboxPending)},
+			":err": attrS(lastErr), ":gsi": attrS(tgOutGSI(status)), ":pending": attrS(store.OutboxPending), ":claim": attrS(claim)},
 	})
 	if _, ok := condFailed(err); err != nil && !ok {
 		return fmt.Errorf("dynamo: telegram mark retry: %w", err)

@@ -159,7 +159,9 @@ CREATE TABLE telegram_outbox (
 	message_id INTEGER,
 	last_error TEXT    NOT NULL DEFAULT '',
 	created_at INTEGER NOT NULL,
-	sent_at    INTEGER
+	sent_at    INTEGER,
+	claim      TEXT    NOT NULL DEFAULT '',
+	claimed_until INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 CREATE INDEX telegram_outbox_pending ON telegram_outbox (n) WHERE status = 'pending';
 CREATE TABLE telegram_code_tries (
@@ -572,6 +574,12 @@ CREATE TRIGGER messages_deleted AFTER DELETE ON messages
 BEGIN
 	UPDATE sessions SET history_version = random() WHERE id = OLD.session_id;
 END;
+`,
+	// 15: the claim of a Telegram outbox message by the sender sending it
+	// (store.Telegram.ClaimOutbox): its id, and when it lapses (0: none).
+	`
+ALTER TABLE telegram_outbox ADD COLUMN claim TEXT NOT NULL DEFAULT '';
+ALTER TABLE telegram_outbox ADD COLUMN claimed_until INTEGER NOT NULL DEFAULT 0;
 `,
 }
 

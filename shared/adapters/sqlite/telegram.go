@@ -165,7 +165,7 @@ func addOutbox(ctx context.Context, tx *sql.Tx, msgs []store.OutboxMessage, now 
 
 // UnsentOutbox implements store.Telegram.
 func (s TelegramStore) UnsentOutbox(ctx context.Context, limit int) ([]store.OutboxMessage, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT id, chat_id, text, status, attempts, next_at, last_error, created_at
+	rows, err := s.db.r.QueryContext(ctx, `SELECT `+outboxColumns+`
 		FROM telegram_outbox WHERE status = 'pending' ORDER BY n LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: telegram outbox: %w", err)
@@ -173,12 +173,10 @@ func (s TelegramStore) UnsentOutbox(ctx context.Context, limit int) ([]store.Out
 	defer rows.Close()
 	var out []store.OutboxMessage
 	for rows.Next() {
-		var m store.OutboxMessage
-		var next, created int64
-		if err := rows.Scan(&m.ID, &m.ChatID, &m.Text, &m.Status, &m.Attempts, &next, &m.LastError, &created); err != nil {
+		m, err := scanOutbox(rows)
+		if err != nil {
 			return nil, fmt.Errorf("sqlite: telegram outbox: %w", err)
 		}
-		m.NextAt, m.CreatedAt = fromMillis(next), fromMillis(created)
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
@@ -187,9 +185,44 @@ func (s TelegramStore) UnsentOutbox(ctx context.Context, limit int) ([]store.Out
 	return out, nil
 }
 
+// outboxColumns are the columns scanOutbox reads.
+const outboxColumns = "id, chat_id, text, status, attempts, next_at, last_error, created_at, claimed_until"
+
+// scanOutbox reads a pending message of outboxColumns.
+func scanOutbox(row interface{ Scan(...any) error }) (store.OutboxMessage, error) {
+	var m store.OutboxMessage
+	var next, created, claimed int64
+	if err := row.Scan(&m.ID, &m.ChatID, &m.Text, &m.Status, &m.Attempts, &next, &m.LastError, &created, &claimed); err != nil {
+		return m, err
+	}
+	m.NextAt, m.CreatedAt = fromMillis(next), fromMillis(created)
+	if claimed != 0 {
+		m.ClaimedUntil = fromMillis(claimed)
+	}
+	return m, nil
+}
+
+// ClaimOutbox implements store.Telegram.
+func (s TelegramStore) ClaimOutbox(ctx context.Context, id, claim string, now, until time.Time) (store.OutboxMessage, bool, error) {
+	if claim == "" {
+		return store.OutboxMessage{}, false, errors.New("sqlite: telegram claim: no claim id")
+	}
+	m, err := scanOutbox(s.db.w.QueryRowContext(ctx, `UPDATE telegram_outbox SET claim = ?, claimed_until = ?
+		WHERE id = ? AND status = 'pending' AND next_at <= ? AND claimed_until <= ?
+		RETURNING `+outboxColumns, claim, toMillis(until), id, toMillis(now), toMillis(now)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.OutboxMessage{}, false, nil
+	}
+	if err != nil {
+		return store.OutboxMessage{}, false, fmt.Errorf("sqlite: telegram claim: %w", err)
+	}
+	return m, true, nil
+}
+
 // MarkSent implements store.Telegram.
 func (s TelegramStore) MarkSent(ctx context.Context, id string, messageID int64, at time.Time) error {
-	_, err := s.db.w.ExecContext(ctx, `UPDATE telegram_outbox SET status = 'sent', message_id = ?, sent_at = ?, attempts = attempts + 1 WHERE id = ?`,
+	_, err := s.db.w.ExecContext(ctx, `UPDATE telegram_outbox SET status = 'sent', message_id = ?, sent_at = ?, attempts = attempts + 1,
+		claim = '', claimed_until = 0 WHERE id = ?`,
 		messageID, toMillis(at), id)
 	if err != nil {
 		return fmt.Errorf("sqlite: telegram mark sent: %w", err)
@@ -198,13 +231,17 @@ func (s TelegramStore) MarkSent(ctx context.Context, id string, messageID int64,
 }
 
 // MarkRetry implements store.Telegram.
-func (s TelegramStore) MarkRetry(ctx context.Context, id string, attempts int, next time.Time, lastErr string, failed bool) error {
+func (s TelegramStore) MarkRetry(ctx context.Context, id, claim string, attempts int, next time.Time, lastErr string, failed bool) error {
+	if claim == "" {
+		return errors.New("sqlite: telegram mark retry: no claim id")
+	}
 	status := store.OutboxPending
 	if failed {
 		status = store.OutboxFailed
 	}
-	_, err := s.db.w.ExecContext(ctx, `UPDATE telegram_outbox SET status = ?, attempts = ?, next_at = ?, last_error = ? WHERE id = ? AND status = 'pending'`,
-		status, attempts, toMillis(next), lastErr, id)
+	_, err := s.db.w.ExecContext(ctx, `UPDATE telegram_outbox SET status = ?, attempts = ?, next_at = ?, last_error = ?, claim = '', claimed_until = 0
+		WHERE id = ? AND status = 'pending' AND claim = ?`,
+		status, attempts, toMillis(next), lastErr, id, claim)
 	if err != nil {
 		return fmt.Errorf("sqlite: telegram mark retry: %w", err)
 	}

@@ -62,13 +62,15 @@ func TestTelegramStore(t *testing.T) {
 	if err != nil || len(un) != 2 || un[0].Text != "one" || un[1].Text != "two" {
 		t.Fatalf("UnsentOutbox = %+v, %v", un, err)
 	}
-	if err := s.MarkRetry(ctx, "a#0", 1, now.Add(time.Second), "429", false); err != nil {
-		t.Fatal(err)
+	for _, m := range un {
+		if _, ok, err := s.ClaimOutbox(ctx, m.ID, "c-"+m.ID, time.Now(), time.Now().Add(time.Minute)); err != nil || !ok {
+			t.Fatalf("ClaimOutbox(%s) = %v, %v", m.ID, ok, err)
+		}
 	}
 	if err := s.MarkSent(ctx, "a#0", 99, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.MarkRetry(ctx, "a#1", 3, now, "403", true); err != nil {
+	if err := s.MarkRetry(ctx, "a#1", "c-a#1", 3, now, "403", true); err != nil {
 		t.Fatal(err)
 	}
 	st, err := s.OutboxStats(ctx)

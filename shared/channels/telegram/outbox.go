@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"log/slog"
 	"time"
@@ -24,12 +25,21 @@ const markTimeout = 5 * time.Second
 // not cut short.
 const sendTimeout = 5 * time.Second
 
+// claimLease is how long a sender's claim of a message lasts: its send
+// and recording it, with a margin for the clocks of other processes.
+// Another sender claims the message again only after it, so the message
+// is sent twice only when its sender died (or stalled past the lease)
+// between Telegram taking it and MarkSent; that is the one resend an
+// outbox cannot rule out.
+const claimLease = sendTimeout + markTimeout + 20*time.Second
+
 // outboxStore is what the outbox needs of the store (store.Telegram).
 type outboxStore interface {
 	AddOutbox(ctx context.Context, msgs []store.OutboxMessage) error
 	UnsentOutbox(ctx context.Context, limit int) ([]store.OutboxMessage, error)
+	ClaimOutbox(ctx context.Context, id, claim string, now, until time.Time) (store.OutboxMessage, bool, error)
 	MarkSent(ctx context.Context, id string, messageID int64, at time.Time) error
-	MarkRetry(ctx context.Context, id string, attempts int, next time.Time, lastErr string, failed bool) error
+	MarkRetry(ctx context.Context, id, claim string, attempts int, next time.Time, lastErr string, failed bool) error
 }
 
 // messageSender sends a message and returns its id (Client).
@@ -110,10 +120,13 @@ func (o *outbox) flush(ctx context.Context, wait time.Duration) (pending int, er
 }
 
 // pass makes one pass over the outbox: in order per chat, a message is
-// marked sent only with the message_id Telegram answered; a failure
-// blocks its chat's later messages until a retry, after retry_after on 429
-// or an exponential backoff otherwise. It returns when the next message
-// is due (a far time when none is) and how many are left pending.
+// claimed (store.Telegram.ClaimOutbox), so that passes running at once,
+// in this process or others, send it once, and marked sent only with the
+// message_id Telegram answered; a failure blocks its chat's later
+// messages until a retry, after retry_after on 429 or an exponential
+// backoff otherwise, and so does a message another sender holds. It
+// returns when the next message is due (a far time when none is) and how
+// many are left pending.
 func (o *outbox) pass(ctx context.Context) (next time.Time, pending int) {
 	next = o.now().Add(24 * time.Hour)
 	msgs, err := o.store.UnsentOutbox(ctx, 500)
@@ -132,14 +145,27 @@ func (o *outbox) pass(ctx context.Context) (next time.Time, pending int) {
 			pending++
 			continue
 		}
-		if now := o.now(); m.NextAt.After(now) {
+		now := o.now()
+		if due := later(m.NextAt, m.ClaimedUntil); due.After(now) {
 			blocked[m.ChatID] = true
 			pending++
-			if m.NextAt.Before(next) {
-				next = m.NextAt
+			if due.Before(next) {
+				next = due
 			}
 			continue
 		}
+		claim := rand.Text()
+		claimed, ok, err := o.store.ClaimOutbox(ctx, m.ID, claim, now.UTC(), now.Add(claimLease).UTC())
+		if err != nil || !ok {
+			// Sent or claimed by another sender since it was read.
+			if err != nil && ctx.Err() == nil {
+				o.log.Error("claim reply", "outbox_id", m.ID, "error", err)
+			}
+			blocked[m.ChatID] = true
+			pending++
+			continue
+		}
+		m = claimed
 		// A send once started is finished even when shutting down: a
 		// request cut off after Telegram took the message would leave it
 		// unmarked, and the restarted server would send it again.
@@ -169,7 +195,7 @@ func (o *outbox) pass(ctx context.Context) (next time.Time, pending int) {
 		}
 		failed := attempts >= maxAttempts || Permanent(err) && attempts >= permanentAttempts
 		at := o.now().Add(delay)
-		if err := o.store.MarkRetry(ctx, m.ID, attempts, at.UTC(), err.Error(), failed); err != nil {
+		if err := o.store.MarkRetry(ctx, m.ID, claim, attempts, at.UTC(), err.Error(), failed); err != nil {
 			o.log.Error("mark reply retry", "outbox_id", m.ID, "error", err)
 		}
 		if failed {
@@ -183,6 +209,14 @@ func (o *outbox) pass(ctx context.Context) (next time.Time, pending int) {
 		}
 	}
 	return next, pending
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // sleepCtx waits d and reports whether ctx is still alive.

@@ -2,12 +2,17 @@ package telegram
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
 
@@ -23,6 +28,8 @@ type fakeOutbox struct {
 	msgs    []store.OutboxMessage
 	sent    []string
 	retries map[string]retry
+	taken   map[string]bool
+	claims  []string
 }
 
 func (f *fakeOutbox) AddOutbox(_ context.Context, msgs []store.OutboxMessage) error {
@@ -43,7 +50,23 @@ func (f *fakeOutbox) MarkSent(ctx context.Context, id string, _ int64, _ time.Ti
 	return nil
 }
 
-func (f *fakeOutbox) MarkRetry(_ context.Context, id string, attempts int, next time.Time, _ string, failed bool) error {
+// ClaimOutbox claims a message as a store does, but for a message in
+// taken, which another sender claimed since the pass read it.
+func (f *fakeOutbox) ClaimOutbox(_ context.Context, id, claim string, now, until time.Time) (store.OutboxMessage, bool, error) {
+	for i, m := range f.msgs {
+		if m.ID == id && !f.taken[id] && !m.NextAt.After(now) && !m.ClaimedUntil.After(now) {
+			f.msgs[i].ClaimedUntil = until
+			f.claims = append(f.claims, claim)
+			return f.msgs[i], true, nil
+		}
+	}
+	return store.OutboxMessage{}, false, nil
+}
+
+func (f *fakeOutbox) MarkRetry(_ context.Context, id, claim string, attempts int, next time.Time, _ string, failed bool) error {
+	if !slices.Contains(f.claims, claim) {
+		return fmt.Errorf("mark retry of %s under claim %q, which was not made", id, claim)
+	}
 	f.retries[id] = retry{Attempts: attempts, Next: next, Failed: failed}
 	return nil
 }
@@ -77,12 +100,15 @@ func TestOutboxPass(t *testing.T) {
 	serverError := &APIError{Method: "sendMessage", Code: 500, Description: "Internal Server Error"}
 	forbidden := &APIError{Method: "sendMessage", Code: 403, Description: "Forbidden: bot was blocked by the user"}
 	// msg is a message of chat with id as its text, tried attempts times
-	// and due after due.
+	// and due after due, claimed by another sender until claimed (if
+	// set), or meanwhile (if taken).
 	type msg struct {
 		id       string
 		chat     int64
 		attempts int
 		due      time.Duration
+		claimed  time.Duration
+		taken    bool
 	}
 	// want is a MarkRetry call, with the delay the retry is due after.
 	type want struct {
@@ -116,6 +142,13 @@ func TestOutboxPass(t *testing.T) {
 			wantRetries: map[string]want{"a#0": {attempts: maxAttempts, delay: 5 * time.Minute, failed: true}}, wantNext: 24 * time.Hour},
 		{name: "a message not due holds its chat", msgs: []msg{{id: "a#0", chat: 1, due: time.Hour}, {id: "a#1", chat: 1}, {id: "b#0", chat: 2}},
 			wantSent: []string{"b#0"}, wantPending: 2, wantNext: time.Hour},
+		{name: "a message another sender holds holds its chat till its claim lapses",
+			msgs:     []msg{{id: "a#0", chat: 1, claimed: claimLease}, {id: "a#1", chat: 1}, {id: "b#0", chat: 2}},
+			wantSent: []string{"b#0"}, wantPending: 2, wantNext: claimLease},
+		{name: "a lapsed claim is claimed again", msgs: []msg{{id: "a#0", chat: 1, claimed: -time.Second}},
+			wantSent: []string{"a#0"}, wantNext: 24 * time.Hour},
+		{name: "a message claimed since it was read holds its chat", msgs: []msg{{id: "a#0", chat: 1, taken: true}, {id: "a#1", chat: 1}, {id: "b#0", chat: 2}},
+			wantSent: []string{"b#0"}, wantPending: 2, wantNext: 24 * time.Hour},
 		{name: "a sent message is marked while shutting down", msgs: []msg{{id: "a#0", chat: 1}, {id: "a#1", chat: 1}}, cancel: true,
 			wantSent: []string{"a#0"}, wantPending: 2, wantNext: 24 * time.Hour},
 	}
@@ -123,7 +156,7 @@ func TestOutboxPass(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			st := &fakeOutbox{retries: map[string]retry{}}
+			st := &fakeOutbox{retries: map[string]retry{}, taken: map[string]bool{}}
 			sender := &fakeSender{fail: tt.fail}
 			if tt.cancel {
 				sender.cancel = cancel
@@ -132,6 +165,10 @@ func TestOutboxPass(t *testing.T) {
 			for _, m := range tt.msgs {
 				st.msgs = append(st.msgs, store.OutboxMessage{ID: m.id, ChatID: m.chat, Text: m.id, Status: store.OutboxPending,
 					Attempts: m.attempts, NextAt: now.Add(m.due), CreatedAt: now})
+				if m.claimed != 0 {
+					st.msgs[len(st.msgs)-1].ClaimedUntil = now.Add(m.claimed)
+				}
+				st.taken[m.id] = m.taken
 			}
 			o := newOutbox(st, sender, slog.New(slog.DiscardHandler))
 			o.now = func() time.Time { return now }
@@ -161,7 +198,7 @@ func TestOutboxPass(t *testing.T) {
 }
 
 func TestOutboxFlushGivesUpOnLaterRetries(t *testing.T) {
-	st := &fakeOutbox{retries: map[string]retry{}}
+	st := &fakeOutbox{retries: map[string]retry{}, taken: map[string]bool{}}
 	sender := &fakeSender{fail: map[int64]error{1: &APIError{Method: "sendMessage", Code: 429, RetryAfter: time.Hour}}}
 	o := newOutbox(st, sender, slog.New(slog.DiscardHandler))
 	if err := o.add(t.Context(), []store.OutboxMessage{{ID: "a#0", ChatID: 1, Text: "hi", NextAt: time.Now()}}); err != nil {
@@ -178,5 +215,77 @@ func TestOutboxFlushGivesUpOnLaterRetries(t *testing.T) {
 	}
 	if got := st.retries["a#0"].Attempts; got != 1 {
 		t.Errorf("attempts = %d, want 1: flush must not wait for a retry due after wait", got)
+	}
+}
+
+// gatedSender records what it sends, to the chat and text of each
+// message; the first send waits, once started, until gate is closed.
+type gatedSender struct {
+	mu      sync.Mutex
+	sent    map[int64][]string
+	started chan struct{}
+	gate    chan struct{}
+	calls   int
+}
+
+func (s *gatedSender) SendMessage(_ context.Context, chatID int64, text string) (int64, error) {
+	s.mu.Lock()
+	s.calls++
+	if s.calls == 1 {
+		s.mu.Unlock()
+		close(s.started)
+		<-s.gate
+		s.mu.Lock()
+	}
+	defer s.mu.Unlock()
+	s.sent[chatID] = append(s.sent[chatID], text)
+	return int64(len(s.sent[chatID])), nil
+}
+
+// TestOutboxesSendOnce runs two outboxes over one store, as the webhook
+// and the step function do on AWS: while one is sending a message, the
+// other passes over the outbox; each message is sent once, in order per
+// chat.
+func TestOutboxesSendOnce(t *testing.T) {
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "outbox.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	st := db.Telegram()
+	want := map[int64][]string{}
+	var msgs []store.OutboxMessage
+	for i := range 9 {
+		chat := int64(i%3 + 1)
+		text := fmt.Sprintf("chat %d part %d", chat, i/3)
+		msgs = append(msgs, store.OutboxMessage{ID: fmt.Sprintf("r%d#%d", chat, i/3), ChatID: chat, Text: text})
+		want[chat] = append(want[chat], text)
+	}
+	if err := st.AddOutbox(t.Context(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	sender := &gatedSender{sent: map[int64][]string{}, started: make(chan struct{}), gate: make(chan struct{})}
+	log := slog.New(slog.DiscardHandler)
+	a, b := newOutbox(st, sender, log), newOutbox(st, sender, log)
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.pass(t.Context())
+	}()
+	<-sender.started // a is sending chat 1's first message
+	_, pending := b.pass(t.Context())
+	close(sender.gate)
+	<-done
+	if pending != 3 {
+		t.Errorf("pending after the pass beside a send = %d; want chat 1's 3", pending)
+	}
+	for _, o := range []*outbox{a, b} {
+		if _, pending := o.pass(t.Context()); pending != 0 {
+			t.Errorf("pending after the last passes = %d", pending)
+		}
+	}
+	if d := cmp.Diff(want, sender.sent); d != "" {
+		t.Errorf("sent (-want +got):\n%s", d)
 	}
 }

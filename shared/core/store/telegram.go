@@ -25,6 +25,9 @@ type OutboxMessage struct {
 	MessageID int64
 	LastError string
 	CreatedAt time.Time
+	// ClaimedUntil is when the claim of a sender (Telegram.ClaimOutbox)
+	// lapses; zero when none was made since the last attempt.
+	ClaimedUntil time.Time
 }
 
 // OutboxStats counts the Telegram outbox by status.
@@ -76,9 +79,21 @@ type Telegram interface {
 	AddOutbox(ctx context.Context, msgs []OutboxMessage) error
 	// UnsentOutbox returns the pending messages, oldest first.
 	UnsentOutbox(ctx context.Context, limit int) ([]OutboxMessage, error)
-	// MarkSent records Telegram's message id for a delivered message.
+	// ClaimOutbox claims the message id for one send, under the claim id
+	// claim until until: only if the message is pending, due (NextAt not
+	// after now) and not claimed by a claim that lasts past now. It
+	// returns the message as claimed and whether it claimed it; of two
+	// senders claiming at once, one wins. A sender sends only what it
+	// claimed, so a message is sent twice only when its sender died (or
+	// outlived until) between Telegram taking it and MarkSent: a claim
+	// that lapsed lets another sender claim it again.
+	ClaimOutbox(ctx context.Context, id, claim string, now, until time.Time) (OutboxMessage, bool, error)
+	// MarkSent records Telegram's message id for a delivered message and
+	// ends its claim.
 	MarkSent(ctx context.Context, id string, messageID int64, at time.Time) error
-	// MarkRetry records a failed attempt; failed says to give up.
-	MarkRetry(ctx context.Context, id string, attempts int, next time.Time, lastErr string, failed bool) error
+	// MarkRetry records a failed attempt of the claim claim and ends it;
+	// failed says to give up. A message no longer pending or claimed by
+	// claim is left as it is.
+	MarkRetry(ctx context.Context, id, claim string, attempts int, next time.Time, lastErr string, failed bool) error
 	OutboxStats(ctx context.Context) (OutboxStats, error)
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ func RunTelegram(t *testing.T, newStore func(t *testing.T) store.Telegram) {
 	t.Run("Codes", func(t *testing.T) { testTelegramCodes(t, newStore(t)) })
 	t.Run("CodeTries", func(t *testing.T) { testTelegramCodeTries(t, newStore(t)) })
 	t.Run("Outbox", func(t *testing.T) { testTelegramOutbox(t, newStore(t)) })
+	t.Run("OutboxClaim", func(t *testing.T) { testTelegramOutboxClaim(t, newStore(t)) })
 }
 
 // The channel's state keys; the store holds any key alike.
@@ -146,17 +148,118 @@ func testTelegramOutbox(t *testing.T, s store.Telegram) {
 
 	next := now.Add(time.Minute)
 	const tooMany = "telegram sendMessage: 429 Too Many Requests"
-	must(t, "MarkRetry", s.MarkRetry(ctx, "r1#0", 1, next, tooMany, false))
+	for _, id := range []string{"r1#0", "r1#1", "r1#2"} {
+		if _, ok, err := s.ClaimOutbox(ctx, id, "c-"+id, now, now.Add(time.Minute)); err != nil || !ok {
+			t.Fatalf("ClaimOutbox(%s) = %v, %v; want it claimed", id, ok, err)
+		}
+	}
+	must(t, "MarkRetry", s.MarkRetry(ctx, "r1#0", "c-r1#0", 1, next, tooMany, false))
 	must(t, "MarkSent", s.MarkSent(ctx, "r1#1", 777, now))
-	must(t, "MarkRetry failed", s.MarkRetry(ctx, "r1#2", 3, next, "telegram sendMessage: 403 Forbidden", true))
+	must(t, "MarkRetry failed", s.MarkRetry(ctx, "r1#2", "c-r1#2", 3, next, "telegram sendMessage: 403 Forbidden", true))
 	got, err = s.UnsentOutbox(ctx, 100)
 	must(t, "UnsentOutbox after marks", err)
 	retried := msgs[0]
 	retried.Attempts, retried.NextAt, retried.LastError = 1, next, tooMany
 	diff(t, "UnsentOutbox after marks", []store.OutboxMessage{retried, other}, got)
-	// A late retry mark of a sent message changes nothing.
-	must(t, "MarkRetry of a sent message", s.MarkRetry(ctx, "r1#1", 2, next, "late", false))
+	// A late retry mark of a sent message changes nothing; a sent or
+	// failed message is not claimed.
+	must(t, "MarkRetry of a sent message", s.MarkRetry(ctx, "r1#1", "c-r1#1", 2, next, "late", false))
+	for _, id := range []string{"r1#1", "r1#2"} {
+		if _, ok, err := s.ClaimOutbox(ctx, id, "again", next, next.Add(time.Minute)); err != nil || ok {
+			t.Errorf("ClaimOutbox(%s) of a message no longer pending = %v, %v; want false", id, ok, err)
+		}
+	}
 	st, err := s.OutboxStats(ctx)
 	must(t, "OutboxStats", err)
 	diff(t, "OutboxStats", store.OutboxStats{Pending: 2, Sent: 1, Failed: 1}, st)
+}
+
+// testTelegramOutboxClaim holds ClaimOutbox to its contract: of senders
+// claiming a message at once one wins; the claim holds others off until
+// it lapses (a sender that died mid-send), and MarkRetry or MarkSent by
+// the claimer ends it; a message is claimed only when due.
+func testTelegramOutboxClaim(t *testing.T, s store.Telegram) {
+	ctx := t.Context()
+	now := time.Now().UTC()
+	msg := store.OutboxMessage{ID: "r1#0", ChatID: 20, Text: "hello", Status: store.OutboxPending, NextAt: now, CreatedAt: now}
+	must(t, "AddOutbox", s.AddOutbox(ctx, []store.OutboxMessage{msg}))
+	claim := func(what, claim string, at time.Time, want bool) {
+		t.Helper()
+		if _, ok, err := s.ClaimOutbox(ctx, msg.ID, claim, at, at.Add(time.Minute)); err != nil || ok != want {
+			t.Errorf("%s: ClaimOutbox = %v, %v; want %v", what, ok, err, want)
+		}
+	}
+	unsent := func(what string, want store.OutboxMessage) {
+		t.Helper()
+		got, err := s.UnsentOutbox(ctx, 10)
+		must(t, what+": UnsentOutbox", err)
+		diff(t, what, []store.OutboxMessage{want}, got)
+	}
+
+	// Of eight senders claiming at once, one wins, and gets the message
+	// as claimed.
+	until := now.Add(time.Minute)
+	var mu sync.Mutex
+	var winners []string
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			c := fmt.Sprintf("sender-%d", i)
+			m, ok, err := s.ClaimOutbox(ctx, msg.ID, c, now, until)
+			if err != nil {
+				t.Errorf("ClaimOutbox by %s: %v", c, err)
+			}
+			if ok {
+				mu.Lock()
+				winners = append(winners, c)
+				mu.Unlock()
+				claimed := msg
+				claimed.ClaimedUntil = until
+				diff(t, "the claimed message", claimed, m)
+			}
+		})
+	}
+	wg.Wait()
+	if len(winners) != 1 {
+		t.Fatalf("concurrent claims won by %q; want one", winners)
+	}
+	first := winners[0]
+	held := msg
+	held.ClaimedUntil = until
+	unsent("a claimed message", held)
+	claim("a claim while the first lasts", "late", until.Add(-time.Second), false)
+	// Another's MarkRetry changes nothing.
+	must(t, "MarkRetry by another", s.MarkRetry(ctx, msg.ID, "late", 1, now, "late", true))
+	unsent("after another's MarkRetry", held)
+
+	// The first sender died mid-send: after its claim lapses, the message
+	// is claimed again, and the dead sender's marks change nothing.
+	claim("a claim after the first lapsed", "second", until, true)
+	must(t, "MarkRetry by the lapsed claim", s.MarkRetry(ctx, msg.ID, first, 1, now, "lapsed", true))
+	held.ClaimedUntil = until.Add(time.Minute)
+	unsent("after the lapsed claim's MarkRetry", held)
+
+	// MarkRetry by the claimer ends the claim; the message is claimed
+	// again when due.
+	next := until.Add(time.Hour)
+	must(t, "MarkRetry", s.MarkRetry(ctx, msg.ID, "second", 1, next, "500", false))
+	retried := msg
+	retried.Attempts, retried.NextAt, retried.LastError = 1, next, "500"
+	unsent("after MarkRetry", retried)
+	claim("a claim before the retry is due", "early", next.Add(-time.Second), false)
+	claim("a claim when the retry is due", "third", next, true)
+
+	// MarkSent ends the claim and the message's sending.
+	must(t, "MarkSent", s.MarkSent(ctx, msg.ID, 5, next))
+	got, err := s.UnsentOutbox(ctx, 10)
+	must(t, "UnsentOutbox after MarkSent", err)
+	diff(t, "unsent after MarkSent", []store.OutboxMessage(nil), got)
+	claim("a claim of a sent message", "fourth", next.Add(time.Hour), false)
+
+	if _, _, err := s.ClaimOutbox(ctx, msg.ID, "", next, next.Add(time.Minute)); err == nil {
+		t.Error("ClaimOutbox with no claim id: no error")
+	}
+	if err := s.MarkRetry(ctx, msg.ID, "", 1, next, "x", false); err == nil {
+		t.Error("MarkRetry with no claim id: no error")
+	}
 }
