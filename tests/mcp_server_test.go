@@ -478,7 +478,7 @@ func TestMCPServerTypeScript(t *testing.T) {
 			}
 		}
 		result(t, "mcp/listTools", &got)
-		want := `[{agents_list []} {chat [agent message]} {history [agent]} {memory_search [agent query]}]`
+		want := `[{agents_list []} {chat [message]} {history []} {memory_search [query]}]`
 		if s := fmt.Sprint(got.Tools); s != want {
 			t.Errorf("tools %s, want %s", s, want)
 		}
