@@ -168,7 +168,10 @@ func TestStackRuns(t *testing.T) {
 	if s := status(abandoned.RunID); s != store.RunFailed {
 		t.Errorf("abandoned run %s, want failed", s)
 	}
-	waitFor(t, "the run queued behind the abandoned one", 20*time.Second, func() bool { return status(queued.RunID) == store.RunDone })
+	// The run is committed done before its answer is told: wait for both.
+	waitFor(t, "the run queued behind the abandoned one, and its answer", 20*time.Second, func() bool {
+		return status(queued.RunID) == store.RunDone && len(finals("s-abandoned")) >= 2
+	})
 	if got := finals("s-abandoned"); len(got) != 2 || !strings.Contains(got[0], "an internal error stopped this reply (run "+abandoned.RunID+")") || got[1] != "final: Yes, here." {
 		t.Errorf("the abandoned run's user got %q; want told of the failure, then the next answer", got)
 	}
