@@ -21,6 +21,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	osgo "github.com/opensearch-project/opensearch-go/v4"
 	"github.com/opensearch-project/opensearch-go/v4/opensearchapi"
+	"github.com/opensearch-project/opensearch-go/v4/opensearchtransport"
 	"github.com/opensearch-project/opensearch-go/v4/signer/awsv2"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
@@ -140,14 +141,20 @@ func New(ctx context.Context, cfg Config) (*Index, error) {
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
-	oc := osgo.Config{
-		Addresses:      []string{strings.TrimSuffix(cfg.URL, "/")},
+	endpoint, err := url.Parse(strings.TrimSuffix(cfg.URL, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("opensearch: URL %q: %w", cfg.URL, err)
+	}
+	oc := opensearchtransport.Config{
+		URLs:           []*url.URL{endpoint},
 		Transport:      cfg.Transport,
 		RequestTimeout: timeout,
 		// The single endpoint of a domain or collection is a load balancer:
-		// node discovery and health checks would address nodes the client
-		// cannot reach.
+		// node discovery, health checks and the polling of node stats (every
+		// 5 s, for load shedding across nodes) would address nodes the
+		// client cannot reach, or ask one behind the balancer for nothing.
 		HealthCheckMaxRetries: -1,
+		NodeStatsInterval:     -1,
 	}
 	if cfg.Region != "" {
 		awsCfg := aws.Config{Region: cfg.Region, Credentials: cfg.Credentials}
@@ -168,10 +175,13 @@ func New(ctx context.Context, cfg Config) (*Index, error) {
 		}
 		oc.Signer = s
 	}
-	x.client, err = osgo.NewClient(oc)
+	// The transport built here rather than by osgo.NewClient, whose Config
+	// cannot turn the node stats' polling off.
+	tp, err := opensearchtransport.New(oc)
 	if err != nil {
 		return nil, fmt.Errorf("opensearch: %w", err)
 	}
+	x.client = &osgo.Client{Transport: tp}
 	return x, nil
 }
 

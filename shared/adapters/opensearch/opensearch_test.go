@@ -822,3 +822,16 @@ func TestClip(t *testing.T) {
 		t.Errorf("query of %d runes sent, want %d", len([]rune(q)), maxQueryRunes)
 	}
 }
+
+// The client asks the endpoint nothing on its own: the transport polls no
+// node stats (opensearch-go's default, every 5 s) and checks no node's
+// health, so a client left idle makes no request. The cluster fails the
+// test on any request, as it has no script.
+func TestIdleClientAsksNothing(t *testing.T) {
+	c := newCluster(t)
+	c.index(t, nil)
+	time.Sleep(6 * time.Second) // past the client's 5 s polling interval
+	if got := c.requests(); len(got) != 0 {
+		t.Errorf("an idle client made %d requests, the first %s %s", len(got), got[0].method, got[0].path)
+	}
+}
