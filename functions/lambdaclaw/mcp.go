@@ -16,6 +16,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/mcp"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/setup"
 )
@@ -46,12 +47,12 @@ func mcpCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // serveMCPServers gives the agents of builder the tools of the configured
 // MCP servers and returns what starts them when mcp.start is eager, which
 // serve runs once it listens, and what stops them.
-func serveMCPServers(cfg *config.Config, builder *setup.Builder, log *slog.Logger) (start, stop func(), err error) {
+func serveMCPServers(cfg *config.Config, builder *agentset.Builder, log *slog.Logger) (start, stop func(), err error) {
 	reg, err := setup.MCP(cfg.MCP, os.Getenv, log)
 	if err != nil || reg == nil {
 		return func() {}, func() {}, err
 	}
-	builder.UseMCP(reg)
+	setup.UseMCP(builder, reg)
 	start = func() {}
 	if cfg.MCP.Eager() {
 		start = reg.Start

@@ -187,7 +187,7 @@ func (d *deployment) store(ctx context.Context) (*dynamo.Store, error) {
 
 // agents lists the agents the stack's functions serve, sorted: those its
 // functions are configured with (output Agents) and every workspace in its
-// bucket, as the functions serve them (setup.Builder.Live).
+// bucket, as the functions serve them (agentset.Builder.Live).
 func (d *deployment) agents(ctx context.Context) ([]string, error) {
 	if err := d.need(outAgents); err != nil {
 		return nil, err

@@ -4,7 +4,7 @@
 // (Encode) into the functions' environment variable Var; every function
 // decodes them (Decode) with the same checks at cold start, then
 // validates and builds them exactly as locally (config.Validate,
-// setup.Builder). An agent that cannot work on AWS is thus refused
+// agentset.Builder). An agent that cannot work on AWS is thus refused
 // before anything is deployed, with the same message the functions would
 // give. The file's mcp: section, the MCP servers, goes the same way
 // (EncodeMCP, DecodeMCP, into MCPVar), with the cloud's rule that only

@@ -69,7 +69,7 @@ func Quota(cfg *config.Config) (*workspace.Quota, error) {
 
 // LiveTools gives an agent configured ac a tool set that follows tools
 // appearing and going while the process runs, over its fixed tools
-// (agent.Agent.LiveTools): the MCP servers' (setup.Builder.UseMCP).
+// (agent.Agent.LiveTools): the MCP servers' (setup.UseMCP).
 type LiveTools func(ac config.AgentConfig, fixed *tool.Registry) tool.Live
 
 // Builder makes the agents of a configuration: each with the provider

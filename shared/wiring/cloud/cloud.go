@@ -16,7 +16,7 @@
 //     stateless requests, kept in memory (agent.WithEphemeral);
 //   - the agents: their workspaces and skills live in the stack's bucket
 //     (WORKSPACE_BUCKET, adapters/s3), and they are made exactly as
-//     locally (setup.Builder.Live): the default agent and those
+//     locally (agentset.Builder.Live): the default agent and those
 //     AGENTS_CONFIG defines, with their settings (providers, model,
 //     tools, compaction, …; wiring/agentenv), get their workspaces made
 //     from the templates where missing, and every workspace under

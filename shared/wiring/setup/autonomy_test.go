@@ -159,7 +159,7 @@ func productAgent(t *testing.T) *agent.Agent {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { reg.Close() })
-	b.UseMCP(reg)
+	UseMCP(b, reg)
 	if _, err := b.CreateWorkspaces(t.Context(), "a"); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/mcp"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
@@ -40,12 +41,12 @@ func MCP(m config.MCP, getenv func(string) string, log *slog.Logger) (*mcp.Regis
 	return reg, nil
 }
 
-// UseMCP gives the agents the tools of the registry's servers: each
+// UseMCP gives b's agents the tools of the registry's servers: each
 // agent those of the servers its mcp setting names (all by default),
 // filtered by its mcp_allow and mcp_deny patterns, resolved at every
 // step of its runs (mcp.Toolset), so that it follows servers that start,
 // crash and change their tools.
-func (b *Builder) UseMCP(reg *mcp.Registry) {
+func UseMCP(b *agentset.Builder, reg *mcp.Registry) {
 	b.UseLiveTools(func(ac config.AgentConfig, fixed *tool.Registry) tool.Live { return reg.Toolset(fixed, mcpFilter(ac)) })
 }
 

@@ -3,7 +3,7 @@
 // wiring/agentset, the one place where that happens, so an agent behaves
 // the same wherever it runs; setup adds what only a process that runs the
 // loop's steps needs: the providers' adapters (Provider, Providers) and
-// the MCP servers' tools (MCP, Builder.UseMCP), and the heartbeats and
+// the MCP servers' tools (MCP, UseMCP), and the heartbeats and
 // check-in deliveries of the configuration. The composition roots
 // (functions/lambdaclaw, shared/wiring/cloud) read the configuration,
 // build the stores and decide which tools the environment can offer;
@@ -46,25 +46,16 @@ func Provider(ctx context.Context, p config.Provider, maxReply int) (llm.Provide
 	return nil, fmt.Errorf("unknown provider type %q", p.Type)
 }
 
-// Builder makes the agents of a configuration (agentset.Builder) with
-// the configured providers' adapters and, once UseMCP is called, the
-// tools of the MCP servers.
-type Builder struct{ *agentset.Builder }
-
 // NewBuilder builds the configured providers, each with retries and a
 // circuit breaker, and checks that every agent of the configuration can be
 // built from them and tools. Agents get workspaces in home, unless it is
-// nil.
-func NewBuilder(ctx context.Context, cfg *config.Config, home filestore.FS, tools []tool.Tool) (*Builder, error) {
+// nil; UseMCP gives them the tools of MCP servers.
+func NewBuilder(ctx context.Context, cfg *config.Config, home filestore.FS, tools []tool.Tool) (*agentset.Builder, error) {
 	providers, err := Providers(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	b, err := agentset.NewBuilder(cfg, home, tools, providers)
-	if err != nil {
-		return nil, err
-	}
-	return &Builder{b}, nil
+	return agentset.NewBuilder(cfg, home, tools, providers)
 }
 
 // Providers builds the adapters of the configured providers, by name,

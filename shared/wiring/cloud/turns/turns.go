@@ -79,7 +79,7 @@ func useMCP(b *agentset.Builder, cfg *config.Config, secret func(context.Context
 	if err != nil || servers == nil {
 		return err
 	}
-	(&setup.Builder{Builder: b}).UseMCP(servers)
+	setup.UseMCP(b, servers)
 	if cfg.MCP.Eager() && len(cfg.Providers) > 0 {
 		servers.Start()
 	}
