@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Button is one choice shown with an outbox message (an approval's
+// answers); a pressed one comes back to the channel as its Value.
+type Button struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
+}
+
+// Channel stores the durable state of one messaging channel
+// (shared/core/channel; Telegram, Slack, Discord, WhatsApp): small
+// values, the deliveries it handled, the users access codes let in, the
+// tries of codes and the outbox of replies. Each channel's state is its
+// own: the adapters bind a Channel to a channel's name (sqlite's
+// DB.Channel, dynamo's Store.Channel), and the messages it adds to the
+// outbox carry that name. The sqlite and dynamo adapters pass the
+// conformance suite storetest.RunChannel.
+type Channel interface {
+	// State and SetState keep small values, such as a polling offset
+	// or a webhook secret's hash. A missing key is "".
+	State(ctx context.Context, key string) (string, error)
+	SetState(ctx context.Context, key, value string) error
+	// Seen reports whether a delivery was already handled; MarkSeen
+	// records it; PruneSeen forgets deliveries seen before t.
+	Seen(ctx context.Context, id string) (bool, error)
+	MarkSeen(ctx context.Context, id string, at time.Time) error
+	PruneSeen(ctx context.Context, before time.Time) error
+	// AllowedUser reports whether a user was let in by an access code;
+	// RedeemCode lets user in with the code whose hash is given, unless
+	// that code was used already (then it reports false).
+	AllowedUser(ctx context.Context, user string) (bool, error)
+	RedeemCode(ctx context.Context, codeHash, user string, at time.Time) (bool, error)
+	// CodeTries returns the record of codes tried from a conversation
+	// (Version 0 when there is none). SetCodeTries stores next as its
+	// record, with the version after prev's, only if the stored record
+	// is still at version prev (none stored, for 0), and reports whether
+	// it did: two processes counting a try at once cannot both win.
+	CodeTries(ctx context.Context, from string) (CodeTries, error)
+	SetCodeTries(ctx context.Context, from string, prev int64, next CodeTries) (bool, error)
+	// AddOutbox stores messages as pending, keeping existing ids as they
+	// are; each message's Channel is the store's.
+	AddOutbox(ctx context.Context, msgs []OutboxMessage) error
+	// UnsentOutbox returns the channel's pending messages, oldest first.
+	UnsentOutbox(ctx context.Context, limit int) ([]OutboxMessage, error)
+	// ClaimOutbox claims the message id for one send, under the claim id
+	// claim until until: only if the message is pending, due (NextAt not
+	// after now) and not claimed by a claim that lasts past now. It
+	// returns the message as claimed and whether it claimed it; of two
+	// senders claiming at once, one wins. A sender sends only what it
+	// claimed, so a message is sent twice only when its sender died (or
+	// outlived until) between the platform taking it and MarkSent: a
+	// claim that lapsed lets another sender claim it again.
+	ClaimOutbox(ctx context.Context, id, claim string, now, until time.Time) (OutboxMessage, bool, error)
+	// MarkSent records the platform's id of a delivered message and ends
+	// its claim.
+	MarkSent(ctx context.Context, id, messageID string, at time.Time) error
+	// MarkRetry records a failed attempt of the claim claim and ends it;
+	// failed says to give up. A message no longer pending or claimed by
+	// claim is left as it is.
+	MarkRetry(ctx context.Context, id, claim string, attempts int, next time.Time, lastErr string, failed bool) error
+	OutboxStats(ctx context.Context) (OutboxStats, error)
+}
