@@ -282,7 +282,7 @@ func outboxFixture(t *testing.T) (*faketelegram.Server, *sqlite.DB, func() *tele
 	}
 	t.Cleanup(func() { db.Close() })
 	return tg, db, func() *telegram.Replier {
-		r, err := telegram.NewReplier(telegram.Config{Client: telegram.NewClient(tg.URL, faketelegram.Token), Store: db.Telegram()})
+		r, err := telegram.NewReplier(telegram.Config{Client: telegram.NewClient(tg.URL, faketelegram.Token), Store: db.Channel(telegram.ChannelName)})
 		if err != nil {
 			t.Fatal(err)
 		}

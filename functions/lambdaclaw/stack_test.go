@@ -251,7 +251,7 @@ func TestStackStatus(t *testing.T) {
 	if err := f.env.Store.RevokeKey(ctx, revoked.ID, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.env.Store.Telegram().AddOutbox(ctx, []store.OutboxMessage{{ID: "m-1", ChatID: 1, Text: "hi", NextAt: time.Now()}}); err != nil {
+	if err := f.env.Store.Channel("tg").AddOutbox(ctx, []store.OutboxMessage{{ID: "m-1", Channel: "tg", To: "1", Text: "hi", NextAt: time.Now()}}); err != nil {
 		t.Fatal(err)
 	}
 

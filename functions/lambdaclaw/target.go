@@ -26,10 +26,10 @@ type target struct {
 	open func(ctx context.Context) (*adminDB, error)
 }
 
-// adminDB is the store of a target with its Telegram state.
+// adminDB is the store of a target with its Telegram channel's state.
 type adminDB struct {
 	store.Store
-	telegram store.Telegram
+	telegram store.Channel
 }
 
 // target returns the target of the command: the stack --stack names, or
@@ -54,7 +54,7 @@ func (s *stackFlags) target(ctx context.Context, loadConfig func() (*config.Conf
 				if err != nil {
 					return nil, err
 				}
-				return &adminDB{Store: db, telegram: db.Telegram()}, nil
+				return &adminDB{Store: db, telegram: db.Channel("tg")}, nil
 			}}, nil
 	}
 	cfg, err := loadConfig()
@@ -77,7 +77,7 @@ func (s *stackFlags) target(ctx context.Context, loadConfig func() (*config.Conf
 			if err != nil {
 				return nil, err
 			}
-			return &adminDB{Store: db, telegram: db.Telegram()}, nil
+			return &adminDB{Store: db, telegram: db.Channel("tg")}, nil
 		}}, nil
 }
 

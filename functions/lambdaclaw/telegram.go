@@ -38,7 +38,7 @@ func newTelegramReplier(cfg *config.Config, db *sqlite.DB, log *slog.Logger) (*t
 		}
 	}
 	return telegram.NewReplier(telegram.Config{
-		Client: telegram.NewClient(tc.APIBase, tc.Token), Store: db.Telegram(),
+		Client: telegram.NewClient(tc.APIBase, tc.Token), Store: db.Channel(telegram.ChannelName),
 		Agent: tc.Agent, Autonomy: autonomy, AllowedUsers: tc.AllowedUsers, AccessCodes: codes, Log: log,
 		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
 	})
@@ -108,7 +108,7 @@ func telegramCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	secret, hash := telegram.NewSecret()
 	// The hash is stored first: a webhook call can arrive as soon as
 	// setWebhook returns.
-	if err := db.Telegram().SetState(ctx, telegram.KeyWebhookSecret, hash); err != nil {
+	if err := db.Channel(telegram.ChannelName).SetState(ctx, telegram.KeyWebhookSecret, hash); err != nil {
 		return err
 	}
 	url := strings.TrimRight(cfg.Telegram.PublicURL, "/") + config.TelegramWebhookPath

@@ -91,7 +91,7 @@ func TestConversation(t *testing.T) {
 	if got := texts(f.tg.Messages(chatID)); len(got) != 1 || got[0] != "echo: Hello, agent" {
 		t.Fatalf("messages = %q; want one echo", got)
 	}
-	st, err := f.env.Store.Telegram().OutboxStats(t.Context())
+	st, err := f.env.Store.Channel(telegram.ChannelName).OutboxStats(t.Context())
 	if err != nil || st.Sent != 1 || st.Pending != 0 {
 		t.Errorf("outbox = %+v, %v; want 1 sent", st, err)
 	}
@@ -123,7 +123,7 @@ func TestSecretHeader(t *testing.T) {
 	if n := len(f.env.SFN.Started()); n != 0 {
 		t.Errorf("%d executions started by rejected calls", n)
 	}
-	if seen, _ := f.env.Store.Telegram().Seen(t.Context(), 700000001); seen {
+	if seen, _ := f.env.Store.Channel(telegram.ChannelName).Seen(t.Context(), "700000001"); seen {
 		t.Error("a rejected update was recorded as handled")
 	}
 }
@@ -162,7 +162,7 @@ func TestDeniedAndRetried(t *testing.T) {
 		t.Errorf("%d executions started", n)
 	}
 	// Nothing of the unauthenticated text is stored.
-	msgs, err := f.env.Store.Telegram().UnsentOutbox(t.Context(), 10)
+	msgs, err := f.env.Store.Channel(telegram.ChannelName).UnsentOutbox(t.Context(), 10)
 	if err != nil || len(msgs) != 0 {
 		t.Errorf("outbox still pending: %v, %v", msgs, err)
 	}
@@ -210,7 +210,7 @@ func TestAccessCodeLockout(t *testing.T) {
 			t.Errorf("reply %d = %q", i+1, text)
 		}
 	}
-	if ok, err := f.env.Store.Telegram().AllowedUser(t.Context(), 777); err != nil || ok {
+	if ok, err := f.env.Store.Channel(telegram.ChannelName).AllowedUser(t.Context(), "777"); err != nil || ok {
 		t.Errorf("the locked-out chat's user was let in: %v, %v", ok, err)
 	}
 }

@@ -134,42 +134,54 @@ CREATE TABLE memory_chunks (
 	UNIQUE (memory_id, seq)
 ) STRICT;
 
-CREATE TABLE telegram_state (
-	key   TEXT NOT NULL PRIMARY KEY,
-	value TEXT NOT NULL
+CREATE TABLE channel_state (
+	channel TEXT NOT NULL,
+	key     TEXT NOT NULL,
+	value   TEXT NOT NULL,
+	PRIMARY KEY (channel, key)
 ) STRICT;
-CREATE TABLE telegram_seen (
-	update_id INTEGER NOT NULL PRIMARY KEY,
-	seen_at   INTEGER NOT NULL
+CREATE TABLE channel_seen (
+	channel TEXT    NOT NULL,
+	id      TEXT    NOT NULL,
+	seen_at INTEGER NOT NULL,
+	PRIMARY KEY (channel, id)
 ) STRICT;
-CREATE INDEX telegram_seen_at ON telegram_seen (seen_at);
-CREATE TABLE telegram_users (
-	user_id   INTEGER NOT NULL PRIMARY KEY,
-	code_hash TEXT    NOT NULL UNIQUE,
-	added_at  INTEGER NOT NULL
+CREATE INDEX channel_seen_at ON channel_seen (channel, seen_at);
+CREATE TABLE channel_users (
+	channel   TEXT    NOT NULL,
+	user_id   TEXT    NOT NULL,
+	code_hash TEXT    NOT NULL,
+	added_at  INTEGER NOT NULL,
+	PRIMARY KEY (channel, user_id),
+	UNIQUE (channel, code_hash)
 ) STRICT;
-CREATE TABLE telegram_outbox (
+CREATE TABLE channel_outbox (
 	n          INTEGER NOT NULL PRIMARY KEY,
-	id         TEXT    NOT NULL UNIQUE,
-	chat_id    INTEGER NOT NULL,
+	channel    TEXT    NOT NULL,
+	id         TEXT    NOT NULL,
+	recipient  TEXT    NOT NULL,
 	text       TEXT    NOT NULL,
+	buttons    TEXT    NOT NULL DEFAULT '',
 	status     TEXT    NOT NULL CHECK (status IN ('pending', 'sent', 'failed')),
 	attempts   INTEGER NOT NULL DEFAULT 0,
 	next_at    INTEGER NOT NULL,
-	message_id INTEGER,
+	message_id TEXT    NOT NULL DEFAULT '',
 	last_error TEXT    NOT NULL DEFAULT '',
 	created_at INTEGER NOT NULL,
 	sent_at    INTEGER,
 	claim      TEXT    NOT NULL DEFAULT '',
-	claimed_until INTEGER NOT NULL DEFAULT 0
+	claimed_until INTEGER NOT NULL DEFAULT 0,
+	UNIQUE (channel, id)
 ) STRICT;
-CREATE INDEX telegram_outbox_pending ON telegram_outbox (n) WHERE status = 'pending';
-CREATE TABLE telegram_code_tries (
-	chat_id      INTEGER NOT NULL PRIMARY KEY,
+CREATE INDEX channel_outbox_pending ON channel_outbox (channel, n) WHERE status = 'pending';
+CREATE TABLE channel_code_tries (
+	channel      TEXT    NOT NULL,
+	from_id      TEXT    NOT NULL,
 	tries        INTEGER NOT NULL,
 	lockouts     INTEGER NOT NULL,
 	locked_until INTEGER NOT NULL,
-	version      INTEGER NOT NULL
+	version      INTEGER NOT NULL,
+	PRIMARY KEY (channel, from_id)
 ) STRICT;
 
 CREATE TABLE jobs (
@@ -576,10 +588,79 @@ BEGIN
 END;
 `,
 	// 15: the claim of a Telegram outbox message by the sender sending it
-	// (store.Telegram.ClaimOutbox): its id, and when it lapses (0: none).
+	// (store.Channel.ClaimOutbox): its id, and when it lapses (0: none).
 	`
 ALTER TABLE telegram_outbox ADD COLUMN claim TEXT NOT NULL DEFAULT '';
 ALTER TABLE telegram_outbox ADD COLUMN claimed_until INTEGER NOT NULL DEFAULT 0;
+`,
+	// 16: the Telegram channel's state becomes that of any messaging
+	// channel (store.Channel): every table keyed by the channel's name,
+	// ids as text; Telegram's rows move over as channel 'tg'.
+	`
+CREATE TABLE channel_state (
+	channel TEXT NOT NULL,
+	key     TEXT NOT NULL,
+	value   TEXT NOT NULL,
+	PRIMARY KEY (channel, key)
+) STRICT;
+CREATE TABLE channel_seen (
+	channel TEXT    NOT NULL,
+	id      TEXT    NOT NULL,
+	seen_at INTEGER NOT NULL,
+	PRIMARY KEY (channel, id)
+) STRICT;
+CREATE INDEX channel_seen_at ON channel_seen (channel, seen_at);
+CREATE TABLE channel_users (
+	channel   TEXT    NOT NULL,
+	user_id   TEXT    NOT NULL,
+	code_hash TEXT    NOT NULL,
+	added_at  INTEGER NOT NULL,
+	PRIMARY KEY (channel, user_id),
+	UNIQUE (channel, code_hash)
+) STRICT;
+CREATE TABLE channel_outbox (
+	n          INTEGER NOT NULL PRIMARY KEY,
+	channel    TEXT    NOT NULL,
+	id         TEXT    NOT NULL,
+	recipient  TEXT    NOT NULL,
+	text       TEXT    NOT NULL,
+	buttons    TEXT    NOT NULL DEFAULT '',
+	status     TEXT    NOT NULL CHECK (status IN ('pending', 'sent', 'failed')),
+	attempts   INTEGER NOT NULL DEFAULT 0,
+	next_at    INTEGER NOT NULL,
+	message_id TEXT    NOT NULL DEFAULT '',
+	last_error TEXT    NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL,
+	sent_at    INTEGER,
+	claim      TEXT    NOT NULL DEFAULT '',
+	claimed_until INTEGER NOT NULL DEFAULT 0,
+	UNIQUE (channel, id)
+) STRICT;
+CREATE INDEX channel_outbox_pending ON channel_outbox (channel, n) WHERE status = 'pending';
+CREATE TABLE channel_code_tries (
+	channel      TEXT    NOT NULL,
+	from_id      TEXT    NOT NULL,
+	tries        INTEGER NOT NULL,
+	lockouts     INTEGER NOT NULL,
+	locked_until INTEGER NOT NULL,
+	version      INTEGER NOT NULL,
+	PRIMARY KEY (channel, from_id)
+) STRICT;
+INSERT INTO channel_state (channel, key, value) SELECT 'tg', key, value FROM telegram_state;
+INSERT INTO channel_seen (channel, id, seen_at) SELECT 'tg', CAST(update_id AS TEXT), seen_at FROM telegram_seen;
+INSERT INTO channel_users (channel, user_id, code_hash, added_at)
+	SELECT 'tg', CAST(user_id AS TEXT), code_hash, added_at FROM telegram_users;
+INSERT INTO channel_outbox (n, channel, id, recipient, text, status, attempts, next_at, message_id, last_error, created_at,
+		sent_at, claim, claimed_until)
+	SELECT n, 'tg', id, CAST(chat_id AS TEXT), text, status, attempts, next_at, coalesce(CAST(message_id AS TEXT), ''),
+		last_error, created_at, sent_at, claim, claimed_until FROM telegram_outbox;
+INSERT INTO channel_code_tries (channel, from_id, tries, lockouts, locked_until, version)
+	SELECT 'tg', CAST(chat_id AS TEXT), tries, lockouts, locked_until, version FROM telegram_code_tries;
+DROP TABLE telegram_state;
+DROP TABLE telegram_seen;
+DROP TABLE telegram_users;
+DROP TABLE telegram_outbox;
+DROP TABLE telegram_code_tries;
 `,
 }
 

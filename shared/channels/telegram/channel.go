@@ -110,7 +110,7 @@ func (c *Channel) pruneLoop(ctx context.Context) {
 // run or the outbox. An error means nothing durable happened that a retry
 // would repeat, so the update should be retried.
 func (c *Channel) Handle(ctx context.Context, u Update) error {
-	seen, err := c.cfg.Store.Seen(ctx, u.UpdateID)
+	seen, err := c.cfg.Store.Seen(ctx, strconv.FormatInt(u.UpdateID, 10))
 	if err != nil {
 		return fmt.Errorf("telegram: update %d: %w", u.UpdateID, err)
 	}
@@ -121,7 +121,7 @@ func (c *Channel) Handle(ctx context.Context, u Update) error {
 	if err := c.process(ctx, u); err != nil {
 		return fmt.Errorf("telegram: update %d: %w", u.UpdateID, err)
 	}
-	if err := c.cfg.Store.MarkSeen(ctx, u.UpdateID, time.Now().UTC()); err != nil {
+	if err := c.cfg.Store.MarkSeen(ctx, strconv.FormatInt(u.UpdateID, 10), time.Now().UTC()); err != nil {
 		return fmt.Errorf("telegram: update %d: %w", u.UpdateID, err)
 	}
 	return nil
@@ -249,5 +249,5 @@ func (c *Channel) authorized(ctx context.Context, userID int64) (bool, error) {
 	if slices.Contains(c.cfg.AllowedUsers, userID) {
 		return true, nil
 	}
-	return c.cfg.Store.AllowedUser(ctx, userID)
+	return c.cfg.Store.AllowedUser(ctx, strconv.FormatInt(userID, 10))
 }

@@ -5,7 +5,7 @@
 // half: it takes updates from long polling (poll.go) or from a webhook
 // (webhook.go), gates them by allowlist and one-time access codes (seed
 // 002 §4.7) and hands them to agent runs (channel.go). Both are wired by
-// one Config (config.go); the state is kept by a store.Telegram. Replies
+// one Config (config.go); the state is kept by a store.Channel. Replies
 // are plain text (no parse_mode), so nothing needs escaping.
 package telegram
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
@@ -82,7 +83,7 @@ func (c *Channel) tryCode(ctx context.Context, text string, chatID, userID int64
 // in (compare false), or the one this try, the last allowed, began.
 func (c *Channel) countTry(ctx context.Context, chatID int64, now time.Time) (lockedUntil time.Time, compare bool, err error) {
 	for range maxTryConflicts {
-		cur, err := c.cfg.Store.CodeTries(ctx, chatID)
+		cur, err := c.cfg.Store.CodeTries(ctx, strconv.FormatInt(chatID, 10))
 		if err != nil {
 			return time.Time{}, false, fmt.Errorf("count access code try: %w", err)
 		}
@@ -90,7 +91,7 @@ func (c *Channel) countTry(ctx context.Context, chatID int64, now time.Time) (lo
 			return cur.LockedUntil, false, nil
 		}
 		next := nextTry(cur, now)
-		ok, err := c.cfg.Store.SetCodeTries(ctx, chatID, cur.Version, next)
+		ok, err := c.cfg.Store.SetCodeTries(ctx, strconv.FormatInt(chatID, 10), cur.Version, next)
 		if err != nil {
 			return time.Time{}, false, fmt.Errorf("count access code try: %w", err)
 		}
@@ -158,5 +159,5 @@ func (c *Channel) redeem(ctx context.Context, text string, userID int64, at time
 	if match == "" {
 		return false, nil
 	}
-	return c.cfg.Store.RedeemCode(ctx, match, userID, at)
+	return c.cfg.Store.RedeemCode(ctx, match, strconv.FormatInt(userID, 10), at)
 }

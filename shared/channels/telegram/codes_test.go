@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,43 +16,43 @@ import (
 )
 
 // codeStore keeps in memory what the access codes' path of Handle uses
-// of store.Telegram; other methods are not called.
+// of store.Channel; other methods are not called.
 type codeStore struct {
-	store.Telegram
+	store.Channel
 	mu      sync.Mutex
-	seen    map[int64]bool
-	users   map[int64]string
+	seen    map[string]bool
+	users   map[string]string
 	codes   map[string]bool
-	tries   map[int64]store.CodeTries
+	tries   map[string]store.CodeTries
 	replies map[string]string
 }
 
 func newCodeStore() *codeStore {
-	return &codeStore{seen: map[int64]bool{}, users: map[int64]string{}, codes: map[string]bool{},
-		tries: map[int64]store.CodeTries{}, replies: map[string]string{}}
+	return &codeStore{seen: map[string]bool{}, users: map[string]string{}, codes: map[string]bool{},
+		tries: map[string]store.CodeTries{}, replies: map[string]string{}}
 }
 
-func (s *codeStore) Seen(_ context.Context, id int64) (bool, error) {
+func (s *codeStore) Seen(_ context.Context, id string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.seen[id], nil
 }
 
-func (s *codeStore) MarkSeen(_ context.Context, id int64, _ time.Time) error {
+func (s *codeStore) MarkSeen(_ context.Context, id string, _ time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seen[id] = true
 	return nil
 }
 
-func (s *codeStore) AllowedUser(_ context.Context, id int64) (bool, error) {
+func (s *codeStore) AllowedUser(_ context.Context, id string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.users[id]
 	return ok, nil
 }
 
-func (s *codeStore) RedeemCode(_ context.Context, hash string, id int64, _ time.Time) (bool, error) {
+func (s *codeStore) RedeemCode(_ context.Context, hash string, id string, _ time.Time) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.users[id]; ok || s.codes[hash] {
@@ -61,13 +62,13 @@ func (s *codeStore) RedeemCode(_ context.Context, hash string, id int64, _ time.
 	return true, nil
 }
 
-func (s *codeStore) CodeTries(_ context.Context, chat int64) (store.CodeTries, error) {
+func (s *codeStore) CodeTries(_ context.Context, chat string) (store.CodeTries, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.tries[chat], nil
 }
 
-func (s *codeStore) SetCodeTries(_ context.Context, chat int64, prev int64, next store.CodeTries) (bool, error) {
+func (s *codeStore) SetCodeTries(_ context.Context, chat string, prev int64, next store.CodeTries) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tries[chat].Version != prev {
@@ -168,7 +169,7 @@ func TestAccessCodeLockout(t *testing.T) {
 	b.next = 100
 	now = now.Add(10*time.Minute - time.Second)
 	step(rightCode, locked("12:15", "1 minute"))
-	if ok, _ := s.AllowedUser(t.Context(), chat); ok {
+	if ok, _ := s.AllowedUser(t.Context(), strconv.FormatInt(chat, 10)); ok {
 		t.Fatal("the right code let a locked-out chat in")
 	}
 
@@ -189,7 +190,7 @@ func TestAccessCodeLockout(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("replies (-want +got):\n%s", d)
 	}
-	if ok, _ := s.AllowedUser(t.Context(), chat); !ok {
+	if ok, _ := s.AllowedUser(t.Context(), strconv.FormatInt(chat, 10)); !ok {
 		t.Error("the right code after the lockout did not let the chat in")
 	}
 }
@@ -260,7 +261,7 @@ func TestNoAccessCodesNoLockout(t *testing.T) {
 			t.Fatalf("message %d: %q, want %q", i, r, DeniedText)
 		}
 	}
-	if got, _ := s.CodeTries(t.Context(), 888); got != (store.CodeTries{}) {
+	if got, _ := s.CodeTries(t.Context(), "888"); got != (store.CodeTries{}) {
 		t.Errorf("tries counted without codes: %+v", got)
 	}
 }

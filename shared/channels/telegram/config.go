@@ -23,7 +23,7 @@ type Runner interface {
 // Config wires a Channel and its Replier.
 type Config struct {
 	Client *Client
-	Store  store.Telegram
+	Store  store.Channel
 	// Runner receives the messages of updates; New requires it.
 	// NewReplier ignores it: NewChannel takes the runner instead.
 	Runner Runner

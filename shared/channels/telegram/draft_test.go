@@ -15,7 +15,7 @@ import (
 
 // outboxStore records the outbox; the drafts use nothing else of a store.
 type outboxStore struct {
-	store.Telegram
+	store.Channel
 	mu   sync.Mutex
 	msgs []store.OutboxMessage
 }
@@ -86,7 +86,7 @@ func TestDraftsWithSendMessageDraft(t *testing.T) {
 		t.Fatalf("%d sendMessage/editMessageText calls while drafts work", n)
 	}
 	// Drafts are not messages: the answer goes to the outbox.
-	if len(st.msgs) != 1 || st.msgs[0].Text != "Hello, world" || st.msgs[0].ChatID != 111 {
+	if len(st.msgs) != 1 || st.msgs[0].Text != "Hello, world" || st.msgs[0].To != "111" {
 		t.Fatalf("outbox = %+v", st.msgs)
 	}
 	// Throttled: a draft per DraftInterval at most, not one per delta.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
@@ -33,12 +34,12 @@ const sendTimeout = 5 * time.Second
 // outbox cannot rule out.
 const claimLease = sendTimeout + markTimeout + 20*time.Second
 
-// outboxStore is what the outbox needs of the store (store.Telegram).
+// outboxStore is what the outbox needs of the store (store.Channel).
 type outboxStore interface {
 	AddOutbox(ctx context.Context, msgs []store.OutboxMessage) error
 	UnsentOutbox(ctx context.Context, limit int) ([]store.OutboxMessage, error)
 	ClaimOutbox(ctx context.Context, id, claim string, now, until time.Time) (store.OutboxMessage, bool, error)
-	MarkSent(ctx context.Context, id string, messageID int64, at time.Time) error
+	MarkSent(ctx context.Context, id, messageID string, at time.Time) error
 	MarkRetry(ctx context.Context, id, claim string, attempts int, next time.Time, lastErr string, failed bool) error
 }
 
@@ -120,7 +121,7 @@ func (o *outbox) flush(ctx context.Context, wait time.Duration) (pending int, er
 }
 
 // pass makes one pass over the outbox: in order per chat, a message is
-// claimed (store.Telegram.ClaimOutbox), so that passes running at once,
+// claimed (store.Channel.ClaimOutbox), so that passes running at once,
 // in this process or others, send it once, and marked sent only with the
 // message_id Telegram answered; a failure blocks its chat's later
 // messages until a retry, after retry_after on 429 or an exponential
@@ -136,18 +137,18 @@ func (o *outbox) pass(ctx context.Context) (next time.Time, pending int) {
 		}
 		return o.now().Add(5 * time.Second), 1
 	}
-	blocked := map[int64]bool{}
+	blocked := map[string]bool{}
 	for _, m := range msgs {
 		if ctx.Err() != nil {
 			return next, len(msgs)
 		}
-		if blocked[m.ChatID] {
+		if blocked[m.To] {
 			pending++
 			continue
 		}
 		now := o.now()
 		if due := later(m.NextAt, m.ClaimedUntil); due.After(now) {
-			blocked[m.ChatID] = true
+			blocked[m.To] = true
 			pending++
 			if due.Before(next) {
 				next = due
@@ -161,7 +162,7 @@ func (o *outbox) pass(ctx context.Context) (next time.Time, pending int) {
 			if err != nil && ctx.Err() == nil {
 				o.log.Error("claim reply", "outbox_id", m.ID, "error", err)
 			}
-			blocked[m.ChatID] = true
+			blocked[m.To] = true
 			pending++
 			continue
 		}
@@ -170,13 +171,17 @@ func (o *outbox) pass(ctx context.Context) (next time.Time, pending int) {
 		// request cut off after Telegram took the message would leave it
 		// unmarked, and the restarted server would send it again.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
-		id, err := o.sender.SendMessage(sctx, m.ChatID, m.Text)
+		var id int64
+		chatID, err := strconv.ParseInt(m.To, 10, 64)
+		if err == nil {
+			id, err = o.sender.SendMessage(sctx, chatID, m.Text)
+		}
 		cancel()
 		if err == nil {
 			// Telegram has the message: record that even when shutting
 			// down, or the restarted server would send it again.
 			mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
-			err := o.store.MarkSent(mctx, m.ID, id, o.now().UTC())
+			err := o.store.MarkSent(mctx, m.ID, strconv.FormatInt(id, 10), o.now().UTC())
 			cancel()
 			if err != nil {
 				o.log.Error("mark reply sent", "outbox_id", m.ID, "error", err)
@@ -186,7 +191,7 @@ func (o *outbox) pass(ctx context.Context) (next time.Time, pending int) {
 		if ctx.Err() != nil {
 			return next, len(msgs)
 		}
-		blocked[m.ChatID] = true
+		blocked[m.To] = true
 		attempts := m.Attempts + 1
 		delay := min(500*time.Millisecond<<min(attempts-1, 20), 5*time.Minute)
 		var ae *APIError
@@ -199,11 +204,11 @@ func (o *outbox) pass(ctx context.Context) (next time.Time, pending int) {
 			o.log.Error("mark reply retry", "outbox_id", m.ID, "error", err)
 		}
 		if failed {
-			o.log.Error("reply not delivered; giving up", "outbox_id", m.ID, "chat_id", m.ChatID, "attempts", attempts, "error", err)
+			o.log.Error("reply not delivered; giving up", "outbox_id", m.ID, "chat_id", m.To, "attempts", attempts, "error", err)
 			continue
 		}
 		pending++
-		o.log.Warn("reply not delivered; will retry", "outbox_id", m.ID, "chat_id", m.ChatID, "attempt", attempts, "retry_in", delay.String(), "error", err)
+		o.log.Warn("reply not delivered; will retry", "outbox_id", m.ID, "chat_id", m.To, "attempt", attempts, "retry_in", delay.String(), "error", err)
 		if at.Before(next) {
 			next = at
 		}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func (f *fakeOutbox) UnsentOutbox(context.Context, int) ([]store.OutboxMessage, 
 }
 
 // MarkSent fails on a cancelled context, as a real store would.
-func (f *fakeOutbox) MarkSent(ctx context.Context, id string, _ int64, _ time.Time) error {
+func (f *fakeOutbox) MarkSent(ctx context.Context, id, _ string, _ time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -163,7 +164,7 @@ func TestOutboxPass(t *testing.T) {
 			}
 			now := time.Now()
 			for _, m := range tt.msgs {
-				st.msgs = append(st.msgs, store.OutboxMessage{ID: m.id, ChatID: m.chat, Text: m.id, Status: store.OutboxPending,
+				st.msgs = append(st.msgs, store.OutboxMessage{ID: m.id, Channel: ChannelName, To: strconv.FormatInt(m.chat, 10), Text: m.id, Status: store.OutboxPending,
 					Attempts: m.attempts, NextAt: now.Add(m.due), CreatedAt: now})
 				if m.claimed != 0 {
 					st.msgs[len(st.msgs)-1].ClaimedUntil = now.Add(m.claimed)
@@ -201,7 +202,7 @@ func TestOutboxFlushGivesUpOnLaterRetries(t *testing.T) {
 	st := &fakeOutbox{retries: map[string]retry{}, taken: map[string]bool{}}
 	sender := &fakeSender{fail: map[int64]error{1: &APIError{Method: "sendMessage", Code: 429, RetryAfter: time.Hour}}}
 	o := newOutbox(st, sender, slog.New(slog.DiscardHandler))
-	if err := o.add(t.Context(), []store.OutboxMessage{{ID: "a#0", ChatID: 1, Text: "hi", NextAt: time.Now()}}); err != nil {
+	if err := o.add(t.Context(), []store.OutboxMessage{{ID: "a#0", Channel: ChannelName, To: "1", Text: "hi", NextAt: time.Now()}}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -252,13 +253,13 @@ func TestOutboxesSendOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	st := db.Telegram()
+	st := db.Channel("tg")
 	want := map[int64][]string{}
 	var msgs []store.OutboxMessage
 	for i := range 9 {
 		chat := int64(i%3 + 1)
 		text := fmt.Sprintf("chat %d part %d", chat, i/3)
-		msgs = append(msgs, store.OutboxMessage{ID: fmt.Sprintf("r%d#%d", chat, i/3), ChatID: chat, Text: text})
+		msgs = append(msgs, store.OutboxMessage{ID: fmt.Sprintf("r%d#%d", chat, i/3), Channel: ChannelName, To: strconv.FormatInt(chat, 10), Text: text})
 		want[chat] = append(want[chat], text)
 	}
 	if err := st.AddOutbox(t.Context(), msgs); err != nil {

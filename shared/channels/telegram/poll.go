@@ -16,7 +16,7 @@ type updateSource interface {
 	GetUpdates(ctx context.Context, offset int64, timeout time.Duration) ([]Update, error)
 }
 
-// offsetStore keeps the polling offset (store.Telegram).
+// offsetStore keeps the polling offset (store.Channel).
 type offsetStore interface {
 	State(ctx context.Context, key string) (string, error)
 	SetState(ctx context.Context, key, value string) error

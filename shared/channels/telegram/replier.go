@@ -88,7 +88,7 @@ func outboxMessages(id string, chatID int64, text string) []store.OutboxMessage 
 	now := time.Now().UTC()
 	msgs := make([]store.OutboxMessage, 0, len(parts))
 	for i, part := range parts {
-		msgs = append(msgs, store.OutboxMessage{ID: fmt.Sprintf("%s#%d", id, i), ChatID: chatID, Text: part, Status: store.OutboxPending, NextAt: now, CreatedAt: now})
+		msgs = append(msgs, store.OutboxMessage{ID: fmt.Sprintf("%s#%d", id, i), Channel: ChannelName, To: strconv.FormatInt(chatID, 10), Text: part, Status: store.OutboxPending, NextAt: now, CreatedAt: now})
 	}
 	return msgs
 }

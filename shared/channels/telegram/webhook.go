@@ -36,7 +36,7 @@ func HashSecret(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// secretStore holds the webhook secret's hash (store.Telegram).
+// secretStore holds the webhook secret's hash (store.Channel).
 type secretStore interface {
 	State(ctx context.Context, key string) (string, error)
 }

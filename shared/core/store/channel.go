@@ -5,6 +5,57 @@ import (
 	"time"
 )
 
+// Outbox statuses of a channel's message.
+const (
+	OutboxPending = "pending"
+	OutboxSent    = "sent"
+	OutboxFailed  = "failed"
+)
+
+// OutboxMessage is one message of a channel's outbox: a reply's part, an
+// approval's prompt.
+type OutboxMessage struct {
+	// ID is deterministic (the run id and part number), so storing the
+	// same reply twice keeps one copy; it is unique within its Channel.
+	ID string
+	// Channel is the channel that sends it (Channel's name: "tg",
+	// "slack", …); To its address there, which only the channel reads.
+	Channel string
+	To      string
+	Text    string
+	// Buttons are the choices shown with the message.
+	Buttons  []Button
+	Status   string
+	Attempts int
+	NextAt   time.Time
+	// MessageID is the platform's id of the sent message.
+	MessageID string
+	LastError string
+	CreatedAt time.Time
+	// ClaimedUntil is when the claim of a sender (Channel.ClaimOutbox)
+	// lapses; zero when none was made since the last attempt.
+	ClaimedUntil time.Time
+}
+
+// OutboxStats counts a channel's outbox by status.
+type OutboxStats struct {
+	Pending, Sent, Failed int
+}
+
+// CodeTries is a conversation's record of the access codes it tried,
+// which a channel keeps to lock it out after too many wrong codes.
+type CodeTries struct {
+	// Tries counts the codes tried since the last lockout.
+	Tries int
+	// Lockouts counts the chat's lockouts so far; each lasts longer.
+	Lockouts int
+	// LockedUntil is when the current lockout ends; zero if none began.
+	LockedUntil time.Time
+	// Version is the stored record's version, which SetCodeTries
+	// compares; 0 means none is stored.
+	Version int64
+}
+
 // Button is one choice shown with an outbox message (an approval's
 // answers); a pressed one comes back to the channel as its Value.
 type Button struct {

@@ -1,6 +1,6 @@
 // Package store declares the records lambdaclaw persists and the ports every
 // storage adapter implements (sqlite locally, dynamo on AWS): Store, and
-// Telegram for the Telegram channel's state (telegram.go). Both adapters
+// Channel for a messaging channel's state (channel.go). Both adapters
 // pass the conformance suites in storetest. A port lives here, never in
 // the package that uses it, so that adapters import no channel.
 //
@@ -138,11 +138,12 @@ type Commit struct {
 	// Jobs are queued for work off the request path (see Jobs); a job
 	// whose kind and id are queued already is replaced.
 	Jobs []Job
-	// Outbox are Telegram replies to send, stored pending as
-	// Telegram.AddOutbox stores them (an id that exists keeps its
-	// message): the transactional outbox of a run's reply, kept exactly
-	// when the run's state is. A store without a Telegram outbox refuses
-	// a commit that has any.
+	// Outbox are channels' messages to send, each stored pending in its
+	// Channel's outbox as Channel.AddOutbox stores them (an id that
+	// exists keeps its message): the transactional outbox of a run's
+	// reply, kept exactly when the run's state is. A store without
+	// channels' outboxes refuses a commit that has any, and a message
+	// without a Channel is refused.
 	Outbox []OutboxMessage
 }
 

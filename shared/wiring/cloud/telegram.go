@@ -80,7 +80,7 @@ func (r *Root) newTelegram(ctx context.Context, getenv func(string) string, rout
 		name = wsproto.DefaultAgent
 	}
 	ch, err := telegram.New(telegram.Config{
-		Client: telegram.NewClient(getenv("TELEGRAM_API_BASE"), token), Store: r.Store.Telegram(), Runner: r.Driver,
+		Client: telegram.NewClient(getenv("TELEGRAM_API_BASE"), token), Store: r.Store.Channel(telegram.ChannelName), Runner: r.Driver,
 		Agent: name, Identity: r.Identity, Autonomy: autonomy, AllowedUsers: users, AccessCodes: codes,
 		Log: r.Log, Serverless: true,
 	})

@@ -13,7 +13,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestCommitOutbox(t *testing.T) {
-	storetest.RunCommitOutbox(t, func(t *testing.T) (store.Store, store.Telegram) { return New(), nil })
+	storetest.RunCommitOutbox(t, func(t *testing.T) (store.Store, func(string) store.Channel) { return New(), nil })
 }
 
 // TestNoAliasing checks that slices go in and out as copies: a caller

@@ -1,12 +1,12 @@
 // Package storetest is the conformance suite every store.Store adapter
 // runs, so that the embedded and the cloud stores behave alike, and the
-// suite of store.Telegram (telegram.go):
+// suite of store.Channel (channel.go):
 //
 //	func TestStore(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) store.Store { return openEmpty(t) })
 //	}
-//	func TestTelegramStore(t *testing.T) {
-//		storetest.RunTelegram(t, func(t *testing.T) store.Telegram { return openEmpty(t).Telegram() })
+//	func TestChannelStore(t *testing.T) {
+//		storetest.RunChannel(t, func(t *testing.T) func(string) store.Channel { return openEmpty(t).Channel })
 //	}
 //
 // The suite holds adapters to the semantics documented in package store
@@ -1541,14 +1541,16 @@ func testCommitRunLease(t *testing.T, s store.Store) {
 }
 
 // RunCommitOutbox holds a store to Commit.Outbox, the transactional
-// outbox of a run's Telegram reply: its messages land with the commit and
-// not without it. A refused commit (a lease that does not hold the run,
-// an unknown run) stores none; an id in the outbox already keeps its
+// outbox of a run's reply on a channel: its messages land with the
+// commit, each in its channel's outbox, and not without it. A refused
+// commit (a lease that does not hold the run, an unknown run, a message
+// without a channel) stores none; an id in the outbox already keeps its
 // first message while the rest of the commit applies. newStore returns
-// the store and its Telegram side, nil for a store without a Telegram
-// outbox, which refuses a commit that has one, writing nothing.
-func RunCommitOutbox(t *testing.T, newStore func(t *testing.T) (store.Store, store.Telegram)) {
-	s, tg := newStore(t)
+// the store and its channels' stores by name, nil for a store without
+// channels' outboxes, which refuses a commit that has one, writing
+// nothing.
+func RunCommitOutbox(t *testing.T, newStore func(t *testing.T) (store.Store, func(name string) store.Channel)) {
+	s, channels := newStore(t)
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
 			t.Errorf("Close: %v", err)
@@ -1559,7 +1561,7 @@ func RunCommitOutbox(t *testing.T, newStore func(t *testing.T) (store.Store, sto
 	r := enqueue(t, s, "a", "r1")
 	now := time.Now().UTC()
 	part := func(i int, text string) store.OutboxMessage {
-		return store.OutboxMessage{ID: fmt.Sprintf("run-r1#%d", i), ChatID: 7, Text: text, Status: store.OutboxPending, NextAt: now, CreatedAt: now}
+		return store.OutboxMessage{ID: fmt.Sprintf("run-r1#%d", i), Channel: "tg", To: "7", Text: text, Status: store.OutboxPending, NextAt: now, CreatedAt: now}
 	}
 	done := func(lease int64, parts ...store.OutboxMessage) store.Commit {
 		c := store.Commit{Run: r, Lease: lease, Outbox: parts,
@@ -1567,15 +1569,16 @@ func RunCommitOutbox(t *testing.T, newStore func(t *testing.T) (store.Store, sto
 		c.Run.Status, c.Run.State = store.RunDone, []byte(`{"step":"done"}`)
 		return c
 	}
-	if tg == nil {
+	if channels == nil {
 		if err := s.CommitRun(ctx, done(0, part(0, "hello"))); err == nil {
-			t.Fatal("a store without a Telegram outbox took a commit with outbox messages")
+			t.Fatal("a store without channels' outboxes took a commit with outbox messages")
 		}
 		got, err := s.GetRun(ctx, "r1")
 		must(t, "GetRun", err)
 		diff(t, "run after a refused commit", r, got, ignoreUpdated)
 		return
 	}
+	tg := channels("tg")
 	outbox := func(what string, want ...store.OutboxMessage) {
 		t.Helper()
 		got, err := tg.UnsentOutbox(ctx, 100)
@@ -1598,8 +1601,19 @@ func RunCommitOutbox(t *testing.T, newStore func(t *testing.T) (store.Store, sto
 
 	first := part(0, "told before")
 	must(t, "AddOutbox", tg.AddOutbox(ctx, []store.OutboxMessage{first}))
-	must(t, "CommitRun with outbox messages", s.CommitRun(ctx, done(0, part(0, "hello"), part(1, "again"))))
+	nameless := part(1, "no channel")
+	nameless.Channel = ""
+	if err := s.CommitRun(ctx, done(0, nameless)); err == nil {
+		t.Error("CommitRun of an outbox message without a channel: no error")
+	}
+	outbox("after a commit of a message without a channel", first)
+	slack := store.OutboxMessage{ID: "run-r1#2", Channel: "slack", To: "C1/1.2", Text: "elsewhere", Status: store.OutboxPending, NextAt: now, CreatedAt: now,
+		Buttons: []store.Button{{Label: "Yes", Value: "ap:1:yes"}}}
+	must(t, "CommitRun with outbox messages", s.CommitRun(ctx, done(0, part(0, "hello"), part(1, "again"), slack)))
 	outbox("after the commit", first, part(1, "again"))
+	elsewhere, err := channels("slack").UnsentOutbox(ctx, 10)
+	must(t, "slack's UnsentOutbox", err)
+	diff(t, "slack's outbox after the commit", []store.OutboxMessage{slack}, elsewhere)
 	got, err := s.GetRun(ctx, "r1")
 	must(t, "GetRun", err)
 	if got.Status != store.RunDone {
@@ -1609,7 +1623,7 @@ func RunCommitOutbox(t *testing.T, newStore func(t *testing.T) (store.Store, sto
 		t.Errorf("the commit's message: %v", err)
 	}
 
-	// A long reply: 64 messages (what the Telegram replier sends at most)
+	// A long reply: 64 messages (what a channel sends at most)
 	// land with one commit.
 	long := done(0)
 	long.Run = enqueue(t, s, "a", "r2")
@@ -1617,7 +1631,7 @@ func RunCommitOutbox(t *testing.T, newStore func(t *testing.T) (store.Store, sto
 	long.Messages[0].Key, long.Messages[0].RunID = "k-long", "r2"
 	want, _ := tg.UnsentOutbox(ctx, 100)
 	for i := range 64 {
-		m := store.OutboxMessage{ID: fmt.Sprintf("run-r2#%d", i), ChatID: 8, Text: strings.Repeat("x", 4000), Status: store.OutboxPending, NextAt: now, CreatedAt: now}
+		m := store.OutboxMessage{ID: fmt.Sprintf("run-r2#%d", i), Channel: "tg", To: "8", Text: strings.Repeat("x", 4000), Status: store.OutboxPending, NextAt: now, CreatedAt: now}
 		long.Outbox = append(long.Outbox, m)
 		want = append(want, m)
 	}

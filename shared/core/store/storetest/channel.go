@@ -9,15 +9,70 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
 
-// RunTelegram runs the conformance suite of store.Telegram, the Telegram
-// channel's state. Each subtest calls newStore for a fresh, empty store.
-func RunTelegram(t *testing.T, newStore func(t *testing.T) store.Telegram) {
-	t.Run("State", func(t *testing.T) { testTelegramState(t, newStore(t)) })
-	t.Run("Seen", func(t *testing.T) { testTelegramSeen(t, newStore(t)) })
-	t.Run("Codes", func(t *testing.T) { testTelegramCodes(t, newStore(t)) })
-	t.Run("CodeTries", func(t *testing.T) { testTelegramCodeTries(t, newStore(t)) })
-	t.Run("Outbox", func(t *testing.T) { testTelegramOutbox(t, newStore(t)) })
-	t.Run("OutboxClaim", func(t *testing.T) { testTelegramOutboxClaim(t, newStore(t)) })
+// RunChannel runs the conformance suite of store.Channel, a messaging
+// channel's state. Each subtest calls newStore for a fresh, empty store,
+// which gives the Channel of each channel's name.
+func RunChannel(t *testing.T, newStore func(t *testing.T) func(name string) store.Channel) {
+	t.Run("State", func(t *testing.T) { testChannelState(t, newStore(t)("tg")) })
+	t.Run("Seen", func(t *testing.T) { testChannelSeen(t, newStore(t)("tg")) })
+	t.Run("Codes", func(t *testing.T) { testChannelCodes(t, newStore(t)("tg")) })
+	t.Run("CodeTries", func(t *testing.T) { testChannelCodeTries(t, newStore(t)("tg")) })
+	t.Run("Outbox", func(t *testing.T) { testChannelOutbox(t, newStore(t)("tg")) })
+	t.Run("OutboxClaim", func(t *testing.T) { testChannelOutboxClaim(t, newStore(t)("slack")) })
+	t.Run("Separate", func(t *testing.T) { testChannelsSeparate(t, newStore(t)) })
+}
+
+// testChannelsSeparate holds each channel's state to its own: the same
+// keys, ids and users in two channels are two records.
+func testChannelsSeparate(t *testing.T, open func(name string) store.Channel) {
+	ctx := t.Context()
+	now := time.Now().UTC()
+	tg, slack := open("tg"), open("slack")
+	must(t, "SetState", tg.SetState(ctx, keyOffset, "7"))
+	must(t, "MarkSeen", tg.MarkSeen(ctx, "5", now))
+	if ok, err := tg.RedeemCode(ctx, "h1", "42", now); err != nil || !ok {
+		t.Fatalf("RedeemCode = %v, %v", ok, err)
+	}
+	if ok, err := tg.SetCodeTries(ctx, "42", 0, store.CodeTries{Tries: 1}); err != nil || !ok {
+		t.Fatalf("SetCodeTries = %v, %v", ok, err)
+	}
+	msg := store.OutboxMessage{ID: "r1#0", Channel: "tg", To: "42", Text: "hi", Status: store.OutboxPending, NextAt: now, CreatedAt: now}
+	must(t, "AddOutbox", tg.AddOutbox(ctx, []store.OutboxMessage{msg}))
+
+	if v, err := slack.State(ctx, keyOffset); err != nil || v != "" {
+		t.Errorf("another channel's State = %q, %v; want \"\"", v, err)
+	}
+	if seen, err := slack.Seen(ctx, "5"); err != nil || seen {
+		t.Errorf("another channel's Seen = %v, %v; want false", seen, err)
+	}
+	if ok, err := slack.AllowedUser(ctx, "42"); err != nil || ok {
+		t.Errorf("another channel's AllowedUser = %v, %v; want false", ok, err)
+	}
+	if ok, err := slack.RedeemCode(ctx, "h1", "43", now); err != nil || !ok {
+		t.Errorf("the same code in another channel = %v, %v; want it redeemed", ok, err)
+	}
+	if got, err := slack.CodeTries(ctx, "42"); err != nil || got != (store.CodeTries{}) {
+		t.Errorf("another channel's CodeTries = %+v, %v; want none", got, err)
+	}
+	if got, err := slack.UnsentOutbox(ctx, 10); err != nil || len(got) != 0 {
+		t.Errorf("another channel's UnsentOutbox = %+v, %v; want none", got, err)
+	}
+	if _, ok, err := slack.ClaimOutbox(ctx, msg.ID, "c", now, now.Add(time.Minute)); err != nil || ok {
+		t.Errorf("another channel's ClaimOutbox = %v, %v; want false", ok, err)
+	}
+	// The same id in another channel is another message.
+	other := msg
+	other.Channel, other.Text = "slack", "other"
+	must(t, "AddOutbox slack", slack.AddOutbox(ctx, []store.OutboxMessage{other}))
+	got, err := slack.UnsentOutbox(ctx, 10)
+	must(t, "UnsentOutbox slack", err)
+	diff(t, "slack's outbox", []store.OutboxMessage{other}, got)
+	got, err = tg.UnsentOutbox(ctx, 10)
+	must(t, "UnsentOutbox tg", err)
+	diff(t, "tg's outbox", []store.OutboxMessage{msg}, got)
+	st, err := slack.OutboxStats(ctx)
+	must(t, "OutboxStats", err)
+	diff(t, "slack's OutboxStats", store.OutboxStats{Pending: 1}, st)
 }
 
 // The channel's state keys; the store holds any key alike.
@@ -26,7 +81,7 @@ const (
 	keySecret = "webhook_secret_sha256"
 )
 
-func testTelegramState(t *testing.T, s store.Telegram) {
+func testChannelState(t *testing.T, s store.Channel) {
 	ctx := t.Context()
 	if v, err := s.State(ctx, keyOffset); err != nil || v != "" {
 		t.Fatalf("State of a missing key = %q, %v; want \"\", nil", v, err)
@@ -42,57 +97,57 @@ func testTelegramState(t *testing.T, s store.Telegram) {
 	}
 }
 
-func testTelegramSeen(t *testing.T, s store.Telegram) {
+func testChannelSeen(t *testing.T, s store.Channel) {
 	ctx := t.Context()
 	now := time.Now().UTC()
-	must(t, "MarkSeen 5", s.MarkSeen(ctx, 5, now.Add(-3*time.Hour)))
-	must(t, "MarkSeen 5 twice", s.MarkSeen(ctx, 5, now.Add(-3*time.Hour)))
-	must(t, "MarkSeen 6", s.MarkSeen(ctx, 6, now))
-	for id, want := range map[int64]bool{5: true, 6: true, 7: false} {
+	must(t, "MarkSeen 5", s.MarkSeen(ctx, "5", now.Add(-3*time.Hour)))
+	must(t, "MarkSeen 5 twice", s.MarkSeen(ctx, "5", now.Add(-3*time.Hour)))
+	must(t, "MarkSeen 6", s.MarkSeen(ctx, "6", now))
+	for id, want := range map[string]bool{"5": true, "6": true, "7": false} {
 		if got, err := s.Seen(ctx, id); err != nil || got != want {
-			t.Errorf("Seen(%d) = %v, %v; want %v", id, got, err, want)
+			t.Errorf("Seen(%s) = %v, %v; want %v", id, got, err, want)
 		}
 	}
 	must(t, "PruneSeen", s.PruneSeen(ctx, now.Add(-time.Hour)))
-	for id, want := range map[int64]bool{5: false, 6: true} {
+	for id, want := range map[string]bool{"5": false, "6": true} {
 		if got, err := s.Seen(ctx, id); err != nil || got != want {
-			t.Errorf("after PruneSeen: Seen(%d) = %v, %v; want %v", id, got, err, want)
+			t.Errorf("after PruneSeen: Seen(%s) = %v, %v; want %v", id, got, err, want)
 		}
 	}
 }
 
-func testTelegramCodes(t *testing.T, s store.Telegram) {
+func testChannelCodes(t *testing.T, s store.Channel) {
 	ctx := t.Context()
 	now := time.Now().UTC()
-	if ok, err := s.AllowedUser(ctx, 42); err != nil || ok {
+	if ok, err := s.AllowedUser(ctx, "42"); err != nil || ok {
 		t.Fatalf("AllowedUser before any code = %v, %v", ok, err)
 	}
-	if ok, err := s.RedeemCode(ctx, "h1", 42, now); err != nil || !ok {
+	if ok, err := s.RedeemCode(ctx, "h1", "42", now); err != nil || !ok {
 		t.Fatalf("first redeem = %v, %v; want true", ok, err)
 	}
-	if ok, err := s.RedeemCode(ctx, "h1", 43, now); err != nil || ok {
+	if ok, err := s.RedeemCode(ctx, "h1", "43", now); err != nil || ok {
 		t.Fatalf("a code was redeemed twice: %v, %v", ok, err)
 	}
-	if ok, err := s.AllowedUser(ctx, 42); err != nil || !ok {
+	if ok, err := s.AllowedUser(ctx, "42"); err != nil || !ok {
 		t.Errorf("AllowedUser(42) = %v, %v; want true", ok, err)
 	}
-	if ok, err := s.AllowedUser(ctx, 43); err != nil || ok {
+	if ok, err := s.AllowedUser(ctx, "43"); err != nil || ok {
 		t.Errorf("AllowedUser(43) = %v, %v; want false", ok, err)
 	}
-	if ok, err := s.RedeemCode(ctx, "h2", 44, now); err != nil || !ok {
+	if ok, err := s.RedeemCode(ctx, "h2", "44", now); err != nil || !ok {
 		t.Errorf("another code = %v, %v; want true", ok, err)
 	}
 }
 
-func testTelegramCodeTries(t *testing.T, s store.Telegram) {
+func testChannelCodeTries(t *testing.T, s store.Channel) {
 	ctx := t.Context()
 	until := time.Date(2026, 12, 7, 12, 15, 0, 0, time.UTC)
-	if got, err := s.CodeTries(ctx, 42); err != nil || got != (store.CodeTries{}) {
+	if got, err := s.CodeTries(ctx, "42"); err != nil || got != (store.CodeTries{}) {
 		t.Fatalf("CodeTries before any = %+v, %v; want the zero record", got, err)
 	}
 	set := func(prev int64, next store.CodeTries) bool {
 		t.Helper()
-		ok, err := s.SetCodeTries(ctx, 42, prev, next)
+		ok, err := s.SetCodeTries(ctx, "42", prev, next)
 		must(t, "SetCodeTries", err)
 		return ok
 	}
@@ -111,33 +166,35 @@ func testTelegramCodeTries(t *testing.T, s store.Telegram) {
 	if set(1, store.CodeTries{Tries: 9}) {
 		t.Error("SetCodeTries at a stale version replaced the record")
 	}
-	got, err := s.CodeTries(ctx, 42)
+	got, err := s.CodeTries(ctx, "42")
 	must(t, "CodeTries", err)
 	diff(t, "CodeTries", store.CodeTries{Lockouts: 1, LockedUntil: until, Version: 2}, got)
 	// Another chat's record is its own.
-	if got, err := s.CodeTries(ctx, 43); err != nil || got != (store.CodeTries{}) {
+	if got, err := s.CodeTries(ctx, "43"); err != nil || got != (store.CodeTries{}) {
 		t.Errorf("CodeTries of another chat = %+v, %v; want the zero record", got, err)
 	}
-	if ok, err := s.SetCodeTries(ctx, 43, 0, store.CodeTries{Tries: 2}); err != nil || !ok {
+	if ok, err := s.SetCodeTries(ctx, "43", 0, store.CodeTries{Tries: 2}); err != nil || !ok {
 		t.Errorf("the first record of another chat: %v, %v", ok, err)
 	}
-	got, err = s.CodeTries(ctx, 42)
+	got, err = s.CodeTries(ctx, "42")
 	must(t, "CodeTries", err)
 	diff(t, "CodeTries after another chat's", store.CodeTries{Lockouts: 1, LockedUntil: until, Version: 2}, got)
 }
 
-func testTelegramOutbox(t *testing.T, s store.Telegram) {
+func testChannelOutbox(t *testing.T, s store.Channel) {
 	ctx := t.Context()
 	now := time.Now().UTC()
 	var msgs []store.OutboxMessage
 	for i := range 3 {
-		msgs = append(msgs, store.OutboxMessage{ID: fmt.Sprintf("r1#%d", i), ChatID: 10, Text: fmt.Sprintf("part %d", i),
+		msgs = append(msgs, store.OutboxMessage{ID: fmt.Sprintf("r1#%d", i), Channel: "tg", To: "10", Text: fmt.Sprintf("part %d", i),
 			Status: store.OutboxPending, NextAt: now, CreatedAt: now})
 	}
+	// Buttons are kept with their message.
+	msgs[2].Buttons = []store.Button{{Label: "Yes", Value: "ap:a1:yes"}, {Label: "No", Value: "ap:a1:no"}}
 	must(t, "AddOutbox", s.AddOutbox(ctx, msgs))
 	// The same ids again keep the first copy; a new message goes last.
-	other := store.OutboxMessage{ID: "r2#0", ChatID: 11, Text: "other chat", Status: store.OutboxPending, NextAt: now, CreatedAt: now}
-	again := []store.OutboxMessage{{ID: "r1#0", ChatID: 10, Text: "changed", NextAt: now, CreatedAt: now}, other}
+	other := store.OutboxMessage{ID: "r2#0", Channel: "tg", To: "11", Text: "other chat", Status: store.OutboxPending, NextAt: now, CreatedAt: now}
+	again := []store.OutboxMessage{{ID: "r1#0", Channel: "tg", To: "10", Text: "changed", NextAt: now, CreatedAt: now}, other}
 	must(t, "AddOutbox again", s.AddOutbox(ctx, again))
 	got, err := s.UnsentOutbox(ctx, 100)
 	must(t, "UnsentOutbox", err)
@@ -147,15 +204,15 @@ func testTelegramOutbox(t *testing.T, s store.Telegram) {
 	}
 
 	next := now.Add(time.Minute)
-	const tooMany = "telegram sendMessage: 429 Too Many Requests"
+	const tooMany = "tg send: 429 Too Many Requests"
 	for _, id := range []string{"r1#0", "r1#1", "r1#2"} {
 		if _, ok, err := s.ClaimOutbox(ctx, id, "c-"+id, now, now.Add(time.Minute)); err != nil || !ok {
 			t.Fatalf("ClaimOutbox(%s) = %v, %v; want it claimed", id, ok, err)
 		}
 	}
 	must(t, "MarkRetry", s.MarkRetry(ctx, "r1#0", "c-r1#0", 1, next, tooMany, false))
-	must(t, "MarkSent", s.MarkSent(ctx, "r1#1", 777, now))
-	must(t, "MarkRetry failed", s.MarkRetry(ctx, "r1#2", "c-r1#2", 3, next, "telegram sendMessage: 403 Forbidden", true))
+	must(t, "MarkSent", s.MarkSent(ctx, "r1#1", "777", now))
+	must(t, "MarkRetry failed", s.MarkRetry(ctx, "r1#2", "c-r1#2", 3, next, "tg send: 403 Forbidden", true))
 	got, err = s.UnsentOutbox(ctx, 100)
 	must(t, "UnsentOutbox after marks", err)
 	retried := msgs[0]
@@ -174,14 +231,14 @@ func testTelegramOutbox(t *testing.T, s store.Telegram) {
 	diff(t, "OutboxStats", store.OutboxStats{Pending: 2, Sent: 1, Failed: 1}, st)
 }
 
-// testTelegramOutboxClaim holds ClaimOutbox to its contract: of senders
+// testChannelOutboxClaim holds ClaimOutbox to its contract: of senders
 // claiming a message at once one wins; the claim holds others off until
 // it lapses (a sender that died mid-send), and MarkRetry or MarkSent by
 // the claimer ends it; a message is claimed only when due.
-func testTelegramOutboxClaim(t *testing.T, s store.Telegram) {
+func testChannelOutboxClaim(t *testing.T, s store.Channel) {
 	ctx := t.Context()
 	now := time.Now().UTC()
-	msg := store.OutboxMessage{ID: "r1#0", ChatID: 20, Text: "hello", Status: store.OutboxPending, NextAt: now, CreatedAt: now}
+	msg := store.OutboxMessage{ID: "r1#0", Channel: "slack", To: "C20/1700000000.000100", Text: "hello", Status: store.OutboxPending, NextAt: now, CreatedAt: now}
 	must(t, "AddOutbox", s.AddOutbox(ctx, []store.OutboxMessage{msg}))
 	claim := func(what, claim string, at time.Time, want bool) {
 		t.Helper()
@@ -250,7 +307,7 @@ func testTelegramOutboxClaim(t *testing.T, s store.Telegram) {
 	claim("a claim when the retry is due", "third", next, true)
 
 	// MarkSent ends the claim and the message's sending.
-	must(t, "MarkSent", s.MarkSent(ctx, msg.ID, 5, next))
+	must(t, "MarkSent", s.MarkSent(ctx, msg.ID, "5", next))
 	got, err := s.UnsentOutbox(ctx, 10)
 	must(t, "UnsentOutbox after MarkSent", err)
 	diff(t, "unsent after MarkSent", []store.OutboxMessage(nil), got)
