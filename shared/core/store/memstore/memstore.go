@@ -297,7 +297,7 @@ func (m *Store) CommitRun(_ context.Context, c store.Commit) error {
 		return fmt.Errorf("commit run %s: %w", c.Run.ID, store.ErrLeaseLost)
 	}
 	if len(c.Outbox) > 0 {
-		return fmt.Errorf("commit run %s: this store keeps no Telegram outbox", c.Run.ID)
+		return fmt.Errorf("commit run %s: this store keeps no channel outbox", c.Run.ID)
 	}
 	for _, msg := range c.Messages {
 		if msg.SessionID != old.SessionID {
