@@ -119,10 +119,12 @@ func (s *builder) grantTable(fn awslambda.Function, role string) {
 		// forgotten with its index items at $disconnect.
 		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, connKeys)
 		s.grantItems(fn, []string{"dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}, wsUserKeys)
-	case "telegram":
+	case "telegram", "channels":
 		s.grantItems(fn, sessionActions, sessionKeys)
-		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem"}, telegramKeys)
-		s.grantIndex(fn, "TGOUT#*", "TGSEEN")
+		if role == "telegram" {
+			s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem"}, telegramKeys)
+			s.grantIndex(fn, "TGOUT#*", "TGSEEN")
+		}
 	case "scheduler":
 		// Check-ins queue runs: no approvals or responses are created.
 		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",

@@ -73,7 +73,7 @@ func tableGrants(t *testing.T, s *synthesized, function string) []tableGrant {
 func TestTableAccessFile(t *testing.T) {
 	s := stack(t, variantOpenSearch)
 	all := map[string][]tableGrant{}
-	for _, fn := range []string{"api", "ws", "telegram", "step", "scheduler", "indexer"} {
+	for _, fn := range []string{"api", "ws", "telegram", "channels", "step", "scheduler", "indexer"} {
 		all[fn] = tableGrants(t, s, fn)
 	}
 	got, err := json.MarshalIndent(all, "", "  ")

@@ -135,6 +135,8 @@ func (s *builder) restAPI() {
 			AddMethod(jsii.String("POST"), telegram, nil)
 	}
 
+	s.addChannelRoutes(root)
+
 	s.restApi = api
 	s.apiURL = api.Url()
 	s.urlFor = func(path string) *string { return api.UrlForPath(jsii.String(path)) }

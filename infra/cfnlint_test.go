@@ -13,7 +13,7 @@ import (
 // lintVariants are the deploy variants cfn-lint checks: the default, each
 // context option that changes what is deployed alone, and all of them
 // together.
-var lintVariants = []string{variantDefault, variantSandbox, variantSandboxPublic, variantOpenSearch, "search=opensearch", "telegram=on", "openai_base_url",
+var lintVariants = []string{variantDefault, variantSandbox, variantSandboxPublic, variantOpenSearch, "search=opensearch", "telegram=on", variantChannels, "slack=on", "openai_base_url",
 	"agents_file", "alarms=off", "alarm_email", variantWAF, variantTracing, variantShortApproval, variantAll}
 
 // cfnLintFinding is one of cfn-lint's JSON findings.

@@ -26,6 +26,9 @@ const (
 	ctxTelegramUsers  = "telegram_allowed_users" // comma-separated Telegram user ids let in
 	ctxTelegramAPI    = "telegram_api_base"      // Bot API base URL (default Telegram's)
 	ctxTelegramToken  = "telegram_token_secret"  // name of the Secrets Manager secret holding the bot token
+	ctxSlack          = "slack"                  // off (default) or on: the Slack webhooks (channels.go)
+	ctxDiscord        = "discord"                // off (default) or on: the Discord interactions endpoint (channels.go)
+	ctxWhatsApp       = "whatsapp"               // off (default) or on: the WhatsApp webhook (channels.go)
 	ctxSearchInstance = "search_instance"        // OpenSearch data node instance type
 	ctxAlarms         = "alarms"                 // on (default) or off: CloudWatch alarms and their SNS topic
 	ctxAlarmEmail     = "alarm_email"            // optional email address the alarm topic notifies
@@ -153,6 +156,10 @@ type Config struct {
 	// secret that holds the bot token: the stack imports it, it does not
 	// create it (README: Telegram on AWS).
 	TelegramTokenSecret string
+	// Channels are the messaging channels whose webhooks the channels
+	// function serves ("slack", "discord", "whatsapp": -c slack=on …),
+	// in that order (channels.go).
+	Channels []string
 	// Sandbox is SandboxNone or SandboxFargate: the cluster, task
 	// definition and network of the exec tool's tasks (sandbox.go).
 	Sandbox string
@@ -304,6 +311,15 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 		c.Telegram = true
 	default:
 		return Config{}, fmt.Errorf("context %s=%q: want %q or %q", ctxTelegram, tg, TelegramOff, TelegramOn)
+	}
+	for _, name := range webhookChannels {
+		switch v := get(name, "off"); v {
+		case "on":
+			c.Channels = append(c.Channels, name)
+		case "off":
+		default:
+			return Config{}, fmt.Errorf("context %s=%q: want \"on\" or \"off\"", name, v)
+		}
 	}
 	if c.OpenAIBaseURL != "" && c.OpenAIModel == "" {
 		return Config{}, fmt.Errorf("context %s is set but %s is not: name the model of the OpenAI-compatible provider", ctxOpenAIBaseURL, ctxOpenAIModel)

@@ -43,7 +43,7 @@ var assetsDir = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, f := range []string{"api", "ws", "telegram", "step", "scheduler", "indexer", "sandbox"} {
+	for _, f := range []string{"api", "ws", "telegram", "channels", "step", "scheduler", "indexer", "sandbox"} {
 		if err := os.MkdirAll(filepath.Join(dir, f), 0o755); err != nil {
 			return "", err
 		}
@@ -68,6 +68,9 @@ const (
 	variantWAF = "waf=on"
 	// variantTracing is the default with X-Ray active tracing.
 	variantTracing = "tracing=active"
+	// variantChannels is the default with the Slack, Discord and
+	// WhatsApp webhooks.
+	variantChannels = "channels"
 	// variantAll turns on every option at once.
 	variantAll = "all"
 )
@@ -84,6 +87,9 @@ var variantContext = map[string]map[string]string{
 	variantOpenSearch: {
 		ctxSearch:        SearchOpenSearch,
 		ctxTelegram:      TelegramOn,
+		ctxSlack:         "on",
+		ctxDiscord:       "on",
+		ctxWhatsApp:      "on",
 		ctxOpenAIBaseURL: "https://openrouter.ai/api/v1",
 		ctxOpenAIModel:   "anthropic/claude-sonnet-4.5",
 		ctxModel:         "eu.anthropic.claude-sonnet-4-5-20250929-v1:0",
@@ -94,6 +100,8 @@ var variantContext = map[string]map[string]string{
 	// Each option alone, for cfn-lint (cfnlint_test.go).
 	"search=opensearch": {ctxSearch: SearchOpenSearch},
 	"telegram=on":       {ctxTelegram: TelegramOn},
+	variantChannels:     {ctxSlack: "on", ctxDiscord: "on", ctxWhatsApp: "on"},
+	"slack=on":          {ctxSlack: "on"},
 	"openai_base_url":   {ctxOpenAIBaseURL: "https://openrouter.ai/api/v1", ctxOpenAIModel: "anthropic/claude-sonnet-4.5"},
 	// agentsFile's agents use the OpenAI-compatible provider too.
 	"agents_file":  {ctxAgentsFile: agentsFile, ctxOpenAIBaseURL: "https://openrouter.ai/api/v1", ctxOpenAIModel: "anthropic/claude-sonnet-4.5"},
@@ -102,7 +110,7 @@ var variantContext = map[string]map[string]string{
 	variantWAF:     {ctxWAF: "on"},
 	variantTracing: {ctxTracing: TracingActive},
 	variantAll: {
-		ctxSearch: SearchOpenSearch, ctxTelegram: TelegramOn, ctxSandbox: SandboxFargate, ctxAgentsFile: agentsFile,
+		ctxSearch: SearchOpenSearch, ctxTelegram: TelegramOn, ctxSlack: "on", ctxDiscord: "on", ctxWhatsApp: "on", ctxSandbox: SandboxFargate, ctxAgentsFile: agentsFile,
 		ctxOpenAIBaseURL: "https://openrouter.ai/api/v1", ctxOpenAIModel: "anthropic/claude-sonnet-4.5",
 		ctxModel: "eu.anthropic.claude-sonnet-4-5-20250929-v1:0", ctxAlarmEmail: "ops@example.com",
 		ctxApproval: "2s", ctxRetention: "30", ctxVersionDays: "7", ctxRunMemory: "1024", ctxEmbedDims: "1024",

@@ -110,6 +110,9 @@ func NewStack(scope constructs.Construct, id string, cfg Config, props *awscdk.S
 	if cfg.Telegram {
 		functions = append(functions, "telegram")
 	}
+	if len(cfg.Channels) > 0 {
+		functions = append(functions, "channels")
+	}
 	if cfg.Search == SearchOpenSearch {
 		functions = append(functions, "indexer")
 	}
@@ -138,6 +141,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, props *awscdk.S
 	s.workspaceBucket()
 	s.secrets()
 	s.mcpSecrets()
+	s.channelSecrets()
 	s.stateMachineArn = stack.FormatArn(&awscdk.ArnComponents{
 		Service:      jsii.String("states"),
 		Resource:     jsii.String("stateMachine"),
@@ -179,6 +183,7 @@ type builder struct {
 	webhookSecret      awssecretsmanager.Secret            // nil without telegram=on
 	providerKey        awssecretsmanager.Secret            // nil without openai_base_url
 	mcpSecret          map[string]awssecretsmanager.Secret // by header variable (mcp.go)
+	channelSecret      map[string]awssecretsmanager.Secret // by channel (channels.go)
 	stateMachineArn    *string
 	stepFunctionArn    *string
 	scheduleGroup      awsscheduler.ScheduleGroup
@@ -621,7 +626,16 @@ func (s *builder) lambdas() {
 	// long. It delivers replies (WebSocket, and Telegram with
 	// telegram=on), runs tools (check-in schedules among them) and starts
 	// a session's next queued run.
-	stepEnv := map[string]*string{"WS_ENDPOINT": s.wsEndpoint}
+	// channels (slack=on, discord=on, whatsapp=on): their webhooks.
+	if len(s.cfg.Channels) > 0 {
+		ch := s.function("channels", "Slack, Discord and WhatsApp webhooks", 256, 30, common(s.channelEnv()))
+		s.grantTable(ch, "channels")
+		s.grantWorkspace(ch)
+		s.grantStates(ch, true)
+		s.grantChannels(ch, true)
+	}
+
+	stepEnv := merge(map[string]*string{"WS_ENDPOINT": s.wsEndpoint}, s.channelEnv())
 	if s.cfg.Telegram {
 		stepEnv["TELEGRAM_BOT_TOKEN_SECRET_ARN"] = s.botTokenID()
 		stepEnv["TELEGRAM_API_BASE"] = jsii.String(s.cfg.TelegramAPIBase)
@@ -648,6 +662,7 @@ func (s *builder) lambdas() {
 	if s.cfg.Telegram {
 		s.botToken.GrantRead(step, nil)
 	}
+	s.grantChannels(step, false)
 	if s.providerKey != nil {
 		s.providerKey.GrantRead(step, nil)
 	}
@@ -721,6 +736,7 @@ func (s *builder) outputs() {
 		out("TelegramBotTokenSecretArn", s.botToken.SecretArn(), "the imported bot token secret (partial ARN)")
 		out("TelegramWebhookSecretArn", s.webhookSecret.SecretArn(), "secret_token for setWebhook")
 	}
+	s.channelOutputs(out)
 	if vars := s.cfg.MCP.HeaderVars(); len(vars) > 0 {
 		var names []string
 		for _, v := range vars {

@@ -85,7 +85,7 @@ func TestTable(t *testing.T) {
 func TestFunctions(t *testing.T) {
 	for variant, want := range map[string][]string{
 		variantDefault:    {"api", "ws", "step", "scheduler"},
-		variantOpenSearch: {"api", "ws", "telegram", "step", "scheduler", "indexer"},
+		variantOpenSearch: {"api", "ws", "telegram", "channels", "step", "scheduler", "indexer"},
 	} {
 		t.Run(variant, func(t *testing.T) {
 			s := stack(t, variant)
@@ -279,8 +279,8 @@ func testRestAPIStreaming(t *testing.T, s *synthesized) {
 	if mode, ok := integ["ResponseTransferMode"]; ok && mode != "BUFFERED" {
 		t.Errorf("Telegram webhook ResponseTransferMode %v", mode)
 	}
-	if len(routes) != len(apiRoutes)+1 {
-		t.Errorf("routes %v, want exactly %v and the webhook", keys(routes), apiRoutes)
+	if want := len(apiRoutes) + 1 + len(channelRouteNames(s.cfg)); len(routes) != want {
+		t.Errorf("routes %v, want exactly %v, the webhook and the channels' %v", keys(routes), apiRoutes, channelRouteNames(s.cfg))
 	}
 }
 
@@ -430,7 +430,7 @@ func TestSecrets(t *testing.T) {
 	// With telegram=on the stack creates the webhook secret; the bot token
 	// secret is imported (TestTelegramWebhookRegistration). The MCP
 	// header secrets are created without a value (TestMCP).
-	for variant, want := range map[string]int{variantDefault: 0, variantOpenSearch: 4} {
+	for variant, want := range map[string]int{variantDefault: 0, variantOpenSearch: 7} {
 		t.Run(variant, func(t *testing.T) {
 			s := stack(t, variant)
 			secrets := s.resources("AWS::SecretsManager::Secret")
@@ -441,13 +441,20 @@ func TestSecrets(t *testing.T) {
 				if v, ok := props(r)["SecretString"]; ok {
 					t.Errorf("secret %s has a value in the template: %v", id, v)
 				}
-				if _, ok := props(r)["GenerateSecretString"]; !ok && !strings.HasPrefix(id, "McpSecret") {
+				// The MCP header and channel secrets have no value until
+				// the operator puts one.
+				empty := strings.HasPrefix(id, "McpSecret") || strings.HasPrefix(id, "SlackSecret") ||
+					strings.HasPrefix(id, "DiscordSecret") || strings.HasPrefix(id, "WhatsAppSecret")
+				if _, ok := props(r)["GenerateSecretString"]; !ok && !empty {
 					t.Errorf("secret %s: no generated placeholder", id)
 				}
 			}
 			names := []string{"api", "ws", "step", "scheduler"}
 			if s.cfg.Telegram {
 				names = append(names, "telegram")
+			}
+			if len(s.cfg.Channels) > 0 {
+				names = append(names, "channels")
 			}
 			reads := map[string][]string{}
 			for _, name := range names {
@@ -463,7 +470,9 @@ func TestSecrets(t *testing.T) {
 			if variant == variantOpenSearch {
 				wantReads["telegram"] = []string{"TelegramBotToken(imported)", "TelegramWebhookSecret"}
 				wantReads["api"] = []string{"McpSecretDOCSKEY", "McpSecretREMOTETOKEN", "ProviderKey"}
-				wantReads["step"] = []string{"McpSecretDOCSKEY", "McpSecretREMOTETOKEN", "ProviderKey", "TelegramBotToken(imported)"}
+				wantReads["step"] = []string{"DiscordSecret", "McpSecretDOCSKEY", "McpSecretREMOTETOKEN", "ProviderKey", "SlackSecret",
+					"TelegramBotToken(imported)", "WhatsAppSecret"}
+				wantReads["channels"] = []string{"DiscordSecret", "SlackSecret", "WhatsAppSecret"}
 			}
 			for _, name := range names {
 				if !slices.Equal(reads[name], wantReads[name]) {

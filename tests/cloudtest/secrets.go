@@ -11,11 +11,14 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
 )
 
-// Secrets is a fake of Secrets Manager's GetSecretValue (awsJson1_1): it
-// answers the values it was given by secret id (an ARN or a name), and
-// ResourceNotFoundException for any other id. A request the service's
-// model refuses (awsmodel) is answered ValidationException, and fails the
-// test.
+// Secrets is a fake of Secrets Manager's GetSecretValue, PutSecretValue
+// and DescribeSecret (awsJson1_1): it keeps the values it was given by
+// secret id (an ARN or a name), "" for a secret created without a value
+// (as a stack creates the channels' secrets), which GetSecretValue
+// refuses as Secrets Manager does, with ResourceNotFoundException for its
+// AWSCURRENT stage; any other id is ResourceNotFoundException. A request
+// the service's model refuses (awsmodel) is answered ValidationException,
+// and fails the test.
 type Secrets struct {
 	// URL is the endpoint, as SECRETSMANAGER_ENDPOINT holds it.
 	URL string
@@ -45,18 +48,47 @@ func (f *Secrets) serve(w http.ResponseWriter, r *http.Request) {
 		awsJSON{w, "application/x-amz-json-1.1"}.fail(http.StatusBadRequest, "ValidationException", err.Error())
 		return
 	}
-	var in struct{ SecretId string }
+	var in struct{ SecretId, SecretString string }
 	json.Unmarshal(b, &in)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls[in.SecretId]++
 	v, ok := f.values[in.SecretId]
-	if r.Header.Get("X-Amz-Target") != "secretsmanager.GetSecretValue" || !ok {
+	notFound := func(msg string) {
 		w.WriteHeader(http.StatusBadRequest)
-		io.WriteString(w, `{"__type":"ResourceNotFoundException","message":"Secrets Manager can't find the specified secret."}`)
+		json.NewEncoder(w).Encode(map[string]string{"__type": "ResourceNotFoundException", "message": msg})
+	}
+	if !ok {
+		notFound("Secrets Manager can't find the specified secret.")
 		return
 	}
-	json.NewEncoder(w).Encode(map[string]any{"ARN": in.SecretId, "Name": "s", "SecretString": v, "VersionId": "v1"})
+	switch r.Header.Get("X-Amz-Target") {
+	case "secretsmanager.GetSecretValue":
+		f.calls[in.SecretId]++
+		if v == "" {
+			notFound("Secrets Manager can't find the specified secret value for staging label: AWSCURRENT")
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"ARN": in.SecretId, "Name": "s", "SecretString": v, "VersionId": "v1"})
+	case "secretsmanager.PutSecretValue":
+		f.values[in.SecretId] = in.SecretString
+		json.NewEncoder(w).Encode(map[string]any{"ARN": in.SecretId, "Name": "s", "VersionId": "v2", "VersionStages": []string{"AWSCURRENT"}})
+	case "secretsmanager.DescribeSecret":
+		out := map[string]any{"ARN": in.SecretId, "Name": in.SecretId}
+		if v != "" {
+			out["VersionIdsToStages"] = map[string][]string{"v1": {"AWSCURRENT"}}
+			out["LastChangedDate"] = 1.7e9
+		}
+		json.NewEncoder(w).Encode(out)
+	default:
+		notFound("this fake serves GetSecretValue, PutSecretValue and DescribeSecret")
+	}
+}
+
+// Value returns the stored value of the secret id ("" for none).
+func (f *Secrets) Value(id string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.values[id]
 }
 
 // Calls counts the reads of the secret id.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -210,6 +211,30 @@ func (s *SecretsManager) SecretString(ctx context.Context, id string) (string, e
 	var out struct{ SecretString string }
 	err := s.c.callJSON(ctx, "GetSecretValue", map[string]string{"SecretId": id}, &out)
 	return out.SecretString, err
+}
+
+// PutSecretString stores value as the secret id's new current version.
+func (s *SecretsManager) PutSecretString(ctx context.Context, id, value string) error {
+	return s.c.callJSON(ctx, "PutSecretValue", map[string]string{"SecretId": id, "SecretString": value}, nil)
+}
+
+// SecretSet reports whether the secret id has a current value, and when
+// it last changed, without reading the value (DescribeSecret).
+func (s *SecretsManager) SecretSet(ctx context.Context, id string) (bool, time.Time, error) {
+	var out struct {
+		VersionIdsToStages map[string][]string
+		LastChangedDate    float64
+	}
+	if err := s.c.callJSON(ctx, "DescribeSecret", map[string]string{"SecretId": id}, &out); err != nil {
+		return false, time.Time{}, err
+	}
+	for _, stages := range out.VersionIdsToStages {
+		if slices.Contains(stages, "AWSCURRENT") {
+			sec, frac := math.Modf(out.LastChangedDate)
+			return true, time.Unix(int64(sec), int64(frac*1e9)).UTC(), nil
+		}
+	}
+	return false, time.Time{}, nil
 }
 
 // CloudWatch is the CloudWatch API, in awsJson 1.0 (which it speaks
