@@ -403,6 +403,11 @@ type Input struct {
 	Channel string
 	// Options are what an API client asks of the run beyond its input.
 	Options Options
+	// Approval, when set, is the id of the approval the message answers
+	// (a channel's button): Deliver refuses it with ErrStaleApproval,
+	// changing nothing, unless that approval is the one the session
+	// waits for.
+	Approval string
 }
 
 // ErrUnknownAgent is returned for an agent that does not exist.

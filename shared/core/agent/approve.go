@@ -44,6 +44,10 @@ func ParseDecision(text string) (Decision, bool) {
 // ErrNoPendingApproval is returned when an answer finds nothing to answer.
 var ErrNoPendingApproval = errors.New("no approval is pending")
 
+// ErrStaleApproval is returned when a message answers an approval
+// (Input.Approval) that its session no longer waits for, or never did.
+var ErrStaleApproval = errors.New("that approval is not pending in this conversation")
+
 // ErrMayNotApprove is returned when a message approves tool calls that the
 // sender's autonomy does not allow; the approval stays pending.
 var ErrMayNotApprove = errors.New("your autonomy level does not allow approving this")
@@ -302,6 +306,8 @@ func (l *Loop) Deliver(ctx context.Context, in Input, lane Lane, subscribe func(
 	if !in.Ephemeral && len(in.Messages) == 1 && in.Messages[0].Role == chat.User {
 		ap, err := l.PendingApproval(ctx, in.SessionID)
 		switch {
+		case in.Approval != "" && (errors.Is(err, ErrNoPendingApproval) || err == nil && (ap.ID != in.Approval || ap.Kind == store.ApprovalClientTools)):
+			return RunState{}, ErrStaleApproval
 		case err == nil && ap.Kind == store.ApprovalClientTools:
 			// The client sent a new message instead of its tool results.
 			if err := l.abandonClient(ctx, ap, lane); err != nil {

@@ -1,9 +1,9 @@
-package telegram
+package channel
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -100,6 +100,15 @@ func (r noRuns) Deliver(context.Context, agent.Input, func(string)) (agent.RunSt
 
 func (r noRuns) Reset(context.Context, string) error { return nil }
 
+// nowhere is a Platform no test message is sent to.
+type nowhere struct{}
+
+func (nowhere) Name() string { return "test" }
+func (nowhere) MaxLen() int  { return 4096 }
+func (nowhere) Send(context.Context, Outgoing) (string, error) {
+	return "", errors.New("nowhere sends nothing")
+}
+
 // codeBot is a channel whose one access code is rightCode, on s, at the
 // clock *now.
 type codeBot struct {
@@ -114,7 +123,7 @@ const rightCode = "code-5ecret-42"
 
 func newCodeBot(t *testing.T, s *codeStore, now *time.Time) *codeBot {
 	t.Helper()
-	c, err := New(Config{Client: NewClient("http://127.0.0.1:1", "token"), Store: s, Runner: noRuns{t}, Agent: "main",
+	c, err := New(Config{Platform: nowhere{}, Store: s, Runner: noRuns{t}, Agent: "main",
 		AccessCodes: []string{rightCode}, Now: func() time.Time { return *now }})
 	if err != nil {
 		t.Fatal(err)
@@ -122,18 +131,23 @@ func newCodeBot(t *testing.T, s *codeStore, now *time.Time) *codeBot {
 	return &codeBot{t: t, s: s, c: c, now: now, next: 1}
 }
 
-// send hands the bot a private message of chat and returns its reply.
+// dm is a direct message from user id with text, delivered as delivery.
+func dm(delivery string, id int64, text string) Inbound {
+	u := fmt.Sprint(id)
+	return Inbound{ID: delivery, User: u, Principal: u, To: u, Addressed: true, Text: text}
+}
+
+// send hands the bot a direct message of chat and returns its reply.
 func (b *codeBot) send(chat int64, text string) string {
 	b.t.Helper()
-	id := b.next
+	id := fmt.Sprintf("%d-%d", chat, b.next)
 	b.next++
-	u := Update{UpdateID: chat*1000 + id, Message: &Message{MessageID: id, From: &User{ID: chat}, Chat: Chat{ID: chat, Type: "private"}, Text: text}}
-	if err := b.c.Handle(b.t.Context(), u); err != nil {
+	if err := b.c.Handle(b.t.Context(), dm(id, chat, text)); err != nil {
 		b.t.Fatalf("Handle(%q): %v", text, err)
 	}
 	b.s.mu.Lock()
 	defer b.s.mu.Unlock()
-	return b.s.replies[fmt.Sprintf("m%d-%d#0", chat, id)]
+	return b.s.replies["m"+id+"#0"]
 }
 
 // A chat that sends MaxCodeTries wrong codes is locked out for
@@ -169,7 +183,7 @@ func TestAccessCodeLockout(t *testing.T) {
 	b.next = 100
 	now = now.Add(10*time.Minute - time.Second)
 	step(rightCode, locked("12:15", "1 minute"))
-	if ok, _ := s.AllowedUser(t.Context(), strconv.FormatInt(chat, 10)); ok {
+	if ok, _ := s.AllowedUser(t.Context(), fmt.Sprint(chat)); ok {
 		t.Fatal("the right code let a locked-out chat in")
 	}
 
@@ -186,11 +200,11 @@ func TestAccessCodeLockout(t *testing.T) {
 	}
 	step("again-last", locked("12:45", "30 minutes"))
 	now = now.Add(30 * time.Minute)
-	step(rightCode, "Access granted. "+helpText)
+	step(rightCode, "Access granted. "+HelpText)
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("replies (-want +got):\n%s", d)
 	}
-	if ok, _ := s.AllowedUser(t.Context(), strconv.FormatInt(chat, 10)); !ok {
+	if ok, _ := s.AllowedUser(t.Context(), fmt.Sprint(chat)); !ok {
 		t.Error("the right code after the lockout did not let the chat in")
 	}
 }
@@ -225,9 +239,7 @@ func TestAccessCodeTriesAtOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			u := Update{UpdateID: int64(i + 1), Message: &Message{MessageID: int64(i + 1), From: &User{ID: 444},
-				Chat: Chat{ID: 444, Type: "private"}, Text: fmt.Sprintf("guess-%d", i)}}
-			if err := b.c.Handle(t.Context(), u); err != nil {
+			if err := b.c.Handle(t.Context(), dm(fmt.Sprint(i+1), 444, fmt.Sprintf("guess-%d", i))); err != nil {
 				t.Error(err)
 			}
 		})

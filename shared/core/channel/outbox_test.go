@@ -1,19 +1,15 @@
-package telegram
+package channel
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
 
@@ -72,40 +68,41 @@ func (f *fakeOutbox) MarkRetry(_ context.Context, id, claim string, attempts int
 	return nil
 }
 
-// fakeSender fails the messages of the chats in fail and sends the others.
+// fakeSender fails the messages to the conversations in fail and sends
+// the others.
 type fakeSender struct {
-	fail map[int64]error
+	fail map[string]error
 	// cancel, when set, is called during each send.
 	cancel context.CancelFunc
 	sent   []string
 }
 
-func (s *fakeSender) SendMessage(ctx context.Context, chatID int64, text string) (int64, error) {
+func (s *fakeSender) Send(ctx context.Context, m Outgoing) (string, error) {
 	if s.cancel != nil {
 		s.cancel()
 	}
-	if err := s.fail[chatID]; err != nil {
-		return 0, err
+	if err := s.fail[m.To]; err != nil {
+		return "", err
 	}
-	s.sent = append(s.sent, text)
-	// Telegram has the message; a client whose request context ended
-	// meanwhile never reads the answer.
+	s.sent = append(s.sent, m.Text)
+	// The platform has the message; a client whose request context
+	// ended meanwhile never reads the answer.
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return "", err
 	}
-	return int64(len(s.sent)), nil
+	return fmt.Sprint(len(s.sent)), nil
 }
 
 func TestOutboxPass(t *testing.T) {
-	tooMany := &APIError{Method: "sendMessage", Code: 429, Description: "Too Many Requests", RetryAfter: 7 * time.Second}
-	serverError := &APIError{Method: "sendMessage", Code: 500, Description: "Internal Server Error"}
-	forbidden := &APIError{Method: "sendMessage", Code: 403, Description: "Forbidden: bot was blocked by the user"}
+	tooMany := &Error{Platform: "test", Method: "send", Status: 429, Message: "Too Many Requests", RetryAfter: 7 * time.Second}
+	serverError := &Error{Platform: "test", Method: "send", Status: 500, Message: "Internal Server Error"}
+	forbidden := &Error{Platform: "test", Method: "send", Status: 403, Message: "Forbidden: bot was blocked by the user", Permanent: true}
 	// msg is a message of chat with id as its text, tried attempts times
 	// and due after due, claimed by another sender until claimed (if
 	// set), or meanwhile (if taken).
 	type msg struct {
 		id       string
-		chat     int64
+		chat     string
 		attempts int
 		due      time.Duration
 		claimed  time.Duration
@@ -120,7 +117,7 @@ func TestOutboxPass(t *testing.T) {
 	tests := []struct {
 		name        string
 		msgs        []msg
-		fail        map[int64]error
+		fail        map[string]error
 		cancel      bool
 		wantSent    []string
 		wantRetries map[string]want
@@ -128,29 +125,29 @@ func TestOutboxPass(t *testing.T) {
 		// wantNext is when the next message is due, from now.
 		wantNext time.Duration
 	}{
-		{name: "every chat in order", msgs: []msg{{id: "a#0", chat: 1}, {id: "a#1", chat: 1}, {id: "b#0", chat: 2}},
+		{name: "every chat in order", msgs: []msg{{id: "a#0", chat: "1"}, {id: "a#1", chat: "1"}, {id: "b#0", chat: "2"}},
 			wantSent: []string{"a#0", "a#1", "b#0"}, wantNext: 24 * time.Hour},
-		{name: "a failure holds its chat's later messages", msgs: []msg{{id: "a#0", chat: 1}, {id: "a#1", chat: 1}, {id: "b#0", chat: 2}},
-			fail: map[int64]error{1: serverError}, wantSent: []string{"b#0"},
+		{name: "a failure holds its chat's later messages", msgs: []msg{{id: "a#0", chat: "1"}, {id: "a#1", chat: "1"}, {id: "b#0", chat: "2"}},
+			fail: map[string]error{"1": serverError}, wantSent: []string{"b#0"},
 			wantRetries: map[string]want{"a#0": {attempts: 1, delay: 500 * time.Millisecond}}, wantPending: 2, wantNext: 500 * time.Millisecond},
-		{name: "429 waits retry_after", msgs: []msg{{id: "a#0", chat: 1}}, fail: map[int64]error{1: tooMany},
+		{name: "429 waits retry_after", msgs: []msg{{id: "a#0", chat: "1"}}, fail: map[string]error{"1": tooMany},
 			wantRetries: map[string]want{"a#0": {attempts: 1, delay: 7 * time.Second}}, wantPending: 1, wantNext: 7 * time.Second},
-		{name: "the backoff doubles per attempt", msgs: []msg{{id: "a#0", chat: 1, attempts: 3}}, fail: map[int64]error{1: serverError},
+		{name: "the backoff doubles per attempt", msgs: []msg{{id: "a#0", chat: "1", attempts: 3}}, fail: map[string]error{"1": serverError},
 			wantRetries: map[string]want{"a#0": {attempts: 4, delay: 4 * time.Second}}, wantPending: 1, wantNext: 4 * time.Second},
-		{name: "a permanent error gives up at the third attempt", msgs: []msg{{id: "a#0", chat: 1, attempts: 2}}, fail: map[int64]error{1: forbidden},
+		{name: "a permanent error gives up at the third attempt", msgs: []msg{{id: "a#0", chat: "1", attempts: 2}}, fail: map[string]error{"1": forbidden},
 			wantRetries: map[string]want{"a#0": {attempts: 3, delay: 2 * time.Second, failed: true}}, wantNext: 24 * time.Hour},
-		{name: "any error gives up at the last attempt", msgs: []msg{{id: "a#0", chat: 1, attempts: maxAttempts - 1}}, fail: map[int64]error{1: serverError},
+		{name: "any error gives up at the last attempt", msgs: []msg{{id: "a#0", chat: "1", attempts: maxAttempts - 1}}, fail: map[string]error{"1": serverError},
 			wantRetries: map[string]want{"a#0": {attempts: maxAttempts, delay: 5 * time.Minute, failed: true}}, wantNext: 24 * time.Hour},
-		{name: "a message not due holds its chat", msgs: []msg{{id: "a#0", chat: 1, due: time.Hour}, {id: "a#1", chat: 1}, {id: "b#0", chat: 2}},
+		{name: "a message not due holds its chat", msgs: []msg{{id: "a#0", chat: "1", due: time.Hour}, {id: "a#1", chat: "1"}, {id: "b#0", chat: "2"}},
 			wantSent: []string{"b#0"}, wantPending: 2, wantNext: time.Hour},
 		{name: "a message another sender holds holds its chat till its claim lapses",
-			msgs:     []msg{{id: "a#0", chat: 1, claimed: claimLease}, {id: "a#1", chat: 1}, {id: "b#0", chat: 2}},
+			msgs:     []msg{{id: "a#0", chat: "1", claimed: claimLease}, {id: "a#1", chat: "1"}, {id: "b#0", chat: "2"}},
 			wantSent: []string{"b#0"}, wantPending: 2, wantNext: claimLease},
-		{name: "a lapsed claim is claimed again", msgs: []msg{{id: "a#0", chat: 1, claimed: -time.Second}},
+		{name: "a lapsed claim is claimed again", msgs: []msg{{id: "a#0", chat: "1", claimed: -time.Second}},
 			wantSent: []string{"a#0"}, wantNext: 24 * time.Hour},
-		{name: "a message claimed since it was read holds its chat", msgs: []msg{{id: "a#0", chat: 1, taken: true}, {id: "a#1", chat: 1}, {id: "b#0", chat: 2}},
+		{name: "a message claimed since it was read holds its chat", msgs: []msg{{id: "a#0", chat: "1", taken: true}, {id: "a#1", chat: "1"}, {id: "b#0", chat: "2"}},
 			wantSent: []string{"b#0"}, wantPending: 2, wantNext: 24 * time.Hour},
-		{name: "a sent message is marked while shutting down", msgs: []msg{{id: "a#0", chat: 1}, {id: "a#1", chat: 1}}, cancel: true,
+		{name: "a sent message is marked while shutting down", msgs: []msg{{id: "a#0", chat: "1"}, {id: "a#1", chat: "1"}}, cancel: true,
 			wantSent: []string{"a#0"}, wantPending: 2, wantNext: 24 * time.Hour},
 	}
 	for _, tt := range tests {
@@ -164,7 +161,7 @@ func TestOutboxPass(t *testing.T) {
 			}
 			now := time.Now()
 			for _, m := range tt.msgs {
-				st.msgs = append(st.msgs, store.OutboxMessage{ID: m.id, Channel: ChannelName, To: strconv.FormatInt(m.chat, 10), Text: m.id, Status: store.OutboxPending,
+				st.msgs = append(st.msgs, store.OutboxMessage{ID: m.id, To: m.chat, Text: m.id, Status: store.OutboxPending,
 					Attempts: m.attempts, NextAt: now.Add(m.due), CreatedAt: now})
 				if m.claimed != 0 {
 					st.msgs[len(st.msgs)-1].ClaimedUntil = now.Add(m.claimed)
@@ -200,9 +197,9 @@ func TestOutboxPass(t *testing.T) {
 
 func TestOutboxFlushGivesUpOnLaterRetries(t *testing.T) {
 	st := &fakeOutbox{retries: map[string]retry{}, taken: map[string]bool{}}
-	sender := &fakeSender{fail: map[int64]error{1: &APIError{Method: "sendMessage", Code: 429, RetryAfter: time.Hour}}}
+	sender := &fakeSender{fail: map[string]error{"1": &Error{Platform: "test", Method: "send", Status: 429, RetryAfter: time.Hour}}}
 	o := newOutbox(st, sender, slog.New(slog.DiscardHandler))
-	if err := o.add(t.Context(), []store.OutboxMessage{{ID: "a#0", Channel: ChannelName, To: "1", Text: "hi", NextAt: time.Now()}}); err != nil {
+	if err := o.add(t.Context(), []store.OutboxMessage{{ID: "a#0", To: "1", Text: "hi", NextAt: time.Now()}}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -216,77 +213,5 @@ func TestOutboxFlushGivesUpOnLaterRetries(t *testing.T) {
 	}
 	if got := st.retries["a#0"].Attempts; got != 1 {
 		t.Errorf("attempts = %d, want 1: flush must not wait for a retry due after wait", got)
-	}
-}
-
-// gatedSender records what it sends, to the chat and text of each
-// message; the first send waits, once started, until gate is closed.
-type gatedSender struct {
-	mu      sync.Mutex
-	sent    map[int64][]string
-	started chan struct{}
-	gate    chan struct{}
-	calls   int
-}
-
-func (s *gatedSender) SendMessage(_ context.Context, chatID int64, text string) (int64, error) {
-	s.mu.Lock()
-	s.calls++
-	if s.calls == 1 {
-		s.mu.Unlock()
-		close(s.started)
-		<-s.gate
-		s.mu.Lock()
-	}
-	defer s.mu.Unlock()
-	s.sent[chatID] = append(s.sent[chatID], text)
-	return int64(len(s.sent[chatID])), nil
-}
-
-// TestOutboxesSendOnce runs two outboxes over one store, as the webhook
-// and the step function do on AWS: while one is sending a message, the
-// other passes over the outbox; each message is sent once, in order per
-// chat.
-func TestOutboxesSendOnce(t *testing.T) {
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "outbox.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	st := db.Channel("tg")
-	want := map[int64][]string{}
-	var msgs []store.OutboxMessage
-	for i := range 9 {
-		chat := int64(i%3 + 1)
-		text := fmt.Sprintf("chat %d part %d", chat, i/3)
-		msgs = append(msgs, store.OutboxMessage{ID: fmt.Sprintf("r%d#%d", chat, i/3), Channel: ChannelName, To: strconv.FormatInt(chat, 10), Text: text})
-		want[chat] = append(want[chat], text)
-	}
-	if err := st.AddOutbox(t.Context(), msgs); err != nil {
-		t.Fatal(err)
-	}
-	sender := &gatedSender{sent: map[int64][]string{}, started: make(chan struct{}), gate: make(chan struct{})}
-	log := slog.New(slog.DiscardHandler)
-	a, b := newOutbox(st, sender, log), newOutbox(st, sender, log)
-
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.pass(t.Context())
-	}()
-	<-sender.started // a is sending chat 1's first message
-	_, pending := b.pass(t.Context())
-	close(sender.gate)
-	<-done
-	if pending != 3 {
-		t.Errorf("pending after the pass beside a send = %d; want chat 1's 3", pending)
-	}
-	for _, o := range []*outbox{a, b} {
-		if _, pending := o.pass(t.Context()); pending != 0 {
-			t.Errorf("pending after the last passes = %d", pending)
-		}
-	}
-	if d := cmp.Diff(want, sender.sent); d != "" {
-		t.Errorf("sent (-want +got):\n%s", d)
 	}
 }

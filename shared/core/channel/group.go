@@ -1,0 +1,100 @@
+package channel
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// said is a group message not addressed to the bot, kept as context.
+type said struct {
+	Name string `json:"n"`
+	Text string `json:"t"`
+}
+
+// contextKey is the state key of the context kept for in's conversation.
+func contextKey(in Inbound) string {
+	return "group/" + principal(in) + "/" + in.Thread
+}
+
+// remember keeps in, a group message not addressed to the bot, as
+// context of its conversation: the latest Groups.Context of them, each
+// cut to MaxContextBytes. Two messages remembered at once may keep only
+// one of them: context is a help, not a record.
+func (c *Channel) remember(ctx context.Context, in Inbound) error {
+	if c.cfg.Groups.Context < 0 {
+		return nil
+	}
+	kept, err := c.context(ctx, in)
+	if err != nil {
+		return err
+	}
+	name := in.Name
+	if name == "" {
+		name = in.User
+	}
+	kept = append(kept, said{Name: cut(name, 64), Text: cut(strings.TrimSpace(in.Text), MaxContextBytes)})
+	if n := len(kept) - c.cfg.Groups.Context; n > 0 {
+		kept = kept[n:]
+	}
+	b, err := json.Marshal(kept)
+	if err != nil {
+		return fmt.Errorf("group context: %w", err)
+	}
+	if err := c.cfg.Store.SetState(ctx, contextKey(in), string(b)); err != nil {
+		return fmt.Errorf("group context: %w", err)
+	}
+	return nil
+}
+
+// context returns the messages kept for in's conversation.
+func (c *Channel) context(ctx context.Context, in Inbound) ([]said, error) {
+	v, err := c.cfg.Store.State(ctx, contextKey(in))
+	if err != nil {
+		return nil, fmt.Errorf("group context: %w", err)
+	}
+	var kept []said
+	if v != "" && json.Unmarshal([]byte(v), &kept) != nil {
+		kept = nil // unreadable: started afresh
+	}
+	return kept, nil
+}
+
+// withContext puts the messages kept for in's conversation before text,
+// the message addressed to the bot.
+func (c *Channel) withContext(ctx context.Context, in Inbound, text string) (string, error) {
+	kept, err := c.context(ctx, in)
+	if err != nil || len(kept) == 0 {
+		return text, err
+	}
+	var b strings.Builder
+	b.WriteString("[Earlier messages in this group, not addressed to you:]\n")
+	for _, s := range kept {
+		fmt.Fprintf(&b, "%s: %s\n", s.Name, s.Text)
+	}
+	b.WriteString("[The message to you:]\n")
+	b.WriteString(text)
+	return b.String(), nil
+}
+
+// forget drops the context of in's conversation once it went with a
+// message to the bot.
+func (c *Channel) forget(ctx context.Context, in Inbound) error {
+	if err := c.cfg.Store.SetState(ctx, contextKey(in), ""); err != nil {
+		return fmt.Errorf("group context: %w", err)
+	}
+	return nil
+}
+
+// cut returns s cut to at most n bytes, between runes.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
