@@ -58,6 +58,8 @@ const (
 	// CodeStorageFull refuses a message the store had no room for
 	// (store.ErrStorageFull): no run started and nothing of it was kept.
 	CodeStorageFull = "storage_full"
+	// CodeCancelled ends a run its user stopped (Driver.Stop).
+	CodeCancelled = "cancelled"
 )
 
 // StorageFullMessage tells a client why its message was refused with

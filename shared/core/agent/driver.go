@@ -23,6 +23,9 @@ type Driver struct {
 	mu     sync.Mutex
 	active map[string]bool
 	wake   map[string]bool
+	// stops holds, for each active lane, how to stop the run it drives
+	// (Stop).
+	stops map[string]*stopper
 	lanes  sync.WaitGroup
 	// idle is closed when the last active lane stops; nil while none
 	// is active.
@@ -38,7 +41,8 @@ type Driver struct {
 // the loop has a Recorder, a goroutine tells it of finished exchanges off
 // the request path, starting with any a previous process left queued.
 func NewDriver(ctx context.Context, loop *Loop, log *slog.Logger) *Driver {
-	d := &Driver{loop: loop, log: log, ctx: ctx, active: map[string]bool{}, wake: map[string]bool{}, record: make(chan struct{}, 1)}
+	d := &Driver{loop: loop, log: log, ctx: ctx, active: map[string]bool{}, wake: map[string]bool{}, stops: map[string]*stopper{},
+		record: make(chan struct{}, 1)}
 	if loop.Recorder != nil {
 		d.record <- struct{}{}
 		d.recorder.Go(d.recordLoop)
@@ -95,12 +99,19 @@ func (d *Driver) Wake(sessionID string) {
 		d.wake[sessionID] = true
 		return
 	}
+	d.activate(sessionID)
+	go d.lane(sessionID)
+}
+
+// activate marks the session's lane active, for the goroutine the caller
+// starts (lane); d.mu is held.
+func (d *Driver) activate(sessionID string) {
 	if len(d.active) == 0 {
 		d.idle = make(chan struct{})
 	}
 	d.active[sessionID] = true
+	d.stops[sessionID] = newStopper(d.ctx)
 	d.lanes.Add(1)
-	go d.lane(sessionID)
 }
 
 // Recover resumes the unfinished runs found in the store after a restart
@@ -143,7 +154,7 @@ func (d *Driver) lane(sessionID string) {
 			}
 			continue
 		}
-		finished := d.drive(run)
+		finished := d.drive(run, d.stopperOf(sessionID))
 		select {
 		case d.record <- struct{}{}:
 		default: // already woken
@@ -178,6 +189,8 @@ func (d *Driver) stopped(sessionID string) {
 	if !d.active[sessionID] {
 		return
 	}
+	d.stops[sessionID].cancel()
+	delete(d.stops, sessionID)
 	delete(d.active, sessionID)
 	if len(d.active) == 0 {
 		close(d.idle)
@@ -206,8 +219,10 @@ func (d *Driver) Idle(ctx context.Context) error {
 // drive steps one run to its end, and reports false when it stopped
 // because the run is parked waiting for an approval. A step that errors is
 // retried with backoff; after repeated failures the run is finished as
-// failed so the lane is not blocked forever.
-func (d *Driver) drive(run store.Run) bool {
+// failed so the lane is not blocked forever. A run stop asks to stop
+// (Stop) is ended as cancelled, by the lane, so that no step of it
+// commits after.
+func (d *Driver) drive(run store.Run, stop *stopper) bool {
 	st, err := DecodeState(run)
 	if err != nil {
 		d.log.Error("lane: bad run state", "run_id", run.ID, "error", err)
@@ -218,11 +233,17 @@ func (d *Driver) drive(run store.Run) bool {
 	}
 	failures := 0
 	for st.Step != StepDone {
+		if stop.asked() {
+			return d.cancel(st)
+		}
 		waiting := st.Parked()
-		next, err := d.loop.Step(d.ctx, st)
+		next, err := d.loop.Step(stop.ctx, st)
 		if err != nil {
 			if d.ctx.Err() != nil {
 				return true // shutting down; the saved state resumes on restart
+			}
+			if stop.asked() {
+				return d.cancel(st)
 			}
 			failures++
 			d.log.Error("step failed", "run_id", st.RunID, "step", st.Step, "attempt", failures, "error", err)
@@ -258,6 +279,95 @@ func (d *Driver) drive(run store.Run) bool {
 		}
 	}
 	return true
+}
+
+// cancel ends st, which its user stopped, and reports whether it ended.
+func (d *Driver) cancel(st RunState) bool {
+	if _, err := d.loop.Cancel(d.ctx, st); err != nil {
+		d.log.Error("lane: cancel run", "run_id", st.RunID, "error", err)
+		return true // the lane looks again: NextRun finds it unfinished
+	}
+	d.log.Info("run stopped by its user", "run_id", st.RunID)
+	return true
+}
+
+// stopper stops the run a lane drives: its steps run with ctx, which
+// stop cancels.
+type stopper struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	mu      sync.Mutex
+	stopped bool
+}
+
+func newStopper(parent context.Context) *stopper {
+	ctx, cancel := context.WithCancel(parent)
+	return &stopper{ctx: ctx, cancel: cancel}
+}
+
+// stop asks the lane to end its run and cuts its step short.
+func (s *stopper) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	s.cancel()
+}
+
+// asked reports whether stop was called.
+func (s *stopper) asked() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped
+}
+
+// stopperOf returns the stopper of the session's lane for its next run:
+// a fresh one once a stop was asked, so that it ends the run it was
+// asked for only.
+func (d *Driver) stopperOf(sessionID string) *stopper {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.stops[sessionID]
+	if s.asked() {
+		s = newStopper(d.ctx)
+		d.stops[sessionID] = s
+	}
+	return s
+}
+
+// Stop ends the run at the head of the session's queue at the user's
+// request (a channel's /stop), and reports whether there was one: a run
+// being stepped has its step's context cancelled and is ended as
+// cancelled by its lane (Loop.Cancel), so that nothing of it commits
+// after; a parked run is ended at once; the lane goes on with the
+// session's next run. What the run wrote stays in the session.
+func (d *Driver) Stop(ctx context.Context, sessionID string) (bool, error) {
+	run, err := d.loop.Store.NextRun(ctx, sessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("stop: %w", err)
+	}
+	d.mu.Lock()
+	if d.active[sessionID] {
+		d.stops[sessionID].stop()
+		d.mu.Unlock()
+		return true, nil
+	}
+	// No lane drives the run (it is parked, or waits for a restart's
+	// Recover): this call holds the lane while it ends the run, then
+	// hands it on.
+	d.activate(sessionID)
+	d.mu.Unlock()
+	defer func() { go d.lane(sessionID) }()
+	st, err := DecodeState(run)
+	if err != nil {
+		return false, fmt.Errorf("stop: %w", err)
+	}
+	if _, err := d.loop.Cancel(ctx, st); err != nil {
+		return false, fmt.Errorf("stop: %w", err)
+	}
+	return true, nil
 }
 
 // saved returns the run of st as the store has it now; false when it is

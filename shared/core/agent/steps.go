@@ -887,6 +887,17 @@ func (l *Loop) Expire(ctx context.Context, st RunState) (RunState, error) {
 // failed, so that its session moves on. err says why, for the log. A run
 // the store has as finished, or no longer has, is left as it is.
 func (l *Loop) Abandon(ctx context.Context, st RunState, err error) (RunState, error) {
+	return l.abandon(ctx, st, CodeInternal, err)
+}
+
+// Cancel ends a run its user stopped, as Abandon does, with CodeCancelled:
+// nothing more of it is told (the one who stopped it is answered by
+// whoever stopped it). A run already finished is left as it is.
+func (l *Loop) Cancel(ctx context.Context, st RunState) (RunState, error) {
+	return l.abandon(ctx, st, CodeCancelled, &publicError{"stopped at the user's request"})
+}
+
+func (l *Loop) abandon(ctx context.Context, st RunState, code string, err error) (RunState, error) {
 	run, gerr := l.Store.GetRun(ctx, st.RunID)
 	switch {
 	case errors.Is(gerr, store.ErrNotFound):
@@ -902,7 +913,7 @@ func (l *Loop) Abandon(ctx context.Context, st RunState, err error) (RunState, e
 		}
 		return saved, nil
 	}
-	st = l.fail(st, CodeInternal, err)
+	st = l.fail(st, code, err)
 	st.Step, st.Silent = StepDone, true
 	if err := l.dropApproval(ctx, st, decisionAbandoned); err != nil {
 		return st, fmt.Errorf("abandon run %s: %w", st.RunID, err)
