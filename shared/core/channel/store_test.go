@@ -1,5 +1,3 @@
-//go:build pending_sqlite
-
 package channel
 
 import (
