@@ -248,6 +248,7 @@ func (c *Channel) stop(ctx context.Context, replyID, to, session string) error {
 	msg := "Nothing to stop."
 	if stopped {
 		msg = "Stopped."
+		c.stopTo(to)
 	}
 	return c.reply(ctx, replyID, to, msg)
 }

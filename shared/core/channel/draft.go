@@ -93,6 +93,19 @@ func (ds *drafts) stop(runID string) {
 	}
 }
 
+// runsTo returns the runs whose drafts are shown in to.
+func (ds *drafts) runsTo(to string) []string {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	var runs []string
+	for id, d := range ds.active {
+		if d.to == to {
+			runs = append(runs, id)
+		}
+	}
+	return runs
+}
+
 // loop shows d's text each interval until d is stopped.
 func (ds *drafts) loop(d *draft) {
 	drafter, native := ds.platform.(Drafter)

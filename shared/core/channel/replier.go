@@ -29,8 +29,15 @@ type Replier struct {
 	outbox *outbox
 	drafts *drafts
 
-	mu     sync.Mutex
-	typing map[string]context.CancelFunc
+	mu sync.Mutex
+	// typing holds the typing indicators of runs, by run id.
+	typing map[string]typing
+}
+
+// typing is the typing indicator of a run in the conversation to.
+type typing struct {
+	to     string
+	cancel context.CancelFunc
 }
 
 // NewReplier returns the sending half of the channel of cfg, which needs
@@ -42,7 +49,7 @@ func NewReplier(cfg Config) (*Replier, error) {
 	name := cfg.Platform.Name()
 	log := cfg.Log.With("channel", name)
 	return &Replier{cfg: cfg, name: name, log: log, outbox: newOutbox(cfg.Store, cfg.Platform, log),
-		drafts: newDrafts(cfg.Platform, cfg.DraftInterval, log), typing: map[string]context.CancelFunc{}}, nil
+		drafts: newDrafts(cfg.Platform, cfg.DraftInterval, log), typing: map[string]typing{}}, nil
 }
 
 // Name is the channel's name (Platform.Name).
@@ -236,13 +243,32 @@ func (r *Replier) flushServerless() {
 // stopRun ends the typing indicator and the draft of a run.
 func (r *Replier) stopRun(runID string) {
 	r.mu.Lock()
-	if cancel := r.typing[runID]; cancel != nil {
-		cancel()
+	if t, ok := r.typing[runID]; ok {
+		t.cancel()
 		delete(r.typing, runID)
 	}
 	r.mu.Unlock()
 	if r.drafts != nil {
 		r.drafts.stop(runID)
+	}
+}
+
+// stopTo ends the typing indicators and drafts of the runs replying to
+// to (their run was stopped, and tells nothing more).
+func (r *Replier) stopTo(to string) {
+	var runs []string
+	r.mu.Lock()
+	for id, t := range r.typing {
+		if t.to == to {
+			runs = append(runs, id)
+		}
+	}
+	r.mu.Unlock()
+	if r.drafts != nil {
+		runs = append(runs, r.drafts.runsTo(to)...)
+	}
+	for _, id := range runs {
+		r.stopRun(id)
 	}
 }
 
@@ -263,10 +289,10 @@ func (r *Replier) startTyping(runID, to string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	r.mu.Lock()
-	if old := r.typing[runID]; old != nil {
-		old()
+	if old, ok := r.typing[runID]; ok {
+		old.cancel()
 	}
-	r.typing[runID] = cancel
+	r.typing[runID] = typing{to: to, cancel: cancel}
 	r.mu.Unlock()
 	go func() {
 		defer cancel()
