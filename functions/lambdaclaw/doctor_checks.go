@@ -20,6 +20,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
@@ -397,8 +398,8 @@ func (d *doctor) checkTelegram(ctx context.Context) finding {
 	ctx, cancel := context.WithTimeout(ctx, d.http.Timeout)
 	defer cancel()
 	me, err := d.telegramClient().GetMe(ctx)
-	if apiErr, ok := errors.AsType[*telegram.APIError](err); ok && (apiErr.Code == http.StatusUnauthorized || apiErr.Code == http.StatusNotFound) {
-		return finding{Verdict: fail, Detail: "Telegram refused the token in TELEGRAM_BOT_TOKEN (" + apiErr.Description + ")",
+	if apiErr, ok := errors.AsType[*channel.Error](err); ok && (apiErr.Status == http.StatusUnauthorized || apiErr.Status == http.StatusNotFound) {
+		return finding{Verdict: fail, Detail: "Telegram refused the token in TELEGRAM_BOT_TOKEN (" + apiErr.Message + ")",
 			Fix: "copy the token again from @BotFather (/token), or make a new one"}
 	}
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 )
 
 // Registering the webhook. The stack's custom resource Custom::TelegramWebhook
@@ -116,9 +116,9 @@ func (h *Webhook) register(ctx context.Context, ev cfn.Event) error {
 		cctx, cancel := context.WithTimeout(ctx, registerTimeout)
 		defer cancel()
 		if err := h.Client.SetWebhook(cctx, url, secret); err != nil {
-			var ae *telegram.APIError
+			var ae *channel.Error
 			if errors.As(err, &ae) {
-				return fmt.Errorf("setWebhook for %s: Telegram refused it: %s (%d)", url, ae.Description, ae.Code)
+				return fmt.Errorf("setWebhook for %s: Telegram refused it: %s (%d)", url, ae.Message, ae.Status)
 			}
 			return fmt.Errorf("setWebhook for %s: %w", url, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/faketelegram"
 )
@@ -22,7 +23,7 @@ const (
 	botTokenARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:TelegramBotToken-AbCdEf"
 	webhookARN  = "arn:aws:secretsmanager:us-east-1:123456789012:secret:TelegramWebhookSecret-AbCdEf"
 	chatID      = 111111111
-	runID       = "tg-111111111-41"
+	runID       = "tg-700000001"
 )
 
 type fixture struct {
@@ -152,7 +153,7 @@ func TestDeniedAndRetried(t *testing.T) {
 			t.Fatalf("duplicate: status %d", code)
 		}
 	}
-	if got := texts(f.tg.Messages(chatID)); len(got) != 1 || got[0] != telegram.DeniedText {
+	if got := texts(f.tg.Messages(chatID)); len(got) != 1 || got[0] != channel.DeniedText {
 		t.Fatalf("messages = %q; want the denied text once", got)
 	}
 	if n := f.tg.Calls("sendMessage"); n != 3 {
@@ -206,7 +207,7 @@ func TestAccessCodeLockout(t *testing.T) {
 	}
 	for i, text := range got {
 		locked := strings.HasPrefix(text, "Too many wrong access codes") && strings.Contains(text, "(in 15 minutes)")
-		if (i < 4 && text != telegram.DeniedText) || (i >= 4 && !locked) {
+		if (i < 4 && text != channel.DeniedText) || (i >= 4 && !locked) {
 			t.Errorf("reply %d = %q", i+1, text)
 		}
 	}

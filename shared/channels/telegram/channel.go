@@ -2,36 +2,52 @@ package telegram
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
-	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 )
 
-// DeniedText is the one reply every unauthenticated message gets, a wrong
-// access code included, so that it tells nothing about codes (seed 002);
-// only a chat locked out for too many wrong codes is told so (codes.go).
-const DeniedText = "Send the access code to use this bot."
+// Replier is the sending half of the Telegram channel: the engine's
+// Replier for runs whose reply channel is "tg", with the config the
+// receiving half is built from (NewChannel).
+type Replier struct {
+	*channel.Replier
+	cfg Config
+}
 
-const helpText = `I am an AI agent. Write to me and I answer.
-/new — start a new conversation
-/status — show this conversation's state
-/yes, /no, /always — answer an approval request
-/help — this help`
+// NewReplier returns the sending half of the channel of cfg, which needs
+// Client and Store; cfg.Runner is not used.
+func NewReplier(cfg Config) (*Replier, error) {
+	ec, err := cfg.engine()
+	if err != nil {
+		return nil, err
+	}
+	r, err := channel.NewReplier(ec)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.PollTimeout <= 0 {
+		cfg.PollTimeout = 30 * time.Second
+	}
+	return &Replier{Replier: r, cfg: cfg}, nil
+}
 
-// Channel is the Telegram channel: its Replier, and the receiving half
-// that takes updates from long polling or the webhook, gates them by
-// allowlist and access codes and hands them to the Runner.
+// Channel is the Telegram channel: the engine's channel, and the
+// receiving half that takes updates from long polling or the webhook and
+// converts them into its Inbound messages (Handle).
 type Channel struct {
-	*Replier
-	runner  Runner
+	*channel.Channel
+	cfg     Config
+	log     *slog.Logger
 	webhook webhook
 	poller  poller
 
@@ -46,9 +62,6 @@ type Channel struct {
 // build the Replier first (NewReplier) and the channel after the runner
 // (NewChannel).
 func New(cfg Config) (*Channel, error) {
-	if cfg.Client == nil || cfg.Store == nil || cfg.Runner == nil || cfg.Agent == "" {
-		return nil, errors.New("telegram: Client, Store, Runner and Agent are required")
-	}
 	r, err := NewReplier(cfg)
 	if err != nil {
 		return nil, err
@@ -57,30 +70,33 @@ func New(cfg Config) (*Channel, error) {
 }
 
 // NewChannel returns the channel that replies with r and hands the
-// updates it receives to runner; r's config must name the Agent. A
-// replier belongs to one channel, whose Run delivers its outbox.
-func NewChannel(r *Replier, runner Runner) (*Channel, error) {
-	if runner == nil || r.cfg.Agent == "" {
-		return nil, errors.New("telegram: Runner and Agent are required")
+// updates it receives to runner; r's config must name the Agent.
+func NewChannel(r *Replier, runner channel.Runner) (*Channel, error) {
+	ch, err := channel.NewChannel(r.Replier, runner)
+	if err != nil {
+		return nil, err
 	}
-	c := &Channel{Replier: r, runner: runner}
-	c.webhook = webhook{store: r.cfg.Store, handle: c.Handle, log: r.log}
-	c.poller = poller{source: r.cfg.Client, store: r.cfg.Store, handle: c.Handle, timeout: r.cfg.PollTimeout, log: r.log}
+	log := r.cfg.Log.With("channel", ChannelName)
+	c := &Channel{Channel: ch, cfg: r.cfg, log: log}
+	c.webhook = webhook{store: r.cfg.Store, handle: c.Handle, log: log}
+	c.poller = poller{source: r.cfg.Client, store: r.cfg.Store, handle: c.Handle, timeout: r.cfg.PollTimeout, log: log}
 	return c, nil
 }
 
 // Run delivers the outbox, forgets old handled updates and, with poll
 // set, long-polls for updates, until ctx ends.
 func (c *Channel) Run(ctx context.Context, poll bool) {
-	c.wg.Go(func() { c.outbox.loop(ctx) })
-	c.wg.Go(func() { c.pruneLoop(ctx) })
+	c.Channel.Run(ctx)
 	if poll {
 		c.wg.Go(func() { c.poller.run(ctx) })
 	}
 }
 
 // Wait blocks until the goroutines Run started have stopped.
-func (c *Channel) Wait() { c.wg.Wait() }
+func (c *Channel) Wait() {
+	c.wg.Wait()
+	c.Channel.Wait()
+}
 
 // ServeHTTP is the webhook endpoint. It checks the secret header in
 // constant time (401 when missing, 403 when wrong), hands the update to
@@ -88,41 +104,25 @@ func (c *Channel) Wait() { c.wg.Wait() }
 // answers 500 so that Telegram delivers the update again.
 func (c *Channel) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.webhook.ServeHTTP(w, r) }
 
-// pruneLoop forgets the updates handled more than SeenTTL ago, at once
-// and then hourly, until ctx ends.
-func (c *Channel) pruneLoop(ctx context.Context) {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		if err := c.cfg.Store.PruneSeen(ctx, time.Now().Add(-c.cfg.SeenTTL)); err != nil && ctx.Err() == nil {
-			c.log.Warn("prune seen updates", "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// Handle processes one update at most once: an update already handled is
-// skipped, and an update is recorded as handled only after it reached a
-// run or the outbox. An error means nothing durable happened that a retry
-// would repeat, so the update should be retried.
+// Handle hands one update to the engine (channel.Channel.Handle), which
+// handles it at most once; an error means it should be retried. A button
+// press is acknowledged to Telegram (answerCallbackQuery) once handed
+// off.
 func (c *Channel) Handle(ctx context.Context, u Update) error {
-	seen, err := c.cfg.Store.Seen(ctx, strconv.FormatInt(u.UpdateID, 10))
+	in, ok, err := c.inbound(ctx, u)
 	if err != nil {
 		return fmt.Errorf("telegram: update %d: %w", u.UpdateID, err)
 	}
-	if seen {
-		c.log.Debug("duplicate update skipped", "update_id", u.UpdateID)
+	if !ok {
 		return nil
 	}
-	if err := c.process(ctx, u); err != nil {
-		return fmt.Errorf("telegram: update %d: %w", u.UpdateID, err)
+	if err := c.Channel.Handle(ctx, in); err != nil {
+		return err
 	}
-	if err := c.cfg.Store.MarkSeen(ctx, strconv.FormatInt(u.UpdateID, 10), time.Now().UTC()); err != nil {
-		return fmt.Errorf("telegram: update %d: %w", u.UpdateID, err)
+	if q := u.CallbackQuery; q != nil {
+		if err := c.cfg.Client.AnswerCallbackQuery(ctx, q.ID); err != nil {
+			c.log.Debug("answer callback query", "error", err)
+		}
 	}
 	return nil
 }
@@ -141,113 +141,67 @@ func (c *Channel) self(ctx context.Context) (User, error) {
 	return u, nil
 }
 
-// process acts on one update. Every effect is idempotent: replies go to
-// the outbox under ids derived from the message, runs get ids derived from
-// it too, so handling the same update twice acts once.
-func (c *Channel) process(ctx context.Context, u Update) error {
+// inbound converts an update into the engine's Inbound: a text message
+// or a button press of a person (not a bot). The delivery's ID is the
+// update_id; the chat is the Principal (a group's members share it); a
+// forum topic is a Thread; in a group, a message is Addressed when it
+// mentions the bot (@username, removed from the text) or replies to one
+// of its messages. ok is false for an update that is none of these.
+func (c *Channel) inbound(ctx context.Context, u Update) (in channel.Inbound, ok bool, err error) {
+	id := strconv.FormatInt(u.UpdateID, 10)
+	if q := u.CallbackQuery; q != nil {
+		m := q.Message
+		if m == nil || q.From.IsBot || q.Data == "" {
+			return in, false, nil
+		}
+		in = c.from(id, m, q.From)
+		in.Addressed, in.Action = true, q.Data
+		return in, true, nil
+	}
 	m := u.Message
 	if m == nil || m.From == nil || m.From.IsBot || m.Text == "" {
-		return nil
+		return in, false, nil
 	}
-	text := m.Text
-	private := m.Chat.Type == "private"
-	if !private {
+	in = c.from(id, m, *m.From)
+	in.Text, in.Addressed = m.Text, !in.Group
+	if in.Group {
 		me, err := c.self(ctx)
 		if err != nil {
-			return err
+			return in, false, err
 		}
 		mention := "@" + strings.ToLower(me.Username)
 		replied := m.ReplyToMessage != nil && m.ReplyToMessage.From != nil && m.ReplyToMessage.From.ID == me.ID
-		if !replied && (me.Username == "" || !strings.Contains(strings.ToLower(text), mention)) {
-			return nil // not addressed to the bot
+		mentioned := me.Username != "" && strings.Contains(strings.ToLower(m.Text), mention)
+		in.Addressed = replied || mentioned
+		if mentioned {
+			in.Text = strings.TrimSpace(replaceFold(m.Text, mention, ""))
 		}
-		if me.Username != "" {
-			text = strings.TrimSpace(replaceFold(text, mention, ""))
-		}
 	}
-	ok, err := c.authorized(ctx, m.From.ID)
-	if err != nil {
-		return err
-	}
-	replyID := fmt.Sprintf("m%d-%d", m.Chat.ID, m.MessageID)
-	if !ok {
-		// Nothing of the text is logged, stored or sent on (seed 002).
-		if private && len(c.cfg.AccessCodes) > 0 && !notCode(text) {
-			msg, err := c.tryCode(ctx, strings.TrimSpace(text), m.Chat.ID, m.From.ID)
-			if err != nil {
-				return err
-			}
-			return c.reply(ctx, replyID, m.Chat.ID, msg)
-		}
-		c.log.Info("not authenticated", "user_id", m.From.ID, "chat_id", m.Chat.ID)
-		return c.reply(ctx, replyID, m.Chat.ID, DeniedText)
-	}
-	c.log.Info("telegram message", "user_id", m.From.ID, "chat_id", m.Chat.ID, "update_id", u.UpdateID, "chars", len(text))
-	owner, session := c.cfg.Identity.Session(c.cfg.Agent, ChannelName, "", strconv.FormatInt(m.Chat.ID, 10))
-	switch command(text) {
-	case "/start", "/help":
-		return c.reply(ctx, replyID, m.Chat.ID, helpText)
-	case "/new", "/reset":
-		msg := "Started a new conversation."
-		if err := c.runner.Reset(ctx, session); errors.Is(err, agent.ErrBusy) {
-			msg = "Cannot start over yet: " + err.Error()
-		} else if err != nil {
-			return err
-		}
-		return c.reply(ctx, replyID, m.Chat.ID, msg)
-	case "/status":
-		stats, err := c.cfg.Store.OutboxStats(ctx)
-		if err != nil {
-			return err
-		}
-		return c.reply(ctx, replyID, m.Chat.ID, fmt.Sprintf("Agent: %s\nSession: %s\nYour user id: tg:%d\nReplies waiting to be delivered: %d",
-			c.cfg.Agent, session, m.From.ID, stats.Pending))
-	case "/yes", "/no", "/always":
-		text = command(text)
-	}
-	in := agent.Input{
-		RunID: fmt.Sprintf("tg-%d-%d", m.Chat.ID, m.MessageID), SessionID: session, Agent: c.cfg.Agent, Owner: owner,
-		Messages: []chat.Message{{Role: chat.User, Content: text}}, Autonomy: c.cfg.Autonomy,
-		Stream: true, Interactive: true, Reply: agent.Reply{Channel: ChannelName, To: strconv.FormatInt(m.Chat.ID, 10)},
-	}
-	st, err := c.runner.Deliver(ctx, in, func(string) {})
-	if errors.Is(err, agent.ErrUnknownAgent) {
-		return c.reply(ctx, replyID, m.Chat.ID, "This bot's agent is not configured: "+err.Error())
-	}
-	if errors.Is(err, agent.ErrMayNotApprove) {
-		return c.reply(ctx, replyID, m.Chat.ID, "Not approved: "+err.Error())
-	}
-	if err != nil {
-		return err
-	}
-	if st.Step != agent.StepDone {
-		c.startTyping(st.RunID, m.Chat.ID)
-	}
-	return nil
+	return in, true, nil
 }
 
-// command returns the bot command text starts with, lowercased and
-// without an @botname suffix, or "".
-func command(text string) string {
-	if !strings.HasPrefix(text, "/") {
-		return ""
+// from is the Inbound of delivery id in m's chat by user.
+func (c *Channel) from(id string, m *Message, user User) channel.Inbound {
+	var thread int64
+	if m.Chat.IsForum && m.IsTopicMessage {
+		thread = m.MessageThreadID
 	}
-	cmd, _, _ := strings.Cut(text, " ")
-	cmd, _, _ = strings.Cut(cmd, "@")
-	return strings.ToLower(cmd)
+	in := channel.Inbound{ID: id, User: strconv.FormatInt(user.ID, 10), Name: user.FirstName,
+		Principal: strconv.FormatInt(m.Chat.ID, 10), To: Address(m.Chat.ID, thread), Group: m.Chat.Type != "private"}
+	if thread != 0 {
+		in.Thread = strconv.FormatInt(thread, 10)
+	}
+	if m.Date > 0 {
+		in.At = time.Unix(m.Date, 0).UTC()
+	}
+	return in
 }
 
+// replaceFold replaces the first old in s, whatever its case, by repl.
 func replaceFold(s, old, repl string) string {
 	i := strings.Index(strings.ToLower(s), old)
 	if i < 0 || len(strings.ToLower(s)) != len(s) {
 		return strings.ReplaceAll(s, old, repl)
 	}
 	return s[:i] + repl + s[i+len(old):]
-}
-
-func (c *Channel) authorized(ctx context.Context, userID int64) (bool, error) {
-	if slices.Contains(c.cfg.AllowedUsers, userID) {
-		return true, nil
-	}
-	return c.cfg.Store.AllowedUser(ctx, strconv.FormatInt(userID, 10))
 }

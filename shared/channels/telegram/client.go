@@ -1,10 +1,13 @@
-// Package telegram is lambdaclaw's Telegram channel (DESIGN.md §5): a Bot
-// API client (client.go); a Replier, the sending half, which shows what
-// runs stream as drafts (draft.go) and delivers their replies through a
-// durable outbox (outbox.go); and a Channel, which adds the receiving
-// half: it takes updates from long polling (poll.go) or from a webhook
-// (webhook.go), gates them by allowlist and one-time access codes (seed
-// 002 §4.7) and hands them to agent runs (channel.go). Both are wired by
+// Package telegram is lambdaclaw's Telegram channel (DESIGN.md §5), an
+// adapter of the channel engine (shared/core/channel): a Bot API client
+// (client.go); the Platform, which sends, edits and deletes messages,
+// shows "typing…" and streams drafts with sendMessageDraft (platform.go);
+// and the receiving half, which takes updates from long polling
+// (poll.go) or from a webhook (webhook.go) and converts them into the
+// engine's Inbound messages (channel.go): messages, forum topics as
+// threads, button presses (callback queries), and in groups whether the
+// bot was mentioned or replied to. Everything else (access codes, the
+// outbox, commands, approvals) is the engine's. Both halves are wired by
 // one Config (config.go); the state is kept by a store.Channel. Replies
 // are plain text (no parse_mode), so nothing needs escaping.
 package telegram
@@ -20,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 )
 
@@ -42,31 +46,20 @@ func NewClient(base, token string) *Client {
 	return &Client{base: strings.TrimRight(base, "/"), token: token, http: &http.Client{Timeout: 90 * time.Second}}
 }
 
-// APIError is an unsuccessful Bot API answer (ok false).
-type APIError struct {
-	Method      string
-	Code        int
-	Description string
-	// RetryAfter is parameters.retry_after: how long to wait after a 429.
-	RetryAfter time.Duration
-}
-
-func (e *APIError) Error() string {
-	return fmt.Sprintf("telegram %s: %d %s", e.Method, e.Code, e.Description)
+// apiError is an unsuccessful Bot API answer (ok false) as the engine's
+// *channel.Error: Status is error_code, Message the description,
+// RetryAfter parameters.retry_after (a 429), and a bad request, a bot
+// blocked or kicked from the chat, or an unknown method is Permanent.
+func apiError(method string, code int, description string, retryAfter time.Duration) *channel.Error {
+	return &channel.Error{Platform: "telegram", Method: method, Status: code, Message: description,
+		RetryAfter: retryAfter, Permanent: code == 400 || code == 403 || code == 404}
 }
 
 // NotModified reports whether err is editMessageText's "message is not
 // modified", which means the edit is already in place.
 func NotModified(err error) bool {
-	var ae *APIError
-	return errors.As(err, &ae) && ae.Code == 400 && strings.Contains(ae.Description, "message is not modified")
-}
-
-// Permanent reports whether err will not go away by retrying the same
-// request (a bad request, or a bot blocked or kicked from the chat).
-func Permanent(err error) bool {
-	var ae *APIError
-	return errors.As(err, &ae) && (ae.Code == 400 || ae.Code == 403 || ae.Code == 404)
+	var ae *channel.Error
+	return errors.As(err, &ae) && ae.Status == 400 && strings.Contains(ae.Message, "message is not modified")
 }
 
 type envelope struct {
@@ -105,17 +98,18 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	}
 	var env envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
-		return &APIError{Method: method, Code: resp.StatusCode, Description: "unexpected response: " + c.scrub(truncate(string(raw), 200))}
+		return apiError(method, resp.StatusCode, "unexpected response: "+c.scrub(truncate(string(raw), 200)), 0)
 	}
 	if !env.OK {
-		e := &APIError{Method: method, Code: env.ErrorCode, Description: c.scrub(env.Description)}
-		if e.Code == 0 {
-			e.Code = resp.StatusCode
+		code := env.ErrorCode
+		if code == 0 {
+			code = resp.StatusCode
 		}
+		var retry time.Duration
 		if env.Parameters != nil && env.Parameters.RetryAfter > 0 {
-			e.RetryAfter = time.Duration(env.Parameters.RetryAfter) * time.Second
+			retry = time.Duration(env.Parameters.RetryAfter) * time.Second
 		}
-		return e
+		return apiError(method, code, c.scrub(env.Description), retry)
 	}
 	if result != nil {
 		if err := json.Unmarshal(env.Result, result); err != nil {
@@ -149,6 +143,8 @@ type User struct {
 type Chat struct {
 	ID   int64  `json:"id"`
 	Type string `json:"type"` // private, group, supergroup or channel
+	// IsForum is a supergroup with topics.
+	IsForum bool `json:"is_forum,omitempty"`
 }
 
 // Entity marks a part of a message's text, such as a mention.
@@ -162,6 +158,7 @@ type Entity struct {
 type Message struct {
 	MessageID       int64    `json:"message_id"`
 	MessageThreadID int64    `json:"message_thread_id,omitempty"`
+	IsTopicMessage  bool     `json:"is_topic_message,omitempty"`
 	From            *User    `json:"from,omitempty"`
 	Chat            Chat     `json:"chat"`
 	Date            int64    `json:"date"`
@@ -170,11 +167,25 @@ type Message struct {
 	ReplyToMessage  *Message `json:"reply_to_message,omitempty"`
 }
 
+// CallbackQuery is the press of an inline keyboard's button.
+type CallbackQuery struct {
+	ID   string `json:"id"`
+	From User   `json:"from"`
+	// Message is the message the button was on (absent when it is too
+	// old).
+	Message *Message `json:"message,omitempty"`
+	Data    string   `json:"data,omitempty"`
+}
+
 // Update is one incoming event.
 type Update struct {
-	UpdateID int64    `json:"update_id"`
-	Message  *Message `json:"message,omitempty"`
+	UpdateID      int64          `json:"update_id"`
+	Message       *Message       `json:"message,omitempty"`
+	CallbackQuery *CallbackQuery `json:"callback_query,omitempty"`
 }
+
+// allowedUpdates are the kinds of update the bot asks for.
+var allowedUpdates = []string{"message", "callback_query"}
 
 // GetMe returns the bot's own user.
 func (c *Client) GetMe(ctx context.Context) (User, error) {
@@ -187,16 +198,37 @@ func (c *Client) GetMe(ctx context.Context) (User, error) {
 func (c *Client) GetUpdates(ctx context.Context, offset int64, timeout time.Duration) ([]Update, error) {
 	var us []Update
 	err := c.Call(ctx, "getUpdates", map[string]any{
-		"offset": offset, "timeout": int(timeout / time.Second), "allowed_updates": []string{"message"},
+		"offset": offset, "timeout": int(timeout / time.Second), "allowed_updates": allowedUpdates,
 	}, &us)
 	return us, err
 }
 
-// SendMessage sends plain text and returns the message id Telegram gave it.
-func (c *Client) SendMessage(ctx context.Context, chatID int64, text string) (int64, error) {
+// InlineButton is a button of an inline keyboard.
+type InlineButton struct {
+	Text         string `json:"text"`
+	CallbackData string `json:"callback_data"`
+}
+
+// SendMessage sends plain text to chatID (in the forum topic threadID,
+// when not 0), with buttons in one row of an inline keyboard, and
+// returns the message id Telegram gave it.
+func (c *Client) SendMessage(ctx context.Context, chatID, threadID int64, text string, buttons []InlineButton) (int64, error) {
+	p := map[string]any{"chat_id": chatID, "text": text}
+	if threadID != 0 {
+		p["message_thread_id"] = threadID
+	}
+	if len(buttons) > 0 {
+		p["reply_markup"] = map[string]any{"inline_keyboard": [][]InlineButton{buttons}}
+	}
 	var m Message
-	err := c.Call(ctx, "sendMessage", map[string]any{"chat_id": chatID, "text": text}, &m)
+	err := c.Call(ctx, "sendMessage", p, &m)
 	return m.MessageID, err
+}
+
+// AnswerCallbackQuery tells Telegram a button press was received, which
+// ends the client's progress indicator.
+func (c *Client) AnswerCallbackQuery(ctx context.Context, id string) error {
+	return c.Call(ctx, "answerCallbackQuery", map[string]any{"callback_query_id": id}, nil)
 }
 
 // EditMessageText replaces a message's text; "message is not modified" is
@@ -213,24 +245,28 @@ func (c *Client) EditMessageText(ctx context.Context, chatID, messageID int64, t
 // text as an ephemeral draft in a private chat, animating changes of the
 // draft with the same non-zero draftID. A draft is not a message; the
 // finished reply must still be sent with sendMessage.
-func (c *Client) SendMessageDraft(ctx context.Context, chatID, draftID int64, text string) error {
-	return c.Call(ctx, "sendMessageDraft", map[string]any{"chat_id": chatID, "draft_id": draftID, "text": text}, nil)
+func (c *Client) SendMessageDraft(ctx context.Context, chatID, threadID, draftID int64, text string) error {
+	p := map[string]any{"chat_id": chatID, "draft_id": draftID, "text": text}
+	if threadID != 0 {
+		p["message_thread_id"] = threadID
+	}
+	return c.Call(ctx, "sendMessageDraft", p, nil)
 }
 
 // DraftsUnsupported reports whether err from sendMessageDraft says the
 // method itself is unknown (404, as an older self-hosted telegram-bot-api
 // answers), so no chat can use drafts.
 func DraftsUnsupported(err error) bool {
-	var ae *APIError
-	return errors.As(err, &ae) && ae.Code == 404
+	var ae *channel.Error
+	return errors.As(err, &ae) && ae.Status == 404
 }
 
 // DraftsRefused reports whether err from sendMessageDraft says drafts are
 // not allowed in this chat (400 or 403: not a private chat, say), so the
 // chat falls back to an edited message.
 func DraftsRefused(err error) bool {
-	var ae *APIError
-	return errors.As(err, &ae) && (ae.Code == 400 || ae.Code == 403)
+	var ae *channel.Error
+	return errors.As(err, &ae) && (ae.Status == 400 || ae.Status == 403)
 }
 
 // DeleteMessage deletes a message.
@@ -238,15 +274,20 @@ func (c *Client) DeleteMessage(ctx context.Context, chatID, messageID int64) err
 	return c.Call(ctx, "deleteMessage", map[string]any{"chat_id": chatID, "message_id": messageID}, nil)
 }
 
-// SendChatAction shows "typing…" in the chat for about five seconds.
-func (c *Client) SendChatAction(ctx context.Context, chatID int64, action string) error {
-	return c.Call(ctx, "sendChatAction", map[string]any{"chat_id": chatID, "action": action}, nil)
+// SendChatAction shows "typing…" in the chat (in the forum topic
+// threadID, when not 0) for about five seconds.
+func (c *Client) SendChatAction(ctx context.Context, chatID, threadID int64, action string) error {
+	p := map[string]any{"chat_id": chatID, "action": action}
+	if threadID != 0 {
+		p["message_thread_id"] = threadID
+	}
+	return c.Call(ctx, "sendChatAction", p, nil)
 }
 
 // SetWebhook registers url, with secret as the X-Telegram-Bot-Api-Secret-Token
 // Telegram sends back.
 func (c *Client) SetWebhook(ctx context.Context, url, secret string) error {
-	return c.Call(ctx, "setWebhook", map[string]any{"url": url, "secret_token": secret, "allowed_updates": []string{"message"}}, nil)
+	return c.Call(ctx, "setWebhook", map[string]any{"url": url, "secret_token": secret, "allowed_updates": allowedUpdates}, nil)
 }
 
 // DeleteWebhook removes the webhook, so getUpdates works again.

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 )
 
 // KeyOffset is the state key of the long-polling offset.
@@ -56,15 +58,15 @@ func (p *poller) run(ctx context.Context) {
 				return
 			}
 			wait := 5 * time.Second
-			var ae *APIError
+			var ae *channel.Error
 			if errors.As(err, &ae) {
 				switch {
 				case ae.RetryAfter > 0:
 					wait = ae.RetryAfter
-				case ae.Code == 409:
+				case ae.Status == 409:
 					p.log.Error("getUpdates conflicts with a webhook or another poller; run `lambdaclaw telegram setup` for webhook mode or stop the other poller", "error", err)
 					wait = 10 * time.Second
-				case ae.Code == 401 || ae.Code == 404:
+				case ae.Status == 401 || ae.Status == 404:
 					p.log.Error("telegram rejected the bot token", "error", err)
 					wait = 10 * time.Second
 				}
@@ -96,5 +98,17 @@ func (p *poller) run(ctx context.Context) {
 				}
 			}
 		}
+	}
+}
+
+// sleepCtx waits d and reports whether ctx is still alive.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }

@@ -26,7 +26,7 @@ type Driver struct {
 	// stops holds, for each active lane, how to stop the run it drives
 	// (Stop).
 	stops map[string]*stopper
-	lanes  sync.WaitGroup
+	lanes sync.WaitGroup
 	// idle is closed when the last active lane stops; nil while none
 	// is active.
 	idle chan struct{}
