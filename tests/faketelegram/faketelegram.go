@@ -3,7 +3,10 @@
 // getUpdates long polling with offset semantics, webhook calls with or
 // without the secret header, "message is not modified", and
 // sendMessageDraft (private chats only; or unknown, as on an older server),
-// and the webhook calls setWebhook, deleteWebhook and getWebhookInfo.
+// inline keyboards (reply_markup with callback_data, 1-64 bytes) and the
+// callback queries of their buttons (Callback, answerCallbackQuery), forum
+// topics (message_thread_id), and the webhook calls setWebhook,
+// deleteWebhook and getWebhookInfo.
 package faketelegram
 
 import (
@@ -27,8 +30,18 @@ var Bot = map[string]any{"id": 999, "is_bot": true, "first_name": "Claw", "usern
 type Sent struct {
 	ChatID    int64
 	MessageID int64
-	Text      string
-	Deleted   bool
+	// ThreadID is the forum topic it was sent to (message_thread_id).
+	ThreadID int64
+	Text     string
+	// Buttons are its inline keyboard's buttons, row after row.
+	Buttons []Button
+	Deleted bool
+}
+
+// Button is an inline keyboard's button.
+type Button struct {
+	Text         string `json:"text"`
+	CallbackData string `json:"callback_data"`
 }
 
 // Draft is one sendMessageDraft call that Telegram accepted.
@@ -119,6 +132,26 @@ func Message(updateID, chatID, userID int64, chatType, text string) map[string]a
 	}}
 }
 
+// Callback builds an update with the press of the button whose
+// callback_data is data, by user on the message messageID in chat.
+func Callback(updateID, chatID, userID int64, chatType string, messageID int64, data string) map[string]any {
+	return map[string]any{"update_id": updateID, "callback_query": map[string]any{
+		"id": fmt.Sprintf("cb%d", updateID), "chat_instance": fmt.Sprint(chatID), "data": data,
+		"from": map[string]any{"id": userID, "is_bot": false, "first_name": "U"},
+		"message": map[string]any{"message_id": messageID, "date": time.Now().Unix(), "text": "(the bot's message)", "from": Bot,
+			"chat": map[string]any{"id": chatID, "type": chatType}},
+	}}
+}
+
+// InTopic puts the message of update u in the forum topic threadID of a
+// forum supergroup.
+func InTopic(u map[string]any, threadID int64) map[string]any {
+	m := u["message"].(map[string]any)
+	m["message_thread_id"], m["is_topic_message"] = threadID, true
+	m["chat"].(map[string]any)["is_forum"] = true
+	return u
+}
+
 // Push queues an update for getUpdates (a repeated update_id is a
 // duplicate delivery).
 func (s *Server) Push(u map[string]any) {
@@ -187,6 +220,31 @@ func (s *Server) Polls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.polls
+}
+
+// keyboard reads the buttons of an inline keyboard's reply_markup; ok
+// is false when one is not as Telegram takes it (text, and callback_data
+// of 1-64 bytes).
+func keyboard(markup any) (buttons []Button, ok bool) {
+	if markup == nil {
+		return nil, true
+	}
+	b, _ := json.Marshal(markup)
+	var m struct {
+		InlineKeyboard [][]Button `json:"inline_keyboard"`
+	}
+	if json.Unmarshal(b, &m) != nil {
+		return nil, false
+	}
+	for _, row := range m.InlineKeyboard {
+		for _, bt := range row {
+			if bt.Text == "" || bt.CallbackData == "" || len(bt.CallbackData) > 64 {
+				return nil, false
+			}
+			buttons = append(buttons, bt)
+		}
+	}
+	return buttons, true
 }
 
 func toInt(v any) int64 {
@@ -264,9 +322,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, Failure{Code: 400, Description: "Bad Request: message is too long"})
 			return
 		}
+		buttons, ok := keyboard(p["reply_markup"])
+		if !ok {
+			writeErr(w, Failure{Code: 400, Description: "Bad Request: BUTTON_DATA_INVALID"})
+			return
+		}
 		s.mu.Lock()
 		s.nextID++
-		m := &Sent{ChatID: toInt(p["chat_id"]), MessageID: s.nextID, Text: text}
+		m := &Sent{ChatID: toInt(p["chat_id"]), MessageID: s.nextID, ThreadID: toInt(p["message_thread_id"]), Text: text, Buttons: buttons}
 		s.msgs = append(s.msgs, m)
 		s.mu.Unlock()
 		writeOK(w, map[string]any{"message_id": m.MessageID, "date": time.Now().Unix(), "text": text,
@@ -319,6 +382,12 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 			writeOK(w, true)
 		}
 	case "sendChatAction":
+		writeOK(w, true)
+	case "answerCallbackQuery":
+		if id, _ := p["callback_query_id"].(string); id == "" {
+			writeErr(w, Failure{Code: 400, Description: "Bad Request: query is too old and response timeout expired or query ID is invalid"})
+			return
+		}
 		writeOK(w, true)
 	case "setWebhook":
 		s.mu.Lock()

@@ -41,19 +41,12 @@ func NewReplier(cfg Config) (*Replier, error) {
 	return &Replier{Replier: r, cfg: cfg}, nil
 }
 
-// Channel is the Telegram channel: the engine's channel, and the
-// receiving half that takes updates from long polling or the webhook and
-// converts them into its Inbound messages (Handle).
+// Channel is the Telegram channel: the engine's channel, with the
+// Receiver that hands it Telegram's updates from long polling or the
+// webhook.
 type Channel struct {
 	*channel.Channel
-	cfg     Config
-	log     *slog.Logger
-	webhook webhook
-	poller  poller
-
-	meMu sync.Mutex
-	me   *User
-
+	rx *Receiver
 	wg sync.WaitGroup
 }
 
@@ -76,11 +69,9 @@ func NewChannel(r *Replier, runner channel.Runner) (*Channel, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := r.cfg.Log.With("channel", ChannelName)
-	c := &Channel{Channel: ch, cfg: r.cfg, log: log}
-	c.webhook = webhook{store: r.cfg.Store, handle: c.Handle, log: log}
-	c.poller = poller{source: r.cfg.Client, store: r.cfg.Store, handle: c.Handle, timeout: r.cfg.PollTimeout, log: log}
-	return c, nil
+	rx := NewReceiver(r.cfg.Client, r.cfg.Store, ch.Handle, r.cfg.Log)
+	rx.pollTimeout = r.cfg.PollTimeout
+	return &Channel{Channel: ch, rx: rx}, nil
 }
 
 // Run delivers the outbox, forgets old handled updates and, with poll
@@ -88,7 +79,7 @@ func NewChannel(r *Replier, runner channel.Runner) (*Channel, error) {
 func (c *Channel) Run(ctx context.Context, poll bool) {
 	c.Channel.Run(ctx)
 	if poll {
-		c.wg.Go(func() { c.poller.run(ctx) })
+		c.wg.Go(func() { c.rx.Poll(ctx) })
 	}
 }
 
@@ -98,46 +89,92 @@ func (c *Channel) Wait() {
 	c.Channel.Wait()
 }
 
+// ServeHTTP is the webhook endpoint (Receiver.ServeHTTP).
+func (c *Channel) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.rx.ServeHTTP(w, r) }
+
+// Handle hands one update to the engine (Receiver.Handle); an error
+// means it should be retried.
+func (c *Channel) Handle(ctx context.Context, u Update) error { return c.rx.Handle(ctx, u) }
+
+// stateStore keeps the receiver's state: the polling offset and the
+// webhook secret's hash (store.Channel).
+type stateStore interface {
+	State(ctx context.Context, key string) (string, error)
+	SetState(ctx context.Context, key, value string) error
+}
+
+// Receiver takes Telegram's updates, from the webhook (ServeHTTP) or long
+// polling (Poll), converts them into the engine's Inbound messages and
+// hands them to handle (channel.Channel.Handle): messages, forum topics
+// as threads, button presses (callback queries), and in groups whether
+// the bot was mentioned or replied to.
+type Receiver struct {
+	client      *Client
+	store       stateStore
+	handle      func(context.Context, channel.Inbound) error
+	log         *slog.Logger
+	pollTimeout time.Duration
+
+	meMu sync.Mutex
+	me   *User
+}
+
+// NewReceiver returns the receiver that hands updates to handle, keeping
+// its state in st.
+func NewReceiver(client *Client, st stateStore, handle func(context.Context, channel.Inbound) error, log *slog.Logger) *Receiver {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Receiver{client: client, store: st, handle: handle, log: log.With("channel", ChannelName), pollTimeout: 30 * time.Second}
+}
+
 // ServeHTTP is the webhook endpoint. It checks the secret header in
 // constant time (401 when missing, 403 when wrong), hands the update to
 // Handle and answers 200 once the update is durably handed off; a failure
 // answers 500 so that Telegram delivers the update again.
-func (c *Channel) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.webhook.ServeHTTP(w, r) }
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	webhook{store: r.store, handle: r.Handle, log: r.log}.ServeHTTP(w, req)
+}
 
-// Handle hands one update to the engine (channel.Channel.Handle), which
-// handles it at most once; an error means it should be retried. A button
-// press is acknowledged to Telegram (answerCallbackQuery) once handed
-// off.
-func (c *Channel) Handle(ctx context.Context, u Update) error {
-	in, ok, err := c.inbound(ctx, u)
+// Poll long-polls getUpdates until ctx ends (poll.go).
+func (r *Receiver) Poll(ctx context.Context) {
+	p := poller{source: r.client, store: r.store, handle: r.Handle, timeout: r.pollTimeout, log: r.log}
+	p.run(ctx)
+}
+
+// Handle hands one update to the engine, which handles it at most once;
+// an error means it should be retried. A button press is acknowledged to
+// Telegram (answerCallbackQuery) once handed off.
+func (r *Receiver) Handle(ctx context.Context, u Update) error {
+	in, ok, err := r.inbound(ctx, u)
 	if err != nil {
 		return fmt.Errorf("telegram: update %d: %w", u.UpdateID, err)
 	}
 	if !ok {
 		return nil
 	}
-	if err := c.Channel.Handle(ctx, in); err != nil {
+	if err := r.handle(ctx, in); err != nil {
 		return err
 	}
 	if q := u.CallbackQuery; q != nil {
-		if err := c.cfg.Client.AnswerCallbackQuery(ctx, q.ID); err != nil {
-			c.log.Debug("answer callback query", "error", err)
+		if err := r.client.AnswerCallbackQuery(ctx, q.ID); err != nil {
+			r.log.Debug("answer callback query", "error", err)
 		}
 	}
 	return nil
 }
 
-func (c *Channel) self(ctx context.Context) (User, error) {
-	c.meMu.Lock()
-	defer c.meMu.Unlock()
-	if c.me != nil {
-		return *c.me, nil
+func (r *Receiver) self(ctx context.Context) (User, error) {
+	r.meMu.Lock()
+	defer r.meMu.Unlock()
+	if r.me != nil {
+		return *r.me, nil
 	}
-	u, err := c.cfg.Client.GetMe(ctx)
+	u, err := r.client.GetMe(ctx)
 	if err != nil {
 		return User{}, err
 	}
-	c.me = &u
+	r.me = &u
 	return u, nil
 }
 
@@ -147,14 +184,14 @@ func (c *Channel) self(ctx context.Context) (User, error) {
 // forum topic is a Thread; in a group, a message is Addressed when it
 // mentions the bot (@username, removed from the text) or replies to one
 // of its messages. ok is false for an update that is none of these.
-func (c *Channel) inbound(ctx context.Context, u Update) (in channel.Inbound, ok bool, err error) {
+func (r *Receiver) inbound(ctx context.Context, u Update) (in channel.Inbound, ok bool, err error) {
 	id := strconv.FormatInt(u.UpdateID, 10)
 	if q := u.CallbackQuery; q != nil {
 		m := q.Message
 		if m == nil || q.From.IsBot || q.Data == "" {
 			return in, false, nil
 		}
-		in = c.from(id, m, q.From)
+		in = from(id, m, q.From)
 		in.Addressed, in.Action = true, q.Data
 		return in, true, nil
 	}
@@ -162,10 +199,10 @@ func (c *Channel) inbound(ctx context.Context, u Update) (in channel.Inbound, ok
 	if m == nil || m.From == nil || m.From.IsBot || m.Text == "" {
 		return in, false, nil
 	}
-	in = c.from(id, m, *m.From)
+	in = from(id, m, *m.From)
 	in.Text, in.Addressed = m.Text, !in.Group
 	if in.Group {
-		me, err := c.self(ctx)
+		me, err := r.self(ctx)
 		if err != nil {
 			return in, false, err
 		}
@@ -181,7 +218,7 @@ func (c *Channel) inbound(ctx context.Context, u Update) (in channel.Inbound, ok
 }
 
 // from is the Inbound of delivery id in m's chat by user.
-func (c *Channel) from(id string, m *Message, user User) channel.Inbound {
+func from(id string, m *Message, user User) channel.Inbound {
 	var thread int64
 	if m.Chat.IsForum && m.IsTopicMessage {
 		thread = m.MessageThreadID
