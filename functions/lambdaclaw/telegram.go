@@ -13,6 +13,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
@@ -40,6 +41,7 @@ func newTelegramReplier(cfg *config.Config, db *sqlite.DB, log *slog.Logger) (*t
 	return telegram.NewReplier(telegram.Config{
 		Client: telegram.NewClient(tc.APIBase, tc.Token), Store: db.Channel(telegram.ChannelName),
 		Agent: tc.Agent, Autonomy: autonomy, AllowedUsers: tc.AllowedUsers, AccessCodes: codes, Log: log,
+		Groups:   channel.Groups{Respond: tc.Groups.Respond, Context: tc.Groups.ContextSize()},
 		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
 	})
 }

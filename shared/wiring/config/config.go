@@ -86,6 +86,8 @@ type Telegram struct {
 	Agent string `yaml:"agent"`
 	// Autonomy of Telegram runs (default supervised).
 	Autonomy string `yaml:"autonomy"`
+	// Groups says when the bot answers in groups.
+	Groups Groups `yaml:"groups"`
 	// Token and APIBase are read from the environment.
 	Token   string `yaml:"-"`
 	APIBase string `yaml:"-"`
@@ -529,6 +531,9 @@ func (t *Telegram) validate() error {
 		}
 	default:
 		return fmt.Errorf("config: telegram.mode is %q; want polling or webhook", t.Mode)
+	}
+	if err := t.Groups.validate("telegram"); err != nil {
+		return err
 	}
 	for _, c := range t.AccessCodes {
 		if v := c.Value(); v != "" && len(v) < 8 {

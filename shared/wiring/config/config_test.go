@@ -270,6 +270,10 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"sessions.users.ada", `"ada" needs a channel prefix`, "tg:, ws: or api:"}},
 		{"link without a key", "sessions:\n  users:\n    ada: [tg:1, ws:ada]\n",
 			[]string{"sessions.users.ada", `"ws:ada" must name the API key`, "ws:<key id>/<user>"}},
+		{"bad groups respond", "telegram:\n  enabled: true\n  groups: {respond: sometimes}\n",
+			[]string{`telegram.groups.respond is "sometimes"`, "mention or all"}},
+		{"groups context too large", "telegram:\n  enabled: true\n  groups: {context: 101}\n",
+			[]string{"telegram.groups.context is 101", "0 to 100"}},
 		{"link with an empty user", "sessions:\n  users:\n    ada: [api:key_1/]\n",
 			[]string{`"api:key_1/" must name the API key`}},
 	}
