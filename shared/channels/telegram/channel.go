@@ -192,7 +192,8 @@ func (r *Receiver) inbound(ctx context.Context, u Update) (in channel.Inbound, o
 			return in, false, nil
 		}
 		in = from(id, m, q.From)
-		in.Addressed, in.Action = true, q.Data
+		// A press has no date of its own; m's is the message's.
+		in.Addressed, in.Action, in.At = true, q.Data, time.Time{}
 		return in, true, nil
 	}
 	m := u.Message
