@@ -91,28 +91,31 @@ func (p *Platform) Send(ctx context.Context, msg channel.Outgoing) (string, erro
 	return strconv.FormatInt(id, 10), nil
 }
 
+// message reads the chat of the address to and the message id id.
+func message(to, id string) (chatID, msgID int64, err error) {
+	if chatID, _, err = parseAddress(to); err != nil {
+		return 0, 0, err
+	}
+	if msgID, err = strconv.ParseInt(id, 10, 64); err != nil {
+		return 0, 0, fmt.Errorf("telegram: bad message id %q", id)
+	}
+	return chatID, msgID, nil
+}
+
 // Edit replaces a message's text with editMessageText.
 func (p *Platform) Edit(ctx context.Context, to, id, text string) error {
-	chatID, _, err := parseAddress(to)
+	chatID, msgID, err := message(to, id)
 	if err != nil {
 		return err
-	}
-	msgID, err := strconv.ParseInt(id, 10, 64)
-	if err != nil {
-		return fmt.Errorf("telegram: bad message id %q", id)
 	}
 	return p.client.EditMessageText(ctx, chatID, msgID, text)
 }
 
 // Delete deletes a message with deleteMessage.
 func (p *Platform) Delete(ctx context.Context, to, id string) error {
-	chatID, _, err := parseAddress(to)
+	chatID, msgID, err := message(to, id)
 	if err != nil {
 		return err
-	}
-	msgID, err := strconv.ParseInt(id, 10, 64)
-	if err != nil {
-		return fmt.Errorf("telegram: bad message id %q", id)
 	}
 	return p.client.DeleteMessage(ctx, chatID, msgID)
 }

@@ -32,6 +32,16 @@ func (p *hangingProvider) Generate(ctx context.Context, _ llm.Request, _ llm.OnD
 	return llm.Response{Message: chat.Message{Role: chat.Assistant, Content: "ok"}}, nil
 }
 
+// idle waits until d's lanes stopped.
+func idle(t *testing.T, d *Driver) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := d.Idle(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // finished returns the state of the run id once it is done.
 func finished(t *testing.T, f *fixture, id string) RunState {
 	t.Helper()
@@ -75,11 +85,7 @@ func TestStopRunning(t *testing.T) {
 	if stopped, err := d.Stop(ctx, "s"); !stopped || err != nil {
 		t.Fatalf("Stop = %v, %v; want true, nil", stopped, err)
 	}
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer wcancel()
-	if err := d.Idle(wctx); err != nil {
-		t.Fatal(err)
-	}
+	idle(t, d)
 	if st := finished(t, f, first.RunID); st.ErrorCode != CodeCancelled || !st.Silent {
 		t.Errorf("stopped run: code %q, silent %v; want %q, silent", st.ErrorCode, st.Silent, CodeCancelled)
 	}
@@ -110,11 +116,7 @@ func TestStopParked(t *testing.T) {
 	if stopped, err := d.Stop(ctx, "s"); !stopped || err != nil {
 		t.Fatalf("Stop = %v, %v; want true, nil", stopped, err)
 	}
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer wcancel()
-	if err := d.Idle(wctx); err != nil {
-		t.Fatal(err)
-	}
+	idle(t, d)
 	if st := finished(t, f, parked.RunID); st.ErrorCode != CodeCancelled {
 		t.Errorf("stopped run: code %q, want %q", st.ErrorCode, CodeCancelled)
 	}
@@ -155,11 +157,7 @@ func TestDeliverStaleApproval(t *testing.T) {
 	if err != nil || got.RunID != parked.RunID {
 		t.Fatalf("answer of the pending approval: run %s, %v; want run %s", got.RunID, err, parked.RunID)
 	}
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer wcancel()
-	if err := d.Idle(wctx); err != nil {
-		t.Fatal(err)
-	}
+	idle(t, d)
 	if f.echo.n != 1 {
 		t.Errorf("tool ran %d times, want 1", f.echo.n)
 	}

@@ -223,12 +223,9 @@ func later(a, b time.Time) time.Time {
 
 // sleepCtx waits d and reports whether ctx is still alive.
 func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
+	case <-time.After(d):
 	}
+	return ctx.Err() == nil
 }
