@@ -3,7 +3,7 @@
 // receiver (signed deliveries of messages, group messages and button
 // presses, and forged ones) and reports what the platform received, while
 // the suite runs the channel engine (shared/core/channel) on sqlite with
-// the agent loop and a fake model (tests/fakellm), as a server does.
+// the agent loop and a scripted fake model, as a server does.
 package channeltest
 
 import (
@@ -19,14 +19,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/adapters/openai"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
-	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
 
 // Harness is an adapter under test and its platform's fake. The suite's
@@ -125,7 +123,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 // harness's receiver in front: a server.
 type env struct {
 	h     Harness
-	llm   *fakellm.Server
+	llm   *model
 	db    *sqlite.DB
 	st    store.Channel
 	tools atomic.Int32
@@ -150,8 +148,7 @@ func (s sendTool) Call(context.Context, tool.Env, json.RawMessage) (string, erro
 
 func start(t *testing.T, h Harness, deliver bool) *env {
 	t.Helper()
-	llm := fakellm.New()
-	t.Cleanup(llm.Close)
+	llm := newModel()
 	db, err := sqlite.Open(filepath.Join(t.TempDir(), "lambdaclaw.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -167,10 +164,6 @@ func start(t *testing.T, h Harness, deliver bool) *env {
 // deliver is set, the driver and the receiver.
 func (e *env) boot(t *testing.T, deliver bool) {
 	t.Helper()
-	provider, err := openai.New(openai.Config{BaseURL: e.llm.URL + "/v1", Model: "fake"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	tools, err := tool.NewRegistry(sendTool{&e.tools})
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +175,7 @@ func (e *env) boot(t *testing.T, deliver bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loop := &agent.Loop{Store: e.db, Agents: agent.Registry{"main": {Name: "main", Provider: provider, Tools: tools, MaxToolIterations: 5}},
+	loop := &agent.Loop{Store: e.db, Agents: agent.Registry{"main": {Name: "main", Provider: e.llm, Tools: tools, MaxToolIterations: 5}},
 		Replier: agent.Router{p.Name(): r}}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.driver = agent.NewDriver(ctx, loop, slog.New(slog.DiscardHandler))
@@ -266,13 +259,13 @@ func stateful(t *testing.T, e *env) {
 	e.settled(t)
 	e.deliver(t, Delivery{Seq: 2, From: Alice, Text: "what is my name?"})
 	want(t, "received", e.texts(t, dmAlice), []string{"echo: my name is Alice", "echo: what is my name?"})
-	reqs := e.llm.Requests()
+	reqs := e.llm.requests()
 	if len(reqs) != 2 {
 		t.Fatalf("%d model requests, want 2", len(reqs))
 	}
 	var saw []string
 	for _, m := range reqs[1].Messages {
-		saw = append(saw, m.Role+": "+m.Content)
+		saw = append(saw, string(m.Role)+": "+m.Content)
 	}
 	if !slices.Contains(saw, "user: my name is Alice") || !slices.Contains(saw, "assistant: echo: my name is Alice") {
 		t.Errorf("the second request did not see the first exchange: %q", saw)
@@ -280,14 +273,14 @@ func stateful(t *testing.T, e *env) {
 	// Another person's conversation is another session.
 	e.deliver(t, Delivery{Seq: 3, From: Bob, Text: "hi"})
 	e.settled(t)
-	if n := len(e.llm.Requests()[2].Messages); n != 1 {
+	if n := len(e.llm.requests()[2].Messages); n != 1 {
 		t.Errorf("bob's first request holds %d messages, want his own 1", n)
 	}
 }
 
 func longReply(t *testing.T, e *env) {
 	limit := e.h.Platform().MaxLen()
-	e.llm.Enqueue(fakellm.Reply{Generated: int64(limit*5/2 + 10)})
+	e.llm.enqueue(reply{long: limit*5/2 + 10})
 	e.deliver(t, Delivery{Seq: 1, From: Alice, Text: "write a lot"})
 	got := e.texts(t, dmAlice)
 	if len(got) != 3 {
@@ -298,10 +291,10 @@ func longReply(t *testing.T, e *env) {
 			t.Errorf("part %d has %d characters, limit %d", i, n, limit)
 		}
 	}
-	// The generated reply repeats a sentence, its last word cut.
+	// The reply repeats a sentence, its last word cut.
 	whole := strings.Fields(strings.Join(got, " "))
 	whole = whole[:len(whole)-1]
-	if w := strings.Fields(strings.Repeat("All work and no play makes Jack a dull boy. ", limit)); !slices.Equal(whole, w[:len(whole)]) {
+	if w := strings.Fields(strings.Repeat(sentence, limit)); !slices.Equal(whole, w[:len(whole)]) {
 		t.Error("the parts joined are not the reply")
 	}
 }
@@ -323,7 +316,7 @@ func duplicate(t *testing.T, e *env) {
 	e.settled(t)
 	e.deliver(t, d)
 	want(t, "received", e.texts(t, dmAlice), []string{"echo: once"})
-	if n := len(e.llm.Requests()); n != 1 {
+	if n := len(e.llm.requests()); n != 1 {
 		t.Errorf("%d model requests for one delivery delivered three times, want 1", n)
 	}
 }
@@ -333,7 +326,7 @@ func duplicate(t *testing.T, e *env) {
 // approval answered, is told so and runs nothing; a button of another
 // conversation's approval answers nothing either.
 func approvalByButton(t *testing.T, e *env) {
-	e.llm.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{{Name: "send", Arguments: "{}"}}})
+	e.llm.enqueue(reply{call: "send"})
 	e.deliver(t, Delivery{Seq: 1, From: Alice, Text: "send it"})
 	e.settled(t)
 	got := e.h.Received(t, dmAlice)
@@ -377,7 +370,7 @@ func groupContext(t *testing.T, e *env) {
 	group := Conversation{Group: true}
 	e.deliver(t, Delivery{Seq: 1, From: Bob, Group: true, Text: "the meeting is at noon"})
 	e.settled(t)
-	if n := len(e.llm.Requests()); n != 0 || len(e.h.Received(t, group)) != 0 {
+	if n := len(e.llm.requests()); n != 0 || len(e.h.Received(t, group)) != 0 {
 		t.Fatalf("a message not addressed to the bot: %d model requests, received %+v", n, e.h.Received(t, group))
 	}
 	e.deliver(t, Delivery{Seq: 2, From: Alice, Group: true, Addressed: true, Text: "when is the meeting?"})
@@ -385,7 +378,7 @@ func groupContext(t *testing.T, e *env) {
 	if len(got) != 1 || !strings.Contains(got[0], "when is the meeting?") {
 		t.Fatalf("received %q, want the answer", got)
 	}
-	in := e.llm.Requests()[0].LastUser()
+	in := lastUser(e.llm.requests()[0].Messages)
 	if !strings.Contains(in, "the meeting is at noon") || !strings.Contains(in, "when is the meeting?") {
 		t.Errorf("the model got %q: want the earlier message as context", in)
 	}
@@ -403,16 +396,18 @@ func commands(t *testing.T, e *env) {
 	e.deliver(t, Delivery{Seq: 5, From: Alice, Text: "after the reset"})
 	want(t, "received", e.texts(t, dmAlice), []string{"echo: remember this", channel.HelpText, "Started a new conversation.",
 		"Nothing to stop.", "echo: after the reset"})
-	if reqs := e.llm.Requests(); len(reqs) != 2 || len(reqs[1].Messages) != 1 {
+	if reqs := e.llm.requests(); len(reqs) != 2 || len(reqs[1].Messages) != 1 {
 		t.Errorf("after /reset the model got %d messages, want only the new one", len(reqs[len(reqs)-1].Messages))
 	}
 }
 
 // stop: /stop while the model works ends the run; nothing of it is sent.
 func stop(t *testing.T, e *env) {
-	e.llm.Enqueue(fakellm.Reply{Hang: true})
+	e.llm.enqueue(reply{hang: true})
 	e.deliver(t, Delivery{Seq: 1, From: Alice, Text: "think long"})
-	if _, ok := e.llm.WaitRequests(1, 10*time.Second); !ok {
+	select {
+	case <-e.llm.asked:
+	case <-time.After(10 * time.Second):
 		t.Fatal("the model was not asked")
 	}
 	e.deliver(t, Delivery{Seq: 2, From: Alice, Text: "/stop"})
@@ -426,7 +421,7 @@ func accessDenied(t *testing.T, e *env) {
 	e.deliver(t, Delivery{Seq: 2, From: Mallory, Group: true, Addressed: true, Text: "answer me"})
 	want(t, "received", e.texts(t, Conversation{User: Mallory}), []string{channel.DeniedText})
 	want(t, "group", e.texts(t, Conversation{Group: true}), []string{channel.DeniedText})
-	if n := len(e.llm.Requests()); n != 0 {
+	if n := len(e.llm.requests()); n != 0 {
 		t.Errorf("%d model requests from a person not let in", n)
 	}
 }
@@ -437,7 +432,7 @@ func forged(t *testing.T, e *env) {
 		t.Fatalf("a forged delivery: status %d, want 401 or 403", code)
 	}
 	e.settled(t)
-	if n := len(e.llm.Requests()); n != 0 || len(e.h.Received(t, dmAlice)) != 0 {
+	if n := len(e.llm.requests()); n != 0 || len(e.h.Received(t, dmAlice)) != 0 {
 		t.Fatalf("a forged delivery started something: %d model requests", n)
 	}
 	// The platform's genuine delivery of the same id is still handled.
@@ -467,7 +462,7 @@ func restart(t *testing.T, e *env) {
 	e.boot(t, true)
 	e.deliver(t, d)
 	want(t, "received", e.texts(t, dmAlice), []string{"echo: survive"})
-	if n := len(e.llm.Requests()); n != 1 {
+	if n := len(e.llm.requests()); n != 1 {
 		t.Errorf("%d model requests, want 1", n)
 	}
 	stats, err := e.st.OutboxStats(ctx)
