@@ -27,6 +27,10 @@ const HelpText = `I am an AI agent. Write to me and I answer.
 /yes, /no, /always — answer an approval request (or press its button)
 /help — this help`
 
+// MaxText bounds, in bytes, the text of a message the channel takes: a
+// longer one is refused, with a reply that says so.
+const MaxText = 64 << 10
+
 // Channel is a messaging channel: its Replier, and the receiving half that
 // takes the Inbound messages its adapter parsed, handles each once, gates
 // them by allowlist and access codes and hands them to the Runner.
@@ -168,6 +172,9 @@ func (c *Channel) process(ctx context.Context, in Inbound) error {
 		}
 		c.log.Info("not authenticated", "user", user(in), "to", in.To)
 		return c.reply(ctx, replyID, in.To, DeniedText)
+	}
+	if len(text) > MaxText {
+		return c.reply(ctx, replyID, in.To, fmt.Sprintf("Your message is too long: %d bytes, of at most %d. Nothing of it was kept.", len(text), MaxText))
 	}
 	owner, session := c.session(in)
 	runID := c.name + "-" + idPart(in.ID)

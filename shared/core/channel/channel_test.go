@@ -165,6 +165,11 @@ func TestCommands(t *testing.T) {
 		t.Errorf("a command reached the agent: %+v", r.inputs)
 	}
 
+	handle(t, c, dm("6", strings.Repeat("x", MaxText+1)))
+	if got := replies(t, st)["c1"]; len(got) != 5 || !strings.Contains(got[4], "too long") || len(r.inputs) != 0 {
+		t.Errorf("a message over MaxText: replies %q, %d runs", got, len(r.inputs))
+	}
+
 	plain, st2 := newTestChannel(t, &runner{}, Groups{})
 	handle(t, plain, dm("1", "/stop"))
 	if got := replies(t, st2)["c1"]; len(got) != 1 || !strings.Contains(got[0], "not possible") {
