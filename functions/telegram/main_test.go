@@ -13,6 +13,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
+	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 	"github.com/lambdaclaw/lambdaclaw/tests/faketelegram"
 )
 
@@ -213,5 +214,47 @@ func TestAccessCodeLockout(t *testing.T) {
 	}
 	if ok, err := f.env.Store.Channel(telegram.ChannelName).AllowedUser(t.Context(), "777"); err != nil || ok {
 		t.Errorf("the locked-out chat's user was let in: %v, %v", ok, err)
+	}
+}
+
+// TestApprovalButton: on AWS too, an approval's prompt comes with buttons,
+// and the press of Yes, a callback query through the webhook, resumes
+// the parked execution; the run answers; a second press changes nothing
+// and says so.
+func TestApprovalButton(t *testing.T) {
+	f := newFixture(t, "111111111")
+	f.play(t)
+	f.env.LLM.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_1", Name: "write_file", Arguments: `{"path":"notes.md","content":"hi"}`}}})
+	if code := f.invoke(t, "webhook.json"); code != http.StatusOK {
+		t.Fatalf("webhook: status %d", code)
+	}
+	cloudtest.Wait(t, 10*time.Second, "the approval prompt", func() bool { return len(f.tg.Messages(chatID)) > 0 })
+	prompt := f.tg.Messages(chatID)[0]
+	if len(prompt.Buttons) != 3 || prompt.Buttons[0].Text != "Yes" {
+		t.Fatalf("prompt = %+v; want Yes, No and Always buttons", prompt)
+	}
+	press := func(id int64) {
+		t.Helper()
+		var ev events.APIGatewayProxyRequest
+		cloudtest.LoadEvent(t, "telegram/webhook.json", &ev)
+		b, _ := json.Marshal(faketelegram.Callback(id, chatID, chatID, "private", prompt.MessageID, prompt.Buttons[0].CallbackData))
+		ev.Body = string(b)
+		if resp, err := f.h.Handle(t.Context(), ev); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("press: %d %v", resp.StatusCode, err)
+		}
+	}
+	press(700000002)
+	if e := f.env.SFN.Wait(runID, 10*time.Second); e.Err != nil {
+		t.Fatalf("execution: %v", e.Err)
+	}
+	cloudtest.Wait(t, 5*time.Second, "the answer", func() bool { return len(f.tg.Messages(chatID)) > 1 })
+	press(700000003)
+	cloudtest.Wait(t, 5*time.Second, "the stale press told", func() bool { return len(f.tg.Messages(chatID)) > 2 })
+	got := texts(f.tg.Messages(chatID))
+	if len(got) != 3 || got[1] != "echo: Hello, agent" || !strings.Contains(got[2], "no longer waiting") {
+		t.Errorf("messages = %q; want the prompt, the answer and the stale press told", got)
+	}
+	if n := f.tg.Calls("answerCallbackQuery"); n != 2 {
+		t.Errorf("answerCallbackQuery called %d times, want 2", n)
 	}
 }
