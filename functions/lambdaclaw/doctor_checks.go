@@ -418,12 +418,16 @@ type webhookInfo struct {
 	PendingUpdates   int    `json:"pending_update_count"`
 	LastErrorDate    int64  `json:"last_error_date"`
 	LastErrorMessage string `json:"last_error_message"`
+	// AllowedUpdates are the kinds of update the webhook gets; absent,
+	// all of the usual kinds.
+	AllowedUpdates []string `json:"allowed_updates"`
 }
 
 // checkWebhook compares the bot's webhook (getWebhookInfo) with the mode:
 // in webhook mode it must be public_url's, in polling mode there must be
 // none (Telegram refuses getUpdates while a webhook is set). A delivery
-// error of the last hour fails too.
+// error of the last hour fails too, and so does a webhook registered
+// without button presses (callback_query, by an older version).
 func (d *doctor) checkWebhook(ctx context.Context) finding {
 	tc := d.cfg.Telegram
 	if tc.Token == "" {
@@ -450,6 +454,10 @@ func (d *doctor) checkWebhook(ctx context.Context) finding {
 			got = wi.URL
 		}
 		return finding{Verdict: fail, Detail: fmt.Sprintf("the webhook is %s, want %s", got, want), Fix: "lambdaclaw telegram setup"}
+	}
+	if len(wi.AllowedUpdates) > 0 && !slices.Contains(wi.AllowedUpdates, "callback_query") {
+		return finding{Verdict: fail, Detail: fmt.Sprintf("the webhook gets only %s updates, not button presses (callback_query): approvals' buttons do nothing",
+			strings.Join(wi.AllowedUpdates, ", ")), Fix: "lambdaclaw telegram setup"}
 	}
 	if wi.LastErrorMessage != "" && d.now().Sub(time.Unix(wi.LastErrorDate, 0)) < time.Hour {
 		return finding{Verdict: fail, Detail: fmt.Sprintf("Telegram could not deliver to %s at %s: %s; %s", want, time.Unix(wi.LastErrorDate, 0).UTC().Format(time.RFC3339), wi.LastErrorMessage, pending),

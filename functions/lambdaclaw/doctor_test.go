@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -329,15 +330,30 @@ func TestDoctorMCP(t *testing.T) {
 	}
 }
 
+// setWebhook is the body of a setWebhook call of webhook, the URL and,
+// after a "#", the kinds of update it gets (comma-separated; all of them
+// when there is no "#").
+func setWebhook(webhook string) string {
+	url, kinds, some := strings.Cut(webhook, "#")
+	p := map[string]any{"url": url, "allowed_updates": []string{}}
+	if some {
+		p["allowed_updates"] = strings.Split(kinds, ",")
+	}
+	b, _ := json.Marshal(p)
+	return string(b)
+}
+
 func TestDoctorTelegram(t *testing.T) {
 	tg := faketelegram.New()
 	defer tg.Close()
 	const public = "https://bot.example.com"
 	tests := []struct {
-		name    string
-		token   string
-		mode    string // "": the channel off
-		webhook string // registered before the check
+		name  string
+		token string
+		mode  string // "": the channel off
+		// webhook is registered before the check, with the update kinds
+		// after a "#", when there are any (else all).
+		webhook string
 		// want are the verdicts and details of the token and webhook checks.
 		want [2]string
 	}{
@@ -345,12 +361,14 @@ func TestDoctorTelegram(t *testing.T) {
 		{"polling with a webhook", faketelegram.Token, "polling", public + "/x", [2]string{"ok: token of @clawbot accepted", "FAIL: so long polling gets no updates"}},
 		{"webhook", faketelegram.Token, "webhook", public + config.TelegramWebhookPath, [2]string{"ok: the channel is on, mode webhook", "ok: webhook set to " + public}},
 		{"webhook missing", faketelegram.Token, "webhook", "", [2]string{"ok: mode webhook", "FAIL: the webhook is none, want " + public}},
+		{"webhook without button presses", faketelegram.Token, "webhook", public + config.TelegramWebhookPath + "#message",
+			[2]string{"ok: mode webhook", "FAIL: the webhook gets only message updates, not button presses"}},
 		{"token refused", "123456:wrong-token-0123456789", "polling", "", [2]string{"FAIL: Telegram refused the token", "FAIL: 401 Unauthorized"}},
 		{"channel off, token set", faketelegram.Token, "", "", [2]string{"ok: the channel is off", "ok: no webhook"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := tg.Client().Post(tg.URL+"/bot"+faketelegram.Token+"/setWebhook", "application/json", strings.NewReader(fmt.Sprintf(`{"url":%q}`, tt.webhook))); err != nil {
+			if _, err := tg.Client().Post(tg.URL+"/bot"+faketelegram.Token+"/setWebhook", "application/json", strings.NewReader(setWebhook(tt.webhook))); err != nil {
 				t.Fatal(err)
 			}
 			d := testDoctor(t, t.TempDir())

@@ -74,6 +74,9 @@ type Server struct {
 	fail    map[string][]Failure
 	webhook string
 	secret  string
+	// allowed is the webhook's allowed_updates, kept from setWebhook
+	// to setWebhook when one does not give it (as Telegram does).
+	allowed []any
 	polls   int
 }
 
@@ -393,11 +396,17 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.webhook, _ = p["url"].(string)
 		s.secret, _ = p["secret_token"].(string)
+		if a, ok := p["allowed_updates"].([]any); ok {
+			s.allowed = a
+		}
 		s.mu.Unlock()
 		writeOK(w, true)
 	case "getWebhookInfo":
 		s.mu.Lock()
 		info := map[string]any{"url": s.webhook, "has_custom_certificate": false, "pending_update_count": len(s.ids)}
+		if len(s.allowed) > 0 {
+			info["allowed_updates"] = s.allowed
+		}
 		s.mu.Unlock()
 		writeOK(w, info)
 	case "deleteWebhook":
