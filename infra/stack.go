@@ -683,8 +683,11 @@ func (s *builder) botTokenID() *string {
 // event, which it tells from API Gateway's by its shape; on Create and
 // Update it calls setWebhook with Url and the webhook secret and answers
 // FAILED with Telegram's description when Telegram refuses, and on Delete
-// it calls deleteWebhook and answers SUCCESS whatever happens. Url is the
-// only property: a new URL (a renamed stage) registers again. The
+// it calls deleteWebhook and answers SUCCESS whatever happens. Url is its
+// property: a new URL (a renamed stage) registers again. Updates names
+// the kinds of update the function registers (its own list; the button
+// presses of approvals came with callback_query) only so that a change
+// of them registers again. The
 // function reads the token and the secret itself, so neither appears in
 // the template or the event.
 func (s *builder) telegramWebhook() {
@@ -695,7 +698,7 @@ func (s *builder) telegramWebhook() {
 		ServiceToken:   s.fns["telegram"].FunctionArn(),
 		ResourceType:   jsii.String("Custom::TelegramWebhook"),
 		ServiceTimeout: awscdk.Duration_Seconds(jsii.Number(300)),
-		Properties:     &map[string]interface{}{"Url": s.urlFor("/telegram/webhook")},
+		Properties:     &map[string]interface{}{"Url": s.urlFor("/telegram/webhook"), "Updates": "message,callback_query"},
 	})
 }
 

@@ -46,7 +46,8 @@ func TestTelegramEnvironment(t *testing.T) {
 
 // TestTelegramWebhookRegistration: with telegram=on the deployment
 // registers the webhook through a custom resource served by the telegram
-// function, with the stage's webhook URL as its one property; the bot
+// function, with the stage's webhook URL and the kinds of update the
+// function registers (a change of them registers again); the bot
 // token secret is imported by name (the operator creates it), the webhook
 // secret is generated in Telegram's alphabet, and the function reads both.
 func TestTelegramWebhookRegistration(t *testing.T) {
@@ -67,8 +68,11 @@ func TestTelegramWebhookRegistration(t *testing.T) {
 		if got := render(p["Url"]); !regexp.MustCompile(`^https://\$\{Api[0-9A-F]+\}\.execute-api\.\$\{AWS::Region\}\.\$\{AWS::URLSuffix\}/\$\{ApiDeploymentStageprod[0-9A-F]+\}/telegram/webhook$`).MatchString(got) {
 			t.Errorf("%s: Url = %s", id, got)
 		}
+		if got := render(p["Updates"]); got != "message,callback_query" {
+			t.Errorf("%s: Updates = %s", id, got)
+		}
 		for k := range p {
-			if k != "ServiceToken" && k != "Url" && k != "ServiceTimeout" {
+			if k != "ServiceToken" && k != "Url" && k != "ServiceTimeout" && k != "Updates" {
 				t.Errorf("%s: unexpected property %s (no secret belongs in the template)", id, k)
 			}
 		}
