@@ -153,14 +153,17 @@ func (c *Channel) process(ctx context.Context, in Inbound) error {
 	if text == "" && in.Action == "" {
 		return nil
 	}
-	if in.Action == "" && in.Group && !in.Addressed && c.cfg.Groups.Respond != "all" {
-		return c.remember(ctx, in)
-	}
-	replyID := "m" + idPart(in.ID)
 	ok, err := c.authorized(ctx, in)
 	if err != nil {
 		return err
 	}
+	if in.Action == "" && in.Group && !in.Addressed && c.cfg.Groups.Respond != "all" {
+		if !ok {
+			return nil // what a person not let in says is kept nowhere (seed 002)
+		}
+		return c.remember(ctx, in)
+	}
+	replyID := "m" + idPart(in.ID)
 	if !ok {
 		// Nothing of the text is logged, stored or sent on (seed 002).
 		if !in.Group && in.Action == "" && len(c.cfg.AccessCodes) > 0 && !notCode(text) {

@@ -201,8 +201,8 @@ func TestAccessDenied(t *testing.T) {
 
 // TestGroups: in a group the bot answers only what is addressed to it;
 // the messages before are given with it, marked, and then forgotten; the
-// latest Context are kept, each cut to MaxContextBytes. With Respond
-// "all", every message is answered.
+// latest Context are kept, each cut to MaxContextBytes, and none of a
+// person not let in. With Respond "all", every message is answered.
 func TestGroups(t *testing.T) {
 	r := &runner{}
 	c, _ := newTestChannel(t, r, Groups{Context: 2})
@@ -210,7 +210,9 @@ func TestGroups(t *testing.T) {
 		return Inbound{ID: id, User: "u1", Name: name, Principal: "#g", To: "g", Group: true, Addressed: addressed, Text: text}
 	}
 	long := strings.Repeat("é", MaxContextBytes)
-	handle(t, c, g("1", "Ada", "first", false), g("2", "Bob", "second", false), g("3", "Cy", long, false),
+	stranger := g("2x", "Eve", "not allowed", false)
+	stranger.User = "x"
+	handle(t, c, g("1", "Ada", "first", false), g("2", "Bob", "second", false), stranger, g("3", "Cy", long, false),
 		g("4", "Ada", "what do you think?", true), g("5", "Ada", "and now?", true))
 	if len(r.inputs) != 2 {
 		t.Fatalf("%d runs, want 2 (the addressed messages)", len(r.inputs))
