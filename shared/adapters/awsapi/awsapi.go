@@ -1,24 +1,28 @@
 // Package awsapi is a lean client of the AWS APIs lambdaclaw calls for a
 // few operations each: Step Functions, Lambda, SQS, Secrets Manager,
-// EventBridge Scheduler, CloudWatch (DescribeAlarms) and CloudFormation
-// (DescribeStacks). The
-// SDK's service clients cost some 150–400 KB of code each, for one to
-// three operations; this package speaks the same wire formats with one
+// EventBridge Scheduler, CloudWatch (DescribeAlarms), CloudFormation
+// (DescribeStacks), Bedrock Runtime (Converse, ConverseStream,
+// InvokeModel) and ECS (RunTask, DescribeTasks, StopTask). The SDK's
+// service clients cost some 150–400 KB of code each (Bedrock Runtime's
+// and ECS's more, and a schema table built at init), for one to three
+// operations; this package speaks the same wire formats with one
 // client: awsJson 1.0 and 1.1 (a POST of JSON naming the operation in
-// X-Amz-Target), restJson1 (Lambda, Scheduler) and the query protocol
-// (CloudFormation), signed with Signature Version 4 by the SDK's own
-// signer, with the credentials and Region of an aws.Config.
+// X-Amz-Target), restJson1 (Lambda, Scheduler, Bedrock Runtime), the
+// event-stream framing of a streamed answer (EventStream) and the query
+// protocol (CloudFormation), signed with Signature Version 4 by the SDK's
+// own signer, with the credentials and Region of an aws.Config.
 //
 // A request is retried as the SDK's standard retryer does: up to three
 // attempts (aws.Config.RetryMaxAttempts when set), on throttling (429 and
 // the SDK's throttling codes), on 500, 502, 503 and 504, on the SDK's
 // retryable codes and on a failed connection, after the SDK's exponential
-// backoff with jitter. A response body larger than MaxBody is an error.
-// A service's error is an *Error that keeps its code (Code, HasCode).
+// backoff with jitter. A response body larger than MaxBody (or a
+// client's own bound) is a *TooLargeError. A service's error is an
+// *Error that keeps its code (Code, HasCode).
 //
 // The other services keep the SDK's clients: DynamoDB and S3 are called
-// for many operations, Bedrock Runtime streams, and ECS and the API
-// Gateway Management API are linked by the Lambda functions only.
+// for many operations, and the API Gateway Management API is linked by
+// the WebSocket functions only.
 package awsapi
 
 import (
@@ -138,6 +142,9 @@ type request struct {
 	path   string
 	header http.Header
 	body   []byte
+	// stream leaves a successful answer's body unread, in
+	// response.stream, for the caller to read and close.
+	stream bool
 }
 
 // response is a successful call's answer.
@@ -145,6 +152,7 @@ type response struct {
 	status int
 	header http.Header
 	body   []byte
+	stream io.ReadCloser
 }
 
 // do sends r, signed, and retries it as the SDK's standard retryer does.
@@ -194,15 +202,18 @@ func (c *Client) send(ctx context.Context, r request) (*response, error) {
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
-		return nil, &connError{fmt.Errorf("%s %s: %w", c.svc.Name, r.op, err)}
+		return nil, &connError{err: fmt.Errorf("%s %s: %w", c.svc.Name, r.op, err)}
+	}
+	if r.stream && res.StatusCode < 300 {
+		return &response{status: res.StatusCode, header: res.Header, stream: res.Body}, nil
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, c.maxBody+1))
 	if err != nil {
-		return nil, &connError{fmt.Errorf("%s %s: read the response: %w", c.svc.Name, r.op, err)}
+		return nil, &connError{fmt.Errorf("%s %s: read the response: %w", c.svc.Name, r.op, err), res.StatusCode}
 	}
 	if int64(len(body)) > c.maxBody {
-		return nil, fmt.Errorf("%s %s: the response is larger than %d bytes", c.svc.Name, r.op, c.maxBody)
+		return nil, &TooLargeError{Service: c.svc.Name, Operation: r.op, Status: res.StatusCode, Limit: c.maxBody}
 	}
 	if res.StatusCode >= 300 {
 		return nil, c.svc.decodeError(r.op, res.StatusCode, res.Header, body)
@@ -224,8 +235,12 @@ func traceOn(h http.Header) {
 }
 
 // connError is a request that got no complete answer: a failed
-// connection, retried as the SDK retries it.
-type connError struct{ err error }
+// connection, retried as the SDK retries it. status is that of an
+// answer whose body was cut off.
+type connError struct {
+	err    error
+	status int
+}
 
 func (e *connError) Error() string { return e.err.Error() }
 func (e *connError) Unwrap() error { return e.err }

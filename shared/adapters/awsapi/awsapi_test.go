@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 const (
@@ -286,8 +287,11 @@ func TestErrors(t *testing.T) {
 			if !ok {
 				t.Fatalf("error %v, want an *Error", err)
 			}
-			if diff := cmp.Diff(tc.want, *got); diff != "" {
+			if diff := cmp.Diff(tc.want, *got, cmpopts.IgnoreFields(Error{}, "Header")); diff != "" {
 				t.Errorf("error (-want +got):\n%s", diff)
+			}
+			if got.Header.Get("Content-Length") == "" || Status(err) != tc.status {
+				t.Errorf("error without the answer's header (%v) or status (%d)", got.Header, Status(err))
 			}
 			if !HasCode(fmt.Errorf("wrapped: %w", err), tc.want.Code) || Code(err) != tc.want.Code {
 				t.Errorf("Code(%v) = %q, want %q", err, Code(err), tc.want.Code)
@@ -404,8 +408,9 @@ func TestBodyBound(t *testing.T) {
 	}
 	size, calls = bound+1, 0
 	err := c.callJSON(context.Background(), "Op", map[string]string{}, &out)
-	if err == nil || !strings.Contains(err.Error(), "larger than 1024 bytes") || calls != 1 {
-		t.Errorf("an answer over the bound: %v after %d calls, want refused after 1", err, calls)
+	big, ok := errors.AsType[*TooLargeError](err)
+	if !ok || big.Limit != bound || big.Status != http.StatusOK || !strings.Contains(err.Error(), "larger than 1024 bytes") || calls != 1 {
+		t.Errorf("an answer over the bound: %v after %d calls, want a *TooLargeError after 1", err, calls)
 	}
 }
 

@@ -18,6 +18,9 @@ type Error struct {
 	Status             int
 	Code, Message      string
 	RequestID          string
+	// Header is the answer's header (Retry-After, say); nil for an
+	// exception in an event stream.
+	Header http.Header
 }
 
 func (e *Error) Error() string {
@@ -25,11 +28,45 @@ func (e *Error) Error() string {
 	if e.Message != "" {
 		s += ": " + e.Message
 	}
-	s += fmt.Sprintf(" (HTTP %d", e.Status)
-	if e.RequestID != "" {
-		s += ", request " + e.RequestID
+	var about []string
+	if e.Status != 0 {
+		about = append(about, fmt.Sprintf("HTTP %d", e.Status))
 	}
-	return s + ")"
+	if e.RequestID != "" {
+		about = append(about, "request "+e.RequestID)
+	}
+	if len(about) > 0 {
+		s += " (" + strings.Join(about, ", ") + ")"
+	}
+	return s
+}
+
+// TooLargeError is an answer with a body larger than the client reads:
+// its HTTP status, and the bound.
+type TooLargeError struct {
+	Service, Operation string
+	Status             int
+	Limit              int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s %s: the response (HTTP %d) is larger than %d bytes", e.Service, e.Operation, e.Status, e.Limit)
+}
+
+// Status returns the HTTP status of the answer err came with: a
+// service's error, an answer too large, or one whose body was cut off;
+// 0 when there was none (an exception in an event stream, say).
+func Status(err error) int {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Status
+	}
+	if e, ok := errors.AsType[*TooLargeError](err); ok {
+		return e.Status
+	}
+	if e, ok := errors.AsType[*connError](err); ok {
+		return e.status
+	}
+	return 0
 }
 
 // Code returns the service's error code of err, "" when err is not a
@@ -52,7 +89,7 @@ func HasCode(err error, codes ...string) bool {
 // restJson1), in x-amzn-query-error for a service compatible with the
 // query protocol, or in <Error><Code> (query).
 func (s Service) decodeError(op string, status int, h http.Header, body []byte) *Error {
-	e := &Error{Service: s.Name, Operation: op, Status: status, RequestID: h.Get("X-Amzn-Requestid")}
+	e := &Error{Service: s.Name, Operation: op, Status: status, RequestID: h.Get("X-Amzn-Requestid"), Header: h}
 	if s.protocol == query {
 		var x struct {
 			Code      string `xml:"Error>Code"`

@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 )
 
@@ -27,7 +27,7 @@ type ConverseConfig struct {
 	Name string
 	// Region is the Bedrock region. When empty, the region comes from the
 	// AWS configuration (AWS_REGION, the shared config file). Unused with
-	// Client.
+	// AWS.
 	Region string
 	// Model is the model id, inference profile id or ARN used when a
 	// request does not name one, such as
@@ -37,11 +37,12 @@ type ConverseConfig struct {
 	// for the response and for each following event.
 	// DefaultConverseTimeout when zero.
 	Timeout time.Duration
-	// Client sends the calls. When nil, one is built from the SDK's default
-	// configuration (IAM credentials from the environment, the shared
-	// config files or the Lambda role) with the SDK's retries turned off.
-	// A given client keeps its own retry settings.
-	Client *bedrockruntime.Client
+	// AWS is the configuration of the calls: Region, credentials, HTTP
+	// client and attempts (RetryMaxAttempts; the SDK's 3 when zero). When
+	// nil, it is the SDK's default configuration (IAM credentials from
+	// the environment, the shared config files or the Lambda role) with
+	// one attempt a call.
+	AWS *aws.Config
 	// Endpoint replaces the regional endpoint: a VPC endpoint, or a test
 	// server.
 	Endpoint string
@@ -62,11 +63,9 @@ type Converse struct {
 	timeout time.Duration
 	// maxReply caps a reply's bytes; a longer one is cut.
 	maxReply int
-	client   *bedrockruntime.Client
-	// converseOpts and streamOpts apply to every Converse and
-	// ConverseStream call: plainRequestBodies, the endpoint of a given
-	// client, and the bounds on what a call reads.
-	converseOpts, streamOpts []func(*bedrockruntime.Options)
+	// client reads an answer's body, and each message of a stream, up
+	// to llm.ReplyBodyBound(maxReply).
+	client *awsapi.BedrockRuntime
 	// now is the clock used to read Retry-After dates, and afterFunc
 	// starts the timeout's timer; tests replace them.
 	now       func() time.Time
@@ -75,10 +74,10 @@ type Converse struct {
 
 var _ llm.Provider = (*Converse)(nil)
 
-// NewConverse returns a Converse provider for cfg. Without a client it
+// NewConverse returns a Converse provider for cfg. Without cfg.AWS it
 // loads the AWS configuration; it makes no call.
 func NewConverse(ctx context.Context, cfg ConverseConfig) (*Converse, error) {
-	c := &Converse{name: cfg.Name, model: cfg.Model, timeout: cfg.Timeout, maxReply: cfg.MaxReplyBytes, client: cfg.Client, now: time.Now, afterFunc: afterFunc}
+	c := &Converse{name: cfg.Name, model: cfg.Model, timeout: cfg.Timeout, maxReply: cfg.MaxReplyBytes, now: time.Now, afterFunc: afterFunc}
 	if c.name == "" {
 		c.name = "bedrock"
 	}
@@ -96,40 +95,34 @@ func NewConverse(ctx context.Context, cfg ConverseConfig) (*Converse, error) {
 	case c.maxReply < 0:
 		return nil, fmt.Errorf("bedrock provider %s: negative reply limit %d", c.name, c.maxReply)
 	}
-	c.converseOpts = []func(*bedrockruntime.Options){limitBodies(c.maxReply, false)}
-	c.streamOpts = []func(*bedrockruntime.Options){limitBodies(c.maxReply, true)}
 	if cfg.Endpoint != "" {
 		if u, err := url.Parse(cfg.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("bedrock provider %s: endpoint %q is not an http(s) URL", c.name, cfg.Endpoint)
 		}
 	}
-	c.converseOpts = append(c.converseOpts, plainRequestBodies)
-	c.streamOpts = append(c.streamOpts, plainRequestBodies)
-	if c.client != nil {
-		if cfg.Endpoint != "" {
-			endpoint := func(o *bedrockruntime.Options) { o.BaseEndpoint = aws.String(cfg.Endpoint) }
-			c.converseOpts = append(c.converseOpts, endpoint)
-			c.streamOpts = append(c.streamOpts, endpoint)
+	var awsCfg aws.Config
+	if cfg.AWS != nil {
+		awsCfg = *cfg.AWS
+	} else {
+		var opts []func(*awsconfig.LoadOptions) error
+		if cfg.Region != "" {
+			opts = append(opts, awsconfig.WithRegion(cfg.Region))
 		}
-		return c, nil
-	}
-	var opts []func(*awsconfig.LoadOptions) error
-	if cfg.Region != "" {
-		opts = append(opts, awsconfig.WithRegion(cfg.Region))
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("bedrock provider %s: loading AWS configuration: %w", c.name, err)
+		loaded, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("bedrock provider %s: loading AWS configuration: %w", c.name, err)
+		}
+		awsCfg = loaded
+		awsCfg.RetryMaxAttempts = 1
 	}
 	if awsCfg.Region == "" {
 		return nil, fmt.Errorf("bedrock provider %s: no region: set region in the config or AWS_REGION", c.name)
 	}
-	c.client = bedrockruntime.NewFromConfig(awsCfg, func(o *bedrockruntime.Options) {
-		o.Retryer = aws.NopRetryer{}
-		if cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoint)
-		}
-	})
+	client, err := awsapi.NewBedrockRuntime(awsCfg, cfg.Endpoint, llm.ReplyBodyBound(c.maxReply))
+	if err != nil {
+		return nil, fmt.Errorf("bedrock provider %s: %w", c.name, err)
+	}
+	c.client = client
 	return c, nil
 }
 
@@ -171,12 +164,15 @@ func (c *Converse) Generate(ctx context.Context, req llm.Request, onDelta llm.On
 	if err != nil {
 		return llm.Response{}, &llm.Error{Provider: c.name, Err: err}
 	}
-	in.ModelId = aws.String(model)
+	body, err := marshalRequest(in)
+	if err != nil {
+		return llm.Response{}, &llm.Error{Provider: c.name, Err: err}
+	}
 	var resp llm.Response
 	if onDelta == nil {
-		resp, err = c.converse(ctx, in)
+		resp, err = c.converse(ctx, model, body)
 	} else {
-		resp, err = c.converseStream(ctx, in, onDelta)
+		resp, err = c.converseStream(ctx, model, body, onDelta)
 	}
 	if err != nil {
 		return llm.Response{}, err
@@ -185,13 +181,13 @@ func (c *Converse) Generate(ctx context.Context, req llm.Request, onDelta llm.On
 	return resp, nil
 }
 
-// converse makes a non-streaming call.
-func (c *Converse) converse(ctx context.Context, in *bedrockruntime.ConverseInput) (llm.Response, error) {
+// converse makes a non-streaming call of model with body.
+func (c *Converse) converse(ctx context.Context, model string, body []byte) (llm.Response, error) {
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	timeout := c.afterFunc(c.timeout, func() { cancel(errConverseTimedOut) })
 	defer timeout.Stop()
-	out, err := c.client.Converse(callCtx, in, c.converseOpts...)
+	out, err := c.client.Converse(callCtx, model, body)
 	if err != nil {
 		return llm.Response{}, c.classify(ctx, callCtx, err, false)
 	}
@@ -202,46 +198,42 @@ func (c *Converse) converse(ctx context.Context, in *bedrockruntime.ConverseInpu
 	if llm.CapReply(&resp.Message, c.maxReply) {
 		resp.FinishReason = llm.FinishLength
 	}
-	resp.Model, resp.Provider = *in.ModelId, c.name
+	resp.Model, resp.Provider = model, c.name
 	return resp, nil
 }
 
-// converseStream makes a streaming call. The call fails when the response or
+// converseStream makes a streaming call of model with body. The call fails when the response or
 // any following event takes longer than the timeout to arrive, and when the
 // stream ends before messageStop. It stops reading, closing the stream,
 // once the reply reaches its limit.
-func (c *Converse) converseStream(ctx context.Context, in *bedrockruntime.ConverseInput, onDelta llm.OnDelta) (llm.Response, error) {
+func (c *Converse) converseStream(ctx context.Context, model string, body []byte, onDelta llm.OnDelta) (llm.Response, error) {
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	idle := c.afterFunc(c.timeout, func() { cancel(errConverseTimedOut) })
 	defer idle.Stop()
 
-	out, err := c.client.ConverseStream(callCtx, &bedrockruntime.ConverseStreamInput{
-		ModelId:         in.ModelId,
-		Messages:        in.Messages,
-		System:          in.System,
-		ToolConfig:      in.ToolConfig,
-		InferenceConfig: in.InferenceConfig,
-		OutputConfig:    in.OutputConfig,
-		RequestMetadata: in.RequestMetadata,
-	}, c.streamOpts...)
+	stream, err := c.client.ConverseStream(callCtx, model, body)
 	if err != nil {
 		return llm.Response{}, c.classify(ctx, callCtx, err, false)
 	}
-	stream := out.GetStream()
 	defer stream.Close()
 	acc := newStreamAccumulator(c.maxReply)
-	for ev := range stream.Events() {
-		idle.Reset(c.timeout)
-		if acc.add(ev, onDelta) {
+	for {
+		ev, err := stream.Next()
+		if errors.Is(err, io.EOF) {
 			break
 		}
-	}
-	if acc.budget.Cut() {
-		return c.streamResponse(acc, *in.ModelId)
-	}
-	if err := stream.Err(); err != nil {
-		return llm.Response{}, c.classify(ctx, callCtx, err, true)
+		if err != nil {
+			return llm.Response{}, c.classify(ctx, callCtx, err, true)
+		}
+		idle.Reset(c.timeout)
+		full, err := acc.add(ev, onDelta)
+		if err != nil {
+			return llm.Response{}, c.classify(ctx, callCtx, err, true)
+		}
+		if full {
+			return c.streamResponse(acc, model)
+		}
 	}
 	if callCtx.Err() != nil {
 		return llm.Response{}, c.classify(ctx, callCtx, context.Cause(callCtx), true)
@@ -254,7 +246,7 @@ func (c *Converse) converseStream(ctx context.Context, in *bedrockruntime.Conver
 			Err:       errors.New("stream cut off before the model finished its answer (no messageStop)"),
 		}
 	}
-	return c.streamResponse(acc, *in.ModelId)
+	return c.streamResponse(acc, model)
 }
 
 // streamResponse returns the answer acc assembled from model.
@@ -269,16 +261,16 @@ func (c *Converse) streamResponse(acc *streamAccumulator, model string) (llm.Res
 
 // finishReason maps Bedrock's stop reason to the OpenAI vocabulary the rest
 // of lambdaclaw speaks; reasons without an equivalent pass through.
-func finishReason(r types.StopReason) string {
+func finishReason(r string) string {
 	switch r {
-	case types.StopReasonEndTurn, types.StopReasonStopSequence:
+	case "end_turn", "stop_sequence":
 		return "stop"
-	case types.StopReasonToolUse:
+	case "tool_use":
 		return "tool_calls"
-	case types.StopReasonMaxTokens, types.StopReasonModelContextWindowExceeded:
+	case "max_tokens", "model_context_window_exceeded":
 		return "length"
-	case types.StopReasonGuardrailIntervened, types.StopReasonContentFiltered:
+	case "guardrail_intervened", "content_filtered":
 		return "content_filter"
 	}
-	return string(r)
+	return r
 }

@@ -9,15 +9,140 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
-	smithydocument "github.com/aws/smithy-go/document"
-
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 )
+
+// The JSON of Converse and ConverseStream, as the Bedrock Runtime model
+// (botocore's bedrock-runtime) names it: what lambdaclaw sends and reads.
+type (
+	// converseRequest is ConverseRequest but its modelId, which goes in
+	// the path.
+	converseRequest struct {
+		Messages        []message         `json:"messages,omitempty"`
+		System          []textBlock       `json:"system,omitempty"`
+		InferenceConfig *inferenceConfig  `json:"inferenceConfig,omitempty"`
+		ToolConfig      *toolConfig       `json:"toolConfig,omitempty"`
+		OutputConfig    *outputConfig     `json:"outputConfig,omitempty"`
+		RequestMetadata map[string]string `json:"requestMetadata,omitempty"`
+	}
+	message struct {
+		Role    string         `json:"role"`
+		Content []contentBlock `json:"content"`
+	}
+	// contentBlock is a union: one member is set. Blocks of other
+	// kinds (reasoning, images, …) are read as none.
+	contentBlock struct {
+		Text       *string     `json:"text,omitempty"`
+		ToolUse    *toolUse    `json:"toolUse,omitempty"`
+		ToolResult *toolResult `json:"toolResult,omitempty"`
+	}
+	textBlock struct {
+		Text string `json:"text"`
+	}
+	toolUse struct {
+		ToolUseID string          `json:"toolUseId"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+		// Type is server_tool_use for a tool Bedrock ran itself.
+		Type string `json:"type,omitempty"`
+	}
+	toolResult struct {
+		ToolUseID string      `json:"toolUseId"`
+		Content   []textBlock `json:"content"`
+		Status    string      `json:"status,omitempty"`
+	}
+	inferenceConfig struct {
+		MaxTokens     *int32   `json:"maxTokens,omitempty"`
+		Temperature   *float32 `json:"temperature,omitempty"`
+		TopP          *float32 `json:"topP,omitempty"`
+		StopSequences []string `json:"stopSequences,omitempty"`
+	}
+	toolConfig struct {
+		Tools      []tool      `json:"tools"`
+		ToolChoice *toolChoice `json:"toolChoice,omitempty"`
+		// withheld says the tools were withheld: Tools is noTool alone.
+		withheld bool
+	}
+	tool struct {
+		ToolSpec toolSpecification `json:"toolSpec"`
+	}
+	toolSpecification struct {
+		Name        string `json:"name"`
+		Description string `json:"description,omitempty"`
+		InputSchema struct {
+			JSON json.RawMessage `json:"json"`
+		} `json:"inputSchema"`
+	}
+	// toolChoice is a union: auto, any, or one tool.
+	toolChoice struct {
+		Auto *struct{}     `json:"auto,omitempty"`
+		Any  *struct{}     `json:"any,omitempty"`
+		Tool *specificTool `json:"tool,omitempty"`
+	}
+	specificTool struct {
+		Name string `json:"name"`
+	}
+	outputConfig struct {
+		TextFormat *outputFormat `json:"textFormat,omitempty"`
+		Effort     string        `json:"effort,omitempty"`
+	}
+	outputFormat struct {
+		Type      string `json:"type"`
+		Structure struct {
+			JSONSchema jsonSchemaDefinition `json:"jsonSchema"`
+		} `json:"structure"`
+	}
+	jsonSchemaDefinition struct {
+		Schema      string `json:"schema"`
+		Name        string `json:"name,omitempty"`
+		Description string `json:"description,omitempty"`
+	}
+	// converseResponse is the part of ConverseResponse lambdaclaw reads.
+	converseResponse struct {
+		Output struct {
+			Message *message `json:"message"`
+		} `json:"output"`
+		StopReason string      `json:"stopReason"`
+		Usage      *tokenUsage `json:"usage"`
+	}
+	tokenUsage struct {
+		InputTokens  int32 `json:"inputTokens"`
+		OutputTokens int32 `json:"outputTokens"`
+		TotalTokens  int32 `json:"totalTokens"`
+	}
+	// streamEvent is the payload of any ConverseStream event lambdaclaw
+	// reads: contentBlockStart, contentBlockDelta, messageStop, metadata.
+	streamEvent struct {
+		ContentBlockIndex int32 `json:"contentBlockIndex"`
+		Start             struct {
+			ToolUse *toolUse `json:"toolUse"`
+		} `json:"start"`
+		Delta struct {
+			Text    *string `json:"text"`
+			ToolUse *struct {
+				Input string `json:"input"`
+			} `json:"toolUse"`
+		} `json:"delta"`
+		StopReason string      `json:"stopReason"`
+		Usage      *tokenUsage `json:"usage"`
+	}
+)
+
+// serverToolUse is the type of a toolUse block Bedrock ran itself.
+const serverToolUse = "server_tool_use"
+
+// marshalRequest is the JSON of in, with <, > and & as they are.
+func marshalRequest(in *converseRequest) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(in); err != nil {
+		return nil, fmt.Errorf("the request: %w", err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
 
 // emptyToolResult stands in for a tool's empty output: Bedrock rejects
 // blank text blocks.
@@ -38,55 +163,47 @@ const emptyToolResult = "(no output)"
 // holds tool calls is offered noTool in their place, since Bedrock
 // refuses tool blocks without tools. The parameters are set as setParams
 // says.
-func converseInput(req llm.Request) (*bedrockruntime.ConverseInput, error) {
-	in := &bedrockruntime.ConverseInput{}
+func converseInput(req llm.Request) (*converseRequest, error) {
+	in := &converseRequest{}
 	for i, m := range req.Messages {
-		var role types.ConversationRole
-		var blocks []types.ContentBlock
+		var role string
+		var blocks []contentBlock
 		switch m.Role {
 		case chat.System:
 			if strings.TrimSpace(m.Content) != "" {
-				in.System = append(in.System, &types.SystemContentBlockMemberText{Value: m.Content})
+				in.System = append(in.System, textBlock{Text: m.Content})
 			}
 			continue
 		case chat.User:
-			role = types.ConversationRoleUser
+			role = "user"
 			if strings.TrimSpace(m.Content) != "" {
-				blocks = append(blocks, &types.ContentBlockMemberText{Value: m.Content})
+				blocks = append(blocks, contentBlock{Text: &m.Content})
 			}
 		case chat.Assistant:
-			role = types.ConversationRoleAssistant
+			role = "assistant"
 			if strings.TrimSpace(m.Content) != "" {
-				blocks = append(blocks, &types.ContentBlockMemberText{Value: m.Content})
+				blocks = append(blocks, contentBlock{Text: &m.Content})
 			}
 			for _, tc := range m.ToolCalls {
 				if tc.ID == "" || tc.Name == "" {
 					return nil, fmt.Errorf("message %d: tool call without id or name", i)
 				}
-				blocks = append(blocks, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
-					ToolUseId: aws.String(tc.ID),
-					Name:      aws.String(tc.Name),
-					Input:     document.NewLazyDocument(toolInput(tc.Arguments)),
-				}})
+				blocks = append(blocks, contentBlock{ToolUse: &toolUse{ToolUseID: tc.ID, Name: tc.Name, Input: toolInput(tc.Arguments)}})
 			}
 		case chat.Tool:
 			if m.ToolCallID == "" {
 				return nil, fmt.Errorf("message %d: tool result has no tool_call_id", i)
 			}
-			role = types.ConversationRoleUser
+			role = "user"
 			text := m.Content
 			if strings.TrimSpace(text) == "" {
 				text = emptyToolResult
 			}
-			result := types.ToolResultBlock{
-				ToolUseId: aws.String(m.ToolCallID),
-				Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: text}},
-				Status:    types.ToolResultStatusSuccess,
-			}
+			result := &toolResult{ToolUseID: m.ToolCallID, Content: []textBlock{{Text: text}}, Status: "success"}
 			if strings.HasPrefix(text, "error:") {
-				result.Status = types.ToolResultStatusError
+				result.Status = "error"
 			}
-			blocks = append(blocks, &types.ContentBlockMemberToolResult{Value: result})
+			blocks = append(blocks, contentBlock{ToolResult: result})
 		default:
 			return nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
 		}
@@ -97,7 +214,7 @@ func converseInput(req llm.Request) (*bedrockruntime.ConverseInput, error) {
 			in.Messages[n-1].Content = mergeBlocks(in.Messages[n-1].Content, blocks)
 			continue
 		}
-		in.Messages = append(in.Messages, types.Message{Role: role, Content: blocks})
+		in.Messages = append(in.Messages, message{Role: role, Content: blocks})
 	}
 	if err := req.ToolChoice.Check(req.Tools); err != nil {
 		return nil, err
@@ -105,153 +222,128 @@ func converseInput(req llm.Request) (*bedrockruntime.ConverseInput, error) {
 	withheld := req.ToolChoice != nil && req.ToolChoice.Mode == llm.ToolsNone
 	switch {
 	case len(req.Tools) > 0 && !withheld:
-		in.ToolConfig = &types.ToolConfiguration{ToolChoice: converseToolChoice(req.ToolChoice)}
+		in.ToolConfig = &toolConfig{ToolChoice: converseToolChoice(req.ToolChoice)}
 		for _, td := range req.Tools {
 			spec, err := toolSpec(td)
 			if err != nil {
 				return nil, err
 			}
-			in.ToolConfig.Tools = append(in.ToolConfig.Tools, &types.ToolMemberToolSpec{Value: spec})
+			in.ToolConfig.Tools = append(in.ToolConfig.Tools, tool{ToolSpec: spec})
 		}
 	case hasToolBlocks(in.Messages):
-		in.ToolConfig = &types.ToolConfiguration{Tools: []types.Tool{noTool}}
+		in.ToolConfig = &toolConfig{Tools: []tool{noTool}, withheld: true}
 	}
 	return in, setParams(in, req.Params)
 }
 
 // mergeBlocks appends more to a message's blocks, keeping toolResult blocks
 // ahead of the others: models on Bedrock want a turn's tool results first.
-func mergeBlocks(have, more []types.ContentBlock) []types.ContentBlock {
+func mergeBlocks(have, more []contentBlock) []contentBlock {
 	for _, b := range more {
-		if _, ok := b.(*types.ContentBlockMemberToolResult); !ok {
+		if b.ToolResult == nil {
 			have = append(have, b)
 			continue
 		}
 		at := 0
-		for at < len(have) {
-			if _, ok := have[at].(*types.ContentBlockMemberToolResult); !ok {
-				break
-			}
+		for at < len(have) && have[at].ToolResult != nil {
 			at++
 		}
-		have = append(have[:at], append([]types.ContentBlock{b}, have[at:]...)...)
+		have = slices.Insert(have, at, b)
 	}
 	return have
 }
 
 // toolInput turns a tool call's arguments into the JSON object a toolUse
-// block carries. Numbers keep their exact text. Arguments that are not a
-// JSON object (a model's malformed call, already answered by an error
-// result) are kept as a string under "invalid_arguments", since Bedrock
-// takes only an object.
-func toolInput(args string) any {
-	if strings.TrimSpace(args) == "" {
-		return map[string]any{}
+// block carries, as the model wrote it (numbers keep their exact text).
+// Arguments that are not a JSON object (a model's malformed call,
+// already answered by an error result) are kept as a string under
+// "invalid_arguments", since Bedrock takes only an object.
+func toolInput(args string) json.RawMessage {
+	trimmed := strings.TrimSpace(args)
+	if trimmed == "" {
+		return json.RawMessage(`{}`)
 	}
-	v, err := decodeDocument([]byte(args))
-	if _, isObject := v.(map[string]any); err != nil || !isObject {
-		return map[string]any{"invalid_arguments": args}
+	if json.Valid([]byte(trimmed)) && trimmed[0] == '{' {
+		return json.RawMessage(trimmed)
 	}
-	return v
+	b, _ := json.Marshal(map[string]string{"invalid_arguments": args}) // a map of strings always marshals
+	return b
 }
+
+// emptyObjectSchema is the input schema of a tool without parameters.
+var emptyObjectSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // toolSpec maps a tool definition to a toolSpec with its JSON Schema as the
 // input schema; a tool without parameters takes an empty object.
-func toolSpec(td chat.ToolDef) (types.ToolSpecification, error) {
+func toolSpec(td chat.ToolDef) (toolSpecification, error) {
 	if td.Name == "" {
-		return types.ToolSpecification{}, errors.New("tool definition has no name")
+		return toolSpecification{}, errors.New("tool definition has no name")
 	}
-	var schema any = map[string]any{"type": "object", "properties": map[string]any{}}
-	if len(bytes.TrimSpace(td.Parameters)) > 0 && string(bytes.TrimSpace(td.Parameters)) != "null" {
-		v, err := decodeDocument(td.Parameters)
-		if err != nil {
-			return types.ToolSpecification{}, fmt.Errorf("tool %q: parameters are not valid JSON: %w", td.Name, err)
+	spec := toolSpecification{Name: td.Name, Description: td.Description}
+	spec.InputSchema.JSON = emptyObjectSchema
+	if p := bytes.TrimSpace(td.Parameters); len(p) > 0 && string(p) != "null" {
+		if err := checkJSON(p); err != nil {
+			return toolSpecification{}, fmt.Errorf("tool %q: parameters are not valid JSON: %w", td.Name, err)
 		}
-		schema = v
-	}
-	spec := types.ToolSpecification{
-		Name:        aws.String(td.Name),
-		InputSchema: &types.ToolInputSchemaMemberJson{Value: document.NewLazyDocument(schema)},
-	}
-	if td.Description != "" {
-		spec.Description = aws.String(td.Description)
+		spec.InputSchema.JSON = p
 	}
 	return spec, nil
 }
 
-// decodeDocument decodes one JSON value into the form the SDK's document
-// encoder writes back unchanged: numbers become document.Number so that
-// large integers and decimals keep their exact text.
-func decodeDocument(data []byte) (any, error) {
+// checkJSON reports why data is not one JSON value.
+func checkJSON(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
+	var v json.RawMessage
 	if err := dec.Decode(&v); err != nil {
-		return nil, err
+		return err
 	}
 	if dec.More() {
-		return nil, errors.New("more than one JSON value")
+		return errors.New("more than one JSON value")
 	}
-	return documentNumbers(v), nil
-}
-
-func documentNumbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		return smithydocument.Number(x)
-	case map[string]any:
-		for k, e := range x {
-			x[k] = documentNumbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = documentNumbers(e)
-		}
-	}
-	return v
+	return nil
 }
 
 // documentJSON renders a document the model produced, such as a tool
-// call's input, as JSON text; "{}" when there is none.
-func documentJSON(d document.Interface) (string, error) {
-	if d == nil {
+// call's input, as compact JSON text; "{}" when there is none.
+func documentJSON(d json.RawMessage) (string, error) {
+	s := strings.TrimSpace(string(d))
+	if s == "" || s == "null" {
 		return "{}", nil
 	}
-	b, err := d.MarshalSmithyDocument()
-	if err != nil {
+	var b bytes.Buffer
+	if err := json.Compact(&b, d); err != nil {
 		return "", err
 	}
-	if s := strings.TrimSpace(string(b)); s != "" && s != "null" {
-		return s, nil
-	}
-	return "{}", nil
+	return b.String(), nil
 }
 
 // fromConverseOutput maps a Converse answer to a response (Model and
 // Provider are the caller's to fill in). Text blocks are joined; toolUse
 // blocks become tool calls; server-side tool use and reasoning are left out.
-func fromConverseOutput(out *bedrockruntime.ConverseOutput) (llm.Response, error) {
-	msg, ok := out.Output.(*types.ConverseOutputMemberMessage)
-	if !ok {
-		return llm.Response{}, fmt.Errorf("invalid response from Bedrock: no message (output %T)", out.Output)
+func fromConverseOutput(body []byte) (llm.Response, error) {
+	var out converseResponse
+	if err := json.Unmarshal(body, &out); err != nil {
+		return llm.Response{}, fmt.Errorf("invalid response from Bedrock: %w", err)
+	}
+	msg := out.Output.Message
+	if msg == nil {
+		return llm.Response{}, errors.New("invalid response from Bedrock: no message in its output")
 	}
 	var text strings.Builder
 	resp := llm.Response{Message: chat.Message{Role: chat.Assistant}, FinishReason: finishReason(out.StopReason)}
-	for _, b := range msg.Value.Content {
-		switch b := b.(type) {
-		case *types.ContentBlockMemberText:
-			text.WriteString(b.Value)
-		case *types.ContentBlockMemberToolUse:
-			if b.Value.Type == types.ToolUseTypeServerToolUse {
+	for _, b := range msg.Content {
+		switch {
+		case b.Text != nil:
+			text.WriteString(*b.Text)
+		case b.ToolUse != nil:
+			if b.ToolUse.Type == serverToolUse {
 				continue
 			}
-			args, err := documentJSON(b.Value.Input)
+			args, err := documentJSON(b.ToolUse.Input)
 			if err != nil {
 				return llm.Response{}, fmt.Errorf("invalid response from Bedrock: tool input: %w", err)
 			}
-			resp.Message.ToolCalls = append(resp.Message.ToolCalls, chat.ToolCall{
-				ID: aws.ToString(b.Value.ToolUseId), Name: aws.ToString(b.Value.Name), Arguments: args,
-			})
+			resp.Message.ToolCalls = append(resp.Message.ToolCalls, chat.ToolCall{ID: b.ToolUse.ToolUseID, Name: b.ToolUse.Name, Arguments: args})
 		}
 	}
 	resp.Message.Content = text.String()
@@ -260,12 +352,11 @@ func fromConverseOutput(out *bedrockruntime.ConverseOutput) (llm.Response, error
 }
 
 // usage maps Bedrock's token counts; the total is computed when missing.
-func usage(u *types.TokenUsage) chat.Usage {
+func usage(u *tokenUsage) chat.Usage {
 	if u == nil {
 		return chat.Usage{}
 	}
-	in, out := int(aws.ToInt32(u.InputTokens)), int(aws.ToInt32(u.OutputTokens))
-	total := int(aws.ToInt32(u.TotalTokens))
+	in, out, total := int(u.InputTokens), int(u.OutputTokens), int(u.TotalTokens)
 	if total == 0 {
 		total = in + out
 	}
@@ -279,7 +370,7 @@ type streamAccumulator struct {
 	text       strings.Builder
 	tools      map[int32]*streamedToolUse
 	usage      chat.Usage
-	stopReason types.StopReason
+	stopReason string
 }
 
 // streamedToolUse is a toolUse block being assembled: its input arrives as
@@ -299,9 +390,8 @@ func newStreamAccumulator(limit int) *streamAccumulator {
 	return &streamAccumulator{budget: llm.NewReplyBudget(limit), tools: map[int32]*streamedToolUse{}}
 }
 
-// tool returns the toolUse block at index, creating it if need be.
-func (a *streamAccumulator) tool(index *int32) *streamedToolUse {
-	i := aws.ToInt32(index)
+// tool returns the toolUse block at index i, creating it if need be.
+func (a *streamAccumulator) tool(i int32) *streamedToolUse {
 	t := a.tools[i]
 	if t == nil {
 		t = &streamedToolUse{}
@@ -312,37 +402,46 @@ func (a *streamAccumulator) tool(index *int32) *streamedToolUse {
 
 // add folds one event in, passing the text that fits to onDelta, and
 // reports whether the reply reached its limit: the rest of the stream is
-// then not wanted.
-func (a *streamAccumulator) add(ev types.ConverseStreamOutput, onDelta llm.OnDelta) (full bool) {
-	switch ev := ev.(type) {
-	case *types.ConverseStreamOutputMemberContentBlockStart:
-		if start, ok := ev.Value.Start.(*types.ContentBlockStartMemberToolUse); ok {
-			t := a.tool(ev.Value.ContentBlockIndex)
-			id, name := aws.ToString(start.Value.ToolUseId), aws.ToString(start.Value.Name)
-			if a.budget.TakeAll(id) && a.budget.TakeAll(name) {
-				t.id, t.name = id, name
+// then not wanted. Events of other types (messageStart,
+// contentBlockStop, those of a newer API) are passed over.
+func (a *streamAccumulator) add(ev awsapi.Event, onDelta llm.OnDelta) (full bool, err error) {
+	switch ev.Type {
+	case "contentBlockStart", "contentBlockDelta", "messageStop", "metadata":
+	default:
+		return a.budget.Cut(), nil
+	}
+	var e streamEvent
+	if err := json.Unmarshal(ev.Payload, &e); err != nil {
+		return false, fmt.Errorf("event %s: %w", ev.Type, err)
+	}
+	switch ev.Type {
+	case "contentBlockStart":
+		if start := e.Start.ToolUse; start != nil {
+			t := a.tool(e.ContentBlockIndex)
+			if a.budget.TakeAll(start.ToolUseID) && a.budget.TakeAll(start.Name) {
+				t.id, t.name = start.ToolUseID, start.Name
 			}
-			t.server = start.Value.Type == types.ToolUseTypeServerToolUse
+			t.server = start.Type == serverToolUse
 			t.cut = a.budget.Cut()
 		}
-	case *types.ConverseStreamOutputMemberContentBlockDelta:
-		switch d := ev.Value.Delta.(type) {
-		case *types.ContentBlockDeltaMemberText:
-			if text := a.budget.Take(d.Value); text != "" {
+	case "contentBlockDelta":
+		switch d := e.Delta; {
+		case d.Text != nil:
+			if text := a.budget.Take(*d.Text); text != "" {
 				a.text.WriteString(text)
 				onDelta(text)
 			}
-		case *types.ContentBlockDeltaMemberToolUse:
-			t := a.tool(ev.Value.ContentBlockIndex)
-			t.input.WriteString(a.budget.Take(aws.ToString(d.Value.Input)))
+		case d.ToolUse != nil:
+			t := a.tool(e.ContentBlockIndex)
+			t.input.WriteString(a.budget.Take(d.ToolUse.Input))
 			t.cut = t.cut || a.budget.Cut()
 		}
-	case *types.ConverseStreamOutputMemberMessageStop:
-		a.stopReason = ev.Value.StopReason
-	case *types.ConverseStreamOutputMemberMetadata:
-		a.usage = usage(ev.Value.Usage)
+	case "messageStop":
+		a.stopReason = e.StopReason
+	case "metadata":
+		a.usage = usage(e.Usage)
 	}
-	return a.budget.Cut()
+	return a.budget.Cut(), nil
 }
 
 // response returns the assembled answer, tool calls in block order (Model

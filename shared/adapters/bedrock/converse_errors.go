@@ -10,10 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
-
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 )
 
@@ -48,18 +45,18 @@ var converseExceptions = map[string]struct {
 // says the error came while reading an answer that had begun.
 func (c *Converse) classify(parent, call context.Context, err error, inStream bool) *llm.Error {
 	e := &llm.Error{Provider: c.name}
-	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
-		e.Status = re.HTTPStatusCode()
-		if re.Response != nil {
-			e.RetryAfter = llm.ParseRetryAfter(re.Response.Header, c.now())
-		}
-	} else if inStream {
+	api, isAPI := errors.AsType[*awsapi.Error](err)
+	// answered is an error Bedrock answered the call with, rather than
+	// an exception in the stream of an answer.
+	answered := isAPI && api.Header != nil
+	_, isBig := errors.AsType[*awsapi.TooLargeError](err)
+	e.Status = awsapi.Status(err)
+	if e.Status == 0 && inStream {
 		e.Status = http.StatusOK
 	}
-	var api smithy.APIError
-	var send *smithyhttp.RequestSendError
-	var tooLarge *llm.ReplyTooLargeError
+	if answered {
+		e.RetryAfter = llm.ParseRetryAfter(api.Header, c.now())
+	}
 	switch {
 	case parent.Err() != nil:
 		e.Err = fmt.Errorf("call abandoned by the caller: %w", parent.Err())
@@ -70,35 +67,35 @@ func (c *Converse) classify(parent, call context.Context, err error, inStream bo
 		} else {
 			e.Err = fmt.Errorf("no response within %s: %w", c.timeout, context.DeadlineExceeded)
 		}
-	case errors.As(err, &api):
-		code := api.ErrorCode()
-		known, isKnown := converseExceptions[strings.ToLower(code)]
-		if inStream && re == nil && isKnown {
+	case isAPI:
+		known, isKnown := converseExceptions[strings.ToLower(api.Code)]
+		if !answered && isKnown {
 			e.Status = known.status
 		}
-		msg := truncateConverse(api.ErrorMessage())
-		e.ContextOverflow = strings.EqualFold(code, "ValidationException") && isOverflowMessage(msg)
+		msg := truncateConverse(api.Message)
+		e.ContextOverflow = strings.EqualFold(api.Code, "ValidationException") && isOverflowMessage(msg)
 		e.Retryable = !e.ContextOverflow && (known.retryable || retryableHTTPStatus(e.Status))
-		text := code
+		text := api.Code
 		if msg != "" {
 			text += ": " + msg
 		}
-		if inStream && re == nil {
+		if !answered {
 			text = "error in stream: " + text
 		}
-		if re != nil && re.RequestID != "" {
-			text += " [request " + re.RequestID + "]"
+		if api.RequestID != "" {
+			text += " [request " + api.RequestID + "]"
 		}
-		e.Err = &converseError{msg: text, err: err}
-	case e.Status >= 400:
+		e.Err = &bedrockError{msg: text, err: err}
+	case isBig && e.Status >= 300:
+		// An error too long to read: its status tells what it was.
 		e.Retryable = retryableHTTPStatus(e.Status)
-		e.Err = &converseError{msg: http.StatusText(e.Status), err: err}
-	case errors.As(err, &tooLarge):
+		e.Err = &bedrockError{msg: http.StatusText(e.Status), err: err}
+	case isBig:
 		// Not retryable: the same request would likely get as long an
-		// answer again. The SDK's text, which names the endpoint, is
-		// left out.
-		e.Err = tooLarge
-	case errors.As(err, &send) || connectionFailed(err):
+		// answer again. The client's text, which names the operation's
+		// bound in bytes, is left out.
+		e.Err = &llm.ReplyTooLargeError{Limit: c.maxReply}
+	case connectionFailed(err):
 		e.Retryable = true
 		if inStream {
 			e.Err = fmt.Errorf("stream cut off: %w", err)
@@ -162,13 +159,13 @@ func truncateConverse(s string) string {
 	return s[:cut] + "…"
 }
 
-// converseError is Bedrock's error told in a line, still inspectable with
-// errors.As (for *types.ThrottlingException, say).
-type converseError struct {
+// bedrockError is Bedrock's error told in a line, still inspectable
+// with awsapi.Code (ThrottlingException, say).
+type bedrockError struct {
 	msg string
 	err error
 }
 
-func (e *converseError) Error() string { return e.msg }
+func (e *bedrockError) Error() string { return e.msg }
 
-func (e *converseError) Unwrap() error { return e.err }
+func (e *bedrockError) Unwrap() error { return e.err }

@@ -9,11 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
-
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 )
 
@@ -155,40 +150,35 @@ func requestMetadata(p llm.Params) map[string]string {
 // the request metadata. The tool choice goes with the tools (see
 // converseInput). A json_schema format is always strict on Bedrock,
 // whatever its strict says.
-func setParams(in *bedrockruntime.ConverseInput, p llm.Params) error {
-	var ic types.InferenceConfiguration
+func setParams(in *converseRequest, p llm.Params) error {
+	var ic inferenceConfig
 	if p.MaxTokens > 0 {
-		ic.MaxTokens = aws.Int32(int32(min(p.MaxTokens, math.MaxInt32)))
+		n := int32(min(p.MaxTokens, math.MaxInt32))
+		ic.MaxTokens = &n
 	}
 	if p.Temperature != nil {
-		ic.Temperature = aws.Float32(float32(*p.Temperature))
+		t := float32(*p.Temperature)
+		ic.Temperature = &t
 	}
 	if p.TopP != nil {
-		ic.TopP = aws.Float32(float32(*p.TopP))
+		t := float32(*p.TopP)
+		ic.TopP = &t
 	}
 	ic.StopSequences = p.Stop
 	if ic.MaxTokens != nil || ic.Temperature != nil || ic.TopP != nil || len(ic.StopSequences) > 0 {
 		in.InferenceConfig = &ic
 	}
-	var out types.OutputConfig
+	var out outputConfig
 	if f := p.ResponseFormat; f != nil && f.Type == llm.FormatJSONSchema {
 		var schema bytes.Buffer
 		if err := json.Compact(&schema, f.Schema); err != nil {
 			return fmt.Errorf("response_format: the schema is not valid JSON: %w", err)
 		}
-		def := types.JsonSchemaDefinition{Schema: aws.String(schema.String())}
-		if f.Name != "" {
-			def.Name = aws.String(f.Name)
-		}
-		if f.Description != "" {
-			def.Description = aws.String(f.Description)
-		}
-		out.TextFormat = &types.OutputFormat{Type: types.OutputFormatTypeJsonSchema, Structure: &types.OutputFormatStructureMemberJsonSchema{Value: def}}
+		out.TextFormat = &outputFormat{Type: "json_schema"}
+		out.TextFormat.Structure.JSONSchema = jsonSchemaDefinition{Schema: schema.String(), Name: f.Name, Description: f.Description}
 	}
-	if p.ReasoningEffort != "" {
-		out.Effort = aws.String(p.ReasoningEffort)
-	}
-	if out.TextFormat != nil || out.Effort != nil {
+	out.Effort = p.ReasoningEffort
+	if out.TextFormat != nil || out.Effort != "" {
 		in.OutputConfig = &out
 	}
 	in.RequestMetadata = requestMetadata(p)
@@ -198,35 +188,34 @@ func setParams(in *bedrockruntime.ConverseInput, p llm.Params) error {
 // converseToolChoice is c in Converse's terms: "required" is any tool, a
 // function is that tool. "none" has no equivalent: the tools are not
 // offered at all (see converseInput).
-func converseToolChoice(c *llm.ToolChoice) types.ToolChoice {
+func converseToolChoice(c *llm.ToolChoice) *toolChoice {
 	switch {
 	case c == nil:
 		return nil
 	case c.Mode == llm.ToolsRequired:
-		return &types.ToolChoiceMemberAny{Value: types.AnyToolChoice{}}
+		return &toolChoice{Any: &struct{}{}}
 	case c.Mode == llm.ToolsFunction:
-		return &types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: aws.String(c.Name)}}
+		return &toolChoice{Tool: &specificTool{Name: c.Name}}
 	}
-	return &types.ToolChoiceMemberAuto{Value: types.AutoToolChoice{}}
+	return &toolChoice{Auto: &struct{}{}}
 }
 
 // noTool is the one tool offered when the tools are withheld from a
 // conversation that holds tool calls: Bedrock refuses toolUse and
 // toolResult blocks without a toolConfig. Its calls are dropped from the
 // reply (see keepCalls).
-var noTool types.Tool = &types.ToolMemberToolSpec{Value: types.ToolSpecification{
-	Name:        aws.String("no_tool_available"),
-	Description: aws.String("No tool can be called now. Do not call this; answer in text."),
-	InputSchema: &types.ToolInputSchemaMemberJson{Value: document.NewLazyDocument(map[string]any{"type": "object", "properties": map[string]any{}})},
-}}
+var noTool = func() tool {
+	t := tool{ToolSpec: toolSpecification{Name: "no_tool_available", Description: "No tool can be called now. Do not call this; answer in text."}}
+	t.ToolSpec.InputSchema.JSON = emptyObjectSchema
+	return t
+}()
 
 // hasToolBlocks reports whether a conversation holds toolUse or
 // toolResult blocks.
-func hasToolBlocks(msgs []types.Message) bool {
+func hasToolBlocks(msgs []message) bool {
 	for _, m := range msgs {
 		for _, b := range m.Content {
-			switch b.(type) {
-			case *types.ContentBlockMemberToolUse, *types.ContentBlockMemberToolResult:
+			if b.ToolUse != nil || b.ToolResult != nil {
 				return true
 			}
 		}
@@ -238,13 +227,13 @@ func hasToolBlocks(msgs []types.Message) bool {
 // tool choice is "none" or only noTool was offered, and every call after
 // the first when p asks for one at a time, which Converse cannot ask of
 // the model. A reply left without its calls finishes with "stop".
-func keepCalls(resp *llm.Response, in *bedrockruntime.ConverseInput, p llm.Params) {
+func keepCalls(resp *llm.Response, in *converseRequest, p llm.Params) {
 	calls := resp.Message.ToolCalls
 	none := p.ToolChoice != nil && p.ToolChoice.Mode == llm.ToolsNone
 	switch {
 	case len(calls) == 0:
 		return
-	case none || in.ToolConfig != nil && len(in.ToolConfig.Tools) == 1 && in.ToolConfig.Tools[0] == noTool:
+	case none || in.ToolConfig != nil && in.ToolConfig.withheld:
 		resp.Message.ToolCalls = nil
 		if resp.FinishReason == "tool_calls" {
 			resp.FinishReason = "stop"

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm/llmtest"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
 )
 
 // TestConverseCheckParams checks what Converse refuses, and the values at
@@ -228,22 +228,26 @@ func TestConverseSchemaSentAsText(t *testing.T) {
 	}
 }
 
-// TestFinishReason checks every stop reason Bedrock documents: each in
-// OpenAI's words, but the malformed ones, which have none and pass
-// through.
+// TestFinishReason checks every stop reason Bedrock documents (the
+// StopReason enum of botocore's model): each in OpenAI's words, but the
+// malformed ones, which have none and pass through.
 func TestFinishReason(t *testing.T) {
-	want := map[types.StopReason]string{
-		types.StopReasonEndTurn:                    "stop",
-		types.StopReasonStopSequence:               "stop",
-		types.StopReasonToolUse:                    "tool_calls",
-		types.StopReasonMaxTokens:                  "length",
-		types.StopReasonModelContextWindowExceeded: "length",
-		types.StopReasonGuardrailIntervened:        "content_filter",
-		types.StopReasonContentFiltered:            "content_filter",
-		types.StopReasonMalformedModelOutput:       "malformed_model_output",
-		types.StopReasonMalformedToolUse:           "malformed_tool_use",
+	want := map[string]string{
+		"end_turn":                      "stop",
+		"stop_sequence":                 "stop",
+		"tool_use":                      "tool_calls",
+		"max_tokens":                    "length",
+		"model_context_window_exceeded": "length",
+		"guardrail_intervened":          "content_filter",
+		"content_filtered":              "content_filter",
+		"malformed_model_output":        "malformed_model_output",
+		"malformed_tool_use":            "malformed_tool_use",
 	}
-	for _, r := range types.StopReason("").Values() {
+	reasons := awsmodel.Load(t, "bedrock-runtime").Enum("StopReason")
+	if len(reasons) == 0 {
+		t.Fatal("the model has no StopReason enum")
+	}
+	for _, r := range reasons {
 		w, ok := want[r]
 		if !ok {
 			t.Errorf("stop reason %q: no finish reason stated", r)

@@ -17,12 +17,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm/llmtest"
@@ -433,9 +432,8 @@ func TestConverseThrottlingIsInspectable(t *testing.T) {
 	})
 	c := newTestConverse(t, f.URL, 5*time.Second)
 	_, err := c.Generate(context.Background(), llm.Request{Messages: helloBedrock}, nil)
-	var te *types.ThrottlingException
-	if !errors.As(err, &te) {
-		t.Errorf("errors.As(%v, *types.ThrottlingException) = false", err)
+	if !awsapi.HasCode(err, "ThrottlingException") {
+		t.Errorf("awsapi.Code(%v) = %q, want ThrottlingException", err, awsapi.Code(err))
 	}
 	if !llm.IsRetryable(err) {
 		t.Errorf("IsRetryable(%v) = false", err)
@@ -657,18 +655,18 @@ func TestConverseRequestBodyOutlivesCall(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var bodies []io.ReadCloser
-			client := bedrockruntime.New(bedrockruntime.Options{
-				Region:      "eu-west-3",
-				Credentials: credentials.NewStaticCredentialsProvider(converseTestKeyID, converseTestSecret, ""),
-				Retryer:     aws.NopRetryer{},
+			cfg := &aws.Config{
+				Region:           "eu-west-3",
+				Credentials:      credentials.NewStaticCredentialsProvider(converseTestKeyID, converseTestSecret, ""),
+				RetryMaxAttempts: 1,
 				HTTPClient: smithyhttp.ClientDoFunc(func(r *http.Request) (*http.Response, error) {
 					bodies = append(bodies, r.Body)
 					rec := httptest.NewRecorder()
 					tt.answer(rec)
 					return rec.Result(), nil
 				}),
-			})
-			c, err := NewConverse(context.Background(), ConverseConfig{Name: "bedrock-test", Model: converseTestModel, Client: client})
+			}
+			c, err := NewConverse(context.Background(), ConverseConfig{Name: "bedrock-test", Model: converseTestModel, AWS: cfg})
 			if err != nil {
 				t.Fatalf("NewConverse: %v", err)
 			}
@@ -692,16 +690,16 @@ func TestConverseRequestBodyOutlivesCall(t *testing.T) {
 	}
 }
 
-func TestConverseGivenClient(t *testing.T) {
+func TestConverseGivenConfig(t *testing.T) {
 	f := newFakeBedrock(t, func(w http.ResponseWriter, r *http.Request, op string) {
 		writeConverseJSON(w, `{"output":{"message":{"role":"assistant","content":[{"text":"hi"}]}},"stopReason":"end_turn","usage":{"inputTokens":1,"outputTokens":1,"totalTokens":2},"metrics":{"latencyMs":1}}`)
 	})
-	client := bedrockruntime.New(bedrockruntime.Options{
-		Region:      "ap-southeast-2",
-		Credentials: credentials.NewStaticCredentialsProvider(converseTestKeyID, converseTestSecret, ""),
-		Retryer:     aws.NopRetryer{},
-	})
-	c, err := NewConverse(context.Background(), ConverseConfig{Name: "bedrock-test", Model: converseTestModel, Client: client, Endpoint: f.URL})
+	cfg := &aws.Config{
+		Region:           "ap-southeast-2",
+		Credentials:      credentials.NewStaticCredentialsProvider(converseTestKeyID, converseTestSecret, ""),
+		RetryMaxAttempts: 1,
+	}
+	c, err := NewConverse(context.Background(), ConverseConfig{Name: "bedrock-test", Model: converseTestModel, AWS: cfg, Endpoint: f.URL})
 	if err != nil {
 		t.Fatalf("NewConverse: %v", err)
 	}
@@ -710,7 +708,7 @@ func TestConverseGivenClient(t *testing.T) {
 		t.Fatalf("Generate = %+v, %v", got, err)
 	}
 	if auth := f.recorded()[0].auth; !strings.Contains(auth, "/ap-southeast-2/bedrock/aws4_request") {
-		t.Errorf("Authorization = %q, want the client's region", auth)
+		t.Errorf("Authorization = %q, want the configuration's region", auth)
 	}
 }
 
@@ -767,7 +765,7 @@ func TestConverseInvalidToolArguments(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range []string{`{"invalid_arguments":"{\"unclosed\": "}`, `{"invalid_arguments":"[1,2]"}`} {
-		b := in.Messages[1].Content[i].(*types.ContentBlockMemberToolUse).Value
+		b := in.Messages[1].Content[i].ToolUse
 		got, err := documentJSON(b.Input)
 		if err != nil || !sameJSON(t, got, want) {
 			t.Errorf("input %d = %s, %v; want %s", i, got, err, want)

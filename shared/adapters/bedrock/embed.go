@@ -1,7 +1,7 @@
-// Package bedrock wraps Amazon Bedrock's runtime API
-// (github.com/aws/aws-sdk-go-v2/service/bedrockruntime). It holds the
-// memory.Embedder on Amazon Titan Text Embeddings V2, called with
-// InvokeModel, one text per call.
+// Package bedrock holds the adapters of Amazon Bedrock's runtime API,
+// called through shared/adapters/awsapi: the llm.Provider on Converse and
+// ConverseStream, and the memory.Embedder on Amazon Titan Text
+// Embeddings V2, called with InvokeModel, one text per call.
 package bedrock
 
 import (
@@ -19,11 +19,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
-	"github.com/aws/smithy-go"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 )
@@ -52,11 +50,12 @@ type EmbedConfig struct {
 	// Concurrency bounds the InvokeModel calls in flight for one Embed
 	// (Titan takes one text per call); DefaultEmbedConcurrency when zero.
 	Concurrency int
-	// Timeout bounds each call, the SDK's retries included;
+	// Timeout bounds each call, its retries included;
 	// DefaultEmbedTimeout when zero.
 	Timeout time.Duration
-	// MaxAttempts is the SDK's attempts per call, retrying throttling and
-	// server errors with backoff; zero keeps the SDK's default (3).
+	// MaxAttempts is the attempts per call, retrying throttling and
+	// server errors with the SDK's backoff; zero keeps the SDK's default
+	// (3).
 	MaxAttempts int
 	// Credentials sign the calls; nil loads the SDK's default chain
 	// (environment, shared config, the Lambda role).
@@ -64,7 +63,7 @@ type EmbedConfig struct {
 	// BaseEndpoint replaces the regional endpoint: a VPC endpoint, or a
 	// test server.
 	BaseEndpoint string
-	// HTTPClient sends the requests; the SDK's own when nil.
+	// HTTPClient sends the requests; http.DefaultClient when nil.
 	HTTPClient *http.Client
 }
 
@@ -74,7 +73,7 @@ type EmbedConfig struct {
 // connections are retryable, with the service's Retry-After; a text too
 // long for the model is a context overflow.
 type Embedder struct {
-	client      *bedrockruntime.Client
+	client      *awsapi.BedrockRuntime
 	model       string
 	dims        int
 	concurrency int
@@ -120,18 +119,17 @@ func NewEmbedder(ctx context.Context, cfg EmbedConfig) (*Embedder, error) {
 		}
 		awsCfg = loaded
 	}
-	e.client = bedrockruntime.NewFromConfig(awsCfg, func(o *bedrockruntime.Options) {
-		if cfg.BaseEndpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.BaseEndpoint)
-		}
-		if cfg.MaxAttempts > 0 {
-			o.RetryMaxAttempts = cfg.MaxAttempts
-		}
-		if cfg.HTTPClient != nil {
-			o.HTTPClient = cfg.HTTPClient
-		}
-		plainRequestBodies(o)
-	})
+	if cfg.MaxAttempts > 0 {
+		awsCfg.RetryMaxAttempts = cfg.MaxAttempts
+	}
+	if cfg.HTTPClient != nil {
+		awsCfg.HTTPClient = cfg.HTTPClient
+	}
+	client, err := awsapi.NewBedrockRuntime(awsCfg, cfg.BaseEndpoint, 0)
+	if err != nil {
+		return nil, fmt.Errorf("bedrock embedder: %w", err)
+	}
+	e.client = client
 	return e, nil
 }
 
@@ -239,17 +237,12 @@ func (e *Embedder) embed(ctx context.Context, text string, dims int) ([]float32,
 	}
 	callCtx, cancel := context.WithTimeoutCause(ctx, e.timeout, errTimedOut)
 	defer cancel()
-	out, err := e.client.InvokeModel(callCtx, &bedrockruntime.InvokeModelInput{
-		ModelId:     aws.String(e.model),
-		ContentType: aws.String("application/json"),
-		Accept:      aws.String("application/json"),
-		Body:        body,
-	})
+	out, err := e.client.InvokeModel(callCtx, e.model, "application/json", "application/json", body)
 	if err != nil {
 		return nil, 0, e.classify(ctx, callCtx, err)
 	}
 	var res titanResponse
-	if err := json.Unmarshal(out.Body, &res); err != nil {
+	if err := json.Unmarshal(out, &res); err != nil {
 		return nil, 0, &llm.Error{Provider: providerName, Status: http.StatusOK, Err: fmt.Errorf("invalid response from %s: %w", e.model, err)}
 	}
 	if len(res.Embedding) != dims {
@@ -273,14 +266,11 @@ var retryableCodes = map[string]bool{
 // context, call the one with this call's timeout.
 func (e *Embedder) classify(parent, call context.Context, err error) *llm.Error {
 	le := &llm.Error{Provider: providerName, Err: err}
-	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
-		le.Status = re.HTTPStatusCode()
-		if re.Response != nil {
-			le.RetryAfter = llm.ParseRetryAfter(re.Response.Header, time.Now())
-		}
+	api, isAPI := errors.AsType[*awsapi.Error](err)
+	le.Status = awsapi.Status(err)
+	if isAPI {
+		le.RetryAfter = llm.ParseRetryAfter(api.Header, time.Now())
 	}
-	var api smithy.APIError
 	var ne net.Error
 	switch {
 	case parent.Err() != nil:
@@ -288,10 +278,10 @@ func (e *Embedder) classify(parent, call context.Context, err error) *llm.Error 
 	case errors.Is(context.Cause(call), errTimedOut):
 		le.Retryable = true
 		le.Err = fmt.Errorf("no answer within %s: %w", e.timeout, context.DeadlineExceeded)
-	case errors.As(err, &api):
-		le.ContextOverflow = api.ErrorCode() == "ValidationException" && isOverflowMessage(api.ErrorMessage())
-		le.Retryable = retryableCodes[api.ErrorCode()] || le.Status == http.StatusTooManyRequests || le.Status >= 500
-		le.Err = fmt.Errorf("%s: %s", api.ErrorCode(), api.ErrorMessage())
+	case isAPI:
+		le.ContextOverflow = api.Code == "ValidationException" && isOverflowMessage(api.Message)
+		le.Retryable = retryableCodes[api.Code] || le.Status == http.StatusTooManyRequests || le.Status >= 500
+		le.Err = &bedrockError{msg: api.Code + ": " + api.Message, err: err}
 	case le.Status != 0:
 		le.Retryable = le.Status == http.StatusTooManyRequests || le.Status >= 500
 	case errors.As(err, &ne):

@@ -1,11 +1,9 @@
 package bedrock
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -101,22 +99,6 @@ func TestConverseReplyTooLargeToRead(t *testing.T) {
 				t.Errorf("error %q names the endpoint", err)
 			}
 		})
-	}
-}
-
-// TestFrameLimit checks the framing the bound follows: messages of any
-// size within it pass, split across reads anywhere.
-func TestFrameLimit(t *testing.T) {
-	big := strings.Repeat("x", int(llm.ReplyBodyBound(llmtest.Limit))-200)
-	var stream []byte
-	for _, text := range []string{"Hi", big, "", big} {
-		stream = append(stream, textFrame(0, text)...)
-	}
-	got, err := io.ReadAll(limitFrames(io.NopCloser(io.MultiReader(
-		bytes.NewReader(stream[:3]), bytes.NewReader(stream[3:20]), bytes.NewReader(stream[20:]),
-	)), llmtest.Limit))
-	if err != nil || !bytes.Equal(got, stream) {
-		t.Errorf("read %d of %d bytes, error %v", len(got), len(stream), err)
 	}
 }
 

@@ -264,6 +264,15 @@ func readModel(path string) ([]byte, error) {
 	return b, nil
 }
 
+// Enum returns the values of the enum shape name; nil when it is not
+// one.
+func (m *Model) Enum(name string) []string {
+	if s := m.shapes[name]; s != nil {
+		return slices.Clone(s.Enum)
+	}
+	return nil
+}
+
 // input returns the input shape of op, or nil for an operation with no
 // input.
 func (m *Model) input(op string) (*shape, string, error) {
