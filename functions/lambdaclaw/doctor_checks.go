@@ -15,9 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/smithy-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
@@ -263,10 +263,9 @@ func checkBedrock(ctx context.Context, p config.Provider, timeout time.Duration,
 		return finding{Verdict: pass, Detail: fmt.Sprintf("a one-token call to %s in %s answered", p.Model, p.Region)}
 	}
 	f := finding{Verdict: fail, Detail: fmt.Sprintf("a one-token call to %s in %s failed: %v", p.Model, p.Region, err)}
-	var api smithy.APIError
 	code, msg := "", ""
-	if errors.As(err, &api) {
-		code, msg = api.ErrorCode(), api.ErrorMessage()
+	if api, ok := errors.AsType[*awsapi.Error](err); ok {
+		code, msg = api.Code, api.Message
 	}
 	switch {
 	case code == "AccessDeniedException" && strings.Contains(msg, "not authorized to perform"):
