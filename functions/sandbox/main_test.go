@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ecs"
@@ -68,7 +66,7 @@ func TestRunnerBinary(t *testing.T) {
 	// A warm task stopped by ECS exits 0 on SIGTERM.
 	exec1("true")
 	second := fake.Tasks()[1]
-	if _, err := fake.Client().StopTask(t.Context(), stopInput(second.ARN)); err != nil {
+	if err := fake.Client().StopTask(t.Context(), cloudtest.ECSCluster, second.ARN, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if status, code := fake.Wait(second, 30*time.Second); status != "STOPPED" || code != 0 {
@@ -205,8 +203,4 @@ func TestRunnerRefusesBadEnvironment(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(env["SANDBOX_DIR"], "x")); !errors.Is(err, os.ErrNotExist) {
 		t.Error("it wrote to its directory")
 	}
-}
-
-func stopInput(arn string) *awsecs.StopTaskInput {
-	return &awsecs.StopTaskInput{Cluster: aws.String(cloudtest.ECSCluster), Task: aws.String(arn), Reason: aws.String("test")}
 }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ecs"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
 )
@@ -88,13 +88,17 @@ func NewECS(t testing.TB) *ECS {
 // Client returns an ECS client of the fake with static test credentials
 // and, as retries of throttled calls would only slow the tests, no
 // retries.
-func (f *ECS) Client() *awsecs.Client {
+func (f *ECS) Client() *awsapi.ECS {
 	cfg := aws.Config{
-		Region:      "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
-		Retryer:     func() aws.Retryer { return aws.NopRetryer{} },
+		Region:           "us-east-1",
+		Credentials:      credentials.NewStaticCredentialsProvider("local", "local", ""),
+		RetryMaxAttempts: 1,
 	}
-	return ecs.NewClient(cfg, f.URL)
+	c, err := ecs.NewClient(cfg, f.URL)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return c
 }
 
 // Play makes play run every task started from now on.

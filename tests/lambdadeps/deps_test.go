@@ -22,12 +22,12 @@ var forbidden = []string{
 	"modernc.org/sqlite",
 }
 
-// turnsOnly are the SDKs of the parts only a function that runs the
-// loop's steps links (cloud/turns and cloud/fargate): the models, the
-// sandbox, the MCP client and OpenSearch.
+// turnsOnly are the adapters and SDKs of the parts only a function that
+// runs the loop's steps links (cloud/turns and cloud/fargate): the
+// models, the sandbox, the MCP client and OpenSearch.
 var turnsOnly = []string{
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime",
-	"github.com/aws/aws-sdk-go-v2/service/ecs",
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bedrock",
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ecs",
 	"github.com/modelcontextprotocol/go-sdk",
 	"github.com/opensearch-project/opensearch-go",
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/turns",
@@ -43,14 +43,14 @@ var forbiddenIn = map[string][]string{
 	"telegram":  turnsOnly,
 	"scheduler": turnsOnly,
 	"indexer": {
-		"github.com/aws/aws-sdk-go-v2/service/bedrockruntime",
-		"github.com/aws/aws-sdk-go-v2/service/ecs",
+		"github.com/lambdaclaw/lambdaclaw/shared/adapters/bedrock",
+		"github.com/lambdaclaw/lambdaclaw/shared/adapters/ecs",
 		"github.com/modelcontextprotocol/go-sdk",
 		"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset",
 		"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/turns",
 	},
 	"api": {
-		"github.com/aws/aws-sdk-go-v2/service/ecs",
+		"github.com/lambdaclaw/lambdaclaw/shared/adapters/ecs",
 		"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud/fargate",
 	},
 }

@@ -13,30 +13,28 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
-	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
-	"github.com/aws/smithy-go"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 )
 
-// API is the part of the ECS client the backend calls; *ecs.Client has it.
+// API is the part of the ECS API the backend calls; *awsapi.ECS has it.
 type API interface {
-	RunTask(ctx context.Context, in *awsecs.RunTaskInput, opts ...func(*awsecs.Options)) (*awsecs.RunTaskOutput, error)
-	DescribeTasks(ctx context.Context, in *awsecs.DescribeTasksInput, opts ...func(*awsecs.Options)) (*awsecs.DescribeTasksOutput, error)
-	StopTask(ctx context.Context, in *awsecs.StopTaskInput, opts ...func(*awsecs.Options)) (*awsecs.StopTaskOutput, error)
+	RunTask(ctx context.Context, in awsapi.RunTaskInput) (*awsapi.Tasks, error)
+	DescribeTasks(ctx context.Context, cluster string, arns ...string) (*awsapi.Tasks, error)
+	StopTask(ctx context.Context, cluster, task, reason string) error
 }
 
 // NewClient returns an ECS client of cfg; a non-empty endpoint replaces
 // ECS's (a fake, in tests).
-func NewClient(cfg aws.Config, endpoint string) *awsecs.Client {
-	return awsecs.NewFromConfig(cfg, func(o *awsecs.Options) {
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
-	})
+func NewClient(cfg aws.Config, endpoint string) (*awsapi.ECS, error) {
+	c, err := awsapi.NewECS(cfg, endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("ecs sandbox: %w", err)
+	}
+	return c, nil
 }
 
 // ErrCapacity is a task ECS could not start for want of capacity
@@ -341,50 +339,48 @@ func (b *Backend) offer(ctx context.Context, control string, seq int, data []byt
 
 // runTask starts the runner's task for the control directory.
 func (b *Backend) runTask(ctx context.Context, gen, control string) (string, error) {
-	publicIP := types.AssignPublicIpDisabled
+	publicIP := assignPublicIPDisabled
 	if b.cfg.PublicIP {
-		publicIP = types.AssignPublicIpEnabled
+		publicIP = assignPublicIPEnabled
 	}
-	out, err := b.api.RunTask(ctx, &awsecs.RunTaskInput{
-		Cluster:        aws.String(b.cfg.Cluster),
-		TaskDefinition: aws.String(b.cfg.TaskDefinition),
-		LaunchType:     types.LaunchTypeFargate,
-		Count:          aws.Int32(1),
-		ClientToken:    aws.String(gen),
-		StartedBy:      aws.String("lambdaclaw-sandbox"),
-		NetworkConfiguration: &types.NetworkConfiguration{AwsvpcConfiguration: &types.AwsVpcConfiguration{
+	out, err := b.api.RunTask(ctx, awsapi.RunTaskInput{
+		Cluster:        b.cfg.Cluster,
+		TaskDefinition: b.cfg.TaskDefinition,
+		LaunchType:     "FARGATE",
+		Count:          1,
+		ClientToken:    gen,
+		StartedBy:      "lambdaclaw-sandbox",
+		NetworkConfiguration: &awsapi.NetworkConfiguration{AwsvpcConfiguration: awsapi.AwsVpcConfiguration{
 			Subnets:        b.cfg.Subnets,
 			SecurityGroups: b.cfg.SecurityGroups,
-			AssignPublicIp: publicIP,
+			AssignPublicIP: publicIP,
 		}},
-		Overrides: &types.TaskOverride{ContainerOverrides: []types.ContainerOverride{{
-			Name: aws.String(b.cfg.Container),
-			Environment: []types.KeyValuePair{
-				{Name: aws.String(EnvBucket), Value: aws.String(b.cfg.BucketName)},
-				{Name: aws.String(EnvControl), Value: aws.String(control)},
-				{Name: aws.String(EnvIdle), Value: aws.String(b.cfg.Idle.String())},
+		Overrides: &awsapi.TaskOverride{ContainerOverrides: []awsapi.ContainerOverride{{
+			Name: b.cfg.Container,
+			Environment: []awsapi.KeyValuePair{
+				{Name: EnvBucket, Value: b.cfg.BucketName},
+				{Name: EnvControl, Value: control},
+				{Name: EnvIdle, Value: b.cfg.Idle.String()},
 			},
 		}}},
 	})
 	if err != nil {
-		var ae smithy.APIError
-		if errors.As(err, &ae) && ae.ErrorCode() == "ThrottlingException" {
-			return "", fmt.Errorf("ecs sandbox: %w (RunTask throttled: %s)", ErrCapacity, ae.ErrorMessage())
+		if api, ok := errors.AsType[*awsapi.Error](err); ok && api.Code == "ThrottlingException" {
+			return "", fmt.Errorf("ecs sandbox: %w (RunTask throttled: %s)", ErrCapacity, api.Message)
 		}
 		return "", fmt.Errorf("ecs sandbox: RunTask: %w", err)
 	}
 	if len(out.Failures) > 0 {
 		f := out.Failures[0] // one task asked for: one failure at most
-		reason := aws.ToString(f.Reason)
-		if strings.HasPrefix(reason, "RESOURCE:") || strings.Contains(strings.ToLower(reason), "capacity") {
-			return "", fmt.Errorf("ecs sandbox: %w (%s)", ErrCapacity, reason)
+		if strings.HasPrefix(f.Reason, "RESOURCE:") || strings.Contains(strings.ToLower(f.Reason), "capacity") {
+			return "", fmt.Errorf("ecs sandbox: %w (%s)", ErrCapacity, f.Reason)
 		}
-		return "", fmt.Errorf("ecs sandbox: RunTask failed: %s %s", reason, aws.ToString(f.Detail))
+		return "", fmt.Errorf("ecs sandbox: RunTask failed: %s %s", f.Reason, f.Detail)
 	}
-	if len(out.Tasks) != 1 || out.Tasks[0].TaskArn == nil {
+	if len(out.Tasks) != 1 || out.Tasks[0].TaskArn == "" {
 		return "", fmt.Errorf("ecs sandbox: RunTask started %d tasks, want 1", len(out.Tasks))
 	}
-	return *out.Tasks[0].TaskArn, nil
+	return out.Tasks[0].TaskArn, nil
 }
 
 // await waits for the n-th result of the task, at most wait, looking at
@@ -419,7 +415,7 @@ func (b *Backend) await(ctx context.Context, p pointer, n int, wait time.Duratio
 			}
 		}
 		if time.Now().After(deadline) {
-			b.api.StopTask(ctx, &awsecs.StopTaskInput{Cluster: aws.String(b.cfg.Cluster), Task: aws.String(p.TaskARN), Reason: aws.String("lambdaclaw: no result in time")})
+			b.api.StopTask(ctx, b.cfg.Cluster, p.TaskARN, "lambdaclaw: no result in time")
 			b.cfg.Bucket.Remove(ctx, path.Join(ControlRoot, sessionID(p.Owner, p.Session), "task.json"))
 			return result{}, fmt.Errorf("ecs sandbox: no result within %s; the task was stopped", wait)
 		}
@@ -455,27 +451,30 @@ func (b *Backend) result(ctx context.Context, control string, n int, output int6
 
 // stopped returns why the task stopped, or nil while it has not.
 func (b *Backend) stopped(ctx context.Context, arn string) (*StoppedError, error) {
-	out, err := b.api.DescribeTasks(ctx, &awsecs.DescribeTasksInput{Cluster: aws.String(b.cfg.Cluster), Tasks: []string{arn}})
+	out, err := b.api.DescribeTasks(ctx, b.cfg.Cluster, arn)
 	if err != nil {
 		return nil, fmt.Errorf("ecs sandbox: DescribeTasks: %w", err)
 	}
 	if len(out.Tasks) == 0 {
 		reason := "missing"
 		if len(out.Failures) > 0 {
-			reason = aws.ToString(out.Failures[0].Reason)
+			reason = out.Failures[0].Reason
 		}
 		return &StoppedError{TaskARN: arn, Reason: "the task is not known to ECS: " + reason}, nil
 	}
 	t := out.Tasks[0]
-	if aws.ToString(t.LastStatus) != string(types.DesiredStatusStopped) {
+	if t.LastStatus != "STOPPED" {
 		return nil, nil
 	}
-	e := &StoppedError{TaskARN: arn, Reason: strings.TrimSpace(string(t.StopCode) + " " + aws.ToString(t.StoppedReason)), StoppedAt: aws.ToTime(t.StoppedAt)}
+	e := &StoppedError{TaskARN: arn, Reason: strings.TrimSpace(t.StopCode + " " + t.StoppedReason)}
+	if t.StoppedAt != nil {
+		e.StoppedAt = t.StoppedAt.Time
+	}
 	for _, c := range t.Containers {
-		if aws.ToString(c.Name) == b.cfg.Container {
+		if c.Name == b.cfg.Container {
 			e.ExitCode = c.ExitCode
-			if r := aws.ToString(c.Reason); r != "" {
-				e.Reason += "; " + r
+			if c.Reason != "" {
+				e.Reason += "; " + c.Reason
 			}
 		}
 	}

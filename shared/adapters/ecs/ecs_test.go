@@ -21,7 +21,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/ecs"
@@ -265,7 +264,7 @@ func TestStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	warm := r.ecs.Tasks()[0]
-	if _, err := r.ecs.Client().StopTask(t.Context(), &awsecs.StopTaskInput{Cluster: aws.String(cloudtest.ECSCluster), Task: aws.String(warm.ARN)}); err != nil {
+	if err := r.ecs.Client().StopTask(t.Context(), cloudtest.ECSCluster, warm.ARN, ""); err != nil {
 		t.Fatal(err)
 	}
 	r.ecs.Wait(warm, 10*time.Second)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
 	s3fs "github.com/lambdaclaw/lambdaclaw/shared/adapters/s3"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
@@ -34,6 +33,12 @@ const (
 	EnvEndpoint = "ECS_ENDPOINT"
 )
 
+// RunTask's assignPublicIp values.
+const (
+	assignPublicIPDisabled = "DISABLED"
+	assignPublicIPEnabled  = "ENABLED"
+)
+
 // FromEnv returns the Backend the environment configures, over bucket, the
 // root of the workspace bucket (the composition root's files, cloud.NewWith), with what base sets
 // and the environment does not say (the bridge: ServeBridge and
@@ -57,14 +62,18 @@ func FromEnv(cfg aws.Config, getenv func(string) string, bucket *s3fs.FS, base C
 	base.Cluster, base.TaskDefinition, base.Container = getenv(EnvCluster), getenv(EnvTaskDefinition), getenv(EnvContainer)
 	base.Subnets, base.SecurityGroups = split(getenv(EnvSubnets)), split(getenv(EnvSecurityGroups))
 	switch v := getenv(EnvAssignPublicIP); v {
-	case "", string(types.AssignPublicIpDisabled):
-	case string(types.AssignPublicIpEnabled):
+	case "", assignPublicIPDisabled:
+	case assignPublicIPEnabled:
 		base.PublicIP = true
 	default:
-		return nil, fmt.Errorf("ecs sandbox: %s=%q, want %q or %q", EnvAssignPublicIP, v, types.AssignPublicIpDisabled, types.AssignPublicIpEnabled)
+		return nil, fmt.Errorf("ecs sandbox: %s=%q, want %q or %q", EnvAssignPublicIP, v, assignPublicIPDisabled, assignPublicIPEnabled)
 	}
 	base.Bucket, base.BucketName, base.Idle = bucket, name, idle
-	return New(NewClient(cfg, getenv(EnvEndpoint)), base)
+	client, err := NewClient(cfg, getenv(EnvEndpoint))
+	if err != nil {
+		return nil, err
+	}
+	return New(client, base)
 }
 
 // split returns the non-empty comma-separated fields of v.
