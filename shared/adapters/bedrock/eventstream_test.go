@@ -14,8 +14,9 @@ import (
 
 // This file is the fake Bedrock runtime's encoder of the AWS event-stream
 // binary format (application/vnd.amazon.eventstream), written from the
-// format's description rather than taken from the SDK, so that the SDK's
-// decoder is tested against an independent encoder. A message is:
+// format's description rather than taken from the SDK or awsapi, so that
+// awsapi's decoder is tested against an independent encoder (which
+// TestEncodeFrameMatchesSDK holds to the SDK's encoding). A message is:
 //
 //	prelude:  total length (uint32), headers length (uint32),
 //	          CRC32 of those 8 bytes (uint32)
