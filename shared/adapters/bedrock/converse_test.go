@@ -25,6 +25,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm/llmtest"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
 )
 
 const (
@@ -93,7 +94,39 @@ func readConverseCall(t *testing.T, r *http.Request) (call converseCall, ok bool
 	if err != nil {
 		t.Errorf("reading body: %v", err)
 	}
+	if err := modelRefuses(t, r, data); err != nil {
+		t.Errorf("Bedrock would refuse this request: %v", err)
+	}
 	return converseCall{op: rest[i+1:], model: model, auth: r.Header.Get("Authorization"), raw: data}, true
+}
+
+// modelRefuses returns what botocore's model of Bedrock Runtime refuses
+// in r, whose body is body (awsmodel: required members, lengths,
+// patterns, enums, unions, unknown members); nil when nothing. One
+// member is let through: outputConfig.effort, which the API has and the
+// botocore of the project's machines (1.43) does not yet.
+func modelRefuses(t *testing.T, r *http.Request, body []byte) error {
+	t.Helper()
+	m := awsmodel.Load(t, "bedrock-runtime")
+	op, in, err := m.FromREST(r, "", body)
+	if err != nil {
+		return err
+	}
+	err = m.Validate(op, in)
+	if err == nil {
+		return nil
+	}
+	all := []error{err}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		all = joined.Unwrap()
+	}
+	var refused []error
+	for _, e := range all {
+		if v, ok := e.(*awsmodel.Violation); !ok || v.Path != "outputConfig.effort" {
+			refused = append(refused, e)
+		}
+	}
+	return errors.Join(refused...)
 }
 
 func (f *fakeBedrock) recorded() []converseCall {

@@ -46,6 +46,9 @@ func newRuntime(t *testing.T, answer func(w http.ResponseWriter, req titanReques
 		if err != nil {
 			t.Errorf("reading body: %v", err)
 		}
+		if err := modelRefuses(t, r, data); err != nil {
+			t.Errorf("Bedrock would refuse this request: %v", err)
+		}
 		var req titanRequest
 		if err := json.Unmarshal(data, &req); err != nil {
 			t.Errorf("request body %q is not JSON: %v", data, err)
