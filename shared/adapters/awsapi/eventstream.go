@@ -52,12 +52,13 @@ func newEventStream(svc Service, op string, body io.ReadCloser) *EventStream {
 	return &EventStream{svc: svc, op: op, body: body, maxLen: MaxEventLen}
 }
 
-// Next returns the next event. A message longer than the stream's bound
-// is a *TooLargeError, found before any of it past its prelude is read. The end of
-// the stream between two messages is io.EOF; inside one, io.ErrUnexpectedEOF. An exception or
-// error message is an *Error with the service's code (an exception type
-// such as "throttlingException" read as its shape, ThrottlingException)
-// and the payload's message. Its payload is valid until the next call.
+// Next returns the next event; its payload is valid until the next
+// call. The end of the stream between two messages is io.EOF, inside one
+// io.ErrUnexpectedEOF. A message longer than the stream's bound is a
+// *TooLargeError, found before any of it past its prelude is read. An
+// exception or error message is an *Error with the service's code (an
+// exception type such as "throttlingException" read as its shape,
+// ThrottlingException) and the payload's message.
 func (s *EventStream) Next() (Event, error) {
 	var prelude [eventPreludeLen]byte
 	if _, err := io.ReadFull(s.body, prelude[:]); err != nil {
