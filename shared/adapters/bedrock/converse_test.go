@@ -664,7 +664,7 @@ func TestConverseTimeout(t *testing.T) {
 
 // TestConverseRequestBodyOutlivesCall makes the late read of a request
 // body that net/http's connection writer does when the response came
-// before it finished the request: after the SDK has closed the body, that
+// before it finished the request: after the call has returned, that
 // read must end cleanly. An error there makes net/http close the
 // connection under the answer being read (a streamed answer then ends in
 // "use of closed network connection").
