@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
@@ -215,8 +217,10 @@ type textBody struct {
 }
 
 type interactive struct {
-	Type   string   `json:"type"`
-	Body   textBody `json:"body"`
+	Type string `json:"type"`
+	Body struct {
+		Text string `json:"text"`
+	} `json:"body"`
 	Action struct {
 		Buttons []replyButton `json:"buttons"`
 	} `json:"action"`
@@ -272,7 +276,8 @@ func (c *Client) SendButtons(ctx context.Context, to, text string, buttons []cha
 		return "", &channel.Error{Platform: "whatsapp", Method: name, Permanent: true,
 			Message: fmt.Sprintf("%d buttons; a WhatsApp message carries at most %d", len(buttons), MaxButtons)}
 	}
-	in := &interactive{Type: "button", Body: textBody{Body: cut(text, MaxButtonBody)}}
+	in := &interactive{Type: "button"}
+	in.Body.Text = cut(text, MaxButtonBody)
 	for _, b := range buttons {
 		if b.Value == "" || len(b.Value) > MaxButtonID {
 			return "", &channel.Error{Platform: "whatsapp", Method: name, Permanent: true,
@@ -309,18 +314,17 @@ func (c *Client) PhoneNumber(ctx context.Context) (PhoneNumber, error) {
 	return p, err
 }
 
-// cut returns the longest prefix of s within max UTF-16 units, with "…"
-// in place of what it cut.
+// cut returns s when it is within max UTF-16 units, else its longest
+// prefix within max-1 and "…".
 func cut(s string, max int) string {
-	n := 0
+	n, end := 0, 0
 	for i, r := range s {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
+		n += utf16.RuneLen(r)
 		if n > max {
-			return cut(s[:i], max-1) + "…"
+			return s[:end] + "…"
+		}
+		if n <= max-1 {
+			end = i + utf8.RuneLen(r)
 		}
 	}
 	return s
