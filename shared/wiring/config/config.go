@@ -49,6 +49,8 @@ type Config struct {
 	Agents               map[string]AgentConfig `yaml:"agents"`
 	Sessions             Sessions               `yaml:"sessions"`
 	Telegram             Telegram               `yaml:"telegram"`
+	// Channels configures the messaging channels other than Telegram.
+	Channels Channels `yaml:"channels"`
 
 	// Memory tunes agent memory; Embeddings, when set, adds semantic
 	// search to it (see memory.go).
@@ -91,6 +93,11 @@ type Telegram struct {
 	// Token and APIBase are read from the environment.
 	Token   string `yaml:"-"`
 	APIBase string `yaml:"-"`
+}
+
+// Channels configures the messaging channels, one section each.
+type Channels struct {
+	WhatsApp WhatsApp `yaml:"whatsapp"`
 }
 
 // TelegramWebhookPath is the local server's webhook route.
@@ -335,6 +342,9 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 		}
 	}
 	c.Telegram.Token, c.Telegram.APIBase = getenv("TELEGRAM_BOT_TOKEN"), getenv("TELEGRAM_API_BASE")
+	if err := c.Channels.WhatsApp.resolve(c.Home, getenv); err != nil {
+		return nil, err
+	}
 	if err := c.loadMemory(getenv); err != nil {
 		return nil, err
 	}
@@ -390,6 +400,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("config: sessions.sharing is %q; want shared or per_channel", c.Sessions.Sharing)
 	}
 	if err := c.Telegram.validate(); err != nil {
+		return err
+	}
+	if err := c.Channels.WhatsApp.validate(); err != nil {
 		return err
 	}
 	if err := c.Limits.fill(); err != nil {
