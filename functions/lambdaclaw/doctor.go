@@ -157,6 +157,9 @@ func (d *doctor) checks() (first []check, last check) {
 	if d.cfg.Telegram.Enabled || d.cfg.Telegram.Token != "" {
 		first = append(first, check{"telegram", d.checkTelegram}, check{"telegram webhook", d.checkWebhook})
 	}
+	if d.cfg.Channels.WhatsApp.Enabled {
+		first = append(first, check{"whatsapp", d.checkWhatsApp})
+	}
 	return first, check{"clock", d.checkClock}
 }
 
@@ -200,6 +203,10 @@ func (d *doctor) scrub(s string) string {
 		s = scrub.Known(s, e.APIKey.Value())
 	}
 	s = scrub.Known(s, d.cfg.Telegram.Token)
+	wa := d.cfg.Channels.WhatsApp
+	for _, secret := range []config.Secret{wa.AccessToken, wa.AppSecret, wa.VerifyToken} {
+		s = scrub.Known(s, secret.Value())
+	}
 	return scrub.Scrub(s)
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/whatsapp"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
@@ -409,6 +411,30 @@ func (d *doctor) checkTelegram(ctx context.Context) finding {
 		state = "the channel is on, mode " + d.cfg.Telegram.Mode
 	}
 	return finding{Verdict: pass, Detail: fmt.Sprintf("token of @%s accepted; %s", me.Username, state)}
+}
+
+// checkWhatsApp reads the business phone number (GET /<phone number id>)
+// with the access token: the token is valid and may use the number.
+func (d *doctor) checkWhatsApp(ctx context.Context) finding {
+	wa := d.cfg.Channels.WhatsApp
+	ctx, cancel := context.WithTimeout(ctx, d.http.Timeout)
+	defer cancel()
+	p, err := whatsapp.NewClient(wa.APIBase, wa.PhoneNumberID, wa.AccessToken.Value()).PhoneNumber(ctx)
+	if apiErr, ok := errors.AsType[*channel.Error](err); ok {
+		switch apiErr.Code {
+		case strconv.Itoa(whatsapp.CodeBadToken):
+			return finding{Verdict: fail, Detail: "WhatsApp refused the access token in " + wa.AccessToken.Source() + " (" + apiErr.Message + ")",
+				Fix: "generate a system user's token with whatsapp_business_messaging (Business settings → Users → System users)"}
+		case "100":
+			return finding{Verdict: fail, Detail: "the token may not use the phone number id " + wa.PhoneNumberID + " (" + apiErr.Message + ")",
+				Fix: "copy the Phone number ID from WhatsApp → API Setup into channels.whatsapp.phone_number_id, and assign the WhatsApp account to the system user"}
+		}
+	}
+	if err != nil {
+		return finding{Verdict: fail, Detail: err.Error(), Fix: "check the network, and channels.whatsapp.api_base when it is set"}
+	}
+	return finding{Verdict: pass, Detail: fmt.Sprintf("number %s (%s) of %q, quality %s; Meta must call %s", p.DisplayPhoneNumber, p.ID, p.VerifiedName,
+		or(p.QualityRating, "unknown"), config.WhatsAppWebhookPath)}
 }
 
 // webhookInfo is the part of getWebhookInfo's answer the check reads.

@@ -21,6 +21,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/nettest"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 	"github.com/lambdaclaw/lambdaclaw/tests/faketelegram"
+	"github.com/lambdaclaw/lambdaclaw/tests/fakewhatsapp"
 )
 
 // testDoctor is a doctor of a configuration with home as its data
@@ -393,6 +394,51 @@ func TestDoctorTelegram(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestDoctorWhatsApp(t *testing.T) {
+	wa := fakewhatsapp.New()
+	defer wa.Close()
+	tests := []struct {
+		name, token, phone string
+		// want is the verdict and a part of the detail.
+		want string
+	}{
+		{"number read", fakewhatsapp.Token, fakewhatsapp.PhoneNumberID, "ok: number +1 555-078-3881 (" + fakewhatsapp.PhoneNumberID + `) of "Lambdaclaw Test", quality GREEN`},
+		{"token refused", "EAAwrong-token-0123456789", fakewhatsapp.PhoneNumberID, "FAIL: WhatsApp refused the access token in WA_TOKEN"},
+		{"another number id", fakewhatsapp.Token, "999999", "FAIL: the token may not use the phone number id 999999"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := testDoctor(t, t.TempDir())
+			d.cfg.Channels.WhatsApp = config.WhatsApp{Enabled: true, PhoneNumberID: tt.phone, APIBase: wa.APIBase(),
+				AccessToken: config.ResolvedSecret("WA_TOKEN", tt.token)}
+			checks, _ := d.checks()
+			var got []finding
+			for _, f := range d.run(context.Background(), checks) {
+				if f.Check == "whatsapp" {
+					got = append(got, f)
+				}
+			}
+			if len(got) != 1 {
+				t.Fatalf("whatsapp findings = %+v, want 1", got)
+			}
+			verdict, detail, _ := strings.Cut(tt.want, ": ")
+			if v := verdictOf(got[0], detail); v != verdict {
+				t.Errorf("finding %+v: got %s, want %s", got[0], v, verdict)
+			}
+			if strings.Contains(got[0].Detail+got[0].Fix, tt.token) {
+				t.Errorf("the token is in %+v", got[0])
+			}
+		})
+	}
+	d := testDoctor(t, t.TempDir())
+	checks, _ := d.checks()
+	for _, c := range checks {
+		if c.name == "whatsapp" {
+			t.Error("a whatsapp check without the channel")
+		}
 	}
 }
 
