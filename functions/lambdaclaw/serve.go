@@ -23,8 +23,10 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/mcpserver"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/ratelimit"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/whatsapp"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/prompt"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
@@ -63,13 +65,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := checkListenAddr(cfg.Addr); err != nil {
 		return err
 	}
-	if cfg.Telegram.Enabled {
+	if cfg.Telegram.Enabled || cfg.Channels.WhatsApp.Enabled {
 		names, err := buildAgentNames(cfg)
 		if err != nil {
 			return err
 		}
-		if !slices.Contains(names, cfg.Telegram.Agent) {
+		if cfg.Telegram.Enabled && !slices.Contains(names, cfg.Telegram.Agent) {
 			return fmt.Errorf("config: telegram.agent: %w", noAgent(cfg.Telegram.Agent, names))
+		}
+		if wa := cfg.Channels.WhatsApp; wa.Enabled && !slices.Contains(names, wa.Agent) {
+			return fmt.Errorf("config: channels.whatsapp.agent: %w", noAgent(wa.Agent, names))
 		}
 	}
 	beats, err := setup.Heartbeats(cfg, cfg.Telegram.Enabled)
@@ -153,6 +158,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if tgReplier != nil {
 		replier[telegram.ChannelName] = tgReplier
 	}
+	waPlatform, waReplier, err := newWhatsApp(cfg, db, log)
+	if err != nil {
+		return err
+	}
+	if waReplier != nil {
+		replier[whatsapp.Name] = waReplier
+	}
 	checkIns, err := agentset.CheckIns(cfg, jobs, log)
 	if err != nil {
 		return err
@@ -183,6 +195,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			tg.Wait()
 		}()
 		log.Info("telegram channel started", "mode", cfg.Telegram.Mode, "agent", cfg.Telegram.Agent)
+	}
+	routes := map[string]http.Handler{}
+	if waReplier != nil {
+		wa, err := channel.NewChannel(waReplier, driver)
+		if err != nil {
+			return err
+		}
+		wa.Run(runCtx)
+		defer func() {
+			cancelRuns()
+			wa.Wait()
+		}()
+		routes[config.WhatsAppWebhookPath] = waPlatform.Webhook(wa.Handle)
+		log.Info("whatsapp channel started", "phone_number_id", cfg.Channels.WhatsApp.PhoneNumberID, "agent", cfg.Channels.WhatsApp.Agent)
 	}
 	identity := agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()}
 	mcpSrv, err := mcpserver.New(mcpserver.Config{
@@ -228,11 +254,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	poller := &schedule.Poller{Timers: jobs, Runner: &schedule.Runner{Engine: jobs, Loop: loop, Lane: driver}, Log: log}
 
-	var handler http.Handler = gw
 	if tg != nil && cfg.Telegram.Mode == "webhook" {
-		handler = withTelegram(gw, tg)
+		routes[config.TelegramWebhookPath] = tg
 	}
-	srv := newServer(handler, cfg.Server)
+	srv := newServer(withRoutes(gw, routes), cfg.Server)
 	if len(cfg.Providers) == 0 {
 		log.Warn("no LLM provider configured: chat requests will fail until you set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server) or add providers to the config file")
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -44,14 +43,6 @@ func newTelegramReplier(cfg *config.Config, db *sqlite.DB, log *slog.Logger) (*t
 		Groups:   channel.Groups{Respond: tc.Groups.Respond, Context: tc.Groups.ContextSize()},
 		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
 	})
-}
-
-// withTelegram mounts the webhook route beside the gateway's routes.
-func withTelegram(gw http.Handler, ch *telegram.Channel) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle(config.TelegramWebhookPath, ch)
-	mux.Handle("/", gw)
-	return mux
 }
 
 // telegramCommand is `lambdaclaw telegram setup|remove`, for the local
