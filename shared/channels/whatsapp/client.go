@@ -21,8 +21,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
@@ -277,14 +275,14 @@ func (c *Client) SendButtons(ctx context.Context, to, text string, buttons []cha
 			Message: fmt.Sprintf("%d buttons; a WhatsApp message carries at most %d", len(buttons), MaxButtons)}
 	}
 	in := &interactive{Type: "button"}
-	in.Body.Text = cut(text, MaxButtonBody)
+	in.Body.Text = channel.Cut(text, MaxButtonBody)
 	for _, b := range buttons {
 		if b.Value == "" || len(b.Value) > MaxButtonID {
 			return "", &channel.Error{Platform: "whatsapp", Method: name, Permanent: true,
 				Message: fmt.Sprintf("a button's value is %d bytes; WhatsApp takes 1 to %d", len(b.Value), MaxButtonID)}
 		}
 		var rb replyButton
-		rb.Type, rb.Reply.ID, rb.Reply.Title = "reply", b.Value, cut(b.Label, MaxButtonTitle)
+		rb.Type, rb.Reply.ID, rb.Reply.Title = "reply", b.Value, channel.Cut(b.Label, MaxButtonTitle)
 		in.Action.Buttons = append(in.Action.Buttons, rb)
 	}
 	return c.post(ctx, message{To: to, Type: "interactive", Interactive: in})
@@ -312,20 +310,4 @@ func (c *Client) PhoneNumber(ctx context.Context) (PhoneNumber, error) {
 	var p PhoneNumber
 	err := c.call(ctx, http.MethodGet, "", "fields=id,display_phone_number,verified_name,quality_rating", nil, &p)
 	return p, err
-}
-
-// cut returns s when it is within max UTF-16 units, else its longest
-// prefix within max-1 and "…".
-func cut(s string, max int) string {
-	n, end := 0, 0
-	for i, r := range s {
-		n += utf16.RuneLen(r)
-		if n > max {
-			return s[:end] + "…"
-		}
-		if n <= max-1 {
-			end = i + utf8.RuneLen(r)
-		}
-	}
-	return s
 }

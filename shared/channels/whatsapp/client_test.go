@@ -122,21 +122,3 @@ func TestClientErrors(t *testing.T) {
 		})
 	}
 }
-
-func TestCut(t *testing.T) {
-	tests := []struct {
-		in   string
-		max  int
-		want string
-	}{
-		{"short", 20, "short"},
-		{"exactly twenty chars", 20, "exactly twenty chars"},
-		{"twenty-one characters", 20, "twenty-one characte…"},
-		{"😀😀😀", 4, "😀…"},
-	}
-	for _, tt := range tests {
-		if got := cut(tt.in, tt.max); got != tt.want {
-			t.Errorf("cut(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
-		}
-	}
-}
