@@ -48,20 +48,11 @@ func startWhatsApp(t *testing.T, llm *fakellm.Server) (*gateway, *fakewhatsapp.S
 	return g, wa
 }
 
-// waitSent waits until the user to got n messages.
+// waitSent waits until the user to got n messages, and returns them.
 func waitSent(t *testing.T, wa *fakewhatsapp.Server, to string, n int) []fakewhatsapp.Sent {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		ms := wa.Sent(to)
-		if len(ms) >= n {
-			return ms
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d messages, want %d: %+v", to, len(ms), n, ms)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, fmt.Sprintf("%d messages to %s", n, to), 15*time.Second, func() bool { return len(wa.Sent(to)) >= n })
+	return wa.Sent(to)
 }
 
 // deliver posts n to the gateway's webhook, signed as Meta signs it, and
@@ -170,13 +161,9 @@ func TestWhatsApp(t *testing.T) {
 	old := wa.UserText(waCarla, "Carla", "hello?")
 	wa.SetNow(time.Now)
 	deliver(t, g, old)
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(g.stderr.String(), "the 24-hour customer service window is closed") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no failure logged for Carla's reply:\n%s", g.stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFor(t, "the failure of Carla's reply", 15*time.Second, func() bool {
+		return strings.Contains(g.stderr.String(), "the 24-hour customer service window is closed")
+	})
 	if ms := wa.Sent(waCarla); len(ms) != 0 {
 		t.Fatalf("sent to Carla = %+v", ms)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakewhatsapp"
 )
 
@@ -37,27 +38,9 @@ func (s *memState) SetState(_ context.Context, key, value string) error {
 	return nil
 }
 
-// clock is a settable time.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // platform returns a Platform on a fake whose clock is clk's, with tpl as
 // its template.
-func platform(t *testing.T, f *fakewhatsapp.Server, clk *clock, st State, tpl Template) *Platform {
+func platform(t *testing.T, f *fakewhatsapp.Server, clk *cloudtest.Clock, st State, tpl Template) *Platform {
 	t.Helper()
 	f.SetNow(clk.Now)
 	p, err := New(Config{APIBase: f.APIBase(), PhoneNumberID: fakewhatsapp.PhoneNumberID, AccessToken: fakewhatsapp.Token,
@@ -135,7 +118,8 @@ func TestWindow(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := fakewhatsapp.New()
 			defer f.Close()
-			clk := &clock{t: start}
+			clk := cloudtest.NewClock()
+			clk.Advance(start.Sub(clk.Now()))
 			st := &memState{}
 			p := platform(t, f, clk, st, tt.tpl)
 			h := p.Webhook(func(context.Context, channel.Inbound) error { return nil })
@@ -146,7 +130,7 @@ func TestWindow(t *testing.T) {
 						t.Fatalf("step %d: delivery = %d", i, code)
 					}
 				}
-				clk.Add(s.after)
+				clk.Advance(s.after)
 				before := len(f.Sent(user))
 				id, err := p.Send(context.Background(), channel.Outgoing{To: user, Text: "the answer"})
 				sent := f.Sent(user)[before:]
@@ -177,13 +161,14 @@ func TestWindow(t *testing.T) {
 // TestWindowRecordsLatest keeps the latest message's time when Meta
 // delivers an older one after it.
 func TestWindowRecordsLatest(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)}
+	clk := cloudtest.NewClock()
 	st := &memState{}
 	f := fakewhatsapp.New()
 	defer f.Close()
 	p := platform(t, f, clk, st, Template{})
 	ctx := context.Background()
-	for _, at := range []time.Time{clk.t.Add(-time.Hour), clk.t, clk.t.Add(-2 * time.Hour)} {
+	now := clk.Now().Truncate(time.Second)
+	for _, at := range []time.Time{now.Add(-time.Hour), now, now.Add(-2 * time.Hour)} {
 		if err := p.recordIn(ctx, user, at); err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +177,7 @@ func TestWindowRecordsLatest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff(clk.t, got.UTC()); d != "" {
+	if d := cmp.Diff(now.UTC(), got.UTC()); d != "" {
 		t.Errorf("last in (-want +got):\n%s", d)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakewhatsapp"
 )
 
@@ -141,7 +142,7 @@ func TestWebhookVerify(t *testing.T) {
 func TestWebhookFailedStatusSendsTemplate(t *testing.T) {
 	f := fakewhatsapp.New()
 	defer f.Close()
-	clk := &clock{t: time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)}
+	clk := cloudtest.NewClock()
 	p := platform(t, f, clk, &memState{}, Template{Name: "reply_waiting", Language: "en"})
 	h := p.Webhook(func(context.Context, channel.Inbound) error { return nil })
 	deliver := func(n fakewhatsapp.Notification) {
@@ -155,7 +156,7 @@ func TestWebhookFailedStatusSendsTemplate(t *testing.T) {
 	if n := len(f.Sent(user)); n != 0 {
 		t.Fatalf("sent %d messages within the window", n)
 	}
-	clk.Add(30 * time.Hour)
+	clk.Advance(30 * time.Hour)
 	deliver(f.Status("wamid.B", user, "failed", CodeReengagement))
 	deliver(f.Status("wamid.C", user, "failed", CodeReengagement))
 	deliver(f.Status("wamid.D", user, "failed", 131026))
