@@ -181,3 +181,22 @@ func TestWindowRecordsLatest(t *testing.T) {
 		t.Errorf("last in (-want +got):\n%s", d)
 	}
 }
+
+// TestNoEdits: WhatsApp cannot edit or delete a sent message, so the
+// engine streams no drafts to it.
+func TestNoEdits(t *testing.T) {
+	p, err := New(Config{PhoneNumberID: "1", AccessToken: "t", State: &memState{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pl channel.Platform = p
+	if _, ok := pl.(channel.Editor); ok {
+		t.Error("the platform is an Editor")
+	}
+	if _, ok := pl.(channel.Deleter); ok {
+		t.Error("the platform is a Deleter")
+	}
+	if pl.Name() != "whatsapp" || pl.MaxLen() != 4096 {
+		t.Errorf("name %q, max len %d", pl.Name(), pl.MaxLen())
+	}
+}
