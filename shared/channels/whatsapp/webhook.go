@@ -97,9 +97,12 @@ func validSignature(header string, body []byte, secret string) bool {
 // deliver checks the signature (401 when missing, 403 when wrong), then
 // hands the messages for the configured number to handle, recording each
 // user's last message for the customer service window. Statuses are
-// logged. A delivery only for other numbers is 403; a failure of handle
-// is 500, so that Meta delivers it again (the engine drops what it has
-// handled already, by message id).
+// logged. What is for another number (of the same business account,
+// since Meta signed it) starts nothing and is answered 200 all the same:
+// Meta retries other answers for days and may disable a webhook that
+// keeps failing, this number's with it. A failure of handle is 500, so that
+// Meta delivers again (the engine drops what it has handled already, by
+// message id).
 func (h *webhook) deliver(w http.ResponseWriter, r *http.Request) {
 	sig := r.Header.Get(SignatureHeader)
 	if sig == "" {
@@ -120,28 +123,21 @@ func (h *webhook) deliver(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad notification", http.StatusBadRequest)
 		return
 	}
-	ours, others := 0, 0
 	for _, e := range n.Entry {
 		for _, c := range e.Changes {
 			if c.Field != "messages" {
 				continue
 			}
 			if c.Value.Metadata.PhoneNumberID != h.p.cfg.PhoneNumberID {
-				others++
 				h.p.cfg.Log.Warn("whatsapp: a delivery for another phone number ignored", "phone_number_id", c.Value.Metadata.PhoneNumberID)
 				continue
 			}
-			ours++
 			if err := h.change(r.Context(), c.Value); err != nil {
 				h.p.cfg.Log.Error("whatsapp: handle delivery", "error", err)
 				http.Error(w, "internal error", http.StatusInternalServerError)
 				return
 			}
 		}
-	}
-	if ours == 0 && others > 0 {
-		http.Error(w, "unknown phone number", http.StatusForbidden)
-		return
 	}
 	w.WriteHeader(http.StatusOK)
 }
