@@ -1,6 +1,7 @@
 // Package fakewhatsapp is a fake of the WhatsApp Business Cloud API for
 // tests: the Graph API's POST /<phone number id>/messages (text, reply
-// buttons, templates, checked as the API checks them) and GET /<phone
+// buttons, templates, to users and to a group of the Groups API, checked
+// as the API checks them) and GET /<phone
 // number id>, the bearer token and the phone number id checked, the
 // Graph error bodies (a bad token, 190; a rate limit, 130429; the closed
 // customer service window, 131047, also refused by the fake's own record
@@ -37,6 +38,8 @@ const (
 	AccountID          = "102290129340398"
 	AppSecret          = "fake-app-secret-0123456789abcdef"
 	VerifyToken        = "fake-verify-token"
+	// GroupID is the group (of the Groups API) the business number is in.
+	GroupID = "Y2FwaV9ncm91cDoxNzA1NTU1MDEzOToxMjAzNjM0MDQ2OTQyMzM4MjAZD"
 )
 
 // Button is a reply button of a sent message.
@@ -44,6 +47,7 @@ type Button struct{ ID, Title string }
 
 // Sent is a message the business sent.
 type Sent struct {
+	// To is a user's wa_id, or GroupID for the group.
 	ID, To, Type string
 	// Text is the text's or the interactive message's body.
 	Text    string
@@ -245,14 +249,21 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m := Sent{To: q.To, Type: q.Type}
+	group := q.RecipientType == "group"
 	switch {
 	case q.MessagingProduct != "whatsapp":
 		invalid(w, "messaging_product must be whatsapp")
 		return
-	case q.RecipientType != "" && q.RecipientType != "individual":
-		invalid(w, "recipient_type must be individual")
+	case q.RecipientType != "" && q.RecipientType != "individual" && !group:
+		invalid(w, "recipient_type must be individual or group")
 		return
-	case !waID.MatchString(q.To):
+	case group && q.To != GroupID:
+		invalid(w, "to is not a group of this number")
+		return
+	case group && q.Type == "interactive":
+		invalid(w, "a group takes text, media and template messages")
+		return
+	case !group && !waID.MatchString(q.To):
 		invalid(w, "to is not a phone number")
 		return
 	}
@@ -306,7 +317,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	last, wrote := s.lastIn[q.To]
-	if free && (!wrote || s.now().Sub(last) >= 24*time.Hour) {
+	if free && !group && (!wrote || s.now().Sub(last) >= 24*time.Hour) {
 		s.mu.Unlock()
 		writeError(w, WindowClosed)
 		return
@@ -354,6 +365,22 @@ func (s *Server) userMessage(from, name string, msg map[string]any) Notification
 // and the notification Meta delivers is returned.
 func (s *Server) UserText(from, name, text string) Notification {
 	return s.userMessage(from, name, map[string]any{"type": "text", "text": map[string]any{"body": text}})
+}
+
+// UserGroupText is the user from (named name) writing text in the group,
+// mentioning the business number when mention is set.
+func (s *Server) UserGroupText(from, name, text string, mention bool) Notification {
+	if mention {
+		text = "@" + DisplayPhoneNumber + " " + text
+	}
+	s.mu.Lock()
+	ts := strconv.FormatInt(s.now().Unix(), 10)
+	id := s.nextID()
+	s.mu.Unlock()
+	return notify(id, map[string]any{
+		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
+		"messages": []any{map[string]any{"from": from, "group_id": GroupID, "id": id, "timestamp": ts,
+			"type": "text", "text": map[string]any{"body": text}}}})
 }
 
 // UserPress is the user from pressing the button buttonID of the message

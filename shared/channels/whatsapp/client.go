@@ -4,9 +4,9 @@
 // text, reply buttons and templates; GET /<phone number id>); Platform is
 // the channel.Platform the engine sends through, which keeps the 24-hour
 // customer service window (window.go); Webhook (webhook.go) verifies and
-// parses what Meta delivers into channel.Inbound values. WhatsApp cannot
-// edit a sent message, so Platform is no channel.Editor, and the Cloud
-// API's group messages are not handled.
+// parses what Meta delivers into channel.Inbound values, from users and
+// from groups of the Groups API. WhatsApp cannot edit a sent message, so
+// Platform is no channel.Editor.
 package whatsapp
 
 import (
@@ -246,9 +246,16 @@ type sent struct {
 	} `json:"messages"`
 }
 
-// post sends m and returns the message's id (a wamid).
+// GroupPrefix marks an address (Outgoing.To) as a group's: "g:" and the
+// group id of the Groups API; any other address is a user's wa_id.
+const GroupPrefix = "g:"
+
+// post sends m to its address and returns the message's id (a wamid).
 func (c *Client) post(ctx context.Context, m message) (string, error) {
 	m.MessagingProduct, m.RecipientType = "whatsapp", "individual"
+	if id, ok := strings.CutPrefix(m.To, GroupPrefix); ok {
+		m.To, m.RecipientType = id, "group"
+	}
 	var out sent
 	if err := c.call(ctx, http.MethodPost, "/messages", "", m, &out); err != nil {
 		return "", err
@@ -259,17 +266,22 @@ func (c *Client) post(ctx context.Context, m message) (string, error) {
 	return out.Messages[0].ID, nil
 }
 
-// SendText sends text (at most MaxTextLen) to the WhatsApp user to.
+// SendText sends text (at most MaxTextLen) to the address to: a user's
+// wa_id, or GroupPrefix and a group id.
 func (c *Client) SendText(ctx context.Context, to, text string) (string, error) {
 	return c.post(ctx, message{To: to, Type: "text", Text: &textBody{Body: text}})
 }
 
-// SendButtons sends text with up to MaxButtons reply buttons. The text is
+// SendButtons sends text with up to MaxButtons reply buttons to a user;
+// a group (whose messages hold no buttons) gets the text alone. The text is
 // cut to MaxButtonBody and each label to MaxButtonTitle; a value longer
 // than MaxButtonID, or more than MaxButtons buttons, is refused before
 // any call, as a permanent error.
 func (c *Client) SendButtons(ctx context.Context, to, text string, buttons []channel.Button) (string, error) {
 	const name = "POST /{phone-number-id}/messages"
+	if strings.HasPrefix(to, GroupPrefix) {
+		return c.SendText(ctx, to, text)
+	}
 	if len(buttons) > MaxButtons {
 		return "", &channel.Error{Platform: "whatsapp", Method: name, Permanent: true,
 			Message: fmt.Sprintf("%d buttons; a WhatsApp message carries at most %d", len(buttons), MaxButtons)}

@@ -53,6 +53,24 @@ func TestClientSends(t *testing.T) {
 	if d := cmp.Diff(want, f.Sent(user)); d != "" {
 		t.Errorf("sent (-want +got):\n%s", d)
 	}
+	// A group gets text, and an approval's text without its buttons.
+	for _, send := range []func() (string, error){
+		func() (string, error) { return c.SendText(ctx, GroupPrefix+fakewhatsapp.GroupID, "hello all") },
+		func() (string, error) {
+			return c.SendButtons(ctx, GroupPrefix+fakewhatsapp.GroupID, "approve?", []channel.Button{{Label: "Yes", Value: "ap:1:yes"}})
+		},
+	} {
+		if _, err := send(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var group []string
+	for _, m := range f.Sent(fakewhatsapp.GroupID) {
+		group = append(group, m.Type+": "+m.Text)
+	}
+	if d := cmp.Diff([]string{"text: hello all", "text: approve?"}, group); d != "" {
+		t.Errorf("sent to the group (-want +got):\n%s", d)
+	}
 	p, err := c.PhoneNumber(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
@@ -93,19 +94,26 @@ func (p *Platform) Name() string { return Name }
 // MaxLen is the longest text message.
 func (p *Platform) MaxLen() int { return MaxTextLen }
 
-// Send sends msg to the user msg.To (a wa_id): text, or reply buttons
-// when it has some. Outside the customer service window, by the record of
+// Send sends msg to msg.To (a user's wa_id, or a group): text, or reply
+// buttons when it has some. Outside the customer service window, by the record of
 // the user's last message or by WhatsApp's own refusal (131047), it
 // sends the template instead.
 func (p *Platform) Send(ctx context.Context, msg channel.Outgoing) (string, error) {
-	last, err := p.lastIn(ctx, msg.To)
-	if err != nil {
-		return "", err
+	// A group has no window of its own record: WhatsApp's refusal says.
+	var last time.Time
+	if !strings.HasPrefix(msg.To, GroupPrefix) {
+		var err error
+		if last, err = p.lastIn(ctx, msg.To); err != nil {
+			return "", err
+		}
 	}
 	if !last.IsZero() && p.cfg.Now().Sub(last) >= Window {
 		return p.windowClosed(ctx, msg.To, last)
 	}
-	var id string
+	var (
+		id  string
+		err error
+	)
 	if len(msg.Buttons) > 0 {
 		id, err = p.client.SendButtons(ctx, msg.To, msg.Text, msg.Buttons)
 	} else {

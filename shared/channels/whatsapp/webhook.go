@@ -167,8 +167,11 @@ func (h *webhook) change(ctx context.Context, v value) error {
 		if !ok {
 			continue
 		}
-		if err := h.p.recordIn(ctx, in.User, in.At); err != nil {
-			return err
+		// A message in a group opens no window of the sender's own.
+		if !in.Group {
+			if err := h.p.recordIn(ctx, in.User, in.At); err != nil {
+				return err
+			}
 		}
 		if in.Text == "" && in.Action == "" {
 			log.Info("whatsapp: message type not handled", "type", m.Type, "message_id", m.ID)
@@ -199,14 +202,21 @@ func (h *webhook) reengage(ctx context.Context, to string) {
 }
 
 // inbound turns m into an Inbound; its Text and Action are empty for a
-// message type the channel does not read. A group message or one without
-// sender or id is not one (ok false).
+// message type the channel does not read. A message without sender or id
+// is not one (ok false). A group's message (the Groups API) belongs to the
+// group ("#" and its id) and is addressed to the bot when it mentions the
+// number ("@" and its display number, removed from the text) or replies
+// to one of its messages.
 func (h *webhook) inbound(v value, m waMessage) (channel.Inbound, bool) {
-	if m.From == "" || m.ID == "" || m.GroupID != "" {
-		h.p.cfg.Log.Info("whatsapp: message ignored", "message_id", m.ID, "group", m.GroupID != "")
+	if m.From == "" || m.ID == "" {
+		h.p.cfg.Log.Info("whatsapp: message without sender ignored", "message_id", m.ID)
 		return channel.Inbound{}, false
 	}
 	in := channel.Inbound{ID: m.ID, Workspace: v.Metadata.PhoneNumberID, User: m.From, Principal: m.From, To: m.From, Addressed: true}
+	if m.GroupID != "" {
+		in.Group, in.Principal, in.To = true, "#"+m.GroupID, GroupPrefix+m.GroupID
+		in.Addressed = m.Context.From != "" && m.Context.From == v.Metadata.DisplayPhoneNumber
+	}
 	for _, c := range v.Contacts {
 		if c.WaID == m.From {
 			in.Name = c.Profile.Name
@@ -220,6 +230,9 @@ func (h *webhook) inbound(v value, m waMessage) (channel.Inbound, bool) {
 	switch m.Type {
 	case "text":
 		in.Text = m.Text.Body
+		if mention := "@" + v.Metadata.DisplayPhoneNumber; in.Group && v.Metadata.DisplayPhoneNumber != "" && strings.Contains(in.Text, mention) {
+			in.Addressed, in.Text = true, strings.TrimSpace(strings.ReplaceAll(in.Text, mention, ""))
+		}
 	case "interactive":
 		if m.Interactive.Type == "button_reply" {
 			in.Action = m.Interactive.ButtonReply.ID
@@ -275,7 +288,12 @@ type waMessage struct {
 	Timestamp string `json:"timestamp"`
 	Type      string `json:"type"`
 	GroupID   string `json:"group_id"`
-	Text      struct {
+	// Context names the message this one replies to.
+	Context struct {
+		From string `json:"from"`
+		ID   string `json:"id"`
+	} `json:"context"`
+	Text struct {
 		Body string `json:"body"`
 	} `json:"text"`
 	Interactive struct {

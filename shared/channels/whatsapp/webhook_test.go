@@ -48,6 +48,15 @@ func TestWebhookDelivery(t *testing.T) {
 	press := channel.Inbound{ID: "wamid.HBgLMTY1MDM4Nzk0MzkVAgASGBQzQUZCMTY0MDc2MUYwNzBDNTY5MAA=", Workspace: fakewhatsapp.PhoneNumberID,
 		User: "16505551234", Name: "Sheena Nelson", Principal: "16505551234", To: "16505551234", Addressed: true,
 		Action: "ap:42:yes", At: time.Unix(1750025136, 0)}
+	const groupID = "Y2FwaV9ncm91cDoxNzA1NTU1MDEzOToxMjAzNjM0MDQ2OTQyMzM4MjAZD"
+	group := channel.Inbound{ID: "wamid.GRP", Workspace: fakewhatsapp.PhoneNumberID, User: "16505551234", Name: "Sheena Nelson",
+		Principal: "#" + groupID, To: "g:" + groupID, Group: true, Text: "hello group", At: time.Unix(1750090702, 0)}
+	mention := strings.Replace(sampleGroup, `"hello group"`, `"@15550783881 what do you think?"`, 1)
+	mentioned := group
+	mentioned.Addressed, mentioned.Text = true, "what do you think?"
+	reply := strings.Replace(sampleGroup, `"group_id"`, `"context":{"from":"15550783881","id":"wamid.BOT"},"group_id"`, 1)
+	replied := group
+	replied.Addressed = true
 	tests := []struct {
 		name      string
 		signature string
@@ -62,7 +71,9 @@ func TestWebhookDelivery(t *testing.T) {
 		{name: "button press", signature: sign(sampleButton), body: sampleButton, wantCode: 200, want: []channel.Inbound{press}, wantLastIn: "1750025136"},
 		{name: "status", signature: sign(sampleStatus), body: sampleStatus, wantCode: 200},
 		{name: "image: the window opens, nothing runs", signature: sign(sampleImage), body: sampleImage, wantCode: 200, wantLastIn: "1750090702"},
-		{name: "group message ignored", signature: sign(sampleGroup), body: sampleGroup, wantCode: 200},
+		{name: "group message", signature: sign(sampleGroup), body: sampleGroup, wantCode: 200, want: []channel.Inbound{group}},
+		{name: "group message mentioning the number", signature: sign(mention), body: mention, wantCode: 200, want: []channel.Inbound{mentioned}},
+		{name: "group message replying to the number", signature: sign(reply), body: reply, wantCode: 200, want: []channel.Inbound{replied}},
 		{name: "another phone number: ignored", signature: sign(other), body: other, wantCode: 200},
 		{name: "missing signature", body: sampleText, wantCode: 401},
 		{name: "forged signature", signature: fakewhatsapp.Sign("not-the-app-secret", []byte(sampleText)), body: sampleText, wantCode: 403},
