@@ -400,9 +400,16 @@ func (s *Server) UserPress(from, name, messageID, buttonID string) (Notification
 	if title == "" {
 		return Notification{}, fmt.Errorf("fakewhatsapp: no button %q on message %s to %s", buttonID, messageID, from)
 	}
+	return s.Press(from, name, messageID, buttonID, title), nil
+}
+
+// Press is the notification of the user from pressing a button with id
+// buttonID and title on the message messageID, whether or not the
+// business sent them such a button (a client that forges it).
+func (s *Server) Press(from, name, messageID, buttonID, title string) Notification {
 	return s.userMessage(from, name, map[string]any{"type": "interactive",
 		"context":     map[string]any{"from": DisplayPhoneNumber, "id": messageID},
-		"interactive": map[string]any{"type": "button_reply", "button_reply": map[string]any{"id": buttonID, "title": title}}}), nil
+		"interactive": map[string]any{"type": "button_reply", "button_reply": map[string]any{"id": buttonID, "title": title}}})
 }
 
 // Status is the notification of a status of the message id sent to
