@@ -156,7 +156,8 @@ func (h *webhook) change(ctx context.Context, v value) error {
 		}
 		log.Warn("whatsapp: a message failed", args...)
 		for _, e := range s.Errors {
-			if e.Code == CodeReengagement && s.RecipientID != "" {
+			// A user's (digits), not a group's: only users have windows.
+			if e.Code == CodeReengagement && s.RecipientID != "" && strings.Trim(s.RecipientID, "0123456789") == "" {
 				h.reengage(ctx, s.RecipientID)
 				break
 			}

@@ -171,6 +171,7 @@ func TestWebhookFailedStatusSendsTemplate(t *testing.T) {
 	deliver(f.Status("wamid.B", user, "failed", CodeReengagement))
 	deliver(f.Status("wamid.C", user, "failed", CodeReengagement))
 	deliver(f.Status("wamid.D", user, "failed", 131026))
+	deliver(f.Status("wamid.E", fakewhatsapp.GroupID, "failed", CodeReengagement))
 	sent := f.Sent(user)
 	if len(sent) != 1 || sent[0].Template != "reply_waiting" {
 		t.Errorf("sent %+v, want the template once", sent)
