@@ -317,6 +317,19 @@ func newServer(h http.Handler, c config.Server) *http.Server {
 	}
 }
 
+// withRoutes mounts the channels' webhook routes beside the gateway's.
+func withRoutes(gw http.Handler, routes map[string]http.Handler) http.Handler {
+	if len(routes) == 0 {
+		return gw
+	}
+	mux := http.NewServeMux()
+	for path, h := range routes {
+		mux.Handle(path, h)
+	}
+	mux.Handle("/", gw)
+	return mux
+}
+
 // firstKey creates and prints an API key when none exists yet, so that a
 // new user can call the API right away.
 func firstKey(ctx context.Context, db *sqlite.DB, cfg *config.Config, stdout io.Writer) error {

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"net/http"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/whatsapp"
@@ -41,22 +40,10 @@ func newWhatsApp(cfg *config.Config, db *sqlite.DB, log *slog.Logger) (*whatsapp
 	}
 	r, err := channel.NewReplier(channel.Config{Platform: p, Store: st, Agent: wc.Agent, Autonomy: autonomy,
 		AllowedUsers: wc.AllowedUsers, AccessCodes: codes, Log: log,
+		Groups:   channel.Groups{Respond: wc.Groups.Respond, Context: wc.Groups.ContextSize()},
 		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()}})
 	if err != nil {
 		return nil, nil, err
 	}
 	return p, r, nil
-}
-
-// withRoutes mounts the channels' webhook routes beside the gateway's.
-func withRoutes(gw http.Handler, routes map[string]http.Handler) http.Handler {
-	if len(routes) == 0 {
-		return gw
-	}
-	mux := http.NewServeMux()
-	for path, h := range routes {
-		mux.Handle(path, h)
-	}
-	mux.Handle("/", gw)
-	return mux
 }

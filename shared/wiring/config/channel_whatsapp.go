@@ -34,6 +34,8 @@ type WhatsApp struct {
 	// only) that may talk to the agent; AccessCodes each let one more in.
 	AllowedUsers []string `yaml:"allowed_users"`
 	AccessCodes  []Secret `yaml:"access_codes"`
+	// Groups says when the agent answers in groups (of the Groups API).
+	Groups Groups `yaml:"groups"`
 }
 
 // WhatsAppTemplate names an approved message template and its language
@@ -63,6 +65,9 @@ func (w *WhatsApp) resolve(home string, getenv func(string) string) error {
 
 // validate checks an enabled section and fills in its defaults.
 func (w *WhatsApp) validate() error {
+	if err := w.Groups.validate("channels.whatsapp"); err != nil {
+		return err
+	}
 	if !w.Enabled {
 		return nil
 	}

@@ -22,6 +22,7 @@ channels:
     template: {name: reply_waiting, language: en_US}
     allowed_users: ["4915112345678"]
     access_codes: [{env: WHATSAPP_CODE}]
+    groups: {respond: all, context: 5}
 `
 	env := map[string]string{"WHATSAPP_ACCESS_TOKEN": "EAAtoken", "WHATSAPP_APP_SECRET": "appsecret", "WHATSAPP_VERIFY_TOKEN": "verify", "WHATSAPP_CODE": "open-sesame"}
 	load := func(t *testing.T, text string, env map[string]string) (*Config, error) {
@@ -43,10 +44,12 @@ channels:
 		t.Fatal(err)
 	}
 	w := c.Channels.WhatsApp
+	five := 5
 	want := WhatsApp{Enabled: true, PhoneNumberID: "106540352242922", AccessToken: Secret{Env: "WHATSAPP_ACCESS_TOKEN"},
 		AppSecret: Secret{Env: "WHATSAPP_APP_SECRET"}, VerifyToken: Secret{Env: "WHATSAPP_VERIFY_TOKEN"},
 		Template: WhatsAppTemplate{Name: "reply_waiting", Language: "en_US"}, Agent: "default", Autonomy: "supervised",
-		AllowedUsers: []string{"4915112345678"}, AccessCodes: []Secret{{Env: "WHATSAPP_CODE"}}}
+		AllowedUsers: []string{"4915112345678"}, AccessCodes: []Secret{{Env: "WHATSAPP_CODE"}},
+		Groups: Groups{Respond: "all", Context: &five}}
 	if d := cmp.Diff(want, w, cmpopts.IgnoreUnexported(Secret{})); d != "" {
 		t.Errorf("section (-want +got):\n%s", d)
 	}
@@ -69,6 +72,7 @@ channels:
 		{"api base", "enabled: true", "enabled: true\n    api_base: graph.facebook.com", "api_base"},
 		{"short code", "", "", "shorter than 8"},
 		{"unknown field", "enabled: true", "enabled: true\n    phone: 1", "field phone not found"},
+		{"groups respond", "respond: all", "respond: always", "channels.whatsapp.groups.respond"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
