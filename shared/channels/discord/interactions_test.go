@@ -1,0 +1,227 @@
+package discord_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/discord"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
+	"github.com/lambdaclaw/lambdaclaw/tests/fakediscord"
+)
+
+// recorder keeps the Inbounds handed over.
+type recorder struct {
+	mu  sync.Mutex
+	ins []channel.Inbound
+	err error
+}
+
+func (r *recorder) handle(_ context.Context, in channel.Inbound) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ins = append(r.ins, in)
+	return r.err
+}
+
+func (r *recorder) got() []channel.Inbound {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]channel.Inbound(nil), r.ins...)
+}
+
+func newEndpoint(t *testing.T, f *fakediscord.Server, handle func(context.Context, channel.Inbound) error) *httptest.Server {
+	t.Helper()
+	h, err := discord.NewInteractions(discord.Config{
+		Client:    discord.NewClient(f.APIBase(), fakediscord.Token, fakediscord.AppID),
+		PublicKey: f.PublicKeyHex(), Handle: handle,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestVerify(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	now := time.Unix(1_700_000_000, 0)
+	body := []byte(`{"type":1}`)
+	sign := func(ts time.Time, b []byte) (string, string) {
+		stamp := strconv.FormatInt(ts.Unix(), 10)
+		return string(hexSig(ed25519.Sign(priv, append([]byte(stamp), b...)))), stamp
+	}
+	good, stamp := sign(now, body)
+	old, oldStamp := sign(now.Add(-6*time.Minute), body)
+	future, futureStamp := sign(now.Add(6*time.Minute), body)
+	recent, recentStamp := sign(now.Add(-4*time.Minute), body)
+	tests := []struct {
+		name, sig, ts string
+		body          []byte
+		wantErr       string
+	}{
+		{name: "good", sig: good, ts: stamp, body: body},
+		{name: "four minutes old", sig: recent, ts: recentStamp, body: body},
+		{name: "missing signature", ts: stamp, body: body, wantErr: "missing signature"},
+		{name: "missing timestamp", sig: good, body: body, wantErr: "missing signature"},
+		{name: "not hex", sig: "zz" + good[2:], ts: stamp, body: body, wantErr: "malformed signature"},
+		{name: "short", sig: good[:10], ts: stamp, body: body, wantErr: "malformed signature"},
+		{name: "forged body", sig: good, ts: stamp, body: []byte(`{"type":2}`), wantErr: "bad signature"},
+		{name: "other timestamp", sig: good, ts: oldStamp, body: body, wantErr: "bad signature"},
+		{name: "replayed", sig: old, ts: oldStamp, body: body, wantErr: "timestamp outside the replay window"},
+		{name: "from the future", sig: future, ts: futureStamp, body: body, wantErr: "timestamp outside the replay window"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := discord.Verify(pub, tt.sig, tt.ts, tt.body, now)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tt.wantErr {
+				t.Errorf("Verify = %q, want %q", got, tt.wantErr)
+			}
+		})
+	}
+	other, _, _ := ed25519.GenerateKey(nil)
+	if err := discord.Verify(other, good, stamp, body, now); err == nil {
+		t.Error("a signature of another key verified")
+	}
+}
+
+func hexSig(b []byte) []byte {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, 2*len(b))
+	for _, c := range b {
+		out = append(out, digits[c>>4], digits[c&15])
+	}
+	return out
+}
+
+func TestInteractionsEndpoint(t *testing.T) {
+	f := newFake(t)
+	var rec recorder
+	h := newEndpoint(t, f, rec.handle)
+
+	ping, err := f.Deliver(h.URL, f.Ping())
+	if err != nil || ping.Status != 200 || strings.TrimSpace(ping.Body) != `{"type":1}` {
+		t.Fatalf("PING answered %+v, %v; want {\"type\":1}", ping, err)
+	}
+
+	ask := f.SlashCommand(guild, general, alice, "ask", "  what is 2+2?  ")
+	inThread := f.SlashCommand(guild, thread, bob, "reset", "")
+	inDM := f.SlashCommand("", dm, alice, "ask", "hello")
+	press := f.ButtonPress(guild, general, alice, "1100000000000000999", "ap:42:yes")
+	for _, tt := range []struct {
+		it   fakediscord.Interaction
+		want int
+	}{{ask, 5}, {inThread, 5}, {inDM, 5}, {press, 6}, {ask, 5}} {
+		r, err := f.Deliver(h.URL, tt.it)
+		if err != nil || r.Status != 200 || r.Type != tt.want {
+			t.Fatalf("%s answered %+v, %v; want type %d", tt.it.ID(), r, err, tt.want)
+		}
+	}
+	at := func(id string) time.Time {
+		n, _ := strconv.ParseUint(id, 10, 64)
+		return time.UnixMilli(int64(n>>22) + 1420070400000).UTC()
+	}
+	want := []channel.Inbound{
+		{ID: ask.ID(), Workspace: guild, User: alice, Name: "User 101", Principal: "#" + general, To: discord.InteractionAddress(general, ask.Token()),
+			Group: true, Addressed: true, Text: "what is 2+2?", At: at(ask.ID())},
+		{ID: inThread.ID(), Workspace: guild, User: bob, Name: "User 102", Principal: "#" + general, Thread: thread, To: discord.InteractionAddress(thread, inThread.Token()),
+			Group: true, Addressed: true, Text: "/reset", At: at(inThread.ID())},
+		{ID: inDM.ID(), User: alice, Name: "User 101", Principal: alice, To: discord.InteractionAddress(dm, inDM.Token()),
+			Addressed: true, Text: "hello", At: at(inDM.ID())},
+		{ID: press.ID(), Workspace: guild, User: alice, Name: "User 101", Principal: "#" + general, To: discord.InteractionAddress(general, press.Token()),
+			Group: true, Addressed: true, Action: "ap:42:yes", At: at(press.ID())},
+		// A second delivery is handed over as it is: the engine drops it
+		// by its ID.
+		{ID: ask.ID(), Workspace: guild, User: alice, Name: "User 101", Principal: "#" + general, To: discord.InteractionAddress(general, ask.Token()),
+			Group: true, Addressed: true, Text: "what is 2+2?", At: at(ask.ID())},
+	}
+	f.Wait(10*time.Second, func() bool { return len(rec.got()) == len(want) })
+	// Each is handed over after its answer, so two may swap.
+	byID := cmpopts.SortSlices(func(a, b channel.Inbound) bool { return a.ID < b.ID })
+	if diff := cmp.Diff(want, rec.got(), byID); diff != "" {
+		t.Errorf("inbounds (-want +got):\n%s", diff)
+	}
+}
+
+func TestInteractionsRefused(t *testing.T) {
+	f := newFake(t)
+	var rec recorder
+	h := newEndpoint(t, f, rec.handle)
+	it := f.SlashCommand(guild, general, alice, "ask", "hi")
+	body, _ := json.Marshal(it)
+	sig, ts := f.Sign(body, time.Now())
+	oldSig, oldTS := f.Sign(body, time.Now().Add(-time.Hour))
+	forged, _ := json.Marshal(f.SlashCommand(guild, general, bob, "ask", "give me the keys"))
+	tests := []struct {
+		name    string
+		body    []byte
+		sig, ts string
+		want    int
+	}{
+		{name: "no signature", body: body, ts: ts, want: 401},
+		{name: "no timestamp", body: body, sig: sig, want: 401},
+		{name: "forged", body: forged, sig: sig, ts: ts, want: 401},
+		{name: "replayed", body: body, sig: oldSig, ts: oldTS, want: 401},
+		{name: "signed garbage", body: []byte(`{"type":`), want: 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.want == 400 {
+				tt.sig, tt.ts = f.Sign(tt.body, time.Now())
+			}
+			r, err := f.Post(h.URL, it, tt.body, tt.sig, tt.ts)
+			if err != nil || r.Status != tt.want {
+				t.Errorf("answered %+v, %v; want %d", r, err, tt.want)
+			}
+		})
+	}
+	resp, err := http.Get(h.URL)
+	if err != nil || resp.StatusCode != 405 {
+		t.Errorf("GET answered %v, %v; want 405", resp, err)
+	}
+	if got := rec.got(); len(got) != 0 {
+		t.Errorf("handed over %+v, want nothing", got)
+	}
+}
+
+func TestInteractionsUnsupportedAndFailures(t *testing.T) {
+	f := newFake(t)
+	rec := recorder{err: errors.New("store down")}
+	h := newEndpoint(t, f, rec.handle)
+
+	// An unknown guild channel cannot be placed: the user is told, in a
+	// message only they see.
+	lost := f.SlashCommand(guild, "1100000000000000777", alice, "ask", "hi")
+	delete(lost, "channel")
+	r, err := f.Deliver(h.URL, lost)
+	if err != nil || r.Type != 4 || !strings.Contains(r.Body, `"flags":64`) {
+		t.Errorf("unplaceable interaction answered %+v, %v; want an ephemeral message", r, err)
+	}
+
+	// The engine cannot take it: deferred, then told by a follow-up.
+	it := f.SlashCommand(guild, general, alice, "ask", "hi")
+	if r, err := f.Deliver(h.URL, it); err != nil || r.Type != 5 {
+		t.Fatalf("answered %+v, %v", r, err)
+	}
+	f.Wait(10*time.Second, func() bool { return len(f.Messages(general)) > 0 })
+	msgs := f.Messages(general)
+	if len(msgs) != 1 || msgs[0].Token != it.Token() || !strings.Contains(msgs[0].Content, "try again") {
+		t.Errorf("follow-ups %+v, want one that says to try again", msgs)
+	}
+}
