@@ -98,6 +98,7 @@ type Telegram struct {
 // Channels configures the messaging channels, one section each.
 type Channels struct {
 	WhatsApp WhatsApp `yaml:"whatsapp"`
+	Discord  Discord  `yaml:"discord"`
 }
 
 // TelegramWebhookPath is the local server's webhook route.
@@ -345,6 +346,9 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	if err := c.Channels.WhatsApp.resolve(c.Home, getenv); err != nil {
 		return nil, err
 	}
+	if err := c.Channels.Discord.resolve(c.Home, getenv); err != nil {
+		return nil, err
+	}
 	if err := c.loadMemory(getenv); err != nil {
 		return nil, err
 	}
@@ -403,6 +407,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Channels.WhatsApp.validate(); err != nil {
+		return err
+	}
+	if err := c.Channels.Discord.validate(); err != nil {
 		return err
 	}
 	if err := c.Limits.fill(); err != nil {
