@@ -2,9 +2,8 @@ package discord_test
 
 import (
 	"context"
-	"log/slog"
-	"os"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -45,7 +44,7 @@ func (s *memState) SetState(_ context.Context, key, value string) error {
 func runGateway(t *testing.T, f *fakediscord.Server, token string, state discord.State, handle func(context.Context, channel.Inbound) error) (stop func(), done <-chan error) {
 	t.Helper()
 	g, err := discord.NewGateway(discord.Config{
-		Client: discord.NewClient(f.APIBase(), token, fakediscord.AppID), Handle: handle, State: state, Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		Client: discord.NewClient(f.APIBase(), token, fakediscord.AppID), Handle: handle, State: state, Log: slog.New(slog.NewTextHandler(t.Output(), nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
