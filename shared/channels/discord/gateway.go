@@ -421,7 +421,7 @@ func (g *Gateway) handle(ctx context.Context, d dispatch) bool {
 		log.Warn("discord gateway: bad message", "error", err)
 		return true
 	}
-	in, ok, err := g.conv.fromMessage(ctx, &m, g.Self(), g.cfg.RespondAll)
+	in, ok, err := g.conv.fromMessage(ctx, &m, g.Self())
 	if err != nil {
 		log.Error("discord gateway: message", "id", m.ID, "error", err)
 		return false

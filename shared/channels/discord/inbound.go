@@ -85,8 +85,8 @@ func (in *Interaction) commandText() (string, error) {
 			continue
 		}
 		var s string
-		if err := json.Unmarshal(o.Value, &s); err != nil {
-			return "", fmt.Errorf("discord: /ask text is not a string")
+		if err := json.Unmarshal(o.Value, &s); err != nil || strings.TrimSpace(s) == "" {
+			return "", fmt.Errorf("discord: /ask text is not a string, or empty")
 		}
 		return strings.TrimSpace(s), nil
 	}
@@ -197,13 +197,14 @@ func (c *conversations) fromInteraction(ctx context.Context, it *Interaction) (c
 // fromMessage converts a message the Gateway delivered; ok is false for
 // one the channel ignores (a bot's, a webhook's, an empty one). In a
 // guild it is addressed when it mentions the bot or replies to the bot's
-// message, or always when all is set.
-func (c *conversations) fromMessage(ctx context.Context, m *Message, self string, all bool) (in channel.Inbound, ok bool, err error) {
+// message; the engine keeps the others as context (or answers them too,
+// with groups respond: all).
+func (c *conversations) fromMessage(ctx context.Context, m *Message, self string) (in channel.Inbound, ok bool, err error) {
 	if m.Author.Bot || m.Author.ID == self || m.WebhookID != "" || m.ID == "" || !validID(m.ChannelID) {
 		return channel.Inbound{}, false, nil
 	}
 	text := m.Content
-	addressed := m.GuildID == "" || all
+	addressed := m.GuildID == ""
 	for _, u := range m.Mentions {
 		if u.ID == self {
 			addressed = true

@@ -61,9 +61,6 @@ type Config struct {
 	// Handle takes what Discord delivered (the engine's
 	// channel.Channel.Handle); an error means it was not taken.
 	Handle func(ctx context.Context, in channel.Inbound) error
-	// RespondAll makes every guild message addressed, not only those
-	// that mention the bot or reply to it.
-	RespondAll bool
 	// State keeps the Gateway's session across a restart, so that a
 	// resumed session replays what was missed (store.Channel); optional.
 	State State

@@ -214,12 +214,21 @@ func TestInteractionsUnsupportedAndFailures(t *testing.T) {
 		t.Errorf("unplaceable interaction answered %+v, %v; want an ephemeral message", r, err)
 	}
 
+	// /ask with only blanks: nothing for the engine to answer.
+	blank := f.SlashCommand(guild, general, alice, "ask", "   ")
+	if r, err := f.Deliver(h.URL, blank); err != nil || r.Type != 4 {
+		t.Errorf("blank /ask answered %+v, %v; want an ephemeral message", r, err)
+	}
+
 	// The engine cannot take it: deferred, then told by a follow-up.
 	it := f.SlashCommand(guild, general, alice, "ask", "hi")
 	if r, err := f.Deliver(h.URL, it); err != nil || r.Type != 5 {
 		t.Fatalf("answered %+v, %v", r, err)
 	}
 	f.Wait(10*time.Second, func() bool { return len(f.Messages(general)) > 0 })
+	if got := rec.got(); len(got) != 1 || got[0].ID != it.ID() {
+		t.Errorf("handed over %+v, want only %s", got, it.ID())
+	}
 	msgs := f.Messages(general)
 	if len(msgs) != 1 || msgs[0].Token != it.Token() || !strings.Contains(msgs[0].Content, "try again") {
 		t.Errorf("follow-ups %+v, want one that says to try again", msgs)

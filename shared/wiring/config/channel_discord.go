@@ -45,8 +45,9 @@ type ChannelGroups struct {
 	Context int `yaml:"context"`
 }
 
-// MaxGroupContext bounds ChannelGroups.Context.
-const MaxGroupContext = 200
+// MaxGroupContext bounds ChannelGroups.Context (the engine's
+// channel.MaxContext).
+const MaxGroupContext = 100
 
 // UseGateway reports whether the Gateway is on.
 func (d *Discord) UseGateway() bool { return d.Gateway == nil || *d.Gateway }

@@ -43,7 +43,7 @@ func TestDiscordConfig(t *testing.T) {
 		{name: "short code", yaml: base + "    access_codes: [{env: CODE}]\n", env: map[string]string{"DISCORD_BOT_TOKEN": "tok", "CODE": "123"}, wantErr: "shorter than 8"},
 		{name: "bad respond", yaml: base + "    groups: {respond: sometimes}\n", env: map[string]string{"DISCORD_BOT_TOKEN": "tok"}, wantErr: "want mention or all"},
 		{name: "bad autonomy", yaml: base + "    autonomy: reckless\n", env: map[string]string{"DISCORD_BOT_TOKEN": "tok"}, wantErr: "unknown autonomy level"},
-		{name: "bad context", yaml: base + "    groups: {context: 1000}\n", env: map[string]string{"DISCORD_BOT_TOKEN": "tok"}, wantErr: "want 1 to 200"},
+		{name: "bad context", yaml: base + "    groups: {context: 1000}\n", env: map[string]string{"DISCORD_BOT_TOKEN": "tok"}, wantErr: "want 1 to 100"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
