@@ -68,6 +68,8 @@ func TestHelp(t *testing.T) {
 		{[]string{"telegram", "--help"}, "Usage:\n  lambdaclaw telegram setup|remove"},
 		{[]string{"telegram", "setup", "--help"}, "usage: lambdaclaw telegram setup [flags]"},
 		{[]string{"telegram", "remove", "-h"}, "usage: lambdaclaw telegram remove [flags]"},
+		{[]string{"discord", "--help"}, "Usage:\n  lambdaclaw discord register"},
+		{[]string{"discord", "register", "--help"}, "usage: lambdaclaw discord register [flags]"},
 		{[]string{"version", "--help"}, "usage: lambdaclaw version\n"},
 		{[]string{"help", "keys", "create"}, "usage: lambdaclaw keys create [flags]"},
 		{[]string{"help", "agent"}, "Usage:\n  lambdaclaw agent create NAME"},

@@ -160,6 +160,9 @@ func (d *doctor) checks() (first []check, last check) {
 	if d.cfg.Channels.WhatsApp.Enabled {
 		first = append(first, check{"whatsapp", d.checkWhatsApp})
 	}
+	if d.cfg.Channels.Discord.Enabled {
+		first = append(first, check{"discord", d.checkDiscord})
+	}
 	return first, check{"clock", d.checkClock}
 }
 
@@ -204,7 +207,7 @@ func (d *doctor) scrub(s string) string {
 	}
 	s = scrub.Known(s, d.cfg.Telegram.Token)
 	wa := d.cfg.Channels.WhatsApp
-	for _, secret := range []config.Secret{wa.AccessToken, wa.AppSecret, wa.VerifyToken} {
+	for _, secret := range []config.Secret{wa.AccessToken, wa.AppSecret, wa.VerifyToken, d.cfg.Channels.Discord.BotToken} {
 		s = scrub.Known(s, secret.Value())
 	}
 	return scrub.Scrub(s)

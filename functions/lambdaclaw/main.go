@@ -1,6 +1,6 @@
 // Command lambdaclaw is the local lambdaclaw: the gateway server with
 // embedded storage (`serve`), a terminal chat client for it (`chat`) and
-// the commands that manage it (`agent`, `keys`, `cron`, `runs`, `mcp`, `status`, `telegram`),
+// the commands that manage it (`agent`, `keys`, `cron`, `runs`, `mcp`, `status`, `telegram`, `discord`),
 // which also manage a deployed stack (--stack, stack.go).
 package main
 
@@ -53,6 +53,7 @@ Usage:
   lambdaclaw mcp call NAME TOOL JSON                    call an MCP server's tool; print the result
   lambdaclaw status [--stack NAME]                      agents, keys, busy sessions, Telegram outbox
   lambdaclaw telegram setup|remove [--stack NAME]       register or remove the Telegram webhook
+  lambdaclaw discord register                           register the Discord slash commands; print the invite address
   lambdaclaw doctor [--stack NAME] [--health] [--timeout D]
                                                         check the setup; say how to fix what fails
   lambdaclaw version                                    print the version, commit and build date
@@ -132,6 +133,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runsCommand(ctx, args[1:], stdout, stderr)
 	case "telegram":
 		return telegramCommand(ctx, args[1:], stdout, stderr)
+	case "discord":
+		return discordCommand(ctx, args[1:], stdout, stderr)
 	case "mcp":
 		return mcpCommand(ctx, args[1:], stdout, stderr)
 	case "status":

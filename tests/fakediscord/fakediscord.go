@@ -111,6 +111,7 @@ type Server struct {
 	limits       map[string][]RateLimit  // by route
 	calls        map[string]int
 	commands     json.RawMessage
+	registered   json.RawMessage
 
 	// The Gateway's one session.
 	heartbeatInterval int
@@ -402,6 +403,19 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		s.callback(w, vals, in)
 	case "PUT /applications/{id}/commands":
 		s.putCommands(w, vals[0], body)
+	case "GET /applications/{id}/commands":
+		s.mu.Lock()
+		cmds := s.registered
+		s.mu.Unlock()
+		if vals[0] != AppID {
+			apiError(w, 403, 50001, "Missing Access", nil)
+			return
+		}
+		if cmds == nil {
+			cmds = json.RawMessage("[]")
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(cmds)
 	default:
 		apiError(w, 404, 0, "404: Not Found", nil)
 	}
@@ -657,8 +671,9 @@ func (s *Server) putCommands(w http.ResponseWriter, app string, body []byte) {
 		}
 		c["id"], c["application_id"], c["version"] = s.ID(), AppID, s.ID()
 	}
+	out, _ := json.Marshal(cmds)
 	s.mu.Lock()
-	s.commands = body
+	s.commands, s.registered = body, out
 	s.notify()
 	s.mu.Unlock()
 	writeJSON(w, 200, cmds)

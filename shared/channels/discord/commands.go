@@ -3,6 +3,8 @@ package discord
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"strconv"
 )
 
 // Command is an application command (a slash command) as registered.
@@ -46,5 +48,24 @@ func Commands() []Command {
 func (c *Client) RegisterCommands(ctx context.Context) ([]Command, error) {
 	var out []Command
 	err := c.do(ctx, http.MethodPut, "bulk overwrite global application commands", "/applications/"+c.app+"/commands", true, Commands(), &out)
+	return out, err
+}
+
+// InvitePermissions are the permissions the bot asks for in a guild:
+// View Channels, Send Messages, Read Message History and Send Messages
+// in Threads.
+const InvitePermissions = 1<<10 | 1<<11 | 1<<16 | 1<<38
+
+// InviteURL is the address that adds the application's bot, with its
+// slash commands, to a guild.
+func InviteURL(appID string) string {
+	return "https://discord.com/oauth2/authorize?client_id=" + url.QueryEscape(appID) +
+		"&scope=bot+applications.commands&permissions=" + strconv.Itoa(InvitePermissions)
+}
+
+// Commands returns the application's global commands.
+func (c *Client) Commands(ctx context.Context) ([]Command, error) {
+	var out []Command
+	err := c.do(ctx, http.MethodGet, "get global application commands", "/applications/"+c.app+"/commands", true, nil, &out)
 	return out, err
 }
