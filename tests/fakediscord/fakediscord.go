@@ -183,9 +183,7 @@ func (s *Server) RateLimitNext(route string, ls ...RateLimit) {
 
 // Calls returns how often route was called.
 func (s *Server) Calls(route string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls[route]
+	return locked(s, func() int { return s.calls[route] })
 }
 
 // Messages returns the messages in channelID that were not deleted, in
@@ -202,38 +200,21 @@ func (s *Server) Messages(channelID string) []Message {
 	return out
 }
 
-// AllMessages returns every message, deleted ones too.
-func (s *Server) AllMessages() []Message {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]Message, len(s.msgs))
-	for i, m := range s.msgs {
-		out[i] = *m
-	}
-	return out
-}
-
 // Typing returns how often typing was shown in channelID.
 func (s *Server) Typing(channelID string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.typing[channelID]
+	return locked(s, func() int { return s.typing[channelID] })
 }
 
 // Responses returns the callback types an interaction was answered with
 // through the API (interactions the Gateway delivered).
 func (s *Server) Responses(id string) []int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]int(nil), s.responses[id]...)
+	return locked(s, func() []int { return append([]int(nil), s.responses[id]...) })
 }
 
 // Commands returns the registered global commands, as the last bulk
 // overwrite sent them.
 func (s *Server) Commands() json.RawMessage {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.commands
+	return locked(s, func() json.RawMessage { return s.commands })
 }
 
 // ExpireToken makes an interaction's token invalid, as it is 15 minutes
@@ -248,9 +229,7 @@ func (s *Server) ExpireToken(token string) {
 
 // ID returns a new snowflake.
 func (s *Server) ID() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.newID()
+	return locked(s, func() string { return s.newID() })
 }
 
 func (s *Server) newID() string {
@@ -277,6 +256,13 @@ func (s *Server) Wait(d time.Duration, cond func() bool) bool {
 			return cond()
 		}
 	}
+}
+
+// locked returns f's result, read under the fake's lock.
+func locked[T any](s *Server, f func() T) T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return f()
 }
 
 // notify wakes Wait; call with s.mu held.
@@ -998,37 +984,27 @@ func (s *Server) send(ctx context.Context, conn *websocket.Conn, v any) error {
 
 // Connected reports whether a Gateway client is identified or resumed.
 func (s *Server) Connected() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.conn != nil && s.connReady
+	return locked(s, func() bool { return s.conn != nil && s.connReady })
 }
 
 // Heartbeats returns the heartbeats received; Identifies the IDENTIFYs.
 func (s *Server) Heartbeats() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.heartbeats
+	return locked(s, func() int { return s.heartbeats })
 }
 
 // Identifies returns how many times a client identified.
 func (s *Server) Identifies() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.identifies
+	return locked(s, func() int { return s.identifies })
 }
 
 // Resumes returns the seq of each RESUME received.
 func (s *Server) Resumes() []int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]int64(nil), s.resumes...)
+	return locked(s, func() []int64 { return append([]int64(nil), s.resumes...) })
 }
 
 // Seq is the session's last sequence number.
 func (s *Server) Seq() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.seq
+	return locked(s, func() int64 { return s.seq })
 }
 
 // SetHeartbeatInterval sets the interval the next HELLOs announce (in
