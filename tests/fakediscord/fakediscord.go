@@ -121,6 +121,7 @@ type Server struct {
 	events            []event
 	seq               int64
 	heartbeats        int
+	missed            int
 	identifies        int
 	resumes           []int64
 	noAck             bool
@@ -845,6 +846,16 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 	if s.send(ctx, conn, map[string]any{"op": 10, "d": map[string]any{"heartbeat_interval": interval}, "s": nil, "t": nil}) != nil {
 		return
 	}
+	// A client that sends no heartbeat for twice the interval is
+	// dropped, as Discord drops it.
+	watchdog := time.AfterFunc(2*time.Duration(interval)*time.Millisecond, func() {
+		s.mu.Lock()
+		s.missed++
+		s.notify()
+		s.mu.Unlock()
+		conn.CloseNow()
+	})
+	defer watchdog.Stop()
 	for {
 		_, b, err := conn.Read(ctx)
 		if err != nil {
@@ -857,6 +868,7 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 		}
 		switch p.Op {
 		case 1:
+			watchdog.Reset(2 * time.Duration(interval) * time.Millisecond)
 			s.mu.Lock()
 			s.heartbeats++
 			ack := !s.noAck
@@ -990,6 +1002,12 @@ func (s *Server) Connected() bool {
 // Heartbeats returns the heartbeats received; Identifies the IDENTIFYs.
 func (s *Server) Heartbeats() int {
 	return locked(s, func() int { return s.heartbeats })
+}
+
+// Missed returns how many connections were dropped for want of a
+// heartbeat.
+func (s *Server) Missed() int {
+	return locked(s, func() int { return s.missed })
 }
 
 // Identifies returns how many times a client identified.
