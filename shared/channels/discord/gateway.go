@@ -401,19 +401,9 @@ func (g *Gateway) handle(ctx context.Context, d dispatch) bool {
 			log.Warn("discord gateway: bad interaction", "error", err)
 			return true
 		}
-		in, err := g.conv.fromInteraction(ctx, &it)
-		if err != nil {
-			log.Warn("discord gateway: interaction", "id", it.ID, "error", err)
-			if err := g.cfg.Client.respond(ctx, it.ID, it.Token, ephemeral(unsupported)); err != nil {
-				log.Warn("discord gateway: answer interaction", "id", it.ID, "error", err)
-			}
-			return true
+		if err := g.cfg.Client.respond(ctx, it.ID, it.Token, answer(ctx, g.cfg, &g.conv, &it)); err != nil {
+			log.Error("discord gateway: answer interaction", "id", it.ID, "error", err)
 		}
-		if err := g.cfg.Client.respond(ctx, it.ID, it.Token, deferral(it.Type)); err != nil {
-			log.Error("discord gateway: acknowledge interaction", "id", it.ID, "error", err)
-			return true
-		}
-		take(ctx, g.cfg, g.cfg.Client, in, it.Token)
 		return true
 	}
 	var m Message

@@ -139,10 +139,12 @@ func Verify(key ed25519.PublicKey, sig, timestamp string, body []byte, now time.
 }
 
 // ServeHTTP verifies the signature (401 when it is missing, bad or
-// stale, as Discord requires), answers a PING with a PONG, and an
-// application command or a pressed button with a deferred response at
-// once, handing its Inbound over after the answer is out: the engine's
-// reply (a follow-up) cannot overtake the deferral.
+// stale, as Discord requires), answers a PING with a PONG, and hands an
+// application command or a pressed button to the engine, answering with
+// a deferred response once the engine took it (the engine's Handle is
+// quick: it records the delivery and starts the run). If the engine
+// cannot take it, the user is told so: Discord does not deliver an
+// interaction again.
 func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -167,28 +169,24 @@ func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]int{"type": callbackPong})
 		return
 	}
-	in, err := h.conv.fromInteraction(r.Context(), &it)
-	if err != nil {
-		h.cfg.log().Warn("discord interaction", "id", it.ID, "type", it.Type, "error", err)
-		writeJSON(w, ephemeral(unsupported))
-		return
-	}
-	// The deferral's length lets Discord read it whole before the
-	// handler returns.
-	b, _ := json.Marshal(deferral(it.Type))
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.Write(b)
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush()
-	}
-	take(context.WithoutCancel(r.Context()), h.cfg, h.cfg.Client, in, it.Token)
+	writeJSON(w, answer(r.Context(), h.cfg, &h.conv, &it))
 }
 
-// deferral is the answer that acknowledges an interaction for later:
-// "thinking…" for a command, nothing visible for a pressed button.
-func deferral(typ int) map[string]int {
-	if typ == interactionComponent {
+// answer converts an interaction, hands it to the engine and returns the
+// interaction's response: deferred ("thinking…" for a command, nothing
+// visible for a pressed button), or a message only its user sees when it
+// cannot be taken.
+func answer(ctx context.Context, cfg Config, conv *conversations, it *Interaction) any {
+	in, err := conv.fromInteraction(ctx, it)
+	if err != nil {
+		cfg.log().Warn("discord interaction", "id", it.ID, "type", it.Type, "error", err)
+		return ephemeral(unsupported)
+	}
+	if err := cfg.Handle(ctx, in); err != nil {
+		cfg.log().Error("discord: handle interaction", "id", it.ID, "error", err)
+		return ephemeral(unavailable)
+	}
+	if it.Type == interactionComponent {
 		return map[string]int{"type": callbackDeferredUpdate}
 	}
 	return map[string]int{"type": callbackDeferredMessage}
@@ -197,38 +195,6 @@ func deferral(typ int) map[string]int {
 // ephemeral is a message only the interaction's user sees.
 func ephemeral(text string) map[string]any {
 	return map[string]any{"type": callbackMessage, "data": map[string]any{"content": text, "flags": flagEphemeral}}
-}
-
-// take hands in to the engine; if the engine cannot take it, the
-// interaction's user is told so (Discord does not deliver an interaction
-// again).
-func take(ctx context.Context, cfg Config, c *Client, in channel.Inbound, token string) {
-	err := cfg.Handle(ctx, in)
-	if err == nil {
-		return
-	}
-	cfg.log().Error("discord: handle interaction", "id", in.ID, "error", err)
-	body := struct {
-		messageBody
-		Flags int `json:"flags"`
-	}{messageBody{Content: unavailable, AllowedMentions: allowedMentions{Parse: []string{}}}, flagEphemeral}
-	// The follow-up may overtake the deferral, which Discord then does
-	// not know yet (Unknown Webhook): it is tried a few times.
-	for wait := 100 * time.Millisecond; ; wait *= 2 {
-		err := c.do(ctx, http.MethodPost, "execute webhook", c.webhook(token, ""), false, body, nil)
-		var ce *channel.Error
-		if !errors.As(err, &ce) || ce.Code != strconv.Itoa(codeUnknownWebhook) || wait > 2*time.Second {
-			if err != nil {
-				cfg.log().Error("discord: tell the user", "id", in.ID, "error", err)
-			}
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-	}
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
