@@ -19,6 +19,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/prometheus"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/discord"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/mcpserver"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/ratelimit"
@@ -65,7 +66,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := checkListenAddr(cfg.Addr); err != nil {
 		return err
 	}
-	if cfg.Telegram.Enabled || cfg.Channels.WhatsApp.Enabled {
+	if cfg.Telegram.Enabled || cfg.Channels.WhatsApp.Enabled || cfg.Channels.Discord.Enabled {
 		names, err := buildAgentNames(cfg)
 		if err != nil {
 			return err
@@ -75,6 +76,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		if wa := cfg.Channels.WhatsApp; wa.Enabled && !slices.Contains(names, wa.Agent) {
 			return fmt.Errorf("config: channels.whatsapp.agent: %w", noAgent(wa.Agent, names))
+		}
+		if cfg.Channels.Discord.Enabled && !slices.Contains(names, cfg.Channels.Discord.Agent) {
+			return fmt.Errorf("config: channels.discord.agent: %w", noAgent(cfg.Channels.Discord.Agent, names))
 		}
 	}
 	beats, err := setup.Heartbeats(cfg, cfg.Telegram.Enabled)
@@ -165,6 +169,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if waReplier != nil {
 		replier[whatsapp.Name] = waReplier
 	}
+	dc, err := newDiscord(cfg, db, log)
+	if err != nil {
+		return err
+	}
+	if dc != nil {
+		replier[discord.Name] = dc.replier
+	}
 	checkIns, err := agentset.CheckIns(cfg, jobs, log)
 	if err != nil {
 		return err
@@ -209,6 +220,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}()
 		routes[config.WhatsAppWebhookPath] = waPlatform.Webhook(wa.Handle)
 		log.Info("whatsapp channel started", "phone_number_id", cfg.Channels.WhatsApp.PhoneNumberID, "agent", cfg.Channels.WhatsApp.Agent)
+	}
+	if dc != nil {
+		wait, err := dc.start(runCtx, cfg, db, driver, log)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			cancelRuns()
+			wait()
+		}()
 	}
 	identity := agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()}
 	mcpSrv, err := mcpserver.New(mcpserver.Config{
@@ -257,6 +278,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if tg != nil && cfg.Telegram.Mode == "webhook" {
 		routes[config.TelegramWebhookPath] = tg
 	}
+	if dc != nil && dc.interactions != nil {
+		routes[discord.InteractionsPath] = dc.interactions
+	}
 	srv := newServer(withRoutes(gw, routes), cfg.Server)
 	if len(cfg.Providers) == 0 {
 		log.Warn("no LLM provider configured: chat requests will fail until you set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server) or add providers to the config file")
@@ -280,6 +304,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	starting.Go(startMCP)
 	starting.Go(func() { poller.Run(runCtx) })
+	if dc != nil && dc.gateway != nil {
+		starting.Go(func() {
+			if err := dc.gateway.Run(runCtx); err != nil {
+				log.Error("discord gateway stopped", "error", err)
+			}
+		})
+	}
 	defer mem.IndexWorkspaces(agents.Current())()
 	select {
 	case err := <-errc:
