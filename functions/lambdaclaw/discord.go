@@ -137,15 +137,9 @@ func newDiscord(cfg *config.Config, db *sqlite.DB, log *slog.Logger) (*discordCh
 	if err != nil {
 		return nil, err
 	}
-	var codes []string
-	for _, c := range dc.AccessCodes {
-		if v := c.Value(); v != "" {
-			codes = append(codes, v)
-		}
-	}
 	r, err := channel.NewReplier(channel.Config{
 		Platform: client, Store: db.Channel(discord.Name), Agent: dc.Agent, Autonomy: autonomy,
-		AllowedUsers: dc.AllowedUsers, AccessCodes: codes, Groups: channel.Groups{Respond: dc.Groups.Respond, Context: dc.Groups.Context},
+		AllowedUsers: dc.AllowedUsers, AccessCodes: secretValues(dc.AccessCodes), Groups: channel.Groups{Respond: dc.Groups.Respond, Context: dc.Groups.ContextSize()},
 		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()}, Log: log,
 	})
 	if err != nil {

@@ -31,18 +31,23 @@ func newTelegramReplier(cfg *config.Config, db *sqlite.DB, log *slog.Logger) (*t
 	if err != nil {
 		return nil, fmt.Errorf("config: telegram.autonomy: %w", err)
 	}
-	var codes []string
-	for _, c := range tc.AccessCodes {
-		if v := c.Value(); v != "" {
-			codes = append(codes, v)
-		}
-	}
 	return telegram.NewReplier(telegram.Config{
 		Client: telegram.NewClient(tc.APIBase, tc.Token), Store: db.Channel(telegram.ChannelName),
-		Agent: tc.Agent, Autonomy: autonomy, AllowedUsers: tc.AllowedUsers, AccessCodes: codes, Log: log,
+		Agent: tc.Agent, Autonomy: autonomy, AllowedUsers: tc.AllowedUsers, AccessCodes: secretValues(tc.AccessCodes), Log: log,
 		Groups:   channel.Groups{Respond: tc.Groups.Respond, Context: tc.Groups.ContextSize()},
 		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
 	})
+}
+
+// secretValues are the values of the secrets that are set.
+func secretValues(ss []config.Secret) []string {
+	var out []string
+	for _, s := range ss {
+		if v := s.Value(); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // telegramCommand is `lambdaclaw telegram setup|remove`, for the local

@@ -32,14 +32,8 @@ func newWhatsApp(cfg *config.Config, db *sqlite.DB, log *slog.Logger) (*whatsapp
 	if err != nil {
 		return nil, nil, err
 	}
-	var codes []string
-	for _, c := range wc.AccessCodes {
-		if v := c.Value(); v != "" {
-			codes = append(codes, v)
-		}
-	}
 	r, err := channel.NewReplier(channel.Config{Platform: p, Store: st, Agent: wc.Agent, Autonomy: autonomy,
-		AllowedUsers: wc.AllowedUsers, AccessCodes: codes, Log: log,
+		AllowedUsers: wc.AllowedUsers, AccessCodes: secretValues(wc.AccessCodes), Log: log,
 		Groups:   channel.Groups{Respond: wc.Groups.Respond, Context: wc.Groups.ContextSize()},
 		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()}})
 	if err != nil {

@@ -28,26 +28,13 @@ type Discord struct {
 	// AllowedUsers are the Discord user ids that may use the bot.
 	AllowedUsers []string `yaml:"allowed_users"`
 	// AccessCodes each let one more user in, once.
-	AccessCodes []Secret      `yaml:"access_codes"`
-	Groups      ChannelGroups `yaml:"groups"`
+	AccessCodes []Secret `yaml:"access_codes"`
+	// Groups says when the bot answers in server channels.
+	Groups Groups `yaml:"groups"`
 	// APIBase is DISCORD_API_BASE, a replacement of Discord's API
 	// (tests).
 	APIBase string `yaml:"-"`
 }
-
-// ChannelGroups says how a channel behaves in groups (guild channels).
-type ChannelGroups struct {
-	// Respond is "mention" (the default: when the bot is mentioned or
-	// replied to) or "all" (every message).
-	Respond string `yaml:"respond"`
-	// Context is how many earlier group messages the agent sees
-	// (default 20, at most MaxGroupContext).
-	Context int `yaml:"context"`
-}
-
-// MaxGroupContext bounds ChannelGroups.Context (the engine's
-// channel.MaxContext).
-const MaxGroupContext = 100
 
 // UseGateway reports whether the Gateway is on.
 func (d *Discord) UseGateway() bool { return d.Gateway == nil || *d.Gateway }
@@ -81,18 +68,8 @@ func (d *Discord) validate() error {
 	if _, err := tool.ParseAutonomy(d.Autonomy); err != nil {
 		return fmt.Errorf("config: channels.discord.autonomy: %w", err)
 	}
-	switch d.Groups.Respond {
-	case "":
-		d.Groups.Respond = "mention"
-	case "mention", "all":
-	default:
-		return fmt.Errorf("config: channels.discord.groups.respond is %q; want mention or all", d.Groups.Respond)
-	}
-	switch {
-	case d.Groups.Context == 0:
-		d.Groups.Context = 20
-	case d.Groups.Context < 0 || d.Groups.Context > MaxGroupContext:
-		return fmt.Errorf("config: channels.discord.groups.context is %d; want 1 to %d", d.Groups.Context, MaxGroupContext)
+	if err := d.Groups.validate("channels.discord"); err != nil {
+		return err
 	}
 	if !d.BotToken.Set() {
 		return fmt.Errorf("config: channels.discord is enabled but has no bot_token (a reference such as {env: DISCORD_BOT_TOKEN})")

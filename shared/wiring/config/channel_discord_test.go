@@ -18,6 +18,7 @@ func TestDiscordConfig(t *testing.T) {
     bot_token: {env: DISCORD_BOT_TOKEN}
     application_id: "1098765432109876543"
 `
+	five := 5
 	tests := []struct {
 		name    string
 		yaml    string
@@ -27,11 +28,11 @@ func TestDiscordConfig(t *testing.T) {
 	}{
 		{name: "defaults", yaml: base + "    public_key: " + key + "\n", env: map[string]string{"DISCORD_BOT_TOKEN": "tok", "DISCORD_API_BASE": "http://fake/api/v10"},
 			want: config.Discord{Enabled: true, BotToken: config.Secret{Env: "DISCORD_BOT_TOKEN"}, ApplicationID: "1098765432109876543", PublicKey: key,
-				Agent: "default", Autonomy: "supervised", Groups: config.ChannelGroups{Respond: "mention", Context: 20}, APIBase: "http://fake/api/v10"}},
+				Agent: "default", Autonomy: "supervised", APIBase: "http://fake/api/v10"}},
 		{name: "everything", yaml: base + "    gateway: false\n    public_key: " + key + "\n    agent: helper\n    autonomy: full\n    allowed_users: [\"80351110224678912\"]\n    access_codes: [{env: CODE}]\n    groups: {respond: all, context: 5}\n",
 			env: map[string]string{"DISCORD_BOT_TOKEN": "tok", "CODE": "12345678"},
 			want: config.Discord{Enabled: true, BotToken: config.Secret{Env: "DISCORD_BOT_TOKEN"}, ApplicationID: "1098765432109876543", PublicKey: key, Gateway: new(bool),
-				Agent: "helper", Autonomy: "full", AllowedUsers: []string{"80351110224678912"}, AccessCodes: []config.Secret{{Env: "CODE"}}, Groups: config.ChannelGroups{Respond: "all", Context: 5}}},
+				Agent: "helper", Autonomy: "full", AllowedUsers: []string{"80351110224678912"}, AccessCodes: []config.Secret{{Env: "CODE"}}, Groups: config.Groups{Respond: "all", Context: &five}}},
 		{name: "off needs nothing", yaml: "channels:\n  discord:\n    enabled: false\n    application_id: x\n"},
 		{name: "a literal token", yaml: strings.Replace(base, "{env: DISCORD_BOT_TOKEN}", "abc.def", 1), wantErr: "secrets are not written in config files"},
 		{name: "no token", yaml: strings.Replace(base, "    bot_token: {env: DISCORD_BOT_TOKEN}\n", "", 1), wantErr: "has no bot_token"},
@@ -43,7 +44,7 @@ func TestDiscordConfig(t *testing.T) {
 		{name: "short code", yaml: base + "    access_codes: [{env: CODE}]\n", env: map[string]string{"DISCORD_BOT_TOKEN": "tok", "CODE": "123"}, wantErr: "shorter than 8"},
 		{name: "bad respond", yaml: base + "    groups: {respond: sometimes}\n", env: map[string]string{"DISCORD_BOT_TOKEN": "tok"}, wantErr: "want mention or all"},
 		{name: "bad autonomy", yaml: base + "    autonomy: reckless\n", env: map[string]string{"DISCORD_BOT_TOKEN": "tok"}, wantErr: "unknown autonomy level"},
-		{name: "bad context", yaml: base + "    groups: {context: 1000}\n", env: map[string]string{"DISCORD_BOT_TOKEN": "tok"}, wantErr: "want 1 to 100"},
+		{name: "bad context", yaml: base + "    groups: {context: 1000}\n", env: map[string]string{"DISCORD_BOT_TOKEN": "tok"}, wantErr: "want 0 to 100"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
