@@ -929,12 +929,7 @@ func (s *Server) identify(ctx context.Context, conn *websocket.Conn, d json.RawM
 	if s.send(ctx, conn, ready) != nil {
 		return false
 	}
-	s.mu.Lock()
-	if s.conn == conn {
-		s.connReady = true
-	}
-	s.notify()
-	s.mu.Unlock()
+	s.markReady(conn)
 	return true
 }
 
@@ -975,13 +970,18 @@ func (s *Server) resume(ctx context.Context, conn *websocket.Conn, d json.RawMes
 			return false
 		}
 	}
+	s.markReady(conn)
+	return true
+}
+
+// markReady records that conn identified or resumed: dispatches go to it.
+func (s *Server) markReady(conn *websocket.Conn) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.conn == conn {
 		s.connReady = true
 	}
 	s.notify()
-	s.mu.Unlock()
-	return true
 }
 
 func (s *Server) send(ctx context.Context, conn *websocket.Conn, v any) error {
