@@ -377,16 +377,33 @@ func (g *Gateway) heartbeat(ctx context.Context, conn *websocket.Conn, interval 
 	}
 }
 
-// handleAll hands the queued events to the engine, in order.
+// maxHandleTries bounds the tries of handing one event over.
+const maxHandleTries = 6
+
+// handleAll hands the queued events to the engine, in order. An event
+// the engine could not take is tried again, after MinDelay, then twice
+// as long each time, up to maxHandleTries times: the Gateway delivers it
+// only once (a restart resumes from the last event handled).
 func (g *Gateway) handleAll(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case d := <-g.work:
-			if g.handle(ctx, d) {
-				g.save(ctx, d.seq)
+			wait := g.MinDelay
+			for try := 1; !g.handle(ctx, d); try++ {
+				if try == maxHandleTries {
+					g.cfg.log().Error("discord gateway: event dropped", "type", d.t, "seq", d.seq)
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+				wait *= 2
 			}
+			g.save(ctx, d.seq)
 		}
 	}
 }

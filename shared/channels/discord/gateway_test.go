@@ -3,6 +3,7 @@ package discord_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -212,6 +213,27 @@ func TestGatewayRestartResumesWhereItLeft(t *testing.T) {
 	if err := json.Unmarshal([]byte(v), &s); err != nil || s.Seq == 0 {
 		t.Errorf("kept session %q", v)
 	}
+}
+
+func TestGatewayTriesAgain(t *testing.T) {
+	f := newFake(t)
+	var rec recorder
+	failures := 2
+	var mu sync.Mutex
+	runGateway(t, f, fakediscord.Token, nil, func(ctx context.Context, in channel.Inbound) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failures > 0 {
+			failures--
+			return errors.New("database is locked")
+		}
+		return rec.handle(ctx, in)
+	})
+	waitFor(t, f, "READY", f.Connected)
+	if _, err := f.Dispatch("MESSAGE_CREATE", f.MessageCreate("", dm, alice, "are you there?")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, f, "the message, handed over at the third try", func() bool { return len(rec.got()) == 1 })
 }
 
 func TestGatewayGivesUp(t *testing.T) {
