@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -231,5 +232,26 @@ func TestClientApplicationAndCommands(t *testing.T) {
 	}
 	if diff := cmp.Diff(discord.Commands(), sent, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("sent (-want +got):\n%s", diff)
+	}
+}
+
+// The README shows the commands' JSON for registering them by hand: it is
+// what RegisterCommands sends.
+func TestReadmeCommands(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "```json\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("README.md has no json block")
+	}
+	var got []discord.Command
+	if err := json.Unmarshal([]byte(block), &got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(discord.Commands(), got); diff != "" {
+		t.Errorf("README's commands (-want +got):\n%s", diff)
 	}
 }
