@@ -7,10 +7,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/discord"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
@@ -62,7 +65,16 @@ func newConformance(t *testing.T) channeltest.Harness {
 	return h
 }
 
-func TestConformance(t *testing.T) { channeltest.Run(t, newConformance) }
+func TestConformance(t *testing.T) { channeltest.Run(t, newConformance, openStore) }
+
+// openStore opens the suite's store: the embedded one, on a new file.
+func openStore(t *testing.T) channeltest.Store {
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "lambdaclaw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
 
 func (h *conformance) Platform() channel.Platform { return h.client }
 

@@ -3,9 +3,12 @@ package whatsapp_test
 import (
 	"context"
 	"net/http/httptest"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/whatsapp"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
@@ -122,4 +125,13 @@ func (h *harness) RateLimit(*testing.T) time.Duration {
 	return 2 * time.Second
 }
 
-func TestConformance(t *testing.T) { channeltest.Run(t, newHarness) }
+func TestConformance(t *testing.T) { channeltest.Run(t, newHarness, openStore) }
+
+// openStore opens the suite's store: the embedded one, on a new file.
+func openStore(t *testing.T) channeltest.Store {
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "lambdaclaw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}

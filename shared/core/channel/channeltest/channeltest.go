@@ -2,8 +2,9 @@
 // passes (Run): a Harness plays the platform against the adapter's real
 // receiver (signed deliveries of messages, group messages and button
 // presses, and forged ones) and reports what the platform received, while
-// the suite runs the channel engine (shared/core/channel) on sqlite with
-// the agent loop and a scripted fake model, as a server does.
+// the suite runs the channel engine (shared/core/channel) on the store the
+// adapter's test gives (the embedded one, sqlite) with the agent loop and
+// a scripted fake model, as a server does.
 package channeltest
 
 import (
@@ -12,14 +13,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
@@ -90,9 +89,16 @@ const (
 	Mallory = "mallory"
 )
 
+// Store is what the suite runs the engine and the agent loop on: a
+// store.Store that keeps channels' state (sqlite's DB).
+type Store interface {
+	store.Store
+	Channel(name string) store.Channel
+}
+
 // Run runs the suite against the adapter newHarness returns, a new one for
-// each scenario.
-func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
+// each scenario, on a fresh store of newStore each (closed by the test).
+func Run(t *testing.T, newHarness func(t *testing.T) Harness, newStore func(t *testing.T) Store) {
 	for _, sc := range []struct {
 		name string
 		run  func(t *testing.T, e *env)
@@ -110,21 +116,21 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"ForgedSignature", forged},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
-			e := start(t, newHarness(t), true)
+			e := start(t, newHarness(t), newStore(t), true)
 			sc.run(t, e)
 		})
 	}
 	t.Run("RestartBetweenCommitAndSend", func(t *testing.T) {
-		restart(t, start(t, newHarness(t), false))
+		restart(t, start(t, newHarness(t), newStore(t), false))
 	})
 }
 
-// env is the engine on sqlite with the agent loop, a fake model and the
+// env is the engine on a store with the agent loop, a fake model and the
 // harness's receiver in front: a server.
 type env struct {
 	h     Harness
 	llm   *model
-	db    *sqlite.DB
+	db    Store
 	st    store.Channel
 	tools atomic.Int32
 	// stop ends the server; driver runs its turns.
@@ -146,13 +152,9 @@ func (s sendTool) Call(context.Context, tool.Env, json.RawMessage) (string, erro
 	return "sent", nil
 }
 
-func start(t *testing.T, h Harness, deliver bool) *env {
+func start(t *testing.T, h Harness, db Store, deliver bool) *env {
 	t.Helper()
 	llm := newModel()
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "lambdaclaw.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() { db.Close() })
 	e := &env{h: h, llm: llm, db: db, st: db.Channel(h.Platform().Name())}
 	e.boot(t, deliver)
