@@ -23,10 +23,6 @@ type Bot struct {
 // Parser turns what Slack delivers into channel.Inbound.
 type Parser struct {
 	Bot Bot
-	// RespondAll makes every message of a channel addressed to the bot,
-	// not only those that mention it (groups.respond: all; needs the
-	// message.channels event).
-	RespondAll bool
 }
 
 // callback is the outer event of the Events API (and of Socket Mode's
@@ -101,7 +97,9 @@ func (p Parser) Event(cb callback) (in channel.Inbound, ok bool, err error) {
 		in.Principal, in.Addressed, in.Thread = e.User, true, e.ThreadTS
 	case e.Type == "app_mention" || (e.Type == "message" && (e.ChannelType == "channel" || e.ChannelType == "group" || e.ChannelType == "mpim")):
 		in.Principal, in.Group = "#"+e.Channel, true
-		in.Addressed = e.Type == "app_mention" || mention || p.RespondAll
+		// Unaddressed messages (message.channels) are context, or
+		// answered too with the engine's groups.respond "all".
+		in.Addressed = e.Type == "app_mention" || mention
 		// A new message in a channel starts a thread: the reply goes
 		// there, and the thread's later messages are the same session.
 		in.Thread = e.ThreadTS

@@ -90,13 +90,6 @@ func TestParserEvent(t *testing.T) {
 			Text: "Hello hello can you hear me? 1 < 2 && 3 > 2", At: imAt},
 		ok: true,
 	}, {
-		name:   "with respond all, every channel message is addressed",
-		parser: Parser{RespondAll: true},
-		cb:     withEvent(t, map[string]any{"channel": "C1", "channel_type": "channel", "text": "hi"}),
-		want: channel.Inbound{ID: "T123ABC456:C1:1355517523.000005", Workspace: "T123ABC456", User: "U2147483697",
-			Principal: "#C1", To: "C1/1355517523.000005", Thread: "1355517523.000005", Group: true, Addressed: true, Text: "hi", At: imAt},
-		ok: true,
-	}, {
 		name: "a channel message mentioning the bot is addressed (message.channels)",
 		cb:   withEvent(t, map[string]any{"channel": "C1", "channel_type": "channel", "text": "<@U0LAN0Z89|claw> hi <@U999>"}),
 		want: channel.Inbound{ID: "T123ABC456:C1:1355517523.000005", Workspace: "T123ABC456", User: "U2147483697",

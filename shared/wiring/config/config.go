@@ -99,6 +99,7 @@ type Telegram struct {
 type Channels struct {
 	WhatsApp WhatsApp `yaml:"whatsapp"`
 	Discord  Discord  `yaml:"discord"`
+	Slack    Slack    `yaml:"slack"`
 }
 
 // TelegramWebhookPath is the local server's webhook route.
@@ -349,6 +350,9 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	if err := c.Channels.Discord.resolve(c.Home, getenv); err != nil {
 		return nil, err
 	}
+	if err := c.Channels.Slack.resolve(c.Home, getenv); err != nil {
+		return nil, err
+	}
 	if err := c.loadMemory(getenv); err != nil {
 		return nil, err
 	}
@@ -410,6 +414,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Channels.Discord.validate(); err != nil {
+		return err
+	}
+	if err := c.Channels.Slack.validate(); err != nil {
 		return err
 	}
 	if err := c.Limits.fill(); err != nil {
