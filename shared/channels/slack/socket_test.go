@@ -44,12 +44,9 @@ func TestSocketMode(t *testing.T) {
 	// One the engine could not take is not acknowledged, so that Slack
 	// delivers it again; the next is (envelopes are handled in order).
 	rec.mu.Lock()
-	rec.fail = errors.New("store down")
+	rec.refuse = map[string]bool{"lost?": true}
 	rec.mu.Unlock()
 	failed, _ := fake.SocketSend(ctx, "events_api", fake.DM("D1", "U1", "1800000000.000200", "", "lost?"))
-	rec.mu.Lock()
-	rec.fail = nil
-	rec.mu.Unlock()
 	// Another workspace's event is acknowledged and dropped.
 	foreign := fake.DM("D1", "U1", "1800000000.000300", "", "from afar")
 	foreign = []byte(string(foreign[:len(foreign)-1]) + `,"team_id":"T0OTHER"}`)

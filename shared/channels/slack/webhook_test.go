@@ -69,19 +69,19 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-// recorder is a Handle that records what it is given, failing while fail
-// is set.
+// recorder is a Handle that records what it is given, but refuses the
+// messages whose text is in refuse.
 type recorder struct {
-	mu   sync.Mutex
-	ins  []channel.Inbound
-	fail error
+	mu     sync.Mutex
+	ins    []channel.Inbound
+	refuse map[string]bool
 }
 
 func (r *recorder) handle(_ context.Context, in channel.Inbound) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.fail != nil {
-		return r.fail
+	if r.refuse[in.Text] {
+		return errors.New("store down")
 	}
 	r.ins = append(r.ins, in)
 	return nil
@@ -93,31 +93,35 @@ func (r *recorder) got() []channel.Inbound {
 	return append([]channel.Inbound(nil), r.ins...)
 }
 
-// endpoint serves a Receiver of the fake's deliveries.
-func endpoint(t *testing.T, fake *fakeslack.Server, rec *recorder, now time.Time) *httptest.Server {
+// testNow is the clock of the receivers and of the fake's signatures.
+var testNow = time.Unix(1_800_000_000, 0)
+
+// endpoint starts a fake and serves a Receiver of its deliveries, which
+// records what it hands over.
+func endpoint(t *testing.T) (*fakeslack.Server, *recorder, *httptest.Server) {
 	t.Helper()
+	fake := fakeslack.New()
+	t.Cleanup(fake.Close)
+	fake.Now = func() time.Time { return testNow }
+	rec := &recorder{}
 	r := &slack.Receiver{
 		SigningSecret: fakeslack.SigningSecret,
 		Parser:        slack.Parser{Bot: slack.Bot{UserID: fakeslack.BotUserID, TeamID: fakeslack.TeamID}},
 		Handle:        rec.handle,
 		Client:        slack.NewClient(fake.APIBase(), fakeslack.BotToken),
-		Now:           func() time.Time { return now },
+		Now:           func() time.Time { return testNow },
 	}
 	mux := http.NewServeMux()
 	mux.Handle(slack.EventsPath, r.Events())
 	mux.Handle(slack.InteractivePath, r.Interactive())
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return srv
+	return fake, rec, srv
 }
 
 func TestEvents(t *testing.T) {
-	now := time.Unix(1_800_000_000, 0)
-	fake := fakeslack.New()
-	defer fake.Close()
-	fake.Now = func() time.Time { return now }
-	rec := &recorder{}
-	srv := endpoint(t, fake, rec, now)
+	now := testNow
+	fake, rec, srv := endpoint(t)
 	url := srv.URL + slack.EventsPath
 
 	// The url_verification handshake is answered with its challenge.
@@ -157,7 +161,9 @@ func TestEvents(t *testing.T) {
 	}
 
 	// A failure to take the event answers 500, so that Slack retries.
-	rec.fail = errors.New("store down")
+	rec.mu.Lock()
+	rec.refuse = map[string]bool{"hi": true}
+	rec.mu.Unlock()
 	if status, _ := fake.Deliver(url, fake.Mention("C1", "U1", "1800000000.000200", "", "hi"), false, 0); status != http.StatusInternalServerError {
 		t.Errorf("failed handle: status %d, want 500", status)
 	}
@@ -184,12 +190,8 @@ func post(t *testing.T, fake *fakeslack.Server, url string, body []byte) string 
 }
 
 func TestInteractive(t *testing.T) {
-	now := time.Unix(1_800_000_000, 0)
-	fake := fakeslack.New()
-	defer fake.Close()
-	fake.Now = func() time.Time { return now }
-	rec := &recorder{}
-	srv := endpoint(t, fake, rec, now)
+	now := testNow
+	fake, rec, srv := endpoint(t)
 	url := srv.URL + slack.InteractivePath
 	client := slack.NewClient(fake.APIBase(), fakeslack.BotToken)
 	ctx := context.Background()
