@@ -54,11 +54,15 @@ func Sign(secret, ts string, body []byte) string {
 }
 
 // Verify checks a request's signature (version v0) against the signing
-// secret, in constant time, and its timestamp against now.
+// secret, in constant time, and its timestamp against now. Without a
+// secret nothing verifies.
 func Verify(secret string, h http.Header, body []byte, now time.Time) error {
 	ts, sig := h.Get(TimestampHeader), h.Get(SignatureHeader)
 	if ts == "" || sig == "" {
 		return ErrUnsigned
+	}
+	if secret == "" {
+		return ErrForged
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {

@@ -67,6 +67,9 @@ func TestVerify(t *testing.T) {
 			}
 		})
 	}
+	if err := slack.Verify("", headers("", now, body), body, now); !errors.Is(err, slack.ErrForged) {
+		t.Errorf("Verify without a secret = %v, want %v", err, slack.ErrForged)
+	}
 }
 
 // recorder is a Handle that records what it is given, but refuses the
