@@ -19,7 +19,9 @@ import (
 // button presses to the Receiver and acknowledges each once handed over
 // (an envelope not acknowledged is delivered again). A disconnect
 // message, Slack's periodic refresh, opens a new connection at once; a
-// failure waits Backoff first.
+// failure (or a disconnect because Socket Mode was turned off) waits
+// Backoff first. A dead connection is found by TCP keep-alives (on in
+// net/http's dialer).
 type Socket struct {
 	Client *Client
 	// AppToken is the app-level token (xapp-, scope connections:write).
@@ -103,7 +105,10 @@ func (s *Socket) connect(ctx context.Context, hello func()) error {
 			continue
 		case "disconnect":
 			conn.Close(websocket.StatusNormalClosure, "")
-			return nil
+			if m.Reason == "link_disabled" {
+				return errors.New("slack socket mode: Slack disabled the connection (is Socket Mode off?)")
+			}
+			return nil // a refresh: connect again at once
 		}
 		if m.EnvelopeID == "" {
 			continue

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/slack"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakeslack"
@@ -122,9 +124,17 @@ func TestSocketModeRetries(t *testing.T) {
 	if err := fake.WaitConnections(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
+	// Socket Mode turned off is a failure too, after a greeting that
+	// started the count again.
+	if err := fake.Disconnect(ctx, "link_disabled"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.WaitConnections(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
 	stop()
 	<-done
-	if len(waits) != 2 || waits[0] != 1 || waits[1] != 2 {
-		t.Errorf("backoffs %v, want [1 2]", waits)
+	if diff := cmp.Diff([]int{1, 2, 1}, waits); diff != "" {
+		t.Errorf("backoffs (-want +got):\n%s", diff)
 	}
 }
