@@ -114,22 +114,55 @@ func (p Parser) Event(cb callback) (in channel.Inbound, ok bool, err error) {
 }
 
 // text is a message's text as the agent reads it: the bot's mentions
-// removed and Slack's entities unescaped.
+// removed, Slack's markup of links, channels and special mentions made
+// plain (<https://x|label> is "label (https://x)", <#C1|general>
+// "#general", <!here> "@here"; other users' mentions stay <@U123>), and
+// its entities unescaped.
 func text(s, bot string) string {
-	if bot != "" {
-		for {
-			i := strings.Index(s, "<@"+bot)
-			if i < 0 {
-				break
-			}
-			j := strings.IndexByte(s[i:], '>')
-			if j < 0 {
-				break
-			}
-			s = s[:i] + s[i+j+1:]
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(s, '<')
+		j := strings.IndexByte(s[max(i, 0):], '>')
+		if i < 0 || j < 0 {
+			b.WriteString(s)
+			break
 		}
+		b.WriteString(s[:i])
+		b.WriteString(plain(s[i+1:i+j], bot))
+		s = s[i+j+1:]
 	}
-	return strings.TrimSpace(unescaper.Replace(s))
+	return strings.TrimSpace(unescaper.Replace(b.String()))
+}
+
+// plain is the text of one piece of markup, between < and >.
+func plain(m, bot string) string {
+	ref, label, _ := strings.Cut(m, "|")
+	switch {
+	case ref == "@"+bot && bot != "":
+		return ""
+	case strings.HasPrefix(ref, "@"):
+		return "<" + ref + ">"
+	case strings.HasPrefix(ref, "#"):
+		return "#" + or(label, ref[1:])
+	case strings.HasPrefix(ref, "!subteam^"):
+		return or(label, "@group")
+	case strings.HasPrefix(ref, "!date^"):
+		return label
+	case strings.HasPrefix(ref, "!"):
+		return "@" + ref[1:]
+	case strings.HasPrefix(ref, "mailto:"):
+		return or(label, ref[len("mailto:"):])
+	case label == "" || label == ref:
+		return ref
+	}
+	return label + " (" + ref + ")"
+}
+
+func or(s, alt string) string {
+	if s != "" {
+		return s
+	}
+	return alt
 }
 
 // tsTime reads a Slack ts ("1700000000.000100", seconds.micros).

@@ -200,3 +200,22 @@ func TestParserAction(t *testing.T) {
 		})
 	}
 }
+
+func TestText(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"<@UBOT> hello", "hello"},
+		{"hi <@UBOT|claw>, and <@U999>", "hi , and <@U999>"},
+		{"see <https://example.com/a?b=1&amp;c=2|the page> and <https://x.org>", "see the page (https://example.com/a?b=1&c=2) and https://x.org"},
+		{"in <#C123|general> or <#C456>", "in #general or #C456"},
+		{"<!here> <!channel> <!subteam^S1|@ops>", "@here @channel @ops"},
+		{"mail <mailto:a@b.org|a@b.org>", "mail a@b.org"},
+		{"1 &lt; 2 &amp;&amp; 3 &gt; 2", "1 < 2 && 3 > 2"},
+		{"no markup, a < alone", "no markup, a < alone"},
+		{"<https://same.org|https://same.org>", "https://same.org"},
+	}
+	for _, tt := range tests {
+		if got := text(tt.in, "UBOT"); got != tt.want {
+			t.Errorf("text(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
