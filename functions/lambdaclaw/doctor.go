@@ -163,6 +163,9 @@ func (d *doctor) checks() (first []check, last check) {
 	if d.cfg.Channels.Discord.Enabled {
 		first = append(first, check{"discord", d.checkDiscord})
 	}
+	if d.cfg.Channels.Slack.Enabled {
+		first = append(first, check{"slack", d.checkSlack})
+	}
 	return first, check{"clock", d.checkClock}
 }
 
@@ -207,7 +210,8 @@ func (d *doctor) scrub(s string) string {
 	}
 	s = scrub.Known(s, d.cfg.Telegram.Token)
 	wa := d.cfg.Channels.WhatsApp
-	for _, secret := range []config.Secret{wa.AccessToken, wa.AppSecret, wa.VerifyToken, d.cfg.Channels.Discord.BotToken} {
+	sl := d.cfg.Channels.Slack
+	for _, secret := range []config.Secret{wa.AccessToken, wa.AppSecret, wa.VerifyToken, d.cfg.Channels.Discord.BotToken, sl.BotToken, sl.AppToken, sl.SigningSecret} {
 		s = scrub.Known(s, secret.Value())
 	}
 	return scrub.Scrub(s)

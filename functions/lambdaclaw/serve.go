@@ -23,6 +23,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/mcpserver"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/ratelimit"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/slack"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/whatsapp"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
@@ -45,7 +46,7 @@ import (
 func getenv(k string) string { return os.Getenv(k) }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", "", "Run the gateway: the OpenAI-compatible API, the WebSocket endpoint, the MCP server (/mcp) and,\nwhen configured, the Telegram channel. On first start it creates the default agent and prints an API key;\nat a terminal, with no provider and no config file, it first asks for a provider, a model and a key.\nOne server a home: serve holds $LAMBDACLAW_HOME/serve.lock while it runs, and a second one on the same home\nor port stops at once, before it opens anything.", stderr)
+	fs := newFlags("serve", "", "Run the gateway: the OpenAI-compatible API, the WebSocket endpoint, the MCP server (/mcp) and,\nwhen configured, the messaging channels (Telegram, WhatsApp, Discord, Slack). On first start it creates the default agent and prints an API key;\nat a terminal, with no provider and no config file, it first asks for a provider, a model and a key.\nOne server a home: serve holds $LAMBDACLAW_HOME/serve.lock while it runs, and a second one on the same home\nor port stops at once, before it opens anything.", stderr)
 	addr := fs.String("addr", "", "listen address HOST:PORT (default $LAMBDACLAW_ADDR or 127.0.0.1:8080)")
 	loadConfig := fs.withConfig()
 	if _, err := fs.parse(args, 0, 0, stdout); err != nil {
@@ -66,7 +67,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := checkListenAddr(cfg.Addr); err != nil {
 		return err
 	}
-	if cfg.Telegram.Enabled || cfg.Channels.WhatsApp.Enabled || cfg.Channels.Discord.Enabled {
+	if cfg.Telegram.Enabled || cfg.Channels.WhatsApp.Enabled || cfg.Channels.Discord.Enabled || cfg.Channels.Slack.Enabled {
 		names, err := buildAgentNames(cfg)
 		if err != nil {
 			return err
@@ -79,6 +80,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		if cfg.Channels.Discord.Enabled && !slices.Contains(names, cfg.Channels.Discord.Agent) {
 			return fmt.Errorf("config: channels.discord.agent: %w", noAgent(cfg.Channels.Discord.Agent, names))
+		}
+		if cfg.Channels.Slack.Enabled && !slices.Contains(names, cfg.Channels.Slack.Agent) {
+			return fmt.Errorf("config: channels.slack.agent: %w", noAgent(cfg.Channels.Slack.Agent, names))
 		}
 	}
 	beats, err := setup.Heartbeats(cfg, cfg.Telegram.Enabled)
@@ -176,6 +180,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if dc != nil {
 		replier[discord.Name] = dc.replier
 	}
+	sl, err := newSlack(ctx, cfg, db, log)
+	if err != nil {
+		return err
+	}
+	if sl != nil {
+		replier[slack.Name] = sl.replier
+	}
 	checkIns, err := agentset.CheckIns(cfg, jobs, log)
 	if err != nil {
 		return err
@@ -230,6 +241,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			cancelRuns()
 			wait()
 		}()
+	}
+	if sl != nil {
+		if err := sl.start(runCtx, driver); err != nil {
+			return err
+		}
+		defer func() {
+			cancelRuns()
+			sl.wait()
+		}()
+		sl.routes(routes)
 	}
 	identity := agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()}
 	mcpSrv, err := mcpserver.New(mcpserver.Config{
@@ -310,6 +331,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				log.Error("discord gateway stopped", "error", err)
 			}
 		})
+	}
+	if sl != nil {
+		starting.Go(func() { sl.socket(runCtx) })
 	}
 	defer mem.IndexWorkspaces(agents.Current())()
 	select {
