@@ -131,6 +131,24 @@ func TestSlackEvents(t *testing.T) {
 	if ms := slackReplies(t, fake, "D1", 4); ms[3].Text != "renamed" {
 		t.Fatalf("reply after the press = %q", ms[3].Text)
 	}
+	// The prompt shows the choice in place of its buttons.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_, err = fake.WaitFor(ctx, func(ms []fakeslack.Message) bool {
+		for _, m := range ms {
+			if m.TS == prompt.TS && m.Edits > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	ms := slackReplies(t, fake, "D1", 4)
+	if err != nil {
+		t.Error("the prompt was not edited")
+	}
+	if ms[2].TS != prompt.TS || ms[2].Edits != 1 || strings.Contains(string(ms[2].Blocks), `"actions"`) || !strings.Contains(string(ms[2].Blocks), "chose *Yes*") {
+		t.Errorf("the prompt after the press = %+v", ms[2])
+	}
 	if b, err := os.ReadFile(filepath.Join(g.workspace(), "IDENTITY.md")); err != nil || string(b) != "Name: Slacky" {
 		t.Errorf("IDENTITY.md = %q, %v after the approval", b, err)
 	}
