@@ -438,7 +438,7 @@ func (s *Server) Event(ev map[string]any) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"token": "unused-verification-token", "team_id": TeamID, "api_app_id": AppID, "event": ev,
 		"type": "event_callback", "event_id": id, "event_time": s.now().Unix(),
-		"authorizations": []map[string]any{{"enterprise_id": nil, "team_id": TeamID, "user_id": BotUserID, "is_bot": true, "is_enterprise_install": false}},
+		"authorizations":        []map[string]any{{"enterprise_id": nil, "team_id": TeamID, "user_id": BotUserID, "is_bot": true, "is_enterprise_install": false}},
 		"is_ext_shared_channel": false, "event_context": "4-fake",
 	})
 	return b
@@ -448,6 +448,16 @@ func (s *Server) Event(ev map[string]any) []byte {
 // (message.im), in a thread when thread is not "".
 func (s *Server) DM(dm, user, ts, thread, text string) []byte {
 	ev := map[string]any{"type": "message", "channel": dm, "user": user, "text": text, "ts": ts, "event_ts": ts, "channel_type": "im", "team": TeamID}
+	if thread != "" {
+		ev["thread_ts"] = thread
+	}
+	return s.Event(ev)
+}
+
+// ChannelMessage is a user's message in a public channel the bot is in
+// (message.channels), in a thread when thread is not "".
+func (s *Server) ChannelMessage(ch, user, ts, thread, text string) []byte {
+	ev := map[string]any{"type": "message", "channel": ch, "user": user, "text": text, "ts": ts, "event_ts": ts, "channel_type": "channel", "team": TeamID}
 	if thread != "" {
 		ev["thread_ts"] = thread
 	}
@@ -501,8 +511,8 @@ func (s *Server) Press(m Message, user, value string) ([]byte, error) {
 				container["thread_ts"] = m.ThreadTS
 			}
 			return json.Marshal(map[string]any{
-				"type": "block_actions",
-				"user": map[string]any{"id": user, "username": "user-" + user, "name": "user-" + user, "team_id": TeamID},
+				"type":       "block_actions",
+				"user":       map[string]any{"id": user, "username": "user-" + user, "name": "user-" + user, "team_id": TeamID},
 				"api_app_id": AppID, "token": "unused-verification-token", "container": container,
 				"trigger_id": fmt.Sprintf("%d.%d.fake%04d", now.Unix(), 1234, n),
 				"team":       map[string]any{"id": TeamID, "domain": "fake"}, "enterprise": nil, "is_enterprise_install": false,
