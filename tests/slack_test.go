@@ -59,7 +59,7 @@ func slackReplies(t *testing.T, fake *fakeslack.Server, channel string, n int) [
 	return out
 }
 
-func deliver(t *testing.T, fake *fakeslack.Server, url string, body []byte, form bool, retry int) {
+func deliverSlack(t *testing.T, fake *fakeslack.Server, url string, body []byte, form bool, retry int) {
 	t.Helper()
 	if status, err := fake.Deliver(url, body, form, retry); err != nil || status != http.StatusOK {
 		t.Fatalf("delivery to %s: %d %v", url, status, err)
@@ -80,13 +80,13 @@ func TestSlackEvents(t *testing.T) {
 		t.Errorf("replayed: status %d, want 401", status)
 	}
 	// The message, delivered again by Slack's retry, is answered once.
-	deliver(t, fake, events, dm, false, 0)
-	deliver(t, fake, events, dm, false, 1)
+	deliverSlack(t, fake, events, dm, false, 0)
+	deliverSlack(t, fake, events, dm, false, 1)
 	if ms := slackReplies(t, fake, "D1", 1); ms[0].Text != "echo: hello bot" || ms[0].ThreadTS != "" {
 		t.Fatalf("DM reply = %+v", ms[0])
 	}
 	// In a DM's thread, the reply is in the thread, a session of its own.
-	deliver(t, fake, events, fake.DM("D1", "U0AAA1", "1800000000.000200", "1800000000.000100", "in a thread"), false, 0)
+	deliverSlack(t, fake, events, fake.DM("D1", "U0AAA1", "1800000000.000200", "1800000000.000100", "in a thread"), false, 0)
 	if ms := slackReplies(t, fake, "D1", 2); ms[1].Text != "echo: in a thread" || ms[1].ThreadTS != "1800000000.000100" {
 		t.Fatalf("thread reply = %+v", ms[1])
 	}
@@ -97,9 +97,9 @@ func TestSlackEvents(t *testing.T) {
 	// either: handled deliveries are in the database.
 	g.stop()
 	g.start()
-	deliver(t, fake, events, dm, false, 2)
+	deliverSlack(t, fake, events, dm, false, 2)
 	// A mention in a channel is answered in a thread under it.
-	deliver(t, fake, events, fake.Mention("C1", "U0AAA1", "1800000000.000300", "", "hi all"), false, 0)
+	deliverSlack(t, fake, events, fake.Mention("C1", "U0AAA1", "1800000000.000300", "", "hi all"), false, 0)
 	if ms := slackReplies(t, fake, "C1", 1); ms[0].Text != "echo: hi all" || ms[0].ThreadTS != "1800000000.000300" {
 		t.Fatalf("channel reply = %+v", ms[0])
 	}
@@ -107,7 +107,7 @@ func TestSlackEvents(t *testing.T) {
 		t.Fatalf("model requests = %d, want 3", n)
 	}
 	// Someone not allowed gets the generic answer; their words reach no model.
-	deliver(t, fake, events, fake.DM("D2", "U0BBB2", "1800000000.000400", "", "secret words"), false, 0)
+	deliverSlack(t, fake, events, fake.DM("D2", "U0BBB2", "1800000000.000400", "", "secret words"), false, 0)
 	if ms := slackReplies(t, fake, "D2", 1); ms[0].Text != "Send the access code to use this bot." {
 		t.Fatalf("stranger's reply = %q", ms[0].Text)
 	}
@@ -115,7 +115,7 @@ func TestSlackEvents(t *testing.T) {
 	// An approval is asked with buttons and answered by pressing one.
 	llm.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{memoryCall("c1", "update_bootstrap", "IDENTITY.md", "Name: Slacky")}},
 		fakellm.Reply{Content: "renamed"})
-	deliver(t, fake, events, fake.DM("D1", "U0AAA1", "1800000000.000500", "", "call yourself Slacky"), false, 0)
+	deliverSlack(t, fake, events, fake.DM("D1", "U0AAA1", "1800000000.000500", "", "call yourself Slacky"), false, 0)
 	prompt := slackReplies(t, fake, "D1", 3)[2]
 	if !strings.Contains(prompt.Text, "IDENTITY.md") || !strings.Contains(string(prompt.Blocks), `"actions"`) {
 		t.Fatalf("approval prompt = %+v", prompt)
@@ -127,7 +127,7 @@ func TestSlackEvents(t *testing.T) {
 	if status, _ := fake.DeliverSigned(interactive, press, true, 0, "forged-secret", time.Now()); status != http.StatusUnauthorized {
 		t.Errorf("forged press: status %d, want 401", status)
 	}
-	deliver(t, fake, interactive, press, true, 0)
+	deliverSlack(t, fake, interactive, press, true, 0)
 	if ms := slackReplies(t, fake, "D1", 4); ms[3].Text != "renamed" {
 		t.Fatalf("reply after the press = %q", ms[3].Text)
 	}

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/slack"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel/channeltest"
@@ -172,4 +174,13 @@ func (h *harness) RateLimit(*testing.T) time.Duration {
 	return time.Second
 }
 
-func TestConformance(t *testing.T) { channeltest.Run(t, newHarness) }
+func TestConformance(t *testing.T) { channeltest.Run(t, newHarness, openStore) }
+
+// openStore opens the suite's store: the embedded one, on a new file.
+func openStore(t *testing.T) channeltest.Store {
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "lambdaclaw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
