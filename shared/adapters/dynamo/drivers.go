@@ -54,6 +54,37 @@ func (s *Store) ClaimRun(ctx context.Context, runID, holder string, now, until t
 	return lease, lease == 1, nil
 }
 
+// TakeRun takes the inline lease of a run for holder until until even
+// from a live holder, for ending the run (a user's stop): the version
+// it returns fences holder's commits, and the commits of the holder it
+// took the lease from are refused from now on (store.ErrLeaseLost), as
+// are its renewals. lease is zero for a run that does not exist.
+func (s *Store) TakeRun(ctx context.Context, runID, holder string, until time.Time) (lease int64, err error) {
+	if runID == "" || holder == "" {
+		return 0, fmt.Errorf("dynamo: take run %q: need a run and a holder", runID)
+	}
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           s.table,
+		Key:                 key(pfxRun+runID, skRun),
+		UpdateExpression:    aws.String("SET holder = :holder, lease_until = :until ADD #lease :one"),
+		ConditionExpression: aws.String("attribute_exists(pk)"),
+		ExpressionAttributeValues: item{
+			":holder": attrS(holder),
+			":until":  attrTime(until),
+			":one":    attrN(1),
+		},
+		ExpressionAttributeNames: map[string]string{"#lease": "lease"},
+		ReturnValues:             types.ReturnValueUpdatedNew,
+	})
+	if _, ok := condFailed(err); ok {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("dynamo: take run %q: %w", runID, err)
+	}
+	return getN(out.Attributes, "lease"), nil
+}
+
 // RenewRun moves the lease of a run holder holds on to until; ok is false
 // when holder no longer holds it.
 func (s *Store) RenewRun(ctx context.Context, runID, holder string, until time.Time) (ok bool, err error) {
