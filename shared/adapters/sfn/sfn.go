@@ -145,7 +145,13 @@ func (d *Driver) Handle(ctx context.Context, ev Event) (any, error) {
 	case "step":
 		return d.step(ctx, st)
 	case "call":
-		if err := d.Loop.ActCall(ctx, st, ev.CallID); err != nil {
+		err := d.Loop.ActCall(ctx, st, ev.CallID)
+		if errors.Is(err, store.ErrRunFinished) {
+			// The run was stopped: none of its calls starts, and the
+			// step that follows finds it done.
+			return struct{}{}, nil
+		}
+		if err != nil {
 			return nil, &Transient{fmt.Errorf("tool call %s: %w", ev.CallID, err)}
 		}
 		return struct{}{}, nil
