@@ -19,7 +19,8 @@ import (
 // machine). The version fences the holder's commits (store.Commit.Lease):
 // it is checked in the condition CommitRun already puts on the run item,
 // so a holder whose lease was taken over commits nothing, at no extra
-// request.
+// request. A stop takes the lease even from a live holder (TakeRun), to
+// end the run under a version of its own.
 
 // ClaimRun takes the inline lease of a run for holder until until, at
 // now, unless another holder's lease is live. lease is the claim's
