@@ -363,16 +363,18 @@ func (s *Store) CommitRun(ctx context.Context, c store.Commit) error {
 			return nil
 		}
 		if len(failed) > 0 && failed[0] {
-			run, found, err := s.getRun(ctx, r.ID)
+			// Why: a lease taken over comes first (its holder stops, as
+			// another ended or steps the run), then a run finished.
+			it, err := s.getItem(ctx, key(pfxRun+r.ID, skRun))
 			switch {
 			case err != nil:
 				return fail(err)
-			case !found:
+			case it == nil:
 				return fail(store.ErrNotFound)
-			case run.Status.Finished():
-				return fail(store.ErrRunFinished)
-			case c.Lease != 0:
+			case c.Lease != 0 && getN(it, "lease") != c.Lease:
 				return fail(store.ErrLeaseLost)
+			case decodeRun(it).Status.Finished():
+				return fail(store.ErrRunFinished)
 			}
 			return fail(errors.New("the run's condition failed"))
 		}
