@@ -31,27 +31,10 @@ func (s *Store) ClaimRun(ctx context.Context, runID, holder string, now, until t
 	if runID == "" || holder == "" || !until.After(now) {
 		return 0, false, fmt.Errorf("dynamo: claim run %q: need a run, a holder and a lease in the future", runID)
 	}
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           s.table,
-		Key:                 key(pfxRun+runID, skRun),
-		UpdateExpression:    aws.String("SET holder = :holder, lease_until = :until ADD #lease :one"),
-		ConditionExpression: aws.String("attribute_exists(pk) AND (attribute_not_exists(lease_until) OR lease_until <= :now)"),
-		ExpressionAttributeValues: item{
-			":holder": attrS(holder),
-			":until":  attrTime(until),
-			":now":    attrTime(now),
-			":one":    attrN(1),
-		},
-		ExpressionAttributeNames: map[string]string{"#lease": "lease"},
-		ReturnValues:             types.ReturnValueUpdatedNew,
-	})
-	if _, ok := condFailed(err); ok {
-		return 0, false, nil
-	}
+	lease, err = s.lease(ctx, runID, holder, until, &now)
 	if err != nil {
 		return 0, false, fmt.Errorf("dynamo: claim run %q: %w", runID, err)
 	}
-	lease = getN(out.Attributes, "lease")
 	return lease, lease == 1, nil
 }
 
@@ -64,24 +47,38 @@ func (s *Store) TakeRun(ctx context.Context, runID, holder string, until time.Ti
 	if runID == "" || holder == "" {
 		return 0, fmt.Errorf("dynamo: take run %q: need a run and a holder", runID)
 	}
+	lease, err = s.lease(ctx, runID, holder, until, nil)
+	if err != nil {
+		return 0, fmt.Errorf("dynamo: take run %q: %w", runID, err)
+	}
+	return lease, nil
+}
+
+// lease gives the run's lease to holder until until with the next
+// version, which it returns: when it lapsed at *now, or whatever its
+// state when now is nil. It is zero when the lease is live or the run
+// does not exist.
+func (s *Store) lease(ctx context.Context, runID, holder string, until time.Time, now *time.Time) (int64, error) {
+	cond := "attribute_exists(pk)"
+	vals := item{":holder": attrS(holder), ":until": attrTime(until), ":one": attrN(1)}
+	if now != nil {
+		cond += " AND (attribute_not_exists(lease_until) OR lease_until <= :now)"
+		vals[":now"] = attrTime(*now)
+	}
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           s.table,
-		Key:                 key(pfxRun+runID, skRun),
-		UpdateExpression:    aws.String("SET holder = :holder, lease_until = :until ADD #lease :one"),
-		ConditionExpression: aws.String("attribute_exists(pk)"),
-		ExpressionAttributeValues: item{
-			":holder": attrS(holder),
-			":until":  attrTime(until),
-			":one":    attrN(1),
-		},
-		ExpressionAttributeNames: map[string]string{"#lease": "lease"},
-		ReturnValues:             types.ReturnValueUpdatedNew,
+		TableName:                 s.table,
+		Key:                       key(pfxRun+runID, skRun),
+		UpdateExpression:          aws.String("SET holder = :holder, lease_until = :until ADD #lease :one"),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeValues: vals,
+		ExpressionAttributeNames:  map[string]string{"#lease": "lease"},
+		ReturnValues:              types.ReturnValueUpdatedNew,
 	})
 	if _, ok := condFailed(err); ok {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("dynamo: take run %q: %w", runID, err)
+		return 0, err
 	}
 	return getN(out.Attributes, "lease"), nil
 }

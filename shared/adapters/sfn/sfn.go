@@ -5,7 +5,8 @@
 // conditional-write lease, and the run holding the lane is executed by the
 // state machine. When a run ends, the lane passes to the session's next
 // queued run. An answered approval resumes its parked execution with the
-// task token stored on the approval.
+// task token stored on the approval. A user's stop ends a session's head
+// run wherever it stands (Driver.Stop, stop.go).
 package sfn
 
 import (
