@@ -12,6 +12,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 )
 
 // tells records everything a replier is told.
@@ -210,4 +211,58 @@ func TestStopStartsTheQueuedRun(t *testing.T) {
 func marshal(v any) (string, error) {
 	b, err := json.Marshal(v)
 	return string(b), err
+}
+
+// TestStopBeforeCalls: a run stopped after its think asked for a call
+// that needs no approval, before the state machine's call task runs it:
+// even with the call left without a result (the stop could not close
+// it), the call task starts nothing, and the act step ends at done
+// telling nothing.
+func TestStopBeforeCalls(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.llm.replies = []llm.Response{
+		{Message: chat.Message{Role: chat.Assistant, ToolCalls: []chat.ToolCall{{ID: "c1", Name: "write", Arguments: `{}`}}}},
+	}
+	in := input("write it")
+	in.Autonomy = tool.Full
+	run, err := f.d.Deliver(ctx, in, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, _ := json.Marshal(run)
+	for step := ""; step != agent.StepAct; {
+		out, err := f.d.Handle(ctx, Event{Action: "step", State: state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if step = out.(agent.RunState).Step; step == agent.StepDone {
+			t.Fatal("the run ended before act")
+		}
+		state, _ = json.Marshal(out)
+	}
+	f.sfn.inputs[run.RunID] = string(state) // the execution goes on at act
+	rec := &tells{}
+	f.d.Loop.Replier = rec
+	if ok, err := f.d.Stop(ctx, "s"); err != nil || !ok {
+		t.Fatalf("Stop = %v, %v; want stopped", ok, err)
+	}
+	msgs, _ := f.d.Loop.Store.Messages(ctx, "s")
+	for _, m := range msgs {
+		if m.Role == chat.Tool {
+			if err := f.d.Loop.Store.DeleteMessages(ctx, "s", []string{m.Key}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if st, done := f.execute(t, run.RunID, ""); !done || st.ErrorCode != agent.CodeCancelled {
+		t.Errorf("execution after the stop at %+v, want done and cancelled", st)
+	}
+	if f.tool.n != 0 {
+		t.Errorf("the tool ran %d times after the stop", f.tool.n)
+	}
+	f.stopped(t, run.RunID)
+	if len(rec.told) != 0 {
+		t.Errorf("told %q after the stop, want nothing", rec.told)
+	}
 }
