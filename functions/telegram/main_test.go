@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -256,5 +257,98 @@ func TestApprovalButton(t *testing.T) {
 	}
 	if n := f.tg.Calls("answerCallbackQuery"); n != 2 {
 		t.Errorf("answerCallbackQuery called %d times, want 2", n)
+	}
+}
+
+// policed rebuilds the function's handler on the table with only the
+// function's own grants.
+func (f *fixture) policed(t *testing.T) {
+	t.Setenv("DYNAMODB_ENDPOINT", f.env.Policed(t, "telegram"))
+	h, err := handler(t.Context())
+	if err != nil {
+		t.Fatalf("handler: %v", err)
+	}
+	f.h = h
+}
+
+// send has the webhook handle update ev.
+func (f *fixture) send(t *testing.T, ev any) {
+	t.Helper()
+	var req events.APIGatewayProxyRequest
+	cloudtest.LoadEvent(t, "telegram/webhook.json", &req)
+	b, _ := json.Marshal(ev)
+	req.Body = string(b)
+	if resp, err := f.h.Handle(t.Context(), req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("webhook: %d %v", resp.StatusCode, err)
+	}
+}
+
+// TestStopInFlight: on AWS, /stop ends the reply the inline run waits
+// for the model for, with the function's own grants on the table (it
+// takes the run's lease): the answer that comes after is not sent.
+func TestStopInFlight(t *testing.T) {
+	f := newFixture(t, "111111111")
+	c := cloudtest.NewClock()
+	f.env.PlayInline(t, c.Now, func() { c.Advance(2 * time.Minute) })
+	f.policed(t)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	f.env.LLM.OnRequest(func(fakellm.Request) {
+		close(arrived)
+		<-release
+	})
+	f.env.LLM.Enqueue(fakellm.Reply{Content: "Too late."})
+	if code := f.invoke(t, "webhook.json"); code != http.StatusOK {
+		t.Fatalf("webhook: status %d", code)
+	}
+	<-arrived
+	f.send(t, faketelegram.Message(700000002, chatID, chatID, "private", "/stop"))
+	close(release)
+	f.env.Lambda.Wait()
+	run, err := f.env.Store.GetRun(t.Context(), runID)
+	if err != nil || run.Status != "failed" || !strings.Contains(string(run.State), `"error_code":"cancelled"`) {
+		t.Errorf("run after /stop = %s %s, %v; want failed, cancelled", run.Status, run.State, err)
+	}
+	f.send(t, faketelegram.Message(700000003, chatID, chatID, "private", "/stop"))
+	if got := texts(f.tg.Messages(chatID)); !slices.Equal(got, []string{"Stopped.", "Nothing to stop."}) {
+		t.Errorf("messages = %q; want Stopped. and Nothing to stop. only", got)
+	}
+	if s := f.env.SFN.Started(); len(s) != 0 {
+		t.Errorf("executions %q, want none", s)
+	}
+}
+
+// TestStop: on AWS too, /stop ends the reply being worked on, with the
+// function's own grants on the table: the run parked at its approval is
+// ended, its execution ends, the prompt's button is stale afterwards,
+// and nothing of the run is sent after "Stopped.". A second /stop finds
+// nothing to stop.
+func TestStop(t *testing.T) {
+	f := newFixture(t, "111111111")
+	f.play(t)
+	f.env.LLM.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_1", Name: "write_file", Arguments: `{"path":"notes.md","content":"hi"}`}}})
+	f.policed(t)
+	if code := f.invoke(t, "webhook.json"); code != http.StatusOK {
+		t.Fatalf("webhook: status %d", code)
+	}
+	cloudtest.Wait(t, 10*time.Second, "the approval prompt", func() bool { return len(f.tg.Messages(chatID)) > 0 })
+	prompt := f.tg.Messages(chatID)[0]
+	send := func(ev any) { t.Helper(); f.send(t, ev) }
+	send(faketelegram.Message(700000002, chatID, chatID, "private", "/stop"))
+	if e := f.env.SFN.Wait(runID, 10*time.Second); e.Err != nil {
+		t.Fatalf("execution of the stopped run: %v", e.Err)
+	}
+	run, err := f.env.Store.GetRun(t.Context(), runID)
+	if err != nil || run.Status != "failed" || !strings.Contains(string(run.State), `"error_code":"cancelled"`) {
+		t.Errorf("run after /stop = %s %s, %v; want failed, cancelled", run.Status, run.State, err)
+	}
+	send(faketelegram.Callback(700000003, chatID, chatID, "private", prompt.MessageID, prompt.Buttons[0].CallbackData))
+	send(faketelegram.Message(700000004, chatID, chatID, "private", "/stop"))
+	cloudtest.Wait(t, 5*time.Second, "the replies", func() bool { return len(f.tg.Messages(chatID)) > 3 })
+	got := texts(f.tg.Messages(chatID))
+	if len(got) != 4 || got[1] != "Stopped." || !strings.Contains(got[2], "no longer waiting") || got[3] != "Nothing to stop." {
+		t.Errorf("messages = %q; want the prompt, Stopped., the stale press told and Nothing to stop.", got)
+	}
+	if n := len(f.env.LLM.Requests()); n != 1 {
+		t.Errorf("the model was asked %d times, want once", n)
 	}
 }

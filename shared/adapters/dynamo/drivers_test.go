@@ -1,6 +1,7 @@
 package dynamo
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -67,5 +68,40 @@ func TestClaimRun(t *testing.T) {
 	// Claims leave the run as it was queued.
 	if r, err := s.GetRun(ctx, "r1"); err != nil || r.Status != store.RunQueued {
 		t.Errorf("run after claims = %+v, %v; want queued", r, err)
+	}
+}
+
+// TestTakeRun: a take succeeds even while another holder's lease is
+// live, with the next version; the holder it took the run from can
+// neither renew nor commit, the taker commits with its version; a run
+// that does not exist is never taken.
+func TestTakeRun(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	if _, _, err := s.EnqueueRun(ctx, store.NewRun{Session: store.Session{ID: "s1", Agent: "main"}, Run: store.Run{ID: "r1"}}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().UTC()
+	held, _, err := s.ClaimRun(ctx, "r1", "a", t0, t0.Add(time.Hour))
+	if err != nil || held != 1 {
+		t.Fatalf("claim = %d, %v", held, err)
+	}
+	took, err := s.TakeRun(ctx, "r1", "stop", t0.Add(time.Minute))
+	if err != nil || took != 2 {
+		t.Fatalf("take during a live lease = %d, %v; want version 2", took, err)
+	}
+	if ok, err := s.RenewRun(ctx, "r1", "a", t0.Add(time.Hour)); err != nil || ok {
+		t.Errorf("renewal by the holder the run was taken from = %v, %v; want false", ok, err)
+	}
+	running := store.Run{ID: "r1", SessionID: "s1", Status: store.RunRunning, State: []byte(`{"step":"think"}`)}
+	if err := s.CommitRun(ctx, store.Commit{Run: running, Lease: held}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("commit of the holder the run was taken from = %v; want ErrLeaseLost", err)
+	}
+	done := store.Run{ID: "r1", SessionID: "s1", Status: store.RunFailed, State: []byte(`{"step":"done"}`)}
+	if err := s.CommitRun(ctx, store.Commit{Run: done, Lease: took}); err != nil {
+		t.Errorf("commit of the taker: %v", err)
+	}
+	if v, err := s.TakeRun(ctx, "never-queued", "stop", t0.Add(time.Minute)); err != nil || v != 0 {
+		t.Errorf("take of a run that does not exist = %d, %v; want none", v, err)
 	}
 }

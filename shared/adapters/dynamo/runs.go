@@ -219,9 +219,10 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 // and State (with UpdatedAt now), its queue marker removed when it
 // finishes, the messages put-if-absent (refreshing the session's expiry),
 // the pending calls item and the jobs. It is store.ErrNotFound for an
-// unknown run, store.ErrLeaseLost when c.Lease is no longer the run's
-// lease version (a condition on the run item's update), and ErrItemTooLarge for a record over the item limit,
-// before any write. A commit of more items than a transaction holds
+// unknown run, store.ErrRunFinished for a run done or failed and
+// store.ErrLeaseLost when c.Lease is no longer the run's lease version
+// (conditions on the run item's update), and ErrItemTooLarge for a
+// record over the item limit, before any write. A commit of more items than a transaction holds
 // writes its messages first, each put-if-absent, then the rest.
 func (s *Store) CommitRun(ctx context.Context, c store.Commit) error {
 	r := c.Run
@@ -245,7 +246,10 @@ func (s *Store) CommitRun(ctx context.Context, c store.Commit) error {
 	} else {
 		update += " REMOVE #state"
 	}
-	cond, names := "attribute_exists(pk)", map[string]string{"#status": "status", "#state": "state"}
+	// A finished run is never written again: a step of it committed
+	// after its end (a user stopped it) is refused.
+	cond, names := "attribute_exists(pk) AND NOT #status IN (:done, :failed)", map[string]string{"#status": "status", "#state": "state"}
+	vals[":done"], vals[":failed"] = attrS(string(store.RunDone)), attrS(string(store.RunFailed))
 	if c.Lease != 0 {
 		// Fenced: the lease the committing invocation claimed still holds
 		// the run (drivers.go).
@@ -359,14 +363,20 @@ func (s *Store) CommitRun(ctx context.Context, c store.Commit) error {
 			return nil
 		}
 		if len(failed) > 0 && failed[0] {
-			if c.Lease != 0 {
-				if _, found, err := s.getRun(ctx, r.ID); err != nil {
-					return fail(err)
-				} else if found {
-					return fail(store.ErrLeaseLost)
-				}
+			// Why: a lease taken over comes first (its holder stops, as
+			// another ended or steps the run), then a run finished.
+			it, err := s.getItem(ctx, key(pfxRun+r.ID, skRun))
+			switch {
+			case err != nil:
+				return fail(err)
+			case it == nil:
+				return fail(store.ErrNotFound)
+			case c.Lease != 0 && getN(it, "lease") != c.Lease:
+				return fail(store.ErrLeaseLost)
+			case decodeRun(it).Status.Finished():
+				return fail(store.ErrRunFinished)
 			}
-			return fail(store.ErrNotFound)
+			return fail(errors.New("the run's condition failed"))
 		}
 		// Messages and outbox items whose key exists keep their first
 		// write: retry without them. Anything else that failed is an error.
@@ -447,10 +457,14 @@ func (s *Store) StartCall(ctx context.Context, runID, callID string) error {
 		case attempt > 0:
 			return fail(errors.New("the pending calls keep changing"))
 		}
-		if _, found, err := s.getRun(ctx, runID); err != nil {
+		// No pending calls: the run may have ended (a stop clears them),
+		// and then no call of it starts.
+		if run, found, err := s.getRun(ctx, runID); err != nil {
 			return fail(err)
 		} else if !found {
 			return fail(store.ErrNotFound)
+		} else if run.Status.Finished() {
+			return fail(store.ErrRunFinished)
 		}
 		now := s.now()
 		it := key(pfxRun+runID, skCalls)

@@ -29,6 +29,10 @@ type Claims interface {
 	ClaimRun(ctx context.Context, runID, holder string, now, until time.Time) (lease int64, first bool, err error)
 	// RenewRun moves holder's lease on to until; false when holder lost it.
 	RenewRun(ctx context.Context, runID, holder string, until time.Time) (bool, error)
+	// TakeRun takes the run's lease for holder until until even from a
+	// live holder, whose commits and renewals fail from then on (a stop,
+	// Driver.Stop); lease is zero for a run that does not exist.
+	TakeRun(ctx context.Context, runID, holder string, until time.Time) (lease int64, err error)
 }
 
 // Inline makes the driver run durable runs in a Lambda invocation rather

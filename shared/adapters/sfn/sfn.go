@@ -5,7 +5,8 @@
 // conditional-write lease, and the run holding the lane is executed by the
 // state machine. When a run ends, the lane passes to the session's next
 // queued run. An answered approval resumes its parked execution with the
-// task token stored on the approval.
+// task token stored on the approval. A user's stop ends a session's head
+// run wherever it stands (Driver.Stop, stop.go).
 package sfn
 
 import (
@@ -145,7 +146,13 @@ func (d *Driver) Handle(ctx context.Context, ev Event) (any, error) {
 	case "step":
 		return d.step(ctx, st)
 	case "call":
-		if err := d.Loop.ActCall(ctx, st, ev.CallID); err != nil {
+		err := d.Loop.ActCall(ctx, st, ev.CallID)
+		if errors.Is(err, store.ErrRunFinished) {
+			// The run was stopped: none of its calls starts, and the
+			// step that follows finds it done.
+			return struct{}{}, nil
+		}
+		if err != nil {
 			return nil, &Transient{fmt.Errorf("tool call %s: %w", ev.CallID, err)}
 		}
 		return struct{}{}, nil

@@ -89,10 +89,19 @@ func (l *fakeLanes) HoldsLane(_ context.Context, session, owner string) (bool, e
 	return l.owners[session] == owner, nil
 }
 
-type provider struct{ replies []llm.Response }
+// provider answers with replies, then echoes; during, if set, runs
+// once while the next call is in flight.
+type provider struct {
+	replies []llm.Response
+	during  func()
+}
 
 func (p *provider) Name() string { return "fake" }
 func (p *provider) Generate(_ context.Context, req llm.Request, _ llm.OnDelta) (llm.Response, error) {
+	if during := p.during; during != nil {
+		p.during = nil
+		during()
+	}
 	if len(p.replies) == 0 {
 		return llm.Response{Message: chat.Message{Role: chat.Assistant, Content: "echo: " + req.Messages[len(req.Messages)-1].Content}}, nil
 	}

@@ -136,8 +136,9 @@ func (db *DB) GetRun(ctx context.Context, id string) (store.Run, error) {
 // CommitRun applies a step's writes in one transaction: the run's Status
 // and State, the messages
 // put-if-absent, the pending calls and the jobs. It is store.ErrNotFound
-// for an unknown run and store.ErrLeaseLost for any Commit.Lease (no run
-// is leased here), and then writes nothing.
+// for an unknown run, store.ErrRunFinished for a run done or failed, and
+// store.ErrLeaseLost for any Commit.Lease (no run is leased here), and
+// then writes nothing.
 func (db *DB) CommitRun(ctx context.Context, c store.Commit) error {
 	r := c.Run
 	fail := func(err error) error { return fmt.Errorf("sqlite: commit run %q: %w", r.ID, err) }
@@ -166,7 +167,7 @@ func (db *DB) CommitRun(ctx context.Context, c store.Commit) error {
 		calls = sql.NullString{String: string(b), Valid: true}
 	}
 	now := time.Now()
-	tx, err := begin(ctx, db.w, &db.st.updateRun, &db.st.setCalls, &db.st.appendMessage, &db.st.putJob)
+	tx, err := begin(ctx, db.w, &db.st.updateRun, &db.st.getStarted, &db.st.setCalls, &db.st.appendMessage, &db.st.putJob)
 	if err != nil {
 		return fail(fmt.Errorf("begin: %w", err))
 	}
@@ -178,7 +179,7 @@ func (db *DB) CommitRun(ctx context.Context, c store.Commit) error {
 	if n, err := res.RowsAffected(); err != nil {
 		return fail(err)
 	} else if n == 0 {
-		return fail(store.ErrNotFound)
+		return fail(db.missingRun(ctx, tx, r.ID))
 	}
 	if c.Lease != 0 {
 		// The local driver leases no run (one process steps it): no lease
@@ -208,6 +209,23 @@ func (db *DB) CommitRun(ctx context.Context, c store.Commit) error {
 		return fail(fmt.Errorf("commit: %w", err))
 	}
 	return nil
+}
+
+// missingRun tells why the update of run id in tx changed no row: the run
+// is finished (store.ErrRunFinished) or unknown (store.ErrNotFound).
+func (db *DB) missingRun(ctx context.Context, tx *sql.Tx, id string) error {
+	var raw sql.NullString
+	var status string
+	err := db.st.getStarted.in(ctx, tx).QueryRowContext(ctx, id).Scan(&raw, &status)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return store.ErrNotFound
+	case err != nil:
+		return err
+	case store.RunStatus(status).Finished():
+		return store.ErrRunFinished
+	}
+	return fmt.Errorf("run %q changed no row", id)
 }
 
 // PendingCalls returns the run's pending tool calls; none when there are
@@ -242,12 +260,16 @@ func (db *DB) StartCall(ctx context.Context, runID, callID string) error {
 	}
 	defer tx.Rollback()
 	var raw sql.NullString
-	err = db.st.getStarted.in(ctx, tx).QueryRowContext(ctx, runID).Scan(&raw)
+	var status string
+	err = db.st.getStarted.in(ctx, tx).QueryRowContext(ctx, runID).Scan(&raw, &status)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fail(store.ErrNotFound)
 	}
 	if err != nil {
 		return fail(err)
+	}
+	if store.RunStatus(status).Finished() {
+		return fail(store.ErrRunFinished)
 	}
 	if raw.Valid {
 		var started []string

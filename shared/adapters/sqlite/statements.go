@@ -80,10 +80,10 @@ func (s *statements) define(w, r *sql.DB) {
 		{w, &s.takeSeq, `UPDATE sessions SET next_seq = next_seq + 1, updated_at = ?
 			WHERE id = ? AND owner = ? RETURNING next_seq - 1`},
 		{w, &s.insertRun, `INSERT INTO runs (` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
-		{w, &s.updateRun, `UPDATE runs SET status = ?, state = ?, updated_at = ? WHERE id = ?`},
+		{w, &s.updateRun, `UPDATE runs SET status = ?, state = ?, updated_at = ? WHERE id = ? AND status NOT IN ('done', 'failed')`},
 		// New pending calls have not started.
 		{w, &s.setCalls, `UPDATE runs SET calls = ?, started = NULL WHERE id = ?`},
-		{w, &s.getStarted, `SELECT started FROM runs WHERE id = ?`},
+		{w, &s.getStarted, `SELECT started, status FROM runs WHERE id = ?`},
 		{w, &s.startCall, `UPDATE runs SET started = json_insert(coalesce(started, '[]'), '$[#]', ?) WHERE id = ?`},
 		{w, &s.putJob, `INSERT INTO jobs (kind, id, payload, created_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (kind, id) DO UPDATE SET payload = excluded.payload, created_at = excluded.created_at`},

@@ -339,10 +339,18 @@ func (l *Loop) Step(ctx context.Context, st RunState) (RunState, error) {
 		l.turnComplete(next)
 		return next, nil
 	}
+	if err == nil {
+		next, err = l.commitStep(ctx, st, next, c, t)
+	}
+	if errors.Is(err, store.ErrRunFinished) {
+		// The run ended meanwhile (a user stopped it): the step's writes
+		// were refused, and nothing of it is told.
+		return l.ended(ctx, st)
+	}
 	if err != nil {
 		return st, err
 	}
-	return l.commitStep(ctx, st, next, c, t)
+	return next, nil
 }
 
 // commitStep commits the step that took st to next with its writes c,

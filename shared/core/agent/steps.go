@@ -898,20 +898,8 @@ func (l *Loop) Cancel(ctx context.Context, st RunState) (RunState, error) {
 }
 
 func (l *Loop) abandon(ctx context.Context, st RunState, code string, err error) (RunState, error) {
-	run, gerr := l.Store.GetRun(ctx, st.RunID)
-	switch {
-	case errors.Is(gerr, store.ErrNotFound):
-		st.Step = StepDone
-		return st, nil
-	case gerr != nil:
-		return st, fmt.Errorf("abandon run %s: %w", st.RunID, gerr)
-	case run.Status.Finished():
-		saved, derr := DecodeState(run)
-		if derr != nil {
-			st.Step = StepDone
-			return st, nil
-		}
-		return saved, nil
+	if saved, _, finished, err := l.finished(ctx, st); err != nil || finished {
+		return saved, err
 	}
 	st = l.fail(st, code, err)
 	st.Step, st.Silent = StepDone, true
@@ -923,14 +911,63 @@ func (l *Loop) abandon(ctx context.Context, st RunState, code string, err error)
 		c.Messages = l.closeCalls(st, msgs)
 	}
 	c.ClearCalls = true
-	if err := l.commit(ctx, st, c); err != nil {
+	err = l.commit(ctx, st, c)
+	if err != nil && !errors.Is(err, store.ErrRunFinished) && !errors.Is(err, store.ErrLeaseLost) {
 		// What the messages hold may be what fails: the run moves on
 		// without them.
-		if err := l.commit(ctx, st, store.Commit{ClearCalls: true}); err != nil {
-			return st, fmt.Errorf("abandon run %s: %w", st.RunID, err)
-		}
+		err = l.commit(ctx, st, store.Commit{ClearCalls: true})
+	}
+	if errors.Is(err, store.ErrRunFinished) {
+		// It ended meanwhile: as it ended stands.
+		saved, _, _, err := l.finished(ctx, st)
+		return saved, err
+	}
+	if err != nil {
+		return st, fmt.Errorf("abandon run %s: %w", st.RunID, err)
 	}
 	return st, nil
+}
+
+// finished reports whether the run of st is finished in the store (or
+// gone with its session), and then returns its saved state (st at done
+// when it cannot be read) and the run.
+func (l *Loop) finished(ctx context.Context, st RunState) (RunState, store.Run, bool, error) {
+	run, err := l.Store.GetRun(ctx, st.RunID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		st.Step = StepDone
+		return st, run, true, nil
+	case err != nil:
+		return st, run, false, fmt.Errorf("run %s: %w", st.RunID, err)
+	case !run.Status.Finished():
+		return st, run, false, nil
+	}
+	saved, err := DecodeState(run)
+	if err != nil {
+		st.Step = StepDone
+		return st, run, true, nil
+	}
+	return saved, run, true, nil
+}
+
+// ended returns the run of st as it ended, for a step whose writes were
+// refused because the run finished meanwhile (store.ErrRunFinished: a
+// user stopped it, or the step is a retry of the one that finished it):
+// what the end told is told again (Retell; nothing for a run that ended
+// silently, as a stopped one does), and nothing of the step.
+func (l *Loop) ended(ctx context.Context, st RunState) (RunState, error) {
+	saved, run, finished, err := l.finished(ctx, st)
+	switch {
+	case err != nil:
+		return st, err
+	case !finished:
+		return st, fmt.Errorf("run %s: %w, yet the store has it at %s", st.RunID, store.ErrRunFinished, run.Status)
+	case run.ID != "":
+		if err := l.Retell(ctx, run); err != nil {
+			return st, err
+		}
+	}
+	return saved, nil
 }
 
 // rollbackInput removes a failed run's input when the run left nothing

@@ -44,6 +44,11 @@ var ErrStorageFull = errors.New("storage is full")
 // the commit changed nothing. It is final, never worth a retry.
 var ErrLeaseLost = errors.New("the run's lease was lost")
 
+// ErrRunFinished is returned when a commit (or a call's start) is for a
+// run already done or failed: it ended meanwhile (a user stopped it,
+// say), and the write changed nothing. It is final, never worth a retry.
+var ErrRunFinished = errors.New("the run is finished")
+
 // Session is one conversation between a user and an agent: the lane that
 // runs one run at a time, in order.
 type Session struct {
@@ -287,8 +292,10 @@ type Runs interface {
 	EnqueueRun(ctx context.Context, n NewRun) (Run, bool, error)
 	GetRun(ctx context.Context, id string) (Run, error)
 	// CommitRun applies a step's writes atomically. It is ErrNotFound for
-	// an unknown run and ErrLeaseLost for a lease that no longer holds the
-	// run (Commit.Lease), and then writes nothing.
+	// an unknown run, ErrLeaseLost for a lease that no longer holds the
+	// run (Commit.Lease) and ErrRunFinished for a run already done or
+	// failed (a finished run is never written again), and then writes
+	// nothing.
 	CommitRun(ctx context.Context, c Commit) error
 	// PendingCalls returns the run's pending tool calls, none when there
 	// are none.
@@ -305,7 +312,9 @@ type Runs interface {
 	// needs no cleaning up, and the one conditional write that sets it
 	// also tells whether it was set. The loop calls it only for calls that
 	// may not be retried (reads cost nothing), and for a compaction's
-	// memory flush.
+	// memory flush. It is ErrRunFinished for a run that finished with its
+	// pending calls cleared (Commit.ClearCalls), as a stopped run does:
+	// no call of it starts after its end.
 	StartCall(ctx context.Context, runID, callID string) error
 	// NextRun returns the unfinished run with the lowest Seq in a session,
 	// or ErrNotFound when there is none.

@@ -292,6 +292,9 @@ func (m *Store) CommitRun(_ context.Context, c store.Commit) error {
 	if !ok {
 		return fmt.Errorf("run %s: %w", c.Run.ID, store.ErrNotFound)
 	}
+	if old.Status.Finished() {
+		return fmt.Errorf("commit run %s: %w", c.Run.ID, store.ErrRunFinished)
+	}
 	if c.Lease != 0 {
 		// This store leases no run: no lease holds one.
 		return fmt.Errorf("commit run %s: %w", c.Run.ID, store.ErrLeaseLost)
@@ -344,8 +347,10 @@ func (m *Store) PendingCalls(_ context.Context, runID string) ([]chat.ToolCall, 
 func (m *Store) StartCall(_ context.Context, runID, callID string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.runs[runID]; !ok {
+	if r, ok := m.runs[runID]; !ok {
 		return fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+	} else if r.Status.Finished() {
+		return fmt.Errorf("start call %s of run %s: %w", callID, runID, store.ErrRunFinished)
 	}
 	if m.started[runID][callID] {
 		return fmt.Errorf("call %s of run %s started: %w", callID, runID, store.ErrExists)

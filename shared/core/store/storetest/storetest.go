@@ -1011,8 +1011,21 @@ func testCommitRun(t *testing.T, s store.Store) {
 	got, err = s.GetRun(ctx, "r1")
 	must(t, "GetRun done", err)
 	diff(t, "GetRun after done", done, got, ignoreUpdated)
-	// Committing a finished run again (a retried step) changes nothing.
-	must(t, "CommitRun done again", s.CommitRun(ctx, store.Commit{Run: done}))
+	// A finished run is never written again (a step committed after a
+	// user stopped the run, or a retried step): the commit is refused and
+	// changes nothing.
+	late := done
+	late.Status = store.RunRunning
+	late.State = []byte(`{"step":"act"}`)
+	err = s.CommitRun(ctx, store.Commit{Run: late, Messages: []store.Message{
+		{SessionID: "a", Key: "late", RunID: "r1", Message: chat.Message{Role: chat.Assistant, Content: "told after the end"}}}})
+	wantErr(t, "CommitRun of a finished run", err, store.ErrRunFinished)
+	wantErr(t, "CommitRun done again", s.CommitRun(ctx, store.Commit{Run: done}), store.ErrRunFinished)
+	got, err = s.GetRun(ctx, "r1")
+	must(t, "GetRun after the refused commits", err)
+	diff(t, "GetRun after the refused commits", done, got, ignoreUpdated)
+	_, err = s.GetMessage(ctx, "a", "late")
+	wantErr(t, "GetMessage written by a commit of a finished run", err, store.ErrNotFound)
 
 	untouched, err := s.GetRun(ctx, "r2")
 	must(t, "GetRun r2", err)
@@ -1144,6 +1157,10 @@ func testStartCall(t *testing.T, s store.Store) {
 
 	// The other run's marker is its own.
 	wantErr(t, "StartCall c1 of the other run again", s.StartCall(ctx, other.ID, "c1"), store.ErrExists)
+	// No call of a run that ended with its calls cleared (a stop) starts.
+	r.Status = store.RunFailed
+	must(t, "CommitRun ending the run", s.CommitRun(ctx, store.Commit{Run: r, ClearCalls: true}))
+	wantErr(t, "StartCall of a run ended", s.StartCall(ctx, "r1", "c9"), store.ErrRunFinished)
 	must(t, "DeleteSession", s.DeleteSession(ctx, "a"))
 	wantErr(t, "StartCall after DeleteSession", s.StartCall(ctx, "r1", "c1"), store.ErrNotFound)
 }
@@ -1192,7 +1209,7 @@ func testJobs(t *testing.T, s store.Store) {
 		{Kind: "record", ID: "j3", Payload: []byte{0, 1, 2, 255}, CreatedAt: at(3)},
 		{Kind: "other", ID: "j1", Payload: []byte(`x`), CreatedAt: at(0)},
 	}
-	r.Status = store.RunDone
+	r.Status = store.RunRunning
 	must(t, "CommitRun with jobs", s.CommitRun(ctx, store.Commit{Run: r, Jobs: jobs}))
 	got, err = s.Jobs(ctx, "record", 10)
 	must(t, "Jobs", err)
