@@ -57,13 +57,16 @@ func (f *Secrets) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		json.NewEncoder(w).Encode(map[string]string{"__type": "ResourceNotFoundException", "message": msg})
 	}
+	target := r.Header.Get("X-Amz-Target")
+	if target == "secretsmanager.GetSecretValue" {
+		f.calls[in.SecretId]++
+	}
 	if !ok {
 		notFound("Secrets Manager can't find the specified secret.")
 		return
 	}
-	switch r.Header.Get("X-Amz-Target") {
+	switch target {
 	case "secretsmanager.GetSecretValue":
-		f.calls[in.SecretId]++
 		if v == "" {
 			notFound("Secrets Manager can't find the specified secret value for staging label: AWSCURRENT")
 			return

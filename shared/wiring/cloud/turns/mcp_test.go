@@ -90,7 +90,7 @@ func TestMCPServers(t *testing.T) {
 	// server only.
 	t.Run("secret", func(t *testing.T) {
 		cloudtest.Setup(t)
-		sm := cloudtest.NewSecrets(t, map[string]string{"Lambdaclaw/mcp/REMOTE_TOKEN": "s3cret-token\n"})
+		sm := cloudtest.NewSecrets(t, map[string]string{"Lambdaclaw/mcp/REMOTE_TOKEN": "s3cret-token\n", "Lambdaclaw/mcp/UNSET_TOKEN": ""})
 		t.Setenv("SECRETSMANAGER_ENDPOINT", sm.URL)
 		t.Setenv("REMOTE_TOKEN", "not-the-secret")
 		t.Setenv("MCP_SECRET_REMOTE_TOKEN", "Lambdaclaw/mcp/REMOTE_TOKEN")
