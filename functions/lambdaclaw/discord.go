@@ -5,27 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/discord"
-	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
-	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
-	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/channelset"
 )
-
-// discordClient is the client of the configured Discord application.
-func discordClient(cfg *config.Config) (*discord.Client, error) {
-	dc := cfg.Channels.Discord
-	if dc.BotToken.Value() == "" || dc.ApplicationID == "" {
-		return nil, fmt.Errorf("config: channels.discord needs bot_token and application_id")
-	}
-	return discord.NewClient(dc.APIBase, dc.BotToken.Value(), dc.ApplicationID), nil
-}
 
 // discordCommand is `lambdaclaw discord register`: it makes /ask, /reset,
 // /stop and /help the application's slash commands and prints the
@@ -44,7 +31,7 @@ func discordCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	client, err := discordClient(cfg)
+	client, err := channelset.DiscordClient(&cfg.Channels.Discord)
 	if err != nil {
 		return err
 	}
@@ -66,7 +53,7 @@ func discordCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 // one Discord signs interactions for, and that /ask is registered.
 func (d *doctor) checkDiscord(ctx context.Context) finding {
 	dc := d.cfg.Channels.Discord
-	client, err := discordClient(d.cfg)
+	client, err := channelset.DiscordClient(&d.cfg.Channels.Discord)
 	if err != nil {
 		return finding{Verdict: fail, Detail: err.Error(), Fix: "see shared/channels/discord/README.md"}
 	}
@@ -108,67 +95,4 @@ func (d *doctor) checkDiscord(ctx context.Context) finding {
 		return finding{Verdict: warn, Detail: detail + "; /ask is not registered", Fix: "run `lambdaclaw discord register`"}
 	}
 	return finding{Verdict: pass, Detail: detail + "; /ask registered"}
-}
-
-// discordChannel is the Discord channel of `serve`: the engine over the
-// Discord client, and what receives from Discord.
-type discordChannel struct {
-	client  *discord.Client
-	replier *channel.Replier
-	// interactions is the Interactions endpoint (nil without a public
-	// key); gateway the Gateway (nil when off).
-	interactions http.Handler
-	gateway      *discord.Gateway
-}
-
-// newDiscord builds the sending half of the Discord channel when the
-// config enables it, and nil otherwise; the agent loop replies through
-// its replier.
-func newDiscord(cfg *config.Config, db *sqlite.DB, log *slog.Logger) (*discordChannel, error) {
-	dc := cfg.Channels.Discord
-	if !dc.Enabled {
-		return nil, nil
-	}
-	autonomy, err := tool.ParseAutonomy(dc.Autonomy)
-	if err != nil {
-		return nil, fmt.Errorf("config: channels.discord.autonomy: %w", err)
-	}
-	client, err := discordClient(cfg)
-	if err != nil {
-		return nil, err
-	}
-	r, err := channel.NewReplier(channel.Config{
-		Platform: client, Store: db.Channel(discord.Name), Agent: dc.Agent, Autonomy: autonomy,
-		AllowedUsers: dc.AllowedUsers, AccessCodes: secretValues(dc.AccessCodes), Groups: channel.Groups{Respond: dc.Groups.Respond, Context: dc.Groups.ContextSize()},
-		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()}, Log: log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &discordChannel{client: client, replier: r}, nil
-}
-
-// start adds the receiving half, handing what Discord delivers to runs
-// of runner: the engine's sender runs until ctx is done; the Interactions
-// endpoint is made (with a public key), and the Gateway (when on), which
-// the caller runs once the server listens. The Gateway keeps its session
-// in the database, so that a restart resumes it.
-func (d *discordChannel) start(ctx context.Context, cfg *config.Config, db *sqlite.DB, runner channel.Runner, log *slog.Logger) (wait func(), err error) {
-	ch, err := channel.NewChannel(d.replier, runner)
-	if err != nil {
-		return nil, err
-	}
-	rc := discord.Config{Client: d.client, PublicKey: cfg.Channels.Discord.PublicKey, Handle: ch.Handle, State: db.Channel(discord.Name), Log: log}
-	if rc.PublicKey != "" {
-		if d.interactions, err = discord.NewInteractions(rc); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.Channels.Discord.UseGateway() {
-		if d.gateway, err = discord.NewGateway(rc); err != nil {
-			return nil, err
-		}
-	}
-	ch.Run(ctx)
-	return ch.Wait, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -19,16 +20,13 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/prometheus"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
-	"github.com/lambdaclaw/lambdaclaw/shared/channels/discord"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/mcpserver"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/ratelimit"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/slack"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
-	"github.com/lambdaclaw/lambdaclaw/shared/channels/whatsapp"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
-	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/prompt"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
@@ -39,6 +37,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/channelset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/setup"
 )
@@ -166,19 +165,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if tgReplier != nil {
 		replier[telegram.ChannelName] = tgReplier
 	}
-	waPlatform, waReplier, err := newWhatsApp(cfg, db, log)
+	identity := agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()}
+	chans, err := channelset.Build(&cfg.Channels, channelset.Env{Store: db.Channel, Identity: identity, Log: log})
 	if err != nil {
 		return err
 	}
-	if waReplier != nil {
-		replier[whatsapp.Name] = waReplier
-	}
-	dc, err := newDiscord(cfg, db, log)
-	if err != nil {
-		return err
-	}
-	if dc != nil {
-		replier[discord.Name] = dc.replier
+	for _, c := range chans {
+		replier[c.Name] = c.Replier
 	}
 	sl, err := newSlack(ctx, cfg, db, log)
 	if err != nil {
@@ -219,28 +212,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Info("telegram channel started", "mode", cfg.Telegram.Mode, "agent", cfg.Telegram.Agent)
 	}
 	routes := map[string]http.Handler{}
-	if waReplier != nil {
-		wa, err := channel.NewChannel(waReplier, driver)
-		if err != nil {
+	for _, c := range chans {
+		if err := c.Start(driver); err != nil {
 			return err
 		}
-		wa.Run(runCtx)
+		c.Engine.Run(runCtx)
 		defer func() {
 			cancelRuns()
-			wa.Wait()
+			c.Engine.Wait()
 		}()
-		routes[config.WhatsAppWebhookPath] = waPlatform.Webhook(wa.Handle)
-		log.Info("whatsapp channel started", "phone_number_id", cfg.Channels.WhatsApp.PhoneNumberID, "agent", cfg.Channels.WhatsApp.Agent)
-	}
-	if dc != nil {
-		wait, err := dc.start(runCtx, cfg, db, driver, log)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			cancelRuns()
-			wait()
-		}()
+		maps.Copy(routes, c.Routes)
+		log.Info(c.Name+" channel started", "agent", c.Agent, "routes", slices.Collect(maps.Keys(c.Routes)))
 	}
 	if sl != nil {
 		if err := sl.start(runCtx, driver); err != nil {
@@ -252,7 +234,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}()
 		sl.routes(routes)
 	}
-	identity := agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()}
 	mcpSrv, err := mcpserver.New(mcpserver.Config{
 		Runner: driver, Events: hub, Sessions: db, Agents: agents, Names: agents.Names, Identity: identity,
 		MaxBodyBytes: cfg.MaxBodyBytes, Version: currentBuild().Version, Log: log,
@@ -299,9 +280,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if tg != nil && cfg.Telegram.Mode == "webhook" {
 		routes[config.TelegramWebhookPath] = tg
 	}
-	if dc != nil && dc.interactions != nil {
-		routes[discord.InteractionsPath] = dc.interactions
-	}
 	srv := newServer(withRoutes(gw, routes), cfg.Server)
 	if len(cfg.Providers) == 0 {
 		log.Warn("no LLM provider configured: chat requests will fail until you set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server) or add providers to the config file")
@@ -325,12 +303,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	starting.Go(startMCP)
 	starting.Go(func() { poller.Run(runCtx) })
-	if dc != nil && dc.gateway != nil {
-		starting.Go(func() {
-			if err := dc.gateway.Run(runCtx); err != nil {
-				log.Error("discord gateway stopped", "error", err)
-			}
-		})
+	for _, c := range chans {
+		if c.Receive != nil {
+			starting.Go(func() {
+				if err := c.Receive(runCtx); err != nil {
+					log.Error(c.Name+" receiver stopped", "error", err)
+				}
+			})
+		}
 	}
 	if sl != nil {
 		starting.Go(func() { sl.socket(runCtx) })

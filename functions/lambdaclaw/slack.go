@@ -59,7 +59,7 @@ func newSlack(ctx context.Context, cfg *config.Config, db *sqlite.DB, log *slog.
 	}
 	s.replier, err = channel.NewReplier(channel.Config{
 		Platform: client, Store: db.Channel(slack.Name),
-		Agent: sc.Agent, Autonomy: autonomy, AllowedUsers: sc.AllowedUsers, AccessCodes: secretValues(sc.AccessCodes),
+		Agent: sc.Agent, Autonomy: autonomy, AllowedUsers: sc.AllowedUsers, AccessCodes: config.SecretValues(sc.AccessCodes),
 		Groups:   channel.Groups{Respond: sc.Groups.Respond, Context: sc.Groups.ContextSize()},
 		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
 		Log:      log,

@@ -33,21 +33,10 @@ func newTelegramReplier(cfg *config.Config, db *sqlite.DB, log *slog.Logger) (*t
 	}
 	return telegram.NewReplier(telegram.Config{
 		Client: telegram.NewClient(tc.APIBase, tc.Token), Store: db.Channel(telegram.ChannelName),
-		Agent: tc.Agent, Autonomy: autonomy, AllowedUsers: tc.AllowedUsers, AccessCodes: secretValues(tc.AccessCodes), Log: log,
+		Agent: tc.Agent, Autonomy: autonomy, AllowedUsers: tc.AllowedUsers, AccessCodes: config.SecretValues(tc.AccessCodes), Log: log,
 		Groups:   channel.Groups{Respond: tc.Groups.Respond, Context: tc.Groups.ContextSize()},
 		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
 	})
-}
-
-// secretValues are the values of the secrets that are set.
-func secretValues(ss []config.Secret) []string {
-	var out []string
-	for _, s := range ss {
-		if v := s.Value(); v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // telegramCommand is `lambdaclaw telegram setup|remove`, for the local

@@ -1,0 +1,172 @@
+// Package channelset builds the messaging channels a config's channels
+// section enables (Discord, WhatsApp), for both homes of the gateway:
+// `lambdaclaw serve` and the AWS functions (shared/wiring/cloud). A
+// channel is built in two halves, as the agent loop needs its replier
+// before the runner exists: Build makes the sending half (the platform
+// and the engine's channel.Replier, which the loop's Router gets), Start
+// the receiving half (the engine's channel.Channel on the runner, the
+// receiver's HTTP handlers by route, and a long-running receiver such as
+// Discord's Gateway, which only a server runs).
+package channelset
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/discord"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/whatsapp"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
+)
+
+// Env is what the channels are built with.
+type Env struct {
+	// Store is the state of the channel called name.
+	Store    func(name string) store.Channel
+	Identity agent.Identity
+	Log      *slog.Logger
+	// Serverless is for a Lambda function: replies are delivered before
+	// the invocation returns (channel.Config.Serverless), and no
+	// long-running receiver is made.
+	Serverless bool
+}
+
+// Channel is one configured channel.
+type Channel struct {
+	// Name is the platform's name (channel.Platform.Name), the reply
+	// channel of its runs.
+	Name string
+	// Agent answers the channel.
+	Agent   string
+	Replier *channel.Replier
+	// Engine, Routes and Receive are set by Start: the engine, the
+	// receiver's handlers by path (as the REST API routes them on AWS),
+	// and the long-running receiver to run (nil for none, and always
+	// when serverless).
+	Engine  *channel.Channel
+	Routes  map[string]http.Handler
+	Receive func(ctx context.Context) error
+
+	// receiver makes Routes and Receive for the engine's Handle.
+	receiver func(handle func(context.Context, channel.Inbound) error) (map[string]http.Handler, func(context.Context) error, error)
+}
+
+// Build makes the sending half of each channel chs enables, in the order
+// of config.ChannelNames.
+func Build(chs *config.Channels, env Env) ([]*Channel, error) {
+	var out []*Channel
+	for _, name := range config.ChannelNames {
+		if !chs.Enabled(name) {
+			continue
+		}
+		c, err := build(name, chs, env)
+		if err != nil {
+			return nil, fmt.Errorf("channels.%s: %w", name, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// section is what the engine needs of every section.
+type section struct {
+	agent, autonomy string
+	allowed         []string
+	codes           []config.Secret
+	groups          config.Groups
+}
+
+func build(name string, chs *config.Channels, env Env) (*Channel, error) {
+	var (
+		p   channel.Platform
+		sec section
+		c   = &Channel{}
+	)
+	switch name {
+	case "whatsapp":
+		wc := chs.WhatsApp
+		sec = section{wc.Agent, wc.Autonomy, wc.AllowedUsers, wc.AccessCodes, wc.Groups}
+		wp, err := whatsapp.New(whatsapp.Config{APIBase: wc.APIBase, PhoneNumberID: wc.PhoneNumberID, AccessToken: wc.AccessToken.Value(),
+			AppSecret: wc.AppSecret.Value(), VerifyToken: wc.VerifyToken.Value(),
+			Template: whatsapp.Template{Name: wc.Template.Name, Language: wc.Template.Language}, State: env.Store(whatsapp.Name), Log: env.Log})
+		if err != nil {
+			return nil, err
+		}
+		p = wp
+		c.receiver = func(handle func(context.Context, channel.Inbound) error) (map[string]http.Handler, func(context.Context) error, error) {
+			return map[string]http.Handler{config.WhatsAppWebhookPath: wp.Webhook(handle)}, nil, nil
+		}
+	case "discord":
+		dc := chs.Discord
+		sec = section{dc.Agent, dc.Autonomy, dc.AllowedUsers, dc.AccessCodes, dc.Groups}
+		client, err := DiscordClient(&dc)
+		if err != nil {
+			return nil, err
+		}
+		p = client
+		c.receiver = func(handle func(context.Context, channel.Inbound) error) (map[string]http.Handler, func(context.Context) error, error) {
+			rc := discord.Config{Client: client, PublicKey: dc.PublicKey, Handle: handle, State: env.Store(discord.Name), Log: env.Log}
+			routes := map[string]http.Handler{}
+			if rc.PublicKey != "" {
+				h, err := discord.NewInteractions(rc)
+				if err != nil {
+					return nil, nil, err
+				}
+				routes[discord.InteractionsPath] = h
+			}
+			if env.Serverless || !dc.UseGateway() {
+				return routes, nil, nil
+			}
+			// The Gateway keeps its session in the store, so that a
+			// restart resumes it.
+			gw, err := discord.NewGateway(rc)
+			if err != nil {
+				return nil, nil, err
+			}
+			return routes, gw.Run, nil
+		}
+	default:
+		return nil, fmt.Errorf("channelset: no channel %q", name)
+	}
+	autonomy, err := tool.ParseAutonomy(sec.autonomy)
+	if err != nil {
+		return nil, fmt.Errorf("autonomy: %w", err)
+	}
+	r, err := channel.NewReplier(channel.Config{Platform: p, Store: env.Store(p.Name()), Agent: sec.agent, Autonomy: autonomy,
+		AllowedUsers: sec.allowed, AccessCodes: config.SecretValues(sec.codes), Log: env.Log, Serverless: env.Serverless,
+		Groups: channel.Groups{Respond: sec.groups.Respond, Context: sec.groups.ContextSize()}, Identity: env.Identity})
+	if err != nil {
+		return nil, err
+	}
+	c.Name, c.Agent, c.Replier = p.Name(), sec.agent, r
+	return c, nil
+}
+
+// Start makes the receiving half: the engine handing what the platform
+// delivers to runs of runner, and the receiver's routes and long-running
+// receiver. The caller runs the engine (Engine.Run) in a server.
+func (c *Channel) Start(runner channel.Runner) error {
+	e, err := channel.NewChannel(c.Replier, runner)
+	if err != nil {
+		return fmt.Errorf("channel %s: %w", c.Name, err)
+	}
+	routes, receive, err := c.receiver(e.Handle)
+	if err != nil {
+		return fmt.Errorf("channel %s: %w", c.Name, err)
+	}
+	c.Engine, c.Routes, c.Receive = e, routes, receive
+	return nil
+}
+
+// DiscordClient is the client of the Discord application dc configures.
+func DiscordClient(dc *config.Discord) (*discord.Client, error) {
+	if dc.BotToken.Value() == "" || dc.ApplicationID == "" {
+		return nil, fmt.Errorf("config: channels.discord needs bot_token and application_id")
+	}
+	return discord.NewClient(dc.APIBase, dc.BotToken.Value(), dc.ApplicationID), nil
+}
