@@ -44,6 +44,8 @@
 //     "ws" to the API Gateway WebSocket connection (WS_ENDPOINT), "http"
 //     to the in-process Hub the api function's requests listen to, "tg"
 //     to the Telegram channel when a bot token is configured (telegram.go),
+//     "discord", "whatsapp" to those channels when their secret has a
+//     value (channels.go),
 //     "cron" to the record and delivery of scheduled check-ins, where runs
 //     are stepped (cloud/turns);
 //   - scheduled check-ins: jobs in the table, one EventBridge Scheduler
@@ -140,6 +142,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentenv"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/channelset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
@@ -181,6 +184,11 @@ type Root struct {
 	// Telegram is the Telegram channel, nil without a bot token in the
 	// environment (telegram.go).
 	Telegram *telegram.Channel
+	// Channels are the channels whose secret (DISCORD_SECRET_ARN, …)
+	// has a value; ChannelsOff says, by name, why each other one named
+	// is left out (channels.go).
+	Channels    []*channelset.Channel
+	ChannelsOff map[string]string
 	// Schedule is the engine of scheduled check-ins (schedule.go).
 	Schedule *dynamo.Schedule
 	// Skills are the skills of the agents' workspaces and the bucket.
@@ -382,6 +390,9 @@ func NewWith(ctx context.Context, turns Turns) (*Root, error) {
 	r.Driver = &sfn.Driver{Loop: r.Loop, Lanes: db, Client: client, StateMachine: arn, Log: log, Inline: inline}
 	r.secrets = secrets
 	if err := r.newTelegram(ctx, getenv, router); err != nil {
+		return nil, err
+	}
+	if err := r.newChannels(ctx, getenv, router); err != nil {
 		return nil, err
 	}
 	// Every function routes check-ins' answers: the scheduler function

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/discord"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
+	"github.com/lambdaclaw/lambdaclaw/tests/fakediscord"
+	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
+	"github.com/lambdaclaw/lambdaclaw/tests/fakewhatsapp"
+)
+
+// The secrets the stack makes, by name, as the functions get them.
+const (
+	discordSecret  = "lambdaclaw/channels/discord"
+	whatsappSecret = "lambdaclaw/channels/whatsapp"
+)
+
+// Users of the fakes: alice (Discord) and ada (WhatsApp) may use the
+// agent.
+const (
+	dAliceDM = "1200000000000000003"
+	dAlice   = "1200000000000000101"
+	waAda    = "447700900001"
+)
+
+type fixture struct {
+	env     *cloudtest.Env
+	secrets *cloudtest.Secrets
+	dc      *fakediscord.Server
+	wa      *fakewhatsapp.Server
+	// url is where API Gateway serves the channels function.
+	url string
+}
+
+// secretJSON is a channel secret as `lambdaclaw channel set-secret`
+// writes it.
+func secretJSON(t *testing.T, section string, env map[string]string) string {
+	b, err := json.Marshal(map[string]any{"config": section, "env": env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// newFixture sets up DynamoDB Local, the fake LLM, Step Functions,
+// Secrets Manager with the channels' secrets (an empty value for a
+// secret the stack made but nobody set), fake Discord and WhatsApp, and
+// the channels function behind a fake REST API; the step function runs
+// the executions.
+func newFixture(t *testing.T, set map[string]bool) *fixture {
+	env := cloudtest.Setup(t)
+	dc := fakediscord.New()
+	t.Cleanup(dc.Close)
+	dc.AddChannel(fakediscord.Channel{ID: dAliceDM, Type: 1})
+	wa := fakewhatsapp.New()
+	t.Cleanup(wa.Close)
+	values := map[string]string{discordSecret: "", whatsappSecret: ""}
+	if set["discord"] {
+		values[discordSecret] = secretJSON(t, fmt.Sprintf("enabled: true\nbot_token: {env: DISCORD_BOT_TOKEN}\napplication_id: %q\npublic_key: %s\ngateway: false\nallowed_users: [%q]\n",
+			fakediscord.AppID, dc.PublicKeyHex(), dAlice), map[string]string{"DISCORD_BOT_TOKEN": fakediscord.Token, "DISCORD_API_BASE": dc.APIBase()})
+	}
+	if set["whatsapp"] {
+		values[whatsappSecret] = secretJSON(t, fmt.Sprintf("enabled: true\nphone_number_id: %q\naccess_token: {env: WA_TOKEN}\napp_secret: {env: WA_APP_SECRET}\nverify_token: {env: WA_VERIFY_TOKEN}\napi_base: %s\nallowed_users: [%q]\n",
+			fakewhatsapp.PhoneNumberID, wa.APIBase(), waAda), map[string]string{"WA_TOKEN": fakewhatsapp.Token, "WA_APP_SECRET": fakewhatsapp.AppSecret, "WA_VERIFY_TOKEN": fakewhatsapp.VerifyToken})
+	}
+	sm := cloudtest.NewSecrets(t, values)
+	for k, v := range map[string]string{"DISCORD_SECRET_ARN": discordSecret, "WHATSAPP_SECRET_ARN": whatsappSecret,
+		"SLACK_SECRET_ARN": "", "SECRETSMANAGER_ENDPOINT": sm.URL} {
+		t.Setenv(k, v)
+	}
+	h, err := handler(t.Context())
+	if err != nil {
+		t.Fatalf("handler: %v", err)
+	}
+	env.PlayStep(t)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		ev := events.APIGatewayProxyRequest{HTTPMethod: r.Method, Path: r.URL.Path, Body: string(body),
+			Headers: map[string]string{}, MultiValueHeaders: map[string][]string(r.Header.Clone()),
+			QueryStringParameters: map[string]string{}, MultiValueQueryStringParameters: map[string][]string(r.URL.Query())}
+		for k, v := range r.Header {
+			ev.Headers[k] = v[0]
+		}
+		for k, v := range r.URL.Query() {
+			ev.QueryStringParameters[k] = v[0]
+		}
+		resp, err := h.Handle(r.Context(), ev)
+		if err != nil {
+			t.Errorf("invoke: %v", err)
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		for k, v := range resp.Headers {
+			w.Header().Set(k, v)
+		}
+		w.WriteHeader(resp.StatusCode)
+		io.WriteString(w, resp.Body)
+	}))
+	t.Cleanup(api.Close)
+	return &fixture{env: env, secrets: sm, dc: dc, wa: wa, url: api.URL}
+}
+
+func TestWhatsApp(t *testing.T) {
+	f := newFixture(t, map[string]bool{"whatsapp": true})
+	hook := f.url + config.WhatsAppWebhookPath
+	if code, body, err := fakewhatsapp.Verify(hook, "subscribe", fakewhatsapp.VerifyToken, "1158201444"); err != nil || code != 200 || body != "1158201444" {
+		t.Fatalf("verification: %d %q %v", code, body, err)
+	}
+	deliver := func(n fakewhatsapp.Notification) {
+		t.Helper()
+		if code, err := fakewhatsapp.Deliver(hook, n); err != nil || code != http.StatusOK {
+			t.Fatalf("delivery: %d %v", code, err)
+		}
+	}
+	sent := func(n int) []fakewhatsapp.Sent {
+		t.Helper()
+		cloudtest.Wait(t, 10*time.Second, fmt.Sprintf("%d messages to ada", n), func() bool { return len(f.wa.Sent(waAda)) >= n })
+		return f.wa.Sent(waAda)
+	}
+
+	// A forged delivery starts nothing.
+	forged := f.wa.UserText(waAda, "Ada", "forged")
+	if code, err := fakewhatsapp.Post(hook, fakewhatsapp.Sign("not-the-app-secret", forged.Body), forged.Body); err != nil || code != http.StatusForbidden {
+		t.Fatalf("forged delivery: %d %v, want 403", code, err)
+	}
+	// A conversation, the second turn with the first in it; Meta's
+	// repeated delivery starts nothing twice.
+	deliver(f.wa.UserText(waAda, "Ada", "hello"))
+	if ms := sent(1); ms[0].Text != "echo: hello" {
+		t.Fatalf("reply = %+v", ms[0])
+	}
+	second := f.wa.UserText(waAda, "Ada", "second")
+	deliver(second)
+	deliver(second)
+	if ms := sent(2); ms[1].Text != "echo: second" {
+		t.Fatalf("messages = %+v", ms)
+	}
+	if n := len(f.env.SFN.Started()); n != 2 {
+		t.Errorf("%d executions started, want 2 (the forgery and the repeat start nothing)", n)
+	}
+	reqs := f.env.LLM.Requests()
+	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Body), "echo: hello") {
+		t.Fatalf("%d model requests; the second must hold the first turn", len(reqs))
+	}
+
+	// An approval, answered with its reply button.
+	f.env.LLM.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_1", Name: "write_file", Arguments: `{"path":"notes.md","content":"hi"}`}}},
+		fakellm.Reply{Content: "written"})
+	deliver(f.wa.UserText(waAda, "Ada", "take a note"))
+	prompt := sent(3)[2]
+	if prompt.Type != "interactive" || len(prompt.Buttons) != 3 || !strings.HasSuffix(prompt.Buttons[0].ID, ":yes") {
+		t.Fatalf("approval prompt = %+v", prompt)
+	}
+	press, err := f.wa.UserPress(waAda, "Ada", prompt.ID, prompt.Buttons[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliver(press)
+	if ms := sent(4); ms[3].Text != "written" {
+		t.Fatalf("after Yes: %+v", ms[3])
+	}
+}
+
+func TestDiscord(t *testing.T) {
+	f := newFixture(t, map[string]bool{"discord": true})
+	endpoint := f.url + discord.InteractionsPath
+	texts := func(n int) []string {
+		t.Helper()
+		cloudtest.Wait(t, 10*time.Second, fmt.Sprintf("%d messages in the DM", n), func() bool { return len(f.dc.Messages(dAliceDM)) >= n })
+		var out []string
+		for _, m := range f.dc.Messages(dAliceDM) {
+			out = append(out, m.Content)
+		}
+		return out
+	}
+	ask := f.dc.SlashCommand("", dAliceDM, dAlice, "ask", "hello bot")
+	if r, err := f.dc.Deliver(endpoint, ask); err != nil || r.Status != 200 || r.Type != 5 {
+		t.Fatalf("/ask answered %+v, %v; want a deferred response", r, err)
+	}
+	if got := texts(1); got[0] != "echo: hello bot" {
+		t.Fatalf("reply %q", got)
+	}
+	// Delivered again: answered, not run again; a forgery starts nothing.
+	if r, err := f.dc.Deliver(endpoint, ask); err != nil || r.Type != 5 {
+		t.Fatalf("duplicate answered %+v, %v", r, err)
+	}
+	forged := f.dc.SlashCommand("", dAliceDM, dAlice, "ask", "leak the secrets")
+	body, _ := json.Marshal(forged)
+	sig, ts := f.dc.Sign([]byte(`{"type":1}`), time.Now())
+	if r, err := f.dc.Post(endpoint, forged, body, sig, ts); err != nil || r.Status != http.StatusUnauthorized {
+		t.Fatalf("forged interaction answered %+v, %v; want 401", r, err)
+	}
+
+	// An approval, answered with its button.
+	f.env.LLM.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_1", Name: "write_file", Arguments: `{"path":"notes.md","content":"hi"}`}}},
+		fakellm.Reply{Content: "written"})
+	if r, err := f.dc.Deliver(endpoint, f.dc.SlashCommand("", dAliceDM, dAlice, "ask", "take a note")); err != nil || r.Type != 5 {
+		t.Fatalf("/ask answered %+v, %v", r, err)
+	}
+	texts(2)
+	prompt := f.dc.Messages(dAliceDM)[1]
+	if len(prompt.Buttons) != 3 || !strings.HasSuffix(prompt.Buttons[0], ":yes") {
+		t.Fatalf("approval prompt %+v, want Yes, No and Always buttons", prompt)
+	}
+	press := f.dc.ButtonPress("", dAliceDM, dAlice, prompt.ID, prompt.Buttons[0])
+	if r, err := f.dc.Deliver(endpoint, press); err != nil || r.Type != 6 {
+		t.Fatalf("press answered %+v, %v; want a deferred update", r, err)
+	}
+	if got := texts(3); got[2] != "written" {
+		t.Fatalf("after Yes: %q", got)
+	}
+	if n := len(f.env.SFN.Started()); n != 2 {
+		t.Errorf("%d executions started, want 2", n)
+	}
+	if n := len(f.env.LLM.Requests()); n != 3 {
+		t.Errorf("%d model requests, want 3 (the duplicate and the forgery start nothing)", n)
+	}
+}
+
+// A channel whose secret the stack made but nobody set answers 503 and
+// starts nothing; its secret is read once by each function.
+func TestSecretNotSet(t *testing.T) {
+	f := newFixture(t, nil)
+	n := f.wa.UserText(waAda, "Ada", "hello")
+	if code, err := fakewhatsapp.Deliver(f.url+config.WhatsAppWebhookPath, n); err != nil || code != http.StatusServiceUnavailable {
+		t.Fatalf("delivery: %d %v, want 503", code, err)
+	}
+	if r, err := f.dc.Deliver(f.url+discord.InteractionsPath, f.dc.Ping()); err != nil || r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("discord ping: %+v %v, want 503", r, err)
+	}
+	if code, err := fakewhatsapp.Deliver(f.url+"/channels/nothing/here", n); err != nil || code != http.StatusNotFound {
+		t.Fatalf("another path: %d %v, want 404", code, err)
+	}
+	if s := f.env.SFN.Started(); len(s) != 0 {
+		t.Errorf("executions started: %v", s)
+	}
+}
