@@ -41,6 +41,7 @@ var turnsOnly = []string{
 var forbiddenIn = map[string][]string{
 	"ws":        turnsOnly,
 	"telegram":  turnsOnly,
+	"channels":  turnsOnly,
 	"scheduler": turnsOnly,
 	"indexer": {
 		"github.com/lambdaclaw/lambdaclaw/shared/adapters/bedrock",
