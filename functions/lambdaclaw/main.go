@@ -53,6 +53,8 @@ Usage:
   lambdaclaw mcp call NAME TOOL JSON                    call an MCP server's tool; print the result
   lambdaclaw status [--stack NAME]                      agents, keys, busy sessions, Telegram outbox
   lambdaclaw telegram setup|remove [--stack NAME]       register or remove the Telegram webhook
+  lambdaclaw channel set-secret NAME --stack STACK       store channels.NAME of the config file in the stack's secret
+  lambdaclaw channel status [--stack NAME]              the channels (Slack, Discord, WhatsApp): webhooks, secrets, outboxes
   lambdaclaw discord register                           register the Discord slash commands; print the invite address
   lambdaclaw doctor [--stack NAME] [--health] [--timeout D]
                                                         check the setup; say how to fix what fails
@@ -133,6 +135,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runsCommand(ctx, args[1:], stdout, stderr)
 	case "telegram":
 		return telegramCommand(ctx, args[1:], stdout, stderr)
+	case "channel", "channels":
+		return channelCommand(ctx, args[1:], stdout, stderr)
 	case "discord":
 		return discordCommand(ctx, args[1:], stdout, stderr)
 	case "mcp":

@@ -24,6 +24,10 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
+// Paths are each channel's webhook routes, as serve and the stack's REST
+// API serve them (Discord's only with a public key).
+var Paths = map[string][]string{"discord": {discord.InteractionsPath}, "whatsapp": {config.WhatsAppWebhookPath}}
+
 // Env is what the channels are built with.
 type Env struct {
 	// Store is the state of the channel called name.

@@ -2,7 +2,6 @@ package cloud
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -21,20 +20,12 @@ import (
 //	WHATSAPP_SECRET_ARN  the WhatsApp channel's secret
 //
 // `lambdaclaw channel set-secret` puts the channel's config section in it
-// (ChannelSecret): its settings and the values of its secret references.
+// (config.ChannelSecret): its settings and the values of its secret references.
 // A function reads each named secret once, builds the channel as serve
 // does (channelset, serverless: replies are delivered before the
 // invocation returns) and routes its runs' replies to it; the channels
 // function serves its webhooks. A secret without a value yet leaves the
 // channel out, its webhook answering 503.
-
-// ChannelSecret is the content of a channel's secret: Config is the YAML
-// of the channel's section as in config.yaml (channels.<name>), whose
-// secret references ({env: NAME}) Env resolves.
-type ChannelSecret struct {
-	Config string            `json:"config"`
-	Env    map[string]string `json:"env"`
-}
 
 // SecretVar is the variable naming the secret of the channel name
 // (DISCORD_SECRET_ARN).
@@ -92,11 +83,7 @@ func (r *Root) channelConfig(ctx context.Context, name, id string) (*config.Chan
 	if err != nil {
 		return nil, err
 	}
-	var s ChannelSecret
-	if err := json.Unmarshal([]byte(v), &s); err != nil {
-		return nil, &channelOff{fmt.Sprintf("secret %s is not {\"config\": …, \"env\": …} (set it again with `lambdaclaw channel set-secret %s`)", id, name)}
-	}
-	chs, err := config.ParseChannel(name, []byte(s.Config), func(k string) string { return s.Env[k] })
+	chs, err := config.ParseChannelSecret(name, []byte(v))
 	if err != nil {
 		return nil, &channelOff{fmt.Sprintf("secret %s: %v", id, err)}
 	}

@@ -2,9 +2,11 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -84,29 +86,30 @@ func ParseChannel(name string, data []byte, getenv func(string) string) (*Channe
 	return c, nil
 }
 
-// ChannelSecret is one channel's section of the config file c was loaded
-// from, made to be read by ParseChannel elsewhere: the section's YAML as
-// in the file but for {file: …} references, which become {env: …} ones,
-// and the values of all its references by variable name, read from
-// getenv and the files (relative to c.Home). The section must be valid
-// (ParseChannel's error otherwise).
-func ChannelSecret(c *Config, name string, getenv func(string) string) (section string, env map[string]string, err error) {
+// ChannelSecret is the content of a channel's secret on AWS, made from
+// its section of the config file c was loaded from: a JSON object whose
+// "config" is the section's YAML as in the file but for {file: …}
+// references, which become {env: …} ones, and whose "env" holds the
+// values of all its references by variable name, read from getenv and the
+// files (relative to c.Home). vars are those names, sorted. The section
+// must be valid: ParseChannelSecret reads the secret back.
+func ChannelSecret(c *Config, name string, getenv func(string) string) (secret []byte, vars []string, err error) {
 	if _, err := c.Channels.section(name); err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
 	b, err := os.ReadFile(c.Path)
 	if err != nil {
-		return "", nil, fmt.Errorf("config: %w", err)
+		return nil, nil, fmt.Errorf("config: %w", err)
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return "", nil, fmt.Errorf("config %s: %w", c.Path, err)
+		return nil, nil, fmt.Errorf("config %s: %w", c.Path, err)
 	}
 	n := child(child(&doc, "channels"), name)
 	if n == nil {
-		return "", nil, fmt.Errorf("config %s has no channels.%s section", c.Path, name)
+		return nil, nil, fmt.Errorf("config %s has no channels.%s section", c.Path, name)
 	}
-	env = map[string]string{}
+	env := map[string]string{}
 	err = references(n, strings.ToUpper(name), func(ref *yaml.Node, path string) error {
 		kind, v := ref.Content[0].Value, ref.Content[1].Value
 		s := Secret{Env: v}
@@ -125,16 +128,37 @@ func ChannelSecret(c *Config, name string, getenv func(string) string) (section 
 		return nil
 	})
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
 	out, err := yaml.Marshal(n)
 	if err != nil {
-		return "", nil, fmt.Errorf("config: channels.%s: %w", name, err)
+		return nil, nil, fmt.Errorf("config: channels.%s: %w", name, err)
 	}
 	if _, err := ParseChannel(name, out, func(k string) string { return env[k] }); err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
-	return string(out), env, nil
+	secret, err = json.Marshal(channelSecret{Config: string(out), Env: env})
+	if err != nil {
+		return nil, nil, err
+	}
+	return secret, slices.Sorted(maps.Keys(env)), nil
+}
+
+// channelSecret is the JSON of a channel's secret.
+type channelSecret struct {
+	Config string            `json:"config"`
+	Env    map[string]string `json:"env"`
+}
+
+// ParseChannelSecret reads a channel's secret that ChannelSecret made:
+// the section, its references resolved from the secret's values and
+// validated (ParseChannel).
+func ParseChannelSecret(name string, secret []byte) (*Channels, error) {
+	var s channelSecret
+	if err := json.Unmarshal(secret, &s); err != nil {
+		return nil, fmt.Errorf("config: the secret of channels.%s is not {\"config\": …, \"env\": …}: %w", name, err)
+	}
+	return ParseChannel(name, []byte(s.Config), func(k string) string { return s.Env[k] })
 }
 
 // child is the value of key in the mapping n (a document's mapping when
