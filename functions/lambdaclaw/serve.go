@@ -23,7 +23,6 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/mcpserver"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/ratelimit"
-	"github.com/lambdaclaw/lambdaclaw/shared/channels/slack"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
@@ -166,19 +165,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		replier[telegram.ChannelName] = tgReplier
 	}
 	identity := agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()}
-	chans, err := channelset.Build(&cfg.Channels, channelset.Env{Store: db.Channel, Identity: identity, Log: log})
+	chans, err := channelset.Build(ctx, &cfg.Channels, channelset.Env{Store: db.Channel, Identity: identity, Log: log})
 	if err != nil {
 		return err
 	}
 	for _, c := range chans {
 		replier[c.Name] = c.Replier
-	}
-	sl, err := newSlack(ctx, cfg, db, log)
-	if err != nil {
-		return err
-	}
-	if sl != nil {
-		replier[slack.Name] = sl.replier
 	}
 	checkIns, err := agentset.CheckIns(cfg, jobs, log)
 	if err != nil {
@@ -223,16 +215,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}()
 		maps.Copy(routes, c.Routes)
 		log.Info(c.Name+" channel started", "agent", c.Agent, "routes", slices.Collect(maps.Keys(c.Routes)))
-	}
-	if sl != nil {
-		if err := sl.start(runCtx, driver); err != nil {
-			return err
-		}
-		defer func() {
-			cancelRuns()
-			sl.wait()
-		}()
-		sl.routes(routes)
 	}
 	mcpSrv, err := mcpserver.New(mcpserver.Config{
 		Runner: driver, Events: hub, Sessions: db, Agents: agents, Names: agents.Names, Identity: identity,
@@ -306,14 +288,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, c := range chans {
 		if c.Receive != nil {
 			starting.Go(func() {
-				if err := c.Receive(runCtx); err != nil {
+				if err := c.Receive(runCtx); err != nil && runCtx.Err() == nil {
 					log.Error(c.Name+" receiver stopped", "error", err)
 				}
 			})
 		}
-	}
-	if sl != nil {
-		starting.Go(func() { sl.socket(runCtx) })
 	}
 	defer mem.IndexWorkspaces(agents.Current())()
 	select {

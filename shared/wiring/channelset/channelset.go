@@ -1,21 +1,24 @@
 // Package channelset builds the messaging channels a config's channels
-// section enables (Discord, WhatsApp), for both homes of the gateway:
+// section enables (Slack, Discord, WhatsApp), for both homes of the gateway:
 // `lambdaclaw serve` and the AWS functions (shared/wiring/cloud). A
 // channel is built in two halves, as the agent loop needs its replier
 // before the runner exists: Build makes the sending half (the platform
 // and the engine's channel.Replier, which the loop's Router gets), Start
 // the receiving half (the engine's channel.Channel on the runner, the
 // receiver's HTTP handlers by route, and a long-running receiver such as
-// Discord's Gateway, which only a server runs).
+// Discord's Gateway or Slack's Socket Mode, which only a server runs).
 package channelset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/discord"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/slack"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/whatsapp"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
@@ -25,8 +28,10 @@ import (
 )
 
 // Paths are each channel's webhook routes, as serve and the stack's REST
-// API serve them (Discord's only with a public key).
-var Paths = map[string][]string{"discord": {discord.InteractionsPath}, "whatsapp": {config.WhatsAppWebhookPath}}
+// API serve them (Discord's only with a public key, Slack's in mode
+// events).
+var Paths = map[string][]string{"slack": {slack.EventsPath, slack.InteractivePath}, "discord": {discord.InteractionsPath},
+	"whatsapp": {config.WhatsAppWebhookPath}}
 
 // Env is what the channels are built with.
 type Env struct {
@@ -62,13 +67,14 @@ type Channel struct {
 
 // Build makes the sending half of each channel chs enables, in the order
 // of config.ChannelNames.
-func Build(chs *config.Channels, env Env) ([]*Channel, error) {
+// Slack's is asked whose its bot token is (auth.test) within ctx.
+func Build(ctx context.Context, chs *config.Channels, env Env) ([]*Channel, error) {
 	var out []*Channel
 	for _, name := range config.ChannelNames {
 		if !chs.Enabled(name) {
 			continue
 		}
-		c, err := build(name, chs, env)
+		c, err := build(ctx, name, chs, env)
 		if err != nil {
 			return nil, fmt.Errorf("channels.%s: %w", name, err)
 		}
@@ -85,7 +91,7 @@ type section struct {
 	groups          config.Groups
 }
 
-func build(name string, chs *config.Channels, env Env) (*Channel, error) {
+func build(ctx context.Context, name string, chs *config.Channels, env Env) (*Channel, error) {
 	var (
 		p   channel.Platform
 		sec section
@@ -104,6 +110,26 @@ func build(name string, chs *config.Channels, env Env) (*Channel, error) {
 		p = wp
 		c.receiver = func(handle func(context.Context, channel.Inbound) error) (map[string]http.Handler, func(context.Context) error, error) {
 			return map[string]http.Handler{config.WhatsAppWebhookPath: wp.Webhook(handle)}, nil, nil
+		}
+	case "slack":
+		sc := chs.Slack
+		sec = section{sc.Agent, sc.Autonomy, sc.AllowedUsers, sc.AccessCodes, sc.Groups}
+		if env.Serverless && sc.Mode != "events" {
+			return nil, fmt.Errorf("mode %s is a server's: on AWS, Slack posts to the stack's Request URLs (mode events)", sc.Mode)
+		}
+		client := slack.NewClient(sc.APIBase, sc.BotToken.Value())
+		bot, err := slackBot(ctx, client, &sc, env.Log)
+		if err != nil {
+			return nil, err
+		}
+		p = client
+		c.receiver = func(handle func(context.Context, channel.Inbound) error) (map[string]http.Handler, func(context.Context) error, error) {
+			r := &slack.Receiver{SigningSecret: sc.SigningSecret.Value(), Parser: slack.Parser{Bot: bot}, Handle: handle, Client: client, Log: env.Log}
+			if sc.Mode == "socket" {
+				sock := &slack.Socket{Client: client, AppToken: sc.AppToken.Value(), Receiver: r}
+				return nil, sock.Run, nil
+			}
+			return map[string]http.Handler{slack.EventsPath: r.Events(), slack.InteractivePath: r.Interactive()}, nil, nil
 		}
 	case "discord":
 		dc := chs.Discord
@@ -165,6 +191,24 @@ func (c *Channel) Start(runner channel.Runner) error {
 	}
 	c.Engine, c.Routes, c.Receive = e, routes, receive
 	return nil
+}
+
+// slackBot asks auth.test whose the bot token is: a token Slack refuses
+// is an error; when Slack cannot be reached, the channel starts without
+// knowing its workspace (deliveries from any workspace the signing secret
+// signs are taken) and learns the bot's user from the events.
+func slackBot(ctx context.Context, client *slack.Client, sc *config.Slack, log *slog.Logger) (slack.Bot, error) {
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	auth, err := client.AuthTest(actx)
+	if ce, ok := errors.AsType[*channel.Error](err); ok && ce.Permanent {
+		return slack.Bot{}, fmt.Errorf("bot_token (%s): %w", sc.BotToken.Source(), err)
+	}
+	if err != nil {
+		log.Warn("slack: auth.test failed; the channel starts without knowing its workspace", "error", err)
+		return slack.Bot{}, nil
+	}
+	return slack.Bot{UserID: auth.UserID, TeamID: auth.TeamID}, nil
 }
 
 // DiscordClient is the client of the Discord application dc configures.

@@ -12,11 +12,12 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
-// Discord and WhatsApp on AWS. The stack makes one Secrets Manager secret
+// Slack, Discord and WhatsApp on AWS. The stack makes one Secrets Manager secret
 // a channel it enables (`-c discord=on`), empty, and names it in the
 // channels and step functions' environment:
 //
-//	DISCORD_SECRET_ARN   the Discord channel's secret (name or ARN)
+//	SLACK_SECRET_ARN     the Slack channel's secret (name or ARN)
+//	DISCORD_SECRET_ARN   the Discord channel's secret
 //	WHATSAPP_SECRET_ARN  the WhatsApp channel's secret
 //
 // `lambdaclaw channel set-secret` puts the channel's config section in it
@@ -51,7 +52,7 @@ func (r *Root) newChannels(ctx context.Context, getenv func(string) string, rout
 			}
 			return fmt.Errorf("cloud: channel %s: %w", name, err)
 		}
-		built, err := channelset.Build(chs, channelset.Env{Store: r.Store.Channel, Identity: r.Identity, Log: r.Log, Serverless: true})
+		built, err := channelset.Build(ctx, chs, channelset.Env{Store: r.Store.Channel, Identity: r.Identity, Log: r.Log, Serverless: true})
 		if err != nil {
 			return fmt.Errorf("cloud: %w", err)
 		}

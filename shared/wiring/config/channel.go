@@ -24,14 +24,17 @@ type channelSection interface {
 
 func (d *Discord) enabled() bool  { return d.Enabled }
 func (w *WhatsApp) enabled() bool { return w.Enabled }
+func (s *Slack) enabled() bool    { return s.Enabled }
 
 // ChannelNames are the names of the channels' sections, as in
 // channels.<name>.
-var ChannelNames = []string{"discord", "whatsapp"}
+var ChannelNames = []string{"slack", "discord", "whatsapp"}
 
 // section is c's section called name.
 func (c *Channels) section(name string) (channelSection, error) {
 	switch name {
+	case "slack":
+		return &c.Slack, nil
 	case "discord":
 		return &c.Discord, nil
 	case "whatsapp":
