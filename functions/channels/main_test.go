@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,15 +14,18 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/discord"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/slack"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakediscord"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
+	"github.com/lambdaclaw/lambdaclaw/tests/fakeslack"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakewhatsapp"
 )
 
 // The secrets the stack makes, by name, as the functions get them.
 const (
+	slackSecret    = "lambdaclaw/channels/slack"
 	discordSecret  = "lambdaclaw/channels/discord"
 	whatsappSecret = "lambdaclaw/channels/whatsapp"
 )
@@ -37,6 +41,7 @@ const (
 type fixture struct {
 	env     *cloudtest.Env
 	secrets *cloudtest.Secrets
+	sl      *fakeslack.Server
 	dc      *fakediscord.Server
 	wa      *fakewhatsapp.Server
 	// url is where API Gateway serves the channels function.
@@ -65,7 +70,13 @@ func newFixture(t *testing.T, set map[string]bool) *fixture {
 	dc.AddChannel(fakediscord.Channel{ID: dAliceDM, Type: 1})
 	wa := fakewhatsapp.New()
 	t.Cleanup(wa.Close)
-	values := map[string]string{discordSecret: "", whatsappSecret: ""}
+	sl := fakeslack.New()
+	t.Cleanup(sl.Close)
+	values := map[string]string{slackSecret: "", discordSecret: "", whatsappSecret: ""}
+	if set["slack"] {
+		values[slackSecret] = secretJSON(t, fmt.Sprintf("enabled: true\nmode: events\napi_base: %s\nbot_token: {env: SLACK_BOT_TOKEN}\nsigning_secret: {env: SLACK_SIGNING_SECRET}\nallowed_users: [U0AAA1]\n", sl.APIBase()),
+			map[string]string{"SLACK_BOT_TOKEN": fakeslack.BotToken, "SLACK_SIGNING_SECRET": fakeslack.SigningSecret})
+	}
 	if set["discord"] {
 		values[discordSecret] = secretJSON(t, fmt.Sprintf("enabled: true\nbot_token: {env: DISCORD_BOT_TOKEN}\napplication_id: %q\npublic_key: %s\ngateway: false\nallowed_users: [%q]\n",
 			fakediscord.AppID, dc.PublicKeyHex(), dAlice), map[string]string{"DISCORD_BOT_TOKEN": fakediscord.Token, "DISCORD_API_BASE": dc.APIBase()})
@@ -76,7 +87,7 @@ func newFixture(t *testing.T, set map[string]bool) *fixture {
 	}
 	sm := cloudtest.NewSecrets(t, values)
 	for k, v := range map[string]string{"DISCORD_SECRET_ARN": discordSecret, "WHATSAPP_SECRET_ARN": whatsappSecret,
-		"SLACK_SECRET_ARN": "", "SECRETSMANAGER_ENDPOINT": sm.URL} {
+		"SLACK_SECRET_ARN": slackSecret, "SECRETSMANAGER_ENDPOINT": sm.URL} {
 		t.Setenv(k, v)
 	}
 	h, err := handler(t.Context())
@@ -108,7 +119,7 @@ func newFixture(t *testing.T, set map[string]bool) *fixture {
 		io.WriteString(w, resp.Body)
 	}))
 	t.Cleanup(api.Close)
-	return &fixture{env: env, secrets: sm, dc: dc, wa: wa, url: api.URL}
+	return &fixture{env: env, secrets: sm, sl: sl, dc: dc, wa: wa, url: api.URL}
 }
 
 func TestWhatsApp(t *testing.T) {
@@ -228,6 +239,78 @@ func TestDiscord(t *testing.T) {
 	}
 }
 
+func TestSlack(t *testing.T) {
+	f := newFixture(t, map[string]bool{"slack": true})
+	events, interactive := f.url+slack.EventsPath, f.url+slack.InteractivePath
+	replies := func(n int) []fakeslack.Message {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		var out []fakeslack.Message
+		if _, err := f.sl.WaitFor(ctx, func(ms []fakeslack.Message) bool {
+			out = out[:0]
+			for _, m := range ms {
+				if m.Channel == "D1" && !m.Deleted {
+					out = append(out, m)
+				}
+			}
+			return len(out) >= n
+		}); err != nil {
+			t.Fatalf("%d messages in the DM, want %d: %+v", len(out), n, out)
+		}
+		return out
+	}
+	deliver := func(body []byte, form bool, retry int) {
+		t.Helper()
+		if status, err := f.sl.Deliver(events, body, form, retry); err != nil || status != http.StatusOK {
+			t.Fatalf("delivery: %d %v", status, err)
+		}
+	}
+
+	// A forged delivery starts nothing; Slack's retry is answered once.
+	dm := f.sl.DM("D1", "U0AAA1", "1800000000.000100", "", "hello bot")
+	if status, _ := f.sl.DeliverSigned(events, dm, false, 0, "forged-secret", time.Now()); status != http.StatusUnauthorized {
+		t.Errorf("forged: status %d, want 401", status)
+	}
+	deliver(dm, false, 0)
+	deliver(dm, false, 1)
+	if ms := replies(1); ms[0].Text != "echo: hello bot" {
+		t.Fatalf("DM reply = %+v", ms[0])
+	}
+	// In the DM's thread: a session of its own, the reply in the thread.
+	deliver(f.sl.DM("D1", "U0AAA1", "1800000000.000200", "1800000000.000100", "in a thread"), false, 0)
+	if ms := replies(2); ms[1].Text != "echo: in a thread" || ms[1].ThreadTS != "1800000000.000100" {
+		t.Fatalf("thread reply = %+v", ms[1])
+	}
+
+	// An approval, answered by pressing its button.
+	f.env.LLM.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_1", Name: "write_file", Arguments: `{"path":"notes.md","content":"hi"}`}}},
+		fakellm.Reply{Content: "written"})
+	deliver(f.sl.DM("D1", "U0AAA1", "1800000000.000300", "", "take a note"), false, 0)
+	prompt := replies(3)[2]
+	i := strings.Index(string(prompt.Blocks), `"value":"ap:`)
+	if i < 0 {
+		t.Fatalf("no approval button in %s", prompt.Blocks)
+	}
+	value, _, _ := strings.Cut(string(prompt.Blocks)[i+len(`"value":"`):], `"`)
+	if !strings.HasSuffix(value, ":yes") {
+		t.Fatalf("the first button is %q, want Yes", value)
+	}
+	press, err := f.sl.Press(prompt, "U0AAA1", value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, err := f.sl.Deliver(interactive, press, true, 0); err != nil || status != http.StatusOK {
+		t.Fatalf("press: %d %v", status, err)
+	}
+	if ms := replies(4); ms[3].Text != "written" {
+		t.Fatalf("after the press: %q", ms[3].Text)
+	}
+	if n := len(f.env.SFN.Started()); n != 3 {
+		t.Errorf("%d executions started, want 3 (the forgery and the retry start nothing)", n)
+	}
+}
+
 // A channel whose secret the stack made but nobody set answers 503 and
 // starts nothing; its secret is read once by each function.
 func TestSecretNotSet(t *testing.T) {
@@ -238,6 +321,9 @@ func TestSecretNotSet(t *testing.T) {
 	}
 	if r, err := f.dc.Deliver(f.url+discord.InteractionsPath, f.dc.Ping()); err != nil || r.Status != http.StatusServiceUnavailable {
 		t.Fatalf("discord ping: %+v %v, want 503", r, err)
+	}
+	if status, err := f.sl.Deliver(f.url+slack.EventsPath, f.sl.DM("D1", "U0AAA1", "1800000000.000100", "", "hi"), false, 0); err != nil || status != http.StatusServiceUnavailable {
+		t.Fatalf("slack: %d %v, want 503", status, err)
 	}
 	if code, err := fakewhatsapp.Deliver(f.url+"/channels/nothing/here", n); err != nil || code != http.StatusNotFound {
 		t.Fatalf("another path: %d %v, want 404", code, err)

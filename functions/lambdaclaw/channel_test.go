@@ -110,6 +110,7 @@ func TestChannelStatus(t *testing.T) {
 	}
 	out, _ := cli(t, "channel", "status", "--stack", stackCh)
 	for _, want := range []string{
+		"slack: not deployed",
 		"discord: secret " + discordSecret + " set ",
 		"  " + discordURL,
 		"whatsapp: secret " + whatsappSecret + " has no value: its webhook answers 503 until `lambdaclaw channel set-secret whatsapp --stack chans`; outbox 1 pending, 0 failed, 0 sent",
@@ -130,7 +131,7 @@ func TestChannelStatus(t *testing.T) {
 	}
 	db.Close()
 	out, _ = cli(t, "channel", "status")
-	for _, want := range []string{"discord: enabled, webhook /channels/discord/interactions; outbox 0 pending, 0 failed, 0 sent", "whatsapp: not configured"} {
+	for _, want := range []string{"discord: enabled, webhook /channels/discord/interactions; outbox 0 pending, 0 failed, 0 sent", "whatsapp: not configured", "slack: not configured"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status printed\n%s\nwant a line with %q", out, want)
 		}
