@@ -1,13 +1,13 @@
 // Command channels is the Lambda function of the messaging channels'
-// webhooks (Discord, WhatsApp), behind API Gateway's routes under
+// webhooks (Slack, Discord, WhatsApp), behind API Gateway's routes under
 // /channels/<name>/ (REST proxy event, payload 1.0, buffered). It builds
 // each channel whose secret has a value (shared/wiring/cloud,
 // channels.go), hands a request to the handler of its route — which
 // checks the platform's signature and gives what was delivered to the
 // engine, which starts its run through the state machine — then sends
 // the replies the channel queued itself (access denied, /help, …) within
-// FlushTime, and answers. Discord wants its answer within 3 seconds: the
-// run happens in the step function, never here. A channel whose secret
+// FlushTime, and answers. Slack and Discord want their answer within 3
+// seconds: the run happens in the step function, never here. A channel whose secret
 // has no value yet answers 503.
 package main
 
