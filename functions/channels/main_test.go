@@ -73,6 +73,10 @@ func newFixture(t *testing.T, set map[string]bool) *fixture {
 	sl := fakeslack.New()
 	t.Cleanup(sl.Close)
 	values := map[string]string{slackSecret: "", discordSecret: "", whatsappSecret: ""}
+	if set["slack socket"] {
+		values[slackSecret] = secretJSON(t, "enabled: true\nmode: socket\nbot_token: {env: SLACK_BOT_TOKEN}\napp_token: {env: SLACK_APP_TOKEN}\n",
+			map[string]string{"SLACK_BOT_TOKEN": fakeslack.BotToken, "SLACK_APP_TOKEN": fakeslack.AppToken})
+	}
 	if set["slack"] {
 		values[slackSecret] = secretJSON(t, fmt.Sprintf("enabled: true\nmode: events\napi_base: %s\nbot_token: {env: SLACK_BOT_TOKEN}\nsigning_secret: {env: SLACK_SIGNING_SECRET}\nallowed_users: [U0AAA1]\n", sl.APIBase()),
 			map[string]string{"SLACK_BOT_TOKEN": fakeslack.BotToken, "SLACK_SIGNING_SECRET": fakeslack.SigningSecret})
@@ -311,10 +315,11 @@ func TestSlack(t *testing.T) {
 	}
 }
 
-// A channel whose secret the stack made but nobody set answers 503 and
-// starts nothing; its secret is read once by each function.
+// A channel whose secret the stack made but nobody set, or set to a
+// section that needs a server (Slack's Socket Mode), answers 503 and
+// starts nothing.
 func TestSecretNotSet(t *testing.T) {
-	f := newFixture(t, nil)
+	f := newFixture(t, map[string]bool{"slack socket": true})
 	n := f.wa.UserText(waAda, "Ada", "hello")
 	if code, err := fakewhatsapp.Deliver(f.url+config.WhatsAppWebhookPath, n); err != nil || code != http.StatusServiceUnavailable {
 		t.Fatalf("delivery: %d %v, want 503", code, err)

@@ -61,6 +61,13 @@ func channelSetSecret(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
+	chs, err := config.ParseChannelSecret(name, secret)
+	if err != nil {
+		return err
+	}
+	if err := channelset.Serverless(chs, name); err != nil {
+		return err
+	}
 	d, err := st.open(ctx)
 	if err != nil {
 		return err

@@ -91,6 +91,12 @@ func TestChannelSetSecret(t *testing.T) {
 	t.Setenv(envSecretsEndpoint, sm.URL)
 	t.Setenv("DC_TOKEN", "")
 	checkRun(t, []string{"channel", "set-secret", "discord", "--stack", stackCh}, runWant{err: "DC_TOKEN is empty"})
+	t.Setenv("DC_TOKEN", discordToken)
+	channelStack(t, f, strings.Replace(channelsConfig, "    public_key: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n    gateway: false\n", "", 1))
+	t.Setenv(envSecretsEndpoint, sm.URL)
+	checkRun(t, []string{"channel", "set-secret", "discord", "--stack", stackCh}, runWant{err: "channels.discord needs public_key on AWS"})
+	channelStack(t, f, channelsConfig)
+	t.Setenv(envSecretsEndpoint, sm.URL)
 	if sm.Value(discordSecret) != before {
 		t.Error("a refused section changed the secret")
 	}

@@ -92,6 +92,11 @@ type section struct {
 }
 
 func build(ctx context.Context, name string, chs *config.Channels, env Env) (*Channel, error) {
+	if env.Serverless {
+		if err := Serverless(chs, name); err != nil {
+			return nil, err
+		}
+	}
 	var (
 		p   channel.Platform
 		sec section
@@ -114,9 +119,6 @@ func build(ctx context.Context, name string, chs *config.Channels, env Env) (*Ch
 	case "slack":
 		sc := chs.Slack
 		sec = section{sc.Agent, sc.Autonomy, sc.AllowedUsers, sc.AccessCodes, sc.Groups}
-		if env.Serverless && sc.Mode != "events" {
-			return nil, fmt.Errorf("mode %s is a server's: on AWS, Slack posts to the stack's Request URLs (mode events)", sc.Mode)
-		}
 		client := slack.NewClient(sc.APIBase, sc.BotToken.Value())
 		bot, err := slackBot(ctx, client, &sc, env.Log)
 		if err != nil {
@@ -190,6 +192,19 @@ func (c *Channel) Start(runner channel.Runner) error {
 		return fmt.Errorf("channel %s: %w", c.Name, err)
 	}
 	c.Engine, c.Routes, c.Receive = e, routes, receive
+	return nil
+}
+
+// Serverless checks that the section name of chs can run in a Lambda
+// function, which only webhooks reach: Slack in mode events, Discord with
+// a public key (its Interactions endpoint).
+func Serverless(chs *config.Channels, name string) error {
+	switch {
+	case name == "slack" && chs.Slack.Mode != "events":
+		return fmt.Errorf("config: channels.slack.mode %s needs a server; on AWS, Slack posts to the stack's Request URLs: set mode: events", chs.Slack.Mode)
+	case name == "discord" && chs.Discord.PublicKey == "":
+		return fmt.Errorf("config: channels.discord needs public_key on AWS, where Discord reaches the bot by its Interactions endpoint only")
+	}
 	return nil
 }
 

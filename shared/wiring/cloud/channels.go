@@ -25,8 +25,9 @@ import (
 // A function reads each named secret once, builds the channel as serve
 // does (channelset, serverless: replies are delivered before the
 // invocation returns) and routes its runs' replies to it; the channels
-// function serves its webhooks. A secret without a value yet leaves the
-// channel out, its webhook answering 503.
+// function serves its webhooks. A secret without a value yet, or whose
+// section cannot run here, leaves the channel out, its webhook answering
+// 503.
 
 // SecretVar is the variable naming the secret of the channel name
 // (DISCORD_SECRET_ARN).
@@ -54,7 +55,11 @@ func (r *Root) newChannels(ctx context.Context, getenv func(string) string, rout
 		}
 		built, err := channelset.Build(ctx, chs, channelset.Env{Store: r.Store.Channel, Identity: r.Identity, Log: r.Log, Serverless: true})
 		if err != nil {
-			return fmt.Errorf("cloud: %w", err)
+			// A section that cannot run here, or a token the platform
+			// refuses: the channel is off, the rest of the function runs.
+			r.ChannelsOff[name] = err.Error()
+			r.Log.Error("channel not started: its webhook answers 503", "channel", name, "error", err)
+			continue
 		}
 		for _, c := range built {
 			if err := c.Start(r.Driver); err != nil {
