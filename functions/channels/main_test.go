@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,8 +45,21 @@ type fixture struct {
 	sl      *fakeslack.Server
 	dc      *fakediscord.Server
 	wa      *fakewhatsapp.Server
-	// url is where API Gateway serves the channels function.
+	// url is where API Gateway serves the channels function, whose
+	// current instance is h.
 	url string
+	h   atomic.Pointer[Webhooks]
+}
+
+// restart replaces the channels function's instance with a new one, as
+// Lambda does after a crash or a while idle.
+func (f *fixture) restart(t *testing.T) {
+	t.Helper()
+	h, err := handler(t.Context())
+	if err != nil {
+		t.Fatalf("handler: %v", err)
+	}
+	f.h.Store(h)
 }
 
 // secretJSON is a channel secret as `lambdaclaw channel set-secret`
@@ -99,6 +113,8 @@ func newFixture(t *testing.T, set map[string]bool) *fixture {
 		t.Fatalf("handler: %v", err)
 	}
 	env.PlayStep(t)
+	f := &fixture{env: env, secrets: sm, sl: sl, dc: dc, wa: wa}
+	f.h.Store(h)
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		ev := events.APIGatewayProxyRequest{HTTPMethod: r.Method, Path: r.URL.Path, Body: string(body),
@@ -110,7 +126,7 @@ func newFixture(t *testing.T, set map[string]bool) *fixture {
 		for k, v := range r.URL.Query() {
 			ev.QueryStringParameters[k] = v[0]
 		}
-		resp, err := h.Handle(r.Context(), ev)
+		resp, err := f.h.Load().Handle(r.Context(), ev)
 		if err != nil {
 			t.Errorf("invoke: %v", err)
 			w.WriteHeader(http.StatusBadGateway)
@@ -123,7 +139,8 @@ func newFixture(t *testing.T, set map[string]bool) *fixture {
 		io.WriteString(w, resp.Body)
 	}))
 	t.Cleanup(api.Close)
-	return &fixture{env: env, secrets: sm, sl: sl, dc: dc, wa: wa, url: api.URL}
+	f.url = api.URL
+	return f
 }
 
 func TestWhatsApp(t *testing.T) {
@@ -161,8 +178,15 @@ func TestWhatsApp(t *testing.T) {
 	if ms := sent(2); ms[1].Text != "echo: second" {
 		t.Fatalf("messages = %+v", ms)
 	}
+	// A new instance reads the secret again; Meta's late repeat starts
+	// nothing there either: what was handled is in the table.
+	if n := f.secrets.Calls(whatsappSecret); n != 2 {
+		t.Errorf("the secret was read %d times, want 2 (once by each function's instance)", n)
+	}
+	f.restart(t)
+	deliver(second)
 	if n := len(f.env.SFN.Started()); n != 2 {
-		t.Errorf("%d executions started, want 2 (the forgery and the repeat start nothing)", n)
+		t.Errorf("%d executions started, want 2 (the forgery and the repeats start nothing)", n)
 	}
 	reqs := f.env.LLM.Requests()
 	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Body), "echo: hello") {
