@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
-	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakewhatsapp"
 )
 
@@ -40,7 +39,7 @@ func (s *memState) SetState(_ context.Context, key, value string) error {
 
 // platform returns a Platform on a fake whose clock is clk's, with tpl as
 // its template.
-func platform(t *testing.T, f *fakewhatsapp.Server, clk *cloudtest.Clock, st State, tpl Template) *Platform {
+func platform(t *testing.T, f *fakewhatsapp.Server, clk *clock, st State, tpl Template) *Platform {
 	t.Helper()
 	f.SetNow(clk.Now)
 	p, err := New(Config{APIBase: f.APIBase(), PhoneNumberID: fakewhatsapp.PhoneNumberID, AccessToken: fakewhatsapp.Token,
@@ -118,7 +117,7 @@ func TestWindow(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := fakewhatsapp.New()
 			defer f.Close()
-			clk := cloudtest.NewClock()
+			clk := &clock{t: time.Now()}
 			clk.Advance(start.Sub(clk.Now()))
 			st := &memState{}
 			p := platform(t, f, clk, st, tt.tpl)
@@ -161,7 +160,7 @@ func TestWindow(t *testing.T) {
 // TestWindowRecordsLatest keeps the latest message's time when Meta
 // delivers an older one after it.
 func TestWindowRecordsLatest(t *testing.T) {
-	clk := cloudtest.NewClock()
+	clk := &clock{t: time.Now()}
 	st := &memState{}
 	f := fakewhatsapp.New()
 	defer f.Close()
@@ -199,4 +198,22 @@ func TestNoEdits(t *testing.T) {
 	if pl.Name() != "whatsapp" || pl.MaxLen() != 4096 {
 		t.Errorf("name %q, max len %d", pl.Name(), pl.MaxLen())
 	}
+}
+
+// clock is a test's clock, moved on by Advance.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
-	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakewhatsapp"
 )
 
@@ -153,7 +152,7 @@ func TestWebhookVerify(t *testing.T) {
 func TestWebhookFailedStatusSendsTemplate(t *testing.T) {
 	f := fakewhatsapp.New()
 	defer f.Close()
-	clk := cloudtest.NewClock()
+	clk := &clock{t: time.Now()}
 	p := platform(t, f, clk, &memState{}, Template{Name: "reply_waiting", Language: "en"})
 	h := p.Webhook(func(context.Context, channel.Inbound) error { return nil })
 	deliver := func(n fakewhatsapp.Notification) {
