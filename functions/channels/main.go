@@ -26,6 +26,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/channelset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 )
 
@@ -49,9 +50,20 @@ type Webhooks struct {
 	Routes   map[string]http.Handler
 	Repliers map[string]*channel.Replier
 	// Off says why each channel named but left out is off.
-	Off   map[string]string
+	Off map[string]string
+	// Late, when set, builds a channel of Off whose secret has a value
+	// now (cloud.Root.LateChannel), else nil.
+	Late  func(ctx context.Context, name string) *channelset.Channel
 	Log   *slog.Logger
 	Flush func(context.Context)
+}
+
+// add serves the channel c.
+func (h *Webhooks) add(c *channelset.Channel) {
+	h.Repliers[c.Name] = c.Replier
+	for path, rh := range c.Routes {
+		h.Routes[path] = rh
+	}
 }
 
 // handler builds the function's handler from the environment.
@@ -60,12 +72,10 @@ func handler(ctx context.Context) (*Webhooks, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Webhooks{Routes: map[string]http.Handler{}, Repliers: map[string]*channel.Replier{}, Off: root.ChannelsOff, Log: root.Log, Flush: root.Flush}
+	h := &Webhooks{Routes: map[string]http.Handler{}, Repliers: map[string]*channel.Replier{}, Off: root.ChannelsOff, Late: root.LateChannel,
+		Log: root.Log, Flush: root.Flush}
 	for _, c := range root.Channels {
-		h.Repliers[c.Name] = c.Replier
-		for path, rh := range c.Routes {
-			h.Routes[path] = rh
-		}
+		h.add(c)
 	}
 	return h, nil
 }
@@ -78,6 +88,14 @@ func (h *Webhooks) Handle(ctx context.Context, ev events.APIGatewayProxyRequest)
 	}
 	name := channelOf(ev.Path)
 	rh, ok := h.Routes[ev.Path]
+	if _, off := h.Off[name]; !ok && off && h.Late != nil {
+		// Its secret may have been set since this instance started.
+		if c := h.Late(ctx, name); c != nil {
+			delete(h.Off, name)
+			h.add(c)
+			rh, ok = h.Routes[ev.Path]
+		}
+	}
 	if !ok {
 		if why, off := h.Off[name]; off {
 			h.Log.Error("webhook of a channel not configured", "channel", name, "reason", why)

@@ -77,6 +77,12 @@ func secretJSON(t *testing.T, section string, env map[string]string) string {
 // secret the stack made but nobody set), fake Discord and WhatsApp, and
 // the channels function behind a fake REST API; the step function runs
 // the executions.
+// whatsappJSON is the WhatsApp channel's secret for the fake wa.
+func whatsappJSON(t *testing.T, wa *fakewhatsapp.Server) string {
+	return secretJSON(t, fmt.Sprintf("enabled: true\nphone_number_id: %q\naccess_token: {env: WA_TOKEN}\napp_secret: {env: WA_APP_SECRET}\nverify_token: {env: WA_VERIFY_TOKEN}\napi_base: %s\nallowed_users: [%q]\n",
+		fakewhatsapp.PhoneNumberID, wa.APIBase(), waAda), map[string]string{"WA_TOKEN": fakewhatsapp.Token, "WA_APP_SECRET": fakewhatsapp.AppSecret, "WA_VERIFY_TOKEN": fakewhatsapp.VerifyToken})
+}
+
 func newFixture(t *testing.T, set map[string]bool) *fixture {
 	env := cloudtest.Setup(t)
 	dc := fakediscord.New()
@@ -100,8 +106,7 @@ func newFixture(t *testing.T, set map[string]bool) *fixture {
 			fakediscord.AppID, dc.PublicKeyHex(), dAlice), map[string]string{"DISCORD_BOT_TOKEN": fakediscord.Token, "DISCORD_API_BASE": dc.APIBase()})
 	}
 	if set["whatsapp"] {
-		values[whatsappSecret] = secretJSON(t, fmt.Sprintf("enabled: true\nphone_number_id: %q\naccess_token: {env: WA_TOKEN}\napp_secret: {env: WA_APP_SECRET}\nverify_token: {env: WA_VERIFY_TOKEN}\napi_base: %s\nallowed_users: [%q]\n",
-			fakewhatsapp.PhoneNumberID, wa.APIBase(), waAda), map[string]string{"WA_TOKEN": fakewhatsapp.Token, "WA_APP_SECRET": fakewhatsapp.AppSecret, "WA_VERIFY_TOKEN": fakewhatsapp.VerifyToken})
+		values[whatsappSecret] = whatsappJSON(t, wa)
 	}
 	sm := cloudtest.NewSecrets(t, values)
 	for k, v := range map[string]string{"DISCORD_SECRET_ARN": discordSecret, "WHATSAPP_SECRET_ARN": whatsappSecret,
@@ -359,5 +364,21 @@ func TestSecretNotSet(t *testing.T) {
 	}
 	if s := f.env.SFN.Started(); len(s) != 0 {
 		t.Errorf("executions started: %v", s)
+	}
+}
+
+// TestSecretSetLater sets a channel's secret after the functions started
+// (lambdaclaw channel set-secret on a warm stack): the channels function
+// serves its webhook from then on, and the step function, which started
+// without the channel, delivers its runs' replies.
+func TestSecretSetLater(t *testing.T) {
+	f := newFixture(t, nil)
+	f.secrets.Put(whatsappSecret, whatsappJSON(t, f.wa))
+	if code, err := fakewhatsapp.Deliver(f.url+config.WhatsAppWebhookPath, f.wa.UserText(waAda, "Ada", "hello")); err != nil || code != http.StatusOK {
+		t.Fatalf("delivery after the secret was set: %d %v, want 200", code, err)
+	}
+	cloudtest.Wait(t, 10*time.Second, "the reply to ada", func() bool { return len(f.wa.Sent(waAda)) >= 1 })
+	if ms := f.wa.Sent(waAda); ms[0].Text != "echo: hello" {
+		t.Errorf("reply = %+v", ms[0])
 	}
 }

@@ -87,6 +87,13 @@ func (f *Secrets) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// Put stores value as the secret id's, as an operator would.
+func (f *Secrets) Put(id, value string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.values[id] = value
+}
+
 // Value returns the stored value of the secret id ("" for none).
 func (f *Secrets) Value(id string) string {
 	f.mu.Lock()

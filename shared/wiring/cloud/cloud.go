@@ -189,6 +189,9 @@ type Root struct {
 	// is left out (channels.go).
 	Channels    []*channelset.Channel
 	ChannelsOff map[string]string
+	// late are the channels of ChannelsOff left out for want of their
+	// secret's value, which may come on (LateChannel).
+	late map[string]*lateChannel
 	// Schedule is the engine of scheduled check-ins (schedule.go).
 	Schedule *dynamo.Schedule
 	// Skills are the skills of the agents' workspaces and the bucket.
