@@ -140,6 +140,23 @@ func TestTableGrants(t *testing.T) {
 			{Actions: []string{"dynamodb:Query"}, Resource: "index/gsi1", LeadingKeys: []string{"TGOUT#*"}}},
 		// The indexer reads the table's stream only.
 		"indexer": nil,
+		// The webhooks of Slack, Discord and WhatsApp keep each channel's
+		// state (handled deliveries, users let in, codes and tries, the
+		// outbox) and start runs.
+		"channels": {describe, items(sessions, session...),
+			items([]string{"SLACKSTATE#*", "SLACKSEEN#*", "SLACKUSER#*", "SLACKCODE#*", "SLACKTRY#*", "SLACKOUT#*",
+				"DISCORDSTATE#*", "DISCORDSEEN#*", "DISCORDUSER#*", "DISCORDCODE#*", "DISCORDTRY#*", "DISCORDOUT#*",
+				"WHATSAPPSTATE#*", "WHATSAPPSEEN#*", "WHATSAPPUSER#*", "WHATSAPPCODE#*", "WHATSAPPTRY#*", "WHATSAPPOUT#*"},
+				"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem"),
+			{Actions: []string{"dynamodb:Query"}, Resource: "index/gsi1", LeadingKeys: []string{"SLACKOUT#*", "SLACKSEEN", "DISCORDOUT#*",
+				"DISCORDSEEN", "WHATSAPPOUT#*", "WHATSAPPSEEN"}}},
+	}
+	// The step function sends the channels' replies through their
+	// outboxes, and keeps WhatsApp's customer service window in its state.
+	stepChannels := []tableGrant{
+		items([]string{"SLACKOUT#*", "SLACKSTATE#*", "DISCORDOUT#*", "DISCORDSTATE#*", "WHATSAPPOUT#*", "WHATSAPPSTATE#*"},
+			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+		{Actions: []string{"dynamodb:Query"}, Resource: "index/gsi1", LeadingKeys: []string{"SLACKOUT#*", "DISCORDOUT#*", "WHATSAPPOUT#*"}},
 	}
 	sorted := func(gs []tableGrant) []tableGrant {
 		gs = slices.Clone(gs)
@@ -153,12 +170,15 @@ func TestTableGrants(t *testing.T) {
 	for _, variant := range []string{variantDefault, variantOpenSearch} {
 		s := stack(t, variant)
 		for fn, w := range want {
-			if !s.cfg.Telegram && fn == "telegram" || s.cfg.Search != SearchOpenSearch && fn == "indexer" {
+			if !s.cfg.Telegram && fn == "telegram" || s.cfg.Search != SearchOpenSearch && fn == "indexer" || len(s.cfg.Channels) == 0 && fn == "channels" {
 				continue
 			}
 			if !s.cfg.Telegram && fn == "step" {
 				// Without Telegram, the step function has no outbox.
 				w = w[:len(w)-2]
+			}
+			if len(s.cfg.Channels) > 0 && fn == "step" {
+				w = append(slices.Clone(w), stepChannels...)
 			}
 			if got := tableGrants(t, s, fn); !equalJSON(got, sorted(w)) {
 				g, _ := json.MarshalIndent(got, "", "  ")
