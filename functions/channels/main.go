@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/discord"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/channelset"
@@ -116,7 +117,11 @@ func (h *Webhooks) Handle(ctx context.Context, ev events.APIGatewayProxyRequest)
 	}
 	// Replies the channel queued (and older ones waiting for a retry) are
 	// sent now; what fails stays in the outbox for the next invocation.
-	if r := h.Repliers[name]; r != nil {
+	// Not Discord's: an interaction's follow-up is refused until Discord
+	// has the answer this invocation returns, and a send tried here would
+	// hold the message from the step function's delivery, which retries
+	// it for seconds after the answer.
+	if r := h.Repliers[name]; r != nil && name != discord.Name {
 		fctx, cancel := context.WithTimeout(ctx, FlushTime)
 		defer cancel()
 		if n, err := r.Flush(fctx, 0); err != nil || n > 0 {
