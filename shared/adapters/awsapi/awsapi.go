@@ -73,6 +73,9 @@ type Service struct {
 	// queryCompatible services (SQS) also say their errors as the query
 	// protocol did, in the x-amzn-query-error header.
 	queryCompatible bool
+	// crc32 services (DynamoDB) send the CRC32 of an answer's body in
+	// X-Amz-Crc32, checked when there.
+	crc32 bool
 }
 
 // The services of this package, as their botocore models describe them.
@@ -214,6 +217,11 @@ func (c *Client) send(ctx context.Context, r request) (*response, error) {
 	}
 	if int64(len(body)) > c.maxBody {
 		return nil, &TooLargeError{Service: c.svc.Name, Operation: r.op, Status: res.StatusCode, Limit: c.maxBody}
+	}
+	if c.svc.crc32 {
+		if err := checkCRC32(c.svc, r.op, res.StatusCode, res.Header.Get("X-Amz-Crc32"), body); err != nil {
+			return nil, err
+		}
 	}
 	if res.StatusCode >= 300 {
 		return nil, c.svc.decodeError(r.op, res.StatusCode, res.Header, body)
