@@ -552,4 +552,3 @@ func (p *ScanPaginator) NextPage(ctx context.Context) (*ScanOutput, error) {
 	p.next = out.LastEvaluatedKey
 	return out, nil
 }
-
