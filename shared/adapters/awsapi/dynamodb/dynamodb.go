@@ -90,6 +90,23 @@ func (c *Client) call(ctx context.Context, op string, in, out any) error {
 	return err
 }
 
+// write calls op, a write of an item, and returns the Attributes it
+// answers.
+func (c *Client) write(ctx context.Context, op string, in any) (map[string]AttributeValue, error) {
+	var out struct{ Attributes item }
+	err := c.call(ctx, op, in, &out)
+	return out.Attributes, err
+}
+
+// send calls op and returns its answer, decoded into a T.
+func send[T any](ctx context.Context, c *Client, op string, in any) (*T, error) {
+	var out T
+	if err := c.call(ctx, op, in, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // ConditionalCheckFailedException is a write whose condition failed;
 // Item is the item as it was, when the write asked for it
 // (ReturnValuesOnConditionCheckFailure ALL_OLD).
@@ -192,11 +209,11 @@ type PutItemOutput struct {
 
 // PutItem writes an item.
 func (c *Client) PutItem(ctx context.Context, in *PutItemInput) (*PutItemOutput, error) {
-	var out struct{ Attributes item }
-	if err := c.call(ctx, "PutItem", in, &out); err != nil {
+	a, err := c.write(ctx, "PutItem", in)
+	if err != nil {
 		return nil, err
 	}
-	return &PutItemOutput{Attributes: out.Attributes}, nil
+	return &PutItemOutput{Attributes: a}, nil
 }
 
 // UpdateItemInput changes attributes of an item, creating it if need be.
@@ -218,11 +235,11 @@ type UpdateItemOutput struct {
 
 // UpdateItem changes an item.
 func (c *Client) UpdateItem(ctx context.Context, in *UpdateItemInput) (*UpdateItemOutput, error) {
-	var out struct{ Attributes item }
-	if err := c.call(ctx, "UpdateItem", in, &out); err != nil {
+	a, err := c.write(ctx, "UpdateItem", in)
+	if err != nil {
 		return nil, err
 	}
-	return &UpdateItemOutput{Attributes: out.Attributes}, nil
+	return &UpdateItemOutput{Attributes: a}, nil
 }
 
 // DeleteItemInput deletes an item by key.
@@ -243,11 +260,11 @@ type DeleteItemOutput struct {
 
 // DeleteItem deletes an item.
 func (c *Client) DeleteItem(ctx context.Context, in *DeleteItemInput) (*DeleteItemOutput, error) {
-	var out struct{ Attributes item }
-	if err := c.call(ctx, "DeleteItem", in, &out); err != nil {
+	a, err := c.write(ctx, "DeleteItem", in)
+	if err != nil {
 		return nil, err
 	}
-	return &DeleteItemOutput{Attributes: out.Attributes}, nil
+	return &DeleteItemOutput{Attributes: a}, nil
 }
 
 // QueryInput reads the items of a partition (of the table or an index).
@@ -283,13 +300,18 @@ type page struct {
 	LastEvaluatedKey item
 }
 
-// Query reads a page of items.
-func (c *Client) Query(ctx context.Context, in *QueryInput) (*QueryOutput, error) {
+// page calls op, a Query or Scan, and returns its page.
+func (c *Client) page(ctx context.Context, op string, in any) (*QueryOutput, error) {
 	var out page
-	if err := c.call(ctx, "Query", in, &out); err != nil {
+	if err := c.call(ctx, op, in, &out); err != nil {
 		return nil, err
 	}
 	return &QueryOutput{Items: out.Items.plain(), Count: out.Count, ScannedCount: out.ScannedCount, LastEvaluatedKey: out.LastEvaluatedKey}, nil
+}
+
+// Query reads a page of items.
+func (c *Client) Query(ctx context.Context, in *QueryInput) (*QueryOutput, error) {
+	return c.page(ctx, "Query", in)
 }
 
 // ScanInput reads every item of a table.
@@ -311,11 +333,7 @@ type ScanOutput = QueryOutput
 
 // Scan reads a page of a table's items.
 func (c *Client) Scan(ctx context.Context, in *ScanInput) (*ScanOutput, error) {
-	var out page
-	if err := c.call(ctx, "Scan", in, &out); err != nil {
-		return nil, err
-	}
-	return &ScanOutput{Items: out.Items.plain(), Count: out.Count, ScannedCount: out.ScannedCount, LastEvaluatedKey: out.LastEvaluatedKey}, nil
+	return c.page(ctx, "Scan", in)
 }
 
 // KeysAndAttributes are the keys BatchGetItem reads of a table.
@@ -495,56 +513,44 @@ type QueryAPIClient interface {
 	Query(ctx context.Context, in *QueryInput) (*QueryOutput, error)
 }
 
-// QueryPaginator reads a Query page after page, as the SDK's does.
-type QueryPaginator struct {
-	client QueryAPIClient
-	params QueryInput
-	next   map[string]AttributeValue
-	first  bool
-}
+// QueryPaginator reads a Query page after page, as the SDK's does: each
+// page from the LastEvaluatedKey of the one before, with the same Limit,
+// until a page has none.
+type QueryPaginator = paginator[QueryInput]
+
+// ScanPaginator reads a Scan page after page.
+type ScanPaginator = paginator[ScanInput]
 
 // NewQueryPaginator returns a paginator of the Query in.
 func NewQueryPaginator(client QueryAPIClient, in *QueryInput) *QueryPaginator {
-	return &QueryPaginator{client: client, params: *in, next: in.ExclusiveStartKey, first: true}
-}
-
-// HasMorePages reports whether there is a page to read.
-func (p *QueryPaginator) HasMorePages() bool { return p.first || len(p.next) > 0 }
-
-// NextPage reads the next page.
-func (p *QueryPaginator) NextPage(ctx context.Context) (*QueryOutput, error) {
-	in := p.params
-	in.ExclusiveStartKey = p.next
-	out, err := p.client.Query(ctx, &in)
-	if err != nil {
-		return nil, err
-	}
-	p.first = false
-	p.next = out.LastEvaluatedKey
-	return out, nil
-}
-
-// ScanPaginator reads a Scan page after page.
-type ScanPaginator struct {
-	client *Client
-	params ScanInput
-	next   map[string]AttributeValue
-	first  bool
+	return &QueryPaginator{read: client.Query, params: *in, next: in.ExclusiveStartKey, first: true,
+		from: func(in *QueryInput, k map[string]AttributeValue) { in.ExclusiveStartKey = k }}
 }
 
 // NewScanPaginator returns a paginator of the Scan in.
 func NewScanPaginator(client *Client, in *ScanInput) *ScanPaginator {
-	return &ScanPaginator{client: client, params: *in, next: in.ExclusiveStartKey, first: true}
+	return &ScanPaginator{read: client.Scan, params: *in, next: in.ExclusiveStartKey, first: true,
+		from: func(in *ScanInput, k map[string]AttributeValue) { in.ExclusiveStartKey = k }}
+}
+
+// paginator reads the pages of a Query or Scan In.
+type paginator[In any] struct {
+	read   func(context.Context, *In) (*QueryOutput, error)
+	params In
+	// from sets where a page starts.
+	from  func(*In, map[string]AttributeValue)
+	next  map[string]AttributeValue
+	first bool
 }
 
 // HasMorePages reports whether there is a page to read.
-func (p *ScanPaginator) HasMorePages() bool { return p.first || len(p.next) > 0 }
+func (p *paginator[In]) HasMorePages() bool { return p.first || len(p.next) > 0 }
 
 // NextPage reads the next page.
-func (p *ScanPaginator) NextPage(ctx context.Context) (*ScanOutput, error) {
+func (p *paginator[In]) NextPage(ctx context.Context) (*QueryOutput, error) {
 	in := p.params
-	in.ExclusiveStartKey = p.next
-	out, err := p.client.Scan(ctx, &in)
+	p.from(&in, p.next)
+	out, err := p.read(ctx, &in)
 	if err != nil {
 		return nil, err
 	}

@@ -41,11 +41,7 @@ type Shard struct {
 
 // DescribeStream describes a stream.
 func (c *StreamsClient) DescribeStream(ctx context.Context, in *DescribeStreamInput) (*DescribeStreamOutput, error) {
-	var out DescribeStreamOutput
-	if err := c.c.call(ctx, "DescribeStream", in, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[DescribeStreamOutput](ctx, c.c, "DescribeStream", in)
 }
 
 // ShardIteratorType says where a shard iterator starts.
@@ -67,11 +63,7 @@ type GetShardIteratorOutput struct {
 
 // GetShardIterator returns an iterator of a shard.
 func (c *StreamsClient) GetShardIterator(ctx context.Context, in *GetShardIteratorInput) (*GetShardIteratorOutput, error) {
-	var out GetShardIteratorOutput
-	if err := c.c.call(ctx, "GetShardIterator", in, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[GetShardIteratorOutput](ctx, c.c, "GetShardIterator", in)
 }
 
 // GetRecordsInput reads records from an iterator.

@@ -96,11 +96,7 @@ type CreateTableOutput struct {
 
 // CreateTable creates a table.
 func (c *Client) CreateTable(ctx context.Context, in *CreateTableInput) (*CreateTableOutput, error) {
-	var out CreateTableOutput
-	if err := c.call(ctx, "CreateTable", in, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[CreateTableOutput](ctx, c, "CreateTable", in)
 }
 
 // DeleteTableInput deletes a table.
@@ -115,11 +111,7 @@ type DeleteTableOutput struct {
 
 // DeleteTable deletes a table.
 func (c *Client) DeleteTable(ctx context.Context, in *DeleteTableInput) (*DeleteTableOutput, error) {
-	var out DeleteTableOutput
-	if err := c.call(ctx, "DeleteTable", in, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[DeleteTableOutput](ctx, c, "DeleteTable", in)
 }
 
 // DescribeTableInput names the table to describe.
@@ -180,11 +172,7 @@ type GlobalSecondaryIndexDescription struct {
 
 // DescribeTable describes a table.
 func (c *Client) DescribeTable(ctx context.Context, in *DescribeTableInput) (*DescribeTableOutput, error) {
-	var out DescribeTableOutput
-	if err := c.call(ctx, "DescribeTable", in, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[DescribeTableOutput](ctx, c, "DescribeTable", in)
 }
 
 // TimeToLiveSpecification turns TTL on an attribute on or off.
@@ -206,11 +194,7 @@ type UpdateTimeToLiveOutput struct {
 
 // UpdateTimeToLive sets a table's TTL.
 func (c *Client) UpdateTimeToLive(ctx context.Context, in *UpdateTimeToLiveInput) (*UpdateTimeToLiveOutput, error) {
-	var out UpdateTimeToLiveOutput
-	if err := c.call(ctx, "UpdateTimeToLive", in, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[UpdateTimeToLiveOutput](ctx, c, "UpdateTimeToLive", in)
 }
 
 // DescribeTimeToLiveInput names the table whose TTL to describe.
@@ -232,9 +216,5 @@ type TimeToLiveDescription struct {
 
 // DescribeTimeToLive describes a table's TTL.
 func (c *Client) DescribeTimeToLive(ctx context.Context, in *DescribeTimeToLiveInput) (*DescribeTimeToLiveOutput, error) {
-	var out DescribeTimeToLiveOutput
-	if err := c.call(ctx, "DescribeTimeToLive", in, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[DescribeTimeToLiveOutput](ctx, c, "DescribeTimeToLive", in)
 }
