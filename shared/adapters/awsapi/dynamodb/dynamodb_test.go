@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
 )
 
 // TestAttributeValueJSON: every type of attribute value is sent as
@@ -55,14 +56,23 @@ func TestAttributeValueJSON(t *testing.T) {
 	}
 }
 
-// fake answers each call with answer(target, body), recording the
-// targets called.
+// fake answers each call with answer(op, body), recording the
+// operations called; a request DynamoDB's model refuses fails the test.
 func fake(t *testing.T, answer func(op string, body []byte, w http.ResponseWriter)) (*Client, *[]string) {
 	t.Helper()
 	var ops []string
+	model := awsmodel.Load(t, "dynamodb")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
+		op, in, err := model.FromAWSJSON(r.Header.Get("X-Amz-Target"), body)
+		if err == nil {
+			err = model.Validate(op, in)
+		}
+		if err != nil {
+			t.Errorf("a request DynamoDB refuses: %v", err)
+			w.WriteHeader(400)
+			return
+		}
 		ops = append(ops, op)
 		answer(op, body, w)
 	}))
@@ -86,7 +96,7 @@ func TestErrors(t *testing.T) {
 		}
 	})
 	ctx := t.Context()
-	_, err := c.PutItem(ctx, &PutItemInput{TableName: aws.String("t"), Item: map[string]AttributeValue{"pk": &AttributeValueMemberS{Value: "a"}}})
+	_, err := c.PutItem(ctx, &PutItemInput{TableName: aws.String("tbl"), Item: map[string]AttributeValue{"pk": &AttributeValueMemberS{Value: "a"}}})
 	ccf, ok := errors.AsType[*ConditionalCheckFailedException](err)
 	if !ok || !awsapi.HasCode(err, "ConditionalCheckFailedException") {
 		t.Fatalf("PutItem: %v, want a ConditionalCheckFailedException", err)
@@ -94,7 +104,10 @@ func TestErrors(t *testing.T) {
 	if diff := cmp.Diff(map[string]AttributeValue{"pk": &AttributeValueMemberS{Value: "a"}, "n": &AttributeValueMemberN{Value: "3"}}, ccf.Item); diff != "" {
 		t.Errorf("the old item (-want +got):\n%s", diff)
 	}
-	_, err = c.TransactWriteItems(ctx, &TransactWriteItemsInput{TransactItems: []TransactWriteItem{{}, {}}})
+	_, err = c.TransactWriteItems(ctx, &TransactWriteItemsInput{TransactItems: []TransactWriteItem{
+		{ConditionCheck: &ConditionCheck{TableName: aws.String("tbl"), Key: map[string]AttributeValue{"pk": &AttributeValueMemberS{Value: "a"}}, ConditionExpression: aws.String("attribute_exists(pk)")}},
+		{Delete: &Delete{TableName: aws.String("tbl"), Key: map[string]AttributeValue{"pk": &AttributeValueMemberS{Value: "b"}}}},
+	}})
 	tc, ok := errors.AsType[*TransactionCanceledException](err)
 	if !ok || !awsapi.HasCode(err, "TransactionCanceledException") {
 		t.Fatalf("TransactWriteItems: %v, want a TransactionCanceledException", err)
@@ -106,7 +119,7 @@ func TestErrors(t *testing.T) {
 	if diff := cmp.Diff([]string{"None", "ConditionalCheckFailed"}, codes); diff != "" {
 		t.Errorf("reasons (-want +got):\n%s", diff)
 	}
-	if _, err := c.DescribeTable(ctx, &DescribeTableInput{TableName: aws.String("t")}); !awsapi.HasCode(err, "ResourceNotFoundException") {
+	if _, err := c.DescribeTable(ctx, &DescribeTableInput{TableName: aws.String("tbl")}); !awsapi.HasCode(err, "ResourceNotFoundException") {
 		t.Errorf("DescribeTable: %v, want ResourceNotFoundException", err)
 	}
 }
@@ -132,7 +145,7 @@ func TestQueryPaginator(t *testing.T) {
 			fmt.Fprint(w, `{"Items":[],"Count":0}`)
 		}
 	})
-	p := NewQueryPaginator(c, &QueryInput{TableName: aws.String("t"), Limit: aws.Int32(1)})
+	p := NewQueryPaginator(c, &QueryInput{TableName: aws.String("tbl"), Limit: aws.Int32(1)})
 	var got []string
 	for p.HasMorePages() {
 		out, err := p.NextPage(t.Context())
@@ -161,7 +174,9 @@ func TestBatchUnprocessed(t *testing.T) {
 		}
 		fmt.Fprint(w, `{"Responses":{"t":[{"pk":{"S":"a"}}]},"UnprocessedKeys":{"t":{"Keys":[{"pk":{"S":"b"}}],"ConsistentRead":true}}}`)
 	})
-	w, err := c.BatchWriteItem(t.Context(), &BatchWriteItemInput{})
+	w, err := c.BatchWriteItem(t.Context(), &BatchWriteItemInput{RequestItems: map[string][]WriteRequest{"tbl": {
+		{PutRequest: &PutRequest{Item: map[string]AttributeValue{"pk": &AttributeValueMemberS{Value: "y"}, "l": &AttributeValueMemberL{Value: []AttributeValue{&AttributeValueMemberNULL{Value: true}}}}}},
+	}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +187,7 @@ func TestBatchUnprocessed(t *testing.T) {
 	if diff := cmp.Diff(want, w.UnprocessedItems); diff != "" {
 		t.Errorf("unprocessed items (-want +got):\n%s", diff)
 	}
-	g, err := c.BatchGetItem(t.Context(), &BatchGetItemInput{})
+	g, err := c.BatchGetItem(t.Context(), &BatchGetItemInput{RequestItems: map[string]KeysAndAttributes{"tbl": {Keys: []map[string]AttributeValue{{"pk": &AttributeValueMemberS{Value: "a"}}}, ConsistentRead: aws.Bool(true)}}})
 	if err != nil {
 		t.Fatal(err)
 	}
