@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -293,8 +294,9 @@ type QueryOutput struct {
 }
 
 // page is a QueryOutput or ScanOutput as DynamoDB sends it.
+// Its items are wires, read in one pass of the page (see wire).
 type page struct {
-	Items            items
+	Items            []map[string]wire
 	Count            int32
 	ScannedCount     int32
 	LastEvaluatedKey item
@@ -306,7 +308,11 @@ func (c *Client) page(ctx context.Context, op string, in any) (*QueryOutput, err
 	if err := c.call(ctx, op, in, &out); err != nil {
 		return nil, err
 	}
-	return &QueryOutput{Items: out.Items.plain(), Count: out.Count, ScannedCount: out.ScannedCount, LastEvaluatedKey: out.LastEvaluatedKey}, nil
+	its, err := fromWires(out.Items)
+	if err != nil {
+		return nil, fmt.Errorf("DynamoDB %s: the answer: %w", op, err)
+	}
+	return &QueryOutput{Items: its, Count: out.Count, ScannedCount: out.ScannedCount, LastEvaluatedKey: out.LastEvaluatedKey}, nil
 }
 
 // Query reads a page of items.
@@ -372,13 +378,13 @@ func (c *Client) BatchGetItem(ctx context.Context, in *BatchGetItemInput) (*Batc
 	}
 	res := &BatchGetItemOutput{Responses: map[string][]map[string]AttributeValue{}}
 	for t, its := range out.Responses {
-		res.Responses[t] = its.plain()
+		res.Responses[t] = its
 	}
 	for t, k := range out.UnprocessedKeys {
 		if res.UnprocessedKeys == nil {
 			res.UnprocessedKeys = map[string]KeysAndAttributes{}
 		}
-		res.UnprocessedKeys[t] = KeysAndAttributes{Keys: k.Keys.plain(), ConsistentRead: k.ConsistentRead,
+		res.UnprocessedKeys[t] = KeysAndAttributes{Keys: k.Keys, ConsistentRead: k.ConsistentRead,
 			ProjectionExpression: k.ProjectionExpression, ExpressionAttributeNames: k.ExpressionAttributeNames}
 	}
 	return res, nil

@@ -93,101 +93,133 @@ func member[T any](typ string, v T) ([]byte, error) {
 type item map[string]AttributeValue
 
 func (m *item) UnmarshalJSON(b []byte) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
+	var w map[string]wire
+	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	if raw == nil {
-		*m = nil
-		return nil
-	}
-	out := make(item, len(raw))
-	for k, r := range raw {
-		v, err := decodeValue(r)
-		if err != nil {
-			return fmt.Errorf("attribute %q: %w", k, err)
-		}
-		out[k] = v
-	}
-	*m = out
-	return nil
+	v, err := fromWire(w)
+	*m = v
+	return err
 }
 
 // items decodes a list of items.
-type items []item
+type items []map[string]AttributeValue
 
-// plain returns the items as the exported types hold them.
-func (its items) plain() []map[string]AttributeValue {
-	if its == nil {
-		return nil
+func (l *items) UnmarshalJSON(b []byte) error {
+	var w []map[string]wire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
 	}
-	out := make([]map[string]AttributeValue, len(its))
-	for i, it := range its {
-		out[i] = it
+	v, err := fromWires(w)
+	*l = v
+	return err
+}
+
+// fromWires returns the items of w; nil for nil.
+func fromWires(w []map[string]wire) ([]map[string]AttributeValue, error) {
+	if w == nil {
+		return nil, nil
 	}
-	return out
+	out := make([]map[string]AttributeValue, len(w))
+	for i, it := range w {
+		var err error
+		if out[i], err = fromWire(it); err != nil {
+			return nil, fmt.Errorf("item %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+// wire is an attribute value as DynamoDB's JSON has it, a member set of
+// one type. Items are decoded into wires in one pass of the JSON, then
+// into AttributeValues: an Unmarshaler at each level would read a value
+// again at each level it is nested in.
+type wire struct {
+	S, N       *string
+	B          *[]byte
+	BOOL, NULL *bool
+	SS, NS     *[]string
+	BS         *[][]byte
+	L          *[]wire
+	M          *map[string]wire
+}
+
+// fromWire returns the attribute values of w; nil for nil.
+func fromWire(w map[string]wire) (map[string]AttributeValue, error) {
+	if w == nil {
+		return nil, nil
+	}
+	out := make(map[string]AttributeValue, len(w))
+	for k, e := range w {
+		v, err := e.value()
+		if err != nil {
+			return nil, fmt.Errorf("attribute %q: %w", k, err)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// value returns the attribute value w holds.
+func (w wire) value() (AttributeValue, error) {
+	var v AttributeValue
+	n := 0
+	set := func(a AttributeValue) { v = a; n++ }
+	if w.S != nil {
+		set(&AttributeValueMemberS{Value: *w.S})
+	}
+	if w.N != nil {
+		set(&AttributeValueMemberN{Value: *w.N})
+	}
+	if w.B != nil {
+		set(&AttributeValueMemberB{Value: *w.B})
+	}
+	if w.BOOL != nil {
+		set(&AttributeValueMemberBOOL{Value: *w.BOOL})
+	}
+	if w.NULL != nil {
+		set(&AttributeValueMemberNULL{Value: *w.NULL})
+	}
+	if w.SS != nil {
+		set(&AttributeValueMemberSS{Value: *w.SS})
+	}
+	if w.NS != nil {
+		set(&AttributeValueMemberNS{Value: *w.NS})
+	}
+	if w.BS != nil {
+		set(&AttributeValueMemberBS{Value: *w.BS})
+	}
+	if w.L != nil {
+		l := &AttributeValueMemberL{Value: make([]AttributeValue, len(*w.L))}
+		for i, e := range *w.L {
+			var err error
+			if l.Value[i], err = e.value(); err != nil {
+				return nil, fmt.Errorf("L[%d]: %w", i, err)
+			}
+		}
+		set(l)
+	}
+	if w.M != nil {
+		m, err := fromWire(*w.M)
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			m = map[string]AttributeValue{}
+		}
+		set(&AttributeValueMemberM{Value: m})
+	}
+	if n != 1 {
+		return nil, fmt.Errorf("an attribute value of %d types, want 1", n)
+	}
+	return v, nil
 }
 
 // decodeValue decodes one attribute value of DynamoDB's JSON.
 func decodeValue(b []byte) (AttributeValue, error) {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
+	var w wire
+	if err := json.Unmarshal(b, &w); err != nil {
 		return nil, err
 	}
-	if len(raw) != 1 {
-		return nil, fmt.Errorf("an attribute value has %d members, want 1", len(raw))
-	}
-	for typ, r := range raw {
-		switch typ {
-		case "S":
-			v := &AttributeValueMemberS{}
-			return v, json.Unmarshal(r, &v.Value)
-		case "N":
-			v := &AttributeValueMemberN{}
-			return v, json.Unmarshal(r, &v.Value)
-		case "B":
-			v := &AttributeValueMemberB{}
-			return v, json.Unmarshal(r, &v.Value)
-		case "BOOL":
-			v := &AttributeValueMemberBOOL{}
-			return v, json.Unmarshal(r, &v.Value)
-		case "NULL":
-			v := &AttributeValueMemberNULL{}
-			return v, json.Unmarshal(r, &v.Value)
-		case "SS":
-			v := &AttributeValueMemberSS{}
-			return v, json.Unmarshal(r, &v.Value)
-		case "NS":
-			v := &AttributeValueMemberNS{}
-			return v, json.Unmarshal(r, &v.Value)
-		case "BS":
-			v := &AttributeValueMemberBS{}
-			return v, json.Unmarshal(r, &v.Value)
-		case "L":
-			var l []json.RawMessage
-			if err := json.Unmarshal(r, &l); err != nil {
-				return nil, err
-			}
-			v := &AttributeValueMemberL{Value: make([]AttributeValue, len(l))}
-			for i, e := range l {
-				var err error
-				if v.Value[i], err = decodeValue(e); err != nil {
-					return nil, fmt.Errorf("L[%d]: %w", i, err)
-				}
-			}
-			return v, nil
-		case "M":
-			var m item
-			if err := json.Unmarshal(r, &m); err != nil {
-				return nil, err
-			}
-			if m == nil {
-				m = item{}
-			}
-			return &AttributeValueMemberM{Value: m}, nil
-		default:
-			return nil, fmt.Errorf("unknown attribute value type %q", typ)
-		}
-	}
-	panic("unreachable")
+	return w.value()
 }
