@@ -16,11 +16,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/opensearch"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
@@ -339,28 +338,28 @@ func readStream(t *testing.T, table *cloudtest.Table) []events.DynamoDBEventReco
 		t.Fatal(err)
 	}
 	arn := desc.Table.LatestStreamArn
-	o := table.Client.Options()
-	sc := dynamodbstreams.New(dynamodbstreams.Options{BaseEndpoint: aws.String(table.Endpoint), Region: o.Region, Credentials: o.Credentials})
-	sd, err := sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: arn})
+	sc := dynamodb.NewStreams(dynamodb.Options{BaseEndpoint: aws.String(table.Endpoint), Region: "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+	sd, err := sc.DescribeStream(ctx, &dynamodb.DescribeStreamInput{StreamArn: arn})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []events.DynamoDBEventRecord
 	for _, sh := range sd.StreamDescription.Shards {
-		it, err := sc.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: arn, ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
+		it, err := sc.GetShardIterator(ctx, &dynamodb.GetShardIteratorInput{StreamArn: arn, ShardId: sh.ShardId, ShardIteratorType: dynamodb.ShardIteratorTypeTrimHorizon})
 		if err != nil {
 			t.Fatal(err)
 		}
 		iter := it.ShardIterator
 		for iter != nil {
-			res, err := sc.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
+			res, err := sc.GetRecords(ctx, &dynamodb.GetRecordsInput{ShardIterator: iter})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, r := range res.Records {
 				out = append(out, events.DynamoDBEventRecord{
 					EventID:        aws.ToString(r.EventID),
-					EventName:      string(r.EventName),
+					EventName:      r.EventName,
 					EventSource:    aws.ToString(r.EventSource),
 					AWSRegion:      aws.ToString(r.AwsRegion),
 					EventSourceArn: aws.ToString(arn),
@@ -382,7 +381,7 @@ func readStream(t *testing.T, table *cloudtest.Table) []events.DynamoDBEventReco
 	return out
 }
 
-func toEvent(img map[string]streamtypes.AttributeValue) map[string]events.DynamoDBAttributeValue {
+func toEvent(img map[string]dynamodb.AttributeValue) map[string]events.DynamoDBAttributeValue {
 	if img == nil {
 		return nil
 	}
@@ -393,29 +392,29 @@ func toEvent(img map[string]streamtypes.AttributeValue) map[string]events.Dynamo
 	return out
 }
 
-func toEventValue(v streamtypes.AttributeValue) events.DynamoDBAttributeValue {
+func toEventValue(v dynamodb.AttributeValue) events.DynamoDBAttributeValue {
 	switch v := v.(type) {
-	case *streamtypes.AttributeValueMemberS:
+	case *dynamodb.AttributeValueMemberS:
 		return events.NewStringAttribute(v.Value)
-	case *streamtypes.AttributeValueMemberN:
+	case *dynamodb.AttributeValueMemberN:
 		return events.NewNumberAttribute(v.Value)
-	case *streamtypes.AttributeValueMemberB:
+	case *dynamodb.AttributeValueMemberB:
 		return events.NewBinaryAttribute(v.Value)
-	case *streamtypes.AttributeValueMemberBOOL:
+	case *dynamodb.AttributeValueMemberBOOL:
 		return events.NewBooleanAttribute(v.Value)
-	case *streamtypes.AttributeValueMemberSS:
+	case *dynamodb.AttributeValueMemberSS:
 		return events.NewStringSetAttribute(v.Value)
-	case *streamtypes.AttributeValueMemberNS:
+	case *dynamodb.AttributeValueMemberNS:
 		return events.NewNumberSetAttribute(v.Value)
-	case *streamtypes.AttributeValueMemberBS:
+	case *dynamodb.AttributeValueMemberBS:
 		return events.NewBinarySetAttribute(v.Value)
-	case *streamtypes.AttributeValueMemberL:
+	case *dynamodb.AttributeValueMemberL:
 		l := make([]events.DynamoDBAttributeValue, len(v.Value))
 		for i, e := range v.Value {
 			l[i] = toEventValue(e)
 		}
 		return events.NewListAttribute(l)
-	case *streamtypes.AttributeValueMemberM:
+	case *dynamodb.AttributeValueMemberM:
 		return events.NewMapAttribute(toEvent(v.Value))
 	}
 	return events.NewNullAttribute()

@@ -3,17 +3,15 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
@@ -57,7 +55,7 @@ type functionsAPI interface {
 
 // tableAPI is the DynamoDB call the table check makes.
 type tableAPI interface {
-	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput) (*dynamodb.DescribeTableOutput, error)
 }
 
 // stackDoctor checks the stack st names, each AWS call bounded by timeout.
@@ -72,11 +70,7 @@ func stackDoctor(ctx context.Context, st *stackFlags, timeout time.Duration) []f
 	fs := []finding{stackStatus(d), stackOutputs(d)}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	fs = append(fs, checkTable(tctx, d, dynamodb.NewFromConfig(d.aws, func(o *dynamodb.Options) {
-		if ep := getenv(envDynamoDBEndpoint); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})))
+	fs = append(fs, checkTable(tctx, d, dynamodb.NewFromConfig(d.aws, getenv(envDynamoDBEndpoint))))
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cw, err := awsapi.NewCloudWatch(d.aws, getenv(envCloudWatchEndpoint))
@@ -180,7 +174,7 @@ func checkTable(ctx context.Context, d *deployment, api tableAPI) finding {
 		return f
 	}
 	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
-	if _, ok := errors.AsType[*ddbtypes.ResourceNotFoundException](err); ok {
+	if awsapi.HasCode(err, "ResourceNotFoundException") {
 		f.Verdict, f.Detail = fail, fmt.Sprintf("table %s (output %s) does not exist in %s", name, outTable, d.aws.Region)
 		f.Fix = "it was deleted: restore it from a backup under that name, or make deploy to create the stack's resources again"
 		return f
@@ -190,7 +184,7 @@ func checkTable(ctx context.Context, d *deployment, api tableAPI) finding {
 		return f
 	}
 	status := out.Table.TableStatus
-	if status != ddbtypes.TableStatusActive && status != ddbtypes.TableStatusUpdating {
+	if status != dynamodb.TableStatusActive && status != dynamodb.TableStatusUpdating {
 		f.Verdict, f.Detail, f.Fix = fail, fmt.Sprintf("table %s is %s", name, status), "wait, or read its state in the DynamoDB console"
 		return f
 	}

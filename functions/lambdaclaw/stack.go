@@ -9,7 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
@@ -170,11 +170,7 @@ func (d *deployment) store(ctx context.Context) (*dynamo.Store, error) {
 	if err := d.need(outTable); err != nil {
 		return nil, err
 	}
-	client := dynamodb.NewFromConfig(d.aws, func(o *dynamodb.Options) {
-		if ep := getenv(envDynamoDBEndpoint); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})
+	client := dynamodb.NewFromConfig(d.aws, getenv(envDynamoDBEndpoint))
 	db, err := dynamo.New(ctx, dynamo.Config{Table: d.outputs[outTable], Client: client})
 	if err == nil {
 		err = db.Check(ctx)

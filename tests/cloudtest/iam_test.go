@@ -1,15 +1,14 @@
 package cloudtest
 
 import (
-	"errors"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/dynamo"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
@@ -78,11 +77,10 @@ func TestPoliced(t *testing.T) {
 			t.Errorf("CreateSession: %v", err)
 		}
 		err = db.PutConnection(t.Context(), "c1", "h", time.Hour)
-		var api smithy.APIError
-		if !errors.As(err, &api) || api.ErrorCode() != "AccessDeniedException" {
+		if !awsapi.HasCode(err, "AccessDeniedException") {
 			t.Errorf("PutConnection: %v, want AccessDeniedException", err)
 		}
-		if _, err := client.Scan(t.Context(), &dynamodb.ScanInput{TableName: aws.String(table.Name)}); !errors.As(err, &api) || api.ErrorCode() != "AccessDeniedException" {
+		if _, err := client.Scan(t.Context(), &dynamodb.ScanInput{TableName: aws.String(table.Name)}); !awsapi.HasCode(err, "AccessDeniedException") {
 			t.Errorf("Scan: %v, want AccessDeniedException", err)
 		}
 	})

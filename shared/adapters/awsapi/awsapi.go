@@ -2,7 +2,9 @@
 // few operations each: Step Functions, Lambda, SQS, Secrets Manager,
 // EventBridge Scheduler, CloudWatch (DescribeAlarms), CloudFormation
 // (DescribeStacks), Bedrock Runtime (Converse, ConverseStream,
-// InvokeModel) and ECS (RunTask, DescribeTasks, StopTask). The SDK's
+// InvokeModel), ECS (RunTask, DescribeTasks, StopTask), and DynamoDB and
+// DynamoDB Streams, whose operations and types package awsapi/dynamodb
+// declares in the SDK's shapes (JSON, NewDynamoDB). The SDK's
 // service clients cost some 150–400 KB of code each (Bedrock Runtime's
 // and ECS's more, and a schema table built at init), for one to three
 // operations; this package speaks the same wire formats with one
@@ -20,9 +22,9 @@
 // client's own bound) is a *TooLargeError. A service's error is an
 // *Error that keeps its code (Code, HasCode).
 //
-// The other services keep the SDK's clients: DynamoDB and S3 are called
-// for many operations, and the API Gateway Management API is linked by
-// the WebSocket functions only.
+// The other services keep the SDK's clients: S3 is called for many
+// operations, and the API Gateway Management API is linked by the
+// WebSocket functions only.
 package awsapi
 
 import (
@@ -73,6 +75,9 @@ type Service struct {
 	// queryCompatible services (SQS) also say their errors as the query
 	// protocol did, in the x-amzn-query-error header.
 	queryCompatible bool
+	// crc32 services (DynamoDB) send the CRC32 of an answer's body in
+	// X-Amz-Crc32, checked when there.
+	crc32 bool
 }
 
 // The services of this package, as their botocore models describe them.
@@ -214,6 +219,11 @@ func (c *Client) send(ctx context.Context, r request) (*response, error) {
 	}
 	if int64(len(body)) > c.maxBody {
 		return nil, &TooLargeError{Service: c.svc.Name, Operation: r.op, Status: res.StatusCode, Limit: c.maxBody}
+	}
+	if c.svc.crc32 {
+		if err := checkCRC32(c.svc, r.op, res.StatusCode, res.Header.Get("X-Amz-Crc32"), body); err != nil {
+			return nil, err
+		}
 	}
 	if res.StatusCode >= 300 {
 		return nil, c.svc.decodeError(r.op, res.StatusCode, res.Header, body)

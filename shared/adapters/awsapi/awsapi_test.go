@@ -5,14 +5,17 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -287,8 +290,11 @@ func TestErrors(t *testing.T) {
 			if !ok {
 				t.Fatalf("error %v, want an *Error", err)
 			}
-			if diff := cmp.Diff(tc.want, *got, cmpopts.IgnoreFields(Error{}, "Header")); diff != "" {
+			if diff := cmp.Diff(tc.want, *got, cmpopts.IgnoreFields(Error{}, "Header", "Body")); diff != "" {
 				t.Errorf("error (-want +got):\n%s", diff)
+			}
+			if string(got.Body) != tc.body {
+				t.Errorf("error's Body %q, want the answer's %q", got.Body, tc.body)
 			}
 			if got.Header.Get("Content-Length") == "" || Status(err) != tc.status {
 				t.Errorf("error without the answer's header (%v) or status (%d)", got.Header, Status(err))
@@ -488,5 +494,40 @@ func TestTraceOn(t *testing.T) {
 				t.Errorf("X-Amzn-Trace-Id %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestDynamoDBRetries: DynamoDB's throttling is retried, as is an answer
+// whose body is not the CRC32 it came with; a right CRC32 is taken.
+func TestDynamoDBRetries(t *testing.T) {
+	good := `{"Item":{"pk":{"S":"a"}}}`
+	sum := strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(good))), 10)
+	var calls int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		if r.Header.Get("X-Amz-Target") != "DynamoDB_20120810.GetItem" || r.Header.Get("Content-Type") != "application/x-amz-json-1.0" {
+			t.Errorf("target %q, content type %q", r.Header.Get("X-Amz-Target"), r.Header.Get("Content-Type"))
+		}
+		switch calls {
+		case 1:
+			w.WriteHeader(400)
+			fmt.Fprint(w, `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"slow down"}`)
+		case 2:
+			w.Header().Set("X-Amz-Crc32", sum)
+			fmt.Fprint(w, `{"Item":{"pk":{"S":"b"}}}`) // damaged on its way
+		default:
+			w.Header().Set("X-Amz-Crc32", sum)
+			fmt.Fprint(w, good)
+		}
+	}))
+	defer srv.Close()
+	var waits []int
+	d := &JSON{newTest(t, dynamoDB, srv.URL, &waits)}
+	var out json.RawMessage
+	if err := d.Call(t.Context(), "GetItem", map[string]string{"TableName": "t"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != good || calls != 3 || !slices.Equal(waits, []int{1, 2}) {
+		t.Errorf("answer %s after %d calls, waits %v; want %s after 3, waits [1 2]", out, calls, waits, good)
 	}
 }

@@ -21,6 +21,9 @@ type Error struct {
 	// Header is the answer's header (Retry-After, say); nil for an
 	// exception in an event stream.
 	Header http.Header
+	// Body is the answer's body, for the members of an error beyond its
+	// code and message (DynamoDB's CancellationReasons, say).
+	Body []byte
 }
 
 func (e *Error) Error() string {
@@ -89,7 +92,7 @@ func HasCode(err error, codes ...string) bool {
 // restJson1), in x-amzn-query-error for a service compatible with the
 // query protocol, or in <Error><Code> (query).
 func (s Service) decodeError(op string, status int, h http.Header, body []byte) *Error {
-	e := &Error{Service: s.Name, Operation: op, Status: status, RequestID: h.Get("X-Amzn-Requestid"), Header: h}
+	e := &Error{Service: s.Name, Operation: op, Status: status, RequestID: h.Get("X-Amzn-Requestid"), Header: h, Body: body}
 	if s.protocol == query {
 		var x struct {
 			Code      string `xml:"Error>Code"`

@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
@@ -40,9 +39,9 @@ func (s *Store) CreateApproval(ctx context.Context, a store.Approval) error {
 // and puts items, all in one transaction that checks that the session
 // exists (store.ErrNotFound).
 func (s *Store) createInSession(ctx context.Context, it item, sessionID string, items ...item) error {
-	writes := []types.TransactWriteItem{
+	writes := []dynamodb.TransactWriteItem{
 		s.put(it, "attribute_not_exists(pk)"),
-		{ConditionCheck: &types.ConditionCheck{
+		{ConditionCheck: &dynamodb.ConditionCheck{
 			TableName:           s.table,
 			Key:                 key(sessionPK(sessionID), skSession),
 			ConditionExpression: aws.String("attribute_exists(pk)"),
@@ -182,8 +181,8 @@ func (s *Store) ResolveApproval(ctx context.Context, id string, status store.App
 			":at":       attrTime(orNow(at, s.now())),
 			":pending":  attrS(string(store.ApprovalPending)),
 		},
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnValues:                        dynamodb.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: dynamodb.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if old, ok := condFailed(err); ok {
 		var a *store.Approval

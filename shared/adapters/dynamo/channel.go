@@ -11,8 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
@@ -176,7 +175,7 @@ func (t ChannelStore) RedeemCode(ctx context.Context, codeHash, uid string, at t
 	user["code_hash"] = attrS(codeHash)
 	user["added_at"] = attrTime(at)
 	cond := "attribute_not_exists(pk)"
-	err := t.s.transact(ctx, []types.TransactWriteItem{t.s.put(claim, cond), t.s.put(user, cond)})
+	err := t.s.transact(ctx, []dynamodb.TransactWriteItem{t.s.put(claim, cond), t.s.put(user, cond)})
 	if _, ok := canceledAt(err); ok {
 		return false, nil
 	}
@@ -335,7 +334,7 @@ func (t ChannelStore) ClaimOutbox(ctx context.Context, id, claim string, now, un
 		ExpressionAttributeNames: map[string]string{"#st": "status"},
 		ExpressionAttributeValues: item{":claim": attrS(claim), ":until": attrTime(until),
 			":now": attrTime(now), ":pending": attrS(store.OutboxPending)},
-		ReturnValues: types.ReturnValueAllNew,
+		ReturnValues: dynamodb.ReturnValueAllNew,
 	})
 	if _, ok := condFailed(err); ok {
 		return store.OutboxMessage{}, false, nil
@@ -401,7 +400,7 @@ func (t ChannelStore) OutboxStats(ctx context.Context) (store.OutboxStats, error
 	var st store.OutboxStats
 	for status, n := range map[string]*int{store.OutboxPending: &st.Pending, store.OutboxSent: &st.Sent, store.OutboxFailed: &st.Failed} {
 		p := dynamodb.NewQueryPaginator(t.s.db, &dynamodb.QueryInput{
-			TableName: t.s.table, IndexName: aws.String(indexGSI1), Select: types.SelectCount,
+			TableName: t.s.table, IndexName: aws.String(indexGSI1), Select: dynamodb.SelectCount,
 			KeyConditionExpression:    aws.String("gsi1pk = :pk"),
 			ExpressionAttributeValues: item{":pk": attrS(outGSI(t.p, status))},
 		})

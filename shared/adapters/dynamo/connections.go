@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
@@ -91,8 +90,8 @@ func (s *Store) JoinSession(ctx context.Context, id, owner, sessionID string, li
 	idx := key(pk, pfxConn+id)
 	idx["conn"] = attrS(id)
 	idx[attrExpiresAt] = attrN(s.now().Add(ttl).Unix())
-	err := s.transact(ctx, []types.TransactWriteItem{
-		{Update: &types.Update{TableName: s.table, Key: key(pfxConn+id, skConn),
+	err := s.transact(ctx, []dynamodb.TransactWriteItem{
+		{Update: &dynamodb.Update{TableName: s.table, Key: key(pfxConn+id, skConn),
 			UpdateExpression:    aws.String("ADD joined :pk"),
 			ConditionExpression: aws.String("attribute_exists(pk) AND (attribute_not_exists(joined) OR (NOT contains(joined, :one) AND size(joined) < :max))"),
 			ExpressionAttributeValues: item{":pk": attrSS([]string{pk}), ":one": attrS(pk),
@@ -140,7 +139,7 @@ func (s *Store) LeaveSession(ctx context.Context, id, owner, sessionID string) e
 // unknown one is no error.
 func (s *Store) DeleteConnection(ctx context.Context, id string) error {
 	out, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: s.table, Key: key(pfxConn+id, skConn),
-		ReturnValues: types.ReturnValueAllOld})
+		ReturnValues: dynamodb.ReturnValueAllOld})
 	if err != nil {
 		return fmt.Errorf("dynamo: delete connection %q: %w", id, err)
 	}

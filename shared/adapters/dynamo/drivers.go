@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 )
 
 // A run driven inline (sfn.Driver's "run" action) holds a lease kept on
@@ -72,7 +71,7 @@ func (s *Store) lease(ctx context.Context, runID, holder string, until time.Time
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeValues: vals,
 		ExpressionAttributeNames:  map[string]string{"#lease": "lease"},
-		ReturnValues:              types.ReturnValueUpdatedNew,
+		ReturnValues:              dynamodb.ReturnValueUpdatedNew,
 	})
 	if _, ok := condFailed(err); ok {
 		return 0, nil

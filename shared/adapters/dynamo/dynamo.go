@@ -110,8 +110,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
@@ -253,11 +252,7 @@ func NewClient(ctx context.Context, endpoint, region string) (*dynamodb.Client, 
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: aws config: %w", err)
 	}
-	return dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
-	}), nil
+	return dynamodb.NewFromConfig(awsCfg, endpoint), nil
 }
 
 // Close implements store.Store. The client holds nothing to release.
@@ -268,31 +263,31 @@ func (s *Store) Close() error { return nil }
 // pk/sk strings, the gsi1 index projecting ALL, on-demand billing, a
 // NEW_AND_OLD_IMAGES stream and TTL on expires_at.
 func CreateTable(ctx context.Context, client *dynamodb.Client, name string) error {
-	str := types.ScalarAttributeTypeS
+	str := dynamodb.ScalarAttributeTypeS
 	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
-		BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{
+		BillingMode: dynamodb.BillingModePayPerRequest,
+		AttributeDefinitions: []dynamodb.AttributeDefinition{
 			{AttributeName: aws.String(attrPK), AttributeType: str},
 			{AttributeName: aws.String(attrSK), AttributeType: str},
 			{AttributeName: aws.String(attrGSI1PK), AttributeType: str},
 			{AttributeName: aws.String(attrGSI1SK), AttributeType: str},
 		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String(attrSK), KeyType: types.KeyTypeRange},
+		KeySchema: []dynamodb.KeySchemaElement{
+			{AttributeName: aws.String(attrPK), KeyType: dynamodb.KeyTypeHash},
+			{AttributeName: aws.String(attrSK), KeyType: dynamodb.KeyTypeRange},
 		},
-		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+		GlobalSecondaryIndexes: []dynamodb.GlobalSecondaryIndex{{
 			IndexName: aws.String(indexGSI1),
-			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String(attrGSI1PK), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String(attrGSI1SK), KeyType: types.KeyTypeRange},
+			KeySchema: []dynamodb.KeySchemaElement{
+				{AttributeName: aws.String(attrGSI1PK), KeyType: dynamodb.KeyTypeHash},
+				{AttributeName: aws.String(attrGSI1SK), KeyType: dynamodb.KeyTypeRange},
 			},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+			Projection: &dynamodb.Projection{ProjectionType: dynamodb.ProjectionTypeAll},
 		}},
-		StreamSpecification: &types.StreamSpecification{
+		StreamSpecification: &dynamodb.StreamSpecification{
 			StreamEnabled:  aws.Bool(true),
-			StreamViewType: types.StreamViewTypeNewAndOldImages,
+			StreamViewType: dynamodb.StreamViewTypeNewAndOldImages,
 		},
 	})
 	if err != nil {
@@ -303,7 +298,7 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, name string) erro
 	}
 	_, err = client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
 		TableName: aws.String(name),
-		TimeToLiveSpecification: &types.TimeToLiveSpecification{
+		TimeToLiveSpecification: &dynamodb.TimeToLiveSpecification{
 			AttributeName: aws.String(attrExpiresAt),
 			Enabled:       aws.Bool(true),
 		},
@@ -324,9 +319,9 @@ func waitActive(ctx context.Context, client *dynamodb.Client, name string) error
 		if err != nil {
 			return fmt.Errorf("dynamo: wait for table %q: %w", name, err)
 		}
-		active := out.Table.TableStatus == types.TableStatusActive
+		active := out.Table.TableStatus == dynamodb.TableStatusActive
 		for _, g := range out.Table.GlobalSecondaryIndexes {
-			active = active && g.IndexStatus == types.IndexStatusActive
+			active = active && g.IndexStatus == dynamodb.IndexStatusActive
 		}
 		if active {
 			return nil
@@ -399,7 +394,7 @@ const (
 )
 
 // item is one DynamoDB item.
-type item = map[string]types.AttributeValue
+type item = map[string]dynamodb.AttributeValue
 
 // key returns the primary key of an item.
 func key(pk, sk string) item { return item{attrPK: attrS(pk), attrSK: attrS(sk)} }
@@ -422,37 +417,37 @@ func shard(sessionID string) string {
 	return gsiUnfinished + strconv.Itoa(int(h%unfinishedShards))
 }
 
-func attrS(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func attrS(v string) dynamodb.AttributeValue { return &dynamodb.AttributeValueMemberS{Value: v} }
 
-func attrN(v int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+func attrN(v int64) dynamodb.AttributeValue {
+	return &dynamodb.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 }
 
-func attrBool(v bool) types.AttributeValue { return &types.AttributeValueMemberBOOL{Value: v} }
+func attrBool(v bool) dynamodb.AttributeValue { return &dynamodb.AttributeValueMemberBOOL{Value: v} }
 
 // attrSS stores a string set; v must not be empty.
-func attrSS(v []string) types.AttributeValue { return &types.AttributeValueMemberSS{Value: v} }
+func attrSS(v []string) dynamodb.AttributeValue { return &dynamodb.AttributeValueMemberSS{Value: v} }
 
-func attrTime(t time.Time) types.AttributeValue { return attrN(t.UnixMilli()) }
+func attrTime(t time.Time) dynamodb.AttributeValue { return attrN(t.UnixMilli()) }
 
 // attrList stores an ordered string list.
-func attrList(v []string) types.AttributeValue {
-	l := make([]types.AttributeValue, len(v))
+func attrList(v []string) dynamodb.AttributeValue {
+	l := make([]dynamodb.AttributeValue, len(v))
 	for i, s := range v {
 		l[i] = attrS(s)
 	}
-	return &types.AttributeValueMemberL{Value: l}
+	return &dynamodb.AttributeValueMemberL{Value: l}
 }
 
 func getS(it item, name string) string {
-	if v, ok := it[name].(*types.AttributeValueMemberS); ok {
+	if v, ok := it[name].(*dynamodb.AttributeValueMemberS); ok {
 		return v.Value
 	}
 	return ""
 }
 
 func getN(it item, name string) int64 {
-	if v, ok := it[name].(*types.AttributeValueMemberN); ok {
+	if v, ok := it[name].(*dynamodb.AttributeValueMemberN); ok {
 		n, _ := strconv.ParseInt(v.Value, 10, 64)
 		return n
 	}
@@ -460,14 +455,14 @@ func getN(it item, name string) int64 {
 }
 
 func getB(it item, name string) []byte {
-	if v, ok := it[name].(*types.AttributeValueMemberB); ok {
+	if v, ok := it[name].(*dynamodb.AttributeValueMemberB); ok {
 		return v.Value
 	}
 	return nil
 }
 
 func getBool(it item, name string) bool {
-	v, ok := it[name].(*types.AttributeValueMemberBOOL)
+	v, ok := it[name].(*dynamodb.AttributeValueMemberBOOL)
 	return ok && v.Value
 }
 
@@ -485,15 +480,15 @@ func getTimePtr(it item, name string) *time.Time {
 // getList reads a string list stored as L, or a string set (SS).
 func getList(it item, name string) []string {
 	switch v := it[name].(type) {
-	case *types.AttributeValueMemberL:
+	case *dynamodb.AttributeValueMemberL:
 		out := make([]string, 0, len(v.Value))
 		for _, e := range v.Value {
-			if s, ok := e.(*types.AttributeValueMemberS); ok {
+			if s, ok := e.(*dynamodb.AttributeValueMemberS); ok {
 				out = append(out, s.Value)
 			}
 		}
 		return out
-	case *types.AttributeValueMemberSS:
+	case *dynamodb.AttributeValueMemberSS:
 		return v.Value
 	}
 	return nil
@@ -529,29 +524,29 @@ func itemSize(it item) int {
 	return n
 }
 
-func valueSize(v types.AttributeValue) int {
+func valueSize(v dynamodb.AttributeValue) int {
 	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
+	case *dynamodb.AttributeValueMemberS:
 		return len(v.Value)
-	case *types.AttributeValueMemberN:
+	case *dynamodb.AttributeValueMemberN:
 		return 21
-	case *types.AttributeValueMemberB:
+	case *dynamodb.AttributeValueMemberB:
 		return len(v.Value)
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+	case *dynamodb.AttributeValueMemberBOOL, *dynamodb.AttributeValueMemberNULL:
 		return 1
-	case *types.AttributeValueMemberSS:
+	case *dynamodb.AttributeValueMemberSS:
 		n := 0
 		for _, s := range v.Value {
 			n += len(s)
 		}
 		return n
-	case *types.AttributeValueMemberL:
+	case *dynamodb.AttributeValueMemberL:
 		n := 3
 		for _, e := range v.Value {
 			n += 1 + valueSize(e)
 		}
 		return n
-	case *types.AttributeValueMemberM:
+	case *dynamodb.AttributeValueMemberM:
 		n := 3
 		for k, e := range v.Value {
 			n += 1 + len(k) + valueSize(e)
@@ -564,7 +559,7 @@ func valueSize(v types.AttributeValue) int {
 // condFailed reports whether err is a failed condition of a single-item
 // write, and returns the item as it was when DynamoDB sent it back.
 func condFailed(err error) (item, bool) {
-	var e *types.ConditionalCheckFailedException
+	var e *dynamodb.ConditionalCheckFailedException
 	if errors.As(err, &e) {
 		return e.Item, true
 	}
@@ -574,7 +569,7 @@ func condFailed(err error) (item, bool) {
 // canceledAt reports which items of a canceled transaction failed their
 // condition; ok is false when err is not a cancellation.
 func canceledAt(err error) (failed []bool, ok bool) {
-	var e *types.TransactionCanceledException
+	var e *dynamodb.TransactionCanceledException
 	if !errors.As(err, &e) {
 		return nil, false
 	}
@@ -588,11 +583,11 @@ func canceledAt(err error) (failed []bool, ok bool) {
 // transact runs a write transaction, retrying when it lost to another
 // transaction on the same items (reason TransactionConflict). A failed
 // condition comes back as the TransactionCanceledException for canceledAt.
-func (s *Store) transact(ctx context.Context, items []types.TransactWriteItem) error {
+func (s *Store) transact(ctx context.Context, items []dynamodb.TransactWriteItem) error {
 	var err error
 	for attempt := range 8 {
 		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		var e *types.TransactionCanceledException
+		var e *dynamodb.TransactionCanceledException
 		if !errors.As(err, &e) {
 			return err
 		}
@@ -623,12 +618,12 @@ func backoff(attempt int) time.Duration {
 }
 
 // put is a TransactWriteItem that puts it, under cond when not empty.
-func (s *Store) put(it item, cond string) types.TransactWriteItem {
-	p := &types.Put{TableName: s.table, Item: it}
+func (s *Store) put(it item, cond string) dynamodb.TransactWriteItem {
+	p := &dynamodb.Put{TableName: s.table, Item: it}
 	if cond != "" {
 		p.ConditionExpression = aws.String(cond)
 	}
-	return types.TransactWriteItem{Put: p}
+	return dynamodb.TransactWriteItem{Put: p}
 }
 
 // getItem reads one item with a strongly consistent read; it returns nil
@@ -680,14 +675,14 @@ func (s *Store) queryPrefix(ctx context.Context, pk, prefix string, limit int) (
 // are dropped (a batch may not name one twice).
 func (s *Store) deleteKeys(ctx context.Context, keys []item) error {
 	seen := map[[2]string]bool{}
-	var reqs []types.WriteRequest
+	var reqs []dynamodb.WriteRequest
 	for _, k := range keys {
 		id := [2]string{getS(k, attrPK), getS(k, attrSK)}
 		if seen[id] {
 			continue
 		}
 		seen[id] = true
-		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: key(id[0], id[1])}})
+		reqs = append(reqs, dynamodb.WriteRequest{DeleteRequest: &dynamodb.DeleteRequest{Key: key(id[0], id[1])}})
 	}
 	for len(reqs) > 0 {
 		n := min(len(reqs), 25)
@@ -695,7 +690,7 @@ func (s *Store) deleteKeys(ctx context.Context, keys []item) error {
 		reqs = reqs[n:]
 		for attempt := 0; len(batch) > 0; attempt++ {
 			out, err := s.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
-				RequestItems: map[string][]types.WriteRequest{*s.table: batch},
+				RequestItems: map[string][]dynamodb.WriteRequest{*s.table: batch},
 			})
 			if err != nil {
 				return err

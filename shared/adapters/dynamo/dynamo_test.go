@@ -15,9 +15,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/go-cmp/cmp"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
@@ -96,7 +95,7 @@ func TestTableSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb := out.Table
-	keys := func(ks []types.KeySchemaElement) string {
+	keys := func(ks []dynamodb.KeySchemaElement) string {
 		var parts []string
 		for _, k := range ks {
 			parts = append(parts, aws.ToString(k.AttributeName)+":"+string(k.KeyType))
@@ -110,10 +109,10 @@ func TestTableSchema(t *testing.T) {
 		t.Fatalf("%d GSIs, want 1", len(tb.GlobalSecondaryIndexes))
 	}
 	g := tb.GlobalSecondaryIndexes[0]
-	if aws.ToString(g.IndexName) != "gsi1" || keys(g.KeySchema) != "gsi1pk:HASH,gsi1sk:RANGE" || g.Projection.ProjectionType != types.ProjectionTypeAll {
+	if aws.ToString(g.IndexName) != "gsi1" || keys(g.KeySchema) != "gsi1pk:HASH,gsi1sk:RANGE" || g.Projection.ProjectionType != dynamodb.ProjectionTypeAll {
 		t.Errorf("GSI = %s %s %s, want gsi1 gsi1pk:HASH,gsi1sk:RANGE ALL", aws.ToString(g.IndexName), keys(g.KeySchema), g.Projection.ProjectionType)
 	}
-	if tb.StreamSpecification == nil || tb.StreamSpecification.StreamViewType != types.StreamViewTypeNewAndOldImages {
+	if tb.StreamSpecification == nil || tb.StreamSpecification.StreamViewType != dynamodb.StreamViewTypeNewAndOldImages {
 		t.Errorf("stream = %+v, want NEW_AND_OLD_IMAGES", tb.StreamSpecification)
 	}
 	ttl, err := client.DescribeTimeToLive(t.Context(), &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})

@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
@@ -23,7 +22,7 @@ func (s *Store) CreateKey(ctx context.Context, k store.APIKey) error {
 	}
 	claim := key(pfxKeyID+k.ID, skKeyID)
 	claim["hash"] = attrS(k.Hash)
-	err := s.transact(ctx, []types.TransactWriteItem{
+	err := s.transact(ctx, []dynamodb.TransactWriteItem{
 		s.put(it, "attribute_not_exists(pk)"),
 		s.put(claim, "attribute_not_exists(pk)"),
 	})

@@ -13,8 +13,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 )
 
@@ -205,7 +205,7 @@ func (m *MemoryIndex) Put(ctx context.Context, e memory.Entry, chunks []memory.C
 		return err
 	}
 	rec := &memory.Record{Entry: e, Chunks: chunks}
-	if err := m.write(ctx, e.Agent, e.Owner, e.Key, types.TransactWriteItem{Put: &types.Put{TableName: m.store.table, Item: it}}, rec); err != nil {
+	if err := m.write(ctx, e.Agent, e.Owner, e.Key, dynamodb.TransactWriteItem{Put: &dynamodb.Put{TableName: m.store.table, Item: it}}, rec); err != nil {
 		return fmt.Errorf("dynamo: memory put: %w", err)
 	}
 	return nil
@@ -226,7 +226,7 @@ func (m *MemoryIndex) Get(ctx context.Context, agent, owner, key string) (memory
 
 // Delete implements memory.Index; a missing key is no error.
 func (m *MemoryIndex) Delete(ctx context.Context, agent, owner, key string) error {
-	del := types.TransactWriteItem{Delete: &types.Delete{TableName: m.store.table, Key: memoryKey(agent, owner, key)}}
+	del := dynamodb.TransactWriteItem{Delete: &dynamodb.Delete{TableName: m.store.table, Key: memoryKey(agent, owner, key)}}
 	if err := m.write(ctx, agent, owner, key, del, nil); err != nil {
 		return fmt.Errorf("dynamo: memory delete: %w", err)
 	}
@@ -238,7 +238,7 @@ func (m *MemoryIndex) Delete(ctx context.Context, agent, owner, key string) erro
 // the space's head, conditional on the version it read, and the change
 // item. When another writer took that version first it reads the head
 // again and retries.
-func (m *MemoryIndex) write(ctx context.Context, agent, owner, entryKey string, w types.TransactWriteItem, rec *memory.Record) error {
+func (m *MemoryIndex) write(ctx context.Context, agent, owner, entryKey string, w dynamodb.TransactWriteItem, rec *memory.Record) error {
 	hk := memoryHeadKey(agent, owner)
 	for attempt := 0; ; attempt++ {
 		head, err := m.store.getItem(ctx, hk)
@@ -246,7 +246,7 @@ func (m *MemoryIndex) write(ctx context.Context, agent, owner, entryKey string, 
 			return err
 		}
 		ver := getN(head, attrMemVersion)
-		headPut := &types.Put{TableName: m.store.table, Item: item{attrPK: hk[attrPK], attrSK: hk[attrSK], attrMemVersion: attrN(ver + 1)}}
+		headPut := &dynamodb.Put{TableName: m.store.table, Item: item{attrPK: hk[attrPK], attrSK: hk[attrSK], attrMemVersion: attrN(ver + 1)}}
 		if head == nil {
 			headPut.ConditionExpression = aws.String("attribute_not_exists(pk)")
 		} else {
@@ -256,7 +256,7 @@ func (m *MemoryIndex) write(ctx context.Context, agent, owner, entryKey string, 
 		change := key(pfxMemory+agent, memoryLogSortKey(owner, ver+1))
 		change[attrMemKeys] = attrList([]string{entryKey})
 		change[attrExpiresAt] = attrN(m.store.now().Add(memoryLogTTL).Unix())
-		err = m.store.transact(ctx, []types.TransactWriteItem{{Put: headPut}, w, {Put: &types.Put{TableName: m.store.table, Item: change}}})
+		err = m.store.transact(ctx, []dynamodb.TransactWriteItem{{Put: headPut}, w, {Put: &dynamodb.Put{TableName: m.store.table, Item: change}}})
 		if failed, ok := canceledAt(err); ok && len(failed) > 0 && failed[0] && attempt+1 < maxWriteAttempts {
 			if err := sleep(ctx, backoff(min(attempt, 2))); err != nil {
 				return err
@@ -305,7 +305,7 @@ func memoryItem(e memory.Entry, chunks []memory.Chunk) item {
 	}
 	it[attrMemCreated] = attrTime(e.CreatedAt)
 	it[attrMemUpdated] = attrTime(e.UpdatedAt)
-	l := make([]types.AttributeValue, len(chunks))
+	l := make([]dynamodb.AttributeValue, len(chunks))
 	for i, c := range chunks {
 		m := item{attrChunkSeq: attrN(int64(c.Seq))}
 		if at := strings.Index(e.Text, c.Text); at >= 0 {
@@ -316,11 +316,11 @@ func memoryItem(e memory.Entry, chunks []memory.Chunk) item {
 			m[attrChunkText] = attrS(c.Text)
 		}
 		if len(c.Vector) > 0 {
-			m[attrChunkVec] = &types.AttributeValueMemberB{Value: encodeVector(c.Vector)}
+			m[attrChunkVec] = &dynamodb.AttributeValueMemberB{Value: encodeVector(c.Vector)}
 		}
-		l[i] = &types.AttributeValueMemberM{Value: m}
+		l[i] = &dynamodb.AttributeValueMemberM{Value: m}
 	}
-	it[attrMemChunks] = &types.AttributeValueMemberL{Value: l}
+	it[attrMemChunks] = &dynamodb.AttributeValueMemberL{Value: l}
 	return it
 }
 
@@ -341,12 +341,12 @@ func memoryFromItem(it item) (memory.Entry, []memory.Chunk, error) {
 	if owner, key, ok := parseMemorySortKey(getS(it, attrSK)); !ok || owner != e.Owner || key != e.Key {
 		return memory.Entry{}, nil, fmt.Errorf("dynamo: memory item %s/%s: its owner and key are not those of its sort key", getS(it, attrPK), getS(it, attrSK))
 	}
-	l, _ := it[attrMemChunks].(*types.AttributeValueMemberL)
+	l, _ := it[attrMemChunks].(*dynamodb.AttributeValueMemberL)
 	var chunks []memory.Chunk
 	if l != nil {
 		chunks = make([]memory.Chunk, 0, len(l.Value))
 		for _, v := range l.Value {
-			m, ok := v.(*types.AttributeValueMemberM)
+			m, ok := v.(*dynamodb.AttributeValueMemberM)
 			if !ok {
 				return memory.Entry{}, nil, fmt.Errorf("dynamo: memory %s/%s: a chunk is not a map", e.Agent, e.Key)
 			}
@@ -450,35 +450,35 @@ func fromStreamImage(img map[string]events.DynamoDBAttributeValue) item {
 	return it
 }
 
-func fromStreamValue(v events.DynamoDBAttributeValue) types.AttributeValue {
+func fromStreamValue(v events.DynamoDBAttributeValue) dynamodb.AttributeValue {
 	switch v.DataType() {
 	case events.DataTypeString:
 		return attrS(v.String())
 	case events.DataTypeNumber:
-		return &types.AttributeValueMemberN{Value: v.Number()}
+		return &dynamodb.AttributeValueMemberN{Value: v.Number()}
 	case events.DataTypeBinary:
-		return &types.AttributeValueMemberB{Value: v.Binary()}
+		return &dynamodb.AttributeValueMemberB{Value: v.Binary()}
 	case events.DataTypeBoolean:
 		return attrBool(v.Boolean())
 	case events.DataTypeNull:
-		return &types.AttributeValueMemberNULL{Value: true}
+		return &dynamodb.AttributeValueMemberNULL{Value: true}
 	case events.DataTypeStringSet:
 		return attrSS(v.StringSet())
 	case events.DataTypeNumberSet:
-		return &types.AttributeValueMemberNS{Value: v.NumberSet()}
+		return &dynamodb.AttributeValueMemberNS{Value: v.NumberSet()}
 	case events.DataTypeBinarySet:
-		return &types.AttributeValueMemberBS{Value: v.BinarySet()}
+		return &dynamodb.AttributeValueMemberBS{Value: v.BinarySet()}
 	case events.DataTypeList:
 		l := v.List()
-		out := make([]types.AttributeValue, 0, len(l))
+		out := make([]dynamodb.AttributeValue, 0, len(l))
 		for _, e := range l {
 			if a := fromStreamValue(e); a != nil {
 				out = append(out, a)
 			}
 		}
-		return &types.AttributeValueMemberL{Value: out}
+		return &dynamodb.AttributeValueMemberL{Value: out}
 	case events.DataTypeMap:
-		return &types.AttributeValueMemberM{Value: fromStreamImage(v.Map())}
+		return &dynamodb.AttributeValueMemberM{Value: fromStreamImage(v.Map())}
 	}
 	return nil
 }

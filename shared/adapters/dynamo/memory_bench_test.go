@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory/memorytest"
@@ -193,8 +192,8 @@ func benchFill(b *testing.B, table, owner string, from, to int) (int, error) {
 	corpus := memorytest.NewCorpus(uint64(from), uint64(to))
 	cats := []memory.Category{memory.Core, memory.Daily, memory.Conversation, memory.Custom}
 	now := time.Now()
-	var batches [][]types.WriteRequest
-	var batch []types.WriteRequest
+	var batches [][]dynamodb.WriteRequest
+	var batch []dynamodb.WriteRequest
 	size := 0
 	for i := from; i < to; i++ {
 		text := corpus.Text()
@@ -202,21 +201,21 @@ func benchFill(b *testing.B, table, owner string, from, to int) (int, error) {
 		e := memory.Entry{Agent: "main", Owner: owner, Key: fmt.Sprintf("m%07d", i), Text: text, Category: cats[i%len(cats)], Source: "tool", CreatedAt: at, UpdatedAt: at}
 		it := memoryItem(e, benchChunks(text))
 		size += itemSize(it)
-		batch = append(batch, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
+		batch = append(batch, dynamodb.WriteRequest{PutRequest: &dynamodb.PutRequest{Item: it}})
 		if len(batch) == 25 || i == to-1 {
 			batches = append(batches, batch)
 			batch = nil
 		}
 	}
 	client := testClient(b)
-	work := make(chan []types.WriteRequest)
+	work := make(chan []dynamodb.WriteRequest)
 	errs := make([]error, 4)
 	var wg sync.WaitGroup
 	for w := range errs {
 		wg.Go(func() {
 			for reqs := range work {
 				for len(reqs) > 0 && errs[w] == nil {
-					out, err := client.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{table: reqs}})
+					out, err := client.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]dynamodb.WriteRequest{table: reqs}})
 					reqs, errs[w] = out.UnprocessedItems[table], err
 				}
 			}

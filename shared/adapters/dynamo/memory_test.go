@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory/memorytest"
 )
@@ -271,9 +271,9 @@ func TestMemoryItemChunkText(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			it := memoryItem(e, tc.chunks)
-			l := it[attrMemChunks].(*types.AttributeValueMemberL).Value
+			l := it[attrMemChunks].(*dynamodb.AttributeValueMemberL).Value
 			for i, v := range l {
-				if _, ok := v.(*types.AttributeValueMemberM).Value[attrChunkText]; ok != tc.stored[i] {
+				if _, ok := v.(*dynamodb.AttributeValueMemberM).Value[attrChunkText]; ok != tc.stored[i] {
 					t.Errorf("chunk %d stores its text: %v, want %v", i, ok, tc.stored[i])
 				}
 			}

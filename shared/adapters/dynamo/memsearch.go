@@ -14,8 +14,7 @@ import (
 	"unicode"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 )
@@ -616,7 +615,7 @@ func (s *Store) batchGet(ctx context.Context, agent, owner string, keys []string
 		keys = keys[n:]
 		for attempt := 0; len(req) > 0; attempt++ {
 			res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
-				RequestItems: map[string]types.KeysAndAttributes{*s.table: {Keys: req, ConsistentRead: aws.Bool(true)}},
+				RequestItems: map[string]dynamodb.KeysAndAttributes{*s.table: {Keys: req, ConsistentRead: aws.Bool(true)}},
 			})
 			if err != nil {
 				return nil, err

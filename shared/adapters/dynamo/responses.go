@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
 
@@ -45,7 +45,7 @@ func responseItem(r store.Response) item {
 		it["previous_id"] = attrS(r.PreviousID)
 	}
 	if len(r.Request) > 0 {
-		it["request"] = &types.AttributeValueMemberB{Value: r.Request}
+		it["request"] = &dynamodb.AttributeValueMemberB{Value: r.Request}
 	}
 	it["created_at"] = attrTime(r.CreatedAt)
 	return it
@@ -92,14 +92,14 @@ func (s *Store) DeleteResponse(ctx context.Context, id string) error {
 		return fmt.Errorf("dynamo: delete response %q: %w", id, store.ErrNotFound)
 	}
 	sid := getS(it, "session_id")
-	err = s.transact(ctx, []types.TransactWriteItem{
-		{Delete: &types.Delete{
+	err = s.transact(ctx, []dynamodb.TransactWriteItem{
+		{Delete: &dynamodb.Delete{
 			TableName:                 s.table,
 			Key:                       key(pfxResponse+id, skResponse),
 			ConditionExpression:       aws.String("session_id = :sid"),
 			ExpressionAttributeValues: item{":sid": attrS(sid)},
 		}},
-		{Delete: &types.Delete{TableName: s.table, Key: key(sessionPK(sid), pfxRespIdx+id)}},
+		{Delete: &dynamodb.Delete{TableName: s.table, Key: key(sessionPK(sid), pfxRespIdx+id)}},
 	})
 	if failed, ok := canceledAt(err); ok && len(failed) > 0 && failed[0] {
 		return fmt.Errorf("dynamo: delete response %q: %w", id, store.ErrNotFound)

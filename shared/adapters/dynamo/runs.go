@@ -12,8 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
@@ -80,7 +79,7 @@ func (s *Store) EnqueueRun(ctx context.Context, n store.NewRun) (store.Run, bool
 	it["seq"] = attrN(r.Seq)
 	index := key(sessionPK(r.SessionID), pfxRunIndex+seqKey(r.Seq))
 	index["run_id"] = attrS(r.ID)
-	items := []types.TransactWriteItem{
+	items := []dynamodb.TransactWriteItem{
 		s.put(it, "attribute_not_exists(pk)"),
 		s.put(s.stamp(index, now), ""),
 		s.put(s.stamp(queueMarker(r), now), ""),
@@ -126,7 +125,7 @@ func (s *Store) takeSeq(ctx context.Context, sess store.Session, now time.Time) 
 			ConditionExpression:       aws.String(cond),
 			ExpressionAttributeNames:  map[string]string{"#owner": "owner"},
 			ExpressionAttributeValues: vals,
-			ReturnValues:              types.ReturnValueAllNew,
+			ReturnValues:              dynamodb.ReturnValueAllNew,
 		})
 		if err == nil {
 			if err := s.keepAlive(ctx, sess.ID, out.Attributes, now, !created); err != nil {
@@ -161,10 +160,10 @@ func runItem(r store.Run) item {
 	it["created_at"] = attrTime(r.CreatedAt)
 	it["updated_at"] = attrTime(r.UpdatedAt)
 	if len(r.State) > 0 {
-		it["state"] = &types.AttributeValueMemberB{Value: r.State}
+		it["state"] = &dynamodb.AttributeValueMemberB{Value: r.State}
 	}
 	if len(r.Options) > 0 {
-		it["options"] = &types.AttributeValueMemberB{Value: r.Options}
+		it["options"] = &dynamodb.AttributeValueMemberB{Value: r.Options}
 	}
 	return it
 }
@@ -242,7 +241,7 @@ func (s *Store) CommitRun(ctx context.Context, c store.Commit) error {
 	vals := item{":status": attrS(string(r.Status)), ":now": attrTime(now)}
 	if len(r.State) > 0 {
 		update += ", #state = :state"
-		vals[":state"] = &types.AttributeValueMemberB{Value: r.State}
+		vals[":state"] = &dynamodb.AttributeValueMemberB{Value: r.State}
 	} else {
 		update += " REMOVE #state"
 	}
@@ -257,7 +256,7 @@ func (s *Store) CommitRun(ctx context.Context, c store.Commit) error {
 		names["#lease"] = "lease"
 		vals[":lease"] = attrN(c.Lease)
 	}
-	items := []types.TransactWriteItem{{Update: &types.Update{
+	items := []dynamodb.TransactWriteItem{{Update: &dynamodb.Update{
 		TableName:                 s.table,
 		Key:                       key(pfxRun+r.ID, skRun),
 		UpdateExpression:          aws.String(update),
@@ -267,7 +266,7 @@ func (s *Store) CommitRun(ctx context.Context, c store.Commit) error {
 	}}}
 	if r.Status.Finished() {
 		marker := queueMarker(r)
-		items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: s.table, Key: key(getS(marker, attrPK), getS(marker, attrSK))}})
+		items = append(items, dynamodb.TransactWriteItem{Delete: &dynamodb.Delete{TableName: s.table, Key: key(getS(marker, attrPK), getS(marker, attrSK))}})
 	}
 	switch {
 	case c.Calls != nil:
@@ -289,11 +288,11 @@ func (s *Store) CommitRun(ctx context.Context, c store.Commit) error {
 		}
 		items = append(items, s.put(it, ""))
 	case c.ClearCalls:
-		items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: s.table, Key: key(pfxRun+r.ID, skCalls)}})
+		items = append(items, dynamodb.TransactWriteItem{Delete: &dynamodb.Delete{TableName: s.table, Key: key(pfxRun+r.ID, skCalls)}})
 	}
 	for _, j := range c.Jobs {
 		it := key(pfxJob+j.Kind, pfxJobID+j.ID)
-		it["payload"] = &types.AttributeValueMemberB{Value: j.Payload}
+		it["payload"] = &dynamodb.AttributeValueMemberB{Value: j.Payload}
 		it["created_at"] = attrTime(orNow(j.CreatedAt, now))
 		// A job is work for a session: it goes when the session would.
 		s.stamp(it, now)
@@ -341,7 +340,7 @@ func (s *Store) CommitRun(ctx context.Context, c store.Commit) error {
 		msgs = nil
 	}
 	if len(msgs) > 0 {
-		items = append(items, types.TransactWriteItem{Update: &types.Update{
+		items = append(items, dynamodb.TransactWriteItem{Update: &dynamodb.Update{
 			TableName:                 s.table,
 			Key:                       key(sessionPK(r.SessionID), skSession),
 			UpdateExpression:          aws.String("SET updated_at = :now"),
@@ -444,7 +443,7 @@ func (s *Store) StartCall(ctx context.Context, runID, callID string) error {
 			UpdateExpression:                    aws.String("ADD started :ids"),
 			ConditionExpression:                 aws.String("attribute_exists(pk) AND NOT contains(started, :id)"),
 			ExpressionAttributeValues:           item{":ids": attrSS([]string{callID}), ":id": attrS(callID)},
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			ReturnValuesOnConditionCheckFailure: dynamodb.ReturnValuesOnConditionCheckFailureAllOld,
 		})
 		old, failed := condFailed(err)
 		switch {

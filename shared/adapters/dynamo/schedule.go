@@ -11,8 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 )
@@ -119,7 +118,7 @@ func jobItem(j schedule.Job) (item, error) {
 		return nil, err
 	}
 	it := key(cronPK(j.Owner), cronJobSK(j.ID))
-	it["id"], it["owner"], it["def"] = attrS(j.ID), attrS(j.Owner), &types.AttributeValueMemberB{Value: b}
+	it["id"], it["owner"], it["def"] = attrS(j.ID), attrS(j.Owner), &dynamodb.AttributeValueMemberB{Value: b}
 	it["paused"], it["created_at"], it["updated_at"] = attrBool(j.Paused), attrTime(j.CreatedAt), attrTime(j.UpdatedAt)
 	if !j.Next.IsZero() {
 		it["next_at"] = attrTime(j.Next)
@@ -220,7 +219,7 @@ func (e *Schedule) Create(ctx context.Context, j schedule.Job) (schedule.Job, er
 	}
 	claim := key(pfxCronID+j.ID, skCronID)
 	claim["owner"] = attrS(j.Owner)
-	err = e.s.transact(ctx, []types.TransactWriteItem{e.s.put(it, "attribute_not_exists(pk)"), e.s.put(claim, "attribute_not_exists(pk)")})
+	err = e.s.transact(ctx, []dynamodb.TransactWriteItem{e.s.put(it, "attribute_not_exists(pk)"), e.s.put(claim, "attribute_not_exists(pk)")})
 	if _, ok := canceledAt(err); ok {
 		return schedule.Job{}, fmt.Errorf("dynamo: create job: job id %q is taken", j.ID)
 	}
@@ -292,9 +291,9 @@ func (e *Schedule) Delete(ctx context.Context, owner, id string) error {
 
 // deleteJob deletes the job, its id's claim and its runs.
 func (e *Schedule) deleteJob(ctx context.Context, owner, id string) error {
-	err := e.s.transact(ctx, []types.TransactWriteItem{
-		{Delete: &types.Delete{TableName: e.s.table, Key: key(cronPK(owner), cronJobSK(id)), ConditionExpression: aws.String("attribute_exists(pk)")}},
-		{Delete: &types.Delete{TableName: e.s.table, Key: key(pfxCronID+id, skCronID)}},
+	err := e.s.transact(ctx, []dynamodb.TransactWriteItem{
+		{Delete: &dynamodb.Delete{TableName: e.s.table, Key: key(cronPK(owner), cronJobSK(id)), ConditionExpression: aws.String("attribute_exists(pk)")}},
+		{Delete: &dynamodb.Delete{TableName: e.s.table, Key: key(pfxCronID+id, skCronID)}},
 	})
 	if _, ok := canceledAt(err); ok {
 		return fmt.Errorf("job %q: %w", id, schedule.ErrNotFound)
@@ -411,7 +410,7 @@ func (e *Schedule) Runs(ctx context.Context, owner, id string, limit int) ([]sch
 // runsIn counts the runs of job id not skipped with firings in [start, end).
 func (e *Schedule) runsIn(ctx context.Context, owner, id string, start, end time.Time) (int, error) {
 	in := &dynamodb.QueryInput{
-		TableName: e.s.table, ConsistentRead: aws.Bool(true), Select: types.SelectCount,
+		TableName: e.s.table, ConsistentRead: aws.Bool(true), Select: dynamodb.SelectCount,
 		KeyConditionExpression:    aws.String("pk = :pk AND sk BETWEEN :from AND :to"),
 		FilterExpression:          aws.String("#st <> :skipped"),
 		ExpressionAttributeNames:  map[string]string{"#st": "status"},
@@ -497,9 +496,9 @@ func (e *Schedule) claim(ctx context.Context, owner string, f schedule.Firing, m
 		run.FinishedAt = now
 	}
 	jobKey := key(cronPK(owner), cronJobSK(f.JobID))
-	second := types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: e.s.table, Key: jobKey, ConditionExpression: aws.String("attribute_exists(pk)")}}
+	second := dynamodb.TransactWriteItem{ConditionCheck: &dynamodb.ConditionCheck{TableName: e.s.table, Key: jobKey, ConditionExpression: aws.String("attribute_exists(pk)")}}
 	if !manual {
-		u := &types.Update{TableName: e.s.table, Key: jobKey,
+		u := &dynamodb.Update{TableName: e.s.table, Key: jobKey,
 			ConditionExpression:       aws.String("next_at = :old AND paused = :false"),
 			ExpressionAttributeValues: item{":old": attrTime(j.Next), ":false": attrBool(false)}}
 		if d.Next.IsZero() {
@@ -508,9 +507,9 @@ func (e *Schedule) claim(ctx context.Context, owner string, f schedule.Firing, m
 			u.UpdateExpression = aws.String("SET next_at = :next")
 			u.ExpressionAttributeValues[":next"] = attrTime(d.Next)
 		}
-		second = types.TransactWriteItem{Update: u}
+		second = dynamodb.TransactWriteItem{Update: u}
 	}
-	err = e.s.transact(ctx, []types.TransactWriteItem{e.s.put(cronRunItem(owner, run, e.s.expiresAt(now)), "attribute_not_exists(pk)"), second})
+	err = e.s.transact(ctx, []dynamodb.TransactWriteItem{e.s.put(cronRunItem(owner, run, e.s.expiresAt(now)), "attribute_not_exists(pk)"), second})
 	if failed, ok := canceledAt(err); ok {
 		if len(failed) > 0 && failed[0] {
 			return schedule.Run{}, e.claimedErr(ctx, runKey, f)

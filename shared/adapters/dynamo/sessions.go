@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
@@ -241,7 +240,7 @@ func (s *Store) touchSession(ctx context.Context, id string, now time.Time) erro
 		UpdateExpression:          aws.String("SET updated_at = :now"),
 		ConditionExpression:       aws.String("attribute_exists(pk)"),
 		ExpressionAttributeValues: item{":now": attrTime(now)},
-		ReturnValues:              types.ReturnValueAllNew,
+		ReturnValues:              dynamodb.ReturnValueAllNew,
 	})
 	if _, ok := condFailed(err); ok {
 		return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
