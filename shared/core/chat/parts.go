@@ -3,6 +3,7 @@ package chat
 import (
 	"bytes"
 	"cmp"
+	"encoding/base64"
 	"fmt"
 	"strings"
 )
@@ -154,4 +155,9 @@ func CheckBytes(p Part) error {
 		return fmt.Errorf("the data is declared %s but is %s", p.MediaType, got)
 	}
 	return nil
+}
+
+// DataURL is the part's bytes as a base64 data: URL (RFC 2397).
+func (p Part) DataURL() string {
+	return "data:" + p.MediaType + ";base64," + base64.StdEncoding.EncodeToString(p.Data)
 }
