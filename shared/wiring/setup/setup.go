@@ -18,6 +18,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bedrock"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/openai"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
@@ -35,15 +36,30 @@ func Provider(ctx context.Context, p config.Provider, maxReply int) (llm.Provide
 	case config.ProviderBedrock:
 		return bedrock.NewConverse(ctx, bedrock.ConverseConfig{
 			Name: p.Name, Region: p.Region, Model: p.Model, Timeout: time.Duration(p.Timeout), Endpoint: p.BaseURL,
-			MaxReplyBytes: maxReply,
+			MaxReplyBytes: maxReply, Input: input(p),
 		})
 	case config.ProviderOpenAI, "":
 		return openai.New(openai.Config{
 			Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Model: p.Model, Timeout: time.Duration(p.Timeout),
-			MaxReplyBytes: maxReply,
+			MaxReplyBytes: maxReply, Input: input(p),
 		})
 	}
 	return nil, fmt.Errorf("unknown provider type %q", p.Type)
+}
+
+// input is the kinds of parts a configured model takes besides text;
+// nil, the adapter's default, when the configuration lists none.
+func input(p config.Provider) llm.Accepts {
+	if len(p.Input) == 0 {
+		return nil
+	}
+	out := llm.Accepts{}
+	for _, k := range p.Input {
+		if k != string(chat.PartText) {
+			out = append(out, chat.PartType(k))
+		}
+	}
+	return out
 }
 
 // NewBuilder builds the configured providers, each with retries and a
