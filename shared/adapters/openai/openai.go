@@ -10,6 +10,12 @@
 // retrying, circuit breaking and fallback belong to the llm package's
 // wrappers, which rely on the classified *llm.Error every failure here
 // returns. The SDK remains a client the tests drive the gateway with.
+//
+// A user's media (chat.Part) are sent as the client sent them, after the
+// message's text: image_url parts (the https URL, or a data: URL),
+// input_audio (wav or mp3) and file parts (file_data as a data: URL).
+// Config.Input says which kinds the model takes (default: images);
+// CheckPart refuses the others before a run is queued.
 package openai
 
 import (

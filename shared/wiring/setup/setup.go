@@ -23,20 +23,27 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/tools/webfetch"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
 // Provider builds the adapter of a configured provider: an
 // OpenAI-compatible endpoint, or Bedrock Converse signed with the IAM
-// credentials of the environment (the Lambda role on AWS). Its replies are
-// cut at maxReply bytes (limits.max_reply_bytes).
+// credentials of the environment (the Lambda role on AWS), which fetches
+// the images given by URL through web_fetch's address rules (public
+// addresses only). Its replies are cut at maxReply bytes
+// (limits.max_reply_bytes).
 func Provider(ctx context.Context, p config.Provider, maxReply int) (llm.Provider, error) {
 	switch p.Type {
 	case config.ProviderBedrock:
+		images, err := webfetch.Client(&webfetch.Config{Timeout: 30 * time.Second})
+		if err != nil {
+			return nil, err
+		}
 		return bedrock.NewConverse(ctx, bedrock.ConverseConfig{
 			Name: p.Name, Region: p.Region, Model: p.Model, Timeout: time.Duration(p.Timeout), Endpoint: p.BaseURL,
-			MaxReplyBytes: maxReply, Input: input(p),
+			MaxReplyBytes: maxReply, Input: input(p), Images: images,
 		})
 	case config.ProviderOpenAI, "":
 		return openai.New(openai.Config{
