@@ -238,6 +238,9 @@ func (g *Gateway) deliverFailed(w http.ResponseWriter, r *http.Request, err erro
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", err.Error())
 	case errors.Is(err, agent.ErrMayNotApprove):
 		writeError(w, http.StatusForbidden, "permission_error", "permission_denied", err.Error())
+	case errors.Is(err, store.ErrTooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+			"the message is larger than this deployment's history can keep (on AWS a message, its media included, holds at most 400 KB); send smaller media")
 	case errors.Is(err, store.ErrStorageFull):
 		g.log(r).Error("deliver message: storage full", "error", err)
 		writeError(w, http.StatusInsufficientStorage, "server_error", agent.CodeStorageFull, agent.StorageFullMessage)

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
 
 // Bytes of each kind, as their magic numbers begin them.
@@ -180,5 +182,19 @@ func TestMediaRefusedByModel(t *testing.T) {
 	}
 	if !strings.Contains(msg, "audio") || !strings.Contains(msg, `"default"`) {
 		t.Errorf("message %q names neither the part nor the agent", msg)
+	}
+}
+
+// A message the store cannot keep (a DynamoDB item over 400 KB) is 413,
+// saying why.
+func TestMessageTooLargeToStore(t *testing.T) {
+	f := newFixture(t)
+	f.runner.err = fmt.Errorf("enqueue: dynamo: message is 512000 bytes: %w", store.ErrTooLarge)
+	got, msg := decodeError(t, f.do("POST", "/v1/chat/completions", f.token, userContent(`[{"type":"image_url","image_url":{"url":"data:image/png;base64,`+b64(pngBytes)+`"}}]`)))
+	if diff := cmp.Diff(apiErr{http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large"}, got); diff != "" {
+		t.Errorf("response (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(msg, "400 KB") {
+		t.Errorf("message %q does not say the limit", msg)
 	}
 }
