@@ -34,9 +34,9 @@ func TestCheckPart(t *testing.T) {
 		err := c.CheckPart(tt.part)
 		switch {
 		case tt.refused == "" && err != nil:
-			t.Errorf("%s refused: %v", tt.part.Describe(), err)
+			t.Errorf("%s refused: %v", tt.part.MediaType+" "+string(tt.part.Type), err)
 		case tt.refused != "" && (!llm.IsUnsupported(err) || !strings.Contains(err.Error(), tt.refused)):
-			t.Errorf("%s: error %v, want an unsupported error saying %q", tt.part.Describe(), err, tt.refused)
+			t.Errorf("%s: error %v, want an unsupported error saying %q", tt.part.MediaType+" "+string(tt.part.Type), err, tt.refused)
 		}
 	}
 }

@@ -41,18 +41,6 @@ type Part struct {
 // Size is the number of bytes the part carries.
 func (p Part) Size() int { return len(p.Data) + len(p.URL) }
 
-// Describe names the part for a person: "image/png image (12 bytes)".
-func (p Part) Describe() string {
-	if p.URL != "" {
-		return fmt.Sprintf("%s at %s", p.Type, p.URL)
-	}
-	what := string(p.Type)
-	if p.Name != "" {
-		what += " " + p.Name
-	}
-	return fmt.Sprintf("%s %s (%d bytes)", cmp.Or(p.MediaType, "unknown"), what, len(p.Data))
-}
-
 // Limits bound the parts of one message. The zero value of a field
 // means its default (DefaultLimits), which keeps a request's parts
 // within a small machine's memory.
