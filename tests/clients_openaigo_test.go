@@ -22,6 +22,20 @@ import (
 
 // goScenarios are the openai-go scenarios by name; tag starts every prompt.
 var goScenarios = map[string]func(ctx context.Context, c *openai.Client, tag string) (any, error){
+	// image asks about a picture sent as a data: URL (issue 28).
+	"image": func(ctx context.Context, c *openai.Client, tag string) (any, error) {
+		r, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+			Model: "default",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{
+				openai.TextContentPart(tag + " what is in this picture?"),
+				openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: pngDataURL, Detail: "low"}),
+			})},
+		})
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"content": r.Choices[0].Message.Content}, nil
+	},
 	// tools gets a call of a client tool and answers it (stateless: the
 	// second request carries the whole conversation).
 	"tools": func(ctx context.Context, c *openai.Client, tag string) (any, error) {

@@ -315,6 +315,8 @@ var clientScenarios = []clientScenario{
 	{"langchain/structured", checkPerson},
 	{"langchain/structuredTools", checkPerson},
 
+	{"openai/image", checkImage},
+	{"openai-go/image", checkImage},
 	{"openai-go/tools", func(t *testing.T, s scenarioRun) {
 		var r struct {
 			FinishReason string `json:"finish_reason"`
@@ -424,6 +426,27 @@ func TestClients(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// pngDataURL is a PNG image as a data: URL, as the image scenarios send
+// it (testdata/clients/openai.mjs has the same).
+const pngDataURL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+// checkImage checks a scenario that asked about the picture pngDataURL:
+// the model got the image part as the client sent it (checkForwarded
+// compares the rest) and answered.
+func checkImage(t *testing.T, s scenarioRun) {
+	var r chatAnswer
+	decodeResult(t, s, &r)
+	if !strings.Contains(r.Content, "what is in this picture?") {
+		t.Errorf("content %q, want the fake's echo of the question", r.Content)
+	}
+	wantCalls(t, s, 1)
+	if len(s.calls) == 1 {
+		msgs := s.calls[0].Messages
+		got := msgs[len(msgs)-1].Parts
+		wantEqual(t, "parts received", got, []fakellm.Part{{Type: "image_url", URL: pngDataURL, Detail: "low"}})
 	}
 }
 

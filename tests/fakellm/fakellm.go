@@ -30,11 +30,26 @@ import (
 
 // Message is one message of a recorded request, in the OpenAI chat format.
 type Message struct {
-	Role       string
-	Content    string
+	Role    string
+	Content string
+	// Parts are the content's parts other than text, as sent.
+	Parts      []Part
 	ToolCalls  []ToolCall
 	ToolCallID string
 	Name       string
+}
+
+// Part is a content part of a message other than text, in Chat
+// Completions' terms: an image_url (URL, https or data:, and Detail), an
+// input_audio (Data, Format) or a file (Data, its file_data, and
+// Filename).
+type Part struct {
+	Type     string
+	URL      string
+	Detail   string
+	Data     string
+	Format   string
+	Filename string
 }
 
 // ToolCall is a function call, either requested by a reply or carried by an
@@ -373,11 +388,11 @@ func ParseRequest(body []byte) (Request, string) {
 	}
 	req.Params = params
 	for i, m := range w.Messages {
-		content, err := contentText(m.Content)
+		content, parts, err := readContent(m.Content)
 		if err != nil {
 			return req, fmt.Sprintf("Invalid type for 'messages[%d].content': %v", i, err)
 		}
-		msg := Message{Role: m.Role, Content: content, ToolCallID: m.ToolCallID, Name: m.Name}
+		msg := Message{Role: m.Role, Content: content, Parts: parts, ToolCallID: m.ToolCallID, Name: m.Name}
 		for _, tc := range m.ToolCalls {
 			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 		}
@@ -386,28 +401,52 @@ func ParseRequest(body []byte) (Request, string) {
 	return req, validate(req, w)
 }
 
-// contentText flattens a message content that is a string, null or an array
-// of text parts.
-func contentText(raw json.RawMessage) (string, error) {
+// readContent reads a message content that is a string, null or an array
+// of parts: its text parts flattened, its other parts as they are.
+func readContent(raw json.RawMessage) (string, []Part, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
+		return "", nil, nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, nil
+		return s, nil, nil
 	}
 	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		ImageURL *struct {
+			URL    string `json:"url"`
+			Detail string `json:"detail"`
+		} `json:"image_url"`
+		InputAudio *struct {
+			Data   string `json:"data"`
+			Format string `json:"format"`
+		} `json:"input_audio"`
+		File *struct {
+			FileData string `json:"file_data"`
+			Filename string `json:"filename"`
+		} `json:"file"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", fmt.Errorf("expected a string or an array of content parts")
+		return "", nil, fmt.Errorf("expected a string or an array of content parts")
 	}
 	var b strings.Builder
+	var out []Part
 	for _, p := range parts {
-		b.WriteString(p.Text)
+		switch {
+		case p.Type == "text":
+			b.WriteString(p.Text)
+		case p.Type == "image_url" && p.ImageURL != nil:
+			out = append(out, Part{Type: p.Type, URL: p.ImageURL.URL, Detail: p.ImageURL.Detail})
+		case p.Type == "input_audio" && p.InputAudio != nil:
+			out = append(out, Part{Type: p.Type, Data: p.InputAudio.Data, Format: p.InputAudio.Format})
+		case p.Type == "file" && p.File != nil:
+			out = append(out, Part{Type: p.Type, Data: p.File.FileData, Filename: p.File.Filename})
+		default:
+			return "", nil, fmt.Errorf("a content part of type %q is not a valid part", p.Type)
+		}
 	}
-	return b.String(), nil
+	return b.String(), out, nil
 }
 
 // validate applies the checks of the real Chat Completions API that catch

@@ -77,7 +77,7 @@ func startConverseFake(t *testing.T, cfg llmtest.Config, s *llmtest.Script) llm.
 	isolateAWS(t, "")
 	c, err := NewConverse(context.Background(), ConverseConfig{
 		Name: llmtest.Name, Region: "eu-west-3", Model: llmtest.Model, Timeout: cfg.Timeout,
-		Endpoint: url, MaxReplyBytes: cfg.MaxReplyBytes,
+		Endpoint: url, MaxReplyBytes: cfg.MaxReplyBytes, Input: cfg.Input,
 	})
 	if err != nil {
 		t.Fatalf("NewConverse: %v", err)
@@ -95,7 +95,20 @@ type converseBody struct {
 	Messages []struct {
 		Role    string `json:"role"`
 		Content []struct {
-			Text    *string `json:"text"`
+			Text  *string `json:"text"`
+			Image *struct {
+				Format string `json:"format"`
+				Source struct {
+					Bytes []byte `json:"bytes"`
+				} `json:"source"`
+			} `json:"image"`
+			Document *struct {
+				Format string `json:"format"`
+				Name   string `json:"name"`
+				Source struct {
+					Bytes []byte `json:"bytes"`
+				} `json:"source"`
+			} `json:"document"`
 			ToolUse *struct {
 				ToolUseID string          `json:"toolUseId"`
 				Name      string          `json:"name"`
@@ -185,6 +198,11 @@ func (call converseCall) portCall() (llmtest.Call, error) {
 			switch {
 			case b.Text != nil:
 				msg.Content += *b.Text
+			case b.Image != nil && m.Role == "user":
+				msg.Parts = append(msg.Parts, chat.Part{Type: chat.PartImage, MediaType: "image/" + b.Image.Format, Data: b.Image.Source.Bytes})
+			case b.Document != nil && m.Role == "user":
+				mt := map[string]string{"pdf": "application/pdf", "txt": "text/plain", "csv": "text/csv"}[b.Document.Format]
+				msg.Parts = append(msg.Parts, chat.Part{Type: chat.PartFile, MediaType: mt, Name: b.Document.Name, Data: b.Document.Source.Bytes})
 			case b.ToolUse != nil:
 				msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: b.ToolUse.ToolUseID, Name: b.ToolUse.Name, Arguments: string(b.ToolUse.Input)})
 			case b.ToolResult != nil && m.Role == "user" && len(b.ToolResult.Content) == 1:
@@ -193,7 +211,7 @@ func (call converseCall) portCall() (llmtest.Call, error) {
 				return c, fmt.Errorf("content block %+v in a message of role %s", b, m.Role)
 			}
 		}
-		if msg.Content != "" || msg.ToolCalls != nil {
+		if msg.Content != "" || msg.ToolCalls != nil || msg.Parts != nil {
 			c.Messages = append(c.Messages, msg)
 		}
 	}
@@ -218,13 +236,6 @@ func (call converseCall) portCall() (llmtest.Call, error) {
 	var err error
 	c.Settings, err = call.settings()
 	return c, err
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // stopReasons are Bedrock's names of the port's finish reasons.

@@ -51,6 +51,14 @@ type ConverseConfig struct {
 	// (or one event-stream message) too large to read within
 	// llm.ReplyBodyBound of it fails. llm.DefaultMaxReplyBytes when zero.
 	MaxReplyBytes int
+	// Input are the kinds of parts the model takes besides text
+	// (chat.PartImage, chat.PartFile); nil means DefaultInput. Audio is
+	// never sent.
+	Input llm.Accepts
+	// Images, when set, fetches the images messages give by https URL,
+	// since Converse takes only an image's bytes: it should refuse
+	// private addresses (webfetch.Client). Nil refuses images by URL.
+	Images *http.Client
 }
 
 // Converse is the llm.Provider on Amazon Bedrock's Converse and
@@ -63,6 +71,10 @@ type Converse struct {
 	timeout time.Duration
 	// maxReply caps a reply's bytes; a longer one is cut.
 	maxReply int
+	// input are the kinds of parts the model takes besides text.
+	input llm.Accepts
+	// images fetches images given by URL; nil when none are taken.
+	images *http.Client
 	// client reads an answer's body, and each message of a stream, up
 	// to llm.ReplyBodyBound(maxReply).
 	client *awsapi.BedrockRuntime
@@ -77,7 +89,10 @@ var _ llm.Provider = (*Converse)(nil)
 // NewConverse returns a Converse provider for cfg. Without cfg.AWS it
 // loads the AWS configuration; it makes no call.
 func NewConverse(ctx context.Context, cfg ConverseConfig) (*Converse, error) {
-	c := &Converse{name: cfg.Name, model: cfg.Model, timeout: cfg.Timeout, maxReply: cfg.MaxReplyBytes, now: time.Now, afterFunc: afterFunc}
+	c := &Converse{name: cfg.Name, model: cfg.Model, timeout: cfg.Timeout, maxReply: cfg.MaxReplyBytes, input: cfg.Input, images: cfg.Images, now: time.Now, afterFunc: afterFunc}
+	if c.input == nil {
+		c.input = DefaultInput
+	}
 	if c.name == "" {
 		c.name = "bedrock"
 	}
@@ -156,6 +171,14 @@ func (c *Converse) Generate(ctx context.Context, req llm.Request, onDelta llm.On
 	if err := c.CheckParams(req.Params); err != nil {
 		return llm.Response{}, &llm.Error{Provider: c.name, Err: err}
 	}
+	if err := llm.CheckParts(c, req.Messages); err != nil {
+		return llm.Response{}, &llm.Error{Provider: c.name, Err: err}
+	}
+	msgs, err := c.fetchImages(ctx, req.Messages)
+	if err != nil {
+		return llm.Response{}, &llm.Error{Provider: c.name, Err: err}
+	}
+	req.Messages = msgs
 	model := req.Model
 	if model == "" {
 		model = c.model

@@ -32,11 +32,13 @@ type (
 		Content []contentBlock `json:"content"`
 	}
 	// contentBlock is a union: one member is set. Blocks of other
-	// kinds (reasoning, images, …) are read as none.
+	// kinds (reasoning, …) are read as none.
 	contentBlock struct {
-		Text       *string     `json:"text,omitempty"`
-		ToolUse    *toolUse    `json:"toolUse,omitempty"`
-		ToolResult *toolResult `json:"toolResult,omitempty"`
+		Text       *string        `json:"text,omitempty"`
+		Image      *imageBlock    `json:"image,omitempty"`
+		Document   *documentBlock `json:"document,omitempty"`
+		ToolUse    *toolUse       `json:"toolUse,omitempty"`
+		ToolResult *toolResult    `json:"toolResult,omitempty"`
 	}
 	textBlock struct {
 		Text string `json:"text"`
@@ -151,7 +153,9 @@ const emptyToolResult = "(no output)"
 // converseInput maps a request to Converse's input, all but the model id.
 //
 // System messages, wherever they are in the history, become system blocks
-// in order. User and assistant text become text blocks, tool calls toolUse
+// in order. A user's images and files become image and document blocks
+// ahead of its text (attachedText when it has none), which CheckPart must
+// have allowed. User and assistant text become text blocks, tool calls toolUse
 // blocks, and tool results toolResult blocks in a user message (status
 // error when the text starts with "error:"). Consecutive messages of one
 // role are merged, because Bedrock requires the roles to alternate; in a
@@ -165,6 +169,7 @@ const emptyToolResult = "(no output)"
 // says.
 func converseInput(req llm.Request) (*converseRequest, error) {
 	in := &converseRequest{}
+	docs := 0 // the documents so far, to name those without a name
 	for i, m := range req.Messages {
 		var role string
 		var blocks []contentBlock
@@ -176,8 +181,16 @@ func converseInput(req llm.Request) (*converseRequest, error) {
 			continue
 		case chat.User:
 			role = "user"
-			if strings.TrimSpace(m.Content) != "" {
-				blocks = append(blocks, contentBlock{Text: &m.Content})
+			for _, p := range m.Parts {
+				docs += btoi(p.Type == chat.PartFile)
+				blocks = append(blocks, partBlock(p, docs))
+			}
+			text := m.Content
+			if strings.TrimSpace(text) == "" && len(m.Parts) > 0 {
+				text = attachedText // Converse wants text beside a document
+			}
+			if strings.TrimSpace(text) != "" {
+				blocks = append(blocks, contentBlock{Text: &text})
 			}
 		case chat.Assistant:
 			role = "assistant"
@@ -234,6 +247,17 @@ func converseInput(req llm.Request) (*converseRequest, error) {
 		in.ToolConfig = &toolConfig{Tools: []tool{noTool}, withheld: true}
 	}
 	return in, setParams(in, req.Params)
+}
+
+// attachedText is the text of a user's message that has media and no
+// text.
+const attachedText = "(attached)"
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // mergeBlocks appends more to a message's blocks, keeping toolResult blocks

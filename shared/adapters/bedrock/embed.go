@@ -2,6 +2,16 @@
 // called through shared/adapters/awsapi: the llm.Provider on Converse and
 // ConverseStream, and the memory.Embedder on Amazon Titan Text
 // Embeddings V2, called with InvokeModel, one text per call.
+//
+// A user's media (chat.Part) go to Converse as blocks ahead of the
+// message's text (converse_media.go): images as `image` blocks (format
+// png, jpeg, gif or webp; source.bytes), those given by URL fetched first
+// with ConverseConfig.Images (web_fetch's address rules, at most
+// chat.DefaultLimits' image size); files as `document` blocks (format
+// pdf, csv, doc, docx, xls, xlsx, html, txt or md by media type; a name
+// of the characters Bedrock allows). Audio is refused, as is any kind
+// ConverseConfig.Input leaves out (default: images and documents):
+// CheckPart answers before a run is queued.
 package bedrock
 
 import (

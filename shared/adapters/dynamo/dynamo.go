@@ -120,8 +120,8 @@ import (
 const DefaultSessionTTL = 90 * 24 * time.Hour
 
 // ErrItemTooLarge is wrapped by the error for a record that does not fit in
-// one DynamoDB item (400 KB).
-var ErrItemTooLarge = errors.New("item over DynamoDB's 400 KB limit")
+// one DynamoDB item (400 KB); it wraps store.ErrTooLarge.
+var ErrItemTooLarge = fmt.Errorf("item over DynamoDB's 400 KB limit: %w", store.ErrTooLarge)
 
 // Config says which table to use and how to reach it.
 type Config struct {

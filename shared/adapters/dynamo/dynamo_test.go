@@ -283,8 +283,8 @@ func TestOversized(t *testing.T) {
 	// ...over it is refused before any write, with a clear error.
 	big := store.Message{SessionID: "s", Key: "big", Message: chat.Message{Role: chat.Tool, Content: strings.Repeat("x", 400*1024)}}
 	wrote, err := s.AppendMessage(ctx, big)
-	if !errors.Is(err, ErrItemTooLarge) || wrote {
-		t.Fatalf("AppendMessage over 400 KB = %v, %v; want ErrItemTooLarge", wrote, err)
+	if !errors.Is(err, ErrItemTooLarge) || !errors.Is(err, store.ErrTooLarge) || wrote {
+		t.Fatalf("AppendMessage over 400 KB = %v, %v; want ErrItemTooLarge, a store.ErrTooLarge", wrote, err)
 	}
 	if !strings.Contains(err.Error(), `message "s"/"big"`) {
 		t.Errorf("error %q does not name the message", err)

@@ -375,7 +375,8 @@ func (s *Store) AppendMessage(ctx context.Context, m store.Message) (bool, error
 	return true, nil
 }
 
-// messageItem encodes a message; tool calls are kept as a JSON array.
+// messageItem encodes a message; tool calls and parts are kept as JSON
+// arrays.
 func messageItem(m store.Message) (item, error) {
 	it := key(sessionPK(m.SessionID), pfxMsg+m.Key)
 	it["session_id"] = attrS(m.SessionID)
@@ -390,6 +391,13 @@ func messageItem(m store.Message) (item, error) {
 			return nil, fmt.Errorf("encode tool calls: %w", err)
 		}
 		it["tool_calls"] = attrS(string(b))
+	}
+	if len(m.Parts) > 0 {
+		b, err := json.Marshal(m.Parts)
+		if err != nil {
+			return nil, fmt.Errorf("encode parts: %w", err)
+		}
+		it["parts"] = attrS(string(b))
 	}
 	if m.ToolCallID != "" {
 		it["tool_call_id"] = attrS(m.ToolCallID)
@@ -417,6 +425,11 @@ func decodeMessage(it item) (store.Message, error) {
 	if tc := getS(it, "tool_calls"); tc != "" {
 		if err := json.Unmarshal([]byte(tc), &m.ToolCalls); err != nil {
 			return store.Message{}, fmt.Errorf("decode tool calls of %q: %w", m.Key, err)
+		}
+	}
+	if p := getS(it, "parts"); p != "" {
+		if err := json.Unmarshal([]byte(p), &m.Parts); err != nil {
+			return store.Message{}, fmt.Errorf("decode parts of %q: %w", m.Key, err)
 		}
 	}
 	return m, nil

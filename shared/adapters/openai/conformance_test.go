@@ -3,11 +3,13 @@ package openai
 import (
 	"bytes"
 	"cmp"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
@@ -63,7 +65,7 @@ func startChatFake(t *testing.T, cfg llmtest.Config, s *llmtest.Script) llm.Prov
 		defer done()
 		answerChat(t, w, r, req, a)
 	})
-	p, err := New(Config{Name: llmtest.Name, BaseURL: url + "/v1", APIKey: testKey, Model: llmtest.Model, Timeout: cfg.Timeout, MaxReplyBytes: cfg.MaxReplyBytes})
+	p, err := New(Config{Name: llmtest.Name, BaseURL: url + "/v1", APIKey: testKey, Model: llmtest.Model, Timeout: cfg.Timeout, MaxReplyBytes: cfg.MaxReplyBytes, Input: cfg.Input})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -79,10 +81,10 @@ type chatRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	Messages []struct {
-		Role       string     `json:"role"`
-		Content    *string    `json:"content"`
-		ToolCallID string     `json:"tool_call_id"`
-		ToolCalls  []wireCall `json:"tool_calls"`
+		Role       string       `json:"role"`
+		Content    *wireContent `json:"content"`
+		ToolCallID string       `json:"tool_call_id"`
+		ToolCalls  []wireCall   `json:"tool_calls"`
 	} `json:"messages"`
 	Tools []struct {
 		Type     string `json:"type"`
@@ -210,13 +212,84 @@ func readChatRequest(r *http.Request) (chatRequest, error) {
 	return req, nil
 }
 
+// wireContent is a message's content as Chat Completions documents it: a
+// string, or an array of text, image_url, input_audio and file parts,
+// read strictly into the port's text and parts.
+type wireContent struct {
+	text  string
+	parts []chat.Part
+}
+
+func (c *wireContent) UnmarshalJSON(data []byte) error {
+	if json.Unmarshal(data, &c.text) == nil {
+		return nil
+	}
+	var parts []struct {
+		Type     string  `json:"type"`
+		Text     *string `json:"text"`
+		ImageURL *struct {
+			URL    string `json:"url"`
+			Detail string `json:"detail"`
+		} `json:"image_url"`
+		InputAudio *struct {
+			Data   []byte `json:"data"`
+			Format string `json:"format"`
+		} `json:"input_audio"`
+		File *struct {
+			Filename string `json:"filename"`
+			FileData string `json:"file_data"`
+		} `json:"file"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&parts); err != nil {
+		return fmt.Errorf("content %s: %w", data, err)
+	}
+	for _, p := range parts {
+		var err error
+		switch {
+		case p.Type == "text" && p.Text != nil:
+			c.text += *p.Text
+		case p.Type == "image_url" && p.ImageURL != nil:
+			part := chat.Part{Type: chat.PartImage, URL: p.ImageURL.URL, Detail: p.ImageURL.Detail}
+			if strings.HasPrefix(part.URL, "data:") {
+				part.MediaType, part.Data, err = fromDataURL(part.URL)
+				part.URL = ""
+			}
+			c.parts = append(c.parts, part)
+		case p.Type == "input_audio" && p.InputAudio != nil:
+			c.parts = append(c.parts, chat.Part{Type: chat.PartAudio, MediaType: map[string]string{"wav": "audio/wav", "mp3": "audio/mpeg"}[p.InputAudio.Format], Data: p.InputAudio.Data})
+		case p.Type == "file" && p.File != nil:
+			part := chat.Part{Type: chat.PartFile, Name: p.File.Filename}
+			part.MediaType, part.Data, err = fromDataURL(p.File.FileData)
+			c.parts = append(c.parts, part)
+		default:
+			return fmt.Errorf("content part %s is none of Chat Completions' input parts", data)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fromDataURL reads a base64 data: URL.
+func fromDataURL(u string) (string, []byte, error) {
+	header, data, ok := strings.Cut(strings.TrimPrefix(u, "data:"), ";base64,")
+	if !ok || !strings.HasPrefix(u, "data:") {
+		return "", nil, fmt.Errorf("%.40q is no base64 data: URL", u)
+	}
+	b, err := base64.StdEncoding.DecodeString(data)
+	return header, b, err
+}
+
 // call is the request in the port's terms.
 func (req chatRequest) call() llmtest.Call {
 	c := llmtest.Call{Model: req.Model, Stream: req.Stream, MaxTokens: max(req.MaxTokens, req.MaxCompletionTokens), Settings: req.settings}
 	for _, m := range req.Messages {
 		msg := chat.Message{Role: chat.Role(m.Role), ToolCallID: m.ToolCallID}
 		if m.Content != nil {
-			msg.Content = *m.Content
+			msg.Content, msg.Parts = m.Content.text, m.Content.parts
 		}
 		for _, tc := range m.ToolCalls {
 			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})

@@ -3,6 +3,7 @@ package openai
 import (
 	"cmp"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,11 +64,12 @@ type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-// message is one message of a request. Content is left out only for an
-// assistant message that calls tools and says nothing.
+// message is one message of a request. Content is its text, or an
+// array of contentParts when it carries media; it is left out only for
+// an assistant message that calls tools and says nothing.
 type message struct {
 	Role       string     `json:"role"`
-	Content    *string    `json:"content,omitempty"`
+	Content    any        `json:"content,omitempty"`
 	ToolCalls  []toolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 }
@@ -156,7 +158,15 @@ func toolChoice(c *llm.ToolChoice) any {
 func wireMessage(m chat.Message) (message, error) {
 	out := message{Role: string(m.Role), Content: &m.Content}
 	switch m.Role {
-	case chat.System, chat.User:
+	case chat.System:
+	case chat.User:
+		if len(m.Parts) > 0 {
+			parts, err := wireParts(m)
+			if err != nil {
+				return message{}, err
+			}
+			out.Content = parts
+		}
 	case chat.Assistant:
 		if len(m.ToolCalls) > 0 && m.Content == "" {
 			out.Content = nil
@@ -172,6 +182,65 @@ func wireMessage(m chat.Message) (message, error) {
 		out.ToolCallID = m.ToolCallID
 	default:
 		return message{}, fmt.Errorf("unknown role %q", m.Role)
+	}
+	return out, nil
+}
+
+// contentPart is a part of a message's content in Chat Completions'
+// shape: text, image_url, input_audio or file.
+type contentPart struct {
+	Type       string      `json:"type"`
+	Text       *string     `json:"text,omitempty"`
+	ImageURL   *imageURL   `json:"image_url,omitempty"`
+	InputAudio *inputAudio `json:"input_audio,omitempty"`
+	File       *fileData   `json:"file,omitempty"`
+}
+
+type imageURL struct {
+	URL    string `json:"url"`
+	Detail string `json:"detail,omitempty"`
+}
+
+type inputAudio struct {
+	Data   string `json:"data"`
+	Format string `json:"format"`
+}
+
+type fileData struct {
+	Filename string `json:"filename,omitempty"`
+	FileData string `json:"file_data"`
+}
+
+// audioFormats are the formats of input_audio by media type.
+var audioFormats = map[string]string{"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
+
+// wireParts is a user message's content as parts: its text, then its
+// media as the client sent them (an image's URL or data: URL, audio as
+// base64, a file as a data: URL).
+func wireParts(m chat.Message) ([]contentPart, error) {
+	var out []contentPart
+	if m.Content != "" {
+		out = append(out, contentPart{Type: "text", Text: &m.Content})
+	}
+	for i, p := range m.Parts {
+		switch p.Type {
+		case chat.PartImage:
+			u := p.URL
+			if u == "" {
+				u = p.DataURL()
+			}
+			out = append(out, contentPart{Type: "image_url", ImageURL: &imageURL{URL: u, Detail: p.Detail}})
+		case chat.PartAudio:
+			format, ok := audioFormats[p.MediaType]
+			if !ok {
+				return nil, fmt.Errorf("part %d: audio of type %q: input_audio takes wav or mp3", i, p.MediaType)
+			}
+			out = append(out, contentPart{Type: "input_audio", InputAudio: &inputAudio{Data: base64.StdEncoding.EncodeToString(p.Data), Format: format}})
+		case chat.PartFile:
+			out = append(out, contentPart{Type: "file", File: &fileData{Filename: p.Name, FileData: p.DataURL()}})
+		default:
+			return nil, fmt.Errorf("part %d: unknown type %q", i, p.Type)
+		}
 	}
 	return out, nil
 }

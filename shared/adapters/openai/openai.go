@@ -10,6 +10,12 @@
 // retrying, circuit breaking and fallback belong to the llm package's
 // wrappers, which rely on the classified *llm.Error every failure here
 // returns. The SDK remains a client the tests drive the gateway with.
+//
+// A user's media (chat.Part) are sent as the client sent them, after the
+// message's text: image_url parts (the https URL, or a data: URL),
+// input_audio (wav or mp3) and file parts (file_data as a data: URL).
+// Config.Input says which kinds the model takes (default: images);
+// CheckPart refuses the others before a run is queued.
 package openai
 
 import (
@@ -22,6 +28,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 )
 
@@ -50,7 +57,15 @@ type Config struct {
 	// response body (or one streamed event) too large to read within
 	// llm.ReplyBodyBound of it fails. llm.DefaultMaxReplyBytes when zero.
 	MaxReplyBytes int
+	// Input are the kinds of parts the model takes besides text
+	// (chat.PartImage, chat.PartAudio, chat.PartFile); nil means
+	// DefaultInput.
+	Input llm.Accepts
 }
+
+// DefaultInput is what a model of an OpenAI-compatible server takes
+// besides text unless configured: images, which most vision models read.
+var DefaultInput = llm.Accepts{chat.PartImage}
 
 // Provider calls an OpenAI-compatible chat completions endpoint. It is safe
 // for concurrent use.
@@ -61,6 +76,8 @@ type Provider struct {
 	timeout time.Duration
 	// maxReply caps a reply's bytes; a longer one is cut.
 	maxReply int
+	// input are the kinds of parts the model takes besides text.
+	input llm.Accepts
 	// tools caches the encoded tool sets of requests.
 	tools toolCache
 	// official is set for OpenAI's own API. It is sent
@@ -76,6 +93,7 @@ type Provider struct {
 var (
 	_ llm.Provider      = (*Provider)(nil)
 	_ llm.ParamsChecker = (*Provider)(nil)
+	_ llm.PartsChecker  = (*Provider)(nil)
 )
 
 // New returns a Provider for cfg.
@@ -95,7 +113,11 @@ func New(cfg Config) (*Provider, error) {
 		apiKey:   cfg.APIKey,
 		timeout:  cfg.Timeout,
 		maxReply: cfg.MaxReplyBytes,
+		input:    cfg.Input,
 		now:      time.Now,
+	}
+	if p.input == nil {
+		p.input = DefaultInput
 	}
 	if p.name == "" {
 		p.name = "openai"
@@ -134,6 +156,9 @@ func (p *Provider) Generate(ctx context.Context, req llm.Request, onDelta llm.On
 	if err := p.CheckParams(req.Params); err != nil {
 		return llm.Response{}, &llm.Error{Provider: p.name, Err: err}
 	}
+	if err := llm.CheckParts(p, req.Messages); err != nil {
+		return llm.Response{}, &llm.Error{Provider: p.name, Err: err}
+	}
 	body, model, err := p.body(req, onDelta != nil)
 	if err != nil {
 		return llm.Response{}, &llm.Error{Provider: p.name, Err: err}
@@ -152,6 +177,18 @@ func (p *Provider) CheckParams(params llm.Params) error {
 	if p.official && len(params.Metadata) > 0 && (params.Store == nil || !*params.Store) {
 		return &llm.UnsupportedError{Provider: p.name, Param: "metadata",
 			Reason: "OpenAI takes metadata only for completions it stores: send store true with it"}
+	}
+	return nil
+}
+
+// CheckPart implements llm.PartsChecker: the model takes the kinds of
+// parts its input says, and audio in the formats input_audio has.
+func (p *Provider) CheckPart(part chat.Part) error {
+	if err := p.input.Check(p.name, part); err != nil {
+		return err
+	}
+	if _, ok := audioFormats[part.MediaType]; part.Type == chat.PartAudio && !ok {
+		return &llm.UnsupportedError{Provider: p.name, Param: "audio", Reason: "input_audio takes wav or mp3, not " + part.MediaType}
 	}
 	return nil
 }

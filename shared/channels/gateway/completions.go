@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
@@ -121,9 +120,9 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	msgs, err := convertMessages(req.Messages)
+	msgs, err := convertMessages(req.Messages, g.cfg.Media)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_messages", err.Error())
+		writeRequestError(w, "invalid_messages", err)
 		return
 	}
 	opts, err := req.options()
@@ -239,6 +238,9 @@ func (g *Gateway) deliverFailed(w http.ResponseWriter, r *http.Request, err erro
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", err.Error())
 	case errors.Is(err, agent.ErrMayNotApprove):
 		writeError(w, http.StatusForbidden, "permission_error", "permission_denied", err.Error())
+	case errors.Is(err, store.ErrTooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+			"the message is larger than this deployment's history can keep (on AWS a message, its media included, holds at most 400 KB); send smaller media")
 	case errors.Is(err, store.ErrStorageFull):
 		g.log(r).Error("deliver message: storage full", "error", err)
 		writeError(w, http.StatusInsufficientStorage, "server_error", agent.CodeStorageFull, agent.StorageFullMessage)
@@ -265,18 +267,18 @@ func (g *Gateway) runFailure(r *http.Request, runID string, res *agent.Result) (
 }
 
 // convertMessages validates the request's messages and maps them to the
-// chat vocabulary.
-func convertMessages(in []requestMessage) ([]chat.Message, error) {
+// chat vocabulary; a user's message may carry media within lim.
+func convertMessages(in []requestMessage, lim chat.Limits) ([]chat.Message, error) {
 	if len(in) == 0 {
 		return nil, errors.New("messages must not be empty")
 	}
 	out := make([]chat.Message, 0, len(in))
 	for i, m := range in {
-		text, err := contentText(m.Content)
+		text, parts, err := readContent(fmt.Sprintf("messages[%d].content", i), m.Content, m.Role == string(chat.User), lim)
 		if err != nil {
-			return nil, fmt.Errorf("messages[%d].content: %w", i, err)
+			return nil, err
 		}
-		cm := chat.Message{Role: chat.Role(m.Role), Content: text, ToolCallID: m.ToolCallID, Name: m.Name}
+		cm := chat.Message{Role: chat.Role(m.Role), Content: text, Parts: parts, ToolCallID: m.ToolCallID, Name: m.Name}
 		switch cm.Role {
 		case chat.System, chat.User:
 		case "developer":
@@ -297,34 +299,12 @@ func convertMessages(in []requestMessage) ([]chat.Message, error) {
 	return out, nil
 }
 
-// contentText reads a message's content, or a tool output's: a string,
-// null, or an array of text parts (Chat Completions' "text", the
-// Responses API's "input_text" and "output_text").
-func contentText(raw json.RawMessage) (string, error) {
-	if !set(raw) {
-		return "", nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, nil
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("must be a string or an array of content parts")
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		switch p.Type {
-		case "text", "input_text", "output_text":
-			b.WriteString(p.Text)
-		default:
-			return "", fmt.Errorf("content parts of type %q are not supported; send text", p.Type)
-		}
-	}
-	return b.String(), nil
+// contentText reads a text content, a tool output's: a string, null, or
+// an array of text parts (Chat Completions' "text", the Responses API's
+// "input_text" and "output_text").
+func contentText(at string, raw json.RawMessage) (string, error) {
+	text, _, err := readContent(at, raw, false, chat.Limits{})
+	return text, err
 }
 
 type completion struct {

@@ -24,6 +24,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 )
@@ -105,6 +106,9 @@ type Config struct {
 	// MaxBodyBytes limits request bodies and WebSocket frames; zero means
 	// 1 MiB.
 	MaxBodyBytes int64
+	// Media bounds the images, audio and files of a message (zero
+	// fields: chat.DefaultLimits); MaxBodyBytes bounds them first.
+	Media chat.Limits
 	// MaxConcurrentPerKey caps the requests one API key has in flight;
 	// more are answered 429. Zero means no limit.
 	MaxConcurrentPerKey int

@@ -26,15 +26,20 @@ func badParam(param, format string, args ...any) error {
 	return &paramError{param, "invalid_value", fmt.Sprintf(format, args...)}
 }
 
-// writeRequestError answers a refused request: 400 in OpenAI's shape,
-// naming the field and its code when the error does, code otherwise.
+// writeRequestError answers a refused request: 400 in OpenAI's shape
+// (413 for a part over its limit), naming the field and its code when
+// the error does, code otherwise.
 func writeRequestError(w http.ResponseWriter, code string, err error) {
 	e := apiError{Message: err.Error(), Type: "invalid_request_error", Code: code}
+	status := http.StatusBadRequest
 	var pe *paramError
 	if errors.As(err, &pe) {
 		e.Param, e.Code = &pe.param, pe.code
+		if pe.code == "request_too_large" {
+			status = http.StatusRequestEntityTooLarge
+		}
 	}
-	writeJSON(w, http.StatusBadRequest, struct {
+	writeJSON(w, status, struct {
 		Error apiError `json:"error"`
 	}{e})
 }

@@ -245,11 +245,11 @@ func (g *Gateway) inputMessages(ctx context.Context, owner string, raw json.RawM
 		}
 		switch it.Type {
 		case "", "message":
-			content, err := contentText(it.Content)
+			content, parts, err := readContent(at+".content", it.Content, it.Role == string(chat.User), g.cfg.Media)
 			if err != nil {
-				return nil, badParam(at+".content", "%s.content: %v", at, err)
+				return nil, err
 			}
-			m := chat.Message{Role: chat.Role(it.Role), Content: content}
+			m := chat.Message{Role: chat.Role(it.Role), Content: content, Parts: parts}
 			switch it.Role {
 			case "user", "system", "assistant":
 			case "developer":
@@ -269,9 +269,9 @@ func (g *Gateway) inputMessages(ctx context.Context, owner string, raw json.RawM
 				out = append(out, chat.Message{Role: chat.Assistant, ToolCalls: []chat.ToolCall{c}})
 			}
 		case "function_call_output":
-			output, err := contentText(it.Output)
+			output, err := contentText(at+".output", it.Output)
 			if err != nil {
-				return nil, badParam(at+".output", "%s.output: %v", at, err)
+				return nil, err
 			}
 			if it.CallID == "" {
 				return nil, badParam(at+".call_id", "%s: a function_call_output needs call_id", at)

@@ -438,6 +438,9 @@ func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
 	if err != nil {
 		return RunState{}, err
 	}
+	if err := checkParts(a, in.Messages); err != nil {
+		return RunState{}, err
+	}
 	if in.RunID == "" {
 		in.RunID = NewID()
 	}

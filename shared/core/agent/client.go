@@ -112,6 +112,24 @@ func checkOptions(a *Agent, o Options) error {
 	return nil
 }
 
+// checkParts refuses the parts of msgs (images, audio, files) that agent
+// a's model cannot take, naming the part and the agent.
+func checkParts(a *Agent, msgs []chat.Message) error {
+	err := llm.CheckParts(a.Provider, msgs)
+	var u *llm.UnsupportedError
+	if errors.As(err, &u) {
+		model := ""
+		if a.Model != "" {
+			model = fmt.Sprintf(" (model %s)", a.Model)
+		}
+		return inputErrorf("agent %q%s cannot take this input: %s", a.Name, model, u.Error())
+	}
+	if err != nil {
+		return fmt.Errorf("check parts: %w", err)
+	}
+	return nil
+}
+
 // forcing reports whether a tool choice makes the model call a tool.
 func forcing(tc *llm.ToolChoice) bool {
 	return tc != nil && (tc.Mode == llm.ToolsRequired || tc.Mode == llm.ToolsFunction)

@@ -546,3 +546,38 @@ func TestTokenBudget(t *testing.T) {
 		t.Errorf("a negative budget: %v; want an input error", err)
 	}
 }
+
+// imagesOnly is a provider whose model takes images and nothing else
+// beside text.
+type imagesOnly struct{ *provider }
+
+func (imagesOnly) CheckPart(p chat.Part) error {
+	return llm.Accepts{chat.PartImage}.Check("fake", p)
+}
+
+// A part the agent's model cannot take is refused before the run is
+// queued, naming the part and the agent; one it takes reaches it.
+func TestPartsChecked(t *testing.T) {
+	f := newFixture(t, 5)
+	f.llm.script = append(f.llm.script, say("a cat"))
+	f.loop.Agents.(Registry)["a"].Provider = imagesOnly{f.llm}
+	image := chat.Part{Type: chat.PartImage, MediaType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n")}
+	in := clientInput("s", "what is this?")
+	in.Messages[0].Parts = []chat.Part{image, {Type: chat.PartAudio, MediaType: "audio/wav", Data: []byte("RIFF")}}
+	_, err := f.loop.Enqueue(t.Context(), in)
+	if !isInputError(err) || !strings.Contains(err.Error(), `agent "a"`) || !strings.Contains(err.Error(), "messages[0].parts[1] (audio)") {
+		t.Fatalf("Enqueue: %v, want an InputError naming the agent and the audio part", err)
+	}
+	if _, err := f.store.GetSession(t.Context(), "s"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a refused run created its session: %v", err)
+	}
+	in.Messages[0].Parts = in.Messages[0].Parts[:1]
+	st, err := f.loop.Enqueue(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.runToEnd(t, st)
+	if got := f.llm.seen[0].Messages; len(got) == 0 || !cmp.Equal(got[len(got)-1].Parts, []chat.Part{image}) {
+		t.Errorf("the model received %+v, want the image", got)
+	}
+}

@@ -16,10 +16,13 @@ const (
 	Tool      Role = "tool"
 )
 
-// Message is one entry of a conversation.
+// Message is one entry of a conversation. Content is its text; Parts
+// are what a user's message carries beside the text (images, audio,
+// files), sent to the model after it.
 type Message struct {
 	Role       Role       `json:"role"`
 	Content    string     `json:"content"`
+	Parts      []Part     `json:"parts,omitempty"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	// Name is the tool name on tool results.

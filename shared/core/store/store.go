@@ -39,6 +39,11 @@ var ErrForbidden = errors.New("belongs to another owner")
 // failed changed nothing.
 var ErrStorageFull = errors.New("storage is full")
 
+// ErrTooLarge is wrapped by the error for a record larger than the store
+// can keep (on DynamoDB, a 400 KB item: a message with large media). The
+// write changed nothing.
+var ErrTooLarge = errors.New("record too large for the store")
+
 // ErrLeaseLost is returned when a commit carries a lease (Commit.Lease)
 // that no longer holds the run: another invocation took the run over, and
 // the commit changed nothing. It is final, never worth a retry.

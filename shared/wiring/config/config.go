@@ -133,7 +133,15 @@ type Provider struct {
 	// Retries is how many times a transient failure is retried on this
 	// provider before falling through to the next (default 2).
 	Retries *int `yaml:"retries"`
+	// Input are the kinds of input the model takes: text, image, file,
+	// audio. Empty means the adapter's default: text and image for
+	// openai, text, image and file (documents) for bedrock, which takes
+	// no audio. A message with a part of another kind is refused (400).
+	Input []string `yaml:"input"`
 }
+
+// inputKinds are the kinds a provider's input may list.
+var inputKinds = []string{"text", "image", "file", "audio"}
 
 // AgentConfig tunes one agent. Agents also exist without an entry here:
 // every workspace directory is an agent.
@@ -398,6 +406,17 @@ func (c *Config) Validate() error {
 		if p.Retries == nil {
 			two := 2
 			p.Retries = &two
+		}
+		for _, k := range p.Input {
+			switch {
+			case !slices.Contains(inputKinds, k):
+				return fmt.Errorf("config: provider %q: input %q is not one of text, image, file, audio", p.Name, k)
+			case k == "audio" && p.Type == ProviderBedrock:
+				return fmt.Errorf("config: provider %q: bedrock takes no audio input", p.Name)
+			}
+		}
+		if len(p.Input) > 0 && !slices.Contains(p.Input, "text") {
+			return fmt.Errorf("config: provider %q: input must include text", p.Name)
 		}
 	}
 	switch c.Sessions.Sharing {

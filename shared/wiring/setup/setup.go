@@ -18,32 +18,55 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bedrock"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/openai"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/tools/webfetch"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
 // Provider builds the adapter of a configured provider: an
 // OpenAI-compatible endpoint, or Bedrock Converse signed with the IAM
-// credentials of the environment (the Lambda role on AWS). Its replies are
-// cut at maxReply bytes (limits.max_reply_bytes).
+// credentials of the environment (the Lambda role on AWS), which fetches
+// the images given by URL through web_fetch's address rules (public
+// addresses only). Its replies are cut at maxReply bytes
+// (limits.max_reply_bytes).
 func Provider(ctx context.Context, p config.Provider, maxReply int) (llm.Provider, error) {
 	switch p.Type {
 	case config.ProviderBedrock:
+		images, err := webfetch.Client(&webfetch.Config{Timeout: 30 * time.Second})
+		if err != nil {
+			return nil, err
+		}
 		return bedrock.NewConverse(ctx, bedrock.ConverseConfig{
 			Name: p.Name, Region: p.Region, Model: p.Model, Timeout: time.Duration(p.Timeout), Endpoint: p.BaseURL,
-			MaxReplyBytes: maxReply,
+			MaxReplyBytes: maxReply, Input: input(p), Images: images,
 		})
 	case config.ProviderOpenAI, "":
 		return openai.New(openai.Config{
 			Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Model: p.Model, Timeout: time.Duration(p.Timeout),
-			MaxReplyBytes: maxReply,
+			MaxReplyBytes: maxReply, Input: input(p),
 		})
 	}
 	return nil, fmt.Errorf("unknown provider type %q", p.Type)
+}
+
+// input is the kinds of parts a configured model takes besides text;
+// nil, the adapter's default, when the configuration lists none.
+func input(p config.Provider) llm.Accepts {
+	if len(p.Input) == 0 {
+		return nil
+	}
+	out := llm.Accepts{}
+	for _, k := range p.Input {
+		if k != string(chat.PartText) {
+			out = append(out, chat.PartType(k))
+		}
+	}
+	return out
 }
 
 // NewBuilder builds the configured providers, each with retries and a

@@ -13,6 +13,8 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
@@ -33,6 +35,21 @@ func TestProvider(t *testing.T) {
 	p, err = Provider(t.Context(), config.Provider{Name: "local", Type: config.ProviderOpenAI, BaseURL: "http://localhost:11434/v1", Model: "llama3.2"}, 1<<20)
 	if _, ok := p.(*openai.Provider); err != nil || !ok || p.Name() != "local" {
 		t.Errorf("openai: Provider = %T %v, want an *openai.Provider named local", p, err)
+	}
+	audio := chat.Part{Type: chat.PartAudio, MediaType: "audio/wav", Data: []byte("RIFF")}
+	if err := llm.CheckParts(p, []chat.Message{{Role: chat.User, Parts: []chat.Part{audio}}}); !llm.IsUnsupported(err) {
+		t.Errorf("openai with the default input: audio checked %v, want it refused", err)
+	}
+	p, err = Provider(t.Context(), config.Provider{Name: "local", Model: "m", Input: []string{"text", "audio"}}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := chat.Part{Type: chat.PartImage, URL: "https://example.com/a.png"}
+	if err := llm.CheckParts(p, []chat.Message{{Role: chat.User, Parts: []chat.Part{audio}}}); err != nil {
+		t.Errorf("openai with input [text, audio]: audio refused: %v", err)
+	}
+	if err := llm.CheckParts(p, []chat.Message{{Role: chat.User, Parts: []chat.Part{image}}}); !llm.IsUnsupported(err) {
+		t.Errorf("openai with input [text, audio]: an image checked %v, want it refused", err)
 	}
 	if _, err := Provider(t.Context(), config.Provider{Name: "x", Type: "nope", Model: "m"}, 1<<20); err == nil {
 		t.Error("unknown type: Provider succeeded")

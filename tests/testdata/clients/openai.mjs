@@ -25,6 +25,27 @@ export async function chat(env) {
 	return { object: r.object, content: c.message.content, finish_reason: c.finish_reason, usage: r.usage };
 }
 
+// pngDataURL is a one-pixel PNG image (clients_test.go has the same).
+const pngDataURL =
+	'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+
+// image asks about a picture sent as a data: URL (issue 28).
+export async function image(env) {
+	const r = await client(env).chat.completions.create({
+		model: env.model,
+		messages: [
+			{
+				role: 'user',
+				content: [
+					{ type: 'text', text: `${env.tag} what is in this picture?` },
+					{ type: 'image_url', image_url: { url: pngDataURL, detail: 'low' } },
+				],
+			},
+		],
+	});
+	return { content: r.choices[0].message.content };
+}
+
 // stream is a streamed chat completion with usage.
 export async function stream(env) {
 	const s = await client(env).chat.completions.create({

@@ -88,6 +88,9 @@ type Config struct {
 	// Down asks for a fake that is not there: nothing listens where the
 	// provider is pointed.
 	Down bool
+	// Input are the kinds of parts the provider's model takes besides
+	// text; nil keeps the adapter's default, which takes images.
+	Input llm.Accepts
 }
 
 // Call is a call the fake received, in the port's terms.
@@ -97,7 +100,8 @@ type Call struct {
 	Stream bool
 	// Messages are the conversation: system messages first when the
 	// provider carries them apart, one Tool message per tool result, no
-	// Name on a tool result (no provider sends it).
+	// Name on a tool result (no provider sends it), a user's text and
+	// its parts (images, documents) as the model received them.
 	Messages  []chat.Message
 	Tools     []chat.ToolDef
 	MaxTokens int

@@ -26,6 +26,7 @@ func Run(t *testing.T, h Harness) {
 		{"FinishReason", testFinishReason},
 		{"Request", testRequest},
 		{"Params", testParams},
+		{"Media", testMedia},
 		{"InvalidRequest", testInvalidRequest},
 		{"ErrorAnswer", testErrorAnswer},
 		{"ErrorInStream", testErrorInStream},

@@ -637,6 +637,12 @@ func testMessageRoundTrip(t *testing.T, s store.Store) {
 		{Key: "k5", RunID: "r2", Message: chat.Message{Role: chat.Assistant, Content: "done",
 			ToolCalls: []chat.ToolCall{{ID: "call_3", Name: "noop", Arguments: "{}"}}}},
 		{Key: "k6", RunID: "r2", Message: chat.Message{Role: chat.User, Content: ""}},
+		{Key: "k7", RunID: "r3", Message: chat.Message{Role: chat.User, Content: "what is this?", Parts: []chat.Part{
+			{Type: chat.PartImage, MediaType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n\x00\xff"), Detail: "low"},
+			{Type: chat.PartImage, URL: "https://example.com/a.jpg?x=1&y=ü"},
+			{Type: chat.PartFile, MediaType: "application/pdf", Data: []byte("%PDF-1.7"), Name: "report ü.pdf"},
+			{Type: chat.PartAudio, MediaType: "audio/wav", Data: []byte("RIFF\x00\x00\x00\x00WAVE")},
+		}}},
 	}
 	for i := range msgs {
 		msgs[i].SessionID = "s"
@@ -822,7 +828,8 @@ func testGetRunNotFound(t *testing.T, s store.Store) {
 func testEnqueueRunWritesInput(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	sess := store.Session{ID: "new", Agent: "main", Owner: "key:k1", CreatedAt: at(0), UpdatedAt: at(0)}
-	input := []chat.Message{{Role: chat.System, Content: "be brief"}, {Role: chat.User, Content: "hi"}}
+	input := []chat.Message{{Role: chat.System, Content: "be brief"}, {Role: chat.User, Content: "hi",
+		Parts: []chat.Part{{Type: chat.PartImage, MediaType: "image/gif", Data: []byte("GIF89a\x01\x00")}}}}
 	r1, created, err := s.EnqueueRun(ctx, store.NewRun{Session: sess, Run: store.Run{ID: "r1", CreatedAt: at(1)}, Input: input})
 	must(t, "EnqueueRun into a new session", err)
 	if !created {
