@@ -11,13 +11,13 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 )
 
-// stubChannels answers channel lookups from a map and counts them.
-type stubChannels struct {
+// countingChannels answers channel lookups from a map and counts them.
+type countingChannels struct {
 	m     map[string]Channel
 	calls int
 }
 
-func (s *stubChannels) Channel(_ context.Context, id string) (Channel, error) {
+func (s *countingChannels) Channel(_ context.Context, id string) (Channel, error) {
 	s.calls++
 	ch, ok := s.m[id]
 	if !ok {
@@ -101,8 +101,8 @@ const (
 )
 
 func TestDocsPayloads(t *testing.T) {
-	stub := &stubChannels{m: map[string]Channel{"645027906669510667": {ID: "645027906669510667", Type: 0, GuildID: "290926798626357999"}}}
-	c := conversations{client: stub}
+	lookups := &countingChannels{m: map[string]Channel{"645027906669510667": {ID: "645027906669510667", Type: 0, GuildID: "290926798626357999"}}}
+	c := conversations{client: lookups}
 	ctx := context.Background()
 
 	var it Interaction
@@ -120,8 +120,8 @@ func TestDocsPayloads(t *testing.T) {
 		t.Errorf("command (-want +got):\n%s", diff)
 	}
 	// The channel is looked up once.
-	if _, err := c.fromInteraction(ctx, &it); err != nil || stub.calls != 1 {
-		t.Errorf("second lookup: %v, %d calls; want 1", err, stub.calls)
+	if _, err := c.fromInteraction(ctx, &it); err != nil || lookups.calls != 1 {
+		t.Errorf("second lookup: %v, %d calls; want 1", err, lookups.calls)
 	}
 
 	var m Message

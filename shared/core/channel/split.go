@@ -31,10 +31,10 @@ func prefixWithin(s string, max int) int {
 // Cut returns s cut to at most max UTF-16 units, ending in "…" when it
 // was cut (a draft longer than a message).
 func Cut(s string, max int) string {
-	if n := prefixWithin(s, max-1); n < len(s) {
-		return s[:n] + "…"
+	if utf16Len(s) <= max {
+		return s
 	}
-	return s
+	return s[:prefixWithin(s, max-1)] + "…"
 }
 
 // Split cuts text into chunks of at most max UTF-16 units (max > 0),

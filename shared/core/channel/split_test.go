@@ -25,3 +25,21 @@ func TestSplit(t *testing.T) {
 		}
 	}
 }
+
+func TestCut(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		max  int
+		want string
+	}{
+		{"Approve", 20, "Approve"},
+		{"exactly twenty chars", 20, "exactly twenty chars"},
+		{"twenty-one characters", 20, "twenty-one characte…"}, // the "…" is one of the 20
+		{"ab😀cd", 4, "ab…"},                                   // the emoji is two units: it does not fit beside "…"
+		{"ab😀", 4, "ab😀"},
+	} {
+		if got := Cut(tc.s, tc.max); got != tc.want {
+			t.Errorf("Cut(%q, %d) = %q, want %q", tc.s, tc.max, got, tc.want)
+		}
+	}
+}
