@@ -1,0 +1,147 @@
+package tests
+
+// Delegation between agents survives a crash (issue 29 §1): an agent
+// delegates to two others in parallel, the server is killed (kill -9)
+// while one child has answered and the other is still thinking, and
+// after the restart each child is still one run: the one that finished
+// is not run again, the other goes on, and the parent answers with both.
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
+	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
+)
+
+const teamConfig = `agents:
+  boss:
+    delegate_to: [alpha, beta]
+  alpha: {}
+  beta: {}
+`
+
+// teamModel scripts the three agents by what they are asked: boss
+// delegates "task alpha" and "task beta" in one reply, then answers with
+// their results; alpha answers at once; beta hangs while hang is set.
+func teamModel(hang *atomic.Bool) func(fakellm.Request) fakellm.Reply {
+	return func(req fakellm.Request) fakellm.Reply {
+		var results []string
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				results = append(results, m.Content)
+			}
+		}
+		switch last := req.LastUser(); {
+		case last == "task alpha":
+			return fakellm.Reply{Content: "alpha done"}
+		case last == "task beta" && hang.Load():
+			return fakellm.Reply{Hang: true}
+		case last == "task beta":
+			return fakellm.Reply{Content: "beta done"}
+		case len(results) > 0:
+			return fakellm.Reply{Content: "boss: " + strings.Join(results, " + ")}
+		case last == "plan":
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{
+				{ID: "call_a", Name: "delegate", Arguments: `{"agent":"alpha","message":"task alpha"}`},
+				{ID: "call_b", Name: "delegate", Arguments: `{"agent":"beta","message":"task beta"}`},
+			}}
+		}
+		return fakellm.Echo(req)
+	}
+}
+
+// lastUsers counts the model's requests by their last user message.
+func lastUsers(fake *fakellm.Server) map[string]int {
+	n := map[string]int{}
+	for _, r := range fake.Requests() {
+		n[r.LastUser()]++
+	}
+	return n
+}
+
+func TestDelegationSurvivesKill(t *testing.T) {
+	t.Parallel()
+	fake := newFake(t)
+	var hang atomic.Bool
+	hang.Store(true)
+	fake.SetDefault(teamModel(&hang))
+	g := startGateway(t, fake, teamConfig)
+	key := g.createKey(t, "--name", "team", "--autonomy", "supervised")
+	var keyID string
+	for l := range strings.Lines(g.cli(t, "keys", "list")) {
+		if f := strings.Fields(l); len(f) > 1 && f[1] == "team" {
+			keyID = f[0]
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.client(key).Chat.Completions.New(context.Background(),
+			openai.ChatCompletionNewParams{Model: "boss", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("plan")}}, session("team"))
+		done <- err
+	}()
+	// alpha's run has finished (its commit emits turn_complete) and beta's
+	// model call hangs: both children run at once.
+	waitEvent(t, g, "turn_complete", nil)
+	deadline := time.Now().Add(20 * time.Second)
+	for lastUsers(fake)["task beta"] == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("beta's run never called the model")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	g.kill()
+	if err := <-done; err == nil {
+		t.Error("request to a killed server succeeded")
+	}
+	hang.Store(false)
+	g.start()
+	// The parent's answer is in history once its run ended: the session's
+	// next turn waits for it.
+	if _, err := g.client(key).Chat.Completions.New(context.Background(),
+		openai.ChatCompletionNewParams{Model: "boss", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("and now?")}}, session("team")); err != nil {
+		t.Fatalf("the session's next turn: %v", err)
+	}
+	n := lastUsers(fake)
+	if n["task alpha"] != 1 {
+		t.Errorf("alpha's model was asked %d times; want once: a child that finished is not run again", n["task alpha"])
+	}
+	if n["task beta"] != 2 {
+		t.Errorf("beta's model was asked %d times; want twice: once before the kill, once after", n["task beta"])
+	}
+	var final string
+	for _, r := range fake.Requests() {
+		for _, m := range r.Messages {
+			if m.Role == "assistant" && strings.HasPrefix(m.Content, "boss: ") {
+				final = m.Content
+			}
+		}
+	}
+	if final != "boss: alpha done + beta done" {
+		t.Errorf("the boss's answer in the session's history = %q; want both children's answers", final)
+	}
+	db, err := sqlite.Open(filepath.Join(g.home, "lambdaclaw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	sessions, err := db.SessionsOf(context.Background(), "key:"+keyID, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	children := map[string]int{}
+	for _, s := range sessions {
+		if s.Channel == "delegate" {
+			children[s.Agent]++
+		}
+	}
+	if children["alpha"] != 1 || children["beta"] != 1 || len(children) != 2 {
+		t.Errorf("child sessions by agent = %v; want one each of alpha and beta", children)
+	}
+}
