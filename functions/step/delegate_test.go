@@ -1,0 +1,130 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentenv"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
+	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
+	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
+)
+
+// TestInlineDelegationCrash: boss delegates to alpha and beta in one
+// reply. Each child runs in an invocation of its own while the parent is
+// handed to the state machine, parked as for an approval (no invocation
+// waits for the children). alpha answers; beta's invocation dies in its
+// model call, and Lambda's retry hands beta to the state machine, which
+// finishes it. beta's end resumes the parent's execution, which answers
+// with both results. Each child is one run: alpha's model is asked once.
+func TestInlineDelegationCrash(t *testing.T) {
+	env := cloudtest.Setup(t)
+	agents, err := agentenv.Encode(map[string]config.AgentConfig{
+		"boss": {DelegateTo: []string{"alpha", "beta"}}, "alpha": {}, "beta": {},
+	}, []string{agentenv.ProviderOpenAI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(agentenv.Var, agents)
+	var hang atomic.Bool
+	hang.Store(true)
+	env.LLM.SetDefault(func(req fakellm.Request) fakellm.Reply {
+		var results []string
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				results = append(results, m.Content)
+			}
+		}
+		switch last := req.LastUser(); {
+		case last == "task alpha":
+			return fakellm.Reply{Content: "alpha done"}
+		case last == "task beta" && hang.Load():
+			return fakellm.Reply{Hang: true}
+		case last == "task beta":
+			return fakellm.Reply{Content: "beta done"}
+		case len(results) > 0:
+			return fakellm.Reply{Content: "boss: " + strings.Join(results, " + ")}
+		}
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{
+			{ID: "call_a", Name: "delegate", Arguments: `{"agent":"alpha","message":"task alpha"}`},
+			{ID: "call_b", Name: "delegate", Arguments: `{"agent":"beta","message":"task beta"}`},
+		}}
+	})
+	f := inlineFixtureOn(t, env)
+	ctx := t.Context()
+	root, err := f.sender.Driver.Deliver(ctx, agent.Input{
+		SessionID: "s-team", Agent: "boss", Owner: "key:key_sample", Messages: []chat.Message{{Role: chat.User, Content: "plan"}},
+		Autonomy: tool.Supervised, Interactive: true, Reply: agent.Reply{Channel: "ws", To: "conn-s-team"},
+	}, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// alpha has answered while beta's model call hangs: both ran at once.
+	var kids []agent.Child
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		kids, err = f.step.Loop.Children(ctx, root.RunID)
+		if err == nil && len(kids) == 2 && kids[0].Status == store.RunDone && asked(env.LLM, "task beta") == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("children %+v, %v; want alpha done and beta thinking", kids, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	hang.Store(false)
+	env.Lambda.Kill() // beta's invocation dies; Lambda retries it
+	env.Lambda.Wait()
+	if x := env.SFN.Wait(root.RunID, 20*time.Second); x.Err != nil {
+		t.Fatalf("the parent's execution: %v", x.Err)
+	}
+	f.runDone(t, root.RunID)
+	if got := f.finals("s-team"); !slices.Equal(got, []string{"boss: alpha done + beta done"}) {
+		t.Errorf("final frames %q; want the boss's answer with both results", got)
+	}
+	if n := asked(env.LLM, "task alpha"); n != 1 {
+		t.Errorf("alpha's model was asked %d times; want once: a child that finished is not run again", n)
+	}
+	if n := asked(env.LLM, "task beta"); n != 2 {
+		t.Errorf("beta's model was asked %d times; want twice: before its invocation died, and after", n)
+	}
+	kids, err = f.step.Loop.Children(ctx, root.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tree []string
+	for _, k := range kids {
+		tree = append(tree, k.Agent+" "+string(k.Status))
+		if k.Usage.TotalTokens == 0 {
+			t.Errorf("child %s: no tokens counted", k.Agent)
+		}
+	}
+	if want := []string{"alpha done", "beta done"}; !slices.Equal(tree, want) {
+		t.Errorf("children %q, want %q", tree, want)
+	}
+	for _, sid := range []string{"s-team", kids[0].SessionID, kids[1].SessionID} {
+		if !f.laneFree(t, sid) {
+			t.Errorf("the lane of %s is still held", sid)
+		}
+	}
+	if started := env.SFN.Started(); !slices.Contains(started, root.RunID) {
+		t.Errorf("executions %q; want the parent's, parked while its children ran", started)
+	}
+}
+
+// asked counts the model's requests whose last user message is text.
+func asked(llm *fakellm.Server, text string) int {
+	n := 0
+	for _, r := range llm.Requests() {
+		if r.LastUser() == text {
+			n++
+		}
+	}
+	return n
+}
