@@ -69,7 +69,7 @@ func TestInlineDelegationCrash(t *testing.T) {
 	// alpha has answered while beta's model call hangs: both ran at once.
 	var kids []agent.Child
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		kids, err = f.step.Loop.Children(ctx, root.RunID)
+		kids, err = agent.Children(ctx, env.Store, root.RunID)
 		if err == nil && len(kids) == 2 && kids[0].Status == store.RunDone && asked(env.LLM, "task beta") == 1 {
 			break
 		}
@@ -94,7 +94,7 @@ func TestInlineDelegationCrash(t *testing.T) {
 	if n := asked(env.LLM, "task beta"); n != 2 {
 		t.Errorf("beta's model was asked %d times; want twice: before its invocation died, and after", n)
 	}
-	kids, err = f.step.Loop.Children(ctx, root.RunID)
+	kids, err = agent.Children(ctx, env.Store, root.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}

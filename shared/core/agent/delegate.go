@@ -448,31 +448,39 @@ type Child struct {
 	Children []Child `json:"children,omitempty"`
 }
 
-// Children returns the tree of runs the run runID delegated to, each with
-// its cost (its tokens), in the order of the calls.
-func (l *Loop) Children(ctx context.Context, runID string) ([]Child, error) {
-	return l.children(ctx, runID, 0)
+// RunReader reads runs and their messages: the store, for Children.
+type RunReader interface {
+	GetRun(ctx context.Context, id string) (store.Run, error)
+	RunMessages(ctx context.Context, sessionID string, seq int64) ([]store.Message, error)
 }
 
-func (l *Loop) children(ctx context.Context, runID string, depth int) ([]Child, error) {
+// Children returns the tree of runs the run runID delegated to, each with
+// its cost (its tokens), in the order of the calls. The parent of a child
+// run is stored in its state (RunState.Delegation); its id is derived
+// from the parent's run and call.
+func Children(ctx context.Context, s RunReader, runID string) ([]Child, error) {
+	return children(ctx, s, runID, 0)
+}
+
+func children(ctx context.Context, s RunReader, runID string, depth int) ([]Child, error) {
 	if depth > 8 {
 		return nil, nil // deeper than any limit allows
 	}
-	run, err := l.Store.GetRun(ctx, runID)
+	run, err := s.GetRun(ctx, runID)
 	if err != nil {
 		return nil, fmt.Errorf("children of run %s: %w", runID, err)
 	}
-	msgs, err := l.Store.RunMessages(ctx, run.SessionID, run.Seq)
+	msgs, err := s.RunMessages(ctx, run.SessionID, run.Seq)
 	if err != nil {
 		return nil, fmt.Errorf("children of run %s: %w", runID, err)
 	}
-	var out []Child
+	out := []Child{}
 	for _, m := range msgs {
 		for _, c := range m.ToolCalls {
 			if c.Name != DelegateToolName {
 				continue
 			}
-			child, err := l.Store.GetRun(ctx, childRunID(runID, c.ID))
+			child, err := s.GetRun(ctx, childRunID(runID, c.ID))
 			if errors.Is(err, store.ErrNotFound) {
 				continue // refused: no child ran
 			}
@@ -483,7 +491,7 @@ func (l *Loop) children(ctx context.Context, runID string, depth int) ([]Child, 
 			if err != nil {
 				return nil, err
 			}
-			kids, err := l.children(ctx, child.ID, depth+1)
+			kids, err := children(ctx, s, child.ID, depth+1)
 			if err != nil {
 				return nil, err
 			}

@@ -144,7 +144,7 @@ func TestDelegateParallel(t *testing.T) {
 			t.Errorf("child %s: delegation %+v; want parent %s at depth 1", call, d, root.RunID)
 		}
 	}
-	kids, err := tm.loop.Children(ctx, root.RunID)
+	kids, err := Children(ctx, tm.store, root.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestDelegateNested(t *testing.T) {
 	if got := toolResults(t, tm.store, a.SessionID)["d1"]; got != "from b" {
 		t.Errorf("a's delegate result = %q, want b's answer", got)
 	}
-	kids, err := tm.loop.Children(t.Context(), root.RunID)
+	kids, err := Children(t.Context(), tm.store, root.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
