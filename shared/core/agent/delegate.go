@@ -359,6 +359,7 @@ func (l *Loop) returnToParent(ctx context.Context, st RunState) error {
 	if d == nil || l.Lanes == nil {
 		return nil
 	}
+	ctx = WithLease(ctx, 0) // the child's lease fences none of the parent's writes
 	ap, err := l.Store.GetApproval(ctx, d.Approval)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -400,6 +401,7 @@ func (l *Loop) stopChildren(ctx context.Context, st RunState) error {
 	if l.Lanes == nil {
 		return nil
 	}
+	ctx = WithLease(ctx, 0) // the parent's lease fences none of its children's writes
 	ap, err := l.Store.GetApproval(ctx, delegationApprovalID(st))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
