@@ -27,51 +27,12 @@ const teamConfig = `agents:
   beta: {}
 `
 
-// teamModel scripts the three agents by what they are asked: boss
-// delegates "task alpha" and "task beta" in one reply, then answers with
-// their results; alpha answers at once; beta hangs while hang is set.
-func teamModel(hang *atomic.Bool) func(fakellm.Request) fakellm.Reply {
-	return func(req fakellm.Request) fakellm.Reply {
-		var results []string
-		for _, m := range req.Messages {
-			if m.Role == "tool" {
-				results = append(results, m.Content)
-			}
-		}
-		switch last := req.LastUser(); {
-		case last == "task alpha":
-			return fakellm.Reply{Content: "alpha done"}
-		case last == "task beta" && hang.Load():
-			return fakellm.Reply{Hang: true}
-		case last == "task beta":
-			return fakellm.Reply{Content: "beta done"}
-		case len(results) > 0:
-			return fakellm.Reply{Content: "boss: " + strings.Join(results, " + ")}
-		case last == "plan":
-			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{
-				{ID: "call_a", Name: "delegate", Arguments: `{"agent":"alpha","message":"task alpha"}`},
-				{ID: "call_b", Name: "delegate", Arguments: `{"agent":"beta","message":"task beta"}`},
-			}}
-		}
-		return fakellm.Echo(req)
-	}
-}
-
-// lastUsers counts the model's requests by their last user message.
-func lastUsers(fake *fakellm.Server) map[string]int {
-	n := map[string]int{}
-	for _, r := range fake.Requests() {
-		n[r.LastUser()]++
-	}
-	return n
-}
-
 func TestDelegationSurvivesKill(t *testing.T) {
 	t.Parallel()
 	fake := newFake(t)
 	var hang atomic.Bool
 	hang.Store(true)
-	fake.SetDefault(teamModel(&hang))
+	fake.SetDefault(fakellm.Team(&hang))
 	g := startGateway(t, fake, teamConfig)
 	key := g.createKey(t, "--name", "team", "--autonomy", "supervised")
 	var keyID string
@@ -90,7 +51,7 @@ func TestDelegationSurvivesKill(t *testing.T) {
 	// model call hangs: both children run at once.
 	waitEvent(t, g, "turn_complete", nil)
 	deadline := time.Now().Add(20 * time.Second)
-	for lastUsers(fake)["task beta"] == 0 {
+	for fake.Asked("task beta") == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("beta's run never called the model")
 		}
@@ -108,12 +69,11 @@ func TestDelegationSurvivesKill(t *testing.T) {
 		openai.ChatCompletionNewParams{Model: "boss", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("and now?")}}, session("team")); err != nil {
 		t.Fatalf("the session's next turn: %v", err)
 	}
-	n := lastUsers(fake)
-	if n["task alpha"] != 1 {
-		t.Errorf("alpha's model was asked %d times; want once: a child that finished is not run again", n["task alpha"])
+	if n := fake.Asked("task alpha"); n != 1 {
+		t.Errorf("alpha's model was asked %d times; want once: a child that finished is not run again", n)
 	}
-	if n["task beta"] != 2 {
-		t.Errorf("beta's model was asked %d times; want twice: once before the kill, once after", n["task beta"])
+	if n := fake.Asked("task beta"); n != 2 {
+		t.Errorf("beta's model was asked %d times; want twice: once before the kill, once after", n)
 	}
 	var final string
 	for _, r := range fake.Requests() {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,28 +34,7 @@ func TestInlineDelegationCrash(t *testing.T) {
 	t.Setenv(agentenv.Var, agents)
 	var hang atomic.Bool
 	hang.Store(true)
-	env.LLM.SetDefault(func(req fakellm.Request) fakellm.Reply {
-		var results []string
-		for _, m := range req.Messages {
-			if m.Role == "tool" {
-				results = append(results, m.Content)
-			}
-		}
-		switch last := req.LastUser(); {
-		case last == "task alpha":
-			return fakellm.Reply{Content: "alpha done"}
-		case last == "task beta" && hang.Load():
-			return fakellm.Reply{Hang: true}
-		case last == "task beta":
-			return fakellm.Reply{Content: "beta done"}
-		case len(results) > 0:
-			return fakellm.Reply{Content: "boss: " + strings.Join(results, " + ")}
-		}
-		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{
-			{ID: "call_a", Name: "delegate", Arguments: `{"agent":"alpha","message":"task alpha"}`},
-			{ID: "call_b", Name: "delegate", Arguments: `{"agent":"beta","message":"task beta"}`},
-		}}
-	})
+	env.LLM.SetDefault(fakellm.Team(&hang))
 	f := inlineFixtureOn(t, env)
 	ctx := t.Context()
 	root, err := f.sender.Driver.Deliver(ctx, agent.Input{
@@ -70,7 +48,7 @@ func TestInlineDelegationCrash(t *testing.T) {
 	var kids []agent.Child
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		kids, err = agent.Children(ctx, env.Store, root.RunID)
-		if err == nil && len(kids) == 2 && kids[0].Status == store.RunDone && asked(env.LLM, "task beta") == 1 {
+		if err == nil && len(kids) == 2 && kids[0].Status == store.RunDone && env.LLM.Asked("task beta") == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -88,10 +66,10 @@ func TestInlineDelegationCrash(t *testing.T) {
 	if got := f.finals("s-team"); !slices.Equal(got, []string{"boss: alpha done + beta done"}) {
 		t.Errorf("final frames %q; want the boss's answer with both results", got)
 	}
-	if n := asked(env.LLM, "task alpha"); n != 1 {
+	if n := env.LLM.Asked("task alpha"); n != 1 {
 		t.Errorf("alpha's model was asked %d times; want once: a child that finished is not run again", n)
 	}
-	if n := asked(env.LLM, "task beta"); n != 2 {
+	if n := env.LLM.Asked("task beta"); n != 2 {
 		t.Errorf("beta's model was asked %d times; want twice: before its invocation died, and after", n)
 	}
 	kids, err = agent.Children(ctx, env.Store, root.RunID)
@@ -116,15 +94,4 @@ func TestInlineDelegationCrash(t *testing.T) {
 	if started := env.SFN.Started(); !slices.Contains(started, root.RunID) {
 		t.Errorf("executions %q; want the parent's, parked while its children ran", started)
 	}
-}
-
-// asked counts the model's requests whose last user message is text.
-func asked(llm *fakellm.Server, text string) int {
-	n := 0
-	for _, r := range llm.Requests() {
-		if r.LastUser() == text {
-			n++
-		}
-	}
-	return n
 }

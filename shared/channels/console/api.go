@@ -451,14 +451,24 @@ func (c *Console) approvals(w http.ResponseWriter, r *http.Request, k store.APIK
 	return nil
 }
 
-func (c *Console) session(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
-	id := r.PathValue("id")
+// ownSession returns the session id of the key's owner: another
+// owner's, or an ephemeral one, is not found.
+func (c *Console) ownSession(r *http.Request, k store.APIKey, id string) (store.Session, error) {
 	s, err := c.cfg.Sessions.GetSession(r.Context(), id)
 	switch {
 	case errors.Is(err, store.ErrNotFound) || (err == nil && (s.Owner != owner(k) || s.Ephemeral)):
-		return notFound("the session " + strconv.Quote(id))
+		return s, notFound("the session " + strconv.Quote(id))
 	case err != nil:
-		return failed("get session", err)
+		return s, failed("get session", err)
+	}
+	return s, nil
+}
+
+func (c *Console) session(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	id := r.PathValue("id")
+	s, err := c.ownSession(r, k, id)
+	if err != nil {
+		return err
 	}
 	msgs, err := c.cfg.Sessions.Messages(r.Context(), id)
 	if err != nil {
@@ -483,12 +493,8 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request, k store.APIKey
 // usage, and its children's.
 func (c *Console) runTree(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
 	id, runID := r.PathValue("id"), r.PathValue("run")
-	s, err := c.cfg.Sessions.GetSession(r.Context(), id)
-	switch {
-	case errors.Is(err, store.ErrNotFound) || (err == nil && (s.Owner != owner(k) || s.Ephemeral)):
-		return notFound("the session " + strconv.Quote(id))
-	case err != nil:
-		return failed("get session", err)
+	if _, err := c.ownSession(r, k, id); err != nil {
+		return err
 	}
 	run, err := c.cfg.Sessions.GetRun(r.Context(), runID)
 	switch {
