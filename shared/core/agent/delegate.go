@@ -182,6 +182,12 @@ func childSessionID(parent, callID string) string { return "dlg-" + childRunID(p
 
 func delegationApprovalID(st RunState) string { return approvalID(st) + "-delegate" }
 
+// mayDelegate reports whether the run st may start child runs at all:
+// where it may not, delegate is not offered (and refused if called).
+func (l *Loop) mayDelegate(st RunState) bool {
+	return l.Lanes != nil && !strings.HasPrefix(st.SessionID, EphemeralPrefix) && st.depth() < l.Delegation.maxDepth()
+}
+
 // delegateArgs are a delegate call's arguments.
 type delegateArgs struct {
 	Agent   string `json:"agent"`

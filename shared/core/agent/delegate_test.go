@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -33,7 +34,7 @@ func newTeam(t *testing.T) *team {
 	t.Helper()
 	tm := &team{store: memstore.New(), hub: NewHub(), boss: &provider{}, a: &provider{}, b: &provider{},
 		echo: &echoTool{policy: tool.Policy{Effect: tool.Read}}}
-	bossTools, err := tool.NewRegistry(NewDelegateTool([]string{"a", "b"}))
+	bossTools, err := tool.NewRegistry(NewDelegateTool([]string{"a", "b"}), tm.echo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,17 +194,18 @@ func TestDelegateNested(t *testing.T) {
 // answered with why, and no child runs.
 func TestDelegateRefused(t *testing.T) {
 	tests := []struct {
-		name  string
-		args  string
-		setup func(*team, *Input)
-		want  string
+		name    string
+		args    string
+		setup   func(*team, *Input)
+		want    string
+		offered bool // whether delegate is offered at all
 	}{
-		{"agent not offered", `{"agent":"boss","message":"x"}`, nil, `"boss" is not an agent you may delegate to`},
-		{"bad arguments", `{"agent":"a","msg":"x"}`, nil, "the arguments must be"},
-		{"empty message", `{"agent":"a","message":" "}`, nil, "the message is empty"},
-		{"stateless", `{"agent":"a","message":"x"}`, func(_ *team, in *Input) { in.Ephemeral = true }, "needs a stateful conversation"},
-		{"too deep", `{"agent":"a","message":"x"}`, func(tm *team, _ *Input) { tm.loop.Delegation.MaxDepth = -1 }, "nest at most"},
-		{"no driver", `{"agent":"a","message":"x"}`, func(tm *team, _ *Input) { tm.loop.Lanes = nil }, "not available"},
+		{"agent not offered", `{"agent":"boss","message":"x"}`, nil, `"boss" is not an agent you may delegate to`, true},
+		{"bad arguments", `{"agent":"a","msg":"x"}`, nil, "the arguments must be", true},
+		{"empty message", `{"agent":"a","message":" "}`, nil, "the message is empty", true},
+		{"stateless", `{"agent":"a","message":"x"}`, func(_ *team, in *Input) { in.Ephemeral = true }, "needs a stateful conversation", false},
+		{"too deep", `{"agent":"a","message":"x"}`, func(tm *team, _ *Input) { tm.loop.Delegation.MaxDepth = -1 }, "nest at most", false},
+		{"no driver", `{"agent":"a","message":"x"}`, func(tm *team, _ *Input) { tm.loop.Lanes = nil }, "not available", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -230,6 +232,10 @@ func TestDelegateRefused(t *testing.T) {
 			}
 			if tm.a.calls() != 0 {
 				t.Errorf("the child's model was called %d times", tm.a.calls())
+			}
+			offered := slices.ContainsFunc(tm.boss.seen[0].Tools, func(d chat.ToolDef) bool { return d.Name == DelegateToolName })
+			if offered != tt.offered {
+				t.Errorf("delegate offered: %v, want %v", offered, tt.offered)
 			}
 		})
 	}

@@ -210,6 +210,9 @@ func (l *Loop) request(a *Agent, st RunState, msgs []chat.Message, opts Options)
 	if !st.NoTools {
 		if reg := a.Registry(); reg != nil {
 			req.Tools = offered(reg, st.Autonomy)
+			if !l.mayDelegate(st) {
+				req.Tools = slices.DeleteFunc(slices.Clone(req.Tools), func(d chat.ToolDef) bool { return d.Name == DelegateToolName })
+			}
 		}
 		if len(opts.Tools) > 0 {
 			req.Tools = slices.Concat(req.Tools, opts.Tools)
