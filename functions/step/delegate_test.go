@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,5 +94,65 @@ func TestInlineDelegationCrash(t *testing.T) {
 	}
 	if started := env.SFN.Started(); !slices.Contains(started, root.RunID) {
 		t.Errorf("executions %q; want the parent's, parked while its children ran", started)
+	}
+}
+
+// TestInlineDelegationStop: a user's stop of the parent (the channel's
+// /stop, sfn.Driver.Stop), parked while beta thinks, ends the parent and
+// its unfinished child as cancelled; nothing of the child runs after.
+func TestInlineDelegationStop(t *testing.T) {
+	env := cloudtest.Setup(t)
+	agents, err := agentenv.Encode(map[string]config.AgentConfig{
+		"boss": {DelegateTo: []string{"alpha", "beta"}}, "alpha": {}, "beta": {},
+	}, []string{agentenv.ProviderOpenAI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(agentenv.Var, agents)
+	var hang atomic.Bool
+	hang.Store(true)
+	env.LLM.SetDefault(fakellm.Team(&hang))
+	f := inlineFixtureOn(t, env)
+	ctx := t.Context()
+	root, err := f.sender.Driver.Deliver(ctx, agent.Input{
+		SessionID: "s-stop", Agent: "boss", Owner: "key:key_sample", Messages: []chat.Message{{Role: chat.User, Content: "plan"}},
+		Autonomy: tool.Supervised, Interactive: true, Reply: agent.Reply{Channel: "ws", To: "conn-s-stop"},
+	}, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		run, err := env.Store.GetRun(ctx, root.RunID)
+		st, _ := agent.DecodeState(run)
+		if err == nil && st.Parked() && env.LLM.Asked("task beta") == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the parent never parked with beta thinking")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if stopped, err := f.sender.Driver.Stop(ctx, "s-stop"); !stopped || err != nil {
+		t.Fatalf("Stop = %v, %v", stopped, err)
+	}
+	kids, err := agent.Children(ctx, env.Store, root.RunID)
+	if err != nil || len(kids) != 2 {
+		t.Fatalf("children %+v, %v", kids, err)
+	}
+	if kids[1].Agent != "beta" || kids[1].Status != store.RunFailed || !strings.Contains(kids[1].Error, "stopped") {
+		t.Errorf("beta's run: %+v; want it ended as stopped", kids[1])
+	}
+	hang.Store(false)
+	env.Lambda.Kill() // the hanging invocation ends; its retry finds the run ended
+	env.Lambda.Wait()
+	run, err := env.Store.GetRun(ctx, root.RunID)
+	if st, _ := agent.DecodeState(run); err != nil || st.ErrorCode != agent.CodeCancelled {
+		t.Errorf("the parent: %+v, %v; want it cancelled", st, err)
+	}
+	if n := env.LLM.Asked("task beta"); n != 1 {
+		t.Errorf("beta's model was asked %d times; want once, before the stop", n)
+	}
+	if got := f.finals("s-stop"); len(got) != 0 {
+		t.Errorf("final frames %q; a stopped run tells nothing", got)
 	}
 }

@@ -259,11 +259,14 @@ func (l *Loop) startChildren(ctx context.Context, st RunState, calls []delegateC
 			Delegation: &Delegation{Parent: st.RunID, ParentSession: st.SessionID, ParentSeq: st.Seq, ParentIteration: st.Iteration,
 				CallID: c.call.ID, Approval: id, Depth: st.depth() + 1, Deadline: l.now().UTC().Add(l.Delegation.timeout()), Ask: ask},
 		}
-		child, err := l.Enqueue(ctx, in)
-		if err != nil {
+		if _, err := l.Enqueue(ctx, in); err != nil {
 			return st, fmt.Errorf("delegate to %s: %w", c.args.Agent, err)
 		}
-		if err := l.Lanes.Kick(ctx, child.SessionID); err != nil {
+	}
+	// All are queued before any starts: a child that ends finds its
+	// siblings, ended or not, when it looks whether it was the last.
+	for _, c := range calls {
+		if err := l.Lanes.Kick(ctx, childSessionID(st.RunID, c.call.ID)); err != nil {
 			return st, fmt.Errorf("delegate to %s: %w", c.args.Agent, err)
 		}
 	}
@@ -316,7 +319,7 @@ func (l *Loop) childAnswer(ctx context.Context, id string) (string, bool, error)
 	run, err := l.Store.GetRun(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return "error: the agent's run is gone", true, nil
+		return "", false, nil // not queued yet: the parent's act queues it
 	case err != nil:
 		return "", false, fmt.Errorf("child run %s: %w", id, err)
 	case !run.Status.Finished():

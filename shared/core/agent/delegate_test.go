@@ -452,3 +452,69 @@ func finishedIn(t *testing.T, s store.Store, id string) RunState {
 	}
 	return st
 }
+
+// syncLanes runs a child to its end as soon as it is kicked, before the
+// parent's act goes on, and records the parents it resumes.
+type syncLanes struct {
+	t       *testing.T
+	loop    *Loop
+	resumed []string
+}
+
+func (s *syncLanes) Kick(ctx context.Context, sessionID string) error {
+	run, err := s.loop.Store.NextRun(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	st, err := DecodeState(run)
+	if err != nil {
+		return err
+	}
+	for st.Step != StepDone && !st.Parked() {
+		if st, err = s.loop.Step(ctx, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *syncLanes) Resume(_ context.Context, ap store.Approval) error {
+	s.resumed = append(s.resumed, ap.RunID)
+	return nil
+}
+
+func (s *syncLanes) Stop(context.Context, string) (bool, error) { return false, nil }
+
+// TestDelegateChildEndsAtOnce: a child that ends before its parent's act
+// has started its sibling does not take the sibling for ended: the
+// parent is resumed once, by the last child, with both answers.
+func TestDelegateChildEndsAtOnce(t *testing.T) {
+	tm := newTeam(t)
+	lanes := &syncLanes{t: t, loop: tm.loop}
+	tm.loop.Lanes = lanes
+	tm.boss.script = append(tm.boss.script,
+		calls("delegate", `{"agent":"a","message":"one"}`, "delegate", `{"agent":"b","message":"two"}`), say("both"))
+	tm.a.script = append(tm.a.script, say("a answered"))
+	tm.b.script = append(tm.b.script, say("b answered"))
+	st, err := tm.loop.Enqueue(t.Context(), Input{SessionID: "s", Agent: "boss", Owner: "key:1", Messages: []chat.Message{user("go")}, Autonomy: tool.Supervised})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if st.Step == StepDone {
+			break
+		}
+		if st, err = tm.loop.Step(t.Context(), st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st.Step != StepDone || st.Failed() {
+		t.Fatalf("root at %s (%s); want it done", st.Step, st.Error)
+	}
+	if diff := cmp.Diff(map[string]string{"d1": "a answered", "d2": "b answered"}, toolResults(t, tm.store, "s")); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{st.RunID}, lanes.resumed); diff != "" {
+		t.Errorf("parents resumed (-want +got):\n%s", diff)
+	}
+}
