@@ -7,8 +7,15 @@ package tests
 // is not run again, the other goes on, and the parent answers with both.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -103,5 +110,66 @@ func TestDelegationSurvivesKill(t *testing.T) {
 	}
 	if children["alpha"] != 1 || children["beta"] != 1 || len(children) != 2 {
 		t.Errorf("child sessions by agent = %v; want one each of alpha and beta", children)
+	}
+}
+
+// TestConsoleRunTree: the web console shows, under the transcript of a
+// run that delegated, the tree of runs (the boss's, then alpha's and
+// beta's below it), each with its status and tokens; a child opens its
+// own transcript.
+func TestConsoleRunTree(t *testing.T) {
+	t.Parallel()
+	requireClients(t)
+	browser := chromium(t)
+	fake := newFake(t)
+	var hang atomic.Bool
+	fake.SetDefault(fakellm.Team(&hang))
+	g := startGateway(t, fake, teamConfig)
+	key := g.firstKey()
+	if _, err := g.client(key).Chat.Completions.New(context.Background(),
+		openai.ChatCompletionNewParams{Model: "boss", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("plan")}}, session("tree")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "console_runs.mjs")
+	cmd.Dir = clientsDir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
+		"LAMBDACLAW_ADDR=" + g.addr, "LAMBDACLAW_KEY=" + key, "SESSION_TITLE=plan", "CHROMIUM=" + browser}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node console_runs.mjs: %v\nstderr:\n%s", err, tail(stderr.String(), 6000))
+	}
+	var seen struct {
+		Tree []struct {
+			Label string `json:"label"`
+			Depth int    `json:"depth"`
+			Link  bool   `json:"link"`
+		} `json:"tree"`
+		Child      []string `json:"child"`
+		PageErrors []string `json:"pageErrors"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &seen); err != nil {
+		t.Fatalf("console_runs.mjs printed %q: %v", stdout.String(), err)
+	}
+	tokens := regexp.MustCompile(`^(\w+) · done · [1-9][0-9]* tokens$`)
+	var got []string
+	for _, n := range seen.Tree {
+		m := tokens.FindStringSubmatch(n.Label)
+		if m == nil {
+			t.Errorf("tree node %q: want agent · done · tokens", n.Label)
+			continue
+		}
+		got = append(got, fmt.Sprintf("%d %s link=%v", n.Depth, m[1], n.Link))
+	}
+	if want := []string{"0 boss link=false", "1 alpha link=true", "1 beta link=true"}; !slices.Equal(got, want) {
+		t.Errorf("tree %q, want %q", got, want)
+	}
+	if want := []string{"task alpha", "alpha done"}; !slices.Equal(seen.Child, want) {
+		t.Errorf("alpha's transcript %q, want %q", seen.Child, want)
+	}
+	if len(seen.PageErrors) > 0 {
+		t.Errorf("page errors: %q", seen.PageErrors)
 	}
 }
