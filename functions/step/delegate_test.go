@@ -17,14 +17,10 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
 
-// TestInlineDelegationCrash: boss delegates to alpha and beta in one
-// reply. Each child runs in an invocation of its own while the parent is
-// handed to the state machine, parked as for an approval (no invocation
-// waits for the children). alpha answers; beta's invocation dies in its
-// model call, and Lambda's retry hands beta to the state machine, which
-// finishes it. beta's end resumes the parent's execution, which answers
-// with both results. Each child is one run: alpha's model is asked once.
-func TestInlineDelegationCrash(t *testing.T) {
+// startTeam deploys boss, which may delegate to alpha and beta, with the
+// model of fakellm.Team, beta hanging until hang is cleared, and sends
+// boss "plan" in session sid, as the ws function does.
+func startTeam(t *testing.T, sid string) (*inlineFixture, *atomic.Bool, agent.RunState) {
 	env := cloudtest.Setup(t)
 	agents, err := agentenv.Encode(map[string]config.AgentConfig{
 		"boss": {DelegateTo: []string{"alpha", "beta"}}, "alpha": {}, "beta": {},
@@ -33,18 +29,31 @@ func TestInlineDelegationCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(agentenv.Var, agents)
-	var hang atomic.Bool
+	hang := &atomic.Bool{}
 	hang.Store(true)
-	env.LLM.SetDefault(fakellm.Team(&hang))
+	env.LLM.SetDefault(fakellm.Team(hang))
 	f := inlineFixtureOn(t, env)
-	ctx := t.Context()
-	root, err := f.sender.Driver.Deliver(ctx, agent.Input{
-		SessionID: "s-team", Agent: "boss", Owner: "key:key_sample", Messages: []chat.Message{{Role: chat.User, Content: "plan"}},
-		Autonomy: tool.Supervised, Interactive: true, Reply: agent.Reply{Channel: "ws", To: "conn-s-team"},
+	root, err := f.sender.Driver.Deliver(t.Context(), agent.Input{
+		SessionID: sid, Agent: "boss", Owner: "key:key_sample", Messages: []chat.Message{{Role: chat.User, Content: "plan"}},
+		Autonomy: tool.Supervised, Interactive: true, Reply: agent.Reply{Channel: "ws", To: "conn-" + sid},
 	}, func(string) {})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f, hang, root
+}
+
+// TestInlineDelegationCrash: boss delegates to alpha and beta in one
+// reply. Each child runs in an invocation of its own while the parent is
+// handed to the state machine, parked as for an approval (no invocation
+// waits for the children). alpha answers; beta's invocation dies in its
+// model call, and Lambda's retry hands beta to the state machine, which
+// finishes it. beta's end resumes the parent's execution, which answers
+// with both results. Each child is one run: alpha's model is asked once.
+func TestInlineDelegationCrash(t *testing.T) {
+	f, hang, root := startTeam(t, "s-team")
+	env, ctx := f.env, t.Context()
+	var err error
 	// alpha has answered while beta's model call hangs: both ran at once.
 	var kids []agent.Child
 	for deadline := time.Now().Add(20 * time.Second); ; {
@@ -101,26 +110,8 @@ func TestInlineDelegationCrash(t *testing.T) {
 // /stop, sfn.Driver.Stop), parked while beta thinks, ends the parent and
 // its unfinished child as cancelled; nothing of the child runs after.
 func TestInlineDelegationStop(t *testing.T) {
-	env := cloudtest.Setup(t)
-	agents, err := agentenv.Encode(map[string]config.AgentConfig{
-		"boss": {DelegateTo: []string{"alpha", "beta"}}, "alpha": {}, "beta": {},
-	}, []string{agentenv.ProviderOpenAI})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(agentenv.Var, agents)
-	var hang atomic.Bool
-	hang.Store(true)
-	env.LLM.SetDefault(fakellm.Team(&hang))
-	f := inlineFixtureOn(t, env)
-	ctx := t.Context()
-	root, err := f.sender.Driver.Deliver(ctx, agent.Input{
-		SessionID: "s-stop", Agent: "boss", Owner: "key:key_sample", Messages: []chat.Message{{Role: chat.User, Content: "plan"}},
-		Autonomy: tool.Supervised, Interactive: true, Reply: agent.Reply{Channel: "ws", To: "conn-s-stop"},
-	}, func(string) {})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, hang, root := startTeam(t, "s-stop")
+	env, ctx := f.env, t.Context()
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		run, err := env.Store.GetRun(ctx, root.RunID)
 		st, _ := agent.DecodeState(run)
