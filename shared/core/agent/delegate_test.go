@@ -115,6 +115,7 @@ func TestDelegateParallel(t *testing.T) {
 		say("both answered"))
 	tm.a.script = append(tm.a.script, meet("a's answer"))
 	tm.b.script = append(tm.b.script, meet("b's answer"))
+	tm.loop.Prompter = modePrompt{}
 	ctx := t.Context()
 	root, err := tm.driver.Start(ctx, Input{SessionID: "s", Agent: "boss", Owner: "key:1", Messages: []chat.Message{user("go")}, Autonomy: tool.Supervised, Interactive: true})
 	if err != nil {
@@ -130,7 +131,11 @@ func TestDelegateParallel(t *testing.T) {
 		t.Errorf("the delegate calls' results (-want +got):\n%s", diff)
 	}
 	if tm.a.calls() != 1 || tm.b.calls() != 1 || tm.boss.calls() != 2 {
-		t.Errorf("model calls: boss %d, a %d, b %d; want 2, 1, 1", tm.boss.calls(), tm.a.calls(), tm.b.calls())
+		t.Fatalf("model calls: boss %d, a %d, b %d; want 2, 1, 1", tm.boss.calls(), tm.a.calls(), tm.b.calls())
+	}
+	// A child talks to no person: no first-run ritual in its prompt.
+	if boss, a := tm.boss.seen[0].Messages[0].Content, tm.a.seen[0].Messages[0].Content; !strings.Contains(boss, "(stateful)") || !strings.Contains(a, "(stateless)") {
+		t.Errorf("system prompts: boss %q, child %q; want the child's without the ritual", boss, a)
 	}
 	for _, call := range []string{"d1", "d2"} {
 		child := finishedIn(t, tm.store, childRunID(root.RunID, call))

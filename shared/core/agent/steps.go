@@ -81,7 +81,9 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit, t **told
 	stateless := strings.HasPrefix(st.SessionID, EphemeralPrefix)
 	var msgs []chat.Message
 	if !a.ReplaceSystem || !clientSystem(opts, hist, stateless) {
-		if msgs, err = l.prompt(ctx, a, stateless); err != nil {
+		// A child run is no conversation with a person either: its
+		// prompt leaves out the first-run ritual too.
+		if msgs, err = l.prompt(ctx, a, stateless || st.Delegation != nil); err != nil {
 			return st, fmt.Errorf("think: %w", err)
 		}
 	}
