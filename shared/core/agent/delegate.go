@@ -63,9 +63,6 @@ func NewDelegateTool(targets []string) *DelegateTool {
 	return &DelegateTool{targets: slices.Sorted(slices.Values(targets))}
 }
 
-// Targets returns the names of the agents it may delegate to.
-func (t *DelegateTool) Targets() []string { return slices.Clone(t.targets) }
-
 // Definition implements tool.Tool.
 func (t *DelegateTool) Definition() chat.ToolDef {
 	params, _ := json.Marshal(map[string]any{
