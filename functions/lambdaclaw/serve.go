@@ -183,10 +183,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	prompter := prompt.New(skills, skill.Env{})
 	prompter.Warn = prompt.EventWarn(events.Emit)
 	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompter, Replier: replier, Events: events, Log: log,
-		Limits: agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes, MaxToolArgsBytes: cfg.Limits.MaxToolArgsBytes, MaxToolResultBytes: cfg.Limits.MaxToolResultBytes}}
+		Limits:     agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes, MaxToolArgsBytes: cfg.Limits.MaxToolArgsBytes, MaxToolResultBytes: cfg.Limits.MaxToolResultBytes},
+		Delegation: agent.DelegationLimits{MaxDepth: cfg.Limits.DelegationDepth, MaxFanOut: cfg.Limits.DelegationFanOut, Timeout: time.Duration(cfg.Limits.DelegationTimeout)}}
 	loop.Recorder = mem.Recorder()
 	runCtx, cancelRuns := context.WithCancel(context.Background())
 	driver := agent.NewDriver(runCtx, loop, log)
+	loop.Lanes = driver // delegations' child runs
 	defer func() {
 		cancelRuns()
 		driver.Wait()

@@ -121,7 +121,16 @@ func (b *Builder) Build(name string) (*agent.Agent, error) {
 			chain = append(chain, b.providers[p])
 		}
 	}
-	tools, err := selectTools(b.tools, ac.Tools)
+	var extra []tool.Tool
+	if len(ac.DelegateTo) > 0 {
+		for _, to := range ac.DelegateTo {
+			if err := workspace.ValidName(to); err != nil {
+				return nil, fmt.Errorf("config: agent %q: delegate_to: %w", name, err)
+			}
+		}
+		extra = append(extra, agent.NewDelegateTool(ac.DelegateTo))
+	}
+	tools, err := selectTools(b.tools, ac.Tools, extra...)
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", name, err)
 	}
@@ -172,10 +181,10 @@ func (b *Builder) CreateWorkspaces(ctx context.Context, others ...string) ([]str
 }
 
 // selectTools returns the tools of all that names lists, all of them when
-// it lists none.
-func selectTools(all []tool.Tool, names []string) (*tool.Registry, error) {
+// it lists none, and extra.
+func selectTools(all []tool.Tool, names []string, extra ...tool.Tool) (*tool.Registry, error) {
 	if len(names) == 0 {
-		return tool.NewRegistry(all...)
+		return tool.NewRegistry(slices.Concat(all, extra)...)
 	}
 	byName := map[string]tool.Tool{}
 	for _, t := range all {
@@ -193,5 +202,5 @@ func selectTools(all []tool.Tool, names []string) (*tool.Registry, error) {
 		}
 		picked = append(picked, t)
 	}
-	return tool.NewRegistry(picked...)
+	return tool.NewRegistry(append(picked, extra...)...)
 }
