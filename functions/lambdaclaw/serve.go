@@ -104,6 +104,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer unlock()
+	// The workspaces are made while the database opens: both wait mostly
+	// for the disk.
+	home := osroot.New(cfg.Home)
+	var making sync.WaitGroup
+	var madeErr error
+	making.Go(func() { madeErr = agentset.CreateWorkspaces(ctx, cfg, home, log, config.DefaultAgent) })
+	defer making.Wait()
 	db, err := sqlite.Open(cfg.DBPath())
 	if err != nil {
 		return err
@@ -137,7 +144,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer exec.Close()
 		tools = append(tools, exec)
 	}
-	builder, err := setup.NewBuilder(ctx, cfg, osroot.New(cfg.Home), append(tools, mem.Tools()...))
+	builder, err := setup.NewBuilder(ctx, cfg, home, append(tools, mem.Tools()...))
 	if err != nil {
 		return err
 	}
@@ -147,7 +154,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer stopMCP()
 	created := func(name string) (time.Time, error) { return workspace.Created(cfg.Home, name) }
-	agents, err := builder.Live(ctx, created, log, config.DefaultAgent)
+	if making.Wait(); madeErr != nil {
+		return madeErr
+	}
+	agents, err := agentset.NewWorkspaces(home, builder.Build, created, log)
 	if err != nil {
 		return err
 	}
