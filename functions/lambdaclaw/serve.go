@@ -117,9 +117,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer db.Close()
 
-	if err := firstKey(ctx, db, cfg, stdout); err != nil {
-		return err
-	}
+	// The first key is made while the rest is built: its queries open the
+	// database's first reader connection, which parses the schema.
+	var keying sync.WaitGroup
+	var keyErr error
+	keying.Go(func() { keyErr = firstKey(ctx, db, cfg, stdout) })
+	defer keying.Wait()
 	emb, err := newEmbedder(ctx, cfg.Embeddings)
 	if err != nil {
 		return err
@@ -256,6 +259,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// The gateway delivers check-ins to WebSocket users; set before any
 	// run can end.
 	checkIns.Deliver[schedule.DeliverWS] = gw.CheckIns()
+	if keying.Wait(); keyErr != nil {
+		return keyErr
+	}
 	if n, err := driver.Recover(ctx); err != nil {
 		return err
 	} else if n > 0 {
@@ -273,14 +279,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		routes[config.TelegramWebhookPath] = tg
 	}
 	srv := newServer(withRoutes(gw, routes), cfg.Server)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	// Said once it serves: a log line is scrubbed, which is work of its own.
 	if len(cfg.Providers) == 0 {
 		log.Warn("no LLM provider configured: chat requests will fail until you set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server) or add providers to the config file")
 	}
 	log.Info("lambdaclaw listening", "addr", "http://"+ln.Addr().String(), "home", cfg.Home, "agents", agents.Names(), "version", currentBuild().Version)
 	fmt.Fprintf(stdout, "Serving on http://%s (the web console is its / page; data in %s). Ctrl-C stops.\n", ln.Addr(), cfg.Home)
-
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	// What serving does not need starts once the server listens: the
 	// sandbox's probe (the exec tool waits for it), eager MCP servers, the
 	// schedule's poller and the indexing of the workspaces' memory files.
