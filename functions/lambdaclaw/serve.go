@@ -285,6 +285,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(cfg.Providers) == 0 {
 		log.Warn("no LLM provider configured: chat requests will fail until you set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server) or add providers to the config file")
 	}
+	mem.logState()
 	log.Info("lambdaclaw listening", "addr", "http://"+ln.Addr().String(), "home", cfg.Home, "agents", agents.Names(), "version", currentBuild().Version)
 	fmt.Fprintf(stdout, "Serving on http://%s (the web console is its / page; data in %s). Ctrl-C stops.\n", ln.Addr(), cfg.Home)
 	// What serving does not need starts once the server listens: the
