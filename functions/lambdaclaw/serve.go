@@ -117,8 +117,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer db.Close()
 
-	// The first key is made while the rest is built: its queries open the
-	// database's first reader connection, which parses the schema.
+	// The first key is made while the rest is built: its queries open
+	// the database's connections, each of which parses the schema.
 	var keying sync.WaitGroup
 	var keyErr error
 	keying.Go(func() { keyErr = firstKey(ctx, db, cfg, stdout) })
@@ -362,11 +362,14 @@ func withRoutes(gw http.Handler, routes map[string]http.Handler) http.Handler {
 }
 
 // firstKey creates and prints an API key when none exists yet, so that a
-// new user can call the API right away.
+// new user can call the API right away. A database Open just made has
+// none, and is not asked.
 func firstKey(ctx context.Context, db *sqlite.DB, cfg *config.Config, stdout io.Writer) error {
-	ks, err := db.ListKeys(ctx)
-	if err != nil || len(ks) > 0 {
-		return err
+	if !db.Created() {
+		ks, err := db.ListKeys(ctx)
+		if err != nil || len(ks) > 0 {
+			return err
+		}
 	}
 	key, _, err := apikey.Create(ctx, db, store.APIKey{Name: "first", Autonomy: tool.Supervised.String(), RatePerMinute: cfg.DefaultRatePerMinute, Admin: true})
 	if err != nil {

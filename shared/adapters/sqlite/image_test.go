@@ -115,3 +115,25 @@ func describeAll(t *testing.T, db *DB) []string {
 	slices.Sort(lines)
 	return lines
 }
+
+// TestOpenNewConnectsNothing: a new database, a copy of image, is at the
+// latest migration; Open connects to it neither to migrate it nor to
+// read, so that each connection's parse of the schema waits for its first
+// use. An existing database is migrated, by the writer.
+func TestOpenNewConnectsNothing(t *testing.T) {
+	path := tempPath(t)
+	db := open(t, path)
+	if w, r := db.w.Stats().OpenConnections, db.r.Stats().OpenConnections; w+r != 0 {
+		t.Errorf("Open of a new database opened %d writer and %d reader connections, want none", w, r)
+	}
+	if _, err := db.ListKeys(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	again := open(t, path)
+	if !db.Created() || again.Created() {
+		t.Errorf("Created = %v for the new database, %v for it opened again; want true, false", db.Created(), again.Created())
+	}
+	if w := again.w.Stats().OpenConnections; w != 1 {
+		t.Errorf("Open of an existing database opened %d writer connections, want the one that migrates", w)
+	}
+}

@@ -40,12 +40,13 @@ const busyTimeout = 5 * time.Second
 // DB is a store.Store backed by one SQLite file. It is safe for concurrent
 // use.
 type DB struct {
-	path string
-	w    *sql.DB // exactly one connection; every write
-	r    *sql.DB // read-only connections
-	st   statements
-	mem  *MemoryIndex
-	hist histories
+	path    string
+	created bool    // Open made the database from image
+	w       *sql.DB // exactly one connection; every write
+	r       *sql.DB // read-only connections
+	st      statements
+	mem     *MemoryIndex
+	hist    histories
 }
 
 var _ store.Store = (*DB)(nil)
@@ -60,8 +61,9 @@ func Open(path string) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: open %q: create directory: %w", abs, err)
 	}
+	created := false
 	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
-		if err := create(abs); err != nil {
+		if created, err = create(abs); err != nil {
 			return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
 		}
 	}
@@ -76,7 +78,7 @@ func Open(path string) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
 	}
 
-	db := &DB{path: abs}
+	db := &DB{path: abs, created: created}
 	pragmas := []string{
 		fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()),
 		"foreign_keys(ON)",
@@ -91,10 +93,13 @@ func Open(path string) (*DB, error) {
 	db.w.SetConnMaxLifetime(0)
 	db.w.SetConnMaxIdleTime(0)
 
-	ctx := context.Background()
-	if err := migrate(ctx, db.w); err != nil {
-		db.w.Close()
-		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
+	// A database just made from image is at the latest migration: its
+	// connections open when first used, each parsing the schema.
+	if !created {
+		if err := migrate(context.Background(), db.w); err != nil {
+			db.w.Close()
+			return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
+		}
 	}
 
 	db.r, err = openDB(dsn(abs, append(pragmas, "query_only(1)"), nil))
@@ -123,15 +128,16 @@ var image []byte
 
 // create makes a new database at abs: image is written under a temporary
 // name, synced and linked into place whole. A crash leaves no database or
-// a complete one.
-// A database another process linked first wins; where the file system has
-// no links, Open creates the database in place from schema instead.
-func create(abs string) error {
+// a complete one. It reports whether the database at abs is the one it
+// made: a database another process linked first wins, and where the file
+// system has no links, Open creates the database in place from schema
+// instead.
+func create(abs string) (bool, error) {
 	prefix := "." + filepath.Base(abs) + ".new-"
 	removeStale(filepath.Join(filepath.Dir(abs), prefix+"*"))
 	tmp, err := os.CreateTemp(filepath.Dir(abs), prefix+"*") // mode 0600
 	if err != nil {
-		return fmt.Errorf("create: %w", err)
+		return false, fmt.Errorf("create: %w", err)
 	}
 	name := tmp.Name()
 	defer os.Remove(name)
@@ -140,17 +146,17 @@ func create(abs string) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("create: %w", err)
+		return false, fmt.Errorf("create: %w", err)
 	}
 	if err := os.Link(name, abs); err != nil {
 		// Another process's database is there (fs.ErrExist), or the file
 		// system has no links: Open goes on with the file in place.
-		return nil
+		return false, nil
 	}
 	if err := syncPath(filepath.Dir(abs)); err != nil {
-		return fmt.Errorf("create: %w", err)
+		return false, fmt.Errorf("create: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
 // writeImage writes image, uncompressed, to f and syncs it.
@@ -207,6 +213,10 @@ func dsn(abs string, pragmas []string, extra url.Values) string {
 
 // Path returns the absolute path of the database file.
 func (db *DB) Path() string { return db.path }
+
+// Created reports whether Open made the database, a copy of image: it
+// holds nothing yet (no key, no session) but what image holds.
+func (db *DB) Created() bool { return db.created }
 
 // Close releases the prepared statements and connections.
 func (db *DB) Close() error {
