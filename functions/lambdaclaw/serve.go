@@ -118,7 +118,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer db.Close()
 
 	// The first key is made while the rest is built: its queries open
-	// the database's connections, each of which parses the schema.
+	// the database's first connections, a reader and the writer, each of
+	// which parses the schema.
 	var keying sync.WaitGroup
 	var keyErr error
 	keying.Go(func() { keyErr = firstKey(ctx, db, cfg, stdout) })
@@ -362,14 +363,11 @@ func withRoutes(gw http.Handler, routes map[string]http.Handler) http.Handler {
 }
 
 // firstKey creates and prints an API key when none exists yet, so that a
-// new user can call the API right away. A database Open just made has
-// none, and is not asked.
+// new user can call the API right away.
 func firstKey(ctx context.Context, db *sqlite.DB, cfg *config.Config, stdout io.Writer) error {
-	if !db.Created() {
-		ks, err := db.ListKeys(ctx)
-		if err != nil || len(ks) > 0 {
-			return err
-		}
+	ks, err := db.ListKeys(ctx)
+	if err != nil || len(ks) > 0 {
+		return err
 	}
 	key, _, err := apikey.Create(ctx, db, store.APIKey{Name: "first", Autonomy: tool.Supervised.String(), RatePerMinute: cfg.DefaultRatePerMinute, Admin: true})
 	if err != nil {

@@ -78,7 +78,7 @@ func Open(path string) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
 	}
 
-	db := &DB{path: abs, created: created}
+	db := &DB{path: abs}
 	pragmas := []string{
 		fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()),
 		"foreign_keys(ON)",
@@ -213,10 +213,6 @@ func dsn(abs string, pragmas []string, extra url.Values) string {
 
 // Path returns the absolute path of the database file.
 func (db *DB) Path() string { return db.path }
-
-// Created reports whether Open made the database, a copy of image: it
-// holds nothing yet (no key, no session) but what image holds.
-func (db *DB) Created() bool { return db.created }
 
 // Close releases the prepared statements and connections.
 func (db *DB) Close() error {
