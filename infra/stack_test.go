@@ -240,6 +240,9 @@ func testRestAPIStreaming(t *testing.T, s *synthesized) {
 		"POST /v1/responses", "GET /v1/responses/{id}", "DELETE /v1/responses/{id}",
 		// The MCP server: GET and DELETE are the function's 405.
 		"POST /mcp", "GET /mcp", "DELETE /mcp",
+		// The A2A server: the default agent's card and endpoint, each
+		// agent's.
+		"GET /.well-known/agent-card.json", "POST /a2a", "POST /a2a/{agent}", "GET /a2a/{agent}/.well-known/agent-card.json",
 		// The web console: its page, its files, its API.
 		"GET /", "GET /console/{file}", "ANY /v1/lambdaclaw/{proxy+}"}
 	for _, route := range apiRoutes {

@@ -34,7 +34,7 @@ func front(t *testing.T, h apigw.StreamHandler) string {
 		ev := events.APIGatewayProxyRequest{
 			Resource: r.URL.Path, Path: r.URL.Path, HTTPMethod: r.Method, Body: string(body),
 			Headers: map[string]string{}, MultiValueHeaders: map[string][]string{},
-			RequestContext: events.APIGatewayProxyRequestContext{Stage: "prod", HTTPMethod: r.Method, ResourcePath: r.URL.Path, Path: "/prod" + r.URL.Path},
+			RequestContext: events.APIGatewayProxyRequestContext{Stage: "prod", DomainName: r.Host, HTTPMethod: r.Method, ResourcePath: r.URL.Path, Path: "/prod" + r.URL.Path},
 		}
 		for k, v := range r.Header {
 			ev.Headers[k], ev.MultiValueHeaders[k] = strings.Join(v, ","), v
