@@ -6,10 +6,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
 
 // a2aCall posts a JSON-RPC request to the gateway's A2A endpoint path
@@ -278,5 +281,54 @@ func TestA2AServerJavaScript(t *testing.T) {
 				t.Errorf("%s: %q, %v: want the file the approved call wrote", name, data, err)
 			}
 		})
+	}
+}
+
+// TestA2ARemoteAgentTool has an agent use a remote A2A agent as a tool:
+// gateway A's a2a.agents names the card of gateway B's default agent,
+// which A's agent then asks (helper__ask) over B's A2A server with B's
+// key, and answers with what it said.
+func TestA2ARemoteAgentTool(t *testing.T) {
+	t.Parallel()
+	fake := newFake(t)
+	fake.SetDefault(func(r fakellm.Request) fakellm.Reply {
+		last := r.Messages[len(r.Messages)-1]
+		switch {
+		case last.Role == "tool":
+			return fakellm.Reply{Content: "Helper said: " + last.Content}
+		case strings.HasPrefix(last.Content, "ask helper: "):
+			args, _ := json.Marshal(map[string]string{"message": strings.TrimPrefix(last.Content, "ask helper: ")})
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_helper", Name: "helper__ask", Arguments: string(args)}}}
+		}
+		return fakellm.Reply{Content: "echo: " + r.LastUser()}
+	})
+	b := startGateway(t, fake, "")
+	bKey := b.firstKey()
+	a := newGateway(t, fake, "a2a:\n  agents:\n    helper:\n      url: "+b.addr+"/a2a/default/.well-known/agent-card.json\n      token: {env: HELPER_TOKEN}\n      read_only: true\n")
+	a.env = append(a.env, "HELPER_TOKEN="+bKey)
+	a.start()
+	aKey := a.firstKey()
+
+	resp, body := a.post(t, aKey, `{"model":"default","messages":[{"role":"user","content":"ask helper: how are you?"}]}`, nil)
+	var got struct {
+		Choices []struct{ Message struct{ Content string } }
+	}
+	if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != http.StatusOK || len(got.Choices) != 1 {
+		t.Fatalf("%d %s (%v)", resp.StatusCode, body, err)
+	}
+	if !regexp.MustCompile(`^Helper said: echo: how are you\?\n\n\[context_id: [0-9a-f]+\]$`).MatchString(got.Choices[0].Message.Content) {
+		t.Errorf("answer %q: want the remote agent's answer, with its context", got.Choices[0].Message.Content)
+	}
+	// The tool was offered with the card's description.
+	var offered string
+	for _, r := range fake.Requests() {
+		for _, tl := range r.ToolDefs {
+			if tl.Name == "helper__ask" {
+				offered = tl.Description
+			}
+		}
+	}
+	if !strings.HasPrefix(offered, "Ask the remote agent helper (A2A: \"default\"): The lambdaclaw agent default") {
+		t.Errorf("helper__ask described %q: want the card's description", offered)
 	}
 }

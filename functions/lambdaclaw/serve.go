@@ -138,6 +138,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer exec.Close()
 		tools = append(tools, exec)
 	}
+	remote, err := setup.RemoteA2A(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	tools = append(tools, remote...)
 	builder, err := setup.NewBuilder(ctx, cfg, osroot.New(cfg.Home), append(tools, mem.Tools()...))
 	if err != nil {
 		return err

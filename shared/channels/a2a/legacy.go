@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 )
 
@@ -213,4 +214,68 @@ func legacyParts(parts []Part) []legacyPart {
 // is input-required.
 func legacyState(s string) string {
 	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(s, "TASK_STATE_")), "_", "-")
+}
+
+// The client side of version 0.3, for the remotea2a adapter.
+
+// LegacySend is the params of message/send for message m.
+func LegacySend(m Message) any {
+	return map[string]any{"message": legacyOfMessage(m), "configuration": map[string]any{"blocking": true}}
+}
+
+// LegacyResult reads a result of message/send or tasks/get of version
+// 0.3 (a task or a message, told apart by their kind) as version 1.0's.
+func LegacyResult(raw json.RawMessage) (StreamResponse, error) {
+	var v struct {
+		Kind      string           `json:"kind"`
+		ID        string           `json:"id"`
+		ContextID string           `json:"contextId"`
+		Status    legacyStatus     `json:"status"`
+		Artifacts []legacyArtifact `json:"artifacts"`
+		legacyMessage
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return StreamResponse{}, fmt.Errorf("the result is not a task or a message of version 0.3: %w", err)
+	}
+	switch v.Kind {
+	case "task":
+		t := Task{ID: v.ID, ContextID: v.ContextID, Status: TaskStatus{State: "TASK_STATE_" + strings.ToUpper(strings.ReplaceAll(v.Status.State, "-", "_"))}}
+		if m := v.Status.Message; m != nil {
+			msg := messageOfLegacy(*m)
+			t.Status.Message = &msg
+		}
+		for _, a := range v.Artifacts {
+			t.Artifacts = append(t.Artifacts, Artifact{ArtifactID: a.ArtifactID, Name: a.Name, Parts: partsOfLegacy(a.Parts)})
+		}
+		return StreamResponse{Task: &t}, nil
+	case "message":
+		m := messageOfLegacy(v.legacyMessage)
+		m.ContextID = v.ContextID
+		return StreamResponse{Message: &m}, nil
+	}
+	return StreamResponse{}, fmt.Errorf("the result's kind is %q, not task or message", v.Kind)
+}
+
+func messageOfLegacy(m legacyMessage) Message {
+	role := RoleUser
+	if m.Role == "agent" {
+		role = RoleAgent
+	}
+	return Message{MessageID: m.MessageID, ContextID: m.ContextID, TaskID: m.TaskID, Role: role, Parts: partsOfLegacy(m.Parts)}
+}
+
+// partsOfLegacy keeps text and data parts; a file is named, not read.
+func partsOfLegacy(parts []legacyPart) []Part {
+	out := make([]Part, 0, len(parts))
+	for _, p := range parts {
+		switch {
+		case p.Text != nil:
+			out = append(out, Part{Text: p.Text})
+		case len(p.Data) > 0:
+			out = append(out, Part{Data: p.Data})
+		default:
+			out = append(out, TextPart("[a file part, not shown]"))
+		}
+	}
+	return out
 }
