@@ -152,8 +152,8 @@ func (c *call) send(w http.ResponseWriter, r *http.Request, raw json.RawMessage,
 		autonomy = tool.ReadOnly // the safest
 	}
 	owner, sid := c.h.cfg.Identity.Session(c.agent, Channel, c.k.ID, ctxID)
-	f := &follower{events: c.h.cfg.Events}
-	defer f.close()
+	f := &agent.Follower{Events: c.h.cfg.Events}
+	defer f.Close()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), deliverTimeout)
 	defer cancel()
 	st, err := c.h.cfg.Runner.Deliver(dctx, agent.Input{
@@ -164,7 +164,7 @@ func (c *call) send(w http.ResponseWriter, r *http.Request, raw json.RawMessage,
 		// and from the step function on AWS.
 		Reply:   agent.Reply{Channel: gateway.Channel},
 		Channel: Channel,
-	}, f.subscribe)
+	}, f.Follow)
 	if rerr := c.deliverError(err, sid); rerr != nil {
 		writeRPC(w, c.id, nil, rerr)
 		return
@@ -174,11 +174,11 @@ func (c *call) send(w http.ResponseWriter, r *http.Request, raw json.RawMessage,
 	case stream:
 		s := newStream(w)
 		s.event(c, StreamResponse{Task: &t})
-		c.follow(r.Context(), f.sub, t, s, nil)
+		c.follow(r.Context(), f.Sub, t, s, nil)
 	case req.Config != nil && req.Config.ReturnImmediately:
 		writeRPC(w, c.id, c.d.result(StreamResponse{Task: &t}), nil)
 	default:
-		final, rerr := c.wait(r.Context(), f.sub, t)
+		final, rerr := c.wait(r.Context(), f.Sub, t)
 		if rerr != nil {
 			writeRPC(w, c.id, nil, rerr)
 			return
@@ -236,29 +236,6 @@ func (c *call) deliverError(err error, sid string) *RPCError {
 	default:
 		c.h.cfg.Log.Error("a2a: deliver message", "session_id", sid, "error", err)
 		return rpcErr(CodeInternal, "could not start the run; try again")
-	}
-}
-
-// follower follows the events of the run that answers a message:
-// Deliver names it (subscribe), before it can tell anything.
-type follower struct {
-	events Subscriber
-	key    string
-	sub    *agent.Subscription
-}
-
-func (f *follower) subscribe(runID string) {
-	key := agent.RunKey(runID)
-	if key == f.key {
-		return
-	}
-	f.close()
-	f.key, f.sub = key, f.events.Subscribe(key)
-}
-
-func (f *follower) close() {
-	if f.key != "" {
-		f.events.Unsubscribe(f.key, f.sub)
 	}
 }
 
@@ -336,37 +313,39 @@ func (c *call) finish(s *stream, t Task) {
 	s.event(c, StreamResponse{StatusUpdate: &StatusUpdate{TaskID: t.ID, ContextID: t.ContextID, Status: t.Status}})
 }
 
-// get answers GetTask.
-func (c *call) get(w http.ResponseWriter, r *http.Request, raw json.RawMessage) {
+// requested reads the params of a request about a task and finds the
+// caller's task; an error is written, and ok false.
+func (c *call) requested(w http.ResponseWriter, r *http.Request, raw json.RawMessage) (st agent.RunState, t Task, ok bool) {
 	var req TaskRequest
-	if rerr := decodeParams(raw, &req); rerr != nil {
-		writeRPC(w, c.id, nil, rerr)
-		return
+	rerr := decodeParams(raw, &req)
+	var res *agent.Result
+	var ctxID string
+	if rerr == nil {
+		st, res, ctxID, rerr = c.lookup(r.Context(), req.ID)
 	}
-	st, res, ctxID, rerr := c.lookup(r.Context(), req.ID)
 	if rerr != nil {
 		writeRPC(w, c.id, nil, rerr)
-		return
+		return st, t, false
 	}
-	writeRPC(w, c.id, c.d.task(taskOf(st, res, ctxID)), nil)
+	return st, taskOf(st, res, ctxID), true
+}
+
+// get answers GetTask.
+func (c *call) get(w http.ResponseWriter, r *http.Request, raw json.RawMessage) {
+	if _, t, ok := c.requested(w, r, raw); ok {
+		writeRPC(w, c.id, c.d.task(t), nil)
+	}
 }
 
 // cancel answers CancelTask: a task not yet finished is stopped
 // (cancelled at once when it waits; a running step is cut).
 func (c *call) cancel(w http.ResponseWriter, r *http.Request, raw json.RawMessage) {
-	var req TaskRequest
-	if rerr := decodeParams(raw, &req); rerr != nil {
-		writeRPC(w, c.id, nil, rerr)
+	st, t, ok := c.requested(w, r, raw)
+	if !ok {
 		return
 	}
-	st, res, ctxID, rerr := c.lookup(r.Context(), req.ID)
-	if rerr != nil {
-		writeRPC(w, c.id, nil, rerr)
-		return
-	}
-	t := taskOf(st, res, ctxID)
 	if Terminal(t.Status.State) {
-		writeRPC(w, c.id, nil, rpcErr(CodeTaskNotCancelable, "task %q is %s", req.ID, legacyState(t.Status.State)))
+		writeRPC(w, c.id, nil, rpcErr(CodeTaskNotCancelable, "task %q is %s", t.ID, legacyState(t.Status.State)))
 		return
 	}
 	if _, err := c.h.cfg.Stopper.Stop(context.WithoutCancel(r.Context()), st.SessionID); err != nil {
@@ -387,10 +366,10 @@ func (c *call) subscribe(w http.ResponseWriter, r *http.Request, raw json.RawMes
 		return
 	}
 	runID, _, _ := parseTaskID(req.ID)
-	f := &follower{events: c.h.cfg.Events}
-	defer f.close()
+	f := &agent.Follower{Events: c.h.cfg.Events}
+	defer f.Close()
 	// Subscribed before the task is read, so nothing falls between.
-	f.subscribe(runID)
+	f.Follow(runID)
 	st, res, ctxID, rerr := c.lookup(r.Context(), req.ID)
 	if rerr != nil {
 		writeRPC(w, c.id, nil, rerr)
@@ -402,7 +381,7 @@ func (c *call) subscribe(w http.ResponseWriter, r *http.Request, raw json.RawMes
 	if res != nil {
 		return
 	}
-	c.follow(r.Context(), f.sub, t, s, func() (Task, bool) {
+	c.follow(r.Context(), f.Sub, t, s, func() (Task, bool) {
 		st, res, ctxID, rerr := c.lookup(r.Context(), req.ID)
 		if rerr != nil || res == nil {
 			return t, false
