@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -46,13 +48,63 @@ func a2aCall(t *testing.T, g *gateway, key, path, method string, params any) (re
 	return out.Result, out.Error
 }
 
+// a2aStream posts a streaming JSON-RPC request and returns the results of
+// its events, as they came, once the stream ends.
+func a2aStream(t *testing.T, g *gateway, key, path, method string, params any) []json.RawMessage {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 8, "method": method, "params": params})
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, g.addr+path, strings.NewReader(string(body)))
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("%s: Content-Type %q: %s", method, ct, b)
+	}
+	var out []json.RawMessage
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			ID     int
+			Result json.RawMessage
+		}
+		if err := json.Unmarshal([]byte(data), &ev); err != nil || ev.ID != 8 || ev.Result == nil {
+			t.Fatalf("%s: event %s (%v)", method, data, err)
+		}
+		out = append(out, ev.Result)
+	}
+	return out
+}
+
+// rawTask is what the tests read of a task of version 1.0.
+type rawTask struct {
+	ID, ContextID string
+	Status        struct {
+		State   string
+		Message *struct{ Parts []struct{ Text string } }
+	}
+	Artifacts []struct{ Parts []struct{ Text string } }
+}
+
 // TestA2AServer drives the A2A server with raw JSON-RPC: the card of
 // each version, a message, its task read back by the key and refused to
 // another key, a method not served, a request without a key.
 func TestA2AServer(t *testing.T) {
 	t.Parallel()
 	fake := newFake(t)
-	fake.SetDefault(mcpModel)
+	fake.SetDefault(func(r fakellm.Request) fakellm.Reply {
+		if strings.HasPrefix(r.LastUser(), "slow") && r.Messages[len(r.Messages)-1].Role == "user" {
+			return fakellm.Reply{Content: "echo: " + r.LastUser(), Delay: time.Second}
+		}
+		return mcpModel(r)
+	})
 	g := startGateway(t, fake, "")
 	key := g.firstKey()
 	otherKey := g.createKey(t, "--name", "other")
@@ -139,6 +191,90 @@ func TestA2AServer(t *testing.T) {
 			t.Errorf("another key's message to the task: %+v, want -32001", rerr)
 		}
 	})
+	t.Run("tasks", func(t *testing.T) {
+		send := func(text string, config map[string]any) rawTask {
+			t.Helper()
+			res, rerr := a2aCall(t, g, key, "/a2a/default", "SendMessage", map[string]any{"configuration": config, "message": map[string]any{
+				"messageId": "m-" + text, "role": "ROLE_USER", "parts": []any{map[string]any{"text": text}}}})
+			var got struct{ Task rawTask }
+			if rerr != nil || json.Unmarshal(res, &got) != nil {
+				t.Fatalf("SendMessage %q: %s %+v", text, res, rerr)
+			}
+			return got.Task
+		}
+		state := func(events []json.RawMessage) (last string, answer string) {
+			for _, e := range events {
+				var ev struct {
+					Task           *rawTask
+					StatusUpdate   *struct{ Status struct{ State string } }
+					ArtifactUpdate *struct {
+						Artifact  struct{ Parts []struct{ Text string } }
+						LastChunk bool
+					}
+				}
+				_ = json.Unmarshal(e, &ev)
+				switch {
+				case ev.Task != nil:
+					last = ev.Task.Status.State
+					for _, a := range ev.Task.Artifacts {
+						answer = a.Parts[0].Text
+					}
+				case ev.StatusUpdate != nil:
+					last = ev.StatusUpdate.Status.State
+				case ev.ArtifactUpdate != nil && ev.ArtifactUpdate.LastChunk:
+					answer = ev.ArtifactUpdate.Artifact.Parts[0].Text
+				}
+			}
+			return last, answer
+		}
+
+		// At once, then followed to its answer (or found answered).
+		slow := send("slow reply", map[string]any{"returnImmediately": true})
+		if slow.Status.State != "TASK_STATE_WORKING" {
+			t.Errorf("returnImmediately: %+v, want the task working", slow)
+		}
+		if last, answer := state(a2aStream(t, g, key, "/a2a/default", "SubscribeToTask", map[string]any{"id": slow.ID})); last != "TASK_STATE_COMPLETED" || answer != "echo: slow reply" {
+			t.Errorf("SubscribeToTask ended %s with %q, want the answer", last, answer)
+		}
+
+		// A task that waits for an approval is told as it is; cancelled,
+		// it is cancelled, and the conversation goes on.
+		parked := send("write cancelled.txt", nil)
+		if parked.Status.State != "TASK_STATE_INPUT_REQUIRED" {
+			t.Fatalf("%+v, want input-required", parked)
+		}
+		// In version 0.3's terms: the task alone, as it is.
+		events := a2aStream(t, g, key, "/a2a/default", "tasks/resubscribe", map[string]any{"id": parked.ID})
+		var legacy struct {
+			Kind, ID string
+			Status   struct{ State string }
+		}
+		if len(events) != 1 || json.Unmarshal(events[0], &legacy) != nil || legacy.Kind != "task" || legacy.ID != parked.ID || legacy.Status.State != "input-required" {
+			t.Errorf("tasks/resubscribe of the parked task: %s", events)
+		}
+		res, rerr := a2aCall(t, g, key, "/a2a/default", "CancelTask", map[string]any{"id": parked.ID})
+		if rerr != nil || !strings.Contains(string(res), "TASK_STATE_CANCELED") {
+			t.Fatalf("CancelTask = %s, %+v", res, rerr)
+		}
+		res, _ = a2aCall(t, g, key, "/a2a/default", "GetTask", map[string]any{"id": parked.ID})
+		if !strings.Contains(string(res), "TASK_STATE_CANCELED") {
+			t.Errorf("GetTask after CancelTask = %s", res)
+		}
+		_, rerr = a2aCall(t, g, key, "/a2a/default", "SendMessage", map[string]any{"message": map[string]any{
+			"messageId": "m-late", "role": "ROLE_USER", "taskId": parked.ID, "parts": []any{map[string]any{"text": "yes"}}}})
+		if rerr == nil || rerr.Code != -32602 {
+			t.Errorf("an answer to the cancelled task: %+v, want it refused", rerr)
+		}
+		if _, err := os.Stat(filepath.Join(g.workspace(), "cancelled.txt")); err == nil {
+			t.Error("the cancelled task's call ran")
+		}
+		res, rerr = a2aCall(t, g, key, "/a2a/default", "SendMessage", map[string]any{"message": map[string]any{
+			"messageId": "m-after", "role": "ROLE_USER", "contextId": parked.ContextID, "parts": []any{map[string]any{"text": "after"}}}})
+		if rerr != nil || !strings.Contains(string(res), `"text":"echo: after"`) {
+			t.Errorf("the next message of the conversation: %s, %+v", res, rerr)
+		}
+	})
+
 	t.Run("refused", func(t *testing.T) {
 		cases := []struct {
 			method string
