@@ -320,17 +320,7 @@ func TestA2AServerJavaScript(t *testing.T) {
 	results := runClients(t, g, key, ids)
 	result := func(t *testing.T, id string, v any) clientResult {
 		t.Helper()
-		r, ok := results[id]
-		switch {
-		case !ok:
-			t.Fatalf("no result for %s", id)
-		case !r.OK:
-			t.Fatalf("%s failed in the client:\n%s\nrequests sent:\n%s", id, r.Error, sentSummary(r.Sent))
-		}
-		if err := json.Unmarshal(r.Result, v); err != nil {
-			t.Fatalf("%s result %s: %v", id, r.Result, err)
-		}
-		return r
+		return scenarioResult(t, results, id, v)
 	}
 	// methods lists the JSON-RPC methods a scenario called.
 	methods := func(r clientResult) []string {

@@ -10,7 +10,6 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
-	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
 
 // a2aPost posts a JSON-RPC request with key and returns the response.
@@ -64,16 +63,7 @@ func a2aResult(t *testing.T, url, key, method string, params, result any) *struc
 func TestA2A(t *testing.T) {
 	env, h := setup(t)
 	env.PlayStep(t)
-	env.LLM.SetDefault(func(r fakellm.Request) fakellm.Reply {
-		last := r.Messages[len(r.Messages)-1]
-		switch {
-		case last.Role == "tool":
-			return fakellm.Reply{Content: "The tool ran."}
-		case last.Content == "write it":
-			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_w", Name: "write_file", Arguments: `{"path":"a2a.txt","content":"over A2A"}`}}}
-		}
-		return fakellm.Reply{Content: "echo: " + r.LastUser(), ChunkSize: 4}
-	})
+	env.LLM.SetDefault(writeModel("a2a.txt"))
 	base := front(t, h)
 	key := cloudtest.SampleKey
 
