@@ -172,6 +172,16 @@ func TestA2AServer(t *testing.T) {
 			t.Fatalf("SendMessage = %s, want the completed task with the answer", res)
 		}
 		taskID = got.Task.ID
+		// Sent again (a client's retry), the message finds its task: the
+		// model is not asked twice.
+		res, rerr = a2aCall(t, g, key, "/a2a", "SendMessage", map[string]any{"message": map[string]any{
+			"messageId": "m1", "role": "ROLE_USER", "contextId": got.Task.ContextID, "parts": []any{map[string]any{"text": "hello raw"}}}})
+		if rerr != nil || !strings.Contains(string(res), taskID) || !strings.Contains(string(res), "echo: hello raw") {
+			t.Errorf("the message sent again: %s, %+v: want the same task, answered", res, rerr)
+		}
+		if n := len(tagged(fake.Requests(), "hello raw")); n != 1 {
+			t.Errorf("the model was asked %d times, want once", n)
+		}
 		res, rerr = a2aCall(t, g, key, "/a2a", "tasks/get", map[string]any{"id": taskID})
 		if rerr != nil || !strings.Contains(string(res), `"state":"completed"`) || !strings.Contains(string(res), `"kind":"task"`) {
 			t.Errorf("tasks/get = %s, %+v: want the task, in version 0.3's terms", res, rerr)

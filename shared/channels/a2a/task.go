@@ -2,7 +2,9 @@ package a2a
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -129,7 +131,8 @@ func (c *call) send(w http.ResponseWriter, r *http.Request, raw json.RawMessage,
 	}
 	text, _ := Text(req.Message.Parts)
 	ctxID := req.Message.ContextID
-	if req.Message.TaskID != "" {
+	answering := req.Message.TaskID != ""
+	if answering {
 		st, res, tctx, rerr := c.lookup(r.Context(), req.Message.TaskID)
 		if rerr == nil {
 			text, rerr = answerOf(taskOf(st, res, tctx), ctxID, text)
@@ -152,12 +155,18 @@ func (c *call) send(w http.ResponseWriter, r *http.Request, raw json.RawMessage,
 		autonomy = tool.ReadOnly // the safest
 	}
 	owner, sid := c.h.cfg.Identity.Session(c.agent, Channel, c.k.ID, ctxID)
+	runID := ""
+	if id := req.Message.MessageID; id != "" && !answering {
+		// A message sent again finds the run it started.
+		sum := sha256.Sum256([]byte(sid + "\x00" + id))
+		runID = hex.EncodeToString(sum[:16])
+	}
 	f := &agent.Follower{Events: c.h.cfg.Events}
 	defer f.Close()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), deliverTimeout)
 	defer cancel()
 	st, err := c.h.cfg.Runner.Deliver(dctx, agent.Input{
-		SessionID: sid, Agent: c.agent, Owner: owner,
+		RunID: runID, SessionID: sid, Agent: c.agent, Owner: owner,
 		Messages: []chat.Message{{Role: chat.User, Content: text}},
 		Autonomy: autonomy, Stream: stream, Interactive: true,
 		// The gateway's channel: its runs' events reach the hub, locally
@@ -170,11 +179,22 @@ func (c *call) send(w http.ResponseWriter, r *http.Request, raw json.RawMessage,
 		return
 	}
 	t := taskOf(st, nil, ctxID)
+	// A run found finished (the message was sent before) tells nothing
+	// more: its outcome is read.
+	done, res, err := c.h.cfg.Outcomes.Outcome(r.Context(), st.RunID)
+	settled := err == nil && res != nil
 	switch {
 	case stream:
 		s := newStream(w)
 		s.event(c, StreamResponse{Task: &t})
+		if settled {
+			c.finish(s, taskOf(done, res, ctxID))
+			return
+		}
 		c.follow(r.Context(), f.Sub, t, s, nil)
+	case settled:
+		final := taskOf(done, res, ctxID)
+		writeRPC(w, c.id, c.d.result(StreamResponse{Task: &final}), nil)
 	case req.Config != nil && req.Config.ReturnImmediately:
 		writeRPC(w, c.id, c.d.result(StreamResponse{Task: &t}), nil)
 	default:
