@@ -19,6 +19,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/prometheus"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/a2a"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/mcpserver"
@@ -148,6 +149,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer exec.Close()
 		tools = append(tools, exec)
 	}
+	remote, err := setup.RemoteA2A(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	tools = append(tools, remote...)
 	builder, err := setup.NewBuilder(ctx, cfg, home, append(tools, mem.Tools()...))
 	if err != nil {
 		return err
@@ -239,6 +245,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	a2aSrv, err := a2a.New(a2a.Config{
+		Runner: driver, Events: hub, Outcomes: loop, Stopper: driver, HasAgent: agents.Has, Names: agents.Names,
+		DefaultAgent: config.DefaultAgent, Identity: identity, Skills: agentset.SkillsOf(agents, skills),
+		MaxBodyBytes: cfg.MaxBodyBytes, Version: currentBuild().Version, Log: log,
+	})
+	if err != nil {
+		return err
+	}
 	cons, err := newConsole(cfg, db, agents, skills, jobs, mem, log)
 	if err != nil {
 		return err
@@ -254,7 +268,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Agents: agents.Names, HasAgent: agents.Has, Created: agents.Created, Embedder: emb, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
 		Responses: db, Threads: loop, Metrics: metrics.Handler(),
 		MaxConcurrentPerKey: cfg.Server.MaxConcurrentPerKey, MaxWebSocketsPerKey: cfg.Server.MaxWebSocketsPerKey,
-		Identity: identity, MCP: mcpSrv,
+		Identity: identity, MCP: mcpSrv, A2A: a2aSrv,
 	})
 	if err != nil {
 		return err

@@ -87,8 +87,8 @@ func (h *Handler) chat(ctx context.Context, req *mcp.CallToolRequest, in chatArg
 	if err != nil {
 		autonomy = tool.ReadOnly // the safest
 	}
-	f := &follower{events: h.cfg.Events}
-	defer f.close()
+	f := &agent.Follower{Events: h.cfg.Events}
+	defer f.Close()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deliverTimeout)
 	defer cancel()
 	_, err = h.cfg.Runner.Deliver(dctx, agent.Input{
@@ -101,7 +101,7 @@ func (h *Handler) chat(ctx context.Context, req *mcp.CallToolRequest, in chatArg
 		Channel: Channel,
 		// An answer answers the approval it was asked for, or nothing.
 		Approval: approval,
-	}, f.subscribe)
+	}, f.Follow)
 	var ie *agent.InputError
 	switch {
 	case errors.Is(err, agent.ErrMayNotApprove), errors.Is(err, agent.ErrUnknownAgent), errors.As(err, &ie):
@@ -156,35 +156,12 @@ func (h *Handler) answer(ctx context.Context, t target, p *mcp.CallToolParamsRaw
 	return "/" + decision, id, nil
 }
 
-// follower follows the events of the run that answers a call: Deliver
-// names it (subscribe), before it can tell anything.
-type follower struct {
-	events Subscriber
-	key    string
-	sub    *agent.Subscription
-}
-
-func (f *follower) subscribe(runID string) {
-	key := agent.RunKey(runID)
-	if key == f.key {
-		return
-	}
-	f.close()
-	f.key, f.sub = key, f.events.Subscribe(key)
-}
-
-func (f *follower) close() {
-	if f.key != "" {
-		f.events.Unsubscribe(f.key, f.sub)
-	}
-}
-
 // follow waits for the run's answer, telling its pieces as progress
 // (Progress counts the notifications; an empty one, after KeepAlive of
 // silence, keeps the stream open). An approval ends the call with an
 // elicitation when the client can answer one, else with its question,
 // which the next chat call answers.
-func (h *Handler) follow(ctx context.Context, req *mcp.CallToolRequest, f *follower) (*mcp.CallToolResult, any, error) {
+func (h *Handler) follow(ctx context.Context, req *mcp.CallToolRequest, f *agent.Follower) (*mcp.CallToolResult, any, error) {
 	token := req.Params.GetProgressToken()
 	sent := 0
 	progress := func(text string) {
@@ -196,7 +173,7 @@ func (h *Handler) follow(ctx context.Context, req *mcp.CallToolRequest, f *follo
 	}
 	for {
 		next, cancel := context.WithTimeout(ctx, h.cfg.KeepAlive)
-		ev, err := f.sub.Next(next)
+		ev, err := f.Sub.Next(next)
 		cancel()
 		switch {
 		case err != nil && ctx.Err() != nil:

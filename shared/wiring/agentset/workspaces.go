@@ -13,6 +13,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
@@ -211,6 +212,17 @@ func WorkspaceOf(r *Workspaces) func(name string) (filestore.FS, bool) {
 			return nil, false
 		}
 		return a.Workspace, true
+	}
+}
+
+// SkillsOf returns the skills of an agent by name, for what describes it
+// (the A2A agent card): its workspace's and the catalog's.
+func SkillsOf(r *Workspaces, c *skill.Catalog) func(ctx context.Context, name string) []skill.Skill {
+	ws := WorkspaceOf(r)
+	return func(ctx context.Context, name string) []skill.Skill {
+		fs, _ := ws(name)
+		list, _ := c.For(ctx, name, fs)
+		return list
 	}
 }
 

@@ -67,6 +67,8 @@ type Config struct {
 
 	// MCP lists the MCP servers whose tools agents use (mcp.go).
 	MCP MCP `yaml:"mcp"`
+	// A2A lists the remote A2A agents agents use as tools (a2a.go).
+	A2A A2A `yaml:"a2a"`
 	// Sandbox configures the exec tool's sandboxes (sandbox.go).
 	Sandbox Sandbox `yaml:"sandbox"`
 }
@@ -349,6 +351,12 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 			p.Region = getenv("AWS_REGION")
 		}
 	}
+	for name, ag := range c.A2A.Agents {
+		if err := ag.Token.resolve(c.Home, getenv); err != nil {
+			return nil, fmt.Errorf("config: a2a.agents.%s.token: %w", name, err)
+		}
+		c.A2A.Agents[name] = ag
+	}
 	for i := range c.Telegram.AccessCodes {
 		if err := c.Telegram.AccessCodes[i].resolve(c.Home, getenv); err != nil {
 			return nil, fmt.Errorf("config: telegram.access_codes: %w", err)
@@ -472,6 +480,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := c.MCP.validate(); err != nil {
+		return err
+	}
+	if err := c.A2A.validate(); err != nil {
 		return err
 	}
 	if err := ValidateAgents(c.Agents, c.ProviderNames()); err != nil {
