@@ -138,7 +138,7 @@ func TestInvalidNamesSendNothing(t *testing.T) {
 }
 
 // S3's failures become the port's errors, and their text holds S3's code
-// and status, not the SDK's message (request ids, the endpoint).
+// and status, not the service's whole message (request ids, the endpoint).
 func TestErrors(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
