@@ -24,7 +24,7 @@ func TestAgentPushPull(t *testing.T) {
 	cfn := cloudtest.NewCloudFormation(t)
 	endpoint, bucket := cloudtest.S3(t)
 	cfn.Put("test", cloudtest.Stack{Outputs: map[string]string{"WorkspaceBucket": bucket, "TableName": "t", "Agents": "default"}})
-	remote, err := s3fs.New(cloudtest.S3Client(endpoint), bucket, "agents/main")
+	remote, err := s3fs.New(cloudtest.S3Client(t, endpoint), bucket, "agents/main")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,7 +121,7 @@ func (d *deployment) files() (filestore.FS, error) {
 	if err := d.need(outWorkspaceBucket); err != nil {
 		return nil, err
 	}
-	f, err := s3fs.New(s3fs.NewClient(d.aws, getenv(envS3Endpoint)), d.outputs[outWorkspaceBucket], "")
+	f, err := s3fs.Open(d.aws, getenv(envS3Endpoint), d.outputs[outWorkspaceBucket])
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.where(), err)
 	}

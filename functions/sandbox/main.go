@@ -82,7 +82,7 @@ func serve(ctx context.Context, getenv func(string) string, log *slog.Logger) er
 	if err != nil {
 		return fmt.Errorf("aws config: %w", err)
 	}
-	bucket, err := s3fs.New(s3fs.NewClient(cfg, getenv("S3_ENDPOINT")), te.Bucket, "")
+	bucket, err := s3fs.Open(cfg, getenv("S3_ENDPOINT"), te.Bucket)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 )
 
 // lambdas are the Lambda functions the stack deploys (functions/<name>).
-var lambdas = []string{"api", "ws", "step", "scheduler", "telegram", "indexer", "sandbox"}
+var lambdas = []string{"api", "ws", "step", "scheduler", "telegram", "channels", "indexer", "sandbox"}
 
 // buildStripped builds ./functions/<name> stripped for goarch into dir and
 // returns its path; a Lambda function as `make build` does (lambda.norpc).
@@ -123,6 +123,8 @@ var coldInits = []coldInitCase{
 	{function: "scheduler", event: `{}`, wantErr: "user and channel are required"},
 	{function: "telegram", event: "telegram/webhook-no-secret.json",
 		env: []string{"TELEGRAM_BOT_TOKEN=123456:bench", "TELEGRAM_API_BASE=http://127.0.0.1:1"}},
+	// A webhook of no channel's route: 404, without a channel's secret.
+	{function: "channels", event: `{"resource":"/channels/{proxy+}","path":"/channels/none/events","httpMethod":"POST","headers":{},"body":""}`},
 }
 
 // runtimeArch is the GOARCH of this machine, for binaries run here.

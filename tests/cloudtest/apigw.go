@@ -16,7 +16,7 @@ import (
 const Stage = "prod"
 
 // Management is a fake of the API Gateway Management API of one WebSocket
-// stage (the REST protocol the SDK speaks: POST, DELETE
+// stage (the REST protocol awsapi speaks, as the SDK does: POST, DELETE
 // /<stage>/@connections/<id>). It records the frames posted to each
 // connection; a connection marked gone answers 410 GoneException. A
 // request the service's model refuses (awsmodel) is answered

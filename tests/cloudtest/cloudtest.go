@@ -2,7 +2,8 @@
 // a fresh table in DynamoDB Local (DYNAMODB_ENDPOINT, set by `make test`),
 // the scripted OpenAI-compatible fake LLM (tests/fakellm), a fake Step
 // Functions endpoint and a fake API Gateway Management API, both httptest
-// servers speaking the real wire protocols to the real AWS SDK clients.
+// servers speaking the real wire protocols to the clients of
+// shared/adapters/awsapi, as AWS answers them.
 // Setup points the environment of shared/wiring/cloud at them, so a function's
 // handler is built exactly as in Lambda. Fakes stand only at the edge.
 //

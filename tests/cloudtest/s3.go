@@ -13,6 +13,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	s3fs "github.com/lambdaclaw/lambdaclaw/shared/adapters/s3"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest/awsmodel"
@@ -25,7 +26,7 @@ const S3Bucket = "lambdaclaw-workspaces"
 // in-memory backend, whose conditional PutObject checks and writes under
 // one lock, as S3 does atomically) and creates the versioned bucket
 // S3Bucket in it, as the stack's workspace bucket is. Clients reach it at
-// endpoint with path-style addressing (s3.NewClient does). A request not
+// endpoint with path-style addressing (awsapi.NewS3 does). A request not
 // signed with SigV4 for the s3 service is refused with 403, so a client
 // that would not work against S3 does not pass here; one S3's model
 // refuses (awsmodel: where gofakes3 does not check) is answered 400
@@ -71,13 +72,18 @@ func S3(t testing.TB) (endpoint, bucket string) {
 }
 
 // S3Client returns a client of the server at endpoint with static test
-// credentials, as s3.NewClient makes it.
-func S3Client(endpoint string) s3fs.API {
+// credentials, path-style as at any endpoint of one's own.
+func S3Client(t testing.TB, endpoint string) s3fs.API {
+	t.Helper()
 	cfg := aws.Config{
 		Region:      "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
 	}
-	return s3fs.NewClient(cfg, endpoint)
+	api, err := awsapi.NewS3(cfg, endpoint)
+	if err != nil {
+		t.Fatalf("s3 client: %v", err)
+	}
+	return api
 }
 
 // S3FS starts S3 and returns its bucket as a filestore.FS under prefix.
@@ -89,7 +95,7 @@ func S3FS(t *testing.T, prefix string) *s3fs.FS {
 
 func s3FS(t testing.TB, endpoint, bucket, prefix string) *s3fs.FS {
 	t.Helper()
-	f, err := s3fs.New(S3Client(endpoint), bucket, prefix)
+	f, err := s3fs.New(S3Client(t, endpoint), bucket, prefix)
 	if err != nil {
 		t.Fatalf("s3 adapter: %v", err)
 	}

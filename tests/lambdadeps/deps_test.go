@@ -15,14 +15,17 @@ import (
 )
 
 // forbidden are import path prefixes no Lambda function may depend on;
-// DynamoDB is called through awsapi/dynamodb, not the SDK's client (its
-// code and schemas' init work).
+// DynamoDB, S3 and the API Gateway Management API are called through
+// awsapi, not the SDK's clients (their code and schemas' init work: S3's
+// client alone was 1 MiB of each bootstrap).
 var forbidden = []string{
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite",
 	"github.com/lambdaclaw/lambdaclaw/shared/bwrap",
 	"github.com/lambdaclaw/lambdaclaw/functions/lambdaclaw",
 	"modernc.org/sqlite",
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb",
+	"github.com/aws/aws-sdk-go-v2/service/s3",
+	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi",
 }
 
 // turnsOnly are the adapters and SDKs of the parts only a function that
@@ -75,25 +78,31 @@ func root(t *testing.T) string {
 	}
 }
 
-// TestLambdaDeps runs go list -deps for every Lambda function (every
-// directory under functions/ but the local binary), for the platform and
-// tags the Makefile builds them with.
-func TestLambdaDeps(t *testing.T) {
-	repo := root(t)
+// lambdas are the Lambda functions: every directory under functions/ but
+// the local binary (and sandbox, the Fargate task's runner, built the
+// same way).
+func lambdas(t *testing.T, repo string) []string {
 	entries, err := os.ReadDir(filepath.Join(repo, "functions"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lambdas []string
+	var fns []string
 	for _, e := range entries {
 		if e.IsDir() && e.Name() != "lambdaclaw" {
-			lambdas = append(lambdas, e.Name())
+			fns = append(fns, e.Name())
 		}
 	}
-	if len(lambdas) == 0 {
+	if len(fns) == 0 {
 		t.Fatal("no Lambda functions under functions/")
 	}
-	for _, fn := range lambdas {
+	return fns
+}
+
+// TestLambdaDeps runs go list -deps for every Lambda function, for the
+// platform and tags the Makefile builds them with.
+func TestLambdaDeps(t *testing.T) {
+	repo := root(t)
+	for _, fn := range lambdas(t, repo) {
 		t.Run(fn, func(t *testing.T) {
 			cmd := exec.Command("go", "list", "-deps", "-tags", "lambda.norpc", "./functions/"+fn)
 			cmd.Dir = repo
@@ -114,5 +123,41 @@ func TestLambdaDeps(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// maxBootstrapMiB bounds each Lambda bootstrap, stripped, for linux/arm64
+// (issue 25's budget), so that a new dependency of a function is a
+// deliberate choice: raising it is a change of its own. `make bench`
+// (BenchmarkFootprint) reports each size.
+const maxBootstrapMiB = 15
+
+// TestLambdaSize builds every Lambda function as `make build` does
+// (stripped, linux/arm64, lambda.norpc) in one go build, and bounds each
+// bootstrap. The packages are compiled for arm64 by the release test
+// already; this adds the links, some seconds.
+func TestLambdaSize(t *testing.T) {
+	repo := root(t)
+	fns := lambdas(t, repo)
+	dir := t.TempDir()
+	args := []string{"build", "-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w", "-o", dir + "/"}
+	for _, fn := range fns {
+		args = append(args, "./functions/"+fn)
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, fn := range fns {
+		st, err := os.Stat(filepath.Join(dir, fn))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := float64(st.Size()) / (1 << 20); got > maxBootstrapMiB {
+			t.Errorf("functions/%s's bootstrap is %.2f MiB (linux/arm64, stripped), more than its bound of %d MiB: "+
+				"measure what grew it (go tool nm -size -sort size) and choose a smaller dependency, or raise the bound on purpose", fn, got, maxBootstrapMiB)
+		}
 	}
 }

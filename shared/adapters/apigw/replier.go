@@ -8,20 +8,17 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi"
-	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi/types"
-
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
 
 // Management is the part of the API Gateway Management API lambdaclaw
-// uses; *apigatewaymanagementapi.Client implements it.
+// uses; *awsapi.APIGatewayManagement implements it.
 type Management interface {
-	PostToConnection(ctx context.Context, in *apigatewaymanagementapi.PostToConnectionInput, opts ...func(*apigatewaymanagementapi.Options)) (*apigatewaymanagementapi.PostToConnectionOutput, error)
-	DeleteConnection(ctx context.Context, in *apigatewaymanagementapi.DeleteConnectionInput, opts ...func(*apigatewaymanagementapi.Options)) (*apigatewaymanagementapi.DeleteConnectionOutput, error)
+	PostToConnection(ctx context.Context, id string, data []byte) error
+	DeleteConnection(ctx context.Context, id string) error
 }
 
 // postTimeout bounds one PostToConnection.
@@ -45,9 +42,8 @@ func (c Conns) Send(ctx context.Context, id string, frame any) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, postTimeout)
 	defer cancel()
-	_, err = c.API.PostToConnection(ctx, &apigatewaymanagementapi.PostToConnectionInput{ConnectionId: aws.String(id), Data: b})
-	var gone *types.GoneException
-	if errors.As(err, &gone) {
+	err = c.API.PostToConnection(ctx, id, b)
+	if gone(err) {
 		return fmt.Errorf("apigw: post to %s: %w", id, ErrGone)
 	}
 	if err != nil {
@@ -67,13 +63,14 @@ func (c Conns) log() *slog.Logger {
 func (c Conns) Close(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, postTimeout)
 	defer cancel()
-	_, err := c.API.DeleteConnection(ctx, &apigatewaymanagementapi.DeleteConnectionInput{ConnectionId: aws.String(id)})
-	var gone *types.GoneException
-	if err != nil && !errors.As(err, &gone) {
+	if err := c.API.DeleteConnection(ctx, id); err != nil && !gone(err) {
 		return fmt.Errorf("apigw: close %s: %w", id, err)
 	}
 	return nil
 }
+
+// gone reports whether err says the connection is closed.
+func gone(err error) bool { return awsapi.HasCode(err, "GoneException") }
 
 // Replier is the agent.Replier of runs that answer a WebSocket client
 // (Reply.Channel "ws", Reply.To the API Gateway connection id): it posts

@@ -2,14 +2,18 @@
 // few operations each: Step Functions, Lambda, SQS, Secrets Manager,
 // EventBridge Scheduler, CloudWatch (DescribeAlarms), CloudFormation
 // (DescribeStacks), Bedrock Runtime (Converse, ConverseStream,
-// InvokeModel), ECS (RunTask, DescribeTasks, StopTask), and DynamoDB and
+// InvokeModel), ECS (RunTask, DescribeTasks, StopTask), S3 (the object
+// operations of the file port: GetObject, HeadObject, PutObject,
+// DeleteObject, DeleteObjects, ListObjectsV2), the API Gateway
+// Management API (PostToConnection, DeleteConnection), and DynamoDB and
 // DynamoDB Streams, whose operations and types package awsapi/dynamodb
-// declares in the SDK's shapes (JSON, NewDynamoDB). The SDK's
-// service clients cost some 150–400 KB of code each (Bedrock Runtime's
-// and ECS's more, and a schema table built at init), for one to three
-// operations; this package speaks the same wire formats with one
-// client: awsJson 1.0 and 1.1 (a POST of JSON naming the operation in
-// X-Amz-Target), restJson1 (Lambda, Scheduler, Bedrock Runtime), the
+// declares in the SDK's shapes (JSON, NewDynamoDB). The SDK's service
+// clients cost some 150–400 KB of code each (Bedrock Runtime's, ECS's
+// and S3's more: S3's was 1 MiB of a Lambda bootstrap; and a schema
+// table built at init), for one to six operations; this package speaks
+// the same wire formats with one client: awsJson 1.0 and 1.1 (a POST of
+// JSON naming the operation in X-Amz-Target), restJson1 (Lambda,
+// Scheduler, Bedrock Runtime, API Gateway Management), restXml (S3), the
 // event-stream framing of a streamed answer (EventStream) and the query
 // protocol (CloudFormation), signed with Signature Version 4 by the SDK's
 // own signer, with the credentials and Region of an aws.Config.
@@ -19,12 +23,9 @@
 // the SDK's throttling codes), on 500, 502, 503 and 504, on the SDK's
 // retryable codes and on a failed connection, after the SDK's exponential
 // backoff with jitter. A response body larger than MaxBody (or a
-// client's own bound) is a *TooLargeError. A service's error is an
-// *Error that keeps its code (Code, HasCode).
-//
-// The other services keep the SDK's clients: S3 is called for many
-// operations, and the API Gateway Management API is linked by the
-// WebSocket functions only.
+// client's own bound) is a *TooLargeError; S3's GetObject is streamed,
+// for its caller to bound. A service's error is an *Error that keeps its
+// code (Code, HasCode).
 package awsapi
 
 import (
@@ -56,6 +57,7 @@ type protocol int
 const (
 	awsJSON protocol = iota
 	restJSON
+	restXML
 	query
 )
 
@@ -78,6 +80,9 @@ type Service struct {
 	// crc32 services (DynamoDB) send the CRC32 of an answer's body in
 	// X-Amz-Crc32, checked when there.
 	crc32 bool
+	// s3 is signed as S3 wants: the path as sent (not escaped again),
+	// the payload's hash in X-Amz-Content-Sha256.
+	s3 bool
 }
 
 // The services of this package, as their botocore models describe them.
@@ -129,7 +134,7 @@ func newClient(cfg aws.Config, svc Service, endpoint string) (*Client, error) {
 		return nil, fmt.Errorf("%s: endpoint %q is not an http(s) URL", svc.Name, raw)
 	}
 	c := &Client{svc: svc, region: cfg.Region, endpoint: u, creds: cfg.Credentials, http: cfg.HTTPClient,
-		signer: v4.NewSigner(), attempts: cfg.RetryMaxAttempts, now: time.Now, maxBody: MaxBody,
+		signer: v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = svc.s3 }), attempts: cfg.RetryMaxAttempts, now: time.Now, maxBody: MaxBody,
 		backoff: retry.NewExponentialJitterBackoff(retry.DefaultMaxBackoff).BackoffDelay}
 	if c.http == nil {
 		c.http = http.DefaultClient
@@ -144,7 +149,10 @@ func newClient(cfg aws.Config, svc Service, endpoint string) (*Client, error) {
 type request struct {
 	op, method string
 	// path is the escaped path below the endpoint's, with its query.
-	path   string
+	path string
+	// host, when not empty, replaces the endpoint's host (an S3
+	// bucket's virtual host).
+	host   string
 	header http.Header
 	body   []byte
 	// stream leaves a successful answer's body unread, in
@@ -189,7 +197,11 @@ func (c *Client) send(ctx context.Context, r request) (*response, error) {
 	if c.creds == nil {
 		return nil, fmt.Errorf("%s %s: no AWS credentials", c.svc.Name, r.op)
 	}
-	req, err := http.NewRequestWithContext(ctx, r.method, strings.TrimSuffix(c.endpoint.String(), "/")+r.path, bytes.NewReader(r.body))
+	endpoint := *c.endpoint
+	if r.host != "" {
+		endpoint.Host = r.host
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, strings.TrimSuffix(endpoint.String(), "/")+r.path, bytes.NewReader(r.body))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", c.svc.Name, r.op, err)
 	}
@@ -202,7 +214,11 @@ func (c *Client) send(ctx context.Context, r request) (*response, error) {
 		return nil, fmt.Errorf("%s %s: AWS credentials: %w", c.svc.Name, r.op, err)
 	}
 	sum := sha256.Sum256(r.body)
-	if err := c.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), c.svc.Signing, c.region, c.now().UTC()); err != nil {
+	hash := hex.EncodeToString(sum[:])
+	if c.svc.s3 {
+		req.Header.Set("X-Amz-Content-Sha256", hash)
+	}
+	if err := c.signer.SignHTTP(ctx, creds, req, hash, c.svc.Signing, c.region, c.now().UTC()); err != nil {
 		return nil, fmt.Errorf("%s %s: sign: %w", c.svc.Name, r.op, err)
 	}
 	res, err := c.http.Do(req)

@@ -86,8 +86,16 @@ func verify(r *http.Request, body []byte, wantService, wantRegion string) string
 		fmt.Fprintf(&headers, "%s:%s\n", h, strings.Join(strings.Fields(v), " "))
 	}
 	sum := sha256.Sum256(body)
-	// Services other than S3 sign the path escaped once more.
-	canonical := strings.Join([]string{r.Method, escapePath(r.URL.EscapedPath()), canonicalQuery(r.URL.Query()),
+	// Services other than S3 sign the path escaped once more; S3 signs
+	// the hash of the payload it is sent in X-Amz-Content-Sha256.
+	path := escapePath(r.URL.EscapedPath())
+	if service == "s3" {
+		path = r.URL.EscapedPath()
+		if got := r.Header.Get("X-Amz-Content-Sha256"); got != hex.EncodeToString(sum[:]) || !slices.Contains(signed, "x-amz-content-sha256") {
+			return "X-Amz-Content-Sha256 " + got + " is not the payload's hash, or not signed"
+		}
+	}
+	canonical := strings.Join([]string{r.Method, path, canonicalQuery(r.URL.Query()),
 		headers.String(), m[5], hex.EncodeToString(sum[:])}, "\n")
 	reqSum := sha256.Sum256([]byte(canonical))
 	scope := date + "/" + region + "/" + service + "/aws4_request"
@@ -272,6 +280,11 @@ func TestErrors(t *testing.T) {
 		{"query compatible", sqsService, 400, map[string]string{"X-Amzn-Query-Error": "AWS.SimpleQueueService.NonExistentQueue;Sender"},
 			`{"__type":"com.amazonaws.sqs#QueueDoesNotExist","message":"The specified queue does not exist."}`,
 			Error{Service: "SQS", Operation: "Op", Status: 400, Code: "AWS.SimpleQueueService.NonExistentQueue", Message: "The specified queue does not exist."}},
+		{"restXml", s3Service, 404, map[string]string{"X-Amz-Request-Id": "req-3"},
+			`<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message><Key>a.md</Key></Error>`,
+			Error{Service: "S3", Operation: "Op", Status: 404, Code: "NoSuchKey", Message: "The specified key does not exist.", RequestID: "req-3"}},
+		{"restXml without a body", s3Service, 404, nil, ``,
+			Error{Service: "S3", Operation: "Op", Status: 404, Code: "NotFound"}},
 		{"no code: the status", stepFunctions, 403, nil, `<html>Forbidden</html>`,
 			Error{Service: "SFN", Operation: "Op", Status: 403, Code: "Forbidden"}},
 	} {

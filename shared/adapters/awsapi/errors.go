@@ -90,10 +90,18 @@ func HasCode(err error, codes ...string) bool {
 // decodeError reads the error a service answered with status: the code
 // in the X-Amzn-Errortype header or the body's __type (awsJson,
 // restJson1), in x-amzn-query-error for a service compatible with the
-// query protocol, or in <Error><Code> (query).
+// query protocol, in <Error><Code> (query) or in <Code> of the <Error>
+// (restXml, S3). An answer without one (S3's 404 to a HEAD) has its
+// status's text ("NotFound").
 func (s Service) decodeError(op string, status int, h http.Header, body []byte) *Error {
-	e := &Error{Service: s.Name, Operation: op, Status: status, RequestID: h.Get("X-Amzn-Requestid"), Header: h, Body: body}
-	if s.protocol == query {
+	e := &Error{Service: s.Name, Operation: op, Status: status, RequestID: cmp.Or(h.Get("X-Amzn-Requestid"), h.Get("X-Amz-Request-Id")), Header: h, Body: body}
+	switch s.protocol {
+	case restXML:
+		var x struct{ Code, Message string }
+		if xml.Unmarshal(body, &x) == nil {
+			e.Code, e.Message = x.Code, x.Message
+		}
+	case query:
 		var x struct {
 			Code      string `xml:"Error>Code"`
 			Message   string `xml:"Error>Message"`
@@ -105,7 +113,7 @@ func (s Service) decodeError(op string, status int, h http.Header, body []byte) 
 				e.RequestID = x.RequestID
 			}
 		}
-	} else {
+	default:
 		var j struct {
 			Type     string `json:"__type"`
 			Code     string `json:"code"`

@@ -64,7 +64,7 @@ func newRigPolling(t testing.TB, idle, poll time.Duration, adjust func(*ecs.Conf
 			return 2
 		}
 		// A task has a bucket client of its own.
-		root, err := s3fs.New(cloudtest.S3Client(endpoint), te.Bucket, "")
+		root, err := s3fs.New(cloudtest.S3Client(t, endpoint), te.Bucket, "")
 		if err != nil {
 			t.Errorf("task bucket: %v", err)
 			return 2

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 )
 
 // defaultBaseURL is OpenAI's own API, used when no base URL is set.
@@ -32,10 +33,26 @@ type client struct {
 	hc     *http.Client
 }
 
+// maxIdlePerHost is how many idle connections to a model's server are
+// kept: one server takes the model calls of every session at once, and
+// net/http's default (2) closed all but two after each burst of
+// concurrent turns, which then dialled again (with https, a TLS
+// handshake each).
+const maxIdlePerHost = 64
+
+// transport is the HTTP transport of clients given none: net/http's
+// default, keeping maxIdlePerHost idle connections per server.
+var transport = sync.OnceValue(func() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = maxIdlePerHost
+	t.MaxIdleConns = max(t.MaxIdleConns, maxIdlePerHost)
+	return t
+})
+
 // newClient returns a client for the API at baseURL (OpenAI's when
-// empty), sending requests with hc (a plain client when nil). hc is
-// copied, to follow redirects within the base URL's origin only: the key
-// and the conversation go nowhere else.
+// empty), sending requests with hc (a plain client over transport when
+// nil). hc is copied, to follow redirects within the base URL's origin
+// only: the key and the conversation go nowhere else.
 func newClient(baseURL, apiKey string, hc *http.Client) (*client, error) {
 	u, err := url.Parse(cmp.Or(baseURL, defaultBaseURL))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -44,7 +61,7 @@ func newClient(baseURL, apiKey string, hc *http.Client) (*client, error) {
 	if !strings.HasSuffix(u.Path, "/") {
 		u.Path += "/"
 	}
-	c := &client{base: u, apiKey: apiKey, hc: &http.Client{}}
+	c := &client{base: u, apiKey: apiKey, hc: &http.Client{Transport: transport()}}
 	if hc != nil {
 		*c.hc = *hc
 	}

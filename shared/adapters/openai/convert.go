@@ -1,12 +1,14 @@
 package openai
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -260,10 +262,12 @@ type functionTool struct {
 }
 
 // toolCache keeps the encoded form of the tool sets requests offer. An
-// agent offers the same slice of definitions on every call (tool.Registry
-// builds it once), so it is found by the slice's first element; the entry
-// keeps the slice, so that address cannot be reused by another one while
-// cached. A few entries are kept, the oldest replaced first.
+// agent offers the same tools on every call, though not always the same
+// slice (the loop filters a registry's definitions by autonomy and by the
+// tools available, making a new slice), so a set is found by its content:
+// comparing a few definitions costs far less than encoding them again.
+// An entry keeps its own copy of the definitions, which no caller can
+// change. A few entries are kept, the oldest replaced first.
 type toolCache struct {
 	mu      sync.Mutex
 	entries [8]toolEntry
@@ -275,32 +279,48 @@ type toolEntry struct {
 	json json.RawMessage
 }
 
-// encode returns the wire form of defs, which must not change once given.
+// encode returns the wire form of defs.
 func (c *toolCache) encode(defs []chat.ToolDef) (json.RawMessage, error) {
 	c.mu.Lock()
 	for _, e := range c.entries {
-		if len(e.defs) == len(defs) && &e.defs[0] == &defs[0] {
+		if e.json != nil && sameTools(e.defs, defs) {
 			c.mu.Unlock()
 			return e.json, nil
 		}
 	}
 	c.mu.Unlock()
 	tools := make([]functionTool, len(defs))
+	kept := make([]chat.ToolDef, len(defs))
 	for i, td := range defs {
 		if td.Name == "" {
 			return nil, errors.New("tool definition has no name")
 		}
 		tools[i] = functionTool{Type: "function", Function: functionDef{Name: td.Name, Description: td.Description, Parameters: td.Parameters, Strict: td.Strict}}
+		kept[i] = td
+		kept[i].Parameters = bytes.Clone(td.Parameters)
+		if td.Strict != nil {
+			strict := *td.Strict
+			kept[i].Strict = &strict
+		}
 	}
 	b, err := json.Marshal(tools)
 	if err != nil {
 		return nil, fmt.Errorf("tool parameters are not valid JSON: %w", err)
 	}
 	c.mu.Lock()
-	c.entries[c.next] = toolEntry{defs: defs, json: b}
+	c.entries[c.next] = toolEntry{defs: kept, json: b}
 	c.next = (c.next + 1) % len(c.entries)
 	c.mu.Unlock()
 	return b, nil
+}
+
+// sameTools reports whether a and b define the same tools, in the same
+// order.
+func sameTools(a, b []chat.ToolDef) bool {
+	return slices.EqualFunc(a, b, func(x, y chat.ToolDef) bool {
+		return x.Name == y.Name && x.Description == y.Description && bytes.Equal(x.Parameters, y.Parameters) &&
+			(x.Strict == nil) == (y.Strict == nil) && (x.Strict == nil || *x.Strict == *y.Strict)
+	})
 }
 
 // chatCompletion is a non-streamed answer: the fields read of it.

@@ -52,7 +52,8 @@ type EmbedConfig struct {
 	// Timeout bounds each request; DefaultEmbedTimeout when zero.
 	Timeout time.Duration
 	// HTTPClient sends the requests, following redirects within the base
-	// URL's origin only; a client over http.DefaultTransport when nil.
+	// URL's origin only; when nil, a client over net/http's default
+	// transport that keeps 64 idle connections per server (maxIdlePerHost).
 	HTTPClient *http.Client
 }
 

@@ -50,7 +50,8 @@ type Config struct {
 	// for the response and for each following chunk. DefaultTimeout when zero.
 	Timeout time.Duration
 	// HTTPClient sends the requests, following redirects within the base
-	// URL's origin only; a client over http.DefaultTransport when nil.
+	// URL's origin only; when nil, a client over net/http's default
+	// transport that keeps 64 idle connections per server (maxIdlePerHost).
 	HTTPClient *http.Client
 	// MaxReplyBytes caps one reply: its content, refusal and tool calls.
 	// A longer reply is cut and ends with finish reason "length"; a

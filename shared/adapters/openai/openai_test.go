@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -632,9 +633,10 @@ func BenchmarkGenerate(b *testing.B) {
 	}
 }
 
-// The tool cache hands back the encoding of the very slice it is given:
-// agents' slices are encoded once, and other slices, also of the same
-// length, get their own.
+// The tool cache hands back the encoding of the tools it is given: a set
+// is encoded once, found again in another slice of the same tools (the
+// loop filters an agent's tools into a new slice each turn), and a set
+// changed since, or another of the same length, gets its own.
 func TestToolCache(t *testing.T) {
 	var c toolCache
 	a := []chat.ToolDef{{Name: "a", Parameters: json.RawMessage(`{"type":"object"}`)}}
@@ -653,6 +655,19 @@ func TestToolCache(t *testing.T) {
 			}
 		}
 	}
+	first, _ := c.encode(a)
+	again, err := c.encode(slices.Clone(a))
+	if err != nil || &again[0] != &first[0] {
+		t.Errorf("another slice of the same tools was encoded again (%s, %v)", again, err)
+	}
+	a[0].Parameters[2] = 'T' // {"Type":"object"}: the caller changed its slice
+	if got, err := c.encode(a); err != nil || string(got) != `[{"type":"function","function":{"name":"a","parameters":{"Type":"object"}}}]` {
+		t.Errorf("encode of a changed set = %s, %v", got, err)
+	}
+	strict, lax := true, false
+	if s, l := must(c.encode([]chat.ToolDef{{Name: "s", Strict: &strict}})), must(c.encode([]chat.ToolDef{{Name: "s", Strict: &lax}})); string(s) == string(l) {
+		t.Errorf("strict and lax tools encoded alike: %s", s)
+	}
 	// More slices than entries: each still gets its own encoding.
 	for i := range 20 {
 		name := fmt.Sprintf("t%d", i)
@@ -661,6 +676,13 @@ func TestToolCache(t *testing.T) {
 			t.Errorf("encode(%s) = %s, %v", name, got, err)
 		}
 	}
+}
+
+func must(b json.RawMessage, err error) json.RawMessage {
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // BenchmarkRequestBody encodes a turn's request: a 12 KB system prompt,

@@ -11,7 +11,6 @@
 package s3
 
 import (
-	"bytes"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
@@ -29,22 +28,19 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 )
 
-// API is the part of the S3 client the adapter calls; *s3.Client has it.
+// API is the part of the S3 API the adapter calls; *awsapi.S3 has it.
 type API interface {
-	GetObject(ctx context.Context, in *awss3.GetObjectInput, opts ...func(*awss3.Options)) (*awss3.GetObjectOutput, error)
-	HeadObject(ctx context.Context, in *awss3.HeadObjectInput, opts ...func(*awss3.Options)) (*awss3.HeadObjectOutput, error)
-	PutObject(ctx context.Context, in *awss3.PutObjectInput, opts ...func(*awss3.Options)) (*awss3.PutObjectOutput, error)
-	DeleteObject(ctx context.Context, in *awss3.DeleteObjectInput, opts ...func(*awss3.Options)) (*awss3.DeleteObjectOutput, error)
-	DeleteObjects(ctx context.Context, in *awss3.DeleteObjectsInput, opts ...func(*awss3.Options)) (*awss3.DeleteObjectsOutput, error)
-	ListObjectsV2(ctx context.Context, in *awss3.ListObjectsV2Input, opts ...func(*awss3.Options)) (*awss3.ListObjectsV2Output, error)
+	GetObject(ctx context.Context, bucket, key, rng string) (*awsapi.GetObjectOutput, error)
+	HeadObject(ctx context.Context, bucket, key string) (awsapi.Object, error)
+	PutObject(ctx context.Context, in awsapi.PutObjectInput) (string, error)
+	DeleteObject(ctx context.Context, bucket, key string) error
+	DeleteObjects(ctx context.Context, bucket string, keys []string) ([]awsapi.DeleteError, error)
+	ListObjectsV2(ctx context.Context, in awsapi.ListObjectsV2Input) (*awsapi.ListObjectsV2Output, error)
 }
 
 // Limits of S3 the adapter keeps to.
@@ -56,18 +52,6 @@ const (
 // pageSize is the most keys one ListObjectsV2 or DeleteObjects request
 // carries (S3's most; tests lower it).
 var pageSize = 1000
-
-// NewClient returns an S3 client of cfg. A non-empty endpoint replaces
-// S3's (an S3-compatible server, as in tests) and is addressed path-style
-// (http://host/bucket/key), which such servers need.
-func NewClient(cfg aws.Config, endpoint string) *awss3.Client {
-	return awss3.NewFromConfig(cfg, func(o *awss3.Options) {
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-			o.UsePathStyle = true
-		}
-	})
-}
 
 // FS is the objects under a key prefix of a bucket as a filestore.FS.
 //
@@ -102,6 +86,17 @@ func New(api API, bucket, prefix string) (*FS, error) {
 		return nil, fmt.Errorf("s3: prefix: %w", err)
 	}
 	return sub.(*FS), nil
+}
+
+// Open returns the objects of bucket through an S3 client of cfg
+// (awsapi.NewS3); a non-empty endpoint replaces S3's (an S3-compatible
+// server, as in tests) and is addressed path-style.
+func Open(cfg aws.Config, endpoint, bucket string) (*FS, error) {
+	api, err := awsapi.NewS3(cfg, endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("s3: %w", err)
+	}
+	return New(api, bucket, "")
 }
 
 // Bucket returns the FS's bucket and the key prefix of its root ("" or
@@ -160,8 +155,8 @@ func (f *FS) StatFile(ctx context.Context, name string) (filestore.Entry, error)
 	if name == "." {
 		return filestore.Entry{}, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
 	}
-	out, missing, err := object(ctx, f, "stat", name, "HeadObject", func() (*awss3.HeadObjectOutput, error) {
-		return f.api.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &f.bucket, Key: aws.String(f.key(name))})
+	o, missing, err := object(ctx, f, "stat", name, "HeadObject", func() (awsapi.Object, error) {
+		return f.api.HeadObject(ctx, f.bucket, f.key(name))
 	})
 	switch {
 	case err != nil:
@@ -169,7 +164,7 @@ func (f *FS) StatFile(ctx context.Context, name string) (filestore.Entry, error)
 	case missing:
 		return filestore.Entry{}, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
 	}
-	return fileEntry(name, aws.ToInt64(out.ContentLength), out.LastModified, out.ETag), nil
+	return fileEntry(name, o), nil
 }
 
 // object calls get, a HeadObject or GetObject of the file name's key,
@@ -187,15 +182,15 @@ func object[T any](ctx context.Context, f *FS, op, name, call string, get func()
 			return out, false, nil
 		case notFound(err):
 			return out, true, nil
-		case status(err) != http.StatusForbidden:
+		case awsapi.Status(err) != http.StatusForbidden:
 			return out, false, fail(op, name, call, err)
 		}
 		key := f.key(name)
-		list, lerr := f.api.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: &f.bucket, Prefix: &key, MaxKeys: aws.Int32(1)})
+		list, lerr := f.api.ListObjectsV2(ctx, awsapi.ListObjectsV2Input{Bucket: f.bucket, Prefix: key, MaxKeys: 1})
 		switch {
 		case lerr != nil || try == 1:
 			return out, false, fail(op, name, call, err)
-		case len(list.Contents) == 0 || aws.ToString(list.Contents[0].Key) != key:
+		case len(list.Contents) == 0 || list.Contents[0].Key != key:
 			return out, true, nil
 		}
 	}
@@ -203,7 +198,7 @@ func object[T any](ctx context.Context, f *FS, op, name, call string, get func()
 
 // isDir reports whether a file is under the directory name.
 func (f *FS) isDir(ctx context.Context, op, name string) (bool, error) {
-	out, err := f.api.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: &f.bucket, Prefix: aws.String(f.dirKey(name)), MaxKeys: aws.Int32(1)})
+	out, err := f.api.ListObjectsV2(ctx, awsapi.ListObjectsV2Input{Bucket: f.bucket, Prefix: f.dirKey(name), MaxKeys: 1})
 	if err != nil {
 		return false, fail(op, name, "ListObjectsV2", err)
 	}
@@ -233,16 +228,16 @@ func (f *FS) ReadFile(ctx context.Context, name string, limit int64) ([]byte, fi
 		return nil, filestore.Entry{}, &fs.PathError{Op: "read", Path: name, Err: filestore.ErrNotFile}
 	}
 	limit = max(limit, 0)
-	in := &awss3.GetObjectInput{Bucket: &f.bucket, Key: aws.String(f.key(name))}
+	rng := ""
 	if limit > 0 {
-		in.Range = aws.String(fmt.Sprintf("bytes=0-%d", limit-1))
+		rng = fmt.Sprintf("bytes=0-%d", limit-1)
 	}
-	out, missing, err := object(ctx, f, "read", name, "GetObject", func() (*awss3.GetObjectOutput, error) {
-		out, err := f.api.GetObject(ctx, in)
-		if in.Range != nil && errorCode(err) == "InvalidRange" {
+	out, missing, err := object(ctx, f, "read", name, "GetObject", func() (*awsapi.GetObjectOutput, error) {
+		out, err := f.api.GetObject(ctx, f.bucket, f.key(name), rng)
+		if rng != "" && awsapi.Code(err) == "InvalidRange" {
 			// An empty object has no byte 0: S3 refuses any range of it.
-			in.Range = nil
-			out, err = f.api.GetObject(ctx, in)
+			rng = ""
+			out, err = f.api.GetObject(ctx, f.bucket, f.key(name), rng)
 		}
 		return out, err
 	})
@@ -257,11 +252,10 @@ func (f *FS) ReadFile(ctx context.Context, name string, limit int64) ([]byte, fi
 	if err != nil {
 		return nil, filestore.Entry{}, fail("read", name, "GetObject", err)
 	}
-	size := aws.ToInt64(out.ContentLength)
-	if total, ok := rangeTotal(aws.ToString(out.ContentRange)); ok {
-		size = total
+	if total, ok := rangeTotal(out.ContentRange); ok {
+		out.Size = total
 	}
-	return data, fileEntry(name, size, out.LastModified, out.ETag), nil
+	return data, fileEntry(name, out.Object), nil
 }
 
 // rangeTotal is the complete length in a Content-Range header
@@ -285,12 +279,11 @@ func (f *FS) ReadDir(ctx context.Context, dir string, limit int) ([]filestore.En
 	var out []filestore.Entry
 	dirs := map[string]bool{}
 	found := false
-	p := awss3.NewListObjectsV2Paginator(f.api, &awss3.ListObjectsV2Input{
-		Bucket: &f.bucket, Prefix: aws.String(base), Delimiter: aws.String("/"),
-		MaxKeys: aws.Int32(int32(min(max(limit, 1), pageSize))),
-	})
-	for p.HasMorePages() && len(out) < limit {
-		page, err := p.NextPage(ctx)
+	p := &pages{api: f.api, in: awsapi.ListObjectsV2Input{
+		Bucket: f.bucket, Prefix: base, Delimiter: "/", MaxKeys: min(max(limit, 1), pageSize),
+	}}
+	for p.more() && len(out) < limit {
+		page, err := p.next(ctx)
 		if err != nil {
 			return nil, fail("readdir", dir, "ListObjectsV2", err)
 		}
@@ -307,21 +300,42 @@ func (f *FS) ReadDir(ctx context.Context, dir string, limit int) ([]filestore.En
 	if !found && dir != "." && limit > 0 {
 		return nil, &fs.PathError{Op: "readdir", Path: dir, Err: fs.ErrNotExist}
 	}
-	return f.firstByName(ctx, base, out, limit, !p.HasMorePages())
+	return f.firstByName(ctx, base, out, limit, !p.more())
+}
+
+// pages is a listing, page by page.
+type pages struct {
+	api  API
+	in   awsapi.ListObjectsV2Input
+	done bool
+}
+
+// more reports whether a page is left.
+func (p *pages) more() bool { return !p.done }
+
+// next lists the next page.
+func (p *pages) next(ctx context.Context) (*awsapi.ListObjectsV2Output, error) {
+	page, err := p.api.ListObjectsV2(ctx, p.in)
+	if err != nil {
+		return nil, err
+	}
+	p.in.ContinuationToken = page.NextContinuationToken
+	p.done = !page.IsTruncated
+	return page, nil
 }
 
 // listed are the entries of one delimited listing page under base.
-func listed(base string, page *awss3.ListObjectsV2Output) []filestore.Entry {
+func listed(base string, page *awsapi.ListObjectsV2Output) []filestore.Entry {
 	var out []filestore.Entry
 	for _, o := range page.Contents {
-		name := strings.TrimPrefix(aws.ToString(o.Key), base)
+		name := strings.TrimPrefix(o.Key, base)
 		if name == "" || name == "." || name == ".." {
 			continue // a "folder" marker some consoles write, or a key no name reaches
 		}
-		out = append(out, fileEntry(name, aws.ToInt64(o.Size), o.LastModified, o.ETag))
+		out = append(out, fileEntry(name, o))
 	}
 	for _, cp := range page.CommonPrefixes {
-		name := strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cp.Prefix), base), "/")
+		name := strings.TrimSuffix(strings.TrimPrefix(cp, base), "/")
 		if name == "" || name == "." || name == ".." {
 			continue
 		}
@@ -350,7 +364,7 @@ func (f *FS) firstByName(ctx context.Context, base string, es []filestore.Entry,
 			if last[i] >= '/' || slices.ContainsFunc(es, func(e filestore.Entry) bool { return e.Name == cand }) {
 				continue
 			}
-			out, err := f.api.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: &f.bucket, Prefix: aws.String(base + cand + "/"), MaxKeys: aws.Int32(1)})
+			out, err := f.api.ListObjectsV2(ctx, awsapi.ListObjectsV2Input{Bucket: f.bucket, Prefix: base + cand + "/", MaxKeys: 1})
 			if err != nil {
 				return nil, fail("readdir", path.Dir(base), "ListObjectsV2", err)
 			}
@@ -375,20 +389,18 @@ func (f *FS) Walk(ctx context.Context, dir string, fn func(name string, e filest
 	if err := f.check("walk", dir); err != nil {
 		return err
 	}
-	p := awss3.NewListObjectsV2Paginator(f.api, &awss3.ListObjectsV2Input{
-		Bucket: &f.bucket, Prefix: aws.String(f.dirKey(dir)), MaxKeys: aws.Int32(int32(pageSize)),
-	})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
+	p := &pages{api: f.api, in: awsapi.ListObjectsV2Input{Bucket: f.bucket, Prefix: f.dirKey(dir), MaxKeys: pageSize}}
+	for p.more() {
+		page, err := p.next(ctx)
 		if err != nil {
 			return fail("walk", dir, "ListObjectsV2", err)
 		}
 		for _, o := range page.Contents {
-			name := strings.TrimPrefix(aws.ToString(o.Key), f.prefix)
+			name := strings.TrimPrefix(o.Key, f.prefix)
 			if !fs.ValidPath(name) || name == "." {
 				continue
 			}
-			if err := fn(name, fileEntry(name, aws.ToInt64(o.Size), o.LastModified, o.ETag)); err != nil {
+			if err := fn(name, fileEntry(name, o)); err != nil {
 				return err
 			}
 		}
@@ -407,26 +419,22 @@ func (f *FS) WriteFile(ctx context.Context, name string, data []byte, ifVersion 
 	if name == "." {
 		return filestore.Entry{}, &fs.PathError{Op: "write", Path: name, Err: filestore.ErrNotFile}
 	}
-	in := &awss3.PutObjectInput{
-		Bucket: &f.bucket, Key: aws.String(f.key(name)),
-		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
-	}
+	in := awsapi.PutObjectInput{Bucket: f.bucket, Key: f.key(name), Body: data}
 	switch ifVersion {
 	case filestore.Any:
 	case filestore.Absent:
-		in.IfNoneMatch = aws.String("*")
+		in.IfNoneMatch = "*"
 	default:
-		in.IfMatch = aws.String(string(ifVersion))
+		in.IfMatch = string(ifVersion)
 	}
-	out, err := f.api.PutObject(ctx, in)
+	etag, err := f.api.PutObject(ctx, in)
 	if conflict(err) {
 		return filestore.Entry{}, &fs.PathError{Op: "write", Path: name, Err: filestore.ErrConflict}
 	}
 	if err != nil {
 		return filestore.Entry{}, fail("write", name, "PutObject", err)
 	}
-	now := time.Now()
-	return fileEntry(name, int64(len(data)), &now, out.ETag), nil
+	return fileEntry(name, awsapi.Object{Size: int64(len(data)), LastModified: time.Now(), ETag: etag}), nil
 }
 
 // Remove implements filestore.FS.
@@ -437,9 +445,9 @@ func (f *FS) Remove(ctx context.Context, name string) error {
 	if name == "." {
 		return &fs.PathError{Op: "remove", Path: name, Err: filestore.ErrNotFile}
 	}
-	key := aws.String(f.key(name))
-	_, missing, err := object(ctx, f, "remove", name, "HeadObject", func() (*awss3.HeadObjectOutput, error) {
-		return f.api.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &f.bucket, Key: key})
+	key := f.key(name)
+	_, missing, err := object(ctx, f, "remove", name, "HeadObject", func() (awsapi.Object, error) {
+		return f.api.HeadObject(ctx, f.bucket, key)
 	})
 	switch {
 	case err != nil:
@@ -447,7 +455,7 @@ func (f *FS) Remove(ctx context.Context, name string) error {
 	case missing:
 		return f.missing(ctx, "remove", name)
 	}
-	if _, err := f.api.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &f.bucket, Key: key}); err != nil {
+	if err := f.api.DeleteObject(ctx, f.bucket, key); err != nil {
 		return fail("remove", name, "DeleteObject", err)
 	}
 	return nil
@@ -464,27 +472,25 @@ func (f *FS) RemoveAll(ctx context.Context, dir string) error {
 	if dir == "." {
 		return &fs.PathError{Op: "removeall", Path: dir, Err: fmt.Errorf("%w: the root is not removed", fs.ErrInvalid)}
 	}
-	var batch []types.ObjectIdentifier
-	_, missing, err := object(ctx, f, "removeall", dir, "HeadObject", func() (*awss3.HeadObjectOutput, error) {
-		return f.api.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &f.bucket, Key: aws.String(f.key(dir))})
+	var batch []string
+	_, missing, err := object(ctx, f, "removeall", dir, "HeadObject", func() (awsapi.Object, error) {
+		return f.api.HeadObject(ctx, f.bucket, f.key(dir))
 	})
 	if err != nil {
 		return err
 	}
 	if !missing {
-		batch = append(batch, types.ObjectIdentifier{Key: aws.String(f.key(dir))})
+		batch = append(batch, f.key(dir))
 	}
-	p := awss3.NewListObjectsV2Paginator(f.api, &awss3.ListObjectsV2Input{
-		Bucket: &f.bucket, Prefix: aws.String(f.dirKey(dir)), MaxKeys: aws.Int32(int32(max(pageSize-1, 1))),
-	})
+	p := &pages{api: f.api, in: awsapi.ListObjectsV2Input{Bucket: f.bucket, Prefix: f.dirKey(dir), MaxKeys: max(pageSize-1, 1)}}
 	for {
-		if p.HasMorePages() {
-			page, err := p.NextPage(ctx)
+		if p.more() {
+			page, err := p.next(ctx)
 			if err != nil {
 				return fail("removeall", dir, "ListObjectsV2", err)
 			}
 			for _, o := range page.Contents {
-				batch = append(batch, types.ObjectIdentifier{Key: o.Key})
+				batch = append(batch, o.Key)
 			}
 		}
 		if len(batch) > 0 {
@@ -493,41 +499,25 @@ func (f *FS) RemoveAll(ctx context.Context, dir string) error {
 			}
 			batch = batch[:0]
 		}
-		if !p.HasMorePages() {
+		if !p.more() {
 			return nil
 		}
 	}
 }
 
 // deleteBatch deletes at most pageSize keys in one request.
-func (f *FS) deleteBatch(ctx context.Context, dir string, keys []types.ObjectIdentifier) error {
-	out, err := f.api.DeleteObjects(ctx, &awss3.DeleteObjectsInput{
-		Bucket: &f.bucket,
-		Delete: &types.Delete{Objects: keys, Quiet: aws.Bool(true)},
-	})
+func (f *FS) deleteBatch(ctx context.Context, dir string, keys []string) error {
+	failed, err := f.api.DeleteObjects(ctx, f.bucket, keys)
 	if err != nil {
 		return fail("removeall", dir, "DeleteObjects", err)
 	}
-	if len(out.Errors) > 0 {
-		e := out.Errors[0]
-		name := strings.TrimPrefix(aws.ToString(e.Key), f.prefix)
-		return fail("removeall", dir, "DeleteObjects", &apiError{code: aws.ToString(e.Code), key: name, n: len(out.Errors)})
+	if len(failed) > 0 {
+		e := failed[0]
+		return &fs.PathError{Op: "removeall", Path: dir, Err: &Error{Call: "DeleteObjects", Code: e.Code,
+			err: fmt.Errorf("%d keys not deleted, the first %s: %s", len(failed), strings.TrimPrefix(e.Key, f.prefix), e.Code)}}
 	}
 	return nil
 }
-
-// apiError is a key DeleteObjects did not delete.
-type apiError struct {
-	code, key string
-	n         int
-}
-
-func (e *apiError) Error() string {
-	return fmt.Sprintf("%d keys not deleted, the first %s: %s", e.n, e.key, e.code)
-}
-
-// ErrorCode is S3's code of the failure, as smithy.APIError has it.
-func (e *apiError) ErrorCode() string { return e.code }
 
 // ContentVersion implements filestore.ContentVersioner: S3's ETag of an
 // object written whole (as WriteFile does), unencrypted or with SSE-S3 as
@@ -546,9 +536,9 @@ func (f *FS) Sub(dir string) (filestore.FS, error) {
 	return &FS{api: f.api, bucket: f.bucket, prefix: f.dirKey(dir)}, nil
 }
 
-// fileEntry describes an object.
-func fileEntry(name string, size int64, mod *time.Time, etag *string) filestore.Entry {
-	return filestore.Entry{Name: path.Base(name), Size: size, ModTime: aws.ToTime(mod), Version: filestore.Version(aws.ToString(etag))}
+// fileEntry describes the object o as the file name.
+func fileEntry(name string, o awsapi.Object) filestore.Entry {
+	return filestore.Entry{Name: path.Base(name), Size: o.Size, ModTime: o.LastModified, Version: filestore.Version(o.ETag)}
 }
 
 // dirEntry describes a directory, a key prefix.
@@ -556,34 +546,10 @@ func dirEntry(name string) filestore.Entry {
 	return filestore.Entry{Name: path.Base(name), Mode: fs.ModeDir}
 }
 
-// errorCode is the S3 error code of err, or "".
-func errorCode(err error) string {
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		return ae.ErrorCode()
-	}
-	return ""
-}
-
-// status is the HTTP status of the response err failed with, or 0.
-func status(err error) int {
-	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
-		return re.HTTPStatusCode()
-	}
-	return 0
-}
-
 // notFound reports whether err says the key holds no object (GetObject's
 // NoSuchKey, HeadObject's bodiless 404).
 func notFound(err error) bool {
-	if err == nil {
-		return false
-	}
-	var nsk *types.NoSuchKey
-	var nf *types.NotFound
-	return errors.As(err, &nsk) || errors.As(err, &nf) || errorCode(err) == "NoSuchKey" ||
-		(status(err) == http.StatusNotFound && errorCode(err) != "NoSuchBucket")
+	return awsapi.Code(err) == "NoSuchKey" || (awsapi.Status(err) == http.StatusNotFound && awsapi.Code(err) != "NoSuchBucket")
 }
 
 // conflict reports whether a conditional write was refused: 412 when the
@@ -593,15 +559,14 @@ func conflict(err error) bool {
 	if err == nil {
 		return false
 	}
-	code := errorCode(err)
-	return code == "PreconditionFailed" || code == "ConditionalRequestConflict" ||
-		status(err) == http.StatusPreconditionFailed
+	return awsapi.HasCode(err, "PreconditionFailed", "ConditionalRequestConflict") ||
+		awsapi.Status(err) == http.StatusPreconditionFailed
 }
 
 // fail wraps err, from the S3 call call of op on name, in an
 // *fs.PathError whose text holds S3's error code and status, not the
-// SDK's whole message (request ids, the endpoint); the SDK's error stays
-// reachable through errors.As. A refusal matches fs.ErrPermission; a
+// service's whole message (request ids, the endpoint); the
+// *awsapi.Error stays reachable through errors.As. A refusal matches fs.ErrPermission; a
 // cancelled or expired context is passed on as itself.
 func fail(op, name, call string, err error) error {
 	for _, c := range []error{context.Canceled, context.DeadlineExceeded} {
@@ -609,7 +574,7 @@ func fail(op, name, call string, err error) error {
 			return &fs.PathError{Op: op, Path: name, Err: c}
 		}
 	}
-	return &fs.PathError{Op: op, Path: name, Err: &Error{Call: call, Code: errorCode(err), Status: status(err), err: err}}
+	return &fs.PathError{Op: op, Path: name, Err: &Error{Call: call, Code: awsapi.Code(err), Status: awsapi.Status(err), err: err}}
 }
 
 // Error is a failed S3 request.
@@ -638,7 +603,7 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("S3 %s: no answer", e.Call)
 }
 
-// Unwrap returns the SDK's error.
+// Unwrap returns the client's error.
 func (e *Error) Unwrap() error { return e.err }
 
 // Is makes a refused request (HTTP 403) match fs.ErrPermission.

@@ -112,7 +112,7 @@ func TestInvalidNamesSendNothing(t *testing.T) {
 		http.Error(w, "", http.StatusInternalServerError)
 	}))
 	defer srv.Close()
-	f, err := s3fs.New(cloudtest.S3Client(srv.URL), "b", "agents/main")
+	f, err := s3fs.New(cloudtest.S3Client(t, srv.URL), "b", "agents/main")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,13 +132,13 @@ func TestInvalidNamesSendNothing(t *testing.T) {
 	if n := requests.Load(); n != 0 {
 		t.Errorf("%d requests reached S3", n)
 	}
-	if _, err := s3fs.New(cloudtest.S3Client(srv.URL), "b", "../up"); !errors.Is(err, fs.ErrInvalid) {
+	if _, err := s3fs.New(cloudtest.S3Client(t, srv.URL), "b", "../up"); !errors.Is(err, fs.ErrInvalid) {
 		t.Errorf("a prefix reaching up: %v, want fs.ErrInvalid", err)
 	}
 }
 
 // S3's failures become the port's errors, and their text holds S3's code
-// and status, not the SDK's message (request ids, the endpoint).
+// and status, not the service's whole message (request ids, the endpoint).
 func TestErrors(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -176,7 +176,7 @@ func TestErrors(t *testing.T) {
 				fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>detail req-secret-id</Message><RequestId>req-secret-id</RequestId></Error>`, tc.code)
 			}))
 			defer srv.Close()
-			api := cloudtest.S3Client(srv.URL)
+			api := cloudtest.S3Client(t, srv.URL)
 			f, err := s3fs.New(api, "b", "")
 			if err != nil {
 				t.Fatal(err)
@@ -211,7 +211,7 @@ func TestErrors(t *testing.T) {
 func TestReadFileRange(t *testing.T) {
 	endpoint, bucket := cloudtest.S3(t)
 	var ranges []string
-	f, err := s3fs.New(cloudtest.S3Client(proxy(t, endpoint, func(r *http.Request, _ *http.Response) {
+	f, err := s3fs.New(cloudtest.S3Client(t, proxy(t, endpoint, func(r *http.Request, _ *http.Response) {
 		if r.Method == http.MethodGet {
 			ranges = append(ranges, r.Header.Get("Range"))
 		}
@@ -234,7 +234,7 @@ func TestReadFileRange(t *testing.T) {
 func TestStatFile(t *testing.T) {
 	endpoint, bucket := cloudtest.S3(t)
 	var calls []string
-	f, err := s3fs.New(cloudtest.S3Client(proxy(t, endpoint, func(r *http.Request, _ *http.Response) {
+	f, err := s3fs.New(cloudtest.S3Client(t, proxy(t, endpoint, func(r *http.Request, _ *http.Response) {
 		if r.Method != http.MethodPut {
 			calls = append(calls, r.Method+" "+r.URL.Query().Get("list-type"))
 		}
@@ -274,14 +274,14 @@ func TestForbiddenMeansMissing(t *testing.T) {
 	}
 	filestoretest.Run(t, func(t *testing.T) filestore.FS {
 		endpoint, bucket := cloudtest.S3(t)
-		f, err := s3fs.New(cloudtest.S3Client(proxy(t, endpoint, forbid)), bucket, "agents/main")
+		f, err := s3fs.New(cloudtest.S3Client(t, proxy(t, endpoint, forbid)), bucket, "agents/main")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return f
 	})
 	endpoint, bucket := cloudtest.S3(t)
-	f, err := s3fs.New(cloudtest.S3Client(proxy(t, endpoint, func(r *http.Request, resp *http.Response) {
+	f, err := s3fs.New(cloudtest.S3Client(t, proxy(t, endpoint, func(r *http.Request, resp *http.Response) {
 		if r.Method == http.MethodGet && r.URL.Query().Get("list-type") == "" {
 			resp.StatusCode = http.StatusForbidden
 			resp.Body = io.NopCloser(strings.NewReader(`<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`))

@@ -115,7 +115,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
@@ -273,7 +272,7 @@ func NewWith(ctx context.Context, turns Turns) (*Root, error) {
 	if bucket == "" {
 		return nil, errors.New("cloud: WORKSPACE_BUCKET is not set: name the S3 bucket of the agents' workspaces")
 	}
-	files, err := s3fs.New(s3fs.NewClient(awsCfg, getenv("S3_ENDPOINT")), bucket, "")
+	files, err := s3fs.Open(awsCfg, getenv("S3_ENDPOINT"), bucket)
 	if err != nil {
 		return nil, fmt.Errorf("cloud: WORKSPACE_BUCKET: %w", err)
 	}
@@ -360,9 +359,11 @@ func NewWith(ctx context.Context, turns Turns) (*Root, error) {
 	router := agent.Router{gateway.Channel: agent.Tee{r.Hub, &agent.DraftWriter{Store: db, Every: BatchInterval, Log: log}}}
 	r.Router = router
 	if ep := getenv("WS_ENDPOINT"); ep != "" {
-		r.Conns = apigw.Conns{Log: log, API: apigatewaymanagementapi.NewFromConfig(awsCfg, func(o *apigatewaymanagementapi.Options) {
-			o.BaseEndpoint = aws.String(ep)
-		})}
+		api, err := awsapi.NewAPIGatewayManagement(awsCfg, ep)
+		if err != nil {
+			return nil, fmt.Errorf("cloud: WS_ENDPOINT: %w", err)
+		}
+		r.Conns = apigw.Conns{Log: log, API: api}
 		router[wsproto.Channel] = agent.BatchDeltas(apigw.Replier{Conns: r.Conns}, BatchInterval, nil)
 	}
 	r.Loop = &agent.Loop{
