@@ -3,6 +3,7 @@ package channel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -176,6 +177,55 @@ func TestCommands(t *testing.T) {
 		t.Errorf("/stop without a Stopper: %q", got)
 	}
 }
+
+// TestAnswer: a reply the channel makes by itself goes into the
+// adapter's answer when the delivery takes one (Inbound.Answer), and is
+// not queued; one the adapter refuses, or too long for one message, is
+// queued; a message that starts a run, or a repeated delivery, asks for
+// no answer.
+func TestAnswer(t *testing.T) {
+	c, st := newTestChannel(t, &runner{}, Groups{})
+	var answered []string
+	take := func(ok bool) func(string) bool {
+		return func(text string) bool {
+			answered = append(answered, text)
+			return ok
+		}
+	}
+	in := func(id, user, text string, answer func(string) bool) Inbound {
+		return Inbound{ID: id, User: user, Principal: user, To: "c-" + user, Addressed: true, Text: text, Answer: answer}
+	}
+	long := "/ask " + strings.Repeat("x", MaxText)
+	handle(t, c,
+		in("1", "u1", "/help", take(true)),
+		in("1", "u1", "/help", take(true)),
+		in("2", "x", "hi", take(true)),
+		in("3", "u1", "/reset", take(false)),
+		in("4", "u1", "hello", take(true)),
+		in("5", "u1", long, take(true)),
+	)
+	wantAnswered := []string{HelpText, DeniedText, "Started a new conversation.", fmt.Sprintf("Your message is too long: %d bytes, of at most %d. Nothing of it was kept.", len(long), MaxText)}
+	if d := cmp.Diff(wantAnswered, answered); d != "" {
+		t.Errorf("answers (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(map[string][]string{"c-u1": {"Started a new conversation."}}, replies(t, st)); d != "" {
+		t.Errorf("outbox (-want +got):\n%s", d)
+	}
+
+	// A reply longer than one message goes to the outbox, in parts.
+	tiny, st2 := newTestChannel(t, &runner{}, Groups{})
+	tiny.cfg.Platform = short{}
+	answered = nil
+	handle(t, tiny, in("1", "u1", "/help", take(true)))
+	if len(answered) != 0 || len(replies(t, st2)["c-u1"]) < 2 {
+		t.Errorf("a reply over MaxLen: answered %q, outbox %q", answered, replies(t, st2))
+	}
+}
+
+// short is a platform whose messages hold 16 characters.
+type short struct{ nowhere }
+
+func (short) MaxLen() int { return 16 }
 
 // TestAccessDenied: a user neither allowed nor let in by a code gets the
 // generic reply, in a direct message and when addressing the bot in a

@@ -109,6 +109,15 @@ type Inbound struct {
 	// At is when the platform says the message was sent; zero if it
 	// does not.
 	At time.Time
+	// Answer, when set, takes the reply the channel makes by itself to
+	// this delivery (a command's answer, a refusal; never a run's reply)
+	// into the adapter's answer to the platform's request, where a
+	// message sent separately could not come first (a Discord
+	// interaction's response). Handle calls it at most once, before it
+	// returns, with a text within MaxLen; once it returns true the
+	// reply is not queued in the outbox, so the adapter must answer with
+	// it.
+	Answer func(text string) bool
 }
 
 // Error is an unsuccessful answer of a platform's API.
