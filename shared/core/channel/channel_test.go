@@ -287,6 +287,41 @@ func TestGroups(t *testing.T) {
 	}
 }
 
+// TestGroupThreads: a message posted in the main conversation that
+// starts a thread (a Slack channel message) has the main conversation's
+// earlier messages as context, and is context of the main conversation
+// and of its own thread; a message in a thread has its thread's.
+func TestGroupThreads(t *testing.T) {
+	r := &runner{}
+	c, _ := newTestChannel(t, r, Groups{})
+	top := func(id, text string, addressed bool) Inbound {
+		return Inbound{ID: id, User: "u1", Name: "Ada", Principal: "#c", To: "c/" + id, Thread: id, StartsThread: true,
+			Group: true, Addressed: addressed, Text: text}
+	}
+	in := func(id, thread, text string, addressed bool) Inbound {
+		return Inbound{ID: id, User: "u1", Name: "Bob", Principal: "#c", To: "c/" + thread, Thread: thread, Group: true, Addressed: addressed, Text: text}
+	}
+	handle(t, c, top("1", "the build is red", false), top("2", "since noon", false),
+		in("3", "2", "I looked at it", false),
+		top("4", "what broke?", true),
+		in("5", "2", "any idea?", true))
+	if len(r.inputs) != 2 {
+		t.Fatalf("%d runs, want 2 (the addressed messages)", len(r.inputs))
+	}
+	mainWant := "[Earlier messages in this group, not addressed to you:]\nAda: the build is red\nAda: since noon\n[The message to you:]\nwhat broke?"
+	if d := cmp.Diff(mainWant, r.inputs[0].Messages[0].Content); d != "" {
+		t.Errorf("the channel's mention (-want +got):\n%s", d)
+	}
+	threadWant := "[Earlier messages in this group, not addressed to you:]\nAda: since noon\nBob: I looked at it\n[The message to you:]\nany idea?"
+	if d := cmp.Diff(threadWant, r.inputs[1].Messages[0].Content); d != "" {
+		t.Errorf("the thread's mention (-want +got):\n%s", d)
+	}
+	_, mainSession := agent.Identity{}.Session("main", "test", "", "#c/4")
+	if r.inputs[0].SessionID != mainSession {
+		t.Errorf("the channel's mention is in session %q, want its thread's %q", r.inputs[0].SessionID, mainSession)
+	}
+}
+
 // TestApprovalButtons: an approval's prompt carries Yes, No and Always;
 // a pressed one answers that approval, as /yes does, and a stale one is
 // told so.

@@ -98,6 +98,12 @@ type Inbound struct {
 	// Thread tells the conversations of one Principal apart (a thread, a
 	// forum topic); each is its own session. Empty for the main one.
 	Thread string
+	// StartsThread says the message was posted in the main conversation
+	// and Thread is the one it starts (a Slack channel message, answered
+	// in a thread under it): its group context is the main
+	// conversation's earlier messages, and, not addressed to the bot, it
+	// is context of both the main conversation and its thread.
+	StartsThread bool
 	// Group is a message in a group, channel or server rather than a
 	// direct message; Addressed says it mentions the bot or replies to
 	// it (a direct message is always addressed).
