@@ -772,3 +772,51 @@ func TestNewAsksNothing(t *testing.T) {
 		t.Errorf("Check = %v, want the table named", err)
 	}
 }
+
+// TestChannelSessionIndex: the CHANNELIDX item that lists a channel
+// identity's session (ChannelSessions) expires with the session, moves
+// with it, is back when the session starts afresh after its expiry, and
+// goes when it is deleted.
+func TestChannelSessionIndex(t *testing.T) {
+	const ttl = 10 * time.Hour
+	client := testClient(t)
+	s, err := New(t.Context(), Config{Table: newTable(t, client), Client: client, SessionTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	s.now = c.now
+	run := func(id string) {
+		t.Helper()
+		n := store.NewRun{Session: store.Session{ID: "s", Agent: "main", Owner: "slack:T1:U1", Channel: "slack"}, Run: store.Run{ID: id}}
+		if _, _, err := s.EnqueueRun(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listed := func(what string) {
+		t.Helper()
+		list, err := s.ChannelSessions(ctx, "slack", 10)
+		if err != nil || len(list) != 1 || list[0].ID != "s" || list[0].Owner != "slack:T1:U1" {
+			t.Errorf("%s: ChannelSessions = %+v, %v; want the session", what, list, err)
+		}
+		got := expiries(t, s)
+		if got["SESSION#s CHANNELIDX"] != got["SESSION#s SESSION"] {
+			t.Errorf("%s: the index expires at %d, the session at %d", what, got["SESSION#s CHANNELIDX"], got["SESSION#s SESSION"])
+		}
+	}
+	run("r1")
+	listed("created")
+	c.add(ttl / 5)
+	run("r2")
+	listed("used later")
+	c.add(ttl + time.Minute)
+	run("r3")
+	listed("started afresh")
+	if err := s.DeleteSession(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := s.ChannelSessions(ctx, "slack", 10); err != nil || len(list) != 0 {
+		t.Errorf("after DeleteSession: %+v, %v", list, err)
+	}
+}
