@@ -39,7 +39,7 @@ const (
 	dAlice     = "1200000000000000101"
 	dMalloryDM = "1200000000000000004"
 	dMallory   = "1200000000000000666"
-	waAda    = "447700900001"
+	waAda      = "447700900001"
 )
 
 type fixture struct {
