@@ -533,14 +533,8 @@ func fillSession(t *testing.T, s *Store, id string) {
 // expired, before DynamoDB removed it, starts afresh.
 func TestSessionExpiry(t *testing.T) {
 	const ttl = 10 * time.Hour
-	client := testClient(t)
-	s, err := New(t.Context(), Config{Table: newTable(t, client), Client: client, SessionTTL: ttl})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c := newClockedStore(t, ttl)
 	ctx := t.Context()
-	c := &clock{t: time.Unix(1_800_000_000, 0)}
-	s.now = c.now
 	start := c.now()
 	fillSession(t, s, "s")
 
@@ -773,20 +767,28 @@ func TestNewAsksNothing(t *testing.T) {
 	}
 }
 
+// newClockedStore is a store on a new table whose sessions live ttl, on
+// the test's clock c.
+func newClockedStore(t *testing.T, ttl time.Duration) (s *Store, c *clock) {
+	t.Helper()
+	client := testClient(t)
+	s, err := New(t.Context(), Config{Table: newTable(t, client), Client: client, SessionTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = &clock{t: time.Unix(1_800_000_000, 0)}
+	s.now = c.now
+	return s, c
+}
+
 // TestChannelSessionIndex: the CHANNELIDX item that lists a channel
 // identity's session (ChannelSessions) expires with the session, moves
 // with it, is back when the session starts afresh after its expiry, and
 // goes when it is deleted.
 func TestChannelSessionIndex(t *testing.T) {
 	const ttl = 10 * time.Hour
-	client := testClient(t)
-	s, err := New(t.Context(), Config{Table: newTable(t, client), Client: client, SessionTTL: ttl})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c := newClockedStore(t, ttl)
 	ctx := t.Context()
-	c := &clock{t: time.Unix(1_800_000_000, 0)}
-	s.now = c.now
 	run := func(id string) {
 		t.Helper()
 		n := store.NewRun{Session: store.Session{ID: "s", Agent: "main", Owner: "slack:T1:U1", Channel: "slack"}, Run: store.Run{ID: id}}

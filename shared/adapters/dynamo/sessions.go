@@ -205,23 +205,9 @@ func decodeSession(it item) store.Session {
 // by creation time. Sessions stored before that index existed are not
 // listed until they are created again.
 func (s *Store) SessionsOf(ctx context.Context, owner string, limit int) ([]store.Session, error) {
-	if limit <= 0 {
-		return nil, nil
-	}
-	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
-		TableName:                 s.table,
-		IndexName:                 aws.String(indexGSI1),
-		KeyConditionExpression:    aws.String("gsi1pk = :p"),
-		ExpressionAttributeValues: item{":p": attrS(pfxOwner + owner)},
-		ScanIndexForward:          aws.Bool(false),
-		Limit:                     aws.Int32(int32(min(limit, 1000))),
-	})
+	list, err := s.indexedSessions(ctx, pfxOwner+owner, limit)
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: sessions of %q: %w", owner, err)
-	}
-	list := make([]store.Session, 0, len(out.Items))
-	for _, it := range out.Items {
-		list = append(list, decodeSession(it))
 	}
 	return list, nil
 }
@@ -231,6 +217,16 @@ func (s *Store) SessionsOf(ctx context.Context, owner string, limit int) ([]stor
 // under CHSESSIONS#<channel> by creation time. Sessions stored before
 // that index existed are not listed until they are created again.
 func (s *Store) ChannelSessions(ctx context.Context, channel string, limit int) ([]store.Session, error) {
+	list, err := s.indexedSessions(ctx, pfxChannelSessions+channel, limit)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: sessions of channel %q: %w", channel, err)
+	}
+	return list, nil
+}
+
+// indexedSessions returns the sessions of the gsi1 partition pk, newest
+// first, up to limit.
+func (s *Store) indexedSessions(ctx context.Context, pk string, limit int) ([]store.Session, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -238,12 +234,12 @@ func (s *Store) ChannelSessions(ctx context.Context, channel string, limit int) 
 		TableName:                 s.table,
 		IndexName:                 aws.String(indexGSI1),
 		KeyConditionExpression:    aws.String("gsi1pk = :p"),
-		ExpressionAttributeValues: item{":p": attrS(pfxChannelSessions + channel)},
+		ExpressionAttributeValues: item{":p": attrS(pk)},
 		ScanIndexForward:          aws.Bool(false),
 		Limit:                     aws.Int32(int32(min(limit, 1000))),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("dynamo: sessions of channel %q: %w", channel, err)
+		return nil, err
 	}
 	list := make([]store.Session, 0, len(out.Items))
 	for _, it := range out.Items {
