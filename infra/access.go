@@ -96,10 +96,11 @@ func (s *builder) grantTable(fn awslambda.Function, role string) {
 		s.grantItems(fn, memoryActions, memoryKeys)
 		// Every request checks its key (GetItem). The web console
 		// (shared/channels/console) lists an owner's sessions from the
-		// index (OWNER#<owner>); its admin keys list the keys (KEYS),
-		// create one (its item and its id's claim, put in one
+		// index (OWNER#<owner>); its admin keys list the sessions of the
+		// channels' identities (CHSESSIONS#<channel>) and the keys
+		// (KEYS), create one (its item and its id's claim, put in one
 		// transaction) and revoke one (the claim read, the key updated).
-		s.grantIndex(fn, "OWNER#*", "KEYS")
+		s.grantIndex(fn, "OWNER#*", "CHSESSIONS#*", "KEYS")
 		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, keyKeys)
 		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem"}, keyIDKeys)
 		// Its jobs view lists the owner's jobs and a job's runs, makes

@@ -109,11 +109,11 @@ func TestTableGrants(t *testing.T) {
 	memory := []string{"dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	sessions := []string{"SESSION#*", "RUN#*", "APPROVAL#*", "RESPONSE#*"}
 	want := map[string][]tableGrant{
-		// The web console lists an owner's sessions and the keys from
-		// the index, creates and revokes keys, and lists, makes, pauses
-		// and deletes jobs.
+		// The web console lists an owner's sessions, the channels'
+		// identities' sessions and the keys from the index, creates and
+		// revokes keys, and lists, makes, pauses and deletes jobs.
 		"api": {describe, items(sessions, session...), items([]string{"MEM#*"}, memory...),
-			{Actions: []string{"dynamodb:Query"}, Resource: "index/gsi1", LeadingKeys: []string{"OWNER#*", "KEYS"}},
+			{Actions: []string{"dynamodb:Query"}, Resource: "index/gsi1", LeadingKeys: []string{"OWNER#*", "CHSESSIONS#*", "KEYS"}},
 			items([]string{"KEY#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 			items([]string{"KEYID#*"}, "dynamodb:GetItem", "dynamodb:PutItem"),
 			items([]string{"CRON#*"}, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"),

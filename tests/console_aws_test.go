@@ -27,7 +27,7 @@ import (
 // (env.Root, infra/testdata/table-access.json), over DynamoDB Local, the
 // S3-compatible bucket and the fake EventBridge Scheduler: the pages, and
 // the API's endpoints over the DynamoDB adapters (an owner's sessions
-// from the index, jobs paused, resumed and deleted with their schedules,
+// from the index, a channel identity's for an admin key, jobs paused, resumed and deleted with their schedules,
 // memories, keys created and revoked, sessions summarised and searched,
 // a job made with the form, a file written to the bucket), key-scoped as
 // locally.
@@ -53,6 +53,16 @@ func TestConsoleOnAWS(t *testing.T) {
 		Session: store.Session{ID: "console-aws", Agent: "default", Owner: owner, Channel: "ws"},
 		Run:     store.Run{ID: "console-aws-run", SessionID: "console-aws", State: []byte(`{}`)},
 		Input:   []chat.Message{{Role: chat.User, Content: "hello from aws"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A conversation of a Slack user, which no key owns: admin keys
+	// list it and read it, read-only.
+	if _, _, err := env.Store.EnqueueRun(ctx, store.NewRun{
+		Session: store.Session{ID: "console-slack", Agent: "default", Owner: "slack:T1:U1", Channel: "slack"},
+		Run:     store.Run{ID: "console-slack-run", SessionID: "console-slack", State: []byte(`{}`)},
+		Input:   []chat.Message{{Role: chat.User, Content: "hello from slack"}},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -149,6 +159,14 @@ func TestConsoleOnAWS(t *testing.T) {
 		{"session", "GET", "/v1/lambdaclaw/sessions/console-aws", cloudtest.SampleKey, "", 200,
 			func(v map[string]any) any { return v["messages"].([]any)[0].(map[string]any)["content"] }, "hello from aws", ""},
 		{"session of another key", "GET", "/v1/lambdaclaw/sessions/console-aws", other, "", 404, errorCode, "not_found", ""},
+		{"channel sessions", "GET", "/v1/lambdaclaw/channel-sessions", admin, "", 200, func(v map[string]any) any {
+			s := v["sessions"].([]any)[0].(map[string]any)
+			return []any{len(v["sessions"].([]any)), s["id"], s["owner"], s["channel"], s["read_only"], s["title"]}
+		}, []any{1, "console-slack", "slack:T1:U1", "slack", true, "hello from slack"}, ""},
+		{"channel sessions not admin", "GET", "/v1/lambdaclaw/channel-sessions", cloudtest.SampleKey, "", 403, errorCode, "admin_required", ""},
+		{"channel session", "GET", "/v1/lambdaclaw/sessions/console-slack", admin, "", 200,
+			func(v map[string]any) any { return v["messages"].([]any)[0].(map[string]any)["content"] }, "hello from slack", ""},
+		{"channel session not admin", "GET", "/v1/lambdaclaw/sessions/console-slack", other, "", 404, errorCode, "not_found", ""},
 		{"jobs", "GET", "/v1/lambdaclaw/jobs", cloudtest.SampleKey, "", 200, jobIDs, []string{job.ID}, "ENABLED"},
 		{"jobs of another key", "GET", "/v1/lambdaclaw/jobs", other, "", 200, jobIDs, []string(nil), ""},
 		{"job runs", "GET", jobPath + "/runs", cloudtest.SampleKey, "", 200,

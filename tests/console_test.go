@@ -7,7 +7,7 @@ package tests
 // a markdown reply that tries to inject HTML and run scripts, approves a
 // write inline, finds, edits and closes the file in the agent view,
 // searches and forgets a memory the agent stored, lists and searches the
-// sessions, makes a job with the form, reads the metrics, and creates,
+// sessions (and, as an admin, a Telegram chat's), makes a job with the form, reads the metrics, and creates,
 // copies, uses and revokes a key. It screenshots every view at 1280 and
 // 390 px wide into $LAMBDACLAW_SCREENSHOTS (kept) or a temporary
 // directory; the log says where.
@@ -27,6 +27,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
 )
 
@@ -83,6 +86,8 @@ type consoleSeen struct {
 	Sessions        []sessionItem `json:"sessions"`
 	SearchFocused   string        `json:"searchFocused"`
 	SearchHits      []string      `json:"searchHits"`
+	ChannelSessions [][]string    `json:"channelSessions"`
+	ChannelSession  string        `json:"channelSession"`
 	JobFormError    string        `json:"jobFormError"`
 	FormJob         []string      `json:"formJob"`
 	Copied          bool          `json:"copied"`
@@ -174,6 +179,19 @@ func TestConsoleInBrowser(t *testing.T) {
 		g.cli(t, "cron", "add", "--owner", "key:"+keyID, "--agent", "default", "--every", "1h", "--message", "check in", "--name", fmt.Sprintf("later-%d", i))
 	}
 
+	// A Telegram chat's conversation, which no key owns.
+	db, err := sqlite.Open(filepath.Join(g.home, "lambdaclaw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateSession(t.Context(), store.Session{ID: "tg-console", Agent: "default", Owner: "tg:4242", Channel: "tg"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.AppendMessage(t.Context(), store.Message{SessionID: "tg-console", Key: "m1", Message: chat.Message{Role: chat.User, Content: "hello from telegram"}}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
 	shots := os.Getenv("LAMBDACLAW_SCREENSHOTS")
 	if shots == "" {
 		shots = t.TempDir()
@@ -228,29 +246,31 @@ func TestConsoleInBrowser(t *testing.T) {
 			{Title: xssTitle, Channel: "http", Preview: "echo: " + xssTitle, HasTime: true},
 			{Title: "hello console", Channel: "ws", Preview: "Notes written.", HasTime: true},
 		},
-		SearchFocused: "session-query",
-		SearchHits:    []string{"hello console"},
-		JobFormError:  seen.JobFormError,
-		FormJob:       []string{"from-form", "default", "cron 0 9 * * 1-5 Europe/Berlin"},
-		Copied:        true,
-		ReadOnlyFile:  []any{false, "Read-only: this key may not change the agent's files."},
-		ReadOnlyWrite: "403 read_only",
-		JobsEmpty:     []string{"No scheduled jobs. Make one above, ask an agent to remind you of something, or use lambdaclaw cron add.", "lambdaclaw cron add"},
-		WrongKey:      "The key was refused: it is unknown or revoked.",
-		KeysTab:       true,
-		Stored:        true,
-		Reply:         "echo: hello console",
-		Approval:      "Approval needed: write_file",
-		File:          "from the console",
-		Bootstrap:     seen.Bootstrap,
-		MemoryText:    "The user likes green tea",
-		History:       []string{"hello console", "show markdown", xssMessage, "remember my tea", "please write notes"},
-		Job:           []string{"hourly", "default", "every 1h0m0s"},
-		JobRuns:       "It has not run yet.",
-		JobRows:       []int{50, 51},
-		MoreAfter:     false,
-		Turns:         6,
-		TokensIn:      true,
+		SearchFocused:   "session-query",
+		SearchHits:      []string{"hello console"},
+		ChannelSessions: [][]string{{"hello from telegram", "tg", "tg:4242 · "}},
+		ChannelSession:  "tg:4242 · read only · default · tg-console",
+		JobFormError:    seen.JobFormError,
+		FormJob:         []string{"from-form", "default", "cron 0 9 * * 1-5 Europe/Berlin"},
+		Copied:          true,
+		ReadOnlyFile:    []any{false, "Read-only: this key may not change the agent's files."},
+		ReadOnlyWrite:   "403 read_only",
+		JobsEmpty:       []string{"No scheduled jobs. Make one above, ask an agent to remind you of something, or use lambdaclaw cron add.", "lambdaclaw cron add"},
+		WrongKey:        "The key was refused: it is unknown or revoked.",
+		KeysTab:         true,
+		Stored:          true,
+		Reply:           "echo: hello console",
+		Approval:        "Approval needed: write_file",
+		File:            "from the console",
+		Bootstrap:       seen.Bootstrap,
+		MemoryText:      "The user likes green tea",
+		History:         []string{"hello console", "show markdown", xssMessage, "remember my tea", "please write notes"},
+		Job:             []string{"hourly", "default", "every 1h0m0s"},
+		JobRuns:         "It has not run yet.",
+		JobRows:         []int{50, 51},
+		MoreAfter:       false,
+		Turns:           6,
+		TokensIn:        true,
 		// name, key prefix (not compared), autonomy, agents, status
 		NewKeyRow:     []string{"browser-made", seen.NewKeyRow[1], "read_only", "all", "active"},
 		NewKeyKeysTab: false,

@@ -112,11 +112,20 @@ func TestDiscordConversation(t *testing.T) {
 		t.Fatalf("mention reply %q, want the channel's context with the question", got[1])
 	}
 
+	// The channel's own answers are the interactions' responses.
+	help := f.SlashCommand(dGuild, dGeneral, dAlice, "help", "")
+	if r, err := f.Deliver(endpoint, help); err != nil || r.Type != 4 {
+		t.Fatalf("/help answered %+v, %v; want a message", r, err)
+	}
+	if m := f.Messages(dGeneral)[2]; m.Content != channel.HelpText || m.Token != help.Token() || m.Ephemeral {
+		t.Fatalf("/help's answer %+v, want the help as the interaction's response", m)
+	}
+
 	// Someone not allowed gets the one generic answer; the model sees
 	// nothing of it.
 	bobAsk := f.SlashCommand("", dBobDM, dBob, "ask", "bob's private words")
-	if r, err := f.Deliver(endpoint, bobAsk); err != nil || r.Type != 5 {
-		t.Fatalf("bob's /ask answered %+v, %v", r, err)
+	if r, err := f.Deliver(endpoint, bobAsk); err != nil || r.Type != 4 {
+		t.Fatalf("bob's /ask answered %+v, %v; want a message", r, err)
 	}
 	if got := discordTexts(t, f, dBobDM, 1); got[0] != channel.DeniedText {
 		t.Fatalf("bob was told %q", got)

@@ -98,13 +98,18 @@ func TestSlackEvents(t *testing.T) {
 	g.stop()
 	g.start()
 	deliverSlack(t, fake, events, dm, false, 2)
-	// A mention in a channel is answered in a thread under it.
+	// A mention in a channel is answered in a thread under it, with the
+	// channel's earlier messages as context.
+	deliverSlack(t, fake, events, fake.ChannelMessage("C1", "U0AAA1", "1800000000.000250", "", "the build is red"), false, 0)
 	deliverSlack(t, fake, events, fake.Mention("C1", "U0AAA1", "1800000000.000300", "", "hi all"), false, 0)
-	if ms := slackReplies(t, fake, "C1", 1); ms[0].Text != "echo: hi all" || ms[0].ThreadTS != "1800000000.000300" {
+	if ms := slackReplies(t, fake, "C1", 1); !strings.HasSuffix(ms[0].Text, "hi all") || ms[0].ThreadTS != "1800000000.000300" {
 		t.Fatalf("channel reply = %+v", ms[0])
 	}
 	if n := len(llm.Requests()); n != 3 {
 		t.Fatalf("model requests = %d, want 3", n)
+	}
+	if body := string(llm.Requests()[2].Body); !strings.Contains(body, "the build is red") {
+		t.Error("the mention's model request lacks the channel's earlier message")
 	}
 	// Someone not allowed gets the generic answer; their words reach no model.
 	deliverSlack(t, fake, events, fake.DM("D2", "U0BBB2", "1800000000.000400", "", "secret words"), false, 0)

@@ -6,7 +6,8 @@
 // checks the platform's signature and gives what was delivered to the
 // engine, which starts its run through the state machine — then sends
 // the replies the channel queued itself (access denied, /help, …) within
-// FlushTime, and answers. Slack and Discord want their answer within 3
+// FlushTime, and answers; Discord's interactions get those replies in
+// the answer instead. Slack and Discord want their answer within 3
 // seconds: the run happens in the step function, never here. A channel whose secret
 // has no value yet answers 503.
 package main
@@ -24,7 +25,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 
-	"github.com/lambdaclaw/lambdaclaw/shared/channels/discord"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/channelset"
@@ -117,11 +117,9 @@ func (h *Webhooks) Handle(ctx context.Context, ev events.APIGatewayProxyRequest)
 	}
 	// Replies the channel queued (and older ones waiting for a retry) are
 	// sent now; what fails stays in the outbox for the next invocation.
-	// Not Discord's: an interaction's follow-up is refused until Discord
-	// has the answer this invocation returns, and a send tried here would
-	// hold the message from the step function's delivery, which retries
-	// it for seconds after the answer.
-	if r := h.Repliers[name]; r != nil && name != discord.Name {
+	// (Discord answers the channel's own replies to an interaction in the
+	// response, since a follow-up is refused until Discord has it.)
+	if r := h.Repliers[name]; r != nil {
 		fctx, cancel := context.WithTimeout(ctx, FlushTime)
 		defer cancel()
 		if n, err := r.Flush(fctx, 0); err != nil || n > 0 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/discord"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/slack"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 	"github.com/lambdaclaw/lambdaclaw/tests/cloudtest"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakediscord"
@@ -34,9 +35,11 @@ const (
 // Users of the fakes: alice (Discord) and ada (WhatsApp) may use the
 // agent.
 const (
-	dAliceDM = "1200000000000000003"
-	dAlice   = "1200000000000000101"
-	waAda    = "447700900001"
+	dAliceDM   = "1200000000000000003"
+	dAlice     = "1200000000000000101"
+	dMalloryDM = "1200000000000000004"
+	dMallory   = "1200000000000000666"
+	waAda      = "447700900001"
 )
 
 type fixture struct {
@@ -88,6 +91,7 @@ func newFixture(t *testing.T, set map[string]bool) *fixture {
 	dc := fakediscord.New()
 	t.Cleanup(dc.Close)
 	dc.AddChannel(fakediscord.Channel{ID: dAliceDM, Type: 1})
+	dc.AddChannel(fakediscord.Channel{ID: dMalloryDM, Type: 1})
 	wa := fakewhatsapp.New()
 	t.Cleanup(wa.Close)
 	sl := fakeslack.New()
@@ -269,6 +273,47 @@ func TestDiscord(t *testing.T) {
 	}
 	if n := len(f.env.LLM.Requests()); n != 3 {
 		t.Errorf("%d model requests, want 3 (the duplicate and the forgery start nothing)", n)
+	}
+
+	// The channel's own answers to slash commands are the interactions'
+	// responses (a follow-up is refused before Discord has the response,
+	// which this function returns last): they reach the user at once.
+	for i, tt := range []struct{ command, want string }{
+		{"help", channel.HelpText},
+		{"reset", "Started a new conversation."},
+		{"stop", "Nothing to stop."},
+	} {
+		r, err := f.dc.Deliver(endpoint, f.dc.SlashCommand("", dAliceDM, dAlice, tt.command, ""))
+		if err != nil || r.Type != 4 {
+			t.Fatalf("/%s answered %+v, %v; want a message", tt.command, r, err)
+		}
+		if got := texts(4 + i); got[3+i] != tt.want {
+			t.Fatalf("after /%s: %q", tt.command, got)
+		}
+	}
+	if r, err := f.dc.Deliver(endpoint, f.dc.SlashCommand("", dAliceDM, dAlice, "ask", "after the reset")); err != nil || r.Type != 5 {
+		t.Fatalf("/ask answered %+v, %v", r, err)
+	}
+	if got := texts(7); got[6] != "echo: after the reset" {
+		t.Fatalf("after /reset: %q", got)
+	}
+	if reqs := f.env.LLM.Requests(); len(reqs) != 4 || strings.Contains(string(reqs[3].Body), "hello bot") {
+		t.Errorf("%d model requests; the last must not hold the turns before /reset", len(reqs))
+	}
+	// A person not let in is told so, and starts nothing.
+	r, err := f.dc.Deliver(endpoint, f.dc.SlashCommand("", dMalloryDM, dMallory, "ask", "let me in"))
+	if err != nil || r.Type != 4 {
+		t.Fatalf("/ask of a stranger answered %+v, %v; want a message", r, err)
+	}
+	if ms := f.dc.Messages(dMalloryDM); len(ms) != 1 || ms[0].Content != channel.DeniedText {
+		t.Errorf("the stranger received %+v", ms)
+	}
+	if n := len(f.env.SFN.Started()); n != 3 {
+		t.Errorf("%d executions started, want 3", n)
+	}
+	stats, err := f.env.Store.Channel(discord.Name).OutboxStats(t.Context())
+	if err != nil || stats.Pending != 0 {
+		t.Errorf("outbox %+v, %v; want nothing pending", stats, err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/channelset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
@@ -17,7 +18,7 @@ import (
 // is served.
 func newConsole(cfg *config.Config, db *sqlite.DB, agents *agentset.Workspaces, skills *skill.Catalog, jobs console.Jobs, mem *localMemory, log *slog.Logger) (*console.Console, error) {
 	c := console.Config{
-		Sessions: db, Keys: db, Jobs: jobs, Operator: localOwner, Agents: agents.Names, Metrics: true,
+		Sessions: db, Keys: db, Jobs: jobs, Operator: localOwner, Channels: channelset.Names, Agents: agents.Names, Metrics: true,
 		DefaultRate: cfg.DefaultRatePerMinute, Log: log,
 		Workspace: agentset.WorkspaceOf(agents), Tool: agentset.ToolOf(agents),
 		Skills: func(ctx context.Context, agent string, ws filestore.FS) []skill.Skill {

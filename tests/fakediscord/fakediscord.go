@@ -62,6 +62,8 @@ type Message struct {
 	Styles          []int
 	Edits           int
 	Deleted         bool
+	// Ephemeral is an interaction's response only its user sees.
+	Ephemeral bool
 }
 
 // Channel is a channel the fake knows.
@@ -629,10 +631,30 @@ func (s *Server) callback(w http.ResponseWriter, vals []string, in map[string]an
 		apiError(w, 400, 40060, "Interaction has already been acknowledged.", nil)
 		return
 	}
+	if typ == callbackMessage {
+		data, _ := in["data"].(map[string]any)
+		_, m, ok := parseMessage(w, data, false)
+		if !ok {
+			return
+		}
+		s.original(it, m, data)
+	}
 	it.responded = int(typ)
 	s.responses[it.id] = append(s.responses[it.id], int(typ))
 	s.notify()
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// callbackMessage is the response type of a message
+// (CHANNEL_MESSAGE_WITH_SOURCE).
+const callbackMessage = 4
+
+// original records m, an interaction's message response with its data,
+// as the interaction's message in its channel; s.mu is held.
+func (s *Server) original(it *interaction, m *Message, data map[string]any) {
+	flags, _ := data["flags"].(float64)
+	m.ID, m.ChannelID, m.Token, m.Ephemeral = s.newID(), it.channelID, it.token, int(flags)&(1<<6) != 0
+	s.msgs = append(s.msgs, m)
 }
 
 func (s *Server) putCommands(w http.ResponseWriter, app string, body []byte) {
@@ -795,13 +817,26 @@ func (s *Server) Post(url string, it Interaction, body []byte, sig, ts string) (
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	out := Response{Status: resp.StatusCode, Body: string(raw)}
 	var cb struct {
-		Type int `json:"type"`
+		Type int            `json:"type"`
+		Data map[string]any `json:"data"`
 	}
 	if resp.StatusCode == 200 && json.Unmarshal(raw, &cb) == nil {
 		out.Type = cb.Type
+		var m *Message
+		if cb.Type == callbackMessage {
+			// Discord refuses a response it cannot show ("This
+			// interaction failed"); the fake records what it can.
+			var ok bool
+			if _, m, ok = parseMessage(httptest.NewRecorder(), cb.Data, false); !ok {
+				return out, fmt.Errorf("fakediscord: the message response is not a message Discord takes: %s", raw)
+			}
+		}
 		s.mu.Lock()
 		if x.responded == 0 {
 			x.responded = cb.Type
+			if m != nil {
+				s.original(x, m, cb.Data)
+			}
 		}
 		s.notify()
 		s.mu.Unlock()

@@ -24,6 +24,7 @@
 //	SESSION#<sid>       PENDING#<ms:015>#<id> marker of a pending approval  approval_id, expires_at
 //	SESSION#<sid>       RESP#<id>             index of a response           response_id, expires_at
 //	SESSION#<sid>       LANE                  the session lane lease        owner, lease_until (ms), expires_at
+//	SESSION#<sid>       CHANNELIDX            index of a channel identity's session: id, agent, owner, channel, created_at, expires_at; gsi1pk CHSESSIONS#<channel>, gsi1sk <created ms:015>#<sid>
 //	RUN#<id>            RUN                   a run                         session_id, seq, status, state (B), expires_at; inline: holder, lease_until (ms), lease (drivers.go)
 //	RUN#<id>            CALLS                 its pending tool calls        calls (JSON, raw arguments), started (SS, StartCall), expires_at
 //	RUN#<id>            DRAFT#<n:06>          piece n of its streamed text  text, expires_at (a day)
@@ -56,7 +57,7 @@
 // unfinished runs, spread over eight partitions, that UnfinishedSessions
 // reads (eventually consistent, as the recovery after a restart can be).
 // ListKeys reads gsi1 too, and SessionsOf lists an owner's sessions there
-// (the web console).
+// (the web console), ChannelSessions a messaging channel's.
 //
 // A marker is removed after its run finishes or its approval is answered;
 // a crash between the two writes leaves a stale marker, which NextRun and
@@ -376,8 +377,12 @@ const (
 	pfxJobID    = "J#"
 	// pfxOwner is the gsi1 partition of an owner's sessions.
 	pfxOwner = "OWNER#"
+	// pfxChannelSessions is the gsi1 partition of the sessions of a
+	// messaging channel's identities, indexed by their CHANNELIDX item.
+	pfxChannelSessions = "CHSESSIONS#"
 
 	skSession  = "SESSION"
+	skChIdx    = "CHANNELIDX"
 	skLane     = "LANE"
 	skRun      = "RUN"
 	skCalls    = "CALLS"

@@ -533,14 +533,8 @@ func fillSession(t *testing.T, s *Store, id string) {
 // expired, before DynamoDB removed it, starts afresh.
 func TestSessionExpiry(t *testing.T) {
 	const ttl = 10 * time.Hour
-	client := testClient(t)
-	s, err := New(t.Context(), Config{Table: newTable(t, client), Client: client, SessionTTL: ttl})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c := newClockedStore(t, ttl)
 	ctx := t.Context()
-	c := &clock{t: time.Unix(1_800_000_000, 0)}
-	s.now = c.now
 	start := c.now()
 	fillSession(t, s, "s")
 
@@ -770,5 +764,61 @@ func TestNewAsksNothing(t *testing.T) {
 	defer cancel()
 	if err := s.Check(ctx); err == nil || !strings.Contains(err.Error(), `dynamo: table "absent"`) {
 		t.Errorf("Check = %v, want the table named", err)
+	}
+}
+
+// newClockedStore is a store on a new table whose sessions live ttl, on
+// the test's clock c.
+func newClockedStore(t *testing.T, ttl time.Duration) (s *Store, c *clock) {
+	t.Helper()
+	client := testClient(t)
+	s, err := New(t.Context(), Config{Table: newTable(t, client), Client: client, SessionTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = &clock{t: time.Unix(1_800_000_000, 0)}
+	s.now = c.now
+	return s, c
+}
+
+// TestChannelSessionIndex: the CHANNELIDX item that lists a channel
+// identity's session (ChannelSessions) expires with the session, moves
+// with it, is back when the session starts afresh after its expiry, and
+// goes when it is deleted.
+func TestChannelSessionIndex(t *testing.T) {
+	const ttl = 10 * time.Hour
+	s, c := newClockedStore(t, ttl)
+	ctx := t.Context()
+	run := func(id string) {
+		t.Helper()
+		n := store.NewRun{Session: store.Session{ID: "s", Agent: "main", Owner: "slack:T1:U1", Channel: "slack"}, Run: store.Run{ID: id}}
+		if _, _, err := s.EnqueueRun(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listed := func(what string) {
+		t.Helper()
+		list, err := s.ChannelSessions(ctx, "slack", 10)
+		if err != nil || len(list) != 1 || list[0].ID != "s" || list[0].Owner != "slack:T1:U1" {
+			t.Errorf("%s: ChannelSessions = %+v, %v; want the session", what, list, err)
+		}
+		got := expiries(t, s)
+		if got["SESSION#s CHANNELIDX"] != got["SESSION#s SESSION"] {
+			t.Errorf("%s: the index expires at %d, the session at %d", what, got["SESSION#s CHANNELIDX"], got["SESSION#s SESSION"])
+		}
+	}
+	run("r1")
+	listed("created")
+	c.add(ttl / 5)
+	run("r2")
+	listed("used later")
+	c.add(ttl + time.Minute)
+	run("r3")
+	listed("started afresh")
+	if err := s.DeleteSession(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := s.ChannelSessions(ctx, "slack", 10); err != nil || len(list) != 0 {
+		t.Errorf("after DeleteSession: %+v, %v", list, err)
 	}
 }

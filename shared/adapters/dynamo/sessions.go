@@ -59,6 +59,34 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 	if err := s.purgeLeftovers(ctx, sess.ID); err != nil {
 		return fmt.Errorf("dynamo: create session %q: %w", sess.ID, err)
 	}
+	if err := s.indexChannelSession(ctx, it); err != nil {
+		return fmt.Errorf("dynamo: create session %q: %w", sess.ID, err)
+	}
+	return nil
+}
+
+// indexChannelSession puts the CHANNELIDX item of the session whose
+// SESSION item is sess when its owner is an identity of the channel it
+// was started on ("<channel>:…"), so that ChannelSessions lists it. The
+// item is in the session's partition: it expires, is refreshed and is
+// deleted with the session's other items.
+func (s *Store) indexChannelSession(ctx context.Context, sess item) error {
+	ch, owner := getS(sess, "channel"), getS(sess, "owner")
+	if ch == "" || !strings.HasPrefix(owner, ch+":") || getBool(sess, "ephemeral") {
+		return nil
+	}
+	id := getS(sess, "id")
+	it := key(sessionPK(id), skChIdx)
+	for _, a := range []string{"id", "agent", "owner", "channel", "created_at", attrExpiresAt} {
+		if v, ok := sess[a]; ok {
+			it[a] = v
+		}
+	}
+	it[attrGSI1PK] = attrS(pfxChannelSessions + ch)
+	it[attrGSI1SK] = attrS(msKey(getTime(sess, "created_at")) + "#" + id)
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: it}); err != nil {
+		return fmt.Errorf("index the channel's session: %w", err)
+	}
 	return nil
 }
 
@@ -177,6 +205,28 @@ func decodeSession(it item) store.Session {
 // by creation time. Sessions stored before that index existed are not
 // listed until they are created again.
 func (s *Store) SessionsOf(ctx context.Context, owner string, limit int) ([]store.Session, error) {
+	list, err := s.indexedSessions(ctx, pfxOwner+owner, limit)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: sessions of %q: %w", owner, err)
+	}
+	return list, nil
+}
+
+// ChannelSessions implements store.OwnerSessions from gsi1, where the
+// CHANNELIDX item of each session of a channel's identity is listed
+// under CHSESSIONS#<channel> by creation time. Sessions stored before
+// that index existed are not listed until they are created again.
+func (s *Store) ChannelSessions(ctx context.Context, channel string, limit int) ([]store.Session, error) {
+	list, err := s.indexedSessions(ctx, pfxChannelSessions+channel, limit)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: sessions of channel %q: %w", channel, err)
+	}
+	return list, nil
+}
+
+// indexedSessions returns the sessions of the gsi1 partition pk, newest
+// first, up to limit.
+func (s *Store) indexedSessions(ctx context.Context, pk string, limit int) ([]store.Session, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -184,12 +234,12 @@ func (s *Store) SessionsOf(ctx context.Context, owner string, limit int) ([]stor
 		TableName:                 s.table,
 		IndexName:                 aws.String(indexGSI1),
 		KeyConditionExpression:    aws.String("gsi1pk = :p"),
-		ExpressionAttributeValues: item{":p": attrS(pfxOwner + owner)},
+		ExpressionAttributeValues: item{":p": attrS(pk)},
 		ScanIndexForward:          aws.Bool(false),
 		Limit:                     aws.Int32(int32(min(limit, 1000))),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("dynamo: sessions of %q: %w", owner, err)
+		return nil, err
 	}
 	list := make([]store.Session, 0, len(out.Items))
 	for _, it := range out.Items {
@@ -266,8 +316,13 @@ func (s *Store) keepAlive(ctx context.Context, id string, sess item, now time.Ti
 	}
 	expired := fresh && exp != 0 && exp <= now.Unix()
 	if expired {
-		// What a concurrent use wrote since the expiry stays.
+		// What a concurrent use wrote since the expiry stays; the
+		// channel's index of the session goes with what expired, and
+		// comes back.
 		if err := s.purge(ctx, id, true, exp); err != nil {
+			return fmt.Errorf("start expired session %q afresh: %w", id, err)
+		}
+		if err := s.indexChannelSession(ctx, sess); err != nil {
 			return fmt.Errorf("start expired session %q afresh: %w", id, err)
 		}
 	}

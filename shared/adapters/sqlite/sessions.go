@@ -56,9 +56,27 @@ func finishSession(s *store.Session, allow sql.NullString, created, updated int6
 
 // SessionsOf implements store.OwnerSessions.
 func (db *DB) SessionsOf(ctx context.Context, owner string, limit int) ([]store.Session, error) {
-	rows, err := db.st.sessionsOf.QueryContext(ctx, owner, limit)
+	list, err := listSessions(ctx, &db.st.sessionsOf, owner, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: sessions of %q: %w", owner, err)
+	}
+	return list, nil
+}
+
+// ChannelSessions implements store.OwnerSessions.
+func (db *DB) ChannelSessions(ctx context.Context, channel string, limit int) ([]store.Session, error) {
+	list, err := listSessions(ctx, &db.st.chSessions, channel, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: sessions of channel %q: %w", channel, err)
+	}
+	return list, nil
+}
+
+// listSessions runs a query of sessions, st, with its two arguments.
+func listSessions(ctx context.Context, st *stmt, arg string, limit int) ([]store.Session, error) {
+	rows, err := st.QueryContext(ctx, arg, limit)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var list []store.Session
@@ -71,14 +89,11 @@ func (db *DB) SessionsOf(ctx context.Context, owner string, limit int) ([]store.
 			err = finishSession(&s, allow, created, updated)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: sessions of %q: %w", owner, err)
+			return nil, err
 		}
 		list = append(list, s)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: sessions of %q: %w", owner, err)
-	}
-	return list, nil
+	return list, rows.Err()
 }
 
 // DeleteSession removes the session with its history, runs, approvals and

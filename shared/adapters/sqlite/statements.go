@@ -58,6 +58,7 @@ type statements struct {
 	listKeys    stmt
 	getResponse stmt
 	sessionsOf  stmt
+	chSessions  stmt
 	all         []*stmt
 }
 
@@ -139,6 +140,10 @@ func (s *statements) define(w, r *sql.DB) {
 		// clause for SQLite to use that index.
 		{r, &s.sessionsOf, `SELECT id, agent, owner, channel, ephemeral, allowlist, created_at, updated_at FROM sessions
 			WHERE owner = ? AND ephemeral = 0 ORDER BY created_at DESC, id DESC LIMIT ?`},
+		// A channel's identities are a range of owners ("slack:" up to
+		// "slack;"), which the sessions_owner index holds.
+		{r, &s.chSessions, `SELECT id, agent, owner, channel, ephemeral, allowlist, created_at, updated_at FROM sessions
+			WHERE owner >= ?1 || ':' AND owner < ?1 || ';' AND channel = ?1 AND ephemeral = 0 ORDER BY created_at DESC, id DESC LIMIT ?2`},
 	}
 	for _, p := range list {
 		p.dst.define(p.db, p.query)

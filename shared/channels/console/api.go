@@ -112,6 +112,10 @@ type Config struct {
 	// the command line (schedule.OperatorOwner): admin keys list and act
 	// on its jobs as well as on their own.
 	Operator string
+	// Channels are the messaging channels ("tg", "slack", …) whose
+	// identities' sessions (owner "<channel>:…", which no key owns)
+	// admin keys list and read, but do not act in.
+	Channels []string
 	// Metrics says whether the server serves GET /metrics, which admin
 	// keys read (the gateway refuses the others).
 	Metrics bool
@@ -148,6 +152,7 @@ func New(cfg Config) (*Console, error) {
 	for pattern, h := range map[string]handler{
 		"GET " + p + "/me":                             c.me,
 		"GET " + p + "/sessions":                       c.sessions,
+		"GET " + p + "/channel-sessions":               c.admin(c.channelSessions),
 		"GET " + p + "/sessions/{id}":                  c.session,
 		"GET " + p + "/sessions/{id}/runs/{run}":       c.runTree,
 		"GET " + p + "/approvals":                      c.approvals,
@@ -198,7 +203,7 @@ type handler func(w http.ResponseWriter, r *http.Request, k store.APIKey) error
 func (c *Console) admin(h handler) handler {
 	return func(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
 		if !k.Admin {
-			return &apiError{http.StatusForbidden, "admin_required", "only an admin key manages keys (`lambdaclaw keys create --admin`)"}
+			return &apiError{http.StatusForbidden, "admin_required", "only an admin key manages keys and sees the channels' conversations (`lambdaclaw keys create --admin`)"}
 		}
 		return h(w, r, k)
 	}
@@ -299,6 +304,9 @@ type sessionView struct {
 	LastActivity time.Time     `json:"last_activity"`
 	Match        string        `json:"match,omitempty"`
 	Pending      *approvalView `json:"pending_approval,omitempty"`
+	// ReadOnly is a session of a channel's identity, which an admin key
+	// reads but does not act in.
+	ReadOnly bool `json:"read_only,omitempty"`
 }
 
 type approvalView struct {
@@ -315,13 +323,39 @@ type approvalView struct {
 // with the line that matched. Both look at the latest MaxSessions
 // sessions and their latest MaxMessages messages.
 func (c *Console) sessions(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
-	q := strings.TrimSpace(r.URL.Query().Get("q"))
-	if len(q) > MaxQuery {
-		return badRequest("the query is longer than %d bytes", MaxQuery)
-	}
 	list, err := c.ownSessions(r, k)
 	if err != nil {
 		return err
+	}
+	return c.writeSessions(w, r, list)
+}
+
+// channelSessions lists to an admin key the sessions of the channels'
+// identities (Config.Channels), newest first, at most MaxSessions, each
+// with its owner, the identity; ?q= searches them as sessions does.
+func (c *Console) channelSessions(w http.ResponseWriter, r *http.Request, _ store.APIKey) error {
+	var list []store.Session
+	for _, ch := range c.cfg.Channels {
+		more, err := c.cfg.Sessions.ChannelSessions(r.Context(), ch, MaxSessions)
+		if err != nil {
+			return failed("list channel sessions", err)
+		}
+		list = append(list, more...)
+	}
+	slices.SortFunc(list, func(a, b store.Session) int {
+		if d := b.CreatedAt.Compare(a.CreatedAt); d != 0 {
+			return d
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
+	return c.writeSessions(w, r, list[:min(len(list), MaxSessions)])
+}
+
+// writeSessions answers the views of list, those matching ?q= only.
+func (c *Console) writeSessions(w http.ResponseWriter, r *http.Request, list []store.Session) error {
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	if len(q) > MaxQuery {
+		return badRequest("the query is longer than %d bytes", MaxQuery)
 	}
 	out := make([]sessionView, 0, len(list))
 	for _, s := range list {
@@ -339,6 +373,7 @@ func (c *Console) sessions(w http.ResponseWriter, r *http.Request, k store.APIKe
 		if v.Pending, err = c.pending(r, s); err != nil {
 			return err
 		}
+		v.ReadOnly = c.ofChannel(s)
 		out = append(out, v)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
@@ -411,6 +446,12 @@ func shorten(s string, n int) string {
 	return strings.TrimSpace(string(r[:n-1])) + "…"
 }
 
+// ofChannel reports whether s is a session of an identity of one of the
+// channels (Config.Channels): started on it, its owner "<channel>:…".
+func (c *Console) ofChannel(s store.Session) bool {
+	return !s.Ephemeral && slices.Contains(c.cfg.Channels, s.Channel) && strings.HasPrefix(s.Owner, s.Channel+":")
+}
+
 func (c *Console) ownSessions(r *http.Request, k store.APIKey) ([]store.Session, error) {
 	list, err := c.cfg.Sessions.SessionsOf(r.Context(), owner(k), MaxSessions)
 	if err != nil {
@@ -451,12 +492,13 @@ func (c *Console) approvals(w http.ResponseWriter, r *http.Request, k store.APIK
 	return nil
 }
 
-// ownSession returns the session id of the key's owner: another
-// owner's, or an ephemeral one, is not found.
-func (c *Console) ownSession(r *http.Request, k store.APIKey, id string) (store.Session, error) {
+// readableSession returns the session id if the key may read it: its
+// owner's, or, for an admin key, a channel identity's (ofChannel; read
+// only). Another owner's, or an ephemeral one, is not found.
+func (c *Console) readableSession(r *http.Request, k store.APIKey, id string) (store.Session, error) {
 	s, err := c.cfg.Sessions.GetSession(r.Context(), id)
 	switch {
-	case errors.Is(err, store.ErrNotFound) || (err == nil && (s.Owner != owner(k) || s.Ephemeral)):
+	case errors.Is(err, store.ErrNotFound) || (err == nil && (s.Ephemeral || s.Owner != owner(k) && !(k.Admin && c.ofChannel(s)))):
 		return s, notFound("the session " + strconv.Quote(id))
 	case err != nil:
 		return s, failed("get session", err)
@@ -466,7 +508,7 @@ func (c *Console) ownSession(r *http.Request, k store.APIKey, id string) (store.
 
 func (c *Console) session(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
 	id := r.PathValue("id")
-	s, err := c.ownSession(r, k, id)
+	s, err := c.readableSession(r, k, id)
 	if err != nil {
 		return err
 	}
@@ -483,7 +525,7 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request, k store.APIKey
 		return err
 	}
 	v := summarize(s, msgs)
-	v.Allowlist, v.Pending = s.Allowlist, ap
+	v.Allowlist, v.Pending, v.ReadOnly = s.Allowlist, ap, c.ofChannel(s)
 	writeJSON(w, http.StatusOK, map[string]any{"session": v, "messages": msgs, "truncated": truncated})
 	return nil
 }
@@ -493,7 +535,7 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request, k store.APIKey
 // usage, and its children's.
 func (c *Console) runTree(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
 	id, runID := r.PathValue("id"), r.PathValue("run")
-	if _, err := c.ownSession(r, k, id); err != nil {
+	if _, err := c.readableSession(r, k, id); err != nil {
 		return err
 	}
 	run, err := c.cfg.Sessions.GetRun(r.Context(), runID)

@@ -50,8 +50,9 @@ type fixture struct {
 
 // newFixture is a console over a real database, workspace directory,
 // scheduler and memory, holding for each of a and b a session (a's with
-// a pending approval), a job and a memory, and a job of the operator
-// (user:local, Config.Operator); agent main has an agent-wide
+// a pending approval), a job and a memory, a job of the operator
+// (user:local, Config.Operator), sessions of Slack's and Telegram's
+// identities and of a person linked across channels; agent main has an agent-wide
 // memory, two bootstrap files and a note.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
@@ -71,6 +72,18 @@ func newFixture(t *testing.T) *fixture {
 	}
 	for _, s := range []struct{ id, owner, channel, text string }{{"sa", "key:key_a", "ws", "hello from a"}, {"sb", "key:key_b", "", "hello from b"}} {
 		n := store.NewRun{Session: store.Session{ID: s.id, Agent: "main", Owner: s.owner, Channel: s.channel},
+			Run:   store.Run{ID: "run-" + s.id, SessionID: s.id, State: []byte(`{}`)},
+			Input: []chat.Message{{Role: chat.User, Content: s.text}}}
+		if _, _, err := db.EnqueueRun(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Sessions of channel identities, and of a person linked across
+	// channels (user:ann), which no key owns.
+	for i, s := range []struct{ id, owner, channel, text string }{
+		{"ss", "slack:T1:U1", "slack", "hello from slack"}, {"st", "tg:42", "tg", "hello from telegram"}, {"su", "user:ann", "tg", "hello from ann"},
+	} {
+		n := store.NewRun{Session: store.Session{ID: s.id, Agent: "main", Owner: s.owner, Channel: s.channel, CreatedAt: time.Unix(int64(10+i), 0)},
 			Run:   store.Run{ID: "run-" + s.id, SessionID: s.id, State: []byte(`{}`)},
 			Input: []chat.Message{{Role: chat.User, Content: s.text}}}
 		if _, _, err := db.EnqueueRun(ctx, n); err != nil {
@@ -123,7 +136,8 @@ func newFixture(t *testing.T) *fixture {
 	write := filetools.WriteFile(quota)
 	c, err := console.New(console.Config{
 		Sessions: db, Keys: db, Jobs: jobs, Operator: "user:local", Memory: mem, DefaultRate: 120, Metrics: true,
-		Agents: func() []string { return []string{"main", "secret"} },
+		Channels: []string{"tg", "slack", "discord"},
+		Agents:   func() []string { return []string{"main", "secret"} },
 		Workspace: func(agent string) (filestore.FS, bool) {
 			ws, err := files.Sub("agents/" + agent)
 			return ws, err == nil
@@ -218,6 +232,8 @@ func TestAPI(t *testing.T) {
 	f := newFixture(t)
 	created := ""
 	sessionA := `{"id":"sa","agent":"main","owner":"key:key_a","channel":"ws","title":"hello from a","preview":"hello from a","pending_approval":{"id":"ap1","session_id":"sa","agent":"main","tools":["write_file"],"prompt":"write notes.txt?"}}`
+	sessionS := `{"id":"ss","agent":"main","owner":"slack:T1:U1","channel":"slack","title":"hello from slack","preview":"hello from slack","read_only":true}`
+	sessionT := `{"id":"st","agent":"main","owner":"tg:42","channel":"tg","title":"hello from telegram","preview":"hello from telegram","read_only":true}`
 	tests := []struct {
 		name         string
 		key          store.APIKey
@@ -241,6 +257,19 @@ func TestAPI(t *testing.T) {
 		{"session", keyA, "GET", "/v1/lambdaclaw/sessions/sa", "", 200,
 			`{"session":` + sessionA + `,"messages":[{"session_id":"sa","key":"r000000000001#a00000","run_id":"run-sa","role":"user","content":"hello from a"}],"truncated":false}`},
 		{"session of another key", keyB, "GET", "/v1/lambdaclaw/sessions/sa", "", 404, apiErr("not_found")},
+		// The channels' identities' sessions: an admin key lists and
+		// reads them, read-only, each with its owner; no other key does,
+		// and a linked person's session is nobody's to see.
+		{"channel sessions", keyAdmin, "GET", "/v1/lambdaclaw/channel-sessions", "", 200, `{"sessions":[` + sessionT + `,` + sessionS + `]}`},
+		{"channel sessions search", keyAdmin, "GET", "/v1/lambdaclaw/channel-sessions?q=slack", "", 200,
+			`{"sessions":[` + strings.Replace(sessionS, `"read_only"`, `"match":"hello from slack","read_only"`, 1) + `]}`},
+		{"channel sessions search too long", keyAdmin, "GET", "/v1/lambdaclaw/channel-sessions?q=" + strings.Repeat("a", console.MaxQuery+1), "", 400, apiErr("invalid_request")},
+		{"channel sessions not admin", keyA, "GET", "/v1/lambdaclaw/channel-sessions", "", 403, apiErr("admin_required")},
+		{"channel session", keyAdmin, "GET", "/v1/lambdaclaw/sessions/ss", "", 200,
+			`{"session":` + sessionS + `,"messages":[{"session_id":"ss","key":"r000000000001#a00000","run_id":"run-ss","role":"user","content":"hello from slack"}],"truncated":false}`},
+		{"channel session not admin", keyA, "GET", "/v1/lambdaclaw/sessions/ss", "", 404, apiErr("not_found")},
+		{"linked person's session", keyAdmin, "GET", "/v1/lambdaclaw/sessions/su", "", 404, apiErr("not_found")},
+		{"channel sessions are not the admin's own", keyAdmin, "GET", "/v1/lambdaclaw/approvals", "", 200, `{"approvals":[]}`},
 		{"session unknown", keyA, "GET", "/v1/lambdaclaw/sessions/nope", "", 404, apiErr("not_found")},
 		{"approvals", keyA, "GET", "/v1/lambdaclaw/approvals", "", 200,
 			`{"approvals":[{"id":"ap1","session_id":"sa","agent":"main","tools":["write_file"],"prompt":"write notes.txt?"}]}`},

@@ -173,23 +173,40 @@ func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // answer converts an interaction, hands it to the engine and returns the
-// interaction's response: deferred ("thinking…" for a command, nothing
-// visible for a pressed button), or a message only its user sees when it
-// cannot be taken.
+// interaction's response: the channel's own reply (/help, the
+// confirmation of /reset or /stop, a refusal) as its message, since a
+// follow-up is refused until Discord has the response; else deferred
+// ("thinking…" for a command, nothing visible for a pressed button),
+// the run's reply coming as a follow-up; or a message only its user sees
+// when it cannot be taken.
 func answer(ctx context.Context, cfg Config, conv *conversations, it *Interaction) any {
 	in, err := conv.fromInteraction(ctx, it)
 	if err != nil {
 		cfg.log().Warn("discord interaction", "id", it.ID, "type", it.Type, "error", err)
 		return ephemeral(unsupported)
 	}
+	var reply *string
+	in.Answer = func(text string) bool {
+		reply = &text
+		return true
+	}
 	if err := cfg.Handle(ctx, in); err != nil {
 		cfg.log().Error("discord: handle interaction", "id", it.ID, "error", err)
 		return ephemeral(unavailable)
 	}
-	if it.Type == interactionComponent {
+	switch {
+	case reply != nil:
+		return interactionMessage{Type: callbackMessage, Data: messageBody{Content: *reply, AllowedMentions: allowedMentions{Parse: []string{}}}}
+	case it.Type == interactionComponent:
 		return map[string]int{"type": callbackDeferredUpdate}
 	}
 	return map[string]int{"type": callbackDeferredMessage}
+}
+
+// interactionMessage is an interaction's response with a message.
+type interactionMessage struct {
+	Type int         `json:"type"`
+	Data messageBody `json:"data"`
 }
 
 // ephemeral is a message only the interaction's user sees.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/discord"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
@@ -150,8 +151,49 @@ func TestInteractionsEndpoint(t *testing.T) {
 		{ID: ask.ID(), Workspace: guild, User: alice, Name: "User 101", Principal: "#" + general, To: discord.InteractionAddress(general, ask.Token()),
 			Group: true, Addressed: true, Text: "what is 2+2?", At: at(ask.ID())},
 	}
-	if diff := cmp.Diff(want, rec.got()); diff != "" {
+	if diff := cmp.Diff(want, rec.got(), cmpopts.IgnoreFields(channel.Inbound{}, "Answer")); diff != "" {
 		t.Errorf("inbounds (-want +got):\n%s", diff)
+	}
+}
+
+// TestInteractionAnswered: what the engine answers by itself (Inbound.
+// Answer) is the interaction's response, a message everyone in the
+// channel sees that pings nobody; a follow-up would be refused until
+// Discord has the response. A button press answered so gets a message
+// too; one the engine does not answer is deferred.
+func TestInteractionAnswered(t *testing.T) {
+	f := newFake(t)
+	h := newEndpoint(t, f, func(_ context.Context, in channel.Inbound) error {
+		if in.Text == "/reset" || in.Action == "ap:gone:yes" {
+			in.Answer("Started over, @everyone.")
+		}
+		return nil
+	})
+	for _, tt := range []struct {
+		it       fakediscord.Interaction
+		wantType int
+	}{
+		{f.SlashCommand(guild, general, alice, "reset", ""), 4},
+		{f.ButtonPress(guild, general, alice, "1100000000000000999", "ap:gone:yes"), 4},
+		{f.SlashCommand(guild, general, alice, "ask", "hi"), 5},
+	} {
+		r, err := f.Deliver(h.URL, tt.it)
+		if err != nil || r.Status != 200 || r.Type != tt.wantType {
+			t.Fatalf("%s answered %+v, %v; want type %d", tt.it.ID(), r, err, tt.wantType)
+		}
+		if tt.wantType == 4 && !strings.Contains(r.Body, `"allowed_mentions":{"parse":[]}`) {
+			t.Errorf("response %s pings: want allowed_mentions with no parse", r.Body)
+		}
+	}
+	var got []string
+	for _, m := range f.Messages(general) {
+		if m.Ephemeral {
+			t.Errorf("the answer %q is ephemeral", m.Content)
+		}
+		got = append(got, m.Content)
+	}
+	if diff := cmp.Diff([]string{"Started over, @everyone.", "Started over, @everyone."}, got); diff != "" {
+		t.Errorf("messages in the channel (-want +got):\n%s", diff)
 	}
 }
 

@@ -101,10 +101,11 @@ func (p Parser) Event(cb callback) (in channel.Inbound, ok bool, err error) {
 		// answered too with the engine's groups.respond "all".
 		in.Addressed = e.Type == "app_mention" || mention
 		// A new message in a channel starts a thread: the reply goes
-		// there, and the thread's later messages are the same session.
+		// there, and the thread's later messages are the same session;
+		// the channel's earlier messages are its context.
 		in.Thread = e.ThreadTS
 		if in.Thread == "" {
-			in.Thread = e.TS
+			in.Thread, in.StartsThread = e.TS, true
 		}
 	default:
 		return channel.Inbound{}, false, nil

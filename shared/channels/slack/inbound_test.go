@@ -79,7 +79,7 @@ func TestParserEvent(t *testing.T) {
 		name: "a mention in a channel is the channel's and starts a thread",
 		cb:   decode[callback](t, sampleMention),
 		want: channel.Inbound{ID: "T123ABC456:C123ABC456:1515449522.000016", Workspace: "T123ABC456", User: "U123ABC456",
-			Principal: "#C123ABC456", To: "C123ABC456/1515449522.000016", Thread: "1515449522.000016", Group: true, Addressed: true,
+			Principal: "#C123ABC456", To: "C123ABC456/1515449522.000016", Thread: "1515449522.000016", StartsThread: true, Group: true, Addressed: true,
 			Text: "What is the hour of the pearl, ?", At: time.Unix(1515449522, 16000).UTC()},
 		ok: true,
 	}, {
@@ -93,7 +93,7 @@ func TestParserEvent(t *testing.T) {
 		name: "a channel message mentioning the bot is addressed (message.channels)",
 		cb:   withEvent(t, map[string]any{"channel": "C1", "channel_type": "channel", "text": "<@U0LAN0Z89|claw> hi <@U999>"}),
 		want: channel.Inbound{ID: "T123ABC456:C1:1355517523.000005", Workspace: "T123ABC456", User: "U2147483697",
-			Principal: "#C1", To: "C1/1355517523.000005", Thread: "1355517523.000005", Group: true, Addressed: true, Text: "hi <@U999>", At: imAt},
+			Principal: "#C1", To: "C1/1355517523.000005", Thread: "1355517523.000005", StartsThread: true, Group: true, Addressed: true, Text: "hi <@U999>", At: imAt},
 		ok: true,
 	}, {
 		name: "the bot's own message is ignored",

@@ -105,13 +105,28 @@ func (c *Channel) Handle(ctx context.Context, in Inbound) error {
 		c.log.Debug("duplicate delivery skipped", "id", in.ID)
 		return nil
 	}
-	if err := c.process(ctx, in); err != nil {
+	text, err := c.process(ctx, in)
+	if err == nil && text != "" {
+		err = c.answer(ctx, in, text)
+	}
+	if err != nil {
 		return fmt.Errorf("channel %s: delivery %s: %w", c.name, in.ID, err)
 	}
 	if err := c.cfg.Store.MarkSeen(ctx, in.ID, time.Now().UTC()); err != nil {
 		return fmt.Errorf("channel %s: delivery %s: %w", c.name, in.ID, err)
 	}
 	return nil
+}
+
+// answer sends text, the channel's own reply to in: in the adapter's
+// answer to the delivery when it takes it (Inbound.Answer) and text fits
+// one message, else through the outbox under an id derived from the
+// delivery.
+func (c *Channel) answer(ctx context.Context, in Inbound, text string) error {
+	if in.Answer != nil && utf16Len(text) <= c.cfg.Platform.MaxLen() && in.Answer(text) {
+		return nil
+	}
+	return c.reply(ctx, "m"+idPart(in.ID), in.To, text)
 }
 
 // principal is the user of the session's owner within the channel: the
@@ -145,39 +160,35 @@ func (c *Channel) session(in Inbound) (owner, session string) {
 	return owner, session
 }
 
-// process acts on one delivery. Every effect is idempotent: replies go to
-// the outbox under ids derived from the delivery, runs get ids derived
-// from it too, so handling the same delivery twice acts once.
-func (c *Channel) process(ctx context.Context, in Inbound) error {
+// process acts on one delivery and returns the channel's own reply to it
+// ("" for none: a run replies by itself). Every effect is idempotent:
+// runs get ids derived from the delivery, as the reply's outbox messages
+// do, so handling the same delivery twice acts once.
+func (c *Channel) process(ctx context.Context, in Inbound) (reply string, err error) {
 	text := strings.TrimSpace(in.Text)
 	if text == "" && in.Action == "" {
-		return nil
+		return "", nil
 	}
 	ok, err := c.authorized(ctx, in)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if in.Action == "" && in.Group && !in.Addressed && c.cfg.Groups.Respond != "all" {
 		if !ok {
-			return nil // what a person not let in says is kept nowhere (seed 002)
+			return "", nil // what a person not let in says is kept nowhere (seed 002)
 		}
-		return c.remember(ctx, in)
+		return "", c.remember(ctx, in)
 	}
-	replyID := "m" + idPart(in.ID)
 	if !ok {
 		// Nothing of the text is logged, stored or sent on (seed 002).
 		if !in.Group && in.Action == "" && len(c.cfg.AccessCodes) > 0 && !notCode(text) {
-			msg, err := c.tryCode(ctx, text, principal(in), user(in))
-			if err != nil {
-				return err
-			}
-			return c.reply(ctx, replyID, in.To, msg)
+			return c.tryCode(ctx, text, principal(in), user(in))
 		}
 		c.log.Info("not authenticated", "user", user(in), "to", in.To)
-		return c.reply(ctx, replyID, in.To, DeniedText)
+		return DeniedText, nil
 	}
 	if len(text) > MaxText {
-		return c.reply(ctx, replyID, in.To, fmt.Sprintf("Your message is too long: %d bytes, of at most %d. Nothing of it was kept.", len(text), MaxText))
+		return fmt.Sprintf("Your message is too long: %d bytes, of at most %d. Nothing of it was kept.", len(text), MaxText), nil
 	}
 	owner, session := c.session(in)
 	runID := c.name + "-" + idPart(in.ID)
@@ -188,37 +199,37 @@ func (c *Channel) process(ctx context.Context, in Inbound) error {
 	if in.Action != "" {
 		id, d, ok := parseAction(in.Action)
 		if !ok {
-			return c.reply(ctx, replyID, in.To, "This button does nothing any more.")
+			return "This button does nothing any more.", nil
 		}
 		input.Approval, text = id, "/"+string(d)
 	}
 	c.log.Info("message", "user", user(in), "to", in.To, "id", in.ID, "chars", len(text))
 	switch command(text) {
 	case "/start", "/help":
-		return c.reply(ctx, replyID, in.To, HelpText)
+		return HelpText, nil
 	case "/new", "/reset":
 		msg := "Started a new conversation."
 		if err := c.runner.Reset(ctx, session); errors.Is(err, agent.ErrBusy) {
 			msg = "Cannot start over yet: " + err.Error()
 		} else if err != nil {
-			return err
+			return "", err
 		}
-		return c.reply(ctx, replyID, in.To, msg)
+		return msg, nil
 	case "/stop":
-		return c.stop(ctx, replyID, in.To, session)
+		return c.stop(ctx, in.To, session)
 	case "/status":
 		stats, err := c.cfg.Store.OutboxStats(ctx)
 		if err != nil {
-			return err
+			return "", err
 		}
-		return c.reply(ctx, replyID, in.To, fmt.Sprintf("Agent: %s\nSession: %s\nYour user id: %s:%s\nReplies waiting to be delivered: %d",
-			c.cfg.Agent, session, c.name, user(in), stats.Pending))
+		return fmt.Sprintf("Agent: %s\nSession: %s\nYour user id: %s:%s\nReplies waiting to be delivered: %d",
+			c.cfg.Agent, session, c.name, user(in), stats.Pending), nil
 	case "/yes", "/no", "/always":
 		text = command(text)
 	default:
 		if in.Group {
 			if text, err = c.withContext(ctx, in, text); err != nil {
-				return err
+				return "", err
 			}
 		}
 	}
@@ -226,41 +237,41 @@ func (c *Channel) process(ctx context.Context, in Inbound) error {
 	st, err := c.runner.Deliver(ctx, input, func(string) {})
 	switch {
 	case errors.Is(err, agent.ErrUnknownAgent):
-		return c.reply(ctx, replyID, in.To, "This bot's agent is not configured: "+err.Error())
+		return "This bot's agent is not configured: " + err.Error(), nil
 	case errors.Is(err, agent.ErrMayNotApprove):
-		return c.reply(ctx, replyID, in.To, "Not approved: "+err.Error())
+		return "Not approved: " + err.Error(), nil
 	case errors.Is(err, agent.ErrStaleApproval):
-		return c.reply(ctx, replyID, in.To, "That approval request is no longer waiting for an answer: nothing was changed.")
+		return "That approval request is no longer waiting for an answer: nothing was changed.", nil
 	case err != nil:
-		return err
+		return "", err
 	}
 	if in.Group {
 		if err := c.forget(ctx, in); err != nil {
-			return err
+			return "", err
 		}
 	}
 	if st.Step != agent.StepDone {
 		c.startTyping(st.RunID, in.To)
 	}
-	return nil
+	return "", nil
 }
 
-// stop cancels the run the session works on (/stop).
-func (c *Channel) stop(ctx context.Context, replyID, to, session string) error {
+// stop cancels the run the session works on (/stop) and returns what
+// the person is told.
+func (c *Channel) stop(ctx context.Context, to, session string) (string, error) {
 	s, ok := c.runner.(Stopper)
 	if !ok {
-		return c.reply(ctx, replyID, to, "Stopping a reply is not possible here.")
+		return "Stopping a reply is not possible here.", nil
 	}
 	stopped, err := s.Stop(ctx, session)
 	if err != nil {
-		return err
+		return "", err
 	}
-	msg := "Nothing to stop."
-	if stopped {
-		msg = "Stopped."
-		c.stopTo(to)
+	if !stopped {
+		return "Nothing to stop.", nil
 	}
-	return c.reply(ctx, replyID, to, msg)
+	c.stopTo(to)
+	return "Stopped.", nil
 }
 
 // command returns the command text starts with, lowercased and without

@@ -3,6 +3,7 @@ package channel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -177,6 +178,55 @@ func TestCommands(t *testing.T) {
 	}
 }
 
+// TestAnswer: a reply the channel makes by itself goes into the
+// adapter's answer when the delivery takes one (Inbound.Answer), and is
+// not queued; one the adapter refuses, or too long for one message, is
+// queued; a message that starts a run, or a repeated delivery, asks for
+// no answer.
+func TestAnswer(t *testing.T) {
+	c, st := newTestChannel(t, &runner{}, Groups{})
+	var answered []string
+	take := func(ok bool) func(string) bool {
+		return func(text string) bool {
+			answered = append(answered, text)
+			return ok
+		}
+	}
+	in := func(id, user, text string, answer func(string) bool) Inbound {
+		return Inbound{ID: id, User: user, Principal: user, To: "c-" + user, Addressed: true, Text: text, Answer: answer}
+	}
+	long := "/ask " + strings.Repeat("x", MaxText)
+	handle(t, c,
+		in("1", "u1", "/help", take(true)),
+		in("1", "u1", "/help", take(true)),
+		in("2", "x", "hi", take(true)),
+		in("3", "u1", "/reset", take(false)),
+		in("4", "u1", "hello", take(true)),
+		in("5", "u1", long, take(true)),
+	)
+	wantAnswered := []string{HelpText, DeniedText, "Started a new conversation.", fmt.Sprintf("Your message is too long: %d bytes, of at most %d. Nothing of it was kept.", len(long), MaxText)}
+	if d := cmp.Diff(wantAnswered, answered); d != "" {
+		t.Errorf("answers (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(map[string][]string{"c-u1": {"Started a new conversation."}}, replies(t, st)); d != "" {
+		t.Errorf("outbox (-want +got):\n%s", d)
+	}
+
+	// A reply longer than one message goes to the outbox, in parts.
+	tiny, st2 := newTestChannel(t, &runner{}, Groups{})
+	tiny.cfg.Platform = short{}
+	answered = nil
+	handle(t, tiny, in("1", "u1", "/help", take(true)))
+	if len(answered) != 0 || len(replies(t, st2)["c-u1"]) < 2 {
+		t.Errorf("a reply over MaxLen: answered %q, outbox %q", answered, replies(t, st2))
+	}
+}
+
+// short is a platform whose messages hold 16 characters.
+type short struct{ nowhere }
+
+func (short) MaxLen() int { return 16 }
+
 // TestAccessDenied: a user neither allowed nor let in by a code gets the
 // generic reply, in a direct message and when addressing the bot in a
 // group, and reaches no run; a user allowed in another workspace is not
@@ -234,6 +284,41 @@ func TestGroups(t *testing.T) {
 	handle(t, c, g("1", "Ada", "hello all", false))
 	if len(all.inputs) != 1 {
 		t.Errorf("respond all: %d runs, want 1", len(all.inputs))
+	}
+}
+
+// TestGroupThreads: a message posted in the main conversation that
+// starts a thread (a Slack channel message) has the main conversation's
+// earlier messages as context, and is context of the main conversation
+// and of its own thread; a message in a thread has its thread's.
+func TestGroupThreads(t *testing.T) {
+	r := &runner{}
+	c, _ := newTestChannel(t, r, Groups{})
+	top := func(id, text string, addressed bool) Inbound {
+		return Inbound{ID: id, User: "u1", Name: "Ada", Principal: "#c", To: "c/" + id, Thread: id, StartsThread: true,
+			Group: true, Addressed: addressed, Text: text}
+	}
+	in := func(id, thread, text string, addressed bool) Inbound {
+		return Inbound{ID: id, User: "u1", Name: "Bob", Principal: "#c", To: "c/" + thread, Thread: thread, Group: true, Addressed: addressed, Text: text}
+	}
+	handle(t, c, top("1", "the build is red", false), top("2", "since noon", false),
+		in("3", "2", "I looked at it", false),
+		top("4", "what broke?", true),
+		in("5", "2", "any idea?", true))
+	if len(r.inputs) != 2 {
+		t.Fatalf("%d runs, want 2 (the addressed messages)", len(r.inputs))
+	}
+	mainWant := "[Earlier messages in this group, not addressed to you:]\nAda: the build is red\nAda: since noon\n[The message to you:]\nwhat broke?"
+	if d := cmp.Diff(mainWant, r.inputs[0].Messages[0].Content); d != "" {
+		t.Errorf("the channel's mention (-want +got):\n%s", d)
+	}
+	threadWant := "[Earlier messages in this group, not addressed to you:]\nAda: since noon\nBob: I looked at it\n[The message to you:]\nany idea?"
+	if d := cmp.Diff(threadWant, r.inputs[1].Messages[0].Content); d != "" {
+		t.Errorf("the thread's mention (-want +got):\n%s", d)
+	}
+	_, mainSession := agent.Identity{}.Session("main", "test", "", "#c/4")
+	if r.inputs[0].SessionID != mainSession {
+		t.Errorf("the channel's mention is in session %q, want its thread's %q", r.inputs[0].SessionID, mainSession)
 	}
 }
 

@@ -13,44 +13,62 @@ type said struct {
 	Text string `json:"t"`
 }
 
-// contextKey is the state key of the context kept for in's conversation.
+// contextKey is the state key of the context kept for in's conversation:
+// the main conversation's for a message that starts a thread
+// (Inbound.StartsThread).
 func contextKey(in Inbound) string {
-	return "group/" + principal(in) + "/" + in.Thread
+	if in.StartsThread {
+		return threadKey(in, "")
+	}
+	return threadKey(in, in.Thread)
+}
+
+// threadKey is the state key of the context kept for a thread of in's
+// Principal.
+func threadKey(in Inbound, thread string) string {
+	return "group/" + principal(in) + "/" + thread
 }
 
 // remember keeps in, a group message not addressed to the bot, as
-// context of its conversation: the latest Groups.Context of them, each
-// cut to MaxContextBytes. Two messages remembered at once may keep only
-// one of them: context is a help, not a record.
+// context of its conversation (and of the thread it starts, if it does):
+// the latest Groups.Context of them, each cut to MaxContextBytes. Two
+// messages remembered at once may keep only one of them: context is a
+// help, not a record.
 func (c *Channel) remember(ctx context.Context, in Inbound) error {
 	if c.cfg.Groups.Context < 0 {
 		return nil
 	}
-	kept, err := c.context(ctx, in)
-	if err != nil {
-		return err
+	keys := []string{contextKey(in)}
+	if in.StartsThread {
+		keys = append(keys, threadKey(in, in.Thread))
 	}
 	name := in.Name
 	if name == "" {
 		name = in.User
 	}
-	kept = append(kept, said{Name: cut(name, 64), Text: cut(strings.TrimSpace(in.Text), MaxContextBytes)})
-	if n := len(kept) - c.cfg.Groups.Context; n > 0 {
-		kept = kept[n:]
-	}
-	b, err := json.Marshal(kept)
-	if err != nil {
-		return fmt.Errorf("group context: %w", err)
-	}
-	if err := c.cfg.Store.SetState(ctx, contextKey(in), string(b)); err != nil {
-		return fmt.Errorf("group context: %w", err)
+	for _, key := range keys {
+		kept, err := c.context(ctx, key)
+		if err != nil {
+			return err
+		}
+		kept = append(kept, said{Name: cut(name, 64), Text: cut(strings.TrimSpace(in.Text), MaxContextBytes)})
+		if n := len(kept) - c.cfg.Groups.Context; n > 0 {
+			kept = kept[n:]
+		}
+		b, err := json.Marshal(kept)
+		if err != nil {
+			return fmt.Errorf("group context: %w", err)
+		}
+		if err := c.cfg.Store.SetState(ctx, key, string(b)); err != nil {
+			return fmt.Errorf("group context: %w", err)
+		}
 	}
 	return nil
 }
 
-// context returns the messages kept for in's conversation.
-func (c *Channel) context(ctx context.Context, in Inbound) ([]said, error) {
-	v, err := c.cfg.Store.State(ctx, contextKey(in))
+// context returns the messages kept under the state key key.
+func (c *Channel) context(ctx context.Context, key string) ([]said, error) {
+	v, err := c.cfg.Store.State(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("group context: %w", err)
 	}
@@ -64,7 +82,7 @@ func (c *Channel) context(ctx context.Context, in Inbound) ([]said, error) {
 // withContext puts the messages kept for in's conversation before text,
 // the message addressed to the bot.
 func (c *Channel) withContext(ctx context.Context, in Inbound, text string) (string, error) {
-	kept, err := c.context(ctx, in)
+	kept, err := c.context(ctx, contextKey(in))
 	if err != nil || len(kept) == 0 {
 		return text, err
 	}

@@ -33,6 +33,11 @@ const sendTimeout = 10 * time.Second
 // outbox cannot rule out.
 const claimLease = sendTimeout + markTimeout + 20*time.Second
 
+// claimPoll is how often a pass looks again at a message another sender
+// holds: its claim ends as soon as that sender marks it sent or due for
+// a retry, long before the lease lapses.
+const claimPoll = time.Second
+
 // outboxStore is what the outbox needs of the store (store.Channel).
 type outboxStore interface {
 	AddOutbox(ctx context.Context, msgs []store.OutboxMessage) error
@@ -55,12 +60,14 @@ type outbox struct {
 	log    *slog.Logger
 	// kick wakes loop when messages were added.
 	kick chan struct{}
-	// now is the clock of pass (time.Now; tests set one).
-	now func() time.Time
+	// now is the clock of pass and flush, and sleep its wait (time.Now
+	// and sleepCtx; tests set their own).
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) bool
 }
 
 func newOutbox(st outboxStore, s sender, log *slog.Logger) *outbox {
-	return &outbox{store: st, sender: s, log: log, kick: make(chan struct{}, 1), now: time.Now}
+	return &outbox{store: st, sender: s, log: log, kick: make(chan struct{}, 1), now: time.Now, sleep: sleepCtx}
 }
 
 // add stores msgs as pending and wakes loop.
@@ -101,10 +108,11 @@ func (o *outbox) loop(ctx context.Context) {
 }
 
 // flush makes passes over the outbox while messages are waiting for a
-// retry due within wait, and returns how many messages are still pending
-// when it gives up.
+// retry due within wait, or held by another sender (looked at again every
+// claimPoll, since the claim ends when that sender marks its send), and
+// returns how many messages are still pending when it gives up.
 func (o *outbox) flush(ctx context.Context, wait time.Duration) (pending int, err error) {
-	deadline := time.Now().Add(wait)
+	deadline := o.now().Add(wait)
 	for {
 		next, n := o.pass(ctx)
 		if n == 0 || ctx.Err() != nil || next.After(deadline) {
@@ -113,7 +121,7 @@ func (o *outbox) flush(ctx context.Context, wait time.Duration) (pending int, er
 			}
 			return n, nil
 		}
-		if !sleepCtx(ctx, max(time.Until(next), 10*time.Millisecond)) {
+		if !o.sleep(ctx, max(next.Sub(o.now()), 10*time.Millisecond)) {
 			return n, ctx.Err()
 		}
 	}
@@ -125,8 +133,8 @@ func (o *outbox) flush(ctx context.Context, wait time.Duration) (pending int, er
 // with the id the platform answered; a failure blocks its conversation's
 // later messages until a retry, after the platform's RetryAfter or an
 // exponential backoff otherwise, and so does a message another sender
-// holds. It returns when the next message is due (a far time when none
-// is) and how many are left pending.
+// holds, looked at again after claimPoll. It returns when the next
+// message is due (a far time when none is) and how many are left pending.
 func (o *outbox) pass(ctx context.Context) (next time.Time, pending int) {
 	next = o.now().Add(24 * time.Hour)
 	msgs, err := o.store.UnsentOutbox(ctx, 500)
@@ -146,7 +154,13 @@ func (o *outbox) pass(ctx context.Context) (next time.Time, pending int) {
 			continue
 		}
 		now := o.now()
-		if due := later(m.NextAt, m.ClaimedUntil); due.After(now) {
+		due := m.NextAt
+		if m.ClaimedUntil.After(now) {
+			// Another sender holds it; its claim ends when it marks the
+			// message, likely long before the lease lapses.
+			due = later(due, earlier(m.ClaimedUntil, now.Add(claimPoll)))
+		}
+		if due.After(now) {
 			blocked[m.To] = true
 			pending++
 			if due.Before(next) {
@@ -163,6 +177,7 @@ func (o *outbox) pass(ctx context.Context) (next time.Time, pending int) {
 			}
 			blocked[m.To] = true
 			pending++
+			next = earlier(next, now.Add(claimPoll))
 			continue
 		}
 		m = claimed
@@ -216,6 +231,14 @@ func (o *outbox) pass(ctx context.Context) (next time.Time, pending int) {
 // later returns the later of a and b.
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// earlier returns the earlier of a and b.
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
 		return b
 	}
 	return a

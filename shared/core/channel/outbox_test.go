@@ -143,13 +143,17 @@ func TestOutboxPass(t *testing.T) {
 			wantRetries: map[string]want{"a#0": {attempts: maxAttempts, delay: 5 * time.Minute, failed: true}}, wantNext: 24 * time.Hour},
 		{name: "a message not due holds its chat", msgs: []msg{{id: "a#0", chat: "1", due: time.Hour}, {id: "a#1", chat: "1"}, {id: "b#0", chat: "2"}},
 			wantSent: []string{"b#0"}, wantPending: 2, wantNext: time.Hour},
-		{name: "a message another sender holds holds its chat till its claim lapses",
+		{name: "a message another sender holds holds its chat, looked at again within a second",
 			msgs:     []msg{{id: "a#0", chat: "1", claimed: claimLease}, {id: "a#1", chat: "1"}, {id: "b#0", chat: "2"}},
-			wantSent: []string{"b#0"}, wantPending: 2, wantNext: claimLease},
+			wantSent: []string{"b#0"}, wantPending: 2, wantNext: claimPoll},
+		{name: "a claim that lapses sooner is looked at when it lapses", msgs: []msg{{id: "a#0", chat: "1", claimed: 300 * time.Millisecond}},
+			wantPending: 1, wantNext: 300 * time.Millisecond},
+		{name: "a claimed message due for a retry later is looked at then", msgs: []msg{{id: "a#0", chat: "1", due: time.Minute, claimed: claimLease}},
+			wantPending: 1, wantNext: time.Minute},
 		{name: "a lapsed claim is claimed again", msgs: []msg{{id: "a#0", chat: "1", claimed: -time.Second}},
 			wantSent: []string{"a#0"}, wantNext: 24 * time.Hour},
 		{name: "a message claimed since it was read holds its chat", msgs: []msg{{id: "a#0", chat: "1", taken: true}, {id: "a#1", chat: "1"}, {id: "b#0", chat: "2"}},
-			wantSent: []string{"b#0"}, wantPending: 2, wantNext: 24 * time.Hour},
+			wantSent: []string{"b#0"}, wantPending: 2, wantNext: claimPoll},
 		{name: "a sent message is marked while shutting down", msgs: []msg{{id: "a#0", chat: "1"}, {id: "a#1", chat: "1"}}, cancel: true,
 			wantSent: []string{"a#0"}, wantPending: 2, wantNext: 24 * time.Hour},
 	}
@@ -216,6 +220,43 @@ func TestOutboxFlushGivesUpOnLaterRetries(t *testing.T) {
 	}
 	if got := st.retries["a#0"].Attempts; got != 1 {
 		t.Errorf("attempts = %d, want 1: flush must not wait for a retry due after wait", got)
+	}
+}
+
+// TestOutboxFlushWaitsForAnotherSendersClaim: a message another sender
+// holds (its claim's lease far beyond the wait) is sent once that sender
+// marks its retry, within the wait: flush looks again about once a
+// second rather than giving up. The clock is the test's: each wait of
+// flush advances it, and the other sender marks its retry during the
+// second.
+func TestOutboxFlushWaitsForAnotherSendersClaim(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	st := &fakeOutbox{retries: map[string]retry{}, taken: map[string]bool{}, msgs: []store.OutboxMessage{
+		{ID: "a#0", To: "1", Text: "a#0", Status: store.OutboxPending, NextAt: now, ClaimedUntil: now.Add(claimLease)},
+		{ID: "a#1", To: "1", Text: "a#1", Status: store.OutboxPending, NextAt: now}}}
+	sender := &fakeSender{}
+	o := newOutbox(st, sender, slog.New(slog.DiscardHandler))
+	o.now = func() time.Time { return now }
+	var waits []time.Duration
+	o.sleep = func(_ context.Context, d time.Duration) bool {
+		waits = append(waits, d)
+		now = now.Add(d)
+		if len(waits) == 2 {
+			// The other sender's send failed: it marks a retry due
+			// in half a second, which ends its claim.
+			st.msgs[0].ClaimedUntil, st.msgs[0].NextAt = time.Time{}, now.Add(500*time.Millisecond)
+		}
+		return true
+	}
+	pending, err := o.flush(t.Context(), 10*time.Second)
+	if pending != 0 || err != nil {
+		t.Fatalf("flush = %d pending, %v; want all sent within the wait", pending, err)
+	}
+	if d := cmp.Diff([]string{"a#0", "a#1"}, sender.sent); d != "" {
+		t.Errorf("sent (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]time.Duration{claimPoll, claimPoll, 500 * time.Millisecond}, waits); d != "" {
+		t.Errorf("waits (-want +got):\n%s", d)
 	}
 }
 

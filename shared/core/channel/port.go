@@ -98,6 +98,12 @@ type Inbound struct {
 	// Thread tells the conversations of one Principal apart (a thread, a
 	// forum topic); each is its own session. Empty for the main one.
 	Thread string
+	// StartsThread says the message was posted in the main conversation
+	// and Thread is the one it starts (a Slack channel message, answered
+	// in a thread under it): its group context is the main
+	// conversation's earlier messages, and, not addressed to the bot, it
+	// is context of both the main conversation and its thread.
+	StartsThread bool
 	// Group is a message in a group, channel or server rather than a
 	// direct message; Addressed says it mentions the bot or replies to
 	// it (a direct message is always addressed).
@@ -109,6 +115,15 @@ type Inbound struct {
 	// At is when the platform says the message was sent; zero if it
 	// does not.
 	At time.Time
+	// Answer, when set, takes the reply the channel makes by itself to
+	// this delivery (a command's answer, a refusal; never a run's reply)
+	// into the adapter's answer to the platform's request, where a
+	// message sent separately could not come first (a Discord
+	// interaction's response). Handle calls it at most once, before it
+	// returns, with a text within MaxLen; once it returns true the
+	// reply is not queued in the outbox, so the adapter must answer with
+	// it.
+	Answer func(text string) bool
 }
 
 // Error is an unsuccessful answer of a platform's API.

@@ -273,6 +273,12 @@ type OwnerSessions interface {
 	// be eventually consistent: a session created a moment ago may be
 	// missing.
 	SessionsOf(ctx context.Context, owner string, limit int) ([]Session, error)
+	// ChannelSessions returns up to limit sessions of the identities of
+	// the messaging channel channel ("tg", "slack", …): those started on
+	// it whose owner is "<channel>:…". Ephemeral ones are excluded; most
+	// recently created first (ties by id). It may be eventually
+	// consistent too.
+	ChannelSessions(ctx context.Context, channel string, limit int) ([]Session, error)
 }
 
 // History stores the messages of sessions.

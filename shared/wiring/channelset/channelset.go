@@ -19,6 +19,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/discord"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/slack"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/whatsapp"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
@@ -32,6 +33,11 @@ import (
 // events).
 var Paths = map[string][]string{"slack": {slack.EventsPath, slack.InteractivePath}, "discord": {discord.InteractionsPath},
 	"whatsapp": {config.WhatsAppWebhookPath}}
+
+// Names are the messaging channels' names (their Platform.Name): the
+// prefixes of their identities' owners ("slack:T1:U1"), whose sessions
+// the web console lists to admin keys.
+var Names = []string{telegram.ChannelName, slack.Name, discord.Name, whatsapp.Name}
 
 // Env is what the channels are built with.
 type Env struct {

@@ -195,6 +195,17 @@ try {
 	await page.fill('#session-query', '');
 	await page.keyboard.press('Enter');
 	await items.nth(1).waitFor();
+	// An admin key also sees the channels' conversations, each with the
+	// identity that owns it, read-only.
+	await page.selectOption('#session-of', 'channels');
+	await items.first().locator('.title', { hasText: 'hello from telegram' }).waitFor();
+	seen.channelSessions = await items.evaluateAll((lis) => lis.map((li) => [
+		li.querySelector('.title').textContent, li.querySelector('.chip').textContent, li.querySelector('.owner').textContent]));
+	await items.first().click();
+	await page.locator('#session-log .msg.user', { hasText: 'hello from telegram' }).waitFor();
+	seen.channelSession = await page.locator('#session-detail p.muted').textContent();
+	await page.selectOption('#session-of', '');
+	await items.nth(1).waitFor();
 
 	// Approvals: none pending any more.
 	await nav(page, 'approvals');

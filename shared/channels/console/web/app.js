@@ -178,6 +178,8 @@ async function signIn(key) {
   $("nav").hidden = false;
   $("signout").hidden = false;
   $("nav-keys").hidden = !state.me.admin;
+  $("session-of").hidden = !state.me.admin;
+  $("session-of").value = "";
   $("nav-metrics").hidden = !state.me.features.metrics;
   $("who").textContent = (state.me.name || state.me.id) + " · " + state.me.prefix + "… · " + state.me.autonomy + (state.me.admin ? " · admin" : "");
   for (const sel of [$("chat-agent"), $("agent-select"), $("job-agent")]) {
@@ -368,18 +370,22 @@ function renderHistory(into, messages) {
 
 // ---- sessions and approvals ----
 
-// loadSessions lists the key's sessions, or those matching the search:
-// each with its title (the first message), channel, last activity and a
-// preview (the last message, or the line that matched).
+// loadSessions lists the key's sessions (for an admin key that chose
+// so, the channels' conversations, each with the identity that owns it),
+// or those matching the search: each with its title (the first message),
+// channel, last activity and a preview (the last message, or the line
+// that matched).
 async function loadSessions() {
   const q = $("session-query").value.trim();
-  const data = await api("GET", "sessions" + (q ? "?q=" + encodeURIComponent(q) : ""));
+  const of = $("session-of").value === "channels" ? "channel-sessions" : "sessions";
+  const data = await api("GET", of + (q ? "?q=" + encodeURIComponent(q) : ""));
   $("session-detail").replaceChildren();
   $("sessions-list").replaceChildren(...data.sessions.map((s) =>
     el("li", { "data-session": s.id, tabindex: 0, onclick: () => openSession(s.id).catch(showError),
       onkeydown: (ev) => ev.key === "Enter" && openSession(s.id).catch(showError) },
       el("div", { class: "title" }, s.title || "(no message yet)"),
-      el("div", { class: "meta" }, s.channel ? el("span", { class: "chip" }, s.channel) : null, " ", s.agent, " · ", when(s.last_activity),
+      el("div", { class: "meta" }, s.channel ? el("span", { class: "chip" }, s.channel) : null, " ",
+        s.read_only ? el("span", { class: "owner" }, s.owner + " · ") : null, s.agent, " · ", when(s.last_activity),
         s.pending_approval ? " · waiting for approval of " + s.pending_approval.tools.join(", ") : ""),
       el("div", { class: "preview" }, s.match || s.preview))));
   if (!data.sessions.length) $("session-detail").append(el("p", { class: "muted" }, q ? "No session matches." : "No sessions yet."));
@@ -390,7 +396,7 @@ async function openSession(id) {
   const log = el("div", { id: "session-log" });
   $("session-detail").replaceChildren(
     el("h3", {}, (data.session.title || id.slice(0, 16)) + (data.truncated ? " (latest messages)" : "")),
-    el("p", { class: "muted" }, data.session.agent + " · " + id), log);
+    el("p", { class: "muted" }, (data.session.read_only ? data.session.owner + " · read only · " : "") + data.session.agent + " · " + id), log);
   renderHistory(log, data.messages);
   // The runs that delegated to other agents: the tree of their runs,
   // each with its tokens.
@@ -732,6 +738,7 @@ document.addEventListener("DOMContentLoaded", () => {
     createKey().catch(showError);
   });
   $("key-copy").addEventListener("click", () => copyKey());
+  $("session-of").addEventListener("change", () => loadSessions().catch(showError));
   $("session-search").addEventListener("submit", (ev) => {
     ev.preventDefault();
     loadSessions().catch(showError);

@@ -123,6 +123,10 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness, newStore func(t *t
 	t.Run("RestartBetweenCommitAndSend", func(t *testing.T) {
 		restart(t, start(t, newHarness(t), newStore(t), false))
 	})
+	t.Run("Serverless", func(t *testing.T) {
+		e := &env{serverless: true}
+		serverless(t, e.start(t, newHarness(t), newStore(t), false))
+	})
 }
 
 // env is the engine on a store with the agent loop, a fake model and the
@@ -137,6 +141,10 @@ type env struct {
 	stop   func()
 	driver *agent.Driver
 	ch     *channel.Channel
+	// serverless runs the engine as a Lambda function does: no outbox
+	// sender, each delivery's replies flushed before the receiver answers
+	// the platform, each run's by the run.
+	serverless bool
 }
 
 // sendTool has an effect outside lambdaclaw: a supervised run asks a
@@ -154,9 +162,14 @@ func (s sendTool) Call(context.Context, tool.Env, json.RawMessage) (string, erro
 
 func start(t *testing.T, h Harness, db Store, deliver bool) *env {
 	t.Helper()
-	llm := newModel()
+	return (&env{}).start(t, h, db, deliver)
+}
+
+// start starts e, a server (see boot).
+func (e *env) start(t *testing.T, h Harness, db Store, deliver bool) *env {
+	t.Helper()
 	t.Cleanup(func() { db.Close() })
-	e := &env{h: h, llm: llm, db: db, st: db.Channel(h.Platform().Name())}
+	e.h, e.llm, e.db, e.st = h, newModel(), db, db.Channel(h.Platform().Name())
 	e.boot(t, deliver)
 	t.Cleanup(func() { e.stop() })
 	return e
@@ -173,7 +186,7 @@ func (e *env) boot(t *testing.T, deliver bool) {
 	p := e.h.Platform()
 	r, err := channel.NewReplier(channel.Config{Platform: p, Store: e.st, Agent: "main", Autonomy: tool.Supervised,
 		AllowedUsers: []string{e.h.User(Alice), e.h.User(Bob)}, DraftInterval: time.Hour,
-		Log: slog.New(slog.DiscardHandler)})
+		Serverless: e.serverless, Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +205,17 @@ func (e *env) boot(t *testing.T, deliver bool) {
 		e.driver.Wait()
 		e.ch.Wait()
 	}
-	e.h.Serve(t, e.st, e.ch.Handle)
+	handle := e.ch.Handle
+	if e.serverless {
+		handle = func(ctx context.Context, in channel.Inbound) error {
+			if err := e.ch.Handle(ctx, in); err != nil {
+				return err
+			}
+			_, err := e.ch.Flush(ctx, 0)
+			return err
+		}
+	}
+	e.h.Serve(t, e.st, handle)
 }
 
 // deliver delivers d and checks the receiver took it (200).
@@ -471,6 +494,23 @@ func restart(t *testing.T, e *env) {
 	if err != nil || stats != (store.OutboxStats{Sent: 1}) {
 		t.Errorf("outbox: %+v, %v; want 1 sent", stats, err)
 	}
+}
+
+// serverless: as in a Lambda function, nothing delivers the outbox but
+// the flush of each delivery, before the receiver answers the platform
+// (its webhook's function), and of each run (the step function). The
+// channel's own replies reach the person as a run's reply does,
+// including on a platform that takes no message before it has the
+// answer to the delivery (a Discord interaction's follow-up).
+func serverless(t *testing.T, e *env) {
+	e.deliver(t, Delivery{Seq: 1, From: Alice, Text: "hello"})
+	want(t, "received", e.texts(t, dmAlice), []string{"echo: hello"})
+	e.deliver(t, Delivery{Seq: 2, From: Alice, Text: "/help"})
+	e.deliver(t, Delivery{Seq: 3, From: Alice, Text: "/reset"})
+	e.deliver(t, Delivery{Seq: 4, From: Alice, Text: "/stop"})
+	want(t, "received", e.texts(t, dmAlice), []string{"echo: hello", channel.HelpText, "Started a new conversation.", "Nothing to stop."})
+	e.deliver(t, Delivery{Seq: 5, From: Mallory, Text: "let me in"})
+	want(t, "mallory received", e.texts(t, Conversation{User: Mallory}), []string{channel.DeniedText})
 }
 
 // String names a delivery in failures.

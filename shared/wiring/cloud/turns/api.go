@@ -18,6 +18,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset"
+	"github.com/lambdaclaw/lambdaclaw/shared/wiring/channelset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
@@ -96,7 +97,7 @@ func flushedHTTP(r *cloud.Root, h http.Handler, lanes *agent.Driver) http.Handle
 // are in CloudWatch, not at /metrics.
 func newConsole(r *cloud.Root) (*console.Console, error) {
 	c := console.Config{
-		Sessions: r.Store, Keys: r.Store, Jobs: r.Schedule, Operator: schedule.OperatorOwner, Agents: r.AgentNames,
+		Sessions: r.Store, Keys: r.Store, Jobs: r.Schedule, Operator: schedule.OperatorOwner, Channels: channelset.Names, Agents: r.AgentNames,
 		DefaultRate: config.DefaultKeyRate, Log: r.Log,
 		// The WebSocket API's management endpoint (https://…/stage) is
 		// also its clients' URL, with wss://.
