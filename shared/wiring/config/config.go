@@ -69,6 +69,8 @@ type Config struct {
 	MCP MCP `yaml:"mcp"`
 	// Sandbox configures the exec tool's sandboxes (sandbox.go).
 	Sandbox Sandbox `yaml:"sandbox"`
+	// Tools configures built-in tools, web_search (tools.go).
+	Tools Tools `yaml:"tools"`
 }
 
 // Telegram configures the Telegram channel. The bot token is
@@ -361,6 +363,11 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	if err := c.Channels.Slack.resolve(c.Home, getenv); err != nil {
 		return nil, err
 	}
+	if ws := c.Tools.WebSearch; ws != nil {
+		if err := ws.APIKey.resolve(c.Home, getenv); err != nil {
+			return nil, fmt.Errorf("config: tools.web_search.api_key: %w", err)
+		}
+	}
 	if err := c.loadMemory(getenv); err != nil {
 		return nil, err
 	}
@@ -448,6 +455,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateSandbox(); err != nil {
+		return err
+	}
+	if err := c.Tools.WebSearch.validate(); err != nil {
 		return err
 	}
 	linked := map[string]string{}
