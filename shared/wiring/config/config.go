@@ -457,7 +457,7 @@ func (c *Config) Validate() error {
 	if err := c.validateSandbox(); err != nil {
 		return err
 	}
-	if err := c.Tools.WebSearch.validate(); err != nil {
+	if err := c.Tools.WebSearch.Check(); err != nil {
 		return err
 	}
 	linked := map[string]string{}

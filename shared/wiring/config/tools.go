@@ -47,8 +47,9 @@ func (w *WebSearch) Key(ctx context.Context) (string, error) {
 	return w.APIKey.Value(), nil
 }
 
-// validate checks the provider, its URL and key.
-func (w *WebSearch) validate() error {
+// Check checks the provider, its URL and key: Validate's check of the
+// section, which the CDK app also makes of its web_search options.
+func (w *WebSearch) Check() error {
 	if w == nil {
 		return nil
 	}
