@@ -341,6 +341,9 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	if err := c.readAgents(); err != nil {
 		return Config{}, err
 	}
+	if err := c.checkAgentsSearch(); err != nil {
+		return Config{}, err
+	}
 	abs, err := filepath.Abs(c.Assets)
 	if err != nil {
 		return Config{}, fmt.Errorf("context %s=%q: %w", ctxAssets, c.Assets, err)

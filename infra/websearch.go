@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
@@ -41,6 +43,20 @@ func (c *Config) checkWebSearch() error {
 		KeyFunc: func(context.Context) (string, error) { return "", nil }}
 	if err := ws.Check(); err != nil {
 		return fmt.Errorf("context %s, %s: %w", ctxWebSearch, ctxWebSearchURL, err)
+	}
+	return nil
+}
+
+// checkAgentsSearch refuses an agent of the agents file that names
+// web_search when the deployment has no provider for it.
+func (c *Config) checkAgentsSearch() error {
+	if c.WebSearch != "" {
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
+		if slices.Contains(c.Agents[name].Tools, "web_search") {
+			return fmt.Errorf("context %s: agent %q uses web_search, which needs -c %s=searxng|brave|tavily", ctxAgentsFile, name, ctxWebSearch)
+		}
 	}
 	return nil
 }
