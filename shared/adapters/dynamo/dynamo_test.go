@@ -772,3 +772,7 @@ func TestNewAsksNothing(t *testing.T) {
 		t.Errorf("Check = %v, want the table named", err)
 	}
 }
+
+func TestPII(t *testing.T) {
+	storetest.RunPII(t, func(t *testing.T) storetest.PIIStore { return newStore(t) })
+}
