@@ -42,9 +42,9 @@ type Pattern struct {
 
 var kindName = regexp.MustCompile(`^[A-Z][A-Z0-9]{0,23}$`)
 
-// NewPattern compiles an operator's pattern named kind (upper case
-// letters and digits, such as EMPLOYEE_ID's EMPLOYEEID... any of
-// [A-Z][A-Z0-9]*).
+// NewPattern compiles an operator's pattern named kind: upper case
+// letters and digits, starting with a letter (EMPLOYEE, not EMPLOYEE_ID:
+// a token is <KIND_n>).
 func NewPattern(kind, expr string) (Pattern, error) {
 	if !kindName.MatchString(kind) {
 		return Pattern{}, fmt.Errorf("pii: pattern name %q: want upper case letters and digits, starting with a letter, at most 24", kind)
