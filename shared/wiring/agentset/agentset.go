@@ -147,12 +147,17 @@ func (b *Builder) Build(name string) (*agent.Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", name, err)
 	}
+	scanner, err := ac.Privacy.Scanner()
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: privacy: %w", name, err)
+	}
 	threshold, target, flush := ac.Compaction()
 	a := &agent.Agent{
 		Name: name, Provider: llm.NewChain(chain...), Model: ac.Model, Tools: tools,
 		MaxToolIterations: ac.MaxToolIterations,
 		ReplaceSystem:     ac.ClientSystem == "replace",
 		Compaction:        agent.Compaction{Threshold: threshold, Target: target, Flush: flush},
+		PII:               scanner,
 	}
 	if b.live != nil {
 		a.LiveTools = b.live(ac, tools)

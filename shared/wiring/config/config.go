@@ -175,6 +175,8 @@ type AgentConfig struct {
 	AgentMCP `yaml:",inline"`
 	// Sandbox overrides the sandbox section for this agent (sandbox.go).
 	Sandbox *AgentSandbox `yaml:"sandbox" json:"sandbox,omitempty"`
+	// Privacy keeps personal data from the agent's model (privacy.go).
+	Privacy *Privacy `yaml:"privacy" json:"privacy,omitempty"`
 }
 
 // Heartbeat is an agent's periodic check-in: a turn with its HEARTBEAT.md
@@ -527,6 +529,9 @@ func ValidateAgents(agents map[string]AgentConfig, providers []string) error {
 		}
 		if err := a.Sandbox.check(); err != nil {
 			return fmt.Errorf("config: agent %q: sandbox: %w", name, err)
+		}
+		if _, err := a.Privacy.Scanner(); err != nil {
+			return fmt.Errorf("config: agent %q: privacy: %w", name, err)
 		}
 	}
 	return nil
