@@ -21,6 +21,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -370,7 +371,7 @@ func (t *searchTool) Call(ctx context.Context, _ tool.Env, args json.RawMessage)
 		return "", errors.New(`"query" is required, e.g. {"query": "lambdaclaw release notes"}`)
 	case len(q.Text) > maxQueryBytes:
 		return "", fmt.Errorf(`"query" is %d bytes long; at most %d are allowed`, len(q.Text), maxQueryBytes)
-	case in.Freshness != "" && !isFreshness(in.Freshness):
+	case in.Freshness != "" && !slices.Contains(freshness, in.Freshness):
 		return "", fmt.Errorf(`"freshness" is %q; want one of %s`, in.Freshness, strings.Join(freshness, ", "))
 	case in.Count != nil && (*in.Count < 1 || *in.Count > t.s.cfg.MaxResults):
 		return "", fmt.Errorf(`"count" is %d; want 1 to %d`, *in.Count, t.s.cfg.MaxResults)
@@ -383,15 +384,6 @@ func (t *searchTool) Call(ctx context.Context, _ tool.Env, args json.RawMessage)
 		return "", t.s.scrubbed(ctx, err)
 	}
 	return t.s.render(ctx, q, rs), nil
-}
-
-func isFreshness(v string) bool {
-	for _, f := range freshness {
-		if v == f {
-			return true
-		}
-	}
-	return false
 }
 
 // render writes the results as numbered entries, scrubbed, within
