@@ -57,6 +57,7 @@ func (s split) AddPII(ctx context.Context, id string, values []store.PIIToken) (
 
 // errNoVault is the error of a store that keeps no personal data tokens.
 var errNoVault = errors.New("the store keeps no personal data tokens")
+
 func (s split) AppendMessage(ctx context.Context, m store.Message) (bool, error) {
 	return s.pick(m.SessionID).AppendMessage(ctx, m)
 }
