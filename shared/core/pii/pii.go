@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Kinds of the built-in detectors.
@@ -40,13 +41,11 @@ type Pattern struct {
 	Regexp *regexp.Regexp
 }
 
-var kindName = regexp.MustCompile(`^[A-Z][A-Z0-9]{0,23}$`)
-
 // NewPattern compiles an operator's pattern named kind: upper case
 // letters and digits, starting with a letter (EMPLOYEE, not EMPLOYEE_ID:
 // a token is <KIND_n>).
 func NewPattern(kind, expr string) (Pattern, error) {
-	if !kindName.MatchString(kind) {
+	if !validKind(kind) {
 		return Pattern{}, fmt.Errorf("pii: pattern name %q: want upper case letters and digits, starting with a letter, at most 24", kind)
 	}
 	switch kind {
@@ -63,24 +62,43 @@ func NewPattern(kind, expr string) (Pattern, error) {
 	return Pattern{Kind: kind, Regexp: re}, nil
 }
 
+// validKind says whether kind is a pattern's name: [A-Z][A-Z0-9]{0,23}.
+func validKind(kind string) bool {
+	if kind == "" || len(kind) > 24 || kind[0] < 'A' || kind[0] > 'Z' {
+		return false
+	}
+	for i := range len(kind) {
+		if c := kind[i]; !(c >= 'A' && c <= 'Z' || digit(c)) {
+			return false
+		}
+	}
+	return true
+}
+
 // Scanner finds personal data: the built-in kinds and its patterns.
 type Scanner struct {
 	Patterns []Pattern
 }
 
-var (
-	emailRe = regexp.MustCompile(`[A-Za-z0-9][A-Za-z0-9._%+\-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,62}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,62}[A-Za-z0-9])?)*\.[A-Za-z]{2,24}`)
-	// An international number: + and 7 to 15 digits in groups.
-	intlPhoneRe = regexp.MustCompile(`\+[1-9][0-9]{0,3}(?:[ .\-]?\(?[0-9]{1,5}\)?){2,6}`)
-	// A national number written as one: (555) 123-4567, 555-123-4567,
-	// 555.123.4567, 020 7946 0958, 0171 1234567.
-	natPhoneRe = regexp.MustCompile(`\([0-9]{2,5}\) ?[0-9]{3,4}[ .\-][0-9]{3,5}|[2-9][0-9]{2}([\-.])[0-9]{3}([\-.])[0-9]{4}|0[1-9][0-9]{1,3}[ \-/][0-9]{3,4}[ \-]?[0-9]{3,4}`)
-	// 13 to 19 digits, in groups separated by single spaces or dashes.
-	cardRe = regexp.MustCompile(`[0-9](?:[ \-]?[0-9]){12,18}`)
-	// An IBAN: country, check digits, up to 30 letters and digits, in
-	// groups of four or not.
-	ibanRe = regexp.MustCompile(`[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}`)
-)
+// The detectors' expressions, compiled on first use (a process that
+// tokenizes nothing compiles none).
+type detectors struct{ email, intlPhone, natPhone, card, iban *regexp.Regexp }
+
+var compiled = sync.OnceValue(func() detectors {
+	return detectors{
+		email: regexp.MustCompile(`[A-Za-z0-9][A-Za-z0-9._%+\-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,62}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,62}[A-Za-z0-9])?)*\.[A-Za-z]{2,24}`),
+		// An international number: + and 7 to 15 digits in groups.
+		intlPhone: regexp.MustCompile(`\+[1-9][0-9]{0,3}(?:[ .\-]?\(?[0-9]{1,5}\)?){2,6}`),
+		// A national number written as one: (555) 123-4567, 555-123-4567,
+		// 555.123.4567, 020 7946 0958, 0171 1234567.
+		natPhone: regexp.MustCompile(`\([0-9]{2,5}\) ?[0-9]{3,4}[ .\-][0-9]{3,5}|[2-9][0-9]{2}([\-.])[0-9]{3}([\-.])[0-9]{4}|0[1-9][0-9]{1,3}[ \-/][0-9]{3,4}[ \-]?[0-9]{3,4}`),
+		// 13 to 19 digits, in groups separated by single spaces or dashes.
+		card: regexp.MustCompile(`[0-9](?:[ \-]?[0-9]){12,18}`),
+		// An IBAN: country, check digits, up to 30 letters and digits, in
+		// groups of four or not.
+		iban: regexp.MustCompile(`[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}`),
+	}
+})
 
 // Find returns the values of text, in order, not overlapping: where two
 // detectors match at once, the first in the order e-mail, IBAN, card,
@@ -98,22 +116,23 @@ func (s *Scanner) Find(text string) []Match {
 			}
 		}
 	}
-	add(Email, emailRe, func(v string, s, e int) (int, int, bool) { return s, e, boundary(text, s, e) })
-	add(IBAN, ibanRe, func(v string, s, e int) (int, int, bool) {
+	d := compiled()
+	add(Email, d.email, func(v string, s, e int) (int, int, bool) { return s, e, boundary(text, s, e) })
+	add(IBAN, d.iban, func(v string, s, e int) (int, int, bool) {
 		v = strings.TrimRight(v, " ")
 		e = s + len(v)
 		return s, e, boundary(text, s, e) && validIBAN(v)
 	})
-	add(Card, cardRe, func(v string, s, e int) (int, int, bool) {
+	add(Card, d.card, func(v string, s, e int) (int, int, bool) {
 		return s, e, boundary(text, s, e) && !decimalAround(text, s, e) && validCard(v)
 	})
-	add(Phone, intlPhoneRe, func(v string, s, e int) (int, int, bool) {
+	add(Phone, d.intlPhone, func(v string, s, e int) (int, int, bool) {
 		v = strings.TrimRight(v, " .-(")
 		e = s + len(v)
 		n := digits(v)
 		return s, e, n >= 7 && n <= 15 && boundary(text, s, e) && !decimalAround(text, s, e)
 	})
-	add(Phone, natPhoneRe, func(v string, s, e int) (int, int, bool) {
+	add(Phone, d.natPhone, func(v string, s, e int) (int, int, bool) {
 		return s, e, boundary(text, s, e) && !decimalAround(text, s, e) && sameSeparators(v)
 	})
 	for _, p := range s.Patterns {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // MaxValueBytes bounds a value that gets a token; a longer match is
@@ -11,7 +12,7 @@ import (
 const MaxValueBytes = 256
 
 // tokenRe matches a token: <KIND_n>.
-var tokenRe = regexp.MustCompile(`<([A-Z][A-Z0-9]*)_([1-9][0-9]{0,5})>`)
+var tokenRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<([A-Z][A-Z0-9]*)_([1-9][0-9]{0,5})>`) })
 
 // maxTokenLen is the longest a token can be, for Stream's hold-back.
 const maxTokenLen = 1 + 24 + 1 + 6 + 1
@@ -42,7 +43,7 @@ func Reveal(text string, value func(token string) (string, bool)) string {
 	if !strings.Contains(text, "<") {
 		return text
 	}
-	return tokenRe.ReplaceAllStringFunc(text, func(tok string) string {
+	return tokenRe().ReplaceAllStringFunc(text, func(tok string) string {
 		if v, ok := value(tok); ok {
 			return v
 		}
