@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
@@ -106,6 +107,23 @@ func (l *Loop) hideMessages(ctx context.Context, a *Agent, sessionID string, msg
 	var texts []*string
 	for i := range out {
 		if out[i].Role == chat.User || out[i].Role == chat.Tool {
+			texts = append(texts, &out[i].Content)
+		}
+	}
+	l.hidePII(ctx, a, sessionID, texts...)
+	return out
+}
+
+// hideSystem hides the personal data of system messages, in a copy of
+// msgs when there is any (the prompt's messages are shared).
+func (l *Loop) hideSystem(ctx context.Context, a *Agent, sessionID string, msgs []chat.Message) []chat.Message {
+	if a.PII == nil {
+		return msgs
+	}
+	out := slices.Clone(msgs)
+	var texts []*string
+	for i := range out {
+		if out[i].Role == chat.System {
 			texts = append(texts, &out[i].Content)
 		}
 	}

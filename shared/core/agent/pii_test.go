@@ -108,3 +108,24 @@ func TestPIIRedactedWithoutVault(t *testing.T) {
 		t.Errorf("history = %q, want the number redacted", got)
 	}
 }
+
+// A value written into MEMORY.md (the tool gets values) reaches the model
+// as a token through the system prompt too.
+func TestPIISystemPrompt(t *testing.T) {
+	f := piiFixture(t)
+	prompt := fixedPrompt{{Role: chat.System, Content: "MEMORY: the user's address is ana@example.com"}}
+	f.loop.Prompter = prompt
+	f.llm.script = append(f.llm.script, say("ok"))
+	st, err := f.loop.Enqueue(t.Context(), Input{SessionID: "s", Owner: "key:k1", Agent: "a", Messages: []chat.Message{user("hi")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.runToEnd(t, st)
+	sys := f.llm.seen[0].Messages[0]
+	if sys.Role != chat.System || sys.Content != "MEMORY: the user's address is <EMAIL_1>" {
+		t.Errorf("system message = %+v", sys)
+	}
+	if prompt[0].Content != "MEMORY: the user's address is ana@example.com" {
+		t.Errorf("the shared prompt was changed: %q", prompt[0].Content)
+	}
+}

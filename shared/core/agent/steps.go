@@ -86,6 +86,9 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit, t **told
 		}
 	}
 	msgs = append(msgs, opts.System...)
+	// The system prompt holds workspace files (MEMORY.md), which a tool
+	// may have written a value into (pii.go).
+	msgs = l.hideSystem(ctx, a, st.SessionID, msgs)
 	for _, m := range hist {
 		msgs = append(msgs, m.Message)
 	}
