@@ -14,7 +14,7 @@ import (
 // context option that changes what is deployed alone, and all of them
 // together.
 var lintVariants = []string{variantDefault, variantSandbox, variantSandboxPublic, variantOpenSearch, "search=opensearch", "telegram=on", variantChannels, "slack=on", "openai_base_url",
-	"agents_file", "alarms=off", "alarm_email", variantWAF, variantTracing, variantShortApproval, variantAll}
+	"agents_file", "alarms=off", "alarm_email", variantWAF, variantTracing, variantShortApproval, variantWebSearch, variantAll}
 
 // cfnLintFinding is one of cfn-lint's JSON findings.
 type cfnLintFinding struct {

@@ -45,6 +45,8 @@ const (
 	ctxWAF            = "waf"                    // off (default) or on: a WAF web ACL with a rate-based rule per IP on the REST API
 	ctxWAFLimit       = "waf_limit"              // requests one IP may send in 5 minutes (waf=on)
 	ctxTracing        = "tracing"                // off (default) or active: X-Ray active tracing of the functions and the state machine
+	ctxWebSearch      = "web_search"             // none (default), searxng, brave or tavily: the web_search tool's provider (websearch.go)
+	ctxWebSearchURL   = "web_search_url"         // its endpoint: the SearXNG instance (required), or another of Brave's or Tavily's API
 )
 
 // Defaults for the context keys.
@@ -212,6 +214,10 @@ type Config struct {
 	// (mcp.go).
 	MCP       config.MCP
 	MCPConfig string
+	// WebSearch is the web_search tool's provider (searxng, brave,
+	// tavily), none when empty; WebSearchURL its endpoint (websearch.go).
+	WebSearch    string
+	WebSearchURL string
 }
 
 // ConfigFromContext reads the Config from the construct tree's context,
@@ -241,6 +247,8 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 		TelegramTokenSecret:  get(ctxTelegramToken, DefaultTelegramTokenSecret),
 		AlarmEmail:           get(ctxAlarmEmail, ""),
 		AgentsFile:           get(ctxAgentsFile, ""),
+		WebSearch:            get(ctxWebSearch, ""),
+		WebSearchURL:         get(ctxWebSearchURL, ""),
 	}
 	switch a := get(ctxAlarms, "on"); a {
 	case "on":
@@ -327,7 +335,13 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	if c.OpenAIModel != "" && c.OpenAIBaseURL == "" {
 		return Config{}, fmt.Errorf("context %s is set but %s is not", ctxOpenAIModel, ctxOpenAIBaseURL)
 	}
+	if err := c.checkWebSearch(); err != nil {
+		return Config{}, err
+	}
 	if err := c.readAgents(); err != nil {
+		return Config{}, err
+	}
+	if err := c.checkAgentsSearch(); err != nil {
 		return Config{}, err
 	}
 	abs, err := filepath.Abs(c.Assets)

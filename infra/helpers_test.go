@@ -71,6 +71,8 @@ const (
 	// variantChannels is the default with the Slack, Discord and
 	// WhatsApp webhooks.
 	variantChannels = "channels"
+	// variantWebSearch is the default with web_search on Brave.
+	variantWebSearch = "web_search=brave"
 	// variantAll turns on every option at once.
 	variantAll = "all"
 )
@@ -109,12 +111,17 @@ var variantContext = map[string]map[string]string{
 	"alarm_email":  {ctxAlarmEmail: "ops@example.com"},
 	variantWAF:     {ctxWAF: "on"},
 	variantTracing: {ctxTracing: TracingActive},
+	// The web_search tool on Brave, whose key is a secret, and on a
+	// SearXNG instance, which needs none.
+	variantWebSearch:     {ctxWebSearch: "brave"},
+	"web_search=searxng": {ctxWebSearch: "searxng", ctxWebSearchURL: "https://search.example.com"},
 	variantAll: {
 		ctxSearch: SearchOpenSearch, ctxTelegram: TelegramOn, ctxSlack: "on", ctxDiscord: "on", ctxWhatsApp: "on", ctxSandbox: SandboxFargate, ctxAgentsFile: agentsFile,
 		ctxOpenAIBaseURL: "https://openrouter.ai/api/v1", ctxOpenAIModel: "anthropic/claude-sonnet-4.5",
 		ctxModel: "eu.anthropic.claude-sonnet-4-5-20250929-v1:0", ctxAlarmEmail: "ops@example.com",
 		ctxApproval: "2s", ctxRetention: "30", ctxVersionDays: "7", ctxRunMemory: "1024", ctxEmbedDims: "1024",
 		ctxWAF: "on", ctxWAFLimit: "2000", ctxAPIRate: "12.5", ctxAPIBurst: "40", ctxTracing: TracingActive,
+		ctxWebSearch: "tavily",
 	},
 	variantShortApproval: {ctxApproval: "2s", ctxRetention: "30", ctxVersionDays: "7", ctxRunMemory: "1024", ctxEmbedDims: "1024"},
 }

@@ -141,6 +141,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, props *awscdk.S
 	s.workspaceBucket()
 	s.secrets()
 	s.mcpSecrets()
+	s.webSearchKey()
 	s.channelSecrets()
 	s.stateMachineArn = stack.FormatArn(&awscdk.ArnComponents{
 		Service:      jsii.String("states"),
@@ -183,6 +184,7 @@ type builder struct {
 	webhookSecret      awssecretsmanager.Secret            // nil without telegram=on
 	providerKey        awssecretsmanager.Secret            // nil without openai_base_url
 	mcpSecret          map[string]awssecretsmanager.Secret // by header variable (mcp.go)
+	webSearchSecret    awssecretsmanager.Secret            // the web_search provider's key; nil without (websearch.go)
 	channelSecret      map[string]awssecretsmanager.Secret // by channel (channels.go)
 	stateMachineArn    *string
 	stepFunctionArn    *string
@@ -525,6 +527,10 @@ func (s *builder) lambdas() {
 		if s.cfg.MCPConfig != "" {
 			env[agentenv.MCPVar] = jsii.String(s.cfg.MCPConfig)
 		}
+		// And the web_search tool (websearch.go).
+		for k, v := range s.webSearchEnv() {
+			env[k] = v
+		}
 		for k, v := range extra {
 			env[k] = v
 		}
@@ -596,6 +602,7 @@ func (s *builder) lambdas() {
 		s.providerKey.GrantRead(api, nil)
 	}
 	s.grantMCPSecrets(api)
+	s.grantWebSearch(api)
 
 	// ws: WebSocket $connect/$disconnect/$default.
 	ws := s.function("ws", "WebSocket connections and messages", 256, 30,
@@ -652,6 +659,7 @@ func (s *builder) lambdas() {
 	// schedule tool): the jobs' schedules.
 	s.grantSchedules(step, "scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule")
 	s.wsGrant(step)
+	s.grantWebSearch(step)
 	// Runs are invoked asynchronously: Lambda retries a failed or timed
 	// out invocation twice (the retry hands the run to the state machine),
 	// then sends the event to a queue, which raises an alarm.
@@ -747,6 +755,9 @@ func (s *builder) outputs() {
 			names = append(names, mcpSecretName(*s.stack.StackName(), v))
 		}
 		out("McpSecrets", jsii.String(strings.Join(names, ",")), "the secrets holding the MCP servers' header variables (<stack>/mcp/<VAR>): put each value with aws secretsmanager put-secret-value --secret-id NAME --secret-string VALUE")
+	}
+	if s.webSearchSecret != nil {
+		out("WebSearchKeySecret", jsii.String(webSearchSecretName(*s.stack.StackName())), "put the web_search provider's API key here: aws secretsmanager put-secret-value --secret-id NAME --secret-string KEY")
 	}
 	if s.providerKey != nil {
 		out("ProviderKeySecretArn", s.providerKey.SecretArn(), "put the OpenAI-compatible provider's API key here")

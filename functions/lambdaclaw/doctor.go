@@ -163,6 +163,9 @@ func (d *doctor) checks() (first []check, last check) {
 	if d.cfg.Channels.Discord.Enabled {
 		first = append(first, check{"discord", d.checkDiscord})
 	}
+	if d.cfg.Tools.WebSearch != nil {
+		first = append(first, check{"web search", d.checkWebSearch})
+	}
 	if d.cfg.Channels.Slack.Enabled {
 		first = append(first, check{"slack", d.checkSlack})
 	}

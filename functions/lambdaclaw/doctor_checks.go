@@ -25,6 +25,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/tools/websearch"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/setup"
 )
@@ -526,4 +527,33 @@ func (d *doctor) checkClock(context.Context) finding {
 			Fix: "synchronise it (timedatectl set-ntp true, or your system's time settings): signed AWS requests fail beyond 5 minutes"}
 	}
 	return finding{Verdict: pass, Detail: fmt.Sprintf("within %s of %s", max(worst.Abs().Round(time.Second), time.Second), from)}
+}
+
+// checkWebSearch searches once, for one result, through the configured
+// web search provider: its URL answers and its key is accepted.
+func (d *doctor) checkWebSearch(ctx context.Context) finding {
+	ws := d.cfg.Tools.WebSearch
+	cfg := websearch.Config{Provider: ws.Provider, URL: ws.URL, MaxResults: 1, Timeout: d.http.Timeout, Client: d.http}
+	if ws.Provider != websearch.SearXNG {
+		cfg.Key = ws.Key
+	}
+	s, err := websearch.New(cfg)
+	if err != nil {
+		return finding{Verdict: fail, Detail: err.Error(), Fix: "correct tools.web_search in " + d.configPath()}
+	}
+	rs, err := s.Search(ctx, websearch.Query{Text: "lambdaclaw", Count: 1})
+	if e, ok := errors.AsType[*websearch.Error](err); ok {
+		switch {
+		case e.BadKey():
+			return finding{Verdict: fail, Detail: e.Error(), Fix: "check the key in " + ws.APIKey.Source() + " (tools.web_search.api_key)"}
+		case e.RateLimited():
+			return finding{Verdict: warn, Detail: e.Error(), Fix: "the key works but is over its rate or quota now: wait, or raise the plan's limits"}
+		case ws.Provider == websearch.SearXNG && e.Status == http.StatusForbidden:
+			return finding{Verdict: fail, Detail: e.Error(), Fix: "list json under search.formats in the instance's settings.yml"}
+		}
+	}
+	if err != nil {
+		return finding{Verdict: fail, Detail: err.Error(), Fix: "check tools.web_search.url in " + d.configPath() + " and the network"}
+	}
+	return finding{Verdict: pass, Detail: fmt.Sprintf("%s answered a search (%d result)", ws.Provider, len(rs))}
 }

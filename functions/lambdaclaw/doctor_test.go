@@ -20,6 +20,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/nettest"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
+	"github.com/lambdaclaw/lambdaclaw/tests/fakesearch"
 	"github.com/lambdaclaw/lambdaclaw/tests/faketelegram"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakewhatsapp"
 )
@@ -508,6 +509,58 @@ func TestDoctorCommandFlags(t *testing.T) {
 			}
 			if !strings.Contains(out.String(), tt.wantOut) {
 				t.Errorf("output %q, want %q in it", out.String(), tt.wantOut)
+			}
+		})
+	}
+}
+
+func TestDoctorWebSearch(t *testing.T) {
+	const key = "BSA-doctor-key-0123456789"
+	fake := fakesearch.New(key)
+	defer fake.Close()
+	fake.SetResults(fakesearch.Result{Title: "lambdaclaw", URL: "https://example.com/"})
+	tests := []struct {
+		name string
+		ws   config.WebSearch
+		// setup changes the fake before the check.
+		setup func()
+		want  string
+	}{
+		{"brave", config.WebSearch{Provider: "brave", URL: fake.URL + "/res/v1", APIKey: config.ResolvedSecret("BRAVE_API_KEY", key)}, nil,
+			"ok: brave answered a search (1 result)"},
+		{"brave key refused", config.WebSearch{Provider: "brave", URL: fake.URL + "/res/v1", APIKey: config.ResolvedSecret("BRAVE_API_KEY", "BSA-wrong-key-0123456789")}, nil,
+			"FAIL: brave: the API key was refused (HTTP 422 SUBSCRIPTION_TOKEN_INVALID)"},
+		{"tavily rate limited", config.WebSearch{Provider: "tavily", URL: fake.URL, APIKey: config.ResolvedSecret("TAVILY_API_KEY", key)}, func() { fake.RateLimit(1) },
+			"warn: tavily: rate limited (HTTP 429)"},
+		{"searxng", config.WebSearch{Provider: "searxng", URL: fake.URL}, nil, "ok: searxng answered a search (1 result)"},
+		{"searxng without json", config.WebSearch{Provider: "searxng", URL: fake.URL}, fake.DisableJSON,
+			"FAIL: searxng: search failed (HTTP 403)"},
+		{"searxng down", config.WebSearch{Provider: "searxng", URL: nettest.RefusedURL(t)}, nil, "FAIL: searxng: GET"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := testDoctor(t, t.TempDir())
+			ws := tt.ws
+			d.cfg.Tools.WebSearch = &ws
+			if tt.setup != nil {
+				tt.setup()
+			}
+			checks, _ := d.checks()
+			var got []finding
+			for _, f := range d.run(context.Background(), checks) {
+				if f.Check == "web search" {
+					got = append(got, f)
+				}
+			}
+			if len(got) != 1 {
+				t.Fatalf("web search findings = %+v, want 1", got)
+			}
+			verdict, detail, _ := strings.Cut(tt.want, ": ")
+			if v := verdictOf(got[0], detail); v != verdict {
+				t.Errorf("finding %+v: got %s, want %s", got[0], v, verdict)
+			}
+			if strings.Contains(got[0].Detail+got[0].Fix, "wrong-key") {
+				t.Errorf("the key is in %+v", got[0])
 			}
 		})
 	}

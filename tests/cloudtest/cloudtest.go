@@ -161,6 +161,7 @@ func Setup(t *testing.T) *Env {
 		"DEFAULT_PROVIDER": "openai", "OPENAI_BASE_URL": e.LLM.URL + "/v1", "OPENAI_MODEL": "fake-model",
 		"OPENAI_API_KEY": "sk-fake", "OPENAI_API_KEY_SECRET_ARN": "", "BEDROCK_MODEL": "",
 		"AGENTS_CONFIG": "", "SESSION_SHARING": "", "LOG_LEVEL": "error", "MAX_REPLY_BYTES": "",
+		"WEB_SEARCH_PROVIDER": "", "WEB_SEARCH_URL": "", "WEB_SEARCH_KEY_SECRET": "",
 	} {
 		t.Setenv(k, v)
 	}

@@ -822,3 +822,7 @@ func TestChannelSessionIndex(t *testing.T) {
 		t.Errorf("after DeleteSession: %+v, %v", list, err)
 	}
 }
+
+func TestPII(t *testing.T) {
+	storetest.RunPII(t, func(t *testing.T) storetest.PIIStore { return newStore(t) })
+}

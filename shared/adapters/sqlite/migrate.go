@@ -233,6 +233,16 @@ CREATE TABLE cron_runs (
 	PRIMARY KEY (job_id, at)
 ) STRICT;
 CREATE INDEX cron_runs_running ON cron_runs (at) WHERE status = 'running';
+CREATE TABLE pii_tokens (
+	session_id TEXT    NOT NULL,
+	n          INTEGER NOT NULL,
+	token      TEXT    NOT NULL,
+	kind       TEXT    NOT NULL,
+	value      TEXT    NOT NULL,
+	PRIMARY KEY (session_id, n),
+	UNIQUE (session_id, token),
+	UNIQUE (session_id, kind, value)
+) STRICT;
 `
 
 // migrations[i] brings the schema from user_version i to i+1. Append new
@@ -662,6 +672,20 @@ DROP TABLE telegram_seen;
 DROP TABLE telegram_users;
 DROP TABLE telegram_outbox;
 DROP TABLE telegram_code_tries;
+`,
+	// The personal data tokens of sessions (store.PIIVault), deleted with
+	// their session.
+	`
+CREATE TABLE pii_tokens (
+	session_id TEXT    NOT NULL,
+	n          INTEGER NOT NULL,
+	token      TEXT    NOT NULL,
+	kind       TEXT    NOT NULL,
+	value      TEXT    NOT NULL,
+	PRIMARY KEY (session_id, n),
+	UNIQUE (session_id, token),
+	UNIQUE (session_id, kind, value)
+) STRICT;
 `,
 }
 

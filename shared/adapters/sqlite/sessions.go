@@ -96,11 +96,11 @@ func listSessions(ctx context.Context, st *stmt, arg string, limit int) ([]store
 	return list, rows.Err()
 }
 
-// DeleteSession removes the session with its history, runs, approvals and
-// responses, in one transaction. Deleting a missing session is not an
+// DeleteSession removes the session with its history, runs, approvals,
+// responses and personal data tokens, in one transaction. Deleting a missing session is not an
 // error, so a retried cleanup succeeds.
 func (db *DB) DeleteSession(ctx context.Context, id string) error {
-	deletes := []*stmt{&db.st.deleteSessMsgs, &db.st.deleteSessRuns, &db.st.deleteSessAppr, &db.st.deleteSessResp, &db.st.deleteSession}
+	deletes := []*stmt{&db.st.deleteSessMsgs, &db.st.deleteSessRuns, &db.st.deleteSessAppr, &db.st.deleteSessResp, &db.st.deleteSessPII, &db.st.deleteSession}
 	tx, err := begin(ctx, db.w, deletes...)
 	if err != nil {
 		return fmt.Errorf("sqlite: delete session %q: begin: %w", id, err)

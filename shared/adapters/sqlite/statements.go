@@ -29,6 +29,7 @@ type statements struct {
 	deleteSessRuns stmt
 	deleteSessAppr stmt
 	deleteSessResp stmt
+	deleteSessPII  stmt
 	deleteSession  stmt
 	allowTool      stmt
 	createApproval stmt
@@ -93,6 +94,7 @@ func (s *statements) define(w, r *sql.DB) {
 		{w, &s.deleteSessRuns, `DELETE FROM runs WHERE session_id = ?`},
 		{w, &s.deleteSessAppr, `DELETE FROM approvals WHERE session_id = ?`},
 		{w, &s.deleteSessResp, `DELETE FROM responses WHERE session_id = ?`},
+		{w, &s.deleteSessPII, `DELETE FROM pii_tokens WHERE session_id = ?`},
 		{w, &s.deleteSession, `DELETE FROM sessions WHERE id = ?`},
 		// One statement, so concurrent additions cannot lose each other. It
 		// matches the session's row whether or not the tool is listed, so

@@ -26,6 +26,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/pii"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 )
@@ -156,6 +157,9 @@ type Agent struct {
 	// ReplaceSystem makes an API client's system messages replace the
 	// agent's system prompt; by default they follow it.
 	ReplaceSystem bool
+	// PII, when set, keeps the personal data it finds from the model:
+	// tokens in its place (pii.go).
+	PII *pii.Scanner
 }
 
 // Registry returns the agent's tools as they are now: LiveTools' current
@@ -470,6 +474,14 @@ func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
 		in.SessionID = EphemeralPrefix + in.RunID
 	}
 	now := l.now().UTC()
+	created := false
+	if a.PII != nil {
+		// History keeps tokens of the personal data (pii.go).
+		if created, err = l.prepareTokens(ctx, a, in, now); err != nil {
+			return RunState{}, fmt.Errorf("enqueue: %w", err)
+		}
+		in.Messages = l.hideMessages(ctx, a, in.SessionID, in.Messages)
+	}
 	st := RunState{
 		RunID: in.RunID, SessionID: in.SessionID, Agent: in.Agent, Owner: in.Owner, Step: StepBegin,
 		Autonomy: in.Autonomy, Stream: in.Stream, Interactive: in.Interactive && !in.Ephemeral,
@@ -480,7 +492,7 @@ func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
 	if err != nil {
 		return RunState{}, fmt.Errorf("enqueue: %w", err)
 	}
-	run, created, err := l.Store.EnqueueRun(ctx, store.NewRun{
+	run, made, err := l.Store.EnqueueRun(ctx, store.NewRun{
 		Session: store.Session{ID: in.SessionID, Agent: in.Agent, Owner: in.Owner, Channel: cmp.Or(in.Channel, in.Reply.Channel),
 			Ephemeral: in.Ephemeral, CreatedAt: now, UpdatedAt: now},
 		Run:   store.Run{ID: in.RunID, State: state, Options: options, CreatedAt: now},
@@ -492,7 +504,7 @@ func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
 	if err != nil {
 		return RunState{}, fmt.Errorf("enqueue: %w", err)
 	}
-	if created {
+	if created || made {
 		l.emit(obs.Event{Type: obs.SessionStart, SessionID: in.SessionID, Attrs: []slog.Attr{slog.String("agent", in.Agent)}})
 	}
 	// The seq is known only now; DecodeState restores it from the run.

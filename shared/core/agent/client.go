@@ -417,10 +417,14 @@ func (l *Loop) writeClientResults(ctx context.Context, st RunState, results map[
 		return err
 	}
 	limit := l.Limits.toolResult()
+	a, _ := l.Agents.Agent(st.Agent)
 	for j, c := range am.ToolCalls {
 		out, ok := results[c.ID]
 		if !ok {
 			continue
+		}
+		if a != nil {
+			l.hidePII(ctx, a, st.SessionID, &out)
 		}
 		m := store.Message{SessionID: st.SessionID, Key: toolKey(st.Seq, st.Iteration, j), RunID: st.RunID, CreatedAt: l.now().UTC(),
 			Message: chat.Message{Role: chat.Tool, Content: truncate(scrub.Scrub(cutUTF8(out, 4*limit)), limit), ToolCallID: c.ID, Name: c.Name}}

@@ -37,6 +37,27 @@ func (s split) GetSession(ctx context.Context, id string) (store.Session, error)
 func (s split) DeleteSession(ctx context.Context, id string) error {
 	return s.pick(id).DeleteSession(ctx, id)
 }
+
+// PIITokens and AddPII are the picked store's, when it is a
+// store.PIIVault.
+func (s split) PIITokens(ctx context.Context, id string) ([]store.PIIToken, error) {
+	v, ok := s.pick(id).(store.PIIVault)
+	if !ok {
+		return nil, errNoVault
+	}
+	return v.PIITokens(ctx, id)
+}
+func (s split) AddPII(ctx context.Context, id string, values []store.PIIToken) ([]store.PIIToken, error) {
+	v, ok := s.pick(id).(store.PIIVault)
+	if !ok {
+		return nil, errNoVault
+	}
+	return v.AddPII(ctx, id, values)
+}
+
+// errNoVault is the error of a store that keeps no personal data tokens.
+var errNoVault = errors.New("the store keeps no personal data tokens")
+
 func (s split) AppendMessage(ctx context.Context, m store.Message) (bool, error) {
 	return s.pick(m.SessionID).AppendMessage(ctx, m)
 }

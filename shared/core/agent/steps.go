@@ -88,6 +88,9 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit, t **told
 		}
 	}
 	msgs = append(msgs, opts.System...)
+	// The system prompt holds workspace files (MEMORY.md), which a tool
+	// may have written a value into (pii.go).
+	msgs = l.hideSystem(ctx, a, st.SessionID, msgs)
 	for _, m := range hist {
 		msgs = append(msgs, m.Message)
 	}
@@ -101,8 +104,13 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit, t **told
 
 	var onDelta llm.OnDelta
 	var stream *scrub.Stream
+	revealFlush := func() {}
 	if st.Stream && l.Replier != nil {
-		stream = scrub.NewStream(func(text string) { l.Replier.Delta(st, text) })
+		// Scrubbed, then with its tokens of personal data revealed for
+		// the owner (pii.go).
+		var reveal func(string)
+		reveal, revealFlush = l.revealStream(ctx, a, st.SessionID, func(text string) { l.Replier.Delta(st, text) })
+		stream = scrub.NewStream(reveal)
 		budget := l.Limits.reply()
 		onDelta = func(text string) {
 			// Deltas stop at the reply limit, as the reply does.
@@ -146,6 +154,7 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit, t **told
 	}
 	if stream != nil {
 		stream.Flush()
+		revealFlush()
 		if f, ok := l.Replier.(deltaFlusher); ok {
 			f.FlushDeltas(st)
 		}
@@ -187,8 +196,9 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit, t **told
 		if err != nil {
 			return st, fmt.Errorf("think: %w", err)
 		}
-		*t = &told{st: st, res: res}
-		return l.finishWith(ctx, st, c, res, run)
+		shown := l.revealResult(ctx, st, res)
+		*t = &told{st: st, res: shown}
+		return l.finishWith(ctx, st, c, res, shown, run)
 	}
 	return st, nil
 }
@@ -449,6 +459,7 @@ func (l *Loop) runCalls(ctx context.Context, a *Agent, st RunState, only string)
 				return
 			}
 			if err == nil {
+				l.hidePII(ctx, a, st.SessionID, &out)
 				_, err = l.Store.AppendMessage(ctx, store.Message{SessionID: st.SessionID, Key: jb.key, RunID: st.RunID, CreatedAt: l.now().UTC(),
 					Message: chat.Message{Role: chat.Tool, Content: out, ToolCallID: jb.shown.ID, Name: jb.shown.Name}})
 			}
@@ -547,6 +558,9 @@ func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, sess store.S
 	began := l.now()
 	env := tool.Env{Agent: a.Name, SessionID: st.SessionID, Owner: st.Owner, Workspace: a.Workspace, Channel: st.Reply.Channel, ReplyTo: st.Reply.To,
 		Tools: &bridge{l: l, a: a, st: st, sess: sess, from: c.Name}}
+	// The tool gets the values of the tokens of personal data the model
+	// passed (pii.go).
+	args = l.revealArgs(cctx, a, st.SessionID, args)
 	out, err := t.Call(cctx, env, json.RawMessage(args))
 	l.emit(obs.Event{Type: obs.ToolCallResult, SessionID: st.SessionID, RunID: st.RunID, Attrs: []slog.Attr{
 		slog.String("tool_name", c.Name), slog.Int64("duration_ms", l.now().Sub(began).Milliseconds()), slog.Bool("success", err == nil)}})
@@ -652,8 +666,9 @@ func (l *Loop) finish(ctx context.Context, st RunState, c *store.Commit, t **tol
 	if err != nil {
 		return st, fmt.Errorf("finish: %w", err)
 	}
-	*t = &told{st: st, res: res}
-	return l.finishWith(ctx, st, c, res, run)
+	shown := l.revealResult(ctx, st, res)
+	*t = &told{st: st, res: shown}
+	return l.finishWith(ctx, st, c, res, shown, run)
 }
 
 // told is what a step tells its replier once its commit succeeded: the
@@ -735,14 +750,15 @@ func (l *Loop) retellApproval(ctx context.Context, st RunState) error {
 }
 
 // finishWith finishes the run st, whose messages are run and whose
-// outcome is res, adding to c: it marks the run done, with the job for
+// outcome is res (as the owner is shown it: shown, its tokens of personal
+// data revealed, pii.go), adding to c: it marks the run done, with the job for
 // the Recorder and the reply's outbox (Outboxer). The finish step and a
 // think that got an answer without tool calls end a run with it; both
 // tell the replier res once their commit succeeded (Step): a refused
 // commit (a lease lost to another invocation) tells nothing, and a
 // channel that delivers from the store loses nothing to a crash between
 // the commit and the telling.
-func (l *Loop) finishWith(ctx context.Context, st RunState, c *store.Commit, res Result, run []store.Message) (RunState, error) {
+func (l *Loop) finishWith(ctx context.Context, st RunState, c *store.Commit, res, shown Result, run []store.Message) (RunState, error) {
 	ephemeral := strings.HasPrefix(st.SessionID, EphemeralPrefix)
 	c.ClearCalls = c.ClearCalls || st.ClearCalls && !ephemeral
 	switch {
@@ -769,7 +785,7 @@ func (l *Loop) finishWith(ctx context.Context, st RunState, c *store.Commit, res
 	if o, ok := l.Replier.(Outboxer); ok && !ephemeral {
 		// The reply to a channel that delivers from the store is kept by
 		// the commit that ends the run, and sent once it is committed.
-		c.Outbox = append(c.Outbox, o.Outbox(st, res)...)
+		c.Outbox = append(c.Outbox, o.Outbox(st, shown)...)
 	}
 	if job, ok, err := l.recordJob(st, ephemeral, res, run); err != nil {
 		l.logRecord(st, err)
@@ -806,7 +822,11 @@ func (l *Loop) Result(ctx context.Context, st RunState) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("load answer of run %s: %w", st.RunID, err)
 	}
-	return l.result(ctx, st, run)
+	res, err := l.result(ctx, st, run)
+	if err != nil {
+		return res, err
+	}
+	return l.revealResult(ctx, st, res), nil
 }
 
 // result is the outcome of st, whose messages are run.

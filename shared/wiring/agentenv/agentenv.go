@@ -46,6 +46,17 @@ const MCPVar = "MCP_CONFIG"
 // headers: MCP_SECRET_<VAR>=<secret name or ARN>.
 const MCPSecretPrefix = "MCP_SECRET_"
 
+// The web_search tool's provider on AWS (infra's -c web_search=…):
+// WebSearchProviderVar (searxng, brave or tavily) and WebSearchURLVar
+// (its endpoint) in every function, which builds the tool; and, in the
+// functions that run turns, WebSearchKeyVar, the Secrets Manager secret
+// (name or ARN) holding Brave's or Tavily's key, read at a search.
+const (
+	WebSearchProviderVar = "WEB_SEARCH_PROVIDER"
+	WebSearchURLVar      = "WEB_SEARCH_URL"
+	WebSearchKeyVar      = "WEB_SEARCH_KEY_SECRET"
+)
+
 // MaxBytes bounds what the user defines in the functions' environment:
 // Var, MCPVar and the MCPSecretPrefix variables, keys and values
 // together (the CDK app checks their sum; Decode and DecodeMCP each
@@ -65,9 +76,9 @@ const (
 // Tools are the names of the tools the functions give their agents:
 // web_fetch, load_skill, schedule, the file tools, workspace_memory and
 // the memory tools (shared/wiring/cloud's tests check that they are what
-// it builds).
+// it builds), and web_search with -c web_search.
 var Tools = []string{
-	"web_fetch", "load_skill", "schedule",
+	"web_fetch", "web_search", "load_skill", "schedule",
 	"read_file", "write_file", "list_dir", "workspace_memory",
 	"memory_search", "memory_get", "memory_store", "memory_forget",
 }

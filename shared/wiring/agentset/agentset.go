@@ -27,10 +27,12 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/tools/files"
 	"github.com/lambdaclaw/lambdaclaw/shared/tools/scheduletool"
 	"github.com/lambdaclaw/lambdaclaw/shared/tools/webfetch"
+	"github.com/lambdaclaw/lambdaclaw/shared/tools/websearch"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
 // Tools returns the built-in tools: web_fetch and load_skill everywhere;
+// web_search where tools.web_search configures its provider;
 // schedule where there is a schedule engine (jobs not nil: locally always,
 // on AWS once its engine exists), within limits.max_jobs_per_owner; and,
 // where agents have workspaces (quota not nil, from Quota), read_file,
@@ -45,6 +47,13 @@ func Tools(cfg *config.Config, skills *skill.Catalog, quota *workspace.Quota, jo
 		return nil, err
 	}
 	tools := []tool.Tool{fetch, skill.LoadTool(skills, skill.Env{})}
+	if ws := cfg.Tools.WebSearch; ws != nil {
+		search, err := WebSearch(ws)
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, search)
+	}
 	if jobs != nil {
 		reminders, err := scheduletool.New(scheduletool.Config{Engine: jobs, MaxJobsPerOwner: cfg.Limits.MaxJobsPerOwner})
 		if err != nil {
@@ -56,6 +65,19 @@ func Tools(cfg *config.Config, skills *skill.Catalog, quota *workspace.Quota, jo
 		return tools, nil
 	}
 	return append(tools, files.ReadFile(), files.WriteFile(quota), files.ListDir(), workspace.MemoryTool(quota)), nil
+}
+
+// WebSearch is the web_search tool of the configured provider.
+func WebSearch(ws *config.WebSearch) (tool.Tool, error) {
+	cfg := websearch.Config{Provider: ws.Provider, URL: ws.URL, MaxResults: ws.MaxResults}
+	if ws.Provider != websearch.SearXNG {
+		cfg.Key = ws.Key
+	}
+	t, err := websearch.NewTool(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("config: tools.web_search: %w", err)
+	}
+	return t, nil
 }
 
 // Quota is the configured workspace quota (limits.max_file_bytes and
@@ -135,12 +157,17 @@ func (b *Builder) Build(name string) (*agent.Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", name, err)
 	}
+	scanner, err := ac.Privacy.Scanner()
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: privacy: %w", name, err)
+	}
 	threshold, target, flush := ac.Compaction()
 	a := &agent.Agent{
 		Name: name, Provider: llm.NewChain(chain...), Model: ac.Model, Tools: tools,
 		MaxToolIterations: ac.MaxToolIterations,
 		ReplaceSystem:     ac.ClientSystem == "replace",
 		Compaction:        agent.Compaction{Threshold: threshold, Target: target, Flush: flush},
+		PII:               scanner,
 	}
 	if b.live != nil {
 		a.LiveTools = b.live(ac, tools)

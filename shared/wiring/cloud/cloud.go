@@ -21,7 +21,8 @@
 //     tools, compaction, …; wiring/agentenv), get their workspaces made
 //     from the templates where missing, and every workspace under
 //     agents/ is an agent, each with its provider chain and the tools its
-//     settings select of web_fetch, load_skill (bundled, global skills/
+//     settings select of web_fetch, web_search (with WEB_SEARCH_PROVIDER),
+//     load_skill (bundled, global skills/
 //     and the agent's own), schedule, the file tools, workspace_memory
 //     and the memory tools, and its system prompt built from its workspace
 //     (prompt.Builder);
@@ -75,6 +76,10 @@
 //	                           config file as JSON (mcp.go); HTTP servers only
 //	MCP_SECRET_<VAR>           the Secrets Manager secret (name or ARN) holding the value
 //	                           of ${VAR} in the MCP servers' headers (mcp.go)
+//	WEB_SEARCH_PROVIDER        searxng, brave or tavily: the web_search tool's provider
+//	WEB_SEARCH_URL             its endpoint (required for searxng)
+//	WEB_SEARCH_KEY_SECRET      the Secrets Manager secret (name or ARN) holding Brave's or
+//	                           Tavily's key, read at a search (api and step functions)
 //	WORKSPACE_BUCKET           S3 bucket of the agents' workspaces and skills (required)
 //	S3_ENDPOINT                S3 endpoint override (path-style)
 //	DEFAULT_PROVIDER           bedrock (default) or openai
@@ -536,10 +541,34 @@ func configFromEnv(ctx context.Context, secrets *secrets, getenv func(string) st
 	if cfg.MCP, err = agentenv.DecodeMCP(getenv(MCPVar), agents); err != nil {
 		return nil, nil, fmt.Errorf("cloud: %w", err)
 	}
+	cfg.Tools.WebSearch = webSearch(secrets, getenv)
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("cloud: %w", err)
 	}
 	return cfg, agentenv.Names(agents), nil
+}
+
+// webSearch is the web_search tool's provider (WEB_SEARCH_PROVIDER,
+// WEB_SEARCH_URL), nil without; its key is the value of the secret
+// WEB_SEARCH_KEY_SECRET names, read at a search (cached once it has a
+// value), so that a function starts before the operator puts it and
+// one that runs no turns never reads it.
+func webSearch(secrets *secrets, getenv func(string) string) *config.WebSearch {
+	provider := getenv(agentenv.WebSearchProviderVar)
+	if provider == "" {
+		return nil
+	}
+	ws := &config.WebSearch{Provider: provider, URL: getenv(agentenv.WebSearchURLVar)}
+	if id := getenv(agentenv.WebSearchKeyVar); id != "" {
+		ws.KeyFunc = func(ctx context.Context) (string, error) { return secrets.get(ctx, id) }
+	} else if provider != "searxng" {
+		// A function that runs no turns has no key: it builds the tool
+		// for its name and policy only.
+		ws.KeyFunc = func(context.Context) (string, error) {
+			return "", fmt.Errorf("%s is not set in this function", agentenv.WebSearchKeyVar)
+		}
+	}
+	return ws
 }
 
 // withoutProviders is getenv without the providers' settings.

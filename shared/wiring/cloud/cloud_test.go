@@ -68,6 +68,7 @@ func TestAgentsAndProviders(t *testing.T) {
 	cloudtest.Setup(t)
 	t.Setenv("AGENTS_CONFIG", `{"research":{}}`)
 	t.Setenv("BEDROCK_MODEL", "amazon.nova-lite-v1:0")
+	searxng(t)
 	r, err := newRoot(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -99,8 +100,9 @@ func TestAgentsAndProviders(t *testing.T) {
 // checked against.
 func TestNewStartsRunsOnly(t *testing.T) {
 	cloudtest.Setup(t)
-	sm := cloudtest.NewSecrets(t, map[string]string{"Lambdaclaw/mcp/TOKEN": "token"})
+	sm := cloudtest.NewSecrets(t, map[string]string{"Lambdaclaw/mcp/TOKEN": "token", "Lambdaclaw/web-search-key": "BSA-key-0123456789"})
 	for k, v := range map[string]string{
+		agentenv.WebSearchProviderVar: "brave", agentenv.WebSearchKeyVar: "Lambdaclaw/web-search-key",
 		"AGENTS_CONFIG": `{"research":{"tools":["web_fetch","memory_search"],"providers":["bedrock"]}}`,
 		"BEDROCK_MODEL": "amazon.nova-lite-v1:0", "BEDROCK_EMBED_MODEL": "amazon.titan-embed-text-v2:0",
 		"SECRETSMANAGER_ENDPOINT": sm.URL, "MCP_SECRET_TOKEN": "Lambdaclaw/mcp/TOKEN",
@@ -114,6 +116,9 @@ func TestNewStartsRunsOnly(t *testing.T) {
 	}
 	if n := sm.Calls("Lambdaclaw/mcp/TOKEN"); n != 0 {
 		t.Errorf("New read the MCP server's secret %d times", n)
+	}
+	if n := sm.Calls("Lambdaclaw/web-search-key"); n != 0 {
+		t.Errorf("New read the web search key %d times", n)
 	}
 	full, err := newRoot(t.Context())
 	if err != nil {
@@ -135,6 +140,13 @@ func TestNewStartsRunsOnly(t *testing.T) {
 			t.Errorf("agent %s's tools (-full +New):\n%s", name, diff)
 		}
 	}
+}
+
+// searxng configures the web_search tool (on SearXNG, which needs no
+// key), so that the functions build every tool agentenv.Tools lists.
+func searxng(t *testing.T) {
+	t.Setenv(agentenv.WebSearchProviderVar, "searxng")
+	t.Setenv(agentenv.WebSearchURLVar, "http://127.0.0.1:1")
 }
 
 // policies are the policies of a's tools by name.
@@ -219,6 +231,7 @@ func TestAgentsConfig(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cloudtest.Setup(t)
+			searxng(t)
 			t.Setenv("BEDROCK_MODEL", "amazon.nova-lite-v1:0")
 			t.Setenv("AGENTS_CONFIG", tc.value)
 			for k, v := range tc.env {

@@ -71,6 +71,8 @@ type Config struct {
 	A2A A2A `yaml:"a2a"`
 	// Sandbox configures the exec tool's sandboxes (sandbox.go).
 	Sandbox Sandbox `yaml:"sandbox"`
+	// Tools configures built-in tools, web_search (tools.go).
+	Tools Tools `yaml:"tools"`
 }
 
 // Telegram configures the Telegram channel. The bot token is
@@ -178,6 +180,8 @@ type AgentConfig struct {
 	AgentMCP `yaml:",inline"`
 	// Sandbox overrides the sandbox section for this agent (sandbox.go).
 	Sandbox *AgentSandbox `yaml:"sandbox" json:"sandbox,omitempty"`
+	// Privacy keeps personal data from the agent's model (privacy.go).
+	Privacy *Privacy `yaml:"privacy" json:"privacy,omitempty"`
 }
 
 // Heartbeat is an agent's periodic check-in: a turn with its HEARTBEAT.md
@@ -372,6 +376,11 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	if err := c.Channels.Slack.resolve(c.Home, getenv); err != nil {
 		return nil, err
 	}
+	if ws := c.Tools.WebSearch; ws != nil {
+		if err := ws.APIKey.resolve(c.Home, getenv); err != nil {
+			return nil, fmt.Errorf("config: tools.web_search.api_key: %w", err)
+		}
+	}
 	if err := c.loadMemory(getenv); err != nil {
 		return nil, err
 	}
@@ -461,6 +470,9 @@ func (c *Config) Validate() error {
 	if err := c.validateSandbox(); err != nil {
 		return err
 	}
+	if err := c.Tools.WebSearch.Check(); err != nil {
+		return err
+	}
 	linked := map[string]string{}
 	for person, ids := range c.Sessions.Users {
 		for _, id := range ids {
@@ -539,6 +551,9 @@ func ValidateAgents(agents map[string]AgentConfig, providers []string) error {
 			case slices.Contains(a.DelegateTo[:i], to):
 				return fmt.Errorf("config: agent %q: delegate_to names %q twice", name, to)
 			}
+		}
+		if _, err := a.Privacy.Scanner(); err != nil {
+			return fmt.Errorf("config: agent %q: privacy: %w", name, err)
 		}
 	}
 	return nil

@@ -59,6 +59,7 @@ var autonomyTable = map[string]autonomyRow{
 	"list_dir":      {runs, runs, runs, true},
 	"load_skill":    {runs, runs, runs, true},
 	"web_fetch":     {runs, runs, runs, true}, // a GET behind the SSRF rules is a read
+	"web_search":    {runs, runs, runs, true}, // a query to the configured provider changes nothing
 	"memory_get":    {runs, runs, runs, true},
 	"memory_search": {runs, runs, runs, true},
 
@@ -121,6 +122,7 @@ func productAgent(t *testing.T) *agent.Agent {
 			"plain":   {URL: url},
 			"trusted": {URL: url, TrustReadOnlyHints: true},
 		}},
+		Tools: config.Tools{WebSearch: &config.WebSearch{Provider: "searxng", URL: "http://127.0.0.1:1"}},
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

@@ -34,6 +34,8 @@ type Store struct {
 	responses map[string]store.Response
 	// drafts are the streamed pieces of runs, by run id.
 	drafts map[string]map[int]string
+	// pii are the sessions' personal data tokens, by session id.
+	pii map[string][]store.PIIToken
 }
 
 type session struct {
@@ -59,6 +61,7 @@ func New() *Store {
 		jobs:      map[string]map[string]store.Job{},
 		responses: map[string]store.Response{},
 		drafts:    map[string]map[int]string{},
+		pii:       map[string][]store.PIIToken{},
 	}
 }
 
@@ -144,7 +147,27 @@ func (m *Store) DeleteSession(_ context.Context, id string) error {
 		}
 		delete(m.sessions, id)
 	}
+	delete(m.pii, id)
 	return nil
+}
+
+// PIITokens implements store.PIIVault.
+func (m *Store) PIITokens(_ context.Context, sessionID string) ([]store.PIIToken, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.pii[sessionID]), nil
+}
+
+// AddPII implements store.PIIVault.
+func (m *Store) AddPII(_ context.Context, sessionID string, values []store.PIIToken) ([]store.PIIToken, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	add, err := store.AssignPII(m.pii[sessionID], values)
+	if err != nil {
+		return nil, fmt.Errorf("memstore: add pii tokens: %w", err)
+	}
+	m.pii[sessionID] = append(m.pii[sessionID], add...)
+	return slices.Clone(m.pii[sessionID]), nil
 }
 
 // AllowTool implements store.Sessions.

@@ -68,3 +68,7 @@ func TestNoAliasing(t *testing.T) {
 		t.Errorf("Request = %s, want {\"model\":\"main\"}", resp.Request)
 	}
 }
+
+func TestPII(t *testing.T) {
+	storetest.RunPII(t, func(*testing.T) storetest.PIIStore { return New() })
+}
