@@ -772,3 +772,7 @@ func TestNewAsksNothing(t *testing.T) {
 		t.Errorf("Check = %v, want the table named", err)
 	}
 }
+
+func TestBudgets(t *testing.T) {
+	storetest.RunBudgets(t, func(t *testing.T) store.Budgets { return newStore(t) })
+}

@@ -816,3 +816,14 @@ func TestOpenRemovesStaleBuilds(t *testing.T) {
 		t.Errorf("half-built databases left (-want +got):\n%s", d)
 	}
 }
+
+func TestBudgets(t *testing.T) {
+	storetest.RunBudgets(t, func(t *testing.T) store.Budgets {
+		db, err := Open(filepath.Join(t.TempDir(), "lambdaclaw.db"))
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}
