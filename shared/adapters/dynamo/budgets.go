@@ -140,4 +140,3 @@ func (s *Store) ClaimNotice(ctx context.Context, c store.Counter) (bool, error) 
 	}
 	return true, nil
 }
-

@@ -120,6 +120,9 @@ type RunState struct {
 	Silent    bool      `json:"silent,omitempty"`
 	Reply     Reply     `json:"reply"`
 	StartedAt time.Time `json:"started_at"`
+	// Key holds the budget and denied tools of the API key the run was
+	// made with, if it has any.
+	Key *KeyRules `json:"key,omitempty"`
 }
 
 // Reply says where a run's answer goes.
@@ -153,6 +156,10 @@ type Agent struct {
 	// ReplaceSystem makes an API client's system messages replace the
 	// agent's system prompt; by default they follow it.
 	ReplaceSystem bool
+	// Budget limits the tokens the agent's model calls spend (Loop.Budgets).
+	Budget Budget
+	// Guardrails are checked before every call of the agent's tools.
+	Guardrails *Guardrails
 }
 
 // Registry returns the agent's tools as they are now: LiveTools' current
@@ -289,6 +296,9 @@ type Loop struct {
 	Limits Limits
 	// Now returns the time; nil means time.Now.
 	Now func() time.Time
+	// Budgets, when set, hold model calls to agents' and keys' token
+	// budgets.
+	Budgets *Budgets
 }
 
 func (l *Loop) now() time.Time {
@@ -413,6 +423,9 @@ type Input struct {
 	Channel string
 	// Options are what an API client asks of the run beyond its input.
 	Options Options
+	// Key is the budget and denied tools of the API key the message came
+	// with (RulesOf).
+	Key *KeyRules
 	// Approval, when set, is the id of the approval the message answers
 	// (a channel's button): Deliver refuses it with ErrStaleApproval,
 	// changing nothing, unless that approval is the one the session
@@ -451,7 +464,7 @@ func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
 	st := RunState{
 		RunID: in.RunID, SessionID: in.SessionID, Agent: in.Agent, Owner: in.Owner, Step: StepBegin,
 		Autonomy: in.Autonomy, Stream: in.Stream, Interactive: in.Interactive && !in.Ephemeral,
-		Reply: in.Reply, StartedAt: now,
+		Reply: in.Reply, StartedAt: now, Key: in.Key,
 		Options: options != nil, Forced: forcing(in.Options.Params.ToolChoice),
 	}
 	state, err := json.Marshal(st)

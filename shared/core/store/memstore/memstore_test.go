@@ -68,3 +68,7 @@ func TestNoAliasing(t *testing.T) {
 		t.Errorf("Request = %s, want {\"model\":\"main\"}", resp.Request)
 	}
 }
+
+func TestBudgets(t *testing.T) {
+	storetest.RunBudgets(t, func(t *testing.T) store.Budgets { return &Budgets{} })
+}
