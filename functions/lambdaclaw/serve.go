@@ -185,6 +185,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompter, Replier: replier, Events: events, Log: log,
 		Limits: agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes, MaxToolArgsBytes: cfg.Limits.MaxToolArgsBytes, MaxToolResultBytes: cfg.Limits.MaxToolResultBytes}}
 	loop.Recorder = mem.Recorder()
+	var tgNotices agent.Replier
+	if tgReplier != nil {
+		tgNotices = tgReplier
+	}
+	if loop.Budgets, err = agentset.Budgets(cfg, db, tgNotices, telegram.ChannelName); err != nil {
+		return err
+	}
 	runCtx, cancelRuns := context.WithCancel(context.Background())
 	driver := agent.NewDriver(runCtx, loop, log)
 	defer func() {
@@ -223,7 +230,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cons, err := newConsole(cfg, db, agents, skills, jobs, mem, log)
+	cons, err := newConsole(cfg, db, agents, skills, jobs, mem, loop.Budgets, log)
 	if err != nil {
 		return err
 	}

@@ -306,3 +306,24 @@ func (l *Loop) exhausted(st RunState, be *store.BudgetError) RunState {
 		"%s %s token budget (%d tokens) is spent: no model call was made; it is replenished at the start of the next %s",
 		what, period, be.Limit, map[string]string{"daily": "day", "monthly": "month"}[period])})
 }
+
+// Report returns the state of the budgets of key k and of the agents
+// names, found in agents, at now: what the API and the console show.
+func (b *Budgets) Report(ctx context.Context, agents Agents, k store.APIKey, names []string, now time.Time) ([]Remaining, error) {
+	out, err := b.Of(ctx, "", Budget{}, RulesOf(k), now)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		a, ok := agents.Agent(n)
+		if !ok || a.Budget == (Budget{}) {
+			continue
+		}
+		got, err := b.Of(ctx, n, a.Budget, nil, now)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
+}

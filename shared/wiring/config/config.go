@@ -69,6 +69,8 @@ type Config struct {
 	MCP MCP `yaml:"mcp"`
 	// Sandbox configures the exec tool's sandboxes (sandbox.go).
 	Sandbox Sandbox `yaml:"sandbox"`
+	// Budgets says how token budgets are counted (budget.go).
+	Budgets Budgets `yaml:"budgets"`
 }
 
 // Telegram configures the Telegram channel. The bot token is
@@ -173,6 +175,10 @@ type AgentConfig struct {
 	AgentMCP `yaml:",inline"`
 	// Sandbox overrides the sandbox section for this agent (sandbox.go).
 	Sandbox *AgentSandbox `yaml:"sandbox" json:"sandbox,omitempty"`
+	// Budget limits the tokens the agent spends; Guardrails are checked
+	// before every call of its tools (budget.go).
+	Budget     *AgentBudget `yaml:"budget" json:"budget,omitempty"`
+	Guardrails *Guardrails  `yaml:"guardrails" json:"guardrails,omitempty"`
 }
 
 // Heartbeat is an agent's periodic check-in: a turn with its HEARTBEAT.md
@@ -450,6 +456,9 @@ func (c *Config) Validate() error {
 	if err := c.validateSandbox(); err != nil {
 		return err
 	}
+	if err := c.Budgets.check(); err != nil {
+		return err
+	}
 	linked := map[string]string{}
 	for person, ids := range c.Sessions.Users {
 		for _, id := range ids {
@@ -517,6 +526,9 @@ func ValidateAgents(agents map[string]AgentConfig, providers []string) error {
 		}
 		if err := a.Sandbox.check(); err != nil {
 			return fmt.Errorf("config: agent %q: sandbox: %w", name, err)
+		}
+		if err := a.checkGuards(); err != nil {
+			return fmt.Errorf("config: agent %q: %w", name, err)
 		}
 	}
 	return nil
