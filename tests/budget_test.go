@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -207,5 +208,54 @@ func TestBudgetConcurrentTurnsOverspend(t *testing.T) {
 				t.Errorf("overspent by %d tokens (one reply's cap is %d)", over, replyCap)
 			}
 		})
+	}
+}
+
+// A guardrail that is not a regular expression stops the configuration
+// from loading, and doctor says which one and why.
+func TestDoctorBadGuardrail(t *testing.T) {
+	g := newGateway(t, nil, "agents:\n  default:\n    guardrails:\n      filters:\n        exec: ['rm (-rf']\n")
+	stdout, stderr, status := g.run(t, "doctor")
+	if status != 1 {
+		t.Fatalf("doctor exit status %d, want 1\nstdout:\n%s\nstderr: %s", status, stdout, stderr)
+	}
+	doctorLine(t, stdout, "FAIL", "config", `agent "default": guardrails: filters.exec[0]: "rm (-rf" is not a regular expression`)
+}
+
+// Guardrails hold every tool call: web_fetch outside its listed hosts,
+// an argument a filter matches and a tool the key denies are refused
+// before they run, the model is told so as each call's result, and the
+// log has an event naming the rule.
+func TestGuardrails(t *testing.T) {
+	fake := newFake(t)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("a blocked call reached %s", r.URL)
+	}))
+	defer target.Close()
+	g := startGateway(t, fake, "agents:\n  default:\n    guardrails:\n"+
+		"      filters: {\"*\": ['(?i)hunter2']}\n"+
+		"      scopes: {web_fetch: {url: {hosts: [example.com]}}}\n"+
+		"outbound: {allow_networks: [127.0.0.0/8]}\n")
+	key := g.createKey(t, "--name", "nofiles", "--autonomy", "full", "--deny-tools", "read_file")
+	fake.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{
+		{ID: "c1", Name: "web_fetch", Arguments: `{"url":"` + target.URL + `/x"}`},
+		{ID: "c2", Name: "memory_store", Arguments: `{"key":"pw","text":"my password is HUNTER2"}`},
+		{ID: "c3", Name: "read_file", Arguments: `{"path":"SOUL.md"}`},
+	}}, fakellm.Reply{Content: "done"})
+	if got := ask(t, g.client(key), "go", session("guarded")); got != "done" {
+		t.Fatalf("reply = %q", got)
+	}
+	reqs := fake.Requests()
+	for id, rule := range map[string]string{"c1": "scopes.web_fetch.url", "c2": "filters.*[0]", "c3": "key deny_tools"} {
+		if res, _ := toolResult(reqs[1], id); !strings.HasPrefix(res, "refused by a guardrail ("+rule+")") {
+			t.Errorf("result of %s = %q, want refused by %s", id, res, rule)
+		}
+	}
+	g.stop()
+	events := logEvents(t, g.stderr.String())
+	for _, rule := range []string{"scopes.web_fetch.url", "filters.*[0]", "key deny_tools"} {
+		if !hasEvent(events, "tool_call_blocked", map[string]string{"rule": rule}) {
+			t.Errorf("no tool_call_blocked event for %s", rule)
+		}
 	}
 }

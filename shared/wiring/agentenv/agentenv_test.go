@@ -39,10 +39,18 @@ agents:
     compaction_target: 5
     memory_flush: false
     client_system: replace
+    budget: {daily_tokens: 1000, monthly_tokens: 20000}
+    guardrails:
+      deny_tools: [exec]
+      filters: {"*": ['(?i)password'], web_fetch: ['\.onion']}
+      scopes: {web_fetch: {url: {hosts: [example.com]}}}
   zed: {}
 `, want: map[string]config.AgentConfig{
 			"default": {Providers: []string{"bedrock", "openai"}, Model: "us.amazon.nova-pro-v1:0", MaxToolIterations: 3,
-				Tools: []string{"web_fetch", "memory_search"}, CompactionThreshold: &zero, CompactionTarget: 5, MemoryFlush: &no, ClientSystem: "replace"},
+				Tools: []string{"web_fetch", "memory_search"}, CompactionThreshold: &zero, CompactionTarget: 5, MemoryFlush: &no, ClientSystem: "replace",
+				Budget: &config.AgentBudget{DailyTokens: 1000, MonthlyTokens: 20000},
+				Guardrails: &config.Guardrails{DenyTools: []string{"exec"}, Filters: map[string][]string{"*": {"(?i)password"}, "web_fetch": {`\.onion`}},
+					Scopes: map[string]map[string]config.ArgScope{"web_fetch": {"url": {Hosts: []string{"example.com"}}}}}},
 			"zed": {},
 		}, names: []string{"default", "zed"}},
 	} {
