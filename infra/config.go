@@ -212,6 +212,9 @@ type Config struct {
 	// (mcp.go).
 	MCP       config.MCP
 	MCPConfig string
+	// BudgetEnv is the agents file's budgets: section as the environment
+	// of the functions that run turns (agentenv.BudgetEnv).
+	BudgetEnv map[string]string
 }
 
 // ConfigFromContext reads the Config from the construct tree's context,

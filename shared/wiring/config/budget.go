@@ -27,8 +27,8 @@ type Budgets struct {
 	Notify []string `yaml:"notify"`
 }
 
-// check validates the budgets' settings.
-func (b Budgets) check() error {
+// Check validates the budgets' settings.
+func (b Budgets) Check() error {
 	switch {
 	case b.ResetHour < 0 || b.ResetHour > 23:
 		return fmt.Errorf("config: budgets.reset_hour is %d; want an hour of the day in UTC, 0 to 23", b.ResetHour)

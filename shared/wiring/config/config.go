@@ -456,7 +456,7 @@ func (c *Config) Validate() error {
 	if err := c.validateSandbox(); err != nil {
 		return err
 	}
-	if err := c.Budgets.check(); err != nil {
+	if err := c.Budgets.Check(); err != nil {
 		return err
 	}
 	linked := map[string]string{}
