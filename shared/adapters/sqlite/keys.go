@@ -42,11 +42,11 @@ func scanKey(sc scanner) (store.APIKey, error) {
 // CreateKey stores k. It returns store.ErrExists when the id or the hash
 // is taken. A zero CreatedAt is set to now.
 func (db *DB) CreateKey(ctx context.Context, k store.APIKey) error {
-	agents, err := jsonList(k.Agents)
+	agents, err := encodeList(k.Agents)
 	if err != nil {
 		return fmt.Errorf("sqlite: create key %q: encode agents: %w", k.ID, err)
 	}
-	deny, err := jsonList(k.DenyTools)
+	deny, err := encodeList(k.DenyTools)
 	if err != nil {
 		return fmt.Errorf("sqlite: create key %q: encode denied tools: %w", k.ID, err)
 	}
@@ -109,16 +109,4 @@ func (db *DB) RevokeKey(ctx context.Context, id string, at time.Time) error {
 		return fmt.Errorf("sqlite: revoke key %q: %w", id, err)
 	}
 	return nil
-}
-
-// jsonList encodes a list as JSON, or NULL when it is empty.
-func jsonList(l []string) (sql.NullString, error) {
-	if len(l) == 0 {
-		return sql.NullString{}, nil
-	}
-	b, err := json.Marshal(l)
-	if err != nil {
-		return sql.NullString{}, err
-	}
-	return sql.NullString{String: string(b), Valid: true}, nil
 }

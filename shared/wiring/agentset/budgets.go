@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/webhook"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
-	"github.com/lambdaclaw/lambdaclaw/shared/tools/webfetch"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
@@ -26,11 +24,7 @@ func Budgets(cfg *config.Config, counters store.Budgets, tg agent.Replier, tgCha
 		kind, to, _ := strings.Cut(n, ":")
 		switch kind {
 		case "webhook":
-			nets, err := cfg.Outbound.Networks()
-			if err != nil {
-				return nil, err
-			}
-			client, err := webfetch.Client(&webfetch.Config{Allow: webfetch.AllowNetworks(nets), Timeout: 20 * time.Second})
+			client, err := webhookClient(cfg)
 			if err != nil {
 				return nil, err
 			}
