@@ -39,9 +39,14 @@ type Budget struct {
 // (store.Budgets.Reserve), so concurrent runs never reserve more than a
 // limit between them, and a call that does not fit is never made: its
 // run ends with CodeBudgetExhausted. After the call what the provider
-// said it spent (chat.Usage) replaces the reservation. A budget is
-// overspent only by what a prompt's estimate fell short of its count; a
-// process that dies during a call keeps the call's reservation spent.
+// said it spent (chat.Usage) replaces the reservation.
+//
+// Overspend is what a budget's counter holds past its limit once every
+// call made in its window has settled. A reply never passes its cap (the
+// request's max tokens), so a budget is overspent only by what prompts'
+// estimates fell short of the providers' counts: none while the
+// estimate holds, the goal being none beyond one reply's cap. A process
+// that dies during a call keeps the call's reservation spent.
 type Budgets struct {
 	Store store.Budgets
 	// ResetHour is the hour (UTC, 0–23) at which days begin: daily
