@@ -117,8 +117,8 @@ type limit struct {
 // at now.
 func (b *Budgets) limits(agent string, a Budget, k *KeyRules, now time.Time) []limit {
 	var out []limit
+	day, month, dayEnd, monthEnd := b.windows(now)
 	add := func(scope string, bud Budget) {
-		day, month, dayEnd, monthEnd := b.windows(now)
 		if bud.Daily > 0 {
 			out = append(out, limit{store.Counter{Scope: scope + ":day", Window: day, Expires: dayEnd}, bud.Daily})
 		}
@@ -190,7 +190,7 @@ func (l *Loop) reserve(ctx context.Context, a *Agent, st RunState, req *llm.Requ
 		counters[i] = li.Counter
 	}
 	prompt := estimate(req)
-	cap := int64(cmp.Or(req.MaxTokens, b.ReplyCap, 4096))
+	replyCap := int64(cmp.Or(req.MaxTokens, b.ReplyCap, 4096))
 	for range reserveTries {
 		spent, err := b.Store.Spent(ctx, counters)
 		if err != nil {
@@ -202,7 +202,7 @@ func (l *Loop) reserve(ctx context.Context, a *Agent, st RunState, req *llm.Requ
 				room, tight = r, i
 			}
 		}
-		reply := min(cap, room-prompt)
+		reply := min(replyCap, room-prompt)
 		if reply < 1 {
 			return nil, &store.BudgetError{Scope: lims[tight].Scope, Spent: spent[tight], Limit: lims[tight].Limit}
 		}
@@ -223,8 +223,13 @@ func (l *Loop) reserve(ctx context.Context, a *Agent, st RunState, req *llm.Requ
 	return nil, &store.BudgetError{Scope: lims[0].Scope, Spent: -1, Limit: lims[0].Limit}
 }
 
+// imageTokens is what a reservation counts for an image: providers count
+// an image by its size in pixels, at most about 1,600 tokens.
+const imageTokens = 2000
+
 // estimate is the prompt's tokens as a reservation counts them: a token
-// per three bytes of the request's messages and tools.
+// per three bytes of the request's messages and tools, and imageTokens
+// per image.
 func estimate(req *llm.Request) int64 {
 	n := 0
 	for _, m := range req.Messages {
@@ -233,7 +238,11 @@ func estimate(req *llm.Request) int64 {
 			n += len(c.Name) + len(c.Arguments)
 		}
 		for _, p := range m.Parts {
-			n += len(p.Data) + len(p.URL)
+			if p.Type == chat.PartImage {
+				n += 3 * imageTokens
+			} else {
+				n += len(p.Data)
+			}
 		}
 	}
 	for _, t := range req.Tools {
@@ -303,13 +312,13 @@ func (l *Loop) exhausted(st RunState, be *store.BudgetError) RunState {
 	if strings.HasPrefix(be.Scope, "key:") {
 		what = "Your API key's"
 	}
-	period := "daily"
+	period, next := "daily", "day"
 	if strings.HasSuffix(be.Scope, ":month") {
-		period = "monthly"
+		period, next = "monthly", "month"
 	}
 	return l.fail(st, CodeBudgetExhausted, &publicError{fmt.Sprintf(
 		"%s %s token budget (%d tokens) is spent: no model call was made; it is replenished at the start of the next %s",
-		what, period, be.Limit, map[string]string{"daily": "day", "monthly": "month"}[period])})
+		what, period, be.Limit, next)})
 }
 
 // Report returns the state of the budgets of key k and of the agents
