@@ -236,3 +236,17 @@ func TestBudgetConcurrentTurns(t *testing.T) {
 		t.Errorf("%d answered and %d refused, want at least 10 answered and some refused", done, refused)
 	}
 }
+
+// A prompt's estimate counts its text by bytes and an image as an image,
+// whatever its size.
+func TestEstimate(t *testing.T) {
+	text := llm.Request{Messages: []chat.Message{{Role: chat.User, Content: strings.Repeat("a", 2984)}}}
+	image := llm.Request{Messages: []chat.Message{{Role: chat.User, Content: strings.Repeat("a", 2984),
+		Parts: []chat.Part{{Type: chat.PartImage, MediaType: "image/png", Data: make([]byte, 5<<20)}}}}}
+	if got := estimate(&text); got != 1000 {
+		t.Errorf("estimate of 3000 bytes = %d, want 1000", got)
+	}
+	if got := estimate(&image); got != 1000+imageTokens {
+		t.Errorf("estimate with a 5 MiB image = %d, want %d", got, 1000+imageTokens)
+	}
+}
