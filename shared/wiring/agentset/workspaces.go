@@ -68,12 +68,8 @@ func (b *Builder) Live(ctx context.Context, created func(name string) (time.Time
 	if b.home == nil {
 		return nil, errors.New("agentset: agents need a home for their workspaces")
 	}
-	made, err := b.CreateWorkspaces(ctx, always...)
-	if err != nil {
+	if err := CreateWorkspaces(ctx, b.cfg, b.home, log, always...); err != nil {
 		return nil, err
-	}
-	for _, n := range made {
-		log.Info("created the workspace of an agent", "agent", n, "workspace", workspace.Path(n))
 	}
 	return NewWorkspaces(b.home, b.Build, created, log)
 }

@@ -171,6 +171,9 @@ type AgentConfig struct {
 	// Heartbeat, when set, runs the agent's HEARTBEAT.md checklist
 	// periodically (see schedule.Heartbeat).
 	Heartbeat *Heartbeat `yaml:"heartbeat" json:"heartbeat,omitempty"`
+	// DelegateTo names the agents this one may hand tasks to: it is
+	// offered the delegate tool (agent.DelegateTool) when it names any.
+	DelegateTo []string `yaml:"delegate_to" json:"delegate_to,omitempty"`
 	// AgentMCP selects the agent's MCP tools (mcp.go).
 	AgentMCP `yaml:",inline"`
 	// Sandbox overrides the sandbox section for this agent (sandbox.go).
@@ -526,6 +529,14 @@ func ValidateAgents(agents map[string]AgentConfig, providers []string) error {
 		}
 		if err := a.Sandbox.check(); err != nil {
 			return fmt.Errorf("config: agent %q: sandbox: %w", name, err)
+		}
+		for i, to := range a.DelegateTo {
+			switch {
+			case to == "" || to == name:
+				return fmt.Errorf("config: agent %q: delegate_to[%d] must name another agent", name, i)
+			case slices.Contains(a.DelegateTo[:i], to):
+				return fmt.Errorf("config: agent %q: delegate_to names %q twice", name, to)
+			}
 		}
 		if err := a.checkGuards(); err != nil {
 			return fmt.Errorf("config: agent %q: %w", name, err)

@@ -30,6 +30,7 @@ func API(r *cloud.Root) (http.Handler, error) {
 	// step function (sfn.Driver), rather than start a worker for it here.
 	inline := *r.Loop
 	inline.Recorder = nil
+	inline.Lanes = nil // a stateless run delegates nothing
 	lanes := agent.NewDriver(context.Background(), &inline, r.Log)
 	runner := &sfn.Runner{
 		Inline:  lanes,
