@@ -42,6 +42,9 @@ var (
 	// partition; cronIDKeys the claims of job ids, naming their owner.
 	cronKeys   = []string{"CRON#*"}
 	cronIDKeys = []string{"CRONID#*"}
+	// budgetKeys are the token budgets' counters, one per budget and
+	// period.
+	budgetKeys = []string{"BUDGET#*"}
 )
 
 // Actions on items.
@@ -56,6 +59,10 @@ var (
 	memoryActions = []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
 		"dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:BatchGetItem"}
 	readActions = []string{"dynamodb:GetItem"}
+	// budgetActions are the budgets': a counter read, and reserved,
+	// charged or its notice claimed by an UpdateItem (conditional, or
+	// several in a transaction).
+	budgetActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
 )
 
 // grantItems lets fn do actions on the items whose partition key matches
@@ -111,6 +118,9 @@ func (s *builder) grantTable(fn awslambda.Function, role string) {
 		s.grantItems(fn, []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem",
 			"dynamodb:BatchWriteItem"}, cronKeys)
 		s.grantItems(fn, []string{"dynamodb:PutItem", "dynamodb:DeleteItem"}, cronIDKeys)
+		// Stateless runs' model calls are held to the token budgets,
+		// which the console shows.
+		s.grantItems(fn, budgetActions, budgetKeys)
 	case "ws":
 		s.grantItems(fn, sessionActions, sessionKeys)
 		s.grantItems(fn, readActions, keyKeys)
@@ -138,6 +148,8 @@ func (s *builder) grantTable(fn awslambda.Function, role string) {
 	case "step":
 		s.grantItems(fn, sessionActions, sessionKeys)
 		s.grantItems(fn, memoryActions, memoryKeys)
+		// Every model call is held to the token budgets.
+		s.grantItems(fn, budgetActions, budgetKeys)
 		// Finished runs may queue jobs (conversations to record).
 		s.grantItems(fn, []string{"dynamodb:PutItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}, jobKeys)
 		// A check-in run that ends records its end on its job's run

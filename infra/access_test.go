@@ -117,7 +117,8 @@ func TestTableGrants(t *testing.T) {
 			items([]string{"KEY#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 			items([]string{"KEYID#*"}, "dynamodb:GetItem", "dynamodb:PutItem"),
 			items([]string{"CRON#*"}, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"),
-			items([]string{"CRONID#*"}, "dynamodb:PutItem", "dynamodb:DeleteItem")},
+			items([]string{"CRONID#*"}, "dynamodb:PutItem", "dynamodb:DeleteItem"),
+			items([]string{"BUDGET#*"}, "dynamodb:GetItem", "dynamodb:UpdateItem")},
 		"ws": {describe, items(sessions, session...), items([]string{"KEY#*"}, "dynamodb:GetItem"),
 			items([]string{"CONN#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
 			items([]string{"WSUSER#*"}, "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem")},
@@ -132,6 +133,7 @@ func TestTableGrants(t *testing.T) {
 		// delivered to a WebSocket user's connections; the schedule tool
 		// and the heartbeats make, list and delete jobs.
 		"step": {describe, items(sessions, session...), items([]string{"MEM#*"}, memory...),
+			items([]string{"BUDGET#*"}, "dynamodb:GetItem", "dynamodb:UpdateItem"),
 			items([]string{"JOB#*"}, "dynamodb:PutItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"),
 			items([]string{"CRONID#*"}, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"),
 			items([]string{"CRON#*"}, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"),

@@ -55,6 +55,9 @@ func (c *Config) readAgents() error {
 		return fmt.Errorf("context %s: %s: %w", ctxAgentsFile, path, err)
 	}
 	c.Agents, c.MCP = f.Agents, f.MCP
+	if c.BudgetEnv, err = agentenv.BudgetEnv(f.Budgets); err != nil {
+		return fmt.Errorf("context %s: %s: %w", ctxAgentsFile, path, err)
+	}
 	if c.AgentsConfig, err = agentenv.Encode(c.Agents, c.providers()); err != nil {
 		return fmt.Errorf("context %s: %s: %w", ctxAgentsFile, path, err)
 	}

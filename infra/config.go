@@ -218,6 +218,9 @@ type Config struct {
 	// tavily), none when empty; WebSearchURL its endpoint (websearch.go).
 	WebSearch    string
 	WebSearchURL string
+	// BudgetEnv is the agents file's budgets: section as the environment
+	// of the functions that run turns (agentenv.BudgetEnv).
+	BudgetEnv map[string]string
 }
 
 // ConfigFromContext reads the Config from the construct tree's context,

@@ -548,9 +548,13 @@ func (s *builder) lambdas() {
 		llm["OPENAI_API_KEY_SECRET_ARN"] = s.providerKey.SecretArn()
 	}
 	// The functions that run turns call the MCP servers' tools, with
-	// their header secrets (mcp.go).
+	// their header secrets (mcp.go), and count the token budgets as the
+	// agents file's budgets: section says.
 	for k, v := range s.mcpEnv() {
 		llm[k] = v
+	}
+	for k, v := range s.cfg.BudgetEnv {
+		llm[k] = jsii.String(v)
 	}
 	schedules := map[string]*string{"SCHEDULE_GROUP": s.scheduleGroup.ScheduleGroupName()}
 	merge := func(ms ...map[string]*string) map[string]*string {

@@ -884,6 +884,11 @@ func TestAgents(t *testing.T) {
 			if _, ok := vars["WORKSPACE_BUCKET"]; !ok {
 				continue // not a function of the agents (a CDK helper)
 			}
+			// The budgets' settings reach the functions that run turns.
+			turns := tc.agents != nil && (id == s.functionID(t, "api") || id == s.functionID(t, "step"))
+			if hour, ok := vars["BUDGET_RESET_HOUR"]; ok != turns || ok && (hour != "6" || vars["BUDGET_REPLY_CAP"] != "2000") {
+				t.Errorf("%s: function %s has BUDGET_RESET_HOUR=%v, BUDGET_REPLY_CAP=%v", variant, id, hour, vars["BUDGET_REPLY_CAP"])
+			}
 			v, ok := vars[agentenv.Var].(string)
 			if ok != (tc.agents != nil) {
 				t.Errorf("%s: function %s has %s=%v", variant, id, agentenv.Var, vars[agentenv.Var])
@@ -993,7 +998,7 @@ func TestAgentsRefused(t *testing.T) {
 		"unknown setting": {file: "agents:\n  research:\n    tool: [web_fetch]\n",
 			want: "line 3: field tool not found"},
 		"another section": {file: "providers:\n  - name: local\nagents:\n  research: {}\n",
-			want: "line 1: providers: only agents: and mcp: are read on AWS"},
+			want: "line 1: providers: only agents:, mcp: and budgets: are read on AWS"},
 		"bad name": {file: "agents:\n  Research: {}\n", want: `agent "Research": agent name "Research" is invalid`},
 		"bad setting": {file: "agents:\n  research:\n    client_system: merge\n",
 			want: `agent "research": client_system must be append or replace`},

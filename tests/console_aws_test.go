@@ -48,6 +48,10 @@ func TestConsoleOnAWS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	budgeted, budgetedRec, err := apikey.Create(ctx, env.Store, store.APIKey{Name: "budgeted", Autonomy: "supervised", RatePerMinute: 1000, DailyTokens: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
 	owner := "key:" + env.Key.ID
 	if _, _, err := env.Store.EnqueueRun(ctx, store.NewRun{
 		Session: store.Session{ID: "console-aws", Agent: "default", Owner: owner, Channel: "ws"},
@@ -149,6 +153,11 @@ func TestConsoleOnAWS(t *testing.T) {
 		{"me", "GET", "/v1/lambdaclaw/me", cloudtest.SampleKey, "", 200,
 			func(v map[string]any) any { return []any{v["owner"], v["admin"], v["agents"]} }, []any{owner, false, []any{"default"}}, ""},
 		{"sessions", "GET", "/v1/lambdaclaw/sessions", cloudtest.SampleKey, "", 200, sessionIDs, []string{"console-aws"}, ""},
+		{"budget", "GET", "/v1/lambdaclaw/budget", budgeted, "", 200, func(v map[string]any) any {
+			b := v["budgets"].([]any)[0].(map[string]any)
+			return []any{b["scope"], b["limit"], b["remaining"]}
+		}, []any{"key:" + budgetedRec.ID + ":day", 5000.0, 5000.0}, ""},
+		{"no budget", "GET", "/v1/lambdaclaw/budget", other, "", 200, func(v map[string]any) any { return v["budgets"] }, []any{}, ""},
 		{"sessions of another key", "GET", "/v1/lambdaclaw/sessions", other, "", 200, sessionIDs, []string(nil), ""},
 		{"sessions summarised", "GET", "/v1/lambdaclaw/sessions", cloudtest.SampleKey, "", 200, func(v map[string]any) any {
 			s := v["sessions"].([]any)[0].(map[string]any)
@@ -209,7 +218,7 @@ func TestConsoleOnAWS(t *testing.T) {
 			}
 			slices.Sort(names)
 			return names
-		}, []string{"events", "from the console", "ops", "other"}, ""},
+		}, []string{"budgeted", "events", "from the console", "ops", "other"}, ""},
 		{"revoke key", "DELETE", "/v1/lambdaclaw/keys/" + env.Key.ID, admin, "", 204, nil, nil, ""},
 		{"revoked key", "GET", "/v1/lambdaclaw/me", cloudtest.SampleKey, "", 401, errorCode, "invalid_api_key", ""},
 		{"revoke own key", "DELETE", "/v1/lambdaclaw/keys/" + adminRec.ID, admin, "", 409, errorCode, "own_key", ""},

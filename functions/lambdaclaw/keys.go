@@ -65,8 +65,20 @@ func createKeyCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	autonomy := fs.String("autonomy", tool.Supervised.String(), "autonomy level: read_only, supervised or full")
 	rate := fs.Int("rate", 0, "requests per minute, at least 1 (default from the config file, 120 without one or with --stack)")
 	admin := fs.Bool("admin", false, "an admin key: it may also list, create and revoke keys in the web console")
+	daily := fs.Int64("daily-tokens", 0, "model tokens the key's runs may spend per day, replenished at budgets.reset_hour (default no limit)")
+	monthly := fs.Int64("monthly-tokens", 0, "model tokens the key's runs may spend per month (default no limit)")
+	deny := fs.String("deny-tools", "", "comma-separated tools the key's runs may never call, whichever agent they use")
 	if _, err := fs.parse(args, 0, 0, stdout); err != nil {
 		return err
+	}
+	if *daily < 0 || *monthly < 0 {
+		return errors.New("--daily-tokens and --monthly-tokens are numbers of tokens, 0 (no limit) or more")
+	}
+	var denied []string
+	for t := range strings.SplitSeq(*deny, ",") {
+		if t = strings.TrimSpace(t); t != "" && !slices.Contains(denied, t) {
+			denied = append(denied, t)
+		}
 	}
 	if err := st.check(fs); err != nil {
 		return err
@@ -107,7 +119,8 @@ func createKeyCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	defer db.Close()
-	key, _, err := apikey.Create(ctx, db, store.APIKey{Name: *name, Agents: list, Autonomy: *autonomy, RatePerMinute: r, Admin: *admin})
+	key, _, err := apikey.Create(ctx, db, store.APIKey{Name: *name, Agents: list, Autonomy: *autonomy, RatePerMinute: r, Admin: *admin,
+		DailyTokens: *daily, MonthlyTokens: *monthly, DenyTools: denied})
 	if err != nil {
 		return err
 	}

@@ -31,8 +31,10 @@ Usage:
   lambdaclaw agent delete NAME [--yes]                  delete its workspace
   lambdaclaw agent push|pull NAME --stack NAME [--dry-run]
                                                         copy its workspace to or from a deployed stack
-  lambdaclaw keys create [--name N] [--agents a,b] [--autonomy LEVEL] [--rate N] [--admin] [--stack NAME]
-                                                        print a new API key (--admin: it also manages keys in the console)
+  lambdaclaw keys create [--name N] [--agents a,b] [--autonomy LEVEL] [--rate N] [--admin]
+                         [--daily-tokens N] [--monthly-tokens N] [--deny-tools a,b] [--stack NAME]
+                                                        print a new API key (--admin: it also manages keys in the console;
+                                                        token budgets and denied tools hold its runs)
   lambdaclaw keys list [--stack NAME]
   lambdaclaw keys revoke ID [--stack NAME]
   lambdaclaw cron add [--agent NAME] (--every D | --cron "EXPR" [--tz ZONE] | --at TIME) --message TEXT

@@ -206,6 +206,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Limits:     agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes, MaxToolArgsBytes: cfg.Limits.MaxToolArgsBytes, MaxToolResultBytes: cfg.Limits.MaxToolResultBytes},
 		Delegation: agent.DelegationLimits{MaxDepth: cfg.Limits.DelegationDepth, MaxFanOut: cfg.Limits.DelegationFanOut, Timeout: time.Duration(cfg.Limits.DelegationTimeout)}}
 	loop.Recorder = mem.Recorder()
+	var tgNotices agent.Replier
+	if tgReplier != nil {
+		tgNotices = tgReplier
+	}
+	if loop.Budgets, err = agentset.Budgets(cfg, db, tgNotices, telegram.ChannelName); err != nil {
+		return err
+	}
 	runCtx, cancelRuns := context.WithCancel(context.Background())
 	driver := agent.NewDriver(runCtx, loop, log)
 	loop.Lanes = driver // delegations' child runs
@@ -253,7 +260,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cons, err := newConsole(cfg, db, agents, skills, jobs, mem, log)
+	cons, err := newConsole(cfg, db, agents, skills, jobs, mem, loop.Budgets, log)
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,7 @@
 //	CRON#<owner>        JOB#<id>              a scheduled check-in's job    def (B), paused, next_at, created_at, updated_at (schedule.go)
 //	CRON#<owner>        RUN#<id>#<ms:015>     the run of one of its firings status, lease_until, reply, tokens, …, expires_at
 //	CRONID#<id>         CRONID                the claim of a job id         owner
+//	BUDGET#<scope>      <window>              a token budget's counter      spent (ADD, conditional: budgets.go), notified, expires_at (the window's end)
 //
 // Times are epoch milliseconds (N), read back in UTC.
 //

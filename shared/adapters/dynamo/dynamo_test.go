@@ -826,3 +826,7 @@ func TestChannelSessionIndex(t *testing.T) {
 func TestPII(t *testing.T) {
 	storetest.RunPII(t, func(t *testing.T) storetest.PIIStore { return newStore(t) })
 }
+
+func TestBudgets(t *testing.T) {
+	storetest.RunBudgets(t, func(t *testing.T) store.Budgets { return newStore(t) })
+}

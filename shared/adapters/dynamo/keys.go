@@ -48,6 +48,15 @@ func keyItem(k store.APIKey) item {
 	if k.Admin {
 		it["admin"] = attrBool(true)
 	}
+	if k.DailyTokens > 0 {
+		it["daily_tokens"] = attrN(k.DailyTokens)
+	}
+	if k.MonthlyTokens > 0 {
+		it["monthly_tokens"] = attrN(k.MonthlyTokens)
+	}
+	if len(k.DenyTools) > 0 {
+		it["deny_tools"] = attrList(k.DenyTools)
+	}
 	it["created_at"] = attrTime(k.CreatedAt)
 	if k.RevokedAt != nil {
 		it["revoked_at"] = attrTime(*k.RevokedAt)
@@ -68,6 +77,9 @@ func decodeKey(it item) store.APIKey {
 		Autonomy:      getS(it, "autonomy"),
 		RatePerMinute: int(getN(it, "rate_per_minute")),
 		Admin:         getBool(it, "admin"),
+		DailyTokens:   getN(it, "daily_tokens"),
+		MonthlyTokens: getN(it, "monthly_tokens"),
+		DenyTools:     getList(it, "deny_tools"),
 		CreatedAt:     getTime(it, "created_at"),
 		RevokedAt:     getTimePtr(it, "revoked_at"),
 	}

@@ -14,15 +14,21 @@ import (
 // scanKey reads the keyColumns of one row.
 func scanKey(sc scanner) (store.APIKey, error) {
 	var k store.APIKey
-	var agents sql.NullString
+	var agents, deny sql.NullString
 	var created int64
 	var revoked sql.NullInt64
-	if err := sc.Scan(&k.ID, &k.Name, &k.Hash, &k.Prefix, &agents, &k.Autonomy, &k.RatePerMinute, &k.Admin, &created, &revoked); err != nil {
+	if err := sc.Scan(&k.ID, &k.Name, &k.Hash, &k.Prefix, &agents, &k.Autonomy, &k.RatePerMinute, &k.Admin, &created, &revoked,
+		&k.DailyTokens, &k.MonthlyTokens, &deny); err != nil {
 		return store.APIKey{}, err
 	}
-	if agents.Valid {
-		if err := json.Unmarshal([]byte(agents.String), &k.Agents); err != nil {
-			return store.APIKey{}, fmt.Errorf("decode agents: %w", err)
+	for _, l := range []struct {
+		col sql.NullString
+		to  *[]string
+	}{{agents, &k.Agents}, {deny, &k.DenyTools}} {
+		if l.col.Valid {
+			if err := json.Unmarshal([]byte(l.col.String), l.to); err != nil {
+				return store.APIKey{}, fmt.Errorf("decode key lists: %w", err)
+			}
 		}
 	}
 	k.CreatedAt = fromMillis(created)
@@ -36,21 +42,21 @@ func scanKey(sc scanner) (store.APIKey, error) {
 // CreateKey stores k. It returns store.ErrExists when the id or the hash
 // is taken. A zero CreatedAt is set to now.
 func (db *DB) CreateKey(ctx context.Context, k store.APIKey) error {
-	var agents sql.NullString
-	if len(k.Agents) > 0 {
-		b, err := json.Marshal(k.Agents)
-		if err != nil {
-			return fmt.Errorf("sqlite: create key %q: encode agents: %w", k.ID, err)
-		}
-		agents = sql.NullString{String: string(b), Valid: true}
+	agents, err := encodeList(k.Agents)
+	if err != nil {
+		return fmt.Errorf("sqlite: create key %q: encode agents: %w", k.ID, err)
+	}
+	deny, err := encodeList(k.DenyTools)
+	if err != nil {
+		return fmt.Errorf("sqlite: create key %q: encode denied tools: %w", k.ID, err)
 	}
 	var revoked sql.NullInt64
 	if k.RevokedAt != nil {
 		revoked = sql.NullInt64{Int64: toMillis(*k.RevokedAt), Valid: true}
 	}
 	created := orNow(k.CreatedAt, time.Now())
-	err := changeOne(ctx, &db.st.createKey, store.ErrExists, k.ID, k.Name, k.Hash, k.Prefix, agents, k.Autonomy,
-		k.RatePerMinute, k.Admin, toMillis(created), revoked)
+	err = changeOne(ctx, &db.st.createKey, store.ErrExists, k.ID, k.Name, k.Hash, k.Prefix, agents, k.Autonomy,
+		k.RatePerMinute, k.Admin, toMillis(created), revoked, k.DailyTokens, k.MonthlyTokens, deny)
 	if errors.Is(err, store.ErrExists) {
 		return fmt.Errorf("sqlite: create key %q: id or hash: %w", k.ID, err)
 	}

@@ -79,7 +79,18 @@ CREATE TABLE api_keys (
 	rate_per_minute INTEGER NOT NULL,
 	created_at      INTEGER NOT NULL,
 	revoked_at      INTEGER,
-	admin           INTEGER NOT NULL DEFAULT 0
+	admin           INTEGER NOT NULL DEFAULT 0,
+	daily_tokens    INTEGER NOT NULL DEFAULT 0,
+	monthly_tokens  INTEGER NOT NULL DEFAULT 0,
+	deny_tools      TEXT
+) STRICT;
+
+CREATE TABLE budget_counters (
+	scope      TEXT    NOT NULL PRIMARY KEY,
+	window     TEXT    NOT NULL,
+	spent      INTEGER NOT NULL,
+	notified   INTEGER NOT NULL DEFAULT 0,
+	expires_at INTEGER NOT NULL
 ) STRICT;
 
 CREATE TABLE approvals (
@@ -673,7 +684,7 @@ DROP TABLE telegram_users;
 DROP TABLE telegram_outbox;
 DROP TABLE telegram_code_tries;
 `,
-	// The personal data tokens of sessions (store.PIIVault), deleted with
+	// 17: the personal data tokens of sessions (store.PIIVault), deleted with
 	// their session.
 	`
 CREATE TABLE pii_tokens (
@@ -686,6 +697,20 @@ CREATE TABLE pii_tokens (
 	UNIQUE (session_id, token),
 	UNIQUE (session_id, kind, value)
 ) STRICT;
+`,
+	// 18: token budgets (store.Budgets): one counter per budget, of its
+	// current window; and an API key's own budgets and denied tools.
+	`
+CREATE TABLE budget_counters (
+	scope      TEXT    NOT NULL PRIMARY KEY,
+	window     TEXT    NOT NULL,
+	spent      INTEGER NOT NULL,
+	notified   INTEGER NOT NULL DEFAULT 0,
+	expires_at INTEGER NOT NULL
+) STRICT;
+ALTER TABLE api_keys ADD COLUMN daily_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE api_keys ADD COLUMN monthly_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE api_keys ADD COLUMN deny_tools TEXT;
 `,
 }
 

@@ -827,3 +827,14 @@ func TestPII(t *testing.T) {
 		return db
 	})
 }
+
+func TestBudgets(t *testing.T) {
+	storetest.RunBudgets(t, func(t *testing.T) store.Budgets {
+		db, err := Open(filepath.Join(t.TempDir(), "lambdaclaw.db"))
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}

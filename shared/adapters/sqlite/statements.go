@@ -5,7 +5,7 @@ import "database/sql"
 // Column lists shared by the queries that scan whole records.
 const (
 	runColumns      = `id, session_id, seq, status, state, options, created_at, updated_at`
-	keyColumns      = `id, name, hash, prefix, agents, autonomy, rate_per_minute, admin, created_at, revoked_at`
+	keyColumns      = `id, name, hash, prefix, agents, autonomy, rate_per_minute, admin, created_at, revoked_at, daily_tokens, monthly_tokens, deny_tools`
 	approvalColumns = `id, session_id, run_id, kind, calls, tools, prompt, status, decision, token, created_at, resolved_at`
 	responseColumns = `id, owner, agent, session_id, run_id, seq, previous_id, request, created_at`
 )
@@ -111,7 +111,7 @@ func (s *statements) define(w, r *sql.DB) {
 		{w, &s.approvalForRes, `SELECT ` + approvalColumns + ` FROM approvals WHERE id = ?`},
 		{w, &s.setApprToken, `UPDATE approvals SET token = ? WHERE id = ?`},
 		{w, &s.createKey, `INSERT INTO api_keys (` + keyColumns + `)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{w, &s.revokeKey, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`},
 		{w, &s.createResponse, `INSERT INTO responses (` + responseColumns + `)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},

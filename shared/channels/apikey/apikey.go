@@ -70,8 +70,8 @@ type Creator interface {
 	CreateKey(ctx context.Context, k store.APIKey) error
 }
 
-// Create makes a key with the name, agents, autonomy, rate limit and
-// admin right of spec, stores its record in keys and returns the secret with the record.
+// Create makes a key with the name, agents, autonomy, rate limit, admin
+// right, token budgets and denied tools of spec, stores its record in keys and returns the secret with the record.
 // The secret is never stored: the record holds its hash and display
 // prefix, a fresh id and the creation time (now, in UTC).
 func Create(ctx context.Context, keys Creator, spec store.APIKey) (string, store.APIKey, error) {
@@ -82,6 +82,7 @@ func Create(ctx context.Context, keys Creator, spec store.APIKey) (string, store
 	k := store.APIKey{
 		ID: "key_" + agent.NewID()[:12], Name: spec.Name, Hash: hash, Prefix: display, Agents: spec.Agents,
 		Autonomy: spec.Autonomy, RatePerMinute: spec.RatePerMinute, Admin: spec.Admin, CreatedAt: time.Now().UTC(),
+		DailyTokens: spec.DailyTokens, MonthlyTokens: spec.MonthlyTokens, DenyTools: spec.DenyTools,
 	}
 	if err := keys.CreateKey(ctx, k); err != nil {
 		return "", store.APIKey{}, fmt.Errorf("store key: %w", err)

@@ -125,7 +125,10 @@ type Config struct {
 	WebSocketURL string
 	// DefaultRate is the rate limit of a key created without one.
 	DefaultRate int
-	Log         *slog.Logger
+	// Budgets, when set, returns the token budgets of key k and of the
+	// agents it may use, as they stand (agent.Budgets.Of).
+	Budgets func(ctx context.Context, k store.APIKey, agents []string) ([]agent.Remaining, error)
+	Log     *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -162,6 +165,7 @@ func New(cfg Config) (*Console, error) {
 		"POST " + p + "/jobs/{id}":                     c.pauseJob,
 		"DELETE " + p + "/jobs/{id}":                   c.deleteJob,
 		"GET " + p + "/agents":                         c.agents,
+		"GET " + p + "/budget":                         c.budgets,
 		"GET " + p + "/agents/{agent}":                 c.agent,
 		"GET " + p + "/agents/{agent}/files/{path...}": c.file,
 		"PUT " + p + "/agents/{agent}/files/{path...}": c.writeFile,
@@ -758,6 +762,22 @@ func (c *Console) deleteJob(w http.ResponseWriter, r *http.Request, k store.APIK
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// budgets answers the token budgets of the key and of the agents it may
+// use: each one's limit, what is spent and left of its day or month, and
+// when it is replenished. None when nothing has a budget.
+func (c *Console) budgets(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	out := []agent.Remaining{}
+	if c.cfg.Budgets != nil {
+		got, err := c.cfg.Budgets(r.Context(), k, c.agentsOf(k))
+		if err != nil {
+			return fmt.Errorf("budgets: %w", err)
+		}
+		out = append(out, got...)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"budgets": out})
 	return nil
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/console"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
@@ -756,5 +757,33 @@ func TestWriteFile(t *testing.T) {
 		if e := got.(map[string]any)["editable"]; e != tt.want {
 			t.Errorf("%s (%s): editable %v, want %v", tt.key.ID, tt.key.Autonomy, e, tt.want)
 		}
+	}
+}
+
+// GET /budget answers the budgets of the key and of the agents it may
+// use, as the server reports them; none without budgets.
+func TestBudget(t *testing.T) {
+	f := newFixture(t)
+	if code, got := f.do(t, keyA, "GET", "/v1/lambdaclaw/budget", ""); code != http.StatusOK || fmt.Sprint(got) != "map[budgets:[]]" {
+		t.Errorf("GET /budget without budgets = %d %v", code, got)
+	}
+	var asked []string
+	c, err := console.New(console.Config{Sessions: f.db, Keys: f.db, Agents: func() []string { return []string{"main", "secret"} },
+		Workspace: func(string) (filestore.FS, bool) { return nil, false },
+		Budgets: func(_ context.Context, k store.APIKey, agents []string) ([]agent.Remaining, error) {
+			asked = append([]string{k.ID}, agents...)
+			return []agent.Remaining{{Scope: "key:" + k.ID + ":day", Window: "2026-12-07", Limit: 100, Spent: 40, Remaining: 60}}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.c = c
+	code, got := f.do(t, keyA, "GET", "/v1/lambdaclaw/budget", "")
+	b, _ := json.Marshal(got)
+	if code != http.StatusOK || !strings.Contains(string(b), `"scope":"key:key_a:day"`) || !strings.Contains(string(b), `"remaining":60`) {
+		t.Errorf("GET /budget = %d %s", code, b)
+	}
+	if diff := cmp.Diff([]string{"key_a", "main"}, asked); diff != "" {
+		t.Errorf("budgets asked for (-want +got):\n%s", diff)
 	}
 }

@@ -33,6 +33,7 @@
 //	POST   /v1/lambdaclaw/jobs/{id}                   {"paused": bool}: pause or resume a job
 //	DELETE /v1/lambdaclaw/jobs/{id}                   delete a job
 //	GET    /v1/lambdaclaw/agents                      the agents the key may use
+//	GET    /v1/lambdaclaw/budget                      the token budgets of the key and its agents: scope, window, limit, spent, remaining, resets_at
 //	GET    /v1/lambdaclaw/agents/{agent}              an agent's bootstrap files, other files, skills, and whether the key may edit
 //	GET    /v1/lambdaclaw/agents/{agent}/files/{path} a workspace file's text
 //	PUT    /v1/lambdaclaw/agents/{agent}/files/{path} {"text", "approved"}: write it through the agent's write_file

@@ -130,7 +130,7 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 		writeRequestError(w, "invalid_value", err)
 		return
 	}
-	in := agent.Input{Agent: name, Owner: "key:" + k.ID, Autonomy: autonomyOf(k), Stream: req.Stream, Reply: agent.Reply{Channel: Channel}, Options: opts}
+	in := agent.Input{Agent: name, Owner: "key:" + k.ID, Autonomy: autonomyOf(k), Stream: req.Stream, Reply: agent.Reply{Channel: Channel}, Options: opts, Key: agent.RulesOf(k)}
 	if sk := r.Header.Get(SessionHeader); sk != "" {
 		if err := agent.CheckSessionKey(SessionHeader, sk); err != nil {
 			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_session_key", err.Error())
@@ -182,7 +182,7 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 			res.Content = ev.Approval.Prompt
 		case ev.Result != nil && ev.Result.ErrorCode != "":
 			status, msg := g.runFailure(r, ev.RunID, ev.Result)
-			writeError(w, status, "server_error", ev.Result.ErrorCode, msg)
+			writeError(w, status, failureType(ev.Result.ErrorCode), ev.Result.ErrorCode, msg)
 			return
 		case ev.Result != nil:
 			res = *ev.Result
@@ -262,8 +262,19 @@ func (g *Gateway) runFailure(r *http.Request, runID string, res *agent.Result) (
 		status = http.StatusServiceUnavailable
 	case agent.CodeUpstream:
 		status = http.StatusBadGateway
+	case agent.CodeBudgetExhausted:
+		status = http.StatusPaymentRequired
 	}
 	return status, res.Error
+}
+
+// failureType is the error type of a run's failure with code: OpenAI's
+// insufficient_quota for a spent budget, server_error for the rest.
+func failureType(code string) string {
+	if code == agent.CodeBudgetExhausted {
+		return "insufficient_quota"
+	}
+	return "server_error"
 }
 
 // convertMessages validates the request's messages and maps them to the

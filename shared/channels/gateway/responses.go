@@ -555,7 +555,7 @@ func (g *Gateway) responses(w http.ResponseWriter, r *http.Request) {
 	stored := req.Store == nil || *req.Store
 	runID := agent.NewID()
 	id := "resp_" + runID
-	in := agent.Input{RunID: runID, Agent: name, Owner: owner, Autonomy: autonomyOf(k), Stream: req.Stream, Reply: agent.Reply{Channel: Channel}, Options: opts}
+	in := agent.Input{RunID: runID, Agent: name, Owner: owner, Autonomy: autonomyOf(k), Stream: req.Stream, Reply: agent.Reply{Channel: Channel}, Options: opts, Key: agent.RulesOf(k)}
 	var thread []chat.Message
 	if req.PreviousResponseID != "" {
 		var prev store.Response
@@ -628,7 +628,7 @@ func (g *Gateway) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	if res.ErrorCode != "" {
 		status, msg := g.runFailure(r, st.RunID, res)
-		writeError(w, status, "server_error", res.ErrorCode, msg)
+		writeError(w, status, failureType(res.ErrorCode), res.ErrorCode, msg)
 		return
 	}
 	o.finish(res, hasMessage(res))

@@ -95,12 +95,12 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, sub *agent.Subs
 		if res.ErrorCode != "" {
 			status, msg := g.runFailure(r, ev.RunID, res)
 			if !started {
-				writeError(w, status, "server_error", res.ErrorCode, msg)
+				writeError(w, status, failureType(res.ErrorCode), res.ErrorCode, msg)
 				return
 			}
 			b, _ := json.Marshal(struct {
 				Error apiError `json:"error"`
-			}{apiError{Message: withRequestID(msg, requestID(r.Context())), Type: "server_error", Code: res.ErrorCode}})
+			}{apiError{Message: withRequestID(msg, requestID(r.Context())), Type: failureType(res.ErrorCode), Code: res.ErrorCode}})
 			w.Write([]byte("data: "))
 			w.Write(b)
 			w.Write([]byte("\n\n"))

@@ -94,7 +94,7 @@ func (h *Handler) chat(ctx context.Context, req *mcp.CallToolRequest, in chatArg
 	_, err = h.cfg.Runner.Deliver(dctx, agent.Input{
 		SessionID: t.sessionID, Agent: t.agent, Owner: t.owner,
 		Messages: []chat.Message{{Role: chat.User, Content: text}},
-		Autonomy: autonomy, Stream: true, Interactive: true,
+		Autonomy: autonomy, Stream: true, Interactive: true, Key: agent.RulesOf(k),
 		// The gateway's channel: its runs' events reach the hub, locally
 		// and from the step function on AWS.
 		Reply:   agent.Reply{Channel: gateway.Channel},

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 )
@@ -44,43 +45,79 @@ const maxAnswerRead = 4 << 10
 // which should be a webfetch.Client. Redirects are not followed: a
 // webhook answers 2xx, or the delivery failed.
 func Delivery(client *http.Client) schedule.Delivery {
-	noRedirects := *client
-	noRedirects.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	client = &noRedirects
+	client = noRedirects(client)
 	return func(ctx context.Context, a schedule.Answer) error {
-		u, err := url.Parse(a.Job.Deliver.To)
-		if err != nil {
-			return fmt.Errorf("webhook URL: %w", err)
-		}
-		body, err := json.Marshal(Payload{
+		return post(ctx, client, a.Job.Deliver.To, a.Run.RunID, Payload{
 			Type: "check_in", JobID: a.Job.ID, JobName: a.Job.Name, Agent: a.Job.Agent,
 			ScheduledAt: a.Firing.At.UTC(), RunID: a.Run.RunID, SessionID: a.Run.SessionID,
 			Content: scrub.Scrub(a.Result.Content), Error: a.Result.Error, TotalTokens: a.Run.Usage.TotalTokens,
 			IdempotencyKey: a.Run.RunID,
 		})
-		if err != nil {
-			return fmt.Errorf("encode webhook body: %w", err)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
-		if err != nil {
-			return fmt.Errorf("webhook request: %w", err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("User-Agent", "lambdaclaw-webhook/1")
-		req.Header.Set("Idempotency-Key", a.Run.RunID)
-		resp, err := client.Do(req)
-		if err != nil {
-			var ue *url.Error
-			if errors.As(err, &ue) {
-				err = ue.Err
-			}
-			return fmt.Errorf("POST %s: %w", u.Redacted(), err)
-		}
-		defer resp.Body.Close()
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswerRead))
-		if resp.StatusCode < 200 || resp.StatusCode > 299 {
-			return fmt.Errorf("POST %s: the webhook answered %s", u.Redacted(), resp.Status)
-		}
-		return nil
 	}
+}
+
+// BudgetPayload is the JSON body of a budget notice (BudgetNotifier).
+type BudgetPayload struct {
+	Type  string `json:"type"` // "budget_low"
+	Scope string `json:"scope"`
+	// Window is the budget's period: a day (2026-12-07) or a month.
+	Window         string `json:"window"`
+	Spent          int64  `json:"spent"`
+	Limit          int64  `json:"limit"`
+	Text           string `json:"text"`
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// BudgetNotifier POSTs notices of budgets running low to URL
+// (agent.BudgetNotifier), with Client as Delivery does.
+type BudgetNotifier struct {
+	Client *http.Client
+	URL    string
+}
+
+// BudgetLow implements agent.BudgetNotifier.
+func (b BudgetNotifier) BudgetLow(ctx context.Context, n agent.BudgetNotice) error {
+	key := "budget-" + n.Scope + "-" + n.Window
+	return post(ctx, noRedirects(b.Client), b.URL, key, BudgetPayload{Type: "budget_low", Scope: n.Scope, Window: n.Window,
+		Spent: n.Spent, Limit: n.Limit, Text: n.Text(), IdempotencyKey: key})
+}
+
+// noRedirects returns client that follows no redirects.
+func noRedirects(client *http.Client) *http.Client {
+	c := *client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &c
+}
+
+// post POSTs payload as JSON to target with the idempotency key key.
+func post(ctx context.Context, client *http.Client, target, key string, payload any) error {
+	u, err := url.Parse(target)
+	if err != nil {
+		return fmt.Errorf("webhook URL: %w", err)
+	}
+	body, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("encode webhook body: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("webhook request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "lambdaclaw-webhook/1")
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("POST %s: %w", u.Redacted(), err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswerRead))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("POST %s: the webhook answered %s", u.Redacted(), resp.Status)
+	}
+	return nil
 }

@@ -165,7 +165,7 @@ func (s *Server) message(ctx context.Context, c Conn, k store.APIKey, f ClientFr
 	in := agent.Input{
 		SessionID: t.sessionID, Agent: t.agent, Owner: t.owner,
 		Messages: []chat.Message{{Role: chat.User, Content: f.Text}},
-		Autonomy: autonomy, Stream: true, Interactive: true, Reply: c.Reply(),
+		Autonomy: autonomy, Stream: true, Interactive: true, Reply: c.Reply(), Key: agent.RulesOf(k),
 	}
 	var held *recentEntry
 	if f.ID != "" {

@@ -124,6 +124,9 @@ type RunState struct {
 	// run nobody delegated.
 	Delegation *Delegation `json:"delegation,omitempty"`
 	StartedAt  time.Time   `json:"started_at"`
+	// Key holds the budget and denied tools of the API key the run was
+	// made with, if it has any.
+	Key *KeyRules `json:"key,omitempty"`
 }
 
 // Reply says where a run's answer goes.
@@ -160,6 +163,10 @@ type Agent struct {
 	// PII, when set, keeps the personal data it finds from the model:
 	// tokens in its place (pii.go).
 	PII *pii.Scanner
+	// Budget limits the tokens the agent's model calls spend (Loop.Budgets).
+	Budget Budget
+	// Guardrails are checked before every call of the agent's tools.
+	Guardrails *Guardrails
 }
 
 // Registry returns the agent's tools as they are now: LiveTools' current
@@ -301,6 +308,9 @@ type Loop struct {
 	Delegation DelegationLimits
 	// Now returns the time; nil means time.Now.
 	Now func() time.Time
+	// Budgets, when set, hold model calls to agents' and keys' token
+	// budgets.
+	Budgets *Budgets
 }
 
 func (l *Loop) now() time.Time {
@@ -436,6 +446,9 @@ type Input struct {
 	Channel string
 	// Options are what an API client asks of the run beyond its input.
 	Options Options
+	// Key is the budget and denied tools of the API key the message came
+	// with (RulesOf).
+	Key *KeyRules
 	// Delegation, when set, makes the run a child of another's delegate
 	// call (delegate.go).
 	Delegation *Delegation
@@ -485,7 +498,7 @@ func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
 	st := RunState{
 		RunID: in.RunID, SessionID: in.SessionID, Agent: in.Agent, Owner: in.Owner, Step: StepBegin,
 		Autonomy: in.Autonomy, Stream: in.Stream, Interactive: in.Interactive && !in.Ephemeral,
-		Reply: in.Reply, StartedAt: now,
+		Reply: in.Reply, StartedAt: now, Key: in.Key,
 		Options: options != nil, Forced: forcing(in.Options.Params.ToolChoice), Delegation: in.Delegation,
 	}
 	state, err := json.Marshal(st)

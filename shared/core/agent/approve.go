@@ -71,6 +71,10 @@ func judge(a *Agent, st RunState, sess store.Session, c chat.ToolCall) (tool.Ver
 	if !ok {
 		return deny, fmt.Sprintf("error: there is no tool named %q", c.Name)
 	}
+	if rule, refusal := guard(a, st, c); rule != "" {
+		// callTool checks it again, and events it, before the call runs.
+		return deny, refusal
+	}
 	effect := t.Policy().EffectOf(json.RawMessage(c.Arguments))
 	switch tool.Judge(effect, st.Autonomy) {
 	case allow:

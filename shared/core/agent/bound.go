@@ -68,13 +68,25 @@ func (l *Loop) modelBound(a *Agent) (time.Duration, bool) {
 
 // generate makes a model call of a, cut at modelBound: a streamed reply
 // too, which its provider bounds only between chunks.
-func (l *Loop) generate(ctx context.Context, a *Agent, req llm.Request, onDelta llm.OnDelta) (llm.Response, error) {
+//
+// Every model call of a run is made here, held to the budgets of its
+// agent and key: what it may spend is reserved before it is made, and
+// what it spent replaces the reservation after (Budgets). A call the
+// budgets have no room for is not made: the error is a
+// *store.BudgetError.
+func (l *Loop) generate(ctx context.Context, a *Agent, st RunState, req llm.Request, onDelta llm.OnDelta) (llm.Response, error) {
+	r, err := l.reserve(ctx, a, st, &req)
+	if err != nil {
+		return llm.Response{}, err
+	}
 	if d, ok := l.modelBound(a); ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	return a.Provider.Generate(ctx, req, onDelta)
+	resp, err := a.Provider.Generate(ctx, req, onDelta)
+	l.settle(ctx, st, r, resp.Usage)
+	return resp, err
 }
 
 // compactBound is the longest a compaction of st's history may take, and

@@ -53,6 +53,9 @@ func (b *bridge) Call(ctx context.Context, name string, args json.RawMessage) (s
 		return "", fmt.Errorf("refused: %s cannot be called from inside %s", name, b.from)
 	}
 	c := chat.ToolCall{ID: fmt.Sprintf("bridge-%s-%d", b.from, b.n.Add(1)), Name: name, Arguments: string(args)}
+	if refusal := b.l.blocked(b.a, b.st, c); refusal != "" {
+		return "", errors.New(refusal)
+	}
 	st := b.st
 	st.Interactive = true // a script never asks, whoever could be asked
 	switch v, reason := judge(b.a, st, b.sess, c); v {

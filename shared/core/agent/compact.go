@@ -85,7 +85,7 @@ func (l *Loop) compact(ctx context.Context, st RunState) (RunState, error) {
 			}
 			l.flush(fctx, a, st, hist)
 		}
-		summary, err := l.summarize(cctx, a, old)
+		summary, err := l.summarize(cctx, a, st, old)
 		if err != nil {
 			if ctx.Err() != nil {
 				return st, fmt.Errorf("compact: %w", ctx.Err())
@@ -177,7 +177,7 @@ func (l *Loop) flush(ctx context.Context, a *Agent, st RunState, hist []store.Me
 		msgs = append(msgs, m.Message)
 	}
 	msgs = append(msgs, chat.Message{Role: chat.System, Content: FlushPrompt})
-	resp, err := l.generate(ctx, a, llm.Request{Model: a.Model, Messages: msgs, Tools: defs}, nil)
+	resp, err := l.generate(ctx, a, st, llm.Request{Model: a.Model, Messages: msgs, Tools: defs}, nil)
 	saved := 0
 	if err == nil {
 		sess, _ := l.Store.GetSession(ctx, st.SessionID)
@@ -229,7 +229,7 @@ func flushTools(r *tool.Registry, autonomy tool.Autonomy) []chat.ToolDef {
 
 // summarize asks the model for a summary of old messages, sent as a
 // transcript so that tool calls need no pairing.
-func (l *Loop) summarize(ctx context.Context, a *Agent, old []store.Message) (string, error) {
+func (l *Loop) summarize(ctx context.Context, a *Agent, st RunState, old []store.Message) (string, error) {
 	var b strings.Builder
 	for _, m := range old {
 		text := m.Content
@@ -251,7 +251,7 @@ func (l *Loop) summarize(ctx context.Context, a *Agent, old []store.Message) (st
 	if len(transcript) > maxTranscript {
 		transcript = "[earlier part omitted]\n" + transcript[len(transcript)-maxTranscript:]
 	}
-	resp, err := l.generate(ctx, a, llm.Request{Model: a.Model, Messages: []chat.Message{
+	resp, err := l.generate(ctx, a, st, llm.Request{Model: a.Model, Messages: []chat.Message{
 		{Role: chat.System, Content: summaryPrompt},
 		{Role: chat.User, Content: transcript},
 	}}, nil)

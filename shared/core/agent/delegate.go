@@ -251,7 +251,7 @@ func (l *Loop) startChildren(ctx context.Context, st RunState, calls []delegateC
 	for _, c := range calls {
 		in := Input{
 			RunID: childRunID(st.RunID, c.call.ID), SessionID: childSessionID(st.RunID, c.call.ID), Agent: c.args.Agent, Owner: st.Owner,
-			Messages: []chat.Message{{Role: chat.User, Content: c.args.Message}}, Autonomy: st.Autonomy, Interactive: st.Interactive,
+			Messages: []chat.Message{{Role: chat.User, Content: c.args.Message}}, Autonomy: st.Autonomy, Interactive: st.Interactive, Key: st.Key,
 			Reply: Reply{Channel: ChildChannel, To: st.RunID},
 			Delegation: &Delegation{Parent: st.RunID, ParentSession: st.SessionID, ParentSeq: st.Seq, ParentIteration: st.Iteration,
 				CallID: c.call.ID, Approval: id, Depth: st.depth() + 1, Deadline: l.now().UTC().Add(l.Delegation.timeout()), Ask: ask},

@@ -124,7 +124,7 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit, t **told
 		}
 	}
 	start := l.now()
-	resp, err := l.generate(ctx, a, req, onDelta)
+	resp, err := l.generate(ctx, a, st, req, onDelta)
 	attrs = []slog.Attr{slog.Int64("duration_ms", l.now().Sub(start).Milliseconds()), slog.Bool("success", err == nil)}
 	if err != nil {
 		attrs = append(attrs, slog.String("error", scrub.Scrub(err.Error())))
@@ -135,6 +135,9 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit, t **told
 	if err != nil {
 		if ctx.Err() != nil {
 			return st, fmt.Errorf("think: %w", ctx.Err())
+		}
+		if be := (*store.BudgetError)(nil); errors.As(err, &be) {
+			return l.exhausted(st, be), nil
 		}
 		var le *llm.Error
 		if errors.As(err, &le) && le.ContextOverflow {
@@ -524,6 +527,9 @@ func decide(a *Agent, st RunState, sess store.Session, ap store.Approval, c chat
 // error is the only error callTool returns.
 func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, sess store.Session, c chat.ToolCall, shown, refusal string,
 	start func(tool.Policy, json.RawMessage) (bool, error)) (string, error) {
+	if blocked := l.blocked(a, st, c); blocked != "" {
+		return blocked, nil
+	}
 	if refusal != "" {
 		return refusal, nil
 	}

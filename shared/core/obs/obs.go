@@ -43,6 +43,15 @@ const (
 	// agent's system prompt because it cannot be read (attributes agent
 	// and error).
 	PromptFileSkipped = "prompt_file_skipped"
+	// BudgetExhausted is a model call refused before it was made because
+	// a token budget had no room for it (attributes agent, budget, limit).
+	BudgetExhausted = "budget_exhausted"
+	// BudgetLow is a token budget fallen below its notice threshold, once
+	// per window (attributes budget, spent, limit).
+	BudgetLow = "budget_low"
+	// ToolCallBlocked is a tool call a guardrail refused before it ran
+	// (attributes tool_name, rule).
+	ToolCallBlocked = "tool_call_blocked"
 )
 
 // Event is one observation. Attrs must already be scrubbed of secrets.

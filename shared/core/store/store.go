@@ -242,7 +242,14 @@ type APIKey struct {
 	RatePerMinute int `json:"rate_per_minute"`
 	// Admin keys may also list, create and revoke keys through the API
 	// (the web console); every other right is the same as any key's.
-	Admin     bool       `json:"admin,omitempty"`
+	Admin bool `json:"admin,omitempty"`
+	// DailyTokens and MonthlyTokens limit the model tokens the key's runs
+	// spend per day and per month (store.Budgets); 0 means no limit.
+	DailyTokens   int64 `json:"daily_tokens,omitempty"`
+	MonthlyTokens int64 `json:"monthly_tokens,omitempty"`
+	// DenyTools names tools the key's runs may never call, whichever
+	// agent they use.
+	DenyTools []string   `json:"deny_tools,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 }

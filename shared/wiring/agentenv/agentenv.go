@@ -84,14 +84,16 @@ var Tools = []string{
 }
 
 // File is what an agents file defines: the agents with their settings,
-// and the MCP servers whose tools they use.
+// the MCP servers whose tools they use, and how their token budgets are
+// counted.
 type File struct {
-	Agents map[string]config.AgentConfig
-	MCP    config.MCP
+	Agents  map[string]config.AgentConfig
+	MCP     config.MCP
+	Budgets config.Budgets
 }
 
-// Parse reads an agents file: YAML with the top-level keys agents: and
-// mcp:, exactly as in the local configuration file, so those sections can
+// Parse reads an agents file: YAML with the top-level keys agents:, mcp:
+// and budgets:, exactly as in the local configuration file, so those sections can
 // be copied as they are. Unknown settings are refused; so are the file's
 // other sections, which the deployment sets through its own options.
 func Parse(data []byte) (File, error) {
@@ -107,14 +109,15 @@ func Parse(data []byte) (File, error) {
 		return File{}, fmt.Errorf("line %d: want a mapping with the keys \"agents\" and \"mcp\"", root.Line)
 	}
 	for i := 0; i < len(root.Content); i += 2 {
-		if k := root.Content[i]; k.Value != "agents" && k.Value != "mcp" {
-			return File{}, fmt.Errorf("line %d: %s: only agents: and mcp: are read on AWS; the deployment's providers (%s, %s), limits and channels are its context options",
+		if k := root.Content[i]; k.Value != "agents" && k.Value != "mcp" && k.Value != "budgets" {
+			return File{}, fmt.Errorf("line %d: %s: only agents:, mcp: and budgets: are read on AWS; the deployment's providers (%s, %s), limits and channels are its context options",
 				k.Line, k.Value, ProviderBedrock, ProviderOpenAI)
 		}
 	}
 	var f struct {
-		Agents map[string]config.AgentConfig `yaml:"agents"`
-		MCP    config.MCP                    `yaml:"mcp"`
+		Agents  map[string]config.AgentConfig `yaml:"agents"`
+		MCP     config.MCP                    `yaml:"mcp"`
+		Budgets config.Budgets                `yaml:"budgets"`
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -124,7 +127,34 @@ func Parse(data []byte) (File, error) {
 	if f.Agents == nil {
 		f.Agents = map[string]config.AgentConfig{}
 	}
-	return File{Agents: f.Agents, MCP: f.MCP}, nil
+	return File{Agents: f.Agents, MCP: f.MCP, Budgets: f.Budgets}, nil
+}
+
+// BudgetEnv returns the budgets' settings as the environment of the
+// functions that run turns (BUDGET_RESET_HOUR, BUDGET_REPLY_CAP,
+// BUDGET_NOTIFY_BELOW, BUDGET_NOTIFY), which shared/wiring/cloud reads;
+// none for the defaults. Notices go to webhooks only on AWS.
+func BudgetEnv(b config.Budgets) (map[string]string, error) {
+	if err := b.Check(); err != nil {
+		return nil, err
+	}
+	for _, n := range b.Notify {
+		if !strings.HasPrefix(n, "webhook:") || strings.Contains(n, ",") {
+			return nil, fmt.Errorf("budgets.notify: %q: on AWS budget notices go to webhook:<url> targets (without commas)", n)
+		}
+	}
+	env := map[string]string{}
+	if b.ResetHour != 0 {
+		env["BUDGET_RESET_HOUR"] = fmt.Sprint(b.ResetHour)
+	}
+	if b.ReplyCap != 0 {
+		env["BUDGET_REPLY_CAP"] = fmt.Sprint(b.ReplyCap)
+	}
+	if b.NotifyBelow != 0 {
+		env["BUDGET_NOTIFY_BELOW"] = fmt.Sprint(b.NotifyBelow)
+		env["BUDGET_NOTIFY"] = strings.Join(b.Notify, ",")
+	}
+	return env, nil
 }
 
 // Check refuses agents that cannot work on AWS: a name that is not a

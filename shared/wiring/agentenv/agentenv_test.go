@@ -39,10 +39,18 @@ agents:
     compaction_target: 5
     memory_flush: false
     client_system: replace
+    budget: {daily_tokens: 1000, monthly_tokens: 20000}
+    guardrails:
+      deny_tools: [exec]
+      filters: {"*": ['(?i)password'], web_fetch: ['\.onion']}
+      scopes: {web_fetch: {url: {hosts: [example.com]}}}
   zed: {}
 `, want: map[string]config.AgentConfig{
 			"default": {Providers: []string{"bedrock", "openai"}, Model: "us.amazon.nova-pro-v1:0", MaxToolIterations: 3,
-				Tools: []string{"web_fetch", "memory_search"}, CompactionThreshold: &zero, CompactionTarget: 5, MemoryFlush: &no, ClientSystem: "replace"},
+				Tools: []string{"web_fetch", "memory_search"}, CompactionThreshold: &zero, CompactionTarget: 5, MemoryFlush: &no, ClientSystem: "replace",
+				Budget: &config.AgentBudget{DailyTokens: 1000, MonthlyTokens: 20000},
+				Guardrails: &config.Guardrails{DenyTools: []string{"exec"}, Filters: map[string][]string{"*": {"(?i)password"}, "web_fetch": {`\.onion`}},
+					Scopes: map[string]map[string]config.ArgScope{"web_fetch": {"url": {Hosts: []string{"example.com"}}}}}},
 			"zed": {},
 		}, names: []string{"default", "zed"}},
 	} {
@@ -81,7 +89,7 @@ func TestParseRefuses(t *testing.T) {
 		name, file, want string
 	}{
 		{"not a mapping", "- agents\n", `line 1: want a mapping with the keys "agents" and "mcp"`},
-		{"another section", "agents: {}\ntelegram:\n  enabled: true\n", "line 2: telegram: only agents: and mcp: are read on AWS"},
+		{"another section", "agents: {}\ntelegram:\n  enabled: true\n", "line 2: telegram: only agents:, mcp: and budgets: are read on AWS"},
 		{"unknown MCP setting", "mcp:\n  servers:\n    remote:\n      uri: https://x\n", "line 4: field uri not found"},
 		{"unknown setting", "agents:\n  research:\n    max_iterations: 3\n", "line 3: field max_iterations not found"},
 		{"wrong type", "agents:\n  research:\n    tools: web_fetch\n", "cannot unmarshal !!str `web_fetch` into []string"},
@@ -241,5 +249,31 @@ func TestDecodeMCPRefuses(t *testing.T) {
 				t.Errorf("DecodeMCP = %+v, %v, want an error with %q", m, err, tc.want)
 			}
 		})
+	}
+}
+
+func TestBudgetEnv(t *testing.T) {
+	f, err := agentenv.Parse([]byte("budgets:\n  reset_hour: 6\n  reply_cap: 1000\n  notify_below: 0.25\n  notify: ['webhook:https://hooks.example.com/x']\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := agentenv.BudgetEnv(f.Budgets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"BUDGET_RESET_HOUR": "6", "BUDGET_REPLY_CAP": "1000", "BUDGET_NOTIFY_BELOW": "0.25", "BUDGET_NOTIFY": "webhook:https://hooks.example.com/x"}
+	if diff := cmp.Diff(want, env); diff != "" {
+		t.Errorf("BudgetEnv (-want +got):\n%s", diff)
+	}
+	if env, err := agentenv.BudgetEnv(config.Budgets{}); err != nil || len(env) != 0 {
+		t.Errorf("BudgetEnv of the defaults = %v, %v; want none", env, err)
+	}
+	for _, bad := range []config.Budgets{
+		{NotifyBelow: 0.1, Notify: []string{"telegram:123"}},
+		{ResetHour: 25},
+	} {
+		if _, err := agentenv.BudgetEnv(bad); err == nil {
+			t.Errorf("BudgetEnv(%+v) succeeded", bad)
+		}
 	}
 }

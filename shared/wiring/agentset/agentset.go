@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -169,6 +170,12 @@ func (b *Builder) Build(name string) (*agent.Agent, error) {
 		Compaction:        agent.Compaction{Threshold: threshold, Target: target, Flush: flush},
 		PII:               scanner,
 	}
+	if ac.Budget != nil {
+		a.Budget = agent.Budget{Daily: ac.Budget.DailyTokens, Monthly: ac.Budget.MonthlyTokens}
+	}
+	if a.Guardrails, err = guardrails(ac.Guardrails); err != nil {
+		return nil, fmt.Errorf("agent %s: %w", name, err)
+	}
 	if b.live != nil {
 		a.LiveTools = b.live(ac, tools)
 	}
@@ -246,4 +253,29 @@ func selectTools(all []tool.Tool, names []string, extra ...tool.Tool) (*tool.Reg
 		picked = append(picked, t)
 	}
 	return tool.NewRegistry(append(picked, extra...)...)
+}
+
+// guardrails compiles an agent's configured guardrails (config.Validate
+// checked them), in a stable order.
+func guardrails(g *config.Guardrails) (*agent.Guardrails, error) {
+	if g == nil {
+		return nil, nil
+	}
+	out := &agent.Guardrails{DenyTools: g.DenyTools}
+	for _, tool := range slices.Sorted(maps.Keys(g.Filters)) {
+		for i, p := range g.Filters[tool] {
+			re, err := regexp.Compile(p)
+			if err != nil {
+				return nil, fmt.Errorf("guardrails: filters.%s[%d]: %w", tool, i, err)
+			}
+			out.Filters = append(out.Filters, agent.Filter{Tool: tool, Pattern: re})
+		}
+	}
+	for _, tool := range slices.Sorted(maps.Keys(g.Scopes)) {
+		for _, arg := range slices.Sorted(maps.Keys(g.Scopes[tool])) {
+			s := g.Scopes[tool][arg]
+			out.Scopes = append(out.Scopes, agent.Scope{Tool: tool, Arg: arg, Hosts: s.Hosts, Prefixes: s.Prefixes})
+		}
+	}
+	return out, nil
 }

@@ -116,6 +116,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -381,6 +382,10 @@ func NewWith(ctx context.Context, turns Turns) (*Root, error) {
 		Log:      log,
 		Limits:   agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes},
 	}
+	// Token budgets count in the table; their notices go to webhooks.
+	if r.Loop.Budgets, err = agentset.Budgets(cfg, db, nil, ""); err != nil {
+		return nil, fmt.Errorf("cloud: %w", err)
+	}
 	if err := r.fitSteps(getenv, names); err != nil {
 		return nil, err
 	}
@@ -470,6 +475,9 @@ func newLogger(level string) *slog.Logger {
 // those defined.
 func configFromEnv(ctx context.Context, secrets *secrets, getenv func(string) string, models bool) (*config.Config, []string, error) {
 	cfg := &config.Config{}
+	if err := budgetsFromEnv(&cfg.Budgets, getenv); err != nil {
+		return nil, nil, err
+	}
 	if v := getenv("MAX_REPLY_BYTES"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
@@ -613,3 +621,35 @@ func (r *Root) AgentNames() []string { return r.Agents.Names() }
 // still reads as live, and a 300-token answer takes 16 messages, not 34
 // as at 100 ms (tests/cost).
 const BatchInterval = 250 * time.Millisecond
+
+// budgetsFromEnv reads the budgets' settings (config.Budgets) from
+// BUDGET_RESET_HOUR, BUDGET_REPLY_CAP, BUDGET_NOTIFY_BELOW and
+// BUDGET_NOTIFY (webhook:<url> targets, separated by commas); what is
+// unset keeps its default. config.Validate checks the values.
+func budgetsFromEnv(b *config.Budgets, getenv func(string) string) error {
+	for name, to := range map[string]*int{"BUDGET_RESET_HOUR": &b.ResetHour, "BUDGET_REPLY_CAP": &b.ReplyCap} {
+		if v := getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("cloud: %s=%q: want a whole number", name, v)
+			}
+			*to = n
+		}
+	}
+	if v := getenv("BUDGET_NOTIFY_BELOW"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("cloud: BUDGET_NOTIFY_BELOW=%q: want a number between 0 and 1", v)
+		}
+		b.NotifyBelow = f
+	}
+	for n := range strings.SplitSeq(getenv("BUDGET_NOTIFY"), ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			if !strings.HasPrefix(n, "webhook:") {
+				return fmt.Errorf("cloud: BUDGET_NOTIFY: %q: on AWS budget notices go to webhook:<url> targets only", n)
+			}
+			b.Notify = append(b.Notify, n)
+		}
+	}
+	return nil
+}

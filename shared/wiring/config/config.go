@@ -73,6 +73,8 @@ type Config struct {
 	Sandbox Sandbox `yaml:"sandbox"`
 	// Tools configures built-in tools, web_search (tools.go).
 	Tools Tools `yaml:"tools"`
+	// Budgets says how token budgets are counted (budget.go).
+	Budgets Budgets `yaml:"budgets"`
 }
 
 // Telegram configures the Telegram channel. The bot token is
@@ -182,6 +184,10 @@ type AgentConfig struct {
 	Sandbox *AgentSandbox `yaml:"sandbox" json:"sandbox,omitempty"`
 	// Privacy keeps personal data from the agent's model (privacy.go).
 	Privacy *Privacy `yaml:"privacy" json:"privacy,omitempty"`
+	// Budget limits the tokens the agent spends; Guardrails are checked
+	// before every call of its tools (budget.go).
+	Budget     *AgentBudget `yaml:"budget" json:"budget,omitempty"`
+	Guardrails *Guardrails  `yaml:"guardrails" json:"guardrails,omitempty"`
 }
 
 // Heartbeat is an agent's periodic check-in: a turn with its HEARTBEAT.md
@@ -473,6 +479,9 @@ func (c *Config) Validate() error {
 	if err := c.Tools.WebSearch.Check(); err != nil {
 		return err
 	}
+	if err := c.Budgets.Check(); err != nil {
+		return err
+	}
 	linked := map[string]string{}
 	for person, ids := range c.Sessions.Users {
 		for _, id := range ids {
@@ -554,6 +563,9 @@ func ValidateAgents(agents map[string]AgentConfig, providers []string) error {
 		}
 		if _, err := a.Privacy.Scanner(); err != nil {
 			return fmt.Errorf("config: agent %q: privacy: %w", name, err)
+		}
+		if err := a.checkGuards(); err != nil {
+			return fmt.Errorf("config: agent %q: %w", name, err)
 		}
 	}
 	return nil

@@ -290,6 +290,22 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"telegram.groups.context is 101", "0 to 100"}},
 		{"link with an empty user", "sessions:\n  users:\n    ada: [api:key_1/]\n",
 			[]string{`"api:key_1/" must name the API key`}},
+		{"guardrail not a regexp", "agents:\n  bot:\n    guardrails:\n      filters: {exec: ['ok', 'rm (-rf']}\n",
+			[]string{`agent "bot"`, "guardrails: filters.exec[1]", `"rm (-rf" is not a regular expression`, "missing closing )"}},
+		{"guardrail scope without hosts", "agents:\n  bot:\n    guardrails:\n      scopes: {web_fetch: {url: {}}}\n",
+			[]string{`agent "bot"`, "scopes.web_fetch.url lists no hosts and no prefixes"}},
+		{"guardrail scope with a URL for a host", "agents:\n  bot:\n    guardrails:\n      scopes: {web_fetch: {url: {hosts: ['https://example.com']}}}\n",
+			[]string{`host "https://example.com" is not a host name`}},
+		{"unknown guardrail", "agents:\n  bot:\n    guardrails:\n      allow_tools: [exec]\n",
+			[]string{"allow_tools"}},
+		{"negative budget", "agents:\n  bot:\n    budget: {daily_tokens: -5}\n",
+			[]string{`agent "bot"`, "budget: token limits must not be negative"}},
+		{"reset hour", "budgets: {reset_hour: 24}\n",
+			[]string{"budgets.reset_hour is 24", "0 to 23"}},
+		{"notice to nobody", "budgets: {notify_below: 0.2}\n",
+			[]string{"budgets.notify names nobody"}},
+		{"notice to an unknown kind", "budgets: {notify_below: 0.2, notify: ['mail:me@example.com']}\n",
+			[]string{`"mail:me@example.com" is not webhook:<url> or telegram:<chat id>`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

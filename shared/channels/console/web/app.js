@@ -342,6 +342,7 @@ async function loadChat() {
   $("chat-log").replaceChildren();
   state.bubbles = {};
   connect().catch(showError);
+  loadBudget().catch(showError);
   if (!id) return;
   try {
     const data = await api("GET", "sessions/" + encodeURIComponent(id));
@@ -353,6 +354,17 @@ async function loadChat() {
   } catch {
     // A session that was reset or expired starts afresh.
   }
+}
+
+// loadBudget shows what is left of the token budgets of the key and of
+// the agent chatted with.
+async function loadBudget() {
+  const { budgets } = await api("GET", "budget");
+  const mine = budgets.filter((b) => b.scope.startsWith("key:") || b.scope.startsWith("agent:" + chatAgent() + ":"));
+  $("chat-budget").hidden = mine.length === 0;
+  $("chat-budget").textContent = mine.map((b) =>
+    (b.scope.startsWith("key:") ? "key" : "agent") + " " + (b.scope.endsWith(":day") ? "daily" : "monthly") + " budget: " +
+    b.remaining + " of " + b.limit + " tokens left, replenished " + new Date(b.resets_at).toLocaleString()).join(" · ");
 }
 
 function renderHistory(into, messages) {

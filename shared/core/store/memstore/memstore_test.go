@@ -72,3 +72,7 @@ func TestNoAliasing(t *testing.T) {
 func TestPII(t *testing.T) {
 	storetest.RunPII(t, func(*testing.T) storetest.PIIStore { return New() })
 }
+
+func TestBudgets(t *testing.T) {
+	storetest.RunBudgets(t, func(t *testing.T) store.Budgets { return &Budgets{} })
+}

@@ -1407,6 +1407,8 @@ func testCreateKey(t *testing.T, s store.Store) {
 	k1.Autonomy = "full"
 	k1.RatePerMinute = 0
 	k1.Admin = true
+	k1.DailyTokens, k1.MonthlyTokens = 50_000, 1_000_000
+	k1.DenyTools = []string{"exec", "web_fetch"}
 	k2 := key("k2", at(1))
 	must(t, "CreateKey k1", s.CreateKey(ctx, k1))
 	must(t, "CreateKey k2", s.CreateKey(ctx, k2))

@@ -17,6 +17,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/channelset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/cloud"
@@ -111,6 +112,9 @@ func newConsole(r *cloud.Root) (*console.Console, error) {
 	}
 	if r.Memory != nil {
 		c.Memory = r.Memory
+	}
+	c.Budgets = func(ctx context.Context, k store.APIKey, names []string) ([]agent.Remaining, error) {
+		return r.Loop.Budgets.Report(ctx, r.Agents, k, names, time.Now())
 	}
 	return console.New(c)
 }
