@@ -150,7 +150,7 @@ func (c *Channel) session(in Inbound) (owner, session string) {
 // from it too, so handling the same delivery twice acts once.
 func (c *Channel) process(ctx context.Context, in Inbound) error {
 	text := strings.TrimSpace(in.Text)
-	if text == "" && in.Action == "" {
+	if text == "" && in.Action == "" && len(in.Attachments) == 0 {
 		return nil
 	}
 	ok, err := c.authorized(ctx, in)
@@ -222,9 +222,21 @@ func (c *Channel) process(ctx context.Context, in Inbound) error {
 			}
 		}
 	}
-	input.Messages = []chat.Message{{Role: chat.User, Content: text}}
+	var parts []chat.Part
+	if len(in.Attachments) > 0 && input.Approval == "" {
+		var r *refusal
+		if parts, text, err = c.attach(ctx, in, text); errors.As(err, &r) {
+			return c.reply(ctx, replyID, in.To, r.msg)
+		} else if err != nil {
+			return err
+		}
+	}
+	input.Messages = []chat.Message{{Role: chat.User, Content: text, Parts: parts}}
 	st, err := c.runner.Deliver(ctx, input, func(string) {})
+	var inputErr *agent.InputError
 	switch {
+	case errors.As(err, &inputErr):
+		return c.reply(ctx, replyID, in.To, "Not taken: "+inputErr.Message)
 	case errors.Is(err, agent.ErrUnknownAgent):
 		return c.reply(ctx, replyID, in.To, "This bot's agent is not configured: "+err.Error())
 	case errors.Is(err, agent.ErrMayNotApprove):

@@ -106,6 +106,9 @@ type Inbound struct {
 	Text string
 	// Action is the Value of a pressed Button (Text is then empty).
 	Action string
+	// Attachments are the files the message carries (photos, documents,
+	// voice notes); Text is then their caption, if any.
+	Attachments []Attachment
 	// At is when the platform says the message was sent; zero if it
 	// does not.
 	At time.Time
