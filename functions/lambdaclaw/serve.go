@@ -156,7 +156,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	events := obs.NewEmitter(log, 4096, metrics)
 	defer events.Close()
 	hub := agent.NewHub()
-	tgReplier, err := newTelegramReplier(cfg, db, log)
+	media, err := setup.Media(cfg)
+	if err != nil {
+		return err
+	}
+	tgReplier, err := newTelegramReplier(cfg, db, media, log)
 	if err != nil {
 		return err
 	}
@@ -165,7 +169,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		replier[telegram.ChannelName] = tgReplier
 	}
 	identity := agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()}
-	chans, err := channelset.Build(ctx, &cfg.Channels, channelset.Env{Store: db.Channel, Identity: identity, Log: log})
+	chans, err := channelset.Build(ctx, &cfg.Channels, channelset.Env{Store: db.Channel, Identity: identity, Media: media, Log: log})
 	if err != nil {
 		return err
 	}
@@ -238,7 +242,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Agents: agents.Names, HasAgent: agents.Has, Created: agents.Created, Embedder: emb, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
 		Responses: db, Threads: loop, Metrics: metrics.Handler(),
 		MaxConcurrentPerKey: cfg.Server.MaxConcurrentPerKey, MaxWebSocketsPerKey: cfg.Server.MaxWebSocketsPerKey,
-		Identity: identity, MCP: mcpSrv,
+		Identity: identity, MCP: mcpSrv, Media: cfg.Limits.Media.Chat(),
 	})
 	if err != nil {
 		return err

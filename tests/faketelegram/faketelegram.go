@@ -78,11 +78,13 @@ type Server struct {
 	// to setWebhook when one does not give it (as Telegram does).
 	allowed []any
 	polls   int
+	// files are what users sent, by file_id (AddFile).
+	files map[string][]byte
 }
 
 // New starts a fake server.
 func New() *Server {
-	s := &Server{nextID: 100, calls: map[string]int{}, unknown: map[string]bool{}, fail: map[string][]Failure{}}
+	s := &Server{nextID: 100, calls: map[string]int{}, unknown: map[string]bool{}, fail: map[string][]Failure{}, files: map[string][]byte{}}
 	s.cond = sync.NewCond(&s.mu)
 	s.Server = httptest.NewServer(http.HandlerFunc(s.handle))
 	return s
@@ -281,6 +283,10 @@ func writeErr(w http.ResponseWriter, f Failure) {
 }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	if path, ok := strings.CutPrefix(r.URL.Path, "/file/bot"+Token+"/"); ok {
+		s.download(w, path)
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	token, method, ok2 := strings.Cut(rest, "/")
 	if !ok || !ok2 {
@@ -313,6 +319,8 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	switch method {
 	case "getMe":
 		writeOK(w, Bot)
+	case "getFile":
+		s.getFile(w, p)
 	case "getUpdates":
 		s.getUpdates(w, r, p)
 	case "sendMessage":
@@ -417,6 +425,85 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeErr(w, Failure{Code: 404, Description: "Not Found: method not found"})
 	}
+}
+
+// AddFile keeps data as a file a user sent and returns its file_id.
+func (s *Server) AddFile(data []byte) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := fmt.Sprintf("AgACAgIAAxkBAAI%04d", len(s.files)+1)
+	s.files[id] = data
+	return id
+}
+
+// Photo builds an update with a photo from user in a private chat: the
+// file fileID (AddFile) in two sizes, as Telegram sends a photo, with a
+// caption.
+func Photo(updateID, userID int64, fileID string, size int, caption string) map[string]any {
+	u := media(updateID, userID, caption)
+	u["message"].(map[string]any)["photo"] = []map[string]any{
+		{"file_id": fileID + "s", "file_unique_id": "s" + fileID, "width": 90, "height": 67, "file_size": 1200},
+		{"file_id": fileID, "file_unique_id": "u" + fileID, "width": 1280, "height": 960, "file_size": size},
+	}
+	return u
+}
+
+// Document builds an update with a document from user in a private chat.
+func Document(updateID, userID int64, fileID, name, mimeType string, size int, caption string) map[string]any {
+	u := media(updateID, userID, caption)
+	u["message"].(map[string]any)["document"] = map[string]any{"file_id": fileID, "file_unique_id": "u" + fileID,
+		"file_name": name, "mime_type": mimeType, "file_size": size}
+	return u
+}
+
+// Voice builds an update with a voice note (OGG/Opus) from user in a
+// private chat.
+func Voice(updateID, userID int64, fileID string, size int) map[string]any {
+	u := media(updateID, userID, "")
+	u["message"].(map[string]any)["voice"] = map[string]any{"file_id": fileID, "file_unique_id": "u" + fileID,
+		"duration": 3, "mime_type": "audio/ogg", "file_size": size}
+	return u
+}
+
+// media is a message update with a caption, without its media yet.
+func media(updateID, userID int64, caption string) map[string]any {
+	u := Message(updateID, userID, userID, "private", "")
+	m := u["message"].(map[string]any)
+	delete(m, "text")
+	if caption != "" {
+		m["caption"] = caption
+	}
+	return u
+}
+
+// getFile answers a File with the path to download it from, refusing an
+// unknown file_id and a file over the Bot API's 20 MB.
+func (s *Server) getFile(w http.ResponseWriter, p map[string]any) {
+	id, _ := p["file_id"].(string)
+	s.mu.Lock()
+	data, ok := s.files[id]
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: invalid file_id"})
+	case len(data) > 20<<20:
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: file is too big"})
+	default:
+		writeOK(w, map[string]any{"file_id": id, "file_unique_id": "u" + id, "file_size": len(data), "file_path": "documents/" + id})
+	}
+}
+
+// download serves a file by the path getFile gave.
+func (s *Server) download(w http.ResponseWriter, path string) {
+	s.mu.Lock()
+	data, ok := s.files[strings.TrimPrefix(path, "documents/")]
+	s.mu.Unlock()
+	if !ok {
+		http.NotFound(w, nil)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Write(data)
 }
 
 // getUpdates confirms every update below offset, then returns the others

@@ -165,6 +165,29 @@ type Message struct {
 	Text            string   `json:"text,omitempty"`
 	Entities        []Entity `json:"entities,omitempty"`
 	ReplyToMessage  *Message `json:"reply_to_message,omitempty"`
+	// Caption is the text of a message with media: Photo (its sizes,
+	// smallest first), Document, Voice (a voice note) or Audio.
+	Caption  string      `json:"caption,omitempty"`
+	Photo    []PhotoSize `json:"photo,omitempty"`
+	Document *FileInfo   `json:"document,omitempty"`
+	Voice    *FileInfo   `json:"voice,omitempty"`
+	Audio    *FileInfo   `json:"audio,omitempty"`
+}
+
+// PhotoSize is one size of a photo.
+type PhotoSize struct {
+	FileID   string `json:"file_id"`
+	Width    int    `json:"width"`
+	Height   int    `json:"height"`
+	FileSize int64  `json:"file_size,omitempty"`
+}
+
+// FileInfo is a Document, Voice or Audio: a file on Telegram's servers.
+type FileInfo struct {
+	FileID   string `json:"file_id"`
+	FileName string `json:"file_name,omitempty"`
+	MimeType string `json:"mime_type,omitempty"`
+	FileSize int64  `json:"file_size,omitempty"`
 }
 
 // CallbackQuery is the press of an inline keyboard's button.
@@ -186,6 +209,49 @@ type Update struct {
 
 // allowedUpdates are the kinds of update the bot asks for.
 var allowedUpdates = []string{"message", "callback_query"}
+
+// MaxDownload is the largest file the Bot API lets a bot download
+// (getFile), 20 MB.
+const MaxDownload = 20 << 20
+
+// Download returns the bytes of the file fileID: getFile gives its path,
+// which is fetched from /file/bot<token>/<path>. A file larger than max
+// (as getFile says, or as it arrives) is channel.ErrTooLarge.
+func (c *Client) Download(ctx context.Context, fileID string, max int64) ([]byte, error) {
+	var f struct {
+		FileSize int64  `json:"file_size"`
+		FilePath string `json:"file_path"`
+	}
+	if err := c.Call(ctx, "getFile", map[string]any{"file_id": fileID}, &f); err != nil {
+		return nil, err
+	}
+	switch {
+	case f.FileSize > max:
+		return nil, channel.ErrTooLarge
+	case f.FilePath == "":
+		return nil, apiError("getFile", 400, "no file_path: the file is too big to download", 0)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/file/bot"+c.token+"/"+f.FilePath, nil)
+	if err != nil {
+		return nil, fmt.Errorf("telegram download: %s", c.scrub(err.Error()))
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("telegram download: %s", c.scrub(err.Error()))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, apiError("download", resp.StatusCode, resp.Status, 0)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("telegram download: %s", c.scrub(err.Error()))
+	}
+	if int64(len(data)) > max {
+		return nil, channel.ErrTooLarge
+	}
+	return data, nil
+}
 
 // GetMe returns the bot's own user.
 func (c *Client) GetMe(ctx context.Context) (User, error) {

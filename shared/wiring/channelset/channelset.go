@@ -38,7 +38,9 @@ type Env struct {
 	// Store is the state of the channel called name.
 	Store    func(name string) store.Channel
 	Identity agent.Identity
-	Log      *slog.Logger
+	// Media says what is done with the files people send.
+	Media channel.Media
+	Log   *slog.Logger
 	// Serverless is for a Lambda function: replies are delivered before
 	// the invocation returns (channel.Config.Serverless), and no
 	// long-running receiver is made.
@@ -171,7 +173,7 @@ func build(ctx context.Context, name string, chs *config.Channels, env Env) (*Ch
 	}
 	r, err := channel.NewReplier(channel.Config{Platform: p, Store: env.Store(p.Name()), Agent: sec.agent, Autonomy: autonomy,
 		AllowedUsers: sec.allowed, AccessCodes: config.SecretValues(sec.codes), Log: env.Log, Serverless: env.Serverless,
-		Groups: channel.Groups{Respond: sec.groups.Respond, Context: sec.groups.ContextSize()}, Identity: env.Identity})
+		Groups: channel.Groups{Respond: sec.groups.Respond, Context: sec.groups.ContextSize()}, Identity: env.Identity, Media: env.Media})
 	if err != nil {
 		return nil, err
 	}

@@ -51,6 +51,8 @@ type Config struct {
 	Telegram             Telegram               `yaml:"telegram"`
 	// Channels configures the messaging channels other than Telegram.
 	Channels Channels `yaml:"channels"`
+	// Transcription turns the channels' voice notes into text (media.go).
+	Transcription *Transcription `yaml:"transcription"`
 
 	// Memory tunes agent memory; Embeddings, when set, adds semantic
 	// search to it (see memory.go).
@@ -346,6 +348,11 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 			p.Region = getenv("AWS_REGION")
 		}
 	}
+	if t := c.Transcription; t != nil {
+		if err := t.APIKey.resolve(c.Home, getenv); err != nil {
+			return nil, fmt.Errorf("config: transcription.api_key: %w", err)
+		}
+	}
 	for i := range c.Telegram.AccessCodes {
 		if err := c.Telegram.AccessCodes[i].resolve(c.Home, getenv); err != nil {
 			return nil, fmt.Errorf("config: telegram.access_codes: %w", err)
@@ -439,6 +446,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Limits.fill(); err != nil {
+		return err
+	}
+	if err := c.Transcription.validate(c.Providers); err != nil {
 		return err
 	}
 	if err := c.Server.fill(); err != nil {

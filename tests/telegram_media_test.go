@@ -1,0 +1,117 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/base64"
+	"image"
+	"image/color"
+	"image/png"
+	"strings"
+	"testing"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/media/mediatest"
+	"github.com/lambdaclaw/lambdaclaw/tests/fakellm"
+	"github.com/lambdaclaw/lambdaclaw/tests/faketelegram"
+)
+
+// pngImage is a small PNG picture.
+func pngImage(t testing.TB) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 8, 8))
+	for x := range 8 {
+		img.Set(x, x, color.RGBA{R: 255, A: 255})
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// lastUser is the last user message of the model's last request.
+func lastUser(t *testing.T, llm *fakellm.Server) fakellm.Message {
+	t.Helper()
+	reqs := llm.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the model was not asked")
+	}
+	ms := reqs[len(reqs)-1].Messages
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].Role == "user" {
+			return ms[i]
+		}
+	}
+	t.Fatal("no user message")
+	return fakellm.Message{}
+}
+
+// TestTelegramMedia: a photo reaches the model as an image, a PDF as its
+// text, a voice note as its transcript (which history keeps); a photo too
+// large and a corrupt PDF are refused with a reply that says why.
+func TestTelegramMedia(t *testing.T) {
+	llm := newFake(t)
+	llm.SetTranscript(func(audio []byte) string {
+		if !bytes.HasPrefix(audio, []byte("OggS")) {
+			return "?"
+		}
+		return "remind me to buy oat milk"
+	})
+	tg := faketelegram.New()
+	t.Cleanup(tg.Close)
+	g := newGateway(t, llm, "telegram:\n  enabled: true\n  allowed_users: [111]\ntranscription:\n  provider: openai\n  model: whisper-1\n")
+	g.env = append(g.env, "TELEGRAM_BOT_TOKEN="+faketelegram.Token, "TELEGRAM_API_BASE="+tg.URL)
+	g.start()
+
+	pic := pngImage(t)
+	tg.Push(faketelegram.Photo(1, 111, tg.AddFile(pic), len(pic), "what is in this picture?"))
+	if ms := waitMessages(t, tg, 111, 1); ms[0].Text != "echo: what is in this picture?" {
+		t.Fatalf("reply = %q", ms[0].Text)
+	}
+	m := lastUser(t, llm)
+	if len(m.Parts) != 1 || m.Parts[0].URL != "data:image/png;base64,"+base64.StdEncoding.EncodeToString(pic) {
+		t.Fatalf("the model got %+v, want the photo as a data: URL", m.Parts)
+	}
+
+	pdf := mediatest.PDF(true, "INVOICE 2026-114", "Total due: 42.00 EUR")
+	tg.Push(faketelegram.Document(2, 111, tg.AddFile(pdf), "invoice.pdf", "application/pdf", len(pdf), "how much do I owe?"))
+	want := "echo: how much do I owe?\n\n[file invoice.pdf]\nINVOICE 2026-114\nTotal due: 42.00 EUR"
+	if ms := waitMessages(t, tg, 111, 2); ms[1].Text != want {
+		t.Fatalf("reply = %q, want %q", ms[1].Text, want)
+	}
+
+	voice := []byte("OggS\x00\x02 opus audio")
+	tg.Push(faketelegram.Voice(3, 111, tg.AddFile(voice), len(voice)))
+	want = "echo: [voice note, transcribed]\nremind me to buy oat milk"
+	if ms := waitMessages(t, tg, 111, 3); ms[2].Text != want {
+		t.Fatalf("reply = %q, want %q", ms[2].Text, want)
+	}
+	if tr := llm.Transcriptions(); len(tr) != 1 || !bytes.Equal(tr[0].Audio, voice) || tr[0].Model != "whisper-1" || tr[0].APIKey != providerKey {
+		t.Fatalf("transcriptions = %+v", tr)
+	}
+	// The transcript is the conversation's: the next turn's model sees it.
+	tg.Push(faketelegram.Message(4, 111, 111, "private", "and?"))
+	waitMessages(t, tg, 111, 4)
+	var history []string
+	for _, m := range llm.Requests()[len(llm.Requests())-1].Messages {
+		history = append(history, m.Content)
+	}
+	if !strings.Contains(strings.Join(history, "\n"), "remind me to buy oat milk") {
+		t.Fatalf("history without the transcript: %q", history)
+	}
+
+	asked := len(llm.Requests())
+	big := faketelegram.Document(5, 111, tg.AddFile(pic), "huge.png", "image/png", 50<<20, "")
+	tg.Push(big)
+	want = "Your file huge.png is too large: 50.0 MB, of at most 20.0 MB. Nothing of the message was kept."
+	if ms := waitMessages(t, tg, 111, 5); ms[4].Text != want {
+		t.Fatalf("reply = %q, want %q", ms[4].Text, want)
+	}
+	corrupt := []byte("%PDF-1.7\n1 0 obj << /Length 9 /Filter /FlateDecode >>\nstream\nnot zlib!\nendstream\n")
+	tg.Push(faketelegram.Document(6, 111, tg.AddFile(corrupt), "scan.pdf", "application/pdf", len(corrupt), ""))
+	if ms := waitMessages(t, tg, 111, 6); !strings.HasPrefix(ms[5].Text, "Your file scan.pdf could not be read: the PDF is corrupt") {
+		t.Fatalf("reply = %q", ms[5].Text)
+	}
+	if n := len(llm.Requests()); n != asked {
+		t.Fatalf("the model was asked %d more times about refused files", n-asked)
+	}
+}
