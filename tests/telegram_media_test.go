@@ -115,3 +115,36 @@ func TestTelegramMedia(t *testing.T) {
 		t.Fatalf("the model was asked %d more times about refused files", n-asked)
 	}
 }
+
+// TestTelegramSendsChart: an exec that writes a chart, then send_file,
+// delivers the chart to the chat as a photo (sendPhoto), once, before the
+// answer.
+func TestTelegramSendsChart(t *testing.T) {
+	bwrapInstalled(t)
+	llm := newFake(t)
+	tg := faketelegram.New()
+	t.Cleanup(tg.Close)
+	g := newGateway(t, llm, "telegram:\n  enabled: true\n  allowed_users: [111]\n  autonomy: full\n")
+	g.env = append(g.env, "TELEGRAM_BOT_TOKEN="+faketelegram.Token, "TELEGRAM_API_BASE="+tg.URL)
+	g.start()
+	waitEvent(t, g, "exec tool offered", nil)
+
+	chart := pngImage(t)
+	llm.Enqueue(
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{execCall("call_plot", "echo "+base64.StdEncoding.EncodeToString(chart)+" | base64 -d > chart.png", 0)}},
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_send", Name: "send_file", Arguments: `{"path":"chart.png","caption":"Spending by month"}`}}},
+		fakellm.Reply{Content: "Here is your chart."},
+	)
+	tg.Push(faketelegram.Message(1, 111, 111, "private", "plot my spending"))
+	ms := waitOnly(t, tg, 111, 2)
+	if !bytes.Equal(ms[0].Photo, chart) || ms[0].Text != "Spending by month" || ms[0].FileName != "chart.png" {
+		t.Fatalf("first message = %+v, want the chart as a photo with its caption", ms[0])
+	}
+	if ms[1].Text != "Here is your chart." {
+		t.Fatalf("second message = %q", ms[1].Text)
+	}
+	res, ok := toolResult(llm.Requests()[2], "call_send")
+	if !ok || !strings.HasPrefix(res, "Sent chart.png (image/png") {
+		t.Fatalf("send_file's result = %q", res)
+	}
+}

@@ -15,9 +15,9 @@ import (
 // newConsole builds the web console of the local server: everything it
 // shows is in the database, the agents' workspaces and memory; /metrics
 // is served.
-func newConsole(cfg *config.Config, db *sqlite.DB, agents *agentset.Workspaces, skills *skill.Catalog, jobs console.Jobs, mem *localMemory, log *slog.Logger) (*console.Console, error) {
+func newConsole(cfg *config.Config, db *sqlite.DB, agents *agentset.Workspaces, skills *skill.Catalog, jobs console.Jobs, mem *localMemory, files console.Media, log *slog.Logger) (*console.Console, error) {
 	c := console.Config{
-		Sessions: db, Keys: db, Jobs: jobs, Operator: localOwner, Agents: agents.Names, Metrics: true,
+		Sessions: db, Keys: db, Jobs: jobs, Operator: localOwner, Agents: agents.Names, Metrics: true, Media: files,
 		DefaultRate: cfg.DefaultRatePerMinute, Log: log,
 		Workspace: agentset.WorkspaceOf(agents), Tool: agentset.ToolOf(agents),
 		Skills: func(ctx context.Context, agent string, ws filestore.FS) []skill.Skill {

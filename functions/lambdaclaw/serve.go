@@ -26,6 +26,8 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/media"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/prompt"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
@@ -35,6 +37,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store/memstore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
+	filestool "github.com/lambdaclaw/lambdaclaw/shared/tools/files"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/channelset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
@@ -132,6 +135,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Files agents send (send_file) are kept under the home's media/, and
+	// delivered by the channels that send files (senders, filled in as
+	// they are built).
+	files := &media.Store{FS: osroot.New(cfg.Home), MaxBytes: int64(cfg.Limits.Media.Chat().Of(chat.PartFile))}
+	senders := filestool.FileSenders{}
+	tools = append(tools, filestool.SendFile(files, senders))
 	exec := localExec(cfg, log, quota)
 	if exec != nil {
 		defer exec.Close()
@@ -167,6 +176,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	replier := agent.Router{gateway.Channel: hub, wsproto.Channel: hub}
 	if tgReplier != nil {
 		replier[telegram.ChannelName] = tgReplier
+		senders[telegram.ChannelName] = tgReplier
 	}
 	identity := agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()}
 	chans, err := channelset.Build(ctx, &cfg.Channels, channelset.Env{Store: db.Channel, Identity: identity, Media: media, Log: log})
@@ -175,6 +185,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	for _, c := range chans {
 		replier[c.Name] = c.Replier
+		senders[c.Name] = c.Replier
 	}
 	checkIns, err := agentset.CheckIns(cfg, jobs, log)
 	if err != nil {
@@ -227,7 +238,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cons, err := newConsole(cfg, db, agents, skills, jobs, mem, log)
+	cons, err := newConsole(cfg, db, agents, skills, jobs, mem, files, log)
 	if err != nil {
 		return err
 	}

@@ -13,8 +13,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +39,10 @@ type Sent struct {
 	// Buttons are its inline keyboard's buttons, row after row.
 	Buttons []Button
 	Deleted bool
+	// Photo or Document is the file of a sendPhoto or sendDocument
+	// (FileName its name), Text then its caption.
+	Photo, Document []byte
+	FileName        string
 }
 
 // Button is an inline keyboard's button.
@@ -298,7 +305,20 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var p map[string]any
-	if err := json.NewDecoder(r.Body).Decode(&p); err != nil && r.ContentLength > 0 {
+	var upload *multipart.FileHeader
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		if err := r.ParseMultipartForm(50 << 20); err != nil {
+			writeErr(w, Failure{Code: 400, Description: "Bad Request: invalid multipart form"})
+			return
+		}
+		p = map[string]any{}
+		for k, v := range r.MultipartForm.Value {
+			p[k] = v[0]
+		}
+		for _, fs := range r.MultipartForm.File {
+			upload = fs[0]
+		}
+	} else if err := json.NewDecoder(r.Body).Decode(&p); err != nil && r.ContentLength > 0 {
 		writeErr(w, Failure{Code: 400, Description: "Bad Request: invalid JSON"})
 		return
 	}
@@ -321,6 +341,8 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		writeOK(w, Bot)
 	case "getFile":
 		s.getFile(w, p)
+	case "sendPhoto", "sendDocument":
+		s.sendFile(w, method, p, upload)
 	case "getUpdates":
 		s.getUpdates(w, r, p)
 	case "sendMessage":
@@ -474,6 +496,57 @@ func media(updateID, userID int64, caption string) map[string]any {
 		m["caption"] = caption
 	}
 	return u
+}
+
+// sendFile takes a photo or a document uploaded as a multipart form, with
+// Telegram's limits: a photo of at most 10 MB that is an image, a
+// document of at most 50 MB, a caption of at most 1024 characters.
+func (s *Server) sendFile(w http.ResponseWriter, method string, p map[string]any, upload *multipart.FileHeader) {
+	field := "photo"
+	if method == "sendDocument" {
+		field = "document"
+	}
+	if upload == nil || upload.Filename == "" {
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: there is no " + field + " in the request"})
+		return
+	}
+	f, err := upload.Open()
+	if err != nil {
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: invalid file"})
+		return
+	}
+	data, _ := io.ReadAll(f)
+	f.Close()
+	caption, _ := p["caption"].(string)
+	png, jpeg := bytes.HasPrefix(data, []byte("\x89PNG")), bytes.HasPrefix(data, []byte("\xff\xd8\xff"))
+	switch {
+	case field == "photo" && len(data) > 10<<20:
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: PHOTO_INVALID_DIMENSIONS"})
+		return
+	case field == "photo" && !png && !jpeg:
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: IMAGE_PROCESS_FAILED"})
+		return
+	case len(data) > 50<<20:
+		writeErr(w, Failure{Code: 413, Description: "Request Entity Too Large"})
+		return
+	case len([]rune(caption)) > 1024:
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: message caption is too long"})
+		return
+	}
+	chatID, _ := strconv.ParseInt(fmt.Sprint(p["chat_id"]), 10, 64)
+	thread, _ := strconv.ParseInt(fmt.Sprint(p["message_thread_id"]), 10, 64)
+	s.mu.Lock()
+	s.nextID++
+	m := &Sent{ChatID: chatID, MessageID: s.nextID, ThreadID: thread, Text: caption, FileName: upload.Filename}
+	if field == "photo" {
+		m.Photo = data
+	} else {
+		m.Document = data
+	}
+	s.msgs = append(s.msgs, m)
+	s.mu.Unlock()
+	writeOK(w, map[string]any{"message_id": m.MessageID, "date": time.Now().Unix(), "caption": caption,
+		"chat": map[string]any{"id": chatID, "type": "private"}, "from": Bot})
 }
 
 // getFile answers a File with the path to download it from, refusing an

@@ -19,7 +19,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"mime/multipart"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,11 +83,39 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	if err != nil {
 		return fmt.Errorf("telegram %s: %w", method, err)
 	}
+	return c.do(ctx, method, "application/json", body, result)
+}
+
+// Upload invokes method with params and the file data as the field
+// field of a multipart form (sendPhoto, sendDocument).
+func (c *Client) Upload(ctx context.Context, method string, params map[string]string, field, name string, data []byte, result any) error {
+	var body bytes.Buffer
+	w := multipart.NewWriter(&body)
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		if err := w.WriteField(k, params[k]); err != nil {
+			return fmt.Errorf("telegram %s: %w", method, err)
+		}
+	}
+	fw, err := w.CreateFormFile(field, name)
+	if err == nil {
+		_, err = fw.Write(data)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("telegram %s: %w", method, err)
+	}
+	return c.do(ctx, method, w.FormDataContentType(), body.Bytes(), result)
+}
+
+// do posts body of contentType to method and reads Telegram's envelope.
+func (c *Client) do(ctx context.Context, method, contentType string, body []byte, result any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/bot"+c.token+"/"+method, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("telegram %s: %s", method, c.scrub(err.Error()))
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -251,6 +283,33 @@ func (c *Client) Download(ctx context.Context, fileID string, max int64) ([]byte
 		return nil, channel.ErrTooLarge
 	}
 	return data, nil
+}
+
+// MaxPhoto is the largest photo sendPhoto takes, 10 MB; a larger image
+// goes as a document (up to 50 MB).
+const MaxPhoto = 10 << 20
+
+// SendFile sends f to chatID (in the forum topic threadID, when not 0):
+// a PNG, JPEG or WebP image within MaxPhoto with sendPhoto, anything else
+// with sendDocument; the caption cut to Telegram's 1024 characters.
+func (c *Client) SendFile(ctx context.Context, chatID, threadID int64, f channel.File) (int64, error) {
+	p := map[string]string{"chat_id": strconv.FormatInt(chatID, 10)}
+	if threadID != 0 {
+		p["message_thread_id"] = strconv.FormatInt(threadID, 10)
+	}
+	if f.Caption != "" {
+		p["caption"] = channel.Cut(f.Caption, 1024)
+	}
+	method, field := "sendDocument", "document"
+	switch f.MediaType {
+	case "image/png", "image/jpeg", "image/webp":
+		if len(f.Data) <= MaxPhoto {
+			method, field = "sendPhoto", "photo"
+		}
+	}
+	var m Message
+	err := c.Upload(ctx, method, p, field, f.Name, f.Data, &m)
+	return m.MessageID, err
 }
 
 // GetMe returns the bot's own user.

@@ -57,6 +57,20 @@ type Typer interface {
 	Typing(ctx context.Context, to string) error
 }
 
+// FileSender is a Platform that can send a file: a photo, where the
+// platform shows images as such, else a document.
+type FileSender interface {
+	SendFile(ctx context.Context, to string, f File) (id string, err error)
+}
+
+// File is a file to send, with a caption (within the platform's limit
+// of one, which the adapter cuts to).
+type File struct {
+	Name, MediaType string
+	Data            []byte
+	Caption         string
+}
+
 // Outgoing is one message to send.
 type Outgoing struct {
 	// To is the conversation's address, as its Inbound.To gave it: a

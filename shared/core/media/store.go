@@ -1,0 +1,89 @@
+package media
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
+)
+
+// Dir is the directory of the media in the home file store: the data
+// directory locally, the workspace bucket on AWS.
+const Dir = "media"
+
+// ErrNotFound is the error of a reference that names no file of the
+// owner: another owner's file is not found either.
+var ErrNotFound = errors.New("media: no such file")
+
+// Store keeps the files of conversations (what an agent sends), once per
+// content in each session: <Dir>/<owner>/<session>/<sha-256 of the
+// bytes>, the owner and the session by their hashes. A file is reached
+// by its reference, <session>/<hash>, and only by its owner, whose hash
+// is part of the path: another owner's reference names no file.
+type Store struct {
+	FS filestore.FS
+	// MaxBytes bounds one file (default 20 MB).
+	MaxBytes int64
+}
+
+// refPattern is a reference: the session's hash and the file's.
+var refPattern = regexp.MustCompile(`^[0-9a-f]{32}/[0-9a-f]{64}$`)
+
+func hash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:16])
+}
+
+// Limit is the most bytes one file may have.
+func (s *Store) Limit() int64 {
+	if s.MaxBytes > 0 {
+		return s.MaxBytes
+	}
+	return 20 << 20
+}
+
+// Put stores data as a file of owner's session and returns its
+// reference; the same bytes stored again are the same file.
+func (s *Store) Put(ctx context.Context, owner, session string, data []byte) (string, error) {
+	if owner == "" || session == "" {
+		return "", errors.New("media: a file needs an owner and a session")
+	}
+	if int64(len(data)) > s.Limit() {
+		return "", fmt.Errorf("media: the file has %d bytes, of at most %d", len(data), s.Limit())
+	}
+	sum := sha256.Sum256(data)
+	ref := hash(session) + "/" + hex.EncodeToString(sum[:])
+	name := Dir + "/" + hash(owner) + "/" + ref
+	if _, err := s.FS.WriteFile(ctx, name, data, filestore.Absent); err != nil && !errors.Is(err, filestore.ErrConflict) {
+		return "", fmt.Errorf("media: store: %w", err)
+	}
+	return ref, nil
+}
+
+// Get returns owner's file ref.
+func (s *Store) Get(ctx context.Context, owner, ref string) ([]byte, error) {
+	if !refPattern.MatchString(ref) {
+		return nil, ErrNotFound
+	}
+	data, _, err := s.FS.ReadFile(ctx, Dir+"/"+hash(owner)+"/"+ref, s.Limit())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("media: read: %w", err)
+	}
+	return data, nil
+}
+
+// DeleteSession deletes the files of owner's session.
+func (s *Store) DeleteSession(ctx context.Context, owner, session string) error {
+	if err := s.FS.RemoveAll(ctx, Dir+"/"+hash(owner)+"/"+hash(session)); err != nil {
+		return fmt.Errorf("media: delete session: %w", err)
+	}
+	return nil
+}
