@@ -3,6 +3,9 @@ package tests
 import (
 	"bytes"
 	"encoding/base64"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"image"
 	"image/color"
 	"image/png"
@@ -70,6 +73,22 @@ func TestTelegramMedia(t *testing.T) {
 	m := lastUser(t, llm)
 	if len(m.Parts) != 1 || m.Parts[0].URL != "data:image/png;base64,"+base64.StdEncoding.EncodeToString(pic) {
 		t.Fatalf("the model got %+v, want the photo as a data: URL", m.Parts)
+	}
+	// The photo is kept once, beside the session, not in the history.
+	var kept []string
+	filepath.WalkDir(filepath.Join(g.home, "media"), func(path string, d fs.DirEntry, err error) error {
+		if b, _ := os.ReadFile(path); err == nil && !d.IsDir() && bytes.Equal(b, pic) {
+			kept = append(kept, path)
+		}
+		return nil
+	})
+	if len(kept) != 1 {
+		t.Fatalf("the photo is kept in %q, want one file under media/", kept)
+	}
+	for _, name := range []string{"lambdaclaw.db", "lambdaclaw.db-wal"} {
+		if db, _ := os.ReadFile(filepath.Join(g.home, name)); bytes.Contains(db, []byte(base64.StdEncoding.EncodeToString(pic)[:40])) {
+			t.Fatalf("%s holds the photo's bytes", name)
+		}
 	}
 
 	pdf := mediatest.PDF(true, "INVOICE 2026-114", "Total due: 42.00 EUR")

@@ -135,10 +135,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// Files agents send (send_file) are kept under the home's media/, and
-	// delivered by the channels that send files (senders, filled in as
-	// they are built).
-	files := &media.Store{FS: osroot.New(cfg.Home), MaxBytes: int64(cfg.Limits.Media.Chat().Of(chat.PartFile))}
+	// The files of conversations (what people send, what agents send with
+	// send_file) are kept under the home's media/, history referring to
+	// them; send_file's are delivered by the channels that send files
+	// (senders, filled in as they are built).
+	lim := cfg.Limits.Media.Chat()
+	files := &media.Store{FS: osroot.New(cfg.Home), MaxBytes: int64(max(lim.Of(chat.PartImage), lim.Of(chat.PartAudio), lim.Of(chat.PartFile)))}
 	senders := filestool.FileSenders{}
 	tools = append(tools, filestool.SendFile(files, senders))
 	exec := localExec(cfg, log, quota)
@@ -200,6 +202,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompter, Replier: replier, Events: events, Log: log,
 		Limits: agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes, MaxToolArgsBytes: cfg.Limits.MaxToolArgsBytes, MaxToolResultBytes: cfg.Limits.MaxToolResultBytes}}
 	loop.Recorder = mem.Recorder()
+	loop.Media = files
 	runCtx, cancelRuns := context.WithCancel(context.Background())
 	driver := agent.NewDriver(runCtx, loop, log)
 	defer func() {

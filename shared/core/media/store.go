@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"regexp"
+	"strings"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 )
@@ -20,11 +21,13 @@ const Dir = "media"
 // owner: another owner's file is not found either.
 var ErrNotFound = errors.New("media: no such file")
 
-// Store keeps the files of conversations (what an agent sends), once per
-// content in each session: <Dir>/<owner>/<session>/<sha-256 of the
-// bytes>, the owner and the session by their hashes. A file is reached
-// by its reference, <session>/<hash>, and only by its owner, whose hash
-// is part of the path: another owner's reference names no file.
+// Store keeps the files of conversations (what people send, what an
+// agent sends), once per content in each session:
+// <Dir>/<session>/<owner>/<sha-256 of the bytes>, the session and the
+// owner by their hashes, so that a session's files go with it
+// (DeleteSession). A file is reached by its reference, <session>/<hash>,
+// and only by its owner, whose hash is part of the path: another owner's
+// reference names no file.
 type Store struct {
 	FS filestore.FS
 	// MaxBytes bounds one file (default 20 MB).
@@ -58,7 +61,7 @@ func (s *Store) Put(ctx context.Context, owner, session string, data []byte) (st
 	}
 	sum := sha256.Sum256(data)
 	ref := hash(session) + "/" + hex.EncodeToString(sum[:])
-	name := Dir + "/" + hash(owner) + "/" + ref
+	name := filePath(owner, ref)
 	if _, err := s.FS.WriteFile(ctx, name, data, filestore.Absent); err != nil && !errors.Is(err, filestore.ErrConflict) {
 		return "", fmt.Errorf("media: store: %w", err)
 	}
@@ -70,7 +73,7 @@ func (s *Store) Get(ctx context.Context, owner, ref string) ([]byte, error) {
 	if !refPattern.MatchString(ref) {
 		return nil, ErrNotFound
 	}
-	data, _, err := s.FS.ReadFile(ctx, Dir+"/"+hash(owner)+"/"+ref, s.Limit())
+	data, _, err := s.FS.ReadFile(ctx, filePath(owner, ref), s.Limit())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNotFound
 	}
@@ -80,9 +83,15 @@ func (s *Store) Get(ctx context.Context, owner, ref string) ([]byte, error) {
 	return data, nil
 }
 
-// DeleteSession deletes the files of owner's session.
-func (s *Store) DeleteSession(ctx context.Context, owner, session string) error {
-	if err := s.FS.RemoveAll(ctx, Dir+"/"+hash(owner)+"/"+hash(session)); err != nil {
+// filePath is where owner's file ref is.
+func filePath(owner, ref string) string {
+	session, sum, _ := strings.Cut(ref, "/")
+	return Dir + "/" + session + "/" + hash(owner) + "/" + sum
+}
+
+// DeleteSession deletes the files of a session.
+func (s *Store) DeleteSession(ctx context.Context, session string) error {
+	if err := s.FS.RemoveAll(ctx, Dir+"/"+hash(session)); err != nil {
 		return fmt.Errorf("media: delete session: %w", err)
 	}
 	return nil

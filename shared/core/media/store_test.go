@@ -36,7 +36,7 @@ func TestStore(t *testing.T) {
 	if _, err := s.Put(ctx, "key:a", "s1", make([]byte, 101)); err == nil || !strings.Contains(err.Error(), "at most 100") {
 		t.Fatalf("a file too large: %v", err)
 	}
-	if err := s.DeleteSession(ctx, "key:a", "s1"); err != nil {
+	if err := s.DeleteSession(ctx, "s1"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(ctx, "key:a", ref); !errors.Is(err, media.ErrNotFound) {
