@@ -3,12 +3,12 @@ package tests
 import (
 	"bytes"
 	"encoding/base64"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"image"
 	"image/color"
 	"image/png"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 

@@ -96,4 +96,3 @@ func pdfWith(content string) []byte { return pdfStream("", []byte(content)) }
 func pdfStream(filter string, stream []byte) []byte {
 	return []byte("%PDF-1.4\n4 0 obj\n<< /Length 1" + filter + " >>\nstream\n" + string(stream) + "\nendstream\nendobj\n%%EOF\n")
 }
-
