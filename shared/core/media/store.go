@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"regexp"
 	"strings"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
@@ -34,8 +33,16 @@ type Store struct {
 	MaxBytes int64
 }
 
-// refPattern is a reference: the session's hash and the file's.
-var refPattern = regexp.MustCompile(`^[0-9a-f]{32}/[0-9a-f]{64}$`)
+// isRef reports whether ref is a reference: the session's hash, a slash
+// and the file's, in lowercase hex.
+func isRef(ref string) bool {
+	session, sum, ok := strings.Cut(ref, "/")
+	return ok && len(session) == 32 && len(sum) == 64 && isHex(session) && isHex(sum)
+}
+
+func isHex(s string) bool {
+	return strings.Trim(s, "0123456789abcdef") == ""
+}
 
 func hash(s string) string {
 	h := sha256.Sum256([]byte(s))
@@ -70,7 +77,7 @@ func (s *Store) Put(ctx context.Context, owner, session string, data []byte) (st
 
 // Get returns owner's file ref.
 func (s *Store) Get(ctx context.Context, owner, ref string) ([]byte, error) {
-	if !refPattern.MatchString(ref) {
+	if !isRef(ref) {
 		return nil, ErrNotFound
 	}
 	data, _, err := s.FS.ReadFile(ctx, filePath(owner, ref), s.Limit())
