@@ -128,7 +128,7 @@ func build(ctx context.Context, name string, chs *config.Channels, env Env) (*Ch
 		}
 		p = client
 		c.receiver = func(handle func(context.Context, channel.Inbound) error) (map[string]http.Handler, func(context.Context) error, error) {
-			r := &slack.Receiver{SigningSecret: sc.SigningSecret.Value(), Parser: slack.Parser{Bot: bot}, Handle: handle, Client: client, Log: env.Log}
+			r := &slack.Receiver{SigningSecret: sc.SigningSecret.Value(), Parser: slack.Parser{Bot: bot, Download: client.Download}, Handle: handle, Client: client, Log: env.Log}
 			if sc.Mode == "socket" {
 				sock := &slack.Socket{Client: client, AppToken: sc.AppToken.Value(), Receiver: r}
 				return nil, sock.Run, nil
