@@ -130,6 +130,22 @@ type Message struct {
 	// ReferencedMessage is the message a reply answers.
 	ReferencedMessage *Message `json:"referenced_message,omitempty"`
 	WebhookID         string   `json:"webhook_id,omitempty"`
+	// Attachments are the message's files; Flags has IsVoiceMessage for
+	// a voice message (an audio/ogg attachment).
+	Attachments []Attachment `json:"attachments,omitempty"`
+	Flags       int          `json:"flags,omitempty"`
+}
+
+// IsVoiceMessage is the flag of a voice message.
+const IsVoiceMessage = 1 << 13
+
+// Attachment is a file of a message, on Discord's CDN (a signed URL).
+type Attachment struct {
+	ID          string `json:"id"`
+	Filename    string `json:"filename"`
+	ContentType string `json:"content_type,omitempty"`
+	Size        int64  `json:"size"`
+	URL         string `json:"url"`
 }
 
 // MessageReference points at the message a reply answers.
@@ -369,7 +385,10 @@ type apiError struct {
 // path instead). Every unsuccessful answer is a *channel.Error.
 func (c *Client) do(ctx context.Context, method, name, path string, auth bool, in, out any) error {
 	var body io.Reader
-	if in != nil {
+	ctype := "application/json"
+	if u, ok := in.(upload); ok {
+		body, ctype = bytes.NewReader(u.body), u.contentType
+	} else if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return fmt.Errorf("discord %s: %w", name, err)
@@ -381,7 +400,7 @@ func (c *Client) do(ctx context.Context, method, name, path string, auth bool, i
 		return fmt.Errorf("discord %s: %s", name, c.scrub(err.Error(), path))
 	}
 	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", ctype)
 	}
 	if auth {
 		req.Header.Set("Authorization", "Bot "+c.token)
