@@ -117,8 +117,8 @@ type conversations struct {
 	client channelGetter
 	// download fetches a message's attachments (Client.Download).
 	download func(ctx context.Context, url string, max int64) ([]byte, error)
-	mu     sync.Mutex
-	known  map[string]Channel
+	mu       sync.Mutex
+	known    map[string]Channel
 }
 
 // lookup returns the channel id; given is what a payload said of it, if
