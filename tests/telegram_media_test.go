@@ -133,6 +133,20 @@ func TestTelegramMedia(t *testing.T) {
 	if n := len(llm.Requests()); n != asked {
 		t.Fatalf("the model was asked %d more times about refused files", n-asked)
 	}
+
+	// The transcript and the PDF's text are in the chat's memory, once
+	// the exchanges are recorded (off the request path).
+	for i := range 5 {
+		llm.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_search", Name: "memory_search", Arguments: `{"query":"oat milk invoice","limit":10}`}}},
+			fakellm.Reply{Content: "searched"})
+		tg.Push(faketelegram.Message(int64(10+i), 111, 111, "private", "what do you remember?"))
+		waitMessages(t, tg, 111, 7+i)
+		res, _ := toolResult(llm.Requests()[len(llm.Requests())-1], "call_search")
+		if strings.Contains(res, "remind me to buy oat milk") && strings.Contains(res, "Total due: 42.00 EUR") {
+			return
+		}
+	}
+	t.Fatal("memory_search finds neither the transcript nor the PDF's text")
 }
 
 // TestTelegramSendsChart: an exec that writes a chart, then send_file,
