@@ -3,6 +3,7 @@ package channel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/media/mediatest"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 )
 
@@ -97,6 +99,9 @@ func TestAttachments(t *testing.T) {
 		{"model takes no images", "", func(n *int) []Attachment {
 			return []Attachment{file(AttachImage, "", "", png, n)}
 		}, nil, &agent.InputError{Message: `agent "main" cannot take this input: image`}, want{Reply: `Not taken: agent "main" cannot take this input: image`}},
+		{"too large for the store", "", func(n *int) []Attachment {
+			return []Attachment{file(AttachImage, "", "", png, n)}
+		}, nil, fmt.Errorf("enqueue: %w", store.ErrTooLarge), want{Reply: "Your message is too large to keep here: enqueue: record too large for the store. Nothing of it was kept."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &runner{err: tc.err}

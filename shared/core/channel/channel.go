@@ -11,6 +11,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
 
 // DeniedText is the one reply every unauthenticated message gets, a wrong
@@ -237,6 +238,8 @@ func (c *Channel) process(ctx context.Context, in Inbound) error {
 	switch {
 	case errors.As(err, &inputErr):
 		return c.reply(ctx, replyID, in.To, "Not taken: "+inputErr.Message)
+	case errors.Is(err, store.ErrTooLarge):
+		return c.reply(ctx, replyID, in.To, "Your message is too large to keep here: "+err.Error()+". Nothing of it was kept.")
 	case errors.Is(err, agent.ErrUnknownAgent):
 		return c.reply(ctx, replyID, in.To, "This bot's agent is not configured: "+err.Error())
 	case errors.Is(err, agent.ErrMayNotApprove):
