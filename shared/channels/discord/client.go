@@ -257,16 +257,22 @@ func (c *Client) Send(ctx context.Context, msg channel.Outgoing) (string, error)
 	if err != nil {
 		return "", err
 	}
-	body := messageBody{Content: msg.Text, Components: comps, AllowedMentions: allowedMentions{Parse: []string{}}}
+	return c.post(ctx, a, messageBody{Content: msg.Text, Components: comps, AllowedMentions: allowedMentions{Parse: []string{}}})
+}
+
+// post creates the message body at a: as a follow-up of its interaction,
+// or in its channel once the interaction's token expired (or without
+// one).
+func (c *Client) post(ctx context.Context, a address, body any) (string, error) {
 	var m Message
 	if a.token != "" {
 		// wait=true makes Discord return the message, with its id.
-		err = c.do(ctx, http.MethodPost, "execute webhook", c.webhook(a.token, "")+"?wait=true", false, body, &m)
+		err := c.do(ctx, http.MethodPost, "execute webhook", c.webhook(a.token, "")+"?wait=true", false, body, &m)
 		if !expired(err) {
 			return m.ID, err
 		}
 	}
-	err = c.do(ctx, http.MethodPost, "create message", "/channels/"+a.channel+"/messages", true, body, &m)
+	err := c.do(ctx, http.MethodPost, "create message", "/channels/"+a.channel+"/messages", true, body, &m)
 	return m.ID, err
 }
 

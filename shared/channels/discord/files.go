@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"mime/multipart"
 	"net/http"
-	"net/textproto"
 	"net/url"
 	"strings"
 
@@ -65,14 +64,11 @@ func (c *Client) Download(ctx context.Context, fileURL string, max int64) ([]byt
 		// An expired signed URL answers 404.
 		return nil, &channel.Error{Platform: Name, Method: "download", Status: resp.StatusCode, Message: resp.Status, Permanent: resp.StatusCode < 500}
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
-	if err != nil {
+	data, err := channel.ReadAtMost(resp.Body, max)
+	if err != nil && !errors.Is(err, channel.ErrTooLarge) {
 		return nil, fmt.Errorf("discord download: %w", err)
 	}
-	if int64(len(data)) > max {
-		return nil, channel.ErrTooLarge
-	}
-	return data, nil
+	return data, err
 }
 
 // SendFile posts f as a message with one attachment (multipart:
@@ -89,13 +85,7 @@ func (c *Client) SendFile(ctx context.Context, to string, f channel.File) (strin
 		"attachments": []map[string]any{{"id": 0, "filename": f.Name}}})
 	err = w.WriteField("payload_json", string(payload))
 	if err == nil {
-		h := textproto.MIMEHeader{}
-		h.Set("Content-Disposition", multipart.FileContentDisposition("files[0]", f.Name))
-		h.Set("Content-Type", f.MediaType)
-		var fw io.Writer
-		if fw, err = w.CreatePart(h); err == nil {
-			_, err = fw.Write(f.Data)
-		}
+		err = f.WritePart(w, "files[0]")
 	}
 	if err == nil {
 		err = w.Close()
@@ -103,14 +93,5 @@ func (c *Client) SendFile(ctx context.Context, to string, f channel.File) (strin
 	if err != nil {
 		return "", fmt.Errorf("discord: %w", err)
 	}
-	body := upload{contentType: w.FormDataContentType(), body: b.Bytes()}
-	var m Message
-	if a.token != "" {
-		err = c.do(ctx, http.MethodPost, "execute webhook", c.webhook(a.token, "")+"?wait=true", false, body, &m)
-		if !expired(err) {
-			return m.ID, err
-		}
-	}
-	err = c.do(ctx, http.MethodPost, "create message", "/channels/"+a.channel+"/messages", true, body, &m)
-	return m.ID, err
+	return c.post(ctx, a, upload{contentType: w.FormDataContentType(), body: b.Bytes()})
 }

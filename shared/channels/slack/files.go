@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -73,14 +73,11 @@ func (c *Client) Download(ctx context.Context, fileURL string, max int64) ([]byt
 		return nil, &channel.Error{Platform: Name, Method: "download", Status: resp.StatusCode,
 			Message: "the file was not given (does the app have the files:read scope?)", Permanent: resp.StatusCode < 500}
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
-	if err != nil {
+	data, err := channel.ReadAtMost(resp.Body, max)
+	if err != nil && !errors.Is(err, channel.ErrTooLarge) {
 		return nil, fmt.Errorf("slack download: %w", err)
 	}
-	if int64(len(data)) > max {
-		return nil, channel.ErrTooLarge
-	}
-	return data, nil
+	return data, err
 }
 
 // SendFile uploads f to the conversation to, as Slack's files upload v2

@@ -275,14 +275,11 @@ func (c *Client) Download(ctx context.Context, fileID string, max int64) ([]byte
 	if resp.StatusCode != http.StatusOK {
 		return nil, apiError("download", resp.StatusCode, resp.Status, 0)
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
-	if err != nil {
+	data, err := channel.ReadAtMost(resp.Body, max)
+	if err != nil && !errors.Is(err, channel.ErrTooLarge) {
 		return nil, fmt.Errorf("telegram download: %s", c.scrub(err.Error()))
 	}
-	if int64(len(data)) > max {
-		return nil, channel.ErrTooLarge
-	}
-	return data, nil
+	return data, err
 }
 
 // MaxPhoto is the largest photo sendPhoto takes, 10 MB; a larger image

@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"mime/multipart"
 	"net/http"
-	"net/textproto"
 	"net/url"
 	"strings"
 
@@ -68,14 +67,11 @@ func (c *Client) Media(ctx context.Context, id string, max int64) ([]byte, error
 	if resp.StatusCode != http.StatusOK {
 		return nil, &channel.Error{Platform: Name, Method: "download", Status: resp.StatusCode, Message: resp.Status, Permanent: resp.StatusCode < 500}
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
-	if err != nil {
+	data, err := channel.ReadAtMost(resp.Body, max)
+	if err != nil && !errors.Is(err, channel.ErrTooLarge) {
 		return nil, fmt.Errorf("whatsapp download: %s", c.scrub(err.Error()))
 	}
-	if int64(len(data)) > max {
-		return nil, channel.ErrTooLarge
-	}
-	return data, nil
+	return data, err
 }
 
 // UploadMedia uploads a file for messages (POST /<phone number id>/media,
@@ -88,13 +84,7 @@ func (c *Client) UploadMedia(ctx context.Context, f channel.File) (string, error
 		err = w.WriteField("type", f.MediaType)
 	}
 	if err == nil {
-		h := textproto.MIMEHeader{}
-		h.Set("Content-Disposition", multipart.FileContentDisposition("file", f.Name))
-		h.Set("Content-Type", f.MediaType)
-		var fw io.Writer
-		if fw, err = w.CreatePart(h); err == nil {
-			_, err = fw.Write(f.Data)
-		}
+		err = f.WritePart(w, "file")
 	}
 	if err == nil {
 		err = w.Close()

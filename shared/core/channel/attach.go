@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
@@ -41,6 +42,19 @@ type Attachment struct {
 
 // ErrTooLarge is the error of a Fetch beyond its limit.
 var ErrTooLarge = errors.New("the file is larger than allowed")
+
+// ReadAtMost reads a download of at most max bytes; a longer one is
+// ErrTooLarge.
+func ReadAtMost(r io.Reader, max int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, ErrTooLarge
+	}
+	return data, nil
+}
 
 // Media says what a channel does with the files people send.
 type Media struct {

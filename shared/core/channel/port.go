@@ -15,8 +15,11 @@
 package channel
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"mime/multipart"
+	"net/textproto"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
@@ -69,6 +72,19 @@ type File struct {
 	Name, MediaType string
 	Data            []byte
 	Caption         string
+}
+
+// WritePart writes f as the file field of the multipart form w, with its
+// name and media type.
+func (f File) WritePart(w *multipart.Writer, field string) error {
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", multipart.FileContentDisposition(field, f.Name))
+	h.Set("Content-Type", cmp.Or(f.MediaType, "application/octet-stream"))
+	part, err := w.CreatePart(h)
+	if err == nil {
+		_, err = part.Write(f.Data)
+	}
+	return err
 }
 
 // Outgoing is one message to send.
