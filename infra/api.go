@@ -65,8 +65,8 @@ func routeID(route string) string {
 
 // restAPI creates the REST API, the front door for HTTP.
 //
-// The api function's routes (the OpenAI-compatible API's, /health, /mcp
-// and the web console's) are Lambda proxy integrations in STREAM mode
+// The api function's routes (the OpenAI-compatible API's, /health, /mcp,
+// A2A's and the web console's) are Lambda proxy integrations in STREAM mode
 // (see NewStack for why, and for the payload format it implies); the
 // Telegram webhook (telegram=on only) is a BUFFERED proxy integration
 // of the telegram function.
@@ -74,7 +74,7 @@ func (s *builder) restAPI() {
 	s.addWebSocketRoutes()
 	api := awsapigateway.NewRestApi(s.stack, jsii.String("Api"), &awsapigateway.RestApiProps{
 		RestApiName: jsii.String(*s.stack.StackName() + "-api"),
-		Description: jsii.String("lambdaclaw: OpenAI-compatible API (streamed), MCP server, web console, health, Telegram webhook (optional)"),
+		Description: jsii.String("lambdaclaw: OpenAI-compatible API (streamed), MCP server, A2A server, web console, health, Telegram webhook (optional)"),
 		EndpointConfiguration: &awsapigateway.EndpointConfiguration{
 			Types: &[]awsapigateway.EndpointType{awsapigateway.EndpointType_REGIONAL},
 		},
@@ -101,6 +101,19 @@ func (s *builder) restAPI() {
 	for _, method := range []string{"POST", "GET", "DELETE"} {
 		mcp.AddMethod(jsii.String(method), stream, nil)
 	}
+	// The A2A server (shared/channels/a2a): the default agent's card and
+	// endpoint, and each agent's under a2a/<agent>; streamed answers are
+	// server-sent events.
+	root.AddResource(jsii.String(".well-known"), nil).
+		AddResource(jsii.String("agent-card.json"), nil).
+		AddMethod(jsii.String("GET"), stream, nil)
+	a2a := root.AddResource(jsii.String("a2a"), nil)
+	a2a.AddMethod(jsii.String("POST"), stream, nil)
+	a2aAgent := a2a.AddResource(jsii.String("{agent}"), nil)
+	a2aAgent.AddMethod(jsii.String("POST"), stream, nil)
+	a2aAgent.AddResource(jsii.String(".well-known"), nil).
+		AddResource(jsii.String("agent-card.json"), nil).
+		AddMethod(jsii.String("GET"), stream, nil)
 	// The web console (shared/channels/console): its page at the
 	// stage's root, its other files beside it under console/, and its
 	// JSON API under /v1/lambdaclaw/.

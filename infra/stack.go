@@ -711,9 +711,10 @@ func (s *builder) outputs() {
 			Description: jsii.String(description),
 		})
 	}
-	out("ApiUrl", s.apiURL, "REST API base URL (GET health, /v1/..., /mcp, the web console)")
+	out("ApiUrl", s.apiURL, "REST API base URL (GET health, /v1/..., /mcp, /a2a, the web console)")
 	out("ConsoleUrl", s.apiURL, "the web console: open it in a browser and sign in with an API key")
 	out("McpUrl", s.urlFor("/mcp"), "the MCP server (streamable HTTP, stateless; Authorization: Bearer <API key>)")
+	out("A2aUrl", s.urlFor("/a2a/default/.well-known/agent-card.json"), "the A2A card of the agent default (each agent's at a2a/NAME/.well-known/agent-card.json; Authorization: Bearer <API key>)")
 	out("OpenAIBaseUrl", s.urlFor("/v1"), "base_url for OpenAI clients")
 	out("ChatCompletionsUrl", s.urlFor("/v1/chat/completions"), "OpenAI-compatible chat completions (JSON and SSE)")
 	out("WebSocketUrl", s.wsURL, "WebSocket endpoint")

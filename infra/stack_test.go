@@ -240,6 +240,9 @@ func testRestAPIStreaming(t *testing.T, s *synthesized) {
 		"POST /v1/responses", "GET /v1/responses/{id}", "DELETE /v1/responses/{id}",
 		// The MCP server: GET and DELETE are the function's 405.
 		"POST /mcp", "GET /mcp", "DELETE /mcp",
+		// The A2A server: the default agent's card and endpoint, each
+		// agent's.
+		"GET /.well-known/agent-card.json", "POST /a2a", "POST /a2a/{agent}", "GET /a2a/{agent}/.well-known/agent-card.json",
 		// The web console: its page, its files, its API.
 		"GET /", "GET /console/{file}", "ANY /v1/lambdaclaw/{proxy+}"}
 	for _, route := range apiRoutes {
@@ -777,7 +780,7 @@ func TestStatesGrants(t *testing.T) {
 
 func TestOutputs(t *testing.T) {
 	s := stack(t, variantDefault)
-	for _, o := range []string{"ApiUrl", "ConsoleUrl", "McpUrl", "OpenAIBaseUrl", "ChatCompletionsUrl", "WebSocketUrl", "StateMachineArn", "TableName", "Agents"} {
+	for _, o := range []string{"ApiUrl", "ConsoleUrl", "McpUrl", "A2aUrl", "OpenAIBaseUrl", "ChatCompletionsUrl", "WebSocketUrl", "StateMachineArn", "TableName", "Agents"} {
 		assert(t, "output "+o, func() { s.template.HasOutput(jsii.String(o), m{"Value": assertions.Match_AnyValue()}) })
 	}
 	outputs := s.json["Outputs"].(map[string]any)
@@ -794,7 +797,7 @@ func TestOutputs(t *testing.T) {
 		t.Errorf("ChatCompletionsUrl = %s", got)
 	}
 	stage := `^https://\$\{Api[0-9A-F]+\}\.execute-api\.\$\{AWS::Region\}\.\$\{AWS::URLSuffix\}/\$\{ApiDeploymentStageprod[0-9A-F]+\}/`
-	for o, want := range map[string]string{"ConsoleUrl": stage + "$", "McpUrl": stage + "mcp$"} {
+	for o, want := range map[string]string{"ConsoleUrl": stage + "$", "McpUrl": stage + "mcp$", "A2aUrl": stage + `a2a/default/\.well-known/agent-card\.json$`} {
 		if got := render(outputs[o].(map[string]any)["Value"]); !regexp.MustCompile(want).MatchString(got) {
 			t.Errorf("%s = %s", o, got)
 		}

@@ -510,6 +510,23 @@ func runClients(t *testing.T, g *gateway, key string, ids []string) map[string]c
 	return results
 }
 
+// scenarioResult decodes the result of scenario id of results into v; a
+// scenario without a result, or failed in the client, fails t.
+func scenarioResult(t *testing.T, results map[string]clientResult, id string, v any) clientResult {
+	t.Helper()
+	r, ok := results[id]
+	switch {
+	case !ok:
+		t.Fatalf("no result for %s", id)
+	case !r.OK:
+		t.Fatalf("%s failed in the client:\n%s\nrequests sent:\n%s", id, r.Error, sentSummary(r.Sent))
+	}
+	if err := json.Unmarshal(r.Result, v); err != nil {
+		t.Fatalf("%s result %s: %v", id, r.Result, err)
+	}
+	return r
+}
+
 // tagged returns the requests with a message that contains tag.
 func tagged(reqs []fakellm.Request, tag string) []fakellm.Request {
 	var out []fakellm.Request

@@ -442,17 +442,7 @@ func TestMCPServerTypeScript(t *testing.T) {
 	}
 	result := func(t *testing.T, id string, v any) clientResult {
 		t.Helper()
-		r, ok := results[id]
-		switch {
-		case !ok:
-			t.Fatalf("no result for %s", id)
-		case !r.OK:
-			t.Fatalf("%s failed in the client:\n%s\nrequests sent:\n%s", id, r.Error, sentSummary(r.Sent))
-		}
-		if err := json.Unmarshal(r.Result, v); err != nil {
-			t.Fatalf("%s result %s: %v", id, r.Result, err)
-		}
-		return r
+		return scenarioResult(t, results, id, v)
 	}
 
 	t.Run("unauthorized", func(t *testing.T) {

@@ -34,7 +34,7 @@ func front(t *testing.T, h apigw.StreamHandler) string {
 		ev := events.APIGatewayProxyRequest{
 			Resource: r.URL.Path, Path: r.URL.Path, HTTPMethod: r.Method, Body: string(body),
 			Headers: map[string]string{}, MultiValueHeaders: map[string][]string{},
-			RequestContext: events.APIGatewayProxyRequestContext{Stage: "prod", HTTPMethod: r.Method, ResourcePath: r.URL.Path, Path: "/prod" + r.URL.Path},
+			RequestContext: events.APIGatewayProxyRequestContext{Stage: "prod", DomainName: r.Host, HTTPMethod: r.Method, ResourcePath: r.URL.Path, Path: "/prod" + r.URL.Path},
 		}
 		for k, v := range r.Header {
 			ev.Headers[k], ev.MultiValueHeaders[k] = strings.Join(v, ","), v
@@ -87,6 +87,23 @@ func callText(t *testing.T, s *mcp.ClientSession, name string, args map[string]a
 	return b.String(), res.IsError
 }
 
+// writeModel is the fake model of the protocol tests: told "write it",
+// it writes the file path; after a tool it says "The tool ran."; else it
+// echoes, in pieces.
+func writeModel(path string) func(fakellm.Request) fakellm.Reply {
+	return func(r fakellm.Request) fakellm.Reply {
+		last := r.Messages[len(r.Messages)-1]
+		switch {
+		case last.Role == "tool":
+			return fakellm.Reply{Content: "The tool ran."}
+		case last.Content == "write it":
+			args, _ := json.Marshal(map[string]string{"path": path, "content": "written"})
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_w", Name: "write_file", Arguments: string(args)}}}
+		}
+		return fakellm.Reply{Content: "echo: " + r.LastUser(), ChunkSize: 4}
+	}
+}
+
 // TestMCP drives the api function's /mcp, behind a front that stands in
 // for the streaming REST API, with the Go SDK's client: the server is
 // stateless (no MCP session: the next request may reach another
@@ -96,16 +113,7 @@ func callText(t *testing.T, s *mcp.ClientSession, name string, args map[string]a
 func TestMCP(t *testing.T) {
 	env, h := setup(t)
 	env.PlayStep(t)
-	env.LLM.SetDefault(func(r fakellm.Request) fakellm.Reply {
-		last := r.Messages[len(r.Messages)-1]
-		switch {
-		case last.Role == "tool":
-			return fakellm.Reply{Content: "The tool ran."}
-		case last.Content == "write it":
-			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_w", Name: "write_file", Arguments: `{"path":"aws.txt","content":"over MCP"}`}}}
-		}
-		return fakellm.Echo(r)
-	})
+	env.LLM.SetDefault(writeModel("aws.txt"))
 	url := front(t, h) + "/mcp"
 	connect := func(key string, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) (*mcp.ClientSession, error) {
 		transport := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer(key)}, MaxRetries: -1}

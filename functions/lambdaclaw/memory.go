@@ -31,6 +31,8 @@ type localMemory struct {
 	files *memorytool.Files
 	conv  *memorytool.Conversations
 	log   *slog.Logger
+	// search says how memory searches, for logState.
+	search string
 }
 
 // newLocalMemory builds agent memory as cfg says: nothing when it is off,
@@ -38,8 +40,7 @@ type localMemory struct {
 // none (nil).
 func newLocalMemory(cfg *config.Config, db *sqlite.DB, emb memory.Embedder, log *slog.Logger) (*localMemory, error) {
 	if !cfg.Memory.On() {
-		log.Info("agent memory is off")
-		return &localMemory{}, nil
+		return &localMemory{log: log}, nil
 	}
 	wv, wk := cfg.Memory.Weights()
 	m, err := memory.New(db.MemoryIndex(), memory.Options{
@@ -64,14 +65,23 @@ func newLocalMemory(cfg *config.Config, db *sqlite.DB, emb memory.Embedder, log 
 			return nil, err
 		}
 	}
-	search := memory.MethodHybrid
+	lm.search = memory.MethodHybrid
 	if emb == nil {
-		search = memory.MethodBM25Fallback + " (no embeddings configured)"
+		lm.search = memory.MethodBM25Fallback + " (no embeddings configured)"
 	} else {
-		search += " with " + emb.Model()
+		lm.search += " with " + emb.Model()
 	}
-	log.Info("agent memory", "search", search, "conversations", lm.conv != nil)
 	return lm, nil
+}
+
+// logState logs whether agent memory is on and how it searches. serve
+// logs it once it serves: a log line is scrubbed, which is work of its own.
+func (lm *localMemory) logState() {
+	if lm.mem == nil {
+		lm.log.Info("agent memory is off")
+		return
+	}
+	lm.log.Info("agent memory", "search", lm.search, "conversations", lm.conv != nil)
 }
 
 // newEmbedder builds the configured embedding model; none is nil. Agent

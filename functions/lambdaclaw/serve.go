@@ -19,6 +19,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/osroot"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/prometheus"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/a2a"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/mcpserver"
@@ -107,15 +108,26 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer unlock()
+	// The workspaces are made while the database opens: both wait mostly
+	// for the disk.
+	home := osroot.New(cfg.Home)
+	var making sync.WaitGroup
+	var madeErr error
+	making.Go(func() { madeErr = agentset.CreateWorkspaces(ctx, cfg, home, log, config.DefaultAgent) })
+	defer making.Wait()
 	db, err := sqlite.Open(cfg.DBPath())
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 
-	if err := firstKey(ctx, db, cfg, stdout); err != nil {
-		return err
-	}
+	// The first key is made while the rest is built: its queries open
+	// the database's first connections, a reader and the writer, each of
+	// which parses the schema.
+	var keying sync.WaitGroup
+	var keyErr error
+	keying.Go(func() { keyErr = firstKey(ctx, db, cfg, stdout) })
+	defer keying.Wait()
 	emb, err := newEmbedder(ctx, cfg.Embeddings)
 	if err != nil {
 		return err
@@ -148,7 +160,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer exec.Close()
 		tools = append(tools, exec)
 	}
-	builder, err := setup.NewBuilder(ctx, cfg, osroot.New(cfg.Home), append(tools, mem.Tools()...))
+	remote, err := setup.RemoteA2A(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	tools = append(tools, remote...)
+	builder, err := setup.NewBuilder(ctx, cfg, home, append(tools, mem.Tools()...))
 	if err != nil {
 		return err
 	}
@@ -158,7 +175,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer stopMCP()
 	created := func(name string) (time.Time, error) { return workspace.Created(cfg.Home, name) }
-	agents, err := builder.Live(ctx, created, log, config.DefaultAgent)
+	if making.Wait(); madeErr != nil {
+		return madeErr
+	}
+	agents, err := agentset.NewWorkspaces(home, builder.Build, created, log)
 	if err != nil {
 		return err
 	}
@@ -200,11 +220,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	prompter := prompt.New(skills, skill.Env{})
 	prompter.Warn = prompt.EventWarn(events.Emit)
 	loop := &agent.Loop{Store: agent.WithEphemeral(db, memstore.New()), Agents: agents, Prompter: prompter, Replier: replier, Events: events, Log: log,
-		Limits: agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes, MaxToolArgsBytes: cfg.Limits.MaxToolArgsBytes, MaxToolResultBytes: cfg.Limits.MaxToolResultBytes}}
+		Limits:     agent.Limits{MaxReplyBytes: cfg.Limits.MaxReplyBytes, MaxToolArgsBytes: cfg.Limits.MaxToolArgsBytes, MaxToolResultBytes: cfg.Limits.MaxToolResultBytes},
+		Delegation: agent.DelegationLimits{MaxDepth: cfg.Limits.DelegationDepth, MaxFanOut: cfg.Limits.DelegationFanOut, Timeout: time.Duration(cfg.Limits.DelegationTimeout)}}
 	loop.Recorder = mem.Recorder()
 	loop.Media = files
 	runCtx, cancelRuns := context.WithCancel(context.Background())
 	driver := agent.NewDriver(runCtx, loop, log)
+	loop.Lanes = driver // delegations' child runs
 	defer func() {
 		cancelRuns()
 		driver.Wait()
@@ -241,6 +263,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	a2aSrv, err := a2a.New(a2a.Config{
+		Runner: driver, Events: hub, Outcomes: loop, Stopper: driver, HasAgent: agents.Has, Names: agents.Names,
+		DefaultAgent: config.DefaultAgent, Identity: identity, Skills: agentset.SkillsOf(agents, skills),
+		MaxBodyBytes: cfg.MaxBodyBytes, Version: currentBuild().Version, Log: log,
+	})
+	if err != nil {
+		return err
+	}
 	cons, err := newConsole(cfg, db, agents, skills, jobs, mem, files, log)
 	if err != nil {
 		return err
@@ -256,7 +286,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Agents: agents.Names, HasAgent: agents.Has, Created: agents.Created, Embedder: emb, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
 		Responses: db, Threads: loop, Metrics: metrics.Handler(),
 		MaxConcurrentPerKey: cfg.Server.MaxConcurrentPerKey, MaxWebSocketsPerKey: cfg.Server.MaxWebSocketsPerKey,
-		Identity: identity, MCP: mcpSrv, Media: cfg.Limits.Media.Chat(),
+		Identity: identity, MCP: mcpSrv, A2A: a2aSrv, Media: cfg.Limits.Media.Chat(),
 	})
 	if err != nil {
 		return err
@@ -264,6 +294,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// The gateway delivers check-ins to WebSocket users; set before any
 	// run can end.
 	checkIns.Deliver[schedule.DeliverWS] = gw.CheckIns()
+	if keying.Wait(); keyErr != nil {
+		return keyErr
+	}
 	if n, err := driver.Recover(ctx); err != nil {
 		return err
 	} else if n > 0 {
@@ -281,14 +314,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		routes[config.TelegramWebhookPath] = tg
 	}
 	srv := newServer(withRoutes(gw, routes), cfg.Server)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	// Said once it serves: a log line is scrubbed, which is work of its own.
 	if len(cfg.Providers) == 0 {
 		log.Warn("no LLM provider configured: chat requests will fail until you set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server) or add providers to the config file")
 	}
+	mem.logState()
 	log.Info("lambdaclaw listening", "addr", "http://"+ln.Addr().String(), "home", cfg.Home, "agents", agents.Names(), "version", currentBuild().Version)
 	fmt.Fprintf(stdout, "Serving on http://%s (the web console is its / page; data in %s). Ctrl-C stops.\n", ln.Addr(), cfg.Home)
-
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	// What serving does not need starts once the server listens: the
 	// sandbox's probe (the exec tool waits for it), eager MCP servers, the
 	// schedule's poller and the indexing of the workspaces' memory files.

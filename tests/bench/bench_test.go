@@ -41,8 +41,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "lambdaclaw")
+	// As `make build` does: statically linked, without cgo.
 	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", binary, "./functions/lambdaclaw")
 	build.Dir = "../.."
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build:", err)

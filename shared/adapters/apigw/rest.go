@@ -107,3 +107,16 @@ func (w *streamWriter) Write(p []byte) (int, error) {
 
 // Flush implements http.Flusher: writes are never buffered.
 func (w *streamWriter) Flush() {}
+
+// BaseURL is the URL a client reached the REST API at, without the
+// request's own path: https, the host, and what API Gateway adds in front
+// of a resource's path (the stage, or a custom domain's base path), read
+// from the proxy event's request context. Links the function gives out
+// (the A2A agent cards' endpoints) start with it.
+func BaseURL(r *http.Request) string {
+	prefix := ""
+	if rc, ok := core.GetAPIGatewayContextFromContext(r.Context()); ok {
+		prefix, _ = strings.CutSuffix(rc.Path, r.URL.Path)
+	}
+	return "https://" + r.Host + strings.TrimSuffix(prefix, "/")
+}

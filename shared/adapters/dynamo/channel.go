@@ -45,7 +45,8 @@ const (
 )
 
 // channelName is what a channel's name may be: it begins its items' keys.
-var channelName = regexp.MustCompile(`^[a-z]{1,16}$`)
+// Compiled on first use: a command that opens no channel never needs it.
+var channelName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z]{1,16}$`) })
 
 // ChannelStore is a messaging channel's durable state in the table.
 type ChannelStore struct {
@@ -59,7 +60,7 @@ var _ store.Channel = ChannelStore{}
 // Channel returns the store of the channel name ("tg", "slack", …), which
 // is one to sixteen lowercase letters; another name panics.
 func (s *Store) Channel(name string) store.Channel {
-	if !channelName.MatchString(name) {
+	if !channelName().MatchString(name) {
 		panic(fmt.Sprintf("dynamo: channel name %q is not 1-16 lowercase letters", name))
 	}
 	return ChannelStore{s, strings.ToUpper(name)}
@@ -244,7 +245,7 @@ func (t ChannelStore) AddOutbox(ctx context.Context, msgs []store.OutboxMessage)
 // outboxItem is the item of m, pending, in its channel's outbox:
 // AddOutbox's, and those of a run's commit (Store.CommitRun).
 func outboxItem(m store.OutboxMessage, now time.Time) (item, error) {
-	if !channelName.MatchString(m.Channel) {
+	if !channelName().MatchString(m.Channel) {
 		return nil, fmt.Errorf("outbox message %s: channel %q is not 1-16 lowercase letters", m.ID, m.Channel)
 	}
 	p := strings.ToUpper(m.Channel)

@@ -2,6 +2,7 @@ package sfn
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -167,6 +168,15 @@ func (r *Runner) check(ctx context.Context, runID string, sent *int) (st agent.R
 		if err != nil || ap.Status != store.ApprovalPending {
 			// Answered: the run goes on once the state machine resumes it.
 			return st, false, err
+		}
+		if ap.Kind == store.ApprovalDelegation {
+			// The run waits for the agents it delegated to: a question
+			// one of them asks is this run's.
+			if ap, err = loop.PendingApproval(ctx, st.SessionID); errors.Is(err, agent.ErrNoPendingApproval) {
+				return st, false, nil
+			} else if err != nil {
+				return st, false, err
+			}
 		}
 		if ap.Kind == store.ApprovalClientTools {
 			// The run handed its client calls to run: that is its answer

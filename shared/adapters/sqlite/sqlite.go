@@ -13,10 +13,14 @@
 package sqlite
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"database/sql"
+	_ "embed" // the schema's image
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -36,12 +40,13 @@ const busyTimeout = 5 * time.Second
 // DB is a store.Store backed by one SQLite file. It is safe for concurrent
 // use.
 type DB struct {
-	path string
-	w    *sql.DB // exactly one connection; every write
-	r    *sql.DB // read-only connections
-	st   statements
-	mem  *MemoryIndex
-	hist histories
+	path    string
+	created bool    // Open made the database from image
+	w       *sql.DB // exactly one connection; every write
+	r       *sql.DB // read-only connections
+	st      statements
+	mem     *MemoryIndex
+	hist    histories
 }
 
 var _ store.Store = (*DB)(nil)
@@ -56,8 +61,9 @@ func Open(path string) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: open %q: create directory: %w", abs, err)
 	}
+	created := false
 	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
-		if err := create(abs); err != nil {
+		if created, err = create(abs); err != nil {
 			return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
 		}
 	}
@@ -87,10 +93,13 @@ func Open(path string) (*DB, error) {
 	db.w.SetConnMaxLifetime(0)
 	db.w.SetConnMaxIdleTime(0)
 
-	ctx := context.Background()
-	if err := migrate(ctx, db.w); err != nil {
-		db.w.Close()
-		return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
+	// A database just made from image is at the latest migration: its
+	// connections open when first used, each parsing the schema.
+	if !created {
+		if err := migrate(context.Background(), db.w); err != nil {
+			db.w.Close()
+			return nil, fmt.Errorf("sqlite: open %q: %w", abs, err)
+		}
 	}
 
 	db.r, err = openDB(dsn(abs, append(pragmas, "query_only(1)"), nil))
@@ -107,53 +116,59 @@ func Open(path string) (*DB, error) {
 	return db, nil
 }
 
-// create makes a new database at abs: it is built under a temporary name
-// without syncing, then synced and linked into place whole. A crash leaves
-// no database or a complete one, and the four syncs of switching a new file
-// to WAL in place (its rollback journal, the directory, the journal's
-// header, the file) become two.
-// A database another process linked first wins; where the file system has
-// no links, Open creates the database in place instead.
-func create(abs string) error {
+// image is a new database at the latest migration, in WAL mode, gzipped:
+// what schema makes, which `go generate` writes (TestSchemaImage holds
+// the two equal). A new database is a copy of it, which takes a fraction
+// of the time that running schema does (SQLite parses and builds each of
+// its tables, indexes and triggers).
+//
+//go:generate go test -run ^TestSchemaImage$ -update .
+//go:embed schema.db.gz
+var image []byte
+
+// create makes a new database at abs: image is written under a temporary
+// name, synced and linked into place whole. A crash leaves no database or
+// a complete one. It reports whether the database at abs is the one it
+// made: a database another process linked first wins, and where the file
+// system has no links, Open creates the database in place from schema
+// instead.
+func create(abs string) (bool, error) {
 	prefix := "." + filepath.Base(abs) + ".new-"
 	removeStale(filepath.Join(filepath.Dir(abs), prefix+"*"))
 	tmp, err := os.CreateTemp(filepath.Dir(abs), prefix+"*") // mode 0600
 	if err != nil {
-		return fmt.Errorf("create: %w", err)
+		return false, fmt.Errorf("create: %w", err)
 	}
 	name := tmp.Name()
 	defer os.Remove(name)
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("create: %w", err)
-	}
-	w, err := openDB(dsn(name, []string{"synchronous(OFF)", "journal_mode(MEMORY)", "foreign_keys(ON)"}, url.Values{"_txlock": {"immediate"}}))
-	if err != nil {
-		return fmt.Errorf("create: %w", err)
-	}
-	w.SetMaxOpenConns(1)
-	err = migrate(context.Background(), w)
-	if err == nil {
-		_, err = w.Exec("PRAGMA journal_mode = WAL")
-	}
-	// Closing removes the WAL, empty: the file is whole.
-	if cerr := w.Close(); err == nil {
+	err = writeImage(tmp)
+	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = syncPath(name)
-	}
 	if err != nil {
-		return fmt.Errorf("create: %w", err)
+		return false, fmt.Errorf("create: %w", err)
 	}
 	if err := os.Link(name, abs); err != nil {
 		// Another process's database is there (fs.ErrExist), or the file
 		// system has no links: Open goes on with the file in place.
-		return nil
+		return false, nil
 	}
 	if err := syncPath(filepath.Dir(abs)); err != nil {
-		return fmt.Errorf("create: %w", err)
+		return false, fmt.Errorf("create: %w", err)
 	}
-	return nil
+	return true, nil
+}
+
+// writeImage writes image, uncompressed, to f and syncs it.
+func writeImage(f *os.File) error {
+	zr, err := gzip.NewReader(bytes.NewReader(image))
+	if err != nil {
+		return fmt.Errorf("schema image: %w", err)
+	}
+	if _, err := io.Copy(f, zr); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 // staleAfter is the age after which a database left half built by a

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/apikey"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
@@ -66,6 +67,9 @@ type Sessions interface {
 	GetSession(ctx context.Context, id string) (store.Session, error)
 	Messages(ctx context.Context, sessionID string) ([]store.Message, error)
 	PendingApproval(ctx context.Context, sessionID string) (store.Approval, error)
+	// GetRun and RunMessages read the tree of runs a run delegated to
+	// (agent.Children).
+	agent.RunReader
 }
 
 // Jobs is the part of schedule.Engine the console uses.
@@ -147,6 +151,7 @@ func New(cfg Config) (*Console, error) {
 		"GET " + p + "/me":                             c.me,
 		"GET " + p + "/sessions":                       c.sessions,
 		"GET " + p + "/sessions/{id}":                  c.session,
+		"GET " + p + "/sessions/{id}/runs/{run}":       c.runTree,
 		"GET " + p + "/approvals":                      c.approvals,
 		"GET " + p + "/media/{session}/{hash}":         c.media,
 		"GET " + p + "/jobs":                           c.jobs,
@@ -421,8 +426,8 @@ func (c *Console) ownSessions(r *http.Request, k store.APIKey) ([]store.Session,
 // waiting for an API client's own tools waits for no person.
 func (c *Console) pending(r *http.Request, s store.Session) (*approvalView, error) {
 	a, err := c.cfg.Sessions.PendingApproval(r.Context(), s.ID)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && a.Kind == store.ApprovalClientTools) {
-		return nil, nil
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (a.Kind == store.ApprovalClientTools || a.Kind == store.ApprovalDelegation)) {
+		return nil, nil // nothing for a person to answer here
 	}
 	if err != nil {
 		return nil, failed("pending approval", err)
@@ -449,14 +454,24 @@ func (c *Console) approvals(w http.ResponseWriter, r *http.Request, k store.APIK
 	return nil
 }
 
-func (c *Console) session(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
-	id := r.PathValue("id")
+// ownSession returns the session id of the key's owner: another
+// owner's, or an ephemeral one, is not found.
+func (c *Console) ownSession(r *http.Request, k store.APIKey, id string) (store.Session, error) {
 	s, err := c.cfg.Sessions.GetSession(r.Context(), id)
 	switch {
 	case errors.Is(err, store.ErrNotFound) || (err == nil && (s.Owner != owner(k) || s.Ephemeral)):
-		return notFound("the session " + strconv.Quote(id))
+		return s, notFound("the session " + strconv.Quote(id))
 	case err != nil:
-		return failed("get session", err)
+		return s, failed("get session", err)
+	}
+	return s, nil
+}
+
+func (c *Console) session(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	id := r.PathValue("id")
+	s, err := c.ownSession(r, k, id)
+	if err != nil {
+		return err
 	}
 	msgs, err := c.cfg.Sessions.Messages(r.Context(), id)
 	if err != nil {
@@ -473,6 +488,34 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request, k store.APIKey
 	v := summarize(s, msgs)
 	v.Allowlist, v.Pending = s.Allowlist, ap
 	writeJSON(w, http.StatusOK, map[string]any{"session": v, "messages": msgs, "truncated": truncated})
+	return nil
+}
+
+// runTree answers a run of one of the key's sessions with the tree of the
+// runs it delegated to (agent.Children), each with its tokens: its own
+// usage, and its children's.
+func (c *Console) runTree(w http.ResponseWriter, r *http.Request, k store.APIKey) error {
+	id, runID := r.PathValue("id"), r.PathValue("run")
+	if _, err := c.ownSession(r, k, id); err != nil {
+		return err
+	}
+	run, err := c.cfg.Sessions.GetRun(r.Context(), runID)
+	switch {
+	case errors.Is(err, store.ErrNotFound) || (err == nil && run.SessionID != id):
+		return notFound("the run " + strconv.Quote(runID) + " of this session")
+	case err != nil:
+		return failed("get run", err)
+	}
+	st, err := agent.DecodeState(run)
+	if err != nil {
+		return failed("read run", err)
+	}
+	kids, err := agent.Children(r.Context(), c.cfg.Sessions, runID)
+	if err != nil {
+		return failed("children", err)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"run": agent.Child{RunID: run.ID, SessionID: run.SessionID, Agent: st.Agent,
+		Status: run.Status, Usage: st.Usage, Error: st.Error, Children: kids}})
 	return nil
 }
 

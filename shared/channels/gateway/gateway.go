@@ -128,6 +128,11 @@ type Config struct {
 	// MCP, when set, serves /mcp (shared/channels/mcpserver) behind the
 	// same key checks and limits as the API; KeyFrom gives it the key.
 	MCP http.Handler
+	// A2A, when set, serves the Agent2Agent protocol (shared/channels/a2a):
+	// the agent cards at /.well-known/agent-card.json and under /a2a/, and
+	// the JSON-RPC endpoints /a2a and /a2a/<agent>, behind the same key
+	// checks and limits as the API; KeyFrom gives it the key.
+	A2A http.Handler
 	// Console, when set, is the web console: its pages at /, /favicon.ico and under
 	// /console/, and its JSON API under ConsolePrefix, whose requests are authenticated and
 	// limited as every other.
@@ -207,6 +212,11 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.MCP != nil {
 		g.mux.HandleFunc("/mcp", g.authed(g.requests, cfg.MCP.ServeHTTP))
+	}
+	if cfg.A2A != nil {
+		g.mux.HandleFunc("GET /.well-known/agent-card.json", g.authed(g.requests, cfg.A2A.ServeHTTP))
+		g.mux.HandleFunc("/a2a", g.authed(g.requests, cfg.A2A.ServeHTTP))
+		g.mux.HandleFunc("/a2a/", g.authed(g.requests, cfg.A2A.ServeHTTP))
 	}
 	// An upgraded connection counts as a WebSocket, not as a request.
 	g.mux.HandleFunc("GET /ws", g.authed(g.websockets, g.serveWS))

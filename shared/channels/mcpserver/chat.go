@@ -75,9 +75,9 @@ func (h *Handler) chat(ctx context.Context, req *mcp.CallToolRequest, in chatArg
 	if err != nil {
 		return nil, nil, err
 	}
-	text := in.Message
+	text, approval := in.Message, ""
 	if req.Params.RequestState != "" {
-		if text, err = h.answer(ctx, t, req.Params); err != nil {
+		if text, approval, err = h.answer(ctx, t, req.Params); err != nil {
 			return nil, nil, err
 		}
 	} else if strings.TrimSpace(text) == "" {
@@ -87,8 +87,8 @@ func (h *Handler) chat(ctx context.Context, req *mcp.CallToolRequest, in chatArg
 	if err != nil {
 		autonomy = tool.ReadOnly // the safest
 	}
-	f := &follower{events: h.cfg.Events}
-	defer f.close()
+	f := &agent.Follower{Events: h.cfg.Events}
+	defer f.Close()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deliverTimeout)
 	defer cancel()
 	_, err = h.cfg.Runner.Deliver(dctx, agent.Input{
@@ -99,11 +99,15 @@ func (h *Handler) chat(ctx context.Context, req *mcp.CallToolRequest, in chatArg
 		// and from the step function on AWS.
 		Reply:   agent.Reply{Channel: gateway.Channel},
 		Channel: Channel,
-	}, f.subscribe)
+		// An answer answers the approval it was asked for, or nothing.
+		Approval: approval,
+	}, f.Follow)
 	var ie *agent.InputError
 	switch {
 	case errors.Is(err, agent.ErrMayNotApprove), errors.Is(err, agent.ErrUnknownAgent), errors.As(err, &ie):
 		return nil, nil, err
+	case errors.Is(err, agent.ErrStaleApproval):
+		return nil, nil, errNotPending
 	case errors.Is(err, store.ErrStorageFull):
 		h.cfg.Log.Error("deliver message: storage full", "session_id", t.sessionID, "error", err)
 		return nil, nil, errors.New(agent.StorageFullMessage)
@@ -114,28 +118,33 @@ func (h *Handler) chat(ctx context.Context, req *mcp.CallToolRequest, in chatArg
 	return h.follow(ctx, req, f)
 }
 
+// errNotPending refuses an answer to an approval no longer asked.
+var errNotPending = errors.New("the approval this answer is for is no longer pending")
+
 // answer reads the answer a retried call carries to the approval its
 // request state names, and returns it as the message that answers it
-// in the conversation: "/yes", "/no" or "/always". Declining or
-// cancelling the question denies.
-func (h *Handler) answer(ctx context.Context, t target, p *mcp.CallToolParamsRaw) (string, error) {
+// in the conversation: "/yes", "/no" or "/always", with the approval's
+// id. Declining or cancelling the question denies. An approval of a run
+// the session's run delegated to is asked in the session too: Deliver
+// checks that one (Input.Approval).
+func (h *Handler) answer(ctx context.Context, t target, p *mcp.CallToolParamsRaw) (string, string, error) {
 	id, ok := strings.CutPrefix(p.RequestState, statePrefix)
 	if !ok || id == "" {
-		return "", errors.New("requestState is not one this server made")
+		return "", "", errors.New("requestState is not one this server made")
 	}
 	res, ok := p.InputResponses[approvalInput].(*mcp.ElicitResult)
 	if !ok {
-		return "", errors.New("the call carries no answer to the approval question")
+		return "", "", errors.New("the call carries no answer to the approval question")
 	}
 	ap, err := h.cfg.Sessions.PendingApproval(ctx, t.sessionID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return "", errors.New("the approval this answer is for is no longer pending")
+		return "", "", errNotPending
 	case err != nil:
 		h.cfg.Log.Error("look up approval", "session_id", t.sessionID, "error", err)
-		return "", errors.New("could not look up the approval; try again")
-	case ap.ID != id:
-		return "", errors.New("the approval this answer is for is no longer pending")
+		return "", "", errors.New("could not look up the approval; try again")
+	case ap.ID != id && ap.Kind != store.ApprovalDelegation:
+		return "", "", errNotPending
 	}
 	decision := "no"
 	if res.Action == "accept" {
@@ -144,30 +153,7 @@ func (h *Handler) answer(ctx context.Context, t target, p *mcp.CallToolParamsRaw
 			decision = string(dec)
 		}
 	}
-	return "/" + decision, nil
-}
-
-// follower follows the events of the run that answers a call: Deliver
-// names it (subscribe), before it can tell anything.
-type follower struct {
-	events Subscriber
-	key    string
-	sub    *agent.Subscription
-}
-
-func (f *follower) subscribe(runID string) {
-	key := agent.RunKey(runID)
-	if key == f.key {
-		return
-	}
-	f.close()
-	f.key, f.sub = key, f.events.Subscribe(key)
-}
-
-func (f *follower) close() {
-	if f.key != "" {
-		f.events.Unsubscribe(f.key, f.sub)
-	}
+	return "/" + decision, id, nil
 }
 
 // follow waits for the run's answer, telling its pieces as progress
@@ -175,7 +161,7 @@ func (f *follower) close() {
 // silence, keeps the stream open). An approval ends the call with an
 // elicitation when the client can answer one, else with its question,
 // which the next chat call answers.
-func (h *Handler) follow(ctx context.Context, req *mcp.CallToolRequest, f *follower) (*mcp.CallToolResult, any, error) {
+func (h *Handler) follow(ctx context.Context, req *mcp.CallToolRequest, f *agent.Follower) (*mcp.CallToolResult, any, error) {
 	token := req.Params.GetProgressToken()
 	sent := 0
 	progress := func(text string) {
@@ -187,7 +173,7 @@ func (h *Handler) follow(ctx context.Context, req *mcp.CallToolRequest, f *follo
 	}
 	for {
 		next, cancel := context.WithTimeout(ctx, h.cfg.KeepAlive)
-		ev, err := f.sub.Next(next)
+		ev, err := f.Sub.Next(next)
 		cancel()
 		switch {
 		case err != nil && ctx.Err() != nil:

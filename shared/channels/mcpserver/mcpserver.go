@@ -32,6 +32,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -122,8 +123,10 @@ type Config struct {
 // Handler is the MCP server: an http.Handler for the gateway's /mcp.
 type Handler struct {
 	cfg Config
-	// build makes server and http on first use (make).
+	// build makes server and http on first use (make); begun says that
+	// it has begun.
 	build  func()
+	begun  atomic.Bool
 	server *mcp.Server
 	http   http.Handler
 
@@ -162,6 +165,7 @@ func New(cfg Config) (*Handler, error) {
 // make makes the MCP server and its HTTP handler (the tools' schemas come
 // from reflection), on the first request rather than at start-up.
 func (h *Handler) make() {
+	h.begun.Store(true)
 	h.server = mcp.NewServer(&mcp.Implementation{Name: "lambdaclaw", Title: "lambdaclaw agents", Version: h.cfg.Version}, &mcp.ServerOptions{
 		Instructions: "Talk to lambdaclaw agents. agents_list names the agents you may use; chat sends a message to one and returns its reply. " +
 			"A conversation is kept by the server under its session_key; history reads it back, memory_search searches what the agent remembers of you.",
@@ -266,8 +270,12 @@ func (w *sessionWriter) Write(b []byte) (int, error) {
 func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Close ends the open MCP sessions, and with them their streams. Call it
-// when the server shuts down.
+// when the server shuts down. A server that no request made has none,
+// and is not made for it.
 func (h *Handler) Close() {
+	if !h.begun.Load() {
+		return
+	}
 	h.build()
 	for ss := range h.server.Sessions() {
 		ss.Close()

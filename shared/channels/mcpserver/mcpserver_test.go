@@ -378,3 +378,18 @@ func BenchmarkChat(b *testing.B) {
 		}
 	}
 }
+
+// TestCloseMakesNothing: closing a server that no request reached does not
+// make the MCP server (its tools' schemas) only to find it has no session.
+func TestCloseMakesNothing(t *testing.T) {
+	hub := agent.NewHub()
+	h, err := New(Config{Runner: &fakeLoop{hub: hub}, Events: hub, Sessions: &fakeStore{}, Agents: agentSet{},
+		Names: func() []string { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if h.server != nil {
+		t.Error("Close made the MCP server")
+	}
+}

@@ -118,9 +118,12 @@ type RunState struct {
 	ErrorCode string `json:"error_code,omitempty"`
 	// Silent marks a run that ended without telling anyone (Abandon):
 	// Retell tells it nothing either.
-	Silent    bool      `json:"silent,omitempty"`
-	Reply     Reply     `json:"reply"`
-	StartedAt time.Time `json:"started_at"`
+	Silent bool  `json:"silent,omitempty"`
+	Reply  Reply `json:"reply"`
+	// Delegation places a child run in its tree (delegate.go); nil for a
+	// run nobody delegated.
+	Delegation *Delegation `json:"delegation,omitempty"`
+	StartedAt  time.Time   `json:"started_at"`
 }
 
 // Reply says where a run's answer goes.
@@ -292,6 +295,11 @@ type Loop struct {
 	// Limits bound model replies and tool calls; zero fields take the
 	// defaults.
 	Limits Limits
+	// Lanes is the driver child runs of delegations go through
+	// (delegate.go); without it nothing is delegated.
+	Lanes Lanes
+	// Delegation bounds delegations; zero fields take the defaults.
+	Delegation DelegationLimits
 	// Now returns the time; nil means time.Now.
 	Now func() time.Time
 }
@@ -308,6 +316,16 @@ func (l *Loop) now() time.Time {
 // transaction. An error means the step could not complete (for example the
 // store was unreachable) and may be retried with the same st.
 func (l *Loop) Step(ctx context.Context, st RunState) (RunState, error) {
+	if st.Delegation != nil && st.Step != StepDone && st.Step != StepFinish {
+		// A child run is held to its delegation's time limit.
+		if l.pastDeadline(st) {
+			st = l.timedOut(st)
+		} else {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, st.Delegation.Deadline.Sub(l.now()))
+			defer cancel()
+		}
+	}
 	var c store.Commit
 	var next RunState
 	var t *told
@@ -369,6 +387,7 @@ func (l *Loop) commitStep(ctx context.Context, st, next RunState, c store.Commit
 	}
 	l.tell(t)
 	if next.Step == StepDone {
+		l.returned(ctx, next)
 		l.turnComplete(next)
 	}
 	return next, nil
@@ -418,6 +437,9 @@ type Input struct {
 	Channel string
 	// Options are what an API client asks of the run beyond its input.
 	Options Options
+	// Delegation, when set, makes the run a child of another's delegate
+	// call (delegate.go).
+	Delegation *Delegation
 	// Approval, when set, is the id of the approval the message answers
 	// (a channel's button): Deliver refuses it with ErrStaleApproval,
 	// changing nothing, unless that approval is the one the session
@@ -459,7 +481,7 @@ func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
 		RunID: in.RunID, SessionID: in.SessionID, Agent: in.Agent, Owner: in.Owner, Step: StepBegin,
 		Autonomy: in.Autonomy, Stream: in.Stream, Interactive: in.Interactive && !in.Ephemeral,
 		Reply: in.Reply, StartedAt: now,
-		Options: options != nil, Forced: forcing(in.Options.Params.ToolChoice),
+		Options: options != nil, Forced: forcing(in.Options.Params.ToolChoice), Delegation: in.Delegation,
 	}
 	state, err := json.Marshal(st)
 	if err != nil {

@@ -157,7 +157,7 @@ func (l *Loop) approve(ctx context.Context, st RunState, c *store.Commit, t **to
 	st.Approval = id
 	st.Step = StepWait
 	if o, ok := l.Replier.(Outboxer); ok {
-		c.Outbox = append(c.Outbox, o.ApprovalOutbox(st, ap)...)
+		c.Outbox = append(c.Outbox, o.ApprovalOutbox(st.asker(), ap)...)
 	}
 	*t = &told{st: st, ap: &ap}
 	return st, nil
@@ -168,6 +168,9 @@ func (l *Loop) wait(ctx context.Context, st RunState) (RunState, error) {
 	ap, err := l.Store.GetApproval(ctx, st.Approval)
 	if err != nil {
 		return st, fmt.Errorf("wait: %w", err)
+	}
+	if ap.Kind == store.ApprovalDelegation {
+		return l.delegationWait(ctx, st, ap)
 	}
 	if ap.Status == store.ApprovalPending {
 		return st, nil
@@ -217,8 +220,11 @@ func approvalPrompt(calls []chat.ToolCall) string {
 // next time it is stepped. A second answer to the same approval returns
 // store.ErrConflict and changes nothing.
 func (l *Loop) Answer(ctx context.Context, ap store.Approval, d Decision) error {
-	if ap.Kind == store.ApprovalClientTools {
+	switch ap.Kind {
+	case store.ApprovalClientTools:
 		return fmt.Errorf("answer approval %s: %w: the run waits for its client's tool results", ap.ID, ErrNoPendingApproval)
+	case store.ApprovalDelegation:
+		return fmt.Errorf("answer approval %s: %w: the run waits for the agents it delegated to", ap.ID, ErrNoPendingApproval)
 	}
 	status := store.ApprovalApproved
 	if d == No {
@@ -250,25 +256,73 @@ func (l *Loop) emitResolved(ap store.Approval, decision string) {
 
 // PendingApproval returns the approval a session waits for, or
 // ErrNoPendingApproval.
+//
+// While the session's run waits for the agents it delegated to, the
+// approval is the first question one of them (or theirs, in turn) asks:
+// a child's approvals are asked of the person its tree answers.
 func (l *Loop) PendingApproval(ctx context.Context, sessionID string) (store.Approval, error) {
+	ap, _, err := l.asked(ctx, sessionID)
+	return ap, err
+}
+
+// asked returns the approval a session waits for (PendingApproval) and
+// the run of the session that waits for it: the run whose answer a
+// person's reply to the approval leads to.
+func (l *Loop) asked(ctx context.Context, sessionID string) (store.Approval, string, error) {
+	ap, err := l.pendingIn(ctx, sessionID, 0)
+	if err != nil {
+		return ap, "", err
+	}
+	top, err := l.Store.PendingApproval(ctx, sessionID)
+	if err != nil {
+		return ap, "", err
+	}
+	return ap, top.RunID, nil
+}
+
+// pendingIn is the approval to answer in the session, depth delegations
+// down from the session a person talks in.
+func (l *Loop) pendingIn(ctx context.Context, sessionID string, depth int) (store.Approval, error) {
 	ap, err := l.Store.PendingApproval(ctx, sessionID)
-	if errors.Is(err, store.ErrNotFound) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return ap, ErrNoPendingApproval
+	case err != nil || ap.Kind != store.ApprovalDelegation:
+		return ap, err
+	case depth > l.Delegation.maxDepth():
 		return ap, ErrNoPendingApproval
 	}
-	return ap, err
+	for _, call := range ap.Calls {
+		child, err := l.pendingIn(ctx, childSessionID(ap.RunID, call), depth+1)
+		if !errors.Is(err, ErrNoPendingApproval) {
+			return child, err
+		}
+	}
+	return store.Approval{}, ErrNoPendingApproval
 }
 
 // mayApprove checks that in's sender may allow the calls ap asks about:
 // a read-only sender never may, nor one whose autonomy is below what a
 // tool needs. The session is the sender's own (session ids derive from
 // their owner), so only the autonomy is left to check.
-func (l *Loop) mayApprove(ap store.Approval, in Input) error {
+//
+// The tools are the agent's whose run asks: in.Agent's, or, for the
+// question of a run it delegated to, that run's agent's.
+func (l *Loop) mayApprove(ctx context.Context, ap store.Approval, in Input) error {
 	if in.Autonomy <= tool.ReadOnly {
 		return fmt.Errorf("%w: it is read_only; answer /no, or use a key with autonomy supervised or full", ErrMayNotApprove)
 	}
-	a, ok := l.Agents.Agent(in.Agent)
+	name := in.Agent
+	if ap.SessionID != in.SessionID {
+		st, err := l.runState(ctx, ap.RunID)
+		if err != nil {
+			return fmt.Errorf("approve: %w", err)
+		}
+		name = st.Agent
+	}
+	a, ok := l.Agents.Agent(name)
 	if !ok {
-		return fmt.Errorf("%w %q", ErrUnknownAgent, in.Agent)
+		return fmt.Errorf("%w %q", ErrUnknownAgent, name)
 	}
 	for _, name := range ap.Tools {
 		if t, ok := a.Registry().Get(name); ok && tool.Judge(t.Policy().Effect, in.Autonomy) == deny {
@@ -304,7 +358,7 @@ func (l *Loop) Deliver(ctx context.Context, in Input, lane Lane, subscribe func(
 		// follows them they are the next run's input.
 	}
 	if !in.Ephemeral && len(in.Messages) == 1 && in.Messages[0].Role == chat.User {
-		ap, err := l.PendingApproval(ctx, in.SessionID)
+		ap, answers, err := l.asked(ctx, in.SessionID)
 		switch {
 		case in.Approval != "" && (errors.Is(err, ErrNoPendingApproval) || err == nil && (ap.ID != in.Approval || ap.Kind == store.ApprovalClientTools)):
 			return RunState{}, ErrStaleApproval
@@ -316,14 +370,14 @@ func (l *Loop) Deliver(ctx context.Context, in Input, lane Lane, subscribe func(
 		case err == nil:
 			dec, isAnswer := ParseDecision(in.Messages[0].Content)
 			if isAnswer && dec != No {
-				if err := l.mayApprove(ap, in); err != nil {
+				if err := l.mayApprove(ctx, ap, in); err != nil {
 					return RunState{}, err
 				}
 			}
 			if !isAnswer {
 				dec = No
 			} else {
-				subscribe(ap.RunID)
+				subscribe(answers)
 			}
 			err := l.Answer(ctx, ap, dec)
 			if err != nil && !errors.Is(err, store.ErrConflict) {
@@ -334,7 +388,7 @@ func (l *Loop) Deliver(ctx context.Context, in Input, lane Lane, subscribe func(
 					return RunState{}, fmt.Errorf("deliver: %w", err)
 				}
 				if isAnswer {
-					run, err := l.Store.GetRun(ctx, ap.RunID)
+					run, err := l.Store.GetRun(ctx, answers)
 					if err != nil {
 						return RunState{}, fmt.Errorf("deliver: %w", err)
 					}

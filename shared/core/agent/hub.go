@@ -130,3 +130,34 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 		}
 	}
 }
+
+// Follower follows the events of the run that answers a message handed
+// to a driver: its Follow is Deliver's subscribe, which names the run
+// before it can tell anything (again when an answer resumes another).
+type Follower struct {
+	Events interface {
+		Subscribe(key string) *Subscription
+		Unsubscribe(key string, s *Subscription)
+	}
+	key string
+	// Sub is the subscription to the run named last.
+	Sub *Subscription
+}
+
+// Follow subscribes to the events of run runID, leaving the run followed
+// before.
+func (f *Follower) Follow(runID string) {
+	key := RunKey(runID)
+	if key == f.key {
+		return
+	}
+	f.Close()
+	f.key, f.Sub = key, f.Events.Subscribe(key)
+}
+
+// Close ends the subscription.
+func (f *Follower) Close() {
+	if f.key != "" {
+		f.Events.Unsubscribe(f.key, f.Sub)
+	}
+}

@@ -81,7 +81,9 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit, t **told
 	stateless := strings.HasPrefix(st.SessionID, EphemeralPrefix)
 	var msgs []chat.Message
 	if !a.ReplaceSystem || !clientSystem(opts, hist, stateless) {
-		if msgs, err = l.prompt(ctx, a, stateless); err != nil {
+		// A child run is no conversation with a person either: its
+		// prompt leaves out the first-run ritual too.
+		if msgs, err = l.prompt(ctx, a, stateless || st.Delegation != nil); err != nil {
 			return st, fmt.Errorf("think: %w", err)
 		}
 	}
@@ -210,6 +212,9 @@ func (l *Loop) request(a *Agent, st RunState, msgs []chat.Message, opts Options)
 	if !st.NoTools {
 		if reg := a.Registry(); reg != nil {
 			req.Tools = offered(reg, st.Autonomy)
+			if !l.mayDelegate(st) {
+				req.Tools = slices.DeleteFunc(slices.Clone(req.Tools), func(d chat.ToolDef) bool { return d.Name == DelegateToolName })
+			}
 		}
 		if len(opts.Tools) > 0 {
 			req.Tools = slices.Concat(req.Tools, opts.Tools)
@@ -295,10 +300,19 @@ func (l *Loop) act(ctx context.Context, st RunState, c *store.Commit) (RunState,
 		return l.fail(st, CodeInternal, unknownAgent(st.Agent)), nil
 	}
 	if len(st.Calls) > 0 {
-		err := l.runCalls(ctx, a, st, "")
+		delegations, err := l.runCalls(ctx, a, st, "")
 		l.promptStale(a)
 		if err != nil {
 			return st, fmt.Errorf("act: %w", err)
+		}
+		if len(delegations) > 0 {
+			// The calls of other agents are answered by their runs: the
+			// run waits for them.
+			next, err := l.startChildren(ctx, st, delegations)
+			if err != nil {
+				return st, fmt.Errorf("act: %w", err)
+			}
+			return next, nil
 		}
 	}
 	if len(st.ClientCalls) > 0 {
@@ -341,7 +355,8 @@ func (l *Loop) ActCall(ctx context.Context, st RunState, callID string) error {
 		return errors.New("act call: no call id")
 	}
 	defer l.promptStale(a)
-	return l.runCalls(ctx, a, st, callID)
+	_, err := l.runCalls(ctx, a, st, callID)
+	return err
 }
 
 // runCalls runs the calls of the run's current assistant message that have
@@ -354,22 +369,25 @@ func (l *Loop) ActCall(ctx context.Context, st RunState, callID string) error {
 // process died, or the step was retried or delivered twice, while it ran)
 // does not run again: its result says it was interrupted. So no side
 // effect is ever repeated; reads run again.
-func (l *Loop) runCalls(ctx context.Context, a *Agent, st RunState, only string) error {
+//
+// The calls of the delegate tool that may go ahead are not run: they are
+// returned, for act to start the child runs that answer them.
+func (l *Loop) runCalls(ctx context.Context, a *Agent, st RunState, only string) ([]delegateCall, error) {
 	am, err := l.Store.GetMessage(ctx, st.SessionID, assistantKey(st.Seq, st.Iteration))
 	if err != nil {
-		return fmt.Errorf("load assistant message: %w", err)
+		return nil, fmt.Errorf("load assistant message: %w", err)
 	}
 	pending, err := l.Store.PendingCalls(ctx, st.RunID)
 	if err != nil {
-		return fmt.Errorf("load pending calls: %w", err)
+		return nil, fmt.Errorf("load pending calls: %w", err)
 	}
 	sess, err := l.Store.GetSession(ctx, st.SessionID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ap, err := l.Store.GetApproval(ctx, approvalID(st))
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
+		return nil, err
 	}
 	type job struct {
 		key         string
@@ -378,7 +396,14 @@ func (l *Loop) runCalls(ctx context.Context, a *Agent, st RunState, only string)
 	}
 	var jobs []job
 	var writers []string
+	var delegations []delegateCall
+	n := 0 // delegate calls of the reply so far
 	for j, shown := range am.ToolCalls {
+		t, _ := a.Registry().Get(shown.Name)
+		dt, delegating := t.(*DelegateTool)
+		if delegating && slices.Contains(st.Calls, shown.ID) {
+			n++
+		}
 		if (only != "" && shown.ID != only) || !slices.Contains(st.Calls, shown.ID) {
 			continue // the client runs its own tools
 		}
@@ -386,13 +411,21 @@ func (l *Loop) runCalls(ctx context.Context, a *Agent, st RunState, only string)
 		if _, err := l.Store.GetMessage(ctx, st.SessionID, key); err == nil {
 			continue // answered before a crash or retry
 		} else if !errors.Is(err, store.ErrNotFound) {
-			return err
+			return nil, err
 		}
 		call := shown
 		if i := slices.IndexFunc(pending, func(p chat.ToolCall) bool { return p.ID == shown.ID }); i >= 0 {
 			call = pending[i]
 		}
 		jb := job{key, call, shown, decide(a, st, sess, ap, shown)}
+		if delegating && jb.refusal == "" {
+			args, refusal := l.refuseDelegation(st, dt, call, n-1)
+			if refusal == "" {
+				delegations = append(delegations, delegateCall{call: call, args: args})
+				continue
+			}
+			jb.refusal = refusal
+		}
 		if jb.refusal == "" && mayWriteWorkspace(a, call) {
 			writers = append(writers, call.Name)
 		}
@@ -428,9 +461,9 @@ func (l *Loop) runCalls(ctx context.Context, a *Agent, st RunState, only string)
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return nil, err
 	}
-	return ctx.Err()
+	return delegations, ctx.Err()
 }
 
 // Interrupted is the result of a call that started and has no result when
@@ -638,7 +671,7 @@ func (l *Loop) tell(t *told) {
 	switch {
 	case t == nil || l.Replier == nil:
 	case t.ap != nil:
-		l.Replier.Approval(t.st, *t.ap)
+		l.Replier.Approval(t.st.asker(), *t.ap)
 	default:
 		committed(l.Replier, t.st, t.res)
 	}
@@ -656,10 +689,16 @@ func (l *Loop) tell(t *told) {
 // gone with a reset of its session is told nothing, nor one at another
 // step. Channels drop a repeat by the run's id.
 func (l *Loop) Retell(ctx context.Context, run store.Run) error {
+	st, err := DecodeState(run)
+	if err == nil && run.Status.Finished() {
+		// A child's answer may not have reached its parent either.
+		if err := l.returnToParent(ctx, st); err != nil {
+			return fmt.Errorf("retell: %w", err)
+		}
+	}
 	if l.Replier == nil {
 		return nil
 	}
-	st, err := DecodeState(run)
 	switch {
 	case err != nil || st.Silent:
 		return nil
@@ -688,7 +727,7 @@ func (l *Loop) retellApproval(ctx context.Context, st RunState) error {
 		return nil
 	case err != nil:
 		return fmt.Errorf("retell: %w", err)
-	case ap.Status != store.ApprovalPending || ap.Kind == store.ApprovalClientTools:
+	case ap.Status != store.ApprovalPending || ap.Kind != "":
 		return nil
 	}
 	l.tell(&told{st: st, ap: &ap})
@@ -721,6 +760,9 @@ func (l *Loop) finishWith(ctx context.Context, st RunState, c *store.Commit, res
 			return st, fmt.Errorf("finish: %w", err)
 		}
 		if err := l.dropApproval(ctx, st, decisionAbandoned); err != nil {
+			return st, fmt.Errorf("finish: %w", err)
+		}
+		if err := l.stopChildren(ctx, st); err != nil {
 			return st, fmt.Errorf("finish: %w", err)
 		}
 	}
@@ -874,8 +916,11 @@ func (l *Loop) Expire(ctx context.Context, st RunState) (RunState, error) {
 		return st, fmt.Errorf("expire approval %s: %w", st.Approval, err)
 	}
 	msg := "nobody answered the approval request in time, so the tool calls were not run; ask again if they are still wanted"
-	if ap.Kind == store.ApprovalClientTools {
+	switch ap.Kind {
+	case store.ApprovalClientTools:
 		msg = "the results of the client's tool calls did not come in time, so the run ended"
+	case store.ApprovalDelegation:
+		msg = "the agents this run delegated to did not answer in time, so the run ended"
 	}
 	return l.fail(st, CodeApprovalExpired, &publicError{msg}), nil
 }
@@ -906,6 +951,9 @@ func (l *Loop) abandon(ctx context.Context, st RunState, code string, err error)
 	if err := l.dropApproval(ctx, st, decisionAbandoned); err != nil {
 		return st, fmt.Errorf("abandon run %s: %w", st.RunID, err)
 	}
+	if err := l.stopChildren(ctx, st); err != nil {
+		return st, fmt.Errorf("abandon run %s: %w", st.RunID, err)
+	}
 	var c store.Commit
 	if msgs, err := l.Store.RunMessages(ctx, st.SessionID, st.Seq); err == nil {
 		c.Messages = l.closeCalls(st, msgs)
@@ -925,6 +973,7 @@ func (l *Loop) abandon(ctx context.Context, st RunState, code string, err error)
 	if err != nil {
 		return st, fmt.Errorf("abandon run %s: %w", st.RunID, err)
 	}
+	l.returned(ctx, st)
 	return st, nil
 }
 

@@ -24,6 +24,10 @@ import (
 //go:embed bundled/*/SKILL.md
 var bundled embed.FS
 
+// bundledLevel is the bundled skills, parsed on first use: a catalog is
+// made at start-up, and read when an agent's prompt is first assembled.
+var bundledLevel = sync.OnceValue(func() level { return parseLevel(bundled, "bundled", Bundled, "bundled", nil) })
+
 // Dir is the directory, inside home and inside an agent's workspace, that
 // holds one directory per skill.
 const Dir = "skills"
@@ -34,9 +38,8 @@ const Dir = "skills"
 // to call before every model request. A Catalog is safe for concurrent
 // use.
 type Catalog struct {
-	home    fs.FS
-	where   string
-	bundled level
+	home  fs.FS
+	where string
 
 	// Warn, when set, is called once for each problem a scan finds (a
 	// broken SKILL.md, an unreadable directory) when the scan happens, that
@@ -82,9 +85,7 @@ func NewCatalog(home string) *Catalog {
 // each agent's own. where names home in the warnings (a directory, a
 // bucket).
 func NewCatalogFS(home fs.FS, where string) *Catalog {
-	c := &Catalog{home: home, where: where, levels: map[string]level{}}
-	c.bundled = parseLevel(bundled, "bundled", Bundled, "bundled", nil)
-	return c
+	return &Catalog{home: home, where: where, levels: map[string]level{}}
 }
 
 // For returns the skills visible to the agent name whose workspace is ws,
@@ -94,7 +95,7 @@ func NewCatalogFS(home fs.FS, where string) *Catalog {
 // files that were skipped; they are not fatal. The skills share their
 // slices and maps with the catalog's cache: do not modify them.
 func (c *Catalog) For(ctx context.Context, name string, ws filestore.FS) ([]Skill, []error) {
-	levels := []level{c.bundled}
+	levels := []level{bundledLevel()}
 	if c.home != nil {
 		levels = append(levels, c.scan(c.home, "global", filepath.Join(c.where, Dir), Global))
 	}

@@ -316,3 +316,11 @@ func TestCatalogRefresh(t *testing.T) {
 	now = now.Add(time.Second)
 	check("interval over", []entry{{"global", "everyone's", Global}, {"own", "the agent's", Agent}})
 }
+
+// TestNewCatalogParsesNothing: a catalog, made at start-up, parses the
+// bundled skills when it is first asked for them, not when it is made.
+func TestNewCatalogParsesNothing(t *testing.T) {
+	if n := testing.AllocsPerRun(1, func() { NewCatalogFS(nil, "") }); n > 5 {
+		t.Errorf("NewCatalogFS made %v allocations; parsing the bundled skills makes hundreds", n)
+	}
+}

@@ -198,6 +198,11 @@ const (
 // client to run its own tools and send their results.
 const ApprovalClientTools = "client_tools"
 
+// ApprovalDelegation is the Kind of an approval that waits for the runs
+// of other agents a run delegated to (child runs, agent.DelegateTool):
+// it is resolved when they have all ended, never by a person.
+const ApprovalDelegation = "delegation"
+
 // Approval is what a parked run waits for: a person's answer allowing tool
 // calls (Kind ""), or the results of the calls of an API client's own
 // tools (Kind ApprovalClientTools). The answer resumes the run.

@@ -12,6 +12,7 @@ package agentset
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -121,7 +122,16 @@ func (b *Builder) Build(name string) (*agent.Agent, error) {
 			chain = append(chain, b.providers[p])
 		}
 	}
-	tools, err := selectTools(b.tools, ac.Tools)
+	var extra []tool.Tool
+	if len(ac.DelegateTo) > 0 {
+		for _, to := range ac.DelegateTo {
+			if err := workspace.ValidName(to); err != nil {
+				return nil, fmt.Errorf("config: agent %q: delegate_to: %w", name, err)
+			}
+		}
+		extra = append(extra, agent.NewDelegateTool(ac.DelegateTo))
+	}
+	tools, err := selectTools(b.tools, ac.Tools, extra...)
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", name, err)
 	}
@@ -149,10 +159,25 @@ func (b *Builder) Build(name string) (*agent.Agent, error) {
 // names (and of the others named) that have none yet, from the templates
 // (workspace.Create), and returns their names.
 func (b *Builder) CreateWorkspaces(ctx context.Context, others ...string) ([]string, error) {
-	if b.home == nil {
+	return createWorkspaces(ctx, b.cfg, b.home, others...)
+}
+
+// CreateWorkspaces is Builder.CreateWorkspaces before there is a Builder,
+// logging each workspace made: the local server makes the workspaces
+// while it opens its database.
+func CreateWorkspaces(ctx context.Context, cfg *config.Config, home filestore.FS, log *slog.Logger, others ...string) error {
+	made, err := createWorkspaces(ctx, cfg, home, others...)
+	for _, n := range made {
+		log.Info("created the workspace of an agent", "agent", n, "workspace", workspace.Path(n))
+	}
+	return err
+}
+
+func createWorkspaces(ctx context.Context, cfg *config.Config, home filestore.FS, others ...string) ([]string, error) {
+	if home == nil {
 		return nil, nil
 	}
-	names := slices.Sorted(maps.Keys(b.cfg.Agents))
+	names := slices.Sorted(maps.Keys(cfg.Agents))
 	for _, n := range others {
 		if !slices.Contains(names, n) {
 			names = append(names, n)
@@ -160,7 +185,7 @@ func (b *Builder) CreateWorkspaces(ctx context.Context, others ...string) ([]str
 	}
 	var created []string
 	for _, n := range names {
-		made, err := workspace.Create(ctx, b.home, n)
+		made, err := workspace.Create(ctx, home, n)
 		if err != nil {
 			return created, err
 		}
@@ -172,10 +197,10 @@ func (b *Builder) CreateWorkspaces(ctx context.Context, others ...string) ([]str
 }
 
 // selectTools returns the tools of all that names lists, all of them when
-// it lists none.
-func selectTools(all []tool.Tool, names []string) (*tool.Registry, error) {
+// it lists none, and extra.
+func selectTools(all []tool.Tool, names []string, extra ...tool.Tool) (*tool.Registry, error) {
 	if len(names) == 0 {
-		return tool.NewRegistry(all...)
+		return tool.NewRegistry(slices.Concat(all, extra)...)
 	}
 	byName := map[string]tool.Tool{}
 	for _, t := range all {
@@ -193,5 +218,5 @@ func selectTools(all []tool.Tool, names []string) (*tool.Registry, error) {
 		}
 		picked = append(picked, t)
 	}
-	return tool.NewRegistry(picked...)
+	return tool.NewRegistry(append(picked, extra...)...)
 }

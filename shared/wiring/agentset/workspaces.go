@@ -13,6 +13,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
 )
@@ -68,12 +69,8 @@ func (b *Builder) Live(ctx context.Context, created func(name string) (time.Time
 	if b.home == nil {
 		return nil, errors.New("agentset: agents need a home for their workspaces")
 	}
-	made, err := b.CreateWorkspaces(ctx, always...)
-	if err != nil {
+	if err := CreateWorkspaces(ctx, b.cfg, b.home, log, always...); err != nil {
 		return nil, err
-	}
-	for _, n := range made {
-		log.Info("created the workspace of an agent", "agent", n, "workspace", workspace.Path(n))
 	}
 	return NewWorkspaces(b.home, b.Build, created, log)
 }
@@ -215,6 +212,17 @@ func WorkspaceOf(r *Workspaces) func(name string) (filestore.FS, bool) {
 			return nil, false
 		}
 		return a.Workspace, true
+	}
+}
+
+// SkillsOf returns the skills of an agent by name, for what describes it
+// (the A2A agent card): its workspace's and the catalog's.
+func SkillsOf(r *Workspaces, c *skill.Catalog) func(ctx context.Context, name string) []skill.Skill {
+	ws := WorkspaceOf(r)
+	return func(ctx context.Context, name string) []skill.Skill {
+		fs, _ := ws(name)
+		list, _ := c.For(ctx, name, fs)
+		return list
 	}
 }
 

@@ -391,6 +391,7 @@ func NewWith(ctx context.Context, turns Turns) (*Root, error) {
 		return nil, err
 	}
 	r.Driver = &sfn.Driver{Loop: r.Loop, Lanes: db, Client: client, StateMachine: arn, Log: log, Inline: inline}
+	r.Loop.Lanes = r.Driver // delegations' child runs
 	r.secrets = secrets
 	if err := r.newTelegram(ctx, getenv, router); err != nil {
 		return nil, err

@@ -69,6 +69,8 @@ type Config struct {
 
 	// MCP lists the MCP servers whose tools agents use (mcp.go).
 	MCP MCP `yaml:"mcp"`
+	// A2A lists the remote A2A agents agents use as tools (a2a.go).
+	A2A A2A `yaml:"a2a"`
 	// Sandbox configures the exec tool's sandboxes (sandbox.go).
 	Sandbox Sandbox `yaml:"sandbox"`
 }
@@ -171,6 +173,9 @@ type AgentConfig struct {
 	// Heartbeat, when set, runs the agent's HEARTBEAT.md checklist
 	// periodically (see schedule.Heartbeat).
 	Heartbeat *Heartbeat `yaml:"heartbeat" json:"heartbeat,omitempty"`
+	// DelegateTo names the agents this one may hand tasks to: it is
+	// offered the delegate tool (agent.DelegateTool) when it names any.
+	DelegateTo []string `yaml:"delegate_to" json:"delegate_to,omitempty"`
 	// AgentMCP selects the agent's MCP tools (mcp.go).
 	AgentMCP `yaml:",inline"`
 	// Sandbox overrides the sandbox section for this agent (sandbox.go).
@@ -353,6 +358,12 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("config: transcription.api_key: %w", err)
 		}
 	}
+	for name, ag := range c.A2A.Agents {
+		if err := ag.Token.resolve(c.Home, getenv); err != nil {
+			return nil, fmt.Errorf("config: a2a.agents.%s.token: %w", name, err)
+		}
+		c.A2A.Agents[name] = ag
+	}
 	for i := range c.Telegram.AccessCodes {
 		if err := c.Telegram.AccessCodes[i].resolve(c.Home, getenv); err != nil {
 			return nil, fmt.Errorf("config: telegram.access_codes: %w", err)
@@ -481,6 +492,9 @@ func (c *Config) Validate() error {
 	if err := c.MCP.validate(); err != nil {
 		return err
 	}
+	if err := c.A2A.validate(); err != nil {
+		return err
+	}
 	if err := ValidateAgents(c.Agents, c.ProviderNames()); err != nil {
 		return err
 	}
@@ -527,6 +541,14 @@ func ValidateAgents(agents map[string]AgentConfig, providers []string) error {
 		}
 		if err := a.Sandbox.check(); err != nil {
 			return fmt.Errorf("config: agent %q: sandbox: %w", name, err)
+		}
+		for i, to := range a.DelegateTo {
+			switch {
+			case to == "" || to == name:
+				return fmt.Errorf("config: agent %q: delegate_to[%d] must name another agent", name, i)
+			case slices.Contains(a.DelegateTo[:i], to):
+				return fmt.Errorf("config: agent %q: delegate_to names %q twice", name, to)
+			}
 		}
 	}
 	return nil

@@ -124,6 +124,7 @@ agents:
     tools: [read_file]
     client_system: replace
     heartbeat: {every: 30m, active_hours: "08:00-22:00", tz: Europe/Berlin, deliver: "telegram:42"}
+    delegate_to: [researcher, writer]
 sessions:
   sharing: per_channel
   users:
@@ -138,7 +139,8 @@ sessions:
 				},
 				Agents: map[string]config.AgentConfig{
 					"default": {Providers: []string{"main", "provider2"}, Model: "small", MaxToolIterations: 5, Tools: []string{"read_file"}, ClientSystem: "replace",
-						Heartbeat: &config.Heartbeat{Every: dur(30 * time.Minute), ActiveHours: "08:00-22:00", TZ: "Europe/Berlin", Deliver: "telegram:42"}},
+						Heartbeat:  &config.Heartbeat{Every: dur(30 * time.Minute), ActiveHours: "08:00-22:00", TZ: "Europe/Berlin", Deliver: "telegram:42"},
+						DelegateTo: []string{"researcher", "writer"}},
 				},
 			},
 		},
@@ -260,6 +262,12 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`agent "bot"`, "max_tool_iterations"}},
 		{"bad client_system", "agents:\n  bot:\n    client_system: merge\n",
 			[]string{`agent "bot"`, "client_system"}},
+		{"delegate to itself", "agents:\n  bot:\n    delegate_to: [bot]\n",
+			[]string{`agent "bot"`, "delegate_to[0] must name another agent"}},
+		{"delegate twice", "agents:\n  bot:\n    delegate_to: [a, a]\n",
+			[]string{`agent "bot"`, `delegate_to names "a" twice`}},
+		{"negative delegation depth", "limits:\n  delegation_depth: -1\n",
+			[]string{"limits.delegation_depth"}},
 		{"heartbeat without every", "agents:\n  bot:\n    heartbeat: {deliver: none}\n",
 			[]string{`agent "bot"`, "heartbeat: every is required"}},
 		{"heartbeat in no time zone", "agents:\n  bot:\n    heartbeat: {every: 1h, tz: Mars/Olympus}\n",

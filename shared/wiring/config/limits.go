@@ -28,6 +28,13 @@ type Limits struct {
 	MaxJobsPerOwner int `yaml:"max_jobs_per_owner"`
 	// Media bound the images, audio and files of one message (media.go).
 	Media MediaLimits `yaml:"media"`
+	// DelegationDepth is how deep delegations between agents nest,
+	// DelegationFanOut how many one model reply may start, and
+	// DelegationTimeout how long a delegated run may take; zero takes the
+	// loop's defaults (3, 4, 10m: agent.DelegationLimits).
+	DelegationDepth   int      `yaml:"delegation_depth"`
+	DelegationFanOut  int      `yaml:"delegation_fan_out"`
+	DelegationTimeout Duration `yaml:"delegation_timeout"`
 }
 
 // Default limits: they keep a 1 GB machine safe under hostile use.
@@ -70,6 +77,7 @@ func (l *Limits) fill() error {
 		"max_reply_bytes": int64(l.MaxReplyBytes), "max_tool_args_bytes": int64(l.MaxToolArgsBytes),
 		"max_tool_result_bytes": int64(l.MaxToolResultBytes), "max_file_bytes": l.MaxFileBytes,
 		"workspace_quota_bytes": l.WorkspaceQuotaBytes, "max_jobs_per_owner": int64(l.MaxJobsPerOwner),
+		"delegation_depth": int64(l.DelegationDepth), "delegation_fan_out": int64(l.DelegationFanOut), "delegation_timeout": int64(l.DelegationTimeout),
 	} {
 		if v < 0 {
 			return fmt.Errorf("config: limits.%s must not be negative", name)

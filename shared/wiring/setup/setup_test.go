@@ -72,7 +72,7 @@ func TestBuilder(t *testing.T) {
 			{Name: "b", BaseURL: "http://127.0.0.1:2/v1", Model: "m"},
 		},
 		Agents: map[string]config.AgentConfig{
-			"writer": {Providers: []string{"b"}, Tools: []string{"web_fetch"}, MaxToolIterations: 3},
+			"writer": {Providers: []string{"b"}, Tools: []string{"web_fetch"}, MaxToolIterations: 3, DelegateTo: []string{"other"}},
 		},
 	}
 	if err := cfg.Validate(); err != nil {
@@ -112,7 +112,7 @@ func TestBuilder(t *testing.T) {
 		got[name] = shape{a.Provider.Name(), names, a.MaxToolIterations, a.Workspace.(*osroot.FS).Dir(), a.Compaction}
 	}
 	want := map[string]shape{
-		"writer": {"b", []string{"web_fetch"}, 3, workspace.Dir(home, "writer"), agent.Compaction{Threshold: 50, Target: 20, Flush: true}},
+		"writer": {"b", []string{"delegate", "web_fetch"}, 3, workspace.Dir(home, "writer"), agent.Compaction{Threshold: 50, Target: 20, Flush: true}},
 		"other": {"a,b", []string{"list_dir", "load_skill", "read_file", "web_fetch", "workspace_memory", "write_file"}, 0,
 			workspace.Dir(home, "other"), agent.Compaction{Threshold: 50, Target: 20, Flush: true}},
 	}

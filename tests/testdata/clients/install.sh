@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # install.sh — the JavaScript programs of the end-to-end tests: the openai
 # SDK, LangChain JS and the Vercel AI SDK (tests/clients_test.go), the MCP
-# TypeScript SDK and the MCP everything server, and playwright-core for the
+# TypeScript SDK and the MCP everything server, the A2A JavaScript SDK, and
+# playwright-core for the
 # console's browser tests, at the exact versions of package-lock.json,
 # installed with npm ci
 # into node_modules here (git-ignored; under testdata, which go ./...

@@ -417,7 +417,27 @@ async function openSession(id) {
     el("h3", {}, (data.session.title || id.slice(0, 16)) + (data.truncated ? " (latest messages)" : "")),
     el("p", { class: "muted" }, data.session.agent + " · " + id), log);
   renderHistory(log, data.messages);
+  // The runs that delegated to other agents: the tree of their runs,
+  // each with its tokens.
+  const delegated = [...new Set(data.messages.filter((m) => (m.tool_calls || []).some((c) => c.name === "delegate")).map((m) => m.run_id))];
+  for (const run of delegated) {
+    const tree = await api("GET", "sessions/" + encodeURIComponent(id) + "/runs/" + encodeURIComponent(run));
+    $("session-detail").append(el("div", { class: "run-tree" }, el("strong", {}, "Runs"), runTree([tree.run])));
+  }
   log.scrollIntoView({ block: "nearest" });
+}
+
+// runTree renders runs and the runs they delegated to, as nested lists:
+// each its agent, status and tokens; a delegated run opens its session.
+function runTree(runs) {
+  return el("ul", {}, ...runs.map((r) => {
+    const tokens = (r.usage && r.usage.total_tokens) || 0;
+    const label = r.agent + " · " + r.status + " · " + tokens + " tokens" + (r.error ? " · " + r.error : "");
+    const node = r.call_id
+      ? el("button", { class: "link", "data-run": r.run_id, onclick: () => openSession(r.session_id).catch(showError) }, label)
+      : el("span", { "data-run": r.run_id }, label);
+    return el("li", {}, node, r.children && r.children.length ? runTree(r.children) : null);
+  }));
 }
 
 async function refreshApprovalCount() {

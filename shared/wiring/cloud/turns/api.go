@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sfn"
+	"github.com/lambdaclaw/lambdaclaw/shared/channels/a2a"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/console"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/gateway"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/mcpserver"
@@ -29,6 +31,7 @@ func API(r *cloud.Root) (http.Handler, error) {
 	// step function (sfn.Driver), rather than start a worker for it here.
 	inline := *r.Loop
 	inline.Recorder = nil
+	inline.Lanes = nil // a stateless run delegates nothing
 	lanes := agent.NewDriver(context.Background(), &inline, r.Log)
 	runner := &sfn.Runner{
 		Inline:  lanes,
@@ -46,6 +49,14 @@ func API(r *cloud.Root) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	a2aSrv, err := a2a.New(a2a.Config{
+		Runner: runner, Events: r.Hub, Outcomes: r.Loop, Stopper: r.Driver, HasAgent: r.Agents.Has, Names: r.AgentNames,
+		DefaultAgent: config.DefaultAgent, Identity: r.Identity, Skills: agentset.SkillsOf(r.Agents, r.Skills),
+		BaseURL: apigw.BaseURL, Log: r.Log,
+	})
+	if err != nil {
+		return nil, err
+	}
 	cons, err := newConsole(r)
 	if err != nil {
 		return nil, err
@@ -54,7 +65,7 @@ func API(r *cloud.Root) (http.Handler, error) {
 		Console: cons,
 		Runner:  runner, Events: r.Hub, Keys: r.Store, Runs: r.Store, Limiter: r.Limiter,
 		Agents: r.AgentNames, HasAgent: r.Agents.Has, Identity: r.Identity, Log: r.Log, Embedder: r.Embedder,
-		Responses: r.Store, Threads: r.Loop, MCP: mcpSrv,
+		Responses: r.Store, Threads: r.Loop, MCP: mcpSrv, A2A: a2aSrv,
 		// The agents are the deployment's: created with its table.
 		Created: func(string) time.Time { return r.Store.Created() },
 	})
