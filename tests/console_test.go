@@ -116,8 +116,10 @@ type consoleSeen struct {
 	MemoryText      string   `json:"memoryText"`
 	MemoryForgotten string   `json:"memoryForgotten"`
 	History         []string `json:"history"`
-	Job             []string `json:"job"`
-	JobRuns         string   `json:"jobRuns"`
+	// HistoryImage is the width of the picture a session's history shows.
+	HistoryImage int      `json:"historyImage"`
+	Job          []string `json:"job"`
+	JobRuns      string   `json:"jobRuns"`
 	// JobRows are the jobs view's rows before and after More, and
 	// MoreAfter whether More still shows after the last page.
 	JobRows       []int    `json:"jobRows"`
@@ -265,6 +267,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		Bootstrap:       seen.Bootstrap,
 		MemoryText:      "The user likes green tea",
 		History:         []string{"hello console", "show markdown", xssMessage, "remember my tea", "please write notes"},
+		HistoryImage:    1,
 		Job:             []string{"hourly", "default", "every 1h0m0s"},
 		JobRuns:         "It has not run yet.",
 		JobRows:         []int{50, 51},

@@ -181,3 +181,34 @@ func TestWhatsApp(t *testing.T) {
 		}
 	}
 }
+
+// TestWhatsAppMedia: a voice note and a photo through the server, the
+// transcript and the image reaching the model; a file the agent sends
+// arrives as an image.
+func TestWhatsAppMedia(t *testing.T) {
+	llm := newFake(t)
+	llm.SetTranscript(func([]byte) string { return "book a table for two" })
+	wa := fakewhatsapp.New()
+	t.Cleanup(wa.Close)
+	g := newGateway(t, llm, whatsappConfig(wa, "    autonomy: full\n")+"transcription:\n  provider: openai\n")
+	g.env = append(g.env, "WA_TOKEN="+fakewhatsapp.Token, "WA_APP_SECRET="+fakewhatsapp.AppSecret, "WA_VERIFY_TOKEN="+fakewhatsapp.VerifyToken)
+	g.start()
+
+	deliver(t, g, wa.UserMedia(waAda, "Ada", "audio", "audio/ogg; codecs=opus", "", "", true, []byte("OggS voice")))
+	if ms := waitSent(t, wa, waAda, 1); ms[0].Text != "echo: [voice note, transcribed]\nbook a table for two" {
+		t.Fatalf("reply = %q", ms[0].Text)
+	}
+	pic := pngImage(t)
+	g.writeWorkspaceFile("menu.png", string(pic))
+	llm.Enqueue(fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_send", Name: "send_file", Arguments: `{"path":"menu.png","caption":"the menu"}`}}},
+		fakellm.Reply{Content: "Sent."})
+	deliver(t, g, wa.UserMedia(waAda, "Ada", "image", "image/png", "", "the menu, please", false, pic))
+	ms := waitSent(t, wa, waAda, 3)
+	if ms[1].Type != "image" || string(ms[1].Media) != string(pic) || ms[1].Text != "the menu" || ms[2].Text != "Sent." {
+		t.Fatalf("sent %+v", ms[1:])
+	}
+	first := llm.Requests()[len(llm.Requests())-2].Messages
+	if u := first[len(first)-1]; u.Content != "the menu, please" || len(u.Parts) != 1 || !strings.HasPrefix(u.Parts[0].URL, "data:image/png;base64,") {
+		t.Fatalf("the model got %+v, want the caption and the photo", u)
+	}
+}

@@ -20,9 +20,9 @@ import (
 // shows is in the database, the agents' workspaces and memory; /metrics
 // is served.
 func newConsole(cfg *config.Config, db *sqlite.DB, agents *agentset.Workspaces, skills *skill.Catalog, jobs console.Jobs, mem *localMemory,
-	budgets *agent.Budgets, log *slog.Logger) (*console.Console, error) {
+	files console.Media, budgets *agent.Budgets, log *slog.Logger) (*console.Console, error) {
 	c := console.Config{
-		Sessions: db, Keys: db, Jobs: jobs, Operator: localOwner, Channels: channelset.Names, Agents: agents.Names, Metrics: true,
+		Sessions: db, Keys: db, Jobs: jobs, Operator: localOwner, Channels: channelset.Names, Agents: agents.Names, Metrics: true, Media: files,
 		DefaultRate: cfg.DefaultRatePerMinute, Log: log,
 		Workspace: agentset.WorkspaceOf(agents), Tool: agentset.ToolOf(agents),
 		Skills: func(ctx context.Context, agent string, ws filestore.FS) []skill.Skill {

@@ -27,6 +27,8 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/telegram"
 	"github.com/lambdaclaw/lambdaclaw/shared/channels/wsproto"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/media"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/prompt"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
@@ -36,6 +38,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store/memstore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/workspace"
+	filestool "github.com/lambdaclaw/lambdaclaw/shared/tools/files"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/channelset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
@@ -144,6 +147,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The files of conversations (what people send, what agents send with
+	// send_file) are kept under the home's media/, history referring to
+	// them; send_file's are delivered by the channels that send files
+	// (senders, filled in as they are built).
+	lim := cfg.Limits.Media.Chat()
+	files := &media.Store{FS: osroot.New(cfg.Home), MaxBytes: int64(max(lim.Of(chat.PartImage), lim.Of(chat.PartAudio), lim.Of(chat.PartFile)))}
+	senders := filestool.FileSenders{}
+	tools = append(tools, filestool.SendFile(files, senders))
 	exec := localExec(cfg, log, quota)
 	if exec != nil {
 		defer exec.Close()
@@ -176,21 +187,27 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	events := obs.NewEmitter(log, 4096, metrics)
 	defer events.Close()
 	hub := agent.NewHub()
-	tgReplier, err := newTelegramReplier(cfg, db, log)
+	media, err := setup.Media(cfg)
+	if err != nil {
+		return err
+	}
+	tgReplier, err := newTelegramReplier(cfg, db, media, log)
 	if err != nil {
 		return err
 	}
 	replier := agent.Router{gateway.Channel: hub, wsproto.Channel: hub}
 	if tgReplier != nil {
 		replier[telegram.ChannelName] = tgReplier
+		senders[telegram.ChannelName] = tgReplier
 	}
 	identity := agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()}
-	chans, err := channelset.Build(ctx, &cfg.Channels, channelset.Env{Store: db.Channel, Identity: identity, Log: log})
+	chans, err := channelset.Build(ctx, &cfg.Channels, channelset.Env{Store: db.Channel, Identity: identity, Media: media, Log: log})
 	if err != nil {
 		return err
 	}
 	for _, c := range chans {
 		replier[c.Name] = c.Replier
+		senders[c.Name] = c.Replier
 	}
 	checkIns, err := agentset.CheckIns(cfg, jobs, log)
 	if err != nil {
@@ -213,6 +230,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if loop.Budgets, err = agentset.Budgets(cfg, db, tgNotices, telegram.ChannelName); err != nil {
 		return err
 	}
+	loop.Media = files
 	runCtx, cancelRuns := context.WithCancel(context.Background())
 	driver := agent.NewDriver(runCtx, loop, log)
 	loop.Lanes = driver // delegations' child runs
@@ -260,7 +278,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cons, err := newConsole(cfg, db, agents, skills, jobs, mem, loop.Budgets, log)
+	cons, err := newConsole(cfg, db, agents, skills, jobs, mem, files, loop.Budgets, log)
 	if err != nil {
 		return err
 	}
@@ -275,7 +293,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Agents: agents.Names, HasAgent: agents.Has, Created: agents.Created, Embedder: emb, MaxBodyBytes: cfg.MaxBodyBytes, Log: log,
 		Responses: db, Threads: loop, Metrics: metrics.Handler(),
 		MaxConcurrentPerKey: cfg.Server.MaxConcurrentPerKey, MaxWebSocketsPerKey: cfg.Server.MaxWebSocketsPerKey,
-		Identity: identity, MCP: mcpSrv, A2A: a2aSrv,
+		Identity: identity, MCP: mcpSrv, A2A: a2aSrv, Media: cfg.Limits.Media.Chat(),
 	})
 	if err != nil {
 		return err

@@ -22,7 +22,7 @@ import (
 // the config enables it, and nil otherwise. The agent loop replies
 // through it; telegram.NewChannel then adds the receiving half, which
 // hands updates to the driver built on that loop.
-func newTelegramReplier(cfg *config.Config, db *sqlite.DB, log *slog.Logger) (*telegram.Replier, error) {
+func newTelegramReplier(cfg *config.Config, db *sqlite.DB, media channel.Media, log *slog.Logger) (*telegram.Replier, error) {
 	tc := cfg.Telegram
 	if !tc.Enabled {
 		return nil, nil
@@ -34,7 +34,7 @@ func newTelegramReplier(cfg *config.Config, db *sqlite.DB, log *slog.Logger) (*t
 	return telegram.NewReplier(telegram.Config{
 		Client: telegram.NewClient(tc.APIBase, tc.Token), Store: db.Channel(telegram.ChannelName),
 		Agent: tc.Agent, Autonomy: autonomy, AllowedUsers: tc.AllowedUsers, AccessCodes: config.SecretValues(tc.AccessCodes), Log: log,
-		Groups:   channel.Groups{Respond: tc.Groups.Respond, Context: tc.Groups.ContextSize()},
+		Groups: channel.Groups{Respond: tc.Groups.Respond, Context: tc.Groups.ContextSize()}, Media: media,
 		Identity: agent.Identity{PerChannel: cfg.Sessions.Sharing == "per_channel", Links: cfg.Sessions.Links()},
 	})
 }

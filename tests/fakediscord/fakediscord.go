@@ -19,6 +19,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -64,6 +65,14 @@ type Message struct {
 	Deleted         bool
 	// Ephemeral is an interaction's response only its user sees.
 	Ephemeral bool
+	// Files are its attachments, uploaded with it (multipart).
+	Files []File
+}
+
+// File is an attachment the bot uploaded.
+type File struct {
+	Name, ContentType string
+	Data              []byte
 }
 
 // Channel is a channel the fake knows.
@@ -128,6 +137,8 @@ type Server struct {
 	resumes           []int64
 	noAck             bool
 	changed           chan struct{}
+	// attachments are users' files (AddAttachment), by id.
+	attachments map[string][]byte
 }
 
 // New starts the fake.
@@ -145,6 +156,7 @@ func New() *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/v10/", s.api)
 	mux.HandleFunc("/gateway/", s.gateway)
+	mux.HandleFunc("GET /attachments/{channel}/{id}/{name}", s.attachment)
 	s.Server = httptest.NewServer(mux)
 	return s
 }
@@ -315,10 +327,25 @@ func route(method, path string) (string, []string) {
 func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimPrefix(r.URL.Path, "/api/v10")
 	rt, vals := route(r.Method, path)
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil {
-		apiError(w, 400, 50109, "The request body contains invalid JSON.", nil)
-		return
+	var body []byte
+	var files []File
+	var err error
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		if body, err = io.ReadAll(io.LimitReader(r.Body, 1<<20)); err != nil {
+			apiError(w, 400, 50109, "The request body contains invalid JSON.", nil)
+			return
+		}
+	} else {
+		if body, files, err = multipartMessage(r); err != nil {
+			apiError(w, 400, 50035, "Invalid Form Body: "+err.Error(), nil)
+			return
+		}
+		for _, f := range files {
+			if len(f.Data) > maxAttachment {
+				apiError(w, 413, 40005, "Request entity too large", nil)
+				return
+			}
+		}
 	}
 	// Webhook and interaction routes are authorized by their token.
 	if !strings.HasPrefix(path, "/webhooks/") && !strings.HasPrefix(path, "/interactions/") && r.Header.Get("Authorization") != "Bot "+Token {
@@ -366,7 +393,7 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 	case "GET /channels/{id}":
 		s.getChannel(w, vals[0])
 	case "POST /channels/{id}/messages":
-		s.createMessage(w, vals[0], "", in)
+		s.createMessage(w, vals[0], "", in, files)
 	case "PATCH /channels/{id}/messages/{id}", "DELETE /channels/{id}/messages/{id}":
 		s.changeMessage(w, r.Method, vals[0], "", vals[1], in)
 	case "POST /channels/{id}/typing":
@@ -382,7 +409,7 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	case "POST /webhooks/{id}/{token}":
-		s.followUp(w, r, vals, in)
+		s.followUp(w, r, vals, in, files)
 	case "PATCH /webhooks/{id}/{token}/messages/{id}", "DELETE /webhooks/{id}/{token}/messages/{id}":
 		it, ok := s.webhookInteraction(w, vals)
 		if ok {
@@ -507,11 +534,15 @@ func parseMessage(w http.ResponseWriter, in map[string]any, edit bool) (content 
 	return content, m, true
 }
 
-func (s *Server) createMessage(w http.ResponseWriter, channelID, token string, in map[string]any) {
-	_, m, ok := parseMessage(w, in, false)
+func (s *Server) createMessage(w http.ResponseWriter, channelID, token string, in map[string]any, files []File) {
+	if len(files) > 0 && in["content"] == nil {
+		in["content"] = ""
+	}
+	_, m, ok := parseMessage(w, in, len(files) > 0)
 	if !ok {
 		return
 	}
+	m.Files = files
 	s.mu.Lock()
 	c := s.channels[channelID]
 	switch {
@@ -594,7 +625,7 @@ func (s *Server) webhookInteraction(w http.ResponseWriter, vals []string) (*inte
 	return it, true
 }
 
-func (s *Server) followUp(w http.ResponseWriter, r *http.Request, vals []string, in map[string]any) {
+func (s *Server) followUp(w http.ResponseWriter, r *http.Request, vals []string, in map[string]any, files []File) {
 	it, ok := s.webhookInteraction(w, vals)
 	if !ok {
 		return
@@ -606,14 +637,14 @@ func (s *Server) followUp(w http.ResponseWriter, r *http.Request, vals []string,
 			return
 		}
 		s.mu.Lock()
-		m.ID, m.ChannelID, m.Token = s.newID(), it.channelID, it.token
+		m.ID, m.ChannelID, m.Token, m.Files = s.newID(), it.channelID, it.token, files
 		s.msgs = append(s.msgs, m)
 		s.notify()
 		s.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	s.createMessage(w, it.channelID, it.token, in)
+	s.createMessage(w, it.channelID, it.token, in, files)
 }
 
 func (s *Server) callback(w http.ResponseWriter, vals []string, in map[string]any) {
@@ -1114,6 +1145,85 @@ func (s *Server) Drop() {
 	if s.conn != nil {
 		s.conn.CloseNow()
 	}
+}
+
+// maxAttachment is the largest file a bot uploads (10 MiB).
+const maxAttachment = 10 << 20
+
+// multipartMessage reads a message sent as multipart/form-data: its
+// payload_json, and the files[n] parts, each of which the payload's
+// attachments must name by its index.
+func multipartMessage(r *http.Request) (payload []byte, files []File, err error) {
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, nil, err
+	}
+	for {
+		p, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		data, err := io.ReadAll(io.LimitReader(p, maxAttachment+1))
+		if err != nil {
+			return nil, nil, err
+		}
+		switch name := p.FormName(); {
+		case name == "payload_json":
+			payload = data
+		case strings.HasPrefix(name, "files[") && p.FileName() != "":
+			files = append(files, File{Name: p.FileName(), ContentType: p.Header.Get("Content-Type"), Data: data})
+		default:
+			return nil, nil, fmt.Errorf("unexpected part %q", name)
+		}
+	}
+	var meta struct {
+		Attachments []struct {
+			ID       json.Number `json:"id"`
+			Filename string      `json:"filename"`
+		} `json:"attachments"`
+	}
+	if err := json.Unmarshal(payload, &meta); err != nil {
+		return nil, nil, fmt.Errorf("payload_json: %w", err)
+	}
+	if len(meta.Attachments) != len(files) {
+		return nil, nil, fmt.Errorf("attachments: %d named, %d files", len(meta.Attachments), len(files))
+	}
+	return payload, files, nil
+}
+
+// AddAttachment keeps data as a file a user attached and returns its
+// attachment object, with a signed CDN URL the fake serves.
+func (s *Server) AddAttachment(channelID, filename, contentType string, data []byte) map[string]any {
+	id := s.ID()
+	s.mu.Lock()
+	if s.attachments == nil {
+		s.attachments = map[string][]byte{}
+	}
+	s.attachments[id] = data
+	s.mu.Unlock()
+	return map[string]any{"id": id, "filename": filename, "content_type": contentType, "size": len(data),
+		"url":       s.URL + "/attachments/" + channelID + "/" + id + "/" + filename + "?ex=68000000&is=67f00000&hm=" + attachmentSig(id),
+		"proxy_url": s.URL + "/attachments/" + channelID + "/" + id + "/" + filename}
+}
+
+func attachmentSig(id string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte("fake-cdn/"+id))) }
+
+// attachment serves a user's attachment at its signed URL; without the
+// signature the CDN answers 404.
+func (s *Server) attachment(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.mu.Lock()
+	data, ok := s.attachments[id]
+	s.mu.Unlock()
+	if !ok || r.URL.Query().Get("hm") != attachmentSig(id) {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Write(data)
 }
 
 // MessageCreate is a MESSAGE_CREATE event of a user's message in

@@ -223,6 +223,7 @@ type Server struct {
 	def       func(Request) Reply
 	onRequest func(Request)
 	changed   chan struct{} // closed and replaced whenever a request is recorded
+	trans     transcriptions
 }
 
 // New starts a fake server on 127.0.0.1. Close it when done.
@@ -232,6 +233,7 @@ func New() *Server {
 	mux.HandleFunc("POST /v1/chat/completions", s.handleCompletions)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("POST /v1/embeddings", s.handleEmbeddings)
+	mux.HandleFunc("POST /v1/audio/transcriptions", s.handleTranscriptions)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Reply{Status: http.StatusNotFound, ErrorMessage: "Invalid URL (" + r.Method + " " + r.URL.Path + ")"})
 	})

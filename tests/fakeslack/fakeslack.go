@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -46,6 +47,10 @@ type Message struct {
 	Blocks                      json.RawMessage
 	Edits                       int
 	Deleted                     bool
+	// File is a file shared by files.completeUploadExternal (FileName
+	// its title), Text then its initial comment.
+	File     []byte
+	FileName string
 }
 
 // Failure is an error answer injected for a method's next call.
@@ -75,13 +80,19 @@ type Server struct {
 	opened   int
 	acks     map[string]bool
 	envelope int
+	// files are users' files (AddFile) and uploads (upload v2), by id.
+	files   map[string][]byte
+	uploads map[string]int // an upload URL's id → the length announced
 }
 
 // New starts a fake.
 func New() *Server {
-	s := &Server{changed: make(chan struct{}), calls: map[string]int{}, fail: map[string][]Failure{}, acks: map[string]bool{}}
+	s := &Server{changed: make(chan struct{}), calls: map[string]int{}, fail: map[string][]Failure{}, acks: map[string]bool{},
+		files: map[string][]byte{}, uploads: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.api)
+	mux.HandleFunc("GET /files-pri/{id}/download/{name}", s.download)
+	mux.HandleFunc("POST /upload/v1/{id}", s.upload)
 	mux.HandleFunc("/link/", s.link)
 	s.Server = httptest.NewServer(mux)
 	return s
@@ -216,7 +227,16 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var p map[string]json.RawMessage
-	if r.ContentLength != 0 {
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		if err := r.ParseForm(); err != nil {
+			slackErr(w, "invalid_form_data")
+			return
+		}
+		p = map[string]json.RawMessage{}
+		for k, v := range r.PostForm {
+			p[k], _ = json.Marshal(v[0])
+		}
+	} else if r.ContentLength != 0 {
 		if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 			slackErr(w, "invalid_form_data")
 			return
@@ -243,6 +263,10 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		s.update(w, p)
 	case "chat.delete":
 		s.delete(w, p)
+	case "files.getUploadURLExternal":
+		s.uploadURL(w, p)
+	case "files.completeUploadExternal":
+		s.completeUpload(w, p)
 	default:
 		slackErr(w, "unknown_method")
 	}
@@ -442,6 +466,101 @@ func (s *Server) Event(ev map[string]any) []byte {
 		"is_ext_shared_channel": false, "event_context": "4-fake",
 	})
 	return b
+}
+
+// AddFile keeps data as a file a user shared and returns the file object
+// an event carries (files[]), downloadable with the bot token.
+func (s *Server) AddFile(name, mimetype string, data []byte) map[string]any {
+	s.mu.Lock()
+	id := fmt.Sprintf("F%08d", len(s.files)+1)
+	s.files[id] = data
+	s.mu.Unlock()
+	return map[string]any{"id": id, "created": s.now().Unix(), "name": name, "title": name, "mimetype": mimetype,
+		"filetype": strings.TrimPrefix(mimetype, "image/"), "user": "U0USER", "size": len(data), "mode": "hosted",
+		"url_private":          s.URL + "/files-pri/" + TeamID + "-" + id + "/" + name,
+		"url_private_download": s.URL + "/files-pri/" + TeamID + "-" + id + "/download/" + name}
+}
+
+// DMFiles is a user's message sharing files in their direct conversation
+// with the bot (subtype file_share).
+func (s *Server) DMFiles(dm, user, ts, text string, files ...map[string]any) []byte {
+	return s.Event(map[string]any{"type": "message", "subtype": "file_share", "channel": dm, "user": user, "text": text, "ts": ts,
+		"event_ts": ts, "channel_type": "im", "team": TeamID, "files": files, "upload": false, "display_as_bot": false})
+}
+
+// download serves a user's file to the bot token; anyone else gets the
+// sign-in page, as Slack answers a request without files:read.
+func (s *Server) download(w http.ResponseWriter, r *http.Request) {
+	_, id, _ := strings.Cut(r.PathValue("id"), "-")
+	s.mu.Lock()
+	data, ok := s.files[id]
+	s.mu.Unlock()
+	switch {
+	case r.Header.Get("Authorization") != "Bearer "+BotToken:
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, "<!DOCTYPE html><title>Slack</title>Sign in to continue")
+	case !ok:
+		http.NotFound(w, r)
+	default:
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write(data)
+	}
+}
+
+// uploadURL answers files.getUploadURLExternal: an upload URL for a file
+// of the announced length.
+func (s *Server) uploadURL(w http.ResponseWriter, p map[string]json.RawMessage) {
+	n, err := strconv.Atoi(str(p, "length"))
+	if str(p, "filename") == "" || err != nil || n <= 0 {
+		slackErr(w, "invalid_arguments")
+		return
+	}
+	s.mu.Lock()
+	id := fmt.Sprintf("F%08d", len(s.files)+len(s.uploads)+1)
+	s.uploads[id] = n
+	s.mu.Unlock()
+	reply(w, http.StatusOK, map[string]any{"ok": true, "upload_url": s.URL + "/upload/v1/" + id, "file_id": id})
+}
+
+// upload takes a file's bytes at its upload URL, which must be as long
+// as announced.
+func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	data, _ := io.ReadAll(io.LimitReader(r.Body, 1<<30))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n, ok := s.uploads[id]; !ok || n != len(data) {
+		http.Error(w, "bad upload", http.StatusBadRequest)
+		return
+	}
+	s.files[id] = data
+	io.WriteString(w, "OK - "+strconv.Itoa(len(data)))
+}
+
+// completeUpload answers files.completeUploadExternal: the uploaded
+// files are shared in channel_id (and thread_ts), as messages.
+func (s *Server) completeUpload(w http.ResponseWriter, p map[string]json.RawMessage) {
+	var files []struct{ ID, Title string }
+	if err := json.Unmarshal([]byte(str(p, "files")), &files); err != nil || len(files) == 0 {
+		slackErr(w, "invalid_arguments")
+		return
+	}
+	s.mu.Lock()
+	for _, f := range files {
+		if _, ok := s.files[f.ID]; !ok {
+			s.mu.Unlock()
+			slackErr(w, "file_not_found")
+			return
+		}
+	}
+	for _, f := range files {
+		s.nextTS++
+		s.msgs = append(s.msgs, &Message{Channel: str(p, "channel_id"), ThreadTS: str(p, "thread_ts"), Text: str(p, "initial_comment"),
+			TS: fmt.Sprintf("%d.%06d", s.now().Unix(), s.nextTS), File: s.files[f.ID], FileName: f.Title})
+	}
+	s.mu.Unlock()
+	s.notify()
+	reply(w, http.StatusOK, map[string]any{"ok": true, "files": files})
 }
 
 // DM is a user's message in their direct conversation with the bot

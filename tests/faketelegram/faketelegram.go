@@ -13,8 +13,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +39,10 @@ type Sent struct {
 	// Buttons are its inline keyboard's buttons, row after row.
 	Buttons []Button
 	Deleted bool
+	// Photo or Document is the file of a sendPhoto or sendDocument
+	// (FileName its name), Text then its caption.
+	Photo, Document []byte
+	FileName        string
 }
 
 // Button is an inline keyboard's button.
@@ -78,11 +85,13 @@ type Server struct {
 	// to setWebhook when one does not give it (as Telegram does).
 	allowed []any
 	polls   int
+	// files are what users sent, by file_id (AddFile).
+	files map[string][]byte
 }
 
 // New starts a fake server.
 func New() *Server {
-	s := &Server{nextID: 100, calls: map[string]int{}, unknown: map[string]bool{}, fail: map[string][]Failure{}}
+	s := &Server{nextID: 100, calls: map[string]int{}, unknown: map[string]bool{}, fail: map[string][]Failure{}, files: map[string][]byte{}}
 	s.cond = sync.NewCond(&s.mu)
 	s.Server = httptest.NewServer(http.HandlerFunc(s.handle))
 	return s
@@ -281,6 +290,10 @@ func writeErr(w http.ResponseWriter, f Failure) {
 }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	if path, ok := strings.CutPrefix(r.URL.Path, "/file/bot"+Token+"/"); ok {
+		s.download(w, path)
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	token, method, ok2 := strings.Cut(rest, "/")
 	if !ok || !ok2 {
@@ -292,7 +305,20 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var p map[string]any
-	if err := json.NewDecoder(r.Body).Decode(&p); err != nil && r.ContentLength > 0 {
+	var upload *multipart.FileHeader
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		if err := r.ParseMultipartForm(50 << 20); err != nil {
+			writeErr(w, Failure{Code: 400, Description: "Bad Request: invalid multipart form"})
+			return
+		}
+		p = map[string]any{}
+		for k, v := range r.MultipartForm.Value {
+			p[k] = v[0]
+		}
+		for _, fs := range r.MultipartForm.File {
+			upload = fs[0]
+		}
+	} else if err := json.NewDecoder(r.Body).Decode(&p); err != nil && r.ContentLength > 0 {
 		writeErr(w, Failure{Code: 400, Description: "Bad Request: invalid JSON"})
 		return
 	}
@@ -313,6 +339,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	switch method {
 	case "getMe":
 		writeOK(w, Bot)
+	case "getFile":
+		s.getFile(w, p)
+	case "sendPhoto", "sendDocument":
+		s.sendFile(w, method, p, upload)
 	case "getUpdates":
 		s.getUpdates(w, r, p)
 	case "sendMessage":
@@ -417,6 +447,136 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeErr(w, Failure{Code: 404, Description: "Not Found: method not found"})
 	}
+}
+
+// AddFile keeps data as a file a user sent and returns its file_id.
+func (s *Server) AddFile(data []byte) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := fmt.Sprintf("AgACAgIAAxkBAAI%04d", len(s.files)+1)
+	s.files[id] = data
+	return id
+}
+
+// Photo builds an update with a photo from user in a private chat: the
+// file fileID (AddFile) in two sizes, as Telegram sends a photo, with a
+// caption.
+func Photo(updateID, userID int64, fileID string, size int, caption string) map[string]any {
+	u := media(updateID, userID, caption)
+	u["message"].(map[string]any)["photo"] = []map[string]any{
+		{"file_id": fileID + "s", "file_unique_id": "s" + fileID, "width": 90, "height": 67, "file_size": 1200},
+		{"file_id": fileID, "file_unique_id": "u" + fileID, "width": 1280, "height": 960, "file_size": size},
+	}
+	return u
+}
+
+// Document builds an update with a document from user in a private chat.
+func Document(updateID, userID int64, fileID, name, mimeType string, size int, caption string) map[string]any {
+	u := media(updateID, userID, caption)
+	u["message"].(map[string]any)["document"] = map[string]any{"file_id": fileID, "file_unique_id": "u" + fileID,
+		"file_name": name, "mime_type": mimeType, "file_size": size}
+	return u
+}
+
+// Voice builds an update with a voice note (OGG/Opus) from user in a
+// private chat.
+func Voice(updateID, userID int64, fileID string, size int) map[string]any {
+	u := media(updateID, userID, "")
+	u["message"].(map[string]any)["voice"] = map[string]any{"file_id": fileID, "file_unique_id": "u" + fileID,
+		"duration": 3, "mime_type": "audio/ogg", "file_size": size}
+	return u
+}
+
+// media is a message update with a caption, without its media yet.
+func media(updateID, userID int64, caption string) map[string]any {
+	u := Message(updateID, userID, userID, "private", "")
+	m := u["message"].(map[string]any)
+	delete(m, "text")
+	if caption != "" {
+		m["caption"] = caption
+	}
+	return u
+}
+
+// sendFile takes a photo or a document uploaded as a multipart form, with
+// Telegram's limits: a photo of at most 10 MB that is an image, a
+// document of at most 50 MB, a caption of at most 1024 characters.
+func (s *Server) sendFile(w http.ResponseWriter, method string, p map[string]any, upload *multipart.FileHeader) {
+	field := "photo"
+	if method == "sendDocument" {
+		field = "document"
+	}
+	if upload == nil || upload.Filename == "" {
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: there is no " + field + " in the request"})
+		return
+	}
+	f, err := upload.Open()
+	if err != nil {
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: invalid file"})
+		return
+	}
+	data, _ := io.ReadAll(f)
+	f.Close()
+	caption, _ := p["caption"].(string)
+	png, jpeg := bytes.HasPrefix(data, []byte("\x89PNG")), bytes.HasPrefix(data, []byte("\xff\xd8\xff"))
+	switch {
+	case field == "photo" && len(data) > 10<<20:
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: PHOTO_INVALID_DIMENSIONS"})
+		return
+	case field == "photo" && !png && !jpeg:
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: IMAGE_PROCESS_FAILED"})
+		return
+	case len(data) > 50<<20:
+		writeErr(w, Failure{Code: 413, Description: "Request Entity Too Large"})
+		return
+	case len([]rune(caption)) > 1024:
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: message caption is too long"})
+		return
+	}
+	chatID, _ := strconv.ParseInt(fmt.Sprint(p["chat_id"]), 10, 64)
+	thread, _ := strconv.ParseInt(fmt.Sprint(p["message_thread_id"]), 10, 64)
+	s.mu.Lock()
+	s.nextID++
+	m := &Sent{ChatID: chatID, MessageID: s.nextID, ThreadID: thread, Text: caption, FileName: upload.Filename}
+	if field == "photo" {
+		m.Photo = data
+	} else {
+		m.Document = data
+	}
+	s.msgs = append(s.msgs, m)
+	s.mu.Unlock()
+	writeOK(w, map[string]any{"message_id": m.MessageID, "date": time.Now().Unix(), "caption": caption,
+		"chat": map[string]any{"id": chatID, "type": "private"}, "from": Bot})
+}
+
+// getFile answers a File with the path to download it from, refusing an
+// unknown file_id and a file over the Bot API's 20 MB.
+func (s *Server) getFile(w http.ResponseWriter, p map[string]any) {
+	id, _ := p["file_id"].(string)
+	s.mu.Lock()
+	data, ok := s.files[id]
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: invalid file_id"})
+	case len(data) > 20<<20:
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: file is too big"})
+	default:
+		writeOK(w, map[string]any{"file_id": id, "file_unique_id": "u" + id, "file_size": len(data), "file_path": "documents/" + id})
+	}
+}
+
+// download serves a file by the path getFile gave.
+func (s *Server) download(w http.ResponseWriter, path string) {
+	s.mu.Lock()
+	data, ok := s.files[strings.TrimPrefix(path, "documents/")]
+	s.mu.Unlock()
+	if !ok {
+		http.NotFound(w, nil)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Write(data)
 }
 
 // getUpdates confirms every update below offset, then returns the others

@@ -54,6 +54,10 @@ type Sent struct {
 	Buttons []Button
 	// Template and Language name a template message.
 	Template, Language string
+	// Media is an image's or a document's bytes (uploaded to /media),
+	// Filename a document's name; Text is then the caption.
+	Media    []byte
+	Filename string
 }
 
 // Failure is an error answer: the HTTP status and the Graph error.
@@ -83,11 +87,19 @@ type Server struct {
 	fail   []Failure
 	lastIn map[string]time.Time
 	posts  int
+	// media are uploads and users' files, by media id.
+	media map[string]medium
+}
+
+// medium is a stored media file.
+type medium struct {
+	mimeType string
+	data     []byte
 }
 
 // New starts a fake server.
 func New() *Server {
-	s := &Server{now: time.Now, lastIn: map[string]time.Time{}}
+	s := &Server{now: time.Now, lastIn: map[string]time.Time{}, media: map[string]medium{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.handle))
 	return s
 }
@@ -160,6 +172,20 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		writeError(w, BadToken)
 		return
 	}
+	if id == "whatsapp_business" && edge == "attachments/" {
+		s.download(w, r.URL.Query().Get("mid"))
+		return
+	}
+	s.mu.Lock()
+	m, isMedia := s.media[id]
+	s.mu.Unlock()
+	if isMedia && r.Method == http.MethodGet && edge == "" {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"messaging_product": "whatsapp", "id": id, "mime_type": m.mimeType,
+			"sha256": fmt.Sprintf("%x", sha256.Sum256(m.data)), "file_size": len(m.data),
+			"url": s.URL + "/" + Version + "/whatsapp_business/attachments/?mid=" + id + "&ext=1750000000&hash=ATfake"})
+		return
+	}
 	if id != PhoneNumberID {
 		writeError(w, Failure{Status: 400, Code: 100, Type: "GraphMethodException",
 			Message: fmt.Sprintf("Unsupported %s request. Object with ID '%s' does not exist, cannot be loaded due to missing permissions, or does not support this operation. Please read the Graph API documentation at https://developers.facebook.com/docs/graph-api", strings.ToLower(r.Method), id)})
@@ -170,6 +196,8 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.phoneNumber(w, r)
 	case r.Method == http.MethodPost && edge == "messages":
 		s.messages(w, r)
+	case r.Method == http.MethodPost && edge == "media":
+		s.upload(w, r)
 	default:
 		writeError(w, Failure{Status: 400, Code: 100, Type: "GraphMethodException", Message: "Unsupported " + strings.ToLower(r.Method) + " request."})
 	}
@@ -226,6 +254,15 @@ type request struct {
 			Code string `json:"code"`
 		} `json:"language"`
 	} `json:"template"`
+	Image    *mediaObject `json:"image"`
+	Document *mediaObject `json:"document"`
+}
+
+// mediaObject is a media message's media, by the id of an upload.
+type mediaObject struct {
+	ID       string `json:"id"`
+	Caption  string `json:"caption"`
+	Filename string `json:"filename"`
 }
 
 var waID = regexp.MustCompile(`^\+?[0-9]{6,15}$`)
@@ -311,6 +348,26 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		m.Template, m.Language, free = t.Name, t.Language.Code, false
+	case "image", "document":
+		o := q.Image
+		if q.Type == "document" {
+			o = q.Document
+		}
+		s.mu.Lock()
+		up, ok := s.media[idOf(o)]
+		s.mu.Unlock()
+		switch {
+		case o == nil || !ok:
+			invalid(w, "a media message needs the id of an uploaded file")
+			return
+		case utf8.RuneCountInString(o.Caption) > 1024:
+			invalid(w, "the caption is longer than 1024 characters")
+			return
+		case q.Type == "image" && (up.mimeType != "image/jpeg" && up.mimeType != "image/png" || len(up.data) > 5<<20):
+			invalid(w, "an image must be a JPEG or PNG of at most 5 MB")
+			return
+		}
+		m.Media, m.Text, m.Filename = up.data, o.Caption, o.Filename
 	default:
 		invalid(w, "type "+strconv.Quote(q.Type)+" is not supported")
 		return
@@ -329,6 +386,69 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(map[string]any{"messaging_product": "whatsapp",
 		"contacts": []any{map[string]any{"input": q.To, "wa_id": strings.TrimPrefix(q.To, "+")}},
 		"messages": []any{map[string]any{"id": m.ID, "message_status": "accepted"}}})
+}
+
+func idOf(o *mediaObject) string {
+	if o == nil {
+		return ""
+	}
+	return o.ID
+}
+
+// upload takes POST /<phone number id>/media: a multipart form with
+// messaging_product whatsapp, the type and the file (of at most 100 MB).
+func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseMultipartForm(100 << 20); err != nil {
+		invalid(w, "the upload is not a multipart form")
+		return
+	}
+	f, _, err := r.FormFile("file")
+	if err != nil || r.FormValue("messaging_product") != "whatsapp" || r.FormValue("type") == "" {
+		invalid(w, "an upload needs messaging_product whatsapp, a type and a file")
+		return
+	}
+	defer f.Close()
+	data, _ := io.ReadAll(f)
+	s.mu.Lock()
+	id := fmt.Sprintf("%d", 1000000000000000+len(s.media)+1)
+	s.media[id] = medium{mimeType: r.FormValue("type"), data: data}
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"id": id})
+}
+
+// download serves a media file at the URL GET /<media id> gave.
+func (s *Server) download(w http.ResponseWriter, id string) {
+	s.mu.Lock()
+	m, ok := s.media[id]
+	s.mu.Unlock()
+	if !ok {
+		http.NotFound(w, nil)
+		return
+	}
+	w.Header().Set("Content-Type", m.mimeType)
+	w.Write(m.data)
+}
+
+// UserMedia is the user from (named name) sending a file: kind is image,
+// document or audio (a voice note when voice is set); the file is kept
+// for GET /<media id>.
+func (s *Server) UserMedia(from, name, kind, mimeType, filename, caption string, voice bool, data []byte) Notification {
+	s.mu.Lock()
+	id := fmt.Sprintf("%d", 1000000000000000+len(s.media)+1)
+	s.media[id] = medium{mimeType: mimeType, data: data}
+	s.mu.Unlock()
+	body := map[string]any{"id": id, "mime_type": mimeType, "sha256": fmt.Sprintf("%x", sha256.Sum256(data))}
+	switch {
+	case kind == "audio":
+		body["voice"] = voice
+	case caption != "":
+		body["caption"] = caption
+	}
+	if filename != "" {
+		body["filename"] = filename
+	}
+	return s.userMessage(from, name, map[string]any{"type": kind, kind: body})
 }
 
 // Notification is a webhook delivery: its body, and the id of the

@@ -22,8 +22,8 @@ const maxErrorBody = 16 << 10
 // maxRedirects is how many redirects a call follows, as net/http does.
 const maxRedirects = 10
 
-// client sends the package's two calls, chat completions and embeddings,
-// as OpenAI's HTTP API takes them: a JSON body POSTed under the base URL,
+// client sends the package's calls, chat completions, embeddings and
+// transcriptions, as OpenAI's HTTP API takes them: a body POSTed under the base URL,
 // the key as a bearer token. It never retries: that is the llm package's
 // wrappers' job.
 type client struct {
@@ -102,12 +102,17 @@ func port(u *url.URL) string {
 // and close. An error status fails with an *apiError holding what its
 // body says; the response comes back too, closed.
 func (c *client) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
+	return c.send(ctx, path, "application/json", body)
+}
+
+// send is post with a body of contentType (a multipart form's).
+func (c *client) send(ctx context.Context, path, contentType string, body []byte) (*http.Response, error) {
 	u := c.base.ResolveReference(&url.URL{Path: path})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "lambdaclaw-openai/1")
 	if c.apiKey != "" {

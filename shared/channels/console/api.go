@@ -108,6 +108,8 @@ type Config struct {
 	// are none.
 	Jobs   Jobs
 	Memory Memory
+	// Media, when set, serves the key's stored files (media.go).
+	Media Media
 	// Operator, when set, is the owner of the jobs the operator makes on
 	// the command line (schedule.OperatorOwner): admin keys list and act
 	// on its jobs as well as on their own.
@@ -159,6 +161,7 @@ func New(cfg Config) (*Console, error) {
 		"GET " + p + "/sessions/{id}":                  c.session,
 		"GET " + p + "/sessions/{id}/runs/{run}":       c.runTree,
 		"GET " + p + "/approvals":                      c.approvals,
+		"GET " + p + "/media/{session}/{hash}":         c.media,
 		"GET " + p + "/jobs":                           c.jobs,
 		"GET " + p + "/jobs/{id}/runs":                 c.jobRuns,
 		"POST " + p + "/jobs":                          c.createJob,

@@ -130,6 +130,22 @@ type Message struct {
 	// ReferencedMessage is the message a reply answers.
 	ReferencedMessage *Message `json:"referenced_message,omitempty"`
 	WebhookID         string   `json:"webhook_id,omitempty"`
+	// Attachments are the message's files; Flags has IsVoiceMessage for
+	// a voice message (an audio/ogg attachment).
+	Attachments []Attachment `json:"attachments,omitempty"`
+	Flags       int          `json:"flags,omitempty"`
+}
+
+// IsVoiceMessage is the flag of a voice message.
+const IsVoiceMessage = 1 << 13
+
+// Attachment is a file of a message, on Discord's CDN (a signed URL).
+type Attachment struct {
+	ID          string `json:"id"`
+	Filename    string `json:"filename"`
+	ContentType string `json:"content_type,omitempty"`
+	Size        int64  `json:"size"`
+	URL         string `json:"url"`
 }
 
 // MessageReference points at the message a reply answers.
@@ -241,16 +257,22 @@ func (c *Client) Send(ctx context.Context, msg channel.Outgoing) (string, error)
 	if err != nil {
 		return "", err
 	}
-	body := messageBody{Content: msg.Text, Components: comps, AllowedMentions: allowedMentions{Parse: []string{}}}
+	return c.post(ctx, a, messageBody{Content: msg.Text, Components: comps, AllowedMentions: allowedMentions{Parse: []string{}}})
+}
+
+// post creates the message body at a: as a follow-up of its interaction,
+// or in its channel once the interaction's token expired (or without
+// one).
+func (c *Client) post(ctx context.Context, a address, body any) (string, error) {
 	var m Message
 	if a.token != "" {
 		// wait=true makes Discord return the message, with its id.
-		err = c.do(ctx, http.MethodPost, "execute webhook", c.webhook(a.token, "")+"?wait=true", false, body, &m)
+		err := c.do(ctx, http.MethodPost, "execute webhook", c.webhook(a.token, "")+"?wait=true", false, body, &m)
 		if !expired(err) {
 			return m.ID, err
 		}
 	}
-	err = c.do(ctx, http.MethodPost, "create message", "/channels/"+a.channel+"/messages", true, body, &m)
+	err := c.do(ctx, http.MethodPost, "create message", "/channels/"+a.channel+"/messages", true, body, &m)
 	return m.ID, err
 }
 
@@ -369,7 +391,10 @@ type apiError struct {
 // path instead). Every unsuccessful answer is a *channel.Error.
 func (c *Client) do(ctx context.Context, method, name, path string, auth bool, in, out any) error {
 	var body io.Reader
-	if in != nil {
+	ctype := "application/json"
+	if u, ok := in.(upload); ok {
+		body, ctype = bytes.NewReader(u.body), u.contentType
+	} else if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return fmt.Errorf("discord %s: %w", name, err)
@@ -381,7 +406,7 @@ func (c *Client) do(ctx context.Context, method, name, path string, auth bool, i
 		return fmt.Errorf("discord %s: %s", name, c.scrub(err.Error(), path))
 	}
 	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", ctype)
 	}
 	if auth {
 		req.Header.Set("Authorization", "Bot "+c.token)

@@ -110,7 +110,7 @@ func NewGateway(cfg Config) (*Gateway, error) {
 	if cfg.Client == nil || cfg.Handle == nil {
 		return nil, errors.New("discord: the gateway needs a client and a handler")
 	}
-	return &Gateway{cfg: cfg, conv: conversations{client: cfg.Client}, MinDelay: time.Second, work: make(chan dispatch, maxQueued)}, nil
+	return &Gateway{cfg: cfg, conv: conversations{client: cfg.Client, download: cfg.Client.Download}, MinDelay: time.Second, work: make(chan dispatch, maxQueued)}, nil
 }
 
 // Self is the bot's user id, once READY told it.

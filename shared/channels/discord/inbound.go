@@ -115,8 +115,10 @@ const maxChannels = 4096
 // parents, asking Discord once per channel.
 type conversations struct {
 	client channelGetter
-	mu     sync.Mutex
-	known  map[string]Channel
+	// download fetches a message's attachments (Client.Download).
+	download func(ctx context.Context, url string, max int64) ([]byte, error)
+	mu       sync.Mutex
+	known    map[string]Channel
 }
 
 // lookup returns the channel id; given is what a payload said of it, if
@@ -217,12 +219,15 @@ func (c *conversations) fromMessage(ctx context.Context, m *Message, self string
 		text = strings.NewReplacer("<@"+self+">", "", "<@!"+self+">", "").Replace(text)
 	}
 	text = strings.TrimSpace(text)
-	if text == "" {
+	if text == "" && len(m.Attachments) == 0 {
 		return channel.Inbound{}, false, nil
 	}
 	in = channel.Inbound{
 		ID: m.ID, User: m.Author.ID, Name: displayName(m.Author), To: ChannelAddress(m.ChannelID),
 		Addressed: addressed, Text: text, At: snowflakeTime(m.ID),
+	}
+	if c.download != nil {
+		in.Attachments = attachments(m, c.download)
 	}
 	if t, err := time.Parse(time.RFC3339, m.Timestamp); err == nil {
 		in.At = t

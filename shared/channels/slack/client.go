@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -119,6 +120,22 @@ func (c *Client) Call(ctx context.Context, method, token string, params, result 
 	if params != nil {
 		req.Header.Set("Content-Type", "application/json; charset=utf-8")
 	}
+	return c.do(ctx, req, method, token, result)
+}
+
+// callForm invokes method with form, authenticated with the bot token:
+// the files methods take their arguments form-encoded.
+func (c *Client) callForm(ctx context.Context, method string, form url.Values, result any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/"+method, strings.NewReader(form.Encode()))
+	if err != nil {
+		return fmt.Errorf("slack %s: %w", method, err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return c.do(ctx, req, method, c.token, result)
+}
+
+// do sends req and reads Slack's answer into result.
+func (c *Client) do(ctx context.Context, req *http.Request, method, token string, result any) error {
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := c.http.Do(req)
 	if err != nil {

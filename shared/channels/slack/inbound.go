@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -23,6 +24,9 @@ type Bot struct {
 // Parser turns what Slack delivers into channel.Inbound.
 type Parser struct {
 	Bot Bot
+	// Download fetches a shared file (Client.Download); without it a
+	// message's files are not read.
+	Download func(ctx context.Context, url string, max int64) ([]byte, error)
 }
 
 // callback is the outer event of the Events API (and of Socket Mode's
@@ -52,6 +56,8 @@ type event struct {
 	ThreadTS    string `json:"thread_ts"`
 	Channel     string `json:"channel"`
 	ChannelType string `json:"channel_type"`
+	// Files are shared with the message (the subtype file_share).
+	Files []file `json:"files"`
 }
 
 // errForeignTeam is a delivery from a workspace other than the bot's.
@@ -69,7 +75,7 @@ func (p Parser) Event(cb callback) (in channel.Inbound, ok bool, err error) {
 		return in, false, errForeignTeam
 	}
 	e := cb.Event
-	if cb.Type != "event_callback" || e == nil || e.Subtype != "" || e.BotID != "" || e.User == "" || e.Channel == "" || e.TS == "" {
+	if cb.Type != "event_callback" || e == nil || e.Subtype != "" && e.Subtype != "file_share" || e.BotID != "" || e.User == "" || e.Channel == "" || e.TS == "" {
 		return in, false, nil
 	}
 	bot := p.Bot.UserID
@@ -92,6 +98,7 @@ func (p Parser) Event(cb callback) (in channel.Inbound, ok bool, err error) {
 		Text:      text(e.Text, bot),
 		At:        tsTime(e.TS),
 	}
+	in.Attachments = p.attachments(e.Files)
 	switch {
 	case e.Type == "message" && e.ChannelType == "im":
 		in.Principal, in.Addressed, in.Thread = e.User, true, e.ThreadTS

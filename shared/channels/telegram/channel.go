@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -197,11 +198,14 @@ func (r *Receiver) inbound(ctx context.Context, u Update) (in channel.Inbound, o
 		return in, true, nil
 	}
 	m := u.Message
-	if m == nil || m.From == nil || m.From.IsBot || m.Text == "" {
+	if m == nil || m.From == nil || m.From.IsBot {
 		return in, false, nil
 	}
 	in = from(id, m, *m.From)
-	in.Text, in.Addressed = m.Text, !in.Group
+	in.Text, in.Addressed, in.Attachments = cmp.Or(m.Text, m.Caption), !in.Group, r.attachments(m)
+	if in.Text == "" && len(in.Attachments) == 0 {
+		return in, false, nil
+	}
 	if in.Group {
 		me, err := r.self(ctx)
 		if err != nil {
@@ -209,13 +213,39 @@ func (r *Receiver) inbound(ctx context.Context, u Update) (in channel.Inbound, o
 		}
 		mention := "@" + strings.ToLower(me.Username)
 		replied := m.ReplyToMessage != nil && m.ReplyToMessage.From != nil && m.ReplyToMessage.From.ID == me.ID
-		mentioned := me.Username != "" && strings.Contains(strings.ToLower(m.Text), mention)
+		mentioned := me.Username != "" && strings.Contains(strings.ToLower(in.Text), mention)
 		in.Addressed = replied || mentioned
 		if mentioned {
-			in.Text = strings.TrimSpace(replaceFold(m.Text, mention, ""))
+			in.Text = strings.TrimSpace(replaceFold(in.Text, mention, ""))
 		}
 	}
 	return in, true, nil
+}
+
+// attachments are m's photo (its largest size), document, voice note
+// or audio, fetched with getFile when the engine asks.
+func (r *Receiver) attachments(m *Message) []channel.Attachment {
+	file := func(kind channel.AttachmentKind, id, name, mediaType string, size int64) []channel.Attachment {
+		return []channel.Attachment{{Kind: kind, Name: name, MediaType: mediaType, Size: size,
+			Fetch: func(ctx context.Context, max int64) ([]byte, error) {
+				return r.client.Download(ctx, id, min(max, MaxDownload))
+			}}}
+	}
+	switch {
+	case len(m.Photo) > 0:
+		p := m.Photo[len(m.Photo)-1]
+		return file(channel.AttachImage, p.FileID, "", "image/jpeg", p.FileSize)
+	case m.Document != nil:
+		d := m.Document
+		return file(channel.AttachFile, d.FileID, d.FileName, d.MimeType, d.FileSize)
+	case m.Voice != nil:
+		v := m.Voice
+		return file(channel.AttachVoice, v.FileID, "voice.ogg", cmp.Or(v.MimeType, "audio/ogg"), v.FileSize)
+	case m.Audio != nil:
+		a := m.Audio
+		return file(channel.AttachVoice, a.FileID, a.FileName, a.MimeType, a.FileSize)
+	}
+	return nil
 }
 
 // from is the Inbound of delivery id in m's chat by user.

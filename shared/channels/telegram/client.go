@@ -19,7 +19,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"mime/multipart"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,11 +83,39 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	if err != nil {
 		return fmt.Errorf("telegram %s: %w", method, err)
 	}
+	return c.do(ctx, method, "application/json", body, result)
+}
+
+// Upload invokes method with params and the file data as the field
+// field of a multipart form (sendPhoto, sendDocument).
+func (c *Client) Upload(ctx context.Context, method string, params map[string]string, field, name string, data []byte, result any) error {
+	var body bytes.Buffer
+	w := multipart.NewWriter(&body)
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		if err := w.WriteField(k, params[k]); err != nil {
+			return fmt.Errorf("telegram %s: %w", method, err)
+		}
+	}
+	fw, err := w.CreateFormFile(field, name)
+	if err == nil {
+		_, err = fw.Write(data)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("telegram %s: %w", method, err)
+	}
+	return c.do(ctx, method, w.FormDataContentType(), body.Bytes(), result)
+}
+
+// do posts body of contentType to method and reads Telegram's envelope.
+func (c *Client) do(ctx context.Context, method, contentType string, body []byte, result any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/bot"+c.token+"/"+method, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("telegram %s: %s", method, c.scrub(err.Error()))
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -165,6 +197,29 @@ type Message struct {
 	Text            string   `json:"text,omitempty"`
 	Entities        []Entity `json:"entities,omitempty"`
 	ReplyToMessage  *Message `json:"reply_to_message,omitempty"`
+	// Caption is the text of a message with media: Photo (its sizes,
+	// smallest first), Document, Voice (a voice note) or Audio.
+	Caption  string      `json:"caption,omitempty"`
+	Photo    []PhotoSize `json:"photo,omitempty"`
+	Document *FileInfo   `json:"document,omitempty"`
+	Voice    *FileInfo   `json:"voice,omitempty"`
+	Audio    *FileInfo   `json:"audio,omitempty"`
+}
+
+// PhotoSize is one size of a photo.
+type PhotoSize struct {
+	FileID   string `json:"file_id"`
+	Width    int    `json:"width"`
+	Height   int    `json:"height"`
+	FileSize int64  `json:"file_size,omitempty"`
+}
+
+// FileInfo is a Document, Voice or Audio: a file on Telegram's servers.
+type FileInfo struct {
+	FileID   string `json:"file_id"`
+	FileName string `json:"file_name,omitempty"`
+	MimeType string `json:"mime_type,omitempty"`
+	FileSize int64  `json:"file_size,omitempty"`
 }
 
 // CallbackQuery is the press of an inline keyboard's button.
@@ -186,6 +241,73 @@ type Update struct {
 
 // allowedUpdates are the kinds of update the bot asks for.
 var allowedUpdates = []string{"message", "callback_query"}
+
+// MaxDownload is the largest file the Bot API lets a bot download
+// (getFile), 20 MB.
+const MaxDownload = 20 << 20
+
+// Download returns the bytes of the file fileID: getFile gives its path,
+// which is fetched from /file/bot<token>/<path>. A file larger than max
+// (as getFile says, or as it arrives) is channel.ErrTooLarge.
+func (c *Client) Download(ctx context.Context, fileID string, max int64) ([]byte, error) {
+	var f struct {
+		FileSize int64  `json:"file_size"`
+		FilePath string `json:"file_path"`
+	}
+	if err := c.Call(ctx, "getFile", map[string]any{"file_id": fileID}, &f); err != nil {
+		return nil, err
+	}
+	switch {
+	case f.FileSize > max:
+		return nil, channel.ErrTooLarge
+	case f.FilePath == "":
+		return nil, apiError("getFile", 400, "no file_path: the file is too big to download", 0)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/file/bot"+c.token+"/"+f.FilePath, nil)
+	if err != nil {
+		return nil, fmt.Errorf("telegram download: %s", c.scrub(err.Error()))
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("telegram download: %s", c.scrub(err.Error()))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, apiError("download", resp.StatusCode, resp.Status, 0)
+	}
+	data, err := channel.ReadAtMost(resp.Body, max)
+	if err != nil && !errors.Is(err, channel.ErrTooLarge) {
+		return nil, fmt.Errorf("telegram download: %s", c.scrub(err.Error()))
+	}
+	return data, err
+}
+
+// MaxPhoto is the largest photo sendPhoto takes, 10 MB; a larger image
+// goes as a document (up to 50 MB).
+const MaxPhoto = 10 << 20
+
+// SendFile sends f to chatID (in the forum topic threadID, when not 0):
+// a PNG, JPEG or WebP image within MaxPhoto with sendPhoto, anything else
+// with sendDocument; the caption cut to Telegram's 1024 characters.
+func (c *Client) SendFile(ctx context.Context, chatID, threadID int64, f channel.File) (int64, error) {
+	p := map[string]string{"chat_id": strconv.FormatInt(chatID, 10)}
+	if threadID != 0 {
+		p["message_thread_id"] = strconv.FormatInt(threadID, 10)
+	}
+	if f.Caption != "" {
+		p["caption"] = channel.Cut(f.Caption, 1024)
+	}
+	method, field := "sendDocument", "document"
+	switch f.MediaType {
+	case "image/png", "image/jpeg", "image/webp":
+		if len(f.Data) <= MaxPhoto {
+			method, field = "sendPhoto", "photo"
+		}
+	}
+	var m Message
+	err := c.Upload(ctx, method, p, field, f.Name, f.Data, &m)
+	return m.MessageID, err
+}
 
 // GetMe returns the bot's own user.
 func (c *Client) GetMe(ctx context.Context) (User, error) {

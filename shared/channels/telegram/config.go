@@ -34,7 +34,9 @@ type Config struct {
 	// Groups says when the bot answers in groups (when mentioned or
 	// replied to, by default) and how many earlier messages it is given.
 	Groups channel.Groups
-	Log    *slog.Logger
+	// Media says what is done with photos, documents and voice notes.
+	Media channel.Media
+	Log   *slog.Logger
 	// PollTimeout is getUpdates' long-poll timeout (default 30 s).
 	PollTimeout time.Duration
 	// DraftInterval is the least time between two updates of a streamed
@@ -61,7 +63,7 @@ func (cfg Config) engine() (channel.Config, error) {
 		users = append(users, strconv.FormatInt(u, 10))
 	}
 	return channel.Config{Platform: NewPlatform(cfg.Client, cfg.Log), Store: cfg.Store, Runner: cfg.Runner, Agent: cfg.Agent,
-		Identity: cfg.Identity, Autonomy: cfg.Autonomy, AllowedUsers: users, AccessCodes: cfg.AccessCodes, Groups: cfg.Groups,
+		Identity: cfg.Identity, Autonomy: cfg.Autonomy, AllowedUsers: users, AccessCodes: cfg.AccessCodes, Groups: cfg.Groups, Media: cfg.Media,
 		Log: cfg.Log, DraftInterval: cfg.DraftInterval, SeenTTL: cfg.SeenTTL, Serverless: cfg.Serverless,
 		FlushWait: cfg.FlushWait, Now: cfg.Now}, nil
 }

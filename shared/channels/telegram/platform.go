@@ -91,6 +91,19 @@ func (p *Platform) Send(ctx context.Context, msg channel.Outgoing) (string, erro
 	return strconv.FormatInt(id, 10), nil
 }
 
+// SendFile sends f as a photo or a document (Client.SendFile).
+func (p *Platform) SendFile(ctx context.Context, to string, f channel.File) (string, error) {
+	chatID, threadID, err := parseAddress(to)
+	if err != nil {
+		return "", err
+	}
+	id, err := p.client.SendFile(ctx, chatID, threadID, f)
+	if err != nil {
+		return "", err
+	}
+	return strconv.FormatInt(id, 10), nil
+}
+
 // message reads the chat of the address to and the message id id.
 func message(to, id string) (chatID, msgID int64, err error) {
 	if chatID, _, err = parseAddress(to); err != nil {

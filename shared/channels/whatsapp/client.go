@@ -116,10 +116,16 @@ func (c *Client) call(ctx context.Context, method, path, query string, in, out a
 	if err != nil {
 		return fmt.Errorf("whatsapp %s: %s", name, c.scrub(err.Error()))
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return c.do(ctx, req, name, out)
+}
+
+// do sends req with the token and decodes a successful answer into out;
+// an unsuccessful one is a *channel.Error.
+func (c *Client) do(ctx context.Context, req *http.Request, name string, out any) error {
+	req.Header.Set("Authorization", "Bearer "+c.token)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -208,6 +214,8 @@ type message struct {
 	Text             *textBody    `json:"text,omitempty"`
 	Interactive      *interactive `json:"interactive,omitempty"`
 	Template         *template    `json:"template,omitempty"`
+	Image            *mediaBody   `json:"image,omitempty"`
+	Document         *mediaBody   `json:"document,omitempty"`
 }
 
 type textBody struct {

@@ -99,28 +99,32 @@ func (p *Platform) MaxLen() int { return MaxTextLen }
 // the user's last message or by WhatsApp's own refusal (131047), it
 // sends the template instead.
 func (p *Platform) Send(ctx context.Context, msg channel.Outgoing) (string, error) {
+	return p.withinWindow(ctx, msg.To, func() (string, error) {
+		if len(msg.Buttons) > 0 {
+			return p.client.SendButtons(ctx, msg.To, msg.Text, msg.Buttons)
+		}
+		return p.client.SendText(ctx, msg.To, msg.Text)
+	})
+}
+
+// withinWindow sends with send to the address to while the customer
+// service window is open, by the record of the user's last message or
+// by WhatsApp's own refusal (131047); outside it, the template.
+func (p *Platform) withinWindow(ctx context.Context, to string, send func() (string, error)) (string, error) {
 	// A group has no window of its own record: WhatsApp's refusal says.
 	var last time.Time
-	if !strings.HasPrefix(msg.To, GroupPrefix) {
+	if !strings.HasPrefix(to, GroupPrefix) {
 		var err error
-		if last, err = p.lastIn(ctx, msg.To); err != nil {
+		if last, err = p.lastIn(ctx, to); err != nil {
 			return "", err
 		}
 	}
 	if !last.IsZero() && p.cfg.Now().Sub(last) >= Window {
-		return p.windowClosed(ctx, msg.To, last)
+		return p.windowClosed(ctx, to, last)
 	}
-	var (
-		id  string
-		err error
-	)
-	if len(msg.Buttons) > 0 {
-		id, err = p.client.SendButtons(ctx, msg.To, msg.Text, msg.Buttons)
-	} else {
-		id, err = p.client.SendText(ctx, msg.To, msg.Text)
-	}
+	id, err := send()
 	if graphCode(err) == CodeReengagement {
-		return p.windowClosed(ctx, msg.To, last)
+		return p.windowClosed(ctx, to, last)
 	}
 	return id, err
 }

@@ -174,7 +174,7 @@ func (h *webhook) change(ctx context.Context, v value) error {
 				return err
 			}
 		}
-		if in.Text == "" && in.Action == "" {
+		if in.Text == "" && in.Action == "" && len(in.Attachments) == 0 {
 			log.Info("whatsapp: message type not handled", "type", m.Type, "message_id", m.ID)
 			continue
 		}
@@ -240,6 +240,10 @@ func (h *webhook) inbound(v value, m waMessage) (channel.Inbound, bool) {
 		}
 	case "button": // a template's quick reply button
 		in.Text = m.Button.Text
+	case "image", "document", "audio":
+		if in.Attachments = h.attachments(m); len(in.Attachments) > 0 && m.Type != "audio" {
+			in.Text = map[string]*mediaBody{"image": m.Image, "document": m.Document}[m.Type].Caption
+		}
 	}
 	return in, true
 }
@@ -308,4 +312,8 @@ type waMessage struct {
 		Payload string `json:"payload"`
 		Text    string `json:"text"`
 	} `json:"button"`
+	// Image, Document and Audio are a media message's, by its Type.
+	Image    *mediaBody `json:"image"`
+	Document *mediaBody `json:"document"`
+	Audio    *mediaBody `json:"audio"`
 }

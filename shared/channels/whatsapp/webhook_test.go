@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/tests/fakewhatsapp"
@@ -47,6 +48,9 @@ func TestWebhookDelivery(t *testing.T) {
 	press := channel.Inbound{ID: "wamid.HBgLMTY1MDM4Nzk0MzkVAgASGBQzQUZCMTY0MDc2MUYwNzBDNTY5MAA=", Workspace: fakewhatsapp.PhoneNumberID,
 		User: "16505551234", Name: "Sheena Nelson", Principal: "16505551234", To: "16505551234", Addressed: true,
 		Action: "ap:42:yes", At: time.Unix(1750025136, 0)}
+	image := channel.Inbound{ID: "wamid.IMG", Workspace: fakewhatsapp.PhoneNumberID, User: "16505551234", Name: "Sheena Nelson",
+		Principal: "16505551234", To: "16505551234", Addressed: true, At: time.Unix(1750090702, 0),
+		Attachments: []channel.Attachment{{Kind: channel.AttachImage, MediaType: "image/jpeg"}}}
 	const groupID = "Y2FwaV9ncm91cDoxNzA1NTU1MDEzOToxMjAzNjM0MDQ2OTQyMzM4MjAZD"
 	group := channel.Inbound{ID: "wamid.GRP", Workspace: fakewhatsapp.PhoneNumberID, User: "16505551234", Name: "Sheena Nelson",
 		Principal: "#" + groupID, To: "g:" + groupID, Group: true, Text: "hello group", At: time.Unix(1750090702, 0)}
@@ -69,7 +73,7 @@ func TestWebhookDelivery(t *testing.T) {
 		{name: "text", signature: sign(sampleText), body: sampleText, wantCode: 200, want: []channel.Inbound{text}, wantLastIn: "1749416383"},
 		{name: "button press", signature: sign(sampleButton), body: sampleButton, wantCode: 200, want: []channel.Inbound{press}, wantLastIn: "1750025136"},
 		{name: "status", signature: sign(sampleStatus), body: sampleStatus, wantCode: 200},
-		{name: "image: the window opens, nothing runs", signature: sign(sampleImage), body: sampleImage, wantCode: 200, wantLastIn: "1750090702"},
+		{name: "image: handed on with its media", signature: sign(sampleImage), body: sampleImage, wantCode: 200, want: []channel.Inbound{image}, wantLastIn: "1750090702"},
 		{name: "group message", signature: sign(sampleGroup), body: sampleGroup, wantCode: 200, want: []channel.Inbound{group}},
 		{name: "group message mentioning the number", signature: sign(mention), body: mention, wantCode: 200, want: []channel.Inbound{mentioned}},
 		{name: "group message replying to the number", signature: sign(reply), body: reply, wantCode: 200, want: []channel.Inbound{replied}},
@@ -98,7 +102,7 @@ func TestWebhookDelivery(t *testing.T) {
 			if code := serve(h, tt.signature, []byte(tt.body)); code != tt.wantCode {
 				t.Errorf("status = %d, want %d", code, tt.wantCode)
 			}
-			if d := cmp.Diff(tt.want, got); d != "" {
+			if d := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(channel.Attachment{}, "Fetch")); d != "" {
 				t.Errorf("handled (-want +got):\n%s", d)
 			}
 			if last, _ := st.State(context.Background(), lastInKey("16505551234")); last != tt.wantLastIn {

@@ -27,6 +27,7 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/pii"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 )
@@ -289,7 +290,11 @@ type Loop struct {
 	// session after its answer is sent (past conversations become
 	// memories). Its failures are logged and never fail the run.
 	Recorder Recorder
-	Log      *slog.Logger
+	// Media, when set, keeps the bytes of messages' parts beside their
+	// session (media.go): history holds references, read back for the
+	// model, and a reset deletes them with the session.
+	Media Media
+	Log   *slog.Logger
 	// ToolTimeout bounds one tool call whose tool's policy sets no
 	// timeout; zero means 60 s.
 	ToolTimeout time.Duration
@@ -485,6 +490,8 @@ func (l *Loop) Enqueue(ctx context.Context, in Input) (RunState, error) {
 	}
 	if in.Ephemeral {
 		in.SessionID = EphemeralPrefix + in.RunID
+	} else if in.Messages, err = l.keepParts(ctx, in.Owner, in.SessionID, in.Messages); err != nil {
+		return RunState{}, fmt.Errorf("enqueue: %w", err)
 	}
 	now := l.now().UTC()
 	created := false
@@ -557,6 +564,11 @@ func (l *Loop) Reset(ctx context.Context, sessionID string) error {
 	}
 	if err := l.Store.DeleteSession(ctx, sessionID); err != nil {
 		return fmt.Errorf("reset: %w", err)
+	}
+	if l.Media != nil {
+		if err := l.Media.DeleteSession(ctx, sessionID); err != nil && l.Log != nil {
+			l.Log.Warn("reset: the session's files were not deleted", "session_id", sessionID, "error", scrub.Scrub(err.Error()))
+		}
 	}
 	l.emit(obs.Event{Type: obs.SessionEnd, SessionID: sessionID, Attrs: []slog.Attr{slog.String("reason", "reset")}})
 	return nil

@@ -176,7 +176,7 @@ func (l *Loop) flush(ctx context.Context, a *Agent, st RunState, hist []store.Me
 	for _, m := range hist {
 		msgs = append(msgs, m.Message)
 	}
-	msgs = append(msgs, chat.Message{Role: chat.System, Content: FlushPrompt})
+	msgs = append(l.loadParts(ctx, st.Owner, msgs), chat.Message{Role: chat.System, Content: FlushPrompt})
 	resp, err := l.generate(ctx, a, st, llm.Request{Model: a.Model, Messages: msgs, Tools: defs}, nil)
 	saved := 0
 	if err == nil {
@@ -231,8 +231,23 @@ func flushTools(r *tool.Registry, autonomy tool.Autonomy) []chat.ToolDef {
 // transcript so that tool calls need no pairing.
 func (l *Loop) summarize(ctx context.Context, a *Agent, st RunState, old []store.Message) (string, error) {
 	var b strings.Builder
+	// The latest images the model takes are shown to it, to be put in
+	// words; the others are named.
+	shown := 0
+	for _, m := range old {
+		for _, p := range m.Parts {
+			if p.Type == chat.PartImage && takes(a, p) {
+				shown++
+			}
+		}
+	}
+	skip := max(shown-maxSummaryImages, 0)
+	var images []chat.Part
 	for _, m := range old {
 		text := m.Content
+		if len(m.Parts) > 0 {
+			text = partNotes(a, m.Message, &skip, &images) + text
+		}
 		switch {
 		case m.Role == chat.Tool:
 			fmt.Fprintf(&b, "[result of %s]: %s\n\n", m.Name, truncate(text, 2000))
@@ -251,10 +266,14 @@ func (l *Loop) summarize(ctx context.Context, a *Agent, st RunState, old []store
 	if len(transcript) > maxTranscript {
 		transcript = "[earlier part omitted]\n" + transcript[len(transcript)-maxTranscript:]
 	}
-	resp, err := l.generate(ctx, a, st, llm.Request{Model: a.Model, Messages: []chat.Message{
-		{Role: chat.System, Content: summaryPrompt},
-		{Role: chat.User, Content: transcript},
-	}}, nil)
+	prompt := summaryPrompt
+	if len(images) > 0 {
+		prompt += " Describe in words what the attached images show that matters to the conversation: they are not kept."
+	}
+	resp, err := l.generate(ctx, a, st, llm.Request{Model: a.Model, Messages: l.loadParts(ctx, st.Owner, []chat.Message{
+		{Role: chat.System, Content: prompt},
+		{Role: chat.User, Content: transcript, Parts: images},
+	})}, nil)
 	if err != nil {
 		return "", err
 	}

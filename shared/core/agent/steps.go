@@ -94,7 +94,7 @@ func (l *Loop) think(ctx context.Context, st RunState, c *store.Commit, t **told
 	for _, m := range hist {
 		msgs = append(msgs, m.Message)
 	}
-	msgs = closeOpenCalls(msgs)
+	msgs = l.loadParts(ctx, st.Owner, closeOpenCalls(msgs))
 	req := l.request(a, st, msgs, opts)
 	attrs := []slog.Attr{slog.Int("message_count", len(msgs)), slog.Int("iteration", st.Iteration), slog.String("provider", a.Provider.Name())}
 	if a.Model != "" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 )
 
 // DeniedText is the one reply every unauthenticated message gets, a wrong
@@ -166,7 +167,7 @@ func (c *Channel) session(in Inbound) (owner, session string) {
 // do, so handling the same delivery twice acts once.
 func (c *Channel) process(ctx context.Context, in Inbound) (reply string, err error) {
 	text := strings.TrimSpace(in.Text)
-	if text == "" && in.Action == "" {
+	if text == "" && in.Action == "" && len(in.Attachments) == 0 {
 		return "", nil
 	}
 	ok, err := c.authorized(ctx, in)
@@ -233,9 +234,23 @@ func (c *Channel) process(ctx context.Context, in Inbound) (reply string, err er
 			}
 		}
 	}
-	input.Messages = []chat.Message{{Role: chat.User, Content: text}}
+	var parts []chat.Part
+	if len(in.Attachments) > 0 && input.Approval == "" {
+		var r *refusal
+		if parts, text, err = c.attach(ctx, in, text); errors.As(err, &r) {
+			return r.msg, nil
+		} else if err != nil {
+			return "", err
+		}
+	}
+	input.Messages = []chat.Message{{Role: chat.User, Content: text, Parts: parts}}
 	st, err := c.runner.Deliver(ctx, input, func(string) {})
+	var inputErr *agent.InputError
 	switch {
+	case errors.As(err, &inputErr):
+		return "Not taken: " + inputErr.Message, nil
+	case errors.Is(err, store.ErrTooLarge):
+		return "Your message is too large to keep here: " + err.Error() + ". Nothing of it was kept.", nil
 	case errors.Is(err, agent.ErrUnknownAgent):
 		return "This bot's agent is not configured: " + err.Error(), nil
 	case errors.Is(err, agent.ErrMayNotApprove):

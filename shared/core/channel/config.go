@@ -62,7 +62,9 @@ type Config struct {
 	// AccessCodes each let one user in, once.
 	AccessCodes []string
 	Groups      Groups
-	Log         *slog.Logger
+	// Media says what is done with the files people send.
+	Media Media
+	Log   *slog.Logger
 	// DraftInterval is the least time between two updates of a streamed
 	// draft (default 1 s).
 	DraftInterval time.Duration

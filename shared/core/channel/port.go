@@ -15,8 +15,11 @@
 package channel
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"mime/multipart"
+	"net/textproto"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
@@ -55,6 +58,33 @@ type Deleter interface {
 // "typing…").
 type Typer interface {
 	Typing(ctx context.Context, to string) error
+}
+
+// FileSender is a Platform that can send a file: a photo, where the
+// platform shows images as such, else a document.
+type FileSender interface {
+	SendFile(ctx context.Context, to string, f File) (id string, err error)
+}
+
+// File is a file to send, with a caption (within the platform's limit
+// of one, which the adapter cuts to).
+type File struct {
+	Name, MediaType string
+	Data            []byte
+	Caption         string
+}
+
+// WritePart writes f as the file field of the multipart form w, with its
+// name and media type.
+func (f File) WritePart(w *multipart.Writer, field string) error {
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", multipart.FileContentDisposition(field, f.Name))
+	h.Set("Content-Type", cmp.Or(f.MediaType, "application/octet-stream"))
+	part, err := w.CreatePart(h)
+	if err == nil {
+		_, err = part.Write(f.Data)
+	}
+	return err
 }
 
 // Outgoing is one message to send.
@@ -112,6 +142,9 @@ type Inbound struct {
 	Text string
 	// Action is the Value of a pressed Button (Text is then empty).
 	Action string
+	// Attachments are the files the message carries (photos, documents,
+	// voice notes); Text is then their caption, if any.
+	Attachments []Attachment
 	// At is when the platform says the message was sent; zero if it
 	// does not.
 	At time.Time

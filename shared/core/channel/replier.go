@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -62,6 +63,20 @@ func (r *Replier) reply(ctx context.Context, id, to, text string) error {
 		return nil
 	}
 	return r.outbox.add(ctx, msgs)
+}
+
+// ErrNoFiles is the error of SendFile on a platform that sends no files.
+var ErrNoFiles = errors.New("this channel cannot send files")
+
+// SendFile sends f to the conversation to at once (a tool's call, which
+// the loop runs at most once, so no outbox keeps it).
+func (r *Replier) SendFile(ctx context.Context, to string, f File) (string, error) {
+	fs, ok := r.cfg.Platform.(FileSender)
+	if !ok {
+		return "", ErrNoFiles
+	}
+	r.log.Info("file", "to", to, "media_type", f.MediaType, "bytes", len(f.Data))
+	return fs.SendFile(ctx, to, f)
 }
 
 // MaxParts bounds the messages one reply is sent as: a longer reply is

@@ -21,8 +21,10 @@ const (
 )
 
 // Part is a piece of a message other than its text: an image, an audio
-// clip or a file. Its bytes are inline (Data, of MediaType), or, for an
-// image only, at an https URL the model's provider fetches.
+// clip or a file. Its bytes are inline (Data, of MediaType), kept beside
+// the session (Ref, which history holds instead of the bytes, and the
+// loop reads back for the model), or, for an image only, at an https URL
+// the model's provider fetches.
 type Part struct {
 	Type PartType `json:"type"`
 	// MediaType is the type of Data, such as image/png, audio/wav or
@@ -32,6 +34,9 @@ type Part struct {
 	Data []byte `json:"data,omitempty"`
 	// URL is an https image's address, when Data is empty.
 	URL string `json:"url,omitempty"`
+	// Ref names the bytes kept beside the session (media.Store), when
+	// Data is empty.
+	Ref string `json:"ref,omitempty"`
 	// Name is a file's name.
 	Name string `json:"name,omitempty"`
 	// Detail is an image's detail for the model: auto, low or high.

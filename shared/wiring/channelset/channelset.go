@@ -44,7 +44,9 @@ type Env struct {
 	// Store is the state of the channel called name.
 	Store    func(name string) store.Channel
 	Identity agent.Identity
-	Log      *slog.Logger
+	// Media says what is done with the files people send.
+	Media channel.Media
+	Log   *slog.Logger
 	// Serverless is for a Lambda function: replies are delivered before
 	// the invocation returns (channel.Config.Serverless), and no
 	// long-running receiver is made.
@@ -132,7 +134,7 @@ func build(ctx context.Context, name string, chs *config.Channels, env Env) (*Ch
 		}
 		p = client
 		c.receiver = func(handle func(context.Context, channel.Inbound) error) (map[string]http.Handler, func(context.Context) error, error) {
-			r := &slack.Receiver{SigningSecret: sc.SigningSecret.Value(), Parser: slack.Parser{Bot: bot}, Handle: handle, Client: client, Log: env.Log}
+			r := &slack.Receiver{SigningSecret: sc.SigningSecret.Value(), Parser: slack.Parser{Bot: bot, Download: client.Download}, Handle: handle, Client: client, Log: env.Log}
 			if sc.Mode == "socket" {
 				sock := &slack.Socket{Client: client, AppToken: sc.AppToken.Value(), Receiver: r}
 				return nil, sock.Run, nil
@@ -177,7 +179,7 @@ func build(ctx context.Context, name string, chs *config.Channels, env Env) (*Ch
 	}
 	r, err := channel.NewReplier(channel.Config{Platform: p, Store: env.Store(p.Name()), Agent: sec.agent, Autonomy: autonomy,
 		AllowedUsers: sec.allowed, AccessCodes: config.SecretValues(sec.codes), Log: env.Log, Serverless: env.Serverless,
-		Groups: channel.Groups{Respond: sec.groups.Respond, Context: sec.groups.ContextSize()}, Identity: env.Identity})
+		Groups: channel.Groups{Respond: sec.groups.Respond, Context: sec.groups.ContextSize()}, Identity: env.Identity, Media: env.Media})
 	if err != nil {
 		return nil, err
 	}

@@ -51,6 +51,8 @@ type Config struct {
 	Telegram             Telegram               `yaml:"telegram"`
 	// Channels configures the messaging channels other than Telegram.
 	Channels Channels `yaml:"channels"`
+	// Transcription turns the channels' voice notes into text (media.go).
+	Transcription *Transcription `yaml:"transcription"`
 
 	// Memory tunes agent memory; Embeddings, when set, adds semantic
 	// search to it (see memory.go).
@@ -361,6 +363,11 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 			p.Region = getenv("AWS_REGION")
 		}
 	}
+	if t := c.Transcription; t != nil {
+		if err := t.APIKey.resolve(c.Home, getenv); err != nil {
+			return nil, fmt.Errorf("config: transcription.api_key: %w", err)
+		}
+	}
 	for name, ag := range c.A2A.Agents {
 		if err := ag.Token.resolve(c.Home, getenv); err != nil {
 			return nil, fmt.Errorf("config: a2a.agents.%s.token: %w", name, err)
@@ -465,6 +472,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Limits.fill(); err != nil {
+		return err
+	}
+	if err := c.Transcription.validate(c.Providers); err != nil {
 		return err
 	}
 	if err := c.Server.fill(); err != nil {

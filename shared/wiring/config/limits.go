@@ -26,6 +26,8 @@ type Limits struct {
 	// MaxJobsPerOwner caps the scheduled jobs one person (owner) has; the
 	// schedule tool refuses to create more.
 	MaxJobsPerOwner int `yaml:"max_jobs_per_owner"`
+	// Media bound the images, audio and files of one message (media.go).
+	Media MediaLimits `yaml:"media"`
 	// DelegationDepth is how deep delegations between agents nest,
 	// DelegationFanOut how many one model reply may start, and
 	// DelegationTimeout how long a delegated run may take; zero takes the
@@ -80,6 +82,9 @@ func (l *Limits) fill() error {
 		if v < 0 {
 			return fmt.Errorf("config: limits.%s must not be negative", name)
 		}
+	}
+	if err := l.Media.check(); err != nil {
+		return err
 	}
 	l.MaxReplyBytes = orDefault(l.MaxReplyBytes, DefaultMaxReplyBytes)
 	l.MaxToolArgsBytes = orDefault(l.MaxToolArgsBytes, DefaultMaxToolArgsBytes)

@@ -22,12 +22,14 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/core/agent"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/media"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/obs"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/sandbox"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/skill"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store/memstore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
+	"github.com/lambdaclaw/lambdaclaw/shared/tools/files"
 	"github.com/lambdaclaw/lambdaclaw/shared/tools/memorytool"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentset"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
@@ -66,6 +68,7 @@ var autonomyTable = map[string]autonomyRow{
 	"memory_store":  {hidden, runs, runs, false}, // the owner's own memories
 	"memory_forget": {hidden, runs, runs, false},
 	"schedule":      {hidden, runs, runs, false}, // the owner's own jobs
+	"send_file":     {hidden, runs, runs, false}, // to the owner's own conversation, once
 
 	"write_file": {hidden, asks, runs, true}, // the shared workspace; writing the same bytes again is harmless
 	"exec":       {hidden, asks, runs, false},
@@ -144,6 +147,7 @@ func productAgent(t *testing.T) *agent.Agent {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tools = append(tools, files.SendFile(&media.Store{FS: osroot.New(home)}, nil))
 	mem, err := memory.New(db.MemoryIndex(), memory.Options{})
 	if err != nil {
 		t.Fatal(err)

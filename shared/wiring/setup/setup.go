@@ -14,6 +14,7 @@ package setup
 import (
 	"context"
 	"fmt"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bedrock"
@@ -52,6 +53,31 @@ func Provider(ctx context.Context, p config.Provider, maxReply int) (llm.Provide
 		})
 	}
 	return nil, fmt.Errorf("unknown provider type %q", p.Type)
+}
+
+// Transcriber builds the speech-to-text endpoint of the transcription
+// section, or nil without one.
+func Transcriber(cfg *config.Config) (*openai.Transcriber, error) {
+	t := cfg.Transcription
+	if t == nil {
+		return nil, nil
+	}
+	return openai.NewTranscriber(openai.TranscribeConfig{Name: "transcription", BaseURL: t.BaseURL, APIKey: t.APIKey.Value(),
+		Model: t.Model, Timeout: time.Duration(t.Timeout)})
+}
+
+// Media is what the messaging channels do with the files people send:
+// the configured limits and transcription.
+func Media(cfg *config.Config) (channel.Media, error) {
+	m := channel.Media{Limits: cfg.Limits.Media.Chat()}
+	t, err := Transcriber(cfg)
+	if err != nil {
+		return m, err
+	}
+	if t != nil {
+		m.Transcriber = t
+	}
+	return m, nil
 }
 
 // input is the kinds of parts a configured model takes besides text;

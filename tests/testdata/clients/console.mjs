@@ -164,7 +164,9 @@ try {
 	await page.evaluate(async ({ k, title }) => {
 		const r = await fetch('/v1/chat/completions', { method: 'POST',
 			headers: { authorization: 'Bearer ' + k, 'content-type': 'application/json', 'x-lambdaclaw-session-key': 'from-the-api' },
-			body: JSON.stringify({ model: 'default', messages: [{ role: 'user', content: title }] }) });
+			// With a picture, which the session's history shows.
+			body: JSON.stringify({ model: 'default', messages: [{ role: 'user', content: [{ type: 'text', text: title },
+				{ type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==' } }] }] }) });
 		if (!r.ok) throw new Error('chat completions: ' + r.status);
 	}, { k: key, title: need('XSS_TITLE') });
 
@@ -182,6 +184,13 @@ try {
 	await page.locator('#session-log .msg.user', { hasText: 'hello console' }).waitFor();
 	seen.history = await page.locator('#session-log .msg.user').allTextContents();
 	seen.historyMarkdown = await inspectReply(page.locator('#session-log .msg.assistant.md', { hasText: 'Markdown title' }));
+	// The picture sent over the API shows in its session's history.
+	await items.filter({ hasText: need('XSS_TITLE').slice(0, 20) }).first().click();
+	await page.waitForFunction(() => {
+		const i = document.querySelector('#session-log .msg.user .media img');
+		return i && i.complete && i.naturalWidth > 0;
+	});
+	seen.historyImage = await page.locator('#session-log .msg.user .media img').evaluate((i) => i.naturalWidth);
 	// Ctrl+K searches them.
 	await page.keyboard.press('Control+k');
 	seen.searchFocused = await page.evaluate(() => document.activeElement.id);

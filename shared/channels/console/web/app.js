@@ -372,12 +372,37 @@ function renderHistory(into, messages) {
     let text = m.content || "";
     if (m.tool_calls && m.tool_calls.length) text += (text ? "\n" : "") + "→ " + m.tool_calls.map((c) => c.name).join(", ");
     if (m.role === "tool") text = (m.name || "tool") + ": " + text;
-    if (!text) continue;
+    const parts = (m.parts || []).filter((p) => p.ref);
+    if (!text && !parts.length) continue;
     const div = el("div", { class: "msg " + m.role }, text);
     if (m.role === "assistant") setMarkdown(div, text);
+    for (const p of parts) div.append(mediaView(p));
     into.append(div);
   }
   into.scrollTop = into.scrollHeight;
+}
+
+// mediaView shows a message's stored file (GET media/<ref>, with the
+// key, so as a blob): an image inline, another file as a download link.
+function mediaView(part) {
+  const name = part.name || part.type + " (" + (part.media_type || "file") + ")";
+  const box = el("div", { class: "media", "data-ref": part.ref });
+  const load = () => fetch(API + "/media/" + part.ref, { headers: { Authorization: "Bearer " + state.key } }).then((resp) => {
+    if (!resp.ok) throw new Error(name + ": " + resp.status);
+    return resp.blob();
+  });
+  if (part.type === "image") {
+    load().then((b) => box.append(el("img", { src: URL.createObjectURL(b), alt: name }))).catch(() => box.append(name + " (no longer kept)"));
+  } else {
+    box.append(el("a", { href: "#", onclick: (ev) => {
+      ev.preventDefault();
+      load().then((b) => {
+        const a = el("a", { href: URL.createObjectURL(b), download: part.name || "file" });
+        a.click();
+      }).catch(showError);
+    } }, "⤓ " + name));
+  }
+  return box;
 }
 
 // ---- sessions and approvals ----
