@@ -743,11 +743,19 @@ func newHarness(t *testing.T) *harness {
 	h.scheduler = build("scheduler")
 	tgRoot := build("telegram")
 	h.tg = tgRoot.Telegram
-	clock := func() time.Time { return time.Now().Add(time.Duration(h.clock.Load())) }
+	// The functions' clock stands at noon and moves only when the harness
+	// moves it (expired): what a turn reads of the workspaces does not
+	// depend on how long the test takes, nor on its time of day (a new
+	// day's prompt has new daily memory files).
+	noon := time.Now().UTC().Truncate(24 * time.Hour).Add(12 * time.Hour)
+	clock := func() time.Time { return noon.Add(time.Duration(h.clock.Load())) }
 	for _, r := range []*cloud.Root{step, h.wsRoot, tgRoot} {
 		r.Agents.SetClock(clock)
-		if b, ok := r.Loop.Prompter.(*prompt.Builder); ok && b.Skills != nil {
-			b.Skills.Now = clock
+		if b, ok := r.Loop.Prompter.(*prompt.Builder); ok {
+			b.Now = clock
+			if b.Skills != nil {
+				b.Skills.Now = clock
+			}
 		}
 	}
 	if h.ws, err = h.wsRoot.WebSocket(); err != nil {

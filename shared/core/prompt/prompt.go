@@ -110,12 +110,11 @@ func (b *Builder) systemPrompt(ctx context.Context, a *agent.Agent) ([]chat.Mess
 	}
 	t := now()
 	day := t.Format(time.DateOnly)
-	checked := time.Now()
 	if b.Refresh > 0 {
 		b.mu.Lock()
 		p, ok := b.assembled[a.Name]
 		b.mu.Unlock()
-		if ok && p.day == day && checked.Sub(p.at) < b.Refresh {
+		if ok && p.day == day && t.Sub(p.at) < b.Refresh {
 			return slices.Clone(p.msgs), nil
 		}
 	}
@@ -140,7 +139,7 @@ func (b *Builder) systemPrompt(ctx context.Context, a *agent.Agent) ([]chat.Mess
 		if b.assembled == nil {
 			b.assembled = map[string]assembled{}
 		}
-		b.assembled[a.Name] = assembled{msgs: slices.Clone(msgs), day: day, at: checked}
+		b.assembled[a.Name] = assembled{msgs: slices.Clone(msgs), day: day, at: t}
 		b.mu.Unlock()
 	}
 	return msgs, nil

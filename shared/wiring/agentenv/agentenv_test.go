@@ -116,7 +116,7 @@ func TestEncodeRefuses(t *testing.T) {
 		{"provider not configured", map[string]config.AgentConfig{"research": {Providers: []string{"openai"}}}, []string{"bedrock"},
 			`agent "research" uses unknown provider "openai" (the providers are bedrock)`},
 		{"unknown tool", map[string]config.AgentConfig{"research": {Tools: []string{"exec"}}}, providers,
-			`agent "research": unknown tool "exec" (the tools on AWS are web_fetch, load_skill,`},
+			`agent "research": unknown tool "exec" (the tools on AWS are web_fetch, web_search, load_skill,`},
 		{"heartbeat under a minute", map[string]config.AgentConfig{"research": {Heartbeat: &config.Heartbeat{Every: config.Duration(30 * time.Second)}}}, providers,
 			`agent "research": heartbeat: every 30s is under a minute, the shortest interval on AWS (EventBridge Scheduler)`},
 		{"bad name", map[string]config.AgentConfig{"../etc": {}}, providers, `agent "../etc": agent name "../etc" is invalid`},
