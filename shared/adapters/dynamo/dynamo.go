@@ -133,8 +133,8 @@ type Config struct {
 	// endpoint and no AWS_ACCESS_KEY_ID in the environment, dummy
 	// credentials are used: DynamoDB Local accepts any.
 	Endpoint string
-	// Region is the AWS region; empty means the SDK's default chain
-	// (AWS_REGION, profile), or us-east-1 with an Endpoint.
+	// Region is the AWS region; empty means the environment's
+	// (AWS_REGION, AWS_DEFAULT_REGION), or us-east-1 with an Endpoint.
 	Region string
 	// SessionTTL is how long a session's items live after its last
 	// activity before DynamoDB's TTL removes them (see Expiry in the
