@@ -255,7 +255,7 @@ func (d *doctor) checkBedrock(ctx context.Context, p config.Provider) finding {
 // not; CountTokens is free but needs no model access). A refusal's fix
 // says what to do about it; where names where the model is set.
 func checkBedrock(ctx context.Context, p config.Provider, timeout time.Duration, where string) finding {
-	prov, err := setup.Provider(ctx, p, 1<<10)
+	prov, err := setup.Provider(ctx, p, 1<<10, sdkAWS)
 	if err != nil {
 		return finding{Verdict: fail, Detail: err.Error(), Fix: "check the AWS credentials (AWS_PROFILE, aws sso login) and the Region"}
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bedrock"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/openai"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/sqlite"
@@ -95,8 +97,13 @@ func newEmbedder(ctx context.Context, e *config.Embeddings) (memory.RequestEmbed
 	var err error
 	switch e.Type {
 	case config.EmbeddingsBedrock:
+		var awsCfg aws.Config
+		if awsCfg, err = sdkAWS(ctx); err != nil {
+			return nil, fmt.Errorf("embeddings: loading AWS configuration: %w", err)
+		}
 		emb, err = bedrock.NewEmbedder(ctx, bedrock.EmbedConfig{
 			Region: e.Region, ModelID: e.Model, Dimensions: e.Dimensions, Timeout: time.Duration(e.Timeout), BaseEndpoint: e.BaseURL,
+			Credentials: awsCfg.Credentials,
 		})
 	case config.EmbeddingsOpenAI, "":
 		emb, err = openai.NewEmbedder(openai.EmbedConfig{

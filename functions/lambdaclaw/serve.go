@@ -165,7 +165,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	tools = append(tools, remote...)
-	builder, err := setup.NewBuilder(ctx, cfg, home, append(tools, mem.Tools()...))
+	builder, err := setup.NewBuilder(ctx, cfg, home, append(tools, mem.Tools()...), sdkAWS)
 	if err != nil {
 		return err
 	}

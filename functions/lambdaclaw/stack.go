@@ -103,6 +103,12 @@ func (s *stackFlags) open(ctx context.Context) (*deployment, error) {
 	return describeStack(ctx, client, *s.name, awsCfg)
 }
 
+// sdkAWS is the CLI's setup.LoadAWS, also of its Bedrock embedder: the
+// SDK's default configuration (the environment, the shared config files'
+// profiles, SSO, an instance's role), whose credentials are retrieved
+// when a call is signed.
+func sdkAWS(ctx context.Context) (aws.Config, error) { return awsconfig.LoadDefaultConfig(ctx) }
+
 // loadAWS loads the SDK's default configuration, in region when it is
 // not empty, and checks that it names a Region and finds credentials.
 func loadAWS(ctx context.Context, region string) (aws.Config, error) {

@@ -7,10 +7,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
@@ -37,11 +37,11 @@ type ConverseConfig struct {
 	// for the response and for each following event.
 	// DefaultConverseTimeout when zero.
 	Timeout time.Duration
-	// AWS is the configuration of the calls: Region, credentials, HTTP
-	// client and attempts (RetryMaxAttempts; the SDK's 3 when zero). When
-	// nil, it is the SDK's default configuration (IAM credentials from
-	// the environment, the shared config files or the Lambda role) with
-	// one attempt a call.
+	// AWS is the configuration of the calls: Region (Region, when set,
+	// replaces it), credentials, HTTP client and attempts
+	// (RetryMaxAttempts; the SDK's 3 when zero). When nil, it is the
+	// environment's (awsapi.EnvConfig: a Lambda function's credentials)
+	// with one attempt a call; the CLI passes the SDK's default chain's.
 	AWS *aws.Config
 	// Endpoint replaces the regional endpoint: a VPC endpoint, or a test
 	// server.
@@ -87,7 +87,7 @@ type Converse struct {
 var _ llm.Provider = (*Converse)(nil)
 
 // NewConverse returns a Converse provider for cfg. Without cfg.AWS it
-// loads the AWS configuration; it makes no call.
+// reads the environment's AWS configuration; it makes no call.
 func NewConverse(ctx context.Context, cfg ConverseConfig) (*Converse, error) {
 	c := &Converse{name: cfg.Name, model: cfg.Model, timeout: cfg.Timeout, maxReply: cfg.MaxReplyBytes, input: cfg.Input, images: cfg.Images, now: time.Now, afterFunc: afterFunc}
 	if c.input == nil {
@@ -119,16 +119,15 @@ func NewConverse(ctx context.Context, cfg ConverseConfig) (*Converse, error) {
 	if cfg.AWS != nil {
 		awsCfg = *cfg.AWS
 	} else {
-		var opts []func(*awsconfig.LoadOptions) error
-		if cfg.Region != "" {
-			opts = append(opts, awsconfig.WithRegion(cfg.Region))
-		}
-		loaded, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+		loaded, err := awsapi.EnvConfig(os.Getenv)
 		if err != nil {
-			return nil, fmt.Errorf("bedrock provider %s: loading AWS configuration: %w", c.name, err)
+			return nil, fmt.Errorf("bedrock provider %s: %w", c.name, err)
 		}
 		awsCfg = loaded
 		awsCfg.RetryMaxAttempts = 1
+	}
+	if cfg.Region != "" {
+		awsCfg.Region = cfg.Region
 	}
 	if awsCfg.Region == "" {
 		return nil, fmt.Errorf("bedrock provider %s: no region: set region in the config or AWS_REGION", c.name)

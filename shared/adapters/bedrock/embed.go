@@ -23,13 +23,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
@@ -67,8 +67,8 @@ type EmbedConfig struct {
 	// server errors with the SDK's backoff; zero keeps the SDK's default
 	// (3).
 	MaxAttempts int
-	// Credentials sign the calls; nil loads the SDK's default chain
-	// (environment, shared config, the Lambda role).
+	// Credentials sign the calls; nil takes the environment's
+	// (awsapi.EnvConfig: a Lambda function's role).
 	Credentials aws.CredentialsProvider
 	// BaseEndpoint replaces the regional endpoint: a VPC endpoint, or a
 	// test server.
@@ -123,10 +123,11 @@ func NewEmbedder(ctx context.Context, cfg EmbedConfig) (*Embedder, error) {
 	}
 	awsCfg := aws.Config{Region: cfg.Region, Credentials: cfg.Credentials}
 	if awsCfg.Credentials == nil {
-		loaded, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.Region))
+		loaded, err := awsapi.EnvConfig(os.Getenv)
 		if err != nil {
-			return nil, fmt.Errorf("bedrock embedder: loading AWS configuration: %w", err)
+			return nil, fmt.Errorf("bedrock embedder: %w", err)
 		}
+		loaded.Region = cfg.Region
 		awsCfg = loaded
 	}
 	if cfg.MaxAttempts > 0 {

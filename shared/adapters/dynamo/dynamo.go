@@ -110,8 +110,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi/dynamodb"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
@@ -133,8 +133,8 @@ type Config struct {
 	// endpoint and no AWS_ACCESS_KEY_ID in the environment, dummy
 	// credentials are used: DynamoDB Local accepts any.
 	Endpoint string
-	// Region is the AWS region; empty means the SDK's default chain
-	// (AWS_REGION, profile), or us-east-1 with an Endpoint.
+	// Region is the AWS region; empty means the environment's
+	// (AWS_REGION, AWS_DEFAULT_REGION), or us-east-1 with an Endpoint.
 	Region string
 	// SessionTTL is how long a session's items live after its last
 	// activity before DynamoDB's TTL removes them (see Expiry in the
@@ -191,7 +191,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	client := cfg.Client
 	if client == nil {
 		var err error
-		client, err = NewClient(ctx, cfg.Endpoint, cfg.Region)
+		client, err = NewClient(cfg.Endpoint, cfg.Region)
 		if err != nil {
 			return nil, err
 		}
@@ -237,22 +237,25 @@ func (s *Store) Created() time.Time {
 	return s.created
 }
 
-// NewClient returns a DynamoDB client from the SDK's default configuration,
-// pointed at endpoint when it is not empty (DynamoDB Local).
-func NewClient(ctx context.Context, endpoint, region string) (*dynamodb.Client, error) {
-	var opts []func(*config.LoadOptions) error
-	if region == "" && endpoint != "" && os.Getenv("AWS_REGION") == "" && os.Getenv("AWS_DEFAULT_REGION") == "" {
-		region = "us-east-1"
+// NewClient returns a DynamoDB client with the environment's AWS
+// configuration (awsapi.EnvConfig: a Lambda function's credentials and
+// Region), pointed at endpoint when it is not empty (DynamoDB Local,
+// which takes any credentials: "local" when none are set).
+func NewClient(endpoint, region string) (*dynamodb.Client, error) {
+	awsCfg, err := awsapi.EnvConfig(os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: %w", err)
 	}
 	if region != "" {
-		opts = append(opts, config.WithRegion(region))
+		awsCfg.Region = region
 	}
-	if endpoint != "" && os.Getenv("AWS_ACCESS_KEY_ID") == "" {
-		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")))
-	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("dynamo: aws config: %w", err)
+	if endpoint != "" {
+		if awsCfg.Region == "" {
+			awsCfg.Region = "us-east-1"
+		}
+		if awsCfg.Credentials == nil {
+			awsCfg.Credentials = credentials.NewStaticCredentialsProvider("local", "local", "")
+		}
 	}
 	return dynamodb.NewFromConfig(awsCfg, endpoint), nil
 }

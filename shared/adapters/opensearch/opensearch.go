@@ -12,18 +12,19 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	osgo "github.com/opensearch-project/opensearch-go/v4"
 	"github.com/opensearch-project/opensearch-go/v4/opensearchapi"
 	"github.com/opensearch-project/opensearch-go/v4/opensearchtransport"
 	"github.com/opensearch-project/opensearch-go/v4/signer/awsv2"
 
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 )
 
@@ -73,8 +74,8 @@ type Config struct {
 	// sends requests unsigned, for a cluster of your own; Serverless
 	// requires it.
 	Region string
-	// Credentials sign the requests; nil loads the SDK's default chain
-	// (environment, shared config, the Lambda role).
+	// Credentials sign the requests; nil takes the environment's
+	// (awsapi.EnvConfig: a Lambda function's role).
 	Credentials aws.CredentialsProvider
 	// Refresh is the refresh policy of writes: "wait_for" (the default on a
 	// domain: a write returns once searches see it), "true", or "false".
@@ -99,8 +100,9 @@ type Index struct {
 
 var _ memory.Index = (*Index)(nil)
 
-// New returns an Index for cfg. It loads AWS credentials when requests are
-// signed and no Credentials are given; it sends no request.
+// New returns an Index for cfg. It reads the environment's AWS
+// credentials when requests are signed and no Credentials are given; it
+// sends no request.
 func New(ctx context.Context, cfg Config) (*Index, error) {
 	x := &Index{
 		index:      cfg.Index,
@@ -159,9 +161,9 @@ func New(ctx context.Context, cfg Config) (*Index, error) {
 	if cfg.Region != "" {
 		awsCfg := aws.Config{Region: cfg.Region, Credentials: cfg.Credentials}
 		if awsCfg.Credentials == nil {
-			loaded, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.Region))
+			loaded, err := awsapi.EnvConfig(os.Getenv)
 			if err != nil {
-				return nil, fmt.Errorf("opensearch: loading AWS credentials: %w", err)
+				return nil, fmt.Errorf("opensearch: %w", err)
 			}
 			awsCfg.Credentials = loaded.Credentials
 		}

@@ -104,8 +104,8 @@
 //	MEMORY_CACHE_MB            bound of the memories kept for search in a function (see newMemory)
 //	LOG_LEVEL                  debug, info (default), warn or error
 //
-// AWS credentials and the Region come from the Lambda environment (the
-// SDK's default chain).
+// AWS credentials and the Region come from the Lambda environment
+// (awsapi.EnvConfig), not the SDK's default chain.
 package cloud
 
 import (
@@ -120,7 +120,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/apigw"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
@@ -260,9 +259,9 @@ func NewWith(ctx context.Context, turns Turns) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	awsCfg, err := awsapi.EnvConfig(getenv)
 	if err != nil {
-		return nil, fmt.Errorf("cloud: aws config: %w", err)
+		return nil, fmt.Errorf("cloud: %w", err)
 	}
 	// The secrets: the OpenAI-compatible provider's key, the MCP
 	// servers' headers (read when a server starts), Telegram's token.

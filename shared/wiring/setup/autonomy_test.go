@@ -156,7 +156,7 @@ func productAgent(t *testing.T) *agent.Agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := NewBuilder(t.Context(), cfg, osroot.New(home), slices.Concat(tools, []tool.Tool{exec}, memTools))
+	b, err := NewBuilder(t.Context(), cfg, osroot.New(home), slices.Concat(tools, []tool.Tool{exec}, memTools), EnvAWS)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,11 +14,15 @@ package setup
 import (
 	"context"
 	"fmt"
-	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
+	"os"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/lambdaclaw/lambdaclaw/shared/adapters/awsapi"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bedrock"
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/openai"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/channel"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/filestore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
@@ -29,22 +33,36 @@ import (
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/config"
 )
 
+// LoadAWS returns the AWS configuration Bedrock is called with: the SDK's
+// default chain in the CLI (profiles, SSO), the Lambda environment's on
+// AWS (EnvAWS). It is called only for a Bedrock provider.
+type LoadAWS func(ctx context.Context) (aws.Config, error)
+
+// EnvAWS is the Lambda functions' LoadAWS: the environment's
+// configuration (awsapi.EnvConfig), without the SDK's default chain.
+func EnvAWS(context.Context) (aws.Config, error) { return awsapi.EnvConfig(os.Getenv) }
+
 // Provider builds the adapter of a configured provider: an
 // OpenAI-compatible endpoint, or Bedrock Converse signed with the IAM
-// credentials of the environment (the Lambda role on AWS), which fetches
+// credentials loadAWS returns (the Lambda role on AWS), which fetches
 // the images given by URL through web_fetch's address rules (public
 // addresses only). Its replies are cut at maxReply bytes
 // (limits.max_reply_bytes).
-func Provider(ctx context.Context, p config.Provider, maxReply int) (llm.Provider, error) {
+func Provider(ctx context.Context, p config.Provider, maxReply int, loadAWS LoadAWS) (llm.Provider, error) {
 	switch p.Type {
 	case config.ProviderBedrock:
 		images, err := webfetch.Client(&webfetch.Config{Timeout: 30 * time.Second})
 		if err != nil {
 			return nil, err
 		}
+		awsCfg, err := loadAWS(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("loading AWS configuration: %w", err)
+		}
+		awsCfg.RetryMaxAttempts = 1 // Providers retries
 		return bedrock.NewConverse(ctx, bedrock.ConverseConfig{
 			Name: p.Name, Region: p.Region, Model: p.Model, Timeout: time.Duration(p.Timeout), Endpoint: p.BaseURL,
-			MaxReplyBytes: maxReply, Input: input(p), Images: images,
+			MaxReplyBytes: maxReply, Input: input(p), Images: images, AWS: &awsCfg,
 		})
 	case config.ProviderOpenAI, "":
 		return openai.New(openai.Config{
@@ -99,8 +117,8 @@ func input(p config.Provider) llm.Accepts {
 // circuit breaker, and checks that every agent of the configuration can be
 // built from them and tools. Agents get workspaces in home, unless it is
 // nil; UseMCP gives them the tools of MCP servers.
-func NewBuilder(ctx context.Context, cfg *config.Config, home filestore.FS, tools []tool.Tool) (*agentset.Builder, error) {
-	providers, err := Providers(ctx, cfg)
+func NewBuilder(ctx context.Context, cfg *config.Config, home filestore.FS, tools []tool.Tool, loadAWS LoadAWS) (*agentset.Builder, error) {
+	providers, err := Providers(ctx, cfg, loadAWS)
 	if err != nil {
 		return nil, err
 	}
@@ -109,10 +127,10 @@ func NewBuilder(ctx context.Context, cfg *config.Config, home filestore.FS, tool
 
 // Providers builds the adapters of the configured providers, by name,
 // each with retries and a circuit breaker.
-func Providers(ctx context.Context, cfg *config.Config) (map[string]llm.Provider, error) {
+func Providers(ctx context.Context, cfg *config.Config, loadAWS LoadAWS) (map[string]llm.Provider, error) {
 	providers := map[string]llm.Provider{}
 	for _, p := range cfg.Providers {
-		op, err := Provider(ctx, p, cfg.Limits.MaxReplyBytes)
+		op, err := Provider(ctx, p, cfg.Limits.MaxReplyBytes, loadAWS)
 		if err != nil {
 			return nil, fmt.Errorf("provider %s: %w", p.Name, err)
 		}

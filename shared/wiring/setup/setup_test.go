@@ -1,11 +1,14 @@
 package setup
 
 import (
+	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bedrock"
@@ -23,16 +26,17 @@ import (
 )
 
 func TestProvider(t *testing.T) {
-	none := filepath.Join(t.TempDir(), "none")
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "AKIDTEST", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_PROFILE": "",
-		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none, "AWS_EC2_METADATA_DISABLED": "true"} {
-		t.Setenv(k, v)
-	}
-	p, err := Provider(t.Context(), config.Provider{Name: "claude", Type: config.ProviderBedrock, Region: "us-east-1", Model: "anthropic.claude-x-v1:0"}, 1<<20)
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	p, err := Provider(t.Context(), config.Provider{Name: "claude", Type: config.ProviderBedrock, Region: "us-east-1", Model: "anthropic.claude-x-v1:0"}, 1<<20, EnvAWS)
 	if _, ok := p.(*bedrock.Converse); err != nil || !ok || p.Name() != "claude" {
 		t.Errorf("bedrock: Provider = %T %v, want a *bedrock.Converse named claude", p, err)
 	}
-	p, err = Provider(t.Context(), config.Provider{Name: "local", Type: config.ProviderOpenAI, BaseURL: "http://localhost:11434/v1", Model: "llama3.2"}, 1<<20)
+	failing := func(context.Context) (aws.Config, error) { return aws.Config{}, errors.New("no profile") }
+	if _, err := Provider(t.Context(), config.Provider{Name: "claude", Type: config.ProviderBedrock, Region: "us-east-1", Model: "m"}, 1<<20, failing); err == nil || !strings.Contains(err.Error(), "no profile") {
+		t.Errorf("bedrock with a failing AWS configuration: Provider = %v, want its error", err)
+	}
+	p, err = Provider(t.Context(), config.Provider{Name: "local", Type: config.ProviderOpenAI, BaseURL: "http://localhost:11434/v1", Model: "llama3.2"}, 1<<20, failing)
 	if _, ok := p.(*openai.Provider); err != nil || !ok || p.Name() != "local" {
 		t.Errorf("openai: Provider = %T %v, want an *openai.Provider named local", p, err)
 	}
@@ -40,7 +44,7 @@ func TestProvider(t *testing.T) {
 	if err := llm.CheckParts(p, []chat.Message{{Role: chat.User, Parts: []chat.Part{audio}}}); !llm.IsUnsupported(err) {
 		t.Errorf("openai with the default input: audio checked %v, want it refused", err)
 	}
-	p, err = Provider(t.Context(), config.Provider{Name: "local", Model: "m", Input: []string{"text", "audio"}}, 1<<20)
+	p, err = Provider(t.Context(), config.Provider{Name: "local", Model: "m", Input: []string{"text", "audio"}}, 1<<20, EnvAWS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,11 +55,11 @@ func TestProvider(t *testing.T) {
 	if err := llm.CheckParts(p, []chat.Message{{Role: chat.User, Parts: []chat.Part{image}}}); !llm.IsUnsupported(err) {
 		t.Errorf("openai with input [text, audio]: an image checked %v, want it refused", err)
 	}
-	if _, err := Provider(t.Context(), config.Provider{Name: "x", Type: "nope", Model: "m"}, 1<<20); err == nil {
+	if _, err := Provider(t.Context(), config.Provider{Name: "x", Type: "nope", Model: "m"}, 1<<20, EnvAWS); err == nil {
 		t.Error("unknown type: Provider succeeded")
 	}
 	for _, typ := range []string{config.ProviderOpenAI, config.ProviderBedrock} {
-		if _, err := Provider(t.Context(), config.Provider{Name: "x", Type: typ, Region: "us-east-1", Model: "m"}, -1); err == nil {
+		if _, err := Provider(t.Context(), config.Provider{Name: "x", Type: typ, Region: "us-east-1", Model: "m"}, -1, EnvAWS); err == nil {
 			t.Errorf("%s: a negative reply limit was accepted", typ)
 		}
 	}
@@ -86,7 +90,7 @@ func TestBuilder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := NewBuilder(t.Context(), cfg, osroot.New(home), tools)
+	b, err := NewBuilder(t.Context(), cfg, osroot.New(home), tools, EnvAWS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +127,7 @@ func TestBuilder(t *testing.T) {
 		t.Errorf("CreateWorkspaces = %v, %v; want the configured agent's", created, err)
 	}
 	cfg.Agents["broken"] = config.AgentConfig{Tools: []string{"no_such_tool"}}
-	if _, err := NewBuilder(t.Context(), cfg, osroot.New(home), tools); err == nil || !strings.Contains(err.Error(), "no_such_tool") {
+	if _, err := NewBuilder(t.Context(), cfg, osroot.New(home), tools, EnvAWS); err == nil || !strings.Contains(err.Error(), "no_such_tool") {
 		t.Errorf("NewBuilder with an unknown tool = %v, want an error naming it", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/adapters/bedrock"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/memory"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/schedule"
 	"github.com/lambdaclaw/lambdaclaw/shared/wiring/agentenv"
@@ -30,11 +31,17 @@ import (
 // with the models, the embedding model, memory search and the MCP
 // servers, and the exec tool exec makes (fargate.Exec; nil for none).
 func New(ctx context.Context, exec cloud.Exec) (*cloud.Root, error) {
-	r, err := cloud.NewWith(ctx, cloud.Turns{Providers: setup.Providers, Embedder: newEmbedder, Search: newSearch, MCP: useMCP, Exec: exec})
+	r, err := cloud.NewWith(ctx, cloud.Turns{Providers: providers, Embedder: newEmbedder, Search: newSearch, MCP: useMCP, Exec: exec})
 	if err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// providers builds the configured providers with the Lambda
+// environment's AWS configuration (setup.EnvAWS).
+func providers(ctx context.Context, cfg *config.Config) (map[string]llm.Provider, error) {
+	return setup.Providers(ctx, cfg, setup.EnvAWS)
 }
 
 // newEmbedder returns the Titan embedder BEDROCK_EMBED_MODEL names, at
