@@ -10,7 +10,6 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
-	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/toolparse"
 )
@@ -416,19 +415,13 @@ func (l *Loop) writeClientResults(ctx context.Context, st RunState, results map[
 	if err != nil {
 		return err
 	}
-	limit := l.Limits.toolResult()
 	a, _ := l.Agents.Agent(st.Agent)
 	for j, c := range am.ToolCalls {
 		out, ok := results[c.ID]
 		if !ok {
 			continue
 		}
-		if a != nil {
-			l.hidePII(ctx, a, st.SessionID, &out)
-		}
-		m := store.Message{SessionID: st.SessionID, Key: toolKey(st.Seq, st.Iteration, j), RunID: st.RunID, CreatedAt: l.now().UTC(),
-			Message: chat.Message{Role: chat.Tool, Content: truncate(scrub.Scrub(cutUTF8(out, 4*limit)), limit), ToolCallID: c.ID, Name: c.Name}}
-		if _, err := l.Store.AppendMessage(ctx, m); err != nil {
+		if _, err := l.Store.AppendMessage(ctx, l.resultMessage(ctx, a, st.SessionID, st.RunID, toolKey(st.Seq, st.Iteration, j), c, out)); err != nil {
 			return err
 		}
 	}

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/pii"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
@@ -123,6 +124,9 @@ type Lanes interface {
 type Delegation struct {
 	Parent        string `json:"parent"`
 	ParentSession string `json:"parent_session"`
+	// ParentAgent is the parent's agent, whose tokens of personal data
+	// the child's answer gets in the parent's history.
+	ParentAgent string `json:"parent_agent,omitempty"`
 	// ParentSeq and ParentIteration place the parent's call in its
 	// history; CallID is the call the child answers.
 	ParentSeq       int64  `json:"parent_seq"`
@@ -248,12 +252,23 @@ func (l *Loop) startChildren(ctx context.Context, st RunState, calls []delegateC
 	if st.Delegation != nil {
 		ask = st.Delegation.Ask
 	}
+	// The child gets the values of the tokens of personal data the
+	// parent's model passed, as a tool does (pii.go); it has tokens of its
+	// own.
+	var value func(string) (string, bool)
+	if a, ok := l.Agents.Agent(st.Agent); ok {
+		value = l.piiValues(ctx, a, st.SessionID)
+	}
 	for _, c := range calls {
+		message := c.args.Message
+		if value != nil {
+			message = pii.Reveal(message, value)
+		}
 		in := Input{
 			RunID: childRunID(st.RunID, c.call.ID), SessionID: childSessionID(st.RunID, c.call.ID), Agent: c.args.Agent, Owner: st.Owner,
-			Messages: []chat.Message{{Role: chat.User, Content: c.args.Message}}, Autonomy: st.Autonomy, Interactive: st.Interactive, Key: st.Key,
+			Messages: []chat.Message{{Role: chat.User, Content: message}}, Autonomy: st.Autonomy, Interactive: st.Interactive, Key: st.Key,
 			Reply: Reply{Channel: ChildChannel, To: st.RunID},
-			Delegation: &Delegation{Parent: st.RunID, ParentSession: st.SessionID, ParentSeq: st.Seq, ParentIteration: st.Iteration,
+			Delegation: &Delegation{Parent: st.RunID, ParentSession: st.SessionID, ParentAgent: st.Agent, ParentSeq: st.Seq, ParentIteration: st.Iteration,
 				CallID: c.call.ID, Approval: id, Depth: st.depth() + 1, Deadline: l.now().UTC().Add(l.Delegation.timeout()), Ask: ask},
 		}
 		if _, err := l.Enqueue(ctx, in); err != nil {
@@ -272,11 +287,12 @@ func (l *Loop) startChildren(ctx context.Context, st RunState, calls []delegateC
 	return st, nil
 }
 
-// collect writes into the history of ap's run (at seq and iteration) the
-// answer of each of its children that ended and is not written yet
-// (put-if-absent: a child and its parent may both write it), and reports
-// whether all of them ended.
-func (l *Loop) collect(ctx context.Context, ap store.Approval, seq int64, iteration int) (bool, error) {
+// collect writes into the history of ap's run (at seq and iteration), a
+// run of agent, the answer of each of its children that ended and is not
+// written yet (put-if-absent: a child and its parent may both write it),
+// and reports whether all of them ended.
+func (l *Loop) collect(ctx context.Context, ap store.Approval, agent string, seq int64, iteration int) (bool, error) {
+	a, _ := l.Agents.Agent(agent)
 	am, err := l.Store.GetMessage(ctx, ap.SessionID, assistantKey(seq, iteration))
 	if err != nil {
 		return false, fmt.Errorf("collect answers: %w", err)
@@ -300,10 +316,7 @@ func (l *Loop) collect(ctx context.Context, ap store.Approval, seq int64, iterat
 			done = false
 			continue
 		}
-		limit := l.Limits.toolResult()
-		m := store.Message{SessionID: ap.SessionID, Key: key, RunID: ap.RunID, CreatedAt: l.now().UTC(),
-			Message: chat.Message{Role: chat.Tool, Content: truncate(scrub.Scrub(cutUTF8(out, 4*limit)), limit), ToolCallID: c.ID, Name: c.Name}}
-		if _, err := l.Store.AppendMessage(ctx, m); err != nil {
+		if _, err := l.Store.AppendMessage(ctx, l.resultMessage(ctx, a, ap.SessionID, ap.RunID, key, c, out)); err != nil {
 			return false, fmt.Errorf("collect answers: %w", err)
 		}
 	}
@@ -342,7 +355,7 @@ func (l *Loop) childAnswer(ctx context.Context, id string) (string, bool, error)
 // collects their answers and moves on to act once all ended.
 func (l *Loop) delegationWait(ctx context.Context, st RunState, ap store.Approval) (RunState, error) {
 	if ap.Status == store.ApprovalPending {
-		done, err := l.collect(ctx, ap, st.Seq, st.Iteration)
+		done, err := l.collect(ctx, ap, st.Agent, st.Seq, st.Iteration)
 		if err != nil || !done {
 			return st, err
 		}
@@ -375,7 +388,7 @@ func (l *Loop) returnToParent(ctx context.Context, st RunState) error {
 	case ap.Status != store.ApprovalPending:
 		return nil
 	}
-	done, err := l.collect(ctx, ap, d.ParentSeq, d.ParentIteration)
+	done, err := l.collect(ctx, ap, d.ParentAgent, d.ParentSeq, d.ParentIteration)
 	if err != nil || !done {
 		return err
 	}

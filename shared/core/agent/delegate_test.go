@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/pii"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/store/memstore"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
@@ -521,5 +523,41 @@ func TestDelegateChildEndsAtOnce(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{st.RunID}, lanes.resumed); diff != "" {
 		t.Errorf("parents resumed (-want +got):\n%s", diff)
+	}
+}
+
+// TestDelegatePII: a parent that keeps personal data from its model
+// hands the child the values its model passed as tokens, and the child's
+// answer enters the parent's history, and its model's next request, as
+// tokens again.
+func TestDelegatePII(t *testing.T) {
+	tm := newTeam(t)
+	agents := tm.loop.Agents.(Registry)
+	boss := agents["boss"]
+	boss.PII = &pii.Scanner{}
+	agents["boss"] = boss
+	tm.boss.script = append(tm.boss.script,
+		calls("delegate", `{"agent":"a","message":"write to <EMAIL_1>"}`),
+		say("done"))
+	tm.a.script = append(tm.a.script, say("wrote to ana@example.com"))
+	root, err := tm.driver.Start(t.Context(), Input{SessionID: "s", Agent: "boss", Owner: "key:1", Messages: []chat.Message{user("mail ana@example.com")}, Autonomy: tool.Supervised})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle(t, tm.driver)
+	if st := finishedIn(t, tm.store, root.RunID); st.Failed() {
+		t.Fatalf("root run failed: %s", st.Error)
+	}
+	if got := tm.a.seen[0].Messages[len(tm.a.seen[0].Messages)-1].Content; got != "write to ana@example.com" {
+		t.Errorf("the child was asked %q; want the value of the token", got)
+	}
+	if got := toolResults(t, tm.store, "s")["d1"]; got != "wrote to <EMAIL_1>" {
+		t.Errorf("the child's answer in the parent's history = %q; want the token", got)
+	}
+	for i, req := range tm.boss.seen {
+		b, _ := json.Marshal(req.Messages)
+		if strings.Contains(string(b), "ana@example.com") {
+			t.Errorf("the parent's model request %d holds the address: %s", i, b)
+		}
 	}
 }

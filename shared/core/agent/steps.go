@@ -577,10 +577,28 @@ func (l *Loop) callTool(ctx context.Context, a *Agent, st RunState, sess store.S
 			out = "error: " + err.Error()
 		}
 	}
-	// Scrub before the final cut, so that a credential is never half kept;
-	// the first cut only bounds the scrubber's work.
+	return l.boundResult(out), nil
+}
+
+// boundResult is a tool's result out as history keeps it: scrubbed
+// before the final cut to the limit, so that a credential is never half
+// kept (the first cut only bounds the scrubber's work).
+func (l *Loop) boundResult(out string) string {
 	limit := l.Limits.toolResult()
-	return truncate(scrub.Scrub(cutUTF8(out, 4*limit)), limit), nil
+	return truncate(scrub.Scrub(cutUTF8(out, 4*limit)), limit)
+}
+
+// resultMessage is the history message, under key in session sid of run
+// runID, of out, the result of call c that did not go through callTool
+// (a client's tool, a delegated run): like the agent's own tools'
+// results, its personal data hidden when a tokenizes it (pii.go), then
+// bounded.
+func (l *Loop) resultMessage(ctx context.Context, a *Agent, sid, runID, key string, c chat.ToolCall, out string) store.Message {
+	if a != nil {
+		l.hidePII(ctx, a, sid, &out)
+	}
+	return store.Message{SessionID: sid, Key: key, RunID: runID, CreatedAt: l.now().UTC(),
+		Message: chat.Message{Role: chat.Tool, Content: l.boundResult(out), ToolCallID: c.ID, Name: c.Name}}
 }
 
 // mayWriteWorkspace says whether call may change a's workspace: its
