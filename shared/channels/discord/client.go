@@ -105,7 +105,7 @@ func parseAddress(to string) (address, error) {
 			return address{channel: ch, token: token}, nil
 		}
 	}
-	return address{}, fmt.Errorf("discord: %q is not an address (c/<channel id> or i/<channel id>/<token>)", truncate(to, 40))
+	return address{}, fmt.Errorf("discord: %q is not an address (c/<channel id> or i/<channel id>/<token>)", channel.Cut(to, 40))
 }
 
 // validID reports whether s is a snowflake (a decimal id).
@@ -242,7 +242,7 @@ func components(bs []channel.Button) ([]component, error) {
 		if strings.HasSuffix(b.Value, ":no") {
 			style = styleDanger
 		}
-		row.Components = append(row.Components, component{Type: 2, Style: style, Label: truncate(b.Label, 80), CustomID: b.Value})
+		row.Components = append(row.Components, component{Type: 2, Style: style, Label: channel.Cut(b.Label, 80), CustomID: b.Value})
 	}
 	return []component{row}, nil
 }
@@ -283,7 +283,7 @@ func (c *Client) Edit(ctx context.Context, to, id, text string) error {
 		return err
 	}
 	if !validID(id) {
-		return fmt.Errorf("discord: %q is not a message id", truncate(id, 40))
+		return fmt.Errorf("discord: %q is not a message id", channel.Cut(id, 40))
 	}
 	body := messageBody{Content: text, AllowedMentions: allowedMentions{Parse: []string{}}}
 	if a.token != "" {
@@ -302,7 +302,7 @@ func (c *Client) Delete(ctx context.Context, to, id string) error {
 		return err
 	}
 	if !validID(id) {
-		return fmt.Errorf("discord: %q is not a message id", truncate(id, 40))
+		return fmt.Errorf("discord: %q is not a message id", channel.Cut(id, 40))
 	}
 	if a.token != "" {
 		err = c.do(ctx, http.MethodDelete, "delete webhook message", c.webhook(a.token, id), false, nil, nil)
@@ -333,7 +333,7 @@ func (c *Client) Application(ctx context.Context) (Application, error) {
 // Channel returns a channel.
 func (c *Client) Channel(ctx context.Context, id string) (Channel, error) {
 	if !validID(id) {
-		return Channel{}, fmt.Errorf("discord: %q is not a channel id", truncate(id, 40))
+		return Channel{}, fmt.Errorf("discord: %q is not a channel id", channel.Cut(id, 40))
 	}
 	var ch Channel
 	err := c.do(ctx, http.MethodGet, "get channel", "/channels/"+id, true, nil, &ch)
@@ -446,7 +446,7 @@ func (c *Client) apiErr(name, path string, resp *http.Response, raw []byte) erro
 			e.Code = strconv.Itoa(ae.Code)
 		}
 	} else {
-		e.Message = "unexpected response: " + c.scrub(truncate(string(raw), 200), path)
+		e.Message = "unexpected response: " + c.scrub(channel.Cut(string(raw), 200), path)
 	}
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
@@ -486,11 +486,4 @@ func (c *Client) scrub(s, path string) string {
 		}
 	}
 	return s
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

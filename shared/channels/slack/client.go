@@ -169,7 +169,7 @@ func apiError(method string, resp *http.Response, env envelope, jerr error, raw 
 	e := &channel.Error{Platform: Name, Method: method, Status: resp.StatusCode, Code: env.Error}
 	switch {
 	case jerr != nil:
-		e.Message = "unexpected answer: " + truncate(scrub.Known(string(raw), token), 200)
+		e.Message = "unexpected answer: " + channel.Cut(scrub.Known(string(raw), token), 200)
 	case env.Needed != "":
 		e.Message = "needs scope " + env.Needed
 	}
@@ -182,13 +182,6 @@ func apiError(method string, resp *http.Response, env envelope, jerr error, raw 
 	}
 	e.Permanent = permanent[env.Error] || (resp.StatusCode >= 400 && resp.StatusCode < 500)
 	return e
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // Auth is what auth.test says of a token: the bot's user and its

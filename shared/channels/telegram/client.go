@@ -86,9 +86,9 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	return c.do(ctx, method, "application/json", body, result)
 }
 
-// Upload invokes method with params and the file data as the field
-// field of a multipart form (sendPhoto, sendDocument).
-func (c *Client) Upload(ctx context.Context, method string, params map[string]string, field, name string, data []byte, result any) error {
+// Upload invokes method with params and the file f as the field field
+// of a multipart form (sendPhoto, sendDocument).
+func (c *Client) Upload(ctx context.Context, method string, params map[string]string, field string, f channel.File, result any) error {
 	var body bytes.Buffer
 	w := multipart.NewWriter(&body)
 	for _, k := range slices.Sorted(maps.Keys(params)) {
@@ -96,10 +96,7 @@ func (c *Client) Upload(ctx context.Context, method string, params map[string]st
 			return fmt.Errorf("telegram %s: %w", method, err)
 		}
 	}
-	fw, err := w.CreateFormFile(field, name)
-	if err == nil {
-		_, err = fw.Write(data)
-	}
+	err := f.WritePart(w, field)
 	if err == nil {
 		err = w.Close()
 	}
@@ -130,7 +127,7 @@ func (c *Client) do(ctx context.Context, method, contentType string, body []byte
 	}
 	var env envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
-		return apiError(method, resp.StatusCode, "unexpected response: "+c.scrub(truncate(string(raw), 200)), 0)
+		return apiError(method, resp.StatusCode, "unexpected response: "+c.scrub(channel.Cut(string(raw), 200)), 0)
 	}
 	if !env.OK {
 		code := env.ErrorCode
@@ -154,13 +151,6 @@ func (c *Client) do(ctx context.Context, method, contentType string, body []byte
 // scrub removes the token from s.
 func (c *Client) scrub(s string) string {
 	return scrub.Known(s, c.token)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // User is a Telegram user or bot.
@@ -305,7 +295,7 @@ func (c *Client) SendFile(ctx context.Context, chatID, threadID int64, f channel
 		}
 	}
 	var m Message
-	err := c.Upload(ctx, method, p, field, f.Name, f.Data, &m)
+	err := c.Upload(ctx, method, p, field, f, &m)
 	return m.MessageID, err
 }
 

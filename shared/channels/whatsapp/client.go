@@ -157,7 +157,7 @@ func (c *Client) apiError(name string, resp *http.Response, raw []byte) *channel
 	e := &channel.Error{Platform: "whatsapp", Method: name, Status: resp.StatusCode}
 	var ge graphError
 	if json.Unmarshal(raw, &ge) != nil || ge.Error == nil {
-		e.Message = "unexpected answer: " + c.scrub(truncate(string(raw), 200))
+		e.Message = "unexpected answer: " + c.scrub(channel.Cut(string(raw), 200))
 	} else {
 		g := ge.Error
 		e.Code = strconv.Itoa(g.Code)
@@ -197,13 +197,6 @@ func graphCode(err error) int {
 }
 
 func (c *Client) scrub(s string) string { return scrub.Known(s, c.token) }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
 
 // message is the body of POST /<phone number id>/messages.
 type message struct {

@@ -27,6 +27,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lambdaclaw/lambdaclaw/shared/core/chat"
+	"github.com/lambdaclaw/lambdaclaw/shared/core/llm"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/scrub"
 	"github.com/lambdaclaw/lambdaclaw/shared/core/tool"
 )
@@ -283,7 +284,7 @@ func (s *Searcher) do(req *http.Request, v any, refusal func(status int, h http.
 			e.Message = clip(oneLine(string(body)), 200)
 		}
 		if e.RetryAfter == 0 {
-			e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"))
+			e.RetryAfter = llm.ParseRetryAfter(resp.Header, time.Now())
 		}
 		return e
 	}
@@ -298,15 +299,6 @@ func redacted(u *url.URL) string {
 	c := *u
 	c.RawQuery = ""
 	return c.Redacted()
-}
-
-// retryAfter reads a Retry-After of seconds.
-func retryAfter(v string) time.Duration {
-	var n int
-	if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d", &n); err != nil || n <= 0 {
-		return 0
-	}
-	return time.Duration(n) * time.Second
 }
 
 // oneLine folds white space runs into single spaces.
