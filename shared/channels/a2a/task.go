@@ -188,6 +188,9 @@ func (c *call) send(w http.ResponseWriter, r *http.Request, raw json.RawMessage,
 		s := newStream(w)
 		s.event(c, StreamResponse{Task: &t})
 		if settled {
+			// It may have ended before its outcome was read: the pieces
+			// it told this request's subscription come first.
+			c.told(f.Sub, t, s)
 			c.finish(s, taskOf(done, res, ctxID))
 			return
 		}
@@ -312,14 +315,39 @@ func (c *call) follow(ctx context.Context, sub *agent.Subscription, t Task, s *s
 			}
 			s.keepAlive()
 		case ev.Delta != "":
-			s.event(c, StreamResponse{ArtifactUpdate: &ArtifactUpdate{TaskID: t.ID, ContextID: t.ContextID,
-				Artifact: Artifact{ArtifactID: AnswerArtifact, Name: AnswerArtifact, Parts: []Part{TextPart(ev.Delta)}}, Append: pieces > 0}})
+			c.piece(s, t, ev.Delta, pieces)
 			pieces++
 		default:
 			if nt, done := outcome(t, ev); done {
 				c.finish(s, nt)
 				return
 			}
+		}
+	}
+}
+
+// piece streams text as the n-th (from 0) piece of task t's answer.
+func (c *call) piece(s *stream, t Task, text string, n int) {
+	s.event(c, StreamResponse{ArtifactUpdate: &ArtifactUpdate{TaskID: t.ID, ContextID: t.ContextID,
+		Artifact: Artifact{ArtifactID: AnswerArtifact, Name: AnswerArtifact, Parts: []Part{TextPart(text)}}, Append: n > 0}})
+}
+
+// told streams the pieces of task t's answer that sub holds already,
+// without waiting for more.
+func (c *call) told(sub *agent.Subscription, t Task, s *stream) {
+	if sub == nil {
+		return
+	}
+	now, cancel := context.WithCancel(context.Background())
+	cancel() // Next returns what it holds, then the context's error
+	for n := 0; ; {
+		ev, err := sub.Next(now)
+		if err != nil {
+			return
+		}
+		if ev.Delta != "" {
+			c.piece(s, t, ev.Delta, n)
+			n++
 		}
 	}
 }
